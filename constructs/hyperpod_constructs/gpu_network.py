@@ -1,0 +1,108 @@
+"""The VPC for HyperPod DPD: EKS control-plane subnets in two AZs, one GPU subnet in the capacity's AZ ID."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from aws_cdk import RemovalPolicy, Tags
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuNetworkProps:
+    """Props of :class:`GpuNetwork`."""
+
+    vpc_cidr: str
+    """Primary CIDR: a public and a private (EKS control plane, system nodes) subnet in each of two AZs."""
+    gpu_cidr: str
+    """Secondary VPC CIDR, used whole as the GPU subnet."""
+    gpu_availability_zone_id: str
+    """AZ *ID* of the GPU capacity, e.g. ``usw2-az2``."""
+    nat_gateways: int = 1
+    """Default: 1 (the GPU subnet routes through it; set 2 for one NAT per control-plane AZ)."""
+    interface_endpoints: tuple[str, ...] = ()
+    """Interface endpoint service names (``ecr.api``, ``sts``, ...). Default: none."""
+    flow_logs_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
+    """Retention of the VPC flow log group. Default: one month."""
+    private_subnet_cidr_mask: int = 20
+    public_subnet_cidr_mask: int = 24
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+class GpuNetwork(Construct):
+    """VPC, NAT, S3 gateway endpoint, optional interface endpoints, flow logs and the GPU subnet.
+
+    The GPU subnet is placed by AZ ID (``AvailabilityZoneId``), never by AZ name: names map to different
+    physical AZs in every account, and HyperPod capacity and training plans are expressed in AZ IDs.
+    """
+
+    vpc: ec2.Vpc
+    gpu_subnet: ec2.PrivateSubnet
+    flow_log_group: logs.LogGroup
+
+    def __init__(self, scope: Construct, construct_id: str, *, props: GpuNetworkProps) -> None:
+        super().__init__(scope, construct_id)
+        self.props = props
+
+        self.vpc = ec2.Vpc(
+            self, "Vpc",
+            ip_addresses=ec2.IpAddresses.cidr(props.vpc_cidr),
+            max_azs=2,  # EKS requires control-plane subnets in at least two AZs
+            nat_gateways=props.nat_gateways,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC,
+                                        cidr_mask=props.public_subnet_cidr_mask),
+                ec2.SubnetConfiguration(name="private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS,
+                                        cidr_mask=props.private_subnet_cidr_mask),
+            ],
+        )
+        for subnet in self.vpc.public_subnets:
+            Tags.of(subnet).add("kubernetes.io/role/elb", "1")
+        for subnet in self.vpc.private_subnets:
+            Tags.of(subnet).add("kubernetes.io/role/internal-elb", "1")
+
+        self.gpu_subnet = self._gpu_subnet()
+
+        self.vpc.add_gateway_endpoint(
+            "S3Endpoint", service=ec2.GatewayVpcEndpointAwsService.S3,
+            subnets=[ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+                     ec2.SubnetSelection(subnets=[self.gpu_subnet])],
+        )
+        self.interface_endpoints: dict[str, ec2.InterfaceVpcEndpoint] = {}
+        for service in props.interface_endpoints:
+            # One ENI per control-plane AZ; the GPU subnet reaches them through private DNS.
+            self.interface_endpoints[service] = self.vpc.add_interface_endpoint(
+                "Endpoint" + "".join(p.capitalize() for p in service.replace("-", ".").split(".")),
+                service=ec2.InterfaceVpcEndpointAwsService(service),
+                subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+                private_dns_enabled=True,
+            )
+
+        self.flow_log_group = logs.LogGroup(
+            self, "FlowLogs", retention=props.flow_logs_retention, removal_policy=RemovalPolicy.DESTROY)
+        self.vpc.add_flow_log(
+            "FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(self.flow_log_group),
+            traffic_type=ec2.FlowLogTrafficType.ALL)
+
+    def _gpu_subnet(self) -> ec2.PrivateSubnet:
+        cidr = ec2.CfnVPCCidrBlock(self, "GpuCidr", vpc_id=self.vpc.vpc_id, cidr_block=self.props.gpu_cidr)
+        subnet = ec2.PrivateSubnet(
+            self, "GpuSubnet",
+            vpc_id=self.vpc.vpc_id,
+            cidr_block=self.props.gpu_cidr,
+            # The L2 takes an AZ name; we place by AZ ID instead (below), so this attribute holds the ID.
+            availability_zone=self.props.gpu_availability_zone_id,
+        )
+        cfn = subnet.node.default_child
+        assert isinstance(cfn, ec2.CfnSubnet)
+        cfn.add_property_deletion_override("AvailabilityZone")
+        cfn.add_property_override("AvailabilityZoneId", self.props.gpu_availability_zone_id)
+        cfn.node.add_dependency(cidr)  # the secondary CIDR must exist before a subnet can use it
+        nat = self.vpc.public_subnets[0].node.try_find_child("NATGateway")
+        assert isinstance(nat, ec2.CfnNatGateway)
+        subnet.add_default_nat_route(nat.ref)
+        Tags.of(subnet).add("kubernetes.io/role/internal-elb", "1")
+        Tags.of(subnet).add("hyperpod/gpu-subnet", "true")
+        return subnet

@@ -1,0 +1,504 @@
+"""The one typed configuration that drives both the CDK app and the cdk8s app.
+
+Loaded only at the edges (``app.py``, the cdk8s entry point, the scripts). Every rule here produces a
+:class:`ConfigError` whose message names the field, the bad value and what is allowed, so that an entry
+point can print exactly one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from hyperpod_infra import pins
+from hyperpod_infra.errors import ConfigError
+
+# --- facts the rules rely on -----------------------------------------------------------------------------
+
+#: Instance types with EFA RDMA read/write that the operator supports for DPD, with GPUs per node
+#: (sagemaker-hyperpod-model-deployment-dpd, "Requirements").
+DPD_INSTANCE_GPUS: dict[str, int] = {
+    "ml.p5.48xlarge": 8,
+    "ml.p5e.48xlarge": 8,
+    "ml.p5en.48xlarge": 8,
+    "ml.p6-b200.48xlarge": 8,
+    "ml.p6-b300.48xlarge": 8,
+}
+
+#: IP addresses one ml.p5.48xlarge-class node takes from its subnet on EKS (VPC CNI, EFA interfaces and
+#: pods), per the HyperPod capacity-planning guide; we double it for rolling replacement.
+IPS_PER_GPU_NODE = 81
+SUBNET_HEADROOM_FACTOR = 2
+#: AWS reserves the first four and the last address of every subnet.
+AWS_RESERVED_IPS_PER_SUBNET = 5
+
+_DIRECTIONS = {
+    "north": "n", "south": "s", "east": "e", "west": "w", "central": "c",
+    "northeast": "ne", "northwest": "nw", "southeast": "se", "southwest": "sw",
+}
+_REGION_RE = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
+_AZ_ID_RE = re.compile(r"^[a-z]{3,6}\d-az\d{1,2}$")
+_SAGEMAKER_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+_EKS_NAME_RE = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")
+_DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_IAM_PRINCIPAL_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]{1,512}$")
+_TRAINING_PLAN_RE = re.compile(r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:training-plan/[a-z0-9-]+$")
+_IMAGE_RE = re.compile(r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$")
+
+
+def az_id_prefix(region: str) -> str:
+    """The AZ-ID prefix of a region: ``us-west-2`` -> ``usw2``, ``ap-northeast-1`` -> ``apne1``."""
+    parts = region.split("-")
+    if len(parts) == 4:  # us-gov-west-1
+        return parts[0] + "gw" + parts[3] if parts[1] == "gov" else region
+    area, direction, number = parts
+    return area + _DIRECTIONS.get(direction, direction[:1]) + number
+
+
+# --- the model ------------------------------------------------------------------------------------------
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True)
+
+
+Cidr = Annotated[str, Field(description="IPv4 CIDR block, e.g. 10.0.0.0/16")]
+InterfaceEndpoint = Literal[
+    "ecr.api", "ecr.dkr", "sts", "eks", "eks-auth", "sagemaker.api", "logs", "monitoring",
+    "ssm", "ssmmessages", "ec2messages", "ec2", "elasticloadbalancing", "aps-workspaces",
+]
+
+
+class NetworkConfig(_Model):
+    """The VPC. EKS needs subnets in two AZs; the GPU nodes get one subnet in ``gpu_availability_zone_id``."""
+
+    vpc_cidr: Cidr = "10.0.0.0/16"
+    """Primary CIDR: public and control-plane/system subnets in two AZs."""
+    gpu_cidr: Cidr = "10.1.0.0/16"
+    """Secondary VPC CIDR that becomes the single GPU subnet (HyperPod nodes take ~81 IPs each)."""
+    gpu_availability_zone_id: str = "usw2-az2"
+    """AZ *ID* (not name) of the GPU capacity: names map to different AZs in every account."""
+    nat_gateways: Annotated[int, Field(ge=1, le=2)] = 1
+    interface_endpoints: tuple[InterfaceEndpoint, ...] = ()
+    """Interface VPC endpoints to create (needed only for private clusters). Default: none."""
+    flow_logs_retention_days: Literal[1, 3, 5, 7, 14, 30, 60, 90, 180, 365] = 30
+    fsx_lustre: bool = False
+    """Open the FSx for Lustre ports (988, 1018-1023) on the GPU security group. Default: off."""
+
+
+class SystemNodeGroupConfig(_Model):
+    instance_type: str = "m7i.xlarge"
+    desired_size: Annotated[int, Field(ge=1, le=10)] = 2
+
+
+class EksConfig(_Model):
+    cluster_name: str = "dpd-eks"
+    kubernetes_version: str = pins.KUBERNETES_VERSION
+    admin_principal_arn: str | None = None
+    """IAM role or user granted cluster admin through an access entry. Default: none (CDK's role only)."""
+    endpoint_public_access_cidrs: tuple[Cidr, ...] = ("0.0.0.0/0",)
+    """CIDRs allowed to reach the public API endpoint; the private endpoint is always on."""
+    log_retention_days: Literal[1, 3, 5, 7, 14, 30, 60, 90, 180, 365] = 30
+    system_node_group: SystemNodeGroupConfig = SystemNodeGroupConfig()
+
+
+DeepHealthCheck = Literal["InstanceStress", "InstanceConnectivity"]
+Pool = Literal["prefill", "decode", "shared"]
+
+
+class InstanceGroupConfig(_Model):
+    name: str
+    instance_type: str = "ml.p5.48xlarge"
+    instance_count: Annotated[int, Field(ge=0, le=6758)] = 1
+    pool: Pool = "shared"
+    """Which DPD role the nodes serve; becomes a Kubernetes node label and the role's nodeSelector."""
+    availability_zone_id: str | None = None
+    """Default: ``network.gpu_availability_zone_id``. All GPU groups must resolve to one AZ ID."""
+    ebs_volume_size_gb: Annotated[int, Field(ge=1, le=16384)] = 500
+    threads_per_core: Literal[1, 2] = 1
+    deep_health_checks: tuple[DeepHealthCheck, ...] = ("InstanceStress", "InstanceConnectivity")
+    training_plan_arn: str | None = None
+
+
+class HyperPodConfig(_Model):
+    cluster_name: str = "dpd-hyperpod"
+    node_recovery: Literal["Automatic", "None"] = "Automatic"
+    node_provisioning_mode: Literal["Continuous", "Legacy"] = "Continuous"
+    instance_groups: Annotated[tuple[InstanceGroupConfig, ...], Field(min_length=1, max_length=100)]
+
+
+class ModelConfig(_Model):
+    name: str = "llama-3-3-70b-instruct"
+    """SageMaker model name (also the InferenceEndpointConfig modelName)."""
+    s3_prefix: str = "models/Llama-3.3-70B-Instruct/"
+    existing_bucket_name: str | None = None
+    """Use this bucket instead of creating one. Default: create ``<account>-<region>`` scoped bucket."""
+    delete_on_destroy: bool = False
+    """Delete the created model bucket and its data on ``cdk destroy``. Default: keep it (RETAIN)."""
+
+
+class RoleConfig(_Model):
+    """One DPD role (prefill or decode)."""
+
+    replicas: Annotated[int, Field(ge=1, le=64)] = 1
+    gpus: Annotated[int, Field(ge=1, le=8)] = 8
+    max_num_seqs: Annotated[int, Field(ge=1, le=4096)]
+    extra_args: tuple[str, ...] = ()
+    """vLLM flags appended for this role only (pdSpec.<role>.args)."""
+
+
+class RoleAutoscalingConfig(_Model):
+    min_replicas: Annotated[int, Field(ge=1)] = 1
+    max_replicas: Annotated[int, Field(ge=1)] = 1
+    target_value: Annotated[float, Field(gt=0)]
+    """Prefill: waiting requests per replica. Decode: KV-cache usage ratio (0-1)."""
+
+
+class AutoscalingConfig(_Model):
+    enabled: bool = False
+    prefill: RoleAutoscalingConfig = RoleAutoscalingConfig(min_replicas=1, max_replicas=2, target_value=8)
+    decode: RoleAutoscalingConfig = RoleAutoscalingConfig(min_replicas=1, max_replicas=1, target_value=0.8)
+
+
+class KvCacheConfig(_Model):
+    enable_l1_cache: bool = True
+    enable_l2_cache: bool = False
+    l2_cache_backend: Literal["redis", "tieredstorage"] | None = None
+    l2_cache_local_url: str | None = None
+
+
+class EndpointConfig(_Model):
+    name: str = "llama-3-3-70b"
+    namespace: str = "default"
+    image: str = pins.DPD_WORKER_IMAGE
+    instance_type: str = "ml.p5.48xlarge"
+    tensor_parallel_size: Annotated[int, Field(ge=1, le=8)] = 8
+    max_model_len: Annotated[int, Field(ge=256, le=1_048_576)] = 16384
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = 0.75
+    invocation_path: str = "v1/chat/completions"
+    container_port: Annotated[int, Field(ge=1024, le=65535)] = 8000
+    prefill: RoleConfig = RoleConfig(max_num_seqs=16, extra_args=("--enforce-eager",))
+    decode: RoleConfig = RoleConfig(max_num_seqs=32)
+    routing_threshold_tokens: Annotated[int, Field(ge=0)] = 4096
+    routing_strategy: Literal["prefixaware", "kvaware", "session", "roundrobin"] = "prefixaware"
+    kv_cache: KvCacheConfig = KvCacheConfig()
+    pd_buffer_size_bytes: Annotated[int, Field(ge=1 << 30, le=64 << 30)] = 8 << 30
+    """Decoder-side KV receive buffer per rank (PD_BUFFER_SIZE). AWS default 8 GiB; raise on OOM."""
+    autoscaling: AutoscalingConfig = AutoscalingConfig()
+
+
+class SloConfig(_Model):
+    """Thresholds the alerts fire on."""
+
+    ttft_p95_seconds: Annotated[float, Field(gt=0)] = 2.0
+    tpot_p95_seconds: Annotated[float, Field(gt=0)] = 0.1
+    error_ratio: Annotated[float, Field(gt=0, lt=1)] = 0.01
+    kv_cache_usage_ratio: Annotated[float, Field(gt=0, le=1)] = 0.9
+    prefill_queue_per_replica: Annotated[float, Field(gt=0)] = 16
+
+
+class ObservabilityConfig(_Model):
+    enabled: bool = True
+    """Create the Amazon Managed Prometheus workspace and the HyperPod observability add-on."""
+    scrape_interval_seconds: Annotated[int, Field(ge=5, le=300)] = 15
+    grafana_sidecar_label: str = "grafana_dashboard"
+    slo: SloConfig = SloConfig()
+
+
+class Config(_Model):
+    """The whole deployment. ``config/default.yaml`` is the AWS DPD walkthrough."""
+
+    name: str = "hyperpod-dpd"
+    """Prefix of every stack name."""
+    region: str = "us-west-2"
+    network: NetworkConfig = NetworkConfig()
+    eks: EksConfig = EksConfig()
+    hyperpod: HyperPodConfig
+    model: ModelConfig = ModelConfig()
+    endpoint: EndpointConfig = EndpointConfig()
+    observability: ObservabilityConfig = ObservabilityConfig()
+
+    @model_validator(mode="after")
+    def _cross_field_rules(self) -> Config:
+        for rule in _RULES:
+            rule(self)
+        return self
+
+    # Derived values used by both apps -------------------------------------------------------------------
+
+    @property
+    def gpu_availability_zone_id(self) -> str:
+        return self.network.gpu_availability_zone_id
+
+    def pool_gpus(self, pool: Pool) -> int:
+        """GPUs available to a DPD role: nodes in groups labelled for it, plus shared groups."""
+        return sum(
+            g.instance_count * DPD_INSTANCE_GPUS[g.instance_type]
+            for g in self.hyperpod.instance_groups
+            if g.pool in (pool, "shared")
+        )
+
+
+# --- cross-field rules (one function each, one failing test each) ---------------------------------------
+
+
+def _fail(field: str, value: Any, allowed: str) -> None:
+    raise ConfigError(f"{field} {allowed}, got {value!r}")
+
+
+def _rule_names(c: Config) -> None:
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9-]{0,39}", c.name):
+        _fail("name", c.name, "must start with a letter and hold 1-40 letters, digits or '-'")
+    if not _EKS_NAME_RE.fullmatch(c.eks.cluster_name):
+        _fail("eks.cluster_name", c.eks.cluster_name, "must match ^[0-9A-Za-z][A-Za-z0-9-_]{0,99}$")
+    if not _SAGEMAKER_NAME_RE.fullmatch(c.hyperpod.cluster_name):
+        _fail("hyperpod.cluster_name", c.hyperpod.cluster_name,
+              "must be 1-63 letters, digits or '-' and start and end with a letter or digit")
+    if not _SAGEMAKER_NAME_RE.fullmatch(c.model.name):
+        _fail("model.name", c.model.name,
+              "must be 1-63 letters, digits or '-' and start and end with a letter or digit")
+    for field, value in (("endpoint.name", c.endpoint.name), ("endpoint.namespace", c.endpoint.namespace)):
+        if not _DNS_LABEL_RE.fullmatch(value):
+            _fail(field, value, "must be a Kubernetes DNS label (lowercase a-z, 0-9, '-', at most 63)")
+    # The operator derives Deployment names "prefill-<name>" and the router "<name>-<namespace>-router".
+    if len(f"{c.endpoint.name}-{c.endpoint.namespace}-routing-service") > 63:
+        _fail("endpoint.name", c.endpoint.name,
+              "plus endpoint.namespace must stay under 63 characters in '<name>-<namespace>-routing-service'")
+    seen: set[str] = set()
+    for i, g in enumerate(c.hyperpod.instance_groups):
+        if not re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", g.name):
+            _fail(f"hyperpod.instance_groups[{i}].name", g.name,
+                  "must be 1-63 letters, digits or '-' and start and end with a letter or digit")
+        if g.name in seen:
+            _fail(f"hyperpod.instance_groups[{i}].name", g.name, "must be unique")
+        seen.add(g.name)
+
+
+def _rule_s3(c: Config) -> None:
+    b = c.model.existing_bucket_name
+    if b is not None and (not _BUCKET_RE.fullmatch(b) or ".." in b or b.startswith("xn--")
+                          or re.fullmatch(r"\d+\.\d+\.\d+\.\d+", b)):
+        _fail("model.existing_bucket_name", b,
+              "must be a valid S3 bucket name (3-63 lowercase letters, digits, '.', '-')")
+    p = c.model.s3_prefix
+    if p.startswith("/") or not p.endswith("/") or "//" in p or len(p) > 512:
+        _fail("model.s3_prefix", p, "must be a key prefix without a leading '/' that ends with '/'")
+    if b is not None and c.model.delete_on_destroy:
+        _fail("model.delete_on_destroy", True, "cannot be true for an existing bucket we did not create")
+
+
+def _rule_region_and_az(c: Config) -> None:
+    if not _REGION_RE.fullmatch(c.region):
+        _fail("region", c.region, "must be an AWS region code such as us-west-2")
+    prefix = az_id_prefix(c.region)
+    azs: set[str] = set()
+    for i, g in enumerate(c.hyperpod.instance_groups):
+        az = g.availability_zone_id or c.network.gpu_availability_zone_id
+        field = (f"hyperpod.instance_groups[{i}].availability_zone_id" if g.availability_zone_id
+                 else "network.gpu_availability_zone_id")
+        if not _AZ_ID_RE.fullmatch(az) or not az.startswith(prefix + "-"):
+            _fail(field, az, f"must be an AZ ID of {c.region} such as {prefix}-az1")
+        azs.add(az)
+    if len(azs) != 1:
+        _fail("hyperpod.instance_groups[*].availability_zone_id", sorted(azs),
+              "must resolve to exactly one AZ ID (DPD moves the KV cache over EFA within one AZ)")
+    if c.gpu_availability_zone_id not in azs:
+        _fail("network.gpu_availability_zone_id", c.gpu_availability_zone_id,
+              f"must be the AZ ID of the GPU instance groups ({sorted(azs)[0]})")
+
+
+def _rule_instance_types(c: Config) -> None:
+    allowed = ", ".join(DPD_INSTANCE_GPUS)
+    for i, g in enumerate(c.hyperpod.instance_groups):
+        if g.instance_type not in DPD_INSTANCE_GPUS:
+            _fail(f"hyperpod.instance_groups[{i}].instance_type", g.instance_type,
+                  f"must be an EFA RDMA instance type that supports DPD ({allowed})")
+        if g.training_plan_arn is not None and not _TRAINING_PLAN_RE.fullmatch(g.training_plan_arn):
+            _fail(f"hyperpod.instance_groups[{i}].training_plan_arn", g.training_plan_arn,
+                  "must be a SageMaker training plan ARN (arn:aws:sagemaker:<region>:<account>:training-plan/<name>)")
+        if len(set(g.deep_health_checks)) != len(g.deep_health_checks):
+            _fail(f"hyperpod.instance_groups[{i}].deep_health_checks", list(g.deep_health_checks),
+                  "must not repeat a check")
+    if c.endpoint.instance_type not in DPD_INSTANCE_GPUS:
+        _fail("endpoint.instance_type", c.endpoint.instance_type,
+              f"must be an EFA RDMA instance type that supports DPD ({allowed})")
+    if c.endpoint.instance_type not in {g.instance_type for g in c.hyperpod.instance_groups}:
+        _fail("endpoint.instance_type", c.endpoint.instance_type,
+              "must be the instance type of at least one hyperpod.instance_groups entry")
+
+
+def _rule_parallelism(c: Config) -> None:
+    e = c.endpoint
+    per_node = DPD_INSTANCE_GPUS.get(e.instance_type, 8)
+    if per_node % e.tensor_parallel_size:
+        _fail("endpoint.tensor_parallel_size", e.tensor_parallel_size,
+              f"must divide the {per_node} GPUs of one {e.instance_type} (1, 2, 4 or 8)")
+    for role in ("prefill", "decode"):
+        r: RoleConfig = getattr(e, role)
+        if r.gpus > per_node:
+            _fail(f"endpoint.{role}.gpus", r.gpus, f"must fit one {e.instance_type} node (<= {per_node})")
+        if r.gpus != e.tensor_parallel_size:
+            _fail(f"endpoint.{role}.gpus", r.gpus,
+                  f"must equal endpoint.tensor_parallel_size ({e.tensor_parallel_size}): one vLLM engine per pod")
+
+
+def _peak_replicas(e: EndpointConfig, role: str) -> int:
+    """Replicas a role can reach: its fixed count, or the autoscaling maximum when that is on."""
+    fixed: int = getattr(e, role).replicas
+    return max(fixed, getattr(e.autoscaling, role).max_replicas) if e.autoscaling.enabled else fixed
+
+
+def _rule_capacity(c: Config) -> None:
+    e = c.endpoint
+    for role in ("prefill", "decode"):
+        r: RoleConfig = getattr(e, role)
+        need, have = _peak_replicas(e, role) * r.gpus, c.pool_gpus(role)  # type: ignore[arg-type]
+        if need > have:
+            _fail(f"endpoint.{role}.replicas", r.replicas,
+                  f"needs {need} GPUs at peak but instance groups for the {role} pool (and 'shared') hold {have}")
+    peak_total = sum(_peak_replicas(e, role) * getattr(e, role).gpus for role in ("prefill", "decode"))
+    total = sum(g.instance_count * DPD_INSTANCE_GPUS[g.instance_type] for g in c.hyperpod.instance_groups)
+    if peak_total > total:
+        _fail("endpoint", f"{peak_total} GPUs",
+              f"prefill + decode must fit the {total} GPUs of all hyperpod.instance_groups")
+
+
+def _rule_routing(c: Config) -> None:
+    e = c.endpoint
+    if e.routing_threshold_tokens >= e.max_model_len:
+        _fail("endpoint.routing_threshold_tokens", e.routing_threshold_tokens,
+              f"must be below endpoint.max_model_len ({e.max_model_len}) or no prompt is ever disaggregated")
+    if e.routing_strategy == "kvaware" and (
+            not e.invocation_path.endswith("completions") or "chat" in e.invocation_path):
+        _fail("endpoint.routing_strategy", e.routing_strategy,
+              "'kvaware' needs endpoint.invocation_path 'v1/completions' (not chat), per the operator docs")
+    if not re.fullmatch(r"[A-Za-z0-9_\-/.]{1,200}", e.invocation_path) or e.invocation_path.startswith("/"):
+        _fail("endpoint.invocation_path", e.invocation_path, "must be a URL path without a leading '/'")
+    if e.decode.replicas > pins.DPD_MAX_DECODE_REPLICAS:
+        _fail("endpoint.decode.replicas", e.decode.replicas,
+              f"must be <= {pins.DPD_MAX_DECODE_REPLICAS}: operator v{pins.INFERENCE_OPERATOR_APP_VERSION} "
+              "runs a single decoder with several prefillers (DPD guide, Limitations)")
+    if e.kv_cache.enable_l2_cache and e.kv_cache.l2_cache_backend is None:
+        _fail("endpoint.kv_cache.l2_cache_backend", None, "must be 'redis' or 'tieredstorage' when L2 is on")
+    if not _IMAGE_RE.fullmatch(e.image) or ":" not in e.image.rsplit("/", 1)[-1] and "@" not in e.image:
+        _fail("endpoint.image", e.image, "must be an image reference pinned to a tag or digest")
+
+
+def _rule_autoscaling(c: Config) -> None:
+    a = c.endpoint.autoscaling
+    for role in ("prefill", "decode"):
+        r: RoleAutoscalingConfig = getattr(a, role)
+        if r.min_replicas > r.max_replicas:
+            _fail(f"endpoint.autoscaling.{role}.min_replicas", r.min_replicas,
+                  f"must be <= endpoint.autoscaling.{role}.max_replicas ({r.max_replicas})")
+    if a.decode.max_replicas > pins.DPD_MAX_DECODE_REPLICAS:
+        _fail("endpoint.autoscaling.decode.max_replicas", a.decode.max_replicas,
+              f"must be <= {pins.DPD_MAX_DECODE_REPLICAS} (operator v{pins.INFERENCE_OPERATOR_APP_VERSION} "
+              "runs a single decoder)")
+    if not 0 < a.decode.target_value <= 1:
+        _fail("endpoint.autoscaling.decode.target_value", a.decode.target_value,
+              "is a KV-cache usage ratio and must be in (0, 1]")
+    if a.enabled and not c.observability.enabled:
+        _fail("endpoint.autoscaling.enabled", True,
+              "needs observability.enabled (KEDA scales on metrics in the managed Prometheus workspace)")
+
+
+def _rule_eks(c: Config) -> None:
+    if c.eks.kubernetes_version not in pins.SUPPORTED_KUBERNETES_VERSIONS:
+        _fail("eks.kubernetes_version", c.eks.kubernetes_version,
+              f"must be one of {', '.join(pins.SUPPORTED_KUBERNETES_VERSIONS)} (HyperPod-supported, pinned)")
+    if c.eks.admin_principal_arn is not None and not _IAM_PRINCIPAL_RE.fullmatch(c.eks.admin_principal_arn):
+        _fail("eks.admin_principal_arn", c.eks.admin_principal_arn,
+              "must be an IAM role or user ARN (arn:aws:iam::<account>:role/<name>)")
+    if not re.fullmatch(r"[a-z][a-z0-9-]*\d[a-z0-9-]*\.[a-z0-9]+", c.eks.system_node_group.instance_type):
+        _fail("eks.system_node_group.instance_type", c.eks.system_node_group.instance_type,
+              "must be an EC2 instance type such as m7i.xlarge")
+
+
+def _network(cidr: str, field: str) -> ipaddress.IPv4Network:
+    try:
+        return ipaddress.IPv4Network(cidr, strict=True)
+    except ValueError as exc:
+        raise ConfigError(f"{field} must be an IPv4 CIDR with no host bits set, got {cidr!r} ({exc})") from None
+
+
+def _rule_cidrs(c: Config) -> None:
+    n = c.network
+    vpc = _network(n.vpc_cidr, "network.vpc_cidr")
+    gpu = _network(n.gpu_cidr, "network.gpu_cidr")
+    for field, net in (("network.vpc_cidr", vpc), ("network.gpu_cidr", gpu)):
+        if not 16 <= net.prefixlen <= 28:
+            _fail(field, str(net), "must have a prefix length between /16 and /28 (VPC limits)")
+        if not (net.is_private or net.subnet_of(ipaddress.IPv4Network("100.64.0.0/10"))):
+            _fail(field, str(net), "must be a private range (RFC 1918 or 100.64.0.0/10)")
+    if vpc.prefixlen > 20:
+        _fail("network.vpc_cidr", str(vpc), "must be /20 or larger to hold 2 public and 2 private subnets")
+    if vpc.overlaps(gpu):
+        _fail("network.gpu_cidr", str(gpu), f"must not overlap network.vpc_cidr ({vpc})")
+    nodes = sum(g.instance_count for g in c.hyperpod.instance_groups)
+    needed = nodes * IPS_PER_GPU_NODE * SUBNET_HEADROOM_FACTOR
+    usable = gpu.num_addresses - AWS_RESERVED_IPS_PER_SUBNET
+    if usable < needed:
+        _fail("network.gpu_cidr", str(gpu),
+              f"must hold {needed} IPs for {nodes} GPU nodes ({IPS_PER_GPU_NODE} each, x{SUBNET_HEADROOM_FACTOR} "
+              f"headroom) but has {usable} usable")
+    for i, cidr in enumerate(c.eks.endpoint_public_access_cidrs):
+        try:
+            ipaddress.IPv4Network(cidr, strict=True)
+        except ValueError:
+            _fail(f"eks.endpoint_public_access_cidrs[{i}]", cidr, "must be an IPv4 CIDR with no host bits set")
+
+
+_RULES = (
+    _rule_names, _rule_s3, _rule_region_and_az, _rule_instance_types, _rule_parallelism,
+    _rule_capacity, _rule_routing, _rule_autoscaling, _rule_eks, _rule_cidrs,
+)
+
+
+# --- loading --------------------------------------------------------------------------------------------
+
+
+def _one_line(exc: ValidationError) -> str:
+    err = exc.errors(include_url=False)[0]
+    loc = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]).replace(".[", "[")
+    if err["type"] == "extra_forbidden":
+        return f"{loc} is not a known setting (check the spelling; see README 'Configuration')"
+    if err["type"] == "missing":
+        return f"{loc} is required"
+    ctx_err = (err.get("ctx") or {}).get("error")
+    if isinstance(ctx_err, ConfigError):
+        return str(ctx_err)
+    msg = err["msg"].removeprefix("Value error, ")
+    return f"{loc or 'config'}: {msg}, got {err.get('input')!r}"
+
+
+def parse_config(data: Any) -> Config:
+    """Validate a mapping into a :class:`Config`; raises :class:`ConfigError` with one line."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"config must be a YAML mapping, got {type(data).__name__}")
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_one_line(exc)) from None
+
+
+def load_config(path: str | Path) -> Config:
+    """Read and validate a YAML config file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"config file {str(p)!r} cannot be read: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"config file {str(p)!r} is not valid YAML{where}") from None
+    return parse_config(data if data is not None else {})

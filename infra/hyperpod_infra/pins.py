@@ -1,0 +1,99 @@
+"""Every version of something this project *deploys*, pinned in one place.
+
+Python and npm tooling versions are pinned in ``pyproject.toml`` and ``package-lock.json``; this module
+holds what ends up running in the account: Kubernetes, EKS add-ons, Helm charts, container images, and
+the operator CRD we generate bindings from. Each pin names its source so that an upgrade is a reviewed
+one-line change. Nothing here is read from the network at synth time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+# --- Kubernetes -----------------------------------------------------------------------------------------
+#: Kubernetes versions HyperPod supports (docs: sagemaker-hyperpod-eks-prerequisites) for which this
+#: project also installs a kubectl Lambda layer (pyproject: aws-cdk.lambda-layer-kubectl-v33).
+SUPPORTED_KUBERNETES_VERSIONS: Final = ("1.33",)
+KUBERNETES_VERSION: Final = "1.33"
+
+
+# --- EKS add-ons ----------------------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class AddonPin:
+    """An EKS add-on at an exact version. ``source`` says where the version was taken from."""
+
+    name: str
+    version: str
+    source: str
+
+
+VPC_CNI: Final = AddonPin(
+    name="vpc-cni", version="v1.20.4-eksbuild.1",
+    source="HyperPod needs Amazon VPC CNI >= 1.18.3 (sagemaker-hyperpod-eks-prerequisites)")
+KUBE_PROXY: Final = AddonPin(
+    name="kube-proxy", version="v1.33.3-eksbuild.4", source="EKS add-on versions for Kubernetes 1.33")
+COREDNS: Final = AddonPin(
+    name="coredns", version="v1.12.2-eksbuild.4", source="EKS add-on versions for Kubernetes 1.33")
+POD_IDENTITY_AGENT: Final = AddonPin(
+    name="eks-pod-identity-agent", version="v1.3.8-eksbuild.2",
+    source="required by the HyperPod observability add-on (hyperpod-observability-addon-setup)")
+S3_CSI: Final = AddonPin(
+    name="aws-mountpoint-s3-csi-driver", version="v1.14.1-eksbuild.1",
+    source="inference operator dependency, minimum named in sagemaker-hyperpod-model-deployment-setup")
+FSX_CSI: Final = AddonPin(
+    name="aws-fsx-csi-driver", version="v1.6.0-eksbuild.1",
+    source="inference operator init container requires CSIDriver fsx.csi.aws.com (chart manager.yaml)")
+METRICS_SERVER: Final = AddonPin(
+    name="metrics-server", version="v0.7.2-eksbuild.4",
+    source="inference operator dependency (sagemaker-hyperpod-model-deployment-setup)")
+CERT_MANAGER: Final = AddonPin(
+    name="cert-manager", version="v1.18.2-eksbuild.2",
+    source="inference operator dependency (sagemaker-hyperpod-model-deployment-setup)")
+INFERENCE_OPERATOR: Final = AddonPin(
+    name="amazon-sagemaker-hyperpod-inference", version="v1.3.0-eksbuild.1",
+    source="add-on v1.3.0 = operator v3.2, the first with pdSpec (HyperPod inference release notes)")
+OBSERVABILITY: Final = AddonPin(
+    name="amazon-sagemaker-hyperpod-observability", version="v1.0.3-eksbuild.1",
+    source="hyperpod-observability-addon-setup")
+
+#: The operator version whose CRD we generate bindings from and validate against.
+INFERENCE_OPERATOR_APP_VERSION: Final = "3.2"
+
+
+# --- The operator CRD (bindings and schema tests) ------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class CrdPin:
+    """A CRD file published upstream, pinned by commit and content hash."""
+
+    file_name: str
+    url: str
+    sha256: str
+
+
+_CRD_BASE: Final = (
+    "https://raw.githubusercontent.com/aws/sagemaker-hyperpod-cli/"
+    "011ca927123e02b35a399935bbb3ab1905fe33c7/helm_chart/HyperPodHelmChart/charts/"
+    "inference-operator/config/crd/"
+)
+INFERENCE_ENDPOINT_CONFIG_CRD: Final = CrdPin(
+    file_name="inferenceendpointconfigs.yaml",
+    url=_CRD_BASE + "inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml",
+    sha256="de0fab82c890cfe6c779a3687a5a6375e89ebade828cd384133ac9be9e4c0f80",
+)
+
+
+# --- Images ---------------------------------------------------------------------------------------------
+#: The DPD worker image AWS validated (LMCache 0.4.3, vLLM 0.19.0, NIXL 1.0.0), per the DPD guide.
+DPD_WORKER_IMAGE: Final = "lmcache/vllm-openai:v0.4.3"
+#: Images AWS names as supported for DPD (sagemaker-hyperpod-model-deployment-dpd).
+DPD_SUPPORTED_IMAGES: Final = (
+    "lmcache/vllm-openai:v0.4.3",
+    "public.ecr.aws/deep-learning-containers/vllm:server-hyperpod-cuda-v1.1",
+)
+
+
+# --- Operator limits (v3.2) -----------------------------------------------------------------------------
+#: "a single decoder replica with multiple prefiller replicas" (AWS ML blog, 10 Jul 2026; DPD guide:
+#: one decode Deployment per endpoint).
+DPD_MAX_DECODE_REPLICAS: Final = 1

@@ -1,0 +1,1 @@
+"""Thin stacks: each instantiates constructs, wires them, adds outputs and acknowledgements."""

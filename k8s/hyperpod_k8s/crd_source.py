@@ -1,0 +1,82 @@
+"""Where the operator CRD comes from. The file is not ours, so the repository never holds a copy.
+
+Resolution order:
+1. ``--crd-dir`` / ``HYPERPOD_CRD_DIR``: a directory holding the published CRD files (this repository's CI
+   points it at ``../shared/crds``).
+2. ``../shared/crds`` next to the repository, when it exists.
+3. Only in the set-up command (``fetch=True``): download the pinned upstream file into ``.cache/crds``.
+
+Whatever the source, the file's SHA-256 must equal the pin in :mod:`hyperpod_infra.pins` before it is used.
+Synth never touches the network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import urllib.request
+from pathlib import Path
+
+from hyperpod_infra import pins
+from hyperpod_infra.errors import ConfigError, run_guarded
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_SHARED_DIR = REPO_ROOT.parent / "shared" / "crds"
+CACHE_DIR = REPO_ROOT / ".cache" / "crds"
+ENV_VAR = "HYPERPOD_CRD_DIR"
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _verified(path: Path, pin: pins.CrdPin) -> Path:
+    digest = _sha256(path)
+    if digest != pin.sha256:
+        raise ConfigError(
+            f"CRD {str(path)!r} has sha256 {digest[:16]}..., expected the pinned {pin.sha256[:16]}... "
+            "(operator CRD version mismatch: update hyperpod_infra.pins on purpose, or point "
+            f"{ENV_VAR} at the pinned files)")
+    return path
+
+
+def resolve_crd(pin: pins.CrdPin = pins.INFERENCE_ENDPOINT_CONFIG_CRD, *, crd_dir: str | Path | None = None,
+                fetch: bool = False) -> Path:
+    """Return a verified local path of the pinned CRD file."""
+    given = crd_dir or os.environ.get(ENV_VAR)
+    if given:
+        path = Path(given) / pin.file_name
+        if not path.is_file():
+            raise ConfigError(f"{ENV_VAR} / --crd-dir {str(given)!r} has no {pin.file_name}")
+        return _verified(path, pin)
+    for candidate in (DEFAULT_SHARED_DIR / pin.file_name, CACHE_DIR / pin.file_name):
+        if candidate.is_file():
+            return _verified(candidate, pin)
+    if not fetch:
+        raise ConfigError(
+            f"no copy of {pin.file_name}: set {ENV_VAR} to a directory holding the operator CRDs, "
+            "or run the set-up command once to download the pinned file")
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    target = CACHE_DIR / pin.file_name
+    try:
+        with urllib.request.urlopen(pin.url, timeout=30) as response:  # noqa: S310 - pinned https URL
+            body = response.read()
+    except OSError as exc:
+        raise ConfigError(f"cannot download {pin.url}: {exc}") from None
+    if hashlib.sha256(body).hexdigest() != pin.sha256:
+        raise ConfigError(f"downloaded {pin.url} does not match the pinned sha256; refusing to use it")
+    target.write_bytes(body)
+    return target
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Print the verified path of the pinned operator CRD.")
+    parser.add_argument("--crd-dir", default=None)
+    parser.add_argument("--fetch", action="store_true", help="download the pinned file if no copy exists")
+    args = parser.parse_args(argv)
+    print(resolve_crd(crd_dir=args.crd_dir, fetch=args.fetch))
+
+
+if __name__ == "__main__":
+    run_guarded(main)

@@ -1,0 +1,34 @@
+"""Shared fixtures. Each synthesis happens once per test session; tests only read the results.
+
+jsii reads its environment once, at the first import of aws_cdk/constructs/cdk8s, so the variables that
+make synth fast and quiet are set here, before any test module imports them.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+os.environ.setdefault("CDK_VALIDATION", "false")  # cfn-lint runs once, in its own test
+os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from hyperpod_infra.config import Config, load_config  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CONFIG_PATH = REPO_ROOT / "config" / "default.yaml"
+
+
+@pytest.fixture(scope="session")
+def default_config() -> Config:
+    return load_config(DEFAULT_CONFIG_PATH)
+
+
+@pytest.fixture(scope="session")
+def default_config_dict() -> dict:
+    import yaml
+
+    return yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
