@@ -1,0 +1,25 @@
+"""The contract between ``cdk deploy --outputs-file`` and the cdk8s app.
+
+The CDK stacks emit ``CfnOutput``s with these IDs; ``cdk deploy --outputs-file cdk-outputs.json`` writes
+``{"<stack name>": {"<output id>": "<value>"}}``; the cdk8s app reads the values back by the same IDs.
+Keep the two sides on these constants so they cannot drift.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+#: Default file the README tells users to pass to ``cdk deploy --outputs-file``.
+DEFAULT_OUTPUTS_FILE: Final = "cdk-outputs.json"
+
+REGION: Final = "Region"
+EKS_CLUSTER_NAME: Final = "EksClusterName"
+HYPERPOD_CLUSTER_NAME: Final = "HyperPodClusterName"
+HYPERPOD_CLUSTER_ARN: Final = "HyperPodClusterArn"
+MODEL_BUCKET_NAME: Final = "ModelBucketName"
+TLS_BUCKET_NAME: Final = "TlsCertificatesBucketName"
+AMP_WORKSPACE_ENDPOINT: Final = "AmpWorkspaceEndpoint"
+"""``https://aps-workspaces.<region>.amazonaws.com/workspaces/ws-.../`` (KEDA serverAddress base)."""
+AMP_WORKSPACE_ARN: Final = "AmpWorkspaceArn"
+INFERENCE_EXECUTION_ROLE_ARN: Final = "InferenceExecutionRoleArn"
+KEDA_ROLE_ARN: Final = "KedaRoleArn"
