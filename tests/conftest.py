@@ -32,3 +32,22 @@ def default_config_dict() -> dict:
     import yaml
 
     return yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
+
+
+@pytest.fixture(scope="session")
+def stacks(default_config: Config):
+    """Every stack of the default config, built once (no nag, no asset staging) for assertion tests."""
+    import aws_cdk as cdk
+
+    from hyperpod_infra.app_builder import build
+
+    app = cdk.App(context={"aws:cdk:disable-asset-staging": True})
+    return build(app, default_config)
+
+
+@pytest.fixture(scope="session")
+def templates(stacks) -> dict:
+    """``{construct id: aws_cdk.assertions.Template}`` for every stack of the default config."""
+    from aws_cdk.assertions import Template
+
+    return {stack.node.id: Template.from_stack(stack) for stack in stacks.all()}
