@@ -1,0 +1,137 @@
+"""Fine-grained assertions on the network stack of the default config."""
+
+from __future__ import annotations
+
+import pytest
+from aws_cdk.assertions import Match, Template
+
+
+@pytest.fixture(scope="module")
+def network(templates) -> Template:
+    return templates["Network"]
+
+
+def _efa_ingress(t: Template) -> list[dict]:
+    groups = t.find_resources("AWS::EC2::SecurityGroup", {"Properties": {
+        "GroupDescription": Match.string_like_regexp("^HyperPod GPU nodes")}})
+    assert len(groups) == 1
+    return next(iter(groups.values()))["Properties"]["SecurityGroupIngress"]
+
+
+def _subnets(t: Template) -> dict:
+    return t.find_resources("AWS::EC2::Subnet")
+
+
+def test_vpc_uses_the_configured_primary_cidr(network: Template) -> None:
+    network.has_resource_properties("AWS::EC2::VPC", {"CidrBlock": "10.0.0.0/16",
+                                                      "EnableDnsHostnames": True, "EnableDnsSupport": True})
+
+
+def test_control_plane_subnets_span_two_azs(network: Template) -> None:
+    by_az = {}
+    for sid, s in _subnets(network).items():
+        az = s["Properties"].get("AvailabilityZone")
+        if az is not None:
+            by_az.setdefault(str(az), []).append(sid)
+    # public + private in each of two AZs, placed with Fn::GetAZs (no lookup at synth)
+    assert len(by_az) == 2
+    assert all(len(ids) == 2 for ids in by_az.values())
+
+
+def test_gpu_subnet_is_the_secondary_cidr_in_the_configured_az_id(network: Template) -> None:
+    gpu = [s for s in _subnets(network).values() if "AvailabilityZoneId" in s["Properties"]]
+    assert len(gpu) == 1
+    props = gpu[0]["Properties"]
+    assert props["AvailabilityZoneId"] == "usw2-az2"
+    assert "AvailabilityZone" not in props
+    assert props["CidrBlock"] == "10.1.0.0/16"
+    assert props.get("MapPublicIpOnLaunch", False) is False
+    assert {"Key": "kubernetes.io/role/internal-elb", "Value": "1"} in props["Tags"]
+    cidr_blocks = network.find_resources("AWS::EC2::VPCCidrBlock", {"Properties": {"CidrBlock": "10.1.0.0/16"}})
+    assert len(cidr_blocks) == 1
+    assert set(cidr_blocks) <= set(gpu[0].get("DependsOn", []))
+
+
+def test_gpu_subnet_routes_to_the_internet_through_nat(network: Template) -> None:
+    gpu_id = next(k for k, s in _subnets(network).items() if "AvailabilityZoneId" in s["Properties"])
+    assoc = network.find_resources("AWS::EC2::SubnetRouteTableAssociation",
+                                   {"Properties": {"SubnetId": {"Ref": gpu_id}}})
+    assert len(assoc) == 1
+    table = next(iter(assoc.values()))["Properties"]["RouteTableId"]
+    network.has_resource_properties("AWS::EC2::Route", {
+        "RouteTableId": table, "DestinationCidrBlock": "0.0.0.0/0", "NatGatewayId": Match.any_value()})
+
+
+def test_one_nat_gateway_by_default(network: Template) -> None:
+    network.resource_count_is("AWS::EC2::NatGateway", 1)
+
+
+def test_public_and_private_subnets_are_tagged_for_load_balancers(network: Template) -> None:
+    tags = [s["Properties"]["Tags"] for s in _subnets(network).values()]
+    assert sum({"Key": "kubernetes.io/role/elb", "Value": "1"} in t for t in tags) == 2
+    assert sum({"Key": "kubernetes.io/role/internal-elb", "Value": "1"} in t for t in tags) == 3
+
+
+def test_s3_gateway_endpoint_serves_private_and_gpu_route_tables(network: Template) -> None:
+    endpoints = network.find_resources("AWS::EC2::VPCEndpoint", {"Properties": {"VpcEndpointType": "Gateway"}})
+    assert len(endpoints) == 1
+    props = next(iter(endpoints.values()))["Properties"]
+    assert "s3" in str(props["ServiceName"])
+    assert len(props["RouteTableIds"]) == 3  # two private control-plane subnets + the GPU subnet
+
+
+def test_no_interface_endpoints_by_default(network: Template) -> None:
+    assert network.find_resources("AWS::EC2::VPCEndpoint", {"Properties": {"VpcEndpointType": "Interface"}}) == {}
+
+
+def test_flow_logs_go_to_a_log_group_with_retention(network: Template) -> None:
+    network.has_resource_properties("AWS::EC2::FlowLog", {
+        "ResourceType": "VPC", "TrafficType": "ALL", "LogDestinationType": "cloud-watch-logs"})
+    network.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 30})
+
+
+def test_efa_security_group_allows_all_traffic_from_and_to_itself(network: Template) -> None:
+    groups = network.find_resources("AWS::EC2::SecurityGroup")
+    assert len(groups) == 1
+    sg_id = next(iter(groups))
+    network.has_resource_properties("AWS::EC2::SecurityGroupIngress", {
+        "IpProtocol": "-1", "GroupId": {"Fn::GetAtt": [sg_id, "GroupId"]},
+        "SourceSecurityGroupId": {"Fn::GetAtt": [sg_id, "GroupId"]}})
+    network.has_resource_properties("AWS::EC2::SecurityGroupEgress", {
+        "IpProtocol": "-1", "GroupId": {"Fn::GetAtt": [sg_id, "GroupId"]},
+        "DestinationSecurityGroupId": {"Fn::GetAtt": [sg_id, "GroupId"]}})
+    network.has_resource_properties("AWS::EC2::SecurityGroupEgress", {
+        "IpProtocol": "-1", "CidrIp": "0.0.0.0/0", "GroupId": {"Fn::GetAtt": [sg_id, "GroupId"]}})
+
+
+def test_efa_security_group_admits_cluster_traffic_from_both_vpc_cidrs_only(network: Template) -> None:
+    ingress = _efa_ingress(network)
+    assert {r["CidrIp"] for r in ingress} == {"10.0.0.0/16", "10.1.0.0/16"}
+    assert all(r["CidrIp"] != "0.0.0.0/0" for r in ingress)
+    assert all(r["IpProtocol"] in ("tcp", "udp") for r in ingress)
+
+
+def test_fsx_ports_are_closed_unless_enabled(network: Template) -> None:
+    ingress = _efa_ingress(network)
+    assert not any(r.get("FromPort") == 988 for r in ingress)
+
+
+def test_optional_network_features(default_config_dict) -> None:
+    """Interface endpoints and FSx ports appear when the config asks for them."""
+    import copy
+
+    import aws_cdk as cdk
+
+    from hyperpod_infra.app_builder import build
+    from hyperpod_infra.config import parse_config
+
+    data = copy.deepcopy(default_config_dict)
+    data["network"].update(interface_endpoints=["eks-auth", "sagemaker.api"], fsx_lustre=True, nat_gateways=2)
+    stacks = build(cdk.App(context={"aws:cdk:disable-asset-staging": True}), parse_config(data))
+    t = Template.from_stack(stacks.network)
+    interfaces = t.find_resources("AWS::EC2::VPCEndpoint", {"Properties": {"VpcEndpointType": "Interface"}})
+    assert len(interfaces) == 2
+    assert all(p["Properties"]["PrivateDnsEnabled"] for p in interfaces.values())
+    t.resource_count_is("AWS::EC2::NatGateway", 2)
+    ingress = _efa_ingress(t)
+    assert {r.get("FromPort") for r in ingress} >= {988, 1018}
