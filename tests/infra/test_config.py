@@ -1,0 +1,209 @@
+"""The typed config: the default loads, and every validation rule fails with its one-line message.
+
+Each case mutates a copy of config/default.yaml at one path and expects a ConfigError whose single line
+names the field and what is allowed.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from hyperpod_infra.config import Config, ConfigError, az_id_prefix, load_config, parse_config
+
+
+def _set(data: dict, path: str, value: Any) -> None:
+    keys = path.replace("]", "").replace("[", ".").split(".")
+    node: Any = data
+    for k in keys[:-1]:
+        node = node[int(k)] if k.isdigit() else node[k]
+    last = keys[-1]
+    node[int(last) if last.isdigit() else last] = value
+
+
+def _mutated(base: dict, **changes: Any) -> dict:
+    data = copy.deepcopy(base)
+    for path, value in changes.items():
+        _set(data, path.replace("__", "."), value)
+    return data
+
+
+def test_default_config_is_the_aws_dpd_walkthrough(default_config: Config) -> None:
+    c = default_config
+    assert [g.instance_type for g in c.hyperpod.instance_groups] == ["ml.p5.48xlarge"] * 2
+    assert [(g.pool, g.instance_count) for g in c.hyperpod.instance_groups] == [("prefill", 1), ("decode", 1)]
+    assert c.endpoint.tensor_parallel_size == 8 and c.endpoint.max_model_len == 16384
+    assert c.endpoint.routing_threshold_tokens == 4096
+    assert c.endpoint.image == "lmcache/vllm-openai:v0.4.3"
+    assert c.model.delete_on_destroy is False
+    assert c.model.s3_prefix == "models/Llama-3.3-70B-Instruct/"
+
+
+def test_config_is_frozen(default_config: Config) -> None:
+    with pytest.raises(Exception, match="frozen"):
+        default_config.region = "eu-west-1"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(("region", "prefix"), [
+    ("us-west-2", "usw2"), ("us-east-1", "use1"), ("ap-northeast-1", "apne1"), ("eu-central-1", "euc1"),
+    ("ap-southeast-2", "apse2"), ("sa-east-1", "sae1"), ("ap-south-1", "aps1"), ("eu-north-1", "eun1"),
+])
+def test_az_id_prefix(region: str, prefix: str) -> None:
+    assert az_id_prefix(region) == prefix
+
+
+# (case id, {path: value}, fragment expected in the one-line message)
+FAILING_CASES = [
+    # naming rules (Kubernetes, SageMaker, EKS, S3)
+    ("name_is_invalid", {"name": "1bad name"}, "name must start with a letter"),
+    ("eks_cluster_name_is_invalid", {"eks.cluster_name": "-eks"}, "eks.cluster_name must match"),
+    ("hyperpod_cluster_name_is_invalid", {"hyperpod.cluster_name": "hp_cluster"}, "hyperpod.cluster_name must be"),
+    ("model_name_is_invalid", {"model.name": "llama.70b"}, "model.name must be"),
+    ("endpoint_name_is_not_a_dns_label", {"endpoint.name": "Llama70B"}, "endpoint.name must be a Kubernetes DNS"),
+    ("namespace_is_not_a_dns_label", {"endpoint.namespace": "my_ns"}, "endpoint.namespace must be a Kubernetes"),
+    ("router_service_name_is_too_long", {"endpoint.name": "a" * 40, "endpoint.namespace": "b" * 20},
+     "'<name>-<namespace>-routing-service'"),
+    ("instance_group_name_is_invalid", {"hyperpod.instance_groups[1].name": "decode_1"},
+     "hyperpod.instance_groups[1].name must be"),
+    ("instance_group_names_repeat", {"hyperpod.instance_groups[1].name": "prefill"},
+     "hyperpod.instance_groups[1].name must be unique"),
+    ("bucket_name_is_invalid", {"model.existing_bucket_name": "My_Bucket"}, "model.existing_bucket_name must be"),
+    ("s3_prefix_has_leading_slash", {"model.s3_prefix": "/models/x/"}, "model.s3_prefix must be"),
+    ("existing_bucket_would_be_deleted", {"model.existing_bucket_name": "my-models", "model.delete_on_destroy": True},
+     "model.delete_on_destroy cannot be true"),
+    # region and the single AZ
+    ("region_is_invalid", {"region": "uswest2"}, "region must be an AWS region code"),
+    ("az_id_is_of_another_region", {"network.gpu_availability_zone_id": "use1-az4"},
+     "network.gpu_availability_zone_id must be an AZ ID of us-west-2"),
+    ("az_given_as_name_not_id", {"network.gpu_availability_zone_id": "us-west-2a"}, "must be an AZ ID"),
+    ("gpu_groups_span_two_azs", {"hyperpod.instance_groups[1].availability_zone_id": "usw2-az1"},
+     "must resolve to exactly one AZ ID"),
+    ("gpu_subnet_az_differs_from_groups", {"hyperpod.instance_groups[0].availability_zone_id": "usw2-az1",
+                                           "hyperpod.instance_groups[1].availability_zone_id": "usw2-az1"},
+     "network.gpu_availability_zone_id must be the AZ ID of the GPU instance groups"),
+    # instance types: DPD needs EFA RDMA
+    ("instance_type_has_no_efa_rdma", {"hyperpod.instance_groups[0].instance_type": "ml.g5.48xlarge"},
+     "hyperpod.instance_groups[0].instance_type must be an EFA RDMA instance type"),
+    ("endpoint_instance_type_has_no_efa_rdma", {"endpoint.instance_type": "ml.p4d.24xlarge"},
+     "endpoint.instance_type must be an EFA RDMA"),
+    ("endpoint_instance_type_is_not_in_any_group", {"endpoint.instance_type": "ml.p5en.48xlarge"},
+     "must be the instance type of at least one"),
+    ("training_plan_arn_is_invalid", {"hyperpod.instance_groups[0].training_plan_arn": "plan-1"},
+     "training_plan_arn must be a SageMaker training plan ARN"),
+    ("deep_health_check_repeats", {"hyperpod.instance_groups[0].deep_health_checks": ["InstanceStress"] * 2},
+     "must not repeat a check"),
+    # parallelism and capacity
+    ("tp_does_not_divide_gpus_per_node", {"endpoint.tensor_parallel_size": 3, "endpoint.prefill.gpus": 3,
+                                          "endpoint.decode.gpus": 3},
+     "endpoint.tensor_parallel_size must divide the 8 GPUs"),
+    ("tp_exceeds_gpus_per_node", {"endpoint.tensor_parallel_size": 16}, "endpoint.tensor_parallel_size"),
+    ("role_gpus_differ_from_tp", {"endpoint.decode.gpus": 4}, "endpoint.decode.gpus must equal"),
+    ("prefill_does_not_fit_its_pool", {"endpoint.prefill.replicas": 2},
+     "endpoint.prefill.replicas needs 16 GPUs at peak but instance groups for the prefill pool"),
+    ("autoscaled_prefill_does_not_fit", {"endpoint.autoscaling.enabled": True,
+                                         "endpoint.autoscaling.prefill.max_replicas": 3},
+     "endpoint.prefill.replicas needs 24 GPUs at peak"),
+    ("prefill_and_decode_exceed_all_gpus", {"hyperpod.instance_groups[0].pool": "shared",
+                                            "hyperpod.instance_groups[1].pool": "shared",
+                                            "hyperpod.instance_groups[1].instance_count": 0},
+     "prefill + decode must fit the 8 GPUs"),
+    # routing and the operator's v3.2 limits
+    ("threshold_not_below_max_model_len", {"endpoint.routing_threshold_tokens": 16384},
+     "endpoint.routing_threshold_tokens must be below endpoint.max_model_len (16384)"),
+    ("kvaware_with_chat_path", {"endpoint.routing_strategy": "kvaware"}, "'kvaware' needs endpoint.invocation_path"),
+    ("invocation_path_has_leading_slash", {"endpoint.invocation_path": "/v1/completions"},
+     "endpoint.invocation_path must be a URL path"),
+    ("more_than_one_decode_replica", {"endpoint.decode.replicas": 2,
+                                      "hyperpod.instance_groups[1].instance_count": 2},
+     "endpoint.decode.replicas must be <= 1"),
+    ("l2_cache_without_backend", {"endpoint.kv_cache.enable_l2_cache": True},
+     "endpoint.kv_cache.l2_cache_backend must be"),
+    ("image_is_not_pinned", {"endpoint.image": "lmcache/vllm-openai"}, "endpoint.image must be an image reference"),
+    ("autoscaling_min_above_max", {"endpoint.autoscaling.prefill.min_replicas": 2},
+     "endpoint.autoscaling.prefill.min_replicas must be <="),
+    ("decode_autoscaling_above_one", {"endpoint.autoscaling.decode.max_replicas": 2},
+     "endpoint.autoscaling.decode.max_replicas must be <= 1"),
+    ("decode_target_is_not_a_ratio", {"endpoint.autoscaling.decode.target_value": 80},
+     "endpoint.autoscaling.decode.target_value is a KV-cache usage ratio"),
+    ("autoscaling_without_observability", {"endpoint.autoscaling.enabled": True, "observability.enabled": False},
+     "endpoint.autoscaling.enabled needs observability.enabled"),
+    # EKS
+    ("kubernetes_version_is_unsupported", {"eks.kubernetes_version": "1.27"}, "eks.kubernetes_version must be one of"),
+    ("admin_principal_is_not_an_iam_arn", {"eks.admin_principal_arn": "admin"}, "eks.admin_principal_arn must be"),
+    ("system_node_type_is_invalid", {"eks.system_node_group.instance_type": "big"},
+     "eks.system_node_group.instance_type must be"),
+    # CIDRs
+    ("vpc_cidr_is_invalid", {"network.vpc_cidr": "10.0.0.1/16"}, "network.vpc_cidr must be an IPv4 CIDR"),
+    ("gpu_cidr_prefix_out_of_range", {"network.gpu_cidr": "10.0.0.0/8"}, "between /16 and /28"),
+    ("cidr_is_public", {"network.gpu_cidr": "54.0.0.0/16"}, "network.gpu_cidr must be a private range"),
+    ("vpc_cidr_too_small_for_subnets", {"network.vpc_cidr": "10.0.0.0/24"}, "network.vpc_cidr must be /20 or larger"),
+    ("cidrs_overlap", {"network.gpu_cidr": "10.0.128.0/17"}, "network.gpu_cidr must not overlap"),
+    ("gpu_subnet_too_small_for_nodes", {"network.gpu_cidr": "10.1.0.0/24",
+                                        "hyperpod.instance_groups[0].instance_count": 2},
+     "must hold 486 IPs for 3 GPU nodes"),
+    ("public_access_cidr_is_invalid", {"eks.endpoint_public_access_cidrs": ["1.2.3.4/8"]},
+     "eks.endpoint_public_access_cidrs[0] must be an IPv4 CIDR"),
+    # schema-level (pydantic) errors get the same one-line treatment
+    ("setting_is_unknown", {"endpoint.routing_treshold": 10}, "endpoint.routing_treshold is not a known setting"),
+    ("value_has_wrong_type", {"endpoint.max_model_len": "long"}, "endpoint.max_model_len:"),
+    ("count_is_negative", {"hyperpod.instance_groups[0].instance_count": -1},
+     "hyperpod.instance_groups[0].instance_count:"),
+    ("enum_value_is_unknown", {"endpoint.routing_strategy": "random"}, "endpoint.routing_strategy:"),
+    ("instance_groups_are_empty", {"hyperpod.instance_groups": []}, "hyperpod.instance_groups:"),
+]
+
+
+@pytest.mark.parametrize(("changes", "fragment"), [(c, f) for _, c, f in FAILING_CASES],
+                         ids=[i for i, _, _ in FAILING_CASES])
+def test_fails_when(default_config_dict: dict, changes: dict, fragment: str) -> None:
+    data = copy.deepcopy(default_config_dict)
+    for path, value in changes.items():
+        _set(data, path, value)
+    with pytest.raises(ConfigError) as info:
+        parse_config(data)
+    message = str(info.value)
+    assert fragment in message
+    assert "\n" not in message
+
+
+def test_fails_when_required_setting_is_missing(default_config_dict: dict) -> None:
+    data = copy.deepcopy(default_config_dict)
+    del data["hyperpod"]
+    with pytest.raises(ConfigError, match=r"^hyperpod is required$"):
+        parse_config(data)
+
+
+def test_fails_when_file_is_missing(tmp_path) -> None:
+    with pytest.raises(ConfigError, match="cannot be read"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_fails_when_file_is_not_yaml(tmp_path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: [unclosed\n")
+    with pytest.raises(ConfigError, match="is not valid YAML at line"):
+        load_config(bad)
+
+
+def test_fails_when_file_is_not_a_mapping(tmp_path) -> None:
+    bad = tmp_path / "list.yaml"
+    bad.write_text("- a\n- b\n")
+    with pytest.raises(ConfigError, match="must be a YAML mapping"):
+        load_config(bad)
+
+
+def test_realistic_variants_are_accepted(default_config_dict: dict) -> None:
+    """Valid neighbours of the default: p5en, two prefill replicas on a shared pool, autoscaling, L2 cache."""
+    data = _mutated(default_config_dict)
+    for g in data["hyperpod"]["instance_groups"]:
+        g["instance_type"] = "ml.p5en.48xlarge"
+    data["hyperpod"]["instance_groups"][0]["instance_count"] = 2
+    data["endpoint"].update(instance_type="ml.p5en.48xlarge", routing_strategy="roundrobin")
+    data["endpoint"]["prefill"]["replicas"] = 2
+    data["endpoint"]["autoscaling"] = {"enabled": True, "prefill": {"min_replicas": 1, "max_replicas": 2,
+                                                                     "target_value": 8}}
+    data["endpoint"]["kv_cache"] = {"enable_l2_cache": True, "l2_cache_backend": "redis"}
+    c = parse_config(data)
+    assert c.pool_gpus("prefill") == 16
