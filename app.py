@@ -7,6 +7,7 @@ A bad config prints one line on stderr and exits 2 before anything is written.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -22,16 +23,32 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 from hyperpod_infra.errors import run_guarded  # noqa: E402
 
 
+def _context_config() -> str | None:
+    """``-c config=...`` as the CDK CLI hands it over (env JSON, or a file for large contexts).
+
+    Read before ``cdk.App()`` exists, because constructing the App already creates the output folder and
+    a bad config must leave nothing behind.
+    """
+    raw = os.environ.get("CDK_CONTEXT_JSON")
+    overflow = os.environ.get("CONTEXT_OVERFLOW_LOCATION_ENV")
+    if raw is None and overflow and Path(overflow).is_file():
+        raw = Path(overflow).read_text()
+    value = json.loads(raw).get("config") if raw else None
+    return str(value) if value else None
+
+
 def main() -> None:
+    from hyperpod_infra.config import load_config
+
+    path = Path(_context_config() or os.environ.get("HYPERPOD_CONFIG") or "config/default.yaml")
+    config = load_config(path if path.is_absolute() else ROOT / path)
+
     import aws_cdk as cdk
 
     from hyperpod_infra.app_builder import build
-    from hyperpod_infra.config import load_config
     from hyperpod_infra.nag import add_nag
 
     app = cdk.App()
-    path = app.node.try_get_context("config") or os.environ.get("HYPERPOD_CONFIG") or "config/default.yaml"
-    config = load_config(ROOT / path if not Path(path).is_absolute() else path)
     build(app, config)
     add_nag(app)
     app.synth()
