@@ -12,11 +12,11 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("CDK_VALIDATION", "false")  # cfn-lint runs once, in its own test
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 
-from pathlib import Path  # noqa: E402
+from pathlib import Path
 
-import pytest  # noqa: E402
+import pytest
 
-from hyperpod_infra.config import Config, load_config  # noqa: E402
+from hyperpod_infra.config import Config, load_config
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG_PATH = REPO_ROOT / "config" / "default.yaml"

@@ -386,7 +386,7 @@ def _rule_routing(c: Config) -> None:
               "runs a single decoder with several prefillers (DPD guide, Limitations)")
     if e.kv_cache.enable_l2_cache and e.kv_cache.l2_cache_backend is None:
         _fail("endpoint.kv_cache.l2_cache_backend", None, "must be 'redis' or 'tieredstorage' when L2 is on")
-    if not _IMAGE_RE.fullmatch(e.image) or ":" not in e.image.rsplit("/", 1)[-1] and "@" not in e.image:
+    if not _IMAGE_RE.fullmatch(e.image) or (":" not in e.image.rsplit("/", 1)[-1] and "@" not in e.image):
         _fail("endpoint.image", e.image, "must be an image reference pinned to a tag or digest")
 
 

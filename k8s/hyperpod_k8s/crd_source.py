@@ -60,7 +60,7 @@ def resolve_crd(pin: pins.CrdPin = pins.INFERENCE_ENDPOINT_CONFIG_CRD, *, crd_di
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
     target = CACHE_DIR / pin.file_name
     try:
-        with urllib.request.urlopen(pin.url, timeout=30) as response:  # noqa: S310 - pinned https URL
+        with urllib.request.urlopen(pin.url, timeout=30) as response:
             body = response.read()
     except OSError as exc:
         raise ConfigError(f"cannot download {pin.url}: {exc}") from None
