@@ -1,0 +1,122 @@
+"""DPD alerts, defined once, as Prometheus rule groups.
+
+:func:`alert_rule_groups` returns the rule-file mapping (``{"groups": [...]}``). The same value becomes the
+``spec`` of a PrometheusRule (``chart.py``) and, on the CDK side, the body of an Amazon Managed Service for
+Prometheus rule groups namespace. Pure Python: no cdk8s, no aws_cdk. Thresholds come from
+``observability.slo``; every alert carries a one-line runbook.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from hyperpod_infra.config import Config
+from hyperpod_k8s.observability import catalogue as m
+from hyperpod_k8s.observability.promql import Target, gauge, quantile, rate_sum, series
+
+#: Window of the rates and quantiles in alert expressions.
+WINDOW: Final = "5m"
+#: Share of requested KV tokens that decode may fail to receive before we alert. Not (yet) a config field.
+KV_TRANSFER_MISS_RATIO: Final = 0.05
+#: Container restarts within RESTART_WINDOW that count as a restart loop.
+RESTART_LIMIT: Final = 2
+RESTART_WINDOW: Final = "15m"
+
+Severity = Literal["warning", "critical"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Alert:
+    name: str
+    expr: str
+    for_: str
+    severity: Severity
+    summary: str
+    runbook: str
+    """One line: what to check first and what to change."""
+
+
+def alerts(config: Config) -> tuple[Alert, ...]:
+    """The DPD alerts for ``config.endpoint``, thresholds from ``config.observability.slo``."""
+    slo = config.observability.slo
+    t = Target(namespace=config.endpoint.namespace, endpoint=config.endpoint.name, kind="dpd")
+    waiting = series(m.NUM_REQUESTS_WAITING, t, "prefill")
+    return (
+        Alert(
+            name="DpdDecodeKvCacheSaturated", severity="warning", for_="10m",
+            expr=f"{gauge('max', m.KV_CACHE_USAGE, t, 'decode')} > {slo.kv_cache_usage_ratio}",
+            summary=f"Decode KV-cache usage above {slo.kv_cache_usage_ratio:.0%} for 10 minutes.",
+            runbook="Check decode preemptions and running sequences; lower decode max_num_seqs or "
+                    "max_model_len, or give decode more GPUs (tensor parallel / replicas).",
+        ),
+        Alert(
+            name="DpdPrefillQueueGrowing", severity="warning", for_="10m",
+            expr=f"(sum({waiting}) / count({waiting}) > {slo.prefill_queue_per_replica}) "
+                 f"and (sum(deriv({waiting}[{WINDOW}])) > 0)",
+            summary=f"More than {slo.prefill_queue_per_replica:g} requests waiting per prefill replica, "
+                    "and growing.",
+            runbook="Add prefill replicas (endpoint.prefill.replicas or prefill autoscaling) or raise "
+                    "routing_threshold_tokens so short prompts skip prefill.",
+        ),
+        Alert(
+            name="DpdTtftSloBreach", severity="warning", for_="10m",
+            expr=f"{quantile(0.95, m.TIME_TO_FIRST_TOKEN, t, 'decode', window=WINDOW)} > {slo.ttft_p95_seconds}",
+            summary=f"TTFT p95 above {slo.ttft_p95_seconds:g}s (SLO) for 10 minutes.",
+            runbook="Compare prefill queue, prefill time and KV retrieve time on the DPD overview to find "
+                    "the slow stage; scale prefill if queueing, check EFA/LMCache if retrieve is slow.",
+        ),
+        Alert(
+            name="DpdTpotSloBreach", severity="warning", for_="10m",
+            expr=f"{quantile(0.95, m.REQUEST_TPOT, t, 'decode', window=WINDOW)} > {slo.tpot_p95_seconds}",
+            summary=f"TPOT p95 above {slo.tpot_p95_seconds:g}s (SLO) for 10 minutes.",
+            runbook="Decode batch too large or preempting: check running sequences and KV usage; lower "
+                    "decode max_num_seqs or add decode capacity.",
+        ),
+        Alert(
+            name="DpdErrorRatioHigh", severity="critical", for_="5m",
+            expr=f"{rate_sum(m.MODEL_ERRORS, t, 'any', window=WINDOW)} / "
+                 f"{rate_sum(m.MODEL_INVOCATIONS, t, 'any', window=WINDOW)} > {slo.error_ratio}",
+            summary=f"More than {slo.error_ratio:.1%} of invocations fail.",
+            runbook="Read the vLLM and reverse-proxy container logs of the failing pods (kubectl logs -c); "
+                    "check router logs for backends marked unhealthy.",
+        ),
+        Alert(
+            name="DpdPodRestartLoop", severity="critical", for_="5m",
+            expr=f"sum by (pod) (increase({series(m.POD_RESTARTS, t, 'any')}[{RESTART_WINDOW}])) "
+                 f"> {RESTART_LIMIT}",
+            summary=f"A DPD pod restarted more than {RESTART_LIMIT} times in {RESTART_WINDOW}.",
+            runbook="kubectl describe pod and kubectl logs --previous: OOM (raise pd_buffer_size_bytes "
+                    "headroom or lower gpu_memory_utilization), failed model load, or failing health checks.",
+        ),
+        Alert(
+            name="DpdKvTransferIncomplete", severity="warning", for_="10m",
+            expr=f"1 - {rate_sum(m.LMCACHE_RETRIEVE_RETRIEVED_TOKENS, t, 'decode', window=WINDOW)} / "
+                 f"{rate_sum(m.LMCACHE_RETRIEVE_REQUESTED_TOKENS, t, 'decode', window=WINDOW)} "
+                 f"> {KV_TRANSFER_MISS_RATIO}",
+            summary=f"Decode receives less than {1 - KV_TRANSFER_MISS_RATIO:.0%} of the KV tokens it requests "
+                    "from prefill.",
+            runbook="KV transfer failing: decode recomputes the prompt. Check EFA devices on both pods, "
+                    "decoder logs 'Retrieved N out of M required tokens', and PD_BUFFER_SIZE.",
+        ),
+    )
+
+
+def alert_rule_groups(config: Config) -> dict[str, Any]:
+    """The alerts in Prometheus rule-file format: ``{"groups": [{"name", "interval", "rules"}]}``."""
+    e = config.endpoint
+    rules = [
+        {
+            "alert": a.name,
+            "expr": a.expr,
+            "for": a.for_,
+            "labels": {"severity": a.severity, "endpoint": e.name, "namespace": e.namespace},
+            "annotations": {"summary": a.summary, "runbook": a.runbook},
+        }
+        for a in alerts(config)
+    ]
+    return {"groups": [{
+        "name": f"dpd-{e.name}",
+        "interval": f"{config.observability.scrape_interval_seconds * 2}s",
+        "rules": rules,
+    }]}
