@@ -1,0 +1,122 @@
+"""Provider-framework entry points: ``index.on_event`` and ``index.is_complete``.
+
+Create and Update do nothing (they keep the physical id, so an update never triggers a cleanup).
+Delete asks Kubernetes to delete every InferenceEndpointConfig and JumpStartModel, then ``is_complete``
+polls until the objects and the AWS resources the operator made for them are gone, and fails with one
+message naming the leftovers once the wait budget (``WaitSeconds``) is spent.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+try:  # package import (tests, tooling) or top-level module (the Lambda asset root)
+    from .eks_token import get_token
+    from .janitor import AwsCaller, AwsUnavailable, Janitor, format_failure
+    from .kube import HttpsTransport, KubeClient, KubeUnavailable
+except ImportError:  # pragma: no cover - exercised only inside Lambda
+    from eks_token import get_token  # type: ignore[no-redef]
+    from janitor import AwsCaller, AwsUnavailable, Janitor, format_failure  # type: ignore[no-redef]
+    from kube import HttpsTransport, KubeClient, KubeUnavailable  # type: ignore[no-redef]
+
+LOG = logging.getLogger()
+LOG.setLevel(logging.INFO)
+
+#: Errors that may clear up by the next poll; anything else fails the deletion at once.
+TRANSIENT_ERRORS = (KubeUnavailable, AwsUnavailable)
+JanitorFactory = Callable[[dict[str, Any]], Janitor]
+
+_BOTO_CONFIG = Config(retries={"mode": "standard", "max_attempts": 4}, connect_timeout=10, read_timeout=30)
+
+
+def make_janitor(props: dict[str, Any]) -> Janitor:
+    """Build a :class:`Janitor` with real clients from the custom resource's properties."""
+    region = os.environ["AWS_REGION"]
+    cluster_name = props["ClusterName"]
+    session = boto3.session.Session(region_name=region)
+    kube: KubeClient | None = None
+    try:
+        cluster = session.client("eks", config=_BOTO_CONFIG).describe_cluster(name=cluster_name)["cluster"]
+    except ClientError as err:
+        if err.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
+            raise
+        LOG.info("EKS cluster %s no longer exists; nothing to delete in Kubernetes", cluster_name)
+    else:
+        ca_pem = base64.b64decode(cluster["certificateAuthority"]["data"]).decode("ascii")
+        transport = HttpsTransport(
+            cluster["endpoint"], ca_pem, lambda: get_token(cluster_name, region=region, session=session))
+        kube = KubeClient(transport)
+    return Janitor(
+        cluster_name=cluster_name, cluster_arn=props.get("ClusterArn", ""), kube=kube,
+        sagemaker=session.client("sagemaker", config=_BOTO_CONFIG),
+        elbv2=session.client("elbv2", config=_BOTO_CONFIG),
+        acm=session.client("acm", config=_BOTO_CONFIG),
+        call=AwsCaller())
+
+
+def on_event(event: dict[str, Any], context: Any = None, *, factory: JanitorFactory = make_janitor,
+             clock: Callable[[], float] = time.time) -> dict[str, Any]:
+    props = event.get("ResourceProperties") or {}
+    request = event["RequestType"]
+    physical_id = event.get("PhysicalResourceId") or f"endpoint-janitor-{props['ClusterName']}"
+    if request != "Delete":
+        return {"PhysicalResourceId": physical_id}
+
+    started = clock()
+    janitor = factory(props)
+    endpoint_names: tuple[str, ...] = ()
+    try:
+        result = janitor.request_deletion()
+        endpoint_names = result.endpoint_names
+        LOG.info("deletion requested for %d object(s): %s", len(result.requested), list(result.requested))
+    except TRANSIENT_ERRORS as err:
+        LOG.warning("deletion request failed, is_complete retries it: %s", err)
+    return {
+        "PhysicalResourceId": physical_id,
+        "Data": {
+            "StartedAt": str(started),
+            "Deadline": str(started + float(props.get("WaitSeconds", 1500))),
+            # Capped: the whole CloudFormation response must stay under 4 KiB.
+            "EndpointNames": ",".join(endpoint_names)[:1500],
+        },
+    }
+
+
+def is_complete(event: dict[str, Any], context: Any = None, *, factory: JanitorFactory = make_janitor,
+                clock: Callable[[], float] = time.time) -> dict[str, Any]:
+    if event["RequestType"] != "Delete":
+        return {"IsComplete": True}
+    props = event.get("ResourceProperties") or {}
+    data = event.get("Data") or {}
+    now = clock()
+    started = float(data.get("StartedAt", now))
+    deadline = float(data.get("Deadline", now + float(props.get("WaitSeconds", 1500))))
+    known = [n for n in str(data.get("EndpointNames", "")).split(",") if n]
+
+    janitor = factory(props)
+    try:
+        janitor.request_deletion()  # catches objects whose earlier delete was throttled
+        leftovers = janitor.leftovers(known)
+    except TRANSIENT_ERRORS as err:
+        if now < deadline:
+            LOG.warning("check failed, retrying on the next poll: %s", err)
+            return {"IsComplete": False}
+        raise RuntimeError(format_failure([], cluster_name=janitor.cluster_name,
+                                          waited_seconds=now - started, last_error=str(err))) from err
+    if not leftovers:
+        LOG.info("nothing left for cluster %s", janitor.cluster_name)
+        return {"IsComplete": True}
+    LOG.info("waiting for %d leftover(s): %s", len(leftovers), [x.describe() for x in leftovers])
+    if now >= deadline:
+        raise RuntimeError(format_failure(leftovers, cluster_name=janitor.cluster_name,
+                                          waited_seconds=now - started))
+    return {"IsComplete": False}

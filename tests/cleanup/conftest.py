@@ -1,0 +1,62 @@
+"""Fixtures for the endpoint janitor tests: the fake Kubernetes API, moto, a fake clock."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from janitor_fakes import REGION, FakeClock, FakeKubeApi
+
+
+@pytest.fixture
+def kube_api() -> FakeKubeApi:
+    return FakeKubeApi()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture(scope="session")
+def _moto() -> Iterator[dict[str, Any]]:
+    """One moto backend for the session (an EC2 backend costs ~1 s to build); tests clean up after."""
+    import boto3
+    from moto import mock_aws
+
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                           "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION,
+                           "AWS_REGION": REGION}.items():
+            patch.setenv(key, value)
+        with mock_aws():
+            clients: dict[str, Any] = {name: boto3.client(name, region_name=REGION)
+                                       for name in ("sagemaker", "elbv2", "acm", "ec2", "eks")}
+            ec2 = clients["ec2"]
+            vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+            clients["vpc_id"] = vpc
+            clients["subnet_ids"] = [
+                ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i}.0/24",
+                                  AvailabilityZone=f"{REGION}{az}")["Subnet"]["SubnetId"]
+                for i, az in ((1, "a"), (2, "b"))]
+            yield clients
+
+
+@pytest.fixture
+def aws(_moto: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """moto-backed clients for SageMaker, ELBv2, ACM and EKS; every test starts with none of them."""
+    yield _moto
+    sm, elb, acm = _moto["sagemaker"], _moto["elbv2"], _moto["acm"]
+    for endpoint in sm.list_endpoints(MaxResults=100)["Endpoints"]:
+        sm.delete_endpoint(EndpointName=endpoint["EndpointName"])
+    for config in sm.list_endpoint_configs(MaxResults=100)["EndpointConfigs"]:
+        sm.delete_endpoint_config(EndpointConfigName=config["EndpointConfigName"])
+    for model in sm.list_models(MaxResults=100)["Models"]:
+        sm.delete_model(ModelName=model["ModelName"])
+    for lb in elb.describe_load_balancers()["LoadBalancers"]:
+        elb.delete_load_balancer(LoadBalancerArn=lb["LoadBalancerArn"])
+    for tg in elb.describe_target_groups()["TargetGroups"]:
+        elb.delete_target_group(TargetGroupArn=tg["TargetGroupArn"])
+    for cert in acm.list_certificates()["CertificateSummaryList"]:
+        acm.delete_certificate(CertificateArn=cert["CertificateArn"])

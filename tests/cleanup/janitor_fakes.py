@@ -1,0 +1,86 @@
+"""Test doubles for the endpoint janitor: a fake Kubernetes API server and a fake clock."""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from typing import Any
+
+from hyperpod_constructs.endpoint_janitor_handler.kube import GROUP, VERSION, Response
+
+REGION = "us-west-2"
+CLUSTER = "dpd-eks"
+OPERATOR_TAGS = [{"Key": "CreatedBy", "Value": "HyperPodInference"}]
+
+
+class FakeKubeApi:
+    """In-memory API server for the two operator CRDs, implementing :class:`kube.Transport`.
+
+    Objects with finalizers get a ``deletionTimestamp`` on DELETE and stay until :meth:`finalize`
+    (the operator finishing its cleanup). ``script`` queues canned responses served before the real ones.
+    """
+
+    def __init__(self, page_size: int = 2) -> None:
+        self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.script: list[Response] = []
+        self.calls: list[tuple[str, str]] = []
+        self.served_crds = {"inferenceendpointconfigs", "jumpstartmodels"}
+        self._page_size = page_size
+
+    def add(self, plural: str, namespace: str, name: str, *, spec: dict[str, Any] | None = None,
+            finalizers: tuple[str, ...] = ("inference.sagemaker.aws.amazon.com/finalizer",)) -> None:
+        self.objects[(plural, namespace, name)] = {
+            "metadata": {"namespace": namespace, "name": name, "finalizers": list(finalizers)},
+            "spec": spec or {}, "status": {"state": "DeploymentComplete"},
+        }
+
+    def finalize(self) -> None:
+        for key in [k for k, o in self.objects.items() if o["metadata"].get("deletionTimestamp")]:
+            del self.objects[key]
+
+    def request(self, method: str, path: str, body: bytes | None = None) -> Response:
+        self.calls.append((method, path))
+        if self.script:
+            return self.script.pop(0)
+        url = urllib.parse.urlsplit(path)
+        parts = url.path.strip("/").split("/")
+        assert parts[:3] == ["apis", GROUP, VERSION], path
+        if method == "GET":
+            return self._list(parts[3], urllib.parse.parse_qs(url.query))
+        if method == "DELETE":
+            assert json.loads(body or b"{}")["propagationPolicy"] == "Background"
+            return self._delete(parts[5], parts[4], parts[6])
+        return Response(405)
+
+    def _list(self, plural: str, query: dict[str, list[str]]) -> Response:
+        if plural not in self.served_crds:
+            return Response(404, b'{"kind":"Status","message":"the server could not find the requested resource"}')
+        items = [o for (p, _, _), o in sorted(self.objects.items()) if p == plural]
+        start = int(query.get("continue", ["0"])[0])
+        page = items[start:start + self._page_size]
+        more = start + self._page_size < len(items)
+        return Response(200, json.dumps({
+            "items": page, "metadata": {"continue": str(start + self._page_size) if more else ""}}).encode())
+
+    def _delete(self, plural: str, namespace: str, name: str) -> Response:
+        obj = self.objects.get((plural, namespace, name))
+        if obj is None:
+            return Response(404, b'{"kind":"Status","message":"not found"}')
+        if obj["metadata"]["finalizers"]:
+            obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        else:
+            del self.objects[(plural, namespace, name)]
+        return Response(200, b"{}")
+
+
+class FakeClock:
+    def __init__(self, start: float = 1_000_000.0) -> None:
+        self.now = start
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds

@@ -1,0 +1,313 @@
+"""The janitor's Delete flow against moto (SageMaker, ELBv2, ACM) and a fake Kubernetes API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+from janitor_fakes import CLUSTER, OPERATOR_TAGS, FakeClock, FakeKubeApi
+
+from hyperpod_constructs.endpoint_janitor_handler import index
+from hyperpod_constructs.endpoint_janitor_handler.janitor import AwsCaller, Janitor
+from hyperpod_constructs.endpoint_janitor_handler.kube import KubeClient, Response
+
+WAIT_SECONDS = 1500
+PROPS = {"ClusterName": CLUSTER, "ClusterArn": f"arn:aws:eks:us-west-2:123456789012:cluster/{CLUSTER}",
+         "WaitSeconds": str(WAIT_SECONDS)}
+
+
+# -- helpers ----------------------------------------------------------------------------------------
+
+def make_endpoint(sm: Any, name: str, tags: list[dict[str, str]]) -> str:
+    sm.create_model(ModelName=f"{name}-model", ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
+                    PrimaryContainer={"Image": "image"})
+    sm.create_endpoint_config(EndpointConfigName=f"{name}-config", ProductionVariants=[{
+        "VariantName": "v", "ModelName": f"{name}-model", "InitialInstanceCount": 1,
+        "InstanceType": "ml.m5.large"}])
+    return sm.create_endpoint(EndpointName=name, EndpointConfigName=f"{name}-config", Tags=tags)["EndpointArn"]
+
+
+def make_alb(aws: dict[str, Any], name: str, cluster: str) -> tuple[str, str]:
+    elb, vpc, subnets = aws["elbv2"], aws["vpc_id"], aws["subnet_ids"]
+    tags = [{"Key": "elbv2.k8s.aws/cluster", "Value": cluster}, {"Key": "ingress.k8s.aws/stack", "Value": name}]
+    lb = elb.create_load_balancer(Name=name, Subnets=subnets, Tags=tags)["LoadBalancers"][0]["LoadBalancerArn"]
+    tg = elb.create_target_group(Name=f"{name}-tg", Protocol="HTTP", Port=8080, VpcId=vpc, TargetType="ip",
+                                 Tags=tags)["TargetGroups"][0]["TargetGroupArn"]
+    return lb, tg
+
+
+def make_certificate(acm: Any, domain: str, tags: list[dict[str, str]]) -> str:
+    return acm.request_certificate(DomainName=domain, Tags=tags)["CertificateArn"]
+
+
+def janitor_factory(kube_api: FakeKubeApi | None, aws: dict[str, Any], clock: FakeClock,
+                    wrap: dict[str, Any] | None = None):
+    def factory(props: dict[str, Any]) -> Janitor:
+        kube = KubeClient(kube_api, sleep=clock.sleep) if kube_api is not None else None
+        clients = {**{k: aws[k] for k in ("sagemaker", "elbv2", "acm")}, **(wrap or {})}
+        return Janitor(cluster_name=props["ClusterName"], cluster_arn=props["ClusterArn"], kube=kube,
+                       call=AwsCaller(sleep=clock.sleep), **clients)
+    return factory
+
+
+def delete_event() -> dict[str, Any]:
+    return {"RequestType": "Delete", "PhysicalResourceId": f"endpoint-janitor-{CLUSTER}",
+            "ResourceProperties": dict(PROPS)}
+
+
+def run_delete(factory, clock: FakeClock) -> dict[str, Any]:
+    """on_event, then the framework's merge of its result into the event is_complete receives."""
+    result = index.on_event(delete_event(), factory=factory, clock=clock)
+    return {**delete_event(), **result}
+
+
+class Throttled:
+    """Proxies a boto3 client; the first ``times`` calls of ``method`` raise a throttling error."""
+
+    def __init__(self, client: Any, method: str, times: int, code: str = "ThrottlingException") -> None:
+        self._client, self._method, self._left, self._code = client, method, times, code
+        self.throttled = 0
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if name != self._method:
+            return attr
+
+        def call(**kwargs: Any) -> Any:
+            if self._left > 0:
+                self._left -= 1
+                self.throttled += 1
+                raise ClientError({"Error": {"Code": self._code, "Message": "Rate exceeded"}}, name)
+            return attr(**kwargs)
+        return call
+
+
+@pytest.fixture
+def deployed(kube_api: FakeKubeApi, aws: dict[str, Any]) -> dict[str, str]:
+    """What one DPD endpoint leaves behind: two objects, an endpoint, an ALB + target group, a certificate."""
+    kube_api.add("inferenceendpointconfigs", "default", "llama-dpd", spec={"endpointName": "llama-dpd-ep"})
+    kube_api.add("inferenceendpointconfigs", "team-a", "qwen", spec={"endpointName": ""})
+    kube_api.add("jumpstartmodels", "default", "mistral", spec={"sageMakerEndpoint": {"name": "mistral-ep"}})
+    lb, tg = make_alb(aws, "k8s-default-llamadpd", CLUSTER)
+    return {
+        "endpoint": make_endpoint(aws["sagemaker"], "llama-dpd-ep", OPERATOR_TAGS),
+        # Declared by the JumpStartModel; counted as ours by name even without the operator tag.
+        "js_endpoint": make_endpoint(aws["sagemaker"], "mistral-ep", []),
+        "lb": lb, "tg": tg,
+        "cert": make_certificate(aws["acm"], "llama.example.com", OPERATOR_TAGS),
+    }
+
+
+def operator_cleans_up(kube_api: FakeKubeApi, aws: dict[str, Any], resources: dict[str, str]) -> None:
+    """What the operator's finalizers do once the objects are deleted."""
+    kube_api.finalize()
+    aws["sagemaker"].delete_endpoint(EndpointName="llama-dpd-ep")
+    aws["sagemaker"].delete_endpoint(EndpointName="mistral-ep")
+    aws["elbv2"].delete_load_balancer(LoadBalancerArn=resources["lb"])
+    aws["elbv2"].delete_target_group(TargetGroupArn=resources["tg"])
+    aws["acm"].delete_certificate(CertificateArn=resources["cert"])
+
+
+# -- Create / Update ----------------------------------------------------------------------------------
+
+def test_create_returns_a_physical_id_and_touches_nothing(kube_api: FakeKubeApi, clock: FakeClock) -> None:
+    kube_api.add("inferenceendpointconfigs", "default", "llama")
+
+    def factory(_: dict[str, Any]) -> Janitor:
+        raise AssertionError("Create must not build clients")
+
+    result = index.on_event({"RequestType": "Create", "ResourceProperties": dict(PROPS)},
+                            factory=factory, clock=clock)
+    assert result == {"PhysicalResourceId": f"endpoint-janitor-{CLUSTER}"}
+    assert index.is_complete({"RequestType": "Create", **result}, factory=factory) == {"IsComplete": True}
+    assert kube_api.calls == []
+
+
+def test_update_keeps_the_physical_id_so_it_never_triggers_a_cleanup(clock: FakeClock) -> None:
+    event = {"RequestType": "Update", "PhysicalResourceId": "endpoint-janitor-old-name",
+             "ResourceProperties": {**PROPS, "ClusterName": "renamed"}}
+    assert index.on_event(event, clock=clock) == {"PhysicalResourceId": "endpoint-janitor-old-name"}
+
+
+# -- Delete: success ----------------------------------------------------------------------------------
+
+def test_delete_requests_deletion_of_every_object_in_all_namespaces(
+        kube_api: FakeKubeApi, aws: dict[str, Any], deployed: dict[str, str], clock: FakeClock) -> None:
+    event = run_delete(janitor_factory(kube_api, aws, clock), clock)
+
+    deletes = sorted(path.split("?")[0] for method, path in kube_api.calls if method == "DELETE")
+    assert deletes == [
+        "/apis/inference.sagemaker.aws.amazon.com/v1/namespaces/default/inferenceendpointconfigs/llama-dpd",
+        "/apis/inference.sagemaker.aws.amazon.com/v1/namespaces/default/jumpstartmodels/mistral",
+        "/apis/inference.sagemaker.aws.amazon.com/v1/namespaces/team-a/inferenceendpointconfigs/qwen",
+    ]
+    assert event["Data"]["EndpointNames"] == "llama-dpd-ep,mistral-ep"
+    assert float(event["Data"]["Deadline"]) == clock.now + WAIT_SECONDS
+
+
+def test_delete_completes_once_finalizers_have_removed_everything(
+        kube_api: FakeKubeApi, aws: dict[str, Any], deployed: dict[str, str], clock: FakeClock) -> None:
+    factory = janitor_factory(kube_api, aws, clock)
+    event = run_delete(factory, clock)
+
+    clock.now += 30
+    assert index.is_complete(event, factory=factory, clock=clock) == {"IsComplete": False}
+    assert all(o["metadata"].get("deletionTimestamp") for o in kube_api.objects.values())
+
+    operator_cleans_up(kube_api, aws, deployed)
+    clock.now += 30
+    assert index.is_complete(event, factory=factory, clock=clock) == {"IsComplete": True}
+
+
+def test_a_pending_endpoint_alone_keeps_the_janitor_waiting(
+        kube_api: FakeKubeApi, aws: dict[str, Any], deployed: dict[str, str], clock: FakeClock) -> None:
+    factory = janitor_factory(kube_api, aws, clock)
+    event = run_delete(factory, clock)
+    operator_cleans_up(kube_api, aws, deployed)
+    make_endpoint(aws["sagemaker"], "late-ep", OPERATOR_TAGS)
+
+    assert index.is_complete(event, factory=factory, clock=clock) == {"IsComplete": False}
+
+
+def test_resources_of_other_clusters_and_untagged_ones_are_ignored(
+        kube_api: FakeKubeApi, aws: dict[str, Any], clock: FakeClock) -> None:
+    make_endpoint(aws["sagemaker"], "other-cluster-ep",
+                  [*OPERATOR_TAGS, {"Key": "sagemaker.amazonaws.com/cluster-name", "Value": "other"}])
+    make_endpoint(aws["sagemaker"], "hand-made-ep", [{"Key": "team", "Value": "x"}])
+    make_alb(aws, "k8s-other-alb", "other")
+    make_certificate(aws["acm"], "mine.example.com", [{"Key": "CreatedBy", "Value": "me"}])
+    factory = janitor_factory(kube_api, aws, clock)
+
+    assert index.is_complete(run_delete(factory, clock), factory=factory, clock=clock) == {"IsComplete": True}
+
+
+def test_our_cluster_tag_by_arn_counts_as_ours(aws: dict[str, Any], clock: FakeClock) -> None:
+    make_endpoint(aws["sagemaker"], "tagged-ep", [*OPERATOR_TAGS, {"Key": "HyperPodCluster",
+                                                                   "Value": PROPS["ClusterArn"]}])
+    janitor = janitor_factory(None, aws, clock)(PROPS)
+    assert [x.name for x in janitor.leftovers()] == ["tagged-ep"]
+
+
+# -- Delete: timeout ----------------------------------------------------------------------------------
+
+def test_timeout_fails_with_one_message_naming_every_leftover(
+        kube_api: FakeKubeApi, aws: dict[str, Any], deployed: dict[str, str], clock: FakeClock) -> None:
+    factory = janitor_factory(kube_api, aws, clock)
+    event = run_delete(factory, clock)
+    clock.now += WAIT_SECONDS
+
+    with pytest.raises(RuntimeError) as failure:
+        index.is_complete(event, factory=factory, clock=clock)
+
+    message = str(failure.value)
+    assert message.startswith("EndpointJanitor: after 25 min, 8 resource(s)")
+    for expected in ("InferenceEndpointConfig default/llama-dpd", "InferenceEndpointConfig team-a/qwen",
+                     "JumpStartModel default/mistral", "finalizers inference.sagemaker.aws.amazon.com/finalizer",
+                     "SageMaker endpoint llama-dpd-ep", deployed["endpoint"], "SageMaker endpoint mistral-ep",
+                     "Load balancer k8s-default-llamadpd", deployed["lb"], deployed["tg"],
+                     f"ACM certificate llama.example.com ({deployed['cert']})",
+                     "kubectl -n hyperpod-inference-system logs", "then run cdk destroy again"):
+        assert expected in message, expected
+
+
+def test_timeout_message_stays_short_with_many_leftovers(
+        kube_api: FakeKubeApi, aws: dict[str, Any], clock: FakeClock) -> None:
+    for i in range(40):
+        kube_api.add("inferenceendpointconfigs", "default", f"model-{i:02d}")
+    factory = janitor_factory(kube_api, aws, clock)
+    event = run_delete(factory, clock)
+    clock.now += WAIT_SECONDS + 1
+
+    with pytest.raises(RuntimeError, match=r"and 25 more") as failure:
+        index.is_complete(event, factory=factory, clock=clock)
+    assert len(str(failure.value)) < 3000
+
+
+# -- Delete: already gone -----------------------------------------------------------------------------
+
+def test_objects_already_gone_or_crds_uninstalled_count_as_done(
+        kube_api: FakeKubeApi, aws: dict[str, Any], clock: FakeClock) -> None:
+    kube_api.served_crds.clear()  # the operator (and its CRDs) are already uninstalled: list returns 404
+    factory = janitor_factory(kube_api, aws, clock)
+    event = run_delete(factory, clock)
+
+    assert index.is_complete(event, factory=factory, clock=clock) == {"IsComplete": True}
+
+
+def test_delete_of_an_object_that_vanished_after_listing_is_success(kube_api: FakeKubeApi) -> None:
+    kube_api.script.append(Response(404, b'{"message":"not found"}'))
+    assert KubeClient(kube_api).delete("jumpstartmodels", "default", "gone") is False
+
+
+def test_deleted_eks_cluster_means_nothing_to_delete_in_kubernetes(aws: dict[str, Any], clock: FakeClock) -> None:
+    janitor = index.make_janitor(PROPS)  # moto has no such EKS cluster: DescribeCluster -> NotFound
+
+    assert janitor.request_deletion().requested == ()
+    assert janitor.leftovers() == []
+
+
+def test_objects_without_finalizers_disappear_at_once(
+        kube_api: FakeKubeApi, aws: dict[str, Any], clock: FakeClock) -> None:
+    kube_api.add("inferenceendpointconfigs", "default", "plain", finalizers=())
+    factory = janitor_factory(kube_api, aws, clock)
+    event = run_delete(factory, clock)
+
+    assert kube_api.objects == {}
+    assert index.is_complete(event, factory=factory, clock=clock) == {"IsComplete": True}
+
+
+# -- throttling ---------------------------------------------------------------------------------------
+
+def test_kubernetes_429_is_retried_honouring_retry_after(
+        kube_api: FakeKubeApi, aws: dict[str, Any], deployed: dict[str, str], clock: FakeClock) -> None:
+    kube_api.script += [Response(429, headers={"Retry-After": "3"}), Response(429)]
+    run_delete(janitor_factory(kube_api, aws, clock), clock)
+
+    assert clock.sleeps[:2] == [3.0, 2.0]  # Retry-After first, then exponential backoff (1 s * 2**1)
+    assert all(o["metadata"].get("deletionTimestamp") for o in kube_api.objects.values())
+
+
+def test_kubernetes_throttling_that_persists_is_retried_on_the_next_poll(
+        kube_api: FakeKubeApi, aws: dict[str, Any], deployed: dict[str, str], clock: FakeClock) -> None:
+    factory = janitor_factory(kube_api, aws, clock)
+    kube_api.script += [Response(429)] * 6  # every attempt of the first list call
+    event = run_delete(factory, clock)      # not fatal: is_complete re-requests the deletions
+    assert not any(o["metadata"].get("deletionTimestamp") for o in kube_api.objects.values())
+    assert max(clock.sleeps) <= 20.0
+
+    assert index.is_complete(event, factory=factory, clock=clock) == {"IsComplete": False}
+    assert all(o["metadata"].get("deletionTimestamp") for o in kube_api.objects.values())
+
+
+def test_botocore_throttling_is_retried_with_bounded_backoff(
+        kube_api: FakeKubeApi, aws: dict[str, Any], clock: FakeClock) -> None:
+    sagemaker = Throttled(aws["sagemaker"], "list_endpoints", times=2)
+    elbv2 = Throttled(aws["elbv2"], "describe_load_balancers", times=1, code="Throttling")
+    factory = janitor_factory(kube_api, aws, clock, wrap={"sagemaker": sagemaker, "elbv2": elbv2})
+
+    assert index.is_complete(run_delete(factory, clock), factory=factory, clock=clock) == {"IsComplete": True}
+    assert (sagemaker.throttled, elbv2.throttled) == (2, 1)
+    assert clock.sleeps == [1.0, 2.0, 1.0]
+
+
+def test_throttling_past_the_deadline_fails_clearly(
+        kube_api: FakeKubeApi, aws: dict[str, Any], clock: FakeClock) -> None:
+    sagemaker = Throttled(aws["sagemaker"], "list_endpoints", times=100)
+    factory = janitor_factory(kube_api, aws, clock, wrap={"sagemaker": sagemaker})
+    event = run_delete(factory, clock)
+
+    assert index.is_complete(event, factory=factory, clock=clock) == {"IsComplete": False}
+    clock.now = float(event["Data"]["Deadline"])
+    with pytest.raises(RuntimeError, match=r"(?s)could not confirm .* list_endpoints still throttled after 5 attempts"):
+        index.is_complete(event, factory=factory, clock=clock)
+
+
+def test_errors_other_than_throttling_fail_at_once(kube_api: FakeKubeApi, aws: dict[str, Any],
+                                                   clock: FakeClock) -> None:
+    acm = Throttled(aws["acm"], "list_certificates", times=1, code="AccessDeniedException")
+    factory = janitor_factory(kube_api, aws, clock, wrap={"acm": acm})
+
+    with pytest.raises(ClientError, match="AccessDeniedException"):
+        index.is_complete(run_delete(factory, clock), factory=factory, clock=clock)
+    assert clock.sleeps == []
