@@ -401,6 +401,14 @@ def _rule_autoscaling(c: Config) -> None:
         _fail("endpoint.autoscaling.decode.max_replicas", a.decode.max_replicas,
               f"must be <= {pins.DPD_MAX_DECODE_REPLICAS} (operator v{pins.INFERENCE_OPERATOR_APP_VERSION} "
               "runs a single decoder)")
+    e = c.endpoint
+    prefill_seqs, decode_seqs = (a.prefill.max_replicas * e.prefill.max_num_seqs,
+                                 a.decode.max_replicas * e.decode.max_num_seqs)
+    if a.enabled and prefill_seqs > decode_seqs:
+        # Prefill scaled past what the decoders admit only moves the queue to the decoders and back.
+        _fail("endpoint.autoscaling.prefill.max_replicas", a.prefill.max_replicas,
+              f"x endpoint.prefill.max_num_seqs ({prefill_seqs} sequences) must not exceed "
+              f"endpoint.autoscaling.decode.max_replicas x endpoint.decode.max_num_seqs ({decode_seqs})")
     if not 0 < a.decode.target_value <= 1:
         _fail("endpoint.autoscaling.decode.target_value", a.decode.target_value,
               "is a KV-cache usage ratio and must be in (0, 1]")

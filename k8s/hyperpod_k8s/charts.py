@@ -1,22 +1,34 @@
-"""Which charts the cdk8s app builds. Each component owns its module; this only composes them."""
+"""Which charts the cdk8s app builds. Each component owns its module; this only composes them.
+
+Chart IDs become file names (``<id>.k8s.yaml``).
+"""
 
 from __future__ import annotations
 
 import cdk8s
 
 from hyperpod_infra.config import Config
+from hyperpod_k8s.inputs import EndpointInputs
 
 
-def build_charts(app: cdk8s.App, config: Config) -> None:
-    """Add every chart for ``config`` to ``app``. Chart IDs become file names: ``<id>.k8s.yaml``."""
-    chart = cdk8s.Chart(app, f"{config.endpoint.name}-info", namespace=config.endpoint.namespace)
-    # Placeholder until the endpoint component lands: a ConfigMap describing the planned endpoint,
-    # so that the cdk8s app is exercised end to end against the same config as the CDK app.
-    cdk8s.ApiObject(
-        chart, "info", api_version="v1", kind="ConfigMap",
-        metadata=cdk8s.ApiObjectMetadata(name=f"{config.endpoint.name}-plan"),
-    ).add_json_patch(cdk8s.JsonPatch.add("/data", {
-        "model": config.model.name,
-        "instanceType": config.endpoint.instance_type,
-        "routingThreshold": str(config.endpoint.routing_threshold_tokens),
-    }))
+def build_endpoint_charts(app: cdk8s.App, config: Config, inputs: EndpointInputs) -> list[cdk8s.Chart]:
+    """``<endpoint>-dpd`` (the DPD endpoint) and ``<endpoint>-colocated`` (baseline and rollback)."""
+    from hyperpod_k8s.endpoint.colocated_endpoint import ColocatedEndpoint
+    from hyperpod_k8s.endpoint.dpd_endpoint import DpdEndpoint
+    from hyperpod_k8s.endpoint.props import endpoint_props
+
+    props = endpoint_props(config, inputs)
+    name, ns = config.endpoint.name, config.endpoint.namespace
+    dpd = cdk8s.Chart(app, f"{name}-dpd", namespace=ns, disable_resource_name_hashes=True)
+    DpdEndpoint(dpd, "Endpoint", props=props)
+    colocated = cdk8s.Chart(app, f"{name}-colocated", namespace=ns, disable_resource_name_hashes=True)
+    ColocatedEndpoint(colocated, "Endpoint", props=props)
+    return [dpd, colocated]
+
+
+def build_charts(app: cdk8s.App, config: Config, inputs: EndpointInputs) -> None:
+    """Add every chart for ``config`` to ``app``."""
+    build_endpoint_charts(app, config, inputs)
+    # --- observability charts (wired by the observability component) ---------------------------------
+    # from hyperpod_k8s.observability import build_observability_charts
+    # build_observability_charts(app, config)

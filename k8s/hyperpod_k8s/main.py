@@ -1,35 +1,58 @@
-"""The cdk8s entry point: config -> charts -> ``dist/*.k8s.yaml``.
+"""The cdk8s entry point: config (+ CDK outputs) -> charts -> ``dist/*.k8s.yaml``.
 
 Run through ``npx cdk8s synth`` (see ``cdk8s.yaml``) or directly as ``python -m hyperpod_k8s.main``.
-The config file is ``--config``, else ``$HYPERPOD_CONFIG``, else ``config/default.yaml``: the same file
-the CDK app reads, so the two cannot disagree.
+
+* config: ``--config``, else ``$HYPERPOD_CONFIG``, else ``config/default.yaml``: the same file the CDK app
+  reads, so the two cannot disagree.
+* CDK outputs: ``--outputs-file``, else ``$HYPERPOD_CDK_OUTPUTS``, else ``cdk-outputs.json`` in the working
+  directory when it exists, else none (placeholders; see :mod:`hyperpod_k8s.inputs`).
+  ``--require-outputs`` fails instead of writing a placeholder.
+
+Where each deploy-time value came from is printed on stderr, one line per value; ``wrote <file>`` lines go
+to stdout. Output is deterministic: the same inputs give byte-identical files.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
+from hyperpod_infra import outputs
 from hyperpod_infra.config import Config, load_config
-from hyperpod_infra.errors import run_guarded
+from hyperpod_infra.errors import ConfigError, run_guarded
+from hyperpod_k8s.inputs import EndpointInputs, placeholders, resolve_inputs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CONFIG = REPO_ROOT / "config" / "default.yaml"
+OUTPUTS_ENV = "HYPERPOD_CDK_OUTPUTS"
 
 
 def config_path(cli_value: str | None) -> Path:
     return Path(cli_value or os.environ.get("HYPERPOD_CONFIG") or DEFAULT_CONFIG)
 
 
-def synth(config: Config, outdir: Path) -> list[Path]:
+def outputs_path(cli_value: str | None) -> Path | None:
+    """The outputs file to read, or ``None``. An explicitly named file must exist."""
+    given = cli_value or os.environ.get(OUTPUTS_ENV)
+    if given:
+        if not Path(given).is_file():
+            raise ConfigError(f"--outputs-file / {OUTPUTS_ENV} {given!r} does not exist "
+                              f"(write it with: cdk deploy --all --outputs-file {outputs.DEFAULT_OUTPUTS_FILE})")
+        return Path(given)
+    default = Path(outputs.DEFAULT_OUTPUTS_FILE)
+    return default if default.is_file() else None
+
+
+def synth(config: Config, outdir: Path, inputs: EndpointInputs) -> list[Path]:
     """Build every chart for ``config`` and write them to ``outdir``; returns the files written."""
     import cdk8s  # jsii starts here, after the config is known to be valid
 
     from hyperpod_k8s.charts import build_charts
 
     app = cdk8s.App(outdir=str(outdir), yaml_output_type=cdk8s.YamlOutputType.FILE_PER_CHART)
-    build_charts(app, config)
+    build_charts(app, config, inputs)
     outdir.mkdir(parents=True, exist_ok=True)
     for stale in outdir.glob("*.k8s.yaml"):
         stale.unlink()
@@ -40,10 +63,25 @@ def synth(config: Config, outdir: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Synthesize the DPD endpoint manifests with cdk8s.")
     parser.add_argument("--config", help="config YAML (default: $HYPERPOD_CONFIG or config/default.yaml)")
+    parser.add_argument("--outputs-file", help=f"cdk deploy --outputs-file JSON (default: ${OUTPUTS_ENV}, "
+                                               f"else ./{outputs.DEFAULT_OUTPUTS_FILE} when present)")
+    parser.add_argument("--require-outputs", action="store_true",
+                        help="fail instead of writing placeholders for values only cdk deploy knows")
     parser.add_argument("--outdir", default=os.environ.get("CDK8S_OUTDIR", "dist"))
     args = parser.parse_args(argv)
     config = load_config(config_path(args.config))
-    for path in synth(config, Path(args.outdir)):
+    inputs = resolve_inputs(config, outputs_path(args.outputs_file))
+    missing = placeholders(inputs)
+    if missing and args.require_outputs:
+        raise ConfigError(f"--require-outputs: {', '.join(missing)} unresolved; pass the file written by "
+                          f"cdk deploy --outputs-file {outputs.DEFAULT_OUTPUTS_FILE}")
+    from hyperpod_k8s.endpoint.props import limit_notes
+
+    for line in inputs.lines():
+        print(line, file=sys.stderr)
+    for note in limit_notes(config):
+        print(f"note: {note}", file=sys.stderr)
+    for path in synth(config, Path(args.outdir), inputs):
         print(f"wrote {path}")
 
 

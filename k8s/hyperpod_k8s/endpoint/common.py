@@ -1,0 +1,83 @@
+"""Spec parts the DPD endpoint and the colocated baseline share, so the two cannot drift apart."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cdk8s
+
+from hyperpod_k8s.endpoint import defaults as d
+from hyperpod_k8s.endpoint.props import EndpointProps
+from hyperpod_k8s.imports.com.amazon.aws.sagemaker import inference as iec
+
+
+def metadata(p: EndpointProps, mode: str) -> cdk8s.ApiObjectMetadata:
+    return cdk8s.ApiObjectMetadata(
+        name=p.name, namespace=p.namespace,
+        labels={**p.labels, d.MODE_LABEL: mode},
+        annotations={d.AZ_ID_ANNOTATION: p.availability_zone_id},
+    )
+
+
+def gpu_resources(gpus: int) -> dict[str, Any]:
+    """Requests and limits for ``gpus`` GPUs (extended resources need a limit equal to the request)."""
+    requests = {"cpu": gpus * d.CPU_PER_GPU, "memory": f"{gpus * d.MEMORY_GIB_PER_GPU}Gi", d.GPU_RESOURCE: gpus}
+    return {"requests": requests, "limits": {d.GPU_RESOURCE: gpus}}
+
+
+def model_source(p: EndpointProps) -> iec.InferenceEndpointConfigSpecModelSourceConfig:
+    return iec.InferenceEndpointConfigSpecModelSourceConfig(
+        model_source_type=iec.InferenceEndpointConfigSpecModelSourceConfigModelSourceType.S3,
+        s3_storage=iec.InferenceEndpointConfigSpecModelSourceConfigS3Storage(
+            bucket_name=p.bucket_name, region=p.region),
+        model_location=p.model_location,
+    )
+
+
+def worker(p: EndpointProps, *, args: tuple[str, ...], env: tuple[tuple[str, str], ...]
+           ) -> iec.InferenceEndpointConfigSpecWorker:
+    """``worker``. For DPD its ``resources`` are ignored (each role's win) but the CRD requires them."""
+    resources = gpu_resources(p.gpus_per_replica)
+    return iec.InferenceEndpointConfigSpecWorker(
+        image=p.image,
+        args=list(args),
+        environment_variables=[iec.InferenceEndpointConfigSpecWorkerEnvironmentVariables(name=k, value=v)
+                               for k, v in env],
+        model_invocation_port=iec.InferenceEndpointConfigSpecWorkerModelInvocationPort(
+            container_port=p.container_port, name="http"),
+        model_volume_mount=iec.InferenceEndpointConfigSpecWorkerModelVolumeMount(
+            name=d.MODEL_VOLUME_NAME, mount_path=d.MODEL_MOUNT_PATH),
+        resources=iec.InferenceEndpointConfigSpecWorkerResources(
+            requests=_quantities(iec.InferenceEndpointConfigSpecWorkerResourcesRequests, resources["requests"]),
+            limits=_quantities(iec.InferenceEndpointConfigSpecWorkerResourcesLimits, resources["limits"]),
+        ),
+    )
+
+
+def _quantities(cls: Any, values: dict[str, int | str]) -> dict[str, Any]:
+    """Typed int-or-string quantities (``from_number`` / ``from_string`` of the generated class)."""
+    return {k: cls.from_number(v) if isinstance(v, int) else cls.from_string(v) for k, v in values.items()}
+
+
+def shared_spec(p: EndpointProps) -> dict[str, Any]:
+    """Keyword arguments of ``InferenceEndpointConfigSpec`` common to both manifests."""
+    kv_l2 = (iec.InferenceEndpointConfigSpecKvCacheSpecL2CacheSpec(
+        l2_cache_backend=p.l2_cache_backend, l2_cache_local_url=p.l2_cache_local_url)
+        if p.kv_cache_l2 else None)
+    return {
+        "model_name": p.model_name,
+        "instance_type": p.instance_type,
+        "invocation_endpoint": p.invocation_path,
+        "model_source_config": model_source(p),
+        "load_balancer": iec.InferenceEndpointConfigSpecLoadBalancer(health_check_path=d.HEALTH_CHECK_PATH),
+        "metrics": iec.InferenceEndpointConfigSpecMetrics(
+            enabled=True, metrics_scrape_interval_seconds=p.scrape_interval_seconds,
+            model_metrics=iec.InferenceEndpointConfigSpecMetricsModelMetrics(
+                path=d.METRICS_PATH, port=p.container_port)),
+        "kv_cache_spec": iec.InferenceEndpointConfigSpecKvCacheSpec(
+            enable_l1_cache=p.kv_cache_l1, enable_l2_cache=p.kv_cache_l2, l2_cache_spec=kv_l2),
+        "intelligent_routing_spec": iec.InferenceEndpointConfigSpecIntelligentRoutingSpec(
+            enabled=True,
+            routing_strategy=iec.InferenceEndpointConfigSpecIntelligentRoutingSpecRoutingStrategy[
+                p.routing_strategy.upper()]),
+    }

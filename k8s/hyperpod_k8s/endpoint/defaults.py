@@ -1,0 +1,79 @@
+"""Fixed values of the endpoint manifests, each with its source.
+
+Tunable values (model, image, TP size, max-model-len, GPU memory utilization, max-num-seqs, routing threshold
+and strategy, PD buffer, autoscaling targets) live in :mod:`hyperpod_infra.config` with the AWS-validated
+Llama-3.3-70B / ml.p5.48xlarge defaults. What is here follows from the operator or the AWS reference
+manifest and is not worth a setting.
+
+Sources: [DPD] docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-model-deployment-dpd.html
+(reference manifest, recommended environment, limitations); [CRD] the pinned operator v3.2 CRD;
+[OBS] .../sagemaker-hyperpod-model-deployment-observability.html; [ROUTING]
+.../sagemaker-hyperpod-model-deployment-caching-routing.html.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+API_VERSION: Final = "inference.sagemaker.aws.amazon.com/v1"
+"""The storage version; the only one with ``pdSpec`` [CRD]."""
+
+MODEL_VOLUME_NAME: Final = "model-weights"
+MODEL_MOUNT_PATH: Final = "/opt/ml/model"
+"""Volume name and mount path of the model weights [DPD reference manifest; CRD default mountPath]."""
+
+HEALTH_CHECK_PATH: Final = "/health"
+"""ALB target-group health check: vLLM serves ``/health`` [DPD reference manifest]; the CRD default
+``/ping`` is the SageMaker container contract, which vLLM does not implement."""
+
+METRICS_PATH: Final = "/metrics"
+"""vLLM and LMCache metrics. The port is the container port: the KV Cache dashboard appears only when
+``metrics.modelMetrics.port`` equals it [OBS]."""
+
+CPU_PER_GPU: Final = 12
+MEMORY_GIB_PER_GPU: Final = 128
+"""Pod CPU and memory per requested GPU: the reference manifest asks 96 CPU and 1024Gi for 8 GPUs, half of
+an ml.p5.48xlarge (192 vCPU, 2 TiB), which leaves room for the sidecars, the operator and daemon sets.
+Scaled per GPU so a TP-4 role fits two pods on a node [DPD reference manifest]."""
+
+GPU_RESOURCE: Final = "nvidia.com/gpu"
+
+PYTHONHASHSEED: Final = "0"
+"""Same hash seed in every pod so that LMCache/prefix-cache keys match across prefill and decode [DPD]."""
+LMCACHE_SAVE_DECODE_CACHE: Final = "False"
+"""The decoder does not store its own KV cache back to LMCache [DPD recommended environment]."""
+
+POOL_NODE_LABEL: Final = "hyperpod-dpd/pool"
+"""Node label the CDK side puts on instance groups with ``pool: prefill|decode`` (HyperPod instance group
+``KubernetesConfig.Labels``). A role gets ``nodeSelector {POOL_NODE_LABEL: <role>}`` only when all of its
+capacity is dedicated; with ``shared`` groups it has none and may land on any GPU node of the endpoint's
+instance type."""
+
+ROLE_LABEL: Final = "inference.sagemaker.aws.amazon.com/dpd-role"
+"""Label the operator puts on prefill and decode pods [DPD]; used in docs, not set by us."""
+
+MODE_LABEL: Final = "hyperpod-dpd/mode"
+AZ_ID_ANNOTATION: Final = "hyperpod-dpd/availability-zone-id"
+
+# --- autoscaling (KEDA through the operator) ------------------------------------------------------------
+POLLING_INTERVAL_SECONDS: Final = 30
+COOLDOWN_SECONDS: Final = 300
+SCALE_UP_STABILIZATION_SECONDS: Final = 60
+SCALE_DOWN_STABILIZATION_SECONDS: Final = 600
+"""CRD defaults are 30 s polling, 300 s cooldown, 0 s up / 300 s down stabilization [CRD]. We wait 60 s
+before scaling prefill up (a 70B replica takes minutes to load, so reacting to a 30 s burst only adds a
+replica after the burst) and 600 s before scaling down, twice the default: a replica removed too early
+sends its queue back to the survivors (N -> N-1 oscillation seen in Dynamo's planner, dpd-anchors E)."""
+
+PREFILL_QUEUE_QUERY: Final = (
+    'sum(vllm:num_requests_waiting{{namespace="{namespace}",pod_name=~"prefill-{name}-.*"}})'
+)
+"""Prefill backlog: requests waiting in the prefill engines, averaged per replica by KEDA (``Average``).
+vLLM gauge ``vllm:num_requests_waiting``; ``namespace``/``pod_name`` are the labels the HyperPod
+collector attaches and ``prefill-<endpoint>-*`` is the operator's pod name [OBS; DPD]."""
+
+DECODE_KV_QUERY: Final = (
+    'max(vllm:kv_cache_usage_perc{{namespace="{namespace}",pod_name=~"decode-{name}-.*"}})'
+)
+"""Decode pressure: KV-cache usage (0-1) of the fullest decoder (``Value``): decode is bound by KV memory,
+not by a queue (llm-d and production-stack use the same signal at 0.8, dpd-anchors 1.1)."""

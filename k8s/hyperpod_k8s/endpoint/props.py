@@ -1,0 +1,175 @@
+"""Config + deploy-time inputs -> the typed props of the endpoint components (a pure function)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from hyperpod_infra import pins
+from hyperpod_infra.config import Config, EndpointConfig, RoleAutoscalingConfig, RoleConfig
+from hyperpod_k8s.endpoint import defaults as d
+from hyperpod_k8s.inputs import EndpointInputs
+
+Role = Literal["prefill", "decode"]
+
+#: Concurrency AWS validated DPD at (Llama 3.3 70B, p5.48xlarge) [DPD, Limitations].
+VALIDATED_CONCURRENCY = 64
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoleScaling:
+    min_replicas: int
+    max_replicas: int
+    target_value: float
+    query: str
+    metric_type: Literal["Average", "Value"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoleProps:
+    """One pdSpec role: ``prefillSpec`` or ``decodingSpec``."""
+
+    replicas: int
+    gpus: int
+    args: tuple[str, ...]
+    node_selector: dict[str, str]
+    scaling: RoleScaling | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class EndpointProps:
+    """Everything both manifests need; the DPD one adds ``prefill``/``decode``/routing/topology."""
+
+    name: str
+    namespace: str
+    labels: dict[str, str]
+    model_name: str
+    instance_type: str
+    invocation_path: str
+    image: str
+    worker_args: tuple[str, ...]
+    container_port: int
+    bucket_name: str
+    region: str
+    model_location: str
+    gpus_per_replica: int
+    scrape_interval_seconds: int
+    routing_strategy: str
+    kv_cache_l1: bool
+    kv_cache_l2: bool
+    l2_cache_backend: str | None
+    l2_cache_local_url: str | None
+    # DPD only
+    dpd_environment: tuple[tuple[str, str], ...]
+    prefill: RoleProps
+    decode: RoleProps
+    routing_threshold_tokens: int
+    availability_zone: str | None
+    availability_zone_id: str
+    autoscaling_server_address: str | None
+    # colocated only
+    colocated_replicas: int
+    colocated_args: tuple[str, ...]
+    colocated_environment: tuple[tuple[str, str], ...]
+
+
+def worker_args(e: EndpointConfig) -> tuple[str, ...]:
+    """vLLM flags both roles (and the colocated baseline) share [DPD reference manifest]."""
+    return (
+        "--model", d.MODEL_MOUNT_PATH,
+        "--host", "0.0.0.0",
+        "--port", str(e.container_port),
+        "--tensor-parallel-size", str(e.tensor_parallel_size),
+        "--max-model-len", str(e.max_model_len),
+        "--gpu-memory-utilization", f"{e.gpu_memory_utilization:g}",
+    )
+
+
+def role_args(r: RoleConfig) -> tuple[str, ...]:
+    """Flags appended after ``worker.args`` for one role; they override matching worker flags [CRD].
+
+    Prefill defaults to ``--enforce-eager`` (config ``prefill.extra_args``): CUDA graphs pay off for small
+    decode batches, not for long prefill passes, and skipping their capture saves GPU memory and start-up.
+    Decode keeps vLLM's default, CUDA graphs on (no ``--enforce-eager``).
+    """
+    return ("--max-num-seqs", str(r.max_num_seqs), *r.extra_args)
+
+
+def _node_selector(c: Config, role: Role) -> dict[str, str]:
+    groups = [g for g in c.hyperpod.instance_groups
+              if g.pool in (role, "shared") and g.instance_type == c.endpoint.instance_type]
+    if groups and all(g.pool == role for g in groups):
+        return {d.POOL_NODE_LABEL: role}
+    return {}
+
+
+def _scaling(c: Config, role: Role, server_address: str | None) -> RoleScaling | None:
+    a = c.endpoint.autoscaling
+    if not a.enabled:
+        return None
+    r: RoleAutoscalingConfig = getattr(a, role)
+    template = d.PREFILL_QUEUE_QUERY if role == "prefill" else d.DECODE_KV_QUERY
+    return RoleScaling(
+        min_replicas=r.min_replicas, max_replicas=r.max_replicas, target_value=r.target_value,
+        query=template.format(namespace=c.endpoint.namespace, name=c.endpoint.name),
+        metric_type="Average" if role == "prefill" else "Value",
+    )
+
+
+def _role(c: Config, role: Role, server_address: str | None) -> RoleProps:
+    r: RoleConfig = getattr(c.endpoint, role)
+    return RoleProps(replicas=r.replicas, gpus=r.gpus, args=role_args(r),
+                     node_selector=_node_selector(c, role), scaling=_scaling(c, role, server_address))
+
+
+def endpoint_props(c: Config, inputs: EndpointInputs) -> EndpointProps:
+    e = c.endpoint
+    total_gpus = e.prefill.replicas * e.prefill.gpus + e.decode.replicas * e.decode.gpus
+    server_address = inputs.amp_workspace_endpoint.value if e.autoscaling.enabled else None
+    return EndpointProps(
+        name=e.name, namespace=e.namespace,
+        labels={"app.kubernetes.io/name": e.name, "app.kubernetes.io/part-of": c.name,
+                "app.kubernetes.io/managed-by": "cdk8s"},
+        model_name=c.model.name, instance_type=e.instance_type, invocation_path=e.invocation_path,
+        image=e.image, worker_args=worker_args(e), container_port=e.container_port,
+        bucket_name=inputs.model_bucket_name.value or "", region=c.region,
+        model_location=c.model.s3_prefix.rstrip("/"),
+        gpus_per_replica=e.tensor_parallel_size,
+        scrape_interval_seconds=c.observability.scrape_interval_seconds,
+        routing_strategy=e.routing_strategy,
+        kv_cache_l1=e.kv_cache.enable_l1_cache, kv_cache_l2=e.kv_cache.enable_l2_cache,
+        l2_cache_backend=e.kv_cache.l2_cache_backend, l2_cache_local_url=e.kv_cache.l2_cache_local_url,
+        dpd_environment=(
+            ("PD_BUFFER_SIZE", str(e.pd_buffer_size_bytes)),
+            ("LMCACHE_SAVE_DECODE_CACHE", d.LMCACHE_SAVE_DECODE_CACHE),
+            ("PYTHONHASHSEED", d.PYTHONHASHSEED),
+        ),
+        prefill=_role(c, "prefill", server_address), decode=_role(c, "decode", server_address),
+        routing_threshold_tokens=e.routing_threshold_tokens,
+        availability_zone=inputs.gpu_availability_zone.value,
+        availability_zone_id=c.gpu_availability_zone_id,
+        autoscaling_server_address=server_address,
+        # Same GPUs in total, whole TP-sized replicas; the colocated engine runs the decode role's flags
+        # (a colocated engine spends most of its steps decoding).
+        colocated_replicas=max(1, total_gpus // e.tensor_parallel_size),
+        colocated_args=role_args(e.decode),
+        colocated_environment=(("PYTHONHASHSEED", d.PYTHONHASHSEED),),
+    )
+
+
+def limit_notes(c: Config) -> list[str]:
+    """Operator v3.2 limits that are reported rather than enforced, one line each with its source."""
+    e, notes = c.endpoint, []
+    v = pins.INFERENCE_OPERATOR_APP_VERSION
+    peak_prefill = max(e.prefill.replicas, e.autoscaling.prefill.max_replicas if e.autoscaling.enabled else 0)
+    if peak_prefill > 1 and e.routing_strategy != "roundrobin":
+        notes.append(f"endpoint.routing_strategy {e.routing_strategy!r} with up to {peak_prefill} prefill "
+                     f"replicas: operator v{v} recommends 'roundrobin' for several prefillers "
+                     "(DPD guide, intelligent routing)")
+    if e.decode.max_num_seqs > VALIDATED_CONCURRENCY:
+        notes.append(f"endpoint.decode.max_num_seqs {e.decode.max_num_seqs}: AWS validated DPD up to "
+                     f"{VALIDATED_CONCURRENCY} concurrent requests (DPD guide, Limitations)")
+    if e.image not in pins.DPD_SUPPORTED_IMAGES:
+        notes.append(f"endpoint.image {e.image!r} is not one of the DPD images AWS supports "
+                     f"({', '.join(pins.DPD_SUPPORTED_IMAGES)}; DPD guide, Requirements)")
+    return notes

@@ -1,0 +1,71 @@
+"""Endpoint manifests, synthesized once per config per session through the real entry point."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = Path(__file__).parent / "fixtures"
+
+#: case -> (config file, CDK outputs file or None). Snapshots live in snapshots/<case>/.
+CASES: dict[str, tuple[Path, Path | None]] = {
+    "default": (REPO_ROOT / "config" / "default.yaml", None),
+    "p5en-two-prefill": (REPO_ROOT / "config" / "examples" / "p5en-two-prefill.yaml",
+                         FIXTURES / "p5en-cdk-outputs.json"),
+}
+
+
+@dataclass(frozen=True)
+class Synth:
+    files: dict[str, str]
+    """file name -> YAML text"""
+    stdout: str
+    stderr: str
+
+    def docs(self, file_suffix: str = "") -> list[dict]:
+        return [d for name, text in sorted(self.files.items()) if name.endswith(file_suffix)
+                for d in yaml.safe_load_all(text) if d]
+
+    def one(self, file_suffix: str) -> dict:
+        (doc,) = self.docs(file_suffix)
+        return doc
+
+
+def _run(config: Path, outputs_file: Path | None, outdir: Path) -> Synth:
+    from hyperpod_k8s import main
+
+    argv = ["--config", str(config), "--outdir", str(outdir)]
+    if outputs_file is not None:
+        argv += ["--outputs-file", str(outputs_file)]
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd = os.environ.pop(main.OUTPUTS_ENV, None), Path.cwd()
+    os.chdir(outdir.parent)  # no stray ./cdk-outputs.json can leak into the default case
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            main.main(argv)
+    finally:
+        os.chdir(saved_cwd)
+        if saved_env is not None:
+            os.environ[main.OUTPUTS_ENV] = saved_env
+    files = {p.name: p.read_text(encoding="utf-8") for p in sorted(outdir.glob("*.k8s.yaml"))}
+    return Synth(files=files, stdout=out.getvalue(), stderr=err.getvalue())
+
+
+@pytest.fixture(scope="session")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Synth]:
+    return {case: _run(cfg, outs, tmp_path_factory.mktemp(case) / "dist") for case, (cfg, outs) in CASES.items()}
+
+
+@pytest.fixture(scope="session")
+def crd_validator():
+    from hyperpod_k8s.crd_source import resolve_crd
+    from hyperpod_k8s.endpoint.crd_schema import CrdValidator
+
+    return CrdValidator.from_file(resolve_crd())
