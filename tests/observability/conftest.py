@@ -49,6 +49,11 @@ def require_tool(name: str) -> str:
     return path
 
 
+@pytest.fixture(scope="session")
+def promtool() -> str:
+    return require_tool("promtool")
+
+
 @dataclass(frozen=True)
 class Pod:
     namespace: str

@@ -1,0 +1,145 @@
+"""Alerts: valid rules (promtool check rules) and one promtool unit test per alert: fires / stays quiet."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hyperpod_infra.config import Config
+from hyperpod_k8s.observability import catalogue as m
+from hyperpod_k8s.observability.alerts import alert_rule_groups, alerts
+
+EVAL_TIME = "30m"
+
+
+def _pods(config: Config) -> dict[str, str]:
+    ep, ns = config.endpoint.name, config.endpoint.namespace
+    return {"prefill": f"prefill-{ep}-6d5f7c8b9-x2k4p", "prefill2": f"prefill-{ep}-6d5f7c8b9-q7w8e",
+            "decode": f"decode-{ep}-5b8c9d7f6-klm2n", "ns": ns}
+
+
+def _s(metric: m.Metric, pod: str, values: str, config: Config, suffix: str = "", **labels: str) -> dict:
+    all_labels = {"namespace": config.endpoint.namespace, metric.pod_label: pod, **labels}
+    body = ", ".join(f'{k}="{v}"' for k, v in all_labels.items())
+    return {"series": f"{metric.series(suffix)}{{{body}}}", "values": values}
+
+
+def _hist(metric: m.Metric, pod: str, per_minute_by_le: dict[str, int], config: Config) -> list[dict]:
+    return [_s(metric, pod, f"0+{n}x40", config, "_bucket", le=le) for le, n in per_minute_by_le.items()]
+
+
+def _scenarios(config: Config) -> dict[str, tuple[list[dict], list[dict], dict[str, str]]]:
+    """alert -> (series that make it fire, series that must not, extra labels of the fired alert)."""
+    p = _pods(config)
+    waiting = m.NUM_REQUESTS_WAITING
+    return {
+        "DpdDecodeKvCacheSaturated": (
+            [_s(m.KV_CACHE_USAGE, p["decode"], "0.97x40", config)],
+            # A saturated *prefill* pod is not a decode problem.
+            [_s(m.KV_CACHE_USAGE, p["decode"], "0.5x40", config),
+             _s(m.KV_CACHE_USAGE, p["prefill"], "0.99x40", config)], {}),
+        "DpdPrefillQueueGrowing": (
+            [_s(waiting, p["prefill"], "0+1x40", config), _s(waiting, p["prefill2"], "0+1x40", config)],
+            # Long but steady queue: above the threshold, not growing.
+            [_s(waiting, p["prefill"], "20x40", config), _s(waiting, p["prefill2"], "20x40", config)], {}),
+        "DpdTtftSloBreach": (
+            _hist(m.TIME_TO_FIRST_TOKEN, p["decode"], {"0.5": 0, "5": 60, "+Inf": 60}, config),
+            _hist(m.TIME_TO_FIRST_TOKEN, p["decode"], {"0.5": 60, "5": 60, "+Inf": 60}, config), {}),
+        "DpdTpotSloBreach": (
+            _hist(m.REQUEST_TPOT, p["decode"], {"0.05": 0, "0.5": 60, "+Inf": 60}, config),
+            _hist(m.REQUEST_TPOT, p["decode"], {"0.05": 60, "0.5": 60, "+Inf": 60}, config), {}),
+        "DpdErrorRatioHigh": (
+            [_s(m.MODEL_INVOCATIONS, p["decode"], "0+600x40", config),
+             _s(m.MODEL_ERRORS, p["decode"], "0+60x40", config)],
+            [_s(m.MODEL_INVOCATIONS, p["decode"], "0+600x40", config),
+             _s(m.MODEL_ERRORS, p["decode"], "0+1x40", config)], {}),
+        "DpdPodRestartLoop": (
+            [_s(m.POD_RESTARTS, p["decode"], "0+1x40", config, container="decode")],
+            [_s(m.POD_RESTARTS, p["decode"], "0x10 1x30", config, container="decode")], {"pod": p["decode"]}),
+        "DpdKvTransferIncomplete": (
+            [_s(m.LMCACHE_RETRIEVE_REQUESTED_TOKENS, p["decode"], "0+1000x40", config),
+             _s(m.LMCACHE_RETRIEVE_RETRIEVED_TOKENS, p["decode"], "0+800x40", config)],
+            [_s(m.LMCACHE_RETRIEVE_REQUESTED_TOKENS, p["decode"], "0+1000x40", config),
+             _s(m.LMCACHE_RETRIEVE_RETRIEVED_TOKENS, p["decode"], "0+995x40", config)], {}),
+    }
+
+
+@pytest.fixture(scope="module")
+def rules_file(default_config: Config, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("rules") / "rules.yml"
+    path.write_text(yaml.safe_dump(alert_rule_groups(default_config), sort_keys=False))
+    return path
+
+
+def test_promtool_check_rules(rules_file: Path, promtool: str) -> None:
+    out = subprocess.run([promtool, "check", "rules", str(rules_file)], capture_output=True, text=True,
+                         timeout=30)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"SUCCESS: {len(alerts_of(rules_file))} rules found" in out.stdout
+
+
+def alerts_of(rules_file: Path) -> list[dict]:
+    return [r for g in yaml.safe_load(rules_file.read_text())["groups"] for r in g["rules"]]
+
+
+def test_every_alert_has_a_unit_test_and_a_runbook(default_config: Config) -> None:
+    names = [a.name for a in alerts(default_config)]
+    assert len(names) == len(set(names))
+    assert set(names) == set(_scenarios(default_config))
+    for rule in alert_rule_groups(default_config)["groups"][0]["rules"]:
+        assert rule["annotations"]["runbook"].strip(), rule["alert"]
+        assert rule["labels"]["severity"] in ("warning", "critical")
+
+
+@pytest.mark.parametrize("alert", [
+    "DpdDecodeKvCacheSaturated", "DpdPrefillQueueGrowing", "DpdTtftSloBreach", "DpdTpotSloBreach",
+    "DpdErrorRatioHigh", "DpdPodRestartLoop", "DpdKvTransferIncomplete",
+])
+def test_promtool_unit_test(alert: str, default_config: Config, rules_file: Path, tmp_path: Path,
+                            promtool: str) -> None:
+    fire, quiet, extra_labels = _scenarios(default_config)[alert]
+    (rule,) = [r for r in alerts_of(rules_file) if r["alert"] == alert]
+    expected = {"exp_labels": {**rule["labels"], **extra_labels}, "exp_annotations": rule["annotations"]}
+    tests = {
+        "rule_files": [str(rules_file)],
+        "evaluation_interval": "1m",
+        "tests": [
+            {"name": f"{alert} fires", "interval": "1m", "input_series": fire,
+             "alert_rule_test": [{"eval_time": EVAL_TIME, "alertname": alert, "exp_alerts": [expected]}]},
+            {"name": f"{alert} stays quiet", "interval": "1m", "input_series": quiet,
+             "alert_rule_test": [{"eval_time": EVAL_TIME, "alertname": alert, "exp_alerts": []}]},
+        ],
+    }
+    test_file = tmp_path / "test.yml"
+    test_file.write_text(json.dumps(tests))
+    out = subprocess.run([promtool, "test", "rules", str(test_file)], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_thresholds_come_from_config(default_config_dict: dict) -> None:
+    from hyperpod_infra.config import parse_config
+
+    data = json.loads(json.dumps(default_config_dict))
+    data["observability"]["slo"].update(ttft_p95_seconds=3.5, tpot_p95_seconds=0.07, error_ratio=0.02,
+                                        kv_cache_usage_ratio=0.85, prefill_queue_per_replica=9)
+    exprs = {r["alert"]: r["expr"] for r in alert_rule_groups(parse_config(data))["groups"][0]["rules"]}
+    assert exprs["DpdTtftSloBreach"].endswith("> 3.5")
+    assert exprs["DpdTpotSloBreach"].endswith("> 0.07")
+    assert exprs["DpdErrorRatioHigh"].endswith("> 0.02")
+    assert exprs["DpdDecodeKvCacheSaturated"].endswith("> 0.85")
+    assert "> 9" in exprs["DpdPrefillQueueGrowing"]
+
+
+def test_alert_rule_groups_import_neither_cdk8s_nor_aws_cdk() -> None:
+    code = ("import sys; import hyperpod_k8s.observability.alerts as a; import hyperpod_k8s.observability.delivery;"
+            "bad = [x for x in ('cdk8s', 'aws_cdk', 'constructs', 'jsii') if x in sys.modules]; "
+            "assert not bad, bad")
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={"PYTHONPATH": f"{root / 'infra'}:{root / 'k8s'}", "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
