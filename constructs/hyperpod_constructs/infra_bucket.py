@@ -1,0 +1,54 @@
+"""A private, TLS-only S3 bucket for infrastructure data that is emptied and deleted on ``cdk destroy``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+
+@dataclass(frozen=True, kw_only=True)
+class InfraBucketProps:
+    """Props of :class:`InfraBucket`."""
+
+    server_access_logs_bucket: s3.IBucket | None = None
+    """Where S3 server access logs go. Default: none (use only for the access-log bucket itself)."""
+    server_access_logs_prefix: str | None = None
+    """Key prefix of this bucket's access logs. Default: none."""
+    retain_on_destroy: bool = False
+    """Keep the bucket and its objects on ``cdk destroy``. Default: empty and delete it."""
+    abort_incomplete_multipart_upload_days: int = 7
+    """Abort multipart uploads left incomplete this long. Default: 7 days."""
+
+
+class InfraBucket(Construct):
+    """SSE-S3, block public access, TLS-only bucket policy, lifecycle for incomplete uploads.
+
+    SSE-S3 rather than SSE-KMS: S3 server access logging can only deliver to SSE-S3 buckets, and the TLS
+    certificates the operator writes are public material. On destroy the bucket is auto-emptied (a CDK
+    custom resource) and deleted, unless ``retain_on_destroy``.
+    """
+
+    bucket: s3.Bucket
+
+    def __init__(self, scope: Construct, construct_id: str, *, props: InfraBucketProps) -> None:
+        super().__init__(scope, construct_id)
+        if props.abort_incomplete_multipart_upload_days < 1:
+            raise ValueError("abort_incomplete_multipart_upload_days must be >= 1, "
+                             f"got {props.abort_incomplete_multipart_upload_days}")
+        self.bucket = s3.Bucket(
+            self, "Bucket",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            server_access_logs_bucket=props.server_access_logs_bucket,
+            server_access_logs_prefix=props.server_access_logs_prefix,
+            lifecycle_rules=[s3.LifecycleRule(
+                id="AbortIncompleteMultipartUploads",
+                abort_incomplete_multipart_upload_after=Duration.days(
+                    props.abort_incomplete_multipart_upload_days))],
+            removal_policy=RemovalPolicy.RETAIN if props.retain_on_destroy else RemovalPolicy.DESTROY,
+            auto_delete_objects=not props.retain_on_destroy,
+        )

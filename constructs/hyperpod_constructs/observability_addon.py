@@ -1,0 +1,90 @@
+"""The SageMaker HyperPod observability EKS add-on, writing to a managed Prometheus workspace."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from aws_cdk import Aws, Stack
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from constructs import Construct, IConstruct
+
+from hyperpod_constructs.managed_prometheus import ManagedPrometheus
+
+ADDON_NAME = "amazon-sagemaker-hyperpod-observability"
+NAMESPACE = "hyperpod-observability"
+COLLECTOR_SERVICE_ACCOUNT = "hyperpod-observability-operator-otel-collector"
+#: Log groups the collector writes (hyperpod-observability-addon-troubleshooting, "Verify Pod Identity").
+CLUSTER_LOG_GROUP_PREFIX = "/aws/sagemaker/Clusters/"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ObservabilityAddonProps:
+    """Props of :class:`ObservabilityAddon`."""
+
+    cluster: eks.ICluster
+    version: str
+    """Exact add-on version; the caller takes it from the one pin module."""
+    prometheus: ManagedPrometheus
+    scrape_interval_seconds: int = 30
+    """Inference metrics scrape interval. Default: 30 (the console's)."""
+    logging: bool = True
+    """Ship HyperPod node and pod logs to CloudWatch Logs. Default: on."""
+    depends_on: Sequence[IConstruct] = field(default_factory=tuple)
+    """Install after these, e.g. the ``eks-pod-identity-agent`` add-on the association needs. Default: none."""
+
+
+class ObservabilityAddon(Construct):
+    """The add-on with inference metrics on, and its collector's role through EKS Pod Identity.
+
+    The role trusts ``pods.eks.amazonaws.com`` for this cluster only (``aws:SourceArn``/``aws:SourceAccount``)
+    and may remote-write to the one workspace and write the ``/aws/sagemaker/Clusters/*`` log groups.
+    """
+
+    addon: eks.CfnAddon
+    collector_role: iam.Role
+
+    def __init__(self, scope: Construct, construct_id: str, *, props: ObservabilityAddonProps) -> None:
+        super().__init__(scope, construct_id)
+        if not 5 <= props.scrape_interval_seconds <= 300:
+            raise ValueError(f"scrape_interval_seconds must be 5-300, got {props.scrape_interval_seconds}")
+        self.collector_role = iam.Role(
+            self, "CollectorRole",
+            description="HyperPod observability add-on: OpenTelemetry collector (EKS Pod Identity)",
+            # Pod Identity assumes the role and tags the session with the pod's attributes.
+            assumed_by=iam.SessionTagsPrincipal(iam.ServicePrincipal("pods.eks.amazonaws.com").with_conditions({
+                "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID,
+                                 "aws:SourceArn": props.cluster.cluster_arn}})),
+        )
+        statements = [iam.PolicyStatement(
+            sid="PrometheusRemoteWrite", actions=["aps:RemoteWrite"], resources=[props.prometheus.workspace_arn])]
+        if props.logging:
+            log_group = f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:{CLUSTER_LOG_GROUP_PREFIX}*"
+            statements.append(iam.PolicyStatement(
+                sid="ClusterLogs", resources=[log_group, f"{log_group}:log-stream:*"],
+                actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:DescribeLogGroups",
+                         "logs:DescribeLogStreams", "logs:PutLogEvents", "logs:GetLogEvents",
+                         "logs:FilterLogEvents", "logs:GetLogRecord", "logs:StartQuery", "logs:StopQuery",
+                         "logs:GetQueryResults"]))
+        self.collector_policy = iam.Policy(self, "CollectorPolicy", roles=[self.collector_role],
+                                           statements=statements)
+
+        self.configuration_values = {
+            "ampWorkspace": {"prometheusEndpoint": props.prometheus.remote_write_base,
+                             "arn": props.prometheus.workspace_arn},
+            "metricsProvider": {"inferenceMetrics": {"level": "BASIC",
+                                                     "scrapeInterval": props.scrape_interval_seconds}},
+            "logging": {"enabled": props.logging},
+        }
+        self.addon = eks.CfnAddon(
+            self, "Addon", addon_name=ADDON_NAME, addon_version=props.version,
+            cluster_name=props.cluster.cluster_name, resolve_conflicts="OVERWRITE",
+            configuration_values=Stack.of(self).to_json_string(self.configuration_values),
+            pod_identity_associations=[eks.CfnAddon.PodIdentityAssociationProperty(
+                role_arn=self.collector_role.role_arn, service_account=COLLECTOR_SERVICE_ACCOUNT)],
+        )
+        # The association is created with the add-on, so the role and its policy must exist first.
+        self.addon.node.add_dependency(self.collector_policy)
+        for dependency in props.depends_on:
+            self.addon.node.add_dependency(dependency)

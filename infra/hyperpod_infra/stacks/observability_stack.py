@@ -1,0 +1,54 @@
+"""Observability: the managed Prometheus workspace and the HyperPod observability add-on.
+
+A stack of its own so that ``observability.enabled: false`` simply leaves it out, and so that metrics
+(short-lived, deleted on destroy) and the inference platform have separate lifecycles. The platform stack
+takes the workspace to scope KEDA's Prometheus queries to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_eks_v2 as eks
+from constructs import Construct, IConstruct
+
+from hyperpod_constructs.managed_prometheus import ManagedPrometheus, ManagedPrometheusProps
+from hyperpod_constructs.observability_addon import ObservabilityAddon, ObservabilityAddonProps
+from hyperpod_infra import outputs, pins
+from hyperpod_infra.nag import acknowledge
+
+
+@dataclass(frozen=True, kw_only=True)
+class ObservabilityStackProps:
+    cluster: eks.ICluster
+    workspace_alias: str
+    scrape_interval_seconds: int = 30
+    addon_depends_on: Sequence[IConstruct] = field(default_factory=tuple)
+    """The ``eks-pod-identity-agent`` add-on (Pod Identity must run before the association is used)."""
+
+
+class ObservabilityStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, props: ObservabilityStackProps,
+                 **kwargs: Any) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self.prometheus = ManagedPrometheus(self, "Prometheus",
+                                            props=ManagedPrometheusProps(alias=props.workspace_alias))
+        self.addon = ObservabilityAddon(self, "HyperPodObservability", props=ObservabilityAddonProps(
+            cluster=props.cluster, version=pins.OBSERVABILITY.version, prometheus=self.prometheus,
+            scrape_interval_seconds=props.scrape_interval_seconds, depends_on=props.addon_depends_on))
+        acknowledge(
+            self.addon.collector_policy, "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:"
+            "<AWS::AccountId>:log-group:/aws/sagemaker/Clusters/*]",
+            "The collector writes one log group per HyperPod cluster under /aws/sagemaker/Clusters/, named by "
+            "the service; this is the scope the observability add-on guide prescribes.")
+        acknowledge(
+            self.addon.collector_policy, "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:"
+            "<AWS::AccountId>:log-group:/aws/sagemaker/Clusters/*:log-stream:*]",
+            "Log streams are created per node and pod at run time inside the HyperPod cluster log groups.")
+
+        CfnOutput(self, outputs.AMP_WORKSPACE_ENDPOINT, value=self.prometheus.prometheus_endpoint,
+                  description="Managed Prometheus endpoint (KEDA prometheusTrigger serverAddress base)")
+        CfnOutput(self, outputs.AMP_WORKSPACE_ARN, value=self.prometheus.workspace_arn)

@@ -1,0 +1,134 @@
+"""The inference platform: model bucket, TLS certificates bucket, the operator's IAM, the HyperPod Inference
+Operator add-on with its dependency add-ons, and the outputs the cdk8s app needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from aws_cdk import Aws, CfnOutput, Stack
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from hyperpod_constructs.inference_iam import InferenceIam, InferenceIamProps
+from hyperpod_constructs.inference_operator import (
+    InferenceOperator,
+    InferenceOperatorProps,
+    InferenceOperatorVersions,
+)
+from hyperpod_constructs.infra_bucket import InfraBucket, InfraBucketProps
+from hyperpod_constructs.managed_prometheus import ManagedPrometheus
+from hyperpod_constructs.model_bucket import ModelBucket, ModelBucketProps
+from hyperpod_infra import outputs, pins
+from hyperpod_infra.nag import acknowledge
+
+
+class ModelReader(Protocol):
+    """Something that can be granted read on the model bucket (the HyperPod execution role construct)."""
+
+    def grant_model_read(self, bucket: s3.IBucket, key_prefix: str = "") -> iam.Policy: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlatformStackProps:
+    cluster: eks.ICluster
+    oidc_provider: iam.IOidcProvider
+    hyperpod_cluster_arn: str
+    hyperpod_cluster_name: str
+    model_bucket: ModelBucketProps
+    """Without ``server_access_logs_bucket``: the stack creates the access-log bucket."""
+    model_key_prefix: str = ""
+    """Prefix of the weights in the bucket; the HyperPod nodes may read only below it. Default: whole bucket."""
+    hyperpod_execution_role: ModelReader | None = None
+    """The HyperPod instance groups' role; gets read access to the model bucket. Default: none."""
+    prometheus: ManagedPrometheus | None = None
+    """Workspace KEDA may query. Default: none (observability off)."""
+
+
+class PlatformStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, props: PlatformStackProps, **kwargs: Any) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        mb = props.model_bucket
+        # The access-log bucket is the audit trail of the model bucket, so it is kept exactly when that is.
+        keep_logs = mb.existing_bucket_name is None and not mb.delete_on_destroy
+        self.access_logs = InfraBucket(self, "AccessLogs", props=InfraBucketProps(retain_on_destroy=keep_logs))
+        acknowledge(self.access_logs, "AwsSolutions-S1",
+                    "This is the server access log target; logging it into itself would loop.")
+        self.model = ModelBucket(self, "Model", props=ModelBucketProps(
+            existing_bucket_name=mb.existing_bucket_name, bucket_name=mb.bucket_name,
+            delete_on_destroy=mb.delete_on_destroy, server_access_logs_bucket=self.access_logs.bucket,
+            server_access_logs_prefix=mb.server_access_logs_prefix,
+            abort_incomplete_multipart_upload_days=mb.abort_incomplete_multipart_upload_days))
+        self.tls = InfraBucket(self, "TlsCertificates", props=InfraBucketProps(
+            server_access_logs_bucket=self.access_logs.bucket, server_access_logs_prefix="tls-certificates/"))
+
+        self.iam = InferenceIam(self, "InferenceIam", props=InferenceIamProps(
+            oidc_provider=props.oidc_provider, tls_certificates_bucket=self.tls.bucket,
+            model_read_statements=tuple(self.model.read_statements()),
+            amp_workspace_arn=props.prometheus.workspace_arn if props.prometheus else None))
+        self.operator = InferenceOperator(self, "InferenceOperator", props=InferenceOperatorProps(
+            cluster=props.cluster,
+            versions=InferenceOperatorVersions(
+                operator=pins.INFERENCE_OPERATOR.version, s3_csi=pins.S3_CSI.version,
+                fsx_csi=pins.FSX_CSI.version, metrics_server=pins.METRICS_SERVER.version,
+                cert_manager=pins.CERT_MANAGER.version),
+            hyperpod_cluster_arn=props.hyperpod_cluster_arn, execution_role=self.iam.execution_role,
+            tls_certificates_bucket=self.tls.bucket, keda_role=self.iam.keda_role,
+            alb_controller_role=self.iam.alb_controller_role, s3_csi_role=self.iam.s3_csi_role))
+
+        if props.hyperpod_execution_role is not None:
+            # The role's grant creates its policy in this (the bucket's) stack, attached to the role in the
+            # HyperPod stack: references run platform -> hyperpod only, so there is no cycle.
+            self.hyperpod_model_read = props.hyperpod_execution_role.grant_model_read(
+                self.model.bucket, props.model_key_prefix)
+            if self.model.encryption_key is not None:
+                self.hyperpod_model_read.add_statements(iam.PolicyStatement(
+                    sid="DecryptModel", actions=["kms:Decrypt"], resources=[self.model.encryption_key.key_arn]))
+            self._acknowledge_model_read(self.hyperpod_model_read, props.model_key_prefix)
+        self._acknowledge()
+
+        CfnOutput(self, outputs.REGION, value=Aws.REGION)
+        CfnOutput(self, outputs.EKS_CLUSTER_NAME, value=props.cluster.cluster_name)
+        CfnOutput(self, outputs.HYPERPOD_CLUSTER_NAME, value=props.hyperpod_cluster_name)
+        CfnOutput(self, outputs.HYPERPOD_CLUSTER_ARN, value=props.hyperpod_cluster_arn)
+        CfnOutput(self, outputs.MODEL_BUCKET_NAME, value=self.model.bucket.bucket_name,
+                  description="Upload the weights here, under model.s3_prefix")
+        CfnOutput(self, outputs.TLS_BUCKET_NAME, value=self.tls.bucket.bucket_name)
+        CfnOutput(self, outputs.INFERENCE_EXECUTION_ROLE_ARN, value=self.iam.execution_role.role_arn)
+        CfnOutput(self, outputs.KEDA_ROLE_ARN, value=self.iam.keda_role.role_arn)
+
+    def _acknowledge_model_read(self, policy: iam.Policy, key_prefix: str = "") -> None:
+        if self.model.created:
+            bucket = self.get_logical_id(self.model.bucket.node.default_child)  # type: ignore[arg-type]
+            acknowledge(policy, f"AwsSolutions-IAM5[Resource::<{bucket}.Arn>/{key_prefix}*]",
+                        "Read of every object in the model bucket: the weights' key names are not known in "
+                        "advance; the statement is limited to s3:GetObject on this one bucket.")
+        else:
+            acknowledge(policy, f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::"
+                        f"{self.model.bucket.bucket_name}/{key_prefix}*]",
+                        "Read of every object in the existing model bucket (s3:GetObject only, one bucket).")
+
+    def _acknowledge(self) -> None:
+        i = self.iam
+        self._acknowledge_model_read(i.s3_csi_policy)
+        acknowledge(i.execution_role, "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
+                    "AmazonSageMakerHyperPodInferenceAccess]",
+                    "The AWS managed policy the HyperPod Inference Operator is documented to require; AWS keeps "
+                    "it in step with the operator's API calls.")
+        tls = self.get_logical_id(self.tls.bucket.node.default_child)  # type: ignore[arg-type]
+        acknowledge(i.execution_role_policy, f"AwsSolutions-IAM5[Resource::<{tls}.Arn>/*]",
+                    "The operator writes certificates under keys it chooses per endpoint, in this one bucket.")
+        acknowledge(i.keda_policy, "AwsSolutions-IAM5[Resource::*]",
+                    "CloudWatch GetMetricData/GetMetricStatistics/ListMetrics do not support resource-level "
+                    "permissions; they are read-only.")
+        for rid in ("AwsSolutions-IAM5[Resource::*]",
+                    "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:*:*:security-group/*]",
+                    *(f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:elasticloadbalancing:*:*:{r}]" for r in (
+                        "targetgroup/*/*", "loadbalancer/net/*/*", "loadbalancer/app/*/*", "listener/net/*/*/*",
+                        "listener/app/*/*/*", "listener-rule/net/*/*/*", "listener-rule/app/*/*/*"))):
+            acknowledge(i.alb_controller_policy, rid,
+                        "The AWS Load Balancer Controller policy as published: it creates load balancers, target "
+                        "groups and security groups whose ARNs cannot be known in advance; mutations are "
+                        "restricted by the elbv2.k8s.aws/cluster tag conditions.")
