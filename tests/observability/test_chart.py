@@ -14,7 +14,7 @@ from hyperpod_k8s.observability.delivery import dashboard_files
 def _synth(config: Config, outdir: Path) -> list[Path]:
     import cdk8s
 
-    from hyperpod_k8s.observability.chart import build_observability_charts
+    from hyperpod_k8s.observability import build_observability_charts
 
     app = cdk8s.App(outdir=str(outdir), yaml_output_type=cdk8s.YamlOutputType.FILE_PER_CHART)
     build_observability_charts(app, config)

@@ -56,7 +56,7 @@ class DashboardSpec:
 
 def _variables(config: Config, *, baseline: bool) -> tuple[Variable, ...]:
     pods = m.NUM_REQUESTS_RUNNING.series() + '{namespace="$namespace"}'
-    variables = (
+    variables: tuple[Variable, ...] = (
         Variable(name="datasource", label="Prometheus", kind="datasource", default="prometheus"),
         Variable(name="namespace", label="Namespace", kind="query", default=config.endpoint.namespace,
                  query=f"label_values({m.NUM_REQUESTS_RUNNING.series()}, namespace)"),
