@@ -1,0 +1,106 @@
+"""Deploy-time inputs from the CDK outputs file: precedence, provenance and one-line errors."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from hyperpod_infra.config import parse_config
+from hyperpod_infra.errors import ConfigError
+from hyperpod_k8s.inputs import placeholders, resolve_inputs
+
+AMP = "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-abc123"
+
+
+@pytest.fixture
+def write_outputs(tmp_path):
+    def write(**stacks: dict) -> object:
+        path = tmp_path / "cdk-outputs.json"
+        path.write_text(json.dumps(stacks))
+        return path
+    return write
+
+
+def _config(base: dict, **endpoint_autoscaling):
+    data = copy.deepcopy(base)
+    data["endpoint"]["autoscaling"].update(endpoint_autoscaling)
+    return parse_config(data)
+
+
+def test_without_outputs_file_only_placeholders_and_config(default_config):
+    inputs = resolve_inputs(default_config, None)
+    assert placeholders(inputs) == ["model_bucket_name"]
+    assert inputs.region.source == "config: region"
+    assert inputs.amp_workspace_endpoint.value is None
+
+
+def test_autoscaling_without_outputs_gets_a_placeholder_workspace(default_config_dict):
+    inputs = resolve_inputs(_config(default_config_dict, enabled=True), None)
+    assert placeholders(inputs) == ["model_bucket_name", "amp_workspace_endpoint"]
+    assert inputs.amp_workspace_endpoint.value.endswith("/workspaces/ws-UNRESOLVED-AmpWorkspaceEndpoint")
+
+
+def test_values_are_found_in_any_stack(default_config, write_outputs):
+    path = write_outputs(A={"Region": "us-west-2"}, B={"ModelBucketName": "my-models"},
+                         C={"AmpWorkspaceEndpoint": AMP + "/"})
+    inputs = resolve_inputs(default_config, path)
+    assert inputs.model_bucket_name.value == "my-models"
+    assert inputs.model_bucket_name.source.endswith("B.ModelBucketName")
+    assert inputs.amp_workspace_endpoint.value == AMP
+    assert placeholders(inputs) == []
+
+
+def test_existing_bucket_in_config_wins_and_must_agree(default_config_dict, write_outputs):
+    data = copy.deepcopy(default_config_dict)
+    data["model"]["existing_bucket_name"] = "team-models"
+    config = parse_config(data)
+    assert resolve_inputs(config, None).model_bucket_name.source == "config: model.existing_bucket_name"
+    with pytest.raises(ConfigError, match=r"model\.existing_bucket_name"):
+        resolve_inputs(config, write_outputs(S={"ModelBucketName": "other"}))
+
+
+def test_fails_when_outputs_file_is_of_another_region(default_config, write_outputs):
+    with pytest.raises(ConfigError, match="config region is 'us-west-2'"):
+        resolve_inputs(default_config, write_outputs(S={"Region": "us-east-1"}))
+
+
+def test_fails_when_amp_endpoint_is_not_a_workspace(default_config, write_outputs):
+    with pytest.raises(ConfigError, match="AmpWorkspaceEndpoint must look like"):
+        resolve_inputs(default_config, write_outputs(S={"AmpWorkspaceEndpoint": "http://prometheus:9090"}))
+
+
+def test_fails_when_stacks_disagree_on_an_output(default_config, write_outputs):
+    with pytest.raises(ConfigError, match="differs between stacks A and B"):
+        resolve_inputs(default_config, write_outputs(A={"ModelBucketName": "x1"}, B={"ModelBucketName": "x2"}))
+
+
+def test_fails_when_outputs_file_is_not_json(default_config, tmp_path):
+    bad = tmp_path / "out.json"
+    bad.write_text("{")
+    with pytest.raises(ConfigError, match="is not valid JSON"):
+        resolve_inputs(default_config, bad)
+
+
+def test_fails_when_az_output_is_not_an_az_name_of_the_region(default_config, write_outputs):
+    with pytest.raises(ConfigError, match="GpuAvailabilityZone must be an AZ name in us-west-2"):
+        resolve_inputs(default_config, write_outputs(S={"GpuAvailabilityZone": "usw2-az2"}))
+
+
+def test_require_outputs_refuses_placeholders_before_synth(monkeypatch, tmp_path, capsys):
+    from hyperpod_k8s import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(main.OUTPUTS_ENV, raising=False)
+    with pytest.raises(ConfigError, match="--require-outputs: model_bucket_name unresolved"):
+        main.main(["--require-outputs", "--outdir", str(tmp_path / "dist")])
+    assert not (tmp_path / "dist").exists()
+
+
+def test_a_named_outputs_file_must_exist(monkeypatch, tmp_path):
+    from hyperpod_k8s import main
+
+    monkeypatch.setenv(main.OUTPUTS_ENV, str(tmp_path / "missing.json"))
+    with pytest.raises(ConfigError, match="does not exist"):
+        main.outputs_path(None)
