@@ -1,0 +1,212 @@
+"""Every IAM role of the platform and observability stacks, statement by statement."""
+
+from __future__ import annotations
+
+import pytest
+
+from hyperpod_constructs.inference_iam import load_balancer_controller_statements
+
+
+def _role(template, prefix: str) -> dict:
+    found = [r for k, r in template.find_resources("AWS::IAM::Role").items() if k.startswith(prefix)]
+    assert len(found) == 1, prefix
+    return found[0]["Properties"]
+
+
+def _policy(template, prefix: str) -> list[dict]:
+    found = [r for k, r in template.find_resources("AWS::IAM::Policy").items() if k.startswith(prefix)]
+    assert len(found) == 1, prefix
+    return found[0]["Properties"]["PolicyDocument"]["Statement"]
+
+
+def _by_sid(statements: list[dict]) -> dict[str, dict]:
+    """Statements by Sid, action lists sorted (their order has no meaning)."""
+    return {s["Sid"]: {**s, "Action": sorted(s["Action"])} if isinstance(s["Action"], list) else s
+            for s in statements}
+
+
+def _irsa_conditions(template, trust_prefix: str) -> dict:
+    found = [r for k, r in template.find_resources("Custom::AWSCDKCfnJson").items() if k.startswith(trust_prefix)]
+    assert len(found) == 1
+    return found[0]["Properties"]["Value"]
+
+
+def _assert_irsa_trust(template, role_prefix: str, trust_prefix: str, subject: str) -> None:
+    trust = _role(template, role_prefix)["AssumeRolePolicyDocument"]["Statement"]
+    web = [s for s in trust if s["Action"] == "sts:AssumeRoleWithWebIdentity"]
+    assert len(web) == 1
+    assert web[0]["Principal"] == {"Federated": {"Fn::ImportValue": "TestCluster:ExportsOutputRefOidc70BFA75F1E2B3F97"}}
+    assert web[0]["Condition"] == {"StringEquals": {"Fn::GetAtt": [
+        next(k for k in template.find_resources("Custom::AWSCDKCfnJson") if k.startswith(trust_prefix)), "Value"]}}
+    value = _irsa_conditions(template, trust_prefix)
+    joined = value["Fn::Join"][1] if isinstance(value, dict) else [value]
+    text = "".join(p for p in joined if isinstance(p, str))
+    assert f'":sub":"{subject}"' in text and '":aud":"sts.amazonaws.com"' in text
+
+
+# --- operator execution role ---------------------------------------------------------------------------
+
+def test_execution_role_name_has_the_prefix_the_managed_policy_passes(platform) -> None:
+    name = _role(platform, "InferenceIamExecutionRole")["RoleName"]
+    assert name["Fn::Join"][0] == "-" and name["Fn::Join"][1][0] == "SageMakerHyperPodInference"
+
+
+def test_execution_role_trusts_sagemaker_and_the_operator_service_account(platform) -> None:
+    trust = _role(platform, "InferenceIamExecutionRole")["AssumeRolePolicyDocument"]["Statement"]
+    assert {"Action": "sts:AssumeRole", "Effect": "Allow",
+            "Principal": {"Service": "sagemaker.amazonaws.com"}} in trust
+    assert len(trust) == 2
+    _assert_irsa_trust(platform, "InferenceIamExecutionRole", "InferenceIamExecutionRoleTrust",
+                       "system:serviceaccount:hyperpod-inference-system:hyperpod-inference-controller-manager")
+
+
+def test_execution_role_has_only_the_inference_managed_policy(platform) -> None:
+    assert _role(platform, "InferenceIamExecutionRole")["ManagedPolicyArns"] == [{"Fn::Join": ["", [
+        "arn:", {"Ref": "AWS::Partition"}, ":iam::aws:policy/AmazonSageMakerHyperPodInferenceAccess"]]}]
+
+
+def test_execution_role_inline_statements(platform) -> None:
+    statements = _policy(platform, "InferenceIamExecutionRolePolicy")
+    assert _by_sid(statements) == {
+        "PassSelfToSageMaker": {
+            "Sid": "PassSelfToSageMaker", "Effect": "Allow", "Action": "iam:PassRole",
+            "Resource": {"Fn::GetAtt": ["InferenceIamExecutionRole6504C577", "Arn"]},
+            "Condition": {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}},
+        "TlsCertificatesBucketObjects": {
+            "Sid": "TlsCertificatesBucketObjects", "Effect": "Allow",
+            "Action": ["s3:DeleteObject", "s3:GetObject", "s3:PutObject", "s3:PutObjectTagging"],
+            "Resource": {"Fn::Join": ["", [{"Fn::GetAtt": ["TlsCertificatesBucket830516A0", "Arn"]}, "/*"]]}},
+    }
+
+
+# --- KEDA ----------------------------------------------------------------------------------------------
+
+def test_keda_role_trusts_only_the_keda_operator(platform) -> None:
+    _assert_irsa_trust(platform, "InferenceIamKedaRole", "InferenceIamKedaTrust",
+                       "system:serviceaccount:hyperpod-inference-system:keda-operator")
+    assert len(_role(platform, "InferenceIamKedaRole")["AssumeRolePolicyDocument"]["Statement"]) == 1
+    assert "ManagedPolicyArns" not in _role(platform, "InferenceIamKedaRole")
+
+
+def test_keda_reads_cloudwatch_and_queries_only_our_workspace(platform) -> None:
+    assert _by_sid(_policy(platform, "InferenceIamKedaPolicy")) == {
+        "CloudWatchTriggers": {
+            "Sid": "CloudWatchTriggers", "Effect": "Allow", "Resource": "*",
+            "Action": ["cloudwatch:GetMetricData", "cloudwatch:GetMetricStatistics", "cloudwatch:ListMetrics"]},
+        "PrometheusTriggers": {
+            "Sid": "PrometheusTriggers", "Effect": "Allow",
+            "Action": ["aps:GetLabels", "aps:GetMetricMetadata", "aps:GetSeries", "aps:QueryMetrics"],
+            "Resource": {"Fn::ImportValue":
+                         "Observability:ExportsOutputFnGetAttPrometheusWorkspaceF3098DB6ArnF49E480B"}},
+    }
+
+
+# --- ALB controller ------------------------------------------------------------------------------------
+
+def test_alb_controller_role_trusts_only_its_service_account(platform) -> None:
+    _assert_irsa_trust(platform, "InferenceIamAlbControllerRole", "InferenceIamAlbControllerTrust",
+                       "system:serviceaccount:hyperpod-inference-system:aws-load-balancer-controller")
+
+
+def test_alb_controller_policy_is_the_published_controller_policy(platform) -> None:
+    statements = _by_sid(_policy(platform, "InferenceIamAlbControllerPolicy"))
+    assert list(statements) == [s.sid for s in load_balancer_controller_statements()]
+    assert statements["CreateElbServiceLinkedRole"]["Condition"] == {
+        "StringEquals": {"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"}}
+    # Every mutating statement on existing resources is bound to the controller's cluster tag.
+    for sid in ("ManageOwnSecurityGroup", "ManageOwnLoadBalancer"):
+        assert statements[sid]["Condition"] == {"Null": {"aws:ResourceTag/elbv2.k8s.aws/cluster": "false"}}
+    for sid in ("CreateTaggedLoadBalancer",):
+        assert statements[sid]["Condition"] == {"Null": {"aws:RequestTag/elbv2.k8s.aws/cluster": "false"}}
+    assert statements["TagNewSecurityGroup"]["Condition"]["StringEquals"] == {
+        "ec2:CreateAction": "CreateSecurityGroup"}
+    actions = {a for s in statements.values() for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
+    assert not any(a.endswith("*") for a in actions), "no wildcard actions"
+    assert not any(a.startswith(("s3:", "iam:PassRole", "sts:")) for a in actions)
+
+
+# --- S3 CSI --------------------------------------------------------------------------------------------
+
+def test_s3_csi_role_trusts_only_the_driver_service_account(platform) -> None:
+    _assert_irsa_trust(platform, "InferenceIamS3CsiRole", "InferenceIamS3CsiTrust",
+                       "system:serviceaccount:kube-system:s3-csi-driver-sa")
+
+
+def test_s3_csi_reads_only_the_model_bucket(platform) -> None:
+    bucket_arn = {"Fn::GetAtt": ["ModelBucket24FA8CA2", "Arn"]}
+    assert _by_sid(_policy(platform, "InferenceIamS3CsiPolicy")) == {
+        "ListModelBucket": {"Sid": "ListModelBucket", "Effect": "Allow", "Action": "s3:ListBucket",
+                            "Resource": bucket_arn},
+        "ReadModelObjects": {"Sid": "ReadModelObjects", "Effect": "Allow", "Action": "s3:GetObject",
+                             "Resource": {"Fn::Join": ["", [bucket_arn, "/*"]]}},
+        "DecryptModelObjects": {"Sid": "DecryptModelObjects", "Effect": "Allow", "Action": "kms:Decrypt",
+                                "Resource": {"Fn::GetAtt": ["ModelKeyE265A28C", "Arn"]}},
+    }
+
+
+# --- HyperPod nodes ------------------------------------------------------------------------------------
+
+def test_hyperpod_role_reads_the_model_prefix_and_decrypts(platform) -> None:
+    policy = [r for r in platform.find_resources("AWS::IAM::Policy").values()
+              if r["Properties"]["PolicyName"].startswith("HyperPodExecutionRoleModelRead")]
+    assert len(policy) == 1
+    p = policy[0]["Properties"]
+    assert p["Roles"] == [{"Fn::ImportValue": "TestCluster:ExportsOutputRefHyperPodRole22EEC91749109848"}]
+    statements = _by_sid(p["PolicyDocument"]["Statement"])
+    assert statements["ReadModel"]["Resource"] == {"Fn::Join": ["", [
+        {"Fn::GetAtt": ["ModelBucket24FA8CA2", "Arn"]}, "/models/m/*"]]}
+    assert statements["DecryptModel"] == {"Sid": "DecryptModel", "Effect": "Allow", "Action": "kms:Decrypt",
+                                          "Resource": {"Fn::GetAtt": ["ModelKeyE265A28C", "Arn"]}}
+
+
+def test_no_role_or_policy_grants_admin_or_wildcard_s3(platform, observability) -> None:
+    for template in (platform, observability):
+        for r in template.find_resources("AWS::IAM::Policy").values():
+            for s in r["Properties"]["PolicyDocument"]["Statement"]:
+                actions = [s["Action"]] if isinstance(s["Action"], str) else s["Action"]
+                assert "*" not in actions and not any(a in ("s3:*", "iam:*", "kms:*") for a in actions)
+
+
+# --- observability collector ---------------------------------------------------------------------------
+
+def test_collector_role_trusts_pod_identity_for_this_cluster_only(observability) -> None:
+    trust = _role(observability, "HyperPodObservabilityCollectorRole")["AssumeRolePolicyDocument"]["Statement"]
+    assert trust == [{
+        "Action": ["sts:AssumeRole", "sts:TagSession"], "Effect": "Allow",
+        "Principal": {"Service": "pods.eks.amazonaws.com"},
+        "Condition": {"StringEquals": {
+            "aws:SourceAccount": {"Ref": "AWS::AccountId"},
+            "aws:SourceArn": {"Fn::ImportValue": "TestCluster:ExportsOutputFnGetAttEks3DB0AF90ArnBDC518EF"}}}}]
+
+
+def test_collector_writes_only_our_workspace_and_cluster_logs(observability) -> None:
+    statements = _by_sid(_policy(observability, "HyperPodObservabilityCollectorPolicy"))
+    assert statements["PrometheusRemoteWrite"] == {
+        "Sid": "PrometheusRemoteWrite", "Effect": "Allow", "Action": "aps:RemoteWrite",
+        "Resource": {"Fn::GetAtt": ["PrometheusWorkspaceF3098DB6", "Arn"]}}
+    logs = statements["ClusterLogs"]
+    assert all(a.startswith("logs:") for a in logs["Action"])
+    rendered = [r["Fn::Join"][1][-1] for r in logs["Resource"]]
+    assert rendered == [":log-group:/aws/sagemaker/Clusters/*", ":log-group:/aws/sagemaker/Clusters/*:log-stream:*"]
+    assert set(statements) == {"PrometheusRemoteWrite", "ClusterLogs"}
+
+
+@pytest.mark.parametrize("name", ["SageMakerHyperPodInferenceX", "Other-role"])
+def test_fails_when_execution_role_name_lacks_the_prefix(name: str) -> None:
+    import aws_cdk as cdk
+    from aws_cdk import aws_eks_v2 as eks
+    from aws_cdk import aws_iam as iam
+    from aws_cdk import aws_s3 as s3
+
+    from hyperpod_constructs.inference_iam import InferenceIam, InferenceIamProps
+
+    stack = cdk.Stack(cdk.App())
+    oidc = eks.OidcProviderNative(stack, "Oidc", url="https://oidc.eks.us-west-2.amazonaws.com/id/X")
+    props = InferenceIamProps(oidc_provider=oidc, tls_certificates_bucket=s3.Bucket(stack, "B"),
+                              model_read_statements=(iam.PolicyStatement(actions=["s3:GetObject"], resources=["*"]),),
+                              execution_role_name=name)
+    if name.startswith("SageMakerHyperPodInference"):
+        InferenceIam(stack, "Ok", props=props)
+    else:
+        with pytest.raises(ValueError, match="execution_role_name must start with 'SageMakerHyperPodInference'"):
+            InferenceIam(stack, "Iam", props=props)
