@@ -64,3 +64,14 @@ def test_dpd_request_split_adds_up(prometheus, default_config: Config,
                                     for q in panel.queries)
     assert total > 0 and disaggregated > 0
     assert disaggregated + direct == pytest.approx(total, rel=0.05)
+
+
+def test_queries_for_an_unknown_endpoint_return_nothing(prometheus, default_config: Config,
+                                                        grafana_substitute: Callable[[str], str]) -> None:
+    """The selectors do not leak: nothing from our pods or the decoy endpoint matches another name."""
+    leaking = []
+    for uid, title, expr in _all_queries(default_config):
+        scoped = expr.replace("$endpoint", "absent-model").replace("$baseline", "absent-model-colocated")
+        if prometheus.query(grafana_substitute(scoped)):
+            leaking.append(f"{uid}: {title}")
+    assert not leaking, "queries match pods of other endpoints:\n" + "\n".join(leaking)
