@@ -5,10 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
-from hyperpod_constructs.gpu_network import GpuNetworkProps
 
+from hyperpod_constructs.eks_cluster import AddonVersion, EksClusterProps
+from hyperpod_constructs.gpu_network import GpuNetworkProps
+from hyperpod_constructs.hyperpod_dependencies import ChartSource
+from hyperpod_infra import pins
 from hyperpod_infra.config import Config
+from hyperpod_infra.stacks.cluster_stack import ClusterStack, ClusterStackProps
+from hyperpod_infra.stacks.hyperpod_stack import HyperPodStack, HyperPodStackProps, InstanceGroupSpec
 from hyperpod_infra.stacks.network_stack import NetworkStack, NetworkStackProps
 
 
@@ -23,12 +29,29 @@ def _days(r: logs.RetentionDays) -> int:
             "ONE_YEAR": 365}.get(r.name, -1)
 
 
+def _addon(pin: pins.AddonPin) -> AddonVersion:
+    return AddonVersion(name=pin.name, version=pin.version)
+
+
+def _chart(pin: pins.HelmChartPin) -> ChartSource:
+    return ChartSource(chart=pin.chart, repository=pin.repository, version=pin.version)
+
+
+def lifecycle_bucket_name(config: Config) -> str:
+    """``sagemaker-<name>-lifecycle-<account>-<region>``: the managed instance-role policy reads only
+    ``sagemaker-*`` buckets; account and region make it globally unique without a lookup."""
+    return f"sagemaker-{config.name.lower()[:20].rstrip('-')}-lc-{cdk.Aws.ACCOUNT_ID}-{config.region}"
+
+
 @dataclass(frozen=True)
 class Stacks:
     network: NetworkStack
+    cluster: ClusterStack
+    hyperpod: HyperPodStack
 
     def all(self) -> list[cdk.Stack]:
-        return [self.network]
+        """Every stack, in deployment order."""
+        return [self.network, self.cluster, self.hyperpod]
 
 
 def build(app: cdk.App, config: Config) -> Stacks:
@@ -47,4 +70,40 @@ def build(app: cdk.App, config: Config) -> Stacks:
                 flow_logs_retention=retention(n.flow_logs_retention_days)),
             fsx_lustre=n.fsx_lustre),
         **common)
-    return Stacks(network=network)
+    e = config.eks
+    gpu_types = tuple(sorted({g.instance_type for g in config.hyperpod.instance_groups}))
+    cluster = ClusterStack(
+        app, "Cluster", stack_name=f"{config.name}-cluster",
+        description="HyperPod DPD: EKS control plane, core add-ons, system nodes, HyperPod dependencies",
+        props=ClusterStackProps(
+            eks=EksClusterProps(
+                cluster_name=e.cluster_name, kubernetes_version=e.kubernetes_version, vpc=network.vpc,
+                control_plane_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+                vpc_cni=_addon(pins.VPC_CNI), kube_proxy=_addon(pins.KUBE_PROXY), coredns=_addon(pins.COREDNS),
+                pod_identity_agent=_addon(pins.POD_IDENTITY_AGENT),
+                system_instance_type=e.system_node_group.instance_type,
+                system_desired_size=e.system_node_group.desired_size,
+                endpoint_public_access_cidrs=e.endpoint_public_access_cidrs,
+                log_retention=retention(e.log_retention_days), admin_principal_arn=e.admin_principal_arn),
+            gpu_instance_types=gpu_types,
+            nvidia_device_plugin=_chart(pins.NVIDIA_DEVICE_PLUGIN),
+            efa_device_plugin=_chart(pins.EFA_DEVICE_PLUGIN)),
+        **common)
+    h = config.hyperpod
+    hyperpod = HyperPodStack(
+        app, "HyperPod", stack_name=f"{config.name}-hyperpod",
+        description="HyperPod DPD: lifecycle scripts, execution role, HyperPod cluster with P5 instance groups",
+        props=HyperPodStackProps(
+            cluster_name=h.cluster_name, node_recovery=h.node_recovery,
+            node_provisioning_mode=h.node_provisioning_mode,
+            lifecycle_bucket_name=lifecycle_bucket_name(config),
+            instance_groups=tuple(
+                InstanceGroupSpec(
+                    name=g.name, instance_type=g.instance_type, instance_count=g.instance_count, pool=g.pool,
+                    threads_per_core=g.threads_per_core, ebs_volume_size_gb=g.ebs_volume_size_gb,
+                    deep_health_checks=g.deep_health_checks, training_plan_arn=g.training_plan_arn)
+                for g in h.instance_groups),
+            eks_cluster=cluster.cluster, gpu_subnet=network.gpu_subnet,
+            efa_security_group=network.efa_security_group, dependencies=cluster.hyperpod_dependencies),
+        **common)
+    return Stacks(network=network, cluster=cluster, hyperpod=hyperpod)

@@ -97,3 +97,50 @@ DPD_SUPPORTED_IMAGES: Final = (
 #: "a single decoder replica with multiple prefiller replicas" (AWS ML blog, 10 Jul 2026; DPD guide:
 #: one decode Deployment per endpoint).
 DPD_MAX_DECODE_REPLICAS: Final = 1
+
+
+# --- Helm charts the cluster stack installs at deploy time ---------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class HelmChartPin:
+    """A Helm chart fetched at *deploy* time by the kubectl handler Lambda from its published repository.
+
+    Synth stays offline: the template only carries ``repository``, ``chart`` and ``version``.
+    """
+
+    chart: str
+    repository: str
+    version: str
+    source: str
+
+
+#: The HyperPod dependencies chart (``helm_chart/HyperPodHelmChart`` in aws/sagemaker-hyperpod-cli) bundles
+#: these two device plugins as sub-charts pulled from their published repositories. We install the same
+#: charts at the same versions directly from those repositories, with the values HyperPod needs (affinity
+#: to ``ml.*`` instance types, tolerations for the HyperPod health taints).
+NVIDIA_DEVICE_PLUGIN: Final = HelmChartPin(
+    chart="nvidia-device-plugin", repository="https://nvidia.github.io/k8s-device-plugin", version="0.16.1",
+    source="HyperPodHelmChart/Chart.yaml dependency (aws/sagemaker-hyperpod-cli@011ca927)")
+EFA_DEVICE_PLUGIN: Final = HelmChartPin(
+    chart="aws-efa-k8s-device-plugin", repository="https://aws.github.io/eks-charts", version="0.5.20",
+    source="HyperPodHelmChart/Chart.yaml dependency (aws/sagemaker-hyperpod-cli@011ca927)")
+
+
+# --- HyperPod resiliency components ---------------------------------------------------------------------
+#: The health-monitoring agent (HMA) and the deep-health-check, job-auto-restart and hyperpod-patching
+#: components exist only as local sub-charts of ``helm_chart/HyperPodHelmChart`` in aws/sagemaker-hyperpod-cli;
+#: AWS publishes them in no Helm or OCI repository (docs: sagemaker-hyperpod-eks-install-packages-using-helm-chart,
+#: "Download the Helm charts ... git clone"). The docs also say the chart is required for clusters created
+#: through the API ("Failure to configure ... might result in the SageMaker HyperPod cluster not functioning
+#: correctly or the creation process failing entirely") and that the ``aws-hyperpod`` namespace is fixed.
+#: We therefore fetch exactly these sub-chart directories at deploy time from the repository at this
+#: commit (a content address), and never copy them into this repository. See docs/cluster.md.
+HYPERPOD_CHART_REPOSITORY: Final = "https://github.com/aws/sagemaker-hyperpod-cli"
+HYPERPOD_CHART_COMMIT: Final = "011ca927123e02b35a399935bbb3ab1905fe33c7"
+HYPERPOD_CHART_PATH: Final = "helm_chart/HyperPodHelmChart/charts"
+#: Sub-charts installed (each its own Helm release, in the order given). The training operators, MPI
+#: operator, Neuron plugin, MLflow and the inference operator are left out: DPD on p5 does not use them,
+#: and the inference operator is installed as its EKS add-on by the platform stack.
+HYPERPOD_RESILIENCY_CHARTS: Final = ("health-monitoring-agent", "deep-health-check", "job-auto-restart",
+                                     "hyperpod-patching")
+#: The namespace HyperPod requires for these components ("The aws-hyperpod namespace name cannot be modified").
+HYPERPOD_NAMESPACE: Final = "aws-hyperpod"

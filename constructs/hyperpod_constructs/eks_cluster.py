@@ -1,0 +1,157 @@
+"""The EKS control plane HyperPod attaches to, with a small system node group and pinned core add-ons."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
+from constructs import Construct
+
+#: Every control-plane log type (EKS user guide, "Send control plane logs to CloudWatch Logs").
+ALL_CONTROL_PLANE_LOGS = (
+    eks.ClusterLoggingTypes.API, eks.ClusterLoggingTypes.AUDIT, eks.ClusterLoggingTypes.AUTHENTICATOR,
+    eks.ClusterLoggingTypes.CONTROLLER_MANAGER, eks.ClusterLoggingTypes.SCHEDULER,
+)
+#: Node label on the system node group; system pods that must not wait for GPU nodes can select it.
+SYSTEM_NODE_LABEL = {"hyperpod-dpd/node-role": "system"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class AddonVersion:
+    """An EKS add-on at an exact version (the pins module holds the values)."""
+
+    name: str
+    version: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class EksClusterProps:
+    """Props of :class:`EksCluster`."""
+
+    cluster_name: str
+    kubernetes_version: str
+    """Must be a version HyperPod supports and for which the kubectl layer (v33) matches."""
+    vpc: ec2.IVpc
+    control_plane_subnets: ec2.SubnetSelection
+    """Private subnets in two AZs for the control-plane ENIs, the system nodes and the kubectl handler."""
+    vpc_cni: AddonVersion
+    kube_proxy: AddonVersion
+    coredns: AddonVersion
+    pod_identity_agent: AddonVersion
+    system_instance_type: str = "m7i.xlarge"
+    system_desired_size: int = 2
+    """Default: 2 nodes (one per control-plane AZ), so system pods are never Pending without GPU nodes."""
+    endpoint_public_access_cidrs: tuple[str, ...] = ("0.0.0.0/0",)
+    """CIDRs allowed on the public endpoint. The private endpoint is always on. Default: anywhere."""
+    log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
+    admin_principal_arn: str | None = None
+    """IAM role/user granted ``AmazonEKSClusterAdminPolicy`` through an access entry. Default: none."""
+
+
+class EksCluster(Construct):
+    """``aws_eks_v2.Cluster`` set up the way HyperPod needs it.
+
+    - Kubernetes version pinned; authentication mode ``API`` (aws_eks_v2 uses access entries only, which
+      HyperPod accepts: sagemaker-hyperpod-eks-prerequisites).
+    - Public *and* private endpoint, the public one limited to ``endpoint_public_access_cidrs``.
+    - All five control-plane log types into ``/aws/eks/<name>/cluster``, created here with a retention so
+      that EKS does not create a never-expiring one.
+    - Secrets envelope-encrypted with a customer-managed KMS key (rotation on).
+    - An IAM OIDC provider (IRSA) next to the pod identity agent (pod identity).
+    - Auto Mode off; a small managed node group for system pods (CoreDNS, controllers, webhooks).
+    - vpc-cni, kube-proxy, coredns and eks-pod-identity-agent as pinned managed add-ons. Ordering: the CNI,
+      kube-proxy and the pod identity agent before the node group (nodes need a CNI to become Ready), CoreDNS
+      after it (CoreDNS stays DEGRADED with no node to run on).
+    """
+
+    cluster: eks.Cluster
+    log_group: logs.LogGroup
+    secrets_key: kms.Key
+    system_nodegroup: eks.Nodegroup
+    addons: dict[str, eks.Addon]
+
+    def __init__(self, scope: Construct, construct_id: str, *, props: EksClusterProps) -> None:
+        super().__init__(scope, construct_id)
+        self.props = props
+
+        self.log_group = logs.LogGroup(
+            self, "ControlPlaneLogs", log_group_name=f"/aws/eks/{props.cluster_name}/cluster",
+            retention=props.log_retention, removal_policy=RemovalPolicy.DESTROY)
+        self.secrets_key = kms.Key(
+            self, "SecretsKey", enable_key_rotation=True, removal_policy=RemovalPolicy.DESTROY,
+            pending_window=Duration.days(7), description=f"EKS secrets encryption for {props.cluster_name}")
+
+        private_subnets = props.vpc.select_subnets(
+            subnet_type=props.control_plane_subnets.subnet_type,
+            subnets=props.control_plane_subnets.subnets).subnets
+        self.cluster = eks.Cluster(
+            self, "Cluster",
+            cluster_name=props.cluster_name,
+            version=eks.KubernetesVersion.of(props.kubernetes_version),
+            vpc=props.vpc,
+            vpc_subnets=[props.control_plane_subnets],
+            endpoint_access=eks.EndpointAccess.PUBLIC_AND_PRIVATE.only_from(*props.endpoint_public_access_cidrs),
+            cluster_logging=list(ALL_CONTROL_PLANE_LOGS),
+            secrets_encryption_key=self.secrets_key,
+            # Auto Mode off: HyperPod brings the GPU nodes, our node group the system nodes.
+            default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+            default_capacity=0,
+            # The managed add-ons below own vpc-cni, kube-proxy and coredns; no unmanaged copies to adopt.
+            bootstrap_self_managed_addons=False,
+            kubectl_provider_options=eks.KubectlProviderOptions(
+                kubectl_layer=KubectlV33Layer(self, "KubectlLayer"),
+                # In the VPC: the handler uses the private endpoint, whatever the public allow-list says.
+                private_subnets=private_subnets,
+            ),
+        )
+        cfn_cluster = self.cluster.node.default_child
+        assert isinstance(cfn_cluster, eks.CfnCluster)
+        self.cfn_cluster = cfn_cluster
+        cfn_cluster.node.add_dependency(self.log_group)  # exists, with retention, before EKS writes to it
+
+        self.oidc_provider = eks.OidcProviderNative(
+            self, "OidcProvider", url=self.cluster.cluster_open_id_connect_issuer_url)
+
+        self.addons = {}
+        for pin in (props.vpc_cni, props.kube_proxy, props.pod_identity_agent):
+            self.addons[pin.name] = self._addon(pin)
+
+        self.system_nodegroup = self.cluster.add_nodegroup_capacity(
+            "SystemNodes",
+            instance_types=[ec2.InstanceType(props.system_instance_type)],
+            ami_type=eks.NodegroupAmiType.AL2023_X86_64_STANDARD,
+            min_size=props.system_desired_size, desired_size=props.system_desired_size,
+            max_size=props.system_desired_size + 1,
+            subnets=props.control_plane_subnets,
+            labels=SYSTEM_NODE_LABEL,
+            enable_node_auto_repair=True,
+        )
+        for addon in self.addons.values():
+            self.system_nodegroup.node.add_dependency(addon)
+
+        self.addons[props.coredns.name] = self._addon(props.coredns)
+        self.addons[props.coredns.name].node.add_dependency(self.system_nodegroup)
+
+        if props.admin_principal_arn is not None:
+            self.cluster.grant_access("Admin", props.admin_principal_arn, [
+                eks.AccessPolicy.from_access_policy_name(
+                    "AmazonEKSClusterAdminPolicy", access_scope_type=eks.AccessScopeType.CLUSTER)])
+
+    def _addon(self, pin: AddonVersion) -> eks.Addon:
+        addon = eks.Addon(
+            self, "Addon" + "".join(p.capitalize() for p in pin.name.split("-")),
+            cluster=self.cluster, addon_name=pin.name, addon_version=pin.version, preserve_on_delete=False)
+        cfn = addon.node.default_child
+        assert isinstance(cfn, eks.CfnAddon)
+        cfn.resolve_conflicts = "OVERWRITE"
+        return addon
+
+    @property
+    def update_kubeconfig_command(self) -> str:
+        return (f"aws eks update-kubeconfig --name {self.props.cluster_name} "
+                f"--region {self.cluster.stack.region}")

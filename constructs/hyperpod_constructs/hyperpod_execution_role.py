@@ -1,0 +1,118 @@
+"""The IAM role HyperPod instances run as, least privilege (scoping as in the ADT Terraform module)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import ArnFormat, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+MANAGED_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
+
+
+@dataclass(frozen=True, kw_only=True)
+class HyperPodExecutionRoleProps:
+    """Props of :class:`HyperPodExecutionRole`."""
+
+    eks_cluster_arn: str
+    gpu_subnet: ec2.ISubnet
+    security_group: ec2.ISecurityGroup
+    lifecycle_bucket: s3.IBucket
+    lifecycle_key_prefix: str = "lifecycle/"
+
+
+class HyperPodExecutionRole(Construct):
+    """Execution role of the HyperPod instance groups.
+
+    - ``AmazonSageMakerClusterInstanceRolePolicy`` (AWS managed, required by HyperPod).
+    - ENIs: create only in the GPU subnet with the EFA security group; manage and tag network interfaces of
+      this account and region (their IDs do not exist before HyperPod creates them).
+    - ``ec2:Describe*`` calls the VPC CNI and HyperPod agents make (these actions take no resource scope).
+    - ECR pull from repositories in this region; ``ecr:GetAuthorizationToken`` (no resource scope).
+    - ``eks-auth:AssumeRoleForPodIdentity`` on our EKS cluster only.
+    - ``cloudwatch:DescribeAlarms`` for rolling-update auto-rollback, on this account's alarms.
+    - Read of the lifecycle scripts prefix; read of the model bucket through :meth:`grant_model_read`.
+
+    All statements live in one explicit ``AWS::IAM::Policy`` (:attr:`policy`) that the HyperPod cluster
+    depends on; nothing goes through a CDK default policy, which would otherwise race the cluster.
+    No EKS access entry is created: HyperPod creates its own (type ``HYPERPOD_LINUX``) for this role.
+    """
+
+    role: iam.Role
+    policy: iam.Policy
+
+    def __init__(self, scope: Construct, construct_id: str, *, props: HyperPodExecutionRoleProps) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+
+        def ec2_arn(resource: str) -> str:
+            return stack.format_arn(service="ec2", resource=resource)
+
+        network_interfaces = ec2_arn("network-interface/*")
+        self.role = iam.Role(
+            self, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            description="HyperPod instance groups (EKS orchestrator)",
+            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(MANAGED_POLICY)])
+        bucket = props.lifecycle_bucket
+        self.policy = iam.Policy(self, "Policy", roles=[self.role], statements=[
+            iam.PolicyStatement(
+                sid="CreateEniInGpuSubnet", actions=["ec2:CreateNetworkInterface"],
+                resources=[ec2_arn(f"subnet/{props.gpu_subnet.subnet_id}"),
+                           ec2_arn(f"security-group/{props.security_group.security_group_id}"),
+                           network_interfaces]),
+            iam.PolicyStatement(
+                sid="ManageEnis",
+                actions=["ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses",
+                         "ec2:AttachNetworkInterface", "ec2:DetachNetworkInterface",
+                         "ec2:DeleteNetworkInterface", "ec2:ModifyNetworkInterfaceAttribute",
+                         "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterfacePermission"],
+                resources=[network_interfaces, ec2_arn("instance/*")]),
+            iam.PolicyStatement(
+                sid="TagEnis", actions=["ec2:CreateTags"], resources=[network_interfaces],
+                conditions={"StringEquals": {"ec2:CreateAction": [
+                    "CreateNetworkInterface", "AssignPrivateIpAddresses", "AttachNetworkInterface"]}}),
+            iam.PolicyStatement(
+                sid="DescribeNetwork",
+                actions=["ec2:DescribeNetworkInterfaces", "ec2:DescribeInstances", "ec2:DescribeInstanceTypes",
+                         "ec2:DescribeVpcs", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
+                         "ec2:DescribeDhcpOptions", "ec2:DescribeTags"],
+                resources=["*"]),
+            iam.PolicyStatement(
+                sid="EcrAuth", actions=["ecr:GetAuthorizationToken"], resources=["*"]),
+            iam.PolicyStatement(
+                sid="EcrPull",
+                actions=["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+                resources=[stack.format_arn(service="ecr", account="*", resource="repository/*")]),
+            iam.PolicyStatement(
+                sid="PodIdentity", actions=["eks-auth:AssumeRoleForPodIdentity"],
+                resources=[props.eks_cluster_arn]),
+            iam.PolicyStatement(
+                sid="RollbackAlarms", actions=["cloudwatch:DescribeAlarms"],
+                resources=[stack.format_arn(service="cloudwatch", resource="alarm", resource_name="*",
+                                            arn_format=ArnFormat.COLON_RESOURCE_NAME)]),
+            iam.PolicyStatement(
+                sid="ListLifecycleScripts", actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [props.lifecycle_key_prefix + "*"]}}),
+            iam.PolicyStatement(
+                sid="ReadLifecycleScripts", actions=["s3:GetObject"],
+                resources=[bucket.arn_for_objects(props.lifecycle_key_prefix + "*")]),
+        ])
+
+    def grant_model_read(self, bucket: s3.IBucket, key_prefix: str = "") -> iam.Policy:
+        """Let the instances read ``key_prefix`` of the model bucket.
+
+        The policy is created in the *bucket's* stack (which deploys after this one), so the reference runs
+        from that stack to this role and never the other way round (no cyclic cross-stack references).
+        """
+        scope = Stack.of(bucket)
+        return iam.Policy(scope, "HyperPodExecutionRoleModelRead", roles=[self.role], statements=[
+            iam.PolicyStatement(
+                sid="ListModelBucket", actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [key_prefix + "*"]}} if key_prefix else None),
+            iam.PolicyStatement(
+                sid="ReadModel", actions=["s3:GetObject"], resources=[bucket.arn_for_objects(key_prefix + "*")]),
+        ])
+
