@@ -1,83 +1,9 @@
-"""A small app for the platform constructs: its own minimal aws_eks_v2 cluster, then the observability and
-platform stacks on top, as ``build()`` wires them. Synthesized once per session."""
+"""Session fixtures for the platform tests; the app itself is built by ``platform_harness``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
-
-
-@dataclass(frozen=True)
-class PlatformApp:
-    app: object
-    cluster_stack: object
-    observability: object
-    platform: object
-    templates: dict
-
-
-class FakeHyperPodRole:
-    """Stands in for the HyperPod execution role construct: same grant contract."""
-
-    def __init__(self, scope) -> None:
-        from aws_cdk import aws_iam as iam
-
-        self.role = iam.Role(scope, "HyperPodRole", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
-
-    def grant_model_read(self, bucket, key_prefix: str = ""):
-        from aws_cdk import Stack
-        from aws_cdk import aws_iam as iam
-
-        return iam.Policy(Stack.of(bucket), "HyperPodExecutionRoleModelRead", roles=[self.role], statements=[
-            iam.PolicyStatement(sid="ListModelBucket", actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
-                                conditions={"StringLike": {"s3:prefix": [key_prefix + "*"]}}),
-            iam.PolicyStatement(sid="ReadModel", actions=["s3:GetObject"],
-                                resources=[bucket.arn_for_objects(key_prefix + "*")])])
-
-
-def make_platform_app(*, observability: bool = True, existing_bucket_name: str | None = None,
-                      delete_on_destroy: bool = False, bucket_name: str | None = None,
-                      with_hyperpod_role: bool = True, outdir: str | None = None, nag: bool = False) -> PlatformApp:
-    import aws_cdk as cdk
-    from aws_cdk import aws_eks_v2 as eks
-    from aws_cdk.assertions import Template
-
-    from hyperpod_constructs.model_bucket import ModelBucketProps
-    from hyperpod_infra.nag import acknowledge, add_nag
-    from hyperpod_infra.stacks.observability_stack import ObservabilityStack, ObservabilityStackProps
-    from hyperpod_infra.stacks.platform_stack import PlatformStack, PlatformStackProps
-
-    app = cdk.App(outdir=outdir, context={"aws:cdk:disable-asset-staging": True})
-    env = cdk.Environment(region="us-west-2")
-    cluster_stack = cdk.Stack(app, "TestCluster", env=env)
-    cluster = eks.Cluster(cluster_stack, "Eks", version=eks.KubernetesVersion.V1_33,
-                          default_capacity_type=eks.DefaultCapacityType.NODEGROUP, default_capacity=0)
-    pod_identity = eks.CfnAddon(cluster_stack, "PodIdentityAgent", addon_name="eks-pod-identity-agent",
-                                cluster_name=cluster.cluster_name)
-    acknowledge(cluster_stack, "AwsSolutions-VPC7", "Test-only stand-in for the cluster stack")
-    acknowledge(cluster_stack, "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEKSClusterPolicy]",
-                "Test-only stand-in for the cluster stack")
-    oidc = eks.OidcProviderNative(cluster_stack, "Oidc", url=cluster.cluster_open_id_connect_issuer_url)
-    hyperpod_role = FakeHyperPodRole(cluster_stack) if with_hyperpod_role else None
-    obs = None
-    if observability:
-        obs = ObservabilityStack(app, "Observability", env=env, props=ObservabilityStackProps(
-            cluster=cluster, workspace_alias="test-dpd", addon_depends_on=(pod_identity,)))
-    platform = PlatformStack(app, "Platform", env=env, props=PlatformStackProps(
-        cluster=cluster, oidc_provider=oidc, model_key_prefix="models/m/",
-        hyperpod_cluster_arn="arn:aws:sagemaker:us-west-2:111122223333:cluster/abc123",
-        hyperpod_cluster_name="test-hp",
-        model_bucket=ModelBucketProps(existing_bucket_name=existing_bucket_name, bucket_name=bucket_name,
-                                      delete_on_destroy=delete_on_destroy),
-        hyperpod_execution_role=hyperpod_role, prometheus=obs.prometheus if obs else None))
-    if nag:
-        add_nag(app)
-        return PlatformApp(app, cluster_stack, obs, platform, {})
-    templates = {"Platform": Template.from_stack(platform)}
-    if obs is not None:
-        templates["Observability"] = Template.from_stack(obs)
-    return PlatformApp(app, cluster_stack, obs, platform, templates)
+from platform_harness import PlatformApp, make_platform_app
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,70 @@
+"""Observability stack: the managed Prometheus workspace and the HyperPod observability add-on."""
+
+from __future__ import annotations
+
+import json
+
+from hyperpod_infra import outputs, pins
+
+
+def _addon(template) -> tuple[str, dict]:
+    (lid, addon), = template.find_resources("AWS::EKS::Addon").items()
+    return lid, addon
+
+
+def test_workspace_is_created_and_deleted_with_the_stack(observability) -> None:
+    ws = observability.find_resources("AWS::APS::Workspace")
+    assert list(ws) == ["PrometheusWorkspaceF3098DB6"]
+    assert ws["PrometheusWorkspaceF3098DB6"]["Properties"] == {"Alias": "test-dpd"}
+    assert ws["PrometheusWorkspaceF3098DB6"]["DeletionPolicy"] == "Delete"
+
+
+def test_addon_pinned_and_associated_with_the_collector_role(observability) -> None:
+    _, addon = _addon(observability)
+    p = addon["Properties"]
+    assert (p["AddonName"], p["AddonVersion"]) == (pins.OBSERVABILITY.name, pins.OBSERVABILITY.version)
+    assert p["PodIdentityAssociations"] == [{
+        "RoleArn": {"Fn::GetAtt": [next(k for k in observability.find_resources("AWS::IAM::Role")
+                                        if k.startswith("HyperPodObservabilityCollectorRole")), "Arn"]},
+        "ServiceAccount": "hyperpod-observability-operator-otel-collector"}]
+
+
+def test_addon_waits_for_its_role_policy_and_the_pod_identity_agent(observability, platform_app) -> None:
+    _, addon = _addon(observability)
+    policy = next(k for k in observability.find_resources("AWS::IAM::Policy")
+                  if k.startswith("HyperPodObservabilityCollectorPolicy"))
+    assert policy in addon["DependsOn"]
+    # The agent lives in the cluster stack: the dependency becomes a stack dependency.
+    assert platform_app.cluster_stack in platform_app.observability.dependencies
+
+
+def test_addon_configuration_turns_inference_metrics_on(observability) -> None:
+    _, addon = _addon(observability)
+    parts = addon["Properties"]["ConfigurationValues"]["Fn::Join"][1]
+
+    def name(token: dict) -> str:
+        if "Ref" in token:
+            return token["Ref"]
+        if "Fn::GetAtt" in token:
+            return ".".join(token["Fn::GetAtt"])
+        return "<" + json.dumps(token) + ">"
+
+    cfg = json.loads("".join(p if isinstance(p, str) else name(p) for p in parts))
+    assert cfg["metricsProvider"] == {"inferenceMetrics": {"level": "BASIC", "scrapeInterval": 30}}
+    assert cfg["logging"] == {"enabled": True}
+    assert cfg["ampWorkspace"]["arn"] == "PrometheusWorkspaceF3098DB6.Arn"
+    endpoint = cfg["ampWorkspace"]["prometheusEndpoint"]
+    assert endpoint.startswith("https://aps-workspaces.AWS::Region.AWS::URLSuffix/workspaces/")
+    assert endpoint.endswith("PrometheusWorkspaceF3098DB6.WorkspaceId")  # no trailing slash
+
+
+def test_outputs_for_the_workspace(observability) -> None:
+    found = observability.find_outputs("*")
+    assert found[outputs.AMP_WORKSPACE_ENDPOINT]["Value"] == {
+        "Fn::GetAtt": ["PrometheusWorkspaceF3098DB6", "PrometheusEndpoint"]}
+    assert found[outputs.AMP_WORKSPACE_ARN]["Value"] == {"Fn::GetAtt": ["PrometheusWorkspaceF3098DB6", "Arn"]}
+
+
+def test_platform_depends_on_observability_not_the_reverse(platform_app) -> None:
+    assert platform_app.observability in platform_app.platform.dependencies
+    assert platform_app.platform not in platform_app.observability.dependencies

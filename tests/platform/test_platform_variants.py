@@ -1,0 +1,120 @@
+"""Config-driven variants (one synth each) and the validation rules of the constructs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hyperpod_infra import outputs
+
+
+@pytest.fixture(scope="module")
+def existing_bucket():
+    from platform_harness import make_platform_app
+
+    return make_platform_app(existing_bucket_name="my-weights", observability=False)
+
+
+@pytest.fixture(scope="module")
+def delete_on_destroy():
+    from platform_harness import make_platform_app
+
+    return make_platform_app(delete_on_destroy=True, bucket_name="dpd-models-example", observability=False)
+
+
+def test_existing_bucket_creates_no_model_bucket_or_key(existing_bucket) -> None:
+    t = existing_bucket.templates["Platform"]
+    assert not any(k.startswith("ModelBucket") for k in t.find_resources("AWS::S3::Bucket"))
+    assert t.find_resources("AWS::KMS::Key") == {}
+    assert t.find_outputs(outputs.MODEL_BUCKET_NAME)[outputs.MODEL_BUCKET_NAME]["Value"] == "my-weights"
+
+
+def test_existing_bucket_scopes_s3_csi_to_that_bucket(existing_bucket) -> None:
+    t = existing_bucket.templates["Platform"]
+    (doc,) = [r["Properties"]["PolicyDocument"] for k, r in t.find_resources("AWS::IAM::Policy").items()
+              if k.startswith("InferenceIamS3CsiPolicy")]
+    rendered = json.dumps(doc)
+    assert ":s3:::my-weights" in rendered and ":s3:::my-weights/*" in rendered
+    assert "kms:" not in rendered
+
+
+def test_existing_bucket_means_access_logs_are_not_kept(existing_bucket) -> None:
+    t = existing_bucket.templates["Platform"]
+    (logs,) = [r for k, r in t.find_resources("AWS::S3::Bucket").items() if k.startswith("AccessLogs")]
+    assert logs["DeletionPolicy"] == "Delete"
+
+
+def test_observability_off_keda_gets_no_prometheus_access(existing_bucket) -> None:
+    t = existing_bucket.templates["Platform"]
+    (doc,) = [r["Properties"]["PolicyDocument"] for k, r in t.find_resources("AWS::IAM::Policy").items()
+              if k.startswith("InferenceIamKedaPolicy")]
+    assert [s["Sid"] for s in doc["Statement"]] == ["CloudWatchTriggers"]
+    assert existing_bucket.observability is None
+
+
+def test_delete_on_destroy_empties_and_deletes_bucket_key_and_logs(delete_on_destroy) -> None:
+    t = delete_on_destroy.templates["Platform"]
+    buckets = t.find_resources("AWS::S3::Bucket")
+    assert all(b["DeletionPolicy"] == "Delete" for b in buckets.values())
+    assert all(k["DeletionPolicy"] == "Delete" for k in t.find_resources("AWS::KMS::Key").values())
+    emptied = {r["Properties"]["BucketName"]["Ref"] for r in t.find_resources("Custom::S3AutoDeleteObjects").values()}
+    assert emptied == set(buckets)
+
+
+def test_explicit_bucket_name_is_used(delete_on_destroy) -> None:
+    t = delete_on_destroy.templates["Platform"]
+    t.has_resource_properties("AWS::S3::Bucket", {"BucketName": "dpd-models-example"})
+
+
+def test_cdk_nag_is_clean_on_the_platform_stacks(tmp_path) -> None:
+    from platform_harness import make_platform_app
+
+    a = make_platform_app(outdir=str(tmp_path), nag=True)
+    a.app.synth()  # raises ValidationFailed on any unacknowledged finding
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    assert [v for p in report["pluginReports"] for v in p.get("violations", [])] == []
+
+
+# --- construct validation (one test per rule) ----------------------------------------------------------
+
+def _stack():
+    import aws_cdk as cdk
+
+    return cdk.Stack(cdk.App())
+
+
+def test_fails_when_existing_bucket_and_bucket_name_are_both_set() -> None:
+    from hyperpod_constructs.model_bucket import ModelBucket, ModelBucketProps
+
+    with pytest.raises(ValueError, match="bucket_name must be unset when existing_bucket_name is set"):
+        ModelBucket(_stack(), "M", props=ModelBucketProps(existing_bucket_name="a-b-c", bucket_name="x-y-z"))
+
+
+def test_fails_when_existing_bucket_would_be_deleted() -> None:
+    from hyperpod_constructs.model_bucket import ModelBucket, ModelBucketProps
+
+    with pytest.raises(ValueError, match="delete_on_destroy must be false for an existing bucket"):
+        ModelBucket(_stack(), "M", props=ModelBucketProps(existing_bucket_name="a-b-c", delete_on_destroy=True))
+
+
+def test_fails_when_created_bucket_has_no_access_log_target() -> None:
+    from hyperpod_constructs.model_bucket import ModelBucket, ModelBucketProps
+
+    with pytest.raises(ValueError, match="server_access_logs_bucket is required"):
+        ModelBucket(_stack(), "M", props=ModelBucketProps())
+
+
+@pytest.mark.parametrize("version", ["v1.2.0-eksbuild.1", "v1.0.0-eksbuild.1", "latest"])
+def test_fails_when_operator_version_predates_dpd(version: str) -> None:
+    from hyperpod_constructs.inference_operator import _check_operator_version
+
+    with pytest.raises(ValueError, match=r"versions\.operator"):
+        _check_operator_version(version)
+
+
+def test_fails_when_workspace_alias_is_empty() -> None:
+    from hyperpod_constructs.managed_prometheus import ManagedPrometheus, ManagedPrometheusProps
+
+    with pytest.raises(ValueError, match="alias must be 1-100 characters"):
+        ManagedPrometheus(_stack(), "P", props=ManagedPrometheusProps(alias=""))
