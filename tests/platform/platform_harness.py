@@ -66,7 +66,6 @@ def make_platform_app(*, observability: bool = True, existing_bucket_name: str |
     platform = PlatformStack(app, "Platform", env=env, props=PlatformStackProps(
         cluster=cluster, oidc_provider=oidc, model_key_prefix="models/m/",
         hyperpod_cluster_arn="arn:aws:sagemaker:us-west-2:111122223333:cluster/abc123",
-        hyperpod_cluster_name="test-hp",
         model_bucket=ModelBucketProps(existing_bucket_name=existing_bucket_name, bucket_name=bucket_name,
                                       delete_on_destroy=delete_on_destroy),
         hyperpod_execution_role=hyperpod_role, prometheus=obs.prometheus if obs else None))

@@ -151,7 +151,6 @@ def test_every_addon_targets_the_cluster_and_overwrites_conflicts(platform) -> N
 # --- outputs -------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("output_id", [
-    outputs.REGION, outputs.EKS_CLUSTER_NAME, outputs.HYPERPOD_CLUSTER_NAME, outputs.HYPERPOD_CLUSTER_ARN,
     outputs.MODEL_BUCKET_NAME, outputs.TLS_BUCKET_NAME, outputs.INFERENCE_EXECUTION_ROLE_ARN,
     outputs.KEDA_ROLE_ARN])
 def test_platform_emits_output(platform, output_id: str) -> None:

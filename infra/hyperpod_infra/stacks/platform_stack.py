@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from aws_cdk import Aws, CfnOutput, Stack
+from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
@@ -36,7 +36,6 @@ class PlatformStackProps:
     cluster: eks.ICluster
     oidc_provider: iam.IOidcProvider
     hyperpod_cluster_arn: str
-    hyperpod_cluster_name: str
     model_bucket: ModelBucketProps
     """Without ``server_access_logs_bucket``: the stack creates the access-log bucket."""
     model_key_prefix: str = ""
@@ -50,6 +49,9 @@ class PlatformStackProps:
 class PlatformStack(Stack):
     def __init__(self, scope: Construct, construct_id: str, *, props: PlatformStackProps, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
+        # S3 log delivery through a bucket policy, not the legacy LogDeliveryWrite ACL (also set in cdk.json;
+        # set here so every synth of this stack, tests included, behaves the same). Before any child exists.
+        self.node.set_context("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy", True)
         mb = props.model_bucket
         # The access-log bucket is the audit trail of the model bucket, so it is kept exactly when that is.
         keep_logs = mb.existing_bucket_name is None and not mb.delete_on_destroy
@@ -89,10 +91,7 @@ class PlatformStack(Stack):
             self._acknowledge_model_read(self.hyperpod_model_read, props.model_key_prefix)
         self._acknowledge()
 
-        CfnOutput(self, outputs.REGION, value=Aws.REGION)
-        CfnOutput(self, outputs.EKS_CLUSTER_NAME, value=props.cluster.cluster_name)
-        CfnOutput(self, outputs.HYPERPOD_CLUSTER_NAME, value=props.hyperpod_cluster_name)
-        CfnOutput(self, outputs.HYPERPOD_CLUSTER_ARN, value=props.hyperpod_cluster_arn)
+        # Region and cluster names/ARNs are output by the cluster and HyperPod stacks that own them.
         CfnOutput(self, outputs.MODEL_BUCKET_NAME, value=self.model.bucket.bucket_name,
                   description="Upload the weights here, under model.s3_prefix")
         CfnOutput(self, outputs.TLS_BUCKET_NAME, value=self.tls.bucket.bucket_name)
