@@ -47,6 +47,7 @@ def test_mutated_configs_synthesize_or_fail_cleanly(default_config_dict: dict, t
     import aws_cdk as cdk
 
     from hyperpod_infra.app_builder import build
+    from hyperpod_k8s.inputs import resolve_inputs
     from hyperpod_k8s.main import synth
 
     outcomes = {"valid": 0, "rejected": 0}
@@ -66,7 +67,7 @@ def test_mutated_configs_synthesize_or_fail_cleanly(default_config_dict: dict, t
         app = cdk.App(outdir=str(outdir / "cdk.out"), context={"aws:cdk:disable-asset-staging": True})
         build(app, config)
         app.synth()
-        assert synth(config, outdir / "dist")
+        assert synth(config, outdir / "dist", resolve_inputs(config, None))
 
     check()
     assert outcomes["rejected"] > 0 and outcomes["valid"] > 0, outcomes

@@ -28,7 +28,7 @@ def build_endpoint_charts(app: cdk8s.App, config: Config, inputs: EndpointInputs
 
 def build_charts(app: cdk8s.App, config: Config, inputs: EndpointInputs) -> None:
     """Add every chart for ``config`` to ``app``."""
+    from hyperpod_k8s.observability import build_observability_charts
+
     build_endpoint_charts(app, config, inputs)
-    # --- observability charts (wired by the observability component) ---------------------------------
-    # from hyperpod_k8s.observability import build_observability_charts
-    # build_observability_charts(app, config)
+    build_observability_charts(app, config)  # dashboards ConfigMaps + PrometheusRule; nothing when disabled

@@ -50,14 +50,18 @@ def synth(config: Config, outdir: Path, inputs: EndpointInputs) -> list[Path]:
     import cdk8s  # jsii starts here, after the config is known to be valid
 
     from hyperpod_k8s.charts import build_charts
+    from hyperpod_k8s.observability import write_dashboard_files
 
     app = cdk8s.App(outdir=str(outdir), yaml_output_type=cdk8s.YamlOutputType.FILE_PER_CHART)
     build_charts(app, config, inputs)
+    dashboards = outdir / "dashboards"
     outdir.mkdir(parents=True, exist_ok=True)
-    for stale in outdir.glob("*.k8s.yaml"):
+    for stale in [*outdir.glob("*.k8s.yaml"), *dashboards.glob("*.json")]:
         stale.unlink()
     app.synth()
-    return sorted(outdir.glob("*.k8s.yaml"))
+    # Plain dashboard JSON for Amazon Managed Grafana import (the same definitions as the ConfigMaps).
+    json_files = write_dashboard_files(config, dashboards) if config.observability.enabled else []
+    return sorted(outdir.glob("*.k8s.yaml")) + sorted(json_files)
 
 
 def main(argv: list[str] | None = None) -> None:
