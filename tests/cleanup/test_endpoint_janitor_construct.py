@@ -1,0 +1,192 @@
+"""EndpointJanitor synthesizes a scoped, ordered, nag-clean custom resource."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk.assertions import Match, Template
+
+from hyperpod_constructs.endpoint_janitor import (
+    HANDLER_DIR,
+    RESOURCE_TYPE,
+    EndpointJanitor,
+    EndpointJanitorProps,
+)
+
+HANDLER_ACTIONS_WITHOUT_RESOURCE_SCOPE = {
+    "sagemaker:ListEndpoints", "acm:ListCertificates", "elasticloadbalancing:DescribeLoadBalancers",
+    "elasticloadbalancing:DescribeTargetGroups", "elasticloadbalancing:DescribeTags",
+}
+
+
+def _cluster(stack: cdk.Stack) -> eks.Cluster:
+    return eks.Cluster(stack, "Eks", version=eks.KubernetesVersion.V1_33, default_capacity=0,
+                       default_capacity_type=eks.DefaultCapacityType.NODEGROUP)
+
+
+def _build(app: cdk.App) -> dict[str, Any]:
+    stack = cdk.Stack(app, "JanitorStack")
+    cluster = _cluster(stack)
+    operator = eks.CfnAddon(stack, "InferenceOperator", cluster_name=cluster.cluster_name,
+                            addon_name="amazon-sagemaker-hyperpod-inference")
+    janitor = EndpointJanitor(stack, "Janitor", props=EndpointJanitorProps(cluster=cluster, depends_on=[operator]))
+
+    vpc_stack = cdk.Stack(app, "JanitorInVpcStack")
+    vpc_cluster = _cluster(vpc_stack)
+    EndpointJanitor(vpc_stack, "Janitor", props=EndpointJanitorProps(
+        cluster=vpc_cluster, vpc=vpc_cluster.vpc, timeout=cdk.Duration.minutes(60),
+        query_interval=cdk.Duration.seconds(60)))
+    return {"stack": stack, "cluster": cluster, "janitor": janitor, "operator": operator, "vpc_stack": vpc_stack}
+
+
+@pytest.fixture(scope="session")
+def built() -> dict[str, Any]:
+    built = _build(cdk.App(context={"aws:cdk:disable-asset-staging": True}))
+    built["template"] = Template.from_stack(built["stack"])
+    built["vpc_template"] = Template.from_stack(built["vpc_stack"])
+    return built
+
+
+def _logical_id(built: dict[str, Any], construct: Any) -> str:
+    return built["stack"].resolve(built["stack"].get_logical_id(construct))
+
+
+def _janitor_role_statements(template: Template) -> list[dict[str, Any]]:
+    policies = template.find_resources(
+        "AWS::IAM::Policy", {"Properties": {"Roles": [{"Ref": Match.string_like_regexp("^JanitorRole")}]}})
+    assert len(policies) == 1
+    return next(iter(policies.values()))["Properties"]["PolicyDocument"]["Statement"]
+
+
+def test_custom_resource_carries_cluster_and_wait_budget(built: dict[str, Any]) -> None:
+    built["template"].has_resource_properties(RESOURCE_TYPE, {
+        "ServiceToken": Match.any_value(),
+        "ClusterName": {"Ref": Match.string_like_regexp("^Eks")},
+        "ClusterArn": {"Fn::GetAtt": [Match.string_like_regexp("^Eks"), "Arn"]},
+        "WaitSeconds": "1740",  # 30 min minus two 30 s polls, so our message beats the framework's
+    })
+
+
+def test_janitor_is_deleted_before_the_operator_and_its_own_access(built: dict[str, Any]) -> None:
+    resources = built["template"].find_resources(RESOURCE_TYPE)
+    depends_on = set(next(iter(resources.values()))["DependsOn"])
+    template = built["template"].to_json()["Resources"]
+    access_entry = next(k for k, v in template.items() if v["Type"] == "AWS::EKS::AccessEntry")
+    role_policy = next(k for k, v in template.items()
+                       if v["Type"] == "AWS::IAM::Policy" and k.startswith("JanitorRoleDefaultPolicy"))
+    assert {_logical_id(built, built["operator"]), access_entry, role_policy} <= depends_on
+
+
+def test_waiter_polls_every_30_s_for_30_min(built: dict[str, Any]) -> None:
+    machines = built["template"].find_resources("AWS::StepFunctions::StateMachine")
+    definition = str(next(iter(machines.values()))["Properties"]["DefinitionString"])
+    assert '\\"IntervalSeconds\\":30,\\"MaxAttempts\\":60' in definition or \
+        '"IntervalSeconds":30,"MaxAttempts":60' in definition
+
+
+def test_access_entry_grants_cluster_scoped_admin_to_the_lambda_role(built: dict[str, Any]) -> None:
+    built["template"].has_resource_properties("AWS::EKS::AccessEntry", {
+        "ClusterName": {"Ref": Match.string_like_regexp("^Eks")},
+        "PrincipalArn": {"Fn::GetAtt": [Match.string_like_regexp("^JanitorRole"), "Arn"]},
+        "AccessPolicies": [{
+            "AccessScope": {"Type": "cluster"},
+            "PolicyArn": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
+                                            ":eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"]]},
+        }],
+    })
+
+
+def test_iam_is_read_only_and_scoped_wherever_a_scope_exists(built: dict[str, Any]) -> None:
+    statements = _janitor_role_statements(built["template"])
+    by_resource: dict[str, set[str]] = {}
+    for statement in statements:
+        assert statement["Effect"] == "Allow"
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        for resource in resources:
+            by_resource.setdefault(str(resource), set()).update(actions)
+
+    assert by_resource["*"] == HANDLER_ACTIONS_WITHOUT_RESOURCE_SCOPE
+    describe = [s for s in statements if s["Action"] == "eks:DescribeCluster"]
+    assert describe[0]["Resource"] == {"Fn::GetAtt": [_logical_id(built, built["cluster"].node.default_child),
+                                                      "Arn"]}
+    assert any("sagemaker:ListTags" in a and ":endpoint/*" in r for r, a in by_resource.items())
+    assert any("acm:ListTagsForCertificate" in a and ":certificate/*" in r for r, a in by_resource.items())
+    log_writes = {"logs:CreateLogStream", "logs:PutLogEvents"}
+    assert all("Fn::GetAtt" in r for r, a in by_resource.items() if a & log_writes)  # its own log groups only
+    every_action = set().union(*by_resource.values()) - log_writes
+    assert not any(verb in action for action in every_action for verb in (":Delete", ":Create", ":Put", "*"))
+
+
+def test_functions_run_python_from_the_handler_asset(built: dict[str, Any]) -> None:
+    for handler in ("index.on_event", "index.is_complete"):
+        built["template"].has_resource_properties("AWS::Lambda::Function", {
+            "Handler": handler, "Runtime": "python3.13", "Timeout": 300,
+            "Role": {"Fn::GetAtt": [Match.string_like_regexp("^JanitorRole"), "Arn"]},
+            "LoggingConfig": {"LogGroup": {"Ref": Match.string_like_regexp("^Janitor")}},
+        })
+    assert (HANDLER_DIR / "index.py").is_file()
+
+
+def test_every_janitor_log_group_has_a_retention(built: dict[str, Any]) -> None:
+    groups = built["template"].find_resources("AWS::Logs::LogGroup")
+    janitor_groups = {k: v for k, v in groups.items() if k.startswith("Janitor")}
+    assert len(janitor_groups) == 3  # two handlers + the provider framework
+    assert all(v["Properties"]["RetentionInDays"] == 30 for v in janitor_groups.values())
+
+
+def test_in_a_vpc_the_functions_get_a_security_group_allowed_to_the_cluster(built: dict[str, Any]) -> None:
+    template = built["vpc_template"]
+    template.has_resource_properties("AWS::Lambda::Function", {
+        "Handler": "index.is_complete",
+        "VpcConfig": {"SecurityGroupIds": [{"Fn::GetAtt": [Match.string_like_regexp("^JanitorSecurityGroup"),
+                                                           "GroupId"]}],
+                      "SubnetIds": Match.any_value()}})
+    template.has_resource_properties("AWS::EC2::SecurityGroupIngress", {
+        "IpProtocol": "tcp", "FromPort": 443, "ToPort": 443,
+        "SourceSecurityGroupId": {"Fn::GetAtt": [Match.string_like_regexp("^JanitorSecurityGroup"), "GroupId"]},
+    })
+    template.has_resource_properties(RESOURCE_TYPE, {"WaitSeconds": "3480"})
+
+
+def test_outside_a_vpc_no_security_group_is_made(built: dict[str, Any]) -> None:
+    assert built["janitor"].security_group is None
+    built["template"].resource_properties_count_is(
+        "AWS::Lambda::Function", {"VpcConfig": Match.any_value()}, 0)
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"timeout": cdk.Duration.minutes(2)}, "timeout must be between 5 minutes and 2 hours, got 120 seconds"),
+    ({"timeout": cdk.Duration.hours(3)}, "timeout must be between 5 minutes and 2 hours, got 10800 seconds"),
+    ({"query_interval": cdk.Duration.minutes(10)}, "query_interval must be between 5 seconds and timeout/4"),
+    ({"query_interval": cdk.Duration.seconds(1)}, "query_interval must be between 5 seconds"),
+])
+def test_fails_when_timing_is_out_of_range(built: dict[str, Any], overrides: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        EndpointJanitor(built["stack"], "Bad", props=EndpointJanitorProps(cluster=built["cluster"], **overrides))
+
+
+def test_fails_when_vpc_options_come_without_a_vpc(built: dict[str, Any]) -> None:
+    sg = ec2.SecurityGroup.from_security_group_id(built["stack"], "ImportedSg", "sg-12345678")
+    with pytest.raises(ValueError, match="vpc_subnets and security_group require vpc"):
+        EndpointJanitor(built["stack"], "Bad", props=EndpointJanitorProps(cluster=built["cluster"],
+                                                                          security_group=sg))
+
+
+@pytest.mark.slow
+def test_janitor_resources_pass_cdk_nag() -> None:
+    from hyperpod_infra.nag import acknowledge, add_nag
+
+    app = cdk.App(context={"aws:cdk:disable-asset-staging": True})
+    add_nag(app)
+    built = _build(app)
+    for stack in (built["stack"], built["vpc_stack"]):  # findings of the test fixture's own cluster
+        cluster = stack.node.find_child("Eks")
+        acknowledge(cluster, "AwsSolutions::AwsSolutions-VPC7", "test fixture")
+        acknowledge(cluster, "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
+                             "AmazonEKSClusterPolicy]", "test fixture")
+    app.synth()  # raises on any unacknowledged finding
