@@ -1,0 +1,83 @@
+"""The platform and observability stacks as ``build()`` wires them for config/default.yaml."""
+
+from __future__ import annotations
+
+import json
+
+from hyperpod_infra import outputs
+
+
+def test_stack_ids_names_and_order(stacks, default_config) -> None:
+    assert stacks.platform.node.id == "Platform"
+    assert stacks.platform.stack_name == f"{default_config.name}-platform"
+    assert stacks.observability is not None and stacks.observability.node.id == "Observability"
+    assert stacks.observability.stack_name == f"{default_config.name}-observability"
+    order = [s.node.id for s in stacks.all()]
+    assert order.index("HyperPod") < order.index("Observability") < order.index("Platform")
+
+
+def test_platform_deploys_after_cluster_hyperpod_and_observability(stacks, templates) -> None:
+    """(``templates`` first: cross-stack references become dependencies at synth.)"""
+    deps = set(stacks.platform.dependencies)
+    assert {stacks.cluster, stacks.hyperpod, stacks.observability} <= deps
+    assert stacks.platform not in stacks.hyperpod.dependencies  # no cycle through the model-read grant
+
+
+def test_observability_addon_waits_for_pod_identity_and_hyperpod_nodes(stacks, templates) -> None:
+    assert {stacks.cluster, stacks.hyperpod} <= set(stacks.observability.dependencies)
+
+
+def test_operator_gets_the_real_hyperpod_cluster_arn(templates) -> None:
+    operator = [r for r in templates["Platform"].find_resources("AWS::EKS::Addon").values()
+                if r["Properties"]["AddonName"] == "amazon-sagemaker-hyperpod-inference"]
+    assert "ExportsOutputFnGetAttHyperPodClusterClusterArn" in json.dumps(operator[0]["Properties"])
+
+
+def test_hyperpod_instances_read_only_the_model_prefix(templates, default_config) -> None:
+    (policy,) = [r["Properties"] for k, r in templates["Platform"].find_resources("AWS::IAM::Policy").items()
+                 if k.startswith("HyperPodExecutionRoleModelRead")]
+    assert "hyperpod-dpd-hyperpod:ExportsOutputRefExecutionRole" in json.dumps(policy["Roles"])
+    text = json.dumps(policy["PolicyDocument"])
+    assert f"/{default_config.model.s3_prefix}*" in text and "kms:Decrypt" in text
+
+
+def test_irsa_roles_trust_the_cluster_oidc_provider(templates) -> None:
+    roles = templates["Platform"].find_resources("AWS::IAM::Role")
+    web = [s for k, r in roles.items() if k.startswith("InferenceIam")
+           for s in r["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+           if s["Action"] == "sts:AssumeRoleWithWebIdentity"]
+    assert len(web) == 4
+    assert all("OidcProvider" in json.dumps(s["Principal"]) for s in web)
+
+
+def test_outputs_file_has_everything_the_endpoint_manifests_need(templates) -> None:
+    """Across stacks, ``cdk deploy --outputs-file`` carries each contract output exactly once."""
+    ids = [oid for t in templates.values() for oid in t.find_outputs("*")]
+    for oid in (outputs.REGION, outputs.EKS_CLUSTER_NAME, outputs.HYPERPOD_CLUSTER_NAME,
+                outputs.HYPERPOD_CLUSTER_ARN, outputs.MODEL_BUCKET_NAME, outputs.TLS_BUCKET_NAME,
+                outputs.AMP_WORKSPACE_ENDPOINT, outputs.AMP_WORKSPACE_ARN, outputs.INFERENCE_EXECUTION_ROLE_ARN,
+                outputs.KEDA_ROLE_ARN):
+        assert ids.count(oid) == 1, oid
+
+
+def test_load_balancer_subnet_tags(templates) -> None:
+    """The operator's ALB needs kubernetes.io/role/elb on public subnets (tagged by the network stack)."""
+    subnets = templates["Network"].find_resources("AWS::EC2::Subnet").values()
+    tags = [{t["Key"]: t["Value"] for t in s["Properties"].get("Tags", [])} for s in subnets]
+    assert sum(t.get("kubernetes.io/role/elb") == "1" for t in tags) >= 2
+    assert sum(t.get("kubernetes.io/role/internal-elb") == "1" for t in tags) >= 2
+
+
+def test_observability_disabled_leaves_the_stack_out(default_config_dict) -> None:
+    import aws_cdk as cdk
+
+    from hyperpod_infra.app_builder import build
+    from hyperpod_infra.config import parse_config
+
+    data = {**default_config_dict, "observability": {**default_config_dict.get("observability", {}),
+                                                     "enabled": False}}
+    data["endpoint"] = {**data.get("endpoint", {}),
+                        "autoscaling": {**data.get("endpoint", {}).get("autoscaling", {}), "enabled": False}}
+    built = build(cdk.App(context={"aws:cdk:disable-asset-staging": True}), parse_config(data))
+    assert built.observability is None
+    assert "Observability" not in [s.node.id for s in built.all()]
