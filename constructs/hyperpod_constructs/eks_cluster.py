@@ -86,9 +86,11 @@ class EksCluster(Construct):
             self, "SecretsKey", enable_key_rotation=True, removal_policy=RemovalPolicy.DESTROY,
             pending_window=Duration.days(7), description=f"EKS secrets encryption for {props.cluster_name}")
 
+        self.kubectl_layer = KubectlV33Layer(self, "KubectlLayer")
         private_subnets = props.vpc.select_subnets(
             subnet_type=props.control_plane_subnets.subnet_type,
             subnets=props.control_plane_subnets.subnets).subnets
+        self.private_subnets = private_subnets
         self.cluster = eks.Cluster(
             self, "Cluster",
             cluster_name=props.cluster_name,
@@ -104,7 +106,7 @@ class EksCluster(Construct):
             # The managed add-ons below own vpc-cni, kube-proxy and coredns; no unmanaged copies to adopt.
             bootstrap_self_managed_addons=False,
             kubectl_provider_options=eks.KubectlProviderOptions(
-                kubectl_layer=KubectlV33Layer(self, "KubectlLayer"),
+                kubectl_layer=self.kubectl_layer,
                 # In the VPC: the handler uses the private endpoint, whatever the public allow-list says.
                 private_subnets=private_subnets,
             ),

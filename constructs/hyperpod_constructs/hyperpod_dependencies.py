@@ -6,8 +6,9 @@ agent, deep health check, job auto-restart, patching; unpublished local sub-char
 
 - the two device plugins from their published Helm repositories, pinned, through aws_eks_v2 ``HelmChart``
   (the kubectl handler Lambda fetches them at deploy time; synth is offline);
-- the resiliency sub-charts, if ``resiliency`` is given, through :class:`HyperPodResiliencyCharts`, which
-  fetches them at deploy time from the CLI repository at a pinned commit.
+- the resiliency sub-charts through :meth:`HyperPodDependencies.add_resiliency_charts`
+  (:class:`HyperPodResiliencyCharts`), which fetches them at deploy time from the CLI repository at a
+  pinned commit.
 
 Nothing of the third-party charts is copied into this repository.
 """
@@ -20,6 +21,11 @@ from typing import Any
 from aws_cdk import Duration
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
+
+from hyperpod_constructs.hyperpod_resiliency_charts import (
+    HyperPodResiliencyCharts,
+    HyperPodResiliencyChartsProps,
+)
 
 #: Taint HyperPod puts on nodes under deep health checks; node agents must still run there.
 HEALTH_TAINT_TOLERATION = {
@@ -93,3 +99,8 @@ class HyperPodDependencies(Construct):
             chart=source.chart, repository=source.repository, version=source.version,
             release=source.chart, namespace=self.props.namespace,
             values=values, wait=False, atomic=False, timeout=Duration.minutes(self.props.timeout_minutes))
+
+    def add_resiliency_charts(self, props: HyperPodResiliencyChartsProps) -> HyperPodResiliencyCharts:
+        """Install the HyperPod resiliency sub-charts as part of this construct (so dependents wait for them)."""
+        self.resiliency_charts = HyperPodResiliencyCharts(self, "ResiliencyCharts", props=props)
+        return self.resiliency_charts

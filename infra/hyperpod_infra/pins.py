@@ -137,10 +137,11 @@ EFA_DEVICE_PLUGIN: Final = HelmChartPin(
 HYPERPOD_CHART_REPOSITORY: Final = "https://github.com/aws/sagemaker-hyperpod-cli"
 HYPERPOD_CHART_COMMIT: Final = "011ca927123e02b35a399935bbb3ab1905fe33c7"
 HYPERPOD_CHART_PATH: Final = "helm_chart/HyperPodHelmChart/charts"
-#: Sub-charts installed (each its own Helm release, in the order given). The training operators, MPI
+#: Sub-charts installed (each its own Helm release, in the order given: deep-health-check creates the
+#: aws-hyperpod namespace the health-monitoring agent runs in). The training operators, MPI
 #: operator, Neuron plugin, MLflow and the inference operator are left out: DPD on p5 does not use them,
 #: and the inference operator is installed as its EKS add-on by the platform stack.
-HYPERPOD_RESILIENCY_CHARTS: Final = ("health-monitoring-agent", "deep-health-check", "job-auto-restart",
+HYPERPOD_RESILIENCY_CHARTS: Final = ("deep-health-check", "health-monitoring-agent", "job-auto-restart",
                                      "hyperpod-patching")
 #: The namespace HyperPod requires for these components ("The aws-hyperpod namespace name cannot be modified").
 HYPERPOD_NAMESPACE: Final = "aws-hyperpod"

@@ -194,7 +194,7 @@ def test_grant_model_read_adds_a_policy_in_the_buckets_stack(default_config) -> 
 
     app = cdk.App(context={"aws:cdk:disable-asset-staging": True})
     built = build(app, default_config)
-    platform = cdk.Stack(app, "Platform", env=cdk.Environment(region=default_config.region))
+    platform = cdk.Stack(app, "ModelBucketOwner", env=cdk.Environment(region=default_config.region))
     bucket = s3.Bucket(platform, "Models")
     built.hyperpod.execution_role.grant_model_read(bucket, "models/")
     t = Template.from_stack(platform)
