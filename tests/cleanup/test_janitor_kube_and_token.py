@@ -74,3 +74,82 @@ def test_token_is_a_presigned_get_caller_identity_bound_to_the_cluster(_moto: di
     assert query["X-Amz-Expires"] == ["60"]
     assert "x-k8s-aws-id" in query["X-Amz-SignedHeaders"][0].split(";")
     assert query["X-Amz-Algorithm"] == ["AWS4-HMAC-SHA256"] and "X-Amz-Signature" in query
+
+
+# -- HttpsTransport (urllib), with urlopen replaced --------------------------------------------------------
+
+def _self_signed_pem() -> str:
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(1).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    return cert.public_bytes(serialization.Encoding.PEM).decode()
+
+
+class _FakeUrlopen:
+    def __init__(self, statuses: list[int | Exception]) -> None:
+        self.statuses = statuses
+        self.requests: list[Any] = []
+
+    def __call__(self, request: Any, *, context: Any, timeout: float) -> Any:
+        import io
+        import urllib.error
+
+        self.requests.append(request)
+        status = self.statuses.pop(0)
+        if isinstance(status, Exception):
+            raise status
+        if status >= 400:
+            raise urllib.error.HTTPError(request.full_url, status, "err", {}, io.BytesIO(b'{"message":"x"}'))
+
+        class _Resp(io.BytesIO):
+            headers = {"Content-Type": "application/json"}
+
+            def __init__(self) -> None:
+                super().__init__(b'{"items":[]}')
+                self.status = status
+
+        return _Resp()
+
+
+def test_https_transport_sends_the_token_and_refreshes_it_once_on_401(monkeypatch: pytest.MonkeyPatch) -> None:
+    import urllib.request
+
+    from hyperpod_constructs.endpoint_janitor_handler.kube import HttpsTransport
+
+    tokens = iter(["k8s-aws-v1.first", "k8s-aws-v1.second"])
+    fake = _FakeUrlopen([401, 200])
+    monkeypatch.setattr(urllib.request, "urlopen", fake)
+    transport = HttpsTransport("https://ABC.gr7.us-west-2.eks.amazonaws.com/", _self_signed_pem(),
+                               lambda: next(tokens))
+
+    response = transport.request("GET", "/apis/x/v1/y?limit=1")
+
+    assert response.status == 200 and response.json() == {"items": []}
+    assert [r.get_header("Authorization") for r in fake.requests] == [
+        "Bearer k8s-aws-v1.first", "Bearer k8s-aws-v1.second"]
+    assert fake.requests[0].full_url == "https://ABC.gr7.us-west-2.eks.amazonaws.com/apis/x/v1/y?limit=1"
+
+
+def test_https_transport_maps_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    import urllib.error
+    import urllib.request
+
+    from hyperpod_constructs.endpoint_janitor_handler.kube import HttpsTransport
+
+    monkeypatch.setattr(urllib.request, "urlopen", _FakeUrlopen([404, urllib.error.URLError("timed out")]))
+    transport = HttpsTransport("https://eks.example", _self_signed_pem(), lambda: "k8s-aws-v1.t")
+
+    assert transport.request("DELETE", "/apis/x", b"{}").status == 404
+    with pytest.raises(KubeUnavailable, match=r"cannot reach the EKS API server https://eks\.example"):
+        transport.request("GET", "/apis/x")
