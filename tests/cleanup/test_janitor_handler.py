@@ -311,3 +311,18 @@ def test_errors_other_than_throttling_fail_at_once(kube_api: FakeKubeApi, aws: d
     with pytest.raises(ClientError, match="AccessDeniedException"):
         index.is_complete(run_delete(factory, clock), factory=factory, clock=clock)
     assert clock.sleeps == []
+
+
+def test_resources_vanishing_between_listing_and_tag_lookup_count_as_gone(
+        aws: dict[str, Any], clock: FakeClock) -> None:
+    lb, _ = make_alb(aws, "k8s-default-racing", CLUSTER)
+    make_endpoint(aws["sagemaker"], "racing-ep", OPERATOR_TAGS)
+    elbv2 = Throttled(aws["elbv2"], "describe_tags", times=1, code="LoadBalancerNotFound")
+    sagemaker = Throttled(aws["sagemaker"], "list_tags", times=1, code="ValidationException")
+    janitor = janitor_factory(None, aws, clock, wrap={"elbv2": elbv2, "sagemaker": sagemaker})(PROPS)
+
+    leftovers = janitor.leftovers()
+
+    # The batch lookup failed, so each ARN was looked up alone; the endpoint's lookup said "not found".
+    assert {x.arn for x in leftovers if x.kind == "Load balancer"} == {lb}
+    assert not [x for x in leftovers if x.kind == "SageMaker endpoint"]

@@ -24,9 +24,9 @@ try:  # package import (tests, tooling) or top-level module (the Lambda asset ro
     from .janitor import AwsCaller, AwsUnavailable, Janitor, format_failure
     from .kube import HttpsTransport, KubeClient, KubeUnavailable
 except ImportError:  # pragma: no cover - exercised only inside Lambda
-    from eks_token import get_token  # type: ignore[no-redef]
-    from janitor import AwsCaller, AwsUnavailable, Janitor, format_failure  # type: ignore[no-redef]
-    from kube import HttpsTransport, KubeClient, KubeUnavailable  # type: ignore[no-redef]
+    from eks_token import get_token  # type: ignore[no-redef,import-not-found]
+    from janitor import AwsCaller, AwsUnavailable, Janitor, format_failure  # type: ignore[no-redef,import-not-found]
+    from kube import HttpsTransport, KubeClient, KubeUnavailable  # type: ignore[no-redef,import-not-found]
 
 LOG = logging.getLogger()
 LOG.setLevel(logging.INFO)

@@ -27,7 +27,7 @@ from botocore.exceptions import ClientError
 try:  # package import (tests, tooling) or top-level module (the Lambda asset root)
     from .kube import KINDS, KubeClient
 except ImportError:  # pragma: no cover - exercised only inside Lambda
-    from kube import KINDS, KubeClient  # type: ignore[no-redef]
+    from kube import KINDS, KubeClient  # type: ignore[no-redef,import-not-found]
 
 LOG = logging.getLogger(__name__)
 
@@ -210,9 +210,9 @@ class Janitor:
                 # One ARN vanished since the listing: look the others up one by one.
                 descriptions = []
                 for arn in batch:
-                    tags = self._tags_or_none(
+                    found = self._tags_or_none(
                         self._elbv2.describe_tags, "TagDescriptions", ResourceArns=[arn])
-                    descriptions.extend(tags or [])
+                    descriptions.extend(found or [])
             for description in descriptions:
                 tags = {t["Key"]: t.get("Value", "") for t in description.get("Tags", [])}
                 if tags.get(ALB_CLUSTER_TAG) == self.cluster_name:
