@@ -138,7 +138,9 @@ def build(app: cdk.App, config: Config) -> Stacks:
             model_bucket=ModelBucketProps(existing_bucket_name=m.existing_bucket_name,
                                           delete_on_destroy=m.delete_on_destroy),
             model_key_prefix=m.s3_prefix, hyperpod_execution_role=hyperpod.execution_role,
-            prometheus=observability.prometheus if observability is not None else None),
+            prometheus=observability.prometheus if observability is not None else None,
+            # The janitor calls the Kubernetes API: from inside the VPC unless the public endpoint is open.
+            janitor_vpc=None if "0.0.0.0/0" in e.endpoint_public_access_cidrs else network.vpc),
         **common)
     return Stacks(network=network, cluster=cluster, hyperpod=hyperpod, platform=platform,
                   observability=observability)

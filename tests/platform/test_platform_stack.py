@@ -160,3 +160,14 @@ def test_platform_emits_output(platform, output_id: str) -> None:
 def test_model_bucket_output_is_the_created_bucket(platform) -> None:
     assert platform.find_outputs(outputs.MODEL_BUCKET_NAME)[outputs.MODEL_BUCKET_NAME]["Value"] == {
         "Ref": "ModelBucket24FA8CA2"}
+
+
+# --- clean destroy -------------------------------------------------------------------------------------
+
+def test_janitor_is_deleted_before_the_operator_and_its_dependencies(platform) -> None:
+    """CloudFormation deletes in reverse dependency order: the janitor must depend on every add-on."""
+    (janitor,) = platform.find_resources("Custom::HyperPodEndpointJanitor").values()
+    addon_ids = set(platform.find_resources("AWS::EKS::Addon"))
+    assert addon_ids <= set(janitor["DependsOn"])
+    roles = {k for k in platform.find_resources("AWS::IAM::Role") if k.startswith("InferenceIam")}
+    assert roles <= set(janitor["DependsOn"])

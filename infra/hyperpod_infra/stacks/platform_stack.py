@@ -7,11 +7,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from hyperpod_constructs.endpoint_janitor import EndpointJanitor, EndpointJanitorProps
 from hyperpod_constructs.inference_iam import InferenceIam, InferenceIamProps
 from hyperpod_constructs.inference_operator import (
     InferenceOperator,
@@ -44,6 +46,9 @@ class PlatformStackProps:
     """The HyperPod instance groups' role; gets read access to the model bucket. Default: none."""
     prometheus: ManagedPrometheus | None = None
     """Workspace KEDA may query. Default: none (observability off)."""
+    janitor_vpc: ec2.IVpc | None = None
+    """Run the endpoint janitor in this VPC (when the cluster API is not reachable from the internet).
+    Default: outside any VPC."""
 
 
 class PlatformStack(Stack):
@@ -79,6 +84,21 @@ class PlatformStack(Stack):
             hyperpod_cluster_arn=props.hyperpod_cluster_arn, execution_role=self.iam.execution_role,
             tls_certificates_bucket=self.tls.bucket, keda_role=self.iam.keda_role,
             alb_controller_role=self.iam.alb_controller_role, s3_csi_role=self.iam.s3_csi_role))
+
+        # Clean destroy: the janitor deletes the inference endpoints and waits for the operator to remove
+        # their SageMaker endpoints, ALBs and certificates. It depends on the operator (and its dependency
+        # add-ons and roles), so CloudFormation deletes it, and waits, before any of them.
+        self.janitor = EndpointJanitor(self, "EndpointJanitor", props=EndpointJanitorProps(
+            cluster=props.cluster, depends_on=(self.operator, self.iam), vpc=props.janitor_vpc))
+        # The janitor acknowledges these with <AWS::Region>; this stack has a fixed region, so the ARNs
+        # render with the literal region and need the same acknowledgements in that form.
+        for service, resource, reason in (
+                ("sagemaker", "endpoint/*", "Read-only ListTags on this account's endpoints: the operator "
+                                            "picks the endpoint names."),
+                ("acm", "certificate/*", "Read-only ListTagsForCertificate: ACM assigns certificate ids at "
+                                         "import time.")):
+            acknowledge(self.janitor.role, f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:{service}:"
+                                           f"{self.region}:<AWS::AccountId>:{resource}]", reason)
 
         if props.hyperpod_execution_role is not None:
             # The role's grant creates its policy in this (the bucket's) stack, attached to the role in the
