@@ -54,8 +54,9 @@ INFERENCE_OPERATOR: Final = AddonPin(
     name="amazon-sagemaker-hyperpod-inference", version="v1.3.0-eksbuild.1",
     source="add-on v1.3.0 = operator v3.2, the first with pdSpec (HyperPod inference release notes)")
 OBSERVABILITY: Final = AddonPin(
-    name="amazon-sagemaker-hyperpod-observability", version="v1.0.3-eksbuild.1",
-    source="hyperpod-observability-addon-setup")
+    name="amazon-sagemaker-hyperpod-observability", version="v1.0.5-eksbuild.1",
+    source="hyperpod-observability-addon-troubleshooting names v1.0.5-eksbuild.1 (adds the restricted-"
+           "instance-group toleration); configuration keys from the console's observability-template.yaml")
 
 #: The operator version whose CRD we generate bindings from and validate against.
 INFERENCE_OPERATOR_APP_VERSION: Final = "3.2"
