@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
@@ -147,7 +148,8 @@ class EksCluster(Construct):
     def _addon(self, pin: AddonVersion) -> eks.Addon:
         addon = eks.Addon(
             self, "Addon" + "".join(p.capitalize() for p in pin.name.split("-")),
-            cluster=self.cluster, addon_name=pin.name, addon_version=pin.version, preserve_on_delete=False)
+            cluster=cast(eks.ICluster, self.cluster),  # jsii class vs protocol: see ClusterStack
+            addon_name=pin.name, addon_version=pin.version, preserve_on_delete=False)
         cfn = addon.node.default_child
         assert isinstance(cfn, eks.CfnAddon)
         cfn.resolve_conflicts = "OVERWRITE"

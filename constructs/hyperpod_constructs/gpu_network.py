@@ -64,6 +64,10 @@ class GpuNetwork(Construct):
             Tags.of(subnet).add("kubernetes.io/role/internal-elb", "1")
 
         self.gpu_subnet = self._gpu_subnet()
+        gpu_cfn = self.gpu_subnet.node.default_child
+        assert isinstance(gpu_cfn, ec2.CfnSubnet)
+        #: The AZ name CloudFormation resolved for the configured AZ ID (a deploy-time token).
+        self.gpu_availability_zone_name: str = gpu_cfn.attr_availability_zone
 
         self.vpc.add_gateway_endpoint(
             "S3Endpoint", service=ec2.GatewayVpcEndpointAwsService.S3,

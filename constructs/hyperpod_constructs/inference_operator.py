@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from aws_cdk import Stack
 from aws_cdk import aws_eks_v2 as eks
@@ -92,7 +93,7 @@ class InferenceOperator(Construct):
             self.addon.node.add_dependency(dependency)
 
     def _addon(self, construct_id: str, addon_name: str, version: str, cluster_name: str,
-               **extra: str) -> eks.CfnAddon:
+               **extra: Any) -> eks.CfnAddon:
         return eks.CfnAddon(
             self, construct_id, addon_name=addon_name, addon_version=version, cluster_name=cluster_name,
             resolve_conflicts="OVERWRITE",  # IaC owns the config; take over objects a Helm install left

@@ -358,7 +358,7 @@ def _rule_capacity(c: Config) -> None:
     e = c.endpoint
     for role in ("prefill", "decode"):
         r: RoleConfig = getattr(e, role)
-        need, have = _peak_replicas(e, role) * r.gpus, c.pool_gpus(role)  # type: ignore[arg-type]
+        need, have = _peak_replicas(e, role) * r.gpus, c.pool_gpus(role)
         if need > have:
             _fail(f"endpoint.{role}.replicas", r.replicas,
                   f"needs {need} GPUs at peak but instance groups for the {role} pool (and 'shared') hold {have}")

@@ -13,6 +13,8 @@ from typing import Final
 DEFAULT_OUTPUTS_FILE: Final = "cdk-outputs.json"
 
 REGION: Final = "Region"
+GPU_AVAILABILITY_ZONE: Final = "GpuAvailabilityZone"
+"""AZ *name* (e.g. ``us-west-2b``) of the GPU subnet, resolved by CloudFormation from the configured AZ ID."""
 EKS_CLUSTER_NAME: Final = "EksClusterName"
 HYPERPOD_CLUSTER_NAME: Final = "HyperPodClusterName"
 HYPERPOD_CLUSTER_ARN: Final = "HyperPodClusterArn"

@@ -34,7 +34,7 @@ from hyperpod_infra.config import Config
 from hyperpod_infra.errors import ConfigError
 
 #: Proposed output of the network stack: the AZ *name* of the GPU subnet (``us-west-2b``).
-GPU_AVAILABILITY_ZONE: Final = "GpuAvailabilityZone"
+GPU_AVAILABILITY_ZONE: Final = outputs.GPU_AVAILABILITY_ZONE
 
 PLACEHOLDER_PREFIX: Final = "UNRESOLVED-"
 _AMP_RE = re.compile(r"^https://aps-workspaces\.[a-z0-9-]+\.amazonaws\.com/workspaces/ws-[a-zA-Z0-9-]+$")

@@ -135,3 +135,8 @@ def test_optional_network_features(default_config_dict) -> None:
     t.resource_count_is("AWS::EC2::NatGateway", 2)
     ingress = _efa_ingress(t)
     assert {r.get("FromPort") for r in ingress} >= {988, 1018}
+
+
+def test_gpu_az_name_is_an_output_resolved_from_the_subnet(network: Template) -> None:
+    gpu_id = next(k for k, s in _subnets(network).items() if "AvailabilityZoneId" in s["Properties"])
+    network.has_output("GpuAvailabilityZone", {"Value": {"Fn::GetAtt": [gpu_id, "AvailabilityZone"]}})

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from hyperpod_constructs.eks_cluster import EksCluster, EksClusterProps
@@ -38,12 +39,14 @@ class ClusterStack(Stack):
     def __init__(self, scope: Construct, construct_id: str, *, props: ClusterStackProps, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.eks = EksCluster(self, "Eks", props=props.eks)
-        self.cluster = self.eks.cluster
+        # jsii's generated Cluster class does not structurally match the ICluster protocol for mypy (property
+        # variance); it implements it at runtime, so the stack hands the interface on.
+        self.cluster: eks.ICluster = cast(eks.ICluster, self.eks.cluster)
         self.hyperpod_dependencies = HyperPodDependencies(self, "HyperPodDependencies", props=HyperPodDependenciesProps(
             cluster=self.cluster, gpu_instance_types=props.gpu_instance_types,
             nvidia_device_plugin=props.nvidia_device_plugin, efa_device_plugin=props.efa_device_plugin))
         self.resiliency_charts = self.hyperpod_dependencies.add_resiliency_charts(HyperPodResiliencyChartsProps(
-            cluster=self.cluster, kubectl_layer=self.eks.kubectl_layer, subnets=self.eks.private_subnets,
+            cluster=self.eks.cluster, kubectl_layer=self.eks.kubectl_layer, subnets=self.eks.private_subnets,
             repository=props.resiliency_repository, commit=props.resiliency_commit,
             chart_path=props.resiliency_chart_path, charts=props.resiliency_charts,
             log_retention=props.eks.log_retention))
@@ -62,7 +65,7 @@ def _iam4(policy: str) -> str:
 
 def _acknowledge_cdk_managed_functions(stack: ClusterStack) -> None:
     """Findings on roles EKS itself requires and on CDK's kubectl provider (its IAM is not ours to set)."""
-    cluster = stack.cluster
+    cluster = stack.eks.cluster
     acknowledge(cluster.role, _iam4("AmazonEKSClusterPolicy"),
                 "The EKS cluster role needs AmazonEKSClusterPolicy (EKS user guide, cluster IAM role)")
     for policy in ("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryReadOnly"):

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
+
 from hyperpod_constructs.efa_security_group import EfaSecurityGroup, EfaSecurityGroupProps
 from hyperpod_constructs.gpu_network import GpuNetwork, GpuNetworkProps
+from hyperpod_infra import outputs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,3 +34,6 @@ class NetworkStack(Stack):
         CfnOutput(self, "GpuSubnetId", value=self.gpu_subnet.subnet_id,
                   description=f"GPU subnet in AZ ID {props.network.gpu_availability_zone_id}")
         CfnOutput(self, "EfaSecurityGroupId", value=self.efa_security_group.security_group_id)
+        # The AZ *name* the configured AZ ID maps to in this account; the endpoint's topologySpec needs it.
+        CfnOutput(self, outputs.GPU_AVAILABILITY_ZONE, value=self.network.gpu_availability_zone_name,
+                  description="AZ name of the GPU subnet (pdSpec.topologySpec.availabilityZone)")
