@@ -14,6 +14,7 @@ from hyperpod_constructs.hyperpod_dependencies import ChartSource
 from hyperpod_constructs.model_bucket import ModelBucketProps
 from hyperpod_infra import pins
 from hyperpod_infra.config import Config
+from hyperpod_k8s.observability import alert_rule_groups
 from hyperpod_infra.stacks.cluster_stack import ClusterStack, ClusterStackProps
 from hyperpod_infra.stacks.hyperpod_stack import HyperPodStack, HyperPodStackProps, InstanceGroupSpec
 from hyperpod_infra.stacks.network_stack import NetworkStack, NetworkStackProps
@@ -124,6 +125,8 @@ def build(app: cdk.App, config: Config) -> Stacks:
             props=ObservabilityStackProps(
                 cluster=cluster.cluster, workspace_alias=config.name,
                 scrape_interval_seconds=config.observability.scrape_interval_seconds,
+                # The same alert definitions as the PrometheusRule manifest (hyperpod_k8s.observability).
+                alert_rule_groups=alert_rule_groups(config),
                 # Pod Identity must run, and the add-on needs a node of 4xlarge or more: the HyperPod nodes.
                 addon_depends_on=(cluster.eks.addons[pins.POD_IDENTITY_AGENT.name], hyperpod.hyperpod)),
             **common)

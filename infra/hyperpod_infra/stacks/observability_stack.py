@@ -15,6 +15,7 @@ from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
 
+from hyperpod_constructs.alert_rules import AlertRules, AlertRulesProps
 from hyperpod_constructs.managed_prometheus import ManagedPrometheus, ManagedPrometheusProps
 from hyperpod_constructs.observability_addon import ObservabilityAddon, ObservabilityAddonProps
 from hyperpod_infra import outputs, pins
@@ -28,6 +29,8 @@ class ObservabilityStackProps:
     scrape_interval_seconds: int = 30
     addon_depends_on: Sequence[IConstruct] = field(default_factory=tuple)
     """The ``eks-pod-identity-agent`` add-on (Pod Identity must run before the association is used)."""
+    alert_rule_groups: dict[str, Any] | None = None
+    """Prometheus rule file evaluated in the workspace. Default: no alert rules."""
 
 
 class ObservabilityStack(Stack):
@@ -39,6 +42,11 @@ class ObservabilityStack(Stack):
         self.addon = ObservabilityAddon(self, "HyperPodObservability", props=ObservabilityAddonProps(
             cluster=props.cluster, version=pins.OBSERVABILITY.version, prometheus=self.prometheus,
             scrape_interval_seconds=props.scrape_interval_seconds, depends_on=props.addon_depends_on))
+        self.alert_rules = None
+        if props.alert_rule_groups is not None:
+            self.alert_rules = AlertRules(self, "AlertRules", props=AlertRulesProps(
+                workspace_arn=self.prometheus.workspace_arn, namespace_name=f"{props.workspace_alias}-dpd-alerts",
+                rule_groups=props.alert_rule_groups))
         acknowledge(
             self.addon.collector_policy, "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:"
             "<AWS::AccountId>:log-group:/aws/sagemaker/Clusters/*]",
