@@ -201,6 +201,10 @@ class SloConfig(_Model):
     error_ratio: Annotated[float, Field(gt=0, lt=1)] = 0.01
     kv_cache_usage_ratio: Annotated[float, Field(gt=0, le=1)] = 0.9
     prefill_queue_per_replica: Annotated[float, Field(gt=0)] = 16
+    kv_transfer_miss_ratio: Annotated[float, Field(gt=0, lt=1)] = 0.05
+    """Share of requested KV tokens decode may fail to receive from prefill before the alert fires."""
+    pod_restarts_per_15m: Annotated[int, Field(ge=1)] = 2
+    """Container restarts of one DPD pod within 15 minutes above which it counts as a restart loop."""
 
 
 class ObservabilityConfig(_Model):

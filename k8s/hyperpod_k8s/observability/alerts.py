@@ -17,10 +17,7 @@ from hyperpod_k8s.observability.promql import Target, gauge, quantile, rate_sum,
 
 #: Window of the rates and quantiles in alert expressions.
 WINDOW: Final = "5m"
-#: Share of requested KV tokens that decode may fail to receive before we alert. Not (yet) a config field.
-KV_TRANSFER_MISS_RATIO: Final = 0.05
-#: Container restarts within RESTART_WINDOW that count as a restart loop.
-RESTART_LIMIT: Final = 2
+#: Window of the restart-loop alert (its limit is observability.slo.pod_restarts_per_15m).
 RESTART_WINDOW: Final = "15m"
 
 Severity = Literal["warning", "critical"]
@@ -84,8 +81,8 @@ def alerts(config: Config) -> tuple[Alert, ...]:
         Alert(
             name="DpdPodRestartLoop", severity="critical", for_="5m",
             expr=f"sum by (pod) (increase({series(m.POD_RESTARTS, t, 'any')}[{RESTART_WINDOW}])) "
-                 f"> {RESTART_LIMIT}",
-            summary=f"A DPD pod restarted more than {RESTART_LIMIT} times in {RESTART_WINDOW}.",
+                 f"> {slo.pod_restarts_per_15m}",
+            summary=f"A DPD pod restarted more than {slo.pod_restarts_per_15m} times in {RESTART_WINDOW}.",
             runbook="kubectl describe pod and kubectl logs --previous: OOM (raise pd_buffer_size_bytes "
                     "headroom or lower gpu_memory_utilization), failed model load, or failing health checks.",
         ),
@@ -93,8 +90,8 @@ def alerts(config: Config) -> tuple[Alert, ...]:
             name="DpdKvTransferIncomplete", severity="warning", for_="10m",
             expr=f"1 - {rate_sum(m.LMCACHE_RETRIEVE_RETRIEVED_TOKENS, t, 'decode', window=WINDOW)} / "
                  f"{rate_sum(m.LMCACHE_RETRIEVE_REQUESTED_TOKENS, t, 'decode', window=WINDOW)} "
-                 f"> {KV_TRANSFER_MISS_RATIO}",
-            summary=f"Decode receives less than {1 - KV_TRANSFER_MISS_RATIO:.0%} of the KV tokens it requests "
+                 f"> {slo.kv_transfer_miss_ratio}",
+            summary=f"Decode receives less than {1 - slo.kv_transfer_miss_ratio:.0%} of the KV tokens it requests "
                     "from prefill.",
             runbook="KV transfer failing: decode recomputes the prompt. Check EFA devices on both pods, "
                     "decoder logs 'Retrieved N out of M required tokens', and PD_BUFFER_SIZE.",
