@@ -14,12 +14,12 @@ from hyperpod_constructs.hyperpod_dependencies import ChartSource
 from hyperpod_constructs.model_bucket import ModelBucketProps
 from hyperpod_infra import pins
 from hyperpod_infra.config import Config
-from hyperpod_k8s.observability import alert_rule_groups
 from hyperpod_infra.stacks.cluster_stack import ClusterStack, ClusterStackProps
 from hyperpod_infra.stacks.hyperpod_stack import HyperPodStack, HyperPodStackProps, InstanceGroupSpec
 from hyperpod_infra.stacks.network_stack import NetworkStack, NetworkStackProps
 from hyperpod_infra.stacks.observability_stack import ObservabilityStack, ObservabilityStackProps
 from hyperpod_infra.stacks.platform_stack import PlatformStack, PlatformStackProps
+from hyperpod_k8s.observability import alert_rule_groups
 
 
 def retention(days: int) -> logs.RetentionDays:
