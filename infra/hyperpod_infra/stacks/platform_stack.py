@@ -90,15 +90,6 @@ class PlatformStack(Stack):
         # add-ons and roles), so CloudFormation deletes it, and waits, before any of them.
         self.janitor = EndpointJanitor(self, "EndpointJanitor", props=EndpointJanitorProps(
             cluster=props.cluster, depends_on=(self.operator, self.iam), vpc=props.janitor_vpc))
-        # The janitor acknowledges these with <AWS::Region>; this stack has a fixed region, so the ARNs
-        # render with the literal region and need the same acknowledgements in that form.
-        for service, resource, reason in (
-                ("sagemaker", "endpoint/*", "Read-only ListTags on this account's endpoints: the operator "
-                                            "picks the endpoint names."),
-                ("acm", "certificate/*", "Read-only ListTagsForCertificate: ACM assigns certificate ids at "
-                                         "import time.")):
-            acknowledge(self.janitor.role, f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:{service}:"
-                                           f"{self.region}:<AWS::AccountId>:{resource}]", reason)
 
         if props.hyperpod_execution_role is not None:
             # The role's grant creates its policy in this (the bucket's) stack, attached to the role in the
