@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -25,16 +24,23 @@ PY = str(ROOT / ".venv" / "bin" / "python")
 EMPTY_APP = "import aws_cdk as cdk\napp = cdk.App()\ncdk.Stack(app, 'Empty')\napp.synth()\n"
 
 
+#: Runs one command and prints the peak RSS (KiB) of the largest process in its tree: a fresh wrapper per
+#: measurement, because RUSAGE_CHILDREN accumulates over everything a process has waited for.
+_WRAPPER = ("import resource, subprocess, sys\n"
+            "rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+            "sys.exit(rc)\n")
+
+
 def run(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of the largest process in the command's tree."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
+    result = subprocess.run([sys.executable, "-c", _WRAPPER, *cmd], cwd=ROOT, env=env, capture_output=True,
+                            text=True, check=False)
     wall = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
-    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return wall, max(usage.ru_maxrss, children) / 1024
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {result.stderr[-2000:]}")
+    return wall, int(result.stdout.split()[-1]) / 1024
 
 
 def main() -> None:
