@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import CustomResource, Duration, Stack
+from aws_cdk import CustomResource, Duration, Stack, SymlinkFollowMode
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -14,6 +14,13 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 HANDLER_DIR = Path(__file__).resolve().parent / "resiliency_installer"
+
+
+def installer_code() -> lambda_.Code:
+    """The installer's Lambda code. ``eks_token.py`` in it is a link to the janitor's module: staging
+    follows links, so the deployed asset holds a real copy."""
+    return lambda_.Code.from_asset(str(HANDLER_DIR), follow_symlinks=SymlinkFollowMode.ALWAYS,
+                                   exclude=["__pycache__", "*.pyc"])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,7 +67,7 @@ class HyperPodResiliencyCharts(Construct):
         log_group = logs.LogGroup(self, "Logs", retention=props.log_retention)
         self.function = lambda_.Function(
             self, "Handler", runtime=lambda_.Runtime.PYTHON_3_14, handler="index.handler",
-            code=lambda_.Code.from_asset(str(HANDLER_DIR)), layers=[props.kubectl_layer],
+            code=installer_code(), layers=[props.kubectl_layer],
             timeout=Duration.minutes(14), memory_size=1024, role=role, log_group=log_group,
             vpc=cluster.vpc, vpc_subnets=ec2.SubnetSelection(subnets=props.subnets),
             security_groups=[cluster.cluster_security_group],  # the control plane accepts its own group

@@ -89,9 +89,24 @@ def test_installer_makes_an_eks_token_offline(monkeypatch) -> None:
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
-    token = installer.eks_token("my-cluster", "us-west-2")
+    token = installer.get_token("my-cluster", region="us-west-2")
     assert token.startswith("k8s-aws-v1.")
     url = base64.urlsafe_b64decode(token.removeprefix("k8s-aws-v1.") + "==").decode()
     query = urllib.parse.parse_qs(urllib.parse.urlparse(url).query)
     assert query["Action"] == ["GetCallerIdentity"]
     assert "x-k8s-aws-id" in query["X-Amz-SignedHeaders"][0]
+
+
+def test_staged_installer_asset_holds_a_real_copy_of_the_token_module(tmp_path) -> None:
+    """The linked eks_token.py must arrive in the deployed asset as a file, not a dangling link."""
+    import aws_cdk as cdk
+
+    from hyperpod_constructs.hyperpod_resiliency_charts import installer_code
+
+    stack = cdk.Stack(cdk.App(outdir=str(tmp_path)), "Staging")
+    installer_code().bind(stack)
+    (staged,) = tmp_path.glob("asset.*/eks_token.py")
+    shared = REPO_ROOT / "constructs" / "hyperpod_constructs" / "endpoint_janitor_handler" / "eks_token.py"
+    assert not staged.is_symlink()
+    assert staged.read_text() == shared.read_text()
+    assert (staged.parent / "index.py").is_file()

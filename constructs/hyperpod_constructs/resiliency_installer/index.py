@@ -3,13 +3,13 @@
 Written for this project. At deploy time it downloads the repository archive of one commit from GitHub,
 extracts only ``helm_chart/HyperPodHelmChart/charts/<name>/`` for the requested sub-charts, and runs
 ``helm upgrade --install`` for each (``helm uninstall`` on delete). helm and kubectl come from the CDK
-kubectl Lambda layer; the Kubernetes token is an STS-presigned GetCallerIdentity (the EKS IAM token format).
+kubectl Lambda layer; the Kubernetes token is an STS-presigned GetCallerIdentity (the EKS IAM token format),
+made by ``eks_token.py``, a link to the endpoint janitor's module so the scheme lives in one file.
 Only the Python standard library and boto3 (Lambda runtime) are used.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import subprocess
@@ -18,6 +18,9 @@ import tempfile
 import urllib.request
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+# The EKS token module of the endpoint janitor, linked into this asset (staged with symlinks followed).
+from eks_token import get_token  # type: ignore[import-not-found]  # top-level in the Lambda asset
 
 HELM = "/opt/helm/helm"
 ARCHIVE_URL = "https://codeload.github.com/{repo}/tar.gz/{commit}"
@@ -52,21 +55,6 @@ def extract_charts(archive: Path, names: list[str], chart_path: str, dest: Path)
     return {n: p.parent for n, p in found.items()}
 
 
-def eks_token(cluster_name: str, region: str) -> str:
-    """A bearer token for the EKS API, as ``aws eks get-token`` makes it."""
-    import boto3
-
-    sts = boto3.client("sts", region_name=region,
-                       endpoint_url=f"https://sts.{region}.amazonaws.com")
-
-    def add_cluster_header(request: Any, **_: Any) -> None:
-        request.headers["x-k8s-aws-id"] = cluster_name
-
-    sts.meta.events.register("before-sign.sts.GetCallerIdentity", add_cluster_header)
-    url = sts.generate_presigned_url("get_caller_identity", Params={}, ExpiresIn=60, HttpMethod="GET")
-    return "k8s-aws-v1." + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
-
-
 def write_kubeconfig(path: Path, endpoint: str, ca_data: str, token: str) -> None:
     path.write_text(json.dumps({
         "apiVersion": "v1", "kind": "Config", "current-context": "eks",
@@ -90,7 +78,7 @@ def handle(event: dict[str, Any]) -> str:
         work = Path(tmp)
         kubeconfig = work / "kubeconfig"
         write_kubeconfig(kubeconfig, p["ClusterEndpoint"], p["ClusterCertificateAuthorityData"],
-                         eks_token(p["ClusterName"], p["Region"]))
+                         get_token(p["ClusterName"], region=p["Region"]))
         if event["RequestType"] == "Delete":
             for name in reversed(names):
                 helm("uninstall", name, "--namespace", p["Namespace"], "--ignore-not-found", "--wait",
