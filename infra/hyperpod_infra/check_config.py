@@ -13,7 +13,7 @@ def main() -> None:
     config = load_config(path)
     groups = ", ".join(f"{g.name}: {g.instance_count}x {g.instance_type} ({g.pool})"
                        for g in config.hyperpod.instance_groups)
-    print(f"config {path}: ok ({config.region}, AZ ID {config.gpu_availability_zone_id}; {groups})")
+    print(f"config {path}: ok ({config.region}, AZ ID {config.network.gpu_availability_zone_id}; {groups})")
 
 
 if __name__ == "__main__":

@@ -236,10 +236,6 @@ class Config(_Model):
 
     # Derived values used by both apps -------------------------------------------------------------------
 
-    @property
-    def gpu_availability_zone_id(self) -> str:
-        return self.network.gpu_availability_zone_id
-
     def pool_gpus(self, pool: Pool) -> int:
         """GPUs available to a DPD role: nodes in groups labelled for it, plus shared groups."""
         return sum(
@@ -312,8 +308,8 @@ def _rule_region_and_az(c: Config) -> None:
     if len(azs) != 1:
         _fail("hyperpod.instance_groups[*].availability_zone_id", sorted(azs),
               "must resolve to exactly one AZ ID (DPD moves the KV cache over EFA within one AZ)")
-    if c.gpu_availability_zone_id not in azs:
-        _fail("network.gpu_availability_zone_id", c.gpu_availability_zone_id,
+    if c.network.gpu_availability_zone_id not in azs:
+        _fail("network.gpu_availability_zone_id", c.network.gpu_availability_zone_id,
               f"must be the AZ ID of the GPU instance groups ({sorted(azs)[0]})")
 
 

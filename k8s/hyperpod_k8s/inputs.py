@@ -142,7 +142,7 @@ def resolve_inputs(config: Config, outputs_file: Path | None) -> EndpointInputs:
                           f"{config.region}a, got {zone.value!r}")
     if zone is None:
         zone = Resolved(value=None, source=f"omitted: no {GPU_AVAILABILITY_ZONE} output; sameAZ still holds "
-                                           f"and every GPU node is in {config.gpu_availability_zone_id}")
+                                           f"and every GPU node is in {config.network.gpu_availability_zone_id}")
 
     def role(output_id: str) -> Resolved:
         r = from_outputs(output_id)

@@ -147,7 +147,7 @@ def endpoint_props(c: Config, inputs: EndpointInputs) -> EndpointProps:
         prefill=_role(c, "prefill", server_address), decode=_role(c, "decode", server_address),
         routing_threshold_tokens=e.routing_threshold_tokens,
         availability_zone=inputs.gpu_availability_zone.value,
-        availability_zone_id=c.gpu_availability_zone_id,
+        availability_zone_id=c.network.gpu_availability_zone_id,
         autoscaling_server_address=server_address,
         # Same GPUs in total, whole TP-sized replicas; the colocated engine runs the decode role's flags
         # (a colocated engine spends most of its steps decoding).
