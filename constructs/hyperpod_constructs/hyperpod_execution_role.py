@@ -34,7 +34,8 @@ class HyperPodExecutionRole(Construct):
     - ECR pull from repositories in this region; ``ecr:GetAuthorizationToken`` (no resource scope).
     - ``eks-auth:AssumeRoleForPodIdentity`` on our EKS cluster only.
     - ``cloudwatch:DescribeAlarms`` for rolling-update auto-rollback, on this account's alarms.
-    - Read of the lifecycle scripts prefix; read of the model bucket through :meth:`grant_model_read`.
+    - Read of the lifecycle scripts prefix; read of the model bucket is
+      granted by the platform stack, from ``ModelBucket.read_statements``.
 
     All statements live in one explicit ``AWS::IAM::Policy`` (:attr:`policy`) that the HyperPod cluster
     depends on; nothing goes through a CDK default policy, which would otherwise race the cluster.
@@ -99,20 +100,5 @@ class HyperPodExecutionRole(Construct):
             iam.PolicyStatement(
                 sid="ReadLifecycleScripts", actions=["s3:GetObject"],
                 resources=[bucket.arn_for_objects(props.lifecycle_key_prefix + "*")]),
-        ])
-
-    def grant_model_read(self, bucket: s3.IBucket, key_prefix: str = "") -> iam.Policy:
-        """Let the instances read ``key_prefix`` of the model bucket.
-
-        The policy is created in the *bucket's* stack (which deploys after this one), so the reference runs
-        from that stack to this role and never the other way round (no cyclic cross-stack references).
-        """
-        scope = Stack.of(bucket)
-        return iam.Policy(scope, "HyperPodExecutionRoleModelRead", roles=[self.role], statements=[
-            iam.PolicyStatement(
-                sid="ListModelBucket", actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [key_prefix + "*"]}} if key_prefix else None),
-            iam.PolicyStatement(
-                sid="ReadModel", actions=["s3:GetObject"], resources=[bucket.arn_for_objects(key_prefix + "*")]),
         ])
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Aws, CfnJson, Fn
+from aws_cdk import Aws, CfnJson, Fn, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
+
+from hyperpod_infra.nag import acknowledge
 
 #: The managed policy's iam:PassRole and the add-on's chart validation both require this role-name prefix.
 EXECUTION_ROLE_PREFIX = "SageMakerHyperPodInference"
@@ -115,6 +117,30 @@ class InferenceIam(Construct):
             assumed_by=self._irsa_principal("S3CsiTrust", S3_CSI_NAMESPACE, S3_CSI_SERVICE_ACCOUNT))
         self.s3_csi_policy = iam.Policy(
             self, "S3CsiPolicy", roles=[self.s3_csi_role], statements=list(props.model_read_statements))
+        self._acknowledge_nag(props.tls_certificates_bucket)
+
+    def _acknowledge_nag(self, tls_bucket: s3.IBucket) -> None:
+        """Each finding on these roles, next to them, with the reason it is what the AWS docs require.
+        (The S3 CSI policy's finding comes from the model bucket's statements: ``ModelBucket.acknowledge_read``.)"""
+        acknowledge(self.execution_role, "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
+                    f"{INFERENCE_MANAGED_POLICY}]",
+                    "The AWS managed policy the HyperPod Inference Operator is documented to require; AWS keeps "
+                    "it in step with the operator's API calls.")
+        tls = Stack.of(self).resolve(tls_bucket.bucket_arn)["Fn::GetAtt"][0]
+        acknowledge(self.execution_role_policy, f"AwsSolutions-IAM5[Resource::<{tls}.Arn>/*]",
+                    "The operator writes certificates under keys it chooses per endpoint, in this one bucket.")
+        acknowledge(self.keda_policy, "AwsSolutions-IAM5[Resource::*]",
+                    "CloudWatch GetMetricData/GetMetricStatistics/ListMetrics do not support resource-level "
+                    "permissions; they are read-only.")
+        for rid in ("AwsSolutions-IAM5[Resource::*]",
+                    "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:*:*:security-group/*]",
+                    *(f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:elasticloadbalancing:*:*:{r}]" for r in (
+                        "targetgroup/*/*", "loadbalancer/net/*/*", "loadbalancer/app/*/*", "listener/net/*/*/*",
+                        "listener/app/*/*/*", "listener-rule/net/*/*/*", "listener-rule/app/*/*/*"))):
+            acknowledge(self.alb_controller_policy, rid,
+                        "The AWS Load Balancer Controller policy as published: it creates load balancers, target "
+                        "groups and security groups whose ARNs cannot be known in advance; mutations are "
+                        "restricted by the elbv2.k8s.aws/cluster tag conditions.")
 
     def _irsa_principal(self, construct_id: str, namespace: str, service_account: str) -> iam.IPrincipal:
         provider = self._oidc_provider

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
+
+from hyperpod_infra.nag import acknowledge
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,19 +80,32 @@ class ModelBucket(Construct):
             auto_delete_objects=props.delete_on_destroy,
         )
 
-    def read_statements(self) -> list[iam.PolicyStatement]:
-        """Exactly what reading the weights needs: list the bucket, get objects, decrypt with the key."""
+    def read_statements(self, key_prefix: str = "") -> list[iam.PolicyStatement]:
+        """Exactly what reading the weights needs: list (below ``key_prefix``), get objects below it, and
+        decrypt with the bucket's key. The one definition every reader (S3 CSI driver, HyperPod nodes) uses."""
         statements = [
-            iam.PolicyStatement(sid="ListModelBucket", actions=["s3:ListBucket"],
-                                resources=[self.bucket.bucket_arn]),
+            iam.PolicyStatement(
+                sid="ListModelBucket", actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [key_prefix + "*"]}} if key_prefix else None),
             iam.PolicyStatement(sid="ReadModelObjects", actions=["s3:GetObject"],
-                                resources=[self.bucket.arn_for_objects("*")]),
+                                resources=[self.bucket.arn_for_objects(key_prefix + "*")]),
         ]
         if self.encryption_key is not None:
             statements.append(iam.PolicyStatement(
                 sid="DecryptModelObjects", actions=["kms:Decrypt"],
                 resources=[self.encryption_key.key_arn]))
         return statements
+
+    def acknowledge_read(self, policy: iam.Policy, key_prefix: str = "") -> None:
+        """Acknowledge the cdk-nag finding that :meth:`read_statements` causes on ``policy``."""
+        if self.created:
+            bucket = Stack.of(self).get_logical_id(self.bucket.node.default_child)  # type: ignore[arg-type]
+            resource = f"<{bucket}.Arn>/{key_prefix}*"
+        else:
+            resource = f"arn:<AWS::Partition>:s3:::{self.bucket.bucket_name}/{key_prefix}*"
+        acknowledge(policy, f"AwsSolutions-IAM5[Resource::{resource}]",
+                    "Read of every object below the model prefix: the weights' key names are not known in "
+                    "advance; the statement is limited to s3:GetObject on this one bucket.")
 
 
 def _validate(props: ModelBucketProps) -> None:

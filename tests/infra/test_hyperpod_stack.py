@@ -185,27 +185,6 @@ def test_no_access_entry_for_the_execution_role(templates) -> None:
             assert "ExecutionRole" not in str(entry["Properties"]["PrincipalArn"])
 
 
-def test_grant_model_read_adds_a_policy_in_the_buckets_stack(default_config) -> None:
-    import aws_cdk as cdk
-    from aws_cdk import aws_s3 as s3
-    from aws_cdk.assertions import Template
-
-    from hyperpod_infra.app_builder import build
-
-    app = cdk.App(context={"aws:cdk:disable-asset-staging": True})
-    built = build(app, default_config)
-    platform = cdk.Stack(app, "ModelBucketOwner", env=cdk.Environment(region=default_config.region))
-    bucket = s3.Bucket(platform, "Models")
-    built.hyperpod.execution_role.grant_model_read(bucket, "models/")
-    t = Template.from_stack(platform)
-    statements = next(iter(t.find_resources("AWS::IAM::Policy").values()))["Properties"]["PolicyDocument"][
-        "Statement"]
-    by_sid = {s["Sid"]: s for s in statements}
-    assert by_sid["ReadModel"]["Action"] == "s3:GetObject"
-    assert by_sid["ListModelBucket"]["Condition"] == {"StringLike": {"s3:prefix": ["models/*"]}}
-    assert built.hyperpod in platform.dependencies and platform not in built.hyperpod.dependencies
-
-
 def test_outputs(hyperpod_template, default_config) -> None:
     hyperpod_template.has_output(outputs.HYPERPOD_CLUSTER_NAME, {"Value": default_config.hyperpod.cluster_name})
     hyperpod_template.has_output(outputs.HYPERPOD_CLUSTER_ARN,

@@ -1,5 +1,5 @@
 """Builds the platform test app: a stand-in cluster stack (minimal aws_eks_v2 cluster, OIDC provider,
-pod identity agent, a HyperPod-role stand-in), then the observability and platform stacks as ``build()``
+pod identity agent, a stand-in HyperPod execution role), then the observability and platform stacks as ``build()``
 wires them."""
 
 from __future__ import annotations
@@ -16,30 +16,12 @@ class PlatformApp:
     templates: dict
 
 
-class FakeHyperPodRole:
-    """Stands in for the HyperPod execution role construct: same grant contract."""
-
-    def __init__(self, scope) -> None:
-        from aws_cdk import aws_iam as iam
-
-        self.role = iam.Role(scope, "HyperPodRole", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
-
-    def grant_model_read(self, bucket, key_prefix: str = ""):
-        from aws_cdk import Stack
-        from aws_cdk import aws_iam as iam
-
-        return iam.Policy(Stack.of(bucket), "HyperPodExecutionRoleModelRead", roles=[self.role], statements=[
-            iam.PolicyStatement(sid="ListModelBucket", actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
-                                conditions={"StringLike": {"s3:prefix": [key_prefix + "*"]}}),
-            iam.PolicyStatement(sid="ReadModel", actions=["s3:GetObject"],
-                                resources=[bucket.arn_for_objects(key_prefix + "*")])])
-
-
 def make_platform_app(*, observability: bool = True, existing_bucket_name: str | None = None,
                       delete_on_destroy: bool = False, bucket_name: str | None = None,
                       with_hyperpod_role: bool = True, outdir: str | None = None, nag: bool = False) -> PlatformApp:
     import aws_cdk as cdk
     from aws_cdk import aws_eks_v2 as eks
+    from aws_cdk import aws_iam as iam
     from aws_cdk.assertions import Template
 
     from hyperpod_constructs.model_bucket import ModelBucketProps
@@ -58,7 +40,8 @@ def make_platform_app(*, observability: bool = True, existing_bucket_name: str |
     acknowledge(cluster_stack, "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEKSClusterPolicy]",
                 "Test-only stand-in for the cluster stack")
     oidc = eks.OidcProviderNative(cluster_stack, "Oidc", url=cluster.cluster_open_id_connect_issuer_url)
-    hyperpod_role = FakeHyperPodRole(cluster_stack) if with_hyperpod_role else None
+    hyperpod_role = (iam.Role(cluster_stack, "HyperPodRole", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
+                     if with_hyperpod_role else None)  # stands in for the HyperPod execution role
     obs = None
     if observability:
         obs = ObservabilityStack(app, "Observability", env=env, props=ObservabilityStackProps(

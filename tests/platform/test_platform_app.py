@@ -33,7 +33,9 @@ def test_operator_gets_the_real_hyperpod_cluster_arn(templates) -> None:
     assert "ExportsOutputFnGetAttHyperPodClusterClusterArn" in json.dumps(operator[0]["Properties"])
 
 
-def test_hyperpod_instances_read_only_the_model_prefix(templates, default_config) -> None:
+def test_hyperpod_instances_read_only_the_model_prefix(templates, stacks, default_config) -> None:
+    # The policy lives in the bucket's stack: references run platform -> hyperpod, never back.
+    assert stacks.hyperpod in stacks.platform.dependencies and stacks.platform not in stacks.hyperpod.dependencies
     (policy,) = [r["Properties"] for k, r in templates["Platform"].find_resources("AWS::IAM::Policy").items()
                  if k.startswith("HyperPodExecutionRoleModelRead")]
     assert "hyperpod-dpd-hyperpod:ExportsOutputRefExecutionRole" in json.dumps(policy["Roles"])

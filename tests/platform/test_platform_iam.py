@@ -153,10 +153,12 @@ def test_hyperpod_role_reads_the_model_prefix_and_decrypts(platform) -> None:
     p = policy[0]["Properties"]
     assert p["Roles"] == [{"Fn::ImportValue": "TestCluster:ExportsOutputRefHyperPodRole22EEC91749109848"}]
     statements = _by_sid(p["PolicyDocument"]["Statement"])
-    assert statements["ReadModel"]["Resource"] == {"Fn::Join": ["", [
+    assert statements["ListModelBucket"]["Condition"] == {"StringLike": {"s3:prefix": ["models/m/*"]}}
+    assert statements["ReadModelObjects"]["Resource"] == {"Fn::Join": ["", [
         {"Fn::GetAtt": ["ModelBucket24FA8CA2", "Arn"]}, "/models/m/*"]]}
-    assert statements["DecryptModel"] == {"Sid": "DecryptModel", "Effect": "Allow", "Action": "kms:Decrypt",
-                                          "Resource": {"Fn::GetAtt": ["ModelKeyE265A28C", "Arn"]}}
+    assert statements["DecryptModelObjects"] == {
+        "Sid": "DecryptModelObjects", "Effect": "Allow", "Action": "kms:Decrypt",
+        "Resource": {"Fn::GetAtt": ["ModelKeyE265A28C", "Arn"]}}
 
 
 def test_no_role_or_policy_grants_admin_or_wildcard_s3(platform, observability) -> None:

@@ -4,13 +4,12 @@ Operator add-on with its dependency add-ons, and the outputs the cdk8s app needs
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from hyperpod_constructs.endpoint_janitor import EndpointJanitor, EndpointJanitorProps
@@ -27,12 +26,6 @@ from hyperpod_infra import outputs, pins
 from hyperpod_infra.nag import acknowledge
 
 
-class ModelReader(Protocol):
-    """Something that can be granted read on the model bucket (the HyperPod execution role construct)."""
-
-    def grant_model_read(self, bucket: s3.IBucket, key_prefix: str = "") -> iam.Policy: ...
-
-
 @dataclass(frozen=True, kw_only=True)
 class PlatformStackProps:
     cluster: eks.ICluster
@@ -42,7 +35,7 @@ class PlatformStackProps:
     """Without ``server_access_logs_bucket``: the stack creates the access-log bucket."""
     model_key_prefix: str = ""
     """Prefix of the weights in the bucket; the HyperPod nodes may read only below it. Default: whole bucket."""
-    hyperpod_execution_role: ModelReader | None = None
+    hyperpod_execution_role: iam.IRole | None = None
     """The HyperPod instance groups' role; gets read access to the model bucket. Default: none."""
     prometheus: ManagedPrometheus | None = None
     """Workspace KEDA may query. Default: none (observability off)."""
@@ -91,16 +84,14 @@ class PlatformStack(Stack):
         self.janitor = EndpointJanitor(self, "EndpointJanitor", props=EndpointJanitorProps(
             cluster=props.cluster, depends_on=(self.operator, self.iam), vpc=props.janitor_vpc))
 
+        self.model.acknowledge_read(self.iam.s3_csi_policy)
         if props.hyperpod_execution_role is not None:
-            # The role's grant creates its policy in this (the bucket's) stack, attached to the role in the
-            # HyperPod stack: references run platform -> hyperpod only, so there is no cycle.
-            self.hyperpod_model_read = props.hyperpod_execution_role.grant_model_read(
-                self.model.bucket, props.model_key_prefix)
-            if self.model.encryption_key is not None:
-                self.hyperpod_model_read.add_statements(iam.PolicyStatement(
-                    sid="DecryptModel", actions=["kms:Decrypt"], resources=[self.model.encryption_key.key_arn]))
-            self._acknowledge_model_read(self.hyperpod_model_read, props.model_key_prefix)
-        self._acknowledge()
+            # The policy lives in this (the bucket's) stack, attached to the role in the HyperPod stack:
+            # references run platform -> hyperpod only, so there is no cycle.
+            self.hyperpod_model_read = iam.Policy(
+                self, "HyperPodExecutionRoleModelRead", roles=[props.hyperpod_execution_role],
+                statements=self.model.read_statements(props.model_key_prefix))
+            self.model.acknowledge_read(self.hyperpod_model_read, props.model_key_prefix)
 
         # Region and cluster names/ARNs are output by the cluster and HyperPod stacks that own them.
         CfnOutput(self, outputs.MODEL_BUCKET_NAME, value=self.model.bucket.bucket_name,
@@ -108,37 +99,3 @@ class PlatformStack(Stack):
         CfnOutput(self, outputs.TLS_BUCKET_NAME, value=self.tls.bucket.bucket_name)
         CfnOutput(self, outputs.INFERENCE_EXECUTION_ROLE_ARN, value=self.iam.execution_role.role_arn)
         CfnOutput(self, outputs.KEDA_ROLE_ARN, value=self.iam.keda_role.role_arn)
-
-    def _acknowledge_model_read(self, policy: iam.Policy, key_prefix: str = "") -> None:
-        if self.model.created:
-            bucket = self.get_logical_id(self.model.bucket.node.default_child)  # type: ignore[arg-type]
-            acknowledge(policy, f"AwsSolutions-IAM5[Resource::<{bucket}.Arn>/{key_prefix}*]",
-                        "Read of every object in the model bucket: the weights' key names are not known in "
-                        "advance; the statement is limited to s3:GetObject on this one bucket.")
-        else:
-            acknowledge(policy, f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::"
-                        f"{self.model.bucket.bucket_name}/{key_prefix}*]",
-                        "Read of every object in the existing model bucket (s3:GetObject only, one bucket).")
-
-    def _acknowledge(self) -> None:
-        i = self.iam
-        self._acknowledge_model_read(i.s3_csi_policy)
-        acknowledge(i.execution_role, "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
-                    "AmazonSageMakerHyperPodInferenceAccess]",
-                    "The AWS managed policy the HyperPod Inference Operator is documented to require; AWS keeps "
-                    "it in step with the operator's API calls.")
-        tls = self.get_logical_id(self.tls.bucket.node.default_child)  # type: ignore[arg-type]
-        acknowledge(i.execution_role_policy, f"AwsSolutions-IAM5[Resource::<{tls}.Arn>/*]",
-                    "The operator writes certificates under keys it chooses per endpoint, in this one bucket.")
-        acknowledge(i.keda_policy, "AwsSolutions-IAM5[Resource::*]",
-                    "CloudWatch GetMetricData/GetMetricStatistics/ListMetrics do not support resource-level "
-                    "permissions; they are read-only.")
-        for rid in ("AwsSolutions-IAM5[Resource::*]",
-                    "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:*:*:security-group/*]",
-                    *(f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:elasticloadbalancing:*:*:{r}]" for r in (
-                        "targetgroup/*/*", "loadbalancer/net/*/*", "loadbalancer/app/*/*", "listener/net/*/*/*",
-                        "listener/app/*/*/*", "listener-rule/net/*/*/*", "listener-rule/app/*/*/*"))):
-            acknowledge(i.alb_controller_policy, rid,
-                        "The AWS Load Balancer Controller policy as published: it creates load balancers, target "
-                        "groups and security groups whose ARNs cannot be known in advance; mutations are "
-                        "restricted by the elbv2.k8s.aws/cluster tag conditions.")
