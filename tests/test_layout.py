@@ -15,10 +15,10 @@ def test_import_constructs_is_the_library_not_our_folder() -> None:
 
 
 def test_container_folders_have_no_init() -> None:
-    for folder in ("infra", "constructs", "k8s"):
+    for folder in ("infra", "constructs", "k8s", "cli"):
         assert not (REPO_ROOT / folder / "__init__.py").exists(), f"{folder}/__init__.py must not exist"
 
 
 def test_packages_are_typed() -> None:
-    for package in ("infra/hyperpod_infra", "constructs/hyperpod_constructs", "k8s/hyperpod_k8s"):
+    for package in ("infra/hyperpod_infra", "constructs/hyperpod_constructs", "k8s/hyperpod_k8s", "cli/hyperpod_dpd"):
         assert (REPO_ROOT / package / "py.typed").is_file()

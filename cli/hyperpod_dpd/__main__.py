@@ -1,0 +1,3 @@
+from hyperpod_dpd.app import main
+
+main()
