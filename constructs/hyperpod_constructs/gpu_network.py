@@ -20,6 +20,10 @@ class GpuNetworkProps:
     """Secondary VPC CIDR, used whole as the GPU subnet."""
     gpu_availability_zone_id: str
     """AZ *ID* of the GPU capacity, e.g. ``usw2-az2``."""
+    control_plane_availability_zone_ids: tuple[str, str]
+    """AZ *IDs* of the two public and two private (EKS control plane, system nodes) subnets, e.g.
+    ``("usw2-az1", "usw2-az2")``. Placing them by ``Fn::GetAZs`` index could land in an AZ that EKS does not
+    support (use1-az3, usw1-az2, cac1-az3)."""
     nat_gateways: int = 1
     """Default: 1 (the GPU subnet routes through it; set 2 for one NAT per control-plane AZ)."""
     interface_endpoints: tuple[str, ...] = ()
@@ -34,8 +38,9 @@ class GpuNetworkProps:
 class GpuNetwork(Construct):
     """VPC, NAT, S3 gateway endpoint, optional interface endpoints, flow logs and the GPU subnet.
 
-    The GPU subnet is placed by AZ ID (``AvailabilityZoneId``), never by AZ name: names map to different
-    physical AZs in every account, and HyperPod capacity and training plans are expressed in AZ IDs.
+    Every subnet is placed by AZ ID (``AvailabilityZoneId``), never by AZ name or ``Fn::GetAZs`` index: names
+    map to different physical AZs in every account, HyperPod capacity and training plans are expressed in AZ
+    IDs, and EKS refuses control-plane subnets in a few AZ IDs (EKS user guide, subnet requirements).
     """
 
     vpc: ec2.Vpc
@@ -58,6 +63,9 @@ class GpuNetwork(Construct):
                                         cidr_mask=props.private_subnet_cidr_mask),
             ],
         )
+        for subnets in (self.vpc.public_subnets, self.vpc.private_subnets):
+            for subnet, az_id in zip(subnets, props.control_plane_availability_zone_ids, strict=True):
+                _place_by_az_id(subnet, az_id)
         for subnet in self.vpc.public_subnets:
             Tags.of(subnet).add("kubernetes.io/role/elb", "1")
         for subnet in self.vpc.private_subnets:
@@ -99,10 +107,7 @@ class GpuNetwork(Construct):
             # The L2 takes an AZ name; we place by AZ ID instead (below), so this attribute holds the ID.
             availability_zone=self.props.gpu_availability_zone_id,
         )
-        cfn = subnet.node.default_child
-        assert isinstance(cfn, ec2.CfnSubnet)
-        cfn.add_property_deletion_override("AvailabilityZone")
-        cfn.add_property_override("AvailabilityZoneId", self.props.gpu_availability_zone_id)
+        cfn = _place_by_az_id(subnet, self.props.gpu_availability_zone_id)
         cfn.node.add_dependency(cidr)  # the secondary CIDR must exist before a subnet can use it
         nat = self.vpc.public_subnets[0].node.try_find_child("NATGateway")
         assert isinstance(nat, ec2.CfnNatGateway)
@@ -110,3 +115,13 @@ class GpuNetwork(Construct):
         Tags.of(subnet).add("kubernetes.io/role/internal-elb", "1")
         Tags.of(subnet).add("hyperpod/gpu-subnet", "true")
         return subnet
+
+
+def _place_by_az_id(subnet: ec2.ISubnet, az_id: str) -> ec2.CfnSubnet:
+    """Replace the subnet's ``AvailabilityZone`` (a name, or ``Fn::Select`` over ``Fn::GetAZs``) by
+    ``AvailabilityZoneId`` (the two are mutually exclusive in ``AWS::EC2::Subnet``)."""
+    cfn = subnet.node.default_child
+    assert isinstance(cfn, ec2.CfnSubnet)
+    cfn.add_property_deletion_override("AvailabilityZone")
+    cfn.add_property_override("AvailabilityZoneId", az_id)
+    return cfn

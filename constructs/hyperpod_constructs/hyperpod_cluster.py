@@ -20,6 +20,8 @@ LOGICAL_ID = "HyperPodCluster"
 #: ``createOnlyProperties`` of AWS::SageMaker::Cluster).
 CREATE_ONLY_PROPERTIES = ("ClusterName", "VpcConfig", "Orchestrator")
 DEEP_HEALTH_CHECKS = ("InstanceStress", "InstanceConnectivity")
+#: ``VpcConfig.SecurityGroupIds`` holds 1-5 groups (SageMaker API ``VpcConfig``).
+MAX_SECURITY_GROUPS = 5
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,7 +59,12 @@ class HyperPodClusterProps:
     subnet: ec2.ISubnet
     """Cluster-level ``VpcConfig`` subnet (create-only)."""
     security_group: ec2.ISecurityGroup
-    """Cluster-level ``VpcConfig`` security group (create-only)."""
+    """Cluster-level ``VpcConfig`` security group (create-only): the EFA group (all traffic to/from itself)."""
+    eks_cluster_security_group_id: str
+    """The EKS-managed *cluster security group* (``AWS::EKS::Cluster`` ``ClusterSecurityGroupId``). Every node
+    carries it next to its own group (``VpcConfig`` and every ``OverrideVpcConfig``): the control-plane ENIs and
+    the managed system nodes carry it and it admits only its members, so without it the kubelet cannot
+    register, ``aws-node`` cannot reach the API and GPU pods cannot reach CoreDNS (deploy-facts.md)."""
     node_recovery: str = "Automatic"
     node_provisioning_mode: str = "Continuous"
     """``Continuous`` or ``Legacy`` (property omitted). Default: Continuous."""
@@ -65,6 +72,9 @@ class HyperPodClusterProps:
 
 class HyperPodCluster(Construct):
     """``AWS::SageMaker::Cluster`` with the EKS orchestrator, built group by group.
+
+    Networking: every node carries the group of its options (EFA) *and* the EKS cluster security group; see
+    :attr:`HyperPodClusterProps.eks_cluster_security_group_id` and :attr:`security_group_ids`.
 
     Guarding against replacement: ``ClusterName``, ``VpcConfig`` and ``Orchestrator`` are create-only. The
     resource has a fixed logical ID (:data:`LOGICAL_ID`) and ``UpdateReplacePolicy: Retain``: should a
@@ -90,7 +100,8 @@ class HyperPodCluster(Construct):
             orchestrator=sagemaker.CfnCluster.OrchestratorProperty(
                 eks=sagemaker.CfnCluster.ClusterOrchestratorEksConfigProperty(cluster_arn=props.eks_cluster_arn)),
             vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
-                subnets=[props.subnet.subnet_id], security_group_ids=[props.security_group.security_group_id]),
+                subnets=[props.subnet.subnet_id],
+                security_group_ids=[props.security_group.security_group_id, props.eks_cluster_security_group_id]),
             node_recovery=props.node_recovery,
             node_provisioning_mode=(props.node_provisioning_mode
                                     if props.node_provisioning_mode == "Continuous" else None),
@@ -107,6 +118,10 @@ class HyperPodCluster(Construct):
     @property
     def cluster_arn(self) -> str:
         return self.cfn.attr_cluster_arn
+
+    def security_group_ids(self, group_security_group: ec2.ISecurityGroup) -> list[str]:
+        """What a node of a group with ``group_security_group`` carries: that group and the EKS cluster group."""
+        return [group_security_group.security_group_id, self.props.eks_cluster_security_group_id]
 
     @property
     def instance_group_names(self) -> list[str]:
@@ -140,7 +155,7 @@ class HyperPodCluster(Construct):
             on_start_deep_health_checks=list(options.deep_health_checks) or None,
             override_vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
                 subnets=[options.subnet.subnet_id],
-                security_group_ids=[options.security_group.security_group_id]),
+                security_group_ids=self.security_group_ids(options.security_group)),
             training_plan_arn=options.training_plan_arn,
             kubernetes_config=(sagemaker.CfnCluster.ClusterKubernetesConfigProperty(labels=options.labels)
                                if options.labels else None),

@@ -19,7 +19,9 @@ class HyperPodExecutionRoleProps:
 
     eks_cluster_arn: str
     gpu_subnet: ec2.ISubnet
-    security_group: ec2.ISecurityGroup
+    security_group_ids: tuple[str, ...]
+    """Every security group the nodes carry (EFA group and EKS cluster security group): HyperPod creates the
+    nodes' ENIs with all of them, so ``ec2:CreateNetworkInterface`` must be allowed on each."""
     lifecycle_bucket: s3.IBucket
     lifecycle_key_prefix: str = "lifecycle/"
 
@@ -28,8 +30,11 @@ class HyperPodExecutionRole(Construct):
     """Execution role of the HyperPod instance groups.
 
     - ``AmazonSageMakerClusterInstanceRolePolicy`` (AWS managed, required by HyperPod).
-    - ENIs: create only in the GPU subnet with the EFA security group; manage and tag network interfaces of
-      this account and region (their IDs do not exist before HyperPod creates them).
+    - ENIs: create only in the GPU subnet with the nodes' security groups (EFA and EKS cluster group); manage
+      network interfaces of this account and region (their IDs do not exist before HyperPod creates them).
+    - ``ec2:CreateTags`` on network interfaces *without* an ``ec2:CreateAction`` condition: the VPC CNI tags
+      existing ENIs with a standalone CreateTags (ipamd ``TagENI``), which such a condition would deny; this is
+      how ``AmazonEKS_CNI_Policy`` and AWS's HyperPod IAM template grant it.
     - ``ec2:Describe*`` calls the VPC CNI and HyperPod agents make (these actions take no resource scope).
     - ECR pull from repositories in this region; ``ecr:GetAuthorizationToken`` (no resource scope).
     - ``eks-auth:AssumeRoleForPodIdentity`` on our EKS cluster only.
@@ -62,7 +67,7 @@ class HyperPodExecutionRole(Construct):
             iam.PolicyStatement(
                 sid="CreateEniInGpuSubnet", actions=["ec2:CreateNetworkInterface"],
                 resources=[ec2_arn(f"subnet/{props.gpu_subnet.subnet_id}"),
-                           ec2_arn(f"security-group/{props.security_group.security_group_id}"),
+                           *(ec2_arn(f"security-group/{sg}") for sg in props.security_group_ids),
                            network_interfaces]),
             iam.PolicyStatement(
                 sid="ManageEnis",
@@ -71,10 +76,7 @@ class HyperPodExecutionRole(Construct):
                          "ec2:DeleteNetworkInterface", "ec2:ModifyNetworkInterfaceAttribute",
                          "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterfacePermission"],
                 resources=[network_interfaces, ec2_arn("instance/*")]),
-            iam.PolicyStatement(
-                sid="TagEnis", actions=["ec2:CreateTags"], resources=[network_interfaces],
-                conditions={"StringEquals": {"ec2:CreateAction": [
-                    "CreateNetworkInterface", "AssignPrivateIpAddresses", "AttachNetworkInterface"]}}),
+            iam.PolicyStatement(sid="TagEnis", actions=["ec2:CreateTags"], resources=[network_interfaces]),
             iam.PolicyStatement(
                 sid="DescribeNetwork",
                 actions=["ec2:DescribeNetworkInterfaces", "ec2:DescribeInstances", "ec2:DescribeInstanceTypes",

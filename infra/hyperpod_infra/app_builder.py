@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import aws_cdk as cdk
@@ -42,9 +43,16 @@ def _chart(pin: pins.HelmChartPin) -> ChartSource:
 
 
 def lifecycle_bucket_name(config: Config) -> str:
-    """``sagemaker-<name>-lifecycle-<account>-<region>``: the managed instance-role policy reads only
-    ``sagemaker-*`` buckets; account and region make it globally unique without a lookup."""
-    return f"sagemaker-{config.name.lower()[:20].rstrip('-')}-lc-{cdk.Aws.ACCOUNT_ID}-{config.region}"
+    """``sagemaker-<name>-lc-<account>-<region>``: the managed instance-role policy reads only
+    ``sagemaker-*`` buckets; account and region make it globally unique without a lookup. When ``name`` does not
+    fit the 63-character limit it is shortened and followed by a hash of the whole name, so two deployments
+    whose names share a prefix still get different buckets."""
+    name = config.name.lower()
+    room = 63 - len("sagemaker-") - len("-lc-") - 12 - 1 - len(config.region)  # 12: the account ID
+    if len(name) > room:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+        name = f"{name[:room - 9].rstrip('-')}-{digest}"
+    return f"sagemaker-{name}-lc-{cdk.Aws.ACCOUNT_ID}-{config.region}"
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,7 @@ def build(app: cdk.App, config: Config) -> Stacks:
         props=NetworkStackProps(
             network=GpuNetworkProps(
                 vpc_cidr=n.vpc_cidr, gpu_cidr=n.gpu_cidr, gpu_availability_zone_id=n.gpu_availability_zone_id,
+                control_plane_availability_zone_ids=n.control_plane_availability_zone_ids,
                 nat_gateways=n.nat_gateways, interface_endpoints=n.interface_endpoints,
                 flow_logs_retention=retention(n.flow_logs_retention_days)),
             fsx_lustre=n.fsx_lustre),

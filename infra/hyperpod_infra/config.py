@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from hyperpod_infra import pins
+from hyperpod_infra import instance_facts, pins
 from hyperpod_infra.errors import ConfigError
 
 # --- facts the rules rely on -----------------------------------------------------------------------------
@@ -37,6 +37,10 @@ SUBNET_HEADROOM_FACTOR = 2
 #: AWS reserves the first four and the last address of every subnet.
 AWS_RESERVED_IPS_PER_SUBNET = 5
 
+#: AZ IDs in which EKS does not create control planes (EKS user guide, "View Amazon EKS networking
+#: requirements for VPC and subnets": "us-east-1 use1-az3, us-west-1 usw1-az2, ca-central-1 cac1-az3").
+EKS_UNSUPPORTED_AZ_IDS = frozenset({"use1-az3", "usw1-az2", "cac1-az3"})
+
 _DIRECTIONS = {
     "north": "n", "south": "s", "east": "e", "west": "w", "central": "c",
     "northeast": "ne", "northwest": "nw", "southeast": "se", "southwest": "sw",
@@ -50,6 +54,17 @@ _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _IAM_PRINCIPAL_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]{1,512}$")
 _TRAINING_PLAN_RE = re.compile(r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:training-plan/[a-z0-9-]+$")
 _IMAGE_RE = re.compile(r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$")
+
+
+def default_control_plane_az_ids(region: str) -> tuple[str, str]:
+    """The first two AZ IDs of ``region`` (``<prefix>-az1``, ``-az2``, ...) that EKS supports.
+
+    AZ IDs, unlike names, mean the same physical AZ in every account; ``az1``..``az3`` exist in every
+    commercial region. Override ``network.control_plane_availability_zone_ids`` where yours differ.
+    """
+    prefix = az_id_prefix(region)
+    ids = [f"{prefix}-az{i}" for i in range(1, 7) if f"{prefix}-az{i}" not in EKS_UNSUPPORTED_AZ_IDS]
+    return ids[0], ids[1]
 
 
 def az_id_prefix(region: str) -> str:
@@ -84,6 +99,9 @@ class NetworkConfig(_Model):
     """Secondary VPC CIDR that becomes the single GPU subnet (HyperPod nodes take ~81 IPs each)."""
     gpu_availability_zone_id: str = "usw2-az2"
     """AZ *ID* (not name) of the GPU capacity: names map to different AZs in every account."""
+    control_plane_availability_zone_ids: tuple[str, str]
+    """The two AZ IDs of the public and control-plane/system subnets. Default (``null`` in YAML): the
+    first two AZ IDs of ``region`` that EKS supports (:func:`default_control_plane_az_ids`)."""
     nat_gateways: Annotated[int, Field(ge=1, le=2)] = 1
     interface_endpoints: tuple[InterfaceEndpoint, ...] = ()
     """Interface VPC endpoints to create (needed only for private clusters). Default: none."""
@@ -98,7 +116,8 @@ class SystemNodeGroupConfig(_Model):
 
 
 class EksConfig(_Model):
-    cluster_name: str = "dpd-eks"
+    cluster_name: str
+    """EKS cluster name. Default (``null`` in YAML): ``<name>-eks``, so two deployments never collide."""
     kubernetes_version: str = pins.KUBERNETES_VERSION
     admin_principal_arn: str | None = None
     """IAM role or user granted cluster admin through an access entry. Default: none (CDK's role only)."""
@@ -127,7 +146,8 @@ class InstanceGroupConfig(_Model):
 
 
 class HyperPodConfig(_Model):
-    cluster_name: str = "dpd-hyperpod"
+    cluster_name: str
+    """**Create-only.** Default (``null`` in YAML): ``<name>``, so two deployments never collide."""
     node_recovery: Literal["Automatic", "None"] = "Automatic"
     node_provisioning_mode: Literal["Continuous", "Legacy"] = "Continuous"
     instance_groups: Annotated[tuple[InstanceGroupConfig, ...], Field(min_length=1, max_length=100)]
@@ -151,6 +171,11 @@ class RoleConfig(_Model):
     max_num_seqs: Annotated[int, Field(ge=1, le=4096)]
     extra_args: tuple[str, ...] = ()
     """vLLM flags appended for this role only (pdSpec.<role>.args)."""
+    cpu: Annotated[int, Field(ge=1)] | None = None
+    """CPU request of one worker. Default: the most the node leaves a worker after the kubelet, DaemonSet and
+    operator-sidecar reservations (:mod:`hyperpod_infra.instance_facts`). A larger value is rejected."""
+    memory_gib: Annotated[int, Field(ge=1)] | None = None
+    """Memory request of one worker in GiB. Default and limit: as for ``cpu``."""
 
 
 class RoleAutoscalingConfig(_Model):
@@ -221,12 +246,40 @@ class Config(_Model):
     name: str = "hyperpod-dpd"
     """Prefix of every stack name."""
     region: str = "us-west-2"
-    network: NetworkConfig = NetworkConfig()
-    eks: EksConfig = EksConfig()
+    network: NetworkConfig
+    """Always present after validation (:meth:`_derive_defaults` fills the name- and region-derived keys)."""
+    eks: EksConfig
     hyperpod: HyperPodConfig
     model: ModelConfig = ModelConfig()
     endpoint: EndpointConfig = EndpointConfig()
     observability: ObservabilityConfig = ObservabilityConfig()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derive_defaults(cls, data: Any) -> Any:
+        """Fill what derives from ``name`` and ``region`` when the YAML leaves it out or sets ``null``:
+        ``eks.cluster_name`` (``<name>-eks``), ``hyperpod.cluster_name`` (``<name>``) and
+        ``network.control_plane_availability_zone_ids``. After loading these are always plain values."""
+        if not isinstance(data, dict):
+            return data
+        name = data.get("name", cls.model_fields["name"].default)
+        region = data.get("region", cls.model_fields["region"].default)
+        data = dict(data)
+        derived: list[tuple[str, str, Any, bool]] = []
+        if isinstance(name, str):
+            derived += [("eks", "cluster_name", f"{name}-eks", True),
+                        ("hyperpod", "cluster_name", name, False)]
+        if isinstance(region, str):
+            # An invalid region gets placeholders here; the region rule then reports the region itself.
+            cp = default_control_plane_az_ids(region) if _REGION_RE.fullmatch(region) else ("", "")
+            derived.append(("network", "control_plane_availability_zone_ids", cp, True))
+        for section, key, value, create in derived:
+            sub = data.get(section)
+            if sub is None and create:
+                sub = {}
+            if isinstance(sub, dict) and sub.get(key) is None:
+                data[section] = {**sub, key: value}
+        return data
 
     @model_validator(mode="after")
     def _cross_field_rules(self) -> Config:
@@ -235,6 +288,28 @@ class Config(_Model):
         return self
 
     # Derived values used by both apps -------------------------------------------------------------------
+
+    def worker_budget(self, role: Literal["prefill", "decode", "colocated"]) -> instance_facts.PodRequests:
+        """The most one worker of ``role`` may request: the smallest node budget among the instance groups of
+        ``endpoint.instance_type`` it can land on (its pool and ``shared``; any pool for the colocated
+        baseline), shared by as many workers as the node has GPUs for."""
+        e = self.endpoint
+        pools: tuple[str, ...] = ("prefill", "decode", "shared") if role == "colocated" else (role, "shared")
+        groups = [g for g in self.hyperpod.instance_groups
+                  if g.instance_type == e.instance_type and g.pool in pools]
+        groups = groups or [g for g in self.hyperpod.instance_groups if g.instance_type == e.instance_type]
+        budgets = [instance_facts.max_pod_requests(e.instance_type, tpc, e.tensor_parallel_size)
+                   for tpc in sorted({g.threads_per_core for g in groups}) or [1]]
+        return instance_facts.PodRequests(cpu=min(b.cpu for b in budgets),
+                                          memory_gib=min(b.memory_gib for b in budgets))
+
+    def worker_requests(self, role: Literal["prefill", "decode", "colocated"]) -> instance_facts.PodRequests:
+        """CPU and memory requests of one worker of ``role``: the configured ones, else the node budget.
+        The colocated baseline runs the decode role's engine and takes its requests."""
+        budget = self.worker_budget(role)
+        r: RoleConfig = self.endpoint.decode if role == "colocated" else getattr(self.endpoint, role)
+        return instance_facts.PodRequests(cpu=min(r.cpu or budget.cpu, budget.cpu),
+                                          memory_gib=min(r.memory_gib or budget.memory_gib, budget.memory_gib))
 
     def pool_gpus(self, pool: Pool) -> int:
         """GPUs available to a DPD role: nodes in groups labelled for it, plus shared groups."""
@@ -308,6 +383,17 @@ def _rule_region_and_az(c: Config) -> None:
     if len(azs) != 1:
         _fail("hyperpod.instance_groups[*].availability_zone_id", sorted(azs),
               "must resolve to exactly one AZ ID (DPD moves the KV cache over EFA within one AZ)")
+    cp = c.network.control_plane_availability_zone_ids
+    for i, az in enumerate(cp):
+        field = f"network.control_plane_availability_zone_ids[{i}]"
+        if not _AZ_ID_RE.fullmatch(az) or not az.startswith(prefix + "-"):
+            _fail(field, az, f"must be an AZ ID of {c.region} such as {prefix}-az1")
+        if az in EKS_UNSUPPORTED_AZ_IDS:
+            _fail(field, az, "must be an AZ ID where EKS creates control planes (not "
+                             f"{', '.join(sorted(EKS_UNSUPPORTED_AZ_IDS))}; EKS user guide, subnet requirements)")
+    if cp[0] == cp[1]:
+        _fail("network.control_plane_availability_zone_ids", list(cp),
+              "must name two different AZ IDs (EKS needs subnets in at least two AZs)")
     if c.network.gpu_availability_zone_id not in azs:
         _fail("network.gpu_availability_zone_id", c.network.gpu_availability_zone_id,
               f"must be the AZ ID of the GPU instance groups ({sorted(azs)[0]})")
@@ -346,6 +432,37 @@ def _rule_parallelism(c: Config) -> None:
         if r.gpus != e.tensor_parallel_size:
             _fail(f"endpoint.{role}.gpus", r.gpus,
                   f"must equal endpoint.tensor_parallel_size ({e.tensor_parallel_size}): one vLLM engine per pod")
+
+
+def _rule_pod_fit(c: Config) -> None:
+    """Worker requests must fit the node: allocatable (kubelet reservation) minus DaemonSets and sidecars."""
+    e = c.endpoint
+    if e.instance_type not in instance_facts.INSTANCE_FACTS:
+        return  # _rule_instance_types reports it
+    for role in ("prefill", "decode"):
+        r: RoleConfig = getattr(e, role)
+        budget = c.worker_budget(role)
+        tpc = sorted({g.threads_per_core for g in c.hyperpod.instance_groups if g.instance_type == e.instance_type})
+        where = f"one {e.instance_type} (threads_per_core {'/'.join(map(str, tpc))}) leaves a worker"
+        if r.cpu is not None and r.cpu > budget.cpu:
+            _fail(f"endpoint.{role}.cpu", r.cpu,
+                  f"must be <= {budget.cpu}: {where} {budget.cpu} CPUs after kubelet, DaemonSet and "
+                  "operator-sidecar reservations")
+        if r.memory_gib is not None and r.memory_gib > budget.memory_gib:
+            _fail(f"endpoint.{role}.memory_gib", r.memory_gib,
+                  f"must be <= {budget.memory_gib}: {where} {budget.memory_gib} GiB after kubelet, DaemonSet and "
+                  "operator-sidecar reservations")
+
+
+def _rule_addons(c: Config) -> None:
+    """Every pinned add-on must be offered for the cluster's Kubernetes version (pins.ADDONS table)."""
+    v = c.eks.kubernetes_version
+    for pin in pins.ADDONS:
+        if v not in pin.kubernetes_versions:
+            _fail("eks.kubernetes_version", v,
+                  f"must be a version the pinned add-on {pin.name} {pin.version} is offered for "
+                  f"({', '.join(pin.kubernetes_versions)}; pins.ADDONS, checked {pin.checked}; refresh with "
+                  "scripts/refresh-addon-versions)")
 
 
 def _peak_replicas(e: EndpointConfig, role: str) -> int:
@@ -465,7 +582,7 @@ def _rule_cidrs(c: Config) -> None:
 
 _RULES = (
     _rule_names, _rule_s3, _rule_region_and_az, _rule_instance_types, _rule_parallelism,
-    _rule_capacity, _rule_routing, _rule_autoscaling, _rule_eks, _rule_cidrs,
+    _rule_capacity, _rule_routing, _rule_autoscaling, _rule_eks, _rule_addons, _rule_cidrs, _rule_pod_fit,
 )
 
 

@@ -21,42 +21,77 @@ KUBERNETES_VERSION: Final = "1.33"
 # --- EKS add-ons ----------------------------------------------------------------------------------------
 @dataclass(frozen=True, kw_only=True)
 class AddonPin:
-    """An EKS add-on at an exact version. ``source`` says where the version was taken from."""
+    """An EKS add-on at an exact version, with the Kubernetes versions EKS offers that version for.
+
+    ``kubernetes_versions`` is the compatibility table: synth refuses ``eks.kubernetes_version`` when it is
+    not listed (a pinned version that EKS does not offer for the cluster's Kubernetes version fails
+    ``CreateAddon`` after the control plane is up: aws/containers-roadmap#2625). The authority is
+    ``aws eks describe-addon-versions --addon-name <name> --kubernetes-version <v>``; ``checked`` is the date
+    the row was last compared with it or with the page named in ``source``. ``scripts/refresh-addon-versions``
+    redoes the comparison for whoever has AWS credentials and prints the rows that changed.
+    """
 
     name: str
     version: str
     source: str
+    kubernetes_versions: tuple[str, ...]
+    """Kubernetes minor versions EKS offers ``version`` for (``describe-addon-versions`` ``compatibilities``)."""
+    checked: str
+    """ISO date the row was last checked against ``source`` (or the script's output)."""
 
+
+_CHECKED: Final = "2026-11-30"
 
 VPC_CNI: Final = AddonPin(
     name="vpc-cni", version="v1.20.4-eksbuild.1",
-    source="HyperPod needs Amazon VPC CNI >= 1.18.3 (sagemaker-hyperpod-eks-prerequisites)")
+    source="HyperPod needs Amazon VPC CNI >= 1.18.3 (sagemaker-hyperpod-eks-prerequisites); v1.20.x is "
+           "the line the EKS user guide lists for 1.27-1.33 (managing-vpc-cni, 'Amazon VPC CNI versions')",
+    kubernetes_versions=("1.29", "1.30", "1.31", "1.32", "1.33"), checked=_CHECKED)
 KUBE_PROXY: Final = AddonPin(
-    name="kube-proxy", version="v1.33.3-eksbuild.4", source="EKS add-on versions for Kubernetes 1.33")
+    name="kube-proxy", version="v1.33.3-eksbuild.4",
+    source="EKS add-on versions for Kubernetes 1.33; kube-proxy builds track one Kubernetes minor "
+           "(managing-kube-proxy)",
+    kubernetes_versions=("1.33",), checked=_CHECKED)
 COREDNS: Final = AddonPin(
-    name="coredns", version="v1.12.2-eksbuild.4", source="EKS add-on versions for Kubernetes 1.33")
+    name="coredns", version="v1.12.2-eksbuild.4",
+    source="EKS add-on versions for Kubernetes 1.33 (managing-coredns, 'CoreDNS versions')",
+    kubernetes_versions=("1.33",), checked=_CHECKED)
 POD_IDENTITY_AGENT: Final = AddonPin(
     name="eks-pod-identity-agent", version="v1.3.8-eksbuild.2",
-    source="required by the HyperPod observability add-on (hyperpod-observability-addon-setup)")
+    source="required by the HyperPod observability add-on (hyperpod-observability-addon-setup)",
+    kubernetes_versions=("1.33",), checked=_CHECKED)
 S3_CSI: Final = AddonPin(
     name="aws-mountpoint-s3-csi-driver", version="v1.14.1-eksbuild.1",
-    source="inference operator dependency, minimum named in sagemaker-hyperpod-model-deployment-setup")
+    source="inference operator dependency, minimum named in sagemaker-hyperpod-model-deployment-setup",
+    kubernetes_versions=("1.33",), checked=_CHECKED)
 FSX_CSI: Final = AddonPin(
     name="aws-fsx-csi-driver", version="v1.6.0-eksbuild.1",
-    source="inference operator init container requires CSIDriver fsx.csi.aws.com (chart manager.yaml)")
+    source="inference operator init container requires CSIDriver fsx.csi.aws.com (chart manager.yaml)",
+    kubernetes_versions=("1.33",), checked=_CHECKED)
 METRICS_SERVER: Final = AddonPin(
     name="metrics-server", version="v0.7.2-eksbuild.4",
-    source="inference operator dependency (sagemaker-hyperpod-model-deployment-setup)")
+    source="inference operator dependency (sagemaker-hyperpod-model-deployment-setup)",
+    kubernetes_versions=("1.33",), checked=_CHECKED)
 CERT_MANAGER: Final = AddonPin(
     name="cert-manager", version="v1.18.2-eksbuild.2",
-    source="inference operator dependency (sagemaker-hyperpod-model-deployment-setup)")
+    source="inference operator dependency (sagemaker-hyperpod-model-deployment-setup); the ADT Terraform "
+           "module installs this version on its Kubernetes 1.33 default (cert_manager.tf)",
+    kubernetes_versions=("1.33",), checked=_CHECKED)
 INFERENCE_OPERATOR: Final = AddonPin(
     name="amazon-sagemaker-hyperpod-inference", version="v1.3.0-eksbuild.1",
-    source="add-on v1.3.0 = operator v3.2, the first with pdSpec (HyperPod inference release notes)")
+    source="add-on v1.3.0 = operator v3.2, the first with pdSpec (HyperPod inference release notes)",
+    kubernetes_versions=("1.33",), checked=_CHECKED)
 OBSERVABILITY: Final = AddonPin(
     name="amazon-sagemaker-hyperpod-observability", version="v1.0.5-eksbuild.1",
     source="hyperpod-observability-addon-troubleshooting names v1.0.5-eksbuild.1 (adds the restricted-"
-           "instance-group toleration); configuration keys from the console's observability-template.yaml")
+           "instance-group toleration); configuration keys from the console's observability-template.yaml",
+    kubernetes_versions=("1.33",), checked=_CHECKED)
+
+#: Every pinned add-on: the compatibility table synth checks and the CLI preflight reads.
+ADDONS: Final[tuple[AddonPin, ...]] = (
+    VPC_CNI, KUBE_PROXY, COREDNS, POD_IDENTITY_AGENT, S3_CSI, FSX_CSI, METRICS_SERVER, CERT_MANAGER,
+    INFERENCE_OPERATOR, OBSERVABILITY,
+)
 
 #: The operator version whose CRD we generate bindings from and validate against.
 INFERENCE_OPERATOR_APP_VERSION: Final = "3.2"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from aws_cdk.assertions import Match
 from tests.infra.conftest import only
 
@@ -95,11 +97,19 @@ def test_system_node_group_exists_and_waits_for_the_cni(cluster_template, defaul
     assert logical_id in coredns["DependsOn"]  # CoreDNS needs a node, or it stays DEGRADED
 
 
-def test_no_admin_access_entry_without_a_configured_principal(cluster_template) -> None:
+def test_without_a_configured_principal_the_deploy_must_name_one(cluster_template) -> None:
+    """The default config names no admin: a required parameter (no default) becomes the access entry, so the
+    person who deploys gets kubectl access (the README passes the caller) and a deploy without it fails fast."""
     entries = cluster_template.find_resources("AWS::EKS::AccessEntry")
-    # Only the roles of our own chart installers: CDK's kubectl handler and the resiliency installer.
-    assert len(entries) == 2
-    assert all("Fn::GetAtt" in e["Properties"]["PrincipalArn"] for e in entries.values())
+    # Our chart installers (CDK's kubectl handler, the resiliency installer) and the human admin.
+    assert len(entries) == 3
+    human = [e for e in entries.values() if e["Properties"]["PrincipalArn"] == {"Ref": "AdminPrincipalArn"}]
+    assert len(human) == 1
+    assert "AmazonEKSClusterAdminPolicy" in str(human[0]["Properties"]["AccessPolicies"])
+    parameter = cluster_template.to_json()["Parameters"]["AdminPrincipalArn"]
+    assert "Default" not in parameter and parameter["Type"] == "String"
+    assert re.fullmatch(parameter["AllowedPattern"], "arn:aws:iam::123456789012:role/Admin")
+    assert not re.fullmatch(parameter["AllowedPattern"], "arn:aws:sts::123456789012:assumed-role/Admin/me")
 
 
 def test_admin_principal_gets_a_cluster_admin_access_entry(default_config) -> None:
@@ -118,6 +128,7 @@ def test_admin_principal_gets_a_cluster_admin_access_entry(default_config) -> No
     (policy,) = next(iter(entries.values()))["Properties"]["AccessPolicies"]
     assert policy["AccessScope"] == {"Type": "cluster"}
     assert "AmazonEKSClusterAdminPolicy" in str(policy["PolicyArn"])
+    assert "AdminPrincipalArn" not in Template.from_stack(stacks.cluster).to_json().get("Parameters", {})
 
 
 def test_device_plugins_come_from_their_published_repositories_at_pinned_versions(cluster_template) -> None:

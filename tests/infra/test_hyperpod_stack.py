@@ -34,14 +34,17 @@ def test_cluster_settings_follow_the_config(cluster, default_config) -> None:
     assert props["NodeProvisioningMode"] == "Continuous"
 
 
-def test_every_group_is_pinned_to_the_gpu_subnet_and_efa_security_group(cluster, default_config) -> None:
+def test_every_group_is_pinned_to_the_gpu_subnet_efa_and_eks_cluster_security_groups(cluster, default_config) -> None:
+    """The nodes carry the EFA group and the EKS cluster security group: the control-plane ENIs and system nodes
+    admit only members of the latter (deploy-facts.md, Networking)."""
     groups = cluster["Properties"]["InstanceGroups"]
     assert [g["InstanceGroupName"] for g in groups] == [g.name for g in default_config.hyperpod.instance_groups]
     for g in groups:
         vpc = g["OverrideVpcConfig"]
         assert [_import(s) for s in vpc["Subnets"]] == [
             "hyperpod-dpd-network:ExportsOutputRefNetworkGpuSubnet98B9B6C22D860308"]
-        assert len(vpc["SecurityGroupIds"]) == 1 and "EfaGroup" in _import(vpc["SecurityGroupIds"][0])
+        efa, eks_cluster = (_import(g) for g in vpc["SecurityGroupIds"])
+        assert "EfaGroup" in efa and "EksClusterB2BDED5BClusterSecurityGroupId" in eks_cluster
     assert cluster["Properties"]["VpcConfig"] == groups[0]["OverrideVpcConfig"]
 
 

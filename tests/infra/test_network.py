@@ -27,20 +27,26 @@ def test_vpc_uses_the_configured_primary_cidr(network: Template) -> None:
                                                       "EnableDnsHostnames": True, "EnableDnsSupport": True})
 
 
-def test_control_plane_subnets_span_two_azs(network: Template) -> None:
-    by_az = {}
+def _gpu_subnet_id(t: Template) -> str:
+    (gpu_id,) = [k for k, s in _subnets(t).items() if s["Properties"]["CidrBlock"] == "10.1.0.0/16"]
+    return gpu_id
+
+
+def test_control_plane_subnets_span_two_azs_placed_by_az_id(network: Template, default_config) -> None:
+    """AZ IDs, not Fn::GetAZs indexes: an index can land in an AZ EKS does not support (EKS user guide)."""
+    by_az: dict[str, list[str]] = {}
     for sid, s in _subnets(network).items():
-        az = s["Properties"].get("AvailabilityZone")
-        if az is not None:
-            by_az.setdefault(str(az), []).append(sid)
-    # public + private in each of two AZs, placed with Fn::GetAZs (no lookup at synth)
-    assert len(by_az) == 2
+        assert "AvailabilityZone" not in s["Properties"]
+        if sid != _gpu_subnet_id(network):
+            by_az.setdefault(s["Properties"]["AvailabilityZoneId"], []).append(sid)
+    # public + private in each of the two configured (here: derived) AZ IDs
+    assert sorted(by_az) == sorted(default_config.network.control_plane_availability_zone_ids) == [
+        "usw2-az1", "usw2-az2"]
     assert all(len(ids) == 2 for ids in by_az.values())
 
 
 def test_gpu_subnet_is_the_secondary_cidr_in_the_configured_az_id(network: Template) -> None:
-    gpu = [s for s in _subnets(network).values() if "AvailabilityZoneId" in s["Properties"]]
-    assert len(gpu) == 1
+    gpu = [_subnets(network)[_gpu_subnet_id(network)]]
     props = gpu[0]["Properties"]
     assert props["AvailabilityZoneId"] == "usw2-az2"
     assert "AvailabilityZone" not in props
@@ -53,7 +59,7 @@ def test_gpu_subnet_is_the_secondary_cidr_in_the_configured_az_id(network: Templ
 
 
 def test_gpu_subnet_routes_to_the_internet_through_nat(network: Template) -> None:
-    gpu_id = next(k for k, s in _subnets(network).items() if "AvailabilityZoneId" in s["Properties"])
+    gpu_id = _gpu_subnet_id(network)
     assoc = network.find_resources("AWS::EC2::SubnetRouteTableAssociation",
                                    {"Properties": {"SubnetId": {"Ref": gpu_id}}})
     assert len(assoc) == 1
@@ -138,5 +144,5 @@ def test_optional_network_features(default_config_dict) -> None:
 
 
 def test_gpu_az_name_is_an_output_resolved_from_the_subnet(network: Template) -> None:
-    gpu_id = next(k for k, s in _subnets(network).items() if "AvailabilityZoneId" in s["Properties"])
+    gpu_id = _gpu_subnet_id(network)
     network.has_output("GpuAvailabilityZone", {"Value": {"Fn::GetAtt": [gpu_id, "AvailabilityZone"]}})

@@ -73,7 +73,7 @@ def test_the_logical_id_does_not_depend_on_the_construct_path(construct_scope) -
     stack, subnet, sg, role = construct_scope
     parent = HyperPodCluster(stack, "Deeply", props=HyperPodClusterProps(
         cluster_name="c", eks_cluster_arn="arn:aws:eks:us-west-2:123456789012:cluster/x", subnet=subnet,
-        security_group=sg))
+        security_group=sg, eks_cluster_security_group_id="sg-0eks"))
     parent.add_instance_group(_group(subnet, sg, role))
     assert LOGICAL_ID in Template.from_stack(stack).find_resources("AWS::SageMaker::Cluster")
 
@@ -81,7 +81,8 @@ def test_the_logical_id_does_not_depend_on_the_construct_path(construct_scope) -
 def test_fails_when_instance_group_names_repeat(construct_scope) -> None:
     stack, subnet, sg, role = construct_scope
     c = HyperPodCluster(stack, "C", props=HyperPodClusterProps(
-        cluster_name="c", eks_cluster_arn="arn", subnet=subnet, security_group=sg))
+        cluster_name="c", eks_cluster_arn="arn", subnet=subnet, security_group=sg,
+        eks_cluster_security_group_id="sg-0eks"))
     c.add_instance_group(_group(subnet, sg, role))
     with pytest.raises(ValueError, match="must be unique"):
         c.add_instance_group(_group(subnet, sg, role))
@@ -90,7 +91,8 @@ def test_fails_when_instance_group_names_repeat(construct_scope) -> None:
 def test_fails_when_deep_health_check_is_unknown(construct_scope) -> None:
     stack, subnet, sg, role = construct_scope
     c = HyperPodCluster(stack, "C", props=HyperPodClusterProps(
-        cluster_name="c", eks_cluster_arn="arn", subnet=subnet, security_group=sg))
+        cluster_name="c", eks_cluster_arn="arn", subnet=subnet, security_group=sg,
+        eks_cluster_security_group_id="sg-0eks"))
     with pytest.raises(ValueError, match="deep_health_checks"):
         c.add_instance_group(_group(subnet, sg, role, deep_health_checks=("Quick",)))
 
@@ -98,7 +100,8 @@ def test_fails_when_deep_health_check_is_unknown(construct_scope) -> None:
 def test_fails_at_synth_without_instance_groups(construct_scope) -> None:
     stack, subnet, sg, _ = construct_scope
     HyperPodCluster(stack, "C", props=HyperPodClusterProps(
-        cluster_name="c", eks_cluster_arn="arn", subnet=subnet, security_group=sg))
+        cluster_name="c", eks_cluster_arn="arn", subnet=subnet, security_group=sg,
+        eks_cluster_security_group_id="sg-0eks"))
     with pytest.raises(RuntimeError, match="at least one instance group"):
         Template.from_stack(stack)
 
@@ -108,6 +111,7 @@ def test_training_plan_and_legacy_provisioning_are_passed_through(construct_scop
     plan = "arn:aws:sagemaker:us-west-2:123456789012:training-plan/p5-plan"
     c = HyperPodCluster(stack, "C", props=HyperPodClusterProps(
         cluster_name="c", eks_cluster_arn="arn", subnet=subnet, security_group=sg,
+        eks_cluster_security_group_id="sg-0eks",
         node_provisioning_mode="Legacy", node_recovery="None"))
     c.add_instance_group(_group(subnet, sg, role, training_plan_arn=plan, deep_health_checks=()))
     props = Template.from_stack(stack).find_resources("AWS::SageMaker::Cluster")[LOGICAL_ID]["Properties"]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, CfnParameter, Stack
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
@@ -33,12 +33,37 @@ class ClusterStackProps:
     resiliency_charts: tuple[str, ...]
 
 
+#: CloudFormation parameter naming the human admin when ``eks.admin_principal_arn`` is not set.
+ADMIN_PRINCIPAL_PARAMETER = "AdminPrincipalArn"
+#: IAM role or user ARN (what an EKS access entry accepts as a human principal).
+ADMIN_PRINCIPAL_PATTERN = r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]+$"
+
+
 class ClusterStack(Stack):
-    """Exposes ``cluster`` (aws_eks_v2) and ``hyperpod_dependencies`` (what the HyperPod cluster must wait for)."""
+    """Exposes ``cluster`` (aws_eks_v2) and ``hyperpod_dependencies`` (what the HyperPod cluster must wait for).
+
+    Human access: with EKS API authentication, ``bootstrapClusterCreatorAdminPermissions`` makes the
+    *CloudFormation execution role* admin, not the person who ran ``cdk deploy`` (deploy-facts.md, "Access").
+    So the cluster always has an access entry with ``AmazonEKSClusterAdminPolicy`` for a human principal:
+    ``eks.admin_principal_arn`` when the config sets it, else the required parameter
+    :data:`ADMIN_PRINCIPAL_PARAMETER` (no default: a deploy without it fails in seconds, before anything is
+    created), which the README's deploy command fills from ``aws sts get-caller-identity``.
+    """
 
     def __init__(self, scope: Construct, construct_id: str, *, props: ClusterStackProps, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        self.eks = EksCluster(self, "Eks", props=props.eks)
+        eks_props = props.eks
+        self.admin_principal_parameter: CfnParameter | None = None
+        if eks_props.admin_principal_arn is None:
+            self.admin_principal_parameter = CfnParameter(
+                self, ADMIN_PRINCIPAL_PARAMETER, type="String", allowed_pattern=ADMIN_PRINCIPAL_PATTERN,
+                constraint_description="must be an IAM role or user ARN (arn:aws:iam::<account>:role/<name>); "
+                                       "an assumed-role ARN converts with scripts/admin-principal-arn",
+                description="IAM role or user given cluster admin (kubectl) through an EKS access entry. The "
+                            "README deploy command passes the caller: aws sts get-caller-identity | "
+                            "scripts/admin-principal-arn")
+            eks_props = replace(eks_props, admin_principal_arn=self.admin_principal_parameter.value_as_string)
+        self.eks = EksCluster(self, "Eks", props=eks_props)
         # jsii's generated Cluster class does not structurally match the ICluster protocol for mypy (property
         # variance); it implements it at runtime, so the stack hands the interface on.
         self.cluster: eks.ICluster = cast(eks.ICluster, self.eks.cluster)
@@ -56,7 +81,7 @@ class ClusterStack(Stack):
         CfnOutput(self, "EksClusterArn", value=self.cluster.cluster_arn)
         CfnOutput(self, outputs.REGION, value=self.region)
         CfnOutput(self, "UpdateKubeconfigCommand", value=self.eks.update_kubeconfig_command,
-                  description="Point kubectl at the cluster (needs an access entry: eks.admin_principal_arn)")
+                  description="Point kubectl at the cluster (as the admin principal this deploy named)")
 
 
 def _iam4(policy: str) -> str:

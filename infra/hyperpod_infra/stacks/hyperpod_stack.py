@@ -50,14 +50,15 @@ class HyperPodStack(Stack):
         super().__init__(scope, construct_id, **kwargs)
         self.lifecycle = LifecycleScripts(self, "Lifecycle", props=LifecycleScriptsProps(
             bucket_name=props.lifecycle_bucket_name))
-        self.execution_role = HyperPodExecutionRole(self, "ExecutionRole", props=HyperPodExecutionRoleProps(
-            eks_cluster_arn=props.eks_cluster.cluster_arn, gpu_subnet=props.gpu_subnet,
-            security_group=props.efa_security_group, lifecycle_bucket=self.lifecycle.bucket,
-            lifecycle_key_prefix=self.lifecycle.key_prefix))
         self.hyperpod = HyperPodCluster(self, "HyperPod", props=HyperPodClusterProps(
             cluster_name=props.cluster_name, eks_cluster_arn=props.eks_cluster.cluster_arn,
             subnet=props.gpu_subnet, security_group=props.efa_security_group,
+            eks_cluster_security_group_id=props.eks_cluster.cluster_security_group_id,
             node_recovery=props.node_recovery, node_provisioning_mode=props.node_provisioning_mode))
+        self.execution_role = HyperPodExecutionRole(self, "ExecutionRole", props=HyperPodExecutionRoleProps(
+            eks_cluster_arn=props.eks_cluster.cluster_arn, gpu_subnet=props.gpu_subnet,
+            security_group_ids=tuple(self.hyperpod.security_group_ids(props.efa_security_group)),
+            lifecycle_bucket=self.lifecycle.bucket, lifecycle_key_prefix=self.lifecycle.key_prefix))
         for g in props.instance_groups:
             self.hyperpod.add_instance_group(InstanceGroupOptions(
                 name=g.name, instance_type=g.instance_type, instance_count=g.instance_count,

@@ -7,7 +7,7 @@ from typing import Any
 import cdk8s
 
 from hyperpod_k8s.endpoint import defaults as d
-from hyperpod_k8s.endpoint.props import EndpointProps
+from hyperpod_k8s.endpoint.props import EndpointProps, WorkerRequests
 from hyperpod_k8s.imports.com.amazon.aws.sagemaker import inference as iec
 
 
@@ -19,10 +19,11 @@ def metadata(p: EndpointProps, mode: str) -> cdk8s.ApiObjectMetadata:
     )
 
 
-def gpu_resources(gpus: int) -> dict[str, Any]:
-    """Requests and limits for ``gpus`` GPUs (extended resources need a limit equal to the request)."""
-    requests = {"cpu": gpus * d.CPU_PER_GPU, "memory": f"{gpus * d.MEMORY_GIB_PER_GPU}Gi", d.GPU_RESOURCE: gpus}
-    return {"requests": requests, "limits": {d.GPU_RESOURCE: gpus}}
+def gpu_resources(gpus: int, requests: WorkerRequests) -> dict[str, Any]:
+    """Requests and limits of one worker: ``gpus`` GPUs (extended resources need a limit equal to the request)
+    and the CPU and memory derived from its node (:meth:`hyperpod_infra.config.Config.worker_requests`)."""
+    values = {"cpu": requests.cpu, "memory": f"{requests.memory_gib}Gi", d.GPU_RESOURCE: gpus}
+    return {"requests": values, "limits": {d.GPU_RESOURCE: gpus}}
 
 
 def model_source(p: EndpointProps) -> iec.InferenceEndpointConfigSpecModelSourceConfig:
@@ -37,7 +38,7 @@ def model_source(p: EndpointProps) -> iec.InferenceEndpointConfigSpecModelSource
 def worker(p: EndpointProps, *, args: tuple[str, ...], env: tuple[tuple[str, str], ...]
            ) -> iec.InferenceEndpointConfigSpecWorker:
     """``worker``. For DPD its ``resources`` are ignored (each role's win) but the CRD requires them."""
-    resources = gpu_resources(p.gpus_per_replica)
+    resources = gpu_resources(p.gpus_per_replica, p.worker_requests)
     return iec.InferenceEndpointConfigSpecWorker(
         image=p.image,
         args=list(args),

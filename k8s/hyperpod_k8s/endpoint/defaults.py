@@ -30,11 +30,9 @@ METRICS_PATH: Final = "/metrics"
 """vLLM and LMCache metrics. The port is the container port: the KV Cache dashboard appears only when
 ``metrics.modelMetrics.port`` equals it [OBS]."""
 
-CPU_PER_GPU: Final = 12
-MEMORY_GIB_PER_GPU: Final = 128
-"""Pod CPU and memory per requested GPU: the reference manifest asks 96 CPU and 1024Gi for 8 GPUs, half of
-an ml.p5.48xlarge (192 vCPU, 2 TiB), which leaves room for the sidecars, the operator and daemon sets.
-Scaled per GPU so a TP-4 role fits two pods on a node [DPD reference manifest]."""
+# Pod CPU and memory requests are not constants: the reference manifest's 96 CPU per 8 GPUs is every CPU of an
+# ml.p5.48xlarge with ThreadsPerCore 1 and never fits. They come from the node's allocatable minus the kubelet,
+# DaemonSet and operator-sidecar reservations (hyperpod_infra.instance_facts, Config.worker_requests).
 
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 

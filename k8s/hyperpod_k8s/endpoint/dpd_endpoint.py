@@ -16,7 +16,7 @@ _PD = "InferenceEndpointConfigSpecPdSpec"
 
 def _role_spec(cls_prefix: str, role: RoleProps) -> Any:
     """``prefillSpec`` / ``decodingSpec`` from the generated ``<prefix>`` / ``<prefix>Resources*`` classes."""
-    resources = common.gpu_resources(role.gpus)
+    resources = common.gpu_resources(role.gpus, role.requests)
     cls, res_cls = getattr(iec, cls_prefix), getattr(iec, f"{cls_prefix}Resources")
     return cls(
         replicas=role.replicas,

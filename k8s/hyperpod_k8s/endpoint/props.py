@@ -26,11 +26,21 @@ class RoleScaling:
 
 
 @dataclass(frozen=True, kw_only=True)
+class WorkerRequests:
+    """CPU (whole CPUs) and memory (GiB) requests of one worker container."""
+
+    cpu: int
+    memory_gib: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class RoleProps:
     """One pdSpec role: ``prefillSpec`` or ``decodingSpec``."""
 
     replicas: int
     gpus: int
+    requests: WorkerRequests
+    """Derived from the node the role runs on (``Config.worker_requests``), never a per-GPU constant."""
     args: tuple[str, ...]
     node_selector: dict[str, str]
     scaling: RoleScaling | None
@@ -53,6 +63,8 @@ class EndpointProps:
     region: str
     model_location: str
     gpus_per_replica: int
+    worker_requests: WorkerRequests
+    """``worker.resources``: what the colocated baseline's pods request (DPD pods take their role's)."""
     scrape_interval_seconds: int
     routing_strategy: str
     kv_cache_l1: bool
@@ -116,9 +128,14 @@ def _scaling(c: Config, role: Role, server_address: str | None) -> RoleScaling |
     )
 
 
+def _requests(c: Config, role: Literal["prefill", "decode", "colocated"]) -> WorkerRequests:
+    r = c.worker_requests(role)
+    return WorkerRequests(cpu=r.cpu, memory_gib=r.memory_gib)
+
+
 def _role(c: Config, role: Role, server_address: str | None) -> RoleProps:
     r: RoleConfig = getattr(c.endpoint, role)
-    return RoleProps(replicas=r.replicas, gpus=r.gpus, args=role_args(r),
+    return RoleProps(replicas=r.replicas, gpus=r.gpus, requests=_requests(c, role), args=role_args(r),
                      node_selector=_node_selector(c, role), scaling=_scaling(c, role, server_address))
 
 
@@ -135,6 +152,7 @@ def endpoint_props(c: Config, inputs: EndpointInputs) -> EndpointProps:
         bucket_name=inputs.model_bucket_name.value or "", region=c.region,
         model_location=c.model.s3_prefix.rstrip("/"),
         gpus_per_replica=e.tensor_parallel_size,
+        worker_requests=_requests(c, "colocated"),
         scrape_interval_seconds=c.observability.scrape_interval_seconds,
         routing_strategy=e.routing_strategy,
         kv_cache_l1=e.kv_cache.enable_l1_cache, kv_cache_l2=e.kv_cache.enable_l2_cache,

@@ -1,0 +1,151 @@
+"""What a GPU node offers a pod: instance facts with their sources, and the reservations taken before a pod.
+
+Requests of the endpoint pods are derived from here, never from a constant: with ``ThreadsPerCore: 1`` an
+ml.p5.48xlarge exposes 96 CPUs, not 192, and the kubelet, the DaemonSets and the operator's sidecars take
+their share before a worker pod is scheduled (deploy-facts.md, "Compute").
+
+Sources:
+  [EC2-ACC]  EC2 "Accelerated computing instances - specifications"
+             (docs.aws.amazon.com/ec2/latest/instancetypes/ac.html): vCPUs, memory (GiB), GPUs and network
+             cards of p5/p5e/p5en/p6-b200/p6-b300.
+  [EC2-CPU]  EC2 "CPU options - supported CPU cores and threads per CPU core per instance type": default cores
+             and 2 threads per core for these types; ``ThreadsPerCore: 1`` leaves one vCPU per core.
+  [EFA-P5]   EC2 "Maximize network bandwidth ... EFA configuration for P5 and P5e instances": 32 EFA network cards.
+  [SM-TPC]   SageMaker API ``ClusterInstanceGroupSpecification.ThreadsPerCore`` (1 disables hyper-threading).
+  [NODEADM]  awslabs/amazon-eks-ami ``nodeadm/internal/kubelet/config.go``: ``kubeReserved.cpu`` =
+             6 % of the first core + 1 % of the second + 0.5 % of cores 3-4 + 0.25 % of the rest;
+             ``kubeReserved.memory`` = 11 MiB x maxPods + 255 MiB; ``evictionHard memory.available`` 100Mi;
+             maxPods is capped at 250 on instances with more than 30 vCPUs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+
+@dataclass(frozen=True, kw_only=True)
+class InstanceFacts:
+    """One instance type as EC2 documents it (defaults: 2 threads per core)."""
+
+    instance_type: str
+    vcpus: int
+    cores: int
+    memory_gib: int
+    gpus: int
+    efa_interfaces: int
+    """EFA-capable network cards (one EFA interface each)."""
+    source: str
+
+    def cpus(self, threads_per_core: int) -> int:
+        """CPUs the node reports: ``vcpus x threads_per_core / 2`` (``ThreadsPerCore: 1`` halves them) [EC2-CPU]."""
+        if threads_per_core not in (1, 2):
+            raise ValueError(f"threads_per_core must be 1 or 2, got {threads_per_core}")
+        return self.vcpus * threads_per_core // 2
+
+
+INSTANCE_FACTS: Final[dict[str, InstanceFacts]] = {f.instance_type: f for f in (
+    InstanceFacts(instance_type="ml.p5.48xlarge", vcpus=192, cores=96, memory_gib=2048, gpus=8,
+                  efa_interfaces=32, source="[EC2-ACC] p5.48xlarge: 192 vCPU, 2048 GiB, 8 x H100; [EFA-P5] 32"),
+    InstanceFacts(instance_type="ml.p5e.48xlarge", vcpus=192, cores=96, memory_gib=2048, gpus=8,
+                  efa_interfaces=32, source="[EC2-ACC] p5e.48xlarge: 192 vCPU, 2048 GiB, 8 x H200; [EFA-P5] 32"),
+    InstanceFacts(instance_type="ml.p5en.48xlarge", vcpus=192, cores=96, memory_gib=2048, gpus=8,
+                  efa_interfaces=16, source="[EC2-ACC] p5en.48xlarge: 192 vCPU, 2048 GiB, 8 x H200, 16 EFAv3 cards"),
+    InstanceFacts(instance_type="ml.p6-b200.48xlarge", vcpus=192, cores=96, memory_gib=2048, gpus=8,
+                  efa_interfaces=8, source="[EC2-ACC] p6-b200.48xlarge: 192 vCPU, 2048 GiB, 8 x B200, 8 EFAv4 cards"),
+    InstanceFacts(instance_type="ml.p6-b300.48xlarge", vcpus=192, cores=96, memory_gib=4096, gpus=8,
+                  efa_interfaces=16, source="[EC2-ACC] p6-b300.48xlarge: 192 vCPU, 4096 GiB, 8 x B300, 16 EFAv4 "
+                                             "cards (6.4 Tbps)"),
+)}
+
+#: nodeadm's maxPods cap for instances with more than 30 vCPUs [NODEADM]; the reservation below assumes it
+#: (the most a HyperPod node's kubelet could be configured with), so the estimate never under-reserves.
+MAX_PODS: Final = 250
+EVICTION_HARD_MEMORY_MIB: Final = 100
+
+#: Share of the nominal memory the kernel reports as ``MemTotal`` (firmware and kernel hold the rest).
+#: [I] An estimate: on large EC2 instances MemTotal is 1-3 % below the nominal GiB; we assume 3 %.
+MEMORY_VISIBLE_FRACTION: Final = 0.97
+
+#: What the node agents on a HyperPod GPU node request together: aws-node, kube-proxy, eks-pod-identity-agent,
+#: the NVIDIA and EFA device plugins, the health-monitoring agent, the S3 and FSx CSI node plugins and the
+#: observability add-on's exporters (node, DCGM, EFA) and collector. A budget, not a measurement: 10 agents at
+#: up to 400m CPU and 800 MiB each. ``kubectl describe node`` ("Allocated resources") shows the real sum.
+DAEMONSET_CPU_MILLIS: Final = 4000
+DAEMONSET_MEMORY_MIB: Final = 8192
+
+#: The operator adds containers to every worker pod next to vLLM (metrics sidecar on :9113, metrics
+#: collector, S3 uploader; operator v3.4 makes their resources configurable: operator.md). Budget per pod.
+SIDECAR_CPU_MILLIS: Final = 1000
+SIDECAR_MEMORY_MIB: Final = 2048
+
+
+def kube_reserved_cpu_millis(cpus: int) -> int:
+    """``kubeReserved.cpu`` for a node with ``cpus`` CPUs [NODEADM]."""
+    total = cpus * 1000
+    reserved = 0.0
+    for start, end, per_10k in ((0, 1000, 600), (1000, 2000, 100), (2000, 4000, 50), (4000, total, 25)):
+        if total > start:
+            reserved += (min(total, end) - start) * per_10k / 10_000
+    return int(reserved)
+
+
+def kube_reserved_memory_mib(max_pods: int = MAX_PODS) -> int:
+    """``kubeReserved.memory`` [NODEADM]."""
+    return 11 * max_pods + 255
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeBudget:
+    """What one node leaves for the worker pods, step by step (every number in CPU millis or MiB)."""
+
+    instance_type: str
+    threads_per_core: int
+    cpus: int
+    memory_mib: int
+    kube_reserved_cpu_millis: int
+    kube_reserved_memory_mib: int
+
+    @property
+    def allocatable_cpu_millis(self) -> int:
+        """Node ``status.allocatable.cpu``: capacity minus kubeReserved."""
+        return self.cpus * 1000 - self.kube_reserved_cpu_millis
+
+    @property
+    def allocatable_memory_mib(self) -> int:
+        """Node ``status.allocatable.memory``: capacity minus kubeReserved and the hard eviction threshold."""
+        return self.memory_mib - self.kube_reserved_memory_mib - EVICTION_HARD_MEMORY_MIB
+
+    def pod_cpu_millis(self, pods_per_node: int) -> int:
+        """The most one worker container may request with ``pods_per_node`` workers on the node."""
+        return (self.allocatable_cpu_millis - DAEMONSET_CPU_MILLIS) // pods_per_node - SIDECAR_CPU_MILLIS
+
+    def pod_memory_mib(self, pods_per_node: int) -> int:
+        return (self.allocatable_memory_mib - DAEMONSET_MEMORY_MIB) // pods_per_node - SIDECAR_MEMORY_MIB
+
+
+def node_budget(instance_type: str, threads_per_core: int) -> NodeBudget:
+    facts = INSTANCE_FACTS[instance_type]
+    cpus = facts.cpus(threads_per_core)
+    return NodeBudget(
+        instance_type=instance_type, threads_per_core=threads_per_core, cpus=cpus,
+        memory_mib=int(facts.memory_gib * 1024 * MEMORY_VISIBLE_FRACTION),
+        kube_reserved_cpu_millis=kube_reserved_cpu_millis(cpus),
+        kube_reserved_memory_mib=kube_reserved_memory_mib())
+
+
+@dataclass(frozen=True, kw_only=True)
+class PodRequests:
+    """Requests of one worker container: whole CPUs and whole GiB (what the manifests carry)."""
+
+    cpu: int
+    memory_gib: int
+
+
+def max_pod_requests(instance_type: str, threads_per_core: int, gpus_per_pod: int) -> PodRequests:
+    """The largest whole-CPU / whole-GiB requests a worker with ``gpus_per_pod`` GPUs can make and still be
+    scheduled with as many workers as the node has GPUs for."""
+    facts = INSTANCE_FACTS[instance_type]
+    pods = max(1, facts.gpus // gpus_per_pod)
+    budget = node_budget(instance_type, threads_per_core)
+    return PodRequests(cpu=budget.pod_cpu_millis(pods) // 1000, memory_gib=budget.pod_memory_mib(pods) // 1024)
