@@ -11,7 +11,14 @@ from typing import Any
 
 import pytest
 
-from hyperpod_infra.config import Config, ConfigError, az_id_prefix, load_config, parse_config
+from hyperpod_infra.config import (
+    Config,
+    ConfigError,
+    az_id_prefix,
+    default_control_plane_az_ids,
+    load_config,
+    parse_config,
+)
 
 
 def _set(data: dict, path: str, value: Any) -> None:
@@ -139,6 +146,19 @@ FAILING_CASES = [
     ("admin_principal_is_not_an_iam_arn", {"eks.admin_principal_arn": "admin"}, "eks.admin_principal_arn must be"),
     ("system_node_type_is_invalid", {"eks.system_node_group.instance_type": "big"},
      "eks.system_node_group.instance_type must be"),
+    # control-plane AZ IDs (EKS user guide: no control planes in use1-az3, usw1-az2, cac1-az3)
+    ("control_plane_az_of_another_region", {"network.control_plane_availability_zone_ids": ["use1-az1", "use1-az2"]},
+     "network.control_plane_availability_zone_ids[0] must be an AZ ID of us-west-2"),
+    ("control_plane_az_eks_does_not_support", {"region": "us-east-1", "network.gpu_availability_zone_id": "use1-az2",
+                                               "network.control_plane_availability_zone_ids": ["use1-az1", "use1-az3"]},
+     "network.control_plane_availability_zone_ids[1] must be an AZ ID where EKS creates control planes"),
+    ("control_plane_azs_repeat", {"network.control_plane_availability_zone_ids": ["usw2-az1", "usw2-az1"]},
+     "network.control_plane_availability_zone_ids must name two different AZ IDs"),
+    # worker requests must fit the node (ml.p5.48xlarge, ThreadsPerCore 1: 96 CPUs, 90 left for a worker)
+    ("prefill_cpu_exceeds_the_node", {"endpoint.prefill.cpu": 96},
+     "endpoint.prefill.cpu must be <= 90: one ml.p5.48xlarge (threads_per_core 1) leaves a worker 90 CPUs"),
+    ("decode_memory_exceeds_the_node", {"endpoint.decode.memory_gib": 2048},
+     "endpoint.decode.memory_gib must be <= 1973: one ml.p5.48xlarge (threads_per_core 1) leaves a worker 1973 GiB"),
     # CIDRs
     ("vpc_cidr_is_invalid", {"network.vpc_cidr": "10.0.0.1/16"}, "network.vpc_cidr must be an IPv4 CIDR"),
     ("gpu_cidr_prefix_out_of_range", {"network.gpu_cidr": "10.0.0.0/8"}, "between /16 and /28"),
@@ -212,3 +232,68 @@ def test_realistic_variants_are_accepted(default_config_dict: dict) -> None:
     data["endpoint"]["kv_cache"] = {"enable_l2_cache": True, "l2_cache_backend": "redis"}
     c = parse_config(data)
     assert c.pool_gpus("prefill") == 16
+
+
+def test_cluster_names_derive_from_name_when_left_out(default_config_dict: dict) -> None:
+    """Issue 9 item 10: two deployments that differ only in ``name`` get different cluster names."""
+    assert default_config_dict["eks"]["cluster_name"] is None
+    assert default_config_dict["hyperpod"]["cluster_name"] is None
+    c = parse_config(_mutated(default_config_dict, name="team-b"))
+    assert (c.eks.cluster_name, c.hyperpod.cluster_name) == ("team-b-eks", "team-b")
+    data = _mutated(default_config_dict, name="team-b")
+    del data["eks"]
+    assert parse_config(data).eks.cluster_name == "team-b-eks"
+    explicit = parse_config(_mutated(default_config_dict, eks__cluster_name="mine", hyperpod__cluster_name="hp"))
+    assert (explicit.eks.cluster_name, explicit.hyperpod.cluster_name) == ("mine", "hp")
+
+
+@pytest.mark.parametrize(("region", "expected"), [
+    ("us-west-2", ("usw2-az1", "usw2-az2")),
+    ("us-east-1", ("use1-az1", "use1-az2")),
+    ("us-west-1", ("usw1-az1", "usw1-az3")),  # usw1-az2: no EKS control planes
+    ("ca-central-1", ("cac1-az1", "cac1-az2")),
+])
+def test_control_plane_az_ids_default_to_the_first_two_eks_supports(region: str, expected: tuple) -> None:
+    assert default_control_plane_az_ids(region) == expected
+
+
+def test_worker_requests_come_from_the_node_not_a_constant(default_config_dict: dict) -> None:
+    """ThreadsPerCore 1 on ml.p5.48xlarge: 96 CPUs - 0.31 kubeReserved - 4 DaemonSets - 1 sidecars -> 90;
+    ThreadsPerCore 2 doubles the CPUs (192 -> 186 after the same reservations, minus the larger kubeReserved)."""
+    c = parse_config(default_config_dict)
+    assert c.worker_requests("prefill").cpu == 90 and c.worker_requests("decode").cpu == 90
+    two = _mutated(default_config_dict, **{"hyperpod.instance_groups[0].threads_per_core": 2,
+                                           "hyperpod.instance_groups[1].threads_per_core": 2})
+    assert parse_config(two).worker_requests("prefill").cpu == 186
+    tp4 = _mutated(default_config_dict, **{"endpoint.tensor_parallel_size": 4, "endpoint.prefill.gpus": 4,
+                                           "endpoint.decode.gpus": 4})
+    assert parse_config(tp4).worker_requests("decode").cpu == 44  # two workers share a node
+    smaller = parse_config(_mutated(default_config_dict, **{"endpoint.prefill.cpu": 64,
+                                                           "endpoint.prefill.memory_gib": 512}))
+    assert (smaller.worker_requests("prefill").cpu, smaller.worker_requests("prefill").memory_gib) == (64, 512)
+
+
+def test_fails_when_a_pinned_addon_is_not_offered_for_the_kubernetes_version(default_config_dict: dict,
+                                                                               monkeypatch) -> None:
+    """Synth refuses an add-on the compatibility table (pins.ADDONS) does not list for eks.kubernetes_version."""
+    from dataclasses import replace
+
+    from hyperpod_infra import pins
+
+    monkeypatch.setattr(pins, "ADDONS", (replace(pins.FSX_CSI, kubernetes_versions=("1.32",)),))
+    with pytest.raises(ConfigError, match=r"^eks.kubernetes_version must be a version the pinned add-on "
+                                          r"aws-fsx-csi-driver v1.6.0-eksbuild.1 is offered for \(1.32;"):
+        parse_config(default_config_dict)
+
+
+def test_every_pinned_addon_is_in_the_table_with_a_date() -> None:
+    import datetime
+    import inspect
+
+    from hyperpod_infra import pins
+
+    pinned = {v for _, v in inspect.getmembers(pins) if isinstance(v, pins.AddonPin)}
+    assert pinned == set(pins.ADDONS)
+    for pin in pins.ADDONS:
+        assert pin.kubernetes_versions and pin.source
+        datetime.date.fromisoformat(pin.checked)
