@@ -63,6 +63,14 @@ HYPERPOD_MANAGED_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
 #: execution role"): the AWS managed policy ``AmazonSageMakerHyperPodInferenceAccess``, trusted by SageMaker.
 INFERENCE_MANAGED_POLICY = "AmazonSageMakerHyperPodInferenceAccess"
 
+#: What the operator's components call besides the operator itself (same setup page, dependencies): KEDA queries
+#: the managed Prometheus workspace for Prometheus triggers (AMP user guide, "IAM permissions": the query actions),
+#: and the Mountpoint for S3 CSI driver reads the model bucket (Mountpoint CSI driver docs, minimum permissions
+#: for read-only mounts).
+KEDA_PROMETHEUS_ACTIONS: tuple[str, ...] = (
+    "aps:QueryMetrics", "aps:GetLabels", "aps:GetSeries", "aps:GetMetricMetadata")
+S3_CSI_READ_ACTIONS: tuple[str, ...] = ("s3:ListBucket", "s3:GetObject")
+
 #: Condition keys that only match at resource creation: a statement conditioned on them does not allow a
 #: standalone call on an existing resource (IAM: "ec2:CreateAction ... the name of a resource-creating API").
 CREATION_ONLY_CONDITION_KEYS = ("ec2:CreateAction",)
@@ -452,6 +460,11 @@ def test_inference_operator_role_has_the_published_policy(deployment) -> None:
     assert len(roles) == 1
     trust = json.dumps(roles[0][1]["Properties"]["AssumeRolePolicyDocument"])
     assert "sagemaker.amazonaws.com" in trust
+    granted = [s for _, r in model.resources("AWS::IAM::Policy")
+               for s in r["Properties"]["PolicyDocument"]["Statement"]]
+    needed = S3_CSI_READ_ACTIONS + (KEDA_PROMETHEUS_ACTIONS if deployment.config.endpoint.autoscaling.enabled else ())
+    missing = [a for a in needed if not any(_allows(s, a) for s in granted)]
+    assert not missing, f"no role of the operator's components may {missing}"
 
 
 # --- add-ons ------------------------------------------------------------------------------------------------

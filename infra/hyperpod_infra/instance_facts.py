@@ -54,8 +54,8 @@ INSTANCE_FACTS: Final[dict[str, InstanceFacts]] = {f.instance_type: f for f in (
     InstanceFacts(instance_type="ml.p6-b200.48xlarge", vcpus=192, cores=96, memory_gib=2048, gpus=8,
                   efa_interfaces=8, source="[EC2-ACC] p6-b200.48xlarge: 192 vCPU, 2048 GiB, 8 x B200, 8 EFAv4 cards"),
     InstanceFacts(instance_type="ml.p6-b300.48xlarge", vcpus=192, cores=96, memory_gib=4096, gpus=8,
-                  efa_interfaces=16, source="[EC2-ACC] p6-b300.48xlarge: 192 vCPU, 4096 GiB, 8 x B300, 16 EFAv4 "
-                                             "cards (6.4 Tbps)"),
+                  efa_interfaces=16, source="[EC2-ACC] p6-b300.48xlarge: 192 vCPU, 4096 GiB, 8 x B300; EFA: "
+                                             "6.4 Tbps EFAv4 at 400 Gbps per card [I] (not verified offline)"),
 )}
 
 #: nodeadm's maxPods cap for instances with more than 30 vCPUs [NODEADM]; the reservation below assumes it

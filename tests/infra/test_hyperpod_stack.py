@@ -143,12 +143,22 @@ def test_execution_role_has_the_managed_instance_policy(hyperpod_template) -> No
                                                  ":iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy"]]}]})
 
 
-def test_eni_creation_is_scoped_to_our_subnet_and_security_group(role_statements) -> None:
+def test_eni_creation_is_scoped_to_our_subnet_and_the_nodes_security_groups(role_statements) -> None:
+    """Every group the nodes carry (EFA and EKS cluster security group) or HyperPod cannot create their ENIs."""
     s = role_statements["CreateEniInGpuSubnet"]
     assert _actions(s) == ["ec2:CreateNetworkInterface"]
     text = str(_resources(s))
     assert "subnet/" in text and "NetworkGpuSubnet" in text
-    assert "security-group/" in text and "EfaGroup" in text
+    assert text.count("security-group/") == 2
+    assert "EfaGroup" in text and "EksClusterB2BDED5BClusterSecurityGroupId" in text
+
+
+def test_the_vpc_cni_may_tag_existing_enis(role_statements) -> None:
+    """ipamd tags ENIs after creating them (standalone CreateTags): no ``ec2:CreateAction`` condition, as in
+    AmazonEKS_CNI_Policy and AWS's HyperPod IAM template (deploy-facts.md, IAM)."""
+    s = role_statements["TagEnis"]
+    assert _actions(s) == ["ec2:CreateTags"] and "Condition" not in s
+    assert "network-interface/*" in str(_resources(s))
 
 
 def test_pod_identity_is_scoped_to_our_eks_cluster(role_statements) -> None:
