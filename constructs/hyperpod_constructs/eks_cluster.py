@@ -51,7 +51,9 @@ class EksClusterProps:
     """CIDRs allowed on the public endpoint. The private endpoint is always on. Default: anywhere."""
     log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
     admin_principal_arn: str | None = None
-    """IAM role/user granted ``AmazonEKSClusterAdminPolicy`` through an access entry. Default: none."""
+    """IAM role/user granted ``AmazonEKSClusterAdminPolicy`` through an access entry; may be a token (a stack
+    parameter). Default: none, and then no human can use kubectl: with API authentication the bootstrap admin is
+    the CloudFormation execution role. The cluster stack always passes one."""
 
 
 class EksCluster(Construct):

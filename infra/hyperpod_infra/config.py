@@ -120,7 +120,9 @@ class EksConfig(_Model):
     """EKS cluster name. Default (``null`` in YAML): ``<name>-eks``, so two deployments never collide."""
     kubernetes_version: str = pins.KUBERNETES_VERSION
     admin_principal_arn: str | None = None
-    """IAM role or user granted cluster admin through an access entry. Default: none (CDK's role only)."""
+    """IAM role or user granted cluster admin through an access entry. Default: none: the cluster stack then
+    takes the required CloudFormation parameter ``AdminPrincipalArn``, which the README deploy command fills
+    with the caller (``aws sts get-caller-identity | scripts/admin-principal-arn``)."""
     endpoint_public_access_cidrs: tuple[Cidr, ...] = ("0.0.0.0/0",)
     """CIDRs allowed to reach the public API endpoint; the private endpoint is always on."""
     log_retention_days: Literal[1, 3, 5, 7, 14, 30, 60, 90, 180, 365] = 30
