@@ -20,8 +20,6 @@ LOGICAL_ID = "HyperPodCluster"
 #: ``createOnlyProperties`` of AWS::SageMaker::Cluster).
 CREATE_ONLY_PROPERTIES = ("ClusterName", "VpcConfig", "Orchestrator")
 DEEP_HEALTH_CHECKS = ("InstanceStress", "InstanceConnectivity")
-#: ``VpcConfig.SecurityGroupIds`` holds 1-5 groups (SageMaker API ``VpcConfig``).
-MAX_SECURITY_GROUPS = 5
 
 
 @dataclass(frozen=True, kw_only=True)
