@@ -19,7 +19,7 @@ from hyperpod_infra.stacks.hyperpod_stack import HyperPodStack, HyperPodStackPro
 from hyperpod_infra.stacks.network_stack import NetworkStack, NetworkStackProps
 from hyperpod_infra.stacks.observability_stack import ObservabilityStack, ObservabilityStackProps
 from hyperpod_infra.stacks.platform_stack import PlatformStack, PlatformStackProps
-from hyperpod_k8s.observability import alert_rule_groups
+from hyperpod_infra.telemetry.alerts import alert_rule_groups
 
 
 def retention(days: int) -> logs.RetentionDays:
@@ -125,7 +125,7 @@ def build(app: cdk.App, config: Config) -> Stacks:
             props=ObservabilityStackProps(
                 cluster=cluster.cluster, workspace_alias=config.name,
                 scrape_interval_seconds=config.observability.scrape_interval_seconds,
-                # The same alert definitions as the PrometheusRule manifest (hyperpod_k8s.observability).
+                # The same alert definitions as the PrometheusRule manifest (hyperpod_infra.telemetry).
                 alert_rule_groups=alert_rule_groups(config),
                 # Pod Identity must run, and the add-on needs a node of 4xlarge or more: the HyperPod nodes.
                 addon_depends_on=(cluster.eks.addons[pins.POD_IDENTITY_AGENT.name], hyperpod.hyperpod)),
