@@ -153,3 +153,11 @@ def test_prometheus_rule_wraps_the_same_rule_groups(default_config: Config) -> N
     rule = prometheus_rule(default_config)
     assert (rule["apiVersion"], rule["kind"]) == ("monitoring.coreos.com/v1", "PrometheusRule")
     assert rule["spec"] == alert_rule_groups(default_config)
+
+
+def test_docs_list_every_panel_query_and_metric_source(default_config: Config) -> None:
+    """docs/observability.md carries the generated reference (queries and sources) for the default config."""
+    from hyperpod_infra.telemetry.reference import markdown
+
+    doc = (Path(__file__).parents[2] / "docs" / "observability.md").read_text()
+    assert markdown(default_config) in doc, "regenerate: python -m hyperpod_infra.telemetry.reference"
