@@ -45,8 +45,7 @@ class Metric:
     labels: tuple[str, ...]
     """Labels the exporter itself emits, as the contract lists them."""
     path: Path = "inference"
-    metric_source: str | None = lbl.MODEL_CONTAINER
-    """``metric_source`` value on the inference path. Default: ``model-container`` (the engine's /metrics)."""
+    """How the series reach Prometheus, which decides the pod and namespace labels. Default: ``inference``."""
     renamed_from: str | None = None
     """Older name of the same signal and when it changed. Default: no rename we know of."""
 
@@ -178,25 +177,25 @@ LMCACHE_HIT_TOKENS: Final = Metric(
 
 MODEL_INVOCATIONS: Final = Metric(
     name="model_invocations_total", type="counter", unit="reqps", source=SIDECAR, labels=_SIDECAR,
-    metric_source=lbl.REVERSE_PROXY, help="Invocations through the pod's reverse proxy.")
+    help="Invocations through the pod's reverse proxy.")
 MODEL_ERRORS: Final = Metric(
     name="model_errors_total", type="counter", unit="reqps", source=SIDECAR, labels=_SIDECAR,
-    metric_source=lbl.REVERSE_PROXY, help="Failed invocations through the pod's reverse proxy.")
+    help="Failed invocations through the pod's reverse proxy.")
 
 # --- DCGM and kube-state-metrics ------------------------------------------------------------------------
 
 GPU_UTIL: Final = Metric(
     name="DCGM_FI_DEV_GPU_UTIL", type="gauge", unit="percent", source=DCGM, labels=_DCGM, path="dcgm",
-    metric_source=None, help="GPU utilisation (%). Often pegged near 100 under load; read with KV usage and queues.")
+    help="GPU utilisation (%). Often pegged near 100 under load; read with KV usage and queues.")
 GPU_FB_USED: Final = Metric(
     name="DCGM_FI_DEV_FB_USED", type="gauge", unit="decmbytes", source=DCGM, labels=_DCGM, path="dcgm",
-    metric_source=None, help="GPU framebuffer memory used (MiB).")
+    help="GPU framebuffer memory used (MiB).")
 GPU_FB_FREE: Final = Metric(
     name="DCGM_FI_DEV_FB_FREE", type="gauge", unit="decmbytes", source=DCGM, labels=_DCGM, path="dcgm",
-    metric_source=None, help="GPU framebuffer memory free (MiB).")
+    help="GPU framebuffer memory free (MiB).")
 POD_RESTARTS: Final = Metric(
     name="kube_pod_container_status_restarts_total", type="counter", unit="short",
-    source=KUBE_STATE_METRICS, labels=_KSM, path="kube-state-metrics", metric_source=None,
+    source=KUBE_STATE_METRICS, labels=_KSM, path="kube-state-metrics",
     help="Container restarts per pod.")
 
 CATALOGUE: Final[tuple[Metric, ...]] = (
