@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
@@ -20,7 +21,9 @@ from hyperpod_infra.stacks.hyperpod_stack import HyperPodStack, HyperPodStackPro
 from hyperpod_infra.stacks.network_stack import NetworkStack, NetworkStackProps
 from hyperpod_infra.stacks.observability_stack import ObservabilityStack, ObservabilityStackProps
 from hyperpod_infra.stacks.platform_stack import PlatformStack, PlatformStackProps
-from hyperpod_k8s.observability import alert_rule_groups
+from hyperpod_infra.telemetry.alerts import alert_rule_groups
+from hyperpod_infra.telemetry.dashboards import dashboards
+from hyperpod_infra.telemetry.render import render, to_json_text
 
 
 def retention(days: int) -> logs.RetentionDays:
@@ -53,6 +56,15 @@ def lifecycle_bucket_name(config: Config) -> str:
         digest = hashlib.sha256(name.encode()).hexdigest()[:8]
         name = f"{name[:room - 9].rstrip('-')}-{digest}"
     return f"sagemaker-{name}-lc-{cdk.Aws.ACCOUNT_ID}-{config.region}"
+
+
+def _grafana(config: Config) -> dict[str, Any]:
+    """ObservabilityStackProps fields for ``observability.grafana_workspace``; none when it is not set."""
+    g = config.observability.grafana_workspace
+    if g is None:
+        return {}
+    return {"grafana_workspace_id": g.workspace_id, "grafana_folder": g.folder,
+            "dashboards": {spec.uid: to_json_text(render(spec)) for spec in dashboards(config)}}
 
 
 @dataclass(frozen=True)
@@ -134,8 +146,10 @@ def build(app: cdk.App, config: Config) -> Stacks:
             props=ObservabilityStackProps(
                 cluster=cluster.cluster, workspace_alias=config.name,
                 scrape_interval_seconds=config.observability.scrape_interval_seconds,
-                # The same alert definitions as the PrometheusRule manifest (hyperpod_k8s.observability).
+                # The same alert definitions as the PrometheusRule manifest (hyperpod_infra.telemetry).
                 alert_rule_groups=alert_rule_groups(config),
+                # The same dashboards as the sidecar ConfigMaps, into Amazon Managed Grafana when configured.
+                **_grafana(config),
                 # Pod Identity must run, and the add-on needs a node of 4xlarge or more: the HyperPod nodes.
                 addon_depends_on=(cluster.eks.addons[pins.POD_IDENTITY_AGENT.name], hyperpod.hyperpod)),
             **common)

@@ -234,12 +234,39 @@ class SloConfig(_Model):
     """Container restarts of one DPD pod within 15 minutes above which it counts as a restart loop."""
 
 
+_PROM_LABEL = Annotated[str, Field(pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$")]
+
+
+class CollectorLabelsConfig(_Model):
+    """Pod and namespace labels of the DCGM and kube-state-metrics series in the workspace. The observability
+    add-on's relabelling is not published; the defaults are the labels both exporters write themselves
+    (docs/observability.md, "Labels")."""
+
+    dcgm_pod: _PROM_LABEL = "pod"
+    dcgm_namespace: _PROM_LABEL = "namespace"
+    kube_state_metrics_pod: _PROM_LABEL = "pod"
+    kube_state_metrics_namespace: _PROM_LABEL = "namespace"
+
+
+class GrafanaWorkspaceConfig(_Model):
+    """An existing Amazon Managed Grafana workspace that receives the dashboards and the AMP data source."""
+
+    workspace_id: Annotated[str, Field(pattern=r"^g-[0-9a-f]{10}$")]
+    """Workspace ID (``g-`` and 10 hex digits), in ``region``."""
+    folder: Annotated[str, Field(min_length=1, max_length=100)] = "HyperPod DPD"
+    """Grafana folder of the dashboards."""
+
+
 class ObservabilityConfig(_Model):
     enabled: bool = True
     """Create the Amazon Managed Prometheus workspace and the HyperPod observability add-on."""
     scrape_interval_seconds: Annotated[int, Field(ge=5, le=300)] = 15
     grafana_sidecar_label: str = "grafana_dashboard"
     slo: SloConfig = SloConfig()
+    collector_labels: CollectorLabelsConfig = CollectorLabelsConfig()
+    grafana_workspace: GrafanaWorkspaceConfig | None = None
+    """Deploy dashboards and the AMP data source into this Amazon Managed Grafana workspace.
+    Default: none (dashboards ship as sidecar ConfigMaps and JSON files only)."""
 
 
 class Config(_Model):

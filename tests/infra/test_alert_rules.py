@@ -11,7 +11,7 @@ import yaml
 from aws_cdk.assertions import Template
 
 from hyperpod_constructs.alert_rules import AlertRules, AlertRulesProps
-from hyperpod_k8s.observability import alert_rule_groups
+from hyperpod_infra.telemetry.alerts import alert_rule_groups
 
 
 @pytest.fixture(scope="module")

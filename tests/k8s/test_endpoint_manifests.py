@@ -50,7 +50,8 @@ def test_dpd_endpoint_is_the_aws_reference_deployment(default):
 
 def test_dpd_environment_is_set_for_both_roles(default):
     env = {e["name"]: e["value"] for e in default[1]["spec"]["worker"]["environmentVariables"]}
-    assert env == {"PD_BUFFER_SIZE": "8589934592", "LMCACHE_SAVE_DECODE_CACHE": "False", "PYTHONHASHSEED": "0"}
+    assert env == {"PD_BUFFER_SIZE": "8589934592", "LMCACHE_SAVE_DECODE_CACHE": "False", "PYTHONHASHSEED": "0",
+                   "PROMETHEUS_MULTIPROC_DIR": "/tmp"}
 
 
 def test_roles_get_their_own_flags_gpus_and_node_pool(default):
@@ -83,7 +84,7 @@ def test_per_pool_autoscaling_scales_prefill_on_queue_and_decode_on_kv_cache(p5e
     prefill, decode = scaling["prefillAutoScaling"], scaling["decodingAutoScaling"]
     workspace = "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-0123abcd-4567-89ef-0123-456789abcdef"
     assert prefill["prometheusTrigger"]["query"].startswith("sum(vllm:num_requests_waiting{")
-    assert 'pod_name=~"prefill-llama-3-3-70b-p5en-.*"' in prefill["prometheusTrigger"]["query"]
+    assert 'pod_name=~"prefill-llama-3-3-70b-p5en-[a-z0-9]+-[a-z0-9]+"' in prefill["prometheusTrigger"]["query"]
     assert prefill["prometheusTrigger"]["metricType"] == "Average"
     assert decode["prometheusTrigger"]["query"].startswith("max(vllm:kv_cache_usage_perc{")
     assert decode["prometheusTrigger"]["metricType"] == "Value"
@@ -119,7 +120,7 @@ def test_colocated_baseline_matches_dpd_except_pdspec(request, case):
     base = colocated["spec"]["worker"]
     assert base["image"] == shared["image"]
     assert base["args"][: len(shared["args"])] == shared["args"]
-    assert {e["name"] for e in base["environmentVariables"]} == {"PYTHONHASHSEED"}
+    assert {e["name"] for e in base["environmentVariables"]} == {"PYTHONHASHSEED", "PROMETHEUS_MULTIPROC_DIR"}
     pd = dpd["spec"]["pdSpec"]
     dpd_gpus = sum(pd[r]["replicas"] * pd[r]["resources"]["limits"]["nvidia.com/gpu"]
                    for r in ("prefillSpec", "decodingSpec"))

@@ -1,9 +1,14 @@
-"""Fixtures for the observability tests: a synthetic exporter and a real Prometheus, both on loopback.
+"""Fixtures for the observability tests: an exporter serving the real metric contract, and a real Prometheus.
 
-The exporter serves every catalogue metric with the catalogue's names and labels, for the pods of a DPD
-endpoint (two prefill replicas, one decode), its colocated baseline, the router, and a decoy endpoint in
-the same namespace. Pod names are written out the way the operator names pods, not derived from our
-regexes, so the selectors are tested too. Counters and histograms grow with time, so rates are non-zero.
+The exporter is GENERATED from the exporters' contract (``contract.py``: ``shared/metrics/*.json`` and
+SOURCES.md, read through ``$HYPERPOD_METRICS_DIR``): every family of vLLM 0.19.0 and LMCache 0.4.3 with its
+exposed names and labels, plus the labels the HyperPod metrics path adds (``pod_name``, ``namespace``,
+``metric_source``, cluster identity), the reverse-proxy sidecar's series, and the DCGM / kube-state-metrics
+series under the collector labels of the config. Nothing here is derived from our catalogue, so a query that
+names a series or label the pods do not expose returns nothing. Pods are a DPD endpoint (two prefill replicas,
+one decode), its colocated baseline (the same endpoint name, pods without a role prefix) and a decoy
+endpoint in the same namespace, named the way the operator names pods. Counters and histograms grow with
+time, so rates are non-zero.
 
 Prometheus (Debian package ``prometheus``) is started once per session on a free 127.0.0.1 port with a
 temporary config and storage, and always stopped. Every wait is bounded.
@@ -27,14 +32,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from tests.observability import contract
 
 from hyperpod_infra.config import Config
-from hyperpod_k8s.observability import catalogue as m
-from hyperpod_k8s.observability.promql import ROUTER_NAMESPACE
+from hyperpod_infra.telemetry import labels as lbl
+from hyperpod_infra.telemetry.targets import collector_labels
 
 SCRAPE_INTERVAL = "1s"
 #: What ``$__rate_interval`` becomes in the tests: several 1 s scrapes.
 RATE_INTERVAL = "15s"
+#: What ``$__range`` (a run-summary stat over the panel's window) becomes.
+RUN_RANGE = "30s"
 STARTUP_TIMEOUT_S = 20.0
 DATA_TIMEOUT_S = 20.0
 MIN_SAMPLES = 4
@@ -54,11 +62,21 @@ def promtool() -> str:
     return require_tool("promtool")
 
 
+@pytest.fixture(scope="session")
+def contract_families(default_config: Config) -> list[contract.Family]:
+    return contract.families(collector_labels(default_config))
+
+
+@pytest.fixture(scope="session")
+def contract_series(contract_families: list[contract.Family]) -> dict[str, frozenset[str]]:
+    return contract.series_labels(contract_families)
+
+
 @dataclass(frozen=True)
 class Pod:
     namespace: str
     name: str
-    role: str  # prefill | decode | worker | router
+    role: str  # prefill | decode | worker
 
 
 def synthetic_pods(config: Config) -> tuple[Pod, ...]:
@@ -67,35 +85,32 @@ def synthetic_pods(config: Config) -> tuple[Pod, ...]:
         Pod(ns, f"prefill-{ep}-6d5f7c8b9-x2k4p", "prefill"),
         Pod(ns, f"prefill-{ep}-6d5f7c8b9-q7w8e", "prefill"),
         Pod(ns, f"decode-{ep}-5b8c9d7f6-klm2n", "decode"),
-        Pod(ns, f"{ep}-colocated-7f6d5c4b3-pq9rs", "worker"),
-        # A different DPD endpoint in the same namespace: must never show up in our panels.
+        # The colocated manifest keeps the DPD endpoint's name: its pods have no role prefix.
+        Pod(ns, f"{ep}-7f6d5c4b3-pq9rs", "worker"),
+        # Other endpoints in the same namespace: must never show up in our panels.
         Pod(ns, "prefill-other-model-58b7c6d5f4-zz9yy", "prefill"),
         Pod(ns, "decode-other-model-7c6d5f4b8-yy8zz", "decode"),
-        Pod(ROUTER_NAMESPACE, f"{ep}-{ns}-router-5c4b3a2d1-uv8xy", "router"),
+        Pod(ns, f"{ep}-extra-7f6d5c4b3-ab1cd", "worker"),
     )
 
 
-_LATENCY_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0)
-_SPEED_BUCKETS = (128.0, 1024.0, 8192.0, 65536.0)
+_GENERIC_BUCKETS = (0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6)
 _GAUGE_VALUES = {
-    m.NUM_REQUESTS_WAITING: 3.0, m.NUM_REQUESTS_RUNNING: 12.0, m.KV_CACHE_USAGE: 0.6,
-    m.ROUTER_HEALTHY_PODS: 3.0, m.ROUTER_CURRENT_QPS: 2.5, m.GPU_UTIL: 70.0, m.GPU_FB_USED: 60000.0,
-    m.GPU_FB_FREE: 20000.0,
+    "vllm:num_requests_waiting": 3.0, "vllm:num_requests_running": 12.0, "vllm:kv_cache_usage_perc": 0.6,
+    "DCGM_FI_DEV_GPU_UTIL": 70.0, "DCGM_FI_DEV_FB_USED": 60000.0, "DCGM_FI_DEV_FB_FREE": 20000.0,
 }
 _COUNTER_RATES = {
-    m.LMCACHE_RETRIEVE_REQUESTED_TOKENS: 1000.0, m.LMCACHE_RETRIEVE_RETRIEVED_TOKENS: 990.0,
-    m.MODEL_INVOCATIONS: 5.0, m.MODEL_ERRORS: 0.05, m.POD_RESTARTS: 0.1,
+    "lmcache:num_requested_tokens": 1000.0, "lmcache:num_hit_tokens": 990.0,
+    "model_invocations": 5.0, "model_errors": 0.05, "kube_pod_container_status_restarts": 0.1,
 }
 
 
-def _label_values(label: str, pod: Pod, config: Config) -> tuple[str, ...]:
+def _label_value(label: str, pod: Pod, config: Config) -> tuple[str, ...]:
     values = {
-        "model_name": (config.model.name,), "engine": ("0",), "finished_reason": ("stop", "length", "abort"),
-        "worker_id": ("0",), "gpu": ("0", "1"), "modelName": ("NVIDIA H100 80GB HBM3",),
-        "Hostname": ("hyperpod-i-0abc123",), "container": (pod.name.rsplit("-", 2)[0],),
-        "server": ("http://10.1.0.11:8081", "http://10.1.0.12:8081"),
+        "model_name": ("/opt/ml/model",), "engine": ("0",), lbl.FINISHED_REASON: contract.FINISHED_REASONS,
+        "worker_id": ("0",), "role": ("worker",), "gpu": ("0", "1"), "container": (pod.name.rsplit("-", 2)[0],),
         "cluster_name": (config.hyperpod.cluster_name,), "resource_name": (config.endpoint.name,),
-        "metric_source": ("reverse-proxy",), "uid": (f"uid-{pod.name}",),
+        "uid": (f"uid-{pod.name}",),
     }
     return values.get(label, (f"{label}-value",))
 
@@ -104,43 +119,51 @@ def _fmt(labels: dict[str, str]) -> str:
     return "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
 
 
-def exposition(config: Config, elapsed_s: float) -> str:
-    """Prometheus text format for every catalogue metric on every pod that exposes it."""
+def exposition(config: Config, families: list[contract.Family], elapsed_s: float) -> str:
+    """Prometheus text format: every contract family on every pod, labelled the way HyperPod stores it."""
+    collector = collector_labels(config)
+    identity = {
+        "inference": (lbl.NAMESPACE, lbl.POD_NAME),
+        "dcgm": (collector.dcgm_namespace, collector.dcgm_pod),
+        "kube-state-metrics": (collector.kube_state_metrics_namespace, collector.kube_state_metrics_pod),
+    }
     lines: list[str] = []
-    for metric in m.CATALOGUE:
-        lines.append(f"# TYPE {metric.name} {metric.type}")
+    for fam in families:
+        ns_label, pod_label = identity[fam.path]
+        own = [x for x in fam.labels if x not in (ns_label, pod_label, lbl.METRIC_SOURCE)]
+        lines.append(f"# TYPE {fam.exposed_as[0] if fam.kind != 'histogram' else fam.name} {fam.kind}")
         for pod in synthetic_pods(config):
-            if (metric.source is m.ROUTER) != (pod.role == "router"):
-                continue
             weight = 4.0 if pod.role == "decode" else 1.0
-            base = {"namespace": pod.namespace, metric.pod_label: pod.name}
-            for combo in itertools.product(*(_label_values(lbl, pod, config) for lbl in metric.labels)):
-                labels = {**base, **dict(zip(metric.labels, combo, strict=True))}
-                if metric.type == "gauge":
-                    lines.append(f"{metric.name}{_fmt(labels)} {_GAUGE_VALUES[metric]}")
-                elif metric.type == "counter":
-                    value = _COUNTER_RATES.get(metric, 2.0) * weight * elapsed_s
-                    lines.append(f"{metric.name}{_fmt(labels)} {value:.3f}")
+            base = {ns_label: pod.namespace, pod_label: pod.name}
+            if fam.metric_source is not None:
+                base[lbl.METRIC_SOURCE] = fam.metric_source
+            for combo in itertools.product(*(_label_value(x, pod, config) for x in own)):
+                labels = {**base, **dict(zip(own, combo, strict=True))}
+                if fam.kind == "gauge":
+                    lines.append(f"{fam.name}{_fmt(labels)} {_GAUGE_VALUES.get(fam.name, 1.0)}")
+                elif fam.kind == "counter":
+                    value = _COUNTER_RATES.get(fam.name, 2.0) * weight * elapsed_s
+                    lines.append(f"{fam.exposed_as[0]}{_fmt(labels)} {value:.3f}")
                 else:
-                    buckets = _SPEED_BUCKETS if metric is m.LMCACHE_RETRIEVE_SPEED else _LATENCY_BUCKETS
+                    buckets = fam.buckets or _GENERIC_BUCKETS
                     count = 2.0 * weight * elapsed_s
                     for i, le in enumerate(buckets):
                         cumulative = count * (i + 1) / (len(buckets) + 1)
-                        lines.append(f"{metric.name}_bucket{_fmt({**labels, 'le': str(le)})} {cumulative:.3f}")
-                    lines.append(f"{metric.name}_bucket{_fmt({**labels, 'le': '+Inf'})} {count:.3f}")
-                    lines.append(f"{metric.name}_sum{_fmt(labels)} {count * buckets[2]:.3f}")
-                    lines.append(f"{metric.name}_count{_fmt(labels)} {count:.3f}")
+                        lines.append(f"{fam.name}_bucket{_fmt({**labels, 'le': repr(float(le))})} {cumulative:.3f}")
+                    lines.append(f"{fam.name}_bucket{_fmt({**labels, 'le': '+Inf'})} {count:.3f}")
+                    lines.append(f"{fam.name}_sum{_fmt(labels)} {count * buckets[len(buckets) // 2]:.3f}")
+                    lines.append(f"{fam.name}_count{_fmt(labels)} {count:.3f}")
     return "\n".join(lines) + "\n"
 
 
 @pytest.fixture(scope="session")
-def exporter(default_config: Config) -> Iterator[str]:
-    """A tiny HTTP exporter on 127.0.0.1; yields its host:port."""
+def exporter(default_config: Config, contract_families: list[contract.Family]) -> Iterator[str]:
+    """A tiny HTTP exporter on 127.0.0.1 serving the contract's series; yields its host:port."""
     started = time.monotonic()
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            body = exposition(default_config, 1.0 + time.monotonic() - started).encode()
+            body = exposition(default_config, contract_families, 1.0 + time.monotonic() - started).encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4")
             self.send_header("Content-Length", str(len(body)))
@@ -237,13 +260,13 @@ def prometheus(exporter: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
 
 def substitute(expr: str, config: Config) -> str:
     """Replace the dashboards' Grafana variables the way Grafana would for the default config."""
-    from hyperpod_k8s.observability.dashboards import COLOCATED_SUFFIX
-
     values = {
         "$__rate_interval": RATE_INTERVAL,
+        "$__range": RUN_RANGE,
         "$namespace": config.endpoint.namespace,
         "$endpoint": config.endpoint.name,
-        "$baseline": config.endpoint.name + COLOCATED_SUFFIX,
+        # The colocated manifest keeps the DPD endpoint's name.
+        "$baseline": config.endpoint.name,
     }
     for var, value in values.items():
         expr = expr.replace(var, value)
@@ -254,3 +277,28 @@ def substitute(expr: str, config: Config) -> str:
 @pytest.fixture(scope="session")
 def grafana_substitute(default_config: Config) -> Callable[[str], str]:
     return lambda expr: substitute(expr, default_config)
+
+
+def autoscaling_config(default_config_dict: dict) -> Config:
+    from hyperpod_infra.config import parse_config
+
+    data = json.loads(json.dumps(default_config_dict))
+    data["endpoint"]["autoscaling"]["enabled"] = True
+    return parse_config(data)
+
+
+def every_query(config: Config, default_config_dict: dict) -> list[tuple[str, str]]:
+    """(where, expression) of every dashboard panel, alert and autoscaling trigger, Grafana variables kept."""
+    from hyperpod_infra.telemetry.alerts import alert_rule_groups
+    from hyperpod_infra.telemetry.dashboards import dashboards
+    from hyperpod_k8s.endpoint.props import _scaling
+
+    out = [(f"{d.uid}: {p.title} / {q.legend}", q.expr) for d in dashboards(config) for p in d.panels
+           for q in p.queries]
+    out += [(f"alert {r['alert']}", r["expr"]) for g in alert_rule_groups(config)["groups"] for r in g["rules"]]
+    scaling = autoscaling_config(default_config_dict)
+    for role in ("prefill", "decode"):
+        rs = _scaling(scaling, role, None)
+        assert rs is not None
+        out.append((f"autoscaling {role}", rs.query))
+    return out

@@ -1,4 +1,8 @@
-"""Alerts: valid rules (promtool check rules) and one promtool unit test per alert: fires / stays quiet."""
+"""Alerts: valid rules (promtool check rules) and one promtool unit test per alert: fires / stays quiet.
+
+Input series are contract-shaped: every label the contract (``shared/metrics`` via ``contract.py``) says the
+series carries on HyperPod, with the pod in ``pod_name`` for vLLM/LMCache/sidecar series.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +13,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.observability import contract
 
 from hyperpod_infra.config import Config
-from hyperpod_k8s.observability import catalogue as m
-from hyperpod_k8s.observability.alerts import alert_rule_groups, alerts
+from hyperpod_infra.telemetry import catalogue as m
+from hyperpod_infra.telemetry import labels as lbl
+from hyperpod_infra.telemetry.alerts import alert_rule_groups, alerts
+from hyperpod_infra.telemetry.targets import collector_labels
 
 EVAL_TIME = "30m"
 
@@ -24,7 +31,15 @@ def _pods(config: Config) -> dict[str, str]:
 
 
 def _s(metric: m.Metric, pod: str, values: str, config: Config, suffix: str = "", **labels: str) -> dict:
-    all_labels = {"namespace": config.endpoint.namespace, metric.pod_label: pod, **labels}
+    """One input series with every label the contract gives ``metric`` on HyperPod."""
+    collector = collector_labels(config)
+    (family,) = [f for f in contract.families(collector) if f.name == metric.family]
+    all_labels = {x: f"{x}-value" for x in family.labels}
+    all_labels.update({metric.namespace_label(collector): config.endpoint.namespace,
+                       metric.pod_label(collector): pod})
+    if family.metric_source is not None:
+        all_labels[lbl.METRIC_SOURCE] = family.metric_source
+    all_labels.update(labels)
     body = ", ".join(f'{k}="{v}"' for k, v in all_labels.items())
     return {"series": f"{metric.series(suffix)}{{{body}}}", "values": values}
 
@@ -62,10 +77,19 @@ def _scenarios(config: Config) -> dict[str, tuple[list[dict], list[dict], dict[s
             [_s(m.POD_RESTARTS, p["decode"], "0+1x40", config, container="decode")],
             [_s(m.POD_RESTARTS, p["decode"], "0x10 1x30", config, container="decode")], {"pod": p["decode"]}),
         "DpdKvTransferIncomplete": (
-            [_s(m.LMCACHE_RETRIEVE_REQUESTED_TOKENS, p["decode"], "0+1000x40", config),
-             _s(m.LMCACHE_RETRIEVE_RETRIEVED_TOKENS, p["decode"], "0+800x40", config)],
-            [_s(m.LMCACHE_RETRIEVE_REQUESTED_TOKENS, p["decode"], "0+1000x40", config),
-             _s(m.LMCACHE_RETRIEVE_RETRIEVED_TOKENS, p["decode"], "0+995x40", config)], {}),
+            [_s(m.LMCACHE_REQUESTED_TOKENS, p["decode"], "0+1000x40", config),
+             _s(m.LMCACHE_HIT_TOKENS, p["decode"], "0+800x40", config)],
+            [_s(m.LMCACHE_REQUESTED_TOKENS, p["decode"], "0+1000x40", config),
+             _s(m.LMCACHE_HIT_TOKENS, p["decode"], "0+995x40", config)], {}),
+        "DpdRequestsAbortedOrFailed": (
+            # A failed KV load finishes with "error" (SOURCES.md); "abort" counts too.
+            [_s(m.REQUEST_SUCCESS, p["decode"], "0+600x40", config, finished_reason="stop"),
+             _s(m.REQUEST_SUCCESS, p["decode"], "0+30x40", config, finished_reason="error"),
+             _s(m.REQUEST_SUCCESS, p["decode"], "0+30x40", config, finished_reason="abort")],
+            # Normal endings only ("length" is a normal ending too).
+            [_s(m.REQUEST_SUCCESS, p["decode"], "0+600x40", config, finished_reason="stop"),
+             _s(m.REQUEST_SUCCESS, p["decode"], "0+60x40", config, finished_reason="length"),
+             _s(m.REQUEST_SUCCESS, p["decode"], "0+1x40", config, finished_reason="error")], {}),
     }
 
 
@@ -98,7 +122,7 @@ def test_every_alert_has_a_unit_test_and_a_runbook(default_config: Config) -> No
 
 @pytest.mark.parametrize("alert", [
     "DpdDecodeKvCacheSaturated", "DpdPrefillQueueGrowing", "DpdTtftSloBreach", "DpdTpotSloBreach",
-    "DpdErrorRatioHigh", "DpdPodRestartLoop", "DpdKvTransferIncomplete",
+    "DpdErrorRatioHigh", "DpdRequestsAbortedOrFailed", "DpdPodRestartLoop", "DpdKvTransferIncomplete",
 ])
 def test_promtool_unit_test(alert: str, default_config: Config, rules_file: Path, tmp_path: Path,
                             promtool: str) -> None:
@@ -136,7 +160,8 @@ def test_thresholds_come_from_config(default_config_dict: dict) -> None:
 
 
 def test_alert_rule_groups_import_neither_cdk8s_nor_aws_cdk() -> None:
-    code = ("import sys; from hyperpod_k8s.observability import alert_rule_groups, write_dashboard_files; "
+    code = ("import sys; from hyperpod_infra.telemetry.alerts import alert_rule_groups; "
+            "from hyperpod_k8s.observability import write_dashboard_files; "
             "bad = [x for x in ('cdk8s', 'aws_cdk', 'constructs', 'jsii') if x in sys.modules]; "
             "assert not bad, bad")
     root = Path(__file__).resolve().parents[2]

@@ -32,7 +32,7 @@ def test_synth_writes_dashboards_and_alerts(default_config: Config, tmp_path: Pa
     assert shipped == dashboard_files(default_config)
     assert all(json.loads(v) for v in shipped.values())
     (rule,) = [d for d in docs if d["kind"] == "PrometheusRule"]
-    assert len(rule["spec"]["groups"][0]["rules"]) == 7
+    assert len(rule["spec"]["groups"][0]["rules"]) == 8
     (again,) = _synth(default_config, tmp_path / "b")
     assert again.read_bytes() == path.read_bytes()
 

@@ -10,21 +10,21 @@ import pytest
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import Dashboard
 
-from hyperpod_infra.config import Config
-from hyperpod_k8s.observability.dashboards import dashboards, dpd_overview, dpd_vs_colocated
+from hyperpod_infra.config import Config, parse_config
+from hyperpod_infra.telemetry.dashboards import dashboards, dpd_overview, dpd_vs_colocated
+from hyperpod_infra.telemetry.render import render
 from hyperpod_k8s.observability.delivery import (
     dashboard_config_maps,
     dashboard_files,
     prometheus_rule,
     write_dashboard_files,
 )
-from hyperpod_k8s.observability.grafana import render
 
 OVERVIEW_PANELS = {
     "Request rate", "Tokens per second", "Time to first token", "Prefill time",
     "Time per output token / inter-token latency", "End-to-end latency", "Prefill queue",
     "Decode running sequences", "Decode KV-cache usage", "Decode preemptions", "KV retrieve time on decode",
-    "KV transfer throughput", "KV retrieved / requested", "Error ratio", "Aborted requests",
+    "KV transfer throughput", "KV hit ratio", "Error ratio", "Aborted or failed requests",
     "Pod restarts (1h)", "GPU utilisation per role", "GPU memory used per role",
 }
 
@@ -65,14 +65,62 @@ def test_comparison_puts_the_same_panels_side_by_side(default_config: Config) ->
     assert all("$baseline" in e and "$endpoint" not in e for e in colocated_exprs)
 
 
+def test_each_run_has_its_own_time_window(default_config: Config) -> None:
+    """The runs are sequential (the colocated manifest replaces the DPD one), so each column is shifted by its
+    own variable: Grafana's per-panel timeShift interpolates dashboard variables."""
+    raw = render(dpd_vs_colocated(default_config))
+    shifts: dict[str, set[str]] = {}
+    for panel in raw["panels"]:
+        if panel["type"] != "row":
+            shifts.setdefault(panel["title"].split(":")[0], set()).add(panel.get("timeShift"))
+    assert shifts == {"DPD": {"$dpd_shift"}, "Colocated": {"$baseline_shift"}}
+    variables = {v["name"]: v for v in raw["templating"]["list"]}
+    assert variables["dpd_shift"]["type"] == variables["baseline_shift"]["type"] == "textbox"
+    assert variables["baseline_shift"]["current"]["value"] == "0h"
+    # Run summaries cover exactly each run's (shifted) window.
+    summary = [p for p in raw["panels"] if p["type"] == "stat"]
+    assert len(summary) == 8 and all("$__range" in t["expr"] for p in summary for t in p["targets"])
+
+
+def _thresholds(panel: dict) -> list[float]:
+    steps = panel["fieldConfig"]["defaults"]["thresholds"]["steps"]
+    return [s["value"] for s in steps if s.get("value") is not None]
+
+
+def test_slo_thresholds_from_config_are_drawn_on_the_latency_panels(default_config_dict: dict) -> None:
+    data = json.loads(json.dumps(default_config_dict))
+    data["observability"]["slo"].update(ttft_p95_seconds=1.25, tpot_p95_seconds=0.07)
+    config = parse_config(data)
+    for spec in dashboards(config):
+        panels = {p["title"]: p for p in render(spec)["panels"] if p["type"] != "row"}
+        ttft = [p for t, p in panels.items() if t.endswith("Time to first token")]
+        tpot = [p for t, p in panels.items() if t.endswith("Time per output token / inter-token latency")]
+        assert ttft and tpot
+        for panel in ttft:
+            assert _thresholds(panel) == [1.25]
+            assert panel["fieldConfig"]["defaults"]["custom"]["thresholdsStyle"]["mode"] == "dashed"
+        for panel in tpot:
+            assert _thresholds(panel) == [0.07]
+
+
 def test_template_variables_default_to_the_configured_endpoint(default_config: Config) -> None:
     for spec in dashboards(default_config):
         variables = {v["name"]: v for v in render(spec)["templating"]["list"]}
         assert variables["namespace"]["current"]["value"] == default_config.endpoint.namespace
         assert variables["endpoint"]["current"]["value"] == default_config.endpoint.name
         assert variables["datasource"]["type"] == "datasource"
+
+
+def test_baseline_defaults_to_the_name_the_colocated_manifest_keeps(default_config: Config) -> None:
+    """The colocated manifest is the rollback and keeps the DPD endpoint's name (colocated_endpoint.py), so
+    an endpoint "<name>-colocated" never exists."""
+    import yaml
+
+    manifest = Path(__file__).parents[1] / "k8s" / "snapshots" / "default" / \
+        f"{default_config.endpoint.name}-colocated.k8s.yaml"
+    (colocated,) = list(yaml.safe_load_all(manifest.read_text()))
     comparison = {v["name"]: v for v in render(dpd_vs_colocated(default_config))["templating"]["list"]}
-    assert comparison["baseline"]["current"]["value"] == f"{default_config.endpoint.name}-colocated"
+    assert comparison["baseline"]["current"]["value"] == colocated["metadata"]["name"]
 
 
 def test_dashboard_files_are_byte_identical_across_runs(default_config: Config, tmp_path: Path) -> None:
@@ -100,8 +148,16 @@ def test_fails_validation_when_a_config_map_is_malformed(default_config: Config)
 
 
 def test_prometheus_rule_wraps_the_same_rule_groups(default_config: Config) -> None:
-    from hyperpod_k8s.observability.alerts import alert_rule_groups
+    from hyperpod_infra.telemetry.alerts import alert_rule_groups
 
     rule = prometheus_rule(default_config)
     assert (rule["apiVersion"], rule["kind"]) == ("monitoring.coreos.com/v1", "PrometheusRule")
     assert rule["spec"] == alert_rule_groups(default_config)
+
+
+def test_docs_list_every_panel_query_and_metric_source(default_config: Config) -> None:
+    """docs/observability.md carries the generated reference (queries and sources) for the default config."""
+    from hyperpod_infra.telemetry.reference import markdown
+
+    doc = (Path(__file__).parents[2] / "docs" / "observability.md").read_text()
+    assert markdown(default_config) in doc, "regenerate: python -m hyperpod_infra.telemetry.reference"

@@ -1,4 +1,8 @@
-"""Catalogue and queries: every expression parses, uses only catalogue metrics, and is scoped to pods."""
+"""Every dashboard, alert and autoscaling query reads only series and labels the exporters' contract has.
+
+The contract is ``shared/metrics`` (vLLM 0.19.0 and LMCache 0.4.3 as read from their wheels, plus the labels
+the HyperPod metrics path adds), loaded by ``contract.py``; nothing here is derived from our catalogue.
+"""
 
 from __future__ import annotations
 
@@ -7,77 +11,75 @@ from collections.abc import Callable
 
 import promql_parser
 import pytest
+from tests.observability import contract
+from tests.observability.conftest import every_query
 
 from hyperpod_infra.config import Config
-from hyperpod_k8s.observability import catalogue as m
-from hyperpod_k8s.observability.alerts import alert_rule_groups
-from hyperpod_k8s.observability.dashboards import dashboards
-from hyperpod_k8s.observability.promql import Target, gauge, quantile, rate_sum, series
-
-_BY_SERIES = {
-    metric.series(suffix): metric
-    for metric in m.CATALOGUE
-    for suffix in (("", "_bucket", "_sum", "_count") if metric.type == "histogram" else ("",))
-}
+from hyperpod_infra.telemetry import catalogue as m
+from hyperpod_infra.telemetry.labels import CollectorLabels
+from hyperpod_infra.telemetry.queries import Target, gauge, quantile, rate_sum, series
 
 
-def _expressions(config: Config, substitute: Callable[[str], str]) -> list[tuple[str, str]]:
-    out = [(f"{d.uid}: {p.title}", substitute(q.expr)) for d in dashboards(config) for p in d.panels
-           for q in p.queries]
-    out += [(f"alert {r['alert']}", r["expr"]) for g in alert_rule_groups(config)["groups"] for r in g["rules"]]
-    return out
+def test_the_contract_is_read_from_the_shared_files(contract_series: dict[str, frozenset[str]]) -> None:
+    # vllm-0.19.0.json / lmcache-0.4.3.json (families with literal names) and the SOURCES.md sidecar names.
+    assert "vllm:request_success_total" in contract_series
+    assert "lmcache:num_hit_tokens_total" in contract_series
+    assert "model_invocations_total" in contract_series
+    assert {"pod_name", "namespace", "metric_source"} <= contract_series["vllm:num_requests_waiting"]
+    assert "pod" not in contract_series["vllm:num_requests_waiting"]
+    assert len(contract_series) > 150
 
 
-def _selectors(expr: str) -> list[promql_parser.VectorSelector]:
-    found: list[promql_parser.VectorSelector] = []
+def test_every_catalogue_metric_is_in_the_contract_with_its_labels(
+        contract_families: list[contract.Family]) -> None:
+    by_name = {f.name: f for f in contract_families}
+    for metric in m.CATALOGUE:
+        family = by_name.get(metric.family)
+        assert family is not None, f"{metric.name} is not a family of the contract"
+        assert family.kind == metric.type, f"{metric.name}: contract kind {family.kind}, catalogue {metric.type}"
+        assert metric.series() in family.exposed_as or metric.type == "histogram"
+        missing = set(metric.labels) - set(family.labels)
+        assert not missing, f"{metric.name}: labels {missing} are not in the contract"
 
-    def visit(node: object) -> bool:
-        if isinstance(node, promql_parser.VectorSelector):
-            found.append(node)
-        return True
 
-    promql_parser.walk(promql_parser.parse(expr), visit)
-    return found
+def test_every_query_reads_only_contract_series_and_labels(
+        default_config: Config, default_config_dict: dict, contract_series: dict[str, frozenset[str]],
+        grafana_substitute: Callable[[str], str]) -> None:
+    queries = every_query(default_config, default_config_dict)
+    assert len(queries) > 60
+    bad = [f"{where}: {v}" for where, expr in queries for v in contract.violations(grafana_substitute(expr),
+                                                                                    contract_series)]
+    assert not bad, "queries outside the contract:\n" + "\n".join(bad)
 
 
-def test_catalogue_names_are_unique_and_follow_prometheus_conventions() -> None:
+@pytest.mark.parametrize(("expr", "expected"), [
+    # What the dashboards and alerts asked before: `pod` is not a label on HyperPod inference series.
+    ('sum(vllm:num_requests_waiting{namespace="default", pod=~"prefill-x-[a-z0-9]+-[a-z0-9]+"})',
+     "vllm:num_requests_waiting has no label 'pod'"),
+    # LMCache 0.4.3 has no such counters.
+    ('sum(rate(lmcache:num_retrieve_retrieved_tokens_total{namespace="default"}[5m]))',
+     "series lmcache:num_retrieve_retrieved_tokens_total is not in the contract"),
+    # Removed in vLLM 0.12.
+    ("max(vllm:gpu_cache_usage_perc)", "series vllm:gpu_cache_usage_perc is not in the contract"),
+    ('sum by (pod) (vllm:num_requests_running{pod_name="a"})', "aggregation by 'pod'"),
+])
+def test_fails_when_a_query_names_a_series_or_label_outside_the_contract(
+        expr: str, expected: str, contract_series: dict[str, frozenset[str]]) -> None:
+    assert any(expected in v for v in contract.violations(expr, contract_series)), expected
+
+
+def test_contract_directory_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.setenv(contract.ENV_VAR, str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="HYPERPOD_METRICS_DIR"):
+        contract.metrics_dir()
+
+
+def test_catalogue_names_are_unique_and_pinned_to_the_worker_image() -> None:
     names = [metric.name for metric in m.CATALOGUE]
     assert len(names) == len(set(names))
-    for metric in m.CATALOGUE:
-        assert re.fullmatch(r"[a-zA-Z_:][a-zA-Z0-9_:]*", metric.name), metric.name
-        assert metric.name.endswith("_total") == (metric.type == "counter") or metric.source is m.ROUTER, \
-            f"{metric.name}: counters and only counters end in _total"
-        assert metric.source.version and metric.help
-
-
-def test_catalogue_pins_names_to_the_worker_image_versions() -> None:
     assert "0.19.0" in m.VLLM.version and "0.4.3" in m.LMCACHE.version
-    # The renames we know of are recorded where the name changed.
     assert "gpu_cache_usage_perc" in (m.KV_CACHE_USAGE.renamed_from or "")
     assert "time_per_output_token_seconds" in (m.INTER_TOKEN_LATENCY.renamed_from or "")
-
-
-def test_every_expression_parses_and_uses_only_scoped_catalogue_metrics(
-        default_config: Config, grafana_substitute: Callable[[str], str]) -> None:
-    used: set[str] = set()
-    for where, expr in _expressions(default_config, grafana_substitute):
-        selectors = _selectors(expr)  # raises ValueError if the expression does not parse
-        assert selectors, where
-        for sel in selectors:
-            metric = _BY_SERIES.get(sel.name)
-            assert metric is not None, f"{where}: {sel.name} is not in the catalogue"
-            used.add(metric.name)
-            matchers = {mt.name: mt for mt in sel.matchers.matchers}
-            assert "namespace" in matchers and metric.pod_label in matchers, \
-                f"{where}: {sel.name} must select namespace and {metric.pod_label}"
-    assert used == {metric.name for metric in m.CATALOGUE}, "catalogue entries no query uses"
-
-
-def test_deprecated_names_are_not_queried(default_config: Config,
-                                          grafana_substitute: Callable[[str], str]) -> None:
-    old = {"vllm:gpu_cache_usage_perc", "vllm:time_per_output_token_seconds", "vllm:gpu_prefix_cache_hits"}
-    for where, expr in _expressions(default_config, grafana_substitute):
-        assert not {sel.name.removesuffix("_bucket") for sel in _selectors(expr)} & old, where
 
 
 def test_an_invalid_expression_is_rejected_by_the_parser() -> None:
@@ -85,38 +87,59 @@ def test_an_invalid_expression_is_rejected_by_the_parser() -> None:
         promql_parser.parse("sum(rate(vllm:num_preemptions_total[5m])")
 
 
+def test_kv_load_failures_count_abort_and_error(default_config: Config) -> None:
+    """SOURCES.md: a failed KV load finishes with finished_reason="error", a client abort with "abort"."""
+    from hyperpod_infra.telemetry.dashboards import dpd_overview
+
+    (panel,) = [p for p in dpd_overview(default_config).panels if p.title == "Aborted or failed requests"]
+    assert 'finished_reason=~"abort|error"' in panel.queries[0].expr
+
+
+def test_retrieve_speed_is_a_rate_ratio_not_a_saturating_quantile(default_config: Config) -> None:
+    """SOURCES.md: lmcache:retrieve_speed's largest bucket is far below EFA speeds; hit tokens over retrieve
+    time does not saturate."""
+    from hyperpod_infra.telemetry.dashboards import dashboards
+
+    exprs = [q.expr for d in dashboards(default_config) for p in d.panels for q in p.queries]
+    assert not [e for e in exprs if "retrieve_speed" in e]
+    (speed,) = [q.expr for d in dashboards(default_config)[:1] for p in d.panels for q in p.queries
+                if q.legend.startswith("retrieve speed")]
+    assert "lmcache:num_hit_tokens_total" in speed and "lmcache:time_to_retrieve_sum" in speed
+
+
 DPD = Target(namespace="default", endpoint="llama", kind="dpd")
-COLOCATED = Target(namespace="default", endpoint="llama-colocated", kind="colocated")
+COLOCATED = Target(namespace="default", endpoint="llama", kind="colocated")
 
 
 @pytest.mark.parametrize(("target", "role", "pod", "matches"), [
     (DPD, "prefill", "prefill-llama-6d5f7c8b9-x2k4p", True),
     (DPD, "prefill", "decode-llama-6d5f7c8b9-x2k4p", False),
     (DPD, "decode", "decode-llama-5b8c9d7f6-klm2n", True),
-    (DPD, "decode", "decode-llama-colocated-5b8c9d7f6-klm2n", False),
+    (DPD, "decode", "decode-llama-x-5b8c9d7f6-klm2n", False),
     (DPD, "any", "prefill-llama-6d5f7c8b9-x2k4p", True),
-    (DPD, "any", "llama-colocated-7f6d5c4b3-pq9rs", False),
-    (COLOCATED, "decode", "llama-colocated-7f6d5c4b3-pq9rs", True),
-    (COLOCATED, "prefill", "decode-llama-5b8c9d7f6-klm2n", False),
-    (Target(namespace="default", endpoint="llama", kind="colocated"), "any",
-     "llama-colocated-7f6d5c4b3-pq9rs", False),
-    (DPD, "router", "llama-default-router-5c4b3a2d1-uv8xy", True),
+    (DPD, "any", "llama-7f6d5c4b3-pq9rs", False),
+    # The colocated manifest keeps the DPD name: its pods are "<name>-<rs>-<pod>", never the DPD pods.
+    (COLOCATED, "decode", "llama-7f6d5c4b3-pq9rs", True),
+    (COLOCATED, "decode", "decode-llama-5b8c9d7f6-klm2n", False),
+    (COLOCATED, "any", "llama-extra-7f6d5c4b3-pq9rs", False),
 ])
 def test_pod_regex(target: Target, role, pod: str, matches: bool) -> None:
     # Prometheus anchors regex matchers, like fullmatch.
     assert bool(re.fullmatch(target.pod_regex(role), pod)) is matches
 
 
+def test_selectors_use_the_labels_of_each_path() -> None:
+    assert 'pod_name=~"prefill-llama-' in series(m.NUM_REQUESTS_WAITING, DPD, "prefill")
+    custom = Target(namespace="default", endpoint="llama", kind="dpd",
+                    collector=CollectorLabels(dcgm_pod="exported_pod", dcgm_namespace="exported_namespace"))
+    assert series(m.GPU_UTIL, custom, "decode").startswith(
+        'DCGM_FI_DEV_GPU_UTIL{exported_namespace="default", exported_pod=~"decode-llama-')
+    assert 'pod=~"' in series(m.POD_RESTARTS, custom, "any")
+
+
 def test_fails_when_role_does_not_exist_on_the_endpoint() -> None:
     with pytest.raises(ValueError, match="role 'worker' does not exist on a dpd endpoint"):
         DPD.pod_regex("worker")
-
-
-def test_fails_when_router_metric_is_read_from_worker_pods() -> None:
-    with pytest.raises(ValueError, match="vllm:healthy_pods_total is not exposed by the decode pods"):
-        series(m.ROUTER_HEALTHY_PODS, DPD, "decode")
-    with pytest.raises(ValueError, match="is not exposed by the router pods"):
-        series(m.KV_CACHE_USAGE, DPD, "router")
 
 
 def test_fails_when_the_function_does_not_fit_the_metric_type() -> None:
@@ -128,3 +151,35 @@ def test_fails_when_the_function_does_not_fit_the_metric_type() -> None:
         gauge("sum", m.GENERATION_TOKENS, DPD, "decode")
     with pytest.raises(ValueError, match="only histograms have '_bucket'"):
         m.KV_CACHE_USAGE.series("_bucket")
+
+
+def test_autoscaling_triggers_use_the_same_query_definitions_as_dashboards_and_alerts(
+        default_config: Config, default_config_dict: dict) -> None:
+    """One definition: the trigger query is the dashboard's signal with the endpoint filled in, and the alert
+    reads the same expression."""
+    from tests.observability.conftest import autoscaling_config, substitute
+
+    from hyperpod_infra.telemetry.alerts import alert_rule_groups
+    from hyperpod_infra.telemetry.dashboards import dpd_overview
+    from hyperpod_k8s.endpoint.props import _scaling
+
+    config = autoscaling_config(default_config_dict)
+    prefill, decode = (_scaling(config, role, None) for role in ("prefill", "decode"))
+    assert prefill is not None and decode is not None
+    panels = {p.title: p for p in dpd_overview(config).panels}
+    assert substitute(panels["Prefill queue"].queries[0].expr, config) == prefill.query
+    assert substitute(panels["Decode KV-cache usage"].queries[0].expr, config) == decode.query
+    rules = {r["alert"]: r["expr"] for r in alert_rule_groups(config)["groups"][0]["rules"]}
+    assert rules["DpdDecodeKvCacheSaturated"].startswith(decode.query + " > ")
+    assert prefill.query in rules["DpdPrefillQueueGrowing"]
+
+
+def test_worker_sets_prometheus_multiproc_dir_for_vllm_and_lmcache(default_config: Config) -> None:
+    """LMCache series reach vLLM's /metrics only with PROMETHEUS_MULTIPROC_DIR set for both processes
+    (SOURCES.md). The CRD's worker has no volume mounts besides the model (shared/crds), so it points at /tmp."""
+    from hyperpod_k8s.endpoint.props import endpoint_props
+    from hyperpod_k8s.inputs import resolve_inputs
+
+    props = endpoint_props(default_config, resolve_inputs(default_config, None))
+    for env in (props.dpd_environment, props.colocated_environment):
+        assert dict(env)["PROMETHEUS_MULTIPROC_DIR"] == "/tmp"

@@ -1,23 +1,36 @@
-"""Every dashboard query returns data from a real Prometheus scraping catalogue-named metrics."""
+"""Every dashboard, alert and autoscaling query returns data from a real Prometheus scraping the contract.
+
+The exporter serves the series of ``shared/metrics`` as HyperPod stores them (``conftest.py``), so these tests
+fail when a query names a series or label the worker image's exporters do not expose on HyperPod.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
 
+import promql_parser
 import pytest
+from tests.observability.conftest import every_query
 
 from hyperpod_infra.config import Config
-from hyperpod_k8s.observability import catalogue as m
-from hyperpod_k8s.observability.dashboards import dashboards
-from hyperpod_k8s.observability.promql import Target, gauge
+from hyperpod_infra.telemetry import catalogue as m
+from hyperpod_infra.telemetry.dashboards import dashboards
+from hyperpod_infra.telemetry.queries import Target, gauge
 
 pytestmark = pytest.mark.slow
 
 
-def _all_queries(config: Config) -> list[tuple[str, str, str]]:
-    return [(d.uid, f"{p.title} / {q.legend}", q.expr)
-            for d in dashboards(config) for p in d.panels for q in p.queries]
+def _selectors(expr: str) -> list[str]:
+    found: list[str] = []
+
+    def visit(node: object) -> bool:
+        if isinstance(node, promql_parser.VectorSelector):
+            found.append(str(node))
+        return True
+
+    promql_parser.walk(promql_parser.parse(expr), visit)
+    return found
 
 
 def test_exporter_is_scraped(prometheus) -> None:
@@ -25,34 +38,58 @@ def test_exporter_is_scraped(prometheus) -> None:
     assert [s["value"][1] for s in up] == ["1"]
 
 
-def test_every_panel_query_returns_series(prometheus, default_config: Config,
-                                          grafana_substitute: Callable[[str], str]) -> None:
-    queries = _all_queries(default_config)
-    assert len(queries) > 40
+def test_every_panel_and_autoscaling_query_returns_finite_series(
+        prometheus, default_config: Config, default_config_dict: dict,
+        grafana_substitute: Callable[[str], str]) -> None:
+    queries = [(w, e) for w, e in every_query(default_config, default_config_dict) if not w.startswith("alert")]
+    assert len(queries) > 50
     empty, not_finite = [], []
-    for uid, title, expr in queries:
+    for where, expr in queries:
         result = prometheus.query(grafana_substitute(expr))
         if not result:
-            empty.append(f"{uid}: {title}: {expr}")
+            empty.append(f"{where}: {expr}")
         elif not all(math.isfinite(float(s["value"][1])) for s in result):
-            not_finite.append(f"{uid}: {title}: {result}")
+            not_finite.append(f"{where}: {result}")
     assert not empty, "queries returned no series:\n" + "\n".join(empty)
     assert not not_finite, "queries returned NaN/Inf:\n" + "\n".join(not_finite)
 
 
-@pytest.mark.parametrize(("kind", "endpoint_suffix", "role", "expected"), [
-    ("dpd", "", "prefill", {"prefill-{ep}-6d5f7c8b9-x2k4p", "prefill-{ep}-6d5f7c8b9-q7w8e"}),
-    ("dpd", "", "decode", {"decode-{ep}-5b8c9d7f6-klm2n"}),
-    ("dpd", "", "any", {"prefill-{ep}-6d5f7c8b9-x2k4p", "prefill-{ep}-6d5f7c8b9-q7w8e",
-                        "decode-{ep}-5b8c9d7f6-klm2n"}),
-    ("colocated", "-colocated", "decode", {"{ep}-colocated-7f6d5c4b3-pq9rs"}),
+def test_every_series_an_alert_reads_exists(prometheus, default_config: Config, default_config_dict: dict) -> None:
+    """An alert expression is empty while all is well, so each of its selectors must match series instead."""
+    alerts = [(w, e) for w, e in every_query(default_config, default_config_dict) if w.startswith("alert")]
+    assert len(alerts) == 8
+    missing = [f"{where}: {sel}" for where, expr in alerts for sel in _selectors(expr)
+               if not prometheus.query(f"count({sel})")]
+    assert not missing, "alert selectors match nothing:\n" + "\n".join(missing)
+
+
+def test_legends_name_labels_the_results_carry(prometheus, default_config: Config,
+                                               grafana_substitute: Callable[[str], str]) -> None:
+    import re
+
+    bad = []
+    for d in dashboards(default_config):
+        for p in d.panels:
+            for q in p.queries:
+                labels = re.findall(r"\{\{(\w+)\}\}", q.legend)
+                if labels:
+                    result = prometheus.query(grafana_substitute(q.expr))
+                    bad += [f"{p.title}: {x}" for x in labels for s in result if x not in s["metric"]]
+    assert not bad, bad
+
+
+@pytest.mark.parametrize(("kind", "role", "expected"), [
+    ("dpd", "prefill", {"prefill-{ep}-6d5f7c8b9-x2k4p", "prefill-{ep}-6d5f7c8b9-q7w8e"}),
+    ("dpd", "decode", {"decode-{ep}-5b8c9d7f6-klm2n"}),
+    ("dpd", "any", {"prefill-{ep}-6d5f7c8b9-x2k4p", "prefill-{ep}-6d5f7c8b9-q7w8e", "decode-{ep}-5b8c9d7f6-klm2n"}),
+    ("colocated", "decode", {"{ep}-7f6d5c4b3-pq9rs"}),
 ])
-def test_role_selectors_pick_exactly_the_role_pods(prometheus, default_config: Config, kind, endpoint_suffix,
-                                                   role, expected) -> None:
+def test_role_selectors_pick_exactly_the_role_pods(prometheus, default_config: Config, kind, role,
+                                                   expected) -> None:
     ep = default_config.endpoint.name
-    t = Target(namespace=default_config.endpoint.namespace, endpoint=ep + endpoint_suffix, kind=kind)
-    result = prometheus.query(gauge("count", m.KV_CACHE_USAGE, t, role, by=("pod",)))
-    assert {s["metric"]["pod"] for s in result} == {p.format(ep=ep) for p in expected}
+    t = Target(namespace=default_config.endpoint.namespace, endpoint=ep, kind=kind)
+    result = prometheus.query(gauge("count", m.KV_CACHE_USAGE, t, role, by=("pod_name",)))
+    assert {s["metric"]["pod_name"] for s in result} == {p.format(ep=ep) for p in expected}
 
 
 def test_dpd_request_split_adds_up(prometheus, default_config: Config,
@@ -68,10 +105,19 @@ def test_dpd_request_split_adds_up(prometheus, default_config: Config,
 
 def test_queries_for_an_unknown_endpoint_return_nothing(prometheus, default_config: Config,
                                                         grafana_substitute: Callable[[str], str]) -> None:
-    """The selectors do not leak: nothing from our pods or the decoy endpoint matches another name."""
+    """The selectors do not leak: nothing from our pods or the decoy endpoints matches another name."""
     leaking = []
-    for uid, title, expr in _all_queries(default_config):
-        scoped = expr.replace("$endpoint", "absent-model").replace("$baseline", "absent-model-colocated")
-        if prometheus.query(grafana_substitute(scoped)):
-            leaking.append(f"{uid}: {title}")
+    for d in dashboards(default_config):
+        for p in d.panels:
+            for q in p.queries:
+                scoped = q.expr.replace("$endpoint", "absent-model").replace("$baseline", "absent-model")
+                if prometheus.query(grafana_substitute(scoped)):
+                    leaking.append(f"{d.uid}: {p.title}")
     assert not leaking, "queries match pods of other endpoints:\n" + "\n".join(leaking)
+
+
+def test_a_query_by_pod_returns_nothing_on_hyperpod(prometheus, default_config: Config) -> None:
+    """The check bites: the label the dashboards used before (`pod`) selects nothing from the contract."""
+    ns, ep = default_config.endpoint.namespace, default_config.endpoint.name
+    assert prometheus.query(f'sum(vllm:num_requests_waiting{{namespace="{ns}", pod=~"prefill-{ep}-.*"}})') == []
+    assert prometheus.query(f'sum(vllm:num_requests_waiting{{namespace="{ns}", pod_name=~"prefill-{ep}-.*"}})')

@@ -7,7 +7,7 @@ takes the workspace to scope KEDA's Prometheus queries to it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +16,7 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
 
 from hyperpod_constructs.alert_rules import AlertRules, AlertRulesProps
+from hyperpod_constructs.grafana_dashboards import GrafanaDashboards, GrafanaDashboardsProps
 from hyperpod_constructs.managed_prometheus import ManagedPrometheus, ManagedPrometheusProps
 from hyperpod_constructs.observability_addon import ObservabilityAddon, ObservabilityAddonProps
 from hyperpod_infra import outputs, pins
@@ -31,6 +32,13 @@ class ObservabilityStackProps:
     """The ``eks-pod-identity-agent`` add-on (Pod Identity must run before the association is used)."""
     alert_rule_groups: dict[str, Any] | None = None
     """Prometheus rule file evaluated in the workspace. Default: no alert rules."""
+    grafana_workspace_id: str | None = None
+    """Amazon Managed Grafana workspace that receives ``dashboards`` and the AMP data source.
+    Default: none (dashboards ship only as sidecar ConfigMaps and JSON files from the cdk8s app)."""
+    grafana_folder: str = "HyperPod DPD"
+    """Grafana folder of the dashboards. Default: ``HyperPod DPD``."""
+    dashboards: Mapping[str, str] = field(default_factory=dict)
+    """Dashboard JSON text by uid, for ``grafana_workspace_id``. Default: none."""
 
 
 class ObservabilityStack(Stack):
@@ -47,6 +55,12 @@ class ObservabilityStack(Stack):
             self.alert_rules = AlertRules(self, "AlertRules", props=AlertRulesProps(
                 workspace_arn=self.prometheus.workspace_arn, namespace_name=f"{props.workspace_alias}-dpd-alerts",
                 rule_groups=props.alert_rule_groups))
+        self.grafana = None
+        if props.grafana_workspace_id is not None:
+            self.grafana = GrafanaDashboards(self, "GrafanaDashboards", props=GrafanaDashboardsProps(
+                workspace_id=props.grafana_workspace_id, prometheus_query_url=self.prometheus.prometheus_endpoint,
+                dashboards=props.dashboards, folder_title=props.grafana_folder))
+            self._acknowledge_grafana(self.grafana)
         acknowledge(
             self.addon.collector_policy, "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:"
             "<AWS::AccountId>:log-group:/aws/sagemaker/Clusters/*]",
@@ -60,3 +74,12 @@ class ObservabilityStack(Stack):
         CfnOutput(self, outputs.AMP_WORKSPACE_ENDPOINT, value=self.prometheus.prometheus_endpoint,
                   description="Managed Prometheus endpoint (KEDA prometheusTrigger serverAddress base)")
         CfnOutput(self, outputs.AMP_WORKSPACE_ARN, value=self.prometheus.workspace_arn)
+
+    @staticmethod
+    def _acknowledge_grafana(grafana: GrafanaDashboards) -> None:
+        iam4 = "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{}]"
+        acknowledge(grafana, iam4.format("service-role/AWSLambdaBasicExecutionRole"),
+                    "The handler and the Provider framework functions only write their own logs.")
+        handler = Stack.of(grafana).get_logical_id(grafana.function.node.default_child)  # type: ignore[arg-type]
+        acknowledge(grafana.provider, f"AwsSolutions::AwsSolutions-IAM5[Resource::<{handler}.Arn>:*]",
+                    "The Provider framework invokes any version of its own handler function.")

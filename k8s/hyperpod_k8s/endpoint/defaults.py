@@ -63,15 +63,17 @@ before scaling prefill up (a 70B replica takes minutes to load, so reacting to a
 replica after the burst) and 600 s before scaling down, twice the default: a replica removed too early
 sends its queue back to the survivors (N -> N-1 oscillation seen in Dynamo's planner, dpd-anchors E)."""
 
-PREFILL_QUEUE_QUERY: Final = (
-    'sum(vllm:num_requests_waiting{{namespace="{namespace}",pod_name=~"prefill-{name}-.*"}})'
-)
-"""Prefill backlog: requests waiting in the prefill engines, averaged per replica by KEDA (``Average``).
-vLLM gauge ``vllm:num_requests_waiting``; ``namespace``/``pod_name`` are the labels the HyperPod
-collector attaches and ``prefill-<endpoint>-*`` is the operator's pod name [OBS; DPD]."""
-
-DECODE_KV_QUERY: Final = (
-    'max(vllm:kv_cache_usage_perc{{namespace="{namespace}",pod_name=~"decode-{name}-.*"}})'
-)
+# The trigger queries themselves are hyperpod_infra.telemetry.queries.prefill_queue / decode_kv_usage: the
+# dashboards and alerts use the same definitions, so the three cannot disagree.
+PREFILL_METRIC_TYPE: Final = "Average"
+"""Prefill backlog: requests waiting in the prefill engines, averaged per replica by KEDA (``Average``)."""
+DECODE_METRIC_TYPE: Final = "Value"
 """Decode pressure: KV-cache usage (0-1) of the fullest decoder (``Value``): decode is bound by KV memory,
 not by a queue (llm-d and production-stack use the same signal at 0.8, dpd-anchors 1.1)."""
+
+PROMETHEUS_MULTIPROC_DIR: Final = "/tmp"
+"""Where vLLM's API server and LMCache (in the engine process) share their prometheus_client files, so that
+LMCache series appear on vLLM's ``/metrics`` (LMCache docs, vllm_endpoint; shared/metrics/SOURCES.md). The
+CRD gives the worker container no volume mounts besides the model (``worker`` has only
+``modelVolumeMount``), so no emptyDir can be mounted; ``/tmp`` exists in every image, is writable and starts
+empty with each container, which is the wiping vLLM asks for when the variable is set by the user."""

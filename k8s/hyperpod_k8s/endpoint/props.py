@@ -7,6 +7,8 @@ from typing import Literal
 
 from hyperpod_infra import pins
 from hyperpod_infra.config import Config, EndpointConfig, RoleAutoscalingConfig, RoleConfig
+from hyperpod_infra.telemetry import queries
+from hyperpod_infra.telemetry.targets import dpd_target
 from hyperpod_k8s.endpoint import defaults as d
 from hyperpod_k8s.inputs import EndpointInputs
 
@@ -120,11 +122,12 @@ def _scaling(c: Config, role: Role, server_address: str | None) -> RoleScaling |
     if not a.enabled:
         return None
     r: RoleAutoscalingConfig = getattr(a, role)
-    template = d.PREFILL_QUEUE_QUERY if role == "prefill" else d.DECODE_KV_QUERY
+    # The same query definitions the dashboards and alerts use (hyperpod_infra.telemetry.queries).
+    target = dpd_target(c)
     return RoleScaling(
         min_replicas=r.min_replicas, max_replicas=r.max_replicas, target_value=r.target_value,
-        query=template.format(namespace=c.endpoint.namespace, name=c.endpoint.name),
-        metric_type="Average" if role == "prefill" else "Value",
+        query=queries.prefill_queue(target) if role == "prefill" else queries.decode_kv_usage(target),
+        metric_type=d.PREFILL_METRIC_TYPE if role == "prefill" else d.DECODE_METRIC_TYPE,
     )
 
 
@@ -161,6 +164,7 @@ def endpoint_props(c: Config, inputs: EndpointInputs) -> EndpointProps:
             ("PD_BUFFER_SIZE", str(e.pd_buffer_size_bytes)),
             ("LMCACHE_SAVE_DECODE_CACHE", d.LMCACHE_SAVE_DECODE_CACHE),
             ("PYTHONHASHSEED", d.PYTHONHASHSEED),
+            ("PROMETHEUS_MULTIPROC_DIR", d.PROMETHEUS_MULTIPROC_DIR),
         ),
         prefill=_role(c, "prefill", server_address), decode=_role(c, "decode", server_address),
         routing_threshold_tokens=e.routing_threshold_tokens,
@@ -171,7 +175,8 @@ def endpoint_props(c: Config, inputs: EndpointInputs) -> EndpointProps:
         # (a colocated engine spends most of its steps decoding).
         colocated_replicas=max(1, total_gpus // e.tensor_parallel_size),
         colocated_args=role_args(e.decode),
-        colocated_environment=(("PYTHONHASHSEED", d.PYTHONHASHSEED),),
+        colocated_environment=(("PYTHONHASHSEED", d.PYTHONHASHSEED),
+                               ("PROMETHEUS_MULTIPROC_DIR", d.PROMETHEUS_MULTIPROC_DIR)),
     )
 
 

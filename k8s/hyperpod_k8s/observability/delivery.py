@@ -1,4 +1,4 @@
-"""Delivery of the dashboards and alerts, separate from their definition.
+"""Delivery of the dashboards and alerts, separate from their definition (:mod:`hyperpod_infra.telemetry`).
 
 * Plain JSON files for import into Amazon Managed Grafana: :func:`write_dashboard_files`.
 * ConfigMaps for the in-cluster Grafana dashboard sidecar and a PrometheusRule: as manifest dicts here
@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from hyperpod_infra.config import Config
-from hyperpod_k8s.observability.alerts import alert_rule_groups
-from hyperpod_k8s.observability.dashboards import dashboards
-from hyperpod_k8s.observability.grafana import render, to_json_text
+from hyperpod_infra.telemetry.alerts import alert_rule_groups
+from hyperpod_infra.telemetry.dashboards import dashboards
+from hyperpod_infra.telemetry.render import render, to_json_text
 
 #: Folder the Grafana sidecar files the dashboards under (kube-prometheus-stack: folderAnnotation).
 GRAFANA_FOLDER_ANNOTATION: Final = "grafana_folder"

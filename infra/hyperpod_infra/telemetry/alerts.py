@@ -1,9 +1,9 @@
 """DPD alerts, defined once, as Prometheus rule groups.
 
 :func:`alert_rule_groups` returns the rule-file mapping (``{"groups": [...]}``). The same value becomes the
-``spec`` of a PrometheusRule (``chart.py``) and, on the CDK side, the body of an Amazon Managed Service for
-Prometheus rule groups namespace. Pure Python: no cdk8s, no aws_cdk. Thresholds come from
-``observability.slo``; every alert carries a one-line runbook.
+``spec`` of a PrometheusRule (cdk8s side) and the body of an Amazon Managed Service for Prometheus rule groups
+namespace (CDK side). Pure Python. Thresholds come from ``observability.slo``; every alert carries a
+one-line runbook; every expression is built from the named queries in ``queries.py``.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from hyperpod_infra.config import Config
-from hyperpod_k8s.observability import catalogue as m
-from hyperpod_k8s.observability.promql import Target, gauge, quantile, rate_sum, series
+from hyperpod_infra.telemetry import catalogue as m
+from hyperpod_infra.telemetry import queries as q
+from hyperpod_infra.telemetry.targets import dpd_target
 
 #: Window of the rates and quantiles in alert expressions.
 WINDOW: Final = "5m"
@@ -37,19 +38,20 @@ class Alert:
 def alerts(config: Config) -> tuple[Alert, ...]:
     """The DPD alerts for ``config.endpoint``, thresholds from ``config.observability.slo``."""
     slo = config.observability.slo
-    t = Target(namespace=config.endpoint.namespace, endpoint=config.endpoint.name, kind="dpd")
-    waiting = series(m.NUM_REQUESTS_WAITING, t, "prefill")
+    t = dpd_target(config)
+    waiting = q.series(m.NUM_REQUESTS_WAITING, t, "prefill")
+    finished = q.rate_sum(m.REQUEST_SUCCESS, t, "decode", window=WINDOW)
     return (
         Alert(
             name="DpdDecodeKvCacheSaturated", severity="warning", for_="10m",
-            expr=f"{gauge('max', m.KV_CACHE_USAGE, t, 'decode')} > {slo.kv_cache_usage_ratio}",
+            expr=f"{q.decode_kv_usage(t)} > {slo.kv_cache_usage_ratio}",
             summary=f"Decode KV-cache usage above {slo.kv_cache_usage_ratio:.0%} for 10 minutes.",
             runbook="Check decode preemptions and running sequences; lower decode max_num_seqs or "
                     "max_model_len, or give decode more GPUs (tensor parallel / replicas).",
         ),
         Alert(
             name="DpdPrefillQueueGrowing", severity="warning", for_="10m",
-            expr=f"(sum({waiting}) / count({waiting}) > {slo.prefill_queue_per_replica}) "
+            expr=f"({q.prefill_queue(t)} / count({waiting}) > {slo.prefill_queue_per_replica}) "
                  f"and (sum(deriv({waiting}[{WINDOW}])) > 0)",
             summary=f"More than {slo.prefill_queue_per_replica:g} requests waiting per prefill replica, "
                     "and growing.",
@@ -58,39 +60,42 @@ def alerts(config: Config) -> tuple[Alert, ...]:
         ),
         Alert(
             name="DpdTtftSloBreach", severity="warning", for_="10m",
-            expr=f"{quantile(0.95, m.TIME_TO_FIRST_TOKEN, t, 'decode', window=WINDOW)} > {slo.ttft_p95_seconds}",
+            expr=f"{q.quantile(0.95, m.TIME_TO_FIRST_TOKEN, t, 'decode', window=WINDOW)} > {slo.ttft_p95_seconds}",
             summary=f"TTFT p95 above {slo.ttft_p95_seconds:g}s (SLO) for 10 minutes.",
             runbook="Compare prefill queue, prefill time and KV retrieve time on the DPD overview to find "
                     "the slow stage; scale prefill if queueing, check EFA/LMCache if retrieve is slow.",
         ),
         Alert(
             name="DpdTpotSloBreach", severity="warning", for_="10m",
-            expr=f"{quantile(0.95, m.REQUEST_TPOT, t, 'decode', window=WINDOW)} > {slo.tpot_p95_seconds}",
+            expr=f"{q.quantile(0.95, m.REQUEST_TPOT, t, 'decode', window=WINDOW)} > {slo.tpot_p95_seconds}",
             summary=f"TPOT p95 above {slo.tpot_p95_seconds:g}s (SLO) for 10 minutes.",
             runbook="Decode batch too large or preempting: check running sequences and KV usage; lower "
                     "decode max_num_seqs or add decode capacity.",
         ),
         Alert(
             name="DpdErrorRatioHigh", severity="critical", for_="5m",
-            expr=f"{rate_sum(m.MODEL_ERRORS, t, 'any', window=WINDOW)} / "
-                 f"{rate_sum(m.MODEL_INVOCATIONS, t, 'any', window=WINDOW)} > {slo.error_ratio}",
+            expr=f"{q.error_ratio(t, window=WINDOW)} > {slo.error_ratio}",
             summary=f"More than {slo.error_ratio:.1%} of invocations fail.",
             runbook="Read the vLLM and reverse-proxy container logs of the failing pods (kubectl logs -c); "
                     "check router logs for backends marked unhealthy.",
         ),
         Alert(
+            name="DpdRequestsAbortedOrFailed", severity="warning", for_="10m",
+            expr=f"{q.failed_requests(t, 'decode', window=WINDOW)} / {finished} > {slo.error_ratio}",
+            summary=f"More than {slo.error_ratio:.1%} of requests on decode finish with abort or error.",
+            runbook="A failed KV load finishes as 'error': check decoder logs 'Retrieved N out of M required "
+                    "tokens', EFA devices and PD_BUFFER_SIZE; 'abort' is a client disconnect or timeout.",
+        ),
+        Alert(
             name="DpdPodRestartLoop", severity="critical", for_="5m",
-            expr=f"sum by (pod) (increase({series(m.POD_RESTARTS, t, 'any')}[{RESTART_WINDOW}])) "
-                 f"> {slo.pod_restarts_per_15m}",
+            expr=f"{q.pod_restarts(t, window=RESTART_WINDOW)} > {slo.pod_restarts_per_15m}",
             summary=f"A DPD pod restarted more than {slo.pod_restarts_per_15m} times in {RESTART_WINDOW}.",
             runbook="kubectl describe pod and kubectl logs --previous: OOM (raise pd_buffer_size_bytes "
                     "headroom or lower gpu_memory_utilization), failed model load, or failing health checks.",
         ),
         Alert(
             name="DpdKvTransferIncomplete", severity="warning", for_="10m",
-            expr=f"1 - {rate_sum(m.LMCACHE_RETRIEVE_RETRIEVED_TOKENS, t, 'decode', window=WINDOW)} / "
-                 f"{rate_sum(m.LMCACHE_RETRIEVE_REQUESTED_TOKENS, t, 'decode', window=WINDOW)} "
-                 f"> {slo.kv_transfer_miss_ratio}",
+            expr=f"1 - {q.kv_hit_ratio(t, window=WINDOW)} > {slo.kv_transfer_miss_ratio}",
             summary=f"Decode receives less than {1 - slo.kv_transfer_miss_ratio:.0%} of the KV tokens it requests "
                     "from prefill.",
             runbook="KV transfer failing: decode recomputes the prompt. Check EFA devices on both pods, "

@@ -1,6 +1,9 @@
 """Render a :class:`~.dashboards.DashboardSpec` to Grafana dashboard JSON with the Grafana Foundation SDK.
 
-Pure Python (no cdk8s). Output is deterministic: panel ids are assigned in order and keys are sorted.
+Pure Python, shared by both apps: the cdk8s app ships the JSON as sidecar ConfigMaps and files, the CDK app
+into an Amazon Managed Grafana workspace. Output is deterministic: panel ids are assigned in order and keys
+are sorted. SLO thresholds become threshold lines (time series) or colours (stat); a panel's time shift is
+Grafana's per-panel ``timeShift``, which interpolates dashboard variables.
 """
 
 from __future__ import annotations
@@ -9,38 +12,52 @@ import itertools
 import json
 from typing import Any
 
+from grafana_foundation_sdk.builders import common as gc
 from grafana_foundation_sdk.builders import dashboard as gd
 from grafana_foundation_sdk.builders import prometheus, stat, timeseries
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models import common as gcm
 from grafana_foundation_sdk.models import dashboard as gm
 
-from hyperpod_k8s.observability.dashboards import DashboardSpec, Variable
-from hyperpod_k8s.observability.panels import PanelSpec
+from hyperpod_infra.telemetry.dashboards import DATASOURCE_VAR, DashboardSpec, Variable
+from hyperpod_infra.telemetry.panels import PanelSpec
 
-_DATASOURCE = gm.DataSourceRef(type_val="prometheus", uid="${datasource}")
+_DATASOURCE = gm.DataSourceRef(type_val="prometheus", uid="${" + DATASOURCE_VAR + "}")
 _PANEL_HEIGHT = 8
 _REF_IDS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 def _variable(v: Variable) -> Any:
     current = gm.VariableOption(selected=True, text=v.default, value=v.default)
+    builder: Any
     if v.kind == "datasource":
-        return gd.DatasourceVariable(v.name).label(v.label).type("prometheus").current(current)
-    if v.kind == "textbox":
-        return gd.TextBoxVariable(v.name).label(v.label).default_value(v.default).current(current)
-    query = (gd.QueryVariable(v.name).label(v.label).datasource(_DATASOURCE).query(v.query)
-             .refresh(gm.VariableRefresh.ON_TIME_RANGE_CHANGED).sort(gm.VariableSort.ALPHABETICAL_ASC)
-             .current(current))
-    return query.regex(v.regex) if v.regex else query
+        builder = gd.DatasourceVariable(v.name).label(v.label).type("prometheus").current(current)
+    elif v.kind == "textbox":
+        builder = gd.TextBoxVariable(v.name).label(v.label).default_value(v.default).current(current)
+    else:
+        builder = (gd.QueryVariable(v.name).label(v.label).datasource(_DATASOURCE).query(v.query)
+                   .refresh(gm.VariableRefresh.ON_TIME_RANGE_CHANGED).sort(gm.VariableSort.ALPHABETICAL_ASC)
+                   .current(current))
+        if v.regex:
+            builder = builder.regex(v.regex)
+    return builder.description(v.description) if v.description else builder
 
 
 def _panel(spec: PanelSpec, panel_id: int, width: int) -> Any:
-    builder = (stat.Panel() if spec.kind == "stat" else timeseries.Panel())
+    builder: Any = (stat.Panel() if spec.kind == "stat" else timeseries.Panel())
     builder = (builder.id(panel_id).title(spec.title).description(spec.description).unit(spec.unit)
                .datasource(_DATASOURCE).height(_PANEL_HEIGHT).span(width))
+    if spec.slo is not None:
+        builder = builder.thresholds(gd.ThresholdsConfig().mode(gm.ThresholdsMode.ABSOLUTE).steps([
+            gm.Threshold(value=None, color="green"), gm.Threshold(value=spec.slo, color="red")]))
+        if spec.kind == "timeseries":
+            builder = builder.thresholds_style(
+                gc.GraphThresholdsStyleConfig().mode(gcm.GraphThresholdsStyleMode.DASHED))
+    if spec.time_shift:
+        builder = builder.time_shift(spec.time_shift)
     for ref_id, q in zip(_REF_IDS, spec.queries, strict=False):
-        builder = builder.with_target(prometheus.Dataquery().expr(q.expr).legend_format(q.legend)
-                                      .ref_id(ref_id).range())
+        query = prometheus.Dataquery().expr(q.expr).legend_format(q.legend).ref_id(ref_id)
+        builder = builder.with_target(query.instant() if spec.kind == "stat" else query.range())
     return builder
 
 

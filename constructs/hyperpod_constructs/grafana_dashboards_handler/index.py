@@ -1,0 +1,153 @@
+"""Custom resource handler: dashboards and the Amazon Managed Prometheus data source in Amazon Managed Grafana.
+
+Amazon Managed Grafana has no CloudFormation resource for dashboards or data sources; its own API
+(boto3 ``grafana``) mints a short-lived service-account token, and the Grafana HTTP API, through the
+maintained ``grafana-client`` library, does the rest:
+
+* Create / Update: upsert the data source (uid ``DatasourceUid``, SigV4 with the workspace's IAM role), the
+  folder, and every dashboard (``overwrite``), with the dashboards' data-source variable pointing at it;
+  on Update, dashboards that are no longer shipped are deleted.
+* Delete: delete our dashboards and data source, and the folder only if nothing else is left in it (a
+  dashboard a user saved there is theirs).
+
+The token lives 15 minutes and is deleted when the request ends, whatever happens.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+SERVICE_ACCOUNT = "hyperpod-dpd-dashboards"
+TOKEN_SECONDS = 900
+DATASOURCE_VARIABLE = "datasource"
+
+log = logging.getLogger()
+log.setLevel(logging.INFO)
+
+ApiFactory = Callable[[str, str], Any]
+"""(workspace endpoint host, token) -> ``grafana_client.GrafanaApi``."""
+
+
+def _https_api(endpoint: str, token: str) -> Any:
+    from grafana_client import GrafanaApi
+
+    return GrafanaApi.from_url(f"https://{endpoint}", credential=token, timeout=30.0)
+
+
+@contextmanager
+def workspace_api(grafana: Any, workspace_id: str, api_factory: ApiFactory) -> Iterator[Any]:
+    """A Grafana API client for the workspace, authenticated by a token that is deleted on exit."""
+    endpoint = grafana.describe_workspace(workspaceId=workspace_id)["workspace"]["endpoint"]
+    accounts = grafana.list_workspace_service_accounts(workspaceId=workspace_id)["serviceAccounts"]
+    account = next((a for a in accounts if a["name"] == SERVICE_ACCOUNT), None)
+    if account is None:
+        # Admin: creating data sources needs it (Grafana role-based access, "datasources:create").
+        account = grafana.create_workspace_service_account(
+            workspaceId=workspace_id, name=SERVICE_ACCOUNT, grafanaRole="ADMIN")
+    token = grafana.create_workspace_service_account_token(
+        workspaceId=workspace_id, serviceAccountId=account["id"], name=f"cfn-{uuid.uuid4().hex[:16]}",
+        secondsToLive=TOKEN_SECONDS)["serviceAccountToken"]
+    try:
+        yield api_factory(endpoint, token["key"])
+    finally:
+        grafana.delete_workspace_service_account_token(
+            workspaceId=workspace_id, serviceAccountId=account["id"], tokenId=token["id"])
+
+
+def _not_found(exc: Exception) -> bool:
+    return getattr(exc, "status_code", None) == 404
+
+
+def _datasource(props: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "uid": props["DatasourceUid"], "name": props["DatasourceName"], "type": "prometheus", "access": "proxy",
+        "url": props["PrometheusUrl"].rstrip("/"), "isDefault": False,
+        "jsonData": {"httpMethod": "POST", "sigV4Auth": True, "sigV4AuthType": "ec2",
+                     "sigV4Region": props["Region"]},
+    }
+
+
+def _dashboard(text: str, props: dict[str, Any]) -> dict[str, Any]:
+    model = json.loads(text)
+    model.pop("id", None)
+    for variable in model.get("templating", {}).get("list", []):
+        if variable.get("name") == DATASOURCE_VARIABLE:
+            variable["current"] = {"selected": True, "text": props["DatasourceName"], "value": props["DatasourceUid"]}
+    return model
+
+
+def _uids(props: dict[str, Any] | None) -> set[str]:
+    return {json.loads(t)["uid"] for t in (props or {}).get("Dashboards", [])}
+
+
+def deploy(api: Any, props: dict[str, Any], old: dict[str, Any] | None = None) -> None:
+    ds = _datasource(props)
+    try:
+        api.datasource.get_datasource_by_uid(ds["uid"])
+        api.datasource.update_datasource_by_uid(ds["uid"], ds)
+    except Exception as exc:
+        if not _not_found(exc):
+            raise
+        api.datasource.create_datasource(ds)
+    folder = props["FolderUid"]
+    try:
+        api.folder.get_folder(folder)
+        api.folder.update_folder(folder, title=props["FolderTitle"], overwrite=True)
+    except Exception as exc:
+        if not _not_found(exc):
+            raise
+        api.folder.create_folder(props["FolderTitle"], uid=folder)
+    for text in props["Dashboards"]:
+        api.dashboard.update_dashboard({"dashboard": _dashboard(text, props), "folderUid": folder,
+                                        "overwrite": True, "message": "hyperpod-dpd deploy"})
+    for uid in sorted(_uids(old) - _uids(props)):
+        _delete_dashboard(api, uid)
+
+
+def _delete_dashboard(api: Any, uid: str) -> None:
+    try:
+        api.dashboard.delete_dashboard(uid)
+    except Exception as exc:
+        if not _not_found(exc):
+            raise
+
+
+def remove(api: Any, props: dict[str, Any]) -> None:
+    for uid in sorted(_uids(props)):
+        _delete_dashboard(api, uid)
+    try:
+        folder = api.folder.get_folder(props["FolderUid"])
+    except Exception as exc:
+        if not _not_found(exc):
+            raise
+    else:
+        if not api.search.search_dashboards(folder_ids=folder["id"]):
+            api.folder.delete_folder(props["FolderUid"])
+    try:
+        api.datasource.delete_datasource_by_uid(props["DatasourceUid"])
+    except Exception as exc:
+        if not _not_found(exc):
+            raise
+
+
+def on_event(event: dict[str, Any], context: Any, *, grafana: Any = None,
+             api_factory: ApiFactory = _https_api) -> dict[str, Any]:
+    props = event["ResourceProperties"]
+    workspace = props["WorkspaceId"]
+    if grafana is None:
+        import boto3
+
+        grafana = boto3.client("grafana", region_name=props["Region"])
+    log.info("%s dashboards %s in %s", event["RequestType"], sorted(_uids(props)), workspace)
+    with workspace_api(grafana, workspace, api_factory) as api:
+        if event["RequestType"] == "Delete":
+            remove(api, props)
+        else:
+            deploy(api, props, event.get("OldResourceProperties"))
+    return {"PhysicalResourceId": f"{workspace}/{props['FolderUid']}",
+            "Data": {"DatasourceUid": props["DatasourceUid"], "FolderUid": props["FolderUid"]}}

@@ -1,0 +1,55 @@
+"""Label names of the series as they are stored on HyperPod, written once.
+
+Sources (``shared/metrics/SOURCES.md``, ``shared/reference/operator.md`` section d):
+
+* vLLM and LMCache series reach Amazon Managed Prometheus through the HyperPod inference operator's metrics
+  path (a per-pod collector), which labels every inference metric with ``pod_name`` and ``namespace`` and
+  with ``metric_source`` (``model-container`` for the engine's ``/metrics``, ``reverse-proxy`` for the
+  sidecar) [AWS, "Implementing inference observability on HyperPod clusters", Metric dimensions]. There is
+  **no** ``pod`` label on these series.
+* The exporters' own labels: vLLM 0.19.0 ``model_name``, ``engine`` (``finished_reason`` on
+  ``vllm:request_success_total``); LMCache 0.4.3 ``model_name``, ``worker_id``, ``role``.
+* DCGM exporter and kube-state-metrics series come through the observability add-on's collector, whose
+  relabelling is not published. Both exporters write the pod name into a label of their own (dcgm-exporter's
+  Kubernetes pod mapper and kube-state-metrics' pod metrics both call it ``pod``), so ``pod`` is the default;
+  ``observability.collector_labels`` overrides it without a code change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+NAMESPACE: Final = "namespace"
+POD_NAME: Final = "pod_name"
+"""The pod label the HyperPod inference metrics path writes on vLLM, LMCache and sidecar series."""
+METRIC_SOURCE: Final = "metric_source"
+MODEL_CONTAINER: Final = "model-container"
+REVERSE_PROXY: Final = "reverse-proxy"
+FINISHED_REASON: Final = "finished_reason"
+LE: Final = "le"
+
+HYPERPOD_INFERENCE_LABELS: Final = frozenset({NAMESPACE, POD_NAME, METRIC_SOURCE})
+"""Labels the HyperPod metrics path adds to every inference series (SOURCES.md) that our queries may use."""
+
+KV_LOAD_FAILURE_REASONS: Final = ("abort", "error")
+"""``finished_reason`` values of requests that did not finish normally; a failed KV load ends as ``error``,
+a client disconnect or a cancelled transfer as ``abort`` (SOURCES.md; vLLM ``FinishReason``)."""
+
+DEFAULT_POD_LABEL: Final = "pod"
+DEFAULT_NAMESPACE_LABEL: Final = "namespace"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CollectorLabels:
+    """Pod-name label of the series that do not come through the inference metrics path."""
+
+    dcgm_pod: str = DEFAULT_POD_LABEL
+    """Pod label on DCGM exporter series. Default: ``pod`` (dcgm-exporter's Kubernetes pod mapping)."""
+    dcgm_namespace: str = DEFAULT_NAMESPACE_LABEL
+    """Namespace label on DCGM exporter series. Default: ``namespace`` (dcgm-exporter's pod mapping; a
+    collector that does not honour the exporter's labels renames it ``exported_namespace``)."""
+    kube_state_metrics_pod: str = DEFAULT_POD_LABEL
+    """Pod label on kube-state-metrics series. Default: ``pod`` (kube-state-metrics pod metrics)."""
+    kube_state_metrics_namespace: str = DEFAULT_NAMESPACE_LABEL
+    """Namespace label on kube-state-metrics series. Default: ``namespace``."""

@@ -1,0 +1,337 @@
+"""Dashboards reach Amazon Managed Grafana: the custom resource's handler against a local Grafana HTTP API,
+its bundle in a clean interpreter, and the synthesized resource.
+
+The AWS side (workspace endpoint, service account, token) is botocore's ``Stubber`` on a real ``grafana``
+client: moto has no Amazon Managed Grafana service-account APIs, and the Stubber validates every request and
+response against botocore's service model. The Grafana side is a small HTTP server on 127.0.0.1 that
+implements the Grafana HTTP API endpoints the handler uses (``/api/datasources``, ``/api/folders``,
+``/api/dashboards``, ``/api/search``, as documented at grafana.com/docs/grafana/latest/developers/http_api),
+driven by the real ``grafana-client`` library.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import ANY, Stubber
+
+from hyperpod_constructs.grafana_dashboards import bundle
+from hyperpod_constructs.grafana_dashboards_handler import index
+from hyperpod_infra.config import Config, parse_config
+from hyperpod_infra.telemetry.dashboards import dashboards
+from hyperpod_infra.telemetry.render import render, to_json_text
+
+WORKSPACE = "g-0123456789"
+TOKEN = "glsa_secret_token"
+ACCOUNT_ID = "7"
+
+
+class FakeGrafana:
+    """The Grafana HTTP API endpoints the handler uses, in memory; every request must carry the token."""
+
+    def __init__(self) -> None:
+        self.datasources: dict[str, dict] = {}
+        self.folders: dict[str, dict] = {}
+        self.dashboards: dict[str, dict] = {}
+        self.unauthorized = 0
+
+    def handle(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+        routes = [
+            ("GET", r"/api/datasources/uid/([^/]+)", lambda u: self._get(self.datasources, u)),
+            ("PUT", r"/api/datasources/uid/([^/]+)", lambda u: self._put(self.datasources, u, body)),
+            ("DELETE", r"/api/datasources/uid/([^/]+)", lambda u: self._delete(self.datasources, u)),
+            ("POST", r"/api/datasources", lambda: self._post(self.datasources, body["uid"], body)),
+            ("GET", r"/api/folders/([^/]+)", lambda u: self._get(self.folders, u)),
+            ("PUT", r"/api/folders/([^/]+)", lambda u: self._put(self.folders, u, {**self.folders.get(u, {}), **body})),
+            ("DELETE", r"/api/folders/([^/]+)", lambda u: self._delete_folder(u)),
+            ("POST", r"/api/folders", lambda: self._post(self.folders, body["uid"],
+                                                        {**body, "id": len(self.folders) + 1})),
+            ("POST", r"/api/dashboards/db", lambda: self._save_dashboard(body)),
+            ("DELETE", r"/api/dashboards/uid/([^/]+)", lambda u: self._delete(self.dashboards, u)),
+            ("GET", r"/api/search", lambda: (200, [])),
+        ]
+        route = path.split("?", 1)[0]
+        for verb, pattern, action in routes:
+            match = re.fullmatch(pattern, route)
+            if verb == method and match:
+                if route == "/api/search":
+                    ids = re.findall(r"folderIds=(\d+)", path)
+                    return 200, [{"uid": u} for u, d in self.dashboards.items() if str(d["folderId"]) in ids]
+                return action(*match.groups())
+        return 404, {"message": f"no route {method} {path}"}
+
+    def _get(self, store: dict, uid: str) -> tuple[int, Any]:
+        return (200, store[uid]) if uid in store else (404, {"message": "not found"})
+
+    def _put(self, store: dict, uid: str, body: dict) -> tuple[int, Any]:
+        if uid not in store:
+            return 404, {"message": "not found"}
+        store[uid] = body
+        return 200, body
+
+    def _post(self, store: dict, uid: str, body: dict) -> tuple[int, Any]:
+        if uid in store:
+            return 409, {"message": "exists"}
+        store[uid] = body
+        return 200, body
+
+    def _delete(self, store: dict, uid: str) -> tuple[int, Any]:
+        return (200, store.pop(uid)) if uid in store else (404, {"message": "not found"})
+
+    def _delete_folder(self, uid: str) -> tuple[int, Any]:
+        if uid not in self.folders:
+            return 404, {"message": "not found"}
+        folder = self.folders.pop(uid)
+        for key in [k for k, d in self.dashboards.items() if d["folderId"] == folder["id"]]:
+            del self.dashboards[key]
+        return 200, folder
+
+    def _save_dashboard(self, body: dict) -> tuple[int, Any]:
+        folder = self.folders.get(body.get("folderUid", ""))
+        if folder is None:
+            return 400, {"message": "folder not found"}
+        uid = body["dashboard"]["uid"]
+        if uid in self.dashboards and not body.get("overwrite"):
+            return 412, {"message": "exists"}
+        self.dashboards[uid] = {"model": body["dashboard"], "folderId": folder["id"]}
+        return 200, {"uid": uid, "status": "success"}
+
+
+@pytest.fixture()
+def grafana_server() -> Iterator[tuple[FakeGrafana, str]]:
+    fake = FakeGrafana()
+
+    class Handler(BaseHTTPRequestHandler):
+        def _serve(self) -> None:
+            if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                fake.unauthorized += 1
+                status, payload = 401, {"message": "unauthorized"}
+            else:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length)) if length else None
+                status, payload = fake.handle(self.command, self.path, body)
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PUT = do_DELETE = _serve
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield fake, f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def _api_factory(endpoint: str, token: str) -> Any:
+    from grafana_client import GrafanaApi
+
+    return GrafanaApi.from_url(f"http://{endpoint}", credential=token, timeout=10.0)
+
+
+def _stubbed(endpoint: str, *, account_exists: bool) -> tuple[Any, Stubber]:
+    client = boto3.client("grafana", region_name="us-west-2", aws_access_key_id="x", aws_secret_access_key="x")
+    stub = Stubber(client)
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    stub.add_response("describe_workspace", {"workspace": {
+        "id": WORKSPACE, "endpoint": endpoint, "status": "ACTIVE", "created": now, "modified": now,
+        "dataSources": ["PROMETHEUS"], "grafanaVersion": "10.4", "authentication": {"providers": ["AWS_SSO"]}}},
+        {"workspaceId": WORKSPACE})
+    account = {"id": ACCOUNT_ID, "name": index.SERVICE_ACCOUNT, "grafanaRole": "ADMIN", "isDisabled": "false"}
+    stub.add_response("list_workspace_service_accounts", {
+        "workspaceId": WORKSPACE, "serviceAccounts": [account] if account_exists else []},
+        {"workspaceId": WORKSPACE})
+    if not account_exists:
+        stub.add_response("create_workspace_service_account", {
+            "id": ACCOUNT_ID, "name": index.SERVICE_ACCOUNT, "grafanaRole": "ADMIN", "workspaceId": WORKSPACE},
+            {"workspaceId": WORKSPACE, "name": index.SERVICE_ACCOUNT, "grafanaRole": "ADMIN"})
+    stub.add_response("create_workspace_service_account_token", {
+        "serviceAccountToken": {"id": "42", "name": "cfn", "key": TOKEN},
+        "serviceAccountId": ACCOUNT_ID, "workspaceId": WORKSPACE},
+        {"workspaceId": WORKSPACE, "serviceAccountId": ACCOUNT_ID, "name": ANY,
+         "secondsToLive": index.TOKEN_SECONDS})
+    stub.add_response("delete_workspace_service_account_token", {
+        "serviceAccountId": ACCOUNT_ID, "tokenId": "42", "workspaceId": WORKSPACE},
+        {"workspaceId": WORKSPACE, "serviceAccountId": ACCOUNT_ID, "tokenId": "42"})
+    stub.activate()
+    return client, stub
+
+
+def _props(config: Config) -> dict[str, Any]:
+    return {"WorkspaceId": WORKSPACE, "Region": "us-west-2",
+            "PrometheusUrl": "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-abc/",
+            "DatasourceUid": "hyperpod-dpd-amp", "DatasourceName": "hyperpod-dpd-amp",
+            "FolderUid": "hyperpod-dpd", "FolderTitle": "HyperPod DPD",
+            "Dashboards": [to_json_text(render(d)) for d in dashboards(config)]}
+
+
+def _run(request_type: str, props: dict, endpoint: str, *, old: dict | None = None,
+         account_exists: bool = True) -> dict:
+    client, stub = _stubbed(endpoint, account_exists=account_exists)
+    event = {"RequestType": request_type, "ResourceProperties": props}
+    if old is not None:
+        event["OldResourceProperties"] = old
+    result = index.on_event(event, None, grafana=client, api_factory=_api_factory)
+    stub.assert_no_pending_responses()  # the token was deleted
+    return result
+
+
+def test_create_deploys_the_data_source_folder_and_every_dashboard(grafana_server, default_config) -> None:
+    fake, endpoint = grafana_server
+    props = _props(default_config)
+    result = _run("Create", props, endpoint, account_exists=False)
+    assert result["PhysicalResourceId"] == f"{WORKSPACE}/hyperpod-dpd"
+    ds = fake.datasources["hyperpod-dpd-amp"]
+    assert ds["type"] == "prometheus" and ds["url"] == props["PrometheusUrl"].rstrip("/")
+    assert ds["jsonData"] == {"httpMethod": "POST", "sigV4Auth": True, "sigV4AuthType": "ec2",
+                              "sigV4Region": "us-west-2"}
+    assert fake.folders["hyperpod-dpd"]["title"] == "HyperPod DPD"
+    assert set(fake.dashboards) == {d.uid for d in dashboards(default_config)}
+    for stored in fake.dashboards.values():
+        variables = {v["name"]: v for v in stored["model"]["templating"]["list"]}
+        assert variables["datasource"]["current"]["value"] == "hyperpod-dpd-amp"
+    assert fake.unauthorized == 0
+
+
+def test_update_is_idempotent_and_drops_dashboards_no_longer_shipped(grafana_server, default_config) -> None:
+    fake, endpoint = grafana_server
+    old = _props(default_config)
+    _run("Create", old, endpoint)
+    new = copy.deepcopy(old)
+    new["Dashboards"] = new["Dashboards"][:1]
+    _run("Update", new, endpoint, old=old)
+    assert set(fake.dashboards) == {json.loads(new["Dashboards"][0])["uid"]}
+    assert set(fake.datasources) == {"hyperpod-dpd-amp"}
+
+
+def test_delete_removes_ours_and_keeps_a_folder_a_user_saved_into(grafana_server, default_config) -> None:
+    fake, endpoint = grafana_server
+    props = _props(default_config)
+    _run("Create", props, endpoint)
+    folder_id = fake.folders["hyperpod-dpd"]["id"]
+    fake.dashboards["users-own"] = {"model": {"uid": "users-own"}, "folderId": folder_id}
+    _run("Delete", props, endpoint)
+    assert set(fake.dashboards) == {"users-own"} and "hyperpod-dpd" in fake.folders
+    assert fake.datasources == {}
+    del fake.dashboards["users-own"]
+    _run("Delete", props, endpoint)  # nothing left of ours: the folder goes too; 404s are not errors
+    assert fake.folders == {}
+
+
+def test_the_token_is_deleted_when_grafana_fails(grafana_server, default_config) -> None:
+    fake, endpoint = grafana_server
+    props = _props(default_config)
+    props["Dashboards"] = [json.dumps({"uid": "x", "title": "x"})]
+    fake.folders["hyperpod-dpd"] = {"uid": "hyperpod-dpd", "title": "t", "id": 1}
+    fake.handle = lambda method, path, body: (500, {"message": "boom"})  # type: ignore[method-assign]
+    client, stub = _stubbed(endpoint, account_exists=True)
+    with pytest.raises(Exception, match="500"):
+        index.on_event({"RequestType": "Create", "ResourceProperties": props}, None, grafana=client,
+                       api_factory=_api_factory)
+    stub.assert_no_pending_responses()
+
+
+def test_bundle_is_pure_python_and_imports_in_a_clean_interpreter(tmp_path: Path) -> None:
+    """What the function runs: the handler plus grafana-client and its pure-Python dependencies; urllib3 comes
+    from the runtime (botocore's), nothing else from this machine."""
+    (tmp_path / "asset").mkdir()
+    code = bundle(tmp_path / "asset")
+    assert not [p for p in code.rglob("*") if p.suffix in (".so", ".pyd", ".pyc")]
+    runtime = tmp_path / "runtime"
+    import urllib3
+
+    shutil.copytree(Path(urllib3.__file__).parent, runtime / "urllib3")
+    probe = ("import index, grafana_client; api = grafana_client.GrafanaApi.from_url('https://g.example', "
+             "credential='t'); print(type(api).__name__, grafana_client.__file__)")
+    out = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True, timeout=60,
+                         cwd=code, env={"PYTHONPATH": f"{code}:{runtime}", "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith("GrafanaApi") and str(code) in out.stdout
+
+
+def test_synth_deploys_the_dashboards_into_the_configured_workspace(default_config_dict: dict) -> None:
+    import aws_cdk as cdk
+    from aws_cdk.assertions import Match, Template
+
+    from hyperpod_infra.app_builder import build
+
+    data = copy.deepcopy(default_config_dict)
+    data["observability"]["grafana_workspace"] = {"workspace_id": WORKSPACE}
+    config = parse_config(data)
+    stacks = build(cdk.App(context={"aws:cdk:disable-asset-staging": True}), config)
+    assert stacks.observability is not None
+    template = Template.from_stack(stacks.observability)
+    (resource,) = template.find_resources("Custom::GrafanaDashboards").values()
+    props = resource["Properties"]
+    assert props["WorkspaceId"] == WORKSPACE and props["FolderTitle"] == "HyperPod DPD"
+    assert [json.loads(t)["uid"] for t in props["Dashboards"]] == sorted(d.uid for d in dashboards(config))
+    (workspace,) = template.find_resources("AWS::APS::Workspace")
+    assert props["PrometheusUrl"] == {"Fn::GetAtt": [workspace, "PrometheusEndpoint"]}
+    template.has_resource_properties("AWS::IAM::Policy", {"PolicyDocument": {"Statement": Match.array_with([
+        Match.object_like({"Action": Match.array_with(["grafana:CreateWorkspaceServiceAccountToken"]),
+                           "Resource": {"Fn::Join": ["", Match.array_with([Match.string_like_regexp(
+                               f"/workspaces/{WORKSPACE}$")])]}})])}})
+
+
+def test_no_grafana_resources_unless_a_workspace_is_configured(templates) -> None:
+    from aws_cdk.assertions import Template
+
+    assert Template.find_resources(templates["Observability"], "Custom::GrafanaDashboards") == {}
+
+
+@pytest.mark.parametrize("workspace_id", ["ws-0123456789", "g-012345678", "g-0123456789X"])
+def test_fails_when_the_workspace_id_is_malformed(default_config_dict: dict, workspace_id: str) -> None:
+    from hyperpod_infra.errors import ConfigError
+
+    data = copy.deepcopy(default_config_dict)
+    data["observability"]["grafana_workspace"] = {"workspace_id": workspace_id}
+    with pytest.raises(ConfigError, match=r"observability\.grafana_workspace\.workspace_id"):
+        parse_config(data)
+
+
+@pytest.mark.slow
+def test_cdk_nag_and_cfn_lint_pass_with_a_grafana_workspace(default_config_dict: dict, tmp_path: Path) -> None:
+    import aws_cdk as cdk
+    from tests.infra.test_validation import CFN_LINT, REPO_ROOT, _nag_findings
+
+    from hyperpod_infra.app_builder import build
+    from hyperpod_infra.nag import add_nag
+
+    data = copy.deepcopy(default_config_dict)
+    data["observability"]["grafana_workspace"] = {"workspace_id": WORKSPACE}
+    app = cdk.App(outdir=str(tmp_path), context={"aws:cdk:disable-asset-staging": True})
+    stacks = build(app, parse_config(data))
+    add_nag(app)
+    try:
+        app.synth()
+    except RuntimeError as exc:
+        assert "ValidationFailed" in str(exc)
+        pytest.fail("cdk-nag findings:\n" + "\n".join(_nag_findings(tmp_path)))
+    assert stacks.observability is not None
+    template = tmp_path / f"{stacks.observability.artifact_id}.template.json"
+    result = subprocess.run([str(CFN_LINT), "--config-file", str(REPO_ROOT / ".cfnlintrc.yaml"), "--", str(template)],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
