@@ -308,8 +308,9 @@ def recommend(inputs: PlanInputs, model: StepModel, traffics: Sequence[Traffic],
         "nodes": chosen.nodes,
         "routing_threshold_tokens": (chosen.layout.routing_threshold_tokens if split
                                      else inputs.routing_threshold_tokens),
-        "pd_buffer_size_bytes": terms.pd_buffer_bytes(max(chosen.peak_buffer_tokens, int(mean_isl)), inputs.model,
-                                                      inputs.tp),
+        # Only ever raised: AWS's guidance is to raise PD_BUFFER_SIZE on OOM, and the decoder also buffers bursts.
+        "pd_buffer_size_bytes": max(inputs.pd_buffer_size_bytes, terms.pd_buffer_bytes(
+            max(chosen.peak_buffer_tokens, int(mean_isl)), inputs.model, inputs.tp)),
         "max_num_seqs": {"prefill": prefill_seqs, "decode": decode_seqs},
         "ttft_p95_ms": round(1e3 * chosen.worst_ttft_p95_s, 1),
         "tpot_p95_ms": round(1e3 * chosen.worst_tpot_p95_s, 2),
