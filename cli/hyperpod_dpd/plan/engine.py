@@ -16,11 +16,12 @@ Neither knows about LMCache, EFA, the router or HyperPod: :mod:`hyperpod_dpd.pla
 from __future__ import annotations
 
 import bisect
+import logging
 import math
 from dataclasses import dataclass
 from typing import Protocol
 
-from hyperpod_dpd.errors import UsageError
+from hyperpod_dpd.errors import CommandFailed, UsageError
 from hyperpod_dpd.plan.facts import GpuFacts, ModelShape
 from hyperpod_dpd.plan.terms import EAGER_PREFILL_SLOWDOWN
 
@@ -120,7 +121,7 @@ class AiConfiguratorEngine:
     _CONTEXTS = (1024, 4096, 16384)
     _PREFILL = (256, 1024, 4096, 8192, 16384)
 
-    def __init__(self, model: ModelShape, gpu: GpuFacts, tp: int, aic_model: str) -> None:
+    def __init__(self, model: ModelShape, gpu: GpuFacts, tp: int) -> None:
         try:
             from aiconfigurator.cli.api import cli_estimate  # type: ignore[import-not-found,unused-ignore]
         except ImportError:
@@ -129,11 +130,18 @@ class AiConfiguratorEngine:
         system = self.SYSTEMS.get(gpu.name)
         if system is None:
             raise UsageError(f"--engine aiconfigurator supports {', '.join(self.SYSTEMS)}, got {gpu.name}")
-        self._eager_roofline = RooflineEngine(model, gpu, tp)
+        aic_model = model.aiconfigurator_model or model.name
+
+        for name in ("aiconfigurator", "aiconfigurator_core"):
+            logging.getLogger(name).setLevel(logging.ERROR)
 
         def est(mode: str, isl: int, batch: int) -> dict[str, float]:
-            result: dict[str, float] = cli_estimate(aic_model, system, mode=mode, backend_name="vllm", isl=isl,
-                                                    osl=2, batch_size=batch, tp_size=tp).get()
+            try:
+                result: dict[str, float] = cli_estimate(aic_model, system, mode=mode, backend_name="vllm", isl=isl,
+                                                        osl=2, batch_size=batch, tp_size=tp).get()
+            except Exception as exc:  # the optional engine's own errors, reported as one line
+                raise CommandFailed(f"--engine aiconfigurator could not estimate {aic_model} on {system} "
+                                    f"(vllm, TP {tp}): {str(exc).splitlines()[0] if str(exc) else exc!r}") from None
             return result
 
         self._prefill = [(n, est("static_ctx", n, 1)["ttft"] / 1e3) for n in self._PREFILL]

@@ -32,6 +32,8 @@ class ModelShape:
     dtype: str = "bfloat16"
     tie_word_embeddings: bool = False
     source: str = ""
+    aiconfigurator_model: str = ""
+    """What AIConfigurator is asked for: a model it bundles with the same shapes, or the config.json folder."""
 
     @property
     def head_dim(self) -> int:
@@ -59,15 +61,18 @@ MODELS: dict[str, ModelShape] = {
     "meta-llama/Llama-3.3-70B-Instruct": ModelShape(
         name="meta-llama/Llama-3.3-70B-Instruct", num_hidden_layers=80, hidden_size=8192,
         num_attention_heads=64, num_key_value_heads=8, intermediate_size=28672, vocab_size=128256,
-        source="https://huggingface.co/meta-llama/Llama-3.3-70B-Instruct/blob/main/config.json"),
+        source="https://huggingface.co/meta-llama/Llama-3.3-70B-Instruct/blob/main/config.json",
+        aiconfigurator_model="meta-llama/Meta-Llama-3.1-70B"),
     "meta-llama/Llama-3.1-70B-Instruct": ModelShape(
         name="meta-llama/Llama-3.1-70B-Instruct", num_hidden_layers=80, hidden_size=8192,
         num_attention_heads=64, num_key_value_heads=8, intermediate_size=28672, vocab_size=128256,
-        source="https://huggingface.co/meta-llama/Llama-3.1-70B-Instruct/blob/main/config.json"),
+        source="https://huggingface.co/meta-llama/Llama-3.1-70B-Instruct/blob/main/config.json",
+        aiconfigurator_model="meta-llama/Meta-Llama-3.1-70B"),
     "meta-llama/Llama-3.1-8B-Instruct": ModelShape(
         name="meta-llama/Llama-3.1-8B-Instruct", num_hidden_layers=32, hidden_size=4096,
         num_attention_heads=32, num_key_value_heads=8, intermediate_size=14336, vocab_size=128256,
-        source="https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/blob/main/config.json"),
+        source="https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/blob/main/config.json",
+        aiconfigurator_model="meta-llama/Meta-Llama-3.1-8B"),
 }
 
 #: Other spellings of the same models (our config's ``model.name``, the S3 folder name).
@@ -122,7 +127,8 @@ def _model_from_config_json(path: Path) -> ModelShape:
         name=str(raw.get("_name_or_path") or path.parent.name or path.name), num_hidden_layers=raw["num_hidden_layers"],
         hidden_size=raw["hidden_size"], num_attention_heads=heads, num_key_value_heads=kv_heads,
         intermediate_size=raw["intermediate_size"], vocab_size=raw["vocab_size"], dtype=dtype,
-        tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)), source=str(path))
+        tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)), source=str(path),
+        aiconfigurator_model=str(path.parent))
 
 
 # --- hardware -------------------------------------------------------------------------------------------

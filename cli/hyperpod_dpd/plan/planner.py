@@ -58,7 +58,6 @@ class PlanInputs:
     tpot_slo_s: float = 0.1
     prices: PriceTable = PINNED_PRICES
     engine: str = "roofline"
-    aic_model: str = "meta-llama/Meta-Llama-3.1-70B"
 
 
 def inputs_from_config(config: Config, *, model: str | None = None, **overrides: Any) -> PlanInputs:
@@ -85,7 +84,7 @@ def step_model(inputs: PlanInputs) -> StepModel:
     if inputs.engine == "roofline":
         return RooflineEngine(inputs.model, inputs.instance.gpu, inputs.tp)
     if inputs.engine == "aiconfigurator":
-        return AiConfiguratorEngine(inputs.model, inputs.instance.gpu, inputs.tp, inputs.aic_model)
+        return AiConfiguratorEngine(inputs.model, inputs.instance.gpu, inputs.tp)
     raise UsageError(f"--engine must be roofline or aiconfigurator, got {inputs.engine!r}")
 
 
