@@ -134,6 +134,9 @@ def test_write_validates_before_writing(tmp_path: Path) -> None:
     (("--concurrency", "8", "--request-rate", "2"), 2, "error: pass either --concurrency or --request-rate"),
     (("--prefix-reuse", "1.5"), 2, "error: --prefix-reuse must be in [0, 1), got 1.5"),
     (("--price", "ml.p5.48xlarge=-3"), 2, "error: --price ml.p5.48xlarge must be a positive USD amount"),
+    (("--traffic", "D(16000,1024)"), 2, "error: --traffic D(16000,1024) needs prompt + output up to 17024 tokens"),
+    (("--engine", "vidur"), 2, "error: --engine must be roofline or aiconfigurator, got 'vidur'"),
+    (("--prices", "/nonexistent/prices.yaml"), 2, "error: --prices '/nonexistent/prices.yaml' must be a readable"),
     (("--tpot-p95", "0.005", "--concurrency", "32"), 1,
      "error: no layout meets the SLO (TTFT p95 <= 2 s, TPOT p95 <= 0.005 s) for D(4096,256) at concurrency 32"),
 ])
@@ -170,3 +173,21 @@ def test_an_instance_type_without_a_price_asks_for_one(tmp_path: Path, capsys: p
                           "--json")
     assert code == 0, err
     assert json.loads(out)["recommendation"]["price_usd_per_instance_hour"] == 80.0
+
+
+def test_request_rate_replaces_concurrency_in_the_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "--config", str(DEFAULT), "--request-rate", "1.5", "--json")
+    assert code == 0, err
+    (scenario,) = json.loads(out)["scenarios"]
+    assert set(scenario) == {"traffic", "request_rate", "colocated", "dpd", "improvement_pct"}
+    assert scenario["request_rate"] == 1.5
+
+
+def test_an_unknown_config_model_asks_for_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = yaml.safe_load(DEFAULT.read_text())
+    data["model"] = {"name": "my-finetune", "s3_prefix": "models/my-finetune/"}
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(data))
+    code, _, err = _run(capsys, "--config", str(cfg))
+    assert code == 2
+    assert err.startswith("error: --model is needed: model.name 'my-finetune' (s3 folder 'my-finetune')")

@@ -81,6 +81,8 @@ def plan(
         overrides["tpot_slo_s"] = tpot_p95
     inputs = planner.inputs_from_config(e.config, model=model, **overrides)
     inputs.prices.price(inputs.instance.instance_type)  # fail early without a price
+    for t in scenarios:
+        planner.check_traffic(inputs, t)
     sm = planner.step_model(inputs)
     loads: list[tuple[int | None, float | None]] = [(c, None) for c in levels] or [(None, request_rate)]
     comparisons = [planner.compare(inputs, sm, t, concurrency=c, request_rate=r) for t in scenarios for c, r in loads]

@@ -67,7 +67,7 @@ def inputs_from_config(config: Config, *, model: str | None = None, **overrides:
     e = config.endpoint
     inst = instance_facts(e.instance_type)
     terms.replicas_per_node(e.tensor_parallel_size, inst.gpus)
-    shape = resolve_model(model or config.model.name)
+    shape = resolve_model(model) if model else _config_model(config)
     inputs = PlanInputs(
         model=shape, instance=inst, tp=e.tensor_parallel_size, max_model_len=e.max_model_len,
         gpu_memory_utilization=e.gpu_memory_utilization,
@@ -78,6 +78,29 @@ def inputs_from_config(config: Config, *, model: str | None = None, **overrides:
         max_decode_replicas=pins.DPD_MAX_DECODE_REPLICAS,
         ttft_slo_s=config.observability.slo.ttft_p95_seconds, tpot_slo_s=config.observability.slo.tpot_p95_seconds)
     return replace(inputs, **overrides)
+
+
+def _config_model(config: Config) -> ModelShape:
+    """The config's model by ``model.name``, else by its S3 folder name (``models/Llama-3.3-70B-Instruct/``)."""
+    from hyperpod_dpd.plan.facts import MODEL_ALIASES, MODELS
+
+    folder = config.model.s3_prefix.rstrip("/").rsplit("/", 1)[-1]
+    for name in (config.model.name, folder):
+        key = MODEL_ALIASES.get(name.lower(), name)
+        if key in MODELS:
+            return MODELS[key]
+        if f"meta-llama/{name}" in MODELS:
+            return MODELS[f"meta-llama/{name}"]
+    raise UsageError(f"--model is needed: model.name {config.model.name!r} (s3 folder {folder!r}) is not one the "
+                     f"planner knows ({', '.join(MODELS)}); pass --model NAME or a Hugging Face config.json, got none")
+
+
+def check_traffic(inputs: PlanInputs, traffic: Traffic) -> Traffic:
+    """Every request must fit ``max_model_len`` (vLLM rejects longer ones)."""
+    if traffic.max_total() > inputs.max_model_len:
+        raise UsageError(f"--traffic {traffic.text} needs prompt + output up to {traffic.max_total()} tokens, which "
+                         f"must fit endpoint.max_model_len ({inputs.max_model_len}), got more")
+    return traffic
 
 
 def step_model(inputs: PlanInputs) -> StepModel:
@@ -202,7 +225,8 @@ def estimate_scenarios(config: Config, traffic: Sequence[str], concurrencies: Se
     ``scenarios`` entries of ``hyperpod-dpd plan --json`` (improvement positive when DPD is better)."""
     inputs = inputs_from_config(config, model=model, **overrides)
     sm = step_model(inputs)
-    return [compare(inputs, sm, parse(t), concurrency=c).as_dict() for t in traffic for c in concurrencies]
+    return [compare(inputs, sm, check_traffic(inputs, parse(t)), concurrency=c).as_dict()
+            for t in traffic for c in concurrencies]
 
 
 # --- cost -----------------------------------------------------------------------------------------------
