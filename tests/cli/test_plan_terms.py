@@ -10,7 +10,7 @@ import pytest
 from hyperpod_dpd.errors import UsageError
 from hyperpod_dpd.plan import terms
 from hyperpod_dpd.plan.engine import ROOFLINE_H100_ANCHORS, RooflineEngine
-from hyperpod_dpd.plan.facts import H100_SXM, MODELS, PLANNER_INSTANCE_FACTS, resolve_model
+from hyperpod_dpd.plan.facts import H100_SXM, H200_SXM, MODELS, PLANNER_INSTANCE_FACTS, GpuFacts, resolve_model
 from hyperpod_dpd.plan.traffic import parse
 
 LLAMA_70B = MODELS["meta-llama/Llama-3.3-70B-Instruct"]
@@ -117,3 +117,24 @@ def test_genai_bench_scenarios_parse(text: str, kind: str, mean_in: float, mean_
 def test_bad_scenarios_name_the_syntax(text: str) -> None:
     with pytest.raises(UsageError, match=r"^--traffic "):
         parse(text)
+
+
+#: Not used for fitting: AIConfigurator 0.12.0 (vllm 0.24.0 silicon data, Llama-3.1-70B) at other points, to show the
+#: fitted roofline carries over. (gpu, tp, kind, batch or prompt tokens, ms)
+_HELD_OUT = [
+    (H200_SXM, 8, "prefill", 4096, 164.92), (H200_SXM, 8, "decode", 1, 8.09), (H200_SXM, 8, "decode", 32, 10.53),
+    (H100_SXM, 4, "prefill", 4096, 264.07), (H100_SXM, 4, "decode", 32, 20.30),
+]
+
+
+@pytest.mark.parametrize(("gpu", "tp", "kind", "n", "ms"), _HELD_OUT,
+                         ids=[f"{g.name.split()[0]}-tp{tp}-{k}-{n}" for g, tp, k, n, _ in _HELD_OUT])
+def test_roofline_carries_over_to_other_gpus_and_tp(gpu: GpuFacts, tp: int, kind: str, n: int, ms: float) -> None:
+    engine = RooflineEngine(LLAMA_70B, gpu, tp)
+    if kind == "prefill":
+        got = engine.step_seconds(decode_tokens=0, decode_context=0, prefill_tokens=n, prefill_attention=n * n / 2,
+                                  eager=False)
+    else:
+        got = engine.step_seconds(decode_tokens=n, decode_context=n * (4096 + 128), prefill_tokens=0,
+                                  prefill_attention=0, eager=False)
+    assert got * 1e3 == pytest.approx(ms, rel=0.08)
