@@ -66,8 +66,8 @@ def test_improvement_is_positive_when_dpd_is_better(default_json: dict[str, Any]
 
 def test_recommendation_names_split_replicas_threshold_buffer_and_batch(default_json: dict[str, Any]) -> None:
     rec = default_json["recommendation"]
-    for key in ("split", "prefill_replicas", "decode_replicas", "routing_threshold_tokens", "pd_buffer_size_bytes",
-                "max_num_seqs", "cost_per_1m_output_tokens_usd", "price_source"):
+    for key in ("split", "prefill_replicas", "decode_replicas", "routing_threshold_tokens", "routing_strategy",
+                "pd_buffer_size_bytes", "max_num_seqs", "cost_per_1m_output_tokens_usd", "price_source"):
         assert key in rec
     assert set(rec["max_num_seqs"]) == {"prefill", "decode"}
 
@@ -98,6 +98,8 @@ def test_write_merges_a_split_recommendation(tmp_path: Path, capsys: pytest.Capt
     assert after["endpoint"]["prefill"]["replicas"] == rec["prefill_replicas"]
     assert after["endpoint"]["decode"]["max_num_seqs"] == rec["max_num_seqs"]["decode"]
     assert after["endpoint"]["pd_buffer_size_bytes"] == rec["pd_buffer_size_bytes"]
+    if rec["prefill_replicas"] > 1:  # operator.md: roundrobin when there are several prefillers
+        assert after["endpoint"]["routing_strategy"] == rec["routing_strategy"] == "roundrobin"
     prefill_group = next(g for g in after["hyperpod"]["instance_groups"] if g["pool"] == "prefill")
     assert prefill_group["instance_count"] == rec["prefill_nodes"]
     assert after["network"] == before["network"] and after["eks"] == before["eks"]  # the rest is kept

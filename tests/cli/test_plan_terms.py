@@ -138,3 +138,11 @@ def test_roofline_carries_over_to_other_gpus_and_tp(gpu: GpuFacts, tp: int, kind
         got = engine.step_seconds(decode_tokens=n, decode_context=n * (4096 + 128), prefill_tokens=0,
                                   prefill_attention=0, eager=False)
     assert got * 1e3 == pytest.approx(ms, rel=0.08)
+
+
+def test_planner_instance_facts_agree_with_the_config_rules() -> None:
+    """Until hyperpod_infra.instance_facts lands: GPUs per node must match the config's DPD instance table."""
+    from hyperpod_infra.config import DPD_INSTANCE_GPUS
+
+    for name, facts in PLANNER_INSTANCE_FACTS.items():
+        assert DPD_INSTANCE_GPUS[name] == facts.gpus

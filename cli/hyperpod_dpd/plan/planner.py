@@ -52,6 +52,7 @@ class PlanInputs:
     prefill_replicas: int
     decode_replicas: int
     max_decode_replicas: int
+    routing_strategy: str = "prefixaware"
     kv_transfer_bytes_per_s: float = terms.MEASURED_KV_TRANSFER_BYTES_PER_S
     prefix_reuse: float = 0.0
     ttft_slo_s: float = 2.0
@@ -75,7 +76,7 @@ def inputs_from_config(config: Config, *, model: str | None = None, **overrides:
         prefill_eager="--enforce-eager" in e.prefill.extra_args, decode_eager="--enforce-eager" in e.decode.extra_args,
         routing_threshold_tokens=e.routing_threshold_tokens, pd_buffer_size_bytes=e.pd_buffer_size_bytes,
         prefill_replicas=e.prefill.replicas, decode_replicas=e.decode.replicas,
-        max_decode_replicas=pins.DPD_MAX_DECODE_REPLICAS,
+        max_decode_replicas=pins.DPD_MAX_DECODE_REPLICAS, routing_strategy=e.routing_strategy,
         ttft_slo_s=config.observability.slo.ttft_p95_seconds, tpot_slo_s=config.observability.slo.tpot_p95_seconds)
     return replace(inputs, **overrides)
 
@@ -320,6 +321,8 @@ def recommend(inputs: PlanInputs, model: StepModel, traffics: Sequence[Traffic],
               f"{best_dpd.usd_per_million:.2f} with DPD" if best_dpd else
               "no DPD layout meets the SLO")
     n = inputs.instance.gpus
+    # The router picks the prefiller: prefixaware/kvaware for one, roundrobin for several (operator.md, DPD guide).
+    strategy = "roundrobin" if split and chosen.layout.prefill_replicas > 1 else inputs.routing_strategy
     return {
         "split": split,
         "instance_type": inputs.instance.instance_type,
@@ -334,6 +337,7 @@ def recommend(inputs: PlanInputs, model: StepModel, traffics: Sequence[Traffic],
         # Only ever raised: AWS's guidance is to raise PD_BUFFER_SIZE on OOM, and the decoder also buffers bursts.
         "pd_buffer_size_bytes": max(inputs.pd_buffer_size_bytes, terms.pd_buffer_bytes(
             max(chosen.peak_buffer_tokens, int(mean_isl)), inputs.model, inputs.tp)),
+        "routing_strategy": strategy,
         "max_num_seqs": {"prefill": prefill_seqs, "decode": decode_seqs},
         "ttft_p95_ms": round(1e3 * chosen.worst_ttft_p95_s, 1),
         "tpot_p95_ms": round(1e3 * chosen.worst_tpot_p95_s, 2),

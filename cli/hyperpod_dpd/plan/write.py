@@ -37,6 +37,8 @@ def merge_recommendation(path: Path, rec: dict[str, Any]) -> list[str]:
         put(section, "max_num_seqs", rec["max_num_seqs"][role], f"endpoint.{role}.max_num_seqs")
     put(endpoint, "routing_threshold_tokens", rec["routing_threshold_tokens"], "endpoint.routing_threshold_tokens")
     put(endpoint, "pd_buffer_size_bytes", rec["pd_buffer_size_bytes"], "endpoint.pd_buffer_size_bytes")
+    if "routing_strategy" in rec:
+        put(endpoint, "routing_strategy", rec["routing_strategy"], "endpoint.routing_strategy")
     groups = (data.get("hyperpod") or {}).get("instance_groups") or []
     for role in ("prefill", "decode"):
         mine = [g for g in groups if isinstance(g, dict) and g.get("pool") == role]
