@@ -104,6 +104,26 @@ def test_write_merges_a_split_recommendation(tmp_path: Path, capsys: pytest.Capt
     assert prefill_group["instance_count"] == rec["prefill_nodes"]
     assert after["network"] == before["network"] and after["eks"] == before["eks"]  # the rest is kept
     load_config(cfg)  # still a valid config
+    text = cfg.read_text()
+    assert "# Reference deployment: the AWS DPD walkthrough" in text  # comments survive
+    assert "pd_buffer_size_bytes: 8589934592   # 8 GiB per rank (AWS default)" in text  # unchanged value untouched
+    changed = [a for a, b in zip(DEFAULT.read_text().splitlines(), text.splitlines(), strict=True) if a != b]
+    assert changed and all(("replicas" in line or "instance_count" in line or "routing_strategy" in line
+                            or "max_num_seqs" in line) for line in changed)
+
+
+def test_write_reserializes_when_a_key_is_missing(tmp_path: Path) -> None:
+    data = yaml.safe_load(DEFAULT.read_text())
+    del data["endpoint"]["routing_threshold_tokens"]
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(data))
+    rec = {"prefill_replicas": 1, "decode_replicas": 1, "prefill_nodes": 1, "decode_nodes": 1,
+           "max_num_seqs": {"prefill": 16, "decode": 64}, "routing_threshold_tokens": 2048,
+           "pd_buffer_size_bytes": 8 << 30}
+    changes = merge_recommendation(cfg, rec)
+    assert changes == ["endpoint.decode.max_num_seqs: 32 -> 64", "endpoint.routing_threshold_tokens: None -> 2048"]
+    merged = load_config(cfg)
+    assert (merged.endpoint.decode.max_num_seqs, merged.endpoint.routing_threshold_tokens) == (64, 2048)
 
 
 def test_write_does_not_touch_the_file_when_colocated_wins(tmp_path: Path,
