@@ -83,6 +83,7 @@ def test_estimate_scenarios_is_the_json_scenarios(default_json: dict[str, Any]) 
     """The benchmark report imports this function to show estimates beside measurements."""
     got = estimate_scenarios(load_config(DEFAULT), ["D(4096,256)"], [8, 32])
     assert got == default_json["scenarios"]
+    assert estimate_scenarios(DEFAULT, ["D(4096,256)"], [8]) == got[:1]  # a path works too
 
 
 def test_write_merges_a_split_recommendation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

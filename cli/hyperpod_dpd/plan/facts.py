@@ -201,7 +201,8 @@ class PriceTable:
 
 
 #: On-demand SageMaker price of one ml.p5.48xlarge hour in us-west-2 as returned by the AWS Price List API on
-#: 2026-09-12 (SageMaker training/HyperPod cluster instance). Other types are not pinned: pass --price.
+#: 2026-09-12 (the SageMaker training rate, recorded in a public repository's cost table; HyperPod cluster
+#: instances are priced per instance-hour on the same page, check yours). Other types are not pinned: pass --price.
 PINNED_PRICES = PriceTable(
     usd_per_instance_hour={"ml.p5.48xlarge": 63.296},
     source="AWS Price List API, AmazonSageMaker, us-west-2 on-demand (https://aws.amazon.com/sagemaker/ai/pricing/)",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from hyperpod_dpd.errors import CommandFailed, UsageError
@@ -16,7 +17,7 @@ from hyperpod_dpd.plan.engine import AiConfiguratorEngine, RooflineEngine, StepM
 from hyperpod_dpd.plan.facts import PINNED_PRICES, InstanceFacts, ModelShape, PriceTable, instance_facts, resolve_model
 from hyperpod_dpd.plan.simulate import DpdParams, EngineSpec, Metrics, simulate
 from hyperpod_dpd.plan.traffic import Traffic, parse
-from hyperpod_infra.config import Config
+from hyperpod_infra.config import Config, load_config
 
 #: vLLM's default token budget per step for the OpenAI server on >= 70 GiB GPUs (``max_num_batched_tokens``).
 MAX_NUM_BATCHED_TOKENS = 8192
@@ -220,10 +221,16 @@ def compare(inputs: PlanInputs, model: StepModel, traffic: Traffic, *, concurren
         dpd=run(inputs, model, traffic, dpd_layout, concurrency=concurrency, request_rate=request_rate))
 
 
-def estimate_scenarios(config: Config, traffic: Sequence[str], concurrencies: Sequence[int], *,
+def estimate_scenarios(config: Config | str | Path, traffic: Sequence[str], concurrencies: Sequence[int], *,
                        model: str | None = None, **overrides: Any) -> list[dict[str, Any]]:
     """Colocated (one node) vs DPD (the config's prefill and decode replicas) per scenario and concurrency, as the
-    ``scenarios`` entries of ``hyperpod-dpd plan --json`` (improvement positive when DPD is better)."""
+    ``scenarios`` entries of ``hyperpod-dpd plan --json`` (improvement positive when DPD is better).
+
+    ``config`` is a loaded :class:`Config` or a config file path; ``overrides`` are :class:`PlanInputs` fields
+    (e.g. ``kv_transfer_bytes_per_s=7e9``, ``prefix_reuse=0.3``, ``engine="aiconfigurator"``).
+    """
+    if not isinstance(config, Config):
+        config = load_config(config)
     inputs = inputs_from_config(config, model=model, **overrides)
     sm = step_model(inputs)
     return [compare(inputs, sm, check_traffic(inputs, parse(t)), concurrency=c).as_dict()
