@@ -160,6 +160,8 @@ def test_write_validates_before_writing(tmp_path: Path) -> None:
     (("--traffic", "D(16000,1024)"), 2, "error: --traffic D(16000,1024) needs prompt + output up to 17024 tokens"),
     (("--engine", "vidur"), 2, "error: --engine must be roofline or aiconfigurator, got 'vidur'"),
     (("--prices", "/nonexistent/prices.yaml"), 2, "error: --prices '/nonexistent/prices.yaml' must be a readable"),
+    (("--request-rate", "50"), 1, "error: no layout meets the SLO (TTFT p95 <= 2 s, TPOT p95 <= 0.1 s) for "
+     "D(4096,256) at 50 requests/s"),
     (("--tpot-p95", "0.005", "--concurrency", "32"), 1,
      "error: no layout meets the SLO (TTFT p95 <= 2 s, TPOT p95 <= 0.005 s) for D(4096,256) at concurrency 32"),
 ])

@@ -66,3 +66,11 @@ def test_closed_loop_obeys_littles_law(inputs: planner.PlanInputs) -> None:
     """Closed loop with c clients: throughput = c x output tokens / mean E2E (D() makes every request alike)."""
     c = planner.compare(inputs, planner.step_model(inputs), parse("D(2048,128)"), concurrency=16).colocated
     assert c.output_tokens_per_s == pytest.approx(16 * 128 / (c.e2e_p50_ms / 1e3), rel=0.1)
+
+
+def test_an_offered_rate_above_capacity_is_flagged_as_overloaded(inputs: planner.PlanInputs) -> None:
+    """One node prefills a 4096-token prompt in ~170 ms (AIConfigurator), so it cannot serve 10 requests/s."""
+    sm = planner.step_model(inputs)
+    layout = planner.Layout(colocated_replicas=1)
+    assert planner.run(inputs, sm, parse("D(4096,64)"), layout, concurrency=None, request_rate=10).saturated
+    assert not planner.run(inputs, sm, parse("D(4096,64)"), layout, concurrency=None, request_rate=1).saturated

@@ -147,6 +147,7 @@ def _print_tables(inputs: planner.PlanInputs, comparisons: list[planner.Comparis
                 (f"colocated, {nodes} nodes (equal GPUs)", nodes, c.colocated_equal_gpus),
                 (f"DPD {c.layout.prefill_replicas}P+{c.layout.decode_replicas}D", nodes, c.dpd)]
         for name, n, m in rows:
+            name += " (overloaded)" if m.saturated else ""
             per_gpu = planner.tokens_per_s_per_gpu(inputs, n, m.output_tokens_per_s)
             t.add_row(name, str(n), f"{m.ttft_ms:.0f}", f"{m.tpot_ms:.1f}", f"{m.e2e_p50_ms:.0f}",
                       f"{m.output_tokens_per_s:.0f}", f"{per_gpu}",

@@ -260,6 +260,7 @@ class Candidate:
     worst_tpot_p95_s: float
     usd_per_million: float
     peak_buffer_tokens: int
+    tokens_per_s: float = 0.0
 
     def meets(self, inputs: PlanInputs) -> bool:
         return self.worst_ttft_p95_s <= inputs.ttft_slo_s and self.worst_tpot_p95_s <= inputs.tpot_slo_s
@@ -273,13 +274,13 @@ def _evaluate(inputs: PlanInputs, model: StepModel, loads: list[tuple[Traffic, i
     peak = 0
     for traffic, c, rate in loads:
         m = run(inputs, model, traffic, layout, concurrency=c, request_rate=rate, pd_buffer_bytes=64 << 30)
-        ttft, tpot = max(ttft, m.ttft_p95_ms / 1e3), max(tpot, m.tpot_p95_ms / 1e3)
+        ttft, tpot = max(ttft, math.inf if m.saturated else m.ttft_p95_ms / 1e3), max(tpot, m.tpot_p95_ms / 1e3)
         tokens += m.output_tokens_per_s
         seconds += 1
         peak = max(peak, m.peak_buffer_tokens)
     usd = cost_per_million_output_tokens(inputs, nodes, tokens / seconds)
     return Candidate(layout=layout, nodes=nodes, worst_ttft_p95_s=ttft, worst_tpot_p95_s=tpot, usd_per_million=usd,
-                     peak_buffer_tokens=peak)
+                     peak_buffer_tokens=peak, tokens_per_s=tokens / seconds)
 
 
 def recommend(inputs: PlanInputs, model: StepModel, traffics: Sequence[Traffic], concurrencies: Sequence[int],
@@ -301,12 +302,12 @@ def recommend(inputs: PlanInputs, model: StepModel, traffics: Sequence[Traffic],
     feasible = [c for c in candidates if c.meets(inputs)]
     if not feasible:
         best = min(candidates, key=lambda c: (max(c.worst_ttft_p95_s / inputs.ttft_slo_s,
-                                                   c.worst_tpot_p95_s / inputs.tpot_slo_s)))
+                                                   c.worst_tpot_p95_s / inputs.tpot_slo_s), -c.tokens_per_s))
         raise CommandFailed(
             f"no layout meets the SLO (TTFT p95 <= {inputs.ttft_slo_s:g} s, TPOT p95 <= {inputs.tpot_slo_s:g} s) for "
             f"{', '.join(t.text for t in traffics)} at {_load_text(top, request_rate)}: neither colocated on up to "
             f"{MAX_COLOCATED_NODES} nodes nor DPD with up to {MAX_PREFILL_NODES} prefill nodes; closest: "
-            f"{_layout_text(best.layout)} with TTFT p95 {best.worst_ttft_p95_s:.2f} s, TPOT p95 "
+            f"{_layout_text(best.layout)} with TTFT p95 {_seconds(best.worst_ttft_p95_s)}, TPOT p95 "
             f"{1e3 * best.worst_tpot_p95_s:.0f} ms")
     chosen = min(feasible, key=lambda c: (c.usd_per_million, c.nodes))
     if chosen.layout.split and len(thresholds) > 1:
@@ -356,6 +357,10 @@ def recommend(inputs: PlanInputs, model: StepModel, traffics: Sequence[Traffic],
         "engine": model.name,
         "reason": reason,
     }
+
+
+def _seconds(s: float) -> str:
+    return "unbounded (overloaded)" if math.isinf(s) else f"{s:.2f} s"
 
 
 def _load_text(concurrency: int | None, rate: float | None) -> str:

@@ -84,6 +84,8 @@ class Metrics:
     ttft_p95_ms: float
     tpot_p95_ms: float
     peak_buffer_tokens: int = 0
+    saturated: bool = False
+    """Open loop only: the layout serves fewer requests than arrive (latencies grow with the run's length)."""
 
 
 def simulate(*, model: StepModel, traffic: Traffic, concurrency: int | None, request_rate: float | None,
@@ -94,7 +96,10 @@ def simulate(*, model: StepModel, traffic: Traffic, concurrency: int | None, req
     """Run one layout under one load and return the median and p95 latencies and the output throughput."""
     rng = random.Random(seed)
     clients = concurrency or 0
-    measure = measured_requests or max(128, 4 * clients)
+    # Closed loop: a few cohorts of every client. Open loop: at least a minute of arrivals, so that an offered
+    # rate above capacity shows as a growing queue rather than a short transient.
+    measure = measured_requests or (max(128, 4 * clients) if clients else
+                                    max(128, min(3000, int(60 * (request_rate or 0)))))
     warm = max(clients, 16)
     total = warm + measure + clients
     events: list[tuple[float, int, str, object]] = []
@@ -284,14 +289,18 @@ def simulate(*, model: StepModel, traffic: Traffic, concurrency: int | None, req
         # Little's law for a closed loop (c requests always in flight): steadier than counting completions in a
         # window, whose ends fall at arbitrary phases of the bursts that equal-length requests produce.
         throughput = clients * statistics.fmean(r.osl for r in window) / statistics.fmean(e2e)
+        saturated = False
     else:
         span = window[-1].done - window[0].done
         throughput = sum(r.osl for r in window[1:]) / span if span > 0 else 0.0
+        # Served fewer requests than offered, beyond 3 sigma of Poisson noise: the queue grows without bound.
+        served = (len(window) - 1) / span if span > 0 else 0.0
+        saturated = served < (1 - 3 / len(window) ** 0.5) * (request_rate or 0)
     return Metrics(
         ttft_ms=1e3 * statistics.median(ttft), tpot_ms=1e3 * statistics.median(tpot) if tpot else 0.0,
         e2e_p50_ms=1e3 * statistics.median(e2e), output_tokens_per_s=throughput,
         ttft_p95_ms=1e3 * _p95(ttft), tpot_p95_ms=1e3 * _p95(tpot) if tpot else 0.0,
-        peak_buffer_tokens=peak_buffer)
+        peak_buffer_tokens=peak_buffer, saturated=saturated)
 
 
 def _p95(xs: list[float]) -> float:
