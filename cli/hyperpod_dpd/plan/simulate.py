@@ -194,13 +194,11 @@ def simulate(*, model: StepModel, traffic: Traffic, concurrency: int | None, req
         return (dec, dctx, ptok, patt), work
 
     def release_buffer(e: _Engine, r: _Req) -> None:
+        """A transferred request admitted by the decoder frees its KV from the PD buffer."""
         nonlocal buffer_used
-        if split and not e.prefill_only and r.first < 0 and r.isl >= _threshold():
+        if dpd is not None and not e.prefill_only and r.first < 0 and r.isl >= dpd.routing_threshold_tokens:
             buffer_used -= r.isl
             retry_blocked(now_box[0])
-
-    def _threshold() -> int:
-        return dpd.routing_threshold_tokens if dpd is not None else 1 << 60
 
     def finish_step(e: _Engine, work: list[tuple[_Req, int]], t: float) -> None:
         for r, n in work:
@@ -233,19 +231,20 @@ def simulate(*, model: StepModel, traffic: Traffic, concurrency: int | None, req
         retry_blocked(t)
 
     def retry_blocked(t: float) -> None:
+        """Start queued KV sends while the decoder's PD buffer has room (one at a time per prefill's link)."""
         nonlocal buffer_used, peak_buffer
-        assert dpd is not None or not blocked
+        if dpd is None:
+            return
         while blocked:
             link, r = blocked[0]
-            if buffer_used + r.isl > dpd.pd_buffer_tokens and buffer_used > 0:  # type: ignore[union-attr]
+            if buffer_used + r.isl > dpd.pd_buffer_tokens and buffer_used > 0:
                 return
             blocked.popleft()
             buffer_used += r.isl
             peak_buffer = max(peak_buffer, buffer_used)
-            begin = max(t, link_free[link])
-            end = begin + r.isl * dpd.transfer_seconds_per_token + dpd.handoff_seconds  # type: ignore[union-attr]
-            link_free[link] = end - dpd.handoff_seconds  # type: ignore[union-attr]
-            push(end, "arrive_decode", r)
+            sent = max(t, link_free[link]) + r.isl * dpd.transfer_seconds_per_token
+            link_free[link] = sent
+            push(sent + dpd.handoff_seconds, "arrive_decode", r)
 
     def complete(r: _Req, t: float) -> None:
         done.append(r)
