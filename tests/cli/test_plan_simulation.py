@@ -74,3 +74,11 @@ def test_an_offered_rate_above_capacity_is_flagged_as_overloaded(inputs: planner
     layout = planner.Layout(colocated_replicas=1)
     assert planner.run(inputs, sm, parse("D(4096,64)"), layout, concurrency=None, request_rate=10).saturated
     assert not planner.run(inputs, sm, parse("D(4096,64)"), layout, concurrency=None, request_rate=1).saturated
+
+
+def test_a_shared_prefix_scenario_is_prefilled_from_cache(inputs: planner.PlanInputs) -> None:
+    """genai-bench P(prefix,suffix)/out: after the first request only the suffix is computed."""
+    sm = planner.step_model(inputs)
+    shared = planner.compare(inputs, sm, parse("P(3584,512)/64"), request_rate=0.2)
+    cold = planner.compare(inputs, sm, parse("D(4096,64)"), request_rate=0.2)
+    assert shared.colocated.ttft_ms < 0.3 * cold.colocated.ttft_ms

@@ -28,8 +28,8 @@ def plan(
     config: ConfigOption = None,
     env: EnvOption = None,
     traffic: Annotated[list[str] | None, typer.Option(
-        "--traffic", "-t", help="genai-bench scenario: D(in,out), N(mean,std)/(mean,std), U(min,max)/(min,max). "
-        "Repeatable. Default: D(4096,256).", show_default=False)] = None,
+        "--traffic", "-t", help="genai-bench scenario: D(in,out), N(mean,std)/(mean,std), U(min,max)/(min,max), "
+        "P(prefix,suffix)/out. Repeatable. Default: D(4096,256).", show_default=False)] = None,
     concurrency: Annotated[str | None, typer.Option(
         help="Comma-separated concurrency levels (closed loop, like genai-bench). Default: 8,16,32.",
         show_default=False)] = None,

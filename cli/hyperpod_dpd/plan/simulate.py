@@ -135,8 +135,8 @@ def simulate(*, model: StepModel, traffic: Traffic, concurrency: int | None, req
         isl, osl = traffic.sample(rng)
         r = _Req(rid=issued, isl=isl, osl=osl, arrive=t)
         issued += 1
-        cached = int(prefix_reuse * isl)
-        cached = min(cached, isl - 1)
+        shared = traffic.shared_prefix if issued > 1 else 0  # the first request of a P() scenario fills the cache
+        cached = min(max(int(prefix_reuse * isl), shared), isl - 1)
         r.prefill_left, r.ctx = isl - cached, cached
         if split and dpd is not None and isl >= dpd.routing_threshold_tokens and prefills:
             target = min(prefills, key=_Engine.load)
