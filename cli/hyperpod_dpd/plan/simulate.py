@@ -9,7 +9,7 @@ at the measured rate, into the decoder's PD buffer), and the decoder computes th
 decodes; shorter prompts are prefilled on the decoder itself.
 
 Load is closed-loop (``concurrency`` clients, each sending its next request when the last one ends, as
-genai-bench does) or open-loop Poisson at ``request_rate``.
+genai-bench does) or open-loop Poisson at ``request_rate``. TPOT is genai-bench's: (E2E - TTFT) / (output - 1).
 """
 
 from __future__ import annotations
