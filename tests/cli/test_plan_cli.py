@@ -1,0 +1,218 @@
+"""``hyperpod-dpd plan``: the --json contract, --write, the Python entry point, and bad input as one line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from hyperpod_dpd.app import main
+from hyperpod_dpd.plan import estimate_scenarios
+from hyperpod_dpd.plan.write import merge_recommendation
+from hyperpod_infra.config import load_config
+from hyperpod_infra.errors import ConfigError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT = REPO_ROOT / "config" / "default.yaml"
+PHASE_KEYS = {"ttft_ms", "tpot_ms", "e2e_p50_ms", "output_tokens_per_s"}
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    try:
+        main(["plan", *args])
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def default_json() -> dict[str, Any]:
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()), pytest.raises(SystemExit) as exit:
+        main(["plan", "--config", str(DEFAULT), "--concurrency", "8,32", "--json"])
+    assert exit.value.code == 0
+    parsed: dict[str, Any] = json.loads(buf.getvalue())
+    return parsed
+
+
+def test_json_is_exactly_the_issue_structure(default_json: dict[str, Any]) -> None:
+    """Issue 15: {"scenarios": [{"traffic", "concurrency", "colocated": {...}, "dpd": {...}, "improvement_pct":
+    {"tpot", "e2e_p50", "output_throughput"}}], "recommendation": {...}}."""
+    assert set(default_json) == {"scenarios", "recommendation"}
+    assert [(s["traffic"], s["concurrency"]) for s in default_json["scenarios"]] == [("D(4096,256)", 8),
+                                                                                    ("D(4096,256)", 32)]
+    for s in default_json["scenarios"]:
+        assert set(s) == {"traffic", "concurrency", "colocated", "dpd", "improvement_pct"}
+        assert set(s["colocated"]) == set(s["dpd"]) == PHASE_KEYS
+        assert set(s["improvement_pct"]) == {"tpot", "e2e_p50", "output_throughput"}
+
+
+def test_improvement_is_positive_when_dpd_is_better(default_json: dict[str, Any]) -> None:
+    for s in default_json["scenarios"]:
+        c, d, imp = s["colocated"], s["dpd"], s["improvement_pct"]
+        assert (imp["tpot"] > 0) == (d["tpot_ms"] < c["tpot_ms"])
+        assert (imp["output_throughput"] > 0) == (d["output_tokens_per_s"] > c["output_tokens_per_s"])
+        assert imp["e2e_p50"] == pytest.approx(100 * (c["e2e_p50_ms"] - d["e2e_p50_ms"]) / c["e2e_p50_ms"], abs=0.1)
+
+
+def test_recommendation_names_split_replicas_threshold_buffer_and_batch(default_json: dict[str, Any]) -> None:
+    rec = default_json["recommendation"]
+    for key in ("split", "prefill_replicas", "decode_replicas", "routing_threshold_tokens", "routing_strategy",
+                "pd_buffer_size_bytes", "max_num_seqs", "cost_per_1m_output_tokens_usd", "price_source"):
+        assert key in rec
+    assert set(rec["max_num_seqs"]) == {"prefill", "decode"}
+
+
+def test_table_output_prints_the_calibration_offsets(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "--config", str(DEFAULT), "--concurrency", "8")
+    assert code == 0
+    assert "equal GPUs" in out and "USD/1M" in out
+    assert "calibration (AWS 1P+1D" in out and "pts" in out
+
+
+def test_estimate_scenarios_is_the_json_scenarios(default_json: dict[str, Any]) -> None:
+    """The benchmark report imports this function to show estimates beside measurements."""
+    got = estimate_scenarios(load_config(DEFAULT), ["D(4096,256)"], [8, 32])
+    assert got == default_json["scenarios"]
+    assert estimate_scenarios(DEFAULT, ["D(4096,256)"], [8]) == got[:1]  # a path works too
+
+
+def test_write_merges_a_split_recommendation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "c.yaml"
+    shutil.copy(DEFAULT, cfg)
+    before = yaml.safe_load(cfg.read_text())
+    code, out, err = _run(capsys, "--config", str(cfg), "--concurrency", "32", "--tpot-p95", "0.018", "--json",
+                          "--write")
+    assert code == 0, err
+    rec = json.loads(out)["recommendation"]
+    assert rec["split"] is True
+    after = yaml.safe_load(cfg.read_text())
+    assert after["endpoint"]["prefill"]["replicas"] == rec["prefill_replicas"]
+    assert after["endpoint"]["decode"]["max_num_seqs"] == rec["max_num_seqs"]["decode"]
+    assert after["endpoint"]["pd_buffer_size_bytes"] == rec["pd_buffer_size_bytes"]
+    if rec["prefill_replicas"] > 1:  # operator.md: roundrobin when there are several prefillers
+        assert after["endpoint"]["routing_strategy"] == rec["routing_strategy"] == "roundrobin"
+    prefill_group = next(g for g in after["hyperpod"]["instance_groups"] if g["pool"] == "prefill")
+    assert prefill_group["instance_count"] == rec["prefill_nodes"]
+    assert after["network"] == before["network"] and after["eks"] == before["eks"]  # the rest is kept
+    load_config(cfg)  # still a valid config
+    text = cfg.read_text()
+    assert "# Reference deployment: the AWS DPD walkthrough" in text  # comments survive
+    assert "pd_buffer_size_bytes: 8589934592   # 8 GiB per rank (AWS default)" in text  # unchanged value untouched
+    changed = [a for a, b in zip(DEFAULT.read_text().splitlines(), text.splitlines(), strict=True) if a != b]
+    assert changed and all(("replicas" in line or "instance_count" in line or "routing_strategy" in line
+                            or "max_num_seqs" in line) for line in changed)
+
+
+def test_write_reserializes_when_a_key_is_missing(tmp_path: Path) -> None:
+    data = yaml.safe_load(DEFAULT.read_text())
+    del data["endpoint"]["routing_threshold_tokens"]
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(data))
+    rec = {"prefill_replicas": 1, "decode_replicas": 1, "prefill_nodes": 1, "decode_nodes": 1,
+           "max_num_seqs": {"prefill": 16, "decode": 64}, "routing_threshold_tokens": 2048,
+           "pd_buffer_size_bytes": 8 << 30}
+    changes = merge_recommendation(cfg, rec)
+    assert changes == ["endpoint.decode.max_num_seqs: 32 -> 64", "endpoint.routing_threshold_tokens: None -> 2048"]
+    merged = load_config(cfg)
+    assert (merged.endpoint.decode.max_num_seqs, merged.endpoint.routing_threshold_tokens) == (64, 2048)
+
+
+def test_write_does_not_touch_the_file_when_colocated_wins(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "c.yaml"
+    shutil.copy(DEFAULT, cfg)
+    code, _, err = _run(capsys, "--config", str(cfg), "--concurrency", "8", "--write")
+    assert code == 0
+    assert "not written: the recommendation is colocated" in err
+    assert cfg.read_bytes() == DEFAULT.read_bytes()
+
+
+def test_write_validates_before_writing(tmp_path: Path) -> None:
+    """Operator v3.2 runs one decoder: a merge that breaks a config rule fails and leaves the file as it was."""
+    cfg = tmp_path / "c.yaml"
+    shutil.copy(DEFAULT, cfg)
+    rec = {"prefill_replicas": 1, "decode_replicas": 2, "prefill_nodes": 1, "decode_nodes": 2,
+           "max_num_seqs": {"prefill": 16, "decode": 32}, "routing_threshold_tokens": 4096,
+           "pd_buffer_size_bytes": 8 << 30}
+    with pytest.raises(ConfigError, match=r"^endpoint.decode.replicas must be <= 1"):
+        merge_recommendation(cfg, rec)
+    assert cfg.read_bytes() == DEFAULT.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]
+
+
+@pytest.mark.parametrize(("args", "code", "message"), [
+    (("--model", "gpt-9"), 2, "error: --model must be one of "),
+    (("--traffic", "D(4096)"), 2, "error: --traffic must be D(in,out), "),
+    (("--concurrency", "0,8"), 2, "error: --concurrency must be comma-separated integers from 1 to 1024"),
+    (("--concurrency", "8", "--request-rate", "2"), 2, "error: pass either --concurrency or --request-rate"),
+    (("--prefix-reuse", "1.5"), 2, "error: --prefix-reuse must be in [0, 1), got 1.5"),
+    (("--price", "ml.p5.48xlarge=-3"), 2, "error: --price ml.p5.48xlarge must be a positive USD amount"),
+    (("--traffic", "D(16000,1024)"), 2, "error: --traffic D(16000,1024) needs prompt + output up to 17024 tokens"),
+    (("--engine", "vidur"), 2, "error: --engine must be roofline or aiconfigurator, got 'vidur'"),
+    (("--prices", "/nonexistent/prices.yaml"), 2, "error: --prices '/nonexistent/prices.yaml' must be a readable"),
+    (("--request-rate", "50"), 1, "error: no layout meets the SLO (TTFT p95 <= 2 s, TPOT p95 <= 0.1 s) for "
+     "D(4096,256) at 50 requests/s"),
+    (("--tpot-p95", "0.005", "--concurrency", "32"), 1,
+     "error: no layout meets the SLO (TTFT p95 <= 2 s, TPOT p95 <= 0.005 s) for D(4096,256) at concurrency 32"),
+])
+def test_bad_input_is_one_line_with_its_exit_code(capsys: pytest.CaptureFixture[str], args: tuple[str, ...],
+                                                  code: int, message: str) -> None:
+    got, out, err = _run(capsys, "--config", str(DEFAULT), *args)
+    assert got == code
+    assert err.startswith(message), err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert out == ""
+
+
+def test_tp_that_does_not_divide_the_node_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = yaml.safe_load(DEFAULT.read_text())
+    data["endpoint"]["tensor_parallel_size"] = 3
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(data))
+    code, _, err = _run(capsys, "--config", str(cfg))
+    assert code == 2
+    assert err.startswith("error: endpoint.tensor_parallel_size must divide the 8 GPUs")
+
+
+def test_an_instance_type_without_a_price_asks_for_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = yaml.safe_load(DEFAULT.read_text())
+    for g in data["hyperpod"]["instance_groups"]:
+        g["instance_type"] = "ml.p5en.48xlarge"
+    data["endpoint"]["instance_type"] = "ml.p5en.48xlarge"
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(data))
+    code, _, err = _run(capsys, "--config", str(cfg))
+    assert code == 2
+    assert err.startswith("error: --price ml.p5en.48xlarge=USD is needed")
+    code, out, err = _run(capsys, "--config", str(cfg), "--price", "ml.p5en.48xlarge=80", "--concurrency", "8",
+                          "--json")
+    assert code == 0, err
+    assert json.loads(out)["recommendation"]["price_usd_per_instance_hour"] == 80.0
+
+
+def test_request_rate_replaces_concurrency_in_the_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "--config", str(DEFAULT), "--request-rate", "1.5", "--json")
+    assert code == 0, err
+    (scenario,) = json.loads(out)["scenarios"]
+    assert set(scenario) == {"traffic", "request_rate", "colocated", "dpd", "improvement_pct"}
+    assert scenario["request_rate"] == 1.5
+
+
+def test_an_unknown_config_model_asks_for_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = yaml.safe_load(DEFAULT.read_text())
+    data["model"] = {"name": "my-finetune", "s3_prefix": "models/my-finetune/"}
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(data))
+    code, _, err = _run(capsys, "--config", str(cfg))
+    assert code == 2
+    assert err.startswith("error: --model is needed: model.name 'my-finetune' (s3 folder 'my-finetune')")
