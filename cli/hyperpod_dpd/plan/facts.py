@@ -1,9 +1,9 @@
 """Facts the planner needs, each with its source: model shapes, GPU/instance hardware, instance prices.
 
-The instance table here is the planner's own (``PLANNER_INSTANCE_FACTS``) until
-``hyperpod_infra.instance_facts`` lands; the integrator reconciles the two. Only the numbers the estimate uses
-are kept. Model shapes are the few fields of each model's published Hugging Face ``config.json`` that the
-estimate needs; no model file is committed.
+GPUs per node come from the project's instance table (``hyperpod_infra.instance_facts``); the planner adds
+only what that table does not hold and the estimate needs (the GPU model and the node's EFA bandwidth).
+Model shapes are the few fields of each model's published Hugging Face ``config.json`` that the estimate
+needs; no model file is committed.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hyperpod_dpd.errors import UsageError
+from hyperpod_infra.instance_facts import INSTANCE_FACTS
 
 DTYPE_BYTES: dict[str, int] = {"bfloat16": 2, "float16": 2, "float32": 4, "float8": 1, "fp8": 1}
 
@@ -166,14 +167,10 @@ B200_SXM = GpuFacts(name="B200 180GB", hbm_bytes=180 * 10**9, hbm_bytes_per_s=8.
 _EC2 = "https://aws.amazon.com/ec2/instance-types/p5/ and /p6/ (network bandwidth, GPUs)"
 #: The planner's own instance facts (GPUs, GPU model, EFA bandwidth); see the module docstring.
 PLANNER_INSTANCE_FACTS: dict[str, InstanceFacts] = {
-    "ml.p5.48xlarge": InstanceFacts(instance_type="ml.p5.48xlarge", gpus=8, gpu=H100_SXM,
-                                    efa_bytes_per_s=3200e9 / 8, source=_EC2),
-    "ml.p5e.48xlarge": InstanceFacts(instance_type="ml.p5e.48xlarge", gpus=8, gpu=H200_SXM,
-                                     efa_bytes_per_s=3200e9 / 8, source=_EC2),
-    "ml.p5en.48xlarge": InstanceFacts(instance_type="ml.p5en.48xlarge", gpus=8, gpu=H200_SXM,
-                                      efa_bytes_per_s=3200e9 / 8, source=_EC2),
-    "ml.p6-b200.48xlarge": InstanceFacts(instance_type="ml.p6-b200.48xlarge", gpus=8, gpu=B200_SXM,
-                                         efa_bytes_per_s=3200e9 / 8, source=_EC2),
+    name: InstanceFacts(instance_type=name, gpus=INSTANCE_FACTS[name].gpus, gpu=gpu, efa_bytes_per_s=3200e9 / 8,
+                        source=f"{INSTANCE_FACTS[name].source}; EFA bandwidth: {_EC2}")
+    for name, gpu in (("ml.p5.48xlarge", H100_SXM), ("ml.p5e.48xlarge", H200_SXM),
+                      ("ml.p5en.48xlarge", H200_SXM), ("ml.p6-b200.48xlarge", B200_SXM))
 }
 
 
