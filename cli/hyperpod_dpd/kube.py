@@ -155,8 +155,14 @@ class Kube:
             kwargs["since_seconds"] = since_seconds
         if tail_lines is not None:
             kwargs["tail_lines"] = tail_lines
-        text: str = self.core.read_namespaced_pod_log(target.pod, target.namespace, **kwargs)
-        return text.splitlines()
+        # Raw bytes, decoded here: with preloading, client 36.x returns ``str(bytes)`` ("b'...'") for a
+        # text/plain log (the generated deserializer has no bytes -> str step for it).
+        response = self.core.read_namespaced_pod_log(target.pod, target.namespace, _preload_content=False, **kwargs)
+        try:
+            data: bytes = response.data
+        finally:
+            response.release_conn()
+        return data.decode("utf-8", errors="replace").splitlines()
 
     def follow_log(self, target: PodTarget, *, tail_lines: int | None = None) -> Iterator[str]:
         """Lines of the log as they arrive (``follow=true``), until the server closes the stream."""
