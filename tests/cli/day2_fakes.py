@@ -30,6 +30,8 @@ import yaml
 
 ROLE_LABEL = "inference.sagemaker.aws.amazon.com/dpd-role"
 NAME, NAMESPACE = "llama-3-3-70b", "default"
+#: Cluster names the test outputs file (day2_fixtures.config_file) reports for the deployment.
+EKS_CLUSTER, HYPERPOD_CLUSTER = "dpd-eks-deployed", "dpd-hyperpod"
 
 # --- LMCache 0.4.3 log lines ---------------------------------------------------------------------------
 
@@ -340,6 +342,16 @@ def openai_server(cluster: FakeCluster, behaviour: DecoderBehaviour) -> Iterator
     finally:
         server.shutdown()
         server.server_close()
+
+
+def dead_kubeconfig(path: Path) -> Path:
+    """A kubeconfig whose API server address has nothing listening."""
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "dead",
+        "clusters": [{"name": "dead", "cluster": {"server": f"http://127.0.0.1:{free_port()}"}}],
+        "contexts": [{"name": "dead", "context": {"cluster": "dead", "user": "dead"}}],
+        "users": [{"name": "dead", "user": {"token": "x"}}]}))
+    return path
 
 
 def free_port() -> int:

@@ -9,14 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from day2_fakes import FakeCluster, kube_server
+from day2_fakes import EKS_CLUSTER, HYPERPOD_CLUSTER, FakeCluster, kube_server
 
 from hyperpod_dpd.app import main
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CONFIG = REPO_ROOT / "config" / "default.yaml"
-EKS_CLUSTER = "dpd-eks-deployed"
-HYPERPOD_CLUSTER = "dpd-hyperpod"
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from day2_fakes import NAME, NAMESPACE, FakeCluster, free_port, one_line_error, pod
+from day2_fakes import NAME, NAMESPACE, FakeCluster, dead_kubeconfig, one_line_error, pod
 
 from hyperpod_dpd import dpd_logs
 
@@ -153,14 +153,7 @@ def test_bad_input_is_exit_2(cli, config_file, kubeconfig, args, message) -> Non
 
 
 def test_unreachable_api_server_is_one_line(cli, config_file, tmp_path) -> None:
-    dead = tmp_path / "kubeconfig"
-    dead.write_text(f"""apiVersion: v1
-kind: Config
-current-context: dead
-clusters: [{{name: dead, cluster: {{server: "http://127.0.0.1:{free_port()}"}}}}]
-contexts: [{{name: dead, context: {{cluster: dead, user: dead}}}}]
-users: [{{name: dead, user: {{token: x}}}}]
-""")
+    dead = dead_kubeconfig(tmp_path / "kubeconfig")
     result = _logs(cli, config_file, dead, "decode")
     assert result.code == 1
     assert one_line_error(result).startswith("error: listing the decode pods: Kubernetes API unreachable")

@@ -29,6 +29,7 @@ from day2_fakes import (
     DecoderBehaviour,
     FakeCluster,
     _OpenAiHandler,
+    dead_kubeconfig,
     free_port,
     one_line_error,
     openai_server,
@@ -102,14 +103,7 @@ def test_unreachable_endpoint_is_one_line(cli, config_file, kubeconfig) -> None:
 
 
 def test_unreachable_kubernetes_api_is_one_line(cli, config_file, tmp_path, cluster) -> None:
-    dead = tmp_path / "dead-kubeconfig"
-    dead.write_text(f"""apiVersion: v1
-kind: Config
-current-context: dead
-clusters: [{{name: dead, cluster: {{server: "http://127.0.0.1:{free_port()}"}}}}]
-contexts: [{{name: dead, context: {{cluster: dead, user: dead}}}}]
-users: [{{name: dead, user: {{token: x}}}}]
-""")
+    dead = dead_kubeconfig(tmp_path / "dead-kubeconfig")
     with _served(cluster) as url:
         result = _smoke(cli, config_file, dead, url)
     assert result.code == 1

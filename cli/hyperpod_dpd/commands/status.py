@@ -143,8 +143,9 @@ def hyperpod_checks(dep: Deployment) -> list[Check]:
         target = group.get("TargetCount", group.get("CurrentCount", 0))
         others = sorted({f"{n['InstanceId']} {n.get('InstanceStatus', {}).get('Status')}" for n in members
                          if n.get("InstanceStatus", {}).get("Status") != "Running"})
-        zones = sorted({p.get("AvailabilityZoneId") or p.get("AvailabilityZone") or "?"
-                        for i, p in placements.items() if any(m["InstanceId"] == i for m in members)})
+        member_ids = {m["InstanceId"] for m in members}
+        zones = sorted({str(p.get("AvailabilityZoneId") or p.get("AvailabilityZone"))
+                        for i, p in placements.items() if i in member_ids and p})
         detail = (f"{group.get('InstanceType')} {running}/{target} Running"
                   + (f", AZ {', '.join(zones)}" if zones else "") + (f"; {', '.join(others)}" if others else ""))
         ok = running >= target
