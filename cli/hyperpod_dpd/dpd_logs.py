@@ -48,6 +48,8 @@ class Transfer:
 
     retrieved_tokens: int
     required_tokens: int
+    total_tokens: int
+    """Tokens of the whole prompt (``from N total tokens``); ``required_tokens`` when the line lacks it."""
     throughput_gbps: float | None
     size_gb: float | None
     req_id: str | None
@@ -87,6 +89,7 @@ def parse_transfer(line: str) -> Transfer | None:
         return None
     return Transfer(
         retrieved_tokens=int(m.group("retrieved")), required_tokens=int(m.group("required")),
+        total_tokens=int(m.group("total") or m.group("required")),
         throughput_gbps=float(m.group("gbps")) if m.group("gbps") else None,
         size_gb=float(m.group("size_gb")) if m.group("size_gb") else None, req_id=m.group("req_id"))
 

@@ -273,6 +273,10 @@ class DecoderBehaviour:
     transfer_short: bool = False
     log_transfer: bool = True
     status: int = 200
+    req_id_suffix: str = ""
+    """Appended to the response id in LMCache's ``req_id`` (an engine-internal id that differs)."""
+    clock_skew_seconds: float = 0.0
+    """Added to the decode log's timestamps (the node's clock against the test's)."""
     words: tuple[str, ...] = ("Disaggregated", " prefill", " splits", " prompt", " processing", " from",
                               " token", " generation", ".")
 
@@ -301,10 +305,12 @@ class _OpenAiHandler(BaseHTTPRequestHandler):
         req_id = f"chatcmpl-{abs(hash(prompt)) % 10**12:012d}"
         tokens = max(1, len(prompt) // 4)
         if b.log_transfer and (len(prompt) >= b.threshold_chars or b.transfer_short):
+            when = time.time() + b.clock_skew_seconds
             for _ in range(b.alloc_failures):
-                self.cluster.log(*self.decode, alloc_failed_line())
+                self.cluster.log(*self.decode, alloc_failed_line(when), when)
             retrieved = int(tokens * b.retrieved_fraction)
-            self.cluster.log(*self.decode, retrieved_line(req_id, retrieved, tokens, tokens + 1, b.gbps))
+            self.cluster.log(*self.decode, retrieved_line(req_id + b.req_id_suffix, retrieved, tokens, tokens + 1,
+                                                          b.gbps, when), when)
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")

@@ -66,6 +66,20 @@ def test_long_prompt_proves_the_dpd_path_and_short_one_stays_on_the_decoder(cli,
         assert r["output_tokens"] == 9 and r["ttft_seconds"] > 0 and r["tpot_seconds"] > 0
 
 
+@pytest.mark.parametrize("behaviour", [
+    DecoderBehaviour(req_id_suffix="-0a1b2c3d"),
+    DecoderBehaviour(clock_skew_seconds=-8.0),
+    DecoderBehaviour(clock_skew_seconds=+8.0, req_id_suffix="-0a1b2c3d"),
+], ids=["engine-request-id", "node-clock-behind", "node-clock-ahead"])
+def test_decoder_lines_are_attributed_without_trusting_clocks_or_ids(cli, config_file, kubeconfig, cluster,
+                                                                      behaviour) -> None:
+    with _served(cluster, behaviour) as url:
+        result = _smoke(cli, config_file, kubeconfig, url, "--json")
+    assert result.code == 0, result.err
+    short, long = json.loads(result.out)["requests"]
+    assert short["transfers"] == [] and len(long["transfers"]) == 1
+
+
 def test_table_output_names_ttft_tpot_and_transfer(cli, config_file, kubeconfig, cluster) -> None:
     with _served(cluster) as url:
         result = _smoke(cli, config_file, kubeconfig, url)

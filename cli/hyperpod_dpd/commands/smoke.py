@@ -3,9 +3,9 @@
 The router disaggregates requests whose estimated input tokens are >= ``pdSpec.routingThreshold``
 (``shared/reference/operations.md``, "Smoke test and status"), so the short prompt must stay below
 ``endpoint.routing_threshold_tokens`` (decoded without a transfer) and the long one well above it (prefilled on
-the prefill pool; the decoder logs ``Retrieved N out of N required tokens``). The decoder's lines are read with
-``timestamps=true`` and attributed to each request by time: lines from the start of the short request to the start
-of the long one belong to the short request, later ones to the long request.
+the prefill pool; the decoder logs ``Retrieved N out of N required tokens``). The decoder's lines logged since the
+short request started (with 30 s of slack for clock skew) are attributed to each request by LMCache's request id
+when it contains the response id, else by prompt size (:func:`attribute`).
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ DEFAULT_MODEL = "/opt/ml/model"
 CHARS_PER_TOKEN = 4
 #: Below this threshold the short prompt itself cannot stay under it; the "no transfer" check is skipped.
 MIN_THRESHOLD_FOR_SHORT_CHECK = 64
+#: Lines stamped up to this long before the first request still count (node clock behind this machine's).
+CLOCK_SKEW = timedelta(seconds=30)
 SHORT_PROMPT = "In one sentence, what is disaggregated prefill and decode? (smoke test {nonce})"
 
 
@@ -89,6 +91,8 @@ class RequestReport:
     transfers: list[dict[str, Any]] = field(default_factory=list)
     kv_transfer_gbps: float | None = None
     findings: list[dict[str, str]] = field(default_factory=list)
+    log_lines: int = 0
+    """Decoder log lines attributed to this request."""
 
 
 def register(app: typer.Typer) -> None:
@@ -135,7 +139,6 @@ def smoke(
         short_start = datetime.now(UTC)
         short_result = stream(url, chat_payload(model, prompts.short, max_tokens, chat=chat), ca_file=ca_file,
                               timeout_seconds=timeout)
-        long_start = datetime.now(UTC)
         long_result = stream(url, chat_payload(model, prompts.long, max_tokens, chat=chat), ca_file=ca_file,
                              timeout_seconds=timeout)
     _record_answer(short, short_result)
@@ -154,9 +157,11 @@ def smoke(
                 stamp, text = dpd_logs.split_timestamp(raw)
                 if stamp is not None:
                     lines.append((stamp, text))
-    lead = timedelta(seconds=1)
-    _judge(short, [t for s, t in lines if short_start - lead <= s < long_start], c.endpoint.pd_buffer_size_bytes)
-    _judge(long, [t for s, t in lines if s >= long_start], c.endpoint.pd_buffer_size_bytes)
+    window = [t for s, t in lines if s >= short_start - CLOCK_SKEW]
+    _judge(short, attribute(window, short_result.response_id, long_prompt=False, threshold=threshold),
+           c.endpoint.pd_buffer_size_bytes)
+    _judge(long, attribute(window, long_result.response_id, long_prompt=True, threshold=threshold),
+           c.endpoint.pd_buffer_size_bytes)
 
     reports = [short, long]
     if as_json:
@@ -217,6 +222,32 @@ def _record_answer(report: RequestReport, result: StreamResult) -> None:
                                 "fix": "read 'hyperpod-dpd logs decode'"})
 
 
+def attribute(lines: list[str], response_id: str | None, *, long_prompt: bool, threshold: int) -> list[str]:
+    """The decoder lines of one request, out of the lines logged while the smoke test ran.
+
+    By request id first: LMCache logs ``[req_id=...]``, vLLM's id of the request, which contains the id of the
+    streamed response when the server passes it through. Else by size: the ``from N total tokens`` of the long
+    prompt is at or above the routing threshold, the short one's below it. Allocation failures (no id) belong to
+    the long request, the one that needs the decoder's receive buffer. Time alone is not used: the nodes' clock
+    and this machine's may differ by seconds.
+    """
+    parsed = [(line, dpd_logs.parse_transfer(line)) for line in lines]
+    if response_id:
+        by_id = [line for line, t in parsed if t is not None and t.req_id
+                 and (response_id in t.req_id or t.req_id in response_id)]
+        if by_id:
+            return by_id + ([line for line in lines if dpd_logs.allocation_failures([line])] if long_prompt else [])
+    chosen = []
+    for line, t in parsed:
+        if t is None:
+            if long_prompt and dpd_logs.allocation_failures([line]):
+                chosen.append(line)
+            continue
+        if (t.total_tokens >= threshold) == long_prompt:
+            chosen.append(line)
+    return chosen
+
+
 def _judge(report: RequestReport, lines: list[str], pd_buffer_size_bytes: int) -> None:
     found = dpd_logs.transfers(lines)
     report.transfers = [asdict(t) for t in found]
@@ -232,6 +263,7 @@ def _judge(report: RequestReport, lines: list[str], pd_buffer_size_bytes: int) -
         assert alloc is not None
         report.findings.append(asdict(alloc))
     moved = [t for t in found if t.retrieved_tokens > 0]
+    report.log_lines = len(lines)
     if report.expect_transfer is True and not found:
         report.findings.append({
             "severity": "error", "signature": "no 'Retrieved N out of N required tokens'",
