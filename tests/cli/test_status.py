@@ -188,6 +188,34 @@ def test_failed_node_is_named(cli, config_file, kubeconfig, healthy) -> None:
     assert row["state"] == "fail" and row["detail"] == "ml.p5.48xlarge 0/1 Running; decode-0 Failure"
 
 
+def _placed(monkeypatch: pytest.MonkeyPatch, zones: dict[str, str]) -> None:
+    """moto's DescribeClusterNode has no ``Placement``; the SageMaker API model has
+    ``NodeDetails.Placement{AvailabilityZone, AvailabilityZoneId}``: add it as the service returns it."""
+    from moto.sagemaker.models import ClusterNode
+
+    plain = ClusterNode.describe
+
+    def describe(self: ClusterNode) -> dict[str, Any]:
+        zone_id = zones[self.instance_group_name]
+        return plain(self) | {"Placement": {"AvailabilityZone": "us-west-2x", "AvailabilityZoneId": zone_id}}
+
+    monkeypatch.setattr(ClusterNode, "describe", describe)
+
+
+def test_node_az_ids_are_shown(cli, config_file, kubeconfig, healthy, monkeypatch) -> None:
+    _placed(monkeypatch, {"prefill": "usw2-az2", "decode": "usw2-az2"})
+    result = _status(cli, config_file, kubeconfig, "--json")
+    assert result.code == 0, result.err
+    assert _rows(result.out)["hyperpod:instance group decode"]["detail"] == "ml.p5.48xlarge 1/1 Running, AZ usw2-az2"
+
+
+def test_nodes_outside_the_configured_az_cannot_serve_dpd(cli, config_file, kubeconfig, healthy, monkeypatch) -> None:
+    _placed(monkeypatch, {"prefill": "usw2-az2", "decode": "usw2-az1"})
+    result = _status(cli, config_file, kubeconfig)
+    assert result.code == 1
+    assert "nodes in usw2-az1, config says usw2-az2: DPD needs every GPU node in one AZ" in one_line_error(result)
+
+
 def test_unknown_hyperpod_cluster_is_a_failed_row(cli, config_file, kubeconfig, eks_addons, cluster) -> None:
     cluster.dpd_endpoint()
     with mock_aws():

@@ -149,6 +149,16 @@ def hyperpod_checks(dep: Deployment) -> list[Check]:
         detail = (f"{group.get('InstanceType')} {running}/{target} Running"
                   + (f", AZ {', '.join(zones)}" if zones else "") + (f"; {', '.join(others)}" if others else ""))
         ok = running >= target
+        group_cfg = next((g for g in dep.env.config.hyperpod.instance_groups if g.name == gname), None)
+        want_az = (group_cfg.availability_zone_id if group_cfg and group_cfg.availability_zone_id
+                   else dep.env.config.network.gpu_availability_zone_id)
+        stray = [z for z in zones if z.count("-az") == 1 and z != want_az]
+        if ok and stray:
+            # DPD moves the KV cache over EFA between nodes in one AZ (pdSpec.topologySpec.sameAZ, operator.md).
+            checks.append(Check(section="hyperpod", name=f"instance group {gname}", state="fail", detail=detail,
+                                next_step=f"nodes in {', '.join(stray)}, config says {want_az}: DPD needs every GPU "
+                                          "node in one AZ; fix network.gpu_availability_zone_id or the capacity"))
+            continue
         checks.append(Check(
             section="hyperpod", name=f"instance group {gname}", state="ok" if ok else "fail", detail=detail,
             next_step="" if ok else "nodes in Pending/DeepHealthCheckInProgress need time (deep health checks take "
