@@ -277,6 +277,7 @@ class DecoderBehaviour:
     """Appended to the response id in LMCache's ``req_id`` (an engine-internal id that differs)."""
     clock_skew_seconds: float = 0.0
     """Added to the decode log's timestamps (the node's clock against the test's)."""
+    router_logs: bool = True
     words: tuple[str, ...] = ("Disaggregated", " prefill", " splits", " prompt", " processing", " from",
                               " token", " generation", ".")
 
@@ -304,7 +305,12 @@ class _OpenAiHandler(BaseHTTPRequestHandler):
         prompt = body["messages"][-1]["content"] if "messages" in body else body["prompt"]
         req_id = f"chatcmpl-{abs(hash(prompt)) % 10**12:012d}"
         tokens = max(1, len(prompt) // 4)
-        if b.log_transfer and (len(prompt) >= b.threshold_chars or b.transfer_short):
+        disaggregate = len(prompt) >= b.threshold_chars
+        if b.router_logs:  # the DPD guide's router line (operator.md, "Router logs")
+            self.cluster.log("hyperpod-inference-system", f"{NAME}-{NAMESPACE}-router-6f7d8-klmno", "router-container",
+                             f"[INFO] Conditional routing: estimated_tokens={tokens}, "
+                             f"threshold={b.threshold_chars // 4}, disaggregate={disaggregate}")
+        if b.log_transfer and (disaggregate or b.transfer_short):
             when = time.time() + b.clock_skew_seconds
             for _ in range(b.alloc_failures):
                 self.cluster.log(*self.decode, alloc_failed_line(when), when)

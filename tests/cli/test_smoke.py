@@ -61,6 +61,7 @@ def test_long_prompt_proves_the_dpd_path_and_short_one_stays_on_the_decoder(cli,
     assert short["transfers"] == [] and short["ok"]
     assert long["ok"] and long["transfers"][0]["retrieved_tokens"] == long["transfers"][0]["required_tokens"] > 4096
     assert long["kv_transfer_gbps"] == 24.0
+    assert [d["disaggregate"] for d in report["router_decisions"]] == [False, True]
     for r in (short, long):
         assert r["answer"] == "Disaggregated prefill splits prompt processing from token generation."
         assert r["output_tokens"] == 9 and r["ttft_seconds"] > 0 and r["tpot_seconds"] > 0
@@ -91,9 +92,11 @@ def test_table_output_names_ttft_tpot_and_transfer(cli, config_file, kubeconfig,
     (DecoderBehaviour(retrieved_fraction=0.0), "Retrieved 0 out of"),
     (DecoderBehaviour(gbps=0.4), "not over EFA RDMA"),
     (DecoderBehaviour(alloc_failures=2), "raise endpoint.pd_buffer_size_bytes (now 8 GiB) to 16 or 32 GiB"),
-    (DecoderBehaviour(log_transfer=False), "the long prompt was not disaggregated"),
+    (DecoderBehaviour(log_transfer=False, router_logs=False), "no KV cache arrived at the decoder for the long prompt"),
     (DecoderBehaviour(transfer_short=True), "a prompt below the routing threshold went through the prefill pool"),
-], ids=["recomputed", "tcp-fallback", "pd-buffer-too-small", "no-transfer", "short-disaggregated"])
+    (DecoderBehaviour(threshold_chars=10**9), "(disaggregate=False): check pdSpec.routingThreshold"),
+], ids=["recomputed", "tcp-fallback", "pd-buffer-too-small", "no-transfer", "short-disaggregated",
+        "router-kept-it-local"])
 def test_each_failure_signature_fails_with_its_fix(cli, config_file, kubeconfig, cluster, behaviour,
                                                    expected) -> None:
     with _served(cluster, behaviour) as url:
@@ -101,6 +104,15 @@ def test_each_failure_signature_fails_with_its_fix(cli, config_file, kubeconfig,
     assert result.code == 1
     line = one_line_error(result)
     assert expected in line and "fix:" in line
+
+
+def test_missing_transfer_says_what_the_router_decided(cli, config_file, kubeconfig, cluster) -> None:
+    """A long prompt the router disaggregated but whose KV never arrived points at the prefill side."""
+    with _served(cluster, DecoderBehaviour(log_transfer=False)) as url:
+        result = _smoke(cli, config_file, kubeconfig, url)
+    assert result.code == 1
+    assert "the router disaggregated (Conditional routing ... disaggregate=True) but no KV cache arrived" \
+        in one_line_error(result)
 
 
 def test_endpoint_still_loading_is_a_503_with_the_next_step(cli, config_file, kubeconfig, cluster) -> None:

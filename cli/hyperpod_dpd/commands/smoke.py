@@ -163,18 +163,56 @@ def smoke(
     _judge(long, attribute(window, long_result.response_id, long_prompt=True, threshold=threshold),
            c.endpoint.pd_buffer_size_bytes)
 
+    decisions = _router_decisions(kube, dep, since)
+    _explain_missing_transfer(long, decisions)
+
     reports = [short, long]
     if as_json:
         print(json.dumps({"url": url, "threshold_tokens": threshold, "requests": [asdict(r) for r in reports],
-                          "ok": all(r.ok for r in reports)}, indent=2))
+                          "router_decisions": decisions, "ok": all(r.ok for r in reports)}, indent=2))
     else:
         _print(url, threshold, reports)
+        for d in decisions:
+            path = "prefill -> decode" if d["disaggregate"] else "decode only"
+            out_line = f"router: {d['estimated_tokens']} estimated tokens vs threshold {d['threshold']}: {path}"
+            Console(highlight=False).print(out_line)
     failed = [(r, f) for r in reports for f in r.findings if f["severity"] == "error"]
     if failed:
         r, f = failed[0]
         more = f" (+{len(failed) - 1} more)" if len(failed) > 1 else ""
         raise CommandFailed(f"smoke test failed: {r.name} prompt: {f['signature']}: {f['meaning']}; "
                             f"fix: {f['fix']}{more}")
+
+
+def _router_decisions(kube: Kube, dep: Deployment, since_seconds: int) -> list[dict[str, Any]]:
+    """The router's ``Conditional routing`` lines of the test's time span (supporting evidence, best effort:
+    a router whose log cannot be read leaves the verdict to the decoder's log)."""
+    decisions: list[dict[str, Any]] = []
+    try:
+        with kube_errors("reading the router's log"):
+            for target in kube.router_pods(dep.names):
+                for line in kube.read_log(target, since_seconds=since_seconds):
+                    d = dpd_logs.routing_decision(line)
+                    if d is not None:
+                        decisions.append({"estimated_tokens": d[0], "threshold": d[1], "disaggregate": d[2]})
+    except CommandFailed:
+        return []
+    return decisions
+
+
+def _explain_missing_transfer(report: RequestReport, decisions: list[dict[str, Any]]) -> None:
+    """Sharpen the fix of a long prompt without a transfer with what the router decided."""
+    for f in report.findings:
+        if not f["signature"].startswith("no 'Retrieved"):
+            continue
+        if any(d["disaggregate"] for d in decisions):
+            f["fix"] = ("the router disaggregated (Conditional routing ... disaggregate=True) but no KV cache "
+                        "arrived: read 'hyperpod-dpd logs prefill' for send errors and check the EFA security group")
+        elif decisions:
+            top = max(decisions, key=lambda d: d["estimated_tokens"])
+            f["fix"] = (f"the router estimated at most {top['estimated_tokens']} tokens against threshold "
+                        f"{top['threshold']} (disaggregate=False): check pdSpec.routingThreshold on the applied "
+                        "InferenceEndpointConfig")
 
 
 def _load_balancer_url(dep: Deployment, kube: Kube, tmp: Path) -> tuple[str, str]:
@@ -267,7 +305,7 @@ def _judge(report: RequestReport, lines: list[str], pd_buffer_size_bytes: int) -
     if report.expect_transfer is True and not found:
         report.findings.append({
             "severity": "error", "signature": "no 'Retrieved N out of N required tokens'",
-            "meaning": "the long prompt was not disaggregated (no KV cache arrived at the decoder)",
+            "meaning": "no KV cache arrived at the decoder for the long prompt (not disaggregated, or lost)",
             "fix": "check the router's 'Conditional routing' line ('hyperpod-dpd logs router') and that "
                    "endpoint.routing_threshold_tokens is below the prompt size"})
     if report.expect_transfer is False and moved:
