@@ -103,6 +103,13 @@ class Kube:
                                  ready=pod_ready(p))
                        for p in pods if names.is_role_pod(role, p.metadata.name)), key=lambda t: t.pod)
 
+    def app_pods(self, names: EndpointNames) -> list[PodTarget]:
+        """Pods labelled ``app=<iec>`` (a colocated endpoint's); the container is the endpoint's name (I)."""
+        pods = self.core.list_namespaced_pod(names.namespace, label_selector=f"app={names.name}",
+                                             _request_timeout=REQUEST_TIMEOUT).items
+        return sorted((PodTarget(namespace=names.namespace, pod=p.metadata.name, container=names.name,
+                                 ready=pod_ready(p)) for p in pods), key=lambda t: t.pod)
+
     def router_pods(self, names: EndpointNames) -> list[PodTarget]:
         pods = self.core.list_namespaced_pod(OPERATOR_NAMESPACE, _request_timeout=REQUEST_TIMEOUT).items
         return sorted((PodTarget(namespace=OPERATOR_NAMESPACE, pod=p.metadata.name, container=ROUTER_CONTAINER,

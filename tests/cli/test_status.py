@@ -22,6 +22,7 @@ from day2_fakes import (
     dead_kubeconfig,
     endpoint_object,
     one_line_error,
+    pod,
 )
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
@@ -159,6 +160,22 @@ def test_missing_endpoint_names_the_manifest_to_apply(cli, config_file, kubeconf
     assert result.code == 1
     row = _rows(result.out)[f"endpoint:{NAMESPACE}/{NAME}"]
     assert row["next_step"] == f"kubectl apply -f {config_file.with_suffix('.out')}/dist/{NAME}-dpd.k8s.yaml"
+
+
+def test_colocated_baseline_is_recognised(cli, config_file, kubeconfig, healthy) -> None:
+    """The rollback manifest has the same name and no pdSpec (docs/endpoint.md): no roles, no router."""
+    obj = endpoint_object()
+    del obj["spec"]["pdSpec"]
+    obj["spec"]["replicas"] = 2
+    healthy.endpoints[(NAMESPACE, NAME)] = obj
+    healthy.pods = [pod(f"{NAME}-6b8c9-{i}", NAMESPACE, {"app": NAME}) for i in "ab"]
+    result = _status(cli, config_file, kubeconfig, "--json")
+    assert result.code == 0, result.err
+    rows = _rows(result.out)
+    assert rows["endpoint:mode"]["state"] == "warn"
+    assert rows["endpoint:mode"]["next_step"] == f"to serve disaggregated, kubectl apply -f dist/{NAME}-dpd.k8s.yaml"
+    assert rows["endpoint:pods"]["detail"] == f"Ready 2/2 ({NAME}-6b8c9-a, {NAME}-6b8c9-b)"
+    assert "endpoint:router" not in rows
 
 
 def test_addon_version_drift_warns_but_serves(cli, config_file, kubeconfig, healthy, eks_addons) -> None:

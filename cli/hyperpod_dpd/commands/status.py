@@ -31,9 +31,9 @@ from rich.table import Table
 from hyperpod_dpd import aws
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
 from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load
-from hyperpod_dpd.endpoint_names import ROLES
+from hyperpod_dpd.endpoint_names import ROLES, EndpointNames, Role
 from hyperpod_dpd.errors import CommandFailed, UsageError
-from hyperpod_dpd.kube import kube_errors
+from hyperpod_dpd.kube import PodTarget, kube_errors
 from hyperpod_infra import pins
 
 State = Literal["ok", "warn", "fail"]
@@ -211,6 +211,7 @@ def endpoint_checks(dep: Deployment, kubeconfig: str | None, context: str | None
                           next_step=f"kubectl apply -f {dep.env.dist}/{names.name}-dpd.k8s.yaml")]
         pods = {role: kube.role_pods(names, role) for role in ROLES}
         routers = kube.router_pods(names)
+        app_pods = kube.app_pods(names) if (obj.get("spec") or {}).get("pdSpec") is None else []
         hosts = kube.load_balancer_hosts(names)
     status_ = obj.get("status") or {}
     spec = obj.get("spec") or {}
@@ -226,7 +227,33 @@ def endpoint_checks(dep: Deployment, kubeconfig: str | None, context: str | None
     }.get(state, "the endpoint is being deleted or in an unknown state; 'hyperpod-dpd logs operator'")
     checks = [Check(section="endpoint", name="state", state="ok" if state == "DeploymentComplete" else "fail",
                     detail=state + (f" ({conditions})" if conditions else ""), next_step=next_state)]
-    pd_spec = spec.get("pdSpec") or {}
+    pd_spec = spec.get("pdSpec")
+    if pd_spec is None:
+        checks += _colocated_checks(names, spec, app_pods)
+    else:
+        checks += _dpd_checks(dep, pd_spec, pods, routers)
+    checks.append(Check(section="endpoint", name="load balancer", state="ok" if hosts else "warn",
+                        detail=", ".join(hosts) if hosts else "no ALB hostname on the Ingress yet",
+                        next_step="" if hosts else "the AWS Load Balancer Controller provisions it after the pods; "
+                                                   "meanwhile use 'kubectl port-forward' to the router",
+                        blocks_serving=False))
+    tls = status_.get("tlsCertificate") or {}
+    bucket, keys = tls.get("tlsCertificateOutputS3Bucket"), tls.get("tlsCertificateS3Keys") or []
+    health = tls.get("certificateHealth")
+    where = f"s3://{str(bucket).removeprefix('s3://').rstrip('/')}/{keys[0]}" if bucket and keys else "not written yet"
+    tls_state: State = "fail" if health == "Expired" else ("warn" if health == "Expiring" or not keys else "ok")
+    checks.append(Check(section="endpoint", name="TLS certificate", state=tls_state,
+                        detail=where + (f" ({health})" if health else ""), blocks_serving=False,
+                        next_step={"fail": "the certificate expired: re-apply the endpoint to re-issue it",
+                                   "warn": "wait for the operator to write the PEM / renew the certificate",
+                                   "ok": ""}[tls_state]))
+    return checks
+
+
+def _dpd_checks(dep: Deployment, pd_spec: dict[str, Any], pods: dict[Role, list[PodTarget]],
+                routers: list[PodTarget]) -> list[Check]:
+    names = dep.names
+    checks: list[Check] = []
     for role in ROLES:
         role_cfg = dep.env.config.endpoint.prefill if role == "prefill" else dep.env.config.endpoint.decode
         desired = int((pd_spec.get(_PD_SPEC_KEYS[role]) or {}).get("replicas", role_cfg.replicas))
@@ -244,22 +271,23 @@ def endpoint_checks(dep: Deployment, kubeconfig: str | None, context: str | None
                         detail=f"Ready {ready_routers}/{len(routers)} ({names.router_service}:443)",
                         next_step="" if ready_routers else "the operator creates the router with pdSpec; "
                                                            "'hyperpod-dpd logs router' / 'hyperpod-dpd logs operator'"))
-    checks.append(Check(section="endpoint", name="load balancer", state="ok" if hosts else "warn",
-                        detail=", ".join(hosts) if hosts else "no ALB hostname on the Ingress yet",
-                        next_step="" if hosts else "the AWS Load Balancer Controller provisions it after the pods; "
-                                                   "meanwhile use 'kubectl port-forward' to the router",
-                        blocks_serving=False))
-    tls = status_.get("tlsCertificate") or {}
-    bucket, keys = tls.get("tlsCertificateOutputS3Bucket"), tls.get("tlsCertificateS3Keys") or []
-    health = tls.get("certificateHealth")
-    where = f"s3://{str(bucket).removeprefix('s3://').rstrip('/')}/{keys[0]}" if bucket and keys else "not written yet"
-    tls_state: State = "fail" if health == "Expired" else ("warn" if health == "Expiring" or not keys else "ok")
-    checks.append(Check(section="endpoint", name="TLS certificate", state=tls_state,
-                        detail=where + (f" ({health})" if health else ""), blocks_serving=False,
-                        next_step={"fail": "the certificate expired: re-apply the endpoint to re-issue it",
-                                   "warn": "wait for the operator to write the PEM / renew the certificate",
-                                   "ok": ""}[tls_state]))
     return checks
+
+
+def _colocated_checks(names: EndpointNames, spec: dict[str, Any], pods: list[PodTarget]) -> list[Check]:
+    """The colocated baseline (same name, no pdSpec; docs/endpoint.md): its pods carry ``app=<iec>`` (the
+    HyperPod SDK lists an endpoint's pods by that label, operator.md section (e)); no DPD router."""
+    desired = int(spec.get("replicas", 1))
+    ready = sum(1 for p in pods if p.ready)
+    ok = ready >= desired
+    return [
+        Check(section="endpoint", name="mode", state="warn", blocks_serving=False,
+              detail="colocated (no pdSpec): the baseline / rollback manifest is applied",
+              next_step=f"to serve disaggregated, kubectl apply -f dist/{names.name}-dpd.k8s.yaml"),
+        Check(section="endpoint", name="pods", state="ok" if ok else "fail",
+              detail=f"Ready {ready}/{desired}" + (f" ({', '.join(p.pod for p in pods)})" if pods else ""),
+              next_step="" if ok else f"'kubectl describe pods -n {names.namespace} -l app={names.name}'"),
+    ]
 
 
 def render(out: Console, dep: Deployment, checks: list[Check], serving: bool) -> None:
