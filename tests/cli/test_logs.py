@@ -157,3 +157,10 @@ def test_unreachable_api_server_is_one_line(cli, config_file, tmp_path) -> None:
     result = _logs(cli, config_file, dead, "decode")
     assert result.code == 1
     assert one_line_error(result).startswith("error: listing the decode pods: Kubernetes API unreachable")
+
+
+def test_help_lists_the_day2_commands(cli) -> None:
+    result = cli("--help")
+    assert result.code == 0
+    for command in ("status", "smoke", "logs", "sweep"):
+        assert command in result.out
