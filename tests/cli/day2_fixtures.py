@@ -35,6 +35,25 @@ def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
+def moto_isolated(aws_env: None) -> Iterator[None]:
+    """moto with this test's state only.
+
+    moto 5 resets its backends only when the outermost ``mock_aws`` starts; a session-wide mock of another suite
+    (``tests/cleanup``) keeps one running, so a nested ``mock_aws()`` would see, and leave, other tests' resources.
+    The backends are therefore reset on entry and on exit.
+    """
+    from moto import mock_aws
+    from moto.core.base_backend import BackendDict
+
+    with mock_aws():
+        BackendDict.reset()
+        try:
+            yield
+        finally:
+            BackendDict.reset()
+
+
+@pytest.fixture
 def config_file(tmp_path: Path, aws_env: None) -> Path:
     """The default config with a ``cdk deploy`` outputs file next to it (``<config>.out/cdk-outputs.json``)."""
     path = tmp_path / "deploy.yaml"

@@ -34,7 +34,6 @@ from day2_fakes import (
     one_line_error,
     openai_server,
 )
-from moto import mock_aws
 
 from hyperpod_dpd.commands.smoke import build_prompts
 
@@ -198,8 +197,8 @@ def _self_signed(host: str) -> tuple[bytes, bytes]:
                               serialization.NoEncryption()))
 
 
-@mock_aws
-def test_through_the_load_balancer_with_the_operator_pem(cli, config_file, kubeconfig, cluster, tmp_path) -> None:
+def test_through_the_load_balancer_with_the_operator_pem(cli, config_file, kubeconfig, cluster, tmp_path,
+                                                         moto_isolated) -> None:
     cert, key = _self_signed("localhost")
     s3 = boto3.client("s3", region_name="us-west-2")
     s3.create_bucket(Bucket="hyperpod-tls-test", CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
@@ -215,8 +214,8 @@ def test_through_the_load_balancer_with_the_operator_pem(cli, config_file, kubec
     assert report["ok"]
 
 
-@mock_aws
-def test_a_certificate_the_pem_does_not_sign_fails_tls(cli, config_file, kubeconfig, cluster, tmp_path) -> None:
+def test_a_certificate_the_pem_does_not_sign_fails_tls(cli, config_file, kubeconfig, cluster, tmp_path,
+                                                       moto_isolated) -> None:
     cert, key = _self_signed("localhost")
     other, _ = _self_signed("localhost")
     s3 = boto3.client("s3", region_name="us-west-2")

@@ -24,7 +24,6 @@ from day2_fakes import (
     one_line_error,
     pod,
 )
-from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.sagemaker.models import sagemaker_backends
 
@@ -97,12 +96,17 @@ def _hyperpod_cluster() -> None:
 
 
 @pytest.fixture
-def healthy(eks_addons, cluster: FakeCluster) -> Iterator[FakeCluster]:  # type: ignore[no-untyped-def]
-    with mock_aws():
-        _hyperpod_cluster()
-        cluster.dpd_endpoint()
-        cluster.alb("k8s-default-llama-abc.us-west-2.elb.amazonaws.com")
-        yield cluster
+def healthy(eks_addons, cluster: FakeCluster, moto_isolated) -> Iterator[FakeCluster]:  # type: ignore[no-untyped-def]
+    _hyperpod_cluster()
+    cluster.dpd_endpoint()
+    ec2 = boto3.client("ec2", region_name="us-west-2")
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    subnets = [ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i}.0/24", AvailabilityZone=f"us-west-2{z}")
+               ["Subnet"]["SubnetId"] for i, z in enumerate("ab")]
+    lb = boto3.client("elbv2", region_name="us-west-2").create_load_balancer(
+        Name="k8s-default-llama-abc", Subnets=subnets)["LoadBalancers"][0]
+    cluster.alb(lb["DNSName"])
+    yield cluster
 
 
 def _status(cli, config_file, kubeconfig, *args: str):  # type: ignore[no-untyped-def]
@@ -130,7 +134,8 @@ def test_healthy_endpoint_can_serve(cli, config_file, kubeconfig, healthy) -> No
     assert rows["endpoint:prefill pods"]["detail"] == f"Ready 1/1 (prefill-{NAME}-7d9f8-abcde)"
     assert rows["endpoint:decode pods"]["detail"] == f"Ready 1/1 (decode-{NAME}-5c6b7-fghij)"
     assert rows["endpoint:router"]["detail"] == f"Ready 1/1 ({NAME}-{NAMESPACE}-routing-service:443)"
-    assert rows["endpoint:load balancer"]["detail"] == "k8s-default-llama-abc.us-west-2.elb.amazonaws.com"
+    lb = boto3.client("elbv2", region_name="us-west-2").describe_load_balancers()["LoadBalancers"][0]
+    assert rows["endpoint:load balancer"]["detail"] == f"{lb['DNSName']} (active)"
     assert rows["endpoint:TLS certificate"]["detail"] == f"s3://hyperpod-tls-test/{NAMESPACE}/{NAME}.pem (Valid)"
     assert all(c["state"] == "ok" for c in report["checks"])
 
@@ -176,6 +181,15 @@ def test_colocated_baseline_is_recognised(cli, config_file, kubeconfig, healthy)
     assert rows["endpoint:mode"]["next_step"] == f"to serve disaggregated, kubectl apply -f dist/{NAME}-dpd.k8s.yaml"
     assert rows["endpoint:pods"]["detail"] == f"Ready 2/2 ({NAME}-6b8c9-a, {NAME}-6b8c9-b)"
     assert "endpoint:router" not in rows
+
+
+def test_ingress_hostname_without_a_load_balancer_is_a_warning(cli, config_file, kubeconfig, healthy) -> None:
+    healthy.ingresses.clear()
+    healthy.alb("k8s-gone-123.us-west-2.elb.amazonaws.com")
+    result = _status(cli, config_file, kubeconfig, "--json")
+    assert result.code == 0, result.err  # the router still serves through a port-forward
+    row = _rows(result.out)["endpoint:load balancer"]
+    assert row["state"] == "warn" and row["detail"].endswith("(not found in ELBv2)")
 
 
 def test_addon_version_drift_warns_but_serves(cli, config_file, kubeconfig, healthy, eks_addons) -> None:
@@ -233,10 +247,10 @@ def test_nodes_outside_the_configured_az_cannot_serve_dpd(cli, config_file, kube
     assert "nodes in usw2-az1, config says usw2-az2: DPD needs every GPU node in one AZ" in one_line_error(result)
 
 
-def test_unknown_hyperpod_cluster_is_a_failed_row(cli, config_file, kubeconfig, eks_addons, cluster) -> None:
+def test_unknown_hyperpod_cluster_is_a_failed_row(cli, config_file, kubeconfig, eks_addons, cluster,
+                                                  moto_isolated) -> None:
     cluster.dpd_endpoint()
-    with mock_aws():
-        result = _status(cli, config_file, kubeconfig, "--json")
+    result = _status(cli, config_file, kubeconfig, "--json")
     assert result.code == 1
     row = _rows(result.out)[f"hyperpod:cluster {HYPERPOD_CLUSTER}"]
     assert row["state"] == "fail" and "describing HyperPod cluster" in row["detail"]

@@ -10,7 +10,6 @@ service is ``com.amazonaws.<region>.guardduty-data`` (GuardDuty runtime-monitori
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -18,7 +17,6 @@ import pytest
 from botocore.config import Config as BotoConfig
 from botocore.exceptions import ClientError
 from day2_fakes import EKS_CLUSTER, free_port, one_line_error
-from moto import mock_aws
 
 from hyperpod_dpd import aws
 from hyperpod_dpd.commands.sweep import ORDER
@@ -79,9 +77,8 @@ def _world() -> dict[str, Any]:
 
 
 @pytest.fixture
-def world(aws_env: None) -> Iterator[dict[str, Any]]:
-    with mock_aws():
-        yield _world()
+def world(moto_isolated: None) -> dict[str, Any]:
+    return _world()
 
 
 def _sweep(cli, config_file, *args):  # type: ignore[no-untyped-def]

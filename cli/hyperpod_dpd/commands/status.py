@@ -232,11 +232,7 @@ def endpoint_checks(dep: Deployment, kubeconfig: str | None, context: str | None
         checks += _colocated_checks(names, spec, app_pods)
     else:
         checks += _dpd_checks(dep, pd_spec, pods, routers)
-    checks.append(Check(section="endpoint", name="load balancer", state="ok" if hosts else "warn",
-                        detail=", ".join(hosts) if hosts else "no ALB hostname on the Ingress yet",
-                        next_step="" if hosts else "the AWS Load Balancer Controller provisions it after the pods; "
-                                                   "meanwhile use 'kubectl port-forward' to the router",
-                        blocks_serving=False))
+    checks.append(load_balancer_check(dep, hosts))
     tls = status_.get("tlsCertificate") or {}
     bucket, keys = tls.get("tlsCertificateOutputS3Bucket"), tls.get("tlsCertificateS3Keys") or []
     health = tls.get("certificateHealth")
@@ -248,6 +244,31 @@ def endpoint_checks(dep: Deployment, kubeconfig: str | None, context: str | None
                                    "warn": "wait for the operator to write the PEM / renew the certificate",
                                    "ok": ""}[tls_state]))
     return checks
+
+
+def load_balancer_check(dep: Deployment, hosts: list[str]) -> Check:
+    """The ALB behind the Ingress hostname and its ELBv2 state (``active``, ``provisioning``, ``failed``)."""
+    if not hosts:
+        return Check(section="endpoint", name="load balancer", state="warn", blocks_serving=False,
+                     detail="no ALB hostname on the Ingress yet",
+                     next_step="the AWS Load Balancer Controller provisions it after the pods; meanwhile use "
+                               "'kubectl port-forward' to the router")
+    try:
+        elbv2 = aws.client("elbv2", dep.region)
+        with aws.aws_errors("describing the load balancers"):
+            states = {lb["DNSName"].lower(): lb.get("State", {}).get("Code", "unknown")
+                      for page in elbv2.get_paginator("describe_load_balancers").paginate()
+                      for lb in page.get("LoadBalancers", [])}
+    except CommandFailed as exc:
+        return Check(section="endpoint", name="load balancer", state="warn", blocks_serving=False,
+                     detail=f"{', '.join(hosts)} (state unknown: {exc})")
+    state = states.get(hosts[0].lower(), "not found in ELBv2")
+    ok = state == "active"
+    return Check(section="endpoint", name="load balancer", state="ok" if ok else "warn", blocks_serving=False,
+                 detail=f"{', '.join(hosts)} ({state})",
+                 next_step="" if ok else ("provisioning takes a few minutes" if state == "provisioning" else
+                                          "read the Ingress events: 'kubectl describe ingress -n "
+                                          f"{dep.names.namespace}' and the controller's log"))
 
 
 def _dpd_checks(dep: Deployment, pd_spec: dict[str, Any], pods: dict[Role, list[PodTarget]],
