@@ -277,3 +277,18 @@ def test_bad_input_is_exit_2(cli, config_file, kubeconfig, args, message) -> Non
     result = _status(cli, config_file, kubeconfig, *args)
     assert result.code == 2
     assert one_line_error(result) == message
+
+
+def test_unreachable_aws_is_a_failed_row_and_one_line(cli, config_file, kubeconfig, cluster, monkeypatch) -> None:
+    from botocore.config import Config as BotoConfig
+    from day2_fakes import free_port
+
+    cluster.dpd_endpoint()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")
+    monkeypatch.setattr(aws, "RETRIES", BotoConfig(retries={"max_attempts": 1}, connect_timeout=2))
+    result = _status(cli, config_file, kubeconfig, "--json")
+    assert result.code == 1
+    row = _rows(result.out)[f"hyperpod:cluster {HYPERPOD_CLUSTER}"]
+    assert row["state"] == "fail" and "Could not connect to the endpoint URL" in row["detail"]
+    assert _rows(result.out)["endpoint:state"]["state"] == "ok"  # the Kubernetes side is still read
+    assert one_line_error(result).startswith("error: the endpoint cannot serve: cluster dpd-hyperpod")
