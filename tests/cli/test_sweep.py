@@ -19,6 +19,7 @@ from botocore.exceptions import ClientError
 from day2_fakes import EKS_CLUSTER, free_port, one_line_error
 
 from hyperpod_dpd import aws
+from hyperpod_dpd.commands import sweep as sweep_module
 from hyperpod_dpd.commands.sweep import ORDER
 
 pytest_plugins = ("day2_fixtures",)
@@ -162,6 +163,8 @@ def test_a_failed_lookup_deletes_nothing(cli, config_file, world, monkeypatch) -
 
 def test_a_failed_delete_stops_and_says_what_is_left(cli, config_file, world, monkeypatch) -> None:
     _failing(monkeypatch, "ec2", "delete_security_group", "DependencyViolation")
+    monkeypatch.setattr(sweep_module, "IN_USE_ATTEMPTS", 2)
+    monkeypatch.setattr(sweep_module, "IN_USE_DELAY_SECONDS", 0.0)
     result = _sweep(cli, config_file, "--yes")
     assert result.code == 1
     line = one_line_error(result)
@@ -169,6 +172,32 @@ def test_a_failed_delete_stops_and_says_what_is_left(cli, config_file, world, mo
     assert line.endswith("(7 deleted, 2 left; run sweep again)")
     ec2 = boto3.client("ec2", region_name=REGION)
     assert ec2.describe_network_interfaces(NetworkInterfaceIds=[world["eni"]])["NetworkInterfaces"]  # after SGs
+
+
+def test_a_security_group_still_in_use_is_retried(cli, config_file, world, monkeypatch) -> None:
+    """A deleted ALB frees its ENIs (and so its security group) minutes later: DependencyViolation is retried."""
+    real = aws.client
+    calls: list[str] = []
+
+    def client(name: str, region: str, session: Any = None) -> Any:
+        c = real(name, region, session)
+        if name == "ec2":
+            delete = c.delete_security_group
+
+            def busy_once(**kwargs: Any) -> Any:
+                calls.append(kwargs["GroupId"])
+                if len(calls) == 1:
+                    raise ClientError({"Error": {"Code": "DependencyViolation", "Message": "in use"}},
+                                      "DeleteSecurityGroup")
+                return delete(**kwargs)
+            c.delete_security_group = busy_once
+        return c
+
+    monkeypatch.setattr(aws, "client", client)
+    monkeypatch.setattr(sweep_module, "IN_USE_DELAY_SECONDS", 0.0)
+    result = _sweep(cli, config_file, "--yes", "--json")
+    assert result.code == 0, result.err
+    assert calls == [world["sg"], world["sg"]]
 
 
 def test_unreachable_aws_is_one_line(cli, config_file, aws_env, monkeypatch) -> None:

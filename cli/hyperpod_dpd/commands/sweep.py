@@ -23,11 +23,13 @@ model bucket (and its data) stays whatever this command finds.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Annotated, Any
 
 import typer
+from botocore.exceptions import ClientError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -41,6 +43,12 @@ from hyperpod_dpd.errors import CommandFailed
 #: Deletion order (see the module docstring): a kind is deleted only after every kind before it.
 ORDER = ("SageMaker endpoint", "SageMaker endpoint config", "SageMaker model", "Load balancer", "Target group",
          "ACM certificate", "GuardDuty VPC endpoint", "Security group", "Network interface")
+
+
+#: Errors of a security group or ENI still in use, and how long to wait for the user to go away (10 minutes).
+IN_USE_CODES = frozenset({"DependencyViolation", "InvalidNetworkInterface.InUse"})
+IN_USE_ATTEMPTS = 40
+IN_USE_DELAY_SECONDS = 15.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,11 +173,25 @@ def delete(item: Item, clients: dict[str, Any]) -> None:
     elif item.kind == "GuardDuty VPC endpoint":
         ec2.delete_vpc_endpoints(VpcEndpointIds=[item.id])
     elif item.kind == "Security group":
-        ec2.delete_security_group(GroupId=item.id)
+        _while_in_use(lambda: ec2.delete_security_group(GroupId=item.id))
     elif item.kind == "Network interface":
-        ec2.delete_network_interface(NetworkInterfaceId=item.id)
+        _while_in_use(lambda: ec2.delete_network_interface(NetworkInterfaceId=item.id))
     else:  # pragma: no cover - ORDER and this function list the same kinds
         raise AssertionError(item.kind)
+
+
+def _while_in_use(call: Callable[[], Any]) -> None:
+    """Retry a delete that fails while something still uses the resource: a deleted ALB releases its ENIs, and
+    so its security groups, only minutes after ``DescribeLoadBalancers`` stops listing it."""
+    for attempt in range(IN_USE_ATTEMPTS):
+        try:
+            call()
+            return
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code not in IN_USE_CODES or attempt + 1 == IN_USE_ATTEMPTS:
+                raise
+            time.sleep(IN_USE_DELAY_SECONDS)
 
 
 def _vpc_id(ec2: Any, network_stack: str) -> str | None:
