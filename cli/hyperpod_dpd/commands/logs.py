@@ -1,0 +1,120 @@
+"""``hyperpod-dpd logs ROLE``: the log of the right pods and container for this endpoint, signatures marked.
+
+Roles and where they live (names: :mod:`hyperpod_dpd.endpoint_names`): ``prefill``/``decode`` pods in the
+endpoint namespace (vLLM container ``<role>-<endpoint>``), the ``router`` in ``hyperpod-inference-system``
+(container ``router-container``), the ``operator`` Deployment's pods (container ``manager``). Lines carrying a
+known signature (:mod:`hyperpod_dpd.dpd_logs`) are coloured and followed by their meaning and fix.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from hyperpod_dpd import dpd_logs
+from hyperpod_dpd.commands.options import ConfigOption, EnvOption
+from hyperpod_dpd.deployment import ContextOption, KubeconfigOption, load
+from hyperpod_dpd.endpoint_names import OPERATOR_NAMESPACE, EndpointNames
+from hyperpod_dpd.errors import CommandFailed, UsageError
+from hyperpod_dpd.kube import Kube, PodTarget, kube_errors
+
+ROLES = ("prefill", "decode", "router", "operator")
+_STYLE = {"error": "bold red", "ok": "green", "info": "cyan"}
+
+
+def register(app: typer.Typer) -> None:
+    app.command("logs")(logs)
+
+
+def logs(
+    role: Annotated[str, typer.Argument(help="prefill | decode | router | operator", show_default=False)],
+    config: ConfigOption = None, env: EnvOption = None,
+    kubeconfig: KubeconfigOption = None, context: ContextOption = None,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep streaming new lines.")] = False,
+    tail: Annotated[int, typer.Option(help="Lines to show from the end of each log (0-100000).")] = 200,
+    signatures_only: Annotated[bool, typer.Option(
+        "--signatures-only", help="Show only lines with a known DPD signature.")] = False,
+) -> None:
+    """Show the logs of one role of this endpoint, with DPD failure signatures highlighted."""
+    if role not in ROLES:
+        raise UsageError(f"ROLE must be one of {', '.join(ROLES)}, got {role!r}")
+    if not 0 <= tail <= 100_000:
+        raise UsageError(f"--tail must be between 0 and 100000, got {tail}")
+    dep = load(config, env)
+    kube = dep.kube(kubeconfig, context)
+    with kube_errors(f"listing the {role} pods"):
+        targets = _targets(kube, dep.names, role)
+    if not targets:
+        if role == "router":
+            where = f"{dep.names.router_pod_prefix}* in {OPERATOR_NAMESPACE}"
+        elif role == "operator":
+            where = f"operator Deployment in {OPERATOR_NAMESPACE}"
+        else:
+            where = f"{role}-{dep.names.name}-* in {dep.names.namespace}"
+        raise CommandFailed(f"no {role} pods ({where}); run 'hyperpod-dpd status'")
+    out = Console(highlight=False, soft_wrap=True)
+    prefix = len(targets) > 1
+    pd_buffer = dep.env.config.endpoint.pd_buffer_size_bytes
+    with kube_errors(f"reading the {role} logs"):
+        for target, line in _lines(kube, targets, follow=follow, tail=tail):
+            finding = dpd_logs.classify(line, pd_buffer_size_bytes=pd_buffer)
+            if finding is None and signatures_only:
+                continue
+            head = f"[dim]{escape(target.pod)}[/dim] " if prefix else ""
+            text = escape(dpd_logs.strip_ansi(line))
+            if finding is None:
+                out.print(head + text)
+                continue
+            style = _STYLE[finding.severity]
+            note = f"  <- {finding.meaning}" + (f"; fix: {finding.fix}" if finding.fix else "")
+            out.print(f"{head}[{style}]{text}[/{style}][{style}]{escape(note)}[/{style}]")
+
+
+def _targets(kube: Kube, names: EndpointNames, role: str) -> list[PodTarget]:
+    if role == "router":
+        return kube.router_pods(names)
+    if role == "operator":
+        return kube.operator_pods()
+    return kube.role_pods(names, "prefill" if role == "prefill" else "decode")
+
+
+def _lines(kube: Kube, targets: list[PodTarget], *, follow: bool, tail: int) -> Iterator[tuple[PodTarget, str]]:
+    if not follow:
+        for target in targets:
+            for line in kube.read_log(target, tail_lines=tail):
+                yield target, line
+        return
+    if len(targets) == 1:
+        for line in kube.follow_log(targets[0], tail_lines=tail):
+            yield targets[0], line
+        return
+    # Several pods: one reader thread each, lines merged in arrival order.
+    lines: queue.Queue[tuple[PodTarget, str] | tuple[PodTarget, BaseException] | None] = queue.Queue()
+
+    def read(target: PodTarget) -> None:
+        try:
+            for line in kube.follow_log(target, tail_lines=tail):
+                lines.put((target, line))
+        except BaseException as exc:  # surfaced in the main thread
+            lines.put((target, exc))
+        finally:
+            lines.put(None)
+
+    for target in targets:
+        threading.Thread(target=read, args=(target,), daemon=True).start()
+    running = len(targets)
+    while running:
+        item = lines.get()
+        if item is None:
+            running -= 1
+            continue
+        target, value = item
+        if isinstance(value, BaseException):
+            raise value
+        yield target, value

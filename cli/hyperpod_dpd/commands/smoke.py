@@ -1,0 +1,336 @@
+"""``hyperpod-dpd smoke``: a short and a long prompt, streamed, then proof from the decoder's log.
+
+The router disaggregates requests whose estimated input tokens are >= ``pdSpec.routingThreshold``
+(``shared/reference/operations.md``, "Smoke test and status"), so the short prompt must stay below
+``endpoint.routing_threshold_tokens`` (decoded without a transfer) and the long one well above it (prefilled on
+the prefill pool; the decoder logs ``Retrieved N out of N required tokens``). The decoder's lines logged since the
+short request started (with 30 s of slack for clock skew) are attributed to each request by LMCache's request id
+when it contains the response id, else by prompt size (:func:`attribute`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from hyperpod_dpd import aws, dpd_logs
+from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
+from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load
+from hyperpod_dpd.errors import CommandFailed, UsageError
+from hyperpod_dpd.kube import Kube, kube_errors
+from hyperpod_dpd.openai_stream import StreamResult, chat_payload, stream
+
+#: vLLM serves the model under its ``--model`` path (docs/endpoint.md, section 3).
+DEFAULT_MODEL = "/opt/ml/model"
+#: Characters per token used to size prompts: English text tokenizes at about 4 characters per token with the
+#: Llama 3 tokenizer, so ``len(text) / 4`` slightly over-estimates the real count (safe against max_model_len).
+CHARS_PER_TOKEN = 4
+#: Below this threshold the short prompt itself cannot stay under it; the "no transfer" check is skipped.
+MIN_THRESHOLD_FOR_SHORT_CHECK = 64
+#: Lines stamped up to this long before the first request still count (node clock behind this machine's).
+CLOCK_SKEW = timedelta(seconds=30)
+SHORT_PROMPT = "In one sentence, what is disaggregated prefill and decode? (smoke test {nonce})"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prompts:
+    short: str
+    long: str
+
+    @property
+    def short_tokens(self) -> int:
+        return math.ceil(len(self.short) / CHARS_PER_TOKEN)
+
+    @property
+    def long_tokens(self) -> int:
+        return math.ceil(len(self.long) / CHARS_PER_TOKEN)
+
+
+def build_prompts(*, threshold: int, max_model_len: int, max_tokens: int, nonce: str) -> Prompts:
+    """A short prompt and one of about ``2 x threshold`` tokens that still fits ``max_model_len``.
+
+    Both start with ``nonce`` so no earlier run's KV cache (prefix cache, LMCache L1) can answer them.
+    """
+    cap = max_model_len - max_tokens - 256
+    target = max(min(2 * threshold, cap), 256)
+    head = f"Smoke test {nonce}. Read the numbered paragraphs, then summarise them in one line.\n"
+    parts = [head]
+    size = len(head)
+    i = 0
+    while size < target * CHARS_PER_TOKEN:
+        line = f"Paragraph {i}: the quick brown fox jumps over the lazy dog near the river bank.\n"
+        parts.append(line)
+        size += len(line)
+        i += 1
+    parts.append("Summarise the text above in one line.")
+    return Prompts(short=SHORT_PROMPT.format(nonce=nonce), long="".join(parts))
+
+
+@dataclass(kw_only=True)
+class RequestReport:
+    name: str
+    estimated_input_tokens: int
+    expect_transfer: bool | None
+    """True: must show ``Retrieved N out of N``; False: must show no transfer; None: not checked."""
+    ok: bool = False
+    answer: str = ""
+    output_tokens: int = 0
+    ttft_seconds: float | None = None
+    tpot_seconds: float | None = None
+    transfers: list[dict[str, Any]] = field(default_factory=list)
+    kv_transfer_gbps: float | None = None
+    findings: list[dict[str, str]] = field(default_factory=list)
+    log_lines: int = 0
+    """Decoder log lines attributed to this request."""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("smoke")(smoke)
+
+
+def smoke(
+    config: ConfigOption = None, env: EnvOption = None, as_json: JsonOption = False,
+    url: Annotated[str | None, typer.Option(
+        "--url", help="Call this URL (e.g. http://localhost:8443/v1/chat/completions after 'kubectl port-forward "
+                      "-n hyperpod-inference-system svc/<name>-<ns>-routing-service 8443:443') instead of the load "
+                      "balancer.", show_default=False)] = None,
+    ca_file: Annotated[str | None, typer.Option(
+        "--ca-file", help="PEM to trust for an https --url (default: system CAs).", show_default=False)] = None,
+    kubeconfig: KubeconfigOption = None, context: ContextOption = None,
+    model: Annotated[str, typer.Option(help="Model name sent in the request.")] = DEFAULT_MODEL,
+    max_tokens: Annotated[int, typer.Option(help="Output tokens per request (2-1024).")] = 64,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for each streamed answer.")] = 300.0,
+    log_wait: Annotated[float, typer.Option(help="Seconds to let the decoder flush its log.")] = 3.0,
+) -> None:
+    """Send a short and a long prompt (streamed), measure TTFT/TPOT, prove the DPD path from the decode log."""
+    if not 2 <= max_tokens <= 1024:
+        raise UsageError(f"--max-tokens must be between 2 and 1024, got {max_tokens}")
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise UsageError(f"--url must start with http:// or https://, got {url!r}")
+    if ca_file is not None and not Path(ca_file).is_file():
+        raise UsageError(f"--ca-file {ca_file!r} does not exist")
+    if timeout <= 0 or log_wait < 0:
+        raise UsageError(f"--timeout must be > 0 and --log-wait >= 0, got {timeout} and {log_wait}")
+    dep = load(config, env)
+    c = dep.env.config
+    kube = dep.kube(kubeconfig, context)
+    with tempfile.TemporaryDirectory(prefix="hyperpod-dpd-smoke-") as tmp:
+        if url is None:
+            url, ca_file = _load_balancer_url(dep, kube, Path(tmp))
+        threshold = c.endpoint.routing_threshold_tokens
+        prompts = build_prompts(threshold=threshold, max_model_len=c.endpoint.max_model_len,
+                                max_tokens=max_tokens, nonce=uuid.uuid4().hex[:12])
+        chat = "chat" in c.endpoint.invocation_path
+        short = RequestReport(name="short", estimated_input_tokens=prompts.short_tokens,
+                              expect_transfer=False if threshold >= MIN_THRESHOLD_FOR_SHORT_CHECK else None)
+        long = RequestReport(name="long", estimated_input_tokens=prompts.long_tokens, expect_transfer=True)
+
+        short_start = datetime.now(UTC)
+        short_result = stream(url, chat_payload(model, prompts.short, max_tokens, chat=chat), ca_file=ca_file,
+                              timeout_seconds=timeout)
+        long_result = stream(url, chat_payload(model, prompts.long, max_tokens, chat=chat), ca_file=ca_file,
+                             timeout_seconds=timeout)
+    _record_answer(short, short_result)
+    _record_answer(long, long_result)
+
+    time.sleep(log_wait)
+    since = math.ceil((datetime.now(UTC) - short_start).total_seconds()) + 30
+    with kube_errors("reading the decode pods' logs"):
+        decoders = kube.role_pods(dep.names, "decode")
+        if not decoders:
+            raise CommandFailed(f"no decode pod {dep.names.role_pod_prefix('decode')}* in {dep.names.namespace}; "
+                                "run 'hyperpod-dpd status'")
+        lines: list[tuple[datetime, str]] = []
+        for target in decoders:
+            for raw in kube.read_log(target, since_seconds=since, timestamps=True):
+                stamp, text = dpd_logs.split_timestamp(raw)
+                if stamp is not None:
+                    lines.append((stamp, text))
+    window = [t for s, t in lines if s >= short_start - CLOCK_SKEW]
+    _judge(short, attribute(window, short_result.response_id, long_prompt=False, threshold=threshold),
+           c.endpoint.pd_buffer_size_bytes)
+    _judge(long, attribute(window, long_result.response_id, long_prompt=True, threshold=threshold),
+           c.endpoint.pd_buffer_size_bytes)
+
+    decisions = _router_decisions(kube, dep, since)
+    _explain_missing_transfer(long, decisions)
+
+    reports = [short, long]
+    if as_json:
+        print(json.dumps({"url": url, "threshold_tokens": threshold, "requests": [asdict(r) for r in reports],
+                          "router_decisions": decisions, "ok": all(r.ok for r in reports)}, indent=2))
+    else:
+        _print(url, threshold, reports)
+        for d in decisions:
+            path = "prefill -> decode" if d["disaggregate"] else "decode only"
+            out_line = f"router: {d['estimated_tokens']} estimated tokens vs threshold {d['threshold']}: {path}"
+            Console(highlight=False).print(out_line)
+    failed = [(r, f) for r in reports for f in r.findings if f["severity"] == "error"]
+    if failed:
+        r, f = failed[0]
+        more = f" (+{len(failed) - 1} more)" if len(failed) > 1 else ""
+        raise CommandFailed(f"smoke test failed: {r.name} prompt: {f['signature']}: {f['meaning']}; "
+                            f"fix: {f['fix']}{more}")
+
+
+def _router_decisions(kube: Kube, dep: Deployment, since_seconds: int) -> list[dict[str, Any]]:
+    """The router's ``Conditional routing`` lines of the test's time span (supporting evidence, best effort:
+    a router whose log cannot be read leaves the verdict to the decoder's log)."""
+    decisions: list[dict[str, Any]] = []
+    try:
+        with kube_errors("reading the router's log"):
+            for target in kube.router_pods(dep.names):
+                for line in kube.read_log(target, since_seconds=since_seconds):
+                    d = dpd_logs.routing_decision(line)
+                    if d is not None:
+                        decisions.append({"estimated_tokens": d[0], "threshold": d[1], "disaggregate": d[2]})
+    except CommandFailed:
+        return []
+    return decisions
+
+
+def _explain_missing_transfer(report: RequestReport, decisions: list[dict[str, Any]]) -> None:
+    """Sharpen the fix of a long prompt without a transfer with what the router decided."""
+    for f in report.findings:
+        if not f["signature"].startswith("no 'Retrieved"):
+            continue
+        if any(d["disaggregate"] for d in decisions):
+            f["fix"] = ("the router disaggregated (Conditional routing ... disaggregate=True) but no KV cache "
+                        "arrived: read 'hyperpod-dpd logs prefill' for send errors and check the EFA security group")
+        elif decisions:
+            top = max(decisions, key=lambda d: d["estimated_tokens"])
+            f["fix"] = (f"the router estimated at most {top['estimated_tokens']} tokens against threshold "
+                        f"{top['threshold']} (disaggregate=False): check pdSpec.routingThreshold on the applied "
+                        "InferenceEndpointConfig")
+
+
+def _load_balancer_url(dep: Deployment, kube: Kube, tmp: Path) -> tuple[str, str]:
+    """``https://<ALB>/<invocation path>`` and the PEM the operator wrote to the TLS bucket (CRD status)."""
+    names = dep.names
+    with kube_errors(f"reading InferenceEndpointConfig {names.namespace}/{names.name}"):
+        obj = kube.endpoint(names)
+        hosts = kube.load_balancer_hosts(names) if obj is not None else []
+    if obj is None:
+        raise CommandFailed(f"InferenceEndpointConfig {names.namespace}/{names.name} not found; apply "
+                            f"dist/{names.name}-dpd.k8s.yaml first")
+    status = obj.get("status") or {}
+    if status.get("state") != "DeploymentComplete":
+        raise CommandFailed(f"endpoint state is {status.get('state') or 'unset'}, not DeploymentComplete; wait "
+                            "('hyperpod-dpd status --watch') before the smoke test")
+    if not hosts:
+        raise CommandFailed("no load balancer hostname on the endpoint's Ingress yet; or call the router through "
+                            f"'kubectl port-forward -n hyperpod-inference-system svc/{names.router_service} "
+                            "8443:443' and --url http://localhost:8443/...")
+    tls = status.get("tlsCertificate") or {}
+    bucket_field = tls.get("tlsCertificateOutputS3Bucket") or ""
+    keys = tls.get("tlsCertificateS3Keys") or []
+    if not bucket_field or not keys:
+        raise CommandFailed("status.tlsCertificate names no PEM (tlsCertificateOutputS3Bucket / "
+                            "tlsCertificateS3Keys); pass --url and --ca-file")
+    bucket, _, prefix = bucket_field.removeprefix("s3://").partition("/")
+    key = keys[0] if not prefix or keys[0].startswith(prefix) else f"{prefix.rstrip('/')}/{keys[0]}"
+    pem = tmp / "endpoint-ca.pem"
+    with aws.aws_errors(f"downloading the endpoint certificate s3://{bucket}/{key}"):
+        aws.client("s3", dep.region).download_file(bucket, key, str(pem))
+    return f"https://{hosts[0]}/{dep.env.config.endpoint.invocation_path}", str(pem)
+
+
+def _record_answer(report: RequestReport, result: StreamResult) -> None:
+    report.answer = result.text.strip()
+    report.output_tokens = result.output_tokens
+    report.ttft_seconds = round(result.ttft_seconds, 4)
+    report.tpot_seconds = round(result.tpot_seconds, 5) if result.tpot_seconds is not None else None
+    if not report.answer:
+        report.findings.append({"severity": "error", "signature": "empty answer",
+                                "meaning": "the model returned no text", "fix": "read 'hyperpod-dpd logs decode'"})
+    elif result.finish_reason not in ("stop", "length"):
+        report.findings.append({"severity": "error", "signature": f"finish_reason {result.finish_reason}",
+                                "meaning": "the answer did not finish normally",
+                                "fix": "read 'hyperpod-dpd logs decode'"})
+
+
+def attribute(lines: list[str], response_id: str | None, *, long_prompt: bool, threshold: int) -> list[str]:
+    """The decoder lines of one request, out of the lines logged while the smoke test ran.
+
+    By request id first: LMCache logs ``[req_id=...]``, vLLM's id of the request, which contains the id of the
+    streamed response when the server passes it through. Else by size: the ``from N total tokens`` of the long
+    prompt is at or above the routing threshold, the short one's below it. Allocation failures (no id) belong to
+    the long request, the one that needs the decoder's receive buffer. Time alone is not used: the nodes' clock
+    and this machine's may differ by seconds.
+    """
+    parsed = [(line, dpd_logs.parse_transfer(line)) for line in lines]
+    if response_id:
+        by_id = [line for line, t in parsed if t is not None and t.req_id
+                 and (response_id in t.req_id or t.req_id in response_id)]
+        if by_id:
+            return by_id + ([line for line in lines if dpd_logs.allocation_failures([line])] if long_prompt else [])
+    chosen = []
+    for line, t in parsed:
+        if t is None:
+            if long_prompt and dpd_logs.allocation_failures([line]):
+                chosen.append(line)
+            continue
+        if (t.total_tokens >= threshold) == long_prompt:
+            chosen.append(line)
+    return chosen
+
+
+def _judge(report: RequestReport, lines: list[str], pd_buffer_size_bytes: int) -> None:
+    found = dpd_logs.transfers(lines)
+    report.transfers = [asdict(t) for t in found]
+    rates = [t.throughput_gbps for t in found if t.throughput_gbps is not None and t.retrieved_tokens > 0]
+    report.kv_transfer_gbps = round(min(rates), 4) if rates else None
+    if report.expect_transfer is not False:
+        for t in found:
+            f = dpd_logs.transfer_finding(t)
+            if f.severity == "error":
+                report.findings.append(asdict(f))
+    if dpd_logs.allocation_failures(lines):
+        alloc = dpd_logs.classify("Failed to allocate memory object", pd_buffer_size_bytes=pd_buffer_size_bytes)
+        assert alloc is not None
+        report.findings.append(asdict(alloc))
+    moved = [t for t in found if t.retrieved_tokens > 0]
+    report.log_lines = len(lines)
+    if report.expect_transfer is True and not found:
+        report.findings.append({
+            "severity": "error", "signature": "no 'Retrieved N out of N required tokens'",
+            "meaning": "no KV cache arrived at the decoder for the long prompt (not disaggregated, or lost)",
+            "fix": "check the router's 'Conditional routing' line ('hyperpod-dpd logs router') and that "
+                   "endpoint.routing_threshold_tokens is below the prompt size"})
+    if report.expect_transfer is False and moved:
+        report.findings.append({
+            "severity": "error", "signature": f"Retrieved {moved[0].retrieved_tokens} tokens for the short prompt",
+            "meaning": "a prompt below the routing threshold went through the prefill pool",
+            "fix": "check pdSpec.routingThreshold on the applied InferenceEndpointConfig"})
+    report.ok = bool(report.answer) and not any(f["severity"] == "error" for f in report.findings)
+
+
+def _print(url: str, threshold: int, reports: list[RequestReport]) -> None:
+    out = Console()
+    out.print(f"smoke test against {url} (routing threshold {threshold} tokens)")
+    table = Table("request", "input tokens (est.)", "path expected", "TTFT s", "TPOT s", "output tokens",
+                  "KV transfer", "result")
+    for r in reports:
+        expected = {True: "prefill -> decode", False: "decode only", None: "not checked"}[r.expect_transfer]
+        kv = (f"{r.transfers[0]['retrieved_tokens']}/{r.transfers[0]['required_tokens']} tokens"
+              + (f", {r.kv_transfer_gbps:g} GB/s" if r.kv_transfer_gbps is not None else "")) if r.transfers \
+            else "none"
+        table.add_row(r.name, str(r.estimated_input_tokens), expected,
+                      f"{r.ttft_seconds:.3f}" if r.ttft_seconds is not None else "-",
+                      f"{r.tpot_seconds:.4f}" if r.tpot_seconds is not None else "-", str(r.output_tokens), kv,
+                      "[green]ok[/green]" if r.ok else "[red]FAILED[/red]")
+    out.print(table)
+    for r in reports:
+        for f in r.findings:
+            out.print(f"[red]{r.name}: {f['signature']}[/red]: {f['meaning']}\n  fix: {f['fix']}")

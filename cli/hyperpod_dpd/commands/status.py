@@ -1,0 +1,322 @@
+"""``hyperpod-dpd status``: one screen saying whether the endpoint can serve, and what to do when it cannot.
+
+Sources of each row:
+
+* HyperPod: SageMaker ``DescribeCluster`` (``ClusterStatus``, ``InstanceGroups[].CurrentCount/TargetCount``),
+  ``ListClusterNodes`` and ``DescribeClusterNode`` (``InstanceStatus.Status``, ``Placement``).
+* EKS add-ons: ``ListAddons``/``DescribeAddon`` (``addonVersion``, ``status``, ``health.issues``), compared with
+  the versions pinned in :mod:`hyperpod_infra.pins`.
+* Endpoint: the ``InferenceEndpointConfig`` status of the operator CRD (``state``, ``conditions[]``,
+  ``tlsCertificate``; ``shared/crds/inferenceendpointconfigs.yaml``), the role pods, the router pods and the
+  load balancer on the endpoint's Ingress. Requests get 503 until ``state`` is ``DeploymentComplete``
+  (``shared/reference/operations.md``).
+
+Exit code 0 only when the endpoint can serve: HyperPod cluster ``InService`` with every instance group at its
+target, state ``DeploymentComplete``, every role Ready at its replica count, and a Ready router.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Annotated, Any, Literal
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from hyperpod_dpd import aws
+from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
+from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load
+from hyperpod_dpd.endpoint_names import ROLES, EndpointNames, Role
+from hyperpod_dpd.errors import CommandFailed, UsageError
+from hyperpod_dpd.kube import PodTarget, kube_errors
+from hyperpod_infra import pins
+
+State = Literal["ok", "warn", "fail"]
+ADDON_PINS: tuple[pins.AddonPin, ...] = (
+    pins.VPC_CNI, pins.KUBE_PROXY, pins.COREDNS, pins.POD_IDENTITY_AGENT, pins.S3_CSI, pins.FSX_CSI,
+    pins.METRICS_SERVER, pins.CERT_MANAGER, pins.INFERENCE_OPERATOR, pins.OBSERVABILITY)
+#: Add-ons without which the endpoint cannot serve (the operator and what its init container requires:
+#: operator.md, "Operator init-container checks").
+SERVING_ADDONS = frozenset({pins.INFERENCE_OPERATOR.name, pins.S3_CSI.name, pins.FSX_CSI.name,
+                            pins.CERT_MANAGER.name})
+MAX_DESCRIBED_NODES = 50
+_PD_SPEC_KEYS = {"prefill": "prefillSpec", "decode": "decodingSpec"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Check:
+    section: str
+    name: str
+    state: State
+    detail: str
+    next_step: str = ""
+    blocks_serving: bool = True
+    """A failed check with this flag means the endpoint cannot serve."""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("status")(status)
+
+
+def status(
+    config: ConfigOption = None, env: EnvOption = None, as_json: JsonOption = False,
+    kubeconfig: KubeconfigOption = None, context: ContextOption = None,
+    watch: Annotated[bool, typer.Option("--watch", "-w", help="Refresh until interrupted.")] = False,
+    interval: Annotated[float, typer.Option(help="Seconds between refreshes with --watch (2-3600).")] = 10.0,
+    refreshes: Annotated[int, typer.Option(hidden=True, help="Stop --watch after this many screens.")] = 0,
+) -> None:
+    """HyperPod nodes, EKS add-ons and the endpoint, each with the next step when it is not healthy."""
+    if not 2 <= interval <= 3600:
+        raise UsageError(f"--interval must be between 2 and 3600 seconds, got {interval:g}")
+    if watch and as_json:
+        raise UsageError("--watch prints a screen; use --json without --watch")
+    dep = load(config, env)
+    out = Console(highlight=False)
+    shown = 0
+    while True:
+        checks = collect(dep, kubeconfig, context)
+        serving = can_serve(checks)
+        if as_json:
+            print(json.dumps({"serving": serving, "checks": [asdict(c) for c in checks]}, indent=2))
+        else:
+            if watch:
+                out.clear()
+            render(out, dep, checks, serving)
+        shown += 1
+        if not watch or (refreshes and shown >= refreshes):
+            break
+        time.sleep(interval)
+    if not serving:
+        first = next(c for c in checks if c.state == "fail" and c.blocks_serving)
+        raise CommandFailed(f"the endpoint cannot serve: {first.name}: {first.detail}"
+                            + (f"; next: {first.next_step}" if first.next_step else ""))
+
+
+def can_serve(checks: list[Check]) -> bool:
+    return not any(c.state == "fail" and c.blocks_serving for c in checks)
+
+
+def collect(dep: Deployment, kubeconfig: str | None, context: str | None) -> list[Check]:
+    checks: list[Check] = []
+    checks += _guard("hyperpod", f"cluster {dep.hyperpod_cluster}", lambda: hyperpod_checks(dep))
+    checks += _guard("eks", f"add-ons of {dep.eks_cluster}", lambda: addon_checks(dep), blocks_serving=False)
+    checks += _guard("endpoint", f"{dep.names.namespace}/{dep.names.name}",
+                     lambda: endpoint_checks(dep, kubeconfig, context))
+    return checks
+
+
+def _guard(section: str, name: str, read: Callable[[], list[Check]], *, blocks_serving: bool = True) -> list[Check]:
+    """The section's checks, or one failed row when its service cannot be read."""
+    try:
+        return read()
+    except CommandFailed as exc:
+        return [Check(section=section, name=name, state="fail", detail=str(exc), blocks_serving=blocks_serving,
+                      next_step="fix access (credentials, kubeconfig, network) and run status again")]
+
+
+def hyperpod_checks(dep: Deployment) -> list[Check]:
+    sm = aws.client("sagemaker", dep.region)
+    name = dep.hyperpod_cluster
+    with aws.aws_errors(f"describing HyperPod cluster {name}"):
+        cluster = sm.describe_cluster(ClusterName=name)
+        nodes: list[dict[str, Any]] = []
+        for page in sm.get_paginator("list_cluster_nodes").paginate(ClusterName=name):
+            nodes += page.get("ClusterNodeSummaries", [])
+        placements = {n["InstanceId"]: sm.describe_cluster_node(ClusterName=name, NodeId=n["InstanceId"])
+                      .get("NodeDetails", {}).get("Placement", {}) for n in nodes[:MAX_DESCRIBED_NODES]}
+    state = cluster.get("ClusterStatus", "Unknown")
+    checks = [Check(section="hyperpod", name=f"cluster {name}", state="ok" if state == "InService" else "fail",
+                    detail=state + (f": {cluster['FailureMessage']}" if cluster.get("FailureMessage") else ""),
+                    next_step="" if state == "InService" else
+                    ("wait for InService" if state in ("Creating", "Updating", "SystemUpdating")
+                     else f"read 'aws sagemaker describe-cluster --cluster-name {name}' and the stack events of "
+                          f"{dep.env.config.name}-hyperpod"))]
+    for group in cluster.get("InstanceGroups", []):
+        gname = group["InstanceGroupName"]
+        members = [n for n in nodes if n.get("InstanceGroupName") == gname]
+        running = sum(1 for n in members if n.get("InstanceStatus", {}).get("Status") == "Running")
+        target = group.get("TargetCount", group.get("CurrentCount", 0))
+        others = sorted({f"{n['InstanceId']} {n.get('InstanceStatus', {}).get('Status')}" for n in members
+                         if n.get("InstanceStatus", {}).get("Status") != "Running"})
+        member_ids = {m["InstanceId"] for m in members}
+        zones = sorted({str(p.get("AvailabilityZoneId") or p.get("AvailabilityZone"))
+                        for i, p in placements.items() if i in member_ids and p})
+        detail = (f"{group.get('InstanceType')} {running}/{target} Running"
+                  + (f", AZ {', '.join(zones)}" if zones else "") + (f"; {', '.join(others)}" if others else ""))
+        ok = running >= target
+        group_cfg = next((g for g in dep.env.config.hyperpod.instance_groups if g.name == gname), None)
+        want_az = (group_cfg.availability_zone_id if group_cfg and group_cfg.availability_zone_id
+                   else dep.env.config.network.gpu_availability_zone_id)
+        stray = [z for z in zones if z.count("-az") == 1 and z != want_az]
+        if ok and stray:
+            # DPD moves the KV cache over EFA between nodes in one AZ (pdSpec.topologySpec.sameAZ, operator.md).
+            checks.append(Check(section="hyperpod", name=f"instance group {gname}", state="fail", detail=detail,
+                                next_step=f"nodes in {', '.join(stray)}, config says {want_az}: DPD needs every GPU "
+                                          "node in one AZ; fix network.gpu_availability_zone_id or the capacity"))
+            continue
+        checks.append(Check(
+            section="hyperpod", name=f"instance group {gname}", state="ok" if ok else "fail", detail=detail,
+            next_step="" if ok else "nodes in Pending/DeepHealthCheckInProgress need time (deep health checks take "
+                                    "up to hours); Failure: node recovery replaces it, or check capacity/quota"))
+    return checks
+
+
+def addon_checks(dep: Deployment) -> list[Check]:
+    eks = aws.client("eks", dep.region)
+    with aws.aws_errors(f"listing the add-ons of EKS cluster {dep.eks_cluster}"):
+        names: list[str] = []
+        for page in eks.get_paginator("list_addons").paginate(clusterName=dep.eks_cluster):
+            names += page.get("addons", [])
+        addons = {n: eks.describe_addon(clusterName=dep.eks_cluster, addonName=n)["addon"] for n in names}
+    checks: list[Check] = []
+    wanted = [p for p in ADDON_PINS if p is not pins.OBSERVABILITY or dep.env.config.observability.enabled]
+    for pin in wanted:
+        blocks = pin.name in SERVING_ADDONS
+        addon = addons.get(pin.name)
+        if addon is None:
+            checks.append(Check(section="eks", name=pin.name, state="fail", detail="not installed",
+                                next_step="run 'npx cdk deploy --all' (the cluster/platform stacks install it)",
+                                blocks_serving=blocks))
+            continue
+        version, state = addon.get("addonVersion", "?"), addon.get("status", "?")
+        issues = "; ".join(f"{i.get('code')}: {i.get('message')}" for i in addon.get("health", {}).get("issues", []))
+        if state != "ACTIVE":
+            checks.append(Check(section="eks", name=pin.name, state="fail", detail=f"{version} {state}"
+                                + (f" ({issues})" if issues else ""), blocks_serving=blocks,
+                                next_step=f"'aws eks describe-addon --cluster-name {dep.eks_cluster} --addon-name "
+                                          f"{pin.name}'; fix the named issue, then cdk deploy"))
+        elif version != pin.version:
+            checks.append(Check(section="eks", name=pin.name, state="warn", detail=f"{version} ACTIVE",
+                                next_step=f"pinned {pin.version}: run 'npx cdk deploy --all' to converge",
+                                blocks_serving=False))
+        else:
+            checks.append(Check(section="eks", name=pin.name, state="ok", detail=f"{version} ACTIVE",
+                                blocks_serving=blocks))
+    return checks
+
+
+def endpoint_checks(dep: Deployment, kubeconfig: str | None, context: str | None) -> list[Check]:
+    names = dep.names
+    kube = dep.kube(kubeconfig, context)
+    with kube_errors(f"reading InferenceEndpointConfig {names.namespace}/{names.name}"):
+        obj = kube.endpoint(names)
+        if obj is None:
+            return [Check(section="endpoint", name=f"{names.namespace}/{names.name}", state="fail",
+                          detail="InferenceEndpointConfig not found",
+                          next_step=f"kubectl apply -f {dep.env.dist}/{names.name}-dpd.k8s.yaml")]
+        pods = {role: kube.role_pods(names, role) for role in ROLES}
+        routers = kube.router_pods(names)
+        app_pods = kube.app_pods(names) if (obj.get("spec") or {}).get("pdSpec") is None else []
+        hosts = kube.load_balancer_hosts(names)
+    status_ = obj.get("status") or {}
+    spec = obj.get("spec") or {}
+    state = status_.get("state") or "unset"
+    conditions = "; ".join(f"{c.get('type')}={c.get('status')} {c.get('reason')}: {c.get('message')}"
+                           for c in status_.get("conditions") or [])
+    next_state = {
+        "DeploymentComplete": "",
+        "DeploymentPending": "the operator has not started; 'hyperpod-dpd logs operator'",
+        "DeploymentInProgress": "pods load the weights from S3 (5-10 minutes, 2/3 containers Ready); "
+                                "'hyperpod-dpd status --watch'",
+        "DeploymentFailed": "read the conditions and 'hyperpod-dpd logs operator'; fix, then re-apply",
+    }.get(state, "the endpoint is being deleted or in an unknown state; 'hyperpod-dpd logs operator'")
+    checks = [Check(section="endpoint", name="state", state="ok" if state == "DeploymentComplete" else "fail",
+                    detail=state + (f" ({conditions})" if conditions else ""), next_step=next_state)]
+    pd_spec = spec.get("pdSpec")
+    if pd_spec is None:
+        checks += _colocated_checks(names, spec, app_pods)
+    else:
+        checks += _dpd_checks(dep, pd_spec, pods, routers)
+    checks.append(load_balancer_check(dep, hosts))
+    tls = status_.get("tlsCertificate") or {}
+    bucket, keys = tls.get("tlsCertificateOutputS3Bucket"), tls.get("tlsCertificateS3Keys") or []
+    health = tls.get("certificateHealth")
+    where = f"s3://{str(bucket).removeprefix('s3://').rstrip('/')}/{keys[0]}" if bucket and keys else "not written yet"
+    tls_state: State = "fail" if health == "Expired" else ("warn" if health == "Expiring" or not keys else "ok")
+    checks.append(Check(section="endpoint", name="TLS certificate", state=tls_state,
+                        detail=where + (f" ({health})" if health else ""), blocks_serving=False,
+                        next_step={"fail": "the certificate expired: re-apply the endpoint to re-issue it",
+                                   "warn": "wait for the operator to write the PEM / renew the certificate",
+                                   "ok": ""}[tls_state]))
+    return checks
+
+
+def load_balancer_check(dep: Deployment, hosts: list[str]) -> Check:
+    """The ALB behind the Ingress hostname and its ELBv2 state (``active``, ``provisioning``, ``failed``)."""
+    if not hosts:
+        return Check(section="endpoint", name="load balancer", state="warn", blocks_serving=False,
+                     detail="no ALB hostname on the Ingress yet",
+                     next_step="the AWS Load Balancer Controller provisions it after the pods; meanwhile use "
+                               "'kubectl port-forward' to the router")
+    try:
+        elbv2 = aws.client("elbv2", dep.region)
+        with aws.aws_errors("describing the load balancers"):
+            states = {lb["DNSName"].lower(): lb.get("State", {}).get("Code", "unknown")
+                      for page in elbv2.get_paginator("describe_load_balancers").paginate()
+                      for lb in page.get("LoadBalancers", [])}
+    except CommandFailed as exc:
+        return Check(section="endpoint", name="load balancer", state="warn", blocks_serving=False,
+                     detail=f"{', '.join(hosts)} (state unknown: {exc})")
+    state = states.get(hosts[0].lower(), "not found in ELBv2")
+    ok = state == "active"
+    return Check(section="endpoint", name="load balancer", state="ok" if ok else "warn", blocks_serving=False,
+                 detail=f"{', '.join(hosts)} ({state})",
+                 next_step="" if ok else ("provisioning takes a few minutes" if state == "provisioning" else
+                                          "read the Ingress events: 'kubectl describe ingress -n "
+                                          f"{dep.names.namespace}' and the controller's log"))
+
+
+def _dpd_checks(dep: Deployment, pd_spec: dict[str, Any], pods: dict[Role, list[PodTarget]],
+                routers: list[PodTarget]) -> list[Check]:
+    names = dep.names
+    checks: list[Check] = []
+    for role in ROLES:
+        role_cfg = dep.env.config.endpoint.prefill if role == "prefill" else dep.env.config.endpoint.decode
+        desired = int((pd_spec.get(_PD_SPEC_KEYS[role]) or {}).get("replicas", role_cfg.replicas))
+        ready = sum(1 for p in pods[role] if p.ready)
+        ok = ready >= desired
+        checks.append(Check(
+            section="endpoint", name=f"{role} pods", state="ok" if ok else "fail",
+            detail=f"Ready {ready}/{desired}" + (f" ({', '.join(p.pod for p in pods[role])})" if pods[role] else ""),
+            next_step="" if ok else (f"no pod yet: check GPU nodes labelled hyperpod-dpd/pool={role} and free GPUs"
+                                     if not pods[role] else
+                                     f"'kubectl describe pod -n {names.namespace} {pods[role][0].pod}' and "
+                                     f"'hyperpod-dpd logs {role}'")))
+    ready_routers = sum(1 for p in routers if p.ready)
+    checks.append(Check(section="endpoint", name="router", state="ok" if ready_routers else "fail",
+                        detail=f"Ready {ready_routers}/{len(routers)} ({names.router_service}:443)",
+                        next_step="" if ready_routers else "the operator creates the router with pdSpec; "
+                                                           "'hyperpod-dpd logs router' / 'hyperpod-dpd logs operator'"))
+    return checks
+
+
+def _colocated_checks(names: EndpointNames, spec: dict[str, Any], pods: list[PodTarget]) -> list[Check]:
+    """The colocated baseline (same name, no pdSpec; docs/endpoint.md): its pods carry ``app=<iec>`` (the
+    HyperPod SDK lists an endpoint's pods by that label, operator.md section (e)); no DPD router."""
+    desired = int(spec.get("replicas", 1))
+    ready = sum(1 for p in pods if p.ready)
+    ok = ready >= desired
+    return [
+        Check(section="endpoint", name="mode", state="warn", blocks_serving=False,
+              detail="colocated (no pdSpec): the baseline / rollback manifest is applied",
+              next_step=f"to serve disaggregated, kubectl apply -f dist/{names.name}-dpd.k8s.yaml"),
+        Check(section="endpoint", name="pods", state="ok" if ok else "fail",
+              detail=f"Ready {ready}/{desired}" + (f" ({', '.join(p.pod for p in pods)})" if pods else ""),
+              next_step="" if ok else f"'kubectl describe pods -n {names.namespace} -l app={names.name}'"),
+    ]
+
+
+def render(out: Console, dep: Deployment, checks: list[Check], serving: bool) -> None:
+    out.print(f"[bold]{dep.env.config.name}[/bold] ({dep.region}; names from {escape(dep.outputs_source)})")
+    colour = {"ok": "green", "warn": "yellow", "fail": "red"}
+    table = Table("section", "component", "state", "detail", "next step", show_lines=False)
+    for c in checks:
+        table.add_row(c.section, escape(c.name), f"[{colour[c.state]}]{c.state}[/{colour[c.state]}]",
+                      escape(c.detail), escape(c.next_step))
+    out.print(table)
+    out.print("[green]the endpoint can serve[/green]" if serving else "[red]the endpoint cannot serve[/red]")

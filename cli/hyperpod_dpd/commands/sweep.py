@@ -1,0 +1,223 @@
+"""``hyperpod-dpd sweep``: what the operator and the load balancer controller left outside CloudFormation.
+
+These resources block ``cdk destroy`` (a security group or ENI still in the VPC, a certificate in use) or survive
+it (billed load balancers, SageMaker endpoints). Each is tied to this deployment by tag or name:
+
+* load balancers and target groups tagged ``elbv2.k8s.aws/cluster=<EKS cluster>``, SageMaker endpoints and ACM
+  certificates tagged ``CreatedBy=HyperPodInference`` (the endpoint janitor's ownership rules, reused from
+  :class:`hyperpod_constructs.endpoint_janitor_handler.janitor.Janitor`); SageMaker endpoint configs and models
+  by the same operator tag and cluster rule;
+* the controller's security groups: tag ``elbv2.k8s.aws/cluster=<EKS cluster>`` (the controller tags the managed
+  and the shared backend security group so, kubernetes-sigs/aws-load-balancer-controller#3701 and its IAM
+  policy's ``aws:ResourceTag/elbv2.k8s.aws/cluster`` conditions);
+* in this deployment's VPC (tag ``aws:cloudformation:stack-name=<name>-network``): ENIs left ``available``
+  (detached) and not requester-managed, and GuardDuty's VPC endpoints (service ``com.amazonaws.<region>.
+  guardduty-data``, created by GuardDuty's automated agent, GuardDuty runtime-monitoring-agent-connectivity).
+
+Everything is listed before anything is deleted, so a failed lookup deletes nothing. ``--yes`` deletes in an
+order where each step frees what the next needs: SageMaker endpoints, endpoint configs, models; load balancers
+(waited for), target groups, certificates; GuardDuty endpoints; security groups; ENIs. S3 is never touched: the
+model bucket (and its data) stays whatever this command finds.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from typing import Annotated, Any
+
+import typer
+from botocore.exceptions import ClientError
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from hyperpod_constructs.endpoint_janitor_handler.janitor import ALB_CLUSTER_TAG, Janitor
+from hyperpod_dpd import aws
+from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
+from hyperpod_dpd.deployment import Deployment, load
+from hyperpod_dpd.errors import CommandFailed
+
+#: Deletion order (see the module docstring): a kind is deleted only after every kind before it.
+ORDER = ("SageMaker endpoint", "SageMaker endpoint config", "SageMaker model", "Load balancer", "Target group",
+         "ACM certificate", "GuardDuty VPC endpoint", "Security group", "Network interface")
+
+
+#: Errors of a security group or ENI still in use, and how long to wait for the user to go away (10 minutes).
+IN_USE_CODES = frozenset({"DependencyViolation", "InvalidNetworkInterface.InUse"})
+IN_USE_ATTEMPTS = 40
+IN_USE_DELAY_SECONDS = 15.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Item:
+    kind: str
+    name: str
+    id: str
+    why: str
+    """How it is tied to this deployment."""
+    effect: str
+    """``blocks destroy`` or ``survives destroy``."""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("sweep")(sweep)
+
+
+def sweep(
+    config: ConfigOption = None, env: EnvOption = None, as_json: JsonOption = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Delete what is listed, in a safe order.")] = False,
+) -> None:
+    """List (and with --yes delete) what would block `cdk destroy` or survive it. Never touches S3."""
+    dep = load(config, env)
+    clients = {s: aws.client(s, dep.region) for s in ("sagemaker", "elbv2", "acm", "ec2")}
+    with aws.aws_errors("listing leftovers"):
+        items = discover(dep, clients)
+    out = Console(highlight=False)
+    if as_json and not yes:
+        print(json.dumps({"items": [asdict(i) for i in items], "deleted": []}, indent=2))
+        return
+    if not as_json:
+        _print(out, dep, items)
+    if not yes:
+        if items and not as_json:
+            out.print("run again with --yes to delete them in this order")
+        return
+    deleted: list[Item] = []
+    for item in items:
+        try:
+            with aws.aws_errors(f"deleting {item.kind} {item.name}"):
+                delete(item, clients)
+        except CommandFailed as exc:
+            left = len(items) - len(deleted)
+            if as_json:
+                print(json.dumps({"items": [asdict(i) for i in items], "deleted": [asdict(i) for i in deleted],
+                                  "error": str(exc)}, indent=2))
+            raise CommandFailed(f"{exc} ({len(deleted)} deleted, {left} left; run sweep again)") from None
+        deleted.append(item)
+        if not as_json:
+            out.print(f"deleted {item.kind} {escape(item.name)}")
+    if as_json:
+        print(json.dumps({"items": [asdict(i) for i in items], "deleted": [asdict(i) for i in deleted]}, indent=2))
+
+
+def discover(dep: Deployment, clients: dict[str, Any]) -> list[Item]:
+    """Every leftover of this deployment, in deletion order."""
+    sm, elbv2, acm, ec2 = clients["sagemaker"], clients["elbv2"], clients["acm"], clients["ec2"]
+    janitor = Janitor(cluster_name=dep.eks_cluster, kube=None, sagemaker=sm, elbv2=elbv2, acm=acm)
+    operator_owned: Callable[[list[dict[str, str]]], bool] = janitor._operator_owned  # the janitor's rule
+    tag_why = "tag CreatedBy=HyperPodInference"
+    items: list[Item] = []
+    for left in janitor.sagemaker_leftovers():
+        items.append(Item(kind="SageMaker endpoint", name=left.name, id=left.name, why=tag_why,
+                          effect="survives destroy (billed)"))
+    for kind, lister, key, name_key, arn_key in (
+            ("SageMaker endpoint config", sm.list_endpoint_configs, "EndpointConfigs", "EndpointConfigName",
+             "EndpointConfigArn"),
+            ("SageMaker model", sm.list_models, "Models", "ModelName", "ModelArn")):
+        for entry in _pages(lister, key):
+            tags = sm.list_tags(ResourceArn=entry[arn_key]).get("Tags", [])
+            if operator_owned(tags):
+                items.append(Item(kind=kind, name=entry[name_key], id=entry[name_key], why=tag_why,
+                                  effect="survives destroy"))
+    cluster_why = f"tag {ALB_CLUSTER_TAG}={dep.eks_cluster}"
+    for left in janitor.load_balancer_leftovers():
+        kind = "Load balancer" if left.kind == "Load balancer" else "Target group"
+        items.append(Item(kind=kind, name=left.name, id=left.arn, why=cluster_why,
+                          effect="blocks destroy (holds ENIs in the VPC's subnets)" if kind == "Load balancer"
+                          else "survives destroy"))
+    for left in janitor.certificate_leftovers():
+        items.append(Item(kind="ACM certificate", name=left.name or left.arn, id=left.arn, why=tag_why,
+                          effect="survives destroy"))
+    vpc_id = _vpc_id(ec2, f"{dep.env.config.name}-network")
+    if vpc_id:
+        service = f"com.amazonaws.{dep.region}.guardduty-data"
+        for ep in _pages(ec2.describe_vpc_endpoints, "VpcEndpoints", token_in="NextToken", Filters=[
+                {"Name": "vpc-id", "Values": [vpc_id]}, {"Name": "service-name", "Values": [service]}]):
+            if ep.get("State", "").lower() not in ("deleted", "deleting"):
+                items.append(Item(kind="GuardDuty VPC endpoint", name=ep["VpcEndpointId"], id=ep["VpcEndpointId"],
+                                  why=f"{service} in {vpc_id}", effect="blocks destroy (VPC not empty)"))
+    for sg in _pages(ec2.describe_security_groups, "SecurityGroups", token_in="NextToken",
+                     Filters=[{"Name": f"tag:{ALB_CLUSTER_TAG}", "Values": [dep.eks_cluster]}]):
+        items.append(Item(kind="Security group", name=sg.get("GroupName", sg["GroupId"]), id=sg["GroupId"],
+                          why=cluster_why, effect="blocks destroy (VPC not empty)"))
+    if vpc_id:
+        for eni in _pages(ec2.describe_network_interfaces, "NetworkInterfaces", token_in="NextToken", Filters=[
+                {"Name": "vpc-id", "Values": [vpc_id]}, {"Name": "status", "Values": ["available"]}]):
+            if eni.get("RequesterManaged"):
+                continue  # owned by a service (VPC endpoint, load balancer): goes with its owner
+            items.append(Item(kind="Network interface", name=eni.get("Description") or eni["NetworkInterfaceId"],
+                              id=eni["NetworkInterfaceId"], why=f"detached in {vpc_id}",
+                              effect="blocks destroy (subnet not empty)"))
+    return sorted(items, key=lambda i: ORDER.index(i.kind))
+
+
+def delete(item: Item, clients: dict[str, Any]) -> None:
+    sm, elbv2, acm, ec2 = clients["sagemaker"], clients["elbv2"], clients["acm"], clients["ec2"]
+    if item.kind == "SageMaker endpoint":
+        sm.delete_endpoint(EndpointName=item.id)
+    elif item.kind == "SageMaker endpoint config":
+        sm.delete_endpoint_config(EndpointConfigName=item.id)
+    elif item.kind == "SageMaker model":
+        sm.delete_model(ModelName=item.id)
+    elif item.kind == "Load balancer":
+        elbv2.delete_load_balancer(LoadBalancerArn=item.id)
+        elbv2.get_waiter("load_balancers_deleted").wait(LoadBalancerArns=[item.id],
+                                                        WaiterConfig={"Delay": 10, "MaxAttempts": 60})
+    elif item.kind == "Target group":
+        elbv2.delete_target_group(TargetGroupArn=item.id)
+    elif item.kind == "ACM certificate":
+        acm.delete_certificate(CertificateArn=item.id)
+    elif item.kind == "GuardDuty VPC endpoint":
+        ec2.delete_vpc_endpoints(VpcEndpointIds=[item.id])
+    elif item.kind == "Security group":
+        _while_in_use(lambda: ec2.delete_security_group(GroupId=item.id))
+    elif item.kind == "Network interface":
+        _while_in_use(lambda: ec2.delete_network_interface(NetworkInterfaceId=item.id))
+    else:  # pragma: no cover - ORDER and this function list the same kinds
+        raise AssertionError(item.kind)
+
+
+def _while_in_use(call: Callable[[], Any]) -> None:
+    """Retry a delete that fails while something still uses the resource: a deleted ALB releases its ENIs, and
+    so its security groups, only minutes after ``DescribeLoadBalancers`` stops listing it."""
+    for attempt in range(IN_USE_ATTEMPTS):
+        try:
+            call()
+            return
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code not in IN_USE_CODES or attempt + 1 == IN_USE_ATTEMPTS:
+                raise
+            time.sleep(IN_USE_DELAY_SECONDS)
+
+
+def _vpc_id(ec2: Any, network_stack: str) -> str | None:
+    vpcs = ec2.describe_vpcs(Filters=[{"Name": "tag:aws:cloudformation:stack-name", "Values": [network_stack]}])
+    found = vpcs.get("Vpcs", [])
+    return str(found[0]["VpcId"]) if found else None
+
+
+def _pages(method: Callable[..., dict[str, Any]], key: str, *, token_in: str = "NextToken",
+           **kwargs: Any) -> Iterator[dict[str, Any]]:
+    token: str | None = None
+    while True:
+        page = method(**kwargs, **({token_in: token} if token else {}))
+        yield from page.get(key, [])
+        token = page.get("NextToken")
+        if not token:
+            return
+
+
+def _print(out: Console, dep: Deployment, items: list[Item]) -> None:
+    if not items:
+        out.print(f"nothing left behind by {dep.env.config.name} (EKS cluster {dep.eks_cluster}); "
+                  "S3 buckets are never swept")
+        return
+    table = Table("kind", "name", "id", "tied by", "effect")
+    for i in items:
+        table.add_row(i.kind, escape(i.name), escape(i.id), escape(i.why), i.effect)
+    out.print(table)
+    out.print("S3 buckets (the model bucket included) are never swept")

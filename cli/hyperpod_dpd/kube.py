@@ -1,0 +1,191 @@
+"""The Kubernetes side of the command line, through the official ``kubernetes`` client.
+
+One place turns client failures into one-line :class:`CommandFailed` messages (no kubeconfig, API server
+unreachable, forbidden), with what to do next. Object names come from :mod:`hyperpod_dpd.endpoint_names`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import urllib3
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config import ConfigException, kube_config
+
+from hyperpod_dpd.endpoint_names import (
+    GROUP,
+    OPERATOR_CONTAINER,
+    OPERATOR_DEPLOYMENTS,
+    OPERATOR_NAMESPACE,
+    PLURAL,
+    ROUTER_CONTAINER,
+    VERSION,
+    EndpointNames,
+    Role,
+)
+from hyperpod_dpd.errors import CommandFailed
+
+#: Seconds to connect / read one API response; a dead API server fails fast instead of hanging.
+REQUEST_TIMEOUT = (5, 30)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PodTarget:
+    """A pod and the container to read the log of."""
+
+    namespace: str
+    pod: str
+    container: str
+    ready: bool
+
+
+def connect(kubeconfig: str | None, context: str | None, *, eks_cluster: str, region: str) -> Kube:
+    """A client for the cluster of ``kubeconfig`` (default ``$KUBECONFIG`` or ``~/.kube/config``)."""
+    try:
+        api = kube_config.new_client_from_config(config_file=kubeconfig, context=context, persist_config=False)
+    except (ConfigException, OSError) as exc:
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CommandFailed(f"no usable kubeconfig ({detail}); run 'aws eks update-kubeconfig --name "
+                            f"{eks_cluster} --region {region}' or pass --kubeconfig") from None
+    api.configuration.retries = 1
+    return Kube(api)
+
+
+@contextmanager
+def kube_errors(action: str) -> Iterator[None]:
+    """Turn Kubernetes client failures while doing ``action`` into one-line :class:`CommandFailed`."""
+    try:
+        yield
+    except ApiException as exc:
+        if exc.status in (401, 403):
+            raise CommandFailed(f"{action}: Kubernetes API refused ({exc.status} {exc.reason}); check the EKS "
+                                "access entry of your IAM principal") from None
+        raise CommandFailed(f"{action}: Kubernetes API error {exc.status} {exc.reason}") from None
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise CommandFailed(f"{action}: Kubernetes API unreachable ({type(exc).__name__}); check the kubeconfig "
+                            "context and network access to the cluster endpoint") from None
+
+
+def pod_ready(pod: Any) -> bool:
+    conditions = (pod.status.conditions if pod.status else None) or []
+    return any(c.type == "Ready" and c.status == "True" for c in conditions)
+
+
+class Kube:
+    """The few reads the day-2 commands need."""
+
+    def __init__(self, api: k8s.ApiClient) -> None:
+        self.api = api
+        self.core = k8s.CoreV1Api(api)
+        self.apps = k8s.AppsV1Api(api)
+        self.custom = k8s.CustomObjectsApi(api)
+        self.networking = k8s.NetworkingV1Api(api)
+
+    def endpoint(self, names: EndpointNames) -> dict[str, Any] | None:
+        """The InferenceEndpointConfig, or ``None`` when it does not exist."""
+        try:
+            obj: dict[str, Any] = self.custom.get_namespaced_custom_object(
+                GROUP, VERSION, names.namespace, PLURAL, names.name, _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return obj
+
+    def role_pods(self, names: EndpointNames, role: Role) -> list[PodTarget]:
+        pods = self.core.list_namespaced_pod(names.namespace, label_selector=names.role_selector(role),
+                                             _request_timeout=REQUEST_TIMEOUT).items
+        return sorted((PodTarget(namespace=names.namespace, pod=p.metadata.name, container=names.container(role),
+                                 ready=pod_ready(p))
+                       for p in pods if names.is_role_pod(role, p.metadata.name)), key=lambda t: t.pod)
+
+    def app_pods(self, names: EndpointNames) -> list[PodTarget]:
+        """Pods labelled ``app=<iec>`` (a colocated endpoint's); the container is the endpoint's name (I)."""
+        pods = self.core.list_namespaced_pod(names.namespace, label_selector=f"app={names.name}",
+                                             _request_timeout=REQUEST_TIMEOUT).items
+        return sorted((PodTarget(namespace=names.namespace, pod=p.metadata.name, container=names.name,
+                                 ready=pod_ready(p)) for p in pods), key=lambda t: t.pod)
+
+    def router_pods(self, names: EndpointNames) -> list[PodTarget]:
+        pods = self.core.list_namespaced_pod(OPERATOR_NAMESPACE, _request_timeout=REQUEST_TIMEOUT).items
+        return sorted((PodTarget(namespace=OPERATOR_NAMESPACE, pod=p.metadata.name, container=ROUTER_CONTAINER,
+                                 ready=pod_ready(p))
+                       for p in pods if p.metadata.name.startswith(names.router_pod_prefix)), key=lambda t: t.pod)
+
+    def operator_pods(self) -> list[PodTarget]:
+        """Pods of the operator Deployment (add-on name, else the Helm name), selected by its own selector."""
+        for deployment in OPERATOR_DEPLOYMENTS:
+            try:
+                d = self.apps.read_namespaced_deployment(deployment, OPERATOR_NAMESPACE,
+                                                         _request_timeout=REQUEST_TIMEOUT)
+            except ApiException as exc:
+                if exc.status == 404:
+                    continue
+                raise
+            labels = (d.spec.selector.match_labels or {}) if d.spec and d.spec.selector else {}
+            selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+            pods = self.core.list_namespaced_pod(OPERATOR_NAMESPACE, label_selector=selector,
+                                                 _request_timeout=REQUEST_TIMEOUT).items
+            return sorted((PodTarget(namespace=OPERATOR_NAMESPACE, pod=p.metadata.name,
+                                     container=OPERATOR_CONTAINER, ready=pod_ready(p)) for p in pods),
+                          key=lambda t: t.pod)
+        raise CommandFailed(f"no operator Deployment ({' or '.join(OPERATOR_DEPLOYMENTS)}) in {OPERATOR_NAMESPACE}; "
+                            "is the amazon-sagemaker-hyperpod-inference add-on installed?")
+
+    def load_balancer_hosts(self, names: EndpointNames) -> list[str]:
+        """Hostnames of the ALB(s) on the Ingresses of the endpoint's namespace that name the endpoint.
+
+        The operator creates the Ingress through the AWS Load Balancer Controller (operator.md, IAM/RBAC: the
+        operator creates Ingresses); its exact name is not documented, so any Ingress whose name contains the
+        endpoint name counts.
+        """
+        ingresses = self.networking.list_namespaced_ingress(names.namespace, _request_timeout=REQUEST_TIMEOUT).items
+        hosts: list[str] = []
+        for ing in ingresses:
+            if names.name not in ing.metadata.name:
+                continue
+            lb = ing.status.load_balancer if ing.status else None
+            for entry in (lb.ingress if lb and lb.ingress else []):
+                if entry.hostname:
+                    hosts.append(entry.hostname)
+        return hosts
+
+    def read_log(self, target: PodTarget, *, since_seconds: int | None = None, tail_lines: int | None = None,
+                 timestamps: bool = False) -> list[str]:
+        kwargs: dict[str, Any] = {"container": target.container, "timestamps": timestamps,
+                                  "_request_timeout": REQUEST_TIMEOUT}
+        if since_seconds is not None:
+            kwargs["since_seconds"] = since_seconds
+        if tail_lines is not None:
+            kwargs["tail_lines"] = tail_lines
+        # Raw bytes, decoded here: with preloading, client 36.x returns ``str(bytes)`` ("b'...'") for a
+        # text/plain log (the generated deserializer has no bytes -> str step for it).
+        response = self.core.read_namespaced_pod_log(target.pod, target.namespace, _preload_content=False, **kwargs)
+        try:
+            data: bytes = response.data
+        finally:
+            response.release_conn()
+        return data.decode("utf-8", errors="replace").splitlines()
+
+    def follow_log(self, target: PodTarget, *, tail_lines: int | None = None) -> Iterator[str]:
+        """Lines of the log as they arrive (``follow=true``), until the server closes the stream."""
+        kwargs: dict[str, Any] = {"container": target.container, "follow": True, "_preload_content": False,
+                                  "_request_timeout": (REQUEST_TIMEOUT[0], None)}
+        if tail_lines is not None:
+            kwargs["tail_lines"] = tail_lines
+        response = self.core.read_namespaced_pod_log(target.pod, target.namespace, **kwargs)
+        buffer = b""
+        try:
+            for chunk in response.stream(4096, decode_content=True):
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    yield line.decode("utf-8", errors="replace")
+            if buffer:
+                yield buffer.decode("utf-8", errors="replace")
+        finally:
+            response.release_conn()

@@ -1,0 +1,382 @@
+"""Test doubles for the day-2 commands: a local Kubernetes API server, an OpenAI-compatible streaming server,
+and log lines in the real formats.
+
+* The Kubernetes server answers the REST paths the official client calls (custom objects, pods, pod logs,
+  Deployments, Ingresses) over real HTTP; the client reaches it through a kubeconfig, like a cluster.
+  Its InferenceEndpointConfig objects are checked against the operator CRD (:func:`endpoint_object`).
+* The OpenAI server streams real server-sent events with chunked transfer encoding, like vLLM's, and, playing
+  the decoder, appends LMCache's line for the request to the decode pod's log.
+* LMCache lines are rendered by :func:`lmcache_line` with LMCache 0.4.3's own log format string
+  (``lmcache/logging.py`` ``build_format``) and message format strings (``lmcache/v1/cache_engine.py``,
+  ``lmcache/v1/storage_backend/pd_backend.py``), from the ``lmcache==0.4.3`` wheel.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROLE_LABEL = "inference.sagemaker.aws.amazon.com/dpd-role"
+NAME, NAMESPACE = "llama-3-3-70b", "default"
+#: Cluster names the test outputs file (day2_fixtures.config_file) reports for the deployment.
+EKS_CLUSTER, HYPERPOD_CLUSTER = "dpd-eks-deployed", "dpd-hyperpod"
+
+# --- LMCache 0.4.3 log lines ---------------------------------------------------------------------------
+
+#: ``lmcache/logging.py`` ``build_format(color)`` with the INFO colour (green) and WARNING colour (yellow).
+_RESET, _ITALIC = "\x1b[0m", "\x1b[3m"
+_COLOURS = {logging.INFO: "\x1b[32;20m", logging.WARNING: "\x1b[33;20m"}
+#: ``lmcache/v1/cache_engine.py`` line 887, ``LMCacheEngine.retrieve``.
+RETRIEVED_FMT = ("[req_id=%s] Retrieved %d out of %d required tokens (from %d total tokens). size: %.4f gb, "
+                 "cost %.4f ms, throughput: %.4f GB/s;")
+#: ``lmcache/v1/storage_backend/pd_backend.py`` line 540.
+ALLOC_FAILED_MSG = "Failed to allocate memory object, retrying..."
+
+
+def lmcache_line(level: int, msg: str, args: tuple[Any, ...], *, filename: str, lineno: int, logger: str,
+                 when: float | None = None) -> str:
+    fmt = (f"{_COLOURS[level]}[%(asctime)s] LMCache %(levelname)s:{_RESET} %(message)s "
+           f"{_ITALIC}(%(filename)s:%(lineno)d:%(name)s){_RESET}")
+    record = logging.LogRecord(logger, level, f"/usr/lib/python3/{filename}", lineno, msg, args, None)
+    record.filename = filename
+    if when is not None:
+        record.created = when
+        record.msecs = (when % 1) * 1000
+    return logging.Formatter(fmt).format(record)
+
+
+def retrieved_line(req_id: str, retrieved: int, required: int, total: int, gbps: float,
+                   when: float | None = None) -> str:
+    size_bytes = retrieved * 320 * 1024  # Llama 3 70B: 80 layers x 2 x 8 KV heads x 128 x bf16 = 320 KiB/token
+    cost_s = size_bytes / (gbps * 1024**3) if gbps > 0 else 0.0
+    return lmcache_line(logging.INFO, RETRIEVED_FMT,
+                        (req_id, retrieved, required, total, size_bytes / 1024**3, cost_s * 1000, gbps),
+                        filename="cache_engine.py", lineno=887, logger="lmcache.v1.cache_engine", when=when)
+
+
+def alloc_failed_line(when: float | None = None) -> str:
+    return lmcache_line(logging.WARNING, ALLOC_FAILED_MSG, (), filename="pd_backend.py", lineno=540,
+                        logger="lmcache.v1.storage_backend.pd_backend", when=when)
+
+
+# --- Kubernetes objects ----------------------------------------------------------------------------------
+
+
+def endpoint_object(state: str = "DeploymentComplete", *, tls: bool = True,
+                    conditions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """An InferenceEndpointConfig as the operator reports it (status fields of the v1 CRD schema)."""
+    status: dict[str, Any] = {
+        "state": state,
+        "conditions": conditions if conditions is not None else [{
+            "type": "DeploymentReady", "status": "True" if state == "DeploymentComplete" else "False",
+            "reason": "Ready" if state == "DeploymentComplete" else "InProgress",
+            # The message AWS's DPD guide shows for a ready DPD endpoint (operator.md, "(b) Status").
+            "message": "DPD prefill and decode deployments are ready" if state == "DeploymentComplete"
+            else "waiting for pods", "lastTransitionTime": "2026-12-01T00:00:00Z"}],
+        "deploymentStatus": {"name": NAME, "lastUpdated": "2026-12-01T00:00:00Z",
+                             "status": {"replicas": 1, "readyReplicas": 1 if state == "DeploymentComplete" else 0}},
+        "metricsStatus": {"enabled": True, "state": "Enabled"},
+        "observedGeneration": 1, "replicas": 1,
+    }
+    if tls:
+        status["tlsCertificate"] = {
+            "tlsCertificateOutputS3Bucket": "hyperpod-tls-test", "tlsCertificateS3Keys": [f"{NAMESPACE}/{NAME}.pem"],
+            "certificateHealth": "Valid", "certificateName": f"{NAME}-cert", "issuerName": f"{NAME}-issuer",
+            "certificateDomainNames": ["localhost"]}
+    return {
+        "apiVersion": "inference.sagemaker.aws.amazon.com/v1", "kind": "InferenceEndpointConfig",
+        "metadata": {"name": NAME, "namespace": NAMESPACE},
+        "spec": {
+            "modelName": "llama-3-3-70b-instruct", "instanceType": "ml.p5.48xlarge",
+            "invocationEndpoint": "v1/chat/completions",
+            "modelSourceConfig": {"modelSourceType": "s3", "modelLocation": "models/Llama-3.3-70B-Instruct/",
+                                  "s3Storage": {"bucketName": "model-bucket", "region": "us-west-2"}},
+            "worker": {"image": "lmcache/vllm-openai:v0.4.3", "modelInvocationPort": {"containerPort": 8000},
+                       "modelVolumeMount": {"name": "model-weights"}, "resources": {}},
+            "pdSpec": {"prefillSpec": {"replicas": 1}, "decodingSpec": {"replicas": 1}, "routingThreshold": 4096},
+        },
+        "status": status,
+    }
+
+
+def pod(name: str, namespace: str, labels: dict[str, str], *, ready: bool = True) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "status": {"phase": "Running",
+                       "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+@dataclass
+class FakeCluster:
+    """What the fake API server serves."""
+
+    endpoints: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    pods: list[dict[str, Any]] = field(default_factory=list)
+    deployments: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    ingresses: list[dict[str, Any]] = field(default_factory=list)
+    logs: dict[tuple[str, str, str], list[tuple[float, str]]] = field(default_factory=dict)
+    """``(namespace, pod, container) -> [(unix time, line)]``."""
+    requests: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def log(self, namespace: str, pod_name: str, container: str, line: str, when: float | None = None) -> None:
+        with self.lock:
+            self.logs.setdefault((namespace, pod_name, container), []).append((when or time.time(), line))
+
+    def dpd_endpoint(self, state: str = "DeploymentComplete", *, ready: bool = True) -> None:
+        """The objects the operator creates for a DPD endpoint (names: operator.md, section (e))."""
+        self.endpoints[(NAMESPACE, NAME)] = endpoint_object(state)
+        self.pods += [
+            pod(f"prefill-{NAME}-7d9f8-abcde", NAMESPACE, {"app": NAME, ROLE_LABEL: "prefill"}, ready=ready),
+            pod(f"decode-{NAME}-5c6b7-fghij", NAMESPACE, {"app": NAME, ROLE_LABEL: "decode"}, ready=ready),
+            pod(f"{NAME}-{NAMESPACE}-router-6f7d8-klmno", "hyperpod-inference-system", {"app": "router"},
+                ready=ready),
+            pod(f"other-{NAMESPACE}-router-1-x", "hyperpod-inference-system", {"app": "router"}),
+            pod("decode-another-endpoint-1-y", NAMESPACE, {"app": "another-endpoint", ROLE_LABEL: "decode"}),
+            pod("hyperpod-inference-controller-manager-6d-abc", "hyperpod-inference-system",
+                {"control-plane": "hyperpod-inference-controller-manager"}),
+        ]
+        self.deployments[("hyperpod-inference-system", "hyperpod-inference-controller-manager")] = {
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "hyperpod-inference-controller-manager", "namespace": "hyperpod-inference-system"},
+            "spec": {"selector": {"matchLabels": {"control-plane": "hyperpod-inference-controller-manager"}},
+                     "template": {"metadata": {}, "spec": {"containers": []}}}}
+
+    def alb(self, hostname: str) -> None:
+        self.ingresses.append({
+            "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": f"alb-{NAME}", "namespace": NAMESPACE},
+            "status": {"loadBalancer": {"ingress": [{"hostname": hostname}]}}})
+
+
+def _rfc3339(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f") + "000Z"
+
+
+def _matches(labels: dict[str, str], selector: str) -> bool:
+    for term in filter(None, selector.split(",")):
+        key, _, value = term.partition("=")
+        if labels.get(key) != value:
+            return False
+    return True
+
+
+class _KubeHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    cluster: FakeCluster
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _json(self, code: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _not_found(self) -> None:
+        self._json(404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound",
+                         "code": 404, "message": "not found"})
+
+    def do_GET(self) -> None:
+        url = urllib.parse.urlsplit(self.path)
+        q = {k: v[0] for k, v in urllib.parse.parse_qs(url.query).items()}
+        p = url.path.strip("/").split("/")
+        c = self.cluster
+        c.requests.append(self.path)
+        if p[:3] == ["apis", "inference.sagemaker.aws.amazon.com", "v1"] and len(p) == 7:
+            obj = c.endpoints.get((p[4], p[6]))
+            return self._json(200, obj) if obj else self._not_found()
+        if p[:2] == ["api", "v1"] and len(p) == 5 and p[4] == "pods":
+            items = [x for x in c.pods if x["metadata"]["namespace"] == p[3]
+                     and _matches(x["metadata"].get("labels", {}), q.get("labelSelector", ""))]
+            return self._json(200, {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items})
+        if p[:2] == ["api", "v1"] and len(p) == 7 and p[6] == "log":
+            return self._log(p[3], p[5], q)
+        if p[:3] == ["apis", "apps", "v1"] and len(p) == 7:
+            obj = c.deployments.get((p[4], p[6]))
+            return self._json(200, obj) if obj else self._not_found()
+        if p[:3] == ["apis", "networking.k8s.io", "v1"] and len(p) == 6:
+            items = [x for x in c.ingresses if x["metadata"]["namespace"] == p[4]]
+            return self._json(200, {"kind": "IngressList", "apiVersion": "networking.k8s.io/v1", "metadata": {},
+                                    "items": items})
+        return self._not_found()
+
+    def _log(self, namespace: str, pod_name: str, q: dict[str, str]) -> None:
+        c = self.cluster
+        if not any(x["metadata"]["name"] == pod_name for x in c.pods):
+            return self._not_found()
+        with c.lock:
+            entries = list(c.logs.get((namespace, pod_name, q.get("container", "")), []))
+        if "sinceSeconds" in q:
+            entries = [e for e in entries if e[0] >= time.time() - int(q["sinceSeconds"])]
+        if "tailLines" in q:
+            entries = entries[-int(q["tailLines"]):] if int(q["tailLines"]) else []
+        stamp = q.get("timestamps", "").lower() == "true"  # the client sends "True"; Go ParseBool takes both
+        lines = [(f"{_rfc3339(ts)} {line}" if stamp else line) + "\n" for ts, line in entries]
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for line in lines:  # one chunk per line, as a following log stream arrives
+            data = line.encode()
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+
+
+@contextmanager
+def kube_server(cluster: FakeCluster, kubeconfig: Path) -> Iterator[str]:
+    """Serve ``cluster`` on 127.0.0.1 and write a kubeconfig pointing at it; yields the server URL."""
+    handler = type("Handler", (_KubeHandler,), {"cluster": cluster})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "fake",
+        "clusters": [{"name": "fake", "cluster": {"server": url}}],
+        "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
+        "users": [{"name": "fake", "user": {"token": "fake-token"}}]}))
+    try:
+        yield url
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# --- OpenAI-compatible streaming server --------------------------------------------------------------------
+
+
+@dataclass
+class DecoderBehaviour:
+    """How the fake decoder logs the KV transfer of a disaggregated request."""
+
+    threshold_chars: int = 4096 * 4
+    """Prompts at least this long are 'disaggregated' (the router's estimate, chars / 4)."""
+    retrieved_fraction: float = 1.0
+    gbps: float = 24.0
+    alloc_failures: int = 0
+    transfer_short: bool = False
+    log_transfer: bool = True
+    status: int = 200
+    req_id_suffix: str = ""
+    """Appended to the response id in LMCache's ``req_id`` (an engine-internal id that differs)."""
+    clock_skew_seconds: float = 0.0
+    """Added to the decode log's timestamps (the node's clock against the test's)."""
+    router_logs: bool = True
+    words: tuple[str, ...] = ("Disaggregated", " prefill", " splits", " prompt", " processing", " from",
+                              " token", " generation", ".")
+
+
+class _OpenAiHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    cluster: FakeCluster
+    behaviour: DecoderBehaviour
+    decode: tuple[str, str, str]
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        b = self.behaviour
+        if b.status != 200:
+            data = b'{"error": "Service Unavailable"}'
+            self.send_response(b.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        prompt = body["messages"][-1]["content"] if "messages" in body else body["prompt"]
+        req_id = f"chatcmpl-{abs(hash(prompt)) % 10**12:012d}"
+        tokens = max(1, len(prompt) // 4)
+        disaggregate = len(prompt) >= b.threshold_chars
+        if b.router_logs:  # the DPD guide's router line (operator.md, "Router logs")
+            self.cluster.log("hyperpod-inference-system", f"{NAME}-{NAMESPACE}-router-6f7d8-klmno", "router-container",
+                             f"[INFO] Conditional routing: estimated_tokens={tokens}, "
+                             f"threshold={b.threshold_chars // 4}, disaggregate={disaggregate}")
+        if b.log_transfer and (disaggregate or b.transfer_short):
+            when = time.time() + b.clock_skew_seconds
+            for _ in range(b.alloc_failures):
+                self.cluster.log(*self.decode, alloc_failed_line(when), when)
+            retrieved = int(tokens * b.retrieved_fraction)
+            self.cluster.log(*self.decode, retrieved_line(req_id + b.req_id_suffix, retrieved, tokens, tokens + 1,
+                                                          b.gbps, when), when)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        words = list(b.words)[: body.get("max_tokens", 16)]
+        for i, word in enumerate(words):
+            event = {"id": req_id, "object": "chat.completion.chunk", "model": body["model"],
+                     "choices": [{"index": 0, "delta": {"content": word},
+                                  "finish_reason": "stop" if i == len(words) - 1 else None}]}
+            self._chunk(f"data: {json.dumps(event)}\n\n")
+            time.sleep(0.002)
+        usage = {"id": req_id, "object": "chat.completion.chunk", "model": body["model"], "choices": [],
+                 "usage": {"prompt_tokens": tokens, "completion_tokens": len(words),
+                           "total_tokens": tokens + len(words)}}
+        self._chunk(f"data: {json.dumps(usage)}\n\n")
+        self._chunk("data: [DONE]\n\n")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _chunk(self, text: str) -> None:
+        data = text.encode()
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+
+@contextmanager
+def openai_server(cluster: FakeCluster, behaviour: DecoderBehaviour) -> Iterator[str]:
+    """A streaming chat-completions server; yields its ``/v1/chat/completions`` URL."""
+    decode = (NAMESPACE, f"decode-{NAME}-5c6b7-fghij", f"decode-{NAME}")
+    handler = type("Handler", (_OpenAiHandler,), {"cluster": cluster, "behaviour": behaviour, "decode": decode})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1/chat/completions"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def dead_kubeconfig(path: Path) -> Path:
+    """A kubeconfig whose API server address has nothing listening."""
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "dead",
+        "clusters": [{"name": "dead", "cluster": {"server": f"http://127.0.0.1:{free_port()}"}}],
+        "contexts": [{"name": "dead", "context": {"cluster": "dead", "user": "dead"}}],
+        "users": [{"name": "dead", "user": {"token": "x"}}]}))
+    return path
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def one_line_error(result: Any) -> str:
+    """The single stderr line of a failed command (and proof that there was no traceback)."""
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1, result.err
+    assert lines[0].startswith("error: ") and "Traceback" not in result.err
+    return lines[0]

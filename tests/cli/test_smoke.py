@@ -1,0 +1,249 @@
+"""``hyperpod-dpd smoke`` against a local OpenAI-compatible streaming server and a local Kubernetes API server.
+
+The decoder's log lines are LMCache 0.4.3's (see ``day2_fakes``); what each one means is AWS's
+(``shared/reference/operations.md``, "Smoke test and status"): ``Retrieved N out of N`` (N > 0) proves the DPD
+path, ``Retrieved 0 out of N`` is recomputation, < 1 GB/s is not EFA, ``Failed to allocate memory object`` asks
+for a larger ``PD_BUFFER_SIZE``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import ssl
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+
+import boto3
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from day2_fakes import (
+    NAME,
+    NAMESPACE,
+    DecoderBehaviour,
+    FakeCluster,
+    _OpenAiHandler,
+    dead_kubeconfig,
+    free_port,
+    one_line_error,
+    openai_server,
+)
+
+from hyperpod_dpd.commands.smoke import build_prompts
+
+pytest_plugins = ("day2_fixtures",)
+
+
+def _smoke(cli, config_file: Path, kubeconfig: Path, url: str, *extra: str):  # type: ignore[no-untyped-def]
+    return cli("smoke", "--config", str(config_file), "--kubeconfig", str(kubeconfig), "--url", url,
+               "--log-wait", "0.2", *extra)
+
+
+def _served(cluster: FakeCluster, behaviour: DecoderBehaviour | None = None):  # type: ignore[no-untyped-def]
+    cluster.dpd_endpoint()
+    return openai_server(cluster, behaviour or DecoderBehaviour())
+
+
+def test_long_prompt_proves_the_dpd_path_and_short_one_stays_on_the_decoder(cli, config_file, kubeconfig,
+                                                                              cluster) -> None:
+    with _served(cluster) as url:
+        result = _smoke(cli, config_file, kubeconfig, url, "--json")
+    assert result.code == 0, result.err
+    report = json.loads(result.out)
+    short, long = report["requests"]
+    assert short["transfers"] == [] and short["ok"]
+    assert long["ok"] and long["transfers"][0]["retrieved_tokens"] == long["transfers"][0]["required_tokens"] > 4096
+    assert long["kv_transfer_gbps"] == 24.0
+    assert [d["disaggregate"] for d in report["router_decisions"]] == [False, True]
+    for r in (short, long):
+        assert r["answer"] == "Disaggregated prefill splits prompt processing from token generation."
+        assert r["output_tokens"] == 9 and r["ttft_seconds"] > 0 and r["tpot_seconds"] > 0
+
+
+@pytest.mark.parametrize("behaviour", [
+    DecoderBehaviour(req_id_suffix="-0a1b2c3d"),
+    DecoderBehaviour(clock_skew_seconds=-8.0),
+    DecoderBehaviour(clock_skew_seconds=+8.0, req_id_suffix="-0a1b2c3d"),
+], ids=["engine-request-id", "node-clock-behind", "node-clock-ahead"])
+def test_decoder_lines_are_attributed_without_trusting_clocks_or_ids(cli, config_file, kubeconfig, cluster,
+                                                                      behaviour) -> None:
+    with _served(cluster, behaviour) as url:
+        result = _smoke(cli, config_file, kubeconfig, url, "--json")
+    assert result.code == 0, result.err
+    short, long = json.loads(result.out)["requests"]
+    assert short["transfers"] == [] and len(long["transfers"]) == 1
+
+
+def test_table_output_names_ttft_tpot_and_transfer(cli, config_file, kubeconfig, cluster) -> None:
+    with _served(cluster) as url:
+        result = _smoke(cli, config_file, kubeconfig, url)
+    assert result.code == 0, result.err
+    assert "TTFT" in result.out and "TPOT" in result.out and "24 GB/s" in result.out
+
+
+@pytest.mark.parametrize(("behaviour", "expected"), [
+    (DecoderBehaviour(retrieved_fraction=0.0), "Retrieved 0 out of"),
+    (DecoderBehaviour(gbps=0.4), "not over EFA RDMA"),
+    (DecoderBehaviour(alloc_failures=2), "raise endpoint.pd_buffer_size_bytes (now 8 GiB) to 16 or 32 GiB"),
+    (DecoderBehaviour(log_transfer=False, router_logs=False), "no KV cache arrived at the decoder for the long prompt"),
+    (DecoderBehaviour(transfer_short=True), "a prompt below the routing threshold went through the prefill pool"),
+    (DecoderBehaviour(threshold_chars=10**9), "(disaggregate=False): check pdSpec.routingThreshold"),
+], ids=["recomputed", "tcp-fallback", "pd-buffer-too-small", "no-transfer", "short-disaggregated",
+        "router-kept-it-local"])
+def test_each_failure_signature_fails_with_its_fix(cli, config_file, kubeconfig, cluster, behaviour,
+                                                   expected) -> None:
+    with _served(cluster, behaviour) as url:
+        result = _smoke(cli, config_file, kubeconfig, url)
+    assert result.code == 1
+    line = one_line_error(result)
+    assert expected in line and "fix:" in line
+
+
+def test_missing_transfer_says_what_the_router_decided(cli, config_file, kubeconfig, cluster) -> None:
+    """A long prompt the router disaggregated but whose KV never arrived points at the prefill side."""
+    with _served(cluster, DecoderBehaviour(log_transfer=False)) as url:
+        result = _smoke(cli, config_file, kubeconfig, url)
+    assert result.code == 1
+    assert "the router disaggregated (Conditional routing ... disaggregate=True) but no KV cache arrived" \
+        in one_line_error(result)
+
+
+def test_endpoint_still_loading_is_a_503_with_the_next_step(cli, config_file, kubeconfig, cluster) -> None:
+    with _served(cluster, DecoderBehaviour(status=503)) as url:
+        result = _smoke(cli, config_file, kubeconfig, url)
+    assert result.code == 1
+    assert "HTTP 503 (503: the endpoint is still loading; wait for DeploymentComplete)" in one_line_error(result)
+
+
+def test_unreachable_endpoint_is_one_line(cli, config_file, kubeconfig) -> None:
+    result = _smoke(cli, config_file, kubeconfig, f"http://127.0.0.1:{free_port()}/v1/chat/completions")
+    assert result.code == 1
+    assert "unreachable" in one_line_error(result)
+
+
+def test_unreachable_kubernetes_api_is_one_line(cli, config_file, tmp_path, cluster) -> None:
+    dead = dead_kubeconfig(tmp_path / "dead-kubeconfig")
+    with _served(cluster) as url:
+        result = _smoke(cli, config_file, dead, url)
+    assert result.code == 1
+    assert "Kubernetes API unreachable" in one_line_error(result)
+
+
+def test_missing_kubeconfig_names_the_update_kubeconfig_command(cli, config_file, tmp_path) -> None:
+    result = _smoke(cli, config_file, tmp_path / "none", "http://127.0.0.1:1/v1/chat/completions")
+    assert result.code == 1
+    assert "aws eks update-kubeconfig --name dpd-eks-deployed --region us-west-2" in one_line_error(result)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--max-tokens", "1"), "error: --max-tokens must be between 2 and 1024, got 1"),
+    (("--url", "ftp://x/v1"), "error: --url must start with http:// or https://, got 'ftp://x/v1'"),
+    (("--ca-file", "/nonexistent.pem"), "error: --ca-file '/nonexistent.pem' does not exist"),
+])
+def test_bad_input_is_exit_2(cli, config_file, kubeconfig, args, message) -> None:
+    result = cli("smoke", "--config", str(config_file), "--kubeconfig", str(kubeconfig), *args)
+    assert result.code == 2
+    assert one_line_error(result) == message
+
+
+def test_without_url_waits_for_deployment_complete(cli, config_file, kubeconfig, cluster) -> None:
+    cluster.dpd_endpoint(state="DeploymentInProgress", ready=False)
+    result = cli("smoke", "--config", str(config_file), "--kubeconfig", str(kubeconfig))
+    assert result.code == 1
+    assert "endpoint state is DeploymentInProgress, not DeploymentComplete" in one_line_error(result)
+
+
+# --- through the load balancer: TLS with the PEM the operator wrote to the TLS bucket ----------------------
+
+
+@contextmanager
+def _tls_openai_server(cluster: FakeCluster, cert_pem: bytes, key_pem: bytes, tmp: Path) -> Iterator[int]:
+    decode = (NAMESPACE, f"decode-{NAME}-5c6b7-fghij", f"decode-{NAME}")
+    handler = type("Handler", (_OpenAiHandler,), {"cluster": cluster, "behaviour": DecoderBehaviour(),
+                                                  "decode": decode})
+    (tmp / "cert.pem").write_bytes(cert_pem)
+    (tmp / "key.pem").write_bytes(key_pem)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp / "cert.pem", tmp / "key.pem")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield int(server.server_address[1])
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _self_signed(host: str) -> tuple[bytes, bytes]:
+    """A self-signed certificate like cert-manager's for the endpoint (operations.md: PEM in the TLS bucket)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = dt.datetime.now(dt.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=1))
+            .not_valid_after(now + dt.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    return (cert.public_bytes(serialization.Encoding.PEM),
+            key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                              serialization.NoEncryption()))
+
+
+def test_through_the_load_balancer_with_the_operator_pem(cli, config_file, kubeconfig, cluster, tmp_path,
+                                                         moto_isolated) -> None:
+    cert, key = _self_signed("localhost")
+    s3 = boto3.client("s3", region_name="us-west-2")
+    s3.create_bucket(Bucket="hyperpod-tls-test", CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    s3.put_object(Bucket="hyperpod-tls-test", Key=f"{NAMESPACE}/{NAME}.pem", Body=cert)
+    cluster.dpd_endpoint()
+    with _tls_openai_server(cluster, cert, key, tmp_path) as port:
+        cluster.alb(f"localhost:{port}")
+        result = cli("smoke", "--config", str(config_file), "--kubeconfig", str(kubeconfig), "--log-wait", "0.2",
+                     "--json")
+    assert result.code == 0, result.err
+    report = json.loads(result.out)
+    assert report["url"] == f"https://localhost:{port}/v1/chat/completions"
+    assert report["ok"]
+
+
+def test_a_certificate_the_pem_does_not_sign_fails_tls(cli, config_file, kubeconfig, cluster, tmp_path,
+                                                       moto_isolated) -> None:
+    cert, key = _self_signed("localhost")
+    other, _ = _self_signed("localhost")
+    s3 = boto3.client("s3", region_name="us-west-2")
+    s3.create_bucket(Bucket="hyperpod-tls-test", CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    s3.put_object(Bucket="hyperpod-tls-test", Key=f"{NAMESPACE}/{NAME}.pem", Body=other)
+    cluster.dpd_endpoint()
+    with _tls_openai_server(cluster, cert, key, tmp_path) as port:
+        cluster.alb(f"localhost:{port}")
+        result = cli("smoke", "--config", str(config_file), "--kubeconfig", str(kubeconfig))
+    assert result.code == 1
+    assert "TLS verification failed" in one_line_error(result)
+
+
+# --- prompt sizing -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("threshold", "max_model_len"), [(4096, 16384), (1024, 4096), (8000, 9000)])
+def test_long_prompt_is_well_above_the_threshold_and_fits_the_context(threshold: int, max_model_len: int) -> None:
+    """operations.md: smoke tests of the DPD path must use prompts well above the threshold."""
+    p = build_prompts(threshold=threshold, max_model_len=max_model_len, max_tokens=64, nonce="n")
+    assert p.short_tokens < 64 <= threshold
+    assert p.long_tokens > threshold
+    assert p.long_tokens <= max_model_len - 64
+    if 2 * threshold <= max_model_len - 64 - 256:
+        assert p.long_tokens >= 2 * threshold
+
+
+def test_prompts_start_with_a_fresh_nonce_so_no_cache_answers_them() -> None:
+    a = build_prompts(threshold=4096, max_model_len=16384, max_tokens=64, nonce="aaa")
+    b = build_prompts(threshold=4096, max_model_len=16384, max_tokens=64, nonce="bbb")
+    assert a.long[:40] != b.long[:40] and a.short != b.short
