@@ -12,6 +12,7 @@ from hyperpod_constructs.eks_cluster import AddonVersion, EksClusterProps
 from hyperpod_constructs.gpu_network import GpuNetworkProps
 from hyperpod_constructs.hyperpod_dependencies import ChartSource
 from hyperpod_constructs.model_bucket import ModelBucketProps
+from hyperpod_constructs.service_timeouts import ServiceTimeouts
 from hyperpod_infra import pins
 from hyperpod_infra.config import Config
 from hyperpod_infra.stacks.cluster_stack import ClusterStack, ClusterStackProps
@@ -145,5 +146,8 @@ def build(app: cdk.App, config: Config) -> Stacks:
             # The janitor calls the Kubernetes API: from inside the VPC unless the public endpoint is open.
             janitor_vpc=None if "0.0.0.0/0" in e.endpoint_public_access_cidrs else network.vpc),
         **common)
-    return Stacks(network=network, cluster=cluster, hyperpod=hyperpod, platform=platform,
-                  observability=observability)
+    stacks = Stacks(network=network, cluster=cluster, hyperpod=hyperpod, platform=platform,
+                    observability=observability)
+    for stack in stacks.all():  # every custom resource, ours and aws-cdk-lib's: ServiceTimeout < 1 hour
+        cdk.Aspects.of(stack).add(ServiceTimeouts())
+    return stacks
