@@ -10,8 +10,10 @@ from aws_cdk import aws_logs as logs
 
 from hyperpod_constructs.eks_cluster import AddonVersion, EksClusterProps
 from hyperpod_constructs.gpu_network import GpuNetworkProps
+from hyperpod_constructs.hyperpod_cluster import POOL_LABEL
 from hyperpod_constructs.hyperpod_dependencies import ChartSource
 from hyperpod_constructs.model_bucket import ModelBucketProps
+from hyperpod_constructs.node_readiness import NodeRequirement
 from hyperpod_constructs.service_timeouts import ServiceTimeouts
 from hyperpod_infra import pins
 from hyperpod_infra.config import Config
@@ -118,6 +120,8 @@ def build(app: cdk.App, config: Config) -> Stacks:
             eks_cluster=cluster.cluster, gpu_subnet=network.gpu_subnet,
             efa_security_group=network.efa_security_group, dependencies=cluster.hyperpod_dependencies),
         **common)
+    # Our Lambdas call the Kubernetes API from inside the VPC unless the public endpoint is open to all.
+    public_api = "0.0.0.0/0" in e.endpoint_public_access_cidrs
     observability = None
     if config.observability.enabled:
         observability = ObservabilityStack(
@@ -128,8 +132,15 @@ def build(app: cdk.App, config: Config) -> Stacks:
                 scrape_interval_seconds=config.observability.scrape_interval_seconds,
                 # The same alert definitions as the PrometheusRule manifest (hyperpod_k8s.observability).
                 alert_rule_groups=alert_rule_groups(config),
-                # Pod Identity must run, and the add-on needs a node of 4xlarge or more: the HyperPod nodes.
-                addon_depends_on=(cluster.eks.addons[pins.POD_IDENTITY_AGENT.name], hyperpod.hyperpod)),
+                # Pod Identity must run, and the add-on needs a node of 4xlarge or more: the HyperPod nodes,
+                # which exist only some time after the HyperPod cluster is "complete" (continuous
+                # provisioning): wait for a Ready node in every pool (docs/deploy.md).
+                addon_depends_on=(cluster.eks.addons[pins.POD_IDENTITY_AGENT.name], hyperpod.hyperpod),
+                wait_for_nodes=tuple(
+                    NodeRequirement(label_key=POOL_LABEL, label_value=pool, description=f"pool {pool}")
+                    for pool in dict.fromkeys(g.pool for g in h.instance_groups)),
+                wait_after=(hyperpod.hyperpod,), hyperpod_cluster_name=h.cluster_name,
+                kube_api_vpc=None if public_api else network.vpc),
             **common)
     m = config.model
     platform = PlatformStack(
@@ -144,7 +155,7 @@ def build(app: cdk.App, config: Config) -> Stacks:
             model_key_prefix=m.s3_prefix, hyperpod_execution_role=hyperpod.execution_role.role,
             prometheus=observability.prometheus if observability is not None else None,
             # The janitor calls the Kubernetes API: from inside the VPC unless the public endpoint is open.
-            janitor_vpc=None if "0.0.0.0/0" in e.endpoint_public_access_cidrs else network.vpc),
+            janitor_vpc=None if public_api else network.vpc),
         **common)
     stacks = Stacks(network=network, cluster=cluster, hyperpod=hyperpod, platform=platform,
                     observability=observability)

@@ -1,0 +1,1 @@
+../endpoint_janitor_handler/eks_token.py
