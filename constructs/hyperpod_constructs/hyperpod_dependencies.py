@@ -5,10 +5,10 @@ NVIDIA and EFA device plugins (published charts) and the HyperPod resiliency com
 agent, deep health check, job auto-restart, patching; unpublished local sub-charts). This construct installs:
 
 - the two device plugins from their published Helm repositories, pinned, through aws_eks_v2 ``HelmChart``
-  (the kubectl handler Lambda fetches them at deploy time; synth is offline);
+  (the kubectl handler Lambda fetches them at deploy time from nvidia.github.io / aws.github.io; moving them
+  to set-up like the sub-charts below needs their packaged charts' SHA-256, see docs/deploy.md);
 - the resiliency sub-charts through :meth:`HyperPodDependencies.add_resiliency_charts`
-  (:class:`HyperPodResiliencyCharts`), which fetches them at deploy time from the CLI repository at a
-  pinned commit.
+  (:class:`HyperPodResiliencyCharts`): fetched at set-up at a pinned commit, verified, shipped as assets.
 
 Nothing of the third-party charts is copied into this repository.
 """

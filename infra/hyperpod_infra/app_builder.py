@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
@@ -12,10 +13,11 @@ from hyperpod_constructs.eks_cluster import AddonVersion, EksClusterProps
 from hyperpod_constructs.gpu_network import GpuNetworkProps
 from hyperpod_constructs.hyperpod_cluster import POOL_LABEL
 from hyperpod_constructs.hyperpod_dependencies import ChartSource
+from hyperpod_constructs.hyperpod_resiliency_charts import ResiliencyChart
 from hyperpod_constructs.model_bucket import ModelBucketProps
 from hyperpod_constructs.node_readiness import NodeRequirement
 from hyperpod_constructs.service_timeouts import ServiceTimeouts
-from hyperpod_infra import pins
+from hyperpod_infra import artifacts, pins
 from hyperpod_infra.config import Config
 from hyperpod_infra.stacks.cluster_stack import ClusterStack, ClusterStackProps
 from hyperpod_infra.stacks.hyperpod_stack import HyperPodStack, HyperPodStackProps, InstanceGroupSpec
@@ -65,9 +67,10 @@ class Stacks:
         return [self.network, self.cluster, self.hyperpod, *optional, self.platform]
 
 
-def build(app: cdk.App, config: Config) -> Stacks:
+def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> Stacks:
     """Instantiate every stack for ``config``. Stacks are environment-agnostic in the account, so synth never
-    looks anything up; the region is fixed so ARNs and service principals resolve."""
+    looks anything up; the region is fixed so ARNs and service principals resolve. ``chart_cache``: where
+    set-up put the pinned HyperPod charts (default: ``$HYPERPOD_CHART_CACHE`` or ``.cache/charts``)."""
     env = cdk.Environment(region=config.region)
     common = {"env": env, "tags": {"project": "hyperpod-dpd", "deployment": config.name}}
     n = config.network
@@ -99,9 +102,13 @@ def build(app: cdk.App, config: Config) -> Stacks:
             gpu_instance_types=gpu_types,
             nvidia_device_plugin=_chart(pins.NVIDIA_DEVICE_PLUGIN),
             efa_device_plugin=_chart(pins.EFA_DEVICE_PLUGIN),
-            resiliency_repository=pins.HYPERPOD_CHART_REPOSITORY.removeprefix("https://github.com/"),
-            resiliency_commit=pins.HYPERPOD_CHART_COMMIT, resiliency_chart_path=pins.HYPERPOD_CHART_PATH,
-            resiliency_charts=pins.HYPERPOD_RESILIENCY_CHARTS),
+            # Verified local copies fetched at set-up; None where absent (synth then marks the templates
+            # as not deployable: hyperpod_constructs.hyperpod_resiliency_charts).
+            resiliency_charts=tuple(
+                ResiliencyChart(name=c.name, directory=artifacts.verified_chart_dir(c, chart_cache))
+                for c in pins.HYPERPOD_RESILIENCY_CHART_ARTIFACTS),
+            resiliency_source=(f"{pins.HYPERPOD_CHART_REPOSITORY.removeprefix('https://github.com/')}"
+                               f"@{pins.HYPERPOD_CHART_COMMIT}")),
         **common)
     h = config.hyperpod
     hyperpod = HyperPodStack(

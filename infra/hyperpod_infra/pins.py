@@ -126,23 +126,88 @@ EFA_DEVICE_PLUGIN: Final = HelmChartPin(
     source="HyperPodHelmChart/Chart.yaml dependency (aws/sagemaker-hyperpod-cli@011ca927)")
 
 
-# --- HyperPod resiliency components ---------------------------------------------------------------------
+# --- HyperPod resiliency components (chart artifacts) -----------------------------------------------
 #: The health-monitoring agent (HMA) and the deep-health-check, job-auto-restart and hyperpod-patching
 #: components exist only as local sub-charts of ``helm_chart/HyperPodHelmChart`` in aws/sagemaker-hyperpod-cli;
 #: AWS publishes them in no Helm or OCI repository (docs: sagemaker-hyperpod-eks-install-packages-using-helm-chart,
 #: "Download the Helm charts ... git clone"). The docs also say the chart is required for clusters created
-#: through the API ("Failure to configure ... might result in the SageMaker HyperPod cluster not functioning
-#: correctly or the creation process failing entirely") and that the ``aws-hyperpod`` namespace is fixed.
-#: We therefore fetch exactly these sub-chart directories at deploy time from the repository at this
-#: commit (a content address), and never copy them into this repository. See docs/cluster.md.
+#: through the API and that the ``aws-hyperpod`` namespace is fixed.
+#: They are fetched at SET-UP (``./scripts/setup`` -> ``python -m hyperpod_infra.artifacts --fetch``), file by
+#: file from raw.githubusercontent.com at this commit, each verified against the SHA-256 below (computed from
+#: the blobs of that commit), and shipped as CDK assets: the deploy reaches only AWS APIs and container
+#: registries. They are never copied into this repository. See docs/deploy.md.
 HYPERPOD_CHART_REPOSITORY: Final = "https://github.com/aws/sagemaker-hyperpod-cli"
 HYPERPOD_CHART_COMMIT: Final = "011ca927123e02b35a399935bbb3ab1905fe33c7"
 HYPERPOD_CHART_PATH: Final = "helm_chart/HyperPodHelmChart/charts"
-#: Sub-charts installed (each its own Helm release, in the order given: deep-health-check creates the
-#: aws-hyperpod namespace the health-monitoring agent runs in). The training operators, MPI
-#: operator, Neuron plugin, MLflow and the inference operator are left out: DPD on p5 does not use them,
-#: and the inference operator is installed as its EKS add-on by the platform stack.
-HYPERPOD_RESILIENCY_CHARTS: Final = ("deep-health-check", "health-monitoring-agent", "job-auto-restart",
-                                     "hyperpod-patching")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChartFilePin:
+    """One file of a chart directory, relative to the chart, with its content hash."""
+
+    path: str
+    sha256: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChartArtifactPin:
+    """A chart directory of aws/sagemaker-hyperpod-cli at one commit: exactly these files."""
+
+    name: str
+    commit: str
+    files: tuple[ChartFilePin, ...]
+
+    @property
+    def base_url(self) -> str:
+        """Where set-up downloads the files from (``base_url + file.path``)."""
+        return (f"https://raw.githubusercontent.com/aws/sagemaker-hyperpod-cli/{self.commit}/"
+                f"{HYPERPOD_CHART_PATH}/{self.name}/")
+
+
+#: Installed in this order, each its own Helm release (deep-health-check creates the aws-hyperpod namespace
+#: the health-monitoring agent runs in). The training operators, MPI operator, Neuron plugin, MLflow and the
+#: inference operator are left out: DPD on p5 does not use them, and the inference operator is installed as
+#: its EKS add-on by the platform stack.
+HYPERPOD_RESILIENCY_CHART_ARTIFACTS: Final = (
+    ChartArtifactPin(name="deep-health-check", commit=HYPERPOD_CHART_COMMIT, files=(
+        ChartFilePin(path="Chart.yaml",
+                     sha256="565b1af368106a7f170e140701cf7b3212a033457a7c2198bacc537db7c849d2"),
+        ChartFilePin(path="templates/aws-hyperpod-namespace.yaml",
+                     sha256="b95e2fbdb20c3bf9e900ecf0071030d59dfeb2f3d81368a0fa69ed17491ea1b3"),
+        ChartFilePin(path="templates/deep-health-check-rbac.yaml",
+                     sha256="630e11018a6190f10d77192a9b12a4211440d5dc2f5d462baca95517530ca321"),
+        ChartFilePin(path="values.yaml",
+                     sha256="1a787c6106584f7d99f2f251230314283f0ffb563e26e18b2ff7eb5d058dbd8a"),
+    )),
+    ChartArtifactPin(name="health-monitoring-agent", commit=HYPERPOD_CHART_COMMIT, files=(
+        ChartFilePin(path="Chart.yaml",
+                     sha256="0ee1c2d8227cee3df36af67c69d2e699f3733d7b0cbeea989db027f3fccee9ba"),
+        ChartFilePin(path="templates/_helpers.tpl",
+                     sha256="ebe45662be5d181e4e955815f78d551e78b2d6adcf1a2042e1cf0839a2f54134"),
+        ChartFilePin(path="templates/health-monitoring-agent.yaml",
+                     sha256="144934bc16b86f9321924f095aa18d00d0609166c7756a0c7fda74515a881826"),
+        ChartFilePin(path="values.yaml",
+                     sha256="b04ce7d3a733ca6c36a2531e47454b06f21585addff97a136d66a9379abcfdb9"),
+    )),
+    ChartArtifactPin(name="job-auto-restart", commit=HYPERPOD_CHART_COMMIT, files=(
+        ChartFilePin(path="Chart.yaml",
+                     sha256="90cf9a17addf2a8a4ef5985be27bd60529aded5baebfa9c61a4f3e4ac1bc4a12"),
+        ChartFilePin(path="templates/job-auto-restart-rbac.yaml",
+                     sha256="421c3898ca8bd6a57b4dc06314ddc402ee094bdf02591dbb30effbb77192f2d8"),
+        ChartFilePin(path="values.yaml",
+                     sha256="133260b7fa3482131b6dea85c09b367ed930c460d192ce7234bccdeedc8bed9f"),
+    )),
+    ChartArtifactPin(name="hyperpod-patching", commit=HYPERPOD_CHART_COMMIT, files=(
+        ChartFilePin(path="Chart.yaml",
+                     sha256="f6991247a61af220202675f83cf8ed4b61e151381769a102e697c8abe0f67b50"),
+        ChartFilePin(path="templates/clusterrole.yaml",
+                     sha256="095b19c2a22af90c4210b6c0b99174d1cb8460252df6f69f18a1abc08e543513"),
+        ChartFilePin(path="templates/clusterrolebinding.yaml",
+                     sha256="ca29da6efb32c8922413cdaf6ce24455eff84a5e1952f0ad962e81c995df6319"),
+        ChartFilePin(path="values.yaml",
+                     sha256="e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+    )),
+)
+HYPERPOD_RESILIENCY_CHARTS: Final = tuple(c.name for c in HYPERPOD_RESILIENCY_CHART_ARTIFACTS)
 #: The namespace HyperPod requires for these components ("The aws-hyperpod namespace name cannot be modified").
 HYPERPOD_NAMESPACE: Final = "aws-hyperpod"
