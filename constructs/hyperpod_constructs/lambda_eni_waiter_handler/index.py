@@ -1,9 +1,11 @@
 """Provider-framework entry points of :class:`LambdaEniWaiter`: ``index.on_event`` and ``index.is_complete``.
 
-On Delete, wait until no network interface uses the security group any more. Lambda functions in a VPC
-use hyperplane ENIs that Lambda releases only some minutes after the function is deleted (Lambda developer
-guide, "Connecting outbound networking to resources in a VPC"); until then the group, its subnets and
-the VPC cannot be deleted. Create and Update do nothing. Standard library and boto3 only.
+On Delete, wait until no Lambda network interface (``InterfaceType`` ``lambda``) uses the security group
+any more. Lambda functions in a VPC use hyperplane ENIs that Lambda releases only some minutes after the
+function is deleted (Lambda developer guide, "Connecting outbound networking to resources in a VPC");
+until then the group, its subnets and the VPC cannot be deleted. Other interfaces in the group (the EKS
+control plane's, nodes') are not Lambda's to wait for. Create and Update do nothing. Standard library and
+boto3 only.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ def on_event(event: dict[str, Any], context: Any = None, *,
 def interfaces_using(ec2: Any, group_id: str) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     for page in ec2.get_paginator("describe_network_interfaces").paginate(
-            Filters=[{"Name": "group-id", "Values": [group_id]}]):
+            Filters=[{"Name": "group-id", "Values": [group_id]}, {"Name": "interface-type", "Values": ["lambda"]}]):
         found.extend(page.get("NetworkInterfaces", []))
     return found
 
@@ -66,8 +68,8 @@ def is_complete(event: dict[str, Any], context: Any = None, *, ec2: Any = None,
     LOG.info("waiting for %d interface(s): %s", len(left), names)
     if clock() >= deadline:
         raise RuntimeError(
-            f"LambdaEniWaiter: {len(left)} network interface(s) still use security group {group_id}: "
+            f"LambdaEniWaiter: {len(left)} Lambda network interface(s) still use security group {group_id}: "
             f"{', '.join(names[:10])}. Lambda releases a deleted function's VPC interfaces on its own, usually "
-            "within 20 minutes; run cdk destroy again later. An interface that is not Lambda's (check its "
-            "description) must be deleted by whoever created it.")
+            "within 20 minutes; run cdk destroy again later (aws ec2 describe-network-interfaces --filters "
+            f"Name=group-id,Values={group_id} shows what is left).")
     return {"IsComplete": False}

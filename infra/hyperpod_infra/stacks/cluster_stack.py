@@ -16,6 +16,7 @@ from hyperpod_constructs.hyperpod_dependencies import (
     HyperPodDependenciesProps,
 )
 from hyperpod_constructs.hyperpod_resiliency_charts import HyperPodResiliencyChartsProps, ResiliencyChart
+from hyperpod_constructs.lambda_eni_waiter import LambdaEniWaiter, LambdaEniWaiterProps
 from hyperpod_infra import outputs
 from hyperpod_infra.nag import acknowledge
 
@@ -47,6 +48,13 @@ class ClusterStack(Stack):
         self.resiliency_charts = self.hyperpod_dependencies.add_resiliency_charts(HyperPodResiliencyChartsProps(
             cluster=self.cluster, charts=props.resiliency_charts, source=props.resiliency_source,
             values={"region": self.region}))
+
+        # CDK's kubectl handler runs in the VPC in the cluster security group: on destroy, wait for its Lambda
+        # ENIs after the handler is deleted and before the cluster (and its group) go (docs/deploy.md).
+        self.kubectl_eni_waiter = LambdaEniWaiter(self, "KubectlEniWaiter", props=LambdaEniWaiterProps(
+            security_group=self.eks.cluster.cluster_security_group, log_retention=props.eks.log_retention))
+        assert self.eks.cluster.kubectl_provider is not None
+        self.eks.cluster.kubectl_provider.node.add_dependency(self.kubectl_eni_waiter.resource)
 
         _acknowledge_cdk_managed_functions(self)
         CfnOutput(self, outputs.EKS_CLUSTER_NAME, value=self.cluster.cluster_name)
