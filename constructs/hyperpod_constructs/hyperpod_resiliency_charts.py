@@ -6,16 +6,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import Annotations, CfnParameter, CfnRule, CfnRuleAssertion, Duration, Fn, Stack, Token
+from aws_cdk import Duration
 from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from hyperpod_infra.nag import acknowledge
-
-#: Stand-in asset when the charts were not fetched (never deployable: see ``NOT_FETCHED_RULE``).
-NOT_FETCHED_DIR = Path(__file__).resolve().parent / "chart_not_fetched"
-NOT_FETCHED_RULE = "HyperPodChartsFetched"
+from hyperpod_constructs.chart_assets import acknowledge_asset_read, chart_asset, refuse_deploy_without
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,8 +75,7 @@ class HyperPodResiliencyCharts(Construct):
         self.charts = []
         previous: eks.HelmChart | None = None
         for chart in props.charts:
-            asset = s3_assets.Asset(self, f"{_camel(chart.name)}Chart",
-                                    path=str(chart.directory or NOT_FETCHED_DIR))
+            asset = chart_asset(self, f"{_camel(chart.name)}Chart", chart.directory)
             release = eks.HelmChart(
                 self, _camel(chart.name), cluster=props.cluster, chart_asset=asset, release=chart.name,
                 namespace=props.namespace, values=props.values or None, atomic=False, timeout=props.timeout)
@@ -90,25 +84,8 @@ class HyperPodResiliencyCharts(Construct):
             previous = release
             self.charts.append(release)
         if missing:
-            message = (f"HyperPod charts {', '.join(missing)} ({props.source}) were not fetched when this "
-                       "template was synthesized; run ./scripts/setup with access to raw.githubusercontent.com "
-                       "(or set HYPERPOD_CHART_CACHE), synthesize again, then deploy")
-            # CloudFormation evaluates rules before it touches any resource. The parameter only allows "no",
-            # and the rule requires "yes": every create and update of this stack fails with the message.
-            fetched = CfnParameter(Stack.of(self), NOT_FETCHED_RULE, type="String", default="no",
-                                   allowed_values=["no"], description=message[:200])
-            CfnRule(Stack.of(self), f"{NOT_FETCHED_RULE}Rule", assertions=[CfnRuleAssertion(
-                assert_=Fn.condition_equals(fetched.value_as_string, "yes"), assert_description=message)])
-            Annotations.of(self).add_warning_v2("hyperpod:chartsNotFetched", message)
-        provider = props.cluster.kubectl_provider
-        if provider is not None:  # HelmChart grants the kubectl handler read on the asset bucket
-            stack = Stack.of(self)
-            region = "<AWS::Region>" if Token.is_unresolved(stack.region) else stack.region
-            reason = ("aws_eks_v2.HelmChart grants CDK's kubectl handler read on the CDK asset bucket to fetch "
-                      "the chart assets (Asset.grant_read: s3:GetObject*/GetBucket*/List*); not configurable")
-            for finding in ("Action::s3:GetObject*", "Action::s3:GetBucket*", "Action::s3:List*",
-                            f"Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-{region}/*"):
-                acknowledge(provider, f"AwsSolutions::AwsSolutions-IAM5[{finding}]", reason)
+            refuse_deploy_without(self, missing, props.source)
+        acknowledge_asset_read(props.cluster)
 
 
 def _camel(name: str) -> str:

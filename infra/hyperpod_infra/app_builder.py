@@ -42,8 +42,9 @@ def _addon(pin: pins.AddonPin) -> AddonVersion:
     return AddonVersion(name=pin.name, version=pin.version)
 
 
-def _chart(pin: pins.HelmChartPin) -> ChartSource:
-    return ChartSource(chart=pin.chart, repository=pin.repository, version=pin.version)
+def _chart(pin: pins.HelmChartPin, artifact: pins.ChartArtifactPin, cache: Path | None) -> ChartSource:
+    return ChartSource(chart=pin.chart, version=pin.version, directory=artifacts.verified_chart_dir(artifact, cache),
+                       source=f"{artifact.repository}@{artifact.commit}")
 
 
 def lifecycle_bucket_name(config: Config) -> str:
@@ -100,8 +101,8 @@ def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> S
                 endpoint_public_access_cidrs=e.endpoint_public_access_cidrs,
                 log_retention=retention(e.log_retention_days), admin_principal_arn=e.admin_principal_arn),
             gpu_instance_types=gpu_types,
-            nvidia_device_plugin=_chart(pins.NVIDIA_DEVICE_PLUGIN),
-            efa_device_plugin=_chart(pins.EFA_DEVICE_PLUGIN),
+            nvidia_device_plugin=_chart(pins.NVIDIA_DEVICE_PLUGIN, pins.NVIDIA_DEVICE_PLUGIN_CHART, chart_cache),
+            efa_device_plugin=_chart(pins.EFA_DEVICE_PLUGIN, pins.EFA_DEVICE_PLUGIN_CHART, chart_cache),
             # Verified local copies fetched at set-up; None where absent (synth then marks the templates
             # as not deployable: hyperpod_constructs.hyperpod_resiliency_charts).
             resiliency_charts=tuple(

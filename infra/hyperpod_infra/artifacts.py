@@ -1,6 +1,7 @@
 """Third-party files this project deploys but never commits: fetched once at set-up, verified every time.
 
-One mechanism for every pinned upstream file (the operator CRD, the HyperPod resiliency sub-charts):
+One mechanism for every pinned upstream file (the operator CRD, the device plugin charts, the HyperPod
+resiliency sub-charts):
 :func:`fetch_verified` downloads a pinned URL and keeps it only when its SHA-256 equals the pin; synth only
 reads local copies and checks them again (:func:`verified_chart_dir`). Synth never touches the network.
 
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fetch", action="store_true", help="download what is missing (set-up only)")
     args = parser.parse_args(argv)
     missing = []
-    for chart in pins.HYPERPOD_RESILIENCY_CHART_ARTIFACTS:
+    for chart in pins.CHART_ARTIFACTS:
         try:
             path = fetch_chart(chart) if args.fetch else verified_chart_dir(chart)
         except ConfigError as exc:
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(path)
     if missing:
-        print(f"warning: HyperPod charts not in {chart_cache_dir()}: {', '.join(missing)}. Synth still works, "
+        print(f"warning: Helm charts not in {chart_cache_dir()}: {', '.join(missing)}. Synth still works, "
               "but CloudFormation will refuse to deploy until ./scripts/setup has fetched them "
               f"(or {CHART_CACHE_ENV} points at a directory holding them).", file=sys.stderr)
     return 0

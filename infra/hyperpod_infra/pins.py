@@ -100,13 +100,11 @@ DPD_SUPPORTED_IMAGES: Final = (
 DPD_MAX_DECODE_REPLICAS: Final = 1
 
 
-# --- Helm charts the cluster stack installs at deploy time ---------------------------------------------
+# --- Helm charts the cluster stack installs ---------------------------------------------------------------
 @dataclass(frozen=True, kw_only=True)
 class HelmChartPin:
-    """A Helm chart fetched at *deploy* time by the kubectl handler Lambda from its published repository.
-
-    Synth stays offline: the template only carries ``repository``, ``chart`` and ``version``.
-    """
+    """A published Helm chart at an exact version. The deploy does not download it: set-up fetches its chart
+    directory (``*_CHART`` below, a :class:`ChartArtifactPin`) and synth ships it as an asset."""
 
     chart: str
     repository: str
@@ -116,8 +114,8 @@ class HelmChartPin:
 
 #: The HyperPod dependencies chart (``helm_chart/HyperPodHelmChart`` in aws/sagemaker-hyperpod-cli) bundles
 #: these two device plugins as sub-charts pulled from their published repositories. We install the same
-#: charts at the same versions directly from those repositories, with the values HyperPod needs (affinity
-#: to ``ml.*`` instance types, tolerations for the HyperPod health taints).
+#: charts at the same versions, from their source at the commits those versions were packaged from, with the
+#: values HyperPod needs (affinity to ``ml.*`` instance types, tolerations for the HyperPod health taints).
 NVIDIA_DEVICE_PLUGIN: Final = HelmChartPin(
     chart="nvidia-device-plugin", repository="https://nvidia.github.io/k8s-device-plugin", version="0.16.1",
     source="HyperPodHelmChart/Chart.yaml dependency (aws/sagemaker-hyperpod-cli@011ca927)")
@@ -151,17 +149,21 @@ class ChartFilePin:
 
 @dataclass(frozen=True, kw_only=True)
 class ChartArtifactPin:
-    """A chart directory of aws/sagemaker-hyperpod-cli at one commit: exactly these files."""
+    """A chart directory of a GitHub repository at one commit: exactly these files."""
 
     name: str
     commit: str
     files: tuple[ChartFilePin, ...]
+    repository: str = "aws/sagemaker-hyperpod-cli"
+    """``owner/name``. Default: the HyperPod CLI repository."""
+    path: str = ""
+    """The chart directory in the repository. Default: ``HYPERPOD_CHART_PATH/<name>``."""
 
     @property
     def base_url(self) -> str:
         """Where set-up downloads the files from (``base_url + file.path``)."""
-        return (f"https://raw.githubusercontent.com/aws/sagemaker-hyperpod-cli/{self.commit}/"
-                f"{HYPERPOD_CHART_PATH}/{self.name}/")
+        path = self.path or f"{HYPERPOD_CHART_PATH}/{self.name}"
+        return f"https://raw.githubusercontent.com/{self.repository}/{self.commit}/{path}/"
 
 
 #: Installed in this order, each its own Helm release (deep-health-check creates the aws-hyperpod namespace
@@ -209,5 +211,47 @@ HYPERPOD_RESILIENCY_CHART_ARTIFACTS: Final = (
     )),
 )
 HYPERPOD_RESILIENCY_CHARTS: Final = tuple(c.name for c in HYPERPOD_RESILIENCY_CHART_ARTIFACTS)
+
+
+def _files(listing: str) -> tuple[ChartFilePin, ...]:
+    return tuple(ChartFilePin(sha256=digest, path=path) for digest, path in
+                 (line.split() for line in listing.strip().splitlines()))
+
+
+#: The device plugins, as chart source directories at the commit their published package was made from
+#: (fetched at set-up like the sub-charts above, so the deploy does not reach nvidia.github.io or
+#: aws.github.io). NVIDIA: tag v0.16.1 (Chart.yaml version "0.16.1", with its vendored
+#: node-feature-discovery sub-chart). EFA: the eks-charts commit that set Chart.yaml ``version: v0.5.20``.
+NVIDIA_DEVICE_PLUGIN_CHART: Final = ChartArtifactPin(
+    name="nvidia-device-plugin", repository="NVIDIA/k8s-device-plugin",
+    commit="cb6e45ec357705e6458f753eb04a4bde31ec18cf", path="deployments/helm/nvidia-device-plugin", files=_files("""
+bb987e6a8ef45a99255d1d632812482d5f0f3255ea841520b4d90342df5fe2b3 .helmignore
+9d2ab56558fded8bf5941ffd0e53ed6a8c92746a95482e403b3ce34c85569595 Chart.lock
+8d14be23712a2a596207a72129dc460f1d7146997bcdd0b41d0f7df978cfeed4 Chart.yaml
+28e8a2df066ea0e802fd5ce3803e8712ca915853ee7b5bd66f3a1e17e0b53f8c charts/node-feature-discovery-chart-0.15.3.tgz
+635507feb77085bd00ba467542b9ee95e655fc4d2dd46dcf8c689bf581d0b84b templates/_helpers.tpl
+dfbe2e6c474de212abe0c8f885b99328aa39d0a434cddae6635e1a853db3195a templates/configmap.yml
+8b5f5654772f884a32adf20f754c00d626b058b1fd0f5e6431f940a9ea78cfbb templates/daemonset-device-plugin.yml
+245bbaaec335065b602108bb6cb83f4bf60ec520d7fd7d84eb05dd7825daa2cc templates/daemonset-gfd.yml
+ae706cc38f278dd4a041c4dd6d873827397086c411e63254c26f639512ceafda templates/daemonset-mps-control-daemon.yml
+93aaee182c1e34a537ad5c262245d037eadb718447058a8b1d901020da4c1bf5 templates/role-binding.yml
+0b462aa31b119071b2a58441faf0ea8ced390e5abf91ac378e5f4172afd99179 templates/role.yml
+2d92a3db6d4889337473fe09d7094bfc1c703db16337a8d9db9c1bf7a642a097 templates/service-account.yml
+81f64af3f65646d1130b318f67e862d3758b893f022a09c1b34c9b8622f7c7d3 templates/validation.yml
+dac71351557522c62bf8634704d78060bd421a2b0a4105484d94a89d1b0590b6 values.yaml
+"""))
+EFA_DEVICE_PLUGIN_CHART: Final = ChartArtifactPin(
+    name="aws-efa-k8s-device-plugin", repository="aws/eks-charts",
+    commit="de5fdc1dae279f99c00e9fcac24b9a894dbc052f", path="stable/aws-efa-k8s-device-plugin", files=_files("""
+bb987e6a8ef45a99255d1d632812482d5f0f3255ea841520b4d90342df5fe2b3 .helmignore
+1b696fbfd39d55fb5e5e1be7e93e851e6bfe0deaee5ba17ca8d9738f8621898a Chart.yaml
+d4495288360b34f29c8279fe7cb0930fff3b82a6809fa84e0284173b95ac00d6 README.md
+ed182dc40ee03e58a1abdd1e45c4c894b848f2dbd9b0a630c6136bf572a82332 templates/NOTES.txt
+11aeaf40349fcd84f60b6cc964bc1f28854b3b4188c330ec5afd3863e504736b templates/_helpers.tpl
+518e2170ef286e753b905d87b0dd6ef62997b9a3db50725be2a745e26d5c2574 templates/daemonset.yaml
+640d395e18013923c9414fcc74187d33364a607e368688f943776d3837cfcb02 values.yaml
+"""))
+#: Every chart set-up fetches.
+CHART_ARTIFACTS: Final = (NVIDIA_DEVICE_PLUGIN_CHART, EFA_DEVICE_PLUGIN_CHART, *HYPERPOD_RESILIENCY_CHART_ARTIFACTS)
 #: The namespace HyperPod requires for these components ("The aws-hyperpod namespace name cannot be modified").
 HYPERPOD_NAMESPACE: Final = "aws-hyperpod"

@@ -120,25 +120,23 @@ def test_admin_principal_gets_a_cluster_admin_access_entry(default_config) -> No
     assert "AmazonEKSClusterAdminPolicy" in str(policy["PolicyArn"])
 
 
-def test_device_plugins_come_from_their_published_repositories_at_pinned_versions(cluster_template) -> None:
+def test_device_plugins_come_from_verified_chart_assets_at_pinned_versions(cluster_template) -> None:
+    """Set-up fetches the charts (test_resiliency_charts.py); the deploy reads them from S3, not GitHub."""
     charts = cluster_template.find_resources("Custom::AWSCDK-EKS-HelmChart")
-    # The resiliency sub-charts are assets (ChartAssetURL, no Chart): test_resiliency_charts.py.
-    by_chart = {c["Properties"]["Chart"]: c["Properties"] for c in charts.values() if "Chart" in c["Properties"]}
+    by_release = {c["Properties"]["Release"]: c["Properties"] for c in charts.values()}
     for pin in (pins.NVIDIA_DEVICE_PLUGIN, pins.EFA_DEVICE_PLUGIN):
-        props = by_chart[pin.chart]
-        assert props["Repository"] == pin.repository
-        assert props["Version"] == pin.version
-        assert props["Repository"].startswith("https://")
+        props = by_release[pin.chart]
+        assert props["ChartAssetURL"]["Fn::Sub"].startswith("s3://")
+        assert not {"Repository", "Version", "Chart"} & set(props)
         assert props["Namespace"] == "kube-system"
-        assert "ChartAssetURL" not in props  # nothing vendored
+    assert pins.NVIDIA_DEVICE_PLUGIN_CHART.base_url.endswith("/deployments/helm/nvidia-device-plugin/")
 
 
 def test_device_plugins_schedule_on_hyperpod_gpu_nodes_and_tolerate_health_checks(cluster_template) -> None:
     import json
 
     charts = cluster_template.find_resources("Custom::AWSCDK-EKS-HelmChart")
-    values = {c["Properties"]["Chart"]: json.loads(c["Properties"]["Values"]) for c in charts.values()
-              if "Chart" in c["Properties"]}
+    values = {c["Properties"]["Release"]: json.loads(c["Properties"]["Values"]) for c in charts.values()}
     nvidia = values[pins.NVIDIA_DEVICE_PLUGIN.chart]
     term = nvidia["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"][0]["matchExpressions"][0]

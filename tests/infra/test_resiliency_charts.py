@@ -43,12 +43,16 @@ def test_every_pinned_sub_chart_is_a_helm_release_from_an_s3_asset(templates) ->
 
 
 def test_nothing_in_any_template_downloads_from_github_at_deploy_time(templates) -> None:
-    """The device plugins still come from their Helm repositories (nvidia.github.io, aws.github.io): the
-    remaining gap, named in docs/deploy.md. Nothing names github.com, its archive/raw hosts or the HyperPod CLI
-    repository (fails on main: the installer's properties named the repository it downloaded at deploy time)."""
+    """Nothing names github.com, github.io (the device plugins' Helm repositories), the archive/raw hosts or
+    the HyperPod CLI repository. Fails on main: the installer's properties named the repository it downloaded
+    at deploy time, and the device plugins came from nvidia.github.io and aws.github.io."""
     text = json.dumps({name: t.to_json()["Resources"] for name, t in templates.items()})
-    for host in ("codeload.github.com", "raw.githubusercontent.com", "github.com", "aws/sagemaker-hyperpod-cli"):
-        assert host not in text
+    for host in ("codeload.github.com", "raw.githubusercontent.com", "github.com", "github.io",
+                 "aws/sagemaker-hyperpod-cli"):
+        assert host not in text, host
+    charts = templates["Cluster"].find_resources(HELM_CHART)
+    assert len(charts) == 2 + len(pins.HYPERPOD_RESILIENCY_CHARTS)
+    assert all("ChartAssetURL" in c["Properties"] and "Repository" not in c["Properties"] for c in charts.values())
 
 
 def test_sub_charts_install_in_order_and_before_the_hyperpod_cluster(templates, stacks) -> None:
@@ -153,8 +157,11 @@ def test_without_fetched_charts_the_templates_synthesize_but_cannot_be_deployed(
     (rule,) = [r for k, r in cluster["Rules"].items() if k != "CheckBootstrapVersion"]
     parameter = cluster["Parameters"]["HyperPodChartsFetched"]
     assert parameter["AllowedValues"] == ["no"]
-    assert rule["Assertions"][0]["Assert"] == {"Fn::Equals": [{"Ref": "HyperPodChartsFetched"}, "yes"]}
-    assert "run ./scripts/setup" in rule["Assertions"][0]["AssertDescription"]
+    assert len(rule["Assertions"]) == 3  # each device plugin, and the four sub-charts together
+    for assertion in rule["Assertions"]:
+        assert assertion["Assert"] == {"Fn::Equals": [{"Ref": "HyperPodChartsFetched"}, "yes"]}
+        assert "run ./scripts/setup" in assertion["AssertDescription"]
+    assert "nvidia-device-plugin (NVIDIA/k8s-device-plugin@cb6e45ec" in json.dumps(rule)
 
 
 def test_with_fetched_charts_there_is_no_blocking_rule(tmp_path: Path) -> None:
@@ -223,7 +230,9 @@ def test_synth_refuses_a_cache_that_differs_from_the_pins(tmp_path: Path) -> Non
 
 def test_pins_name_full_commits_and_sha256_digests() -> None:
     for chart in pins.HYPERPOD_RESILIENCY_CHART_ARTIFACTS:
-        assert len(chart.commit) == 40 and chart.commit == pins.HYPERPOD_CHART_COMMIT
+        assert chart.commit == pins.HYPERPOD_CHART_COMMIT
         assert chart.base_url.startswith("https://raw.githubusercontent.com/aws/sagemaker-hyperpod-cli/")
+    for chart in pins.CHART_ARTIFACTS:
+        assert len(chart.commit) == 40 and int(chart.commit, 16) >= 0
         assert {"Chart.yaml", "values.yaml"} <= {f.path for f in chart.files}
         assert all(len(f.sha256) == 64 and int(f.sha256, 16) >= 0 for f in chart.files)
