@@ -34,10 +34,24 @@ def test_a_waiter_gets_its_own_wait_plus_margin_not_the_default(templates) -> No
     assert janitor["Properties"]["ServiceTimeout"] == str((30 + 5) * 60)
 
 
-def test_fails_when_a_service_timeout_reaches_the_hour(stacks) -> None:
-    from aws_cdk import CfnResource, Duration
+def test_fails_when_a_service_timeout_reaches_the_hour() -> None:
+    import aws_cdk as cdk
 
-    resource = CfnResource(stacks.platform, "Probe", type="Custom::Probe")
+    resource = cdk.CfnResource(cdk.Stack(cdk.App(), "Probe"), "Probe", type="Custom::Probe")
     with pytest.raises(ValueError, match="ServiceTimeout must be between 60 s and below 3600 s, got 3600 s"):
-        set_service_timeout(resource, Duration.hours(1))
-    stacks.platform.node.try_remove_child("Probe")
+        set_service_timeout(resource, cdk.Duration.hours(1))
+
+
+def test_the_aspect_keeps_an_explicit_value_and_fills_the_others() -> None:
+    import aws_cdk as cdk
+    from aws_cdk.assertions import Template
+
+    from hyperpod_constructs.service_timeouts import ServiceTimeouts
+
+    stack = cdk.Stack(cdk.App(), "Probe")
+    set_service_timeout(cdk.CfnResource(stack, "Waiter", type="Custom::Waiter"), cdk.Duration.minutes(35))
+    cdk.CfnResource(stack, "Plain", type="AWS::CloudFormation::CustomResource", properties={"ServiceToken": "x"})
+    cdk.Aspects.of(stack).add(ServiceTimeouts())
+    resources = Template.from_stack(stack).to_json()["Resources"]
+    assert resources["Waiter"]["Properties"]["ServiceTimeout"] == "2100"
+    assert resources["Plain"]["Properties"]["ServiceTimeout"] == "1200"
