@@ -71,3 +71,14 @@ def test_destroy_waits_for_the_janitors_lambda_interfaces_before_deleting_its_gr
         (fn,) = [v for k, v in resources.items() if k.startswith("EndpointJanitor") and "EniWaiter" not in k
                  and v["Type"] == "AWS::Lambda::Function" and v["Properties"]["Handler"] == handler]
         assert waiter_id in fn["DependsOn"]
+
+
+def test_every_custom_resource_here_has_a_service_timeout_below_an_hour(restricted) -> None:
+    """The restricted posture adds custom resources (ENI waiters, the in-VPC janitor and node wait): the same
+    rule as test_service_timeouts.py (aws/aws-cdk#33837) holds for them."""
+    *_, templates = restricted
+    found = {f"{name}/{k}": v for name, t in templates.items() for k, v in t.to_json()["Resources"].items()
+             if v["Type"].startswith("Custom::") or v["Type"] == "AWS::CloudFormation::CustomResource"}
+    assert sum(v["Type"] == "Custom::LambdaEniWaiter" for v in found.values()) == 3  # kubectl, janitor, node wait
+    assert {k: v["Properties"].get("ServiceTimeout") for k, v in found.items()
+            if not 60 <= int(v["Properties"].get("ServiceTimeout", 3600)) < 3600} == {}
