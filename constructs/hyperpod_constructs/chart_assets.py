@@ -50,8 +50,9 @@ def refuse_deploy_without(scope: Construct, charts: list[str], source: str) -> N
 def acknowledge_asset_read(cluster: eks.ICluster) -> None:
     """``HelmChart(chart_asset=...)`` grants CDK's kubectl handler read on the CDK asset bucket."""
     provider = cluster.kubectl_provider
-    if provider is None:
+    if provider is None or provider.node.try_find_child("HyperPodAssetReadAcknowledged") is not None:
         return
+    Construct(provider, "HyperPodAssetReadAcknowledged")  # once per provider, however many charts use it
     stack = Stack.of(provider)
     region = "<AWS::Region>" if Token.is_unresolved(stack.region) else stack.region
     reason = ("aws_eks_v2.HelmChart grants CDK's kubectl handler read on the CDK asset bucket to fetch the chart "
