@@ -10,6 +10,7 @@ template can be checked (tests, cfn-lint, cdk-nag) but never deployed.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 from aws_cdk import Annotations, CfnParameter, CfnRule, Fn, Stack, Token
 from aws_cdk import aws_eks_v2 as eks
@@ -52,7 +53,8 @@ def acknowledge_asset_read(cluster: eks.ICluster) -> None:
     provider = cluster.kubectl_provider
     if provider is None or provider.node.try_find_child("HyperPodAssetReadAcknowledged") is not None:
         return
-    Construct(provider, "HyperPodAssetReadAcknowledged")  # once per provider, however many charts use it
+    # Once per provider, however many charts use it (the provider is a Construct at run time).
+    Construct(cast(Construct, provider), "HyperPodAssetReadAcknowledged")
     stack = Stack.of(provider)
     region = "<AWS::Region>" if Token.is_unresolved(stack.region) else stack.region
     reason = ("aws_eks_v2.HelmChart grants CDK's kubectl handler read on the CDK asset bucket to fetch the chart "
