@@ -15,16 +15,25 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import custom_resources as cr
 from constructs import Construct, IDependable
 
+from hyperpod_constructs.lambda_eni_waiter import LambdaEniWaiter, LambdaEniWaiterProps
+from hyperpod_constructs.service_timeouts import set_service_timeout
 from hyperpod_infra.nag import acknowledge
 
 HANDLER_DIR = Path(__file__).parent / "endpoint_janitor_handler"
 RESOURCE_TYPE = "Custom::HyperPodEndpointJanitor"
-#: EKS access policies only cover built-in API groups; listing and deleting the operator's CRDs
-#: (group inference.sagemaker.aws.amazon.com) needs cluster admin or a hand-made RBAC binding.
-ACCESS_POLICY = "AmazonEKSClusterAdminPolicy"
+#: EKS access policies only cover built-in API groups, so they cannot grant the operator's CRDs (group
+#: inference.sagemaker.aws.amazon.com) without cluster admin. Instead the access entry maps the role to this
+#: Kubernetes group, and a ClusterRole bound to it allows exactly list/get/delete on those two resources.
+KUBERNETES_GROUP = "hyperpod-dpd:endpoint-janitor"
+OPERATOR_API_GROUP = "inference.sagemaker.aws.amazon.com"
+OPERATOR_RESOURCES = ("inferenceendpointconfigs", "jumpstartmodels")
+#: Tags the janitor's delete permissions are conditioned on (the operator's and the ALB controller's).
+OPERATOR_TAG = ("CreatedBy", "HyperPodInference")
+ALB_CLUSTER_TAG = "elbv2.k8s.aws/cluster"
 LAMBDA_TIMEOUT = Duration.minutes(5)
 MIN_TIMEOUT = Duration.minutes(5)
-MAX_TIMEOUT = Duration.hours(2)  # the Provider framework's limit for total_timeout
+#: ServiceTimeout (below CloudFormation's hour, aws/aws-cdk#33837) = the wait plus 5 minutes.
+MAX_TIMEOUT = Duration.minutes(50)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,7 +50,8 @@ class EndpointJanitorProps:
     Default: none; then call ``janitor.custom_resource.node.add_dependency(...)`` yourself."""
     timeout: Duration = field(default_factory=lambda: Duration.minutes(30))
     """Total wait for the operator's cleanup, from the start of the deletion to the failure message.
-    Between 5 minutes and 2 hours. Default: 30 minutes."""
+    Between 5 and 50 minutes (the custom resource's ServiceTimeout is this plus 5 minutes, below
+    CloudFormation's hour). Default: 30 minutes."""
     query_interval: Duration = field(default_factory=lambda: Duration.seconds(30))
     """How often the janitor checks what is left. Default: 30 seconds."""
     vpc: ec2.IVpc | None = None
@@ -51,8 +61,10 @@ class EndpointJanitorProps:
     vpc_subnets: ec2.SubnetSelection | None = None
     """Subnets of ``vpc`` for the functions. Default: the VPC's private subnets. Requires ``vpc``."""
     security_group: ec2.ISecurityGroup | None = None
-    """Security group of the functions; the cluster security group is opened to it on 443. Requires
-    ``vpc``. Default: a new group with all outbound traffic allowed (when ``vpc`` is set)."""
+    """Security group of the functions; the cluster security group is opened to it on 443 by a rule
+    created in *this* construct's stack (so a janitor in a later stack adds no reference back to the
+    cluster's stack). Requires ``vpc``. Default: a new group with all outbound traffic allowed (when
+    ``vpc`` is set); then a :class:`LambdaEniWaiter` makes the destroy wait for the functions' ENIs."""
     log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
     """Retention of the janitor's log groups (handlers and provider framework). Default: one month."""
 
@@ -60,7 +72,13 @@ class EndpointJanitorProps:
 class EndpointJanitor(Construct):
     """On stack delete, deletes every InferenceEndpointConfig and JumpStartModel and waits until the
     operator has removed the SageMaker endpoints, load balancers, target groups and ACM certificates it
-    created for them; after ``timeout`` it fails with one message naming what is left and what to do.
+    created for them. What the operator leaves (once no object is left, or after half of ``timeout``) it
+    deletes itself: the resources carrying the operator's tag, the load balancers, target groups and
+    security groups carrying the load balancer controller's cluster tag (its IAM allows exactly that). After
+    ``timeout`` it fails with one message naming what is left and what helps.
+
+    Kubernetes access: an access entry mapping the role to the ``hyperpod-dpd:endpoint-janitor`` group
+    and a ClusterRole allowing only get/list/delete on the operator's two resources (not cluster admin).
 
     Ordering contract: the janitor must be *deleted before* the inference operator add-on (whose
     finalizers do the actual cleanup), the operator's IAM roles, the ALB controller and the network. Since
@@ -77,9 +95,11 @@ class EndpointJanitor(Construct):
     on_event_function: lambda_.Function
     is_complete_function: lambda_.Function
     provider: cr.Provider
-    access_entry: eks.AccessEntry
+    access_entry: eks.CfnAccessEntry
+    rbac: eks.KubernetesManifest
     custom_resource: CustomResource
     security_group: ec2.ISecurityGroup | None
+    eni_waiter: LambdaEniWaiter | None
 
     def __init__(self, scope: Construct, construct_id: str, *, props: EndpointJanitorProps) -> None:
         _validate(props)
@@ -89,26 +109,38 @@ class EndpointJanitor(Construct):
 
         self.role = iam.Role(
             self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description="EndpointJanitor: deletes HyperPod inference objects and checks their AWS resources")
-        self._grant_read(stack)
+            description="EndpointJanitor: deletes HyperPod inference objects and what the operator left")
+        self._grant(stack)
 
         self.security_group = None
+        self.eni_waiter = None
+        ingress = None
         if props.vpc is not None:
             self.security_group = props.security_group or ec2.SecurityGroup(
                 self, "SecurityGroup", vpc=props.vpc, allow_all_outbound=True,
                 description="EndpointJanitor Lambda functions")
-            props.cluster.connections.allow_from(
-                self.security_group, ec2.Port.tcp(443), "EndpointJanitor Lambda to the EKS API")
+            # An explicit rule in this construct's stack: cluster.connections.allow_from would put it in the
+            # cluster's stack, referencing this group, and make the two stacks depend on each other.
+            ingress = ec2.CfnSecurityGroupIngress(
+                self, "ClusterApiIngress", group_id=props.cluster.cluster_security_group_id,
+                source_security_group_id=self.security_group.security_group_id, ip_protocol="tcp",
+                from_port=443, to_port=443, description="EndpointJanitor Lambda to the EKS API")
             self.role.add_managed_policy(
                 iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AWSLambdaVPCAccessExecutionRole"))
+            if props.security_group is None:
+                self.eni_waiter = LambdaEniWaiter(self, "EniWaiter", props=LambdaEniWaiterProps(
+                    security_group=self.security_group, log_retention=props.log_retention))
 
         self.on_event_function = self._function("OnEvent", "index.on_event")
         self.is_complete_function = self._function("IsComplete", "index.is_complete")
+        if self.eni_waiter is not None:
+            for function in (self.on_event_function, self.is_complete_function):
+                function.node.add_dependency(self.eni_waiter.resource)
 
-        self.access_entry = eks.AccessEntry(
-            self, "AccessEntry", cluster=props.cluster, principal=self.role.role_arn,
-            access_policies=[eks.AccessPolicy.from_access_policy_name(
-                ACCESS_POLICY, access_scope_type=eks.AccessScopeType.CLUSTER)])
+        self.access_entry = eks.CfnAccessEntry(
+            self, "AccessEntry", cluster_name=props.cluster.cluster_name, principal_arn=self.role.role_arn,
+            type="STANDARD", kubernetes_groups=[KUBERNETES_GROUP])
+        self.rbac = eks.KubernetesManifest(self, "Rbac", cluster=props.cluster, manifest=rbac_manifests())
 
         self.provider = cr.Provider(
             self, "Provider",
@@ -130,9 +162,12 @@ class EndpointJanitor(Construct):
                 "ClusterArn": props.cluster.cluster_arn,
                 "WaitSeconds": str(int(props.timeout.to_seconds() - margin)),
             })
+        set_service_timeout(self.custom_resource.node.default_child,  # type: ignore[arg-type]
+                            props.timeout.plus(Duration.minutes(5)))
         # Everything the delete path uses must be deleted after it, including the role's policy.
-        for dependency in (self.access_entry, self.role, self.on_event_function, self.is_complete_function,
-                           self.provider, *props.depends_on):
+        for dependency in (self.access_entry, self.rbac, self.role, self.on_event_function,
+                           self.is_complete_function, self.provider, *props.depends_on,
+                           *([ingress] if ingress is not None else [])):
             self.custom_resource.node.add_dependency(dependency)
 
         self._acknowledge_nag()
@@ -157,23 +192,50 @@ class EndpointJanitor(Construct):
             description=f"EndpointJanitor {construct_id}: clean HyperPod inference endpoints on stack delete",
         )
 
-    def _grant_read(self, stack: Stack) -> None:
-        """Read-only AWS access: the janitor waits for the operator, it never deletes AWS resources."""
+    def _grant(self, stack: Stack) -> None:
+        """Read what the operator may have left; delete only what carries its tag or the controller's."""
+        def arn(service: str, resource: str) -> str:
+            return stack.format_arn(service=service, resource=resource, resource_name="*")
+
+        cluster_name = self.props.cluster.cluster_name
+        operator_tagged = {"StringEquals": {f"aws:ResourceTag/{OPERATOR_TAG[0]}": OPERATOR_TAG[1]}}
+        controller_tagged = {"StringEquals": {f"aws:ResourceTag/{ALB_CLUSTER_TAG}": cluster_name}}
         statements = [
             iam.PolicyStatement(actions=["eks:DescribeCluster"], resources=[self.props.cluster.cluster_arn]),
-            # List* and elasticloadbalancing:Describe* support no resource-level permissions.
+            # List* and Describe* here support no resource-level permissions (service authorization reference).
             iam.PolicyStatement(
                 actions=["sagemaker:ListEndpoints", "acm:ListCertificates",
                          "elasticloadbalancing:DescribeLoadBalancers",
-                         "elasticloadbalancing:DescribeTargetGroups", "elasticloadbalancing:DescribeTags"],
+                         "elasticloadbalancing:DescribeTargetGroups", "elasticloadbalancing:DescribeTags",
+                         "ec2:DescribeSecurityGroups"],
                 resources=["*"]),
+            iam.PolicyStatement(actions=["sagemaker:ListTags"], resources=[arn("sagemaker", "endpoint")]),
+            iam.PolicyStatement(actions=["acm:ListTagsForCertificate"], resources=[arn("acm", "certificate")]),
+            # Deletes: only resources tagged by the operator (CreatedBy=HyperPodInference) or by the load
+            # balancer controller for this cluster (elbv2.k8s.aws/cluster=<name>), as AWS's own controller
+            # policy conditions its deletes.
+            iam.PolicyStatement(sid="DeleteOperatorEndpoints", actions=["sagemaker:DeleteEndpoint"],
+                                resources=[arn("sagemaker", "endpoint")], conditions=operator_tagged),
+            iam.PolicyStatement(sid="DeleteOperatorCertificates", actions=["acm:DeleteCertificate"],
+                                resources=[arn("acm", "certificate")], conditions=operator_tagged),
             iam.PolicyStatement(
-                actions=["sagemaker:ListTags"],
-                resources=[stack.format_arn(service="sagemaker", resource="endpoint", resource_name="*")]),
-            iam.PolicyStatement(
-                actions=["acm:ListTagsForCertificate"],
-                resources=[stack.format_arn(service="acm", resource="certificate", resource_name="*")]),
+                sid="DeleteControllerLoadBalancers",
+                actions=["elasticloadbalancing:DeleteLoadBalancer", "elasticloadbalancing:DeleteTargetGroup"],
+                resources=[arn("elasticloadbalancing", "loadbalancer/app"),
+                           arn("elasticloadbalancing", "loadbalancer/net"),
+                           arn("elasticloadbalancing", "targetgroup")],
+                conditions=controller_tagged),
+            iam.PolicyStatement(sid="DeleteControllerSecurityGroups", actions=["ec2:DeleteSecurityGroup"],
+                                resources=[arn("ec2", "security-group")], conditions=controller_tagged),
         ]
+        vpc = self.props.cluster.vpc
+        if vpc is not None:
+            # The rules the controller added to the nodes' groups for its backend group: in this VPC only.
+            statements.append(iam.PolicyStatement(
+                sid="RevokeControllerRules", actions=["ec2:RevokeSecurityGroupIngress"],
+                resources=[arn("ec2", "security-group")],
+                conditions={"ArnEquals": {"ec2:Vpc": stack.format_arn(
+                    service="ec2", resource="vpc", resource_name=vpc.vpc_id)}}))
         for statement in statements:
             self.role.add_to_policy(statement)
 
@@ -185,12 +247,21 @@ class EndpointJanitor(Construct):
         scoped = ("AwsSolutions::AwsSolutions-IAM5"
                   "[Resource::arn:<AWS::Partition>:{}:" + region + ":<AWS::AccountId>:{}]")
         acknowledge(self.role, "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
-                    "sagemaker:ListEndpoints, acm:ListCertificates and elasticloadbalancing:Describe* accept no "
-                    "resource scope; all of them are read-only.")
+                    "sagemaker:ListEndpoints, acm:ListCertificates, elasticloadbalancing:Describe* and "
+                    "ec2:DescribeSecurityGroups accept no resource scope; all of them are read-only.")
         acknowledge(self.role, scoped.format("sagemaker", "endpoint/*"),
-                    "Read-only ListTags on this account's endpoints: the operator picks the endpoint names.")
+                    "ListTags on this account's endpoints (the operator picks the names); DeleteEndpoint only "
+                    "with the condition aws:ResourceTag/CreatedBy=HyperPodInference.")
         acknowledge(self.role, scoped.format("acm", "certificate/*"),
-                    "Read-only ListTagsForCertificate: ACM assigns certificate ids at import time.")
+                    "ListTagsForCertificate (ACM assigns ids at import); DeleteCertificate only with the "
+                    "condition aws:ResourceTag/CreatedBy=HyperPodInference.")
+        for resource in ("loadbalancer/app/*", "loadbalancer/net/*", "targetgroup/*"):
+            acknowledge(self.role, scoped.format("elasticloadbalancing", resource),
+                        "Delete only with the condition aws:ResourceTag/elbv2.k8s.aws/cluster=<this cluster>; "
+                        "the controller names its load balancers and target groups at run time.")
+        acknowledge(self.role, scoped.format("ec2", "security-group/*"),
+                    "DeleteSecurityGroup only with the condition aws:ResourceTag/elbv2.k8s.aws/cluster=<this "
+                    "cluster>; RevokeSecurityGroupIngress only with the condition ec2:Vpc=<the cluster's VPC>.")
         if self.props.vpc is not None:
             acknowledge(self.role, _IAM4.format("service-role/AWSLambdaVPCAccessExecutionRole"),
                         "The ENI actions Lambda needs to run in a VPC accept no resource scope.")
@@ -203,8 +274,8 @@ class EndpointJanitor(Construct):
         for function in (self.on_event_function, self.is_complete_function):
             acknowledge(function, "AwsSolutions::AwsSolutions-L1",
                         "Python 3.13 is the project's chosen handler runtime; bump it deliberately.")
-        for cfn in self.node.find_all():
-            if isinstance(cfn, lambda_.CfnFunction):
+        for cfn in self.node.find_all():  # the ENI waiter acknowledges its own provider's findings
+            if isinstance(cfn, lambda_.CfnFunction) and "EniWaiter" not in cfn.node.path:
                 acknowledge(self.provider,
                             f"AwsSolutions::AwsSolutions-IAM5[Resource::<{stack.get_logical_id(cfn)}.Arn>:*]",
                             "The Provider framework invokes any version of its own handler functions.")
@@ -213,10 +284,23 @@ class EndpointJanitor(Construct):
 _IAM4 = "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{}]"
 
 
+def rbac_manifests() -> list[dict[str, object]]:
+    """ClusterRole + binding for the janitor's Kubernetes group: the operator's two resources, nothing else."""
+    name = "hyperpod-dpd-endpoint-janitor"
+    return [
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
+         "rules": [{"apiGroups": [OPERATOR_API_GROUP], "resources": list(OPERATOR_RESOURCES),
+                    "verbs": ["get", "list", "delete"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": KUBERNETES_GROUP}]},
+    ]
+
+
 def _validate(props: EndpointJanitorProps) -> None:
     timeout = props.timeout.to_seconds()
     if not MIN_TIMEOUT.to_seconds() <= timeout <= MAX_TIMEOUT.to_seconds():
-        raise ValueError(f"timeout must be between 5 minutes and 2 hours, got {timeout:.0f} seconds")
+        raise ValueError(f"timeout must be between 5 and 50 minutes, got {timeout:.0f} seconds")
     interval = props.query_interval.to_seconds()
     if not 5 <= interval <= timeout / 4:
         raise ValueError(

@@ -4,11 +4,13 @@ The HyperPod dependencies chart (``helm_chart/HyperPodHelmChart`` in aws/sagemak
 NVIDIA and EFA device plugins (published charts) and the HyperPod resiliency components (health-monitoring
 agent, deep health check, job auto-restart, patching; unpublished local sub-charts). This construct installs:
 
-- the two device plugins from their published Helm repositories, pinned, through aws_eks_v2 ``HelmChart``
-  (the kubectl handler Lambda fetches them at deploy time; synth is offline);
+- the two device plugins, from their chart source directories at the commits their published packages
+  were made from, through aws_eks_v2 ``HelmChart`` with ``chart_asset``;
 - the resiliency sub-charts through :meth:`HyperPodDependencies.add_resiliency_charts`
-  (:class:`HyperPodResiliencyCharts`), which fetches them at deploy time from the CLI repository at a
-  pinned commit.
+  (:class:`HyperPodResiliencyCharts`).
+
+Every chart is fetched at set-up at a pinned commit, verified file by file (``hyperpod_infra.artifacts``),
+and shipped as a CDK asset: the deploy downloads nothing from GitHub (docs/deploy.md).
 
 Nothing of the third-party charts is copied into this repository.
 """
@@ -16,12 +18,14 @@ Nothing of the third-party charts is copied into this repository.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from aws_cdk import Duration
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
+from hyperpod_constructs.chart_assets import acknowledge_asset_read, chart_asset, refuse_deploy_without
 from hyperpod_constructs.hyperpod_resiliency_charts import (
     HyperPodResiliencyCharts,
     HyperPodResiliencyChartsProps,
@@ -37,11 +41,16 @@ INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 
 @dataclass(frozen=True, kw_only=True)
 class ChartSource:
-    """A published chart at an exact version."""
+    """A chart at an exact version, as a verified local directory."""
 
     chart: str
-    repository: str
+    """Chart name, also the Helm release name."""
     version: str
+    directory: Path | None
+    """The verified chart directory; ``None`` when set-up could not fetch it (the stack then refuses to
+    deploy: :func:`hyperpod_constructs.chart_assets.refuse_deploy_without`)."""
+    source: str
+    """Where the directory comes from (``owner/name@commit``), for messages."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,11 +101,15 @@ class HyperPodDependencies(Construct):
             ],
         })
         self.charts = [self.nvidia_device_plugin, self.efa_device_plugin]
+        for source in (props.nvidia_device_plugin, props.efa_device_plugin):
+            if source.directory is None:
+                refuse_deploy_without(self, [source.chart], source.source)
+        acknowledge_asset_read(props.cluster)
 
     def _chart(self, construct_id: str, source: ChartSource, values: dict[str, Any]) -> eks.HelmChart:
         return eks.HelmChart(
             self, construct_id, cluster=self.props.cluster,
-            chart=source.chart, repository=source.repository, version=source.version,
+            chart_asset=chart_asset(self, f"{construct_id}Chart", source.directory),
             release=source.chart, namespace=self.props.namespace,
             values=values, wait=False, atomic=False, timeout=Duration.minutes(self.props.timeout_minutes))
 

@@ -1,91 +1,92 @@
-"""The HyperPod resiliency components, installed from the HyperPod CLI repository at a pinned commit."""
+"""The HyperPod resiliency components, installed from pinned, verified chart directories shipped as assets."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from aws_cdk import CustomResource, Duration, Stack, SymlinkFollowMode
-from aws_cdk import aws_ec2 as ec2
+from aws_cdk import Duration
 from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-HANDLER_DIR = Path(__file__).resolve().parent / "resiliency_installer"
+from hyperpod_constructs.chart_assets import acknowledge_asset_read, chart_asset, refuse_deploy_without
 
 
-def installer_code() -> lambda_.Code:
-    """The installer's Lambda code. ``eks_token.py`` in it is a link to the janitor's module: staging
-    follows links, so the deployed asset holds a real copy."""
-    return lambda_.Code.from_asset(str(HANDLER_DIR), follow_symlinks=SymlinkFollowMode.ALWAYS,
-                                   exclude=["__pycache__", "*.pyc"])
+@dataclass(frozen=True, kw_only=True)
+class ResiliencyChart:
+    """One sub-chart: its release name and its verified local directory."""
+
+    name: str
+    directory: Path | None
+    """The chart directory (verified against the pins by the caller). ``None``: not fetched; the template
+    then holds a stand-in asset and a rule that fails every deploy."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class HyperPodResiliencyChartsProps:
     """Props of :class:`HyperPodResiliencyCharts`."""
 
-    cluster: eks.Cluster
-    kubectl_layer: lambda_.ILayerVersion
-    """Provides ``/opt/helm/helm``."""
-    subnets: list[ec2.ISubnet]
-    """Private subnets with a route to the internet (the archive comes from GitHub)."""
-    repository: str
-    """``owner/name`` on GitHub."""
-    commit: str
-    chart_path: str
-    charts: tuple[str, ...]
+    cluster: eks.ICluster
+    """Must have a kubectl provider (it runs helm)."""
+    charts: tuple[ResiliencyChart, ...]
+    """Installed in this order, each waiting for the previous one."""
+    source: str
+    """Where the directories come from, for the failure message: ``aws/sagemaker-hyperpod-cli@<commit>``."""
     namespace: str = "kube-system"
-    log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
+    """Namespace of the Helm releases, as AWS's install guide uses. Default: kube-system."""
+    values: dict[str, Any] = field(default_factory=dict)
+    """Values passed to every chart (``region``). Default: none."""
+    timeout: Duration = field(default_factory=lambda: Duration.minutes(5))
+    """helm's own ``--timeout``; no ``--wait``. Well under the kubectl handler's 15-minute Lambda.
+    Default: 5 minutes."""
 
 
 class HyperPodResiliencyCharts(Construct):
     """Installs the health-monitoring agent, deep health check, job auto-restart and patching sub-charts.
 
     AWS publishes these only as local sub-charts of ``helm_chart/HyperPodHelmChart`` in
-    aws/sagemaker-hyperpod-cli (no Helm or OCI repository). A small Lambda of ours (``resiliency_installer``)
-    downloads that repository at one pinned commit during ``cdk deploy``, extracts just these sub-charts and
-    runs ``helm upgrade --install`` for each, in the cluster's private subnets through the private endpoint.
-    ``helm uninstall`` (right namespace) runs on delete. The function's role gets a cluster-admin access entry.
+    aws/sagemaker-hyperpod-cli (no Helm or OCI repository). The set-up step fetches them at a pinned
+    commit, file by file, verified by SHA-256 (``hyperpod_infra.artifacts``); here each directory becomes a
+    CDK asset and an ``aws_eks_v2.HelmChart`` (``chart_asset``) installs it through the cluster's kubectl
+    provider. The deploy therefore reaches only AWS APIs (S3 for the asset) and container registries.
+
+    Why not our own Lambda any more (it downloaded the archive from GitHub at deploy time): the kubectl
+    provider already has the cluster access helm needs (no second cluster-admin access entry); its
+    Provider framework keeps the physical id across updates (a pin bump is ``helm upgrade`` of the same
+    releases, never a delete of the "old" resource), ignores a Delete after a failed Create (the framework's
+    ``CREATE_FAILED`` marker, so no real uninstall runs), and every custom resource gets a ServiceTimeout
+    (:mod:`hyperpod_constructs.service_timeouts`). helm runs without ``--wait`` and with ``timeout``.
     """
 
-    resource: CustomResource
-    function: lambda_.Function
+    charts: list[eks.HelmChart]
+    fetched: bool
 
     def __init__(self, scope: Construct, construct_id: str, *, props: HyperPodResiliencyChartsProps) -> None:
-        super().__init__(scope, construct_id)
-        if len(props.commit) != 40:
-            raise ValueError(f"commit must be a full 40-character commit SHA, got {props.commit!r}")
         if not props.charts:
             raise ValueError("charts must name at least one sub-chart, got ()")
-        cluster = props.cluster
-        role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                        managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(
-                            "service-role/AWSLambdaVPCAccessExecutionRole")])
-        log_group = logs.LogGroup(self, "Logs", retention=props.log_retention)
-        self.function = lambda_.Function(
-            self, "Handler", runtime=lambda_.Runtime.PYTHON_3_14, handler="index.handler",
-            code=installer_code(), layers=[props.kubectl_layer],
-            timeout=Duration.minutes(14), memory_size=1024, role=role, log_group=log_group,
-            vpc=cluster.vpc, vpc_subnets=ec2.SubnetSelection(subnets=props.subnets),
-            security_groups=[cluster.cluster_security_group],  # the control plane accepts its own group
-            description="Installs the HyperPod resiliency Helm sub-charts at a pinned commit")
-        cluster.grant_access("HyperPodResiliencyInstaller", role.role_arn, [
-            eks.AccessPolicy.from_access_policy_name(
-                "AmazonEKSClusterAdminPolicy", access_scope_type=eks.AccessScopeType.CLUSTER)])
-        self.resource = CustomResource(
-            self, "Resource", service_token=self.function.function_arn,
-            resource_type="Custom::HyperPodResiliencyCharts",
-            properties={
-                "ClusterName": cluster.cluster_name, "ClusterEndpoint": cluster.cluster_endpoint,
-                "ClusterCertificateAuthorityData": cluster.cluster_certificate_authority_data,
-                "Region": Stack.of(self).region, "Repository": props.repository, "Commit": props.commit,
-                "ChartPath": props.chart_path, "Charts": list(props.charts), "Namespace": props.namespace,
-            })
-        # Access entries take effect a few seconds after creation; the entry must exist before helm runs.
-        access_entry = cluster.node.try_find_child("HyperPodResiliencyInstaller")
-        if access_entry is not None:
-            self.resource.node.add_dependency(access_entry)
-        self.resource.node.add_dependency(role)
+        seconds = props.timeout.to_seconds()
+        if not 60 <= seconds <= 10 * 60:
+            raise ValueError(f"timeout must be between 1 and 10 minutes (the kubectl handler has 15), "
+                             f"got {seconds:.0f} seconds")
+        super().__init__(scope, construct_id)
+        missing = [c.name for c in props.charts if c.directory is None]
+        self.fetched = not missing
+        self.charts = []
+        previous: eks.HelmChart | None = None
+        for chart in props.charts:
+            asset = chart_asset(self, f"{_camel(chart.name)}Chart", chart.directory)
+            release = eks.HelmChart(
+                self, _camel(chart.name), cluster=props.cluster, chart_asset=asset, release=chart.name,
+                namespace=props.namespace, values=props.values or None, atomic=False, timeout=props.timeout)
+            if previous is not None:
+                release.node.add_dependency(previous)
+            previous = release
+            self.charts.append(release)
+        if missing:
+            refuse_deploy_without(self, missing, props.source)
+        acknowledge_asset_read(props.cluster)
+
+
+def _camel(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("-"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
@@ -12,9 +13,13 @@ from aws_cdk import aws_logs as logs
 
 from hyperpod_constructs.eks_cluster import AddonVersion, EksClusterProps
 from hyperpod_constructs.gpu_network import GpuNetworkProps
+from hyperpod_constructs.hyperpod_cluster import POOL_LABEL
 from hyperpod_constructs.hyperpod_dependencies import ChartSource
+from hyperpod_constructs.hyperpod_resiliency_charts import ResiliencyChart
 from hyperpod_constructs.model_bucket import ModelBucketProps
-from hyperpod_infra import pins
+from hyperpod_constructs.node_readiness import NodeRequirement
+from hyperpod_constructs.service_timeouts import ServiceTimeouts
+from hyperpod_infra import artifacts, pins
 from hyperpod_infra.config import Config
 from hyperpod_infra.stacks.cluster_stack import ClusterStack, ClusterStackProps
 from hyperpod_infra.stacks.hyperpod_stack import HyperPodStack, HyperPodStackProps, InstanceGroupSpec
@@ -41,8 +46,9 @@ def _addon(pin: pins.AddonPin) -> AddonVersion:
     return AddonVersion(name=pin.name, version=pin.version)
 
 
-def _chart(pin: pins.HelmChartPin) -> ChartSource:
-    return ChartSource(chart=pin.chart, repository=pin.repository, version=pin.version)
+def _chart(pin: pins.HelmChartPin, artifact: pins.ChartArtifactPin, cache: Path | None) -> ChartSource:
+    return ChartSource(chart=pin.chart, version=pin.version, directory=artifacts.verified_chart_dir(artifact, cache),
+                       source=f"{artifact.repository}@{artifact.commit}")
 
 
 def lifecycle_bucket_name(config: Config) -> str:
@@ -82,9 +88,10 @@ class Stacks:
         return [self.network, self.cluster, self.hyperpod, *optional, self.platform]
 
 
-def build(app: cdk.App, config: Config) -> Stacks:
+def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> Stacks:
     """Instantiate every stack for ``config``. Stacks are environment-agnostic in the account, so synth never
-    looks anything up; the region is fixed so ARNs and service principals resolve."""
+    looks anything up; the region is fixed so ARNs and service principals resolve. ``chart_cache``: where
+    set-up put the pinned HyperPod charts (default: ``$HYPERPOD_CHART_CACHE`` or ``.cache/charts``)."""
     env = cdk.Environment(region=config.region)
     common = {"env": env, "tags": {"project": "hyperpod-dpd", "deployment": config.name}}
     n = config.network
@@ -115,11 +122,15 @@ def build(app: cdk.App, config: Config) -> Stacks:
                 endpoint_public_access_cidrs=e.endpoint_public_access_cidrs,
                 log_retention=retention(e.log_retention_days), admin_principal_arn=e.admin_principal_arn),
             gpu_instance_types=gpu_types,
-            nvidia_device_plugin=_chart(pins.NVIDIA_DEVICE_PLUGIN),
-            efa_device_plugin=_chart(pins.EFA_DEVICE_PLUGIN),
-            resiliency_repository=pins.HYPERPOD_CHART_REPOSITORY.removeprefix("https://github.com/"),
-            resiliency_commit=pins.HYPERPOD_CHART_COMMIT, resiliency_chart_path=pins.HYPERPOD_CHART_PATH,
-            resiliency_charts=pins.HYPERPOD_RESILIENCY_CHARTS),
+            nvidia_device_plugin=_chart(pins.NVIDIA_DEVICE_PLUGIN, pins.NVIDIA_DEVICE_PLUGIN_CHART, chart_cache),
+            efa_device_plugin=_chart(pins.EFA_DEVICE_PLUGIN, pins.EFA_DEVICE_PLUGIN_CHART, chart_cache),
+            # Verified local copies fetched at set-up; None where absent (synth then marks the templates
+            # as not deployable: hyperpod_constructs.hyperpod_resiliency_charts).
+            resiliency_charts=tuple(
+                ResiliencyChart(name=c.name, directory=artifacts.verified_chart_dir(c, chart_cache))
+                for c in pins.HYPERPOD_RESILIENCY_CHART_ARTIFACTS),
+            resiliency_source=(f"{pins.HYPERPOD_CHART_REPOSITORY.removeprefix('https://github.com/')}"
+                               f"@{pins.HYPERPOD_CHART_COMMIT}")),
         **common)
     h = config.hyperpod
     hyperpod = HyperPodStack(
@@ -138,6 +149,8 @@ def build(app: cdk.App, config: Config) -> Stacks:
             eks_cluster=cluster.cluster, gpu_subnet=network.gpu_subnet,
             efa_security_group=network.efa_security_group, dependencies=cluster.hyperpod_dependencies),
         **common)
+    # Our Lambdas call the Kubernetes API from inside the VPC unless the public endpoint is open to all.
+    public_api = "0.0.0.0/0" in e.endpoint_public_access_cidrs
     observability = None
     if config.observability.enabled:
         observability = ObservabilityStack(
@@ -150,8 +163,15 @@ def build(app: cdk.App, config: Config) -> Stacks:
                 alert_rule_groups=alert_rule_groups(config),
                 # The same dashboards as the sidecar ConfigMaps, into Amazon Managed Grafana when configured.
                 **_grafana(config),
-                # Pod Identity must run, and the add-on needs a node of 4xlarge or more: the HyperPod nodes.
-                addon_depends_on=(cluster.eks.addons[pins.POD_IDENTITY_AGENT.name], hyperpod.hyperpod)),
+                # Pod Identity must run, and the add-on needs a node of 4xlarge or more: the HyperPod nodes,
+                # which exist only some time after the HyperPod cluster is "complete" (continuous
+                # provisioning): wait for a Ready node in every pool (docs/deploy.md).
+                addon_depends_on=(cluster.eks.addons[pins.POD_IDENTITY_AGENT.name], hyperpod.hyperpod),
+                wait_for_nodes=tuple(
+                    NodeRequirement(label_key=POOL_LABEL, label_value=pool, description=f"pool {pool}")
+                    for pool in dict.fromkeys(g.pool for g in h.instance_groups)),
+                wait_after=(hyperpod.hyperpod,), hyperpod_cluster_name=h.cluster_name,
+                kube_api_vpc=None if public_api else network.vpc),
             **common)
     m = config.model
     platform = PlatformStack(
@@ -166,7 +186,10 @@ def build(app: cdk.App, config: Config) -> Stacks:
             model_key_prefix=m.s3_prefix, hyperpod_execution_role=hyperpod.execution_role.role,
             prometheus=observability.prometheus if observability is not None else None,
             # The janitor calls the Kubernetes API: from inside the VPC unless the public endpoint is open.
-            janitor_vpc=None if "0.0.0.0/0" in e.endpoint_public_access_cidrs else network.vpc),
+            janitor_vpc=None if public_api else network.vpc),
         **common)
-    return Stacks(network=network, cluster=cluster, hyperpod=hyperpod, platform=platform,
-                  observability=observability)
+    stacks = Stacks(network=network, cluster=cluster, hyperpod=hyperpod, platform=platform,
+                    observability=observability)
+    for stack in stacks.all():  # every custom resource, ours and aws-cdk-lib's: ServiceTimeout < 1 hour
+        cdk.Aspects.of(stack).add(ServiceTimeouts())
+    return stacks

@@ -15,10 +15,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import urllib.request
 from pathlib import Path
 
 from hyperpod_infra import pins
+from hyperpod_infra.artifacts import fetch_verified
 from hyperpod_infra.errors import ConfigError, run_guarded
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -57,17 +57,7 @@ def resolve_crd(pin: pins.CrdPin = pins.INFERENCE_ENDPOINT_CONFIG_CRD, *, crd_di
         raise ConfigError(
             f"no copy of {pin.file_name}: set {ENV_VAR} to a directory holding the operator CRDs, "
             "or run the set-up command once to download the pinned file")
-    CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    target = CACHE_DIR / pin.file_name
-    try:
-        with urllib.request.urlopen(pin.url, timeout=30) as response:
-            body = response.read()
-    except OSError as exc:
-        raise ConfigError(f"cannot download {pin.url}: {exc}") from None
-    if hashlib.sha256(body).hexdigest() != pin.sha256:
-        raise ConfigError(f"downloaded {pin.url} does not match the pinned sha256; refusing to use it")
-    target.write_bytes(body)
-    return target
+    return fetch_verified(pin.url, pin.sha256, CACHE_DIR / pin.file_name)
 
 
 def main(argv: list[str] | None = None) -> None:

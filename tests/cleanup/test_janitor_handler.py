@@ -45,15 +45,19 @@ def janitor_factory(kube_api: FakeKubeApi | None, aws: dict[str, Any], clock: Fa
                     wrap: dict[str, Any] | None = None):
     def factory(props: dict[str, Any]) -> Janitor:
         kube = KubeClient(kube_api, sleep=clock.sleep) if kube_api is not None else None
-        clients = {**{k: aws[k] for k in ("sagemaker", "elbv2", "acm")}, **(wrap or {})}
+        clients = {**{k: aws[k] for k in ("sagemaker", "elbv2", "acm", "ec2")}, **(wrap or {})}
         return Janitor(cluster_name=props["ClusterName"], cluster_arn=props["ClusterArn"], kube=kube,
                        call=AwsCaller(sleep=clock.sleep), **clients)
     return factory
 
 
+STACK_ID = "arn:aws:cloudformation:us-west-2:123456789012:stack/dpd-platform/1"
+LOGICAL_ID = "EndpointJanitor5A1B2C3D"
+
+
 def delete_event() -> dict[str, Any]:
     return {"RequestType": "Delete", "PhysicalResourceId": f"endpoint-janitor-{CLUSTER}",
-            "ResourceProperties": dict(PROPS)}
+            "StackId": STACK_ID, "LogicalResourceId": LOGICAL_ID, "ResourceProperties": dict(PROPS)}
 
 
 def run_delete(factory, clock: FakeClock) -> dict[str, Any]:
@@ -207,8 +211,25 @@ def test_timeout_fails_with_one_message_naming_every_leftover(
                      "SageMaker endpoint llama-dpd-ep", deployed["endpoint"], "SageMaker endpoint mistral-ep",
                      "Load balancer k8s-default-llamadpd", deployed["lb"], deployed["tg"],
                      f"ACM certificate llama.example.com ({deployed['cert']})",
-                     "kubectl -n hyperpod-inference-system logs", "then run cdk destroy again"):
+                     "kubectl -n hyperpod-inference-system logs", "run cdk destroy again"):
         assert expected in message, expected
+
+
+def test_timeout_message_offers_what_helps_not_kubectl_delete(
+        kube_api: FakeKubeApi, aws: dict[str, Any], deployed: dict[str, str], clock: FakeClock) -> None:
+    """The objects are already being deleted (the janitor asked), so ``kubectl delete`` changes nothing:
+    removing the finalizer or retaining the janitor (``DeleteStack --retain-resources``, valid on a stack in
+    DELETE_FAILED: CloudFormation DeleteStack API reference) does. Fails on main (it suggested kubectl delete)."""
+    factory = janitor_factory(kube_api, aws, clock)
+    event = run_delete(factory, clock)
+    clock.now += WAIT_SECONDS
+
+    with pytest.raises(RuntimeError) as failure:
+        index.is_complete(event, factory=factory, clock=clock)
+    message = str(failure.value)
+    assert "kubectl delete" not in message
+    assert "kubectl patch <kind> -n <ns> <name> --type=merge" in message and '"finalizers":null' in message
+    assert f"aws cloudformation delete-stack --stack-name {STACK_ID} --retain-resources {LOGICAL_ID}" in message
 
 
 def test_timeout_message_stays_short_with_many_leftovers(
@@ -326,3 +347,110 @@ def test_resources_vanishing_between_listing_and_tag_lookup_count_as_gone(
     # The batch lookup failed, so each ARN was looked up alone; the endpoint's lookup said "not found".
     assert {x.arn for x in leftovers if x.kind == "Load balancer"} == {lb}
     assert not [x for x in leftovers if x.kind == "SageMaker endpoint"]
+
+
+# -- start-up errors (DescribeCluster) -------------------------------------------------------------------
+
+_REAL_SESSION = index.boto3.session.Session
+
+
+class _ThrottledEksSession:
+    """A boto3 session whose EKS client throttles DescribeCluster ``times`` times (moto behind it)."""
+
+    def __init__(self, times: int, **kwargs: Any) -> None:
+        self._session = _REAL_SESSION(**kwargs)
+        self._times = times
+
+    def client(self, name: str, **kwargs: Any) -> Any:
+        client = self._session.client(name, **kwargs)
+        return Throttled(client, "describe_cluster", self._times) if name == "eks" else client
+
+
+def test_a_describe_cluster_throttle_at_start_is_retried(
+        aws: dict[str, Any], clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fails on main: the first DescribeCluster throttle failed the whole deletion at once."""
+    monkeypatch.setattr(index.boto3.session, "Session", lambda **kw: _ThrottledEksSession(2, **kw))
+    janitor = index.make_janitor(PROPS, sleep=clock.sleep)
+
+    assert clock.sleeps == [1.0, 2.0]
+    assert janitor.request_deletion().requested == ()  # moto: the cluster does not exist any more
+
+
+def test_a_persistent_start_up_throttle_waits_for_the_next_poll_then_fails_clearly(
+        aws: dict[str, Any], clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(index.boto3.session, "Session", lambda **kw: _ThrottledEksSession(100, **kw))
+    factory = lambda props: index.make_janitor(props, sleep=clock.sleep)  # noqa: E731
+
+    event = run_delete(factory, clock)  # on main: ClientError ThrottlingException, deletion FAILED
+    assert index.is_complete(event, factory=factory, clock=clock) == {"IsComplete": False}
+    clock.now = float(event["Data"]["Deadline"])
+    with pytest.raises(RuntimeError, match=r"(?s)could not confirm.*describe_cluster still throttled"):
+        index.is_complete(event, factory=factory, clock=clock)
+
+
+# -- the janitor deletes what the operator left ------------------------------------------------------------
+
+def test_operator_gone_the_janitor_deletes_the_tagged_leftovers_itself(
+        kube_api: FakeKubeApi, aws: dict[str, Any], deployed: dict[str, str], clock: FakeClock) -> None:
+    """Fails on main (the janitor only reported). The operator's finalizers were removed by hand and its
+    AWS resources stayed: the janitor deletes those carrying the operator's or the controller's tag, and
+    leaves the endpoint that is ours only by its declared name (no tag: its IAM policy does not allow it)."""
+    factory = janitor_factory(kube_api, aws, clock)
+    event = run_delete(factory, clock)
+    kube_api.objects.clear()
+
+    assert index.is_complete(event, factory=factory, clock=clock) == {"IsComplete": False}
+
+    endpoints = {e["EndpointName"] for e in aws["sagemaker"].list_endpoints()["Endpoints"]}
+    assert endpoints == {"mistral-ep"}
+    assert aws["elbv2"].describe_load_balancers()["LoadBalancers"] == []
+    assert aws["elbv2"].describe_target_groups()["TargetGroups"] == []
+    assert aws["acm"].list_certificates()["CertificateSummaryList"] == []
+    aws["sagemaker"].delete_endpoint(EndpointName="mistral-ep")
+    assert index.is_complete(event, factory=factory, clock=clock) == {"IsComplete": True}
+
+
+def test_while_the_operator_works_the_janitor_only_waits(
+        kube_api: FakeKubeApi, aws: dict[str, Any], deployed: dict[str, str], clock: FakeClock) -> None:
+    factory = janitor_factory(kube_api, aws, clock)
+    event = run_delete(factory, clock)
+    clock.now += WAIT_SECONDS / 2 - 30
+
+    assert index.is_complete(event, factory=factory, clock=clock) == {"IsComplete": False}
+    assert len(aws["elbv2"].describe_load_balancers()["LoadBalancers"]) == 1
+
+    clock.now += 60  # past half the budget with the objects still stuck: delete what carries our tags
+    assert index.is_complete(event, factory=factory, clock=clock) == {"IsComplete": False}
+    assert aws["elbv2"].describe_load_balancers()["LoadBalancers"] == []
+
+
+def test_the_controllers_security_groups_are_deleted_after_their_references(
+        aws: dict[str, Any], clock: FakeClock) -> None:
+    """The load balancer controller's shared backend group (tags from its docs: elbv2.k8s.aws/cluster,
+    elbv2.k8s.aws/resource=backend-sg) and the node-group rule that references it; EC2 refuses to delete
+    a referenced group (DependencyViolation), so the janitor revokes the rule first. Fails on main."""
+    ec2 = aws["ec2"]
+    backend = ec2.create_security_group(
+        GroupName=f"k8s-traffic-{CLUSTER}-0a1b2c", Description="[k8s] Shared Backend SecurityGroup",
+        VpcId=aws["vpc_id"], TagSpecifications=[{"ResourceType": "security-group", "Tags": [
+            {"Key": "elbv2.k8s.aws/cluster", "Value": CLUSTER},
+            {"Key": "elbv2.k8s.aws/resource", "Value": "backend-sg"}]}])["GroupId"]
+    nodes = ec2.create_security_group(GroupName="nodes", Description="node group", VpcId=aws["vpc_id"])["GroupId"]
+    ec2.authorize_security_group_ingress(GroupId=nodes, IpPermissions=[{
+        "IpProtocol": "tcp", "FromPort": 8080, "ToPort": 8080, "UserIdGroupPairs": [{"GroupId": backend}]}])
+    other = ec2.create_security_group(
+        GroupName="k8s-traffic-other-1", Description="other cluster", VpcId=aws["vpc_id"],
+        TagSpecifications=[{"ResourceType": "security-group", "Tags": [
+            {"Key": "elbv2.k8s.aws/cluster", "Value": "other"}]}])["GroupId"]
+    janitor = janitor_factory(None, aws, clock)(PROPS)
+
+    assert [(x.kind, x.arn) for x in janitor.leftovers()] == [("Security group", backend)]
+    deleted, errors = janitor.delete(janitor.leftovers())
+
+    assert (len(deleted), errors) == (1, [])
+    remaining = {g["GroupId"]: g for g in ec2.describe_security_groups(GroupIds=[nodes, other])["SecurityGroups"]}
+    assert set(remaining) == {nodes, other}
+    assert remaining[nodes]["IpPermissions"] == []
+    assert janitor.leftovers() == []
+    ec2.delete_security_group(GroupId=nodes)
+    ec2.delete_security_group(GroupId=other)

@@ -101,8 +101,8 @@ def test_without_a_configured_principal_the_deploy_must_name_one(cluster_templat
     """The default config names no admin: a required parameter (no default) becomes the access entry, so the
     person who deploys gets kubectl access (the README passes the caller) and a deploy without it fails fast."""
     entries = cluster_template.find_resources("AWS::EKS::AccessEntry")
-    # Our chart installers (CDK's kubectl handler, the resiliency installer) and the human admin.
-    assert len(entries) == 3
+    # CDK's kubectl handler (it installs every chart, the resiliency sub-charts included) and the human admin.
+    assert len(entries) == 2
     human = [e for e in entries.values() if e["Properties"]["PrincipalArn"] == {"Ref": "AdminPrincipalArn"}]
     assert len(human) == 1
     assert "AmazonEKSClusterAdminPolicy" in str(human[0]["Properties"]["AccessPolicies"])
@@ -131,23 +131,23 @@ def test_admin_principal_gets_a_cluster_admin_access_entry(default_config) -> No
     assert "AdminPrincipalArn" not in Template.from_stack(stacks.cluster).to_json().get("Parameters", {})
 
 
-def test_device_plugins_come_from_their_published_repositories_at_pinned_versions(cluster_template) -> None:
+def test_device_plugins_come_from_verified_chart_assets_at_pinned_versions(cluster_template) -> None:
+    """Set-up fetches the charts (test_resiliency_charts.py); the deploy reads them from S3, not GitHub."""
     charts = cluster_template.find_resources("Custom::AWSCDK-EKS-HelmChart")
-    by_chart = {c["Properties"]["Chart"]: c["Properties"] for c in charts.values()}
+    by_release = {c["Properties"]["Release"]: c["Properties"] for c in charts.values()}
     for pin in (pins.NVIDIA_DEVICE_PLUGIN, pins.EFA_DEVICE_PLUGIN):
-        props = by_chart[pin.chart]
-        assert props["Repository"] == pin.repository
-        assert props["Version"] == pin.version
-        assert props["Repository"].startswith("https://")
+        props = by_release[pin.chart]
+        assert props["ChartAssetURL"]["Fn::Sub"].startswith("s3://")
+        assert not {"Repository", "Version", "Chart"} & set(props)
         assert props["Namespace"] == "kube-system"
-        assert "ChartAssetURL" not in props  # nothing vendored
+    assert pins.NVIDIA_DEVICE_PLUGIN_CHART.base_url.endswith("/deployments/helm/nvidia-device-plugin/")
 
 
 def test_device_plugins_schedule_on_hyperpod_gpu_nodes_and_tolerate_health_checks(cluster_template) -> None:
     import json
 
     charts = cluster_template.find_resources("Custom::AWSCDK-EKS-HelmChart")
-    values = {c["Properties"]["Chart"]: json.loads(c["Properties"]["Values"]) for c in charts.values()}
+    values = {c["Properties"]["Release"]: json.loads(c["Properties"]["Values"]) for c in charts.values()}
     nvidia = values[pins.NVIDIA_DEVICE_PLUGIN.chart]
     term = nvidia["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"][0]["matchExpressions"][0]

@@ -1,112 +1,238 @@
-"""HyperPod resiliency sub-charts: fetched at deploy time at a pinned commit, before the HyperPod cluster."""
+"""HyperPod resiliency sub-charts: fetched and verified at set-up, shipped as CDK assets, installed by helm
+through the cluster's kubectl provider before the HyperPod cluster is created.
+
+Sources: AWS's install guide (sagemaker-hyperpod-eks-install-packages-using-helm-chart) installs these
+sub-charts of aws/sagemaker-hyperpod-cli ``helm_chart/HyperPodHelmChart`` before creating the cluster;
+deploy-facts.md ("Ordering and readiness"): a deploy that downloads charts from GitHub at deploy time fails
+when GitHub is slow or rate limits.
+"""
 
 from __future__ import annotations
 
-import io
-import sys
+import glob
+import hashlib
+import itertools
+import json
 import tarfile
 from pathlib import Path
 
 import pytest
-from tests.conftest import REPO_ROOT
 
-from hyperpod_infra import pins
+from hyperpod_infra import artifacts, pins
+from hyperpod_infra.errors import ConfigError
 
-sys.path.insert(0, str(REPO_ROOT / "constructs" / "hyperpod_constructs" / "resiliency_installer"))
-import index as installer
-
-
-def test_custom_resource_installs_the_pinned_sub_charts(templates) -> None:
-    t = templates["Cluster"]
-    (resource,) = t.find_resources("Custom::HyperPodResiliencyCharts").values()
-    props = resource["Properties"]
-    assert props["Repository"] == "aws/sagemaker-hyperpod-cli"
-    assert props["Commit"] == pins.HYPERPOD_CHART_COMMIT and len(props["Commit"]) == 40
-    assert props["Charts"] == list(pins.HYPERPOD_RESILIENCY_CHARTS)
-    assert {"health-monitoring-agent", "deep-health-check"} <= set(props["Charts"])
-    assert props["Namespace"] == "kube-system"
+HELM_CHART = "Custom::AWSCDK-EKS-HelmChart"
 
 
-def test_installer_has_cluster_admin_access_before_it_runs(templates) -> None:
-    t = templates["Cluster"]
-    (resource,) = t.find_resources("Custom::HyperPodResiliencyCharts").values()
-    entries = t.find_resources("AWS::EKS::AccessEntry")
-    installer_entries = [i for i in entries if "HyperPodResiliencyInstaller" in i]
-    assert len(installer_entries) == 1
-    assert installer_entries[0] in resource["DependsOn"]
+def _resiliency_releases(template) -> dict[str, dict]:
+    charts = template.find_resources(HELM_CHART)
+    return {k: v for k, v in charts.items() if "ResiliencyCharts" in k}
 
 
-def test_installer_runs_in_the_vpc_with_the_kubectl_layer(templates) -> None:
-    functions = templates["Cluster"].find_resources("AWS::Lambda::Function")
-    (fn,) = [f for i, f in functions.items() if i.startswith("HyperPodDependenciesResiliencyChartsHandler")]
-    assert len(fn["Properties"]["VpcConfig"]["SubnetIds"]) == 2
-    assert any("KubectlLayer" in str(layer) for layer in fn["Properties"]["Layers"])
-    assert fn["Properties"]["Timeout"] < 15 * 60
+def test_every_pinned_sub_chart_is_a_helm_release_from_an_s3_asset(templates) -> None:
+    """Fails on main: one custom resource downloaded the charts from codeload.github.com at deploy time."""
+    releases = _resiliency_releases(templates["Cluster"])
+    assert [r["Properties"]["Release"] for r in releases.values()] == list(pins.HYPERPOD_RESILIENCY_CHARTS)
+    for release in releases.values():
+        props = release["Properties"]
+        assert props["ChartAssetURL"]["Fn::Sub"].startswith("s3://cdk-hnb659fds-assets-")
+        assert not {"Repository", "Chart", "Version", "Commit"} & set(props)
+        assert props["Namespace"] == "kube-system"
+        assert json.loads(props["Values"]) == {"region": "us-west-2"}
+    assert not templates["Cluster"].find_resources("Custom::HyperPodResiliencyCharts")
 
 
-def test_hyperpod_cluster_waits_for_the_resiliency_charts(stacks) -> None:
+def test_nothing_in_any_template_downloads_from_github_at_deploy_time(templates) -> None:
+    """Nothing names github.com, github.io (the device plugins' Helm repositories), the archive/raw hosts or
+    the HyperPod CLI repository. Fails on main: the installer's properties named the repository it downloaded
+    at deploy time, and the device plugins came from nvidia.github.io and aws.github.io."""
+    text = json.dumps({name: t.to_json()["Resources"] for name, t in templates.items()})
+    for host in ("codeload.github.com", "raw.githubusercontent.com", "github.com", "github.io",
+                 "aws/sagemaker-hyperpod-cli"):
+        assert host not in text, host
+    charts = templates["Cluster"].find_resources(HELM_CHART)
+    assert len(charts) == 2 + len(pins.HYPERPOD_RESILIENCY_CHARTS)
+    assert all("ChartAssetURL" in c["Properties"] and "Repository" not in c["Properties"] for c in charts.values())
+
+
+def test_sub_charts_install_in_order_and_before_the_hyperpod_cluster(templates, stacks) -> None:
+    releases = _resiliency_releases(templates["Cluster"])
+    ids = list(releases)
+    for previous, current in itertools.pairwise(ids):
+        assert previous in releases[current]["DependsOn"]
     deps = stacks.cluster.hyperpod_dependencies
-    assert stacks.cluster.resiliency_charts.node.scope is deps  # covered by the dependency on `deps`
+    assert stacks.cluster.resiliency_charts.node.scope is deps
     assert deps in stacks.hyperpod.hyperpod.node.dependencies
 
 
-def _archive(tmp_path: Path, files: dict[str, str]) -> Path:
-    path = tmp_path / "repo.tar.gz"
-    with tarfile.open(path, "w:gz") as tar:
-        for name, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return path
+def test_helm_runs_bounded_without_wait_well_inside_the_handler_lambda(templates) -> None:
+    """helm gets its own --timeout and no --wait (the kubectl handler runs one helm per resource in a
+    15-minute Lambda); CloudFormation's side is bounded by ServiceTimeout (test_service_timeouts.py)."""
+    for release in _resiliency_releases(templates["Cluster"]).values():
+        props = release["Properties"]
+        assert props["Timeout"] == "300s"
+        assert props.get("Wait") in (None, False)
+        assert int(props["ServiceTimeout"]) < 3600
+    handlers = templates["Cluster"].find_resources("AWS::Lambda::Function")
+    (kubectl,) = [f for k, f in handlers.items() if k.startswith("EksClusterKubectlProviderHandler")]
+    assert kubectl["Properties"]["Timeout"] == 900
 
 
-def test_installer_extracts_only_the_requested_sub_charts(tmp_path) -> None:
-    base = "sagemaker-hyperpod-cli-abc/helm_chart/HyperPodHelmChart/charts"
-    archive = _archive(tmp_path, {
-        f"{base}/health-monitoring-agent/Chart.yaml": "name: hma",
-        f"{base}/health-monitoring-agent/templates/ds.yaml": "kind: DaemonSet",
-        f"{base}/mlflow/Chart.yaml": "name: mlflow",
-        "sagemaker-hyperpod-cli-abc/README.md": "x",
-    })
-    charts = installer.extract_charts(archive, ["health-monitoring-agent"],
-                                      "helm_chart/HyperPodHelmChart/charts", tmp_path / "src")
-    assert (charts["health-monitoring-agent"] / "templates" / "ds.yaml").exists()
-    assert not list((tmp_path / "src").rglob("mlflow"))
-    assert not list((tmp_path / "src").rglob("README.md"))
+def test_no_cluster_admin_access_entry_of_our_own_for_chart_installs(templates) -> None:
+    """Fails on main: the installer Lambda had its own AmazonEKSClusterAdminPolicy entry for the life of the
+    cluster. The kubectl provider (whose entry aws_eks_v2 creates anyway) installs the charts now."""
+    entries = templates["Cluster"].find_resources("AWS::EKS::AccessEntry")
+    assert not [k for k in entries if "Resiliency" in k]
 
 
-def test_installer_fails_when_a_sub_chart_is_missing(tmp_path) -> None:
-    archive = _archive(tmp_path, {"r/other/Chart.yaml": "x"})
-    with pytest.raises(RuntimeError, match="not found"):
-        installer.extract_charts(archive, ["deep-health-check"], "helm_chart/HyperPodHelmChart/charts",
-                                 tmp_path / "src")
-
-
-def test_installer_makes_an_eks_token_offline(monkeypatch) -> None:
-    import base64
-    import urllib.parse
-
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
-    token = installer.get_token("my-cluster", region="us-west-2")
-    assert token.startswith("k8s-aws-v1.")
-    url = base64.urlsafe_b64decode(token.removeprefix("k8s-aws-v1.") + "==").decode()
-    query = urllib.parse.parse_qs(urllib.parse.urlparse(url).query)
-    assert query["Action"] == ["GetCallerIdentity"]
-    assert "x-k8s-aws-id" in query["X-Amz-SignedHeaders"][0]
-
-
-def test_staged_installer_asset_holds_a_real_copy_of_the_token_module(tmp_path) -> None:
-    """The linked eks_token.py must arrive in the deployed asset as a file, not a dangling link."""
+def _build_charts(tmp_path: Path, directories: dict[str, Path | None]):
     import aws_cdk as cdk
+    from aws_cdk import aws_eks_v2 as eks
+    from aws_cdk.assertions import Template
+    from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
 
-    from hyperpod_constructs.hyperpod_resiliency_charts import installer_code
+    from hyperpod_constructs.hyperpod_resiliency_charts import (
+        HyperPodResiliencyCharts,
+        HyperPodResiliencyChartsProps,
+        ResiliencyChart,
+    )
 
-    stack = cdk.Stack(cdk.App(outdir=str(tmp_path)), "Staging")
-    installer_code().bind(stack)
-    (staged,) = tmp_path.glob("asset.*/eks_token.py")
-    shared = REPO_ROOT / "constructs" / "hyperpod_constructs" / "endpoint_janitor_handler" / "eks_token.py"
-    assert not staged.is_symlink()
-    assert staged.read_text() == shared.read_text()
-    assert (staged.parent / "index.py").is_file()
+    stack = cdk.Stack(cdk.App(outdir=str(tmp_path / "out")), "Charts")
+    cluster = eks.Cluster(stack, "Eks", version=eks.KubernetesVersion.V1_33, default_capacity=0,
+                          default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+                          kubectl_provider_options=eks.KubectlProviderOptions(
+                              kubectl_layer=KubectlV33Layer(stack, "Kubectl")))
+    HyperPodResiliencyCharts(stack, "Resiliency", props=HyperPodResiliencyChartsProps(
+        cluster=cluster, source="aws/sagemaker-hyperpod-cli@test",
+        charts=tuple(ResiliencyChart(name=n, directory=d) for n, d in directories.items())))
+    return Template.from_stack(stack).to_json()
+
+
+def _local_chart(root: Path, name: str, version: str) -> Path:
+    """A chart directory made by this test (NOT upstream content): enough to exercise asset staging."""
+    (root / name / "templates").mkdir(parents=True)
+    (root / name / "Chart.yaml").write_text(f"apiVersion: v2\nname: {name}\nversion: {version}\n")
+    (root / name / "templates" / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\n")
+    return root / name
+
+
+def test_a_pin_bump_updates_the_same_releases_instead_of_replacing_them(tmp_path: Path) -> None:
+    """Fails on main: the installer's physical id was ``<repo>@<commit>``, so a pin bump returned a new
+    physical id and CloudFormation deleted the "old" resource = helm uninstall of the same releases. Now the
+    logical ids and release names do not depend on the pin; only the asset changes (an Update), and the
+    Provider framework keeps the physical id on Update."""
+    name = "deep-health-check"
+    old = _build_charts(tmp_path / "a", {name: _local_chart(tmp_path / "a", name, "0.1.0")})
+    new = _build_charts(tmp_path / "b", {name: _local_chart(tmp_path / "b", name, "0.2.0")})
+    old_charts = {k: v for k, v in old["Resources"].items() if v["Type"] == HELM_CHART}
+    new_charts = {k: v for k, v in new["Resources"].items() if v["Type"] == HELM_CHART}
+    assert set(old_charts) == set(new_charts)
+    (key,) = old_charts
+    assert old_charts[key]["Properties"]["Release"] == new_charts[key]["Properties"]["Release"]
+    assert old_charts[key]["Properties"]["ChartAssetURL"] != new_charts[key]["Properties"]["ChartAssetURL"]
+    assert "Rules" not in new or set(new["Rules"]) == {"CheckBootstrapVersion"}
+
+
+def test_a_delete_after_a_failed_create_runs_no_uninstall() -> None:
+    """The charts' service token is the kubectl provider's Provider framework, whose runtime (shipped in the
+    pinned aws-cdk-lib) answers a Delete that follows a failed Create without calling the handler: read from
+    the pinned package itself, not from our memory of it. (On main our own Lambda answered CloudFormation
+    itself and ran helm uninstall on that Delete; test_every_pinned_sub_chart_... fails there.)"""
+    import aws_cdk
+
+    (bundle,) = glob.glob(str(Path(aws_cdk.__file__).parent / "_jsii" / "aws-cdk-lib@*.jsii.tgz"))
+    with tarfile.open(bundle) as tar:
+        runtime = tar.extractfile("package/custom-resources/lib/provider-framework/runtime/cfn-response.js")
+        assert runtime is not None
+        code = runtime.read().decode()
+    assert "AWSCDK::CustomResourceProviderFramework::CREATE_FAILED" in code
+    assert "ignoring DELETE event caused by a failed CREATE event" in code
+
+
+def test_without_fetched_charts_the_templates_synthesize_but_cannot_be_deployed(templates) -> None:
+    """Offline synth (CI, this machine): a stand-in asset (not upstream content) and a rule whose
+    assertion no parameter value can satisfy, so CloudFormation refuses every create/update of the stack
+    with the message, before it touches a resource."""
+    cluster = templates["Cluster"].to_json()
+    (rule,) = [r for k, r in cluster["Rules"].items() if k != "CheckBootstrapVersion"]
+    parameter = cluster["Parameters"]["HyperPodChartsFetched"]
+    assert parameter["AllowedValues"] == ["no"]
+    assert len(rule["Assertions"]) == 3  # each device plugin, and the four sub-charts together
+    for assertion in rule["Assertions"]:
+        assert assertion["Assert"] == {"Fn::Equals": [{"Ref": "HyperPodChartsFetched"}, "yes"]}
+        assert "run ./scripts/setup" in assertion["AssertDescription"]
+    assert "nvidia-device-plugin (NVIDIA/k8s-device-plugin@cb6e45ec" in json.dumps(rule)
+
+
+def test_with_fetched_charts_there_is_no_blocking_rule(tmp_path: Path) -> None:
+    template = _build_charts(tmp_path, {"deep-health-check": _local_chart(tmp_path, "deep-health-check", "0.1.0")})
+    assert set(template.get("Rules", {})) <= {"CheckBootstrapVersion"}
+    assert "HyperPodChartsFetched" not in template.get("Parameters", {})
+
+
+# -- the chart cache: fetched at set-up, verified at every synth -------------------------------------------
+
+def _pin_for(files: dict[str, bytes]) -> pins.ChartArtifactPin:
+    """A pin over files this test made (stand-in content, hashed here); the real pins hash upstream blobs."""
+    return pins.ChartArtifactPin(name="test-chart", commit="0" * 40, files=tuple(
+        pins.ChartFilePin(path=p, sha256=hashlib.sha256(b).hexdigest()) for p, b in files.items()))
+
+
+class _FakeResponse:
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    def read(self) -> bytes:
+        return self._body
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def test_fetch_verifies_every_file_and_moves_the_chart_into_place(tmp_path: Path, monkeypatch) -> None:
+    files = {"Chart.yaml": b"name: test-chart\n", "templates/ds.yaml": b"kind: DaemonSet\n"}
+    pin = _pin_for(files)
+    monkeypatch.setattr(artifacts.urllib.request, "urlopen",
+                        lambda url, timeout: _FakeResponse(files[url.removeprefix(pin.base_url)]))
+
+    path = artifacts.fetch_chart(pin, tmp_path)
+
+    assert path == tmp_path / ("0" * 40) / "test-chart"
+    assert artifacts.verified_chart_dir(pin, tmp_path) == path
+    assert (path / "templates" / "ds.yaml").read_bytes() == b"kind: DaemonSet\n"
+
+
+def test_fetch_refuses_a_file_whose_hash_differs_and_leaves_nothing(tmp_path: Path, monkeypatch) -> None:
+    pin = _pin_for({"Chart.yaml": b"name: test-chart\n"})
+    monkeypatch.setattr(artifacts.urllib.request, "urlopen", lambda url, timeout: _FakeResponse(b"tampered"))
+
+    with pytest.raises(ConfigError, match="expected the pinned"):
+        artifacts.fetch_chart(pin, tmp_path)
+    assert artifacts.verified_chart_dir(pin, tmp_path) is None
+    assert not list(tmp_path.rglob("Chart.yaml"))
+
+
+def test_synth_refuses_a_cache_that_differs_from_the_pins(tmp_path: Path) -> None:
+    pin = _pin_for({"Chart.yaml": b"name: test-chart\n"})
+    root = artifacts.chart_dir(pin, tmp_path)
+    root.mkdir(parents=True)
+    (root / "Chart.yaml").write_bytes(b"name: edited\n")
+    with pytest.raises(ConfigError, match="does not match its pinned sha256"):
+        artifacts.verified_chart_dir(pin, tmp_path)
+    (root / "Chart.yaml").write_bytes(b"name: test-chart\n")
+    (root / "extra.yaml").write_bytes(b"x")
+    with pytest.raises(ConfigError, match=r"extra \['extra.yaml'\]"):
+        artifacts.verified_chart_dir(pin, tmp_path)
+
+
+def test_pins_name_full_commits_and_sha256_digests() -> None:
+    for chart in pins.HYPERPOD_RESILIENCY_CHART_ARTIFACTS:
+        assert chart.commit == pins.HYPERPOD_CHART_COMMIT
+        assert chart.base_url.startswith("https://raw.githubusercontent.com/aws/sagemaker-hyperpod-cli/")
+    for chart in pins.CHART_ARTIFACTS:
+        assert len(chart.commit) == 40 and int(chart.commit, 16) >= 0
+        assert {"Chart.yaml", "values.yaml"} <= {f.path for f in chart.files}
+        assert all(len(f.sha256) == 64 and int(f.sha256, 16) >= 0 for f in chart.files)

@@ -32,8 +32,14 @@ def make_platform_app(*, observability: bool = True, existing_bucket_name: str |
     app = cdk.App(outdir=outdir, context={"aws:cdk:disable-asset-staging": True})
     env = cdk.Environment(region="us-west-2")
     cluster_stack = cdk.Stack(app, "TestCluster", env=env)
+    from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
+
+    # A kubectl provider, as the real cluster stack has: the endpoint janitor applies its RBAC through it.
     cluster = eks.Cluster(cluster_stack, "Eks", version=eks.KubernetesVersion.V1_33,
-                          default_capacity_type=eks.DefaultCapacityType.NODEGROUP, default_capacity=0)
+                          default_capacity_type=eks.DefaultCapacityType.NODEGROUP, default_capacity=0,
+                          kubectl_provider_options=eks.KubectlProviderOptions(
+                              kubectl_layer=KubectlV33Layer(cluster_stack, "Kubectl")))
+    _acknowledge_kubectl_provider(cluster_stack, cluster)
     pod_identity = eks.CfnAddon(cluster_stack, "PodIdentityAgent", addon_name="eks-pod-identity-agent",
                                 cluster_name=cluster.cluster_name)
     acknowledge(cluster_stack, "AwsSolutions-VPC7", "Test-only stand-in for the cluster stack")
@@ -61,3 +67,20 @@ def make_platform_app(*, observability: bool = True, existing_bucket_name: str |
     return PlatformApp(app, cluster_stack, obs, platform, templates)
 
 
+
+
+def _acknowledge_kubectl_provider(stack, cluster) -> None:
+    """The stand-in's kubectl provider is aws-cdk-lib's own (the real cluster stack acknowledges the same)."""
+    from hyperpod_infra.nag import acknowledge
+
+    handler = cluster.node.find_child("KubectlProvider").node.find_child("Handler")
+    has_ecr = stack.get_logical_id(handler.node.find_child("HasEcrPublic"))
+    handler_id = stack.get_logical_id(handler.node.default_child)
+    findings = [f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{p}]" for p in (
+        "service-role/AWSLambdaBasicExecutionRole", "service-role/AWSLambdaVPCAccessExecutionRole",
+        "AmazonEC2ContainerRegistryReadOnly")]
+    findings += ["AwsSolutions-IAM4[Policy::" + '{"Fn::If":["' + has_ecr + '",{"Fn::Join":["",["arn:",{"Ref":'
+                 '"AWS::Partition"},":iam::aws:policy/AmazonElasticContainerRegistryPublicReadOnly"]]},'
+                 '{"Ref":"AWS::NoValue"}]}]', "AwsSolutions-L1", f"AwsSolutions-IAM5[Resource::<{handler_id}.Arn>:*]"]
+    for finding in findings:
+        acknowledge(cluster, finding, "Test-only stand-in for the cluster stack: aws-cdk-lib's kubectl provider")

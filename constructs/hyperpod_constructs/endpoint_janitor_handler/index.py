@@ -2,8 +2,12 @@
 
 Create and Update do nothing (they keep the physical id, so an update never triggers a cleanup).
 Delete asks Kubernetes to delete every InferenceEndpointConfig and JumpStartModel, then ``is_complete``
-polls until the objects and the AWS resources the operator made for them are gone, and fails with one
-message naming the leftovers once the wait budget (``WaitSeconds``) is spent.
+polls until the objects and the AWS resources the operator made for them are gone. Once no object is left,
+or half the wait budget is spent, it deletes the tagged AWS resources the operator left itself. It fails
+with one message naming the leftovers once the wait budget (``WaitSeconds``) is spent.
+
+Start-up (DescribeCluster, a token) is retried like every other call: a throttle or a network blip at the
+first poll is retried on the next one until the deadline, never a failed deletion at once.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 try:  # package import (tests, tooling) or top-level module (the Lambda asset root)
     from .eks_token import get_token
@@ -38,14 +42,18 @@ JanitorFactory = Callable[[dict[str, Any]], Janitor]
 _BOTO_CONFIG = Config(retries={"mode": "standard", "max_attempts": 4}, connect_timeout=10, read_timeout=30)
 
 
-def make_janitor(props: dict[str, Any]) -> Janitor:
+def make_janitor(props: dict[str, Any], *, sleep: Callable[[float], None] = time.sleep) -> Janitor:
     """Build a :class:`Janitor` with real clients from the custom resource's properties."""
     region = os.environ["AWS_REGION"]
     cluster_name = props["ClusterName"]
     session = boto3.session.Session(region_name=region)
+    call = AwsCaller(sleep=sleep)
     kube: KubeClient | None = None
     try:
-        cluster = session.client("eks", config=_BOTO_CONFIG).describe_cluster(name=cluster_name)["cluster"]
+        eks = session.client("eks", config=_BOTO_CONFIG)
+        cluster = call(eks.describe_cluster, name=cluster_name)["cluster"]
+    except BotoCoreError as err:  # no connection, a timeout: worth the next poll
+        raise AwsUnavailable(f"DescribeCluster {cluster_name}: {err}") from err
     except ClientError as err:
         if err.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
             raise
@@ -60,7 +68,8 @@ def make_janitor(props: dict[str, Any]) -> Janitor:
         sagemaker=session.client("sagemaker", config=_BOTO_CONFIG),
         elbv2=session.client("elbv2", config=_BOTO_CONFIG),
         acm=session.client("acm", config=_BOTO_CONFIG),
-        call=AwsCaller())
+        ec2=session.client("ec2", config=_BOTO_CONFIG),
+        call=call)
 
 
 def on_event(event: dict[str, Any], context: Any = None, *, factory: JanitorFactory = make_janitor,
@@ -72,9 +81,9 @@ def on_event(event: dict[str, Any], context: Any = None, *, factory: JanitorFact
         return {"PhysicalResourceId": physical_id}
 
     started = clock()
-    janitor = factory(props)
     endpoint_names: tuple[str, ...] = ()
     try:
+        janitor = factory(props)
         result = janitor.request_deletion()
         endpoint_names = result.endpoint_names
         LOG.info("deletion requested for %d object(s): %s", len(result.requested), list(result.requested))
@@ -101,22 +110,32 @@ def is_complete(event: dict[str, Any], context: Any = None, *, factory: JanitorF
     started = float(data.get("StartedAt", now))
     deadline = float(data.get("Deadline", now + float(props.get("WaitSeconds", 1500))))
     known = [n for n in str(data.get("EndpointNames", "")).split(",") if n]
+    # The operator gets the first half of the budget to clean up after its own objects.
+    delete_after = started + (deadline - started) / 2
+    where = {"stack": event.get("StackId", "<stack>"), "logical_id": event.get("LogicalResourceId", "<janitor>")}
+    cluster_name = str(props.get("ClusterName", "?"))
 
-    janitor = factory(props)
     try:
+        janitor = factory(props)
         janitor.request_deletion()  # catches objects whose earlier delete was throttled
-        leftovers = janitor.leftovers(known)
+        objects = janitor.kubernetes_leftovers()
+        aws = janitor.aws_leftovers(known)
+        errors: list[str] = []
+        if aws and now < deadline and (not objects or now >= delete_after):
+            LOG.info("deleting %d AWS resource(s) the operator left", sum(x.deletable for x in aws))
+            _, errors = janitor.delete(aws)
     except TRANSIENT_ERRORS as err:
         if now < deadline:
             LOG.warning("check failed, retrying on the next poll: %s", err)
             return {"IsComplete": False}
-        raise RuntimeError(format_failure([], cluster_name=janitor.cluster_name,
-                                          waited_seconds=now - started, last_error=str(err))) from err
+        raise RuntimeError(format_failure([], cluster_name=cluster_name, waited_seconds=now - started,
+                                          last_error=str(err), **where)) from err
+    leftovers = objects + aws
     if not leftovers:
-        LOG.info("nothing left for cluster %s", janitor.cluster_name)
+        LOG.info("nothing left for cluster %s", cluster_name)
         return {"IsComplete": True}
     LOG.info("waiting for %d leftover(s): %s", len(leftovers), [x.describe() for x in leftovers])
     if now >= deadline:
-        raise RuntimeError(format_failure(leftovers, cluster_name=janitor.cluster_name,
-                                          waited_seconds=now - started))
+        raise RuntimeError(format_failure(leftovers, cluster_name=cluster_name, waited_seconds=now - started,
+                                          last_error="; ".join(errors)[:500], **where))
     return {"IsComplete": False}

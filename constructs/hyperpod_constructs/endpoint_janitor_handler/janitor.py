@@ -9,9 +9,16 @@ Ownership rules (what counts as "created for this cluster"):
 * Load balancers and target groups: tag ``elbv2.k8s.aws/cluster=<EKS cluster name>`` (set by the AWS
   Load Balancer Controller the operator runs).
 * ACM certificates: tag ``CreatedBy=HyperPodInference``, with the same cluster rule as endpoints.
+* Security groups: tag ``elbv2.k8s.aws/cluster=<EKS cluster name>``: the AWS Load Balancer Controller's
+  shared backend group (``elbv2.k8s.aws/resource=backend-sg``) and the frontend group of each ALB. Both
+  outlive the ALBs when the controller is removed first, and a group left in the VPC blocks its deletion.
 
-The janitor never deletes AWS resources itself: the operator owns them and its finalizers remove them.
-It only waits, so a stuck finalizer surfaces as one clear failure instead of orphaned, billed resources.
+The operator's finalizers remove these first; the janitor waits for them. What the operator leaves (it is
+gone, or its finalizer finished without removing everything) the janitor deletes itself once no operator
+object is left, or once half of its wait budget is spent: SageMaker endpoints and certificates carrying the
+operator's tag, load balancers, target groups and security groups carrying the controller's cluster tag
+(the IAM policy allows exactly these, by tag). Resources still in use (a certificate on a listener, a group
+on an ENI) are retried on the next poll; what is left at the deadline is named in one failure message.
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ LOG = logging.getLogger(__name__)
 
 OPERATOR_TAG = ("CreatedBy", "HyperPodInference")
 ALB_CLUSTER_TAG = "elbv2.k8s.aws/cluster"
+#: ``DeleteEndpoint`` etc. answered with these: the resource is still in use or busy; retry on the next poll.
+BUSY_CODES = frozenset({"ResourceInUse", "ResourceInUseException", "DependencyViolation", "InvalidState"})
 THROTTLING_CODES = frozenset({
     "Throttling", "ThrottlingException", "ThrottledException", "RequestThrottled",
     "RequestThrottledException", "TooManyRequestsException", "RequestLimitExceeded", "SlowDown",
@@ -56,6 +65,9 @@ class Leftover:
     name: str
     arn: str = ""
     detail: str = ""
+    deletable: bool = False
+    """Carries the tag that lets the janitor delete it itself (operator tag, or the controller's cluster
+    tag); an endpoint counted as ours only by its declared name is left to the operator."""
 
     def describe(self) -> str:
         extra = ", ".join(x for x in (self.arn, self.detail) if x)
@@ -98,13 +110,14 @@ class Janitor:
     """Deletes the operator's objects and lists what is left, in Kubernetes and in AWS."""
 
     def __init__(self, *, cluster_name: str, cluster_arn: str = "", kube: KubeClient | None,
-                 sagemaker: Any, elbv2: Any, acm: Any, call: AwsCaller | None = None) -> None:
+                 sagemaker: Any, elbv2: Any, acm: Any, ec2: Any = None, call: AwsCaller | None = None) -> None:
         self.cluster_name = cluster_name
         self._cluster_ids = {cluster_name, cluster_arn} - {""}
         self._kube = kube  # None: the EKS cluster is already gone, so are its objects
         self._sagemaker = sagemaker
         self._elbv2 = elbv2
         self._acm = acm
+        self._ec2 = ec2  # None: security groups are not checked (older custom resource properties)
         self._call = call or AwsCaller()
 
     # -- Kubernetes -------------------------------------------------------------------------------
@@ -151,12 +164,12 @@ class Janitor:
         leftovers = []
         for endpoint in self._pages(self._sagemaker.list_endpoints, "Endpoints", "NextToken", MaxResults=100):
             name, arn = endpoint["EndpointName"], endpoint["EndpointArn"]
-            if name not in known:
-                tags = self._tags_or_none(self._sagemaker.list_tags, "Tags", ResourceArn=arn)
-                if tags is None or not self._operator_owned(tags):
-                    continue
+            tags = self._tags_or_none(self._sagemaker.list_tags, "Tags", ResourceArn=arn)
+            tagged = tags is not None and self._operator_owned(tags)
+            if name not in known and not tagged:
+                continue
             leftovers.append(Leftover("SageMaker endpoint", name, arn,
-                                      f"status {endpoint.get('EndpointStatus', 'unknown')}"))
+                                      f"status {endpoint.get('EndpointStatus', 'unknown')}", deletable=tagged))
         return leftovers
 
     def load_balancer_leftovers(self) -> list[Leftover]:
@@ -165,8 +178,10 @@ class Janitor:
         tgs = {tg["TargetGroupArn"]: tg for tg in
                self._pages(self._elbv2.describe_target_groups, "TargetGroups", "NextMarker", "Marker")}
         ours = self._elb_arns_tagged(list(lbs) + list(tgs))
-        leftovers = [Leftover("Load balancer", lbs[a]["LoadBalancerName"], a) for a in lbs if a in ours]
-        leftovers += [Leftover("Target group", tgs[a]["TargetGroupName"], a) for a in tgs if a in ours]
+        leftovers = [Leftover("Load balancer", lbs[a]["LoadBalancerName"], a, deletable=True)
+                     for a in lbs if a in ours]
+        leftovers += [Leftover("Target group", tgs[a]["TargetGroupName"], a, deletable=True)
+                      for a in tgs if a in ours]
         return leftovers
 
     def certificate_leftovers(self) -> list[Leftover]:
@@ -179,13 +194,84 @@ class Janitor:
             arn = cert["CertificateArn"]
             tags = self._tags_or_none(self._acm.list_tags_for_certificate, "Tags", CertificateArn=arn)
             if tags is not None and self._operator_owned(tags):
-                leftovers.append(Leftover("ACM certificate", cert.get("DomainName", ""), arn))
+                leftovers.append(Leftover("ACM certificate", cert.get("DomainName", ""), arn, deletable=True))
         return leftovers
+
+    def security_group_leftovers(self) -> list[Leftover]:
+        """Groups the load balancer controller made for this cluster (backend and ALB frontend groups)."""
+        if self._ec2 is None:
+            return []
+        groups = self._pages(self._ec2.describe_security_groups, "SecurityGroups", "NextToken",
+                             Filters=[{"Name": f"tag:{ALB_CLUSTER_TAG}", "Values": [self.cluster_name]}])
+        return [Leftover("Security group", g.get("GroupName", ""), g["GroupId"],
+                         f"vpc {g.get('VpcId', '?')}", deletable=True) for g in groups]
+
+    def aws_leftovers(self, known_endpoint_names: Iterable[str] = ()) -> list[Leftover]:
+        """AWS resources still present, in the order they can be deleted (users before what they use)."""
+        return (self.sagemaker_leftovers(known_endpoint_names) + self.load_balancer_leftovers()
+                + self.certificate_leftovers() + self.security_group_leftovers())
 
     def leftovers(self, known_endpoint_names: Iterable[str] = ()) -> list[Leftover]:
         """Everything still present, Kubernetes objects first (their finalizers remove the rest)."""
-        return (self.kubernetes_leftovers() + self.sagemaker_leftovers(known_endpoint_names)
-                + self.load_balancer_leftovers() + self.certificate_leftovers())
+        return self.kubernetes_leftovers() + self.aws_leftovers(known_endpoint_names)
+
+    def delete(self, leftovers: Iterable[Leftover]) -> tuple[list[Leftover], list[str]]:
+        """Delete every deletable leftover, in the given order. Returns ``(deleted, errors)``; a resource
+        still in use (or already going) is not an error, it is tried again on the next poll."""
+        deleted: list[Leftover] = []
+        errors: list[str] = []
+        for leftover in leftovers:
+            if not leftover.deletable:
+                continue
+            try:
+                self._delete_one(leftover)
+            except ClientError as err:
+                if _code(err) in NOT_FOUND_CODES | {"InvalidGroup.NotFound"}:
+                    deleted.append(leftover)
+                    continue
+                detail = err.response.get("Error", {}).get("Message", "")
+                message = f"{leftover.kind} {leftover.name}: {_code(err)} {detail}"
+                (LOG.info if _code(err) in BUSY_CODES else LOG.warning)("not deleted yet: %s", message)
+                errors.append(message.strip())
+                continue
+            LOG.info("deleted %s", leftover.describe())
+            deleted.append(leftover)
+        return deleted, errors
+
+    def _delete_one(self, leftover: Leftover) -> None:
+        if leftover.kind == "SageMaker endpoint":
+            self._call(self._sagemaker.delete_endpoint, EndpointName=leftover.name)
+        elif leftover.kind == "Load balancer":
+            self._call(self._elbv2.delete_load_balancer, LoadBalancerArn=leftover.arn)
+        elif leftover.kind == "Target group":
+            self._call(self._elbv2.delete_target_group, TargetGroupArn=leftover.arn)
+        elif leftover.kind == "ACM certificate":
+            self._call(self._acm.delete_certificate, CertificateArn=leftover.arn)
+        elif leftover.kind == "Security group":
+            self._revoke_references(leftover.arn)
+            self._call(self._ec2.delete_security_group, GroupId=leftover.arn)
+        else:  # pragma: no cover - every kind above is listed by this class
+            raise ValueError(f"cannot delete {leftover.kind}")
+
+    def _revoke_references(self, group_id: str) -> None:
+        """Remove the rules other groups (the nodes' groups) hold that name ``group_id`` as their source:
+        the controller adds them for its target groups, and EC2 refuses to delete a referenced group."""
+        referencing = self._pages(self._ec2.describe_security_groups, "SecurityGroups", "NextToken",
+                                  Filters=[{"Name": "ip-permission.group-id", "Values": [group_id]}])
+        for group in referencing:
+            if group["GroupId"] == group_id:
+                continue
+            permissions = []
+            for permission in group.get("IpPermissions", []):
+                pairs = [p for p in permission.get("UserIdGroupPairs", []) if p.get("GroupId") == group_id]
+                if pairs:
+                    rule = {k: permission[k] for k in ("IpProtocol", "FromPort", "ToPort") if k in permission}
+                    permissions.append({**rule, "UserIdGroupPairs": [{"GroupId": group_id}]})
+            if permissions:
+                self._call(self._ec2.revoke_security_group_ingress, GroupId=group["GroupId"],
+                           IpPermissions=permissions)
+                LOG.info("revoked %d rule(s) of %s that referenced %s", len(permissions), group["GroupId"],
+                         group_id)
 
     # -- helpers ----------------------------------------------------------------------------------
 
@@ -254,8 +340,13 @@ def _code(err: ClientError) -> str:
 
 
 def format_failure(leftovers: list[Leftover], *, cluster_name: str, waited_seconds: float,
-                   last_error: str = "") -> str:
-    """The one message CloudFormation shows when the wait times out: what is left and what to do."""
+                   last_error: str = "", stack: str = "<stack>", logical_id: str = "<janitor>") -> str:
+    """The one message CloudFormation shows when the wait times out: what is left and what helps.
+
+    The Kubernetes objects listed are already being deleted (the janitor asked), so ``kubectl delete``
+    changes nothing: only the operator's finalizer, or removing it by hand, lets them go. For the AWS
+    resources the janitor could not delete, the way out is deleting them by hand, or finishing the destroy
+    while keeping them (``--retain-resources`` on the stack in DELETE_FAILED)."""
     minutes = int(waited_seconds // 60)
     if leftovers:
         lines = [f"EndpointJanitor: after {minutes} min, {len(leftovers)} resource(s) created by the "
@@ -267,12 +358,19 @@ def format_failure(leftovers: list[Leftover], *, cluster_name: str, waited_secon
     if len(leftovers) > _MAX_LISTED:
         lines.append(f"- ... and {len(leftovers) - _MAX_LISTED} more (see the janitor's log group)")
     if last_error:
-        lines.append(f"Last check error: {last_error}")
+        lines.append(f"Last error: {last_error}")
+    lines.append("Stack deletion stopped here so that the operator and the network are not deleted under them.")
+    kinds = {kind for kind, _ in KINDS}
+    if any(x.kind in kinds for x in leftovers):
+        lines.append(
+            "The Kubernetes objects are already being deleted; the operator's finalizer holds them until it has "
+            "cleaned up (kubectl -n hyperpod-inference-system logs deploy/hyperpod-inference-controller-manager). "
+            "If the operator cannot finish, remove the finalizer: kubectl patch <kind> -n <ns> <name> "
+            "--type=merge -p '{\"metadata\":{\"finalizers\":null}}' (its AWS resources then stay behind).")
+    if any(x.kind not in kinds for x in leftovers):
+        lines.append("The janitor deletes the AWS resources above that carry the operator's or the load balancer "
+                     "controller's tag; delete the others (or the ones it could not) by hand.")
     lines.append(
-        "Stack deletion stopped here so that the operator and the network are not deleted under them. "
-        "Fix: check the operator (kubectl -n hyperpod-inference-system logs "
-        "deploy/hyperpod-inference-controller-manager), delete what is left (kubectl delete "
-        "inferenceendpointconfig|jumpstartmodel -n <ns> <name>; aws sagemaker delete-endpoint; "
-        "aws elbv2 delete-load-balancer / delete-target-group; aws acm delete-certificate), "
-        "then run cdk destroy again.")
+        f"Then run cdk destroy again; or, to finish the destroy and keep what is left: aws cloudformation "
+        f"delete-stack --stack-name {stack} --retain-resources {logical_id}")
     return "\n".join(lines)

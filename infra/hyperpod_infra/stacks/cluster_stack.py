@@ -15,7 +15,8 @@ from hyperpod_constructs.hyperpod_dependencies import (
     HyperPodDependencies,
     HyperPodDependenciesProps,
 )
-from hyperpod_constructs.hyperpod_resiliency_charts import HyperPodResiliencyChartsProps
+from hyperpod_constructs.hyperpod_resiliency_charts import HyperPodResiliencyChartsProps, ResiliencyChart
+from hyperpod_constructs.lambda_eni_waiter import LambdaEniWaiter, LambdaEniWaiterProps
 from hyperpod_infra import outputs
 from hyperpod_infra.nag import acknowledge
 
@@ -26,11 +27,10 @@ class ClusterStackProps:
     gpu_instance_types: tuple[str, ...]
     nvidia_device_plugin: ChartSource
     efa_device_plugin: ChartSource
-    resiliency_repository: str
-    """GitHub ``owner/name`` holding the HyperPod resiliency sub-charts."""
-    resiliency_commit: str
-    resiliency_chart_path: str
-    resiliency_charts: tuple[str, ...]
+    resiliency_charts: tuple[ResiliencyChart, ...]
+    """The HyperPod resiliency sub-charts, fetched and verified at set-up (hyperpod_infra.artifacts)."""
+    resiliency_source: str
+    """``aws/sagemaker-hyperpod-cli@<commit>``: where they come from."""
 
 
 #: CloudFormation parameter naming the human admin when ``eks.admin_principal_arn`` is not set.
@@ -71,10 +71,15 @@ class ClusterStack(Stack):
             cluster=self.cluster, gpu_instance_types=props.gpu_instance_types,
             nvidia_device_plugin=props.nvidia_device_plugin, efa_device_plugin=props.efa_device_plugin))
         self.resiliency_charts = self.hyperpod_dependencies.add_resiliency_charts(HyperPodResiliencyChartsProps(
-            cluster=self.eks.cluster, kubectl_layer=self.eks.kubectl_layer, subnets=self.eks.private_subnets,
-            repository=props.resiliency_repository, commit=props.resiliency_commit,
-            chart_path=props.resiliency_chart_path, charts=props.resiliency_charts,
-            log_retention=props.eks.log_retention))
+            cluster=self.cluster, charts=props.resiliency_charts, source=props.resiliency_source,
+            values={"region": self.region}))
+
+        # CDK's kubectl handler runs in the VPC in the cluster security group: on destroy, wait for its Lambda
+        # ENIs after the handler is deleted and before the cluster (and its group) go (docs/deploy.md).
+        self.kubectl_eni_waiter = LambdaEniWaiter(self, "KubectlEniWaiter", props=LambdaEniWaiterProps(
+            security_group=self.eks.cluster.cluster_security_group, log_retention=props.eks.log_retention))
+        assert self.eks.cluster.kubectl_provider is not None
+        self.eks.cluster.kubectl_provider.node.add_dependency(self.kubectl_eni_waiter.resource)
 
         _acknowledge_cdk_managed_functions(self)
         CfnOutput(self, outputs.EKS_CLUSTER_NAME, value=self.cluster.cluster_name)
@@ -96,9 +101,6 @@ def _acknowledge_cdk_managed_functions(stack: ClusterStack) -> None:
     for policy in ("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryReadOnly"):
         acknowledge(stack.eks.system_nodegroup.role, _iam4(policy),
                     f"EKS managed nodes need {policy} (EKS user guide, node IAM role)")
-    installer = stack.resiliency_charts.function
-    acknowledge(installer.role, _iam4("service-role/AWSLambdaVPCAccessExecutionRole"),  # type: ignore[arg-type]
-                "Our chart installer runs in the VPC: ENI management and its own log group, nothing else")
     provider = cluster.kubectl_provider
     assert provider is not None
     reason = ("CDK's kubectl provider (aws_eks_v2, aws-cdk-lib 2.275 pinned): its Lambda roles use the AWS "

@@ -12,12 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
 
 from hyperpod_constructs.alert_rules import AlertRules, AlertRulesProps
 from hyperpod_constructs.grafana_dashboards import GrafanaDashboards, GrafanaDashboardsProps
 from hyperpod_constructs.managed_prometheus import ManagedPrometheus, ManagedPrometheusProps
+from hyperpod_constructs.node_readiness import NodeReadiness, NodeReadinessProps, NodeRequirement
 from hyperpod_constructs.observability_addon import ObservabilityAddon, ObservabilityAddonProps
 from hyperpod_infra import outputs, pins
 from hyperpod_infra.nag import acknowledge
@@ -39,6 +41,15 @@ class ObservabilityStackProps:
     """Grafana folder of the dashboards. Default: ``HyperPod DPD``."""
     dashboards: Mapping[str, str] = field(default_factory=dict)
     """Dashboard JSON text by uid, for ``grafana_workspace_id``. Default: none."""
+    wait_for_nodes: tuple[NodeRequirement, ...] = ()
+    """Ready nodes the add-on needs (it needs a 4xlarge or larger node: the HyperPod nodes). The add-on is
+    created only once they are Ready, after a bounded wait. Default: no wait."""
+    wait_after: Sequence[IConstruct] = field(default_factory=tuple)
+    """Start the node wait after these (the HyperPod cluster). Default: none."""
+    hyperpod_cluster_name: str | None = None
+    """Named in the wait's failure message. Default: none."""
+    kube_api_vpc: ec2.IVpc | None = None
+    """Run the wait's functions in this VPC (API endpoint not open to the internet). Default: outside."""
 
 
 class ObservabilityStack(Stack):
@@ -47,9 +58,17 @@ class ObservabilityStack(Stack):
         super().__init__(scope, construct_id, **kwargs)
         self.prometheus = ManagedPrometheus(self, "Prometheus",
                                             props=ManagedPrometheusProps(alias=props.workspace_alias))
+        self.node_readiness = None
+        addon_depends_on = list(props.addon_depends_on)
+        if props.wait_for_nodes:
+            self.node_readiness = NodeReadiness(self, "NodeReadiness", props=NodeReadinessProps(
+                cluster=props.cluster, requirements=props.wait_for_nodes,
+                waiting_for="the HyperPod observability add-on", depends_on=tuple(props.wait_after),
+                hyperpod_cluster_name=props.hyperpod_cluster_name, vpc=props.kube_api_vpc))
+            addon_depends_on.append(self.node_readiness.resource)
         self.addon = ObservabilityAddon(self, "HyperPodObservability", props=ObservabilityAddonProps(
             cluster=props.cluster, version=pins.OBSERVABILITY.version, prometheus=self.prometheus,
-            scrape_interval_seconds=props.scrape_interval_seconds, depends_on=props.addon_depends_on))
+            scrape_interval_seconds=props.scrape_interval_seconds, depends_on=tuple(addon_depends_on)))
         self.alert_rules = None
         if props.alert_rule_groups is not None:
             self.alert_rules = AlertRules(self, "AlertRules", props=AlertRulesProps(

@@ -1,0 +1,1 @@
+../endpoint_janitor_handler/kube.py
