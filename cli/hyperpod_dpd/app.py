@@ -14,7 +14,8 @@ import typer
 from hyperpod_dpd.errors import EXIT_BAD_INPUT, EXIT_FAILED, CommandFailed, ConfigError
 
 #: Modules that register commands, in help order.
-COMMAND_MODULES: tuple[str, ...] = ("hyperpod_dpd.commands.validate",)
+COMMAND_MODULES: tuple[str, ...] = ("hyperpod_dpd.commands.validate", "hyperpod_dpd.commands.bench",
+                                    "hyperpod_dpd.commands.report")
 
 app = typer.Typer(
     name="hyperpod-dpd", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,

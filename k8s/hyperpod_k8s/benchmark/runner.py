@@ -5,7 +5,9 @@ lock installs (standard library + boto3 from ``genai-bench[aws]``). Everything i
 environment variables the cdk8s chart writes (``hyperpod_k8s.benchmark.jobs``):
 
 * the run: ``BENCH_MODE`` (dpd|colocated), ``BENCH_SCENARIO``, ``BENCH_TRAFFIC``, ``BENCH_PATH``,
-  ``BENCH_CONCURRENCY``; stop conditions ``BENCH_MAX_TIME_MINUTES``, ``BENCH_MAX_REQUESTS``; warm-up
+  ``BENCH_CONCURRENCY`` (a Job passes one scenario and one level; ``;``-separated scenarios/traffic and a
+  comma list of levels run several cells in one client start, as the tests do);
+  stop conditions ``BENCH_MAX_TIME_MINUTES``, ``BENCH_MAX_REQUESTS``; warm-up
   ``BENCH_WARMUP_RATIO``, ``BENCH_COOLDOWN_RATIO``;
 * the endpoint: ``BENCH_API_BASE``, ``BENCH_API_MODEL``; for the record ``BENCH_ENDPOINT``,
   ``BENCH_ROUTING_THRESHOLD``, ``BENCH_ROUTING_STRATEGY``, ``BENCH_GPUS``, ``BENCH_INSTANCE_TYPE``;
@@ -68,7 +70,8 @@ def fetch_tokenizer(uri: str, dest: Path) -> Path:
 
 
 def run_name() -> str:
-    return f"{_env('BENCH_MODE')}-{_env('BENCH_SCENARIO')}-c{_env('BENCH_CONCURRENCY')}"
+    levels = _env("BENCH_CONCURRENCY").replace(",", "-").replace(" ", "")
+    return f"{_env('BENCH_MODE')}-{_env('BENCH_SCENARIO').replace(';', '+')}-c{levels}"
 
 
 def genai_bench_command(tokenizer: Path, out_dir: Path) -> list[str]:
@@ -81,8 +84,8 @@ def genai_bench_command(tokenizer: Path, out_dir: Path) -> list[str]:
         "--api-model-name", _env("BENCH_API_MODEL"),
         "--model-tokenizer", str(tokenizer),
         "--task", "text-to-text",
-        "--traffic-scenario", _env("BENCH_TRAFFIC"),
-        "--num-concurrency", _env("BENCH_CONCURRENCY"),
+        *(x for t in _env("BENCH_TRAFFIC").split(";") for x in ("--traffic-scenario", t.strip())),
+        *(x for n in _env("BENCH_CONCURRENCY").split(",") for x in ("--num-concurrency", n.strip())),
         "--warmup-ratio", _env("BENCH_WARMUP_RATIO", "0"),
         "--cooldown-ratio", _env("BENCH_COOLDOWN_RATIO", "0"),
         "--max-time-per-run", _env("BENCH_MAX_TIME_MINUTES"),
@@ -90,6 +93,7 @@ def genai_bench_command(tokenizer: Path, out_dir: Path) -> list[str]:
         "--server-engine", "vLLM",
         "--server-gpu-count", _env("BENCH_GPUS"),
         "--experiment-base-dir", str(out_dir),
+        "--log-dir", str(out_dir / "logs"),
         "--experiment-folder-name", run_name(),
     ]
 
@@ -98,8 +102,11 @@ def run_record() -> dict[str, object]:
     from importlib.metadata import version
 
     return {
-        "mode": _env("BENCH_MODE"), "scenario": _env("BENCH_SCENARIO"), "traffic": _env("BENCH_TRAFFIC"),
-        "path": _env("BENCH_PATH"), "concurrency": int(_env("BENCH_CONCURRENCY")),
+        "mode": _env("BENCH_MODE"),
+        "scenarios": dict(zip((t.strip() for t in _env("BENCH_TRAFFIC").split(";")),
+                              (n.strip() for n in _env("BENCH_SCENARIO").split(";")), strict=True)),
+        "path": _env("BENCH_PATH"),
+        "concurrency": [int(n) for n in _env("BENCH_CONCURRENCY").split(",")],
         "endpoint": _env("BENCH_ENDPOINT"), "api_base": _env("BENCH_API_BASE"),
         "routing_threshold_tokens": int(_env("BENCH_ROUTING_THRESHOLD")),
         "routing_strategy": _env("BENCH_ROUTING_STRATEGY"), "gpus": int(_env("BENCH_GPUS")),
