@@ -58,13 +58,17 @@ class Kube:
 
     def _get_or_none(self, fn: Callable[..., Any], *args: Any) -> Any:
         from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
 
+        what = "/".join(str(a) for a in args[-2:])
         try:
             return fn(*args)
         except ApiException as exc:
             if exc.status == 404:
                 return None
-            raise CommandFailed(f"reading {args[-1]}: Kubernetes API {exc.status} {exc.reason}") from None
+            raise CommandFailed(f"reading {what}: Kubernetes API {exc.status} {exc.reason}") from None
+        except (HTTPError, OSError) as exc:
+            raise CommandFailed(f"reading {what}: Kubernetes API unreachable ({type(exc).__name__})") from None
 
     # --- plain objects ----------------------------------------------------------------------------------
 
@@ -169,8 +173,10 @@ class Kube:
         if not pods.items:
             raise CommandFailed(f"Job {ns}/{name} has no pod to read the results from")
         pod = sorted(pods.items, key=lambda p: p.metadata.name)[-1]
-        return str(self._call(f"reading the log of {pod.metadata.name}", self.core.read_namespaced_pod_log,
-                              pod.metadata.name, ns, container="genai-bench"))
+        # Raw bytes: with preloading, the client turns a non-JSON body into str(bytes), i.e. "b'...'".
+        resp = self._call(f"reading the log of {pod.metadata.name}", self.core.read_namespaced_pod_log,
+                          pod.metadata.name, ns, container="genai-bench", _preload_content=False)
+        return bytes(resp.data).decode("utf-8", "replace")
 
     def delete_job(self, ns: str, name: str) -> None:
         from kubernetes import client
