@@ -104,11 +104,16 @@ def report(measured):
                                    str(measured["results"]), "--out", str(out)])
     assert res.exit_code == 0, res.output
     if os.environ.get("UPDATE_SAMPLE_REPORT") == "1":
+        keep = SAMPLE / "README.md"
+        note = keep.read_text(encoding="utf-8") if keep.exists() else None
         shutil.rmtree(SAMPLE, ignore_errors=True)
         shutil.copytree(out, SAMPLE)
-        (SAMPLE / "summary.json").write_text(
-            (out / "summary.json").read_text(encoding="utf-8").replace(str(measured["results"]), "<results>"),
-            encoding="utf-8")
+        for name in ("summary.json", "report.md", "report.html"):
+            f = SAMPLE / name
+            f.write_text(f.read_text(encoding="utf-8").replace(str(measured["results"]), "<results>"),
+                         encoding="utf-8")
+        if note is not None:
+            keep.write_text(note, encoding="utf-8")
     return out
 
 

@@ -294,6 +294,7 @@ def write_report(report: Report, out: Path) -> list[Path]:
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it private; a report is meant to be read
     try:
         (tmp / "charts").mkdir()
         charts: dict[str, dict[str, str]] = {}
