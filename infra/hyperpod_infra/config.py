@@ -261,17 +261,31 @@ class BenchmarkScenarioConfig(_Model):
     (reproduces a published setup as is, e.g. AWS's D(4096,256), even when it sits at the threshold)."""
 
 
-def _default_scenarios() -> tuple[BenchmarkScenarioConfig, ...]:
-    s = BenchmarkScenarioConfig
-    return (
+#: Output lengths of the adoption checklist's shapes: "long" is AWS's >= 256 output tokens and more.
+_SHORT_OUTPUT, _LONG_OUTPUT = 128, 1024
+
+
+def default_scenarios(endpoint: EndpointConfig) -> tuple[BenchmarkScenarioConfig, ...]:
+    """AWS's D(4096,256) plus the adoption checklist's four shapes, sized from the endpoint's routing threshold
+    (long prompts twice the threshold, short ones a quarter of it) and ``max_model_len``.
+
+    Default endpoint (threshold 4096, max-model-len 16384): D(8192,1024), D(8192,128), D(1024,1024), D(1024,128).
+    """
+    s, t, cap = BenchmarkScenarioConfig, endpoint.routing_threshold_tokens, endpoint.max_model_len
+    out: list[BenchmarkScenarioConfig] = []
+    if 4096 + 256 <= cap:
         # AWS's published DPD benchmark (1 prefill + 1 decode p5 vs one colocated node).
-        s(name="aws-reference", traffic="D(4096,256)", path="reference"),
-        # The adoption checklist's four shapes: short/long input x short/long output.
-        s(name="long-in-long-out", traffic="D(8192,1024)", path="dpd"),
-        s(name="long-in-short-out", traffic="D(8192,128)", path="dpd"),
-        s(name="short-in-long-out", traffic="D(1024,1024)", path="direct"),
-        s(name="short-in-short-out", traffic="D(1024,128)", path="direct"),
-    )
+        out.append(s(name="aws-reference", traffic="D(4096,256)", path="reference"))
+    long_in = min(2 * t if t else 8192, cap - _LONG_OUTPUT)
+    if long_in >= t * (1 + BENCHMARK_PATH_MARGIN) and long_in > 0:
+        out += [s(name="long-in-long-out", traffic=f"D({long_in},{_LONG_OUTPUT})", path="dpd"),
+                s(name="long-in-short-out", traffic=f"D({long_in},{_SHORT_OUTPUT})", path="dpd")]
+    short_in = max(128, t // 4) if t else 1024
+    if short_in + _LONG_OUTPUT <= cap and (not t or short_in <= t * (1 - BENCHMARK_PATH_MARGIN)):
+        path: Literal["dpd", "direct"] = "direct" if t else "dpd"
+        out += [s(name="short-in-long-out", traffic=f"D({short_in},{_LONG_OUTPUT})", path=path),
+                s(name="short-in-short-out", traffic=f"D({short_in},{_SHORT_OUTPUT})", path=path)]
+    return tuple(out)
 
 
 class BenchmarkConfig(_Model):
@@ -280,8 +294,8 @@ class BenchmarkConfig(_Model):
     client_image: str = pins.BENCHMARK_CLIENT_IMAGE
     """Image of the benchmark Job; must be pinned by digest (genai-bench is installed from a hash-pinned
     lock file mounted from a ConfigMap)."""
-    scenarios: Annotated[tuple[BenchmarkScenarioConfig, ...], Field(min_length=1, max_length=20)] = Field(
-        default_factory=_default_scenarios)
+    scenarios: Annotated[tuple[BenchmarkScenarioConfig, ...], Field(min_length=1, max_length=20)] | None = None
+    """The traffic shapes; default: :func:`default_scenarios` of the endpoint (``Config.benchmark_scenarios``)."""
     concurrency: Annotated[tuple[Annotated[int, Field(ge=1, le=1024)], ...], Field(min_length=1, max_length=10)] = (
         8, 16, 32)
     warmup_ratio: Annotated[float, Field(ge=0, lt=0.5)] = 0.1
@@ -318,6 +332,10 @@ class Config(_Model):
     endpoint: EndpointConfig = EndpointConfig()
     observability: ObservabilityConfig = ObservabilityConfig()
     benchmark: BenchmarkConfig = BenchmarkConfig()
+
+    def benchmark_scenarios(self) -> tuple[BenchmarkScenarioConfig, ...]:
+        """``benchmark.scenarios``, else the defaults sized from the endpoint."""
+        return self.benchmark.scenarios or default_scenarios(self.endpoint)
 
     @model_validator(mode="after")
     def _cross_field_rules(self) -> Config:
@@ -561,8 +579,11 @@ def _rule_benchmark(c: Config) -> None:
     names: set[str] = set()
     low, high = (e.routing_threshold_tokens * (1 + BENCHMARK_PATH_MARGIN),
                  e.routing_threshold_tokens * (1 - BENCHMARK_PATH_MARGIN))
-    for i, s in enumerate(b.scenarios):
+    for i, s in enumerate(c.benchmark_scenarios()):
         field = f"benchmark.scenarios[{i}]"
+        name = f"{e.name}-bench-colocated-{s.name}-c{max(b.concurrency)}"
+        if len(name) > 63:
+            _fail(f"{field}.name", s.name, f"must keep the Job name {name!r} within 63 characters (with endpoint.name)")
         if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,22}[a-z0-9])?", s.name) or s.name in names:
             _fail(f"{field}.name", s.name, "must be a unique DNS label of at most 24 characters")
         names.add(s.name)
@@ -581,6 +602,8 @@ def _rule_benchmark(c: Config) -> None:
             _fail(f"{field}.traffic", s.traffic,
                   f"takes path 'direct', so its prompts must be at most {int(high)} tokens (endpoint.routing_"
                   f"threshold_tokens {e.routing_threshold_tokens} - {BENCHMARK_PATH_MARGIN:.0%})")
+    if not c.benchmark_scenarios():
+        _fail("benchmark.scenarios", [], "must name at least one scenario (none of the defaults fits this endpoint)")
     if len(set(b.concurrency)) != len(b.concurrency):
         _fail("benchmark.concurrency", list(b.concurrency), "must not repeat a level")
     if b.target == "load_balancer":

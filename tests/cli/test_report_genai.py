@@ -262,9 +262,15 @@ def test_endpoint_that_refuses_connections(measured, tmp_path):
     env = _runner_env("dpd", ["short-in"], f"http://127.0.0.1:{port}", tok, tmp_path / "w",
                       BENCH_CONCURRENCY="1", BENCH_MAX_REQUESTS="2")
     proc = _run(env, tmp_path / "w")
-    assert proc.returncode != 0
+    assert proc.returncode == 1
     assert not _run_files(tmp_path / "w")
-    assert "HYPERPOD-BENCH-DONE dpd-short-in-c2" in proc.stdout or "error:" in proc.stdout
+    assert "No values found for metric" in proc.stderr  # genai-bench: every request failed
+    # The runner still publishes what there is (metadata, record, genai-bench's debug file) for bench to show.
+    assert "HYPERPOD-BENCH-DONE dpd-short-in-c1 3" in proc.stdout
+
+    from hyperpod_dpd.commands.bench import _failure_line
+
+    assert _failure_line(proc.stdout + proc.stderr).startswith("ValueError: No values found for metric")
 
 
 # --- planner estimates: present or absent ------------------------------------------------------------------

@@ -62,3 +62,26 @@ def test_a_lower_threshold_makes_the_aws_shape_a_dpd_run():
 ])
 def test_scenario_token_range(traffic, expected):
     assert scenario_token_range(traffic) == expected
+
+
+@pytest.mark.parametrize(("endpoint", "expected"), [
+    ({}, {"aws-reference": "D(4096,256)", "long-in-long-out": "D(8192,1024)", "long-in-short-out": "D(8192,128)",
+          "short-in-long-out": "D(1024,1024)", "short-in-short-out": "D(1024,128)"}),
+    ({"routing_threshold_tokens": 2048}, {"aws-reference": "D(4096,256)", "long-in-long-out": "D(4096,1024)",
+                                          "long-in-short-out": "D(4096,128)", "short-in-long-out": "D(512,1024)",
+                                          "short-in-short-out": "D(512,128)"}),
+    # a threshold near max-model-len: the long shapes shrink to what fits, still 25 % above the threshold
+    ({"routing_threshold_tokens": 12000}, {"aws-reference": "D(4096,256)", "long-in-long-out": "D(15360,1024)",
+                                           "long-in-short-out": "D(15360,128)", "short-in-long-out": "D(3000,1024)",
+                                           "short-in-short-out": "D(3000,128)"}),
+])
+def test_default_scenarios_follow_the_endpoint(endpoint, expected):
+    """A user who never wrote a benchmark section never gets an error about one."""
+    config = parse_config(_with({}, **endpoint))
+    assert {s.name: s.traffic for s in config.benchmark_scenarios()} == expected
+
+
+def test_job_names_must_fit_63_characters():
+    with pytest.raises(ConfigError, match=r"benchmark.scenarios\[0\].name must keep the Job name"):
+        parse_config(_with({"scenarios": [{"name": "a" * 24, "traffic": "D(100,10)", "path": "direct"}],
+                            "concurrency": [1000]}, name="a-rather-long-endpoint-name"))

@@ -53,9 +53,10 @@ def test_one_suspended_job_per_run_of_the_matrix(synthesized, case):
     config = load_config(CASES[case])
     jobs = _jobs(synthesized, case)
     b = config.benchmark
-    assert len(jobs) == 2 * len(b.scenarios) * len(b.concurrency)
+    assert len(jobs) == 2 * len(config.benchmark_scenarios()) * len(b.concurrency)
     cells = {(_env(j)["BENCH_MODE"], _env(j)["BENCH_SCENARIO"], int(_env(j)["BENCH_CONCURRENCY"])) for j in jobs}
-    assert cells == {(m, s.name, n) for m in ("dpd", "colocated") for s in b.scenarios for n in b.concurrency}
+    assert cells == {(m, s.name, n) for m in ("dpd", "colocated") for s in config.benchmark_scenarios()
+                     for n in b.concurrency}
     for j in jobs:
         spec = j["spec"]
         assert spec["suspend"] is True, "applying the file must start nothing"
@@ -69,9 +70,9 @@ def test_one_suspended_job_per_run_of_the_matrix(synthesized, case):
 
 def test_default_matrix_is_aws_reference_plus_the_four_checklist_shapes():
     """AWS's run: D(4096,256) at concurrency 8/16/32; plus short/long input x short/long output."""
-    b = load_config(CASES["default"]).benchmark
-    assert b.concurrency == (8, 16, 32)
-    traffic = {s.name: s.traffic for s in b.scenarios}
+    config = load_config(CASES["default"])
+    assert config.benchmark.concurrency == (8, 16, 32)
+    traffic = {s.name: s.traffic for s in config.benchmark_scenarios()}
     assert traffic["aws-reference"] == "D(4096,256)"
     shapes = {(scenario_token_range(t)[0] > 4096, scenario_token_range(t)[2] >= 256)
               for n, t in traffic.items() if n != "aws-reference"}

@@ -84,6 +84,13 @@ def _collect(kube: Kube, config: Config, job: dict[str, Any], results: Path) -> 
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _failure_line(log: str) -> str:
+    """The last line of a failed run's log that names an error (genai-bench's exception), else its last line."""
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip() and not ln.startswith("HYPERPOD-BENCH-")]
+    errors = [ln for ln in lines if "error" in ln.lower()]
+    return (errors or lines or ["(empty log)"])[-1]
+
+
 def _waiting(out: Console, mode: str, state: str) -> None:
     out.print(f"  waiting for the {mode} endpoint: {state}", highlight=False)
 
@@ -135,9 +142,8 @@ def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: Kubeco
             limit = float(job["spec"]["activeDeadlineSeconds"]) + 300
             ok = kube.wait_job(ns, jname, limit, poll_seconds, partial(_running, out, key))
             if not ok:
-                tail = [ln for ln in kube.job_log(ns, jname).splitlines() if ln.strip()][-1:] or ["(empty log)"]
-                raise CommandFailed(f"run {key} failed (Job {jname}): {tail[0][:200]}; fix and re-run bench to "
-                                    f"resume")
+                tail = _failure_line(kube.job_log(ns, jname))
+                raise CommandFailed(f"run {key} failed (Job {jname}): {tail[:200]}; fix and re-run bench to resume")
             _collect(kube, c, job, results)
             kube.delete_job(ns, jname)
             out.print(f"[{index}/{total}] {key}: done", highlight=False)

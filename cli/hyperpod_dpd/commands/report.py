@@ -33,7 +33,7 @@ def report(results: ResultsOption = None, out: OutOption = None, config: ConfigO
     c = e.config
     source = results or str(e.workdir / "benchmark-results")
     target = out or e.workdir / "benchmark-report"
-    names = {s.traffic.replace(" ", ""): s.name for s in c.benchmark.scenarios}
+    names = {s.traffic.replace(" ", ""): s.name for s in c.benchmark_scenarios()}
     with tempfile.TemporaryDirectory(prefix="hyperpod-report-") as tmp:
         root = download_s3(source, Path(tmp), c.region) if source.startswith("s3://") else Path(source)
         measurements = load_results(root, names)

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from hyperpod_infra.config import Config
-from hyperpod_infra.errors import ConfigError
 from hyperpod_k8s.endpoint import defaults as d
 from hyperpod_k8s.endpoint.props import endpoint_props
 from hyperpod_k8s.inputs import EndpointInputs
@@ -81,13 +80,9 @@ def benchmark_runs(config: Config) -> list[BenchmarkRun]:
     """Every run in execution order: all of DPD first, then all of colocated (one switch in between)."""
     runs: list[BenchmarkRun] = []
     for mode in MODES:
-        for i, s in enumerate(config.benchmark.scenarios):
+        for s in config.benchmark_scenarios():
             for n in config.benchmark.concurrency:
-                name = f"{config.endpoint.name}-bench-{mode}-{s.name}-c{n}"
-                if len(name) > 63:
-                    raise ConfigError(
-                        f"benchmark.scenarios[{i}].name must keep the Job name '{name}' within 63 characters "
-                        f"(with endpoint.name), got {s.name!r}")
+                name = f"{config.endpoint.name}-bench-{mode}-{s.name}-c{n}"  # <= 63: a config rule
                 runs.append(BenchmarkRun(mode=mode, scenario=s.name, traffic=s.traffic, path=s.path,
                                          concurrency=n, job_name=name))
     return runs
