@@ -273,7 +273,7 @@ def default_scenarios(endpoint: EndpointConfig) -> tuple[BenchmarkScenarioConfig
     """
     s, t, cap = BenchmarkScenarioConfig, endpoint.routing_threshold_tokens, endpoint.max_model_len
     out: list[BenchmarkScenarioConfig] = []
-    if 4096 + 256 <= cap:
+    if cap >= 4096 + 256:
         # AWS's published DPD benchmark (1 prefill + 1 decode p5 vs one colocated node).
         out.append(s(name="aws-reference", traffic="D(4096,256)", path="reference"))
     long_in = min(2 * t if t else 8192, cap - _LONG_OUTPUT)
