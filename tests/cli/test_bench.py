@@ -190,3 +190,23 @@ def test_missing_manifests_is_bad_input(tmp_path):
     assert proc.stderr.splitlines() == [f"error: {tmp_path / 'c.out' / 'dist' / 'llama-3-3-70b-dpd.k8s.yaml'} does "
                                         f"not exist (synthesize first: python -m hyperpod_k8s.main --config ... "
                                         f"--outdir {tmp_path / 'c.out' / 'dist'})"]
+
+
+def test_without_observed_generation_a_complete_state_is_trusted_only_after_the_grace_period():
+    """Right after a replace, an operator that reports no observedGeneration may still show the old
+    DeploymentComplete; bench must not start a run against the previous mode."""
+    from hyperpod_dpd.benchmark.kube import UNOBSERVED_GRACE_SECONDS, Kube
+
+    class Stub(Kube):
+        def __init__(self) -> None:  # no API client: only the wait logic is under test
+            self.now = 0.0
+            self.sleep = lambda s: setattr(self, "now", self.now + s)
+            self.clock = lambda: self.now
+
+        def endpoint(self, ns, name):
+            return {"metadata": {"generation": 2}, "status": {"state": "DeploymentComplete"}}
+
+    waits: list[str] = []
+    stub = Stub()
+    stub.wait_endpoint_ready("default", "e", 600, 10, waits.append)
+    assert len(waits) == UNOBSERVED_GRACE_SECONDS / 10 and stub.now == UNOBSERVED_GRACE_SECONDS

@@ -15,7 +15,9 @@ from typing import Any
 from hyperpod_dpd.errors import CommandFailed
 
 IEC_GROUP, IEC_VERSION, IEC_PLURAL = "inference.sagemaker.aws.amazon.com", "v1", "inferenceendpointconfigs"
-MODE_LABEL = "hyperpod-dpd/mode"
+#: When the operator reports no ``status.observedGeneration``, a state older than the last apply cannot be told
+#: from a new one; wait this long after an apply before trusting it.
+UNOBSERVED_GRACE_SECONDS = 60.0
 
 
 def api_client(kubeconfig: str | None = None, context: str | None = None) -> Any:
@@ -114,12 +116,16 @@ class Kube:
 
     def wait_endpoint_ready(self, ns: str, name: str, timeout_s: float, poll_s: float,
                             on_wait: Callable[[str], None]) -> None:
-        deadline = self.clock() + timeout_s
+        start = self.clock()
+        deadline = start + timeout_s
         while True:
             obj = self.endpoint(ns, name) or {}
             status = obj.get("status") or {}
             state = status.get("state", "unknown")
-            current = status.get("observedGeneration", 0) >= (obj.get("metadata") or {}).get("generation", 0)
+            if "observedGeneration" in status:
+                current = status["observedGeneration"] >= (obj.get("metadata") or {}).get("generation", 0)
+            else:  # no generation to compare: trust the state once the operator had time to react
+                current = self.clock() - start >= UNOBSERVED_GRACE_SECONDS
             if state == "DeploymentComplete" and current:
                 return
             if state == "DeploymentFailed" and current:

@@ -68,7 +68,7 @@ def _collect(kube: Kube, config: Config, job: dict[str, Any], results: Path) -> 
     mode, key = run_key(job)
     ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
     target = results / mode / key
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=results))
+    tmp = Path(tempfile.mkdtemp(prefix=f".bench-{key}.", dir=results.parent))  # outside what report reads
     try:
         uri = config.benchmark.results_s3_uri
         if uri:
