@@ -293,7 +293,9 @@ def test_planner_absent_and_present(measured, tmp_path, monkeypatch):
 
     def estimate_scenarios(config, traffic, concurrencies):
         calls.append((list(traffic), list(concurrencies)))
-        return [{"traffic": t, "concurrency": c, "colocated": {}, "dpd": {},
+        return [{"traffic": t, "concurrency": c,
+                 "colocated": {"ttft_ms": 1.5, "tpot_ms": 2.25, "e2e_p50_ms": 3.5, "output_tokens_per_s": 4.5},
+                 "dpd": {"ttft_ms": 5.5, "tpot_ms": 6.25, "e2e_p50_ms": 7.5, "output_tokens_per_s": 8.5},
                  "improvement_pct": {"tpot": 11.0, "e2e_p50": 22.0, "output_throughput": 33.0}}
                 for t in traffic for c in concurrencies]
 
@@ -305,6 +307,8 @@ def test_planner_absent_and_present(measured, tmp_path, monkeypatch):
     assert len(calls) == 1 and set(calls[0][0]) == set(SCENARIOS.values()) and calls[0][1] == [2, 4]
     md = (tmp_path / "present" / "report.md").read_text()
     assert md.count("+11.0% / +22.0% / +33.0%") == 2 * len(SCENARIOS)
+    assert md.count("| dpd (planner) | - | 5.5 | - | 6.25 | - | 7.5 | - | 8.5 |") == 2 * len(SCENARIOS)
+    assert md.count("| colocated, one node (planner) | - | 1.5 | - | 2.25 | - | 3.5 | - | 4.5 |") == 2 * len(SCENARIOS)
 
 
 def test_results_from_s3(measured, tmp_path, monkeypatch):

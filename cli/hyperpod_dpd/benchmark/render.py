@@ -160,13 +160,23 @@ def measurement_rows(report: Report, scenario: str) -> list[list[str]]:
                          _fmt(m.tpot_ms.get("p95", math.nan), 2), _fmt(m.e2e_ms["p50"]), _fmt(m.e2e_ms["p90"]),
                          _fmt(m.output_tokens_per_s), _fmt(m.tokens_per_s_per_gpu), f"{m.error_rate:.1%}",
                          "yes" if slo.ok else "no: " + "; ".join(slo.misses), cost_text(m, report.config)])
+        if c.estimate:  # the planner's estimate next to the measurements of this concurrency
+            for mode, label in (("colocated", "colocated, one node (planner)"), ("dpd", "dpd (planner)")):
+                e = c.estimate.get(mode) or {}
+                rows.append([str(c.concurrency), label, "-", _est(e, "ttft_ms", 1), "-", _est(e, "tpot_ms", 2), "-",
+                             _est(e, "e2e_p50_ms", 1), "-", _est(e, "output_tokens_per_s", 1), "-", "-", "-", "-"])
     return rows
+
+
+def _est(e: dict[str, Any], key: str, digits: int) -> str:
+    return _fmt(float(e[key]), digits) if isinstance(e.get(key), int | float) else "n/a"
 
 
 MEASUREMENT_HEADER = ["concurrency", "mode", "GPUs", "TTFT mean ms", "TTFT p95 ms", "TPOT mean ms", "TPOT p95 ms",
                       "E2E P50 ms", "E2E P90 ms", "output tok/s", "tok/s per GPU", "errors", "meets SLO", "cost"]
 IMPROVEMENT_HEADER = ["concurrency", "TPOT", "E2E P50", "E2E P90", "TTFT", "output throughput",
-                      "throughput per GPU", "planner TPOT / E2E P50 / throughput", "AWS H100 (published)"]
+                      "throughput per GPU", "planner TPOT / E2E P50 / throughput (DPD vs one colocated node)",
+                      "AWS H100 (published)"]
 
 
 def improvement_rows(report: Report, scenario: str) -> list[list[str]]:
