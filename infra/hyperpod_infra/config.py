@@ -314,6 +314,9 @@ class BenchmarkConfig(_Model):
     ``REQUESTS_CA_BUNDLE``."""
     results_s3_uri: str | None = None
     """``s3://bucket/prefix/``: where each Job uploads its result files; none = the pod log."""
+    split_min_saving: Annotated[float, Field(ge=0, lt=1)] = 0.10
+    """The report recommends DPD only when it is at least this much cheaper per output token than colocated
+    (within that, run-to-run noise and a second pool to operate are not worth it)."""
     instance_hour_usd: Annotated[float, Field(gt=0)] | None = None
     """Price of one ``endpoint.instance_type`` node-hour; the report then adds USD per 1M output tokens
     (it always shows GPU-hours per 1M output tokens)."""

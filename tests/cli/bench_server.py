@@ -30,10 +30,10 @@ from pathlib import Path
 class Shape:
     mode: str
     threshold: int = 4096
-    prefill_s_per_1k: float = 0.004
-    kv_transfer_s: float = 0.006
-    itl_s: float = 0.0015
-    interference_per_request: float = 0.12
+    prefill_s_per_1k: float = 0.010
+    kv_transfer_s: float = 0.010
+    itl_s: float = 0.005
+    interference_per_request: float = 0.3
 
 
 class _Handler(BaseHTTPRequestHandler):

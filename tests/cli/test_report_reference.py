@@ -65,6 +65,8 @@ def test_reference_appears_beside_d4096_256_only(tmp_path):
     # both meet the SLO: the cheaper per output token wins (same GPUs: higher throughput)
     (dict(tpot=40.0, tput=1000.0), dict(tpot=30.0, tput=1300.0), True, "DPD is cheaper"),
     (dict(tpot=40.0, tput=1300.0), dict(tpot=30.0, tput=1000.0), False, "colocated is cheaper"),
+    # 5 % cheaper is within benchmark.split_min_saving (10 %): stay with one pool
+    (dict(tpot=40.0, tput=1000.0), dict(tpot=30.0, tput=1055.0), False, "less than benchmark.split_min_saving (10%)"),
     # TPOT p95 SLO 100 ms (observability.slo default): only DPD meets it
     (dict(tpot=140.0), dict(tpot=60.0), True, "only DPD meets observability.slo"),
     # TTFT p95 SLO 2 s: DPD's KV transfer pushes it over

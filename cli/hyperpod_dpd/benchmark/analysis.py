@@ -162,9 +162,14 @@ def verdict(scenario: str, cells: list[Cell], config: Config) -> Verdict:
                        reason=f"DPD misses observability.slo ({miss} at concurrency {top.concurrency}); "
                               f"colocated meets it: {cost_text(c, config)} at concurrency {c.concurrency}")
     dc, cc = d.gpu_hours_per_million_output_tokens(), c.gpu_hours_per_million_output_tokens()
-    split = dc < cc
-    cheaper = "DPD" if split else "colocated"
-    return Verdict(scenario=scenario, split=split,
-                   reason=f"both meet observability.slo; {cheaper} is cheaper per output token: DPD "
-                          f"{cost_text(d, config)} (concurrency {d.concurrency}) vs colocated "
-                          f"{cost_text(c, config)} (concurrency {c.concurrency})")
+    margin = config.benchmark.split_min_saving
+    split = dc < cc * (1 - margin)
+    costs = (f"DPD {cost_text(d, config)} (concurrency {d.concurrency}) vs colocated {cost_text(c, config)} "
+             f"(concurrency {c.concurrency})")
+    if split:
+        why = "DPD is cheaper per output token"
+    elif dc < cc:
+        why = f"DPD is cheaper by less than benchmark.split_min_saving ({margin:.0%}), not worth a second pool"
+    else:
+        why = "colocated is cheaper per output token"
+    return Verdict(scenario=scenario, split=split, reason=f"both meet observability.slo; {why}: {costs}")
