@@ -120,6 +120,10 @@ def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: Kubeco
     if not any(todo.values()):
         out.print(f"all {total} runs done; next: hyperpod-dpd report --results {results}", highlight=False)
         return
+    left = sum(len(v) for v in todo.values())
+    worst = sum(int(j["spec"]["activeDeadlineSeconds"]) for v in todo.values() for j in v) / 3600
+    out.print(f"{left} runs to go (stop conditions: {c.benchmark.max_time_per_run_minutes} min or "
+              f"{c.benchmark.max_requests_per_run} requests each; at most {worst:.1f} h with set-up)", highlight=False)
     kube = Kube(api_client(kubeconfig, context))
     for doc in bench_docs:
         if doc["kind"] in ("ConfigMap", "ServiceAccount"):
