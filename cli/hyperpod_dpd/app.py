@@ -18,6 +18,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hyperpod_dpd.commands.validate",
     "hyperpod_dpd.commands.status", "hyperpod_dpd.commands.smoke", "hyperpod_dpd.commands.logs",
     "hyperpod_dpd.commands.sweep",
+    "hyperpod_dpd.commands.bench", "hyperpod_dpd.commands.report",
     "hyperpod_dpd.commands.plan",
 )
 

@@ -269,6 +269,113 @@ class ObservabilityConfig(_Model):
     Default: none (dashboards ship as sidecar ConfigMaps and JSON files only)."""
 
 
+# --- benchmark (hyperpod-dpd bench / report; cdk8s chart <endpoint>-benchmark) ----------------------------
+
+#: genai-bench traffic scenarios we accept: deterministic ``D(in,out)``, normal ``N(mean,std)/(mean,std)``,
+#: uniform ``U(min,max)/(min,max)`` (genai-bench docs, "Traffic scenarios"; scenarios/text.py).
+_SCENARIO_D_RE = re.compile(r"^D\((\d+),(\d+)\)$")
+_SCENARIO_N_RE = re.compile(r"^N\((\d+),(\d+)\)/\((\d+),(\d+)\)$")
+_SCENARIO_U_RE = re.compile(r"^U\((\d+),(\d+)\)/\((\d+),(\d+)\)$")
+#: How far from ``endpoint.routing_threshold_tokens`` a prompt must stay so that the router's *estimate*
+#: cannot flip its path (the router estimates tokens; chat templates add some): 25 %.
+BENCHMARK_PATH_MARGIN = 0.25
+
+
+def scenario_token_range(traffic: str) -> tuple[int, int, int]:
+    """``(lowest input, highest input, highest output)`` tokens of a genai-bench scenario string.
+
+    ``N`` counts mean +- 2 standard deviations (genai-bench samples a normal distribution and clips at 1).
+    Raises :class:`ValueError` for anything else.
+    """
+    t = traffic.replace(" ", "")
+    if m := _SCENARIO_D_RE.fullmatch(t):
+        i, o = int(m[1]), int(m[2])
+        return i, i, o
+    if m := _SCENARIO_N_RE.fullmatch(t):
+        im, isd, om, osd = (int(x) for x in m.groups())
+        return max(1, im - 2 * isd), im + 2 * isd, om + 2 * osd
+    if m := _SCENARIO_U_RE.fullmatch(t):
+        imin, imax, omin, omax = (int(x) for x in m.groups())
+        if imin > imax or omin > omax:
+            raise ValueError("U(min,max): min must not exceed max")
+        return imin, imax, omax
+    raise ValueError("must be D(in,out), N(mean,std)/(mean,std) or U(min,max)/(min,max)")
+
+
+class BenchmarkScenarioConfig(_Model):
+    """One traffic shape of the benchmark matrix."""
+
+    name: str
+    """Short DNS label (part of Job and file names)."""
+    traffic: str
+    """genai-bench ``--traffic-scenario`` string."""
+    path: Literal["dpd", "direct", "reference"] = "dpd"
+    """Which router path the prompts must take on the DPD endpoint: ``dpd`` (input well above
+    ``endpoint.routing_threshold_tokens``), ``direct`` (well below: straight to decode), ``reference``
+    (reproduces a published setup as is, e.g. AWS's D(4096,256), even when it sits at the threshold)."""
+
+
+#: Output lengths of the adoption checklist's shapes: "long" is AWS's >= 256 output tokens and more.
+_SHORT_OUTPUT, _LONG_OUTPUT = 128, 1024
+
+
+def default_scenarios(endpoint: EndpointConfig) -> tuple[BenchmarkScenarioConfig, ...]:
+    """AWS's D(4096,256) plus the adoption checklist's four shapes, sized from the endpoint's routing threshold
+    (long prompts twice the threshold, short ones a quarter of it) and ``max_model_len``.
+
+    Default endpoint (threshold 4096, max-model-len 16384): D(8192,1024), D(8192,128), D(1024,1024), D(1024,128).
+    """
+    s, t, cap = BenchmarkScenarioConfig, endpoint.routing_threshold_tokens, endpoint.max_model_len
+    out: list[BenchmarkScenarioConfig] = []
+    if cap >= 4096 + 256:
+        # AWS's published DPD benchmark (1 prefill + 1 decode p5 vs one colocated node).
+        out.append(s(name="aws-reference", traffic="D(4096,256)", path="reference"))
+    long_in = min(2 * t if t else 8192, cap - _LONG_OUTPUT)
+    if long_in >= t * (1 + BENCHMARK_PATH_MARGIN) and long_in > 0:
+        out += [s(name="long-in-long-out", traffic=f"D({long_in},{_LONG_OUTPUT})", path="dpd"),
+                s(name="long-in-short-out", traffic=f"D({long_in},{_SHORT_OUTPUT})", path="dpd")]
+    short_in = max(128, t // 4) if t else 1024
+    if short_in + _LONG_OUTPUT <= cap and (not t or short_in <= t * (1 - BENCHMARK_PATH_MARGIN)):
+        path: Literal["dpd", "direct"] = "direct" if t else "dpd"
+        out += [s(name="short-in-long-out", traffic=f"D({short_in},{_LONG_OUTPUT})", path=path),
+                s(name="short-in-short-out", traffic=f"D({short_in},{_SHORT_OUTPUT})", path=path)]
+    return tuple(out)
+
+
+class BenchmarkConfig(_Model):
+    """The colocated-vs-DPD benchmark matrix (``hyperpod-dpd bench``; docs/benchmark.md)."""
+
+    client_image: str = pins.BENCHMARK_CLIENT_IMAGE
+    """Image of the benchmark Job; must be pinned by digest (genai-bench is installed from a hash-pinned
+    lock file mounted from a ConfigMap)."""
+    scenarios: Annotated[tuple[BenchmarkScenarioConfig, ...], Field(min_length=1, max_length=20)] | None = None
+    """The traffic shapes; default: :func:`default_scenarios` of the endpoint (``Config.benchmark_scenarios``)."""
+    concurrency: Annotated[tuple[Annotated[int, Field(ge=1, le=1024)], ...], Field(min_length=1, max_length=10)] = (
+        8, 16, 32)
+    warmup_ratio: Annotated[float, Field(ge=0, lt=0.5)] = 0.1
+    """Share of the first requests of each run left out of the statistics (genai-bench ``--warmup-ratio``)."""
+    cooldown_ratio: Annotated[float, Field(ge=0, lt=0.5)] = 0.0
+    max_time_per_run_minutes: Annotated[int, Field(ge=1, le=240)] = 15
+    """Stop condition: a run ends after this many minutes (genai-bench ``--max-time-per-run``)..."""
+    max_requests_per_run: Annotated[int, Field(ge=1, le=100_000)] = 320
+    """...or after this many requests (``--max-requests-per-run``), whichever comes first."""
+    target: Literal["service", "load_balancer"] = "service"
+    """``service``: the router's in-cluster Service; ``load_balancer``: ``load_balancer_url`` over TLS."""
+    load_balancer_url: str | None = None
+    """``https://...`` of the endpoint's ALB; needs ``ca_secret_name`` (a Secret holding ``ca.pem``)."""
+    ca_secret_name: str | None = None
+    """Secret with key ``ca.pem``: the endpoint's TLS certificate (from the TLS bucket), for
+    ``REQUESTS_CA_BUNDLE``."""
+    results_s3_uri: str | None = None
+    """``s3://bucket/prefix/``: where each Job uploads its result files; none = the pod log."""
+    split_min_saving: Annotated[float, Field(ge=0, lt=1)] = 0.10
+    """The report recommends DPD only when it is at least this much cheaper per output token than colocated
+    (within that, run-to-run noise and a second pool to operate are not worth it)."""
+    instance_hour_usd: Annotated[float, Field(gt=0)] | None = None
+    """Price of one ``endpoint.instance_type`` node-hour; the report then adds USD per 1M output tokens
+    (it always shows GPU-hours per 1M output tokens)."""
+
+
 class Config(_Model):
     """The whole deployment. ``config/default.yaml`` is the AWS DPD walkthrough."""
 
@@ -282,6 +389,11 @@ class Config(_Model):
     model: ModelConfig = ModelConfig()
     endpoint: EndpointConfig = EndpointConfig()
     observability: ObservabilityConfig = ObservabilityConfig()
+    benchmark: BenchmarkConfig = BenchmarkConfig()
+
+    def benchmark_scenarios(self) -> tuple[BenchmarkScenarioConfig, ...]:
+        """``benchmark.scenarios``, else the defaults sized from the endpoint."""
+        return self.benchmark.scenarios or default_scenarios(self.endpoint)
 
     @model_validator(mode="before")
     @classmethod
@@ -609,9 +721,57 @@ def _rule_cidrs(c: Config) -> None:
             _fail(f"eks.endpoint_public_access_cidrs[{i}]", cidr, "must be an IPv4 CIDR with no host bits set")
 
 
+def _rule_benchmark(c: Config) -> None:
+    b, e = c.benchmark, c.endpoint
+    if "@sha256:" not in b.client_image or not _IMAGE_RE.fullmatch(b.client_image):
+        _fail("benchmark.client_image", b.client_image, "must be pinned by digest (<image>@sha256:<64 hex>)")
+    names: set[str] = set()
+    low, high = (e.routing_threshold_tokens * (1 + BENCHMARK_PATH_MARGIN),
+                 e.routing_threshold_tokens * (1 - BENCHMARK_PATH_MARGIN))
+    for i, s in enumerate(c.benchmark_scenarios()):
+        field = f"benchmark.scenarios[{i}]"
+        name = f"{e.name}-bench-colocated-{s.name}-c{max(b.concurrency)}"
+        if len(name) > 63:
+            _fail(f"{field}.name", s.name, f"must keep the Job name {name!r} within 63 characters (with endpoint.name)")
+        if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,22}[a-z0-9])?", s.name) or s.name in names:
+            _fail(f"{field}.name", s.name, "must be a unique DNS label of at most 24 characters")
+        names.add(s.name)
+        try:
+            in_min, in_max, out_max = scenario_token_range(s.traffic)
+        except ValueError as exc:
+            raise ConfigError(f"{field}.traffic {exc}, got {s.traffic!r}") from None
+        if in_max + out_max > e.max_model_len:
+            _fail(f"{field}.traffic", s.traffic,
+                  f"input plus output tokens must fit endpoint.max_model_len ({e.max_model_len})")
+        if s.path == "dpd" and in_min < low:
+            _fail(f"{field}.traffic", s.traffic,
+                  f"takes path 'dpd', so its prompts must be at least {int(low)} tokens (endpoint.routing_threshold_"
+                  f"tokens {e.routing_threshold_tokens} + {BENCHMARK_PATH_MARGIN:.0%}: the router estimates tokens)")
+        if s.path == "direct" and in_max > high:
+            _fail(f"{field}.traffic", s.traffic,
+                  f"takes path 'direct', so its prompts must be at most {int(high)} tokens (endpoint.routing_"
+                  f"threshold_tokens {e.routing_threshold_tokens} - {BENCHMARK_PATH_MARGIN:.0%})")
+    if not c.benchmark_scenarios():
+        _fail("benchmark.scenarios", [], "must name at least one scenario (none of the defaults fits this endpoint)")
+    if len(set(b.concurrency)) != len(b.concurrency):
+        _fail("benchmark.concurrency", list(b.concurrency), "must not repeat a level")
+    if b.target == "load_balancer":
+        if not b.load_balancer_url or not re.fullmatch(r"https://[A-Za-z0-9.-]+(:\d+)?/?", b.load_balancer_url):
+            _fail("benchmark.load_balancer_url", b.load_balancer_url,
+                  "must be https://<host>[:port] when benchmark.target is load_balancer")
+        if not b.ca_secret_name or not _DNS_LABEL_RE.fullmatch(b.ca_secret_name):
+            _fail("benchmark.ca_secret_name", b.ca_secret_name,
+                  "must name the Secret holding the endpoint's TLS PEM (ca.pem) when benchmark.target is "
+                  "load_balancer")
+    if b.results_s3_uri is not None and not re.fullmatch(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?",
+                                                         b.results_s3_uri):
+        _fail("benchmark.results_s3_uri", b.results_s3_uri, "must be s3://<bucket>/<prefix>")
+
+
 _RULES = (
     _rule_names, _rule_s3, _rule_region_and_az, _rule_instance_types, _rule_parallelism,
     _rule_capacity, _rule_routing, _rule_autoscaling, _rule_eks, _rule_addons, _rule_cidrs, _rule_pod_fit,
+    _rule_benchmark,
 )
 
 

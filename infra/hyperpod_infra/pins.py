@@ -290,3 +290,13 @@ ed182dc40ee03e58a1abdd1e45c4c894b848f2dbd9b0a630c6136bf572a82332 templates/NOTES
 CHART_ARTIFACTS: Final = (NVIDIA_DEVICE_PLUGIN_CHART, EFA_DEVICE_PLUGIN_CHART, *HYPERPOD_RESILIENCY_CHART_ARTIFACTS)
 #: The namespace HyperPod requires for these components ("The aws-hyperpod namespace name cannot be modified").
 HYPERPOD_NAMESPACE: Final = "aws-hyperpod"
+
+
+# --- Benchmark client (hyperpod-dpd bench; k8s/hyperpod_k8s/benchmark) -----------------------------------
+#: Base image of the benchmark Jobs: Debian 12 (glibc 2.36) + CPython 3.11, the platform the hash-pinned
+#: genai-bench lock (k8s/hyperpod_k8s/benchmark/genai-bench.lock.txt) is resolved for. Docker Hub digest of
+#: python:3.11-slim-bookworm as recorded in a public repository that verified it (see docs/benchmark.md).
+BENCHMARK_CLIENT_IMAGE: Final = (
+    "python:3.11-slim-bookworm@sha256:2e32f7d302adc1c37428355c1e646897c0c53f4fd60b6a551245fb90ee129f91")
+#: genai-bench release the lock file pins (PyPI; Python 3.10-3.12; the client of AWS's DPD benchmark).
+GENAI_BENCH_VERSION: Final = "0.0.5"

@@ -26,9 +26,17 @@ def build_endpoint_charts(app: cdk8s.App, config: Config, inputs: EndpointInputs
     return [dpd, colocated]
 
 
+def build_benchmark_chart(app: cdk8s.App, config: Config, inputs: EndpointInputs) -> cdk8s.Chart:
+    """``<endpoint>-benchmark``: suspended genai-bench Jobs, one per run (``hyperpod-dpd bench`` runs them)."""
+    from hyperpod_k8s.benchmark.chart import build_benchmark_chart as build
+
+    return build(app, config, inputs)
+
+
 def build_charts(app: cdk8s.App, config: Config, inputs: EndpointInputs) -> None:
     """Add every chart for ``config`` to ``app``."""
     from hyperpod_k8s.observability import build_observability_charts
 
     build_endpoint_charts(app, config, inputs)
+    build_benchmark_chart(app, config, inputs)
     build_observability_charts(app, config)  # dashboards ConfigMaps + PrometheusRule; nothing when disabled

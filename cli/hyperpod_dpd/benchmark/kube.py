@@ -1,0 +1,191 @@
+"""The Kubernetes side of ``bench``, through the official ``kubernetes`` client.
+
+* the endpoint: the DPD and the colocated ``InferenceEndpointConfig`` carry the same name, so switching is a
+  *replace* (PUT) of the object with the other manifest (a merge patch would keep ``pdSpec``); ready when
+  ``status.state`` is ``DeploymentComplete`` for the current generation (CRD status enum);
+* the benchmark Jobs: created one at a time, unsuspended, waited for, their pod log read, then deleted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from hyperpod_dpd.errors import CommandFailed
+
+IEC_GROUP, IEC_VERSION, IEC_PLURAL = "inference.sagemaker.aws.amazon.com", "v1", "inferenceendpointconfigs"
+#: When the operator reports no ``status.observedGeneration``, a state older than the last apply cannot be told
+#: from a new one; wait this long after an apply before trusting it.
+UNOBSERVED_GRACE_SECONDS = 60.0
+
+
+def api_client(kubeconfig: str | None = None, context: str | None = None) -> Any:
+    """An ApiClient from the kubeconfig (``$KUBECONFIG``/``~/.kube/config``), or in-cluster credentials."""
+    from kubernetes import client, config
+    from kubernetes.config.config_exception import ConfigException
+
+    try:
+        return config.new_client_from_config(config_file=kubeconfig, context=context)
+    except (ConfigException, FileNotFoundError, OSError) as exc:
+        try:
+            config.load_incluster_config()
+            return client.ApiClient()
+        except ConfigException:
+            raise CommandFailed(f"no Kubernetes credentials: {exc} (aws eks update-kubeconfig ...)") from None
+
+
+class Kube:
+    """The few calls ``bench`` makes; every API error becomes one :class:`CommandFailed` line."""
+
+    def __init__(self, api: Any, *, sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        from kubernetes import client
+
+        self.custom = client.CustomObjectsApi(api)
+        self.batch = client.BatchV1Api(api)
+        self.core = client.CoreV1Api(api)
+        self.sleep, self.clock = sleep, clock
+
+    def _call(self, action: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        try:
+            return fn(*args, **kwargs)
+        except ApiException as exc:
+            raise CommandFailed(f"{action}: Kubernetes API {exc.status} {exc.reason}") from None
+        except (HTTPError, OSError) as exc:
+            raise CommandFailed(f"{action}: Kubernetes API unreachable ({type(exc).__name__})") from None
+
+    def _get_or_none(self, fn: Callable[..., Any], *args: Any) -> Any:
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        what = "/".join(str(a) for a in args[-2:])
+        try:
+            return fn(*args)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise CommandFailed(f"reading {what}: Kubernetes API {exc.status} {exc.reason}") from None
+        except (HTTPError, OSError) as exc:
+            raise CommandFailed(f"reading {what}: Kubernetes API unreachable ({type(exc).__name__})") from None
+
+    # --- plain objects ----------------------------------------------------------------------------------
+
+    def apply_core(self, doc: dict[str, Any]) -> None:
+        """Create or replace a ConfigMap or ServiceAccount."""
+        kind, ns, name = doc["kind"], doc["metadata"]["namespace"], doc["metadata"]["name"]
+        read, create, replace = {
+            "ConfigMap": (self.core.read_namespaced_config_map, self.core.create_namespaced_config_map,
+                          self.core.replace_namespaced_config_map),
+            "ServiceAccount": (self.core.read_namespaced_service_account,
+                               self.core.create_namespaced_service_account,
+                               self.core.replace_namespaced_service_account),
+        }[kind]
+        if self._get_or_none(read, name, ns) is None:
+            self._call(f"creating {kind} {ns}/{name}", create, ns, doc)
+        else:
+            self._call(f"replacing {kind} {ns}/{name}", replace, name, ns, doc)
+
+    # --- the endpoint -----------------------------------------------------------------------------------
+
+    def endpoint(self, ns: str, name: str) -> dict[str, Any] | None:
+        return self._get_or_none(self.custom.get_namespaced_custom_object, IEC_GROUP, IEC_VERSION, ns, IEC_PLURAL,
+                                 name)
+
+    def live_mode(self, ns: str, name: str) -> str | None:
+        obj = self.endpoint(ns, name)
+        if obj is None:
+            return None
+        if "pdSpec" in (obj.get("spec") or {}):
+            return "dpd"
+        return "colocated"
+
+    def apply_endpoint(self, doc: dict[str, Any]) -> None:
+        ns, name = doc["metadata"]["namespace"], doc["metadata"]["name"]
+        live = self.endpoint(ns, name)
+        if live is None:
+            self._call(f"creating endpoint {ns}/{name}", self.custom.create_namespaced_custom_object, IEC_GROUP,
+                       IEC_VERSION, ns, IEC_PLURAL, doc)
+            return
+        body = {**doc, "metadata": {**doc["metadata"], "resourceVersion": live["metadata"]["resourceVersion"]}}
+        self._call(f"replacing endpoint {ns}/{name}", self.custom.replace_namespaced_custom_object, IEC_GROUP,
+                   IEC_VERSION, ns, IEC_PLURAL, name, body)
+
+    def wait_endpoint_ready(self, ns: str, name: str, timeout_s: float, poll_s: float,
+                            on_wait: Callable[[str], None]) -> None:
+        start = self.clock()
+        deadline = start + timeout_s
+        while True:
+            obj = self.endpoint(ns, name) or {}
+            status = obj.get("status") or {}
+            state = status.get("state", "unknown")
+            if "observedGeneration" in status:
+                current = status["observedGeneration"] >= (obj.get("metadata") or {}).get("generation", 0)
+            else:  # no generation to compare: trust the state once the operator had time to react
+                current = self.clock() - start >= UNOBSERVED_GRACE_SECONDS
+            if state == "DeploymentComplete" and current:
+                return
+            if state == "DeploymentFailed" and current:
+                msg = ((status.get("conditions") or [{}])[0]).get("message", "")
+                raise CommandFailed(f"endpoint {ns}/{name} DeploymentFailed: {msg}".rstrip(": "))
+            if self.clock() > deadline:
+                raise CommandFailed(f"endpoint {ns}/{name} not ready after {timeout_s:.0f} s (state {state})")
+            on_wait(state)
+            self.sleep(poll_s)
+
+    # --- jobs -------------------------------------------------------------------------------------------
+
+    def job(self, ns: str, name: str) -> Any:
+        return self._get_or_none(self.batch.read_namespaced_job, name, ns)
+
+    def start_job(self, doc: dict[str, Any]) -> None:
+        """Create the Job unsuspended; a leftover failed or finished Job of the same name is replaced."""
+        ns, name = doc["metadata"]["namespace"], doc["metadata"]["name"]
+        live = self.job(ns, name)
+        if live is not None:
+            if live.spec.suspend:
+                self._call(f"starting Job {name}", self.batch.patch_namespaced_job, name, ns,
+                           {"spec": {"suspend": False}})
+                return
+            if not (live.status.succeeded or live.status.failed):
+                return  # still running from an interrupted bench: wait for it
+            self.delete_job(ns, name)
+        body = {**doc, "spec": {**doc["spec"], "suspend": False}}
+        self._call(f"creating Job {name}", self.batch.create_namespaced_job, ns, body)
+
+    def wait_job(self, ns: str, name: str, timeout_s: float, poll_s: float,
+                 on_wait: Callable[[float], None]) -> bool:
+        """True when the Job succeeded, False when it failed."""
+        start = self.clock()
+        while True:
+            job = self.job(ns, name)
+            if job is None:
+                raise CommandFailed(f"Job {ns}/{name} disappeared while running")
+            if job.status.succeeded:
+                return True
+            if job.status.failed:
+                return False
+            if self.clock() - start > timeout_s:
+                raise CommandFailed(f"Job {ns}/{name} still running after {timeout_s:.0f} s")
+            on_wait(self.clock() - start)
+            self.sleep(poll_s)
+
+    def job_log(self, ns: str, name: str) -> str:
+        pods = self._call(f"listing pods of Job {name}", self.core.list_namespaced_pod, ns,
+                          label_selector=f"job-name={name}")
+        if not pods.items:
+            raise CommandFailed(f"Job {ns}/{name} has no pod to read the results from")
+        pod = sorted(pods.items, key=lambda p: p.metadata.name)[-1]
+        # Raw bytes: with preloading, the client turns a non-JSON body into str(bytes), i.e. "b'...'".
+        resp = self._call(f"reading the log of {pod.metadata.name}", self.core.read_namespaced_pod_log,
+                          pod.metadata.name, ns, container="genai-bench", _preload_content=False)
+        return bytes(resp.data).decode("utf-8", "replace")
+
+    def delete_job(self, ns: str, name: str) -> None:
+        from kubernetes import client
+
+        self._call(f"deleting Job {name}", self.batch.delete_namespaced_job, name, ns,
+                   body=client.V1DeleteOptions(propagation_policy="Background"))

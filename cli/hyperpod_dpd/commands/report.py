@@ -1,0 +1,53 @@
+"""``hyperpod-dpd report``: genai-bench results of both modes -> a decision report (HTML, Markdown, PNG charts)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from hyperpod_dpd import environment
+from hyperpod_dpd.benchmark.analysis import build_cells, planner_estimates, verdict
+from hyperpod_dpd.benchmark.render import Report, write_report
+from hyperpod_dpd.benchmark.results import check_matrix, download_s3, load_results
+from hyperpod_dpd.commands.options import ConfigOption, EnvOption
+
+ResultsOption = Annotated[str | None, typer.Option(
+    "--results", help="Folder or s3://bucket/prefix holding both modes' genai-bench results "
+                      "(default: the folder 'bench' collects into).", show_default=False)]
+OutOption = Annotated[Path | None, typer.Option(
+    "--out", help="Report folder (default: <workdir>/benchmark-report).", show_default=False)]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report)
+
+
+def report(results: ResultsOption = None, out: OutOption = None, config: ConfigOption = None,
+           env: EnvOption = None) -> None:
+    """Compare colocated and DPD from genai-bench result files and write the decision report."""
+    e = environment.resolve(config, env)
+    c = e.config
+    source = results or str(e.workdir / "benchmark-results")
+    target = out or e.workdir / "benchmark-report"
+    names = {s.traffic.replace(" ", ""): s.name for s in c.benchmark_scenarios()}
+    with tempfile.TemporaryDirectory(prefix="hyperpod-report-") as tmp:
+        root = download_s3(source, Path(tmp), c.region) if source.startswith("s3://") else Path(source)
+        measurements = load_results(root, names)
+        cells = check_matrix(measurements)
+        traffic_of = {m.scenario: m.traffic for m in measurements}
+        levels = sorted({n for _, n in cells})
+        estimates, note = planner_estimates(c, list(dict.fromkeys(traffic_of[s] for s, _ in cells)), levels)
+        built = build_cells(measurements, cells, estimates)
+        scenarios = list(dict.fromkeys(s for s, _ in cells))
+        verdicts = [verdict(s, [x for x in built if x.scenario == s], c) for s in scenarios]
+        files = write_report(Report(config=c, cells=built, verdicts=verdicts, planner_note=note, source=source),
+                             target)
+    console = Console()
+    for v in verdicts:
+        word = {True: "split", False: "stay colocated", None: "no verdict"}[v.split]
+        console.print(f"{v.scenario}: [bold]{word}[/bold] - {v.reason}", highlight=False)
+    console.print(f"wrote {len(files)} files to {target}/ (report.html, report.md, charts/)", highlight=False)

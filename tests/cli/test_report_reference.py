@@ -1,0 +1,91 @@
+"""AWS's published H100 numbers as the reference of D(4096,256), and the verdict rules, on hand-made cells.
+
+Reference values: AWS ML blog "Disaggregated prefill and decode for LLM inference on SageMaker HyperPod"
+(2026-07-10), "Benchmarking performance": TPOT improvement 22% at concurrency 8 to 66% at 32, output throughput
+up to 35%, E2E P50 14-32% (H100, ml.p5.48xlarge). The measurements below are inputs of the rendering rules,
+not claims about hardware.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hyperpod_dpd.benchmark.analysis import AWS_H100_REFERENCE, Cell, verdict
+from hyperpod_dpd.benchmark.render import Report, improvement_rows, write_report
+from hyperpod_dpd.benchmark.results import Measurement
+from hyperpod_infra.config import parse_config
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _config(**benchmark):
+    data = yaml.safe_load((REPO / "config" / "default.yaml").read_text(encoding="utf-8"))
+    data["benchmark"] = benchmark
+    return parse_config(data)
+
+
+def _m(mode: str, n: int, *, tpot: float, ttft: float = 500.0, tput: float = 1000.0, errors: float = 0.0,
+       gpus: int = 16) -> Measurement:
+    e2e = ttft + 255 * tpot
+    return Measurement(mode=mode, scenario="aws-reference", traffic="D(4096,256)", concurrency=n, gpus=gpus,
+                       ttft_ms={"mean": ttft, "p95": ttft}, tpot_ms={"mean": tpot, "p95": tpot},
+                       e2e_ms={"p50": e2e, "p90": e2e, "mean": e2e}, output_tokens_per_s=tput,
+                       requests_per_s=1.0, error_rate=errors, completed=10, input_tokens_mean=4096,
+                       output_tokens_mean=256, source="x")
+
+
+def _cell(n: int, col: Measurement, dpd: Measurement) -> Cell:
+    return Cell(scenario="aws-reference", traffic="D(4096,256)", concurrency=n, colocated=col, dpd=dpd, estimate=None)
+
+
+def test_reference_is_what_the_blog_states():
+    assert AWS_H100_REFERENCE["traffic"] == "D(4096,256)"
+    assert AWS_H100_REFERENCE["points"]["tpot"] == {8: 22.0, 32: 66.0}
+    assert AWS_H100_REFERENCE["ranges"]["e2e_p50"] == (14.0, 32.0)
+    assert AWS_H100_REFERENCE["up_to"]["output_throughput"] == 35.0
+
+
+def test_reference_appears_beside_d4096_256_only(tmp_path):
+    config = _config()
+    cells = [_cell(n, _m("colocated", n, tpot=40.0), _m("dpd", n, tpot=30.0)) for n in (8, 16, 32)]
+    report = Report(config=config, cells=cells, verdicts=[verdict("aws-reference", cells, config)],
+                    planner_note="none", source="test")
+    rows = improvement_rows(report, "aws-reference")
+    assert rows[0][-1].startswith("TPOT +22%") and rows[2][-1].startswith("TPOT +66%")
+    assert rows[1][-1].startswith("E2E P50 +14..32%")  # no per-concurrency TPOT value published for 16
+    assert rows[0][1] == "+25.0%"  # (40 - 30) / 40
+    files = write_report(report, tmp_path / "r")
+    assert {p.name for p in files} >= {"report.md", "report.html", "summary.json", "improvement-aws-reference.png"}
+
+
+@pytest.mark.parametrize(("col", "dpd", "split", "words"), [
+    # both meet the SLO: the cheaper per output token wins (same GPUs: higher throughput)
+    (dict(tpot=40.0, tput=1000.0), dict(tpot=30.0, tput=1300.0), True, "DPD is cheaper"),
+    (dict(tpot=40.0, tput=1300.0), dict(tpot=30.0, tput=1000.0), False, "colocated is cheaper"),
+    # 5 % cheaper is within benchmark.split_min_saving (10 %): stay with one pool
+    (dict(tpot=40.0, tput=1000.0), dict(tpot=30.0, tput=1055.0), False, "less than benchmark.split_min_saving (10%)"),
+    # TPOT p95 SLO 100 ms (observability.slo default): only DPD meets it
+    (dict(tpot=140.0), dict(tpot=60.0), True, "only DPD meets observability.slo"),
+    # TTFT p95 SLO 2 s: DPD's KV transfer pushes it over
+    (dict(tpot=40.0), dict(tpot=30.0, ttft=2500.0), False, "DPD misses observability.slo (TTFT p95 2.50 s > 2 s"),
+    (dict(tpot=140.0), dict(tpot=130.0), None, "neither mode meets"),
+])
+def test_verdict(col, dpd, split, words):
+    config = _config()
+    cells = [_cell(8, _m("colocated", 8, **col), _m("dpd", 8, **dpd))]
+    v = verdict("aws-reference", cells, config)
+    assert v.split is split and words in v.reason
+
+
+def test_gpu_normalized_cost_uses_each_modes_gpus_and_the_configured_price():
+    """DPD on 16 GPUs at 2000 tok/s costs the same per token as colocated on 8 GPUs at 1000 tok/s."""
+    config = _config(instance_hour_usd=80.0)
+    col, dpd = _m("colocated", 8, tpot=40.0, tput=1000.0, gpus=8), _m("dpd", 8, tpot=30.0, tput=2000.0)
+    assert col.gpu_hours_per_million_output_tokens() == pytest.approx(dpd.gpu_hours_per_million_output_tokens())
+    assert col.gpu_hours_per_million_output_tokens() == pytest.approx(8 * 1e6 / (1000 * 3600))
+    from hyperpod_dpd.benchmark.analysis import cost_text
+
+    assert cost_text(col, config) == "2.22 GPU-h ($22.22) per 1M output tokens"  # 2.22 GPU-h x $80 / 8 GPUs
