@@ -16,6 +16,7 @@ from hyperpod_dpd.errors import guarded
 COMMAND_MODULES: tuple[str, ...] = (
     "hyperpod_dpd.commands.validate",
     "hyperpod_dpd.commands.lifecycle",
+    "hyperpod_dpd.commands.preflight",
 )
 
 app = typer.Typer(
