@@ -17,6 +17,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hyperpod_dpd.commands.validate",
     "hyperpod_dpd.commands.lifecycle",
     "hyperpod_dpd.commands.preflight",
+    "hyperpod_dpd.commands.stage_model",
 )
 
 app = typer.Typer(

@@ -17,8 +17,8 @@ from pathlib import Path
 
 
 def main() -> int:
-    from cfnlint.config import ConfigMixIn  # type: ignore[import-untyped]
-    from cfnlint.runner import Runner  # type: ignore[import-untyped]
+    from cfnlint.config import ConfigMixIn
+    from cfnlint.runner import Runner
 
     rc_file, region = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory() as tmp:
