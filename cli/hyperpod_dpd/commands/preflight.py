@@ -25,7 +25,11 @@ def preflight(config: ConfigOption = None, env: EnvOption = None, as_json: JsonO
 
     e = environment.resolve(config, env)
     region = e.config.region
-    results = checks.run(e.config, checks.make_clients(region))
+    if as_json:
+        results = checks.run(e.config, checks.make_clients(region))
+    else:
+        with Console(stderr=True).status(f"preflight: read-only checks in {region} ..."):
+            results = checks.run(e.config, checks.make_clients(region))
     failed = [c for c in results if c.status == "FAIL"]
     if as_json:
         print(checks.as_json(results))
