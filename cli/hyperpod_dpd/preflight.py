@@ -58,6 +58,7 @@ class Clients:
     def __init__(self, factory: Callable[[str], Any]) -> None:
         self._factory = factory
         self._cache: dict[tuple[str, str], Any] = {}
+        self.quota_names: dict[str, dict[str, dict[str, Any]]] = {}
 
     def get(self, service: str, purpose: str = "") -> Any:
         key = (service, purpose)
@@ -99,19 +100,28 @@ def _code(exc: Exception) -> str:
 
 # --- quotas ----------------------------------------------------------------------------------------------
 
+def quota_index(clients: Clients, service_code: str) -> dict[str, dict[str, Any]]:
+    """``{quota name: default quota}`` of a service, listed once per run (SageMaker has thousands: pages)."""
+    if service_code not in clients.quota_names:
+        sq = clients.get("service-quotas", service_code)
+        found: dict[str, dict[str, Any]] = {}
+        kwargs: dict[str, Any] = {"ServiceCode": service_code, "MaxResults": 100}
+        while True:
+            page = sq.list_aws_default_service_quotas(**kwargs)
+            found.update({q["QuotaName"]: q for q in page.get("Quotas", []) if "QuotaName" in q})
+            if not page.get("NextToken"):
+                break
+            kwargs["NextToken"] = page["NextToken"]
+        clients.quota_names[service_code] = found
+    return clients.quota_names[service_code]
+
+
 def quota_value(clients: Clients, service_code: str, name: str) -> float | None:
     """The account's value of the quota called ``name``; ``None`` when no quota has that name."""
-    sq = clients.get("service-quotas", service_code)
-    found: dict[str, Any] | None = None
-    kwargs: dict[str, Any] = {"ServiceCode": service_code}
-    while found is None:
-        page = sq.list_aws_default_service_quotas(**kwargs)
-        found = next((q for q in page.get("Quotas", []) if q.get("QuotaName") == name), None)
-        if found is not None or not page.get("NextToken"):
-            break
-        kwargs["NextToken"] = page["NextToken"]
+    found = quota_index(clients, service_code).get(name)
     if found is None:
         return None
+    sq = clients.get("service-quotas", service_code)
     try:
         return float(sq.get_service_quota(ServiceCode=service_code, QuotaCode=found["QuotaCode"])["Quota"]["Value"])
     except ClientError as exc:

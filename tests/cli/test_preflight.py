@@ -30,12 +30,25 @@ REGION = "us-west-2"
 ACCOUNT = "123456789012"  # moto's default account
 NOW = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
 PLAN_ARN = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:training-plan/p5-plan"
-ADMIN_ARN = f"arn:aws:iam::{ACCOUNT}:role/Admin"
+#: Per-test names (set by the ``aws`` fixture).
+NAMES = {"admin": "Admin", "bucket": "team-models"}
+
+
+def admin_arn() -> str:
+    return f"arn:aws:iam::{ACCOUNT}:role/{NAMES['admin']}"
 P5_QUOTA = "ml.p5.48xlarge for cluster usage"
 
 
 @pytest.fixture
 def aws(monkeypatch) -> Iterator[None]:
+    """moto, with names unique to the test: another module may hold moto open for the whole session, and a
+    nested ``mock_aws`` does not reset the backends."""
+    import uuid
+
+    run = uuid.uuid4().hex[:10]
+    monkeypatch.setattr(preflight, "bootstrap_qualifier", lambda: f"q{run}")
+    monkeypatch.setitem(NAMES, "admin", f"Admin-{run}")
+    monkeypatch.setitem(NAMES, "bucket", f"team-models-{run}")
     for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                        "AWS_DEFAULT_REGION": REGION}.items():
         monkeypatch.setenv(key, value)
@@ -46,8 +59,8 @@ def aws(monkeypatch) -> Iterator[None]:
 
 def _config(base: dict, **changes: Any):
     data = copy.deepcopy(base)
-    data["eks"]["admin_principal_arn"] = ADMIN_ARN
-    data["model"]["existing_bucket_name"] = "team-models"
+    data["eks"]["admin_principal_arn"] = admin_arn()
+    data["model"]["existing_bucket_name"] = NAMES["bucket"]
     for g in data["hyperpod"]["instance_groups"]:
         g["training_plan_arn"] = PLAN_ARN
     for path, value in changes.items():
@@ -87,11 +100,11 @@ class World:
                 Name=f"/cdk-bootstrap/{preflight.bootstrap_qualifier()}/version", Value=self.bootstrap,
                 Type="String")
         if self.admin:
-            boto3.client("iam", REGION).create_role(RoleName="Admin", AssumeRolePolicyDocument="{}")
+            boto3.client("iam", REGION).create_role(RoleName=NAMES["admin"], AssumeRolePolicyDocument="{}")
         if self.bucket_region:
             kwargs = {} if self.bucket_region == "us-east-1" else {
                 "CreateBucketConfiguration": {"LocationConstraint": self.bucket_region}}
-            boto3.client("s3", self.bucket_region).create_bucket(Bucket="team-models", **kwargs)
+            boto3.client("s3", self.bucket_region).create_bucket(Bucket=NAMES["bucket"], **kwargs)
         clients = preflight.Clients(lambda service: boto3.client(service, REGION))
         clients.put("service-quotas", "sagemaker", self._quotas("sagemaker", self.sagemaker_quota, config))
         clients.put("service-quotas", "ec2", self._quotas("ec2", {preflight.EIP_QUOTA: self.eip_quota}, config))
@@ -106,8 +119,13 @@ class World:
                  + [preflight.TOTAL_HYPERPOD_QUOTA]) if code == "sagemaker" else [preflight.EIP_QUOTA]
         listing = [{"ServiceCode": code, "QuotaCode": f"L-{i:08X}", "QuotaName": name, "Value": 1.0}
                    for i, name in enumerate(values)]
+        # Two pages, listed once per service code; the names we look for may sit on either.
+        half = len(listing) // 2
+        stub.add_response("list_aws_default_service_quotas", {"Quotas": listing[:half], "NextToken": "p2"},
+                          {"ServiceCode": code, "MaxResults": 100})
+        stub.add_response("list_aws_default_service_quotas", {"Quotas": listing[half:]},
+                          {"ServiceCode": code, "MaxResults": 100, "NextToken": "p2"})
         for name in names:
-            stub.add_response("list_aws_default_service_quotas", {"Quotas": listing}, {"ServiceCode": code})
             quota = next((q for q in listing if q["QuotaName"] == name), None)
             if quota is not None:
                 stub.add_response("get_service_quota",
@@ -252,7 +270,7 @@ def test_a_missing_admin_principal_fails(aws, default_config_dict) -> None:
 
 
 @pytest.mark.parametrize(("region", "detail"), [
-    ("eu-west-1", "s3://team-models is in eu-west-1, not us-west-2"), (None, "NoSuchBucket")])
+    ("eu-west-1", "is in eu-west-1, not us-west-2"), (None, "NoSuchBucket")])
 def test_a_model_bucket_elsewhere_or_missing_fails(aws, default_config_dict, region, detail) -> None:
     world = World()
     world.bucket_region = region
@@ -330,3 +348,18 @@ def test_preflight_bad_input_is_one_line_and_exit_2(tmp_path, args, starts) -> N
                             env={k: v for k, v in __import__("os").environ.items() if k != "HYPERPOD_CONFIG"})
     assert result.returncode == 2
     assert result.stderr.strip().startswith(starts) and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_quota_never_changed_takes_its_default_value() -> None:
+    """GetServiceQuota answers NoSuchResourceException when nothing was applied: the default value counts."""
+    client = boto3.client("service-quotas", REGION, aws_access_key_id="x", aws_secret_access_key="x")
+    with Stubber(client) as stub:
+        stub.add_response("list_aws_default_service_quotas", {"Quotas": [
+            {"ServiceCode": "sagemaker", "QuotaCode": "L-8762A75F", "QuotaName": P5_QUOTA, "Value": 0.0}]},
+            {"ServiceCode": "sagemaker", "MaxResults": 100})
+        stub.add_client_error("get_service_quota", service_error_code="NoSuchResourceException",
+                              expected_params={"ServiceCode": "sagemaker", "QuotaCode": "L-8762A75F"})
+        clients = preflight.Clients(lambda s: None)
+        clients.put("service-quotas", "sagemaker", client)
+        assert preflight.quota_value(clients, "sagemaker", P5_QUOTA) == 0.0
+        assert preflight.quota_value(clients, "sagemaker", "no such quota") is None

@@ -10,6 +10,7 @@ import copy
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +31,11 @@ MIB = 1024 * 1024
 
 @pytest.fixture
 def s3(monkeypatch) -> Iterator[object]:
+    """A fresh bucket in moto. Its name is unique: another module may hold moto open for the whole session,
+    and a nested ``mock_aws`` does not reset the backends."""
+    import uuid
+
+    monkeypatch.setattr(sys.modules[__name__], "BUCKET", f"team-models-{uuid.uuid4().hex[:12]}")
     for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                        "AWS_DEFAULT_REGION": REGION}.items():
         monkeypatch.setenv(key, value)
@@ -55,7 +61,7 @@ def make_model(root: Path, shards: int = 2, shard_size: int = 11 * MIB) -> Path:
 
 
 @pytest.fixture
-def config_file(tmp_path, default_config_dict) -> Path:
+def config_file(s3, tmp_path, default_config_dict) -> Path:
     data = copy.deepcopy(default_config_dict)
     data["model"]["existing_bucket_name"] = BUCKET
     path = tmp_path / "c.yaml"
@@ -98,7 +104,7 @@ def test_stages_the_folder_under_the_prefix_with_full_object_checksums(_invoke, 
         head = s3.head_object(Bucket=BUCKET, Key=PREFIX + shard, ChecksumMode="ENABLED")
         assert head["ChecksumType"] == "FULL_OBJECT"
         assert head["ChecksumCRC64NVME"] == manifest["files"][shard]["crc64nvme"]
-    assert "staged: s3://team-models/models/Llama-3.3-70B-Instruct/" in result.stdout
+    assert f"staged: s3://{BUCKET}/models/Llama-3.3-70B-Instruct/" in result.stdout
 
 
 def test_a_second_run_uploads_only_what_is_missing(_invoke, s3, tmp_path, config_file) -> None:
