@@ -187,3 +187,22 @@ def test_the_warmed_up_cfn_lint_finds_what_cfn_lint_finds(tmp_path) -> None:
     assert found.stdout.startswith("E3002 ") and str(bad) in found.stdout and str(good) not in found.stdout
     clean = subprocess.run(cmd, input=f"{good}\n", capture_output=True, text=True, timeout=120, check=False)
     assert (clean.returncode, clean.stdout) == (0, "")
+
+
+def test_schema_check_fails_on_a_stale_copy(run_cli, tmp_path, monkeypatch) -> None:
+    from hyperpod_dpd import schema
+
+    assert run_cli("schema", "--check").exit_code == 0
+    stale = tmp_path / "schema.json"
+    stale.write_text("{}\n")
+    monkeypatch.setattr(schema, "COMMITTED", stale)
+    result = run_cli("schema", "--check")
+    assert result.exit_code == 1
+    assert result.stderr.strip() == f"error: {stale} is stale; run: hyperpod-dpd schema --write"
+    assert run_cli("schema", "--write").exit_code == 0
+    assert stale.read_text() == schema.render()
+
+
+def test_schema_bad_input_is_one_line_and_exit_2(run_cli) -> None:
+    result = run_cli("schema", "--check", "--write")
+    assert (result.exit_code, result.stderr.strip()) == (2, "error: pass --check or --write, not both")

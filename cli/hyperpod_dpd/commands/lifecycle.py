@@ -87,6 +87,8 @@ def schema(check: Annotated[bool, typer.Option("--check", help="Exit 1 if config
     from hyperpod_dpd.schema import COMMITTED, render
     from hyperpod_infra.atomic import write_text_atomic
 
+    if check and write:
+        raise UsageError("pass --check or --write, not both")
     text = render()
     if check:
         if not COMMITTED.is_file() or COMMITTED.read_text() != text:
