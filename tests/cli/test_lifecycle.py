@@ -190,3 +190,18 @@ def test_synth_refuses_the_outputs_of_another_deployment(synthesized) -> None:
     _one_line_exit(result, 2,
         f"error: outputs file {str(other)!r}: stack 'hyperpod-dpd-platform' does not belong to config name 'demo'")
     assert sorted(p.name for p in (cwd / "envs/demo/dist").iterdir()) == before
+
+
+@pytest.mark.slow
+def test_the_main_job_script_rejects_a_bad_config_in_one_line_and_keeps_its_outputs(tmp_path) -> None:
+    """``./scripts/synth bad.yaml``: set-up, then one line and exit 2 before anything is replaced."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(DEFAULT.read_text().replace("routing_threshold_tokens: 4096", "routing_threshold_tokens: 20000"))
+    marker = REPO_ROOT / "cdk.out" / "manifest.json"
+    before = marker.read_bytes() if marker.is_file() else None
+    result = subprocess.run([str(REPO_ROOT / "scripts" / "synth"), str(bad)], cwd=REPO_ROOT, capture_output=True,
+                            text=True, timeout=600, check=False)
+    assert result.returncode == 2, result.stderr
+    errors = [line for line in result.stderr.splitlines() if not line.startswith("[setup]")]
+    assert len(errors) == 1 and errors[0].startswith("error: endpoint.routing_threshold_tokens must be below")
+    assert (marker.read_bytes() if marker.is_file() else None) == before
