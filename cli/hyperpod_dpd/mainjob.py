@@ -112,6 +112,24 @@ def synth_templates(config: Any, config_path: Path, outdir: Path) -> None:
         raise CommandFailed(f"cdk-nag: {len(findings)} unacknowledged findings (listed above)") from None
 
 
+def reuse_assets(previous: Path, outdir: Path) -> None:
+    """Hard-link the content-addressed ``asset.<hash>`` entries of the previous ``cdk.out`` into ``outdir``.
+
+    The CDK stages an asset only when ``asset.<hash>`` is not there yet, so unchanged assets (the 57 MB of
+    kubectl and AWS CLI layers) are not copied again. Same hash, same bytes; a failure just means a copy.
+    """
+    import shutil
+
+    for asset in previous.glob("asset.*"):
+        try:
+            if asset.is_dir():
+                shutil.copytree(asset, outdir / asset.name, copy_function=os.link)
+            else:
+                os.link(asset, outdir / asset.name)
+        except OSError:
+            shutil.rmtree(outdir / asset.name, ignore_errors=True)
+
+
 class CfnLint:
     """cfn-lint in :data:`LINT_WORKERS` warmed-up children (:mod:`hyperpod_dpd.lint_worker`).
 
@@ -171,6 +189,7 @@ def run(config_path: Path, cdk_out: Path, dist: Path, outputs_file: Path | None,
     try:
         with staged_dir(cdk_out) as tmp_out:
             with progress.step(f"CloudFormation templates (CDK app in-process, cdk-nag) -> {cdk_out}/"):
+                reuse_assets(cdk_out, tmp_out)
                 synth_templates(config, config_path, tmp_out)
                 if stamp is not None:
                     stamp(tmp_out)

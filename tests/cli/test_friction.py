@@ -206,3 +206,19 @@ def test_schema_check_fails_on_a_stale_copy(run_cli, tmp_path, monkeypatch) -> N
 def test_schema_bad_input_is_one_line_and_exit_2(run_cli) -> None:
     result = run_cli("schema", "--check", "--write")
     assert (result.exit_code, result.stderr.strip()) == (2, "error: pass --check or --write, not both")
+
+
+def test_unchanged_assets_are_linked_not_copied(tmp_path) -> None:
+    """The CDK skips staging an ``asset.<hash>`` that exists; the main job links the previous ones in."""
+    from hyperpod_dpd.mainjob import reuse_assets
+
+    previous, new = tmp_path / "cdk.out", tmp_path / "next"
+    (previous / "asset.abc").mkdir(parents=True)
+    (previous / "asset.abc" / "index.py").write_text("x")
+    (previous / "asset.def.zip").write_bytes(b"zip")
+    (previous / "Network.template.json").write_text("{}")
+    new.mkdir()
+    reuse_assets(previous, new)
+    assert sorted(p.name for p in new.iterdir()) == ["asset.abc", "asset.def.zip"]
+    assert (new / "asset.def.zip").stat().st_ino == (previous / "asset.def.zip").stat().st_ino
+    assert (new / "asset.abc" / "index.py").stat().st_ino == (previous / "asset.abc" / "index.py").stat().st_ino
