@@ -34,8 +34,9 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CFN_LINT_CONFIG = REPO_ROOT / ".cfnlintrc.yaml"
-#: cfn-lint children: one core is busy with the CDK/cdk8s synth (Python + the jsii node kernel).
-LINT_WORKERS = max(1, (os.cpu_count() or 2) - 1)
+#: cfn-lint children warmed up during the CDK synth: one (the other core runs the synth); it forks once the
+#: templates exist (hyperpod_dpd.lint_worker), when the synth is nearly done.
+LINT_WORKERS = 1
 
 #: Set before the first jsii import (the node kernel copies the environment once); see tooling.md.
 JSII_ENV = {
