@@ -205,3 +205,50 @@ def test_the_main_job_script_rejects_a_bad_config_in_one_line_and_keeps_its_outp
     errors = [line for line in result.stderr.splitlines() if not line.startswith("[setup]")]
     assert len(errors) == 1 and errors[0].startswith("error: endpoint.routing_threshold_tokens must be below")
     assert (marker.read_bytes() if marker.is_file() else None) == before
+
+
+def _with_parameters(cwd: Path, name: str, parameters: dict) -> None:
+    """A copy of the demo environment whose Cluster template declares ``parameters`` (as main's does)."""
+    shutil.copytree(cwd / "envs" / "demo", cwd / "envs" / name)
+    template = cwd / "envs" / name / "cdk.out" / "Cluster.template.json"
+    data = json.loads(template.read_text())
+    data.setdefault("Parameters", {}).update(parameters)
+    template.write_text(json.dumps(data))
+
+
+def test_deploy_fills_the_admin_principal_parameter(synthesized, fake_npx) -> None:
+    """A required ``AdminPrincipalArn`` gets the role of an assumed-role session (an access entry names roles)."""
+    cwd, _ = synthesized
+    env, log = fake_npx
+    _with_parameters(cwd, "admin", {"AdminPrincipalArn": {"Type": "String"}})
+    result = _cli("deploy", "--env", "admin", "--admin-principal-arn",
+                  "arn:aws:sts::111122223333:assumed-role/Ops/alice", cwd=cwd, **env)
+    assert result.returncode == 0, result.stderr
+    argv = log.read_text().splitlines()
+    assert argv[argv.index("--parameters") + 1] == "demo-cluster:AdminPrincipalArn=arn:aws:iam::111122223333:role/Ops"
+
+
+@pytest.mark.parametrize(("parameters", "args", "starts"), [
+    ({"AdminPrincipalArn": {"Type": "String"}}, ("--admin-principal-arn", "alice"),
+     "error: admin principal must be an IAM user, IAM role or assumed-role session ARN, got 'alice'"),
+    ({"Other": {"Type": "String"}}, (), "error: stack demo-cluster needs parameters Other that hyperpod-dpd does"),
+])
+def test_deploy_parameter_bad_input_is_one_line_and_exit_2(synthesized, fake_npx, parameters, args, starts) -> None:
+    cwd, _ = synthesized
+    env, log = fake_npx
+    name = f"p{len(list((cwd / 'envs').iterdir()))}"
+    _with_parameters(cwd, name, parameters)
+    _one_line_exit(_cli("deploy", "--env", name, *args, cwd=cwd, **env), 2, starts)
+    assert not log.exists()
+
+
+@pytest.mark.parametrize(("caller", "principal"), [
+    ("arn:aws:sts::111122223333:assumed-role/Admin/session-1", "arn:aws:iam::111122223333:role/Admin"),
+    ("arn:aws:iam::111122223333:user/alice", "arn:aws:iam::111122223333:user/alice"),
+    ("arn:aws:iam::111122223333:role/path/Ops", "arn:aws:iam::111122223333:role/path/Ops"),
+])
+def test_principal_arn_of_a_caller(caller: str, principal: str) -> None:
+    """STS GetCallerIdentity ARN forms (IAM user guide, 'IAM identifiers')."""
+    from hyperpod_dpd.commands.lifecycle import principal_arn
+
+    assert principal_arn(caller) == principal

@@ -171,15 +171,73 @@ def diff(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption =
     print(f"next: hyperpod-dpd deploy {e.selector}")
 
 
+_ASSUMED_ROLE = re.compile(r"^arn:(aws[a-z-]*):sts::(\d{12}):assumed-role/([\w+=,.@-]+)/[\w+=,.@-]+$")
+_IAM_PRINCIPAL = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")
+#: The cluster stack's parameter for the IAM principal given cluster admin through an EKS access entry (when
+#: the config does not name one in eks.admin_principal_arn).
+ADMIN_PARAMETER = "AdminPrincipalArn"
+
+
+def principal_arn(caller_arn: str) -> str:
+    """The IAM role/user ARN an access entry needs: an assumed-role session ARN becomes its role's ARN."""
+    match = _ASSUMED_ROLE.fullmatch(caller_arn.strip())
+    if match:
+        partition, account, role = match.groups()
+        return f"arn:{partition}:iam::{account}:role/{role}"
+    if _IAM_PRINCIPAL.fullmatch(caller_arn.strip()):
+        return caller_arn.strip()
+    raise UsageError(f"admin principal must be an IAM user, IAM role or assumed-role session ARN, got {caller_arn!r}")
+
+
+def required_parameters(cdk_out: Path, stack_ids: list[str]) -> dict[str, list[str]]:
+    """``{stack name: [parameter]}`` of the selected templates' parameters that have no default.
+
+    The CDK's own ``BootstrapVersion`` always has one (an SSM parameter path), so it never shows up here.
+    """
+    manifest = json.loads((cdk_out / "manifest.json").read_text())
+    out: dict[str, list[str]] = {}
+    for sid, artifact in manifest["artifacts"].items():
+        if artifact.get("type") != "aws:cloudformation:stack" or (stack_ids != ["--all"] and sid not in stack_ids):
+            continue
+        props = artifact.get("properties", {})
+        template = json.loads((cdk_out / props["templateFile"]).read_text())
+        missing = [name for name, p in template.get("Parameters", {}).items() if "Default" not in p]
+        if missing:
+            out[props.get("stackName", sid)] = missing
+    return out
+
+
+def _caller_principal(region: str) -> str:
+    from hyperpod_dpd import aws
+
+    with aws.aws_errors("cannot find who deploys (pass --admin-principal-arn, or set eks.admin_principal_arn)"
+                        "; sts:GetCallerIdentity"):
+        arn = aws.client("sts", region).get_caller_identity()["Arn"]
+    return principal_arn(arn)
+
+
 def deploy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption = None,
            approve: Annotated[bool, typer.Option(
                "--yes", help="Do not ask before IAM/security-group changes (--require-approval never).")] = False,
+           admin_principal_arn: Annotated[str | None, typer.Option(
+               "--admin-principal-arn", help="IAM role/user given cluster admin (kubectl) when the config names "
+                                             "none. Default: the caller of sts:GetCallerIdentity.",
+               show_default=False)] = None,
            ) -> None:
     """Deploy the templates synthesized from THIS config; write the outputs file next to them."""
     e = environment.resolve(config, env)
     cdk_out = e.require_synthesized().resolve()
-    args = ["deploy", "--app", str(cdk_out), *select_stacks(cdk_out, stacks),
-            "--outputs-file", str(e.outputs_file.resolve())]
+    if admin_principal_arn is not None:
+        admin_principal_arn = principal_arn(admin_principal_arn)
+    selected = select_stacks(cdk_out, stacks)
+    args = ["deploy", "--app", str(cdk_out), *selected, "--outputs-file", str(e.outputs_file.resolve())]
+    for stack_name, names in required_parameters(cdk_out, selected).items():
+        unknown = [n for n in names if n != ADMIN_PARAMETER]
+        if unknown:
+            raise UsageError(f"stack {stack_name} needs parameters {', '.join(unknown)} that hyperpod-dpd does not "
+                             f"know how to fill; deploy it with npx cdk deploy --app {cdk_out} --parameters ...")
+        arn = admin_principal_arn or _caller_principal(e.config.region)
+        args += ["--parameters", f"{stack_name}:{ADMIN_PARAMETER}={arn}"]
     if approve:
         args += ["--require-approval", "never"]
     rc = npx_cdk(args)
