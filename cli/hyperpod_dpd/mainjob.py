@@ -256,7 +256,15 @@ def next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
         return [f"hyperpod-dpd preflight {env.selector}", f"hyperpod-dpd deploy {env.selector}"]
     if deployed:
         return [apply]
-    return [f"npx cdk deploy --app {env.cdk_out} --all --outputs-file {env.outputs_file}"
+    from hyperpod_dpd.assembly import required_parameters
+
+    needed = [(stack, name) for stack, names in required_parameters(env.cdk_out, ["--all"]).items()
+              for name in names]
+    params = [f" --parameters {stack}:{name}=" + ('"$ADMIN_ARN"' if name == "AdminPrincipalArn" else "<value>")
+              for stack, name in needed]
+    first = (["ADMIN_ARN=$(aws sts get-caller-identity --query Arn --output text | ./scripts/admin-principal-arn)"]
+             if any(name == "AdminPrincipalArn" for _, name in needed) else [])
+    return [*first, f"npx cdk deploy --app {env.cdk_out} --all --outputs-file {env.outputs_file}{''.join(params)}"
             f"   # deploys exactly the templates just written from {env.config_path}"]
 
 

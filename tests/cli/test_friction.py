@@ -224,3 +224,23 @@ def test_unchanged_assets_are_linked_not_copied(tmp_path) -> None:
     assert sorted(p.name for p in new.iterdir()) == ["asset.abc", "asset.def.zip"]
     assert (new / "asset.def.zip").stat().st_ino == (previous / "asset.def.zip").stat().st_ino
     assert (new / "asset.abc" / "index.py").stat().st_ino == (previous / "asset.abc" / "index.py").stat().st_ino
+
+
+def test_the_raw_next_command_passes_the_parameters_the_templates_require(tmp_path, default_config) -> None:
+    """A template parameter without a default (the cluster stack's AdminPrincipalArn) must be on the command."""
+    from hyperpod_dpd.environment import Environment
+    from hyperpod_dpd.mainjob import next_steps
+
+    cdk_out = tmp_path / "cdk.out"
+    cdk_out.mkdir()
+    (cdk_out / "manifest.json").write_text(json.dumps({"artifacts": {"Cluster": {
+        "type": "aws:cloudformation:stack",
+        "properties": {"templateFile": "Cluster.template.json", "stackName": "hyperpod-dpd-cluster"}}}}))
+    (cdk_out / "Cluster.template.json").write_text(json.dumps({"Parameters": {
+        "AdminPrincipalArn": {"Type": "String"},
+        "BootstrapVersion": {"Type": "AWS::SSM::Parameter::Value<String>", "Default": "/cdk-bootstrap/x/version"}}}))
+    env = Environment(config_path=Path("c.yaml"), config=default_config, workdir=tmp_path)
+    first, deploy = next_steps(env, deployed=False, via_cli=False)
+    assert first.startswith("ADMIN_ARN=$(aws sts get-caller-identity")
+    assert deploy.startswith(f"npx cdk deploy --app {cdk_out} --all --outputs-file {tmp_path}/cdk-outputs.json"
+                             ' --parameters hyperpod-dpd-cluster:AdminPrincipalArn="$ADMIN_ARN"')

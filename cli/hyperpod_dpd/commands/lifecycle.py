@@ -28,6 +28,7 @@ import typer
 from rich.console import Console
 
 from hyperpod_dpd import environment
+from hyperpod_dpd.assembly import required_parameters
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption
 from hyperpod_dpd.errors import CommandFailed, UsageError
 
@@ -187,24 +188,6 @@ def principal_arn(caller_arn: str) -> str:
     if _IAM_PRINCIPAL.fullmatch(caller_arn.strip()):
         return caller_arn.strip()
     raise UsageError(f"admin principal must be an IAM user, IAM role or assumed-role session ARN, got {caller_arn!r}")
-
-
-def required_parameters(cdk_out: Path, stack_ids: list[str]) -> dict[str, list[str]]:
-    """``{stack name: [parameter]}`` of the selected templates' parameters that have no default.
-
-    The CDK's own ``BootstrapVersion`` always has one (an SSM parameter path), so it never shows up here.
-    """
-    manifest = json.loads((cdk_out / "manifest.json").read_text())
-    out: dict[str, list[str]] = {}
-    for sid, artifact in manifest["artifacts"].items():
-        if artifact.get("type") != "aws:cloudformation:stack" or (stack_ids != ["--all"] and sid not in stack_ids):
-            continue
-        props = artifact.get("properties", {})
-        template = json.loads((cdk_out / props["templateFile"]).read_text())
-        missing = [name for name, p in template.get("Parameters", {}).items() if "Default" not in p]
-        if missing:
-            out[props.get("stackName", sid)] = missing
-    return out
 
 
 def _caller_principal(region: str) -> str:
