@@ -40,3 +40,20 @@ def modeline(config_file: Path) -> str:
 
     rel = os.path.relpath(COMMITTED, config_file.resolve().parent)
     return f"# yaml-language-server: $schema={rel}"
+
+
+def config_files() -> list[Path]:
+    """The config files kept in the repository (``config/**/*.yaml``)."""
+    return sorted(COMMITTED.parent.rglob("*.yaml"))
+
+
+def with_modeline(path: Path) -> str | None:
+    """``path``'s text with the modeline as first line, or ``None`` when it has it already."""
+    text = path.read_text()
+    lines = text.splitlines(keepends=True)
+    want = modeline(path) + "\n"
+    if lines and lines[0] == want:
+        return None
+    if lines and lines[0].startswith("# yaml-language-server:"):
+        lines = lines[1:]
+    return want + "".join(lines)

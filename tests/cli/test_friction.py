@@ -244,3 +244,20 @@ def test_the_raw_next_command_passes_the_parameters_the_templates_require(tmp_pa
     assert first.startswith("ADMIN_ARN=$(aws sts get-caller-identity")
     assert deploy.startswith(f"npx cdk deploy --app {cdk_out} --all --outputs-file {tmp_path}/cdk-outputs.json"
                              ' --parameters hyperpod-dpd-cluster:AdminPrincipalArn="$ADMIN_ARN"')
+
+
+def test_schema_write_marks_every_config_file(run_cli, tmp_path, monkeypatch) -> None:
+    """A config file added later (e.g. a new example) gets its schema line from ``schema --write``."""
+    from hyperpod_dpd import schema
+
+    (tmp_path / "config" / "examples").mkdir(parents=True)
+    monkeypatch.setattr(schema, "COMMITTED", tmp_path / "config" / "schema.json")
+    new = tmp_path / "config" / "examples" / "new.yaml"
+    new.write_text("# yaml-language-server: $schema=old.json\nname: x\n")
+    assert run_cli("schema", "--write").exit_code == 0
+    assert new.read_text() == "# yaml-language-server: $schema=../schema.json\nname: x\n"
+    assert run_cli("schema", "--check").exit_code == 0
+    new.write_text("name: x\n")
+    result = run_cli("schema", "--check")
+    assert (result.exit_code, result.stderr.strip()) == (
+        1, f"error: {new}: no schema line; run: hyperpod-dpd schema --write")

@@ -84,8 +84,11 @@ def init(name: Annotated[str, typer.Argument(help="Environment name: envs/NAME/ 
 
 def schema(check: Annotated[bool, typer.Option("--check", help="Exit 1 if config/schema.json is stale.")] = False,
            write: Annotated[bool, typer.Option("--write", help="Rewrite config/schema.json.")] = False) -> None:
-    """Print the JSON Schema of the config (from the pydantic model); --write updates config/schema.json."""
-    from hyperpod_dpd.schema import COMMITTED, render
+    """Print the JSON Schema of the config (from the pydantic model); --write updates config/schema.json.
+
+    --write also puts the schema line first in every config/**/*.yaml that lacks it.
+    """
+    from hyperpod_dpd.schema import COMMITTED, config_files, render, with_modeline
     from hyperpod_infra.atomic import write_text_atomic
 
     if check and write:
@@ -94,10 +97,18 @@ def schema(check: Annotated[bool, typer.Option("--check", help="Exit 1 if config
     if check:
         if not COMMITTED.is_file() or COMMITTED.read_text() != text:
             raise CommandFailed(f"{COMMITTED} is stale; run: hyperpod-dpd schema --write")
+        unmarked = [str(p) for p in config_files() if with_modeline(p) is not None]
+        if unmarked:
+            raise CommandFailed(f"{', '.join(unmarked)}: no schema line; run: hyperpod-dpd schema --write")
         print(f"{COMMITTED}: up to date")
     elif write:
         write_text_atomic(COMMITTED, text)
         print(f"wrote {COMMITTED}")
+        for path in config_files():
+            marked = with_modeline(path)
+            if marked is not None:
+                write_text_atomic(path, marked)
+                print(f"added the schema line to {path}")
     else:
         sys.stdout.write(text)
 
