@@ -84,7 +84,6 @@ def main() -> None:
             def stage() -> tuple[float, int]:
                 start = time.perf_counter()
                 checked = staging.checksum_all(files)
-                print(f"  checksum pass {time.perf_counter() - start:.2f} s")
                 planned = staging.plan(s3, "bench-stage", "m/", checked)
                 staging.upload(s3, "bench-stage", planned)
                 staging.write_manifest(s3, "bench-stage", "m/", checked)
