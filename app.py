@@ -56,3 +56,8 @@ def main() -> None:
 
 if __name__ == "__main__":
     run_guarded(main)
+    # Skip the interpreter's teardown (freeing aws-cdk-lib's modules, stopping the jsii kernel gracefully):
+    # ~1 s of a 4 s synth. The assembly is on disk; the node kernel exits when its stdin closes.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

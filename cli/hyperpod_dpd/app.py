@@ -7,15 +7,17 @@ turns our errors into one line on stderr with exit code 2 (bad input) or 1 (a ch
 from __future__ import annotations
 
 import importlib
-import sys
 
 import typer
 
-from hyperpod_dpd.errors import EXIT_BAD_INPUT, EXIT_FAILED, CommandFailed, ConfigError
+from hyperpod_dpd.errors import guarded
 
 #: Modules that register commands, in help order.
 COMMAND_MODULES: tuple[str, ...] = (
     "hyperpod_dpd.commands.validate",
+    "hyperpod_dpd.commands.lifecycle",
+    "hyperpod_dpd.commands.preflight",
+    "hyperpod_dpd.commands.stage_model",
     "hyperpod_dpd.commands.status", "hyperpod_dpd.commands.smoke", "hyperpod_dpd.commands.logs",
     "hyperpod_dpd.commands.sweep",
     "hyperpod_dpd.commands.bench", "hyperpod_dpd.commands.report",
@@ -39,19 +41,4 @@ for _module in COMMAND_MODULES:
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point (``hyperpod-dpd``)."""
-    try:
-        app(args=argv, prog_name="hyperpod-dpd", standalone_mode=True)
-    except ConfigError as exc:
-        print(f"error: {_first_line(exc)}", file=sys.stderr)
-        raise SystemExit(EXIT_BAD_INPUT) from None
-    except CommandFailed as exc:
-        print(f"error: {_first_line(exc)}", file=sys.stderr)
-        raise SystemExit(EXIT_FAILED) from None
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        raise SystemExit(130) from None
-
-
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    guarded(lambda: app(args=argv, prog_name="hyperpod-dpd", standalone_mode=True))

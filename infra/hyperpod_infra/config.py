@@ -165,6 +165,23 @@ class ModelConfig(_Model):
     """Delete the created model bucket and its data on ``cdk destroy``. Default: keep it (RETAIN)."""
 
 
+def _merge_defaults(model: type[BaseModel], data: Any, fields: tuple[str, ...]) -> Any:
+    """Fill the keys a user left out of the sub-mappings ``fields`` from the model's default instances.
+
+    Without this, ``endpoint.prefill: {max_num_seqs: 8}`` would build a fresh ``RoleConfig`` and silently drop
+    the role's default ``extra_args`` (``--enforce-eager``). Unknown keys still reach the model and fail there.
+    """
+    if not isinstance(data, dict):
+        return data
+    merged = dict(data)
+    for name in fields:
+        given = merged.get(name)
+        default = model.model_fields[name].default
+        if isinstance(given, dict) and isinstance(default, BaseModel):
+            merged[name] = {**default.model_dump(exclude_unset=True), **given}
+    return merged
+
+
 class RoleConfig(_Model):
     """One DPD role (prefill or decode)."""
 
@@ -192,6 +209,11 @@ class AutoscalingConfig(_Model):
     prefill: RoleAutoscalingConfig = RoleAutoscalingConfig(min_replicas=1, max_replicas=2, target_value=8)
     decode: RoleAutoscalingConfig = RoleAutoscalingConfig(min_replicas=1, max_replicas=1, target_value=0.8)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _merge_role_defaults(cls, data: Any) -> Any:
+        return _merge_defaults(cls, data, ("prefill", "decode"))
+
 
 class KvCacheConfig(_Model):
     enable_l1_cache: bool = True
@@ -218,6 +240,12 @@ class EndpointConfig(_Model):
     pd_buffer_size_bytes: Annotated[int, Field(ge=1 << 30, le=64 << 30)] = 8 << 30
     """Decoder-side KV receive buffer per rank (PD_BUFFER_SIZE). AWS default 8 GiB; raise on OOM."""
     autoscaling: AutoscalingConfig = AutoscalingConfig()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _merge_role_defaults(cls, data: Any) -> Any:
+        """Overriding one field of ``prefill``/``decode`` keeps the role's other defaults (field by field)."""
+        return _merge_defaults(cls, data, ("prefill", "decode"))
 
 
 class SloConfig(_Model):

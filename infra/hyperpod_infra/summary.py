@@ -1,7 +1,8 @@
 """Print what the main job produced: stacks and resources by type, manifests, validation results.
 
-Usage: ``python -m hyperpod_infra.summary --cdk-out cdk.out --dist dist``. Exits non-zero when cfn-lint
-reports an error, so the main job fails loudly instead of summarizing a broken template.
+The main job (``hyperpod_dpd.mainjob``) calls :func:`print_summary` after its own cfn-lint pass. Standalone:
+``python -m hyperpod_infra.summary --cdk-out cdk.out --dist dist`` runs cfn-lint itself and exits non-zero on
+an error, so a broken template is never summarized as fine.
 """
 
 from __future__ import annotations
@@ -38,40 +39,46 @@ def _cfn_lint(cdk_out: Path) -> tuple[int, str]:
     return result.returncode, result.stdout.strip()
 
 
+def print_summary(*, cdk_out: Path, dist: Path, config: str, lint_rc: int, lint_output: str,
+                  next_steps: list[str]) -> None:
+    """Stacks and resources by type, manifests by kind, validation results and the exact next commands."""
+    stacks = _stacks(cdk_out)
+    total = sum(sum(c.values()) for c in stacks.values())
+    print(f"\n== CloudFormation ({cdk_out}/): {len(stacks)} stacks, {total} resources, from {config}")
+    for name, counts in stacks.items():
+        top = ", ".join(f"{t.removeprefix('AWS::')} {n}" for t, n in counts.most_common(6))
+        more = len(counts) - 6
+        print(f"  {name:<28} {sum(counts.values()):>4} resources: {top}{f', +{more} more types' if more > 0 else ''}")
+
+    manifests = sorted(dist.glob("*.k8s.yaml")) + sorted(dist.glob("**/*.json"))
+    print(f"\n== Kubernetes ({dist}/): {len(manifests)} files")
+    for path in manifests:
+        if path.suffix == ".json":
+            print(f"  {path.relative_to(dist)}")
+            continue
+        kinds = collections.Counter(d["kind"] for d in yaml.safe_load_all(path.read_text()) if d)
+        print(f"  {path.relative_to(dist)}: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
+
+    print("\n== Validation")
+    print("  cdk-nag AwsSolutions: 0 unacknowledged findings (synth fails on any)")
+    print(f"  cfn-lint: {'clean' if lint_rc == 0 else f'exit {lint_rc}'} on {len(stacks)} templates (.cfnlintrc.yaml)")
+    if lint_rc:
+        print(lint_output)
+    print("\nNext:")
+    for step in next_steps:
+        print(f"  {step}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cdk-out", type=Path, default=Path("cdk.out"))
     parser.add_argument("--dist", type=Path, default=Path("dist"))
     parser.add_argument("--config", default="config/default.yaml")
     args = parser.parse_args(argv)
-
-    stacks = _stacks(args.cdk_out)
-    total = sum(sum(c.values()) for c in stacks.values())
-    print(f"\n== CloudFormation ({args.cdk_out}/): {len(stacks)} stacks, {total} resources, from {args.config}")
-    for name, counts in stacks.items():
-        top = ", ".join(f"{t.removeprefix('AWS::')} {n}" for t, n in counts.most_common(6))
-        more = len(counts) - 6
-        print(f"  {name:<28} {sum(counts.values()):>4} resources: {top}{f', +{more} more types' if more > 0 else ''}")
-
-    manifests = sorted(args.dist.glob("*.k8s.yaml")) + sorted(args.dist.glob("**/*.json"))
-    print(f"\n== Kubernetes ({args.dist}/): {len(manifests)} files")
-    for path in manifests:
-        if path.suffix == ".json":
-            print(f"  {path.relative_to(args.dist)}")
-            continue
-        kinds = collections.Counter(d["kind"] for d in yaml.safe_load_all(path.read_text()) if d)
-        print(f"  {path.relative_to(args.dist)}: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
-
     rc, lint_out = _cfn_lint(args.cdk_out)
-    print("\n== Validation")
-    print("  cdk-nag AwsSolutions: 0 unacknowledged findings (synth fails on any)")
-    print(f"  cfn-lint: {'clean' if rc == 0 else f'exit {rc}'} on {len(stacks)} templates (.cfnlintrc.yaml)")
-    if rc:
-        print(lint_out)
-        return 1
-    print("\nNext: configure AWS credentials, then `npx cdk deploy --all --outputs-file cdk-outputs.json`"
-          " (see README 'Deploy').")
-    return 0
+    print_summary(cdk_out=args.cdk_out, dist=args.dist, config=args.config, lint_rc=rc, lint_output=lint_out,
+                  next_steps=[f"npx cdk deploy --app {args.cdk_out} --all --outputs-file cdk-outputs.json"])
+    return 1 if rc else 0
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ prints one line per value):
   bucket name: a manifest synthesized before ``cdk deploy`` can never read from somebody else's bucket.
   There is no derived bucket name (the CDK side names the bucket itself, scoped to account and region).
 * region: always ``region`` from the config; an outputs file with a different ``Region`` is an error.
+* ownership: an outputs file whose stack names, cluster names, ARN account or ARN region do not belong to
+  the config is refused before anything is read from it (:func:`check_ownership`).
 * AMP workspace endpoint (KEDA ``serverAddress``): ``AmpWorkspaceEndpoint`` from the outputs file, else a
   placeholder workspace ``ws-UNRESOLVED-AmpWorkspaceEndpoint`` (only used when autoscaling is on).
 * GPU availability-zone *name* (``pdSpec.topologySpec.availabilityZone``): ``GpuAvailabilityZone`` from
@@ -73,8 +75,61 @@ class EndpointInputs:
         return [f"input {name} = {r.value if r.value is not None else '-'} ({r.source})" for name, r in rows]
 
 
-def read_outputs_file(path: Path) -> dict[str, tuple[str, str]]:
-    """``{output id: (stack name, value)}`` across all stacks of a ``cdk deploy --outputs-file`` file."""
+#: Stack-name suffixes of one deployment (``<config name>-<suffix>``; ``hyperpod_infra.app_builder.build``).
+STACK_SUFFIXES: Final = ("network", "cluster", "hyperpod", "observability", "platform")
+_ARN_PARTS_RE = re.compile(r"^arn:aws[a-z-]*:(?P<service>[a-z0-9-]+):(?P<region>[a-z0-9-]*):(?P<account>\d{12}):")
+
+
+def stack_names(config: Config) -> tuple[str, ...]:
+    """The CloudFormation stack names ``config`` deploys (observability included whether enabled or not)."""
+    return tuple(f"{config.name}-{suffix}" for suffix in STACK_SUFFIXES)
+
+
+def _config_accounts(config: Config) -> set[str]:
+    """Accounts the config itself names (admin principal, training plans): the outputs must match them."""
+    arns = [config.eks.admin_principal_arn, *(g.training_plan_arn for g in config.hyperpod.instance_groups)]
+    return {m["account"] for a in arns if a and (m := _ARN_PARTS_RE.match(a))}
+
+
+def check_ownership(config: Config, path: Path, data: dict[str, dict[str, object]]) -> None:
+    """Refuse an outputs file written by another deployment: stack names, cluster names, account, region.
+
+    One line naming the offending value (ConfigError, exit 2). The outputs are what ``cdk deploy
+    --outputs-file`` wrote for this config's stacks, so each must carry this config's names.
+    """
+    where = f"outputs file {str(path)!r}"
+    allowed = stack_names(config)
+    for stack in sorted(data):
+        if stack not in allowed:
+            raise ConfigError(f"{where}: stack {stack!r} does not belong to config name {config.name!r} "
+                              f"(expected {', '.join(allowed)}); outputs file of another deployment?")
+    checks = ((outputs.EKS_CLUSTER_NAME, config.eks.cluster_name, "eks.cluster_name"),
+              (outputs.HYPERPOD_CLUSTER_NAME, config.hyperpod.cluster_name, "hyperpod.cluster_name"))
+    accounts: dict[str, str] = {}
+    for stack in sorted(data):
+        for key, value in data[stack].items():
+            for output_id, expected, field in checks:
+                if key == output_id and str(value) != expected:
+                    raise ConfigError(f"{where}: {stack}.{key} is {str(value)!r} but config {field} is "
+                                      f"{expected!r} (outputs file of another deployment?)")
+            m = _ARN_PARTS_RE.match(str(value))
+            if m is None:
+                continue
+            if m["region"] and m["region"] != config.region:
+                raise ConfigError(f"{where}: {stack}.{key} is in region {m['region']!r} but config region is "
+                                  f"{config.region!r} (outputs file of another deployment?)")
+            accounts.setdefault(m["account"], f"{stack}.{key}")
+    expected_accounts = _config_accounts(config)
+    if len(accounts) > 1:
+        raise ConfigError(f"{where}: outputs name several AWS accounts ({', '.join(sorted(accounts))}); "
+                          f"one deployment lives in one account")
+    for account, source in accounts.items():
+        if expected_accounts and account not in expected_accounts:
+            raise ConfigError(f"{where}: {source} is in account {account} but the config's ARNs name account "
+                              f"{', '.join(sorted(expected_accounts))} (outputs file of another deployment?)")
+
+
+def _load_outputs(path: Path) -> dict[str, dict[str, object]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -83,6 +138,17 @@ def read_outputs_file(path: Path) -> dict[str, tuple[str, str]]:
         raise ConfigError(f"outputs file {str(path)!r} is not valid JSON (line {exc.lineno})") from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise ConfigError(f"outputs file {str(path)!r} must map stack names to {{output id: value}} objects")
+    return data
+
+
+def read_outputs_file(path: Path, config: Config | None = None) -> dict[str, tuple[str, str]]:
+    """``{output id: (stack name, value)}`` across all stacks of a ``cdk deploy --outputs-file`` file.
+
+    With ``config``, the file must belong to it (:func:`check_ownership`).
+    """
+    data = _load_outputs(path)
+    if config is not None:
+        check_ownership(config, path, data)
     found: dict[str, tuple[str, str]] = {}
     for stack in sorted(data):
         for key, value in data[stack].items():
@@ -95,7 +161,7 @@ def read_outputs_file(path: Path) -> dict[str, tuple[str, str]]:
 
 def resolve_inputs(config: Config, outputs_file: Path | None) -> EndpointInputs:
     """Resolve every deploy-time value for ``config``; ``outputs_file`` ``None`` means there is none."""
-    found = read_outputs_file(outputs_file) if outputs_file is not None else {}
+    found = read_outputs_file(outputs_file, config) if outputs_file is not None else {}
     where = str(outputs_file)
 
     def from_outputs(output_id: str) -> Resolved | None:

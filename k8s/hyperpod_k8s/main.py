@@ -46,22 +46,45 @@ def outputs_path(cli_value: str | None) -> Path | None:
 
 
 def synth(config: Config, outdir: Path, inputs: EndpointInputs) -> list[Path]:
-    """Build every chart for ``config`` and write them to ``outdir``; returns the files written."""
+    """Build every chart for ``config`` and write them to ``outdir``; returns the files written.
+
+    Atomic: the files are written to a temp folder beside ``outdir`` which replaces ``outdir`` only when every
+    chart and dashboard was written; a failure leaves the previous ``outdir`` exactly as it was.
+    """
     import cdk8s  # jsii starts here, after the config is known to be valid
 
+    from hyperpod_infra.atomic import staged_dir
     from hyperpod_k8s.charts import build_charts
     from hyperpod_k8s.observability import write_dashboard_files
 
-    app = cdk8s.App(outdir=str(outdir), yaml_output_type=cdk8s.YamlOutputType.FILE_PER_CHART)
-    build_charts(app, config, inputs)
-    dashboards = outdir / "dashboards"
-    outdir.mkdir(parents=True, exist_ok=True)
-    for stale in [*outdir.glob("*.k8s.yaml"), *dashboards.glob("*.json")]:
-        stale.unlink()
-    app.synth()
-    # Plain dashboard JSON for Amazon Managed Grafana import (the same definitions as the ConfigMaps).
-    json_files = write_dashboard_files(config, dashboards) if config.observability.enabled else []
-    return sorted(outdir.glob("*.k8s.yaml")) + sorted(json_files)
+    with staged_dir(outdir) as tmp:
+        app = cdk8s.App(outdir=str(tmp), yaml_output_type=cdk8s.YamlOutputType.FILE_PER_CHART)
+        build_charts(app, config, inputs)
+        app.synth()
+        # Plain dashboard JSON for Amazon Managed Grafana import (the same definitions as the ConfigMaps).
+        json_files = write_dashboard_files(config, tmp / "dashboards") if config.observability.enabled else []
+        written = sorted(tmp.glob("*.k8s.yaml")) + sorted(json_files)
+    return [outdir / p.relative_to(tmp) for p in written]
+
+
+def _show_to_cdk8s_cli(outdir: Path) -> None:
+    """Under ``npx cdk8s synth``: point the CLI's output folder (``$CDK8S_OUTDIR``) at ``outdir``.
+
+    The cdk8s CLI deletes its output folder *before* running the app, so ``cdk8s.yaml`` names a scratch
+    folder (``.cdk8s.out``) as the CLI's output and passes ``--outdir dist`` to the app, which replaces
+    ``dist/`` atomically; this link lets the CLI list the manifests it expects to find.
+    """
+    cli_outdir = os.environ.get("CDK8S_OUTDIR")
+    if not cli_outdir or Path(cli_outdir).resolve() == outdir.resolve():
+        return
+    link = Path(cli_outdir)
+    if link.is_symlink() or link.is_file():
+        link.unlink()
+    elif link.exists():
+        import shutil
+
+        shutil.rmtree(link)
+    link.symlink_to(outdir.resolve(), target_is_directory=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -87,6 +110,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"note: {note}", file=sys.stderr)
     for path in synth(config, Path(args.outdir), inputs):
         print(f"wrote {path}")
+    _show_to_cdk8s_cli(Path(args.outdir))
 
 
 if __name__ == "__main__":

@@ -16,9 +16,13 @@ AMP = "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-abc123"
 
 @pytest.fixture
 def write_outputs(tmp_path):
+    # Short keys stand for the default config's stacks: an outputs file must name this config's stacks.
+    names = {"A": "hyperpod-dpd-network", "B": "hyperpod-dpd-platform", "C": "hyperpod-dpd-observability",
+             "S": "hyperpod-dpd-cluster"}
+
     def write(**stacks: dict) -> object:
         path = tmp_path / "cdk-outputs.json"
-        path.write_text(json.dumps(stacks))
+        path.write_text(json.dumps({names[k]: v for k, v in stacks.items()}))
         return path
     return write
 
@@ -47,7 +51,7 @@ def test_values_are_found_in_any_stack(default_config, write_outputs):
                          C={"AmpWorkspaceEndpoint": AMP + "/"})
     inputs = resolve_inputs(default_config, path)
     assert inputs.model_bucket_name.value == "my-models"
-    assert inputs.model_bucket_name.source.endswith("B.ModelBucketName")
+    assert inputs.model_bucket_name.source.endswith("hyperpod-dpd-platform.ModelBucketName")
     assert inputs.amp_workspace_endpoint.value == AMP
     assert placeholders(inputs) == []
 
@@ -72,7 +76,7 @@ def test_fails_when_amp_endpoint_is_not_a_workspace(default_config, write_output
 
 
 def test_fails_when_stacks_disagree_on_an_output(default_config, write_outputs):
-    with pytest.raises(ConfigError, match="differs between stacks A and B"):
+    with pytest.raises(ConfigError, match="differs between stacks hyperpod-dpd-network and hyperpod-dpd-platform"):
         resolve_inputs(default_config, write_outputs(A={"ModelBucketName": "x1"}, B={"ModelBucketName": "x2"}))
 
 

@@ -103,7 +103,7 @@ def test_outputs_file_fills_bucket_and_availability_zone(p5en):
             "hyperpod-dpd-p5en-models-123456789012-us-west-2")
     assert dpd["spec"]["pdSpec"]["topologySpec"] == {"sameAZ": True, "availabilityZone": "us-west-2b"}
     assert dpd["metadata"]["annotations"]["hyperpod-dpd/availability-zone-id"] == "usw2-az2"
-    assert "HyperPodDpdP5en-Platform.ModelBucketName" in s.stderr
+    assert "hyperpod-dpd-p5en-platform.ModelBucketName" in s.stderr
     assert "PLACEHOLDER" not in s.stderr
 
 

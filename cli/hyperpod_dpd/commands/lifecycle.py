@@ -1,0 +1,259 @@
+"""``synth``, ``diff``, ``deploy``, ``destroy``, ``init``, ``schema``: the deployment lifecycle of one config.
+
+Thin wrappers over the pinned CLIs (``npx --no-install cdk``, from ``package-lock.json``) that always act on
+the files of the config named (``--env NAME`` or ``--config PATH``):
+
+* ``synth`` runs the main job (:mod:`hyperpod_dpd.mainjob`) into the environment's folder and stamps
+  ``cdk.out/`` with the config's SHA-256;
+* ``diff``/``deploy``/``destroy`` pass ``--app <that cdk.out>`` (the CDK CLI then deploys the templates as
+  synthesized, it does not run the app again) after checking the stamp still matches the config, select stacks
+  by their construct IDs (``Network``, ``Cluster``, ... or ``--all``: the CDK CLI's selectors; CloudFormation
+  names such as ``hyperpod-dpd-network`` are translated), and ``deploy`` writes ``cdk-outputs.json`` next to
+  ``cdk.out/``;
+* each prints the exact next command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from hyperpod_dpd import environment
+from hyperpod_dpd.assembly import required_parameters
+from hyperpod_dpd.commands.options import ConfigOption, EnvOption
+from hyperpod_dpd.errors import CommandFailed, UsageError
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+DEFAULT_CONFIG = REPO_ROOT / "config" / "default.yaml"
+#: Quiet, offline-friendly settings for the CDK CLI (tooling.md §0).
+CLI_ENV = {"CDK_DISABLE_CLI_TELEMETRY": "true", "CDK_DISABLE_VERSION_CHECK": "1",
+           "AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED": "true",
+           "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20", "CDK8S_CHECK_UPGRADE": "false"}
+
+StacksArg = Annotated[list[str] | None, typer.Argument(
+    help="Stacks: construct IDs (Network, Cluster, HyperPod, Observability, Platform) or CloudFormation names "
+         "(<name>-network, ...). Default: all.", show_default=False)]
+
+err = Console(stderr=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("init")(init)
+    app.command("schema")(schema)
+    app.command("synth")(synth)
+    app.command("diff")(diff)
+    app.command("deploy")(deploy)
+    app.command("destroy")(destroy)
+
+
+# --- init / schema ----------------------------------------------------------------------------------------
+
+def init(name: Annotated[str, typer.Argument(help="Environment name: envs/NAME/ (also the stack-name prefix).")],
+         from_config: Annotated[Path, typer.Option("--from", help="Config to start from.")] = DEFAULT_CONFIG,
+         ) -> None:
+    """Create envs/NAME/config.yaml from a config (default: config/default.yaml), named NAME."""
+    from hyperpod_dpd.schema import modeline
+    from hyperpod_infra.atomic import write_text_atomic
+    from hyperpod_infra.config import load_config
+
+    environment.check_env_name(name)
+    load_config(from_config)  # the template itself must be valid
+    target = environment.ENVS_DIR / name / "config.yaml"
+    if target.exists():
+        raise UsageError(f"environment {name!r} exists already ({target}); edit it, or pick another name")
+    lines = [line for line in from_config.read_text().splitlines() if not line.startswith("# yaml-language-server")]
+    text = "\n".join(lines) + "\n"
+    text, n = re.subn(r"(?m)^name:.*$", f"name: {name}", text, count=1)
+    if not n:
+        text = f"name: {name}\n" + text
+    text = modeline(target) + "\n" + text
+    write_text_atomic(target, text)
+    load_config(target)
+    print(f"created {target} (name: {name}; stacks {name}-network, ...)")
+    print(f"next: edit it, then: hyperpod-dpd synth --env {name}")
+
+
+def schema(check: Annotated[bool, typer.Option("--check", help="Exit 1 if config/schema.json is stale.")] = False,
+           write: Annotated[bool, typer.Option("--write", help="Rewrite config/schema.json.")] = False) -> None:
+    """Print the JSON Schema of the config (from the pydantic model); --write updates config/schema.json.
+
+    --write also puts the schema line first in every config/**/*.yaml that lacks it.
+    """
+    from hyperpod_dpd.schema import COMMITTED, config_files, render, with_modeline
+    from hyperpod_infra.atomic import write_text_atomic
+
+    if check and write:
+        raise UsageError("pass --check or --write, not both")
+    text = render()
+    if check:
+        if not COMMITTED.is_file() or COMMITTED.read_text() != text:
+            raise CommandFailed(f"{COMMITTED} is stale; run: hyperpod-dpd schema --write")
+        unmarked = [str(p) for p in config_files() if with_modeline(p) is not None]
+        if unmarked:
+            raise CommandFailed(f"{', '.join(unmarked)}: no schema line; run: hyperpod-dpd schema --write")
+        print(f"{COMMITTED}: up to date")
+    elif write:
+        write_text_atomic(COMMITTED, text)
+        print(f"wrote {COMMITTED}")
+        for path in config_files():
+            marked = with_modeline(path)
+            if marked is not None:
+                write_text_atomic(path, marked)
+                print(f"added the schema line to {path}")
+    else:
+        sys.stdout.write(text)
+
+
+# --- synth ------------------------------------------------------------------------------------------------
+
+def synth(config: ConfigOption = None, env: EnvOption = None,
+          outputs_file: Annotated[Path | None, typer.Option(
+              "--outputs-file", help="Deploy outputs to read (default: the environment's cdk-outputs.json).")] = None,
+          ) -> None:
+    """Synthesize and validate the templates and manifests of THIS config into its own folder."""
+    e = environment.resolve(config, env)
+    if outputs_file is not None and not outputs_file.is_file():
+        raise UsageError(f"--outputs-file {str(outputs_file)!r} does not exist")
+    cmd = [sys.executable, "-O", "-m", "hyperpod_dpd.mainjob", "--via-cli"]
+    cmd += ["--env", e.name] if e.name else ["--config", str(e.config_path)]
+    if outputs_file is not None:
+        cmd += ["--outputs-file", str(outputs_file)]
+    child_env = {**os.environ, **CLI_ENV, "CDK_VALIDATION": "false"}
+    child_env.pop("PYTHONDONTWRITEBYTECODE", None)  # -O needs its own cached bytecode
+    rc = subprocess.run(cmd, env=child_env, check=False).returncode
+    if rc:
+        raise SystemExit(rc)  # the main job printed its one-line error
+
+
+# --- diff / deploy / destroy -----------------------------------------------------------------------------
+
+def _stack_ids(cdk_out: Path) -> dict[str, str]:
+    """``{construct ID: CloudFormation stack name}`` of the synthesized assembly, in manifest order."""
+    manifest = json.loads((cdk_out / "manifest.json").read_text())
+    out: dict[str, str] = {}
+    for artifact_id, artifact in manifest["artifacts"].items():
+        if artifact.get("type") == "aws:cloudformation:stack":
+            out[artifact_id] = artifact.get("properties", {}).get("stackName", artifact_id)
+    return out
+
+
+def select_stacks(cdk_out: Path, wanted: list[str] | None) -> list[str]:
+    """CDK CLI selectors for ``wanted``: construct IDs as given, CloudFormation names translated; ``--all``."""
+    ids = _stack_ids(cdk_out)
+    if not wanted:
+        return ["--all"]
+    by_name = {name: sid for sid, name in ids.items()}
+    by_lower = {sid.lower(): sid for sid in ids}
+    chosen = []
+    for w in wanted:
+        sid = w if w in ids else by_name.get(w) or by_lower.get(w.lower())
+        if sid is None:
+            allowed = ", ".join(f"{sid} ({name})" for sid, name in ids.items())
+            raise UsageError(f"stack must be one of {allowed}, got {w!r}")
+        chosen.append(sid)
+    return chosen
+
+
+def npx_cdk(args: list[str]) -> int:
+    """Run the pinned CDK CLI from the repository root (where package-lock.json pins it)."""
+    npx = shutil.which("npx")
+    if npx is None:
+        raise CommandFailed("npx not found on PATH (install Node.js 18+ and run ./scripts/setup)")
+    cmd = [npx, "--no-install", "cdk", *args]
+    err.print(f"[dim]$ {' '.join(cmd[1:])}[/dim]", highlight=False)
+    return subprocess.run(cmd, cwd=REPO_ROOT, env={**os.environ, **CLI_ENV}, check=False).returncode
+
+
+def diff(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption = None) -> None:
+    """Compare the synthesized templates of THIS config with what is deployed (cdk diff --app <cdk.out>)."""
+    e = environment.resolve(config, env)
+    cdk_out = e.require_synthesized().resolve()
+    rc = npx_cdk(["diff", "--app", str(cdk_out), *select_stacks(cdk_out, stacks)])
+    if rc not in (0,):
+        raise CommandFailed(f"cdk diff exited {rc}")
+    print(f"next: hyperpod-dpd deploy {e.selector}")
+
+
+_ASSUMED_ROLE = re.compile(r"^arn:(aws[a-z-]*):sts::(\d{12}):assumed-role/([\w+=,.@-]+)/[\w+=,.@-]+$")
+_IAM_PRINCIPAL = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")
+#: The cluster stack's parameter for the IAM principal given cluster admin through an EKS access entry (when
+#: the config does not name one in eks.admin_principal_arn).
+ADMIN_PARAMETER = "AdminPrincipalArn"
+
+
+def principal_arn(caller_arn: str) -> str:
+    """The IAM role/user ARN an access entry needs: an assumed-role session ARN becomes its role's ARN."""
+    match = _ASSUMED_ROLE.fullmatch(caller_arn.strip())
+    if match:
+        partition, account, role = match.groups()
+        return f"arn:{partition}:iam::{account}:role/{role}"
+    if _IAM_PRINCIPAL.fullmatch(caller_arn.strip()):
+        return caller_arn.strip()
+    raise UsageError(f"admin principal must be an IAM user, IAM role or assumed-role session ARN, got {caller_arn!r}")
+
+
+def _caller_principal(region: str) -> str:
+    from hyperpod_dpd import aws
+
+    with aws.aws_errors("cannot find who deploys (pass --admin-principal-arn, or set eks.admin_principal_arn)"
+                        "; sts:GetCallerIdentity"):
+        arn = aws.client("sts", region).get_caller_identity()["Arn"]
+    return principal_arn(arn)
+
+
+def deploy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption = None,
+           approve: Annotated[bool, typer.Option(
+               "--yes", help="Do not ask before IAM/security-group changes (--require-approval never).")] = False,
+           admin_principal_arn: Annotated[str | None, typer.Option(
+               "--admin-principal-arn", help="IAM role/user given cluster admin (kubectl) when the config names "
+                                             "none. Default: the caller of sts:GetCallerIdentity.",
+               show_default=False)] = None,
+           ) -> None:
+    """Deploy the templates synthesized from THIS config; write the outputs file next to them."""
+    e = environment.resolve(config, env)
+    cdk_out = e.require_synthesized().resolve()
+    if admin_principal_arn is not None:
+        admin_principal_arn = principal_arn(admin_principal_arn)
+    selected = select_stacks(cdk_out, stacks)
+    args = ["deploy", "--app", str(cdk_out), *selected, "--outputs-file", str(e.outputs_file.resolve())]
+    for stack_name, names in required_parameters(cdk_out, selected).items():
+        unknown = [n for n in names if n != ADMIN_PARAMETER]
+        if unknown:
+            raise UsageError(f"stack {stack_name} needs parameters {', '.join(unknown)} that hyperpod-dpd does not "
+                             f"know how to fill; deploy it with npx cdk deploy --app {cdk_out} --parameters ...")
+        arn = admin_principal_arn or _caller_principal(e.config.region)
+        args += ["--parameters", f"{stack_name}:{ADMIN_PARAMETER}={arn}"]
+    if approve:
+        args += ["--require-approval", "never"]
+    rc = npx_cdk(args)
+    if rc:
+        raise CommandFailed(f"cdk deploy exited {rc}; nothing else was changed. Inspect with: "
+                            f"hyperpod-dpd diff {e.selector}")
+    print(f"wrote {e.outputs_file}")
+    print(f"next: hyperpod-dpd synth {e.selector}   # manifests with the deployed bucket, roles, AMP workspace")
+    print(f"      hyperpod-dpd stage-model ./<model folder> {e.selector}")
+
+
+def destroy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption = None,
+            force: Annotated[bool, typer.Option("--force", help="Do not ask for confirmation.")] = False) -> None:
+    """Destroy the stacks of THIS config (the model bucket is kept unless model.delete_on_destroy)."""
+    e = environment.resolve(config, env)
+    cdk_out = e.require_synthesized().resolve()
+    args = ["destroy", "--app", str(cdk_out), *select_stacks(cdk_out, stacks)]
+    if force:
+        args.append("--force")
+    rc = npx_cdk(args)
+    if rc:
+        raise CommandFailed(f"cdk destroy exited {rc}")
+    if not e.config.model.delete_on_destroy and not stacks:
+        print("model bucket kept (model.delete_on_destroy: false); remove it with: aws s3 rb s3://<bucket> --force")
+    print(f"next: hyperpod-dpd synth {e.selector} && hyperpod-dpd deploy {e.selector}   # to recreate")

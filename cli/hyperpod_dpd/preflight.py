@@ -1,0 +1,372 @@
+"""Preflight: what must be true in the account before ``deploy``, each check with the fix when it is not.
+
+Read-only AWS calls only. Facts (``/work/shared/reference/operations.md``, "Preflight"):
+
+* quotas are matched by ``QuotaName`` (codes differ between accounts and over time): SageMaker
+  ``<type> for cluster usage`` and ``Total number of instances allowed across SageMaker HyperPod clusters``;
+  VPC ``VPCs per Region``, ``NAT gateways per Availability Zone``; EC2 ``EC2-VPC Elastic IPs``. The code of a
+  name comes from ``ListAWSDefaultServiceQuotas``; the account's value from ``GetServiceQuota`` (the default
+  when nothing was applied);
+* CDK bootstrap: the SSM parameter ``/cdk-bootstrap/<qualifier>/version`` (templates need version >= 6);
+* training plans: ``DescribeTrainingPlan``; type, count and AZ sit in ``ReservedCapacitySummaries[]``
+  (``AvailabilityZoneId`` when the service model has it, else the AZ *name*, mapped to its ID with
+  ``ec2.describe_availability_zones``); usable from ``Scheduled``; ``TargetResources`` holds ``hyperpod-cluster``;
+* add-ons: ``eks.describe_addon_versions(addonName, kubernetesVersion)``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+from hyperpod_infra import pins
+from hyperpod_infra.config import Config
+
+Status = Literal["PASS", "WARN", "FAIL"]
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_QUALIFIER = "hnb659fds"
+#: aws-cdk-lib's synthesized templates refuse bootstrap versions 1-5 (the CheckBootstrapVersion rule).
+MIN_BOOTSTRAP_VERSION = 6
+TOTAL_HYPERPOD_QUOTA = "Total number of instances allowed across SageMaker HyperPod clusters"
+VPC_QUOTA, NAT_QUOTA, EIP_QUOTA = "VPCs per Region", "NAT gateways per Availability Zone", "EC2-VPC Elastic IPs"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Check:
+    name: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+
+def make_clients(region: str) -> Clients:
+    """Real clients (bounded retries) in ``region``."""
+    from hyperpod_dpd import aws
+
+    return Clients(lambda service: aws.client(service, region))
+
+
+class Clients:
+    """boto3 clients by (service, purpose), created on first use; tests hand in moto or stubbed clients."""
+
+    def __init__(self, factory: Callable[[str], Any]) -> None:
+        self._factory = factory
+        self._cache: dict[tuple[str, str], Any] = {}
+        self.quota_names: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def get(self, service: str, purpose: str = "") -> Any:
+        key = (service, purpose)
+        if key not in self._cache:
+            self._cache[key] = self._factory(service)
+        return self._cache[key]
+
+    def put(self, service: str, purpose: str, client: Any) -> None:
+        self._cache[(service, purpose)] = client
+
+
+def addon_pins() -> tuple[pins.AddonPin, ...]:
+    """``pins.ADDONS`` when the pins module lists them, else every AddonPin constant of the module."""
+    listed = getattr(pins, "ADDONS", None)
+    if listed:
+        return tuple(listed)
+    return tuple(v for k, v in vars(pins).items() if k.isupper() and isinstance(v, pins.AddonPin))
+
+
+def bootstrap_qualifier() -> str:
+    """``@aws-cdk/core:bootstrapQualifier`` from cdk.json, else the CDK default."""
+    try:
+        context = json.loads((REPO_ROOT / "cdk.json").read_text()).get("context", {})
+    except (OSError, ValueError):
+        return DEFAULT_QUALIFIER
+    return str(context.get("@aws-cdk/core:bootstrapQualifier", DEFAULT_QUALIFIER))
+
+
+def _error(exc: Exception) -> str:
+    if isinstance(exc, ClientError):
+        e = exc.response.get("Error", {})
+        return f"{e.get('Code', 'Error')}: {e.get('Message', '')}".rstrip(": ")
+    return str(exc) or type(exc).__name__
+
+
+def _code(exc: Exception) -> str:
+    return exc.response.get("Error", {}).get("Code", "") if isinstance(exc, ClientError) else ""
+
+
+# --- quotas ----------------------------------------------------------------------------------------------
+
+def quota_index(clients: Clients, service_code: str) -> dict[str, dict[str, Any]]:
+    """``{quota name: default quota}`` of a service, listed once per run (SageMaker has thousands: pages)."""
+    if service_code not in clients.quota_names:
+        sq = clients.get("service-quotas", service_code)
+        found: dict[str, dict[str, Any]] = {}
+        kwargs: dict[str, Any] = {"ServiceCode": service_code, "MaxResults": 100}
+        while True:
+            page = sq.list_aws_default_service_quotas(**kwargs)
+            found.update({q["QuotaName"]: q for q in page.get("Quotas", []) if "QuotaName" in q})
+            if not page.get("NextToken"):
+                break
+            kwargs["NextToken"] = page["NextToken"]
+        clients.quota_names[service_code] = found
+    return clients.quota_names[service_code]
+
+
+def quota_value(clients: Clients, service_code: str, name: str) -> float | None:
+    """The account's value of the quota called ``name``; ``None`` when no quota has that name."""
+    found = quota_index(clients, service_code).get(name)
+    if found is None:
+        return None
+    sq = clients.get("service-quotas", service_code)
+    try:
+        return float(sq.get_service_quota(ServiceCode=service_code, QuotaCode=found["QuotaCode"])["Quota"]["Value"])
+    except ClientError as exc:
+        if _code(exc) != "NoSuchResourceException":
+            raise
+    return float(found["Value"])  # nothing applied: the default
+
+
+def _quota_check(clients: Clients, service_code: str, name: str, need: int, what: str) -> Check:
+    label = f"quota {service_code}: {name}"
+    try:
+        value = quota_value(clients, service_code, name)
+    except (ClientError, BotoCoreError) as exc:
+        return Check(name=label, status="WARN", detail=f"cannot read it ({_error(exc)})",
+                     fix="allow servicequotas:ListAWSDefaultServiceQuotas and GetServiceQuota, or check the console")
+    if value is None:
+        return Check(name=label, status="WARN", detail=f"no quota named {name!r} in {service_code}",
+                     fix="check Service Quotas in the console; the quota may have been renamed")
+    if value < need:
+        return Check(name=label, status="FAIL", detail=f"{value:g} < {need} needed ({what})",
+                     fix=f"request an increase to >= {need}: Service Quotas > {service_code} > {name!r}")
+    return Check(name=label, status="PASS", detail=f"{value:g} >= {need} ({what})")
+
+
+def check_quotas(clients: Clients, config: Config) -> Iterator[Check]:
+    by_type: dict[str, int] = {}
+    for g in config.hyperpod.instance_groups:
+        by_type[g.instance_type] = by_type.get(g.instance_type, 0) + g.instance_count
+    for itype, count in sorted(by_type.items()):
+        yield _quota_check(clients, "sagemaker", f"{itype} for cluster usage", count,
+                           f"instance groups of type {itype}")
+    total = sum(by_type.values())
+    yield _quota_check(clients, "sagemaker", TOTAL_HYPERPOD_QUOTA, total, "all instance groups")
+
+
+def check_network_quotas(clients: Clients, config: Config) -> Iterator[Check]:
+    """Room for one more VPC, the NAT gateways (one per AZ at most) and their Elastic IPs."""
+    ec2 = clients.get("ec2")
+    try:
+        vpcs = len(ec2.describe_vpcs()["Vpcs"])
+        eips = len(ec2.describe_addresses()["Addresses"])
+    except (ClientError, BotoCoreError) as exc:
+        yield Check(name="network usage", status="WARN", detail=f"cannot count VPCs/EIPs ({_error(exc)})",
+                    fix="allow ec2:DescribeVpcs and ec2:DescribeAddresses")
+        return
+    yield _quota_check(clients, "vpc", VPC_QUOTA, vpcs + 1, f"{vpcs} in use + 1")
+    yield _quota_check(clients, "vpc", NAT_QUOTA, 1, "one NAT gateway per AZ")
+    yield _quota_check(clients, "ec2", EIP_QUOTA, eips + config.network.nat_gateways,
+                       f"{eips} in use + {config.network.nat_gateways} for NAT")
+
+
+# --- identity, bootstrap, AZ ----------------------------------------------------------------------------
+
+def config_accounts(config: Config) -> set[str]:
+    arns = [config.eks.admin_principal_arn, *(g.training_plan_arn for g in config.hyperpod.instance_groups)]
+    return {a.split(":")[4] for a in arns if a}
+
+
+def check_identity(clients: Clients, config: Config) -> tuple[Check, str | None]:
+    try:
+        ident = clients.get("sts").get_caller_identity()
+    except NoCredentialsError:
+        return Check(name="credentials", status="FAIL", detail="no AWS credentials",
+                     fix="set AWS_PROFILE or run 'aws sso login'"), None
+    except (ClientError, BotoCoreError) as exc:
+        return Check(name="credentials", status="FAIL", detail=_error(exc),
+                     fix="refresh the credentials (aws sso login) and check AWS_PROFILE"), None
+    account = ident["Account"]
+    expected = config_accounts(config)
+    if expected and account not in expected:
+        return Check(name="credentials", status="FAIL",
+                     detail=f"account {account}, but the config's ARNs name {', '.join(sorted(expected))}",
+                     fix="use credentials of the account the config targets"), account
+    return Check(name="credentials", status="PASS", detail=f"account {account} as {ident['Arn']}"), account
+
+
+def check_bootstrap(clients: Clients, config: Config, account: str) -> Check:
+    qualifier = bootstrap_qualifier()
+    name = f"/cdk-bootstrap/{qualifier}/version"
+    fix = f"npx cdk bootstrap aws://{account}/{config.region}"
+    try:
+        value = clients.get("ssm").get_parameter(Name=name)["Parameter"]["Value"]
+    except ClientError as exc:
+        if _code(exc) == "ParameterNotFound":
+            return Check(name="CDK bootstrap", status="FAIL", detail=f"{name} not found in {config.region}", fix=fix)
+        return Check(name="CDK bootstrap", status="WARN", detail=f"cannot read {name} ({_error(exc)})",
+                     fix="allow ssm:GetParameter on it")
+    if not value.isdigit() or int(value) < MIN_BOOTSTRAP_VERSION:
+        return Check(name="CDK bootstrap", status="FAIL",
+                     detail=f"{name} = {value}, templates need >= {MIN_BOOTSTRAP_VERSION}", fix=fix)
+    return Check(name="CDK bootstrap", status="PASS", detail=f"{name} = {value}")
+
+
+def zone_ids(clients: Clients) -> dict[str, str]:
+    """``{AZ name: AZ ID}`` of the region."""
+    zones = clients.get("ec2").describe_availability_zones(AllAvailabilityZones=False)["AvailabilityZones"]
+    return {z["ZoneName"]: z["ZoneId"] for z in zones}
+
+
+def check_az(config: Config, zones: dict[str, str]) -> Check:
+    az = config.network.gpu_availability_zone_id
+    if az not in zones.values():
+        return Check(name="GPU AZ ID", status="FAIL", detail=f"{az} is not an AZ of {config.region}",
+                     fix=f"network.gpu_availability_zone_id: one of {', '.join(sorted(zones.values()))}")
+    name = next(n for n, i in zones.items() if i == az)
+    return Check(name="GPU AZ ID", status="PASS", detail=f"{az} is {name} in this account")
+
+
+# --- training plans, add-ons, principal, bucket ---------------------------------------------------------
+
+def check_training_plans(clients: Clients, config: Config, zones: dict[str, str],
+                         now: dt.datetime | None = None) -> Iterator[Check]:
+    now = now or dt.datetime.now(dt.UTC)
+    az = config.network.gpu_availability_zone_id
+    for g in config.hyperpod.instance_groups:
+        if not g.training_plan_arn:
+            continue
+        label = f"training plan of {g.name}"
+        plan_name = g.training_plan_arn.rsplit("/", 1)[-1]
+        try:
+            plan = clients.get("sagemaker").describe_training_plan(TrainingPlanName=plan_name)
+        except (ClientError, BotoCoreError) as exc:
+            yield Check(name=label, status="FAIL", detail=_error(exc),
+                        fix=f"check hyperpod.instance_groups[{g.name}].training_plan_arn and sagemaker:"
+                            "DescribeTrainingPlan permission")
+            continue
+        status = plan.get("Status")
+        problems: list[str] = []
+        if status in ("Expired", "Failed"):
+            problems.append(f"status {status}")
+        end = plan.get("EndTime")
+        if end is not None and end <= now:
+            problems.append(f"ended {end:%Y-%m-%d %H:%M}")
+        matching = [c for c in plan.get("ReservedCapacitySummaries", []) if c.get("InstanceType") == g.instance_type]
+        count = sum(int(c.get("TotalInstanceCount", 0)) for c in matching)
+        targets = plan.get("TargetResources", [])
+        if targets and "hyperpod-cluster" not in targets:
+            problems.append(f"plan is for {', '.join(targets)}, not hyperpod-cluster")
+        if count < g.instance_count:
+            problems.append(f"{count} x {g.instance_type} reserved < {g.instance_count} in the group")
+        plan_azs = {c.get("AvailabilityZoneId") or zones.get(c.get("AvailabilityZone", ""), c.get("AvailabilityZone"))
+                    for c in matching}
+        plan_azs = {a or "?" for a in plan_azs}
+        if matching and az not in plan_azs:
+            problems.append(f"capacity in {', '.join(sorted(plan_azs))}, not {az}")
+        if problems:
+            yield Check(name=label, status="FAIL", detail="; ".join(problems),
+                        fix="use a plan that covers type, count, AZ and dates (sagemaker "
+                            "search-training-plan-offerings --target-resources hyperpod-cluster)")
+            continue
+        start = plan.get("StartTime")
+        if status == "Pending" or (start is not None and start > now):
+            when = f"starts {start:%Y-%m-%d %H:%M} UTC" if start is not None else "pending"
+            yield Check(name=label, status="WARN", detail=f"{status}; {when}",
+                        fix="deploy once the plan is Scheduled/Active and its window has started")
+            continue
+        yield Check(name=label, status="PASS",
+                    detail=f"{status}: {count} x {g.instance_type} in {az} until {end:%Y-%m-%d}" if end else status)
+
+
+def check_addons(clients: Clients, config: Config) -> Iterator[Check]:
+    k8s = config.eks.kubernetes_version
+    eks = clients.get("eks")
+    for pin in addon_pins():
+        label = f"add-on {pin.name}"
+        try:
+            pages = eks.describe_addon_versions(addonName=pin.name, kubernetesVersion=k8s)
+        except (ClientError, BotoCoreError) as exc:
+            yield Check(name=label, status="WARN", detail=f"cannot list versions ({_error(exc)})",
+                        fix="allow eks:DescribeAddonVersions")
+            continue
+        offered = [v["addonVersion"] for a in pages.get("addons", []) for v in a.get("addonVersions", [])]
+        if pin.version in offered:
+            yield Check(name=label, status="PASS", detail=f"{pin.version} offered for Kubernetes {k8s}")
+        else:
+            newest = ", ".join(offered[:3]) or "none"
+            yield Check(name=label, status="FAIL", detail=f"{pin.version} not offered for Kubernetes {k8s}",
+                        fix=f"pin one of {newest} in infra/hyperpod_infra/pins.py")
+
+
+def check_admin_principal(clients: Clients, config: Config) -> Iterator[Check]:
+    arn = config.eks.admin_principal_arn
+    if not arn:
+        return
+    kind, _, name = arn.split(":", 5)[5].partition("/")
+    name = name.rsplit("/", 1)[-1]
+    iam = clients.get("iam")
+    try:
+        if kind == "role":
+            iam.get_role(RoleName=name)
+        else:
+            iam.get_user(UserName=name)
+    except ClientError as exc:
+        status: Status = "FAIL" if _code(exc) == "NoSuchEntity" else "WARN"
+        yield Check(name="admin principal", status=status, detail=f"{arn}: {_error(exc)}",
+                    fix="create it, or fix eks.admin_principal_arn")
+        return
+    yield Check(name="admin principal", status="PASS", detail=f"{arn} exists")
+
+
+def check_model_bucket(clients: Clients, config: Config) -> Iterator[Check]:
+    bucket = config.model.existing_bucket_name
+    if not bucket:
+        return
+    try:
+        loc = clients.get("s3").get_bucket_location(Bucket=bucket).get("LocationConstraint") or "us-east-1"
+    except ClientError as exc:
+        code = _code(exc)
+        fix = ("create it, or fix model.existing_bucket_name" if code == "NoSuchBucket"
+               else "allow s3:GetBucketLocation on it")
+        yield Check(name="model bucket", status="FAIL", detail=f"s3://{bucket}: {_error(exc)}", fix=fix)
+        return
+    if loc != config.region:
+        yield Check(name="model bucket", status="FAIL", detail=f"s3://{bucket} is in {loc}, not {config.region}",
+                    fix="use a bucket in the config's region (the S3 CSI mount and cross-region cost)")
+        return
+    yield Check(name="model bucket", status="PASS", detail=f"s3://{bucket} in {loc}")
+
+
+# --- all ----------------------------------------------------------------------------------------------------
+
+def run(config: Config, clients: Clients, now: dt.datetime | None = None) -> list[Check]:
+    """Every check, in the order a deploy would hit them. Without credentials only that check is reported."""
+    identity, account = check_identity(clients, config)
+    checks = [identity]
+    if account is None:
+        return checks
+    checks.append(check_bootstrap(clients, config, account))
+    try:
+        zones = zone_ids(clients)
+    except (ClientError, BotoCoreError) as exc:
+        checks.append(Check(name="GPU AZ ID", status="WARN", detail=f"cannot list AZs ({_error(exc)})",
+                            fix="allow ec2:DescribeAvailabilityZones"))
+        zones = {}
+    else:
+        checks.append(check_az(config, zones))
+    checks += list(check_quotas(clients, config))
+    checks += list(check_training_plans(clients, config, zones, now))
+    checks += list(check_addons(clients, config))
+    checks += list(check_admin_principal(clients, config))
+    checks += list(check_model_bucket(clients, config))
+    checks += list(check_network_quotas(clients, config))
+    return checks
+
+
+def as_json(checks: list[Check]) -> str:
+    return json.dumps({"ok": not any(c.status == "FAIL" for c in checks),
+                       "checks": [asdict(c) for c in checks]}, indent=2)

@@ -1,0 +1,59 @@
+"""A JSON Schema of the config, generated from the pydantic model, so editors complete and check config files.
+
+``config/schema.json`` is this output, committed and kept in sync by a test; config files point at it with a
+first line ``# yaml-language-server: $schema=<path to schema.json>`` (the YAML language server of VS Code and
+others reads it).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hyperpod_infra.config import Config
+
+SCHEMA_ID = "https://github.com/hyperpod-dpd/hyperpod-dpd-iac/config/schema.json"
+COMMITTED = Path(__file__).resolve().parents[2] / "config" / "schema.json"
+
+#: Models whose fields are merged with per-role defaults before validation (config.py ``_merge_defaults``):
+#: a user's mapping may name any subset of their fields, so none is required in the file.
+_MERGED_WITH_DEFAULTS = ("RoleConfig", "RoleAutoscalingConfig")
+
+
+def config_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a config file."""
+    schema = Config.model_json_schema(mode="validation")
+    for name in _MERGED_WITH_DEFAULTS:
+        schema["$defs"][name].pop("required", None)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID, **schema}
+
+
+def render() -> str:
+    """The schema as committed: sorted keys, two-space indent, trailing newline."""
+    return json.dumps(config_schema(), indent=2, sort_keys=True) + "\n"
+
+
+def modeline(config_file: Path) -> str:
+    """The ``yaml-language-server`` first line that points ``config_file`` at the committed schema."""
+    import os
+
+    rel = os.path.relpath(COMMITTED, config_file.resolve().parent)
+    return f"# yaml-language-server: $schema={rel}"
+
+
+def config_files() -> list[Path]:
+    """The config files kept in the repository (``config/**/*.yaml``)."""
+    return sorted(COMMITTED.parent.rglob("*.yaml"))
+
+
+def with_modeline(path: Path) -> str | None:
+    """``path``'s text with the modeline as first line, or ``None`` when it has it already."""
+    text = path.read_text()
+    lines = text.splitlines(keepends=True)
+    want = modeline(path) + "\n"
+    if lines and lines[0] == want:
+        return None
+    if lines and lines[0].startswith("# yaml-language-server:"):
+        lines = lines[1:]
+    return want + "".join(lines)

@@ -1,0 +1,37 @@
+"""Run the ``hyperpod-dpd`` entry point in-process (so moto and monkeypatches apply), with its error guard."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+
+
+@dataclass(frozen=True)
+class Ran:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., Ran]:
+    """``run_cli("stage-model", ...)``: exit code, stdout and stderr of ``hyperpod_dpd.app.main``."""
+    from hyperpod_dpd.app import main
+
+    def run(*args: str) -> Ran:
+        capsys.readouterr()
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        out, err = capsys.readouterr()
+        return Ran(code, out, err)
+
+    return run

@@ -1,0 +1,263 @@
+"""The friction a new user hit (issue 12, "Why"), one test per fix."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from hyperpod_infra.config import parse_config
+from hyperpod_infra.errors import ConfigError
+from hyperpod_k8s.inputs import read_outputs_file, stack_names
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CONFIG_FILES = sorted([REPO_ROOT / "config" / "default.yaml", *(REPO_ROOT / "config" / "examples").glob("*.yaml")])
+
+
+# --- per-role defaults merge field by field --------------------------------------------------------------
+
+def test_overriding_one_role_field_keeps_the_role_defaults(default_config_dict) -> None:
+    """``endpoint.prefill.max_num_seqs`` alone must not drop prefill's default ``--enforce-eager``."""
+    data = copy.deepcopy(default_config_dict)
+    data["endpoint"]["prefill"] = {"max_num_seqs": 8}
+    data["endpoint"]["decode"] = {"replicas": 1}
+    config = parse_config(data)
+    assert config.endpoint.prefill.max_num_seqs == 8
+    assert config.endpoint.prefill.extra_args == ("--enforce-eager",)
+    assert config.endpoint.decode.max_num_seqs == 32  # decode's default, although the file named none
+
+
+def test_overriding_one_autoscaling_field_keeps_the_role_defaults(default_config_dict) -> None:
+    data = copy.deepcopy(default_config_dict)
+    data["endpoint"]["autoscaling"] = {"decode": {"max_replicas": 1}}
+    assert parse_config(data).endpoint.autoscaling.decode.target_value == 0.8
+
+
+def test_unknown_role_keys_are_still_rejected(default_config_dict) -> None:
+    data = copy.deepcopy(default_config_dict)
+    data["endpoint"]["prefill"] = {"max_num_seq": 8}
+    with pytest.raises(ConfigError, match=r"endpoint\.prefill\.max_num_seq is not a known setting"):
+        parse_config(data)
+
+
+# --- JSON Schema ------------------------------------------------------------------------------------------
+
+def test_committed_schema_is_the_one_the_model_generates() -> None:
+    from hyperpod_dpd.schema import COMMITTED, render
+
+    assert COMMITTED.read_text() == render(), "run: hyperpod-dpd schema --write"
+
+
+@pytest.mark.parametrize("path", CONFIG_FILES, ids=lambda p: p.name)
+def test_every_config_file_names_the_schema_and_passes_it(path: Path) -> None:
+    from hyperpod_dpd.schema import modeline, render
+
+    assert path.read_text().splitlines()[0] == modeline(path)
+    jsonschema.Draft202012Validator(json.loads(render())).validate(yaml.safe_load(path.read_text()))
+
+
+def test_schema_rejects_what_the_model_rejects(default_config_dict) -> None:
+    from hyperpod_dpd.schema import render
+
+    validator = jsonschema.Draft202012Validator(json.loads(render()))
+    bad = copy.deepcopy(default_config_dict)
+    bad["endpoint"]["routing_strategy"] = "random"
+    bad["network"]["typo"] = 1
+    messages = sorted(e.message for e in validator.iter_errors(bad))
+    assert any("'random' is not one of" in m for m in messages)
+    assert any("'typo' was unexpected" in m for m in messages)
+
+
+# --- the cdk8s app refuses outputs of another deployment -------------------------------------------------
+
+def test_stack_names_match_the_cdk_app(stacks, default_config) -> None:
+    assert set(stack_names(default_config)) == {s.stack_name for s in stacks.all()}
+
+
+@pytest.mark.parametrize(("outputs", "message"), [
+    ({"other-network": {"Region": "us-west-2"}}, "stack 'other-network' does not belong to config name"),
+    ({"hyperpod-dpd-cluster": {"EksClusterName": "team-b"}},
+     "hyperpod-dpd-cluster.EksClusterName is 'team-b' but config eks.cluster_name is 'hyperpod-dpd-eks'"),
+    ({"hyperpod-dpd-hyperpod": {"HyperPodClusterName": "team-b"}}, "config hyperpod.cluster_name is"),
+    ({"hyperpod-dpd-hyperpod": {"HyperPodClusterArn": "arn:aws:sagemaker:us-east-1:111122223333:cluster/x"}},
+     "is in region 'us-east-1' but config region is 'us-west-2'"),
+    ({"hyperpod-dpd-platform": {"InferenceExecutionRoleArn": "arn:aws:iam::111122223333:role/a",
+                                "KedaRoleArn": "arn:aws:iam::444455556666:role/b"}},
+     "outputs name several AWS accounts (111122223333, 444455556666)"),
+])
+def test_outputs_of_another_deployment_are_refused(default_config, tmp_path, outputs, message) -> None:
+    path = tmp_path / "cdk-outputs.json"
+    path.write_text(json.dumps(outputs))
+    with pytest.raises(ConfigError) as info:
+        read_outputs_file(path, default_config)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_outputs_in_another_account_than_the_config_names_are_refused(default_config_dict, tmp_path) -> None:
+    data = copy.deepcopy(default_config_dict)
+    data["eks"]["admin_principal_arn"] = "arn:aws:iam::111122223333:role/Admin"
+    path = tmp_path / "cdk-outputs.json"
+    path.write_text(json.dumps({"hyperpod-dpd-platform": {"KedaRoleArn": "arn:aws:iam::444455556666:role/k"}}))
+    with pytest.raises(ConfigError, match="is in account 444455556666 but the config's ARNs name account 1111"):
+        read_outputs_file(path, parse_config(data))
+
+
+# --- dist/ and cdk.out/ are replaced atomically ----------------------------------------------------------
+
+def test_a_failed_cdk8s_synth_leaves_the_previous_dist(default_config, tmp_path, monkeypatch) -> None:
+    from hyperpod_k8s import charts, main
+    from hyperpod_k8s.inputs import resolve_inputs
+
+    dist = tmp_path / "dist"
+    inputs = resolve_inputs(default_config, None)
+    first = main.synth(default_config, dist, inputs)
+    before = {p: p.read_bytes() for p in first}
+
+    def broken(*_args: object) -> None:
+        raise RuntimeError("chart failed")
+
+    monkeypatch.setattr(charts, "build_endpoint_charts", broken)
+    with pytest.raises(RuntimeError, match="chart failed"):
+        main.synth(default_config, dist, inputs)
+    assert {p: p.read_bytes() for p in sorted(dist.rglob("*")) if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dist"], "no temp folder left behind"
+
+
+def test_a_failed_main_job_leaves_the_previous_cdk_out(tmp_path, monkeypatch) -> None:
+    from hyperpod_dpd import mainjob
+
+    cdk_out, dist = tmp_path / "cdk.out", tmp_path / "dist"
+    cdk_out.mkdir()
+    (cdk_out / "manifest.json").write_text("previous")
+
+    def half_written(_config: object, _path: Path, outdir: Path) -> None:
+        (outdir / "manifest.json").write_text("half")
+        raise RuntimeError("synth failed")
+
+    monkeypatch.setattr(mainjob, "synth_templates", half_written)
+    with pytest.raises(RuntimeError, match="synth failed"):
+        mainjob.run(REPO_ROOT / "config" / "default.yaml", cdk_out, dist, None)
+    assert (cdk_out / "manifest.json").read_text() == "previous"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cdk.out"]
+
+
+@pytest.mark.slow
+def test_plain_cdk8s_cli_is_quiet_and_keeps_dist_on_failure(tmp_path) -> None:
+    """Plain ``npx cdk8s synth`` (cdk8s.yaml) writes dist/ atomically; the CLI's own folder is a scratch link.
+
+    Quiet with no variable set: .npmrc preloads scripts/npx-env.cjs, which defaults CDK8S_CHECK_UPGRADE=false
+    (the CLI reads every option from a ``CDK8S_`` variable; offline its upgrade check prints an HTTP stack
+    trace and "A new version undefined") and silences jsii's Node 20 banner.
+    """
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CDK8S_CHECK_UPGRADE", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION")}
+    dist = REPO_ROOT / "dist"
+    ok = subprocess.run(["npx", "--no-install", "cdk8s", "synth"], cwd=REPO_ROOT, env=env, capture_output=True,
+                        text=True, timeout=300, check=False)
+    assert ok.returncode == 0, ok.stderr
+    assert "new version" not in ok.stderr + ok.stdout and "Error" not in ok.stderr and "!!" not in ok.stderr
+    assert "llama-3-3-70b-dpd.k8s.yaml" in ok.stdout  # the CLI lists what the app wrote
+    before = {p: p.read_bytes() for p in sorted(dist.rglob("*")) if p.is_file()}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((REPO_ROOT / "config/default.yaml").read_text().replace("max_model_len: 16384",
+                                                                           "max_model_len: 1024"))
+    failed = subprocess.run(["npx", "--no-install", "cdk8s", "synth"], cwd=REPO_ROOT,
+                            env={**env, "HYPERPOD_CONFIG": str(bad)}, capture_output=True, text=True, timeout=300,
+                            check=False)
+    assert failed.returncode != 0
+    assert {p: p.read_bytes() for p in sorted(dist.rglob("*")) if p.is_file()} == before
+
+
+def test_the_warmed_up_cfn_lint_finds_what_cfn_lint_finds(tmp_path) -> None:
+    """The main job's lint child runs cfn-lint's own Runner with .cfnlintrc.yaml: E3002 on an unknown property."""
+    import sys
+
+    bad = tmp_path / "Bad.template.json"
+    bad.write_text(json.dumps({"Resources": {"B": {"Type": "AWS::S3::Bucket", "Properties": {"Nope": 1}}}}))
+    good = tmp_path / "Good.template.json"
+    good.write_text(json.dumps({"Resources": {"B": {"Type": "AWS::S3::Bucket"}}}))
+    cmd = [sys.executable, "-m", "hyperpod_dpd.lint_worker", str(REPO_ROOT / ".cfnlintrc.yaml"), "us-west-2"]
+    found = subprocess.run(cmd, input=f"{good}\n{bad}\n", capture_output=True, text=True, timeout=120, check=False)
+    assert found.returncode == 2
+    assert found.stdout.startswith("E3002 ") and str(bad) in found.stdout and str(good) not in found.stdout
+    clean = subprocess.run(cmd, input=f"{good}\n", capture_output=True, text=True, timeout=120, check=False)
+    assert (clean.returncode, clean.stdout) == (0, "")
+
+
+def test_schema_check_fails_on_a_stale_copy(run_cli, tmp_path, monkeypatch) -> None:
+    from hyperpod_dpd import schema
+
+    assert run_cli("schema", "--check").exit_code == 0
+    stale = tmp_path / "schema.json"
+    stale.write_text("{}\n")
+    monkeypatch.setattr(schema, "COMMITTED", stale)
+    result = run_cli("schema", "--check")
+    assert result.exit_code == 1
+    assert result.stderr.strip() == f"error: {stale} is stale; run: hyperpod-dpd schema --write"
+    assert run_cli("schema", "--write").exit_code == 0
+    assert stale.read_text() == schema.render()
+
+
+def test_schema_bad_input_is_one_line_and_exit_2(run_cli) -> None:
+    result = run_cli("schema", "--check", "--write")
+    assert (result.exit_code, result.stderr.strip()) == (2, "error: pass --check or --write, not both")
+
+
+def test_unchanged_assets_are_linked_not_copied(tmp_path) -> None:
+    """The CDK skips staging an ``asset.<hash>`` that exists; the main job links the previous ones in."""
+    from hyperpod_dpd.mainjob import reuse_assets
+
+    previous, new = tmp_path / "cdk.out", tmp_path / "next"
+    (previous / "asset.abc").mkdir(parents=True)
+    (previous / "asset.abc" / "index.py").write_text("x")
+    (previous / "asset.def.zip").write_bytes(b"zip")
+    (previous / "Network.template.json").write_text("{}")
+    new.mkdir()
+    reuse_assets(previous, new)
+    assert sorted(p.name for p in new.iterdir()) == ["asset.abc", "asset.def.zip"]
+    assert (new / "asset.def.zip").stat().st_ino == (previous / "asset.def.zip").stat().st_ino
+    assert (new / "asset.abc" / "index.py").stat().st_ino == (previous / "asset.abc" / "index.py").stat().st_ino
+
+
+def test_the_raw_next_command_passes_the_parameters_the_templates_require(tmp_path, default_config) -> None:
+    """A template parameter without a default (the cluster stack's AdminPrincipalArn) must be on the command."""
+    from hyperpod_dpd.environment import Environment
+    from hyperpod_dpd.mainjob import next_steps
+
+    cdk_out = tmp_path / "cdk.out"
+    cdk_out.mkdir()
+    (cdk_out / "manifest.json").write_text(json.dumps({"artifacts": {"Cluster": {
+        "type": "aws:cloudformation:stack",
+        "properties": {"templateFile": "Cluster.template.json", "stackName": "hyperpod-dpd-cluster"}}}}))
+    (cdk_out / "Cluster.template.json").write_text(json.dumps({"Parameters": {
+        "AdminPrincipalArn": {"Type": "String"},
+        "BootstrapVersion": {"Type": "AWS::SSM::Parameter::Value<String>", "Default": "/cdk-bootstrap/x/version"}}}))
+    env = Environment(config_path=Path("c.yaml"), config=default_config, workdir=tmp_path)
+    first, deploy = next_steps(env, deployed=False, via_cli=False)
+    assert first.startswith("ADMIN_ARN=$(aws sts get-caller-identity")
+    assert deploy.startswith(f"npx cdk deploy --app {cdk_out} --all --outputs-file {tmp_path}/cdk-outputs.json"
+                             ' --parameters hyperpod-dpd-cluster:AdminPrincipalArn="$ADMIN_ARN"')
+
+
+def test_schema_write_marks_every_config_file(run_cli, tmp_path, monkeypatch) -> None:
+    """A config file added later (e.g. a new example) gets its schema line from ``schema --write``."""
+    from hyperpod_dpd import schema
+
+    (tmp_path / "config" / "examples").mkdir(parents=True)
+    monkeypatch.setattr(schema, "COMMITTED", tmp_path / "config" / "schema.json")
+    new = tmp_path / "config" / "examples" / "new.yaml"
+    new.write_text("# yaml-language-server: $schema=old.json\nname: x\n")
+    assert run_cli("schema", "--write").exit_code == 0
+    assert new.read_text() == "# yaml-language-server: $schema=../schema.json\nname: x\n"
+    assert run_cli("schema", "--check").exit_code == 0
+    new.write_text("name: x\n")
+    result = run_cli("schema", "--check")
+    assert (result.exit_code, result.stderr.strip()) == (
+        1, f"error: {new}: no schema line; run: hyperpod-dpd schema --write")

@@ -1,0 +1,365 @@
+"""``hyperpod-dpd preflight`` against moto, and botocore ``Stubber`` where moto has nothing.
+
+moto (5.2.5) serves: STS get_caller_identity, SSM get_parameter (the CDK bootstrap version), EC2
+describe_availability_zones (static AZ IDs: us-west-2a = usw2-az2, ...), describe_vpcs/describe_addresses, IAM
+get_role, S3 get_bucket_location, Service Quotas for service code ``vpc``.
+
+botocore Stubber with the real service models (the stub validates every request and response against
+them), because moto does not implement them (shared/reference/operations.md, "moto coverage"):
+Service Quotas for ``sagemaker`` and ``ec2``, SageMaker DescribeTrainingPlan, EKS DescribeAddonVersions.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from moto import mock_aws
+from typer.testing import CliRunner
+
+from hyperpod_dpd import preflight
+from hyperpod_infra.config import parse_config
+
+REGION = "us-west-2"
+ACCOUNT = "123456789012"  # moto's default account
+NOW = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+PLAN_ARN = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:training-plan/p5-plan"
+#: Per-test names (set by the ``aws`` fixture).
+NAMES = {"admin": "Admin", "bucket": "team-models"}
+
+
+def admin_arn() -> str:
+    return f"arn:aws:iam::{ACCOUNT}:role/{NAMES['admin']}"
+P5_QUOTA = "ml.p5.48xlarge for cluster usage"
+
+
+@pytest.fixture
+def aws(monkeypatch) -> Iterator[None]:
+    """moto, with names unique to the test: another module may hold moto open for the whole session, and a
+    nested ``mock_aws`` does not reset the backends."""
+    import uuid
+
+    run = uuid.uuid4().hex[:10]
+    monkeypatch.setattr(preflight, "bootstrap_qualifier", lambda: f"q{run}")
+    monkeypatch.setitem(NAMES, "admin", f"Admin-{run}")
+    monkeypatch.setitem(NAMES, "bucket", f"team-models-{run}")
+    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                       "AWS_DEFAULT_REGION": REGION}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    with mock_aws():
+        yield
+
+
+def _config(base: dict, **changes: Any):
+    data = copy.deepcopy(base)
+    data["eks"]["admin_principal_arn"] = admin_arn()
+    data["model"]["existing_bucket_name"] = NAMES["bucket"]
+    for g in data["hyperpod"]["instance_groups"]:
+        g["training_plan_arn"] = PLAN_ARN
+    for path, value in changes.items():
+        node = data
+        *parents, leaf = path.split("__")
+        for p in parents:
+            node = node[p]
+        node[leaf] = value
+    return parse_config(data)
+
+
+def _rc(instance_type: str, count: int, zone: str) -> dict[str, Any]:
+    """One ReservedCapacitySummaries entry (the fields the service model requires, AZ by name)."""
+    return {"ReservedCapacityArn": f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:reserved-capacity/rc-1",
+            "InstanceType": instance_type, "TotalInstanceCount": count, "Status": "Active", "AvailabilityZone": zone}
+
+
+class World:
+    """The account: moto resources plus stubbed clients, with the responses a passing account gives."""
+
+    def __init__(self) -> None:
+        self.sagemaker_quota = {P5_QUOTA: 2.0, preflight.TOTAL_HYPERPOD_QUOTA: 4.0}
+        self.eip_quota = 5.0
+        self.plan: dict[str, Any] = {
+            "TrainingPlanArn": PLAN_ARN, "TrainingPlanName": "p5-plan", "Status": "Active",
+            "StartTime": NOW - dt.timedelta(days=1), "EndTime": NOW + dt.timedelta(days=30),
+            "TargetResources": ["hyperpod-cluster"],
+            "ReservedCapacitySummaries": [_rc("ml.p5.48xlarge", 2, "us-west-2a")]}
+        self.addon_offered: dict[str, list[str]] = {p.name: [p.version] for p in preflight.addon_pins()}
+        self.bootstrap: str | None = "30"
+        self.admin = True
+        self.bucket_region: str | None = REGION
+
+    def clients(self, config) -> preflight.Clients:
+        if self.bootstrap is not None:
+            boto3.client("ssm", REGION).put_parameter(
+                Name=f"/cdk-bootstrap/{preflight.bootstrap_qualifier()}/version", Value=self.bootstrap,
+                Type="String")
+        if self.admin:
+            boto3.client("iam", REGION).create_role(RoleName=NAMES["admin"], AssumeRolePolicyDocument="{}")
+        if self.bucket_region:
+            kwargs = {} if self.bucket_region == "us-east-1" else {
+                "CreateBucketConfiguration": {"LocationConstraint": self.bucket_region}}
+            boto3.client("s3", self.bucket_region).create_bucket(Bucket=NAMES["bucket"], **kwargs)
+        clients = preflight.Clients(lambda service: boto3.client(service, REGION))
+        clients.put("service-quotas", "sagemaker", self._quotas("sagemaker", self.sagemaker_quota, config))
+        clients.put("service-quotas", "ec2", self._quotas("ec2", {preflight.EIP_QUOTA: self.eip_quota}, config))
+        clients.put("sagemaker", "", self._sagemaker(config))
+        clients.put("eks", "", self._eks(config))
+        return clients
+
+    def _quotas(self, code: str, values: dict[str, float], config) -> Any:
+        client = boto3.client("service-quotas", REGION)
+        stub = Stubber(client)
+        names = ([f"{t} for cluster usage" for t in sorted({g.instance_type for g in config.hyperpod.instance_groups})]
+                 + [preflight.TOTAL_HYPERPOD_QUOTA]) if code == "sagemaker" else [preflight.EIP_QUOTA]
+        listing = [{"ServiceCode": code, "QuotaCode": f"L-{i:08X}", "QuotaName": name, "Value": 1.0}
+                   for i, name in enumerate(values)]
+        # Two pages, listed once per service code; the names we look for may sit on either.
+        half = len(listing) // 2
+        stub.add_response("list_aws_default_service_quotas", {"Quotas": listing[:half], "NextToken": "p2"},
+                          {"ServiceCode": code, "MaxResults": 100})
+        stub.add_response("list_aws_default_service_quotas", {"Quotas": listing[half:]},
+                          {"ServiceCode": code, "MaxResults": 100, "NextToken": "p2"})
+        for name in names:
+            quota = next((q for q in listing if q["QuotaName"] == name), None)
+            if quota is not None:
+                stub.add_response("get_service_quota",
+                                  {"Quota": {**quota, "Value": values[name]}},
+                                  {"ServiceCode": code, "QuotaCode": quota["QuotaCode"]})
+        stub.activate()
+        return client
+
+    def _sagemaker(self, config) -> Any:
+        client = boto3.client("sagemaker", REGION)
+        stub = Stubber(client)
+        for g in config.hyperpod.instance_groups:
+            if g.training_plan_arn:
+                stub.add_response("describe_training_plan", self.plan, {"TrainingPlanName": "p5-plan"})
+        stub.activate()
+        return client
+
+    def _eks(self, config) -> Any:
+        client = boto3.client("eks", REGION)
+        stub = Stubber(client)
+        for pin in preflight.addon_pins():
+            stub.add_response(
+                "describe_addon_versions",
+                {"addons": [{"addonName": pin.name, "addonVersions": [
+                    {"addonVersion": v} for v in self.addon_offered[pin.name]]}]},
+                {"addonName": pin.name, "kubernetesVersion": config.eks.kubernetes_version})
+        stub.activate()
+        return client
+
+
+def _run(world: World, config) -> dict[str, preflight.Check]:
+    results = preflight.run(config, world.clients(config), now=NOW)
+    return {c.name: c for c in results}
+
+
+def test_a_ready_account_passes_every_check(aws, default_config_dict) -> None:
+    config = _config(default_config_dict)
+    checks = _run(World(), config)
+    assert {c.status for c in checks.values()} == {"PASS"}, [c for c in checks.values() if c.status != "PASS"]
+    assert set(checks) >= {
+        "credentials", "CDK bootstrap", "GPU AZ ID", f"quota sagemaker: {P5_QUOTA}",
+        f"quota sagemaker: {preflight.TOTAL_HYPERPOD_QUOTA}", "training plan of prefill", "training plan of decode",
+        "admin principal", "model bucket", "quota vpc: VPCs per Region",
+        "quota vpc: NAT gateways per Availability Zone", f"quota ec2: {preflight.EIP_QUOTA}",
+        *(f"add-on {p.name}" for p in preflight.addon_pins())}
+    assert checks["GPU AZ ID"].detail == "usw2-az2 is us-west-2a in this account"
+
+
+def test_every_pinned_addon_is_checked() -> None:
+    from hyperpod_infra import pins
+
+    names = {p.name for p in preflight.addon_pins()}
+    assert {pins.VPC_CNI.name, pins.INFERENCE_OPERATOR.name, pins.OBSERVABILITY.name, pins.CERT_MANAGER.name} <= names
+
+
+def _fail(checks: dict[str, preflight.Check], name: str) -> preflight.Check:
+    check = checks[name]
+    assert check.status == "FAIL", check
+    assert check.fix
+    return check
+
+
+def test_missing_bootstrap_fails_with_the_bootstrap_command(aws, default_config_dict) -> None:
+    world = World()
+    world.bootstrap = None
+    check = _fail(_run(world, _config(default_config_dict)), "CDK bootstrap")
+    assert check.fix == f"npx cdk bootstrap aws://{ACCOUNT}/{REGION}"
+
+
+def test_an_old_bootstrap_fails(aws, default_config_dict) -> None:
+    world = World()
+    world.bootstrap = "5"
+    _fail(_run(world, _config(default_config_dict)), "CDK bootstrap")
+
+
+def test_an_az_id_not_in_the_region_fails(aws, default_config_dict) -> None:
+    data = copy.deepcopy(default_config_dict)
+    data["network"]["gpu_availability_zone_id"] = "usw2-az9"
+    check = _fail(_run(World(), _config(data)), "GPU AZ ID")
+    assert "usw2-az1, usw2-az2, usw2-az3, usw2-az4" in check.fix
+
+
+def test_quota_below_the_instance_count_fails_by_quota_name(aws, default_config_dict) -> None:
+    world = World()
+    world.sagemaker_quota[P5_QUOTA] = 1.0
+    check = _fail(_run(world, _config(default_config_dict)), f"quota sagemaker: {P5_QUOTA}")
+    assert check.detail.startswith("1 < 2 needed")
+
+
+def test_total_hyperpod_quota_fails(aws, default_config_dict) -> None:
+    world = World()
+    world.sagemaker_quota[preflight.TOTAL_HYPERPOD_QUOTA] = 0.0
+    _fail(_run(world, _config(default_config_dict)), f"quota sagemaker: {preflight.TOTAL_HYPERPOD_QUOTA}")
+
+
+def test_a_quota_name_that_is_not_listed_warns(aws, default_config_dict) -> None:
+    world = World()
+    del world.sagemaker_quota[P5_QUOTA]
+    assert _run(world, _config(default_config_dict))[f"quota sagemaker: {P5_QUOTA}"].status == "WARN"
+
+
+@pytest.mark.parametrize(("change", "detail"), [
+    ({"Status": "Expired"}, "status Expired"),
+    ({"EndTime": NOW - dt.timedelta(hours=1)}, "ended 2026-11-30 23:00"),
+    ({"TargetResources": ["training-job"]}, "plan is for training-job, not hyperpod-cluster"),
+    ({"ReservedCapacitySummaries": [_rc("ml.p5.48xlarge", 1, "us-west-2a")]}, "1 x ml.p5.48xlarge reserved < 2"),
+    ({"ReservedCapacitySummaries": [_rc("ml.p5.48xlarge", 2, "us-west-2b")]}, "capacity in usw2-az1, not usw2-az2"),
+    ({"ReservedCapacitySummaries": [_rc("ml.p5en.48xlarge", 2, "us-west-2a")]}, "0 x ml.p5.48xlarge reserved"),
+])
+def test_a_training_plan_that_does_not_cover_the_group_fails(aws, default_config_dict, change, detail) -> None:
+    world = World()
+    world.plan.update(change)
+    config = _config(default_config_dict)
+    # Both groups share the plan; their counts are 1 each, so "reserved < 2" needs a group of 2.
+    config = config.model_copy(update={"hyperpod": config.hyperpod.model_copy(update={"instance_groups": tuple(
+        g.model_copy(update={"instance_count": 2}) for g in config.hyperpod.instance_groups)})})
+    world.sagemaker_quota = {P5_QUOTA: 4.0, preflight.TOTAL_HYPERPOD_QUOTA: 4.0}
+    check = _fail(_run(world, config), "training plan of prefill")
+    assert detail in check.detail
+
+
+def test_a_plan_that_has_not_started_warns(aws, default_config_dict) -> None:
+    world = World()
+    world.plan.update(Status="Scheduled", StartTime=NOW + dt.timedelta(days=2))
+    check = _run(world, _config(default_config_dict))["training plan of decode"]
+    assert (check.status, check.detail) == ("WARN", "Scheduled; starts 2026-12-03 00:00 UTC")
+
+
+def test_an_addon_version_not_offered_for_the_kubernetes_version_fails(aws, default_config_dict) -> None:
+    from hyperpod_infra import pins
+
+    world = World()
+    world.addon_offered[pins.INFERENCE_OPERATOR.name] = ["v1.2.0-eksbuild.1"]
+    check = _fail(_run(world, _config(default_config_dict)), f"add-on {pins.INFERENCE_OPERATOR.name}")
+    assert check.fix == "pin one of v1.2.0-eksbuild.1 in infra/hyperpod_infra/pins.py"
+
+
+def test_a_missing_admin_principal_fails(aws, default_config_dict) -> None:
+    world = World()
+    world.admin = False
+    _fail(_run(world, _config(default_config_dict)), "admin principal")
+
+
+@pytest.mark.parametrize(("region", "detail"), [
+    ("eu-west-1", "is in eu-west-1, not us-west-2"), (None, "NoSuchBucket")])
+def test_a_model_bucket_elsewhere_or_missing_fails(aws, default_config_dict, region, detail) -> None:
+    world = World()
+    world.bucket_region = region
+    assert detail in _fail(_run(world, _config(default_config_dict)), "model bucket").detail
+
+
+def test_too_few_elastic_ips_fails(aws, default_config_dict) -> None:
+    world = World()
+    world.eip_quota = 0.0
+    _fail(_run(world, _config(default_config_dict)), f"quota ec2: {preflight.EIP_QUOTA}")
+
+
+def test_credentials_of_another_account_fail(aws, default_config_dict) -> None:
+    config = _config(default_config_dict, eks__admin_principal_arn="arn:aws:iam::999999999999:role/Admin")
+    config = config.model_copy(update={"hyperpod": config.hyperpod.model_copy(update={"instance_groups": tuple(
+        g.model_copy(update={"training_plan_arn": None}) for g in config.hyperpod.instance_groups)})})
+    check = preflight.check_identity(preflight.Clients(lambda s: boto3.client(s, REGION)), config)[0]
+    assert check.status == "FAIL" and "the config's ARNs name 999999999999" in check.detail
+
+
+def test_no_credentials_is_the_only_check(monkeypatch, default_config) -> None:
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    results = preflight.run(default_config, preflight.make_clients(REGION))
+    assert [(c.name, c.status) for c in results] == [("credentials", "FAIL")]
+
+
+# --- the command --------------------------------------------------------------------------------------------
+
+def test_the_command_prints_json_and_exits_1_on_a_fail(aws, default_config_dict, tmp_path, monkeypatch) -> None:
+    from hyperpod_dpd.app import app
+
+    world = World()
+    world.bootstrap = None
+    config = _config(default_config_dict)
+    path = tmp_path / "c.yaml"
+    import yaml
+
+    path.write_text(yaml.safe_dump(config.model_dump(mode="json")))
+    monkeypatch.setattr(preflight, "make_clients", lambda region: world.clients(config))
+    result = CliRunner().invoke(app, ["preflight", "--config", str(path), "--json"])
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    assert report["ok"] is False
+    assert [c["name"] for c in report["checks"] if c["status"] == "FAIL"] == ["CDK bootstrap"]
+
+
+def test_the_command_prints_a_table_with_the_fix(aws, default_config_dict, tmp_path, monkeypatch) -> None:
+    from hyperpod_dpd.app import app
+
+    world = World()
+    config = _config(default_config_dict)
+    path = tmp_path / "c.yaml"
+    import yaml
+
+    path.write_text(yaml.safe_dump(config.model_dump(mode="json")))
+    monkeypatch.setattr(preflight, "make_clients", lambda region: world.clients(config))
+    result = CliRunner().invoke(app, ["preflight", "--config", str(path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "PASS" in result.stdout and "0 failed" in result.stdout
+    assert f"next: hyperpod-dpd deploy --config {path}" in result.stdout
+
+
+@pytest.mark.parametrize(("args", "starts"), [
+    ((), "error: name the config"), (("--config", "missing.yaml"), "error: config file 'missing.yaml' cannot be read")])
+def test_preflight_bad_input_is_one_line_and_exit_2(tmp_path, args, starts) -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "hyperpod_dpd", "preflight", *args], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120, check=False,
+                            env={k: v for k, v in __import__("os").environ.items() if k != "HYPERPOD_CONFIG"})
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith(starts) and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_quota_never_changed_takes_its_default_value() -> None:
+    """GetServiceQuota answers NoSuchResourceException when nothing was applied: the default value counts."""
+    client = boto3.client("service-quotas", REGION, aws_access_key_id="x", aws_secret_access_key="x")
+    with Stubber(client) as stub:
+        stub.add_response("list_aws_default_service_quotas", {"Quotas": [
+            {"ServiceCode": "sagemaker", "QuotaCode": "L-8762A75F", "QuotaName": P5_QUOTA, "Value": 0.0}]},
+            {"ServiceCode": "sagemaker", "MaxResults": 100})
+        stub.add_client_error("get_service_quota", service_error_code="NoSuchResourceException",
+                              expected_params={"ServiceCode": "sagemaker", "QuotaCode": "L-8762A75F"})
+        clients = preflight.Clients(lambda s: None)
+        clients.put("service-quotas", "sagemaker", client)
+        assert preflight.quota_value(clients, "sagemaker", P5_QUOTA) == 0.0
+        assert preflight.quota_value(clients, "sagemaker", "no such quota") is None

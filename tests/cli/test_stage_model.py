@@ -1,0 +1,222 @@
+"""``hyperpod-dpd stage-model`` against moto's S3 (in-process), plus Stubber for a denied bucket.
+
+The expected checksums are computed here independently (hashlib SHA-256; S3's own FULL_OBJECT CRC64NVME
+computed by moto from the uploaded parts); CRC64NVME itself is pinned by its published check value.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import boto3
+import pytest
+import yaml
+from botocore.stub import Stubber
+from moto import mock_aws
+
+from hyperpod_dpd import staging
+from hyperpod_dpd.errors import CommandFailed
+
+REGION = "us-west-2"
+BUCKET = "team-models"
+PREFIX = "models/Llama-3.3-70B-Instruct/"
+MIB = 1024 * 1024
+
+
+@pytest.fixture
+def s3(monkeypatch) -> Iterator[object]:
+    """A fresh bucket in moto. Its name is unique: another module may hold moto open for the whole session,
+    and a nested ``mock_aws`` does not reset the backends."""
+    import uuid
+
+    monkeypatch.setattr(sys.modules[__name__], "BUCKET", f"team-models-{uuid.uuid4().hex[:12]}")
+    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                       "AWS_DEFAULT_REGION": REGION}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(staging, "PART_SIZE", 5 * MIB)  # S3's minimum part: the shards below go multipart
+    with mock_aws():
+        client = boto3.client("s3", REGION)
+        client.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+        yield client
+
+
+def make_model(root: Path, shards: int = 2, shard_size: int = 11 * MIB) -> Path:
+    src = root / "Llama-mini"
+    src.mkdir()
+    (src / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
+    (src / "tokenizer.json").write_text("{}")
+    (src / "tokenizer_config.json").write_text("{}")
+    names = [f"model-{i:05d}-of-{shards:05d}.safetensors" for i in range(1, shards + 1)]
+    for i, name in enumerate(names):
+        (src / name).write_bytes(os.urandom(shard_size - i * MIB))
+    (src / "model.safetensors.index.json").write_text(json.dumps(
+        {"metadata": {}, "weight_map": {f"layer.{i}": n for i, n in enumerate(names)}}))
+    return src
+
+
+@pytest.fixture
+def config_file(s3, tmp_path, default_config_dict) -> Path:
+    data = copy.deepcopy(default_config_dict)
+    data["model"]["existing_bucket_name"] = BUCKET
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.fixture
+def _invoke(run_cli):
+    return lambda *args: run_cli("stage-model", *args)
+
+
+def _keys(client) -> list[str]:
+    return sorted(o["Key"] for o in client.list_objects_v2(Bucket=BUCKET).get("Contents", []))
+
+
+def test_crc64nvme_matches_the_published_check_value() -> None:
+    """CRC-64/NVME of "123456789" is 0xAE8B14860A799888 (the catalogue check value S3 documents)."""
+    from awscrt import checksums
+
+    assert checksums.crc64nvme(b"123456789") == 0xAE8B14860A799888
+
+
+def test_stages_the_folder_under_the_prefix_with_full_object_checksums(_invoke, s3, tmp_path, config_file) -> None:
+    src = make_model(tmp_path)
+    result = _invoke(str(src), "--config", str(config_file))
+    assert result.exit_code == 0, result.output
+    local = sorted(p.name for p in src.iterdir())
+    assert _keys(s3) == sorted([PREFIX + n for n in local] + [PREFIX + staging.MANIFEST_NAME])
+    manifest = json.loads(s3.get_object(Bucket=BUCKET, Key=PREFIX + staging.MANIFEST_NAME)["Body"].read())
+    for name in local:
+        data = (src / name).read_bytes()
+        assert manifest["files"][name]["sha256"] == hashlib.sha256(data).hexdigest()
+        head = s3.head_object(Bucket=BUCKET, Key=PREFIX + name, ChecksumMode="ENABLED")
+        assert head["ContentLength"] == len(data)
+        assert head["Metadata"]["sha256"] == hashlib.sha256(data).hexdigest()
+    for shard in ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"):
+        # Multipart (>= 5 MiB parts): S3 (moto) computes the whole object's CRC64NVME from the parts it received.
+        # moto returns no checksum for a single PutObject (real S3 does, and verifies it on write).
+        head = s3.head_object(Bucket=BUCKET, Key=PREFIX + shard, ChecksumMode="ENABLED")
+        assert head["ChecksumType"] == "FULL_OBJECT"
+        assert head["ChecksumCRC64NVME"] == manifest["files"][shard]["crc64nvme"]
+    assert f"staged: s3://{BUCKET}/models/Llama-3.3-70B-Instruct/" in result.stdout
+
+
+def test_a_second_run_uploads_only_what_is_missing(_invoke, s3, tmp_path, config_file) -> None:
+    src = make_model(tmp_path)
+    assert _invoke(str(src), "--config", str(config_file)).exit_code == 0
+    again = _invoke(str(src), "--config", str(config_file))
+    assert "0 to upload (0.00 GiB), 6 already there" in again.stdout
+    s3.delete_object(Bucket=BUCKET, Key=PREFIX + "model-00002-of-00002.safetensors")
+    resumed = _invoke(str(src), "--config", str(config_file))
+    assert resumed.exit_code == 0 and "1 to upload" in resumed.stdout
+
+
+def test_different_content_is_not_overwritten_without_force(_invoke, s3, tmp_path, config_file) -> None:
+    src = make_model(tmp_path)
+    s3.put_object(Bucket=BUCKET, Key=PREFIX + "config.json", Body=b'{"other": "model"}')
+    refused = _invoke(str(src), "--config", str(config_file))
+    assert refused.exit_code == 1
+    assert refused.stderr.strip().splitlines()[-1].startswith(
+        f"error: 1 objects under s3://{BUCKET}/{PREFIX} hold different content")
+    assert _keys(s3) == [PREFIX + "config.json"], "nothing uploaded"
+    forced = _invoke(str(src), "--config", str(config_file), "--force")
+    assert forced.exit_code == 0, forced.output
+    assert s3.get_object(Bucket=BUCKET, Key=PREFIX + "config.json")["Body"].read() == (src / "config.json").read_bytes()
+
+
+def test_dry_run_writes_nothing(_invoke, s3, tmp_path, config_file) -> None:
+    src = make_model(tmp_path)
+    result = _invoke(str(src), "--config", str(config_file), "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "upload   models/Llama-3.3-70B-Instruct/config.json" in result.stdout
+    assert _keys(s3) == []
+
+
+def test_verify_checks_s3_against_the_manifest(_invoke, s3, tmp_path, config_file) -> None:
+    src = make_model(tmp_path)
+    assert _invoke(str(src), "--config", str(config_file)).exit_code == 0
+    ok = _invoke("--verify", "--config", str(config_file))
+    assert ok.exit_code == 0 and "6 of 6 files match the manifest" in ok.stdout
+    s3.put_object(Bucket=BUCKET, Key=PREFIX + "tokenizer.json", Body=b'{"changed": true}')
+    bad = _invoke("--verify", "--config", str(config_file))
+    assert bad.exit_code == 1
+    assert "tokenizer.json: differs" in bad.stderr
+
+
+def test_the_bucket_comes_from_the_environment_outputs_file(_invoke, s3, tmp_path, default_config_dict,
+                                                            monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    env = tmp_path / "envs" / "prod"
+    env.mkdir(parents=True)
+    data = copy.deepcopy(default_config_dict)
+    (env / "config.yaml").write_text(yaml.safe_dump(data))
+    (env / "cdk-outputs.json").write_text(json.dumps({"hyperpod-dpd-platform": {"ModelBucketName": BUCKET}}))
+    src = make_model(tmp_path, shards=1, shard_size=MIB)
+    result = _invoke(str(src), "--env", "prod")
+    assert result.exit_code == 0, result.output
+    assert PREFIX + "config.json" in _keys(s3)
+
+
+@pytest.mark.parametrize(("mutate", "message"), [
+    (lambda src: (src / "config.json").unlink(), "config.json missing"),
+    (lambda src: [(src / n).unlink() for n in ("tokenizer.json", "tokenizer_config.json")],
+     "no tokenizer (one of tokenizer.json, tokenizer.model, tokenizer_config.json, tiktoken.model)"),
+    (lambda src: (src / "model-00002-of-00002.safetensors").unlink(),
+     "1 of 2 shards named by model.safetensors.index.json missing (model-00002-of-00002.safetensors)"),
+    (lambda src: (src / "config.json").write_text("{"), "config.json is not valid JSON"),
+])
+def test_a_folder_that_is_not_a_model_is_one_line_and_exit_2(_invoke, s3, tmp_path, config_file, mutate,
+                                                             message) -> None:
+    src = make_model(tmp_path, shard_size=6 * MIB)
+    mutate(src)
+    result = _invoke(str(src), "--config", str(config_file))
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"error: SRC {str(src)!r} is not a Hugging Face model folder: {message}"
+    assert _keys(s3) == []
+
+
+def test_a_missing_bucket_is_one_line_and_exit_1(_invoke, s3, tmp_path, default_config_dict) -> None:
+    data = copy.deepcopy(default_config_dict)
+    data["model"]["existing_bucket_name"] = "nobody-made-this"
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data))
+    result = _invoke(str(make_model(tmp_path, shards=1, shard_size=MIB)), "--config", str(path))
+    assert result.exit_code == 1
+    assert result.stderr.strip() == ("error: bucket 'nobody-made-this' does not exist (deploy the platform stack "
+                                     "first, or fix model.existing_bucket_name)")
+
+
+def test_denied_access_is_one_line() -> None:
+    """Stubber (real S3 model): HeadBucket answers 403 when the caller may not use the bucket."""
+    client = boto3.client("s3", REGION, aws_access_key_id="x", aws_secret_access_key="x")
+    with Stubber(client) as stub:
+        stub.add_client_error("head_bucket", service_error_code="403", http_status_code=403,
+                              expected_params={"Bucket": BUCKET})
+        with pytest.raises(CommandFailed, match=f"access denied to bucket '{BUCKET}'"):
+            staging.check_bucket(client, BUCKET)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ((), "error: SRC is required: the Hugging Face model folder to upload"),
+    (("somewhere", "--verify"), "error: --verify checks what is in S3 against the manifest; pass no SRC"),
+    (("not-a-folder",), "error: SRC must be a Hugging Face model folder, got 'not-a-folder' (not a folder)"),
+])
+def test_bad_arguments_are_one_line_and_exit_2(_invoke, tmp_path, config_file, monkeypatch, args, message) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = _invoke(*args, "--config", str(config_file))
+    assert result.exit_code == 2
+    assert result.stderr.strip() == message
+
+
+def test_no_bucket_yet_is_one_line_and_exit_2(_invoke, tmp_path, default_config_dict, monkeypatch) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(default_config_dict))
+    result = _invoke(str(make_model(tmp_path, shards=1, shard_size=MIB)), "--config", str(path))
+    assert result.exit_code == 2
+    assert result.stderr.strip().startswith(f"error: no model bucket yet: {tmp_path / 'c.out'}/cdk-outputs.json")
