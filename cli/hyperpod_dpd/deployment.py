@@ -44,7 +44,7 @@ class Deployment:
 def load(config: str | None, env: str | None) -> Deployment:
     e = environment.resolve(config, env)
     c = e.config
-    found = read_outputs_file(e.outputs_file) if e.outputs_file.is_file() else {}
+    found = read_outputs_file(e.outputs_file, e.config) if e.outputs_file.is_file() else {}
 
     def out(output_id: str) -> str | None:
         return found[output_id][1] if output_id in found else None

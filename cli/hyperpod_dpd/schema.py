@@ -19,6 +19,10 @@ COMMITTED = Path(__file__).resolve().parents[2] / "config" / "schema.json"
 #: Models whose fields are merged with per-role defaults before validation (config.py ``_merge_defaults``):
 #: a user's mapping may name any subset of their fields, so none is required in the file.
 _MERGED_WITH_DEFAULTS = ("RoleConfig", "RoleAutoscalingConfig")
+#: Fields a config may leave ``null`` (or out): config.py fills them from ``name`` before validation
+#: (``Config._derive_defaults``), so the model types them as values but the file may leave them null.
+_DERIVED_FROM_NAME = (("EksConfig", "cluster_name"), ("HyperPodConfig", "cluster_name"),
+                      ("NetworkConfig", "control_plane_availability_zone_ids"))
 
 
 def config_schema() -> dict[str, Any]:
@@ -26,6 +30,19 @@ def config_schema() -> dict[str, Any]:
     schema = Config.model_json_schema(mode="validation")
     for name in _MERGED_WITH_DEFAULTS:
         schema["$defs"][name].pop("required", None)
+    for model, field in _DERIVED_FROM_NAME:
+        definition = schema["$defs"][model]
+        prop = definition["properties"][field]
+        title = prop.pop("title", None)
+        definition["properties"][field] = {"anyOf": [prop, {"type": "null"}], "default": None,
+                                           **({"title": title} if title else {})}
+        definition["required"] = [r for r in definition.get("required", []) if r != field]
+        if not definition["required"]:
+            definition.pop("required")
+    # A section whose every field may now be left out may itself be left out (the validator builds it).
+    optional = {f"#/$defs/{name}" for name, d in schema["$defs"].items() if not d.get("required")}
+    schema["required"] = [r for r in schema.get("required", [])
+                          if schema["properties"][r].get("$ref") not in optional]
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID, **schema}
 
 

@@ -99,22 +99,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Fetch (or check) the pinned HyperPod chart artifacts.")
     parser.add_argument("--fetch", action="store_true", help="download what is missing (set-up only)")
     args = parser.parse_args(argv)
-    missing = []
+    missing, first_error = [], None
     for chart in pins.CHART_ARTIFACTS:
         try:
             path = fetch_chart(chart) if args.fetch else verified_chart_dir(chart)
         except ConfigError as exc:
             if not args.fetch:
                 raise
-            print(f"warning: {exc}", file=sys.stderr)
+            first_error = first_error or str(exc)
             path = None
         if path is None:
             missing.append(chart.name)
         else:
             print(path)
     if missing:
-        print(f"warning: Helm charts not in {chart_cache_dir()}: {', '.join(missing)}. Synth still works, "
-              "but CloudFormation will refuse to deploy until ./scripts/setup has fetched them "
+        # One line (set-up runs before every main job): what is missing, why, and what it means.
+        why = f" ({first_error})" if first_error else ""
+        print(f"[setup] warning: Helm charts not in {chart_cache_dir()}: {', '.join(missing)}{why}. Synth still "
+              "works, but CloudFormation will refuse to deploy until ./scripts/setup has fetched them "
               f"(or {CHART_CACHE_ENV} points at a directory holding them).", file=sys.stderr)
     return 0
 

@@ -101,12 +101,16 @@ def test_the_real_cdk_cli_reads_the_assembly_deploy_uses(synthesized) -> None:
 def test_deploy_deploys_that_cdk_out_and_writes_outputs_beside_it(synthesized, fake_npx) -> None:
     cwd, _ = synthesized
     env, log = fake_npx
-    result = _cli("deploy", "--env", "demo", "--yes", cwd=cwd, **env)
+    admin = "arn:aws:iam::123456789012:role/Admin"
+    result = _cli("deploy", "--env", "demo", "--yes", "--admin-principal-arn", admin, cwd=cwd, **env)
     assert result.returncode == 0, result.stderr
     demo = (cwd / "envs" / "demo").resolve()
+    # The cluster stack's required AdminPrincipalArn parameter is filled for the stack that declares it
+    # (the CDK CLI keys --parameters by CloudFormation stack name).
     assert log.read_text().splitlines() == [
         "--no-install", "cdk", "deploy", "--app", str(demo / "cdk.out"), "--all",
-        "--outputs-file", str(demo / "cdk-outputs.json"), "--require-approval", "never"]
+        "--outputs-file", str(demo / "cdk-outputs.json"),
+        "--parameters", f"demo-cluster:AdminPrincipalArn={admin}", "--require-approval", "never"]
     assert "next: hyperpod-dpd synth --env demo" in result.stdout
 
 

@@ -138,7 +138,7 @@ def test_unreachable_kubernetes_api_is_one_line(cli, config_file, tmp_path, clus
 def test_missing_kubeconfig_names_the_update_kubeconfig_command(cli, config_file, tmp_path) -> None:
     result = _smoke(cli, config_file, tmp_path / "none", "http://127.0.0.1:1/v1/chat/completions")
     assert result.code == 1
-    assert "aws eks update-kubeconfig --name dpd-eks-deployed --region us-west-2" in one_line_error(result)
+    assert "aws eks update-kubeconfig --name hyperpod-dpd-eks --region us-west-2" in one_line_error(result)
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -27,7 +27,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from hyperpod_dpd import environment
+from hyperpod_dpd import environment, principal
 from hyperpod_dpd.assembly import required_parameters
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption
 from hyperpod_dpd.errors import CommandFailed, UsageError
@@ -183,22 +183,17 @@ def diff(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption =
     print(f"next: hyperpod-dpd deploy {e.selector}")
 
 
-_ASSUMED_ROLE = re.compile(r"^arn:(aws[a-z-]*):sts::(\d{12}):assumed-role/([\w+=,.@-]+)/[\w+=,.@-]+$")
-_IAM_PRINCIPAL = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")
 #: The cluster stack's parameter for the IAM principal given cluster admin through an EKS access entry (when
 #: the config does not name one in eks.admin_principal_arn).
 ADMIN_PARAMETER = "AdminPrincipalArn"
 
 
 def principal_arn(caller_arn: str) -> str:
-    """The IAM role/user ARN an access entry needs: an assumed-role session ARN becomes its role's ARN."""
-    match = _ASSUMED_ROLE.fullmatch(caller_arn.strip())
-    if match:
-        partition, account, role = match.groups()
-        return f"arn:{partition}:iam::{account}:role/{role}"
-    if _IAM_PRINCIPAL.fullmatch(caller_arn.strip()):
-        return caller_arn.strip()
-    raise UsageError(f"admin principal must be an IAM user, IAM role or assumed-role session ARN, got {caller_arn!r}")
+    """:func:`hyperpod_dpd.principal.principal_arn`, with bad input as a usage error (exit 2)."""
+    try:
+        return principal.principal_arn(caller_arn)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _caller_principal(region: str) -> str:
