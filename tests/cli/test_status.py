@@ -291,4 +291,4 @@ def test_unreachable_aws_is_a_failed_row_and_one_line(cli, config_file, kubeconf
     row = _rows(result.out)[f"hyperpod:cluster {HYPERPOD_CLUSTER}"]
     assert row["state"] == "fail" and "Could not connect to the endpoint URL" in row["detail"]
     assert _rows(result.out)["endpoint:state"]["state"] == "ok"  # the Kubernetes side is still read
-    assert one_line_error(result).startswith("error: the endpoint cannot serve: cluster dpd-hyperpod")
+    assert one_line_error(result).startswith("error: the endpoint cannot serve: cluster hyperpod-dpd")

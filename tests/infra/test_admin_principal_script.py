@@ -36,4 +36,4 @@ def test_caller_becomes_the_principal_the_parameter_accepts(caller: str, princip
 def test_anything_else_is_one_line_and_exit_two() -> None:
     result = _run("arn:aws:sts::123456789012:federated-user/bob")
     assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr.startswith("error: caller ARN must be") and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: admin principal must be") and result.stderr.count("\n") == 1
