@@ -15,7 +15,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import custom_resources as cr
 from constructs import Construct, IDependable
 
-from hyperpod_infra.nag import acknowledge
+from hyperpod_constructs.nag import acknowledge
 
 HANDLER_DIR = Path(__file__).parent / "endpoint_janitor_handler"
 RESOURCE_TYPE = "Custom::HyperPodEndpointJanitor"

@@ -15,7 +15,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from hyperpod_infra.nag import acknowledge
+from hyperpod_constructs.nag import acknowledge
 
 #: The managed policy's iam:PassRole and the add-on's chart validation both require this role-name prefix.
 EXECUTION_ROLE_PREFIX = "SageMakerHyperPodInference"

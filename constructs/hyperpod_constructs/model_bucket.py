@@ -10,7 +10,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from hyperpod_infra.nag import acknowledge
+from hyperpod_constructs.nag import acknowledge
 
 
 @dataclass(frozen=True, kw_only=True)
