@@ -204,7 +204,8 @@ class EndpointJanitor(Construct):
             acknowledge(function, "AwsSolutions::AwsSolutions-L1",
                         "Python 3.13 is the project's chosen handler runtime; bump it deliberately.")
         for cfn in self.node.find_all():
-            if isinstance(cfn, lambda_.CfnFunction):
+            # CloudFormation invokes framework-onEvent; no policy here grants it (no finding to acknowledge).
+            if isinstance(cfn, lambda_.CfnFunction) and not cfn.node.path.endswith("framework-onEvent/Resource"):
                 acknowledge(self.provider,
                             f"AwsSolutions::AwsSolutions-IAM5[Resource::<{stack.get_logical_id(cfn)}.Arn>:*]",
                             "The Provider framework invokes any version of its own handler functions.")

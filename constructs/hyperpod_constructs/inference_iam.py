@@ -141,10 +141,7 @@ class InferenceIam(Construct):
             for r in _as_list(stack.resolve(st["Resource"])) if "*" in nag_resource(r)})
         for resource in wildcard_resources:
             acknowledge(self.alb_controller_policy, f"AwsSolutions-IAM5[Resource::{resource}]",
-                        "Only actions without a resource type in the service authorization reference are on '*'."
-                        if resource == "*" else
-                        "The AWS Load Balancer Controller creates these resources under names it chooses at run "
-                        "time; the ARN pattern is limited to this account and region.")
+                        _alb_wildcard_reason(resource))
 
     def _irsa_principal(self, construct_id: str, namespace: str, service_account: str) -> iam.IPrincipal:
         provider = self._oidc_provider
@@ -263,6 +260,22 @@ def load_balancer_controller_statements(*, vpc_arn: str, partition: str = Aws.PA
         # SetWebAcl has no resource type in the service authorization reference.
         s(sid="SetWebAcl", resources=["*"], actions=["elasticloadbalancing:SetWebAcl"]),
     ]
+
+
+#: Resource types the controller creates itself (names chosen at run time), and those an Ingress or Service
+#: annotation names (certificates, user pools, web ACLs, customer-owned IP pools).
+_ALB_CREATED = ("security-group/", "loadbalancer/", "targetgroup/", "listener/", "listener-rule/", "protection/")
+
+
+def _alb_wildcard_reason(resource: str) -> str:
+    if resource == "*":
+        return "Only actions without a resource type in the service authorization reference are on '*'."
+    where = "this account and region" if "<AWS::Region>" in resource else "this account"
+    if any(f":{kind}" in resource for kind in _ALB_CREATED):
+        return (f"The AWS Load Balancer Controller creates these resources under names it chooses at run time; "
+                f"the ARN pattern is limited to {where}.")
+    return (f"Ingress and Service annotations name these resources at run time; the ARN pattern is limited to "
+            f"{where}.")
 
 
 def _as_list(value: object) -> list[object]:

