@@ -22,6 +22,9 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 from hyperpod_infra.errors import run_guarded  # noqa: E402
 
+#: Written into the cloud assembly folder after a successful synth.
+NAG_REPORT = "nag-findings.json"
+
 
 def _context_config() -> str | None:
     """``-c config=...`` as the CDK CLI hands it over (env JSON, or a file for large contexts).
@@ -52,6 +55,11 @@ def main() -> None:
     build(app, config)
     add_nag(app)
     app.synth()
+    # Every cdk-nag finding with the acknowledgement (and reason) covering it, for review: a second synth
+    # in a temporary folder with acknowledgements off (hyperpod_infra.nag.write_findings_report).
+    from hyperpod_infra.nag import write_findings_report
+
+    write_findings_report(path if path.is_absolute() else ROOT / path, Path(app.outdir) / NAG_REPORT)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import sys
 import tempfile
@@ -57,7 +59,8 @@ def write_findings_report(config_path: Path, out: Path) -> dict[str, Any]:
         acks = recorded_acknowledgements()[before:]
         add_nag(app)
         try:
-            app.synth()
+            with contextlib.redirect_stderr(io.StringIO()):  # the findings go to the report, not the console
+                app.synth()
         except RuntimeError as exc:
             if "ValidationFailed" not in str(exc):
                 raise

@@ -220,3 +220,71 @@ def test_findings_report_lists_every_finding(unacknowledged, tmp_path: Path) -> 
     report = findings_report(outdir / "validation-report.json", acks)
     assert len(report["findings"]) == len(_findings(outdir))
     assert all(f["acknowledged_by"] for f in report["findings"])
+
+
+# --- checkov on the templates and the manifests ----------------------------------------------------------
+
+CHECKOV = REPO_ROOT / ".tools" / "checkov" / "bin" / "checkov"
+CHECKOV_CONFIG = REPO_ROOT / ".checkov.yaml"
+
+
+@pytest.fixture(scope="session")
+def manifests(default_config, tmp_path_factory) -> Path:
+    from hyperpod_k8s.inputs import resolve_inputs
+    from hyperpod_k8s.main import synth
+
+    dist = tmp_path_factory.mktemp("dist")
+    synth(default_config, dist, resolve_inputs(default_config, None))
+    return dist
+
+
+def _checkov(*args: str, cwd: Path = REPO_ROOT) -> list[dict]:
+    """Run checkov; it also reads ``.checkov.yaml`` from ``cwd`` by itself."""
+    assert CHECKOV.is_file(), f"{CHECKOV} missing: run ./scripts/setup (it installs checkov in its own venv)"
+    result = subprocess.run([str(CHECKOV), *args, "-o", "json"], capture_output=True, text=True, check=False,
+                            timeout=300, cwd=cwd)
+    assert result.returncode in (0, 1), result.stderr[-2000:]
+    reports: list[dict] = []
+    decoder, text, at = json.JSONDecoder(), result.stdout, 0
+    while text[at:].strip():  # one JSON document per scanned folder and framework, concatenated
+        at += len(text[at:]) - len(text[at:].lstrip())
+        doc, at = decoder.raw_decode(text, at)
+        reports.extend(doc if isinstance(doc, list) else [doc])
+    return reports
+
+
+def _skips() -> dict[str, str]:
+    """``{check id: reason}`` from .checkov.yaml's ``skip-check`` lines (``- ID  # reason: ...``)."""
+    return dict(re.findall(r"^\s*-\s*(CKV_[A-Z0-9_]+)\s*#\s*reason:\s*(.+)$", CHECKOV_CONFIG.read_text(), re.M))
+
+
+def _failed(reports: list[dict]) -> list[tuple[str, str, str]]:
+    return [(f["check_id"], f["file_path"], f["resource"]) for r in reports
+            for f in r["results"]["failed_checks"]]
+
+
+@pytest.fixture(scope="session")
+def checkov_unfiltered(nagged_assembly: Path, manifests: Path, tmp_path_factory) -> list[tuple[str, str, str]]:
+    """Every failed check, no skips (run outside the repository so .checkov.yaml is not picked up)."""
+    reports = _checkov("-d", str(nagged_assembly), "-d", str(manifests), "--framework", "cloudformation",
+                       "kubernetes", "--quiet", "--compact", "--skip-download", cwd=tmp_path_factory.mktemp("ck"))
+    assert sum(r["summary"]["resource_count"] for r in reports) > 100
+    return _failed(reports)
+
+
+def test_checkov_every_failure_is_skipped_with_a_reason(checkov_unfiltered) -> None:
+    skips = _skips()
+    assert all(len(reason) >= 40 for reason in skips.values()), skips
+    unjustified = sorted({f"{c} {p} {r}" for c, p, r in checkov_unfiltered if c not in skips})
+    assert unjustified == []
+
+
+def test_checkov_has_no_stale_skip(checkov_unfiltered) -> None:
+    assert sorted(set(_skips()) - {c for c, _, _ in checkov_unfiltered}) == []
+
+
+def test_checkov_with_the_config_file_reports_nothing(nagged_assembly: Path, manifests: Path) -> None:
+    reports = _checkov("--config-file", str(CHECKOV_CONFIG), "-d", str(nagged_assembly), "-d", str(manifests),
+                       "--skip-download")
+    assert _failed(reports) == []
+    assert sum(r["summary"]["passed"] for r in reports) > 300

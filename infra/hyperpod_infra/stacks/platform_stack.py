@@ -65,7 +65,8 @@ class PlatformStack(Stack):
             server_access_logs_prefix=mb.server_access_logs_prefix,
             abort_incomplete_multipart_upload_days=mb.abort_incomplete_multipart_upload_days))
         self.tls = InfraBucket(self, "TlsCertificates", props=InfraBucketProps(
-            server_access_logs_bucket=self.access_logs.bucket, server_access_logs_prefix="tls-certificates/"))
+            server_access_logs_bucket=self.access_logs.bucket, server_access_logs_prefix="tls-certificates/",
+            versioned=True))  # an overwritten certificate can be recovered (checkov CKV_AWS_21)
 
         self.iam = InferenceIam(self, "InferenceIam", props=InferenceIamProps(
             oidc_provider=props.oidc_provider, tls_certificates_bucket=self.tls.bucket,
