@@ -90,7 +90,7 @@ CONFIG_CASES = [
          "at line"),
     Case("top_level_list", "config", b"- name: x\n", "config must be a YAML mapping"),
     Case("top_level_scalar", "config", b"hyperpod-dpd\n", "config must be a YAML mapping"),
-    Case("non_string_key", "config", DEFAULT_TEXT.encode() + b"1: one\n", "is not a known setting"),
+    Case("non_string_key", "config", DEFAULT_TEXT.encode() + b"1: one\n", "[1]: Keys should be strings"),
     Case("sexagesimal_number", "config", _sub("max_model_len: 16384", "max_model_len: 4:33:04"),
          "endpoint.max_model_len"),
     Case("timestamp_scalar", "config", _sub("routing_threshold_tokens: 4096", "routing_threshold_tokens: 2024-01-01"),
@@ -108,9 +108,8 @@ CONFIG_CASES = [
     Case("unknown_section", "config", _set(extras={"a": 1}), "extras is not a known setting"),
     Case("null_for_name", "config", _set(name=None), "name"),
     # --- ranges ---------------------------------------------------------------------------------------------
-    Case("infinite_threshold", "config",
-         _sub("  enabled: false\n    prefill", "  enabled: false\n    prefill") + b"observability:\n  slo:\n"
-         b"    ttft_p95_seconds: .inf\n", "observability.slo.ttft_p95_seconds"),
+    Case("infinite_threshold", "config", _sub("ttft_p95_seconds: 2.0", "ttft_p95_seconds: .inf"),
+         "observability.slo.ttft_p95_seconds"),
     Case("nan_ratio", "config", _sub("gpu_memory_utilization: 0.75", "gpu_memory_utilization: .nan"),
          "endpoint.gpu_memory_utilization"),
     Case("negative_count", "config", _set(**{"hyperpod.instance_groups.0.instance_count": -1}),

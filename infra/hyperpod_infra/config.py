@@ -644,8 +644,9 @@ def parse_config(data: Any) -> Config:
 
 def load_yaml(text: str, source: str) -> Any:
     """Parse config YAML strictly (see :class:`_ConfigLoader`, :func:`_check_nodes`); one-line errors."""
-    loader = _ConfigLoader(text)
+    loader: _ConfigLoader | None = None
     try:
+        loader = _ConfigLoader(text)  # the reader already rejects control characters here
         node = loader.get_single_node()
         if node is None:
             return None
@@ -660,7 +661,8 @@ def load_yaml(text: str, source: str) -> Any:
     except RecursionError:
         raise ConfigError(f"config file {source} is nested too deeply") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def load_config(path: str | Path) -> Config:

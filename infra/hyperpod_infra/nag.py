@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import sys
 import tempfile
@@ -59,8 +57,7 @@ def write_findings_report(config_path: Path, out: Path) -> dict[str, Any]:
         acks = recorded_acknowledgements()[before:]
         add_nag(app)
         try:
-            with contextlib.redirect_stderr(io.StringIO()):  # the findings go to the report, not the console
-                app.synth()
+            app.synth()
         except RuntimeError as exc:
             if "ValidationFailed" not in str(exc):
                 raise
