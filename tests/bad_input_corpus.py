@@ -75,7 +75,7 @@ CONFIG_CASES = [
          _sub("  delete_on_destroy: false", "  delete_on_destroy: false\n  delete_on_destroy: true"),
          "model.delete_on_destroy must appear once"),
     Case("alias_bomb", "config", _BOMB, "YAML nodes"),
-    Case("deep_nesting", "config", b"name: " + b"[" * 3000 + b"]" * 3000 + b"\n", "nested too deeply"),
+    Case("deep_nesting", "config", b"name: " + b"[" * 3000 + b"]" * 3000 + b"\n", "levels deep"),
     Case("two_documents", "config", DEFAULT_TEXT.encode() + b"---\nname: other\n", "is not valid YAML"),
     Case("tab_indentation", "config", _sub("  vpc_cidr: 10.0.0.0/16", "\tvpc_cidr: 10.0.0.0/16"),
          "is not valid YAML"),

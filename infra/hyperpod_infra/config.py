@@ -538,6 +538,8 @@ MAX_CONFIG_BYTES = 1 << 20
 #: Most YAML nodes a config may expand to, aliases followed (the default has ~150). Stops alias bombs
 #: ("billion laughs") before anything walks the expanded document.
 MAX_YAML_NODES = 20_000
+#: Deepest nesting a config may have (the default has 5 levels).
+MAX_YAML_DEPTH = 64
 
 
 class _ConfigLoader(yaml.SafeLoader):
@@ -545,6 +547,18 @@ class _ConfigLoader(yaml.SafeLoader):
     ``yes``, ``on``, ``y``), no sexagesimal or legacy-octal integers, no timestamps (strings stay strings)."""
 
     yaml_implicit_resolvers: dict = {}  # PyYAML's class-level registry, filled below
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        """Refuse nesting deeper than :data:`MAX_YAML_DEPTH` as soon as the parser reaches it."""
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                raise ConfigError(f"config must nest at most {MAX_YAML_DEPTH} levels deep, got more "
+                                  f"(line {self.peek_event().start_mark.line + 1})")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 for _tag, _pattern, _first in (

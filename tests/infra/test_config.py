@@ -242,7 +242,7 @@ FAILING_FILES = [
     ("alias_bomb_is_refused", _GROUPS + _BOMB, "config must expand to at most 20000 YAML nodes"),
     ("file_is_latin1", _GROUPS + b"name: caf\xe9\n", "must be UTF-8 text, got byte 0xe9"),
     ("file_is_utf16", "name: x\n".encode("utf-16"), "must be UTF-8 text"),
-    ("nesting_is_too_deep", b"name: " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested too deeply"),
+    ("nesting_is_too_deep", b"name: " + b"[" * 5000 + b"]" * 5000 + b"\n", "levels deep"),
     ("file_is_too_big", b"# " + b"x" * (1 << 20) + b"\n", "must be at most 1048576 bytes"),
 ]
 
