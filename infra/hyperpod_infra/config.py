@@ -96,8 +96,8 @@ def az_id_prefix(region: str) -> str:
 
 
 class _Model(BaseModel):
-    # strict: no coercion, so `true` is not a replica count, "8" not a number, "yes" not a boolean
-    # (sequences arrive as tuples, see parse_config); no inf/nan in any float.
+    # strict: no coercion, so `true` is not a replica count, "8" not a number, "yes" not a boolean; no inf/nan
+    # in any float. Sequences arrive as tuples (parse_config): declare sequence fields as tuple[...], not list.
     model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True, strict=True,
                               allow_inf_nan=False)
 

@@ -191,10 +191,7 @@ CLAIMS: list[tuple[str, object]] = [
 _ACTION_NAMES = re.compile(r"\b([a-z0-9-]+:[A-Za-z][A-Za-z*]*)")
 
 
-def test_every_acknowledgement_reason_holds_for_its_statements(unacknowledged) -> None:
-    """A reason that names actions must name every action on the flagged resource; each claim in CLAIMS must
-    hold for the flagged statements (issue 11: 8 of 64 reasons did not hold)."""
-    outdir, acks = unacknowledged
+def _wrong_reasons(outdir: Path, acks: list[AcknowledgementRecord]) -> list[str]:
     wrong: list[str] = []
     for ack in acks:
         rule = ack.rule_id.removeprefix("AwsSolutions::")
@@ -211,7 +208,37 @@ def test_every_acknowledgement_reason_holds_for_its_statements(unacknowledged) -
             for phrase, holds in CLAIMS:
                 if re.search(phrase, ack.reason, re.IGNORECASE) and not holds(statements, resource):  # type: ignore[operator]
                     wrong.append(f"{p} {r}: reason claims {phrase!r}: {ack.reason}")
-    assert wrong == []
+    return wrong
+
+
+def test_every_acknowledgement_reason_holds_for_its_statements(unacknowledged) -> None:
+    """A reason that names actions must name every action on the flagged resource; each claim in CLAIMS must
+    hold for the flagged statements (issue 11: 8 of 64 reasons did not hold)."""
+    outdir, acks = unacknowledged
+    assert _wrong_reasons(outdir, acks) == []
+
+
+def test_the_reason_check_catches_a_false_claim(tmp_path: Path) -> None:
+    """Guards the harness: "read-only" on a write, and a tag condition the statement lacks, are reported."""
+    from aws_cdk import aws_iam as iam
+
+    from hyperpod_constructs.nag import acknowledge
+
+    app = cdk.App(outdir=str(tmp_path), context={"aws:cdk:disable-asset-staging": True,
+                                                 ACKNOWLEDGEMENTS_CONTEXT: "off"})
+    stack = cdk.Stack(app, "Probe")
+    role = iam.Role(stack, "Role", assumed_by=iam.AccountRootPrincipal())
+    policy = iam.Policy(stack, "Policy", roles=[role], statements=[iam.PolicyStatement(
+        actions=["ec2:DeleteSecurityGroup"], resources=["arn:aws:ec2:us-west-2:111122223333:security-group/*"])])
+    before = len(recorded_acknowledgements())
+    acknowledge(policy, "AwsSolutions-IAM5[Resource::arn:aws:ec2:us-west-2:111122223333:security-group/*]",
+                "Read-only, and restricted by the elbv2.k8s.aws/cluster tag conditions.")
+    acks = recorded_acknowledgements()[before:]
+    add_nag(app)
+    with pytest.raises(RuntimeError, match="ValidationFailed"):
+        app.synth()
+    wrong = _wrong_reasons(tmp_path, acks)
+    assert len(wrong) == 2 and "read-only" in wrong[0] and "elbv2" in wrong[1]
 
 
 def test_findings_report_lists_every_finding(unacknowledged, tmp_path: Path) -> None:
