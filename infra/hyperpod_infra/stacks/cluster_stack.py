@@ -73,8 +73,7 @@ def _acknowledge_cdk_managed_functions(stack: ClusterStack) -> None:
                     f"EKS managed nodes need {policy} (EKS user guide, node IAM role)")
     installer = stack.resiliency_charts.function
     acknowledge(installer.role, _iam4("service-role/AWSLambdaVPCAccessExecutionRole"),  # type: ignore[arg-type]
-                "AWS's managed policy for a Lambda function in a VPC (ENI management, CloudWatch Logs writes); "
-                "the installer needs it to reach the private cluster endpoint")
+                "Our chart installer runs in the VPC: ENI management and its own log group, nothing else")
     provider = cluster.kubectl_provider
     assert provider is not None
     reason = ("CDK's kubectl provider (aws_eks_v2, aws-cdk-lib 2.275 pinned): its Lambda roles use the AWS "
