@@ -34,8 +34,14 @@ class Case:
 
 
 def _sub(old: str, new: str) -> bytes:
-    assert DEFAULT_TEXT.count(old) == 1, old
-    return DEFAULT_TEXT.replace(old, new).encode()
+    """Replace ``old`` where it first occurs outside a comment (the default's comments quote values too)."""
+    at = 0
+    while (at := DEFAULT_TEXT.find(old, at)) >= 0:
+        line_start = DEFAULT_TEXT.rfind("\n", 0, at + (1 if old.startswith("\n") else 0)) + 1
+        if "#" not in DEFAULT_TEXT[line_start:at + (1 if old.startswith("\n") else 0)]:
+            return (DEFAULT_TEXT[:at] + new + DEFAULT_TEXT[at + len(old):]).encode()
+        at += 1
+    raise AssertionError(f"{old!r} is not in config/default.yaml outside a comment")
 
 
 def _set(**changes: Any) -> bytes:
@@ -139,7 +145,9 @@ CONFIG_CASES = [
          "hyperpod.instance_groups[0].training_plan_arn"),
     Case("s3_prefix_513", "config", _set(model__s3_prefix="p/" * 257), "model.s3_prefix"),
     # --- identifiers: ASCII only, real regions, regional ARNs, label syntax ---------------------------------
-    Case("unicode_digit_az_id", "config", _sub("usw2-az2", "usw2-az\u0662"), "network.gpu_availability_zone_id"),
+    Case("unicode_digit_az_id", "config",
+         _sub("gpu_availability_zone_id: usw2-az2", "gpu_availability_zone_id: usw2-az\u0662"),
+         "network.gpu_availability_zone_id"),
     Case("misspelt_region", "config", _set(region="us-west-9", network__gpu_availability_zone_id="usw9-az2"),
          "region"),
     Case("accented_region", "config", _set(region="us-w\u00e9st-2"), "region"),
