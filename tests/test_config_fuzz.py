@@ -71,3 +71,35 @@ def test_mutated_configs_synthesize_or_fail_cleanly(default_config_dict: dict, t
 
     check()
     assert outcomes["rejected"] > 0 and outcomes["valid"] > 0, outcomes
+
+
+# Bytes that stress the reader: YAML syntax characters, anchors/aliases/tags, non-ASCII and invalid UTF-8.
+_YAML_BITS = st.sampled_from([b"\n", b": ", b"- ", b"[", b"]", b"{", b"}", b"&a ", b"*a", b"!!", b"<<: ", b"'", b'"',
+                              b"#", b"\t", b"yes", b".inf", b"0x1F", b"\xc3\xa9", b"\xff", b"\x00", b"name", b"  "])
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.lists(st.one_of(_YAML_BITS, st.binary(max_size=4)), max_size=40))
+def test_any_bytes_load_or_fail_with_one_line(tmp_path_factory, chunks: list[bytes]) -> None:
+    """Property: whatever the file holds, the loader returns a config or raises the one-line ConfigError."""
+    from hyperpod_infra.config import load_config
+
+    path = tmp_path_factory.mktemp("fuzz") / "c.yaml"
+    path.write_bytes(b"".join(chunks))
+    try:
+        load_config(path)
+    except ConfigError as exc:
+        assert str(exc) and "\n" not in str(exc) and len(str(exc)) <= 500
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(st.integers(min_value=0, max_value=3000), st.sampled_from([b"[", b"{a: ", b"- "]))
+def test_nesting_depth_never_crashes(tmp_path_factory, depth: int, opener: bytes) -> None:
+    from hyperpod_infra.config import load_config
+
+    path = tmp_path_factory.mktemp("deep") / "c.yaml"
+    path.write_bytes(b"name: " + opener * depth + b"x\n")
+    try:
+        load_config(path)
+    except ConfigError as exc:
+        assert "\n" not in str(exc)

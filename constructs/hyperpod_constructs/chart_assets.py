@@ -17,7 +17,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from hyperpod_infra.nag import acknowledge
+from hyperpod_constructs.nag import acknowledge
 
 NOT_FETCHED_DIR = Path(__file__).resolve().parent / "chart_not_fetched"
 #: Parameter (allowed value "no") and rule (requires "yes") of a stack holding a stand-in chart.

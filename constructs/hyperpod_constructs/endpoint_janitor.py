@@ -16,8 +16,8 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct, IDependable
 
 from hyperpod_constructs.lambda_eni_waiter import LambdaEniWaiter, LambdaEniWaiterProps
+from hyperpod_constructs.nag import acknowledge, acknowledge_provider_framework
 from hyperpod_constructs.service_timeouts import set_service_timeout
-from hyperpod_infra.nag import acknowledge
 
 HANDLER_DIR = Path(__file__).parent / "endpoint_janitor_handler"
 RESOURCE_TYPE = "Custom::HyperPodEndpointJanitor"
@@ -262,26 +262,8 @@ class EndpointJanitor(Construct):
         acknowledge(self.role, scoped.format("ec2", "security-group/*"),
                     "DeleteSecurityGroup only with the condition aws:ResourceTag/elbv2.k8s.aws/cluster=<this "
                     "cluster>; RevokeSecurityGroupIngress only with the condition ec2:Vpc=<the cluster's VPC>.")
-        if self.props.vpc is not None:
-            acknowledge(self.role, _IAM4.format("service-role/AWSLambdaVPCAccessExecutionRole"),
-                        "The ENI actions Lambda needs to run in a VPC accept no resource scope.")
-        acknowledge(self.provider, _IAM4.format("service-role/AWSLambdaBasicExecutionRole"),
-                    "Provider framework functions of aws-cdk-lib; the policy only allows writing logs.")
-        acknowledge(self.provider, "AwsSolutions::AwsSolutions-SF1",
-                    "Waiter state machine of the Provider framework; every poll is logged by the handlers.")
-        acknowledge(self.provider, "AwsSolutions::AwsSolutions-SF2",
-                    "Waiter state machine of the Provider framework; X-Ray adds nothing to a poll loop.")
-        for function in (self.on_event_function, self.is_complete_function):
-            acknowledge(function, "AwsSolutions::AwsSolutions-L1",
-                        "Python 3.13 is the project's chosen handler runtime; bump it deliberately.")
-        for cfn in self.node.find_all():  # the ENI waiter acknowledges its own provider's findings
-            if isinstance(cfn, lambda_.CfnFunction) and "EniWaiter" not in cfn.node.path:
-                acknowledge(self.provider,
-                            f"AwsSolutions::AwsSolutions-IAM5[Resource::<{stack.get_logical_id(cfn)}.Arn>:*]",
-                            "The Provider framework invokes any version of its own handler functions.")
-
-
-_IAM4 = "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{}]"
+        acknowledge_provider_framework(self, self.provider, (self.on_event_function, self.is_complete_function),
+                                       in_vpc=self.props.vpc is not None, vpc_role=self.role)
 
 
 def rbac_manifests() -> list[dict[str, object]]:

@@ -15,7 +15,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from hyperpod_infra.nag import acknowledge
+from hyperpod_constructs.nag import acknowledge
 
 #: The managed policy's iam:PassRole and the add-on's chart validation both require this role-name prefix.
 EXECUTION_ROLE_PREFIX = "SageMakerHyperPodInference"
@@ -37,9 +37,11 @@ class InferenceIamProps:
     tls_certificates_bucket: s3.IBucket
     """Where the operator writes the TLS certificates it generates."""
     model_read_statements: tuple[iam.PolicyStatement, ...]
-    """What the S3 CSI driver may do: read the model bucket (see ``ModelBucket.read_statements``)."""
+    """What the S3 CSI driver may do: read the model weights (see ``ModelBucket.read_statements``)."""
+    vpc_arn: str
+    """ARN of the cluster's VPC: the ALB controller may change rules of untagged security groups only there."""
     amp_workspace_arn: str | None = None
-    """Workspace KEDA may query for Prometheus triggers. Default: none (no ``aps:`` permissions)."""
+    """Workspace KEDA may query for Prometheus triggers. Default: none (KEDA gets no role policy)."""
     execution_role_name: str | None = None
     """Must start with ``SageMakerHyperPodInference``. Default: that prefix plus ``-`` and the first
     block of the stack's UUID (unique per stack, like the AWS console's template)."""
@@ -50,6 +52,8 @@ class InferenceIam(Construct):
 
     execution_role: iam.Role
     keda_role: iam.Role
+    keda_policy: iam.Policy | None
+    """``None`` without a workspace: the autoscaling triggers query only Amazon Managed Prometheus."""
     alb_controller_role: iam.Role
     s3_csi_role: iam.Role
 
@@ -70,7 +74,11 @@ class InferenceIam(Construct):
             role_name=name or Fn.join("-", [EXECUTION_ROLE_PREFIX, stack_uuid_head]),
             description="HyperPod Inference Operator execution role (add-on executionRoleArn)",
             assumed_by=iam.CompositePrincipal(
-                iam.ServicePrincipal("sagemaker.amazonaws.com"),
+                # Confused-deputy guard (SageMaker Developer Guide, "Cross-service confused deputy
+                # prevention"): only SageMaker acting for this account, on its own resources in this region.
+                iam.ServicePrincipal("sagemaker.amazonaws.com", conditions={
+                    "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+                    "ArnLike": {"aws:SourceArn": f"arn:{Aws.PARTITION}:sagemaker:{Aws.REGION}:{Aws.ACCOUNT_ID}:*"}}),
                 self._irsa_principal("ExecutionRoleTrust", OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT)),
             managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(INFERENCE_MANAGED_POLICY)],
         )
@@ -87,20 +95,18 @@ class InferenceIam(Construct):
                 resources=[props.tls_certificates_bucket.arn_for_objects("*")]),
         ])
 
-        # --- KEDA (bundled in the add-on): reads the metrics autoscaling triggers query ---
-        keda_statements = [iam.PolicyStatement(
-            sid="CloudWatchTriggers",
-            actions=["cloudwatch:GetMetricData", "cloudwatch:GetMetricStatistics", "cloudwatch:ListMetrics"],
-            resources=["*"])]
-        if props.amp_workspace_arn is not None:
-            keda_statements.append(iam.PolicyStatement(
-                sid="PrometheusTriggers",
-                actions=["aps:QueryMetrics", "aps:GetLabels", "aps:GetSeries", "aps:GetMetricMetadata"],
-                resources=[props.amp_workspace_arn]))
+        # --- KEDA (bundled in the add-on): queries the workspace the autoscaling triggers read. The
+        # triggers are Prometheus queries only (hyperpod_k8s endpoint autoscaling), so no CloudWatch. ---
         self.keda_role = iam.Role(
             self, "KedaRole", description="KEDA operator in the HyperPod inference add-on",
             assumed_by=self._irsa_principal("KedaTrust", OPERATOR_NAMESPACE, KEDA_SERVICE_ACCOUNT))
-        self.keda_policy = iam.Policy(self, "KedaPolicy", roles=[self.keda_role], statements=keda_statements)
+        self.keda_policy = None
+        if props.amp_workspace_arn is not None:
+            self.keda_policy = iam.Policy(self, "KedaPolicy", roles=[self.keda_role], statements=[
+                iam.PolicyStatement(
+                    sid="PrometheusTriggers",
+                    actions=["aps:QueryMetrics", "aps:GetLabels", "aps:GetSeries", "aps:GetMetricMetadata"],
+                    resources=[props.amp_workspace_arn])])
 
         # --- AWS Load Balancer Controller (bundled in the add-on): the upstream controller policy ---
         self.alb_controller_role = iam.Role(
@@ -109,7 +115,7 @@ class InferenceIam(Construct):
                                             ALB_CONTROLLER_SERVICE_ACCOUNT))
         self.alb_controller_policy = iam.Policy(
             self, "AlbControllerPolicy", roles=[self.alb_controller_role],
-            statements=load_balancer_controller_statements())
+            statements=load_balancer_controller_statements(vpc_arn=props.vpc_arn))
 
         # --- Mountpoint for Amazon S3 CSI driver: the model bucket only, read-only ---
         self.s3_csi_role = iam.Role(
@@ -129,18 +135,13 @@ class InferenceIam(Construct):
         tls = Stack.of(self).resolve(tls_bucket.bucket_arn)["Fn::GetAtt"][0]
         acknowledge(self.execution_role_policy, f"AwsSolutions-IAM5[Resource::<{tls}.Arn>/*]",
                     "The operator writes certificates under keys it chooses per endpoint, in this one bucket.")
-        acknowledge(self.keda_policy, "AwsSolutions-IAM5[Resource::*]",
-                    "CloudWatch GetMetricData/GetMetricStatistics/ListMetrics do not support resource-level "
-                    "permissions; they are read-only.")
-        for rid in ("AwsSolutions-IAM5[Resource::*]",
-                    "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:*:*:security-group/*]",
-                    *(f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:elasticloadbalancing:*:*:{r}]" for r in (
-                        "targetgroup/*/*", "loadbalancer/net/*/*", "loadbalancer/app/*/*", "listener/net/*/*/*",
-                        "listener/app/*/*/*", "listener-rule/net/*/*/*", "listener-rule/app/*/*/*"))):
-            acknowledge(self.alb_controller_policy, rid,
-                        "The AWS Load Balancer Controller policy as published: it creates load balancers, target "
-                        "groups and security groups whose ARNs cannot be known in advance; mutations are "
-                        "restricted by the elbv2.k8s.aws/cluster tag conditions.")
+        stack = Stack.of(self)
+        wildcard_resources = sorted({
+            nag_resource(r) for st in self.alb_controller_policy.document.to_json()["Statement"]
+            for r in _as_list(stack.resolve(st["Resource"])) if "*" in nag_resource(r)})
+        for resource in wildcard_resources:
+            acknowledge(self.alb_controller_policy, f"AwsSolutions-IAM5[Resource::{resource}]",
+                        _alb_wildcard_reason(resource))
 
     def _irsa_principal(self, construct_id: str, namespace: str, service_account: str) -> iam.IPrincipal:
         provider = self._oidc_provider
@@ -153,28 +154,38 @@ class InferenceIam(Construct):
         return iam.OpenIdConnectPrincipal(provider, conditions={"StringEquals": conditions})
 
 
-def load_balancer_controller_statements() -> list[iam.PolicyStatement]:
+def load_balancer_controller_statements(*, vpc_arn: str, partition: str = Aws.PARTITION,
+                                        region: str = Aws.REGION, account: str = Aws.ACCOUNT_ID,
+                                        ) -> list[iam.PolicyStatement]:
     """The AWS Load Balancer Controller IAM policy (upstream ``docs/install/iam_policy.json``, v2.13, as the
-    HyperPod console's ``inference-addon-iam-roles-template.yaml`` installs it). Wildcard resources are the
-    controller's design: it creates load balancers and security groups whose ARNs are not known in advance;
-    mutations are limited by the ``elbv2.k8s.aws/cluster`` tag conditions."""
-    p = Aws.PARTITION
+    HyperPod console's ``inference-addon-iam-roles-template.yaml`` installs it), narrowed without losing an
+    action: every conditioned upstream statement keeps its ``elbv2.k8s.aws/cluster`` tag conditions; every
+    resource the service authorization reference lets us name is an ARN pattern of this account and region
+    instead of ``*``; security-group rule changes on untagged groups (the nodes' groups) are limited to the
+    cluster's VPC (``ec2:Vpc``). Only actions that have no resource type stay on ``*``.
+    ``tests/platform/test_alb_controller_policy.py`` checks each statement against the published policy."""
+    p, r, a = partition, region, account
     cluster_tag_request = "aws:RequestTag/elbv2.k8s.aws/cluster"
     cluster_tag_resource = "aws:ResourceTag/elbv2.k8s.aws/cluster"
-    sg_arn = f"arn:{p}:ec2:*:*:security-group/*"
-    lb_arns = [f"arn:{p}:elasticloadbalancing:*:*:targetgroup/*/*",
-               f"arn:{p}:elasticloadbalancing:*:*:loadbalancer/net/*/*",
-               f"arn:{p}:elasticloadbalancing:*:*:loadbalancer/app/*/*"]
+    elb = f"arn:{p}:elasticloadbalancing:{r}:{a}"
+    sg_arn = f"arn:{p}:ec2:{r}:{a}:security-group/*"
+    lb_arns = [f"{elb}:loadbalancer/net/*/*", f"{elb}:loadbalancer/app/*/*"]
+    tg_arns = [f"{elb}:targetgroup/*/*"]
+    listener_arns = [f"{elb}:listener/net/*/*/*", f"{elb}:listener/app/*/*/*"]
+    rule_arns = [f"{elb}:listener-rule/net/*/*/*", f"{elb}:listener-rule/app/*/*/*"]
+    app_lb_arn = f"{elb}:loadbalancer/app/*/*"
     s = iam.PolicyStatement
     return [
-        s(sid="CreateElbServiceLinkedRole", actions=["iam:CreateServiceLinkedRole"], resources=["*"],
+        s(sid="CreateElbServiceLinkedRole", actions=["iam:CreateServiceLinkedRole"],
+          resources=[f"arn:{p}:iam::{a}:role/aws-service-role/elasticloadbalancing.amazonaws.com/"
+                     "AWSServiceRoleForElasticLoadBalancing"],
           conditions={"StringEquals": {"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"}}),
+        # Read-only calls without a resource type (service authorization reference): '*' is the only form.
         s(sid="Describe", resources=["*"], actions=[
             "ec2:DescribeAccountAttributes", "ec2:DescribeAddresses", "ec2:DescribeAvailabilityZones",
             "ec2:DescribeInternetGateways", "ec2:DescribeVpcs", "ec2:DescribeVpcPeeringConnections",
             "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:DescribeInstances",
-            "ec2:DescribeNetworkInterfaces", "ec2:DescribeTags", "ec2:GetCoipPoolUsage",
-            "ec2:DescribeCoipPools", "ec2:GetSecurityGroupsForVpc", "ec2:DescribeIpamPools",
+            "ec2:DescribeNetworkInterfaces", "ec2:DescribeTags", "ec2:DescribeCoipPools", "ec2:DescribeIpamPools",
             "ec2:DescribeRouteTables",
             "elasticloadbalancing:DescribeLoadBalancers", "elasticloadbalancing:DescribeLoadBalancerAttributes",
             "elasticloadbalancing:DescribeListeners", "elasticloadbalancing:DescribeListenerCertificates",
@@ -182,41 +193,53 @@ def load_balancer_controller_statements() -> list[iam.PolicyStatement]:
             "elasticloadbalancing:DescribeTargetGroups", "elasticloadbalancing:DescribeTargetGroupAttributes",
             "elasticloadbalancing:DescribeTargetHealth", "elasticloadbalancing:DescribeTags",
             "elasticloadbalancing:DescribeTrustStores", "elasticloadbalancing:DescribeListenerAttributes",
-            "elasticloadbalancing:DescribeCapacityReservation"]),
-        s(sid="ListenerIntegrations", resources=["*"], actions=[
-            "cognito-idp:DescribeUserPoolClient", "acm:ListCertificates", "acm:DescribeCertificate",
-            "iam:ListServerCertificates", "iam:GetServerCertificate",
+            "elasticloadbalancing:DescribeCapacityReservation",
+            "acm:ListCertificates", "iam:ListServerCertificates", "shield:GetSubscriptionState",
+            # no resource type either; protects only what the controller names (its own load balancers)
+            "shield:CreateProtection"]),
+        s(sid="DescribeVpcResources", actions=["ec2:GetSecurityGroupsForVpc", "ec2:GetCoipPoolUsage"],
+          resources=[vpc_arn, f"arn:{p}:ec2:{r}:{a}:coip-pool/*"]),
+        s(sid="ListenerCertificatesAndAuth", actions=[
+            "acm:DescribeCertificate", "iam:GetServerCertificate", "cognito-idp:DescribeUserPoolClient"],
+          resources=[f"arn:{p}:acm:{r}:{a}:certificate/*", f"arn:{p}:iam::{a}:server-certificate/*",
+                     f"arn:{p}:cognito-idp:{r}:{a}:userpool/*"]),
+        s(sid="WebAclOfOwnLoadBalancers", actions=[
             "waf-regional:GetWebACL", "waf-regional:GetWebACLForResource", "waf-regional:AssociateWebACL",
             "waf-regional:DisassociateWebACL", "wafv2:GetWebACL", "wafv2:GetWebACLForResource",
-            "wafv2:AssociateWebACL", "wafv2:DisassociateWebACL", "shield:GetSubscriptionState",
-            "shield:DescribeProtection", "shield:CreateProtection", "shield:DeleteProtection"]),
-        s(sid="SecurityGroupIngress", resources=["*"],
-          actions=["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"]),
-        s(sid="CreateSecurityGroup", resources=["*"], actions=["ec2:CreateSecurityGroup"]),
+            "wafv2:AssociateWebACL", "wafv2:DisassociateWebACL"],
+          resources=[f"arn:{p}:waf-regional:{r}:{a}:webacl/*", f"arn:{p}:wafv2:{r}:{a}:regional/webacl/*/*",
+                     app_lb_arn]),
+        s(sid="ShieldProtections", actions=["shield:DescribeProtection", "shield:DeleteProtection"],
+          resources=[f"arn:{p}:shield::{a}:protection/*"]),
+        # Upstream grants these on every security group; the nodes' groups carry no controller tag, so the
+        # rule changes are bound to the cluster's VPC instead.
+        s(sid="SecurityGroupIngress", resources=[sg_arn],
+          actions=["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"],
+          conditions={"ArnEquals": {"ec2:Vpc": vpc_arn}}),
+        s(sid="CreateSecurityGroupInVpc", resources=[vpc_arn], actions=["ec2:CreateSecurityGroup"]),
+        s(sid="CreateSecurityGroup", resources=[sg_arn], actions=["ec2:CreateSecurityGroup"],
+          conditions={"Null": {cluster_tag_request: "false"}}),
         s(sid="TagNewSecurityGroup", actions=["ec2:CreateTags"], resources=[sg_arn],
           conditions={"StringEquals": {"ec2:CreateAction": "CreateSecurityGroup"},
                       "Null": {cluster_tag_request: "false"}}),
         s(sid="RetagOwnSecurityGroup", actions=["ec2:CreateTags", "ec2:DeleteTags"], resources=[sg_arn],
           conditions={"Null": {cluster_tag_request: "true", cluster_tag_resource: "false"}}),
-        s(sid="ManageOwnSecurityGroup", resources=["*"],
+        s(sid="ManageOwnSecurityGroup", resources=[sg_arn],
           actions=["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress",
                    "ec2:DeleteSecurityGroup"],
           conditions={"Null": {cluster_tag_resource: "false"}}),
-        s(sid="CreateTaggedLoadBalancer", resources=["*"],
+        s(sid="CreateTaggedLoadBalancer", resources=[*lb_arns, *tg_arns],
           actions=["elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:CreateTargetGroup"],
           conditions={"Null": {cluster_tag_request: "false"}}),
-        s(sid="ManageListenersAndRules", resources=["*"], actions=[
+        s(sid="ManageListenersAndRules", resources=[*lb_arns, *listener_arns, *rule_arns], actions=[
             "elasticloadbalancing:CreateListener", "elasticloadbalancing:DeleteListener",
             "elasticloadbalancing:CreateRule", "elasticloadbalancing:DeleteRule"]),
-        s(sid="RetagOwnLoadBalancer", resources=lb_arns,
+        s(sid="RetagOwnLoadBalancer", resources=[*tg_arns, *lb_arns],
           actions=["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
           conditions={"Null": {cluster_tag_request: "true", cluster_tag_resource: "false"}}),
         s(sid="TagListenersAndRules", actions=["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
-          resources=[f"arn:{p}:elasticloadbalancing:*:*:listener/net/*/*/*",
-                     f"arn:{p}:elasticloadbalancing:*:*:listener/app/*/*/*",
-                     f"arn:{p}:elasticloadbalancing:*:*:listener-rule/net/*/*/*",
-                     f"arn:{p}:elasticloadbalancing:*:*:listener-rule/app/*/*/*"]),
-        s(sid="ManageOwnLoadBalancer", resources=["*"], actions=[
+          resources=[*listener_arns, *rule_arns]),
+        s(sid="ManageOwnLoadBalancer", resources=[*lb_arns, *tg_arns, *listener_arns], actions=[
             "elasticloadbalancing:ModifyLoadBalancerAttributes", "elasticloadbalancing:SetIpAddressType",
             "elasticloadbalancing:SetSecurityGroups", "elasticloadbalancing:SetSubnets",
             "elasticloadbalancing:DeleteLoadBalancer", "elasticloadbalancing:ModifyTargetGroup",
@@ -224,16 +247,50 @@ def load_balancer_controller_statements() -> list[iam.PolicyStatement]:
             "elasticloadbalancing:ModifyListenerAttributes", "elasticloadbalancing:ModifyCapacityReservation",
             "elasticloadbalancing:ModifyIpPools"],
           conditions={"Null": {cluster_tag_resource: "false"}}),
-        s(sid="TagOnCreate", actions=["elasticloadbalancing:AddTags"], resources=lb_arns,
+        s(sid="TagOnCreate", actions=["elasticloadbalancing:AddTags"], resources=[*tg_arns, *lb_arns],
           conditions={"StringEquals": {"elasticloadbalancing:CreateAction": ["CreateTargetGroup",
                                                                             "CreateLoadBalancer"]},
                       "Null": {cluster_tag_request: "false"}}),
-        s(sid="RegisterTargets", resources=[f"arn:{p}:elasticloadbalancing:*:*:targetgroup/*/*"],
+        s(sid="RegisterTargets", resources=tg_arns,
           actions=["elasticloadbalancing:RegisterTargets", "elasticloadbalancing:DeregisterTargets"]),
-        s(sid="ModifyListenersAndRules", resources=["*"], actions=[
-            "elasticloadbalancing:SetWebAcl", "elasticloadbalancing:ModifyListener",
-            "elasticloadbalancing:AddListenerCertificates", "elasticloadbalancing:RemoveListenerCertificates",
-            "elasticloadbalancing:ModifyRule", "elasticloadbalancing:SetRulePriorities"]),
+        s(sid="ModifyListenersAndRules", resources=[*listener_arns, *rule_arns], actions=[
+            "elasticloadbalancing:ModifyListener", "elasticloadbalancing:AddListenerCertificates",
+            "elasticloadbalancing:RemoveListenerCertificates", "elasticloadbalancing:ModifyRule",
+            "elasticloadbalancing:SetRulePriorities"]),
+        # SetWebAcl has no resource type in the service authorization reference.
+        s(sid="SetWebAcl", resources=["*"], actions=["elasticloadbalancing:SetWebAcl"]),
     ]
 
 
+#: Resource types the controller creates itself (names chosen at run time), and those an Ingress or Service
+#: annotation names (certificates, user pools, web ACLs, customer-owned IP pools).
+_ALB_CREATED = ("security-group/", "loadbalancer/", "targetgroup/", "listener/", "listener-rule/", "protection/")
+
+
+def _alb_wildcard_reason(resource: str) -> str:
+    if resource == "*":
+        return "Only actions without a resource type in the service authorization reference are on '*'."
+    where = "this account and region" if "<AWS::Region>" in resource else "this account"
+    if any(f":{kind}" in resource for kind in _ALB_CREATED):
+        return (f"The AWS Load Balancer Controller creates these resources under names it chooses at run time; "
+                f"the ARN pattern is limited to {where}.")
+    return (f"Ingress and Service annotations name these resources at run time; the ARN pattern is limited to "
+            f"{where}.")
+
+
+def _as_list(value: object) -> list[object]:
+    return value if isinstance(value, list) else [value]
+
+
+def nag_resource(value: object) -> str:
+    """A resolved IAM resource as cdk-nag's IAM5 finding id spells it (``arn:<AWS::Partition>:...``)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "Ref" in value:
+        return f"<{value['Ref']}>"
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        return f"<{'.'.join(value['Fn::GetAtt'])}>"
+    if isinstance(value, dict) and "Fn::Join" in value:
+        sep, parts = value["Fn::Join"]
+        return str(sep).join(nag_resource(p) for p in parts)
+    return str(value)

@@ -21,6 +21,14 @@ class InfraBucketProps:
     """Keep the bucket and its objects on ``cdk destroy``. Default: empty and delete it."""
     abort_incomplete_multipart_upload_days: int = 7
     """Abort multipart uploads left incomplete this long. Default: 7 days."""
+    versioned: bool = False
+    """Keep every version of every object (an audit trail cannot be silently overwritten). Default: off."""
+    expiration_days: int | None = None
+    """Expire objects this many days after creation (and noncurrent versions after
+    ``noncurrent_expiration_days``). Default: never."""
+    noncurrent_expiration_days: int = 30
+    """With ``versioned``: delete overwritten or deleted versions this long after they became noncurrent.
+    Default: 30 days."""
 
 
 class InfraBucket(Construct):
@@ -35,6 +43,10 @@ class InfraBucket(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, props: InfraBucketProps) -> None:
         super().__init__(scope, construct_id)
+        if props.expiration_days is not None and props.expiration_days < 1:
+            raise ValueError(f"expiration_days must be >= 1 or None, got {props.expiration_days}")
+        if props.noncurrent_expiration_days < 1:
+            raise ValueError(f"noncurrent_expiration_days must be >= 1, got {props.noncurrent_expiration_days}")
         if props.abort_incomplete_multipart_upload_days < 1:
             raise ValueError("abort_incomplete_multipart_upload_days must be >= 1, "
                              f"got {props.abort_incomplete_multipart_upload_days}")
@@ -45,10 +57,18 @@ class InfraBucket(Construct):
             enforce_ssl=True,
             server_access_logs_bucket=props.server_access_logs_bucket,
             server_access_logs_prefix=props.server_access_logs_prefix,
-            lifecycle_rules=[s3.LifecycleRule(
-                id="AbortIncompleteMultipartUploads",
-                abort_incomplete_multipart_upload_after=Duration.days(
-                    props.abort_incomplete_multipart_upload_days))],
+            versioned=props.versioned,
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="AbortIncompleteMultipartUploads",
+                    abort_incomplete_multipart_upload_after=Duration.days(
+                        props.abort_incomplete_multipart_upload_days)),
+                *([s3.LifecycleRule(id="ExpireObjects", expiration=Duration.days(props.expiration_days))]
+                  if props.expiration_days is not None else []),
+                *([s3.LifecycleRule(id="ExpireNoncurrentVersions",
+                                    noncurrent_version_expiration=Duration.days(props.noncurrent_expiration_days))]
+                  if props.versioned else []),
+            ],
             removal_policy=RemovalPolicy.RETAIN if props.retain_on_destroy else RemovalPolicy.DESTROY,
             auto_delete_objects=not props.retain_on_destroy,
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import CustomResource, Duration, RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -13,8 +13,8 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
+from hyperpod_constructs.nag import acknowledge, acknowledge_provider_framework
 from hyperpod_constructs.service_timeouts import set_service_timeout
-from hyperpod_infra.nag import acknowledge
 
 HANDLER_DIR = Path(__file__).resolve().parent / "lambda_eni_waiter_handler"
 RESOURCE_TYPE = "Custom::LambdaEniWaiter"
@@ -79,21 +79,6 @@ class LambdaEniWaiter(Construct):
         self._acknowledge(role, provider, functions)
 
     def _acknowledge(self, role: iam.Role, provider: cr.Provider, functions: list[lambda_.Function]) -> None:
-        stack = Stack.of(self)
         acknowledge(role, "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
                     "ec2:DescribeNetworkInterfaces supports no resource-level permission; read-only.")
-        acknowledge(provider, "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
-                              "service-role/AWSLambdaBasicExecutionRole]",
-                    "Provider framework functions of aws-cdk-lib; the policy only allows writing logs.")
-        acknowledge(provider, "AwsSolutions::AwsSolutions-SF1",
-                    "Waiter state machine of the Provider framework; every poll is logged by the handlers.")
-        acknowledge(provider, "AwsSolutions::AwsSolutions-SF2",
-                    "Waiter state machine of the Provider framework; X-Ray adds nothing to a poll loop.")
-        for function in functions:
-            acknowledge(function, "AwsSolutions::AwsSolutions-L1",
-                        "Python 3.13 is the project's chosen handler runtime; bump it deliberately.")
-        for cfn in self.node.find_all():
-            if isinstance(cfn, lambda_.CfnFunction):
-                acknowledge(provider,
-                            f"AwsSolutions::AwsSolutions-IAM5[Resource::<{stack.get_logical_id(cfn)}.Arn>:*]",
-                            "The Provider framework invokes any version of its own handler functions.")
+        acknowledge_provider_framework(self, provider, functions, in_vpc=False)

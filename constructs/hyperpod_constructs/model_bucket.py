@@ -10,7 +10,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from hyperpod_infra.nag import acknowledge
+from hyperpod_constructs.nag import acknowledge
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,9 +103,10 @@ class ModelBucket(Construct):
             resource = f"<{bucket}.Arn>/{key_prefix}*"
         else:
             resource = f"arn:<AWS::Partition>:s3:::{self.bucket.bucket_name}/{key_prefix}*"
+        where = "below the model prefix" if key_prefix else "in this one bucket (no prefix given)"
         acknowledge(policy, f"AwsSolutions-IAM5[Resource::{resource}]",
-                    "Read of every object below the model prefix: the weights' key names are not known in "
-                    "advance; the statement is limited to s3:GetObject on this one bucket.")
+                    f"Read of every object {where}: the weights' key names are not known in advance; the "
+                    "statement is limited to s3:GetObject on this one bucket.")
 
 
 def _validate(props: ModelBucketProps) -> None:

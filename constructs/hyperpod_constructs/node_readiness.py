@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack, SymlinkFollowMode, Token
+from aws_cdk import CustomResource, Duration, RemovalPolicy, SymlinkFollowMode, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -23,8 +23,8 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct, IDependable
 
 from hyperpod_constructs.lambda_eni_waiter import LambdaEniWaiter, LambdaEniWaiterProps
+from hyperpod_constructs.nag import acknowledge_provider_framework
 from hyperpod_constructs.service_timeouts import set_service_timeout
-from hyperpod_infra.nag import acknowledge
 
 HANDLER_DIR = Path(__file__).resolve().parent / "node_readiness_handler"
 RESOURCE_TYPE = "Custom::NodeReadiness"
@@ -146,26 +146,7 @@ class NodeReadiness(Construct):
         self._acknowledge(role, provider, functions)
 
     def _acknowledge(self, role: iam.Role, provider: cr.Provider, functions: list[lambda_.Function]) -> None:
-        stack = Stack.of(self)
-        if self.props.vpc is not None:
-            acknowledge(role, "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
-                              "service-role/AWSLambdaVPCAccessExecutionRole]",
-                        "The ENI actions Lambda needs to run in a VPC accept no resource scope.")
-        acknowledge(provider, "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
-                              "service-role/AWSLambdaBasicExecutionRole]",
-                    "Provider framework functions of aws-cdk-lib; the policy only allows writing logs.")
-        acknowledge(provider, "AwsSolutions::AwsSolutions-SF1",
-                    "Waiter state machine of the Provider framework; every poll is logged by the handlers.")
-        acknowledge(provider, "AwsSolutions::AwsSolutions-SF2",
-                    "Waiter state machine of the Provider framework; X-Ray adds nothing to a poll loop.")
-        for function in functions:
-            acknowledge(function, "AwsSolutions::AwsSolutions-L1",
-                        "Python 3.13 is the project's chosen handler runtime; bump it deliberately.")
-        for cfn in self.node.find_all():
-            if isinstance(cfn, lambda_.CfnFunction) and "EniWaiter" not in cfn.node.path:
-                acknowledge(provider,
-                            f"AwsSolutions::AwsSolutions-IAM5[Resource::<{stack.get_logical_id(cfn)}.Arn>:*]",
-                            "The Provider framework invokes any version of its own handler functions.")
+        acknowledge_provider_framework(self, provider, functions, in_vpc=self.props.vpc is not None, vpc_role=role)
 
 
 def rbac_manifests() -> list[dict[str, object]]:

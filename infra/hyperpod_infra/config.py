@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from hyperpod_infra import instance_facts, pins
-from hyperpod_infra.errors import ConfigError
+from hyperpod_infra.errors import ConfigError, shown
 
 # --- facts the rules rely on -----------------------------------------------------------------------------
 
@@ -45,15 +45,46 @@ _DIRECTIONS = {
     "north": "n", "south": "s", "east": "e", "west": "w", "central": "c",
     "northeast": "ne", "northwest": "nw", "southeast": "se", "southwest": "sw",
 }
-_REGION_RE = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
-_AZ_ID_RE = re.compile(r"^[a-z]{3,6}\d-az\d{1,2}$")
-_SAGEMAKER_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
-_EKS_NAME_RE = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")
-_DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-_IAM_PRINCIPAL_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]{1,512}$")
-_TRAINING_PLAN_RE = re.compile(r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:training-plan/[a-z0-9-]+$")
-_IMAGE_RE = re.compile(r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$")
+_REGION_RE = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d$", re.ASCII)
+_AZ_ID_RE = re.compile(r"^[a-z]{3,6}\d-az\d{1,2}$", re.ASCII)
+_SAGEMAKER_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$", re.ASCII)
+_EKS_NAME_RE = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$", re.ASCII)
+_DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", re.ASCII)
+_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", re.ASCII)
+_IAM_PRINCIPAL_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]{1,512}$", re.ASCII)
+_TRAINING_PLAN_RE = re.compile(r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:training-plan/[a-z0-9-]+$", re.ASCII)
+_IMAGE_RE = re.compile(r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$", re.ASCII)
+#: S3 "safe characters" for object keys (Amazon S3 User Guide, "Naming Amazon S3 objects"), minus '*': the
+#: prefix becomes an IAM resource ARN and an ``s3:prefix`` condition, where '*' and '?' are wildcards.
+#: Segments are non-empty and never '.' or '..'.
+_S3_PREFIX_RE = re.compile(r"^(?:(?!\.{1,2}/)[A-Za-z0-9!_.'()-]+/)+$", re.ASCII)
+#: Kubernetes label key: optional DNS-subdomain prefix and '/', then a name of at most 63 characters
+#: (kubernetes.io, "Labels and Selectors", Syntax and character set).
+_LABEL_NAME_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$", re.ASCII)
+_DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", re.ASCII)
+#: IAM quotas (IAM User Guide, "IAM and AWS STS quotas"): role and user names at most 64 characters.
+IAM_NAME_MAX = 64
+#: SageMaker CreateTrainingPlan: TrainingPlanName at most 64 characters.
+TRAINING_PLAN_NAME_MAX = 64
+
+#: Region codes of the aws, aws-cn and aws-us-gov partitions, pinned from botocore 1.44.8
+#: ``botocore/data/endpoints.json`` (``partitions[].regions``); tests/infra/test_config.py re-reads that file.
+AWS_REGIONS: frozenset[str] = frozenset({
+    "af-south-1", "ap-east-1", "ap-east-2", "ap-northeast-1", "ap-northeast-2", "ap-northeast-3", "ap-south-1",
+    "ap-south-2", "ap-southeast-1", "ap-southeast-2", "ap-southeast-3", "ap-southeast-4", "ap-southeast-5",
+    "ap-southeast-6", "ap-southeast-7", "ca-central-1", "ca-west-1", "eu-central-1", "eu-central-2",
+    "eu-north-1", "eu-south-1", "eu-south-2", "eu-west-1", "eu-west-2", "eu-west-3", "il-central-1",
+    "me-central-1", "me-south-1", "mx-central-1", "sa-east-1", "us-east-1", "us-east-2", "us-west-1",
+    "us-west-2", "cn-north-1", "cn-northwest-1", "us-gov-east-1", "us-gov-west-1",
+})
+
+
+def is_label_key(key: str) -> bool:
+    """A valid Kubernetes label key (``[prefix/]name``)."""
+    prefix, _, name = key.rpartition("/")
+    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN_RE.fullmatch(prefix)):
+        return False
+    return bool(_LABEL_NAME_RE.fullmatch(name))
 
 
 def default_control_plane_az_ids(region: str) -> tuple[str, str]:
@@ -80,7 +111,10 @@ def az_id_prefix(region: str) -> str:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True)
+    # strict: no coercion, so `true` is not a replica count, "8" not a number, "yes" not a boolean; no inf/nan
+    # in any float. Sequences arrive as tuples (parse_config): declare sequence fields as tuple[...], not list.
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True, strict=True,
+                              allow_inf_nan=False)
 
 
 Cidr = Annotated[str, Field(description="IPv4 CIDR block, e.g. 10.0.0.0/16")]
@@ -493,12 +527,14 @@ class Config(_Model):
 
 
 def _fail(field: str, value: Any, allowed: str) -> None:
-    raise ConfigError(f"{field} {allowed}, got {value!r}")
+    raise ConfigError(f"{field} {allowed}, got {shown(value)}")
 
 
 def _rule_names(c: Config) -> None:
-    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9-]{0,39}", c.name):
-        _fail("name", c.name, "must start with a letter and hold 1-40 letters, digits or '-'")
+    # Also the Kubernetes label value app.kubernetes.io/part-of: it must end with a letter or digit.
+    if not re.fullmatch(r"[A-Za-z]([A-Za-z0-9-]{0,38}[A-Za-z0-9])?", c.name, re.ASCII):
+        _fail("name", c.name, "must start with a letter, end with a letter or digit and hold 1-40 letters, "
+                              "digits or '-'")
     if not _EKS_NAME_RE.fullmatch(c.eks.cluster_name):
         _fail("eks.cluster_name", c.eks.cluster_name, "must match ^[0-9A-Za-z][A-Za-z0-9-_]{0,99}$")
     if not _SAGEMAKER_NAME_RE.fullmatch(c.hyperpod.cluster_name):
@@ -516,7 +552,7 @@ def _rule_names(c: Config) -> None:
               "plus endpoint.namespace must stay under 63 characters in '<name>-<namespace>-routing-service'")
     seen: set[str] = set()
     for i, g in enumerate(c.hyperpod.instance_groups):
-        if not re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", g.name):
+        if not re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", g.name, re.ASCII):
             _fail(f"hyperpod.instance_groups[{i}].name", g.name,
                   "must be 1-63 letters, digits or '-' and start and end with a letter or digit")
         if g.name in seen:
@@ -524,21 +560,37 @@ def _rule_names(c: Config) -> None:
         seen.add(g.name)
 
 
+def is_bucket_name(name: str) -> bool:
+    """An S3 general-purpose bucket name (Amazon S3 User Guide, "Bucket naming rules"): 3-63 characters."""
+    return bool(_BUCKET_RE.fullmatch(name)) and ".." not in name and not name.startswith("xn--") \
+        and not re.fullmatch(r"\d+\.\d+\.\d+\.\d+", name, re.ASCII) and not name.endswith("-s3alias")
+
+
+def _rule_labels(c: Config) -> None:
+    key = c.observability.grafana_sidecar_label
+    if not is_label_key(key):
+        _fail("observability.grafana_sidecar_label", key,
+              "must be a Kubernetes label key ([DNS-subdomain prefix/]name of at most 63 letters, digits, "
+              "'-', '_', '.', starting and ending with a letter or digit)")
+
+
 def _rule_s3(c: Config) -> None:
     b = c.model.existing_bucket_name
-    if b is not None and (not _BUCKET_RE.fullmatch(b) or ".." in b or b.startswith("xn--")
-                          or re.fullmatch(r"\d+\.\d+\.\d+\.\d+", b)):
+    if b is not None and not is_bucket_name(b):
         _fail("model.existing_bucket_name", b,
               "must be a valid S3 bucket name (3-63 lowercase letters, digits, '.', '-')")
     p = c.model.s3_prefix
     if p.startswith("/") or not p.endswith("/") or "//" in p or len(p) > 512:
         _fail("model.s3_prefix", p, "must be a key prefix without a leading '/' that ends with '/'")
+    if not _S3_PREFIX_RE.fullmatch(p):
+        _fail("model.s3_prefix", p, "must hold only S3 safe characters (letters, digits, ! _ . ' ( ) -) "
+                                    "in '/'-separated segments, no '*' and no '.' or '..' segment")
     if b is not None and c.model.delete_on_destroy:
         _fail("model.delete_on_destroy", True, "cannot be true for an existing bucket we did not create")
 
 
 def _rule_region_and_az(c: Config) -> None:
-    if not _REGION_RE.fullmatch(c.region):
+    if not _REGION_RE.fullmatch(c.region) or c.region not in AWS_REGIONS:
         _fail("region", c.region, "must be an AWS region code such as us-west-2")
     prefix = az_id_prefix(c.region)
     azs: set[str] = set()
@@ -574,9 +626,16 @@ def _rule_instance_types(c: Config) -> None:
         if g.instance_type not in DPD_INSTANCE_GPUS:
             _fail(f"hyperpod.instance_groups[{i}].instance_type", g.instance_type,
                   f"must be an EFA RDMA instance type that supports DPD ({allowed})")
-        if g.training_plan_arn is not None and not _TRAINING_PLAN_RE.fullmatch(g.training_plan_arn):
-            _fail(f"hyperpod.instance_groups[{i}].training_plan_arn", g.training_plan_arn,
+        plan = g.training_plan_arn
+        if plan is not None and not _TRAINING_PLAN_RE.fullmatch(plan):
+            _fail(f"hyperpod.instance_groups[{i}].training_plan_arn", plan,
                   "must be a SageMaker training plan ARN (arn:aws:sagemaker:<region>:<account>:training-plan/<name>)")
+        if plan is not None and plan.split(":")[3] != c.region:
+            _fail(f"hyperpod.instance_groups[{i}].training_plan_arn", plan,
+                  f"must be a training plan in region {c.region} (a plan reserves capacity in one region)")
+        if plan is not None and len(plan.rsplit("/", 1)[1]) > TRAINING_PLAN_NAME_MAX:
+            _fail(f"hyperpod.instance_groups[{i}].training_plan_arn", plan,
+                  f"must name a training plan of at most {TRAINING_PLAN_NAME_MAX} characters")
         if len(set(g.deep_health_checks)) != len(g.deep_health_checks):
             _fail(f"hyperpod.instance_groups[{i}].deep_health_checks", list(g.deep_health_checks),
                   "must not repeat a check")
@@ -710,7 +769,10 @@ def _rule_eks(c: Config) -> None:
     if c.eks.admin_principal_arn is not None and not _IAM_PRINCIPAL_RE.fullmatch(c.eks.admin_principal_arn):
         _fail("eks.admin_principal_arn", c.eks.admin_principal_arn,
               "must be an IAM role or user ARN (arn:aws:iam::<account>:role/<name>)")
-    if not re.fullmatch(r"[a-z][a-z0-9-]*\d[a-z0-9-]*\.[a-z0-9]+", c.eks.system_node_group.instance_type):
+    if c.eks.admin_principal_arn is not None and len(c.eks.admin_principal_arn.rsplit("/", 1)[1]) > IAM_NAME_MAX:
+        _fail("eks.admin_principal_arn", c.eks.admin_principal_arn,
+              f"must name a role or user of at most {IAM_NAME_MAX} characters (IAM quota)")
+    if not re.fullmatch(r"[a-z][a-z0-9-]*\d[a-z0-9-]*\.[a-z0-9]+", c.eks.system_node_group.instance_type, re.ASCII):
         _fail("eks.system_node_group.instance_type", c.eks.system_node_group.instance_type,
               "must be an EC2 instance type such as m7i.xlarge")
 
@@ -799,25 +861,121 @@ def _rule_benchmark(c: Config) -> None:
 _RULES = (
     _rule_names, _rule_s3, _rule_region_and_az, _rule_instance_types, _rule_parallelism,
     _rule_capacity, _rule_routing, _rule_autoscaling, _rule_eks, _rule_addons, _rule_cidrs, _rule_pod_fit,
-    _rule_benchmark,
+    _rule_benchmark, _rule_labels,
 )
 
 
 # --- loading --------------------------------------------------------------------------------------------
 
+#: Largest config file read (the default is ~3 KB); anything bigger is not a config.
+MAX_CONFIG_BYTES = 1 << 20
+#: Most YAML nodes a config may expand to, aliases followed (the default has ~150). Stops alias bombs
+#: ("billion laughs") before anything walks the expanded document.
+MAX_YAML_NODES = 20_000
+#: Deepest nesting a config may have (the default has 5 levels).
+MAX_YAML_DEPTH = 64
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` with YAML 1.2 core-schema scalars: only ``true``/``false`` are booleans (not
+    ``yes``, ``on``, ``y``), no sexagesimal or legacy-octal integers, no timestamps (strings stay strings)."""
+
+    yaml_implicit_resolvers: dict = {}  # PyYAML's class-level registry, filled below
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        """Refuse nesting deeper than :data:`MAX_YAML_DEPTH` as soon as the parser reaches it."""
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                raise ConfigError(f"config must nest at most {MAX_YAML_DEPTH} levels deep, got more "
+                                  f"(line {self.peek_event().start_mark.line + 1})")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+for _tag, _pattern, _first in (
+    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
+    ("tag:yaml.org,2002:float",
+     r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+     "-+0123456789."),
+    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+    ("tag:yaml.org,2002:merge", r"^(?:<<)$", "<"),
+):
+    _ConfigLoader.add_implicit_resolver(_tag, re.compile(_pattern, re.ASCII), list(_first))
+
+
+def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    text = str(loader.construct_scalar(node))
+    if text[:2] in ("0o", "0x"):
+        return int(text[2:], 8 if text[1] == "o" else 16)
+    return int(text, 10)
+
+
+def _construct_bool(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> bool:
+    text = str(loader.construct_scalar(node))
+    if text.lower() not in ("true", "false"):  # an explicit !!bool tag on "yes"
+        raise yaml.constructor.ConstructorError(None, None, f"{shown(text)} is not true or false", node.start_mark)
+    return text.lower() == "true"
+
+
+_ConfigLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_ConfigLoader.add_constructor("tag:yaml.org,2002:bool", _construct_bool)
+
+
+def _key_path(path: tuple[Any, ...]) -> str:
+    return ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in path).replace(".[", "[")
+
+
+def _check_nodes(root: yaml.Node) -> None:
+    """Refuse duplicate keys (naming the key and both lines) and documents that expand past
+    :data:`MAX_YAML_NODES`. Iterative, so it costs at most that many steps whatever the input."""
+    stack: list[tuple[yaml.Node, tuple[Any, ...]]] = [(root, ())]
+    count = 0
+    while stack:
+        node, path = stack.pop()
+        count += 1
+        if count > MAX_YAML_NODES:
+            raise ConfigError(f"config must expand to at most {MAX_YAML_NODES} YAML nodes (aliases followed), "
+                              "got more (an alias bomb?)")
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[str, int] = {}
+            for key_node, value_node in node.value:
+                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+                line = key_node.start_mark.line + 1
+                if key is not None and key != "<<" and key in seen:
+                    raise ConfigError(f"{_key_path((*path, key))} must appear once, got it at lines "
+                                      f"{seen[key]} and {line} (YAML keeps only the last one)")
+                if key is not None:
+                    seen[key] = line
+                stack.append((value_node, (*path, key if key is not None else "?")))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((child, (*path, i)) for i, child in enumerate(node.value))
+
+
+def _freeze(value: Any) -> Any:
+    """Lists become tuples (the strict model takes sequences as tuples); mappings are copied."""
+    if isinstance(value, dict):
+        return {k: _freeze(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    return value
+
 
 def _one_line(exc: ValidationError) -> str:
     err = exc.errors(include_url=False)[0]
-    loc = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]).replace(".[", "[")
+    loc = _key_path(tuple(err["loc"]))
     if err["type"] == "extra_forbidden":
-        return f"{loc} is not a known setting (check the spelling; see README 'Configuration')"
+        return f"{shown(loc, 120)[1:-1]} is not a known setting (check the spelling; see README 'Configuration')"
     if err["type"] == "missing":
         return f"{loc} is required"
     ctx_err = (err.get("ctx") or {}).get("error")
     if isinstance(ctx_err, ConfigError):
         return str(ctx_err)
     msg = err["msg"].removeprefix("Value error, ")
-    return f"{loc or 'config'}: {msg}, got {err.get('input')!r}"
+    return f"{loc or 'config'}: {msg}, got {shown(err.get('input'))}"
 
 
 def parse_config(data: Any) -> Config:
@@ -825,22 +983,51 @@ def parse_config(data: Any) -> Config:
     if not isinstance(data, dict):
         raise ConfigError(f"config must be a YAML mapping, got {type(data).__name__}")
     try:
-        return Config.model_validate(data)
+        return Config.model_validate(_freeze(data))
     except ValidationError as exc:
         raise ConfigError(_one_line(exc)) from None
+    except RecursionError:
+        raise ConfigError("config is nested too deeply") from None
 
 
-def load_config(path: str | Path) -> Config:
-    """Read and validate a YAML config file."""
-    p = Path(path)
+def load_yaml(text: str, source: str) -> Any:
+    """Parse config YAML strictly (see :class:`_ConfigLoader`, :func:`_check_nodes`); one-line errors."""
+    loader: _ConfigLoader | None = None
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"config file {str(p)!r} cannot be read: {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
+        loader = _ConfigLoader(text)  # the reader already rejects control characters here
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_nodes(node)
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"config file {str(p)!r} is not valid YAML{where}") from None
+        problem = getattr(exc, "problem", None) or getattr(exc, "reason", None)
+        raise ConfigError(f"config file {source} is not valid YAML{where}"
+                          + (f": {shown(str(problem), 120)[1:-1]}" if problem else "")) from None
+    except RecursionError:
+        raise ConfigError(f"config file {source} is nested too deeply") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+
+
+def load_config(path: str | Path) -> Config:
+    """Read and validate a YAML config file (UTF-8, at most :data:`MAX_CONFIG_BYTES`)."""
+    p = Path(path)
+    source = shown(str(p), 200)
+    try:
+        with p.open("rb") as f:
+            raw = f.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"config file {source} cannot be read: {exc.strerror}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {source} must be at most {MAX_CONFIG_BYTES} bytes, got more")
+    try:
+        text = raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {source} must be UTF-8 text, got byte 0x{raw[exc.start]:02x} at offset "
+                          f"{exc.start}") from None
+    data = load_yaml(text, source)
     return parse_config(data if data is not None else {})

@@ -32,16 +32,16 @@ from pathlib import Path
 from typing import Final
 
 from hyperpod_infra import outputs
-from hyperpod_infra.config import Config
-from hyperpod_infra.errors import ConfigError
+from hyperpod_infra.config import Config, is_bucket_name
+from hyperpod_infra.errors import ConfigError, shown
 
 #: Proposed output of the network stack: the AZ *name* of the GPU subnet (``us-west-2b``).
 GPU_AVAILABILITY_ZONE: Final = outputs.GPU_AVAILABILITY_ZONE
 
 PLACEHOLDER_PREFIX: Final = "UNRESOLVED-"
-_AMP_RE = re.compile(r"^https://aps-workspaces\.[a-z0-9-]+\.amazonaws\.com/workspaces/ws-[a-zA-Z0-9-]+$")
-_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
-_AZ_NAME_RE = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$")
+_AMP_RE = re.compile(r"^https://aps-workspaces\.[a-z0-9-]+\.amazonaws\.com/workspaces/ws-[a-zA-Z0-9-]+$", re.ASCII)
+_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$", re.ASCII)
+_AZ_NAME_RE = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$", re.ASCII)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,6 +134,8 @@ def _load_outputs(path: Path) -> dict[str, dict[str, object]]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"outputs file {str(path)!r} cannot be read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"outputs file {str(path)!r} must be UTF-8 JSON, got byte at offset {exc.start}") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"outputs file {str(path)!r} is not valid JSON (line {exc.lineno})") from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
@@ -182,6 +184,10 @@ def resolve_inputs(config: Config, outputs_file: Path | None) -> EndpointInputs:
             raise ConfigError(f"{bucket.source} is {bucket.value!r} but config model.existing_bucket_name "
                               f"is {config.model.existing_bucket_name!r}")
         bucket = Resolved(value=config.model.existing_bucket_name, source="config: model.existing_bucket_name")
+    if bucket is not None and not is_bucket_name(bucket.value or ""):
+        # The name goes into the manifests' S3 model source: never a name S3 could not have created.
+        raise ConfigError(f"{bucket.source} must be a valid S3 bucket name (3-63 lowercase letters, digits, "
+                          f"'.', '-'), got {shown(bucket.value)}")
     if bucket is None:
         bucket = Resolved(value=PLACEHOLDER_PREFIX + outputs.MODEL_BUCKET_NAME, placeholder=True,
                           source=f"PLACEHOLDER: no {outputs.MODEL_BUCKET_NAME} (pass --outputs-file)")

@@ -177,6 +177,35 @@ FAILING_CASES = [
      "hyperpod.instance_groups[0].instance_count:"),
     ("enum_value_is_unknown", {"endpoint.routing_strategy": "random"}, "endpoint.routing_strategy:"),
     ("instance_groups_are_empty", {"hyperpod.instance_groups": []}, "hyperpod.instance_groups:"),
+    # strict types: no coercion (issue 11: "yes" was true, `true` a replica count, .inf a threshold)
+    ("yes_is_not_a_boolean", {"model.delete_on_destroy": "yes"},
+     "model.delete_on_destroy: Input should be a valid boolean"),
+    ("true_is_not_a_replica_count", {"endpoint.prefill.replicas": True},
+     "endpoint.prefill.replicas: Input should be a valid integer"),
+    ("numeric_string_is_not_a_number", {"endpoint.max_model_len": "16384"}, "endpoint.max_model_len: Input should be"),
+    ("threshold_is_infinite", {"observability.slo.ttft_p95_seconds": float("inf")},
+     "observability.slo.ttft_p95_seconds: Input should be a finite number"),
+    # ASCII-only identifiers, real regions, regional ARNs
+    ("az_id_has_unicode_digit", {"network.gpu_availability_zone_id": "usw2-az\u0662"},
+     "network.gpu_availability_zone_id must be an AZ ID"),
+    ("region_is_misspelt", {"region": "us-west-9", "network.gpu_availability_zone_id": "usw9-az2"},
+     "region must be an AWS region code"),
+    ("training_plan_is_in_another_region",
+     {"hyperpod.instance_groups[0].training_plan_arn": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p5"},
+     "hyperpod.instance_groups[0].training_plan_arn must be a training plan in region us-west-2"),
+    # the model prefix becomes an IAM resource and s3:prefix condition: no wildcards, no path tricks
+    ("s3_prefix_has_wildcard", {"model.s3_prefix": "models/*/"}, "model.s3_prefix must hold only S3 safe"),
+    ("s3_prefix_climbs_up", {"model.s3_prefix": "models/../other/"}, "model.s3_prefix must hold only S3 safe"),
+    # values that become Kubernetes labels
+    ("name_is_not_a_label_value", {"name": "hyperpod-"}, "name must start with a letter, end with a letter"),
+    ("sidecar_label_is_not_a_label_key", {"observability.grafana_sidecar_label": "grafana dashboard"},
+     "observability.grafana_sidecar_label must be a Kubernetes label key"),
+    # names AWS limits in length (IAM quotas; SageMaker CreateTrainingPlan)
+    ("admin_role_name_too_long_for_iam", {"eks.admin_principal_arn": "arn:aws:iam::123456789012:role/" + "r" * 65},
+     "eks.admin_principal_arn must name a role or user of at most 64 characters"),
+    ("training_plan_name_too_long",
+     {"hyperpod.instance_groups[0].training_plan_arn": "arn:aws:sagemaker:us-west-2:123456789012:training-plan/"
+      + "p" * 65}, "must name a training plan of at most 64 characters"),
 ]
 
 
@@ -217,6 +246,69 @@ def test_fails_when_file_is_not_a_mapping(tmp_path) -> None:
     bad.write_text("- a\n- b\n")
     with pytest.raises(ConfigError, match="must be a YAML mapping"):
         load_config(bad)
+
+
+# (case id, file bytes, fragment expected in the one-line message): the loading rules, on real files
+_GROUPS = b"hyperpod:\n  instance_groups: [{name: prefill, pool: prefill}, {name: decode, pool: decode}]\n"
+_BOMB = b"a: &a [x, x, x, x, x, x, x, x, x]\n" + b"".join(
+    b"%c: &%c [%s]\n" % (97 + i, 97 + i, b", ".join([b"*%c" % (96 + i)] * 9)) for i in range(1, 10)) + b"name: *j\n"
+FAILING_FILES = [
+    ("duplicate_key_names_both_lines", _GROUPS + b"model:\n  delete_on_destroy: false\n  s3_prefix: m/\n"
+     b"  delete_on_destroy: true\n", "model.delete_on_destroy must appear once, got it at lines 4 and 6"),
+    ("unquoted_yes_is_not_a_boolean", _GROUPS + b"model:\n  delete_on_destroy: yes\n",
+     "model.delete_on_destroy: Input should be a valid boolean, got 'yes'"),
+    ("unquoted_on_is_not_a_boolean", _GROUPS + b"network:\n  fsx_lustre: on\n", "network.fsx_lustre: Input should"),
+    ("tagged_yes_is_not_a_boolean", _GROUPS + b"model:\n  delete_on_destroy: !!bool yes\n", "is not true or false"),
+    ("alias_bomb_is_refused", _GROUPS + _BOMB, "config must expand to at most 20000 YAML nodes"),
+    ("file_is_latin1", _GROUPS + b"name: caf\xe9\n", "must be UTF-8 text, got byte 0xe9"),
+    ("file_is_utf16", "name: x\n".encode("utf-16"), "must be UTF-8 text"),
+    ("nesting_is_too_deep", b"name: " + b"[" * 5000 + b"]" * 5000 + b"\n", "levels deep"),
+    ("file_is_too_big", b"# " + b"x" * (1 << 20) + b"\n", "must be at most 1048576 bytes"),
+]
+
+
+@pytest.mark.parametrize(("content", "fragment"), [(c, f) for _, c, f in FAILING_FILES],
+                         ids=[i for i, _, _ in FAILING_FILES])
+def test_file_fails_when(tmp_path, content: bytes, fragment: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_bytes(content)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert fragment in message
+    assert "\n" not in message and len(message) < 500
+
+
+def test_yaml_1_2_scalars_still_load(tmp_path) -> None:
+    """The strict loader keeps what YAML 1.2 core defines: true/false, 0x/0o integers, exponent floats."""
+    path = tmp_path / "ok.yaml"
+    path.write_bytes(_GROUPS + b"network:\n  fsx_lustre: True\n  nat_gateways: 0o2\n"
+                     b"observability:\n  slo:\n    ttft_p95_seconds: 2.5e0\n")
+    c = load_config(path)
+    assert c.network.fsx_lustre is True and c.network.nat_gateways == 2
+    assert c.observability.slo.ttft_p95_seconds == 2.5
+
+
+def test_region_list_is_botocore_s() -> None:
+    """Source: botocore's endpoints.json (partitions aws, aws-cn, aws-us-gov) is the list the config pins."""
+    import json
+    from pathlib import Path
+
+    import botocore
+
+    from hyperpod_infra.config import AWS_REGIONS
+
+    data = json.loads((Path(botocore.__file__).parent / "data" / "endpoints.json").read_text())
+    botocore_regions = {r for p in data["partitions"] if p["partition"] in ("aws", "aws-cn", "aws-us-gov")
+                        for r in p["regions"]}
+    assert botocore_regions == AWS_REGIONS
+
+
+def test_error_message_never_reprs_a_huge_value(default_config_dict: dict) -> None:
+    data = _mutated(default_config_dict, name="x" * 100_000)
+    with pytest.raises(ConfigError) as info:
+        parse_config(data)
+    assert len(str(info.value)) < 300
 
 
 def test_realistic_variants_are_accepted(default_config_dict: dict) -> None:

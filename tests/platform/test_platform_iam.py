@@ -6,6 +6,8 @@ import pytest
 
 from hyperpod_constructs.inference_iam import load_balancer_controller_statements
 
+VPC_IMPORT = {"Fn::ImportValue": "TestCluster:ExportsOutputRefEksDefaultVpcEE124DFD715899C2"}
+
 
 def _role(template, prefix: str) -> dict:
     found = [r for k, r in template.find_resources("AWS::IAM::Role").items() if k.startswith(prefix)]
@@ -53,8 +55,12 @@ def test_execution_role_name_has_the_prefix_the_managed_policy_passes(platform) 
 
 def test_execution_role_trusts_sagemaker_and_the_operator_service_account(platform) -> None:
     trust = _role(platform, "InferenceIamExecutionRole")["AssumeRolePolicyDocument"]["Statement"]
-    assert {"Action": "sts:AssumeRole", "Effect": "Allow",
-            "Principal": {"Service": "sagemaker.amazonaws.com"}} in trust
+    # Confused-deputy guard: SageMaker only for this account's resources in this region.
+    assert {"Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"},
+            "Condition": {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+                          "ArnLike": {"aws:SourceArn": {"Fn::Join": ["", [
+                              "arn:", {"Ref": "AWS::Partition"}, ":sagemaker:", {"Ref": "AWS::Region"}, ":",
+                              {"Ref": "AWS::AccountId"}, ":*"]]}}}} in trust
     assert len(trust) == 2
     _assert_irsa_trust(platform, "InferenceIamExecutionRole", "InferenceIamExecutionRoleTrust",
                        "system:serviceaccount:hyperpod-inference-system:hyperpod-inference-controller-manager")
@@ -88,11 +94,9 @@ def test_keda_role_trusts_only_the_keda_operator(platform) -> None:
     assert "ManagedPolicyArns" not in _role(platform, "InferenceIamKedaRole")
 
 
-def test_keda_reads_cloudwatch_and_queries_only_our_workspace(platform) -> None:
+def test_keda_queries_only_our_workspace(platform) -> None:
+    """The autoscaling triggers are Prometheus queries only: no CloudWatch permissions (issue 11)."""
     assert _by_sid(_policy(platform, "InferenceIamKedaPolicy")) == {
-        "CloudWatchTriggers": {
-            "Sid": "CloudWatchTriggers", "Effect": "Allow", "Resource": "*",
-            "Action": ["cloudwatch:GetMetricData", "cloudwatch:GetMetricStatistics", "cloudwatch:ListMetrics"]},
         "PrometheusTriggers": {
             "Sid": "PrometheusTriggers", "Effect": "Allow",
             "Action": ["aps:GetLabels", "aps:GetMetricMetadata", "aps:GetSeries", "aps:QueryMetrics"],
@@ -110,10 +114,12 @@ def test_alb_controller_role_trusts_only_its_service_account(platform) -> None:
 
 def test_alb_controller_policy_is_the_published_controller_policy(platform) -> None:
     statements = _by_sid(_policy(platform, "InferenceIamAlbControllerPolicy"))
-    assert list(statements) == [s.sid for s in load_balancer_controller_statements()]
+    assert list(statements) == [s.sid for s in load_balancer_controller_statements(vpc_arn="arn:aws:ec2:::vpc/x")]
     assert statements["CreateElbServiceLinkedRole"]["Condition"] == {
         "StringEquals": {"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"}}
     # Every mutating statement on existing resources is bound to the controller's cluster tag.
+    assert statements["SecurityGroupIngress"]["Condition"] == {"ArnEquals": {"ec2:Vpc": {"Fn::Join": ["", [
+        "arn:", {"Ref": "AWS::Partition"}, ":ec2:us-west-2:", {"Ref": "AWS::AccountId"}, ":vpc/", VPC_IMPORT]]}}}
     for sid in ("ManageOwnSecurityGroup", "ManageOwnLoadBalancer"):
         assert statements[sid]["Condition"] == {"Null": {"aws:ResourceTag/elbv2.k8s.aws/cluster": "false"}}
     for sid in ("CreateTaggedLoadBalancer",):
@@ -132,13 +138,14 @@ def test_s3_csi_role_trusts_only_the_driver_service_account(platform) -> None:
                        "system:serviceaccount:kube-system:s3-csi-driver-sa")
 
 
-def test_s3_csi_reads_only_the_model_bucket(platform) -> None:
+def test_s3_csi_reads_only_the_model_prefix(platform) -> None:
+    """Below model.s3_prefix only, as its acknowledgement says (issue 11: it read the whole bucket)."""
     bucket_arn = {"Fn::GetAtt": ["ModelBucket24FA8CA2", "Arn"]}
     assert _by_sid(_policy(platform, "InferenceIamS3CsiPolicy")) == {
         "ListModelBucket": {"Sid": "ListModelBucket", "Effect": "Allow", "Action": "s3:ListBucket",
-                            "Resource": bucket_arn},
+                            "Resource": bucket_arn, "Condition": {"StringLike": {"s3:prefix": ["models/m/*"]}}},
         "ReadModelObjects": {"Sid": "ReadModelObjects", "Effect": "Allow", "Action": "s3:GetObject",
-                             "Resource": {"Fn::Join": ["", [bucket_arn, "/*"]]}},
+                             "Resource": {"Fn::Join": ["", [bucket_arn, "/models/m/*"]]}},
         "DecryptModelObjects": {"Sid": "DecryptModelObjects", "Effect": "Allow", "Action": "kms:Decrypt",
                                 "Resource": {"Fn::GetAtt": ["ModelKeyE265A28C", "Arn"]}},
     }
@@ -206,7 +213,7 @@ def test_fails_when_execution_role_name_lacks_the_prefix(name: str) -> None:
     oidc = eks.OidcProviderNative(stack, "Oidc", url="https://oidc.eks.us-west-2.amazonaws.com/id/X")
     props = InferenceIamProps(oidc_provider=oidc, tls_certificates_bucket=s3.Bucket(stack, "B"),
                               model_read_statements=(iam.PolicyStatement(actions=["s3:GetObject"], resources=["*"]),),
-                              execution_role_name=name)
+                              vpc_arn="arn:aws:ec2:us-west-2:111122223333:vpc/vpc-1", execution_role_name=name)
     if name.startswith("SageMakerHyperPodInference"):
         InferenceIam(stack, "Ok", props=props)
     else:

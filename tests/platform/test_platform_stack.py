@@ -80,6 +80,17 @@ def test_access_log_bucket_is_kept_with_the_model_bucket(platform) -> None:
     assert logs["DeletionPolicy"] == "Retain"
 
 
+def test_access_log_bucket_is_versioned_and_expires(platform) -> None:
+    """An audit trail that cannot be overwritten unnoticed and does not grow forever (issue 11; checkov
+    CKV_AWS_21 asks for versioning)."""
+    _, logs = _bucket(platform, "AccessLogsBucket")
+    p = logs["Properties"]
+    assert p["VersioningConfiguration"] == {"Status": "Enabled"}
+    rules = {r["Id"]: r for r in p["LifecycleConfiguration"]["Rules"]}
+    assert rules["ExpireObjects"]["ExpirationInDays"] == 365
+    assert rules["ExpireNoncurrentVersions"]["NoncurrentVersionExpiration"] == {"NoncurrentDays": 30}
+
+
 def test_tls_bucket_is_emptied_and_deleted_on_destroy(platform) -> None:
     lid, tls = _bucket(platform, "TlsCertificatesBucket")
     assert tls["DeletionPolicy"] == "Delete"

@@ -17,8 +17,8 @@ from hyperpod_constructs.hyperpod_dependencies import (
 )
 from hyperpod_constructs.hyperpod_resiliency_charts import HyperPodResiliencyChartsProps, ResiliencyChart
 from hyperpod_constructs.lambda_eni_waiter import LambdaEniWaiter, LambdaEniWaiterProps
+from hyperpod_constructs.nag import acknowledge
 from hyperpod_infra import outputs
-from hyperpod_infra.nag import acknowledge
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,10 +19,10 @@ from constructs import Construct, IConstruct
 from hyperpod_constructs.alert_rules import AlertRules, AlertRulesProps
 from hyperpod_constructs.grafana_dashboards import GrafanaDashboards, GrafanaDashboardsProps
 from hyperpod_constructs.managed_prometheus import ManagedPrometheus, ManagedPrometheusProps
+from hyperpod_constructs.nag import acknowledge
 from hyperpod_constructs.node_readiness import NodeReadiness, NodeReadinessProps, NodeRequirement
 from hyperpod_constructs.observability_addon import ObservabilityAddon, ObservabilityAddonProps
 from hyperpod_infra import outputs, pins
-from hyperpod_infra.nag import acknowledge
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -23,7 +23,9 @@ from hyperpod_constructs.infra_bucket import InfraBucket, InfraBucketProps
 from hyperpod_constructs.managed_prometheus import ManagedPrometheus
 from hyperpod_constructs.model_bucket import ModelBucket, ModelBucketProps
 from hyperpod_infra import outputs, pins
-from hyperpod_infra.nag import acknowledge
+
+#: S3 server access logs of the model and TLS buckets are kept this long.
+ACCESS_LOG_RETENTION_DAYS = 365
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,20 +55,24 @@ class PlatformStack(Stack):
         mb = props.model_bucket
         # The access-log bucket is the audit trail of the model bucket, so it is kept exactly when that is.
         keep_logs = mb.existing_bucket_name is None and not mb.delete_on_destroy
-        self.access_logs = InfraBucket(self, "AccessLogs", props=InfraBucketProps(retain_on_destroy=keep_logs))
-        acknowledge(self.access_logs, "AwsSolutions-S1",
-                    "This is the server access log target; logging it into itself would loop.")
+        # Versioned (the audit trail cannot be overwritten unnoticed) and expiring (it does not grow forever).
+        self.access_logs = InfraBucket(self, "AccessLogs", props=InfraBucketProps(
+            retain_on_destroy=keep_logs, versioned=True, expiration_days=ACCESS_LOG_RETENTION_DAYS))
+        # No AwsSolutions-S1 acknowledgement: cdk-nag does not flag a bucket that is a log target.
         self.model = ModelBucket(self, "Model", props=ModelBucketProps(
             existing_bucket_name=mb.existing_bucket_name, bucket_name=mb.bucket_name,
             delete_on_destroy=mb.delete_on_destroy, server_access_logs_bucket=self.access_logs.bucket,
             server_access_logs_prefix=mb.server_access_logs_prefix,
             abort_incomplete_multipart_upload_days=mb.abort_incomplete_multipart_upload_days))
         self.tls = InfraBucket(self, "TlsCertificates", props=InfraBucketProps(
-            server_access_logs_bucket=self.access_logs.bucket, server_access_logs_prefix="tls-certificates/"))
+            server_access_logs_bucket=self.access_logs.bucket, server_access_logs_prefix="tls-certificates/",
+            versioned=True))  # an overwritten certificate can be recovered (checkov CKV_AWS_21)
 
         self.iam = InferenceIam(self, "InferenceIam", props=InferenceIamProps(
             oidc_provider=props.oidc_provider, tls_certificates_bucket=self.tls.bucket,
-            model_read_statements=tuple(self.model.read_statements()),
+            # The driver mounts the weights' prefix only (the endpoint's S3 model source).
+            model_read_statements=tuple(self.model.read_statements(props.model_key_prefix)),
+            vpc_arn=self.format_arn(service="ec2", resource="vpc", resource_name=props.cluster.vpc.vpc_id),
             amp_workspace_arn=props.prometheus.workspace_arn if props.prometheus else None))
         self.operator = InferenceOperator(self, "InferenceOperator", props=InferenceOperatorProps(
             cluster=props.cluster,
@@ -84,7 +90,7 @@ class PlatformStack(Stack):
         self.janitor = EndpointJanitor(self, "EndpointJanitor", props=EndpointJanitorProps(
             cluster=props.cluster, depends_on=(self.operator, self.iam), vpc=props.janitor_vpc))
 
-        self.model.acknowledge_read(self.iam.s3_csi_policy)
+        self.model.acknowledge_read(self.iam.s3_csi_policy, props.model_key_prefix)
         if props.hyperpod_execution_role is not None:
             # The policy lives in this (the bucket's) stack, attached to the role in the HyperPod stack:
             # references run platform -> hyperpod only, so there is no cycle.

@@ -1,0 +1,232 @@
+"""Bad input is a test suite: every case of ``tests/bad_input_corpus.py`` against every entry point.
+
+Each entry point must exit 2 (the CDK CLI: non-zero, after our line and its report that the app exited with
+2), print our one line (``error: ...``) naming the field, never a traceback, and leave its output folders
+(``cdk.out/``, ``dist/``) byte for byte as they were.
+
+Cost (2 cores): the in-process loader and the cdk8s app (the only reader of outputs files) take every case;
+the other subprocess entry points (``app.py``, ``hyperpod_infra.check_config``, ``hyperpod-dpd validate``,
+``scripts/synth``) take a fixed sample of 15 that covers every category of the corpus, the CDK CLI 5 of them.
+``BAD_INPUT_FULL=1`` runs every case through every entry point (about 4 minutes; run before a release).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from bad_input_corpus import CASES, CONFIG_CASES, OUTPUTS_CASES, Case, write_case
+from hyperpod_infra.config import load_config
+from hyperpod_infra.errors import ConfigError
+from hyperpod_k8s.inputs import resolve_inputs
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+FULL = os.environ.get("BAD_INPUT_FULL") == "1"
+#: One case per category of the corpus (encodings, files, YAML tricks, types, ranges, long names, identifiers,
+#: paths, cross-field), for the slow entry points.
+SAMPLE = {"latin1_byte", "utf16_with_bom", "path_is_missing", "duplicate_delete_on_destroy", "alias_bomb",
+          "deep_nesting", "unquoted_yes", "true_as_replica_count", "infinite_threshold", "name_41_chars",
+          "unicode_digit_az_id", "misspelt_region", "s3_prefix_wildcard", "training_plan_other_region",
+          "threshold_not_below_max_len"}
+#: The CDK CLI costs ~3 s per case (node start-up and the app): five of the sample.
+CLI_SAMPLE = {"latin1_byte", "duplicate_delete_on_destroy", "alias_bomb", "true_as_replica_count",
+              "s3_prefix_wildcard"}
+SOURCE_ROOTS = os.pathsep.join(str(REPO_ROOT / p) for p in ("infra", "constructs", "k8s", "cli"))
+
+
+def _env(**extra: str) -> dict[str, str]:
+    return {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20", "CDK_VALIDATION": "false",
+            "CDK_DISABLE_VERSION_CHECK": "1", "CDK_DISABLE_CLI_TELEMETRY": "true", "PYTHONPATH": SOURCE_ROOTS,
+            "AWS_EC2_METADATA_DISABLED": "true", **extra}
+
+
+def _tree_hash(folder: Path) -> str:
+    """sha256 over every file's relative path and bytes; ``absent`` when the folder does not exist."""
+    if not folder.exists():
+        return "absent"
+    h = hashlib.sha256()
+    for p in sorted(folder.rglob("*")):
+        h.update(str(p.relative_to(folder)).encode())
+        if p.is_file():
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _sandbox(tmp: Path) -> tuple[Path, Path]:
+    """Output folders holding a sentinel file each: any write, move or delete changes their hash."""
+    cdk_out, dist = tmp / "cdk.out", tmp / "dist"
+    for folder in (cdk_out, dist):
+        folder.mkdir(parents=True)
+        (folder / "sentinel.txt").write_text("from an earlier, good synth\n")
+    return cdk_out, dist
+
+
+def _verdict(case: Case, result: subprocess.CompletedProcess[str], *, cli: bool = False,
+             only_ours: bool = True) -> str | None:
+    """``None`` when the entry point handled the case cleanly, else why not. ``only_ours``: stderr holds
+    nothing but our line (``scripts/synth`` may log set-up steps before it)."""
+    if "Traceback" in result.stderr:
+        return "traceback"
+    ours = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    if cli:
+        if result.returncode == 0 or "exited with error 2" not in result.stderr:
+            return f"exit {result.returncode}"
+    elif result.returncode != 2:
+        return f"exit {result.returncode}"
+    if len(ours) != 1 or (not cli and only_ours and len(result.stderr.strip().splitlines()) != 1):
+        return f"{len(ours)} error lines: {result.stderr[-300:]!r}"
+    if case.fragment not in ours[0] or len(ours[0]) > 520:
+        return f"message does not name {case.fragment!r}: {ours[0][:200]}"
+    return None
+
+
+def _run_all(cases: list[Case], tmp: Path, run: Callable[[Case, Path, Path, Path], subprocess.CompletedProcess[str]],
+             *, cli: bool = False) -> dict[str, str]:
+    """Run every case (two at a time) and return ``{case id: problem}`` for the ones not handled cleanly."""
+    def one(case: Case) -> tuple[str, str | None]:
+        folder = tmp / case.id
+        cdk_out, dist = _sandbox(folder)
+        before = (_tree_hash(cdk_out), _tree_hash(dist))
+        result = run(case, write_case(case, folder / "in"), cdk_out, dist)
+        problem = _verdict(case, result, cli=cli)
+        if problem is None and (_tree_hash(cdk_out), _tree_hash(dist)) != before:
+            problem = "output folder changed"
+        return case.id, problem
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return {cid: p for cid, p in pool.map(one, cases) if p is not None}
+
+
+def _pick(cases: list[Case]) -> list[Case]:
+    return cases if FULL else [c for c in cases if c.id in SAMPLE]
+
+
+def _report(name: str, cases: list[Case], problems: dict[str, str]) -> None:
+    print(f"\n{name}: {len(cases) - len(problems)}/{len(cases)} clean")
+
+
+def _subprocess(args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=REPO_ROOT, env=_env(**env), capture_output=True, text=True, timeout=300,
+                          check=False)
+
+
+# --- the corpus itself ----------------------------------------------------------------------------------
+
+
+def test_corpus_covers_at_least_60_kinds() -> None:
+    assert len(CASES) >= 60 and len({c.id for c in CASES}) == len(CASES)
+    assert {c.id for c in CASES} >= SAMPLE >= CLI_SAMPLE
+
+
+# --- in process: every case -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", CONFIG_CASES, ids=[c.id for c in CONFIG_CASES])
+def test_loader_rejects(case: Case, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(write_case(case, tmp_path))
+    message = str(info.value)
+    assert case.fragment in message and "\n" not in message and len(message) <= 500, message
+
+
+@pytest.mark.parametrize("case", OUTPUTS_CASES, ids=[c.id for c in OUTPUTS_CASES])
+def test_outputs_reader_rejects(case: Case, tmp_path: Path, default_config) -> None:
+    with pytest.raises(ConfigError) as info:
+        resolve_inputs(default_config, write_case(case, tmp_path))
+    message = str(info.value)
+    assert case.fragment in message and "\n" not in message and len(message) <= 500, message
+
+
+# --- subprocess entry points ----------------------------------------------------------------------------
+
+
+def test_cdk8s_app_rejects_every_case(tmp_path: Path) -> None:
+    """``python -m hyperpod_k8s.main`` (what ``npx cdk8s synth`` runs): config cases, and outputs cases next
+    to the default config."""
+    def run(case: Case, path: Path, cdk_out: Path, dist: Path) -> subprocess.CompletedProcess[str]:
+        flag = "--outputs-file" if case.kind == "outputs" else "--config"
+        return _subprocess([sys.executable, "-m", "hyperpod_k8s.main", flag, str(path), "--outdir", str(dist)])
+
+    problems = _run_all(CASES, tmp_path, run)
+    _report("cdk8s app", CASES, problems)
+    assert problems == {}
+
+
+def test_cdk_app_rejects(tmp_path: Path) -> None:
+    """``python app.py`` as the CDK CLI runs it (config from the environment, outdir from CDK_OUTDIR)."""
+    cases = _pick(CONFIG_CASES)
+
+    def run(case: Case, path: Path, cdk_out: Path, dist: Path) -> subprocess.CompletedProcess[str]:
+        return _subprocess([sys.executable, "app.py"], HYPERPOD_CONFIG=str(path), CDK_OUTDIR=str(cdk_out))
+
+    problems = _run_all(cases, tmp_path, run)
+    _report("app.py", cases, problems)
+    assert problems == {}
+
+
+def test_check_config_rejects(tmp_path: Path) -> None:
+    cases = _pick(CONFIG_CASES)
+
+    def run(case: Case, path: Path, cdk_out: Path, dist: Path) -> subprocess.CompletedProcess[str]:
+        return _subprocess([sys.executable, "-m", "hyperpod_infra.check_config", str(path)])
+
+    problems = _run_all(cases, tmp_path, run)
+    _report("check_config", cases, problems)
+    assert problems == {}
+
+
+def test_operator_cli_validate_rejects(tmp_path: Path) -> None:
+    cli = Path(sys.executable).with_name("hyperpod-dpd")
+    cases = _pick(CONFIG_CASES)
+
+    def run(case: Case, path: Path, cdk_out: Path, dist: Path) -> subprocess.CompletedProcess[str]:
+        return _subprocess([str(cli), "validate", "--config", str(path)])
+
+    problems = _run_all(cases, tmp_path, run)
+    _report("hyperpod-dpd validate", cases, problems)
+    assert problems == {}
+
+
+def test_cdk_cli_synth_rejects(tmp_path: Path) -> None:
+    """``npx cdk synth -c config=...``: our line, then the CLI's report that the app exited with 2."""
+    cases = CONFIG_CASES if FULL else [c for c in CONFIG_CASES if c.id in CLI_SAMPLE]
+
+    def run(case: Case, path: Path, cdk_out: Path, dist: Path) -> subprocess.CompletedProcess[str]:
+        return _subprocess(["npx", "--no-install", "cdk", "synth", "--quiet", "--no-validation", "--no-notices",
+                            "-c", f"config={path}", "-o", str(cdk_out)])
+
+    problems = _run_all(cases, tmp_path, run, cli=True)
+    _report("cdk synth (CLI)", cases, problems)
+    assert problems == {}
+
+
+def test_scripts_synth_rejects(tmp_path: Path) -> None:
+    """``./scripts/synth CONFIG`` works on the repository's own cdk.out/ and dist/: they must not change."""
+    cases = _pick(CONFIG_CASES)
+    before = (_tree_hash(REPO_ROOT / "cdk.out"), _tree_hash(REPO_ROOT / "dist"))
+    problems: dict[str, str] = {}
+    for case in cases:  # one at a time: every run shares the repository's folders
+        result = _subprocess([str(REPO_ROOT / "scripts" / "synth"), str(write_case(case, tmp_path / case.id))])
+        problem = _verdict(case, result, only_ours=False)
+        if problem is None and (_tree_hash(REPO_ROOT / "cdk.out"), _tree_hash(REPO_ROOT / "dist")) != before:
+            problem = "cdk.out/ or dist/ changed"
+        if problem is not None:
+            problems[case.id] = problem
+    _report("scripts/synth", cases, problems)
+    assert problems == {}
+
+
+def test_the_harness_sees_a_changed_output_folder(tmp_path: Path) -> None:
+    """Guards the harness: a write into an output folder changes its hash."""
+    cdk_out, _ = _sandbox(tmp_path)
+    before = _tree_hash(cdk_out)
+    shutil.copy(cdk_out / "sentinel.txt", cdk_out / "new.txt")
+    assert _tree_hash(cdk_out) != before
