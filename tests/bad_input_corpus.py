@@ -187,7 +187,9 @@ CONFIG_CASES = [
 
 
 def _outputs(**stacks: dict[str, Any]) -> bytes:
-    return json.dumps(stacks).encode()
+    """An outputs file of the default config's deployment: ``platform=`` becomes ``hyperpod-dpd-platform``
+    (the cdk8s app refuses stacks of another deployment before it reads a value)."""
+    return json.dumps({f"hyperpod-dpd-{name}": outputs for name, outputs in stacks.items()}).encode()
 
 
 OUTPUTS_CASES = [
@@ -195,19 +197,22 @@ OUTPUTS_CASES = [
     Case("outputs_latin1", "outputs", '{"S": {"ModelBucketName": "caf\xe9"}}'.encode("latin-1"), "must be UTF-8"),
     Case("outputs_empty", "outputs", b"", "is not valid JSON"),
     Case("outputs_top_level_list", "outputs", b"[]", "must map stack names"),
-    Case("outputs_stack_not_object", "outputs", _outputs(S="x"), "must map stack names"),  # type: ignore[arg-type]
-    Case("outputs_bucket_invalid", "outputs", _outputs(S={"ModelBucketName": "My_Bucket"}), "ModelBucketName"),
-    Case("outputs_bucket_too_long", "outputs", _outputs(S={"ModelBucketName": "b" * 64}), "ModelBucketName"),
-    Case("outputs_bucket_unicode", "outputs", _outputs(S={"ModelBucketName": "bucket-\u00f6"}), "ModelBucketName"),
-    Case("outputs_bucket_huge", "outputs", _outputs(S={"ModelBucketName": "b" * 100_000}), "ModelBucketName"),
-    Case("outputs_other_region", "outputs", _outputs(S={"Region": "us-east-1"}), "Region"),
-    Case("outputs_amp_not_workspace", "outputs", _outputs(S={"AmpWorkspaceEndpoint": "http://prom:9090"}),
+    Case("outputs_stack_not_object", "outputs", _outputs(platform="x"), "must map stack names"),  # type: ignore[arg-type]
+    Case("outputs_bucket_invalid", "outputs", _outputs(platform={"ModelBucketName": "My_Bucket"}), "ModelBucketName"),
+    Case("outputs_bucket_too_long", "outputs", _outputs(platform={"ModelBucketName": "b" * 64}), "ModelBucketName"),
+    Case("outputs_bucket_unicode", "outputs", _outputs(platform={"ModelBucketName": "bucket-\u00f6"}),
+         "ModelBucketName"),
+    Case("outputs_bucket_huge", "outputs", _outputs(platform={"ModelBucketName": "b" * 100_000}), "ModelBucketName"),
+    Case("outputs_of_another_deployment", "outputs", json.dumps({"other-platform": {}}).encode(),
+         "does not belong"),
+    Case("outputs_other_region", "outputs", _outputs(cluster={"Region": "us-east-1"}), "Region"),
+    Case("outputs_amp_not_workspace", "outputs", _outputs(platform={"AmpWorkspaceEndpoint": "http://prom:9090"}),
          "AmpWorkspaceEndpoint"),
-    Case("outputs_az_of_other_region", "outputs", _outputs(S={"GpuAvailabilityZone": "us-east-1a"}),
+    Case("outputs_az_of_other_region", "outputs", _outputs(platform={"GpuAvailabilityZone": "us-east-1a"}),
          "GpuAvailabilityZone"),
-    Case("outputs_role_not_arn", "outputs", _outputs(S={"KedaRoleArn": "keda"}), "KedaRoleArn"),
-    Case("outputs_stacks_disagree", "outputs", _outputs(A={"ModelBucketName": "b-one"},
-                                                       B={"ModelBucketName": "b-two"}), "ModelBucketName"),
+    Case("outputs_role_not_arn", "outputs", _outputs(platform={"KedaRoleArn": "keda"}), "KedaRoleArn"),
+    Case("outputs_stacks_disagree", "outputs", _outputs(cluster={"ModelBucketName": "b-one"},
+                                                       platform={"ModelBucketName": "b-two"}), "ModelBucketName"),
 ]
 
 CASES = CONFIG_CASES + OUTPUTS_CASES

@@ -74,8 +74,9 @@ def acknowledge_provider_framework(scope: IConstruct, provider: IConstruct, hand
                     "Python 3.13 is the project's chosen handler runtime; bump it deliberately.")
     stack = Stack.of(scope)
     for cfn in scope.node.find_all():
-        if (isinstance(cfn, lambda_.CfnFunction) and "EniWaiter" not in cfn.node.path
-                and not cfn.node.path.endswith("framework-onEvent/Resource")):
+        below = cfn.node.path.removeprefix(scope.node.path)
+        if (isinstance(cfn, lambda_.CfnFunction) and "EniWaiter" not in below
+                and not below.endswith("framework-onEvent/Resource")):
             acknowledge(provider, f"AwsSolutions::AwsSolutions-IAM5[Resource::<{stack.get_logical_id(cfn)}.Arn>:*]",
                         "The Provider framework invokes any version of its own handler functions.")
 
