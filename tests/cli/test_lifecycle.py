@@ -92,7 +92,8 @@ def test_the_real_cdk_cli_reads_the_assembly_deploy_uses(synthesized) -> None:
     cwd, _ = synthesized
     result = subprocess.run(["npx", "--no-install", "cdk", "ls", "--app", str(cwd / "envs/demo/cdk.out")],
                             cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False,
-                            env={**os.environ, "CDK_DISABLE_CLI_TELEMETRY": "true", "CDK_DISABLE_VERSION_CHECK": "1"})
+                            env={**os.environ, "CDK_DISABLE_CLI_TELEMETRY": "true", "CDK_DISABLE_VERSION_CHECK": "1",
+                                 "CI": "true"})  # CI mode: the CLI's messages go to stdout; none may appear
     assert result.returncode == 0, result.stderr
     listed = [line.split()[0] for line in result.stdout.splitlines() if line.strip()]
     assert listed == ["Network", "Cluster", "HyperPod", "Observability", "Platform"]

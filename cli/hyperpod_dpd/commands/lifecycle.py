@@ -34,10 +34,11 @@ from hyperpod_dpd.errors import CommandFailed, UsageError
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_CONFIG = REPO_ROOT / "config" / "default.yaml"
-#: Quiet, offline-friendly settings for the CDK CLI (tooling.md §0).
+#: Quiet, offline-friendly settings for the CDK CLI (tooling.md §0). Not CDK8S_CHECK_UPGRADE: the CDK CLI reads
+#: every CDK* variable as an option and reports that one as the unknown option "--8SCheckUpgrade".
 CLI_ENV = {"CDK_DISABLE_CLI_TELEMETRY": "true", "CDK_DISABLE_VERSION_CHECK": "1",
            "AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED": "true",
-           "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20", "CDK8S_CHECK_UPGRADE": "false"}
+           "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
 
 StacksArg = Annotated[list[str] | None, typer.Argument(
     help="Stacks: construct IDs (Network, Cluster, HyperPod, Observability, Platform) or CloudFormation names "
