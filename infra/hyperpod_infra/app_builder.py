@@ -25,7 +25,7 @@ from hyperpod_infra.stacks.cluster_stack import ClusterStack, ClusterStackProps
 from hyperpod_infra.stacks.hyperpod_stack import HyperPodStack, HyperPodStackProps, InstanceGroupSpec
 from hyperpod_infra.stacks.network_stack import NetworkStack, NetworkStackProps
 from hyperpod_infra.stacks.observability_stack import ObservabilityStack, ObservabilityStackProps
-from hyperpod_infra.stacks.platform_stack import PlatformStack, PlatformStackProps
+from hyperpod_infra.stacks.platform_stack import BenchmarkClientSpec, PlatformStack, PlatformStackProps
 from hyperpod_infra.telemetry.alerts import alert_rule_groups
 from hyperpod_infra.telemetry.dashboards import dashboards
 from hyperpod_infra.telemetry.render import render, to_json_text
@@ -87,6 +87,14 @@ class Stacks:
         optional = [self.observability] if self.observability is not None else []
         return [self.network, self.cluster, self.hyperpod, *optional, self.platform]
 
+
+
+def _benchmark_client(config: Config) -> BenchmarkClientSpec:
+    """The benchmark Jobs' ServiceAccount and, with ``benchmark.results_s3_uri``, where they write."""
+    uri = config.benchmark.results_s3_uri
+    bucket, _, prefix = uri.removeprefix("s3://").partition("/") if uri else (None, "", "")
+    return BenchmarkClientSpec(namespace=config.endpoint.namespace, service_account=config.benchmark_resource_name(),
+                               results_bucket=bucket, results_prefix=prefix)
 
 def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> Stacks:
     """Instantiate every stack for ``config``. Stacks are environment-agnostic in the account, so synth never
@@ -185,6 +193,7 @@ def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> S
                                           delete_on_destroy=m.delete_on_destroy),
             model_key_prefix=m.s3_prefix, hyperpod_execution_role=hyperpod.execution_role.role,
             prometheus=observability.prometheus if observability is not None else None,
+            benchmark_client=_benchmark_client(config),
             # The janitor calls the Kubernetes API: from inside the VPC unless the public endpoint is open.
             janitor_vpc=None if public_api else network.vpc),
         **common)

@@ -457,6 +457,11 @@ class Config(_Model):
         """``benchmark.scenarios``, else the defaults sized from the endpoint."""
         return self.benchmark.scenarios or default_scenarios(self.endpoint)
 
+    def benchmark_resource_name(self) -> str:
+        """``<endpoint>-benchmark``: the benchmark ConfigMap and the ServiceAccount the Jobs run as (the cdk8s
+        chart writes it; the platform stack gives it its Pod Identity association)."""
+        return f"{self.endpoint.name}-benchmark"
+
     @model_validator(mode="before")
     @classmethod
     def _derive_defaults(cls, data: Any) -> Any:

@@ -12,6 +12,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from hyperpod_constructs.benchmark_client_identity import BenchmarkClientIdentity, BenchmarkClientIdentityProps
 from hyperpod_constructs.endpoint_janitor import EndpointJanitor, EndpointJanitorProps
 from hyperpod_constructs.inference_iam import InferenceIam, InferenceIamProps
 from hyperpod_constructs.inference_operator import (
@@ -29,6 +30,16 @@ ACCESS_LOG_RETENTION_DAYS = 365
 
 
 @dataclass(frozen=True, kw_only=True)
+class BenchmarkClientSpec:
+    """Where the benchmark Jobs run and write (``benchmark`` config section; cdk8s benchmark chart)."""
+
+    namespace: str
+    service_account: str
+    results_bucket: str | None = None
+    results_prefix: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class PlatformStackProps:
     cluster: eks.ICluster
     oidc_provider: iam.IOidcProvider
@@ -41,6 +52,8 @@ class PlatformStackProps:
     """The HyperPod instance groups' role; gets read access to the model bucket. Default: none."""
     prometheus: ManagedPrometheus | None = None
     """Workspace KEDA may query. Default: none (observability off)."""
+    benchmark_client: BenchmarkClientSpec | None = None
+    """Give the benchmark Jobs' ServiceAccount its Pod Identity association. Default: none."""
     janitor_vpc: ec2.IVpc | None = None
     """Run the endpoint janitor in this VPC (when the cluster API is not reachable from the internet).
     Default: outside any VPC."""
@@ -98,6 +111,15 @@ class PlatformStack(Stack):
                 self, "HyperPodExecutionRoleModelRead", roles=[props.hyperpod_execution_role],
                 statements=self.model.read_statements(props.model_key_prefix))
             self.model.acknowledge_read(self.hyperpod_model_read, props.model_key_prefix)
+
+        self.benchmark_client = None
+        if props.benchmark_client is not None:
+            b = props.benchmark_client
+            self.benchmark_client = BenchmarkClientIdentity(self, "BenchmarkClient", props=BenchmarkClientIdentityProps(
+                cluster=props.cluster, namespace=b.namespace, service_account=b.service_account,
+                model_read_statements=tuple(self.model.read_statements(props.model_key_prefix)),
+                results_bucket=b.results_bucket, results_prefix=b.results_prefix))
+            self.model.acknowledge_read(self.benchmark_client.policy, props.model_key_prefix)
 
         # Region and cluster names/ARNs are output by the cluster and HyperPod stacks that own them.
         CfnOutput(self, outputs.MODEL_BUCKET_NAME, value=self.model.bucket.bucket_name,

@@ -73,7 +73,7 @@ def api_base(config: Config) -> str:
 
 def resource_name(config: Config) -> str:
     """Name of the ConfigMap and ServiceAccount: ``<endpoint>-benchmark``."""
-    return f"{config.endpoint.name}-benchmark"
+    return config.benchmark_resource_name()
 
 
 def benchmark_runs(config: Config) -> list[BenchmarkRun]:
@@ -116,8 +116,8 @@ def config_map(config: Config) -> dict[str, Any]:
 
 
 def service_account(config: Config) -> dict[str, Any]:
-    """The Jobs' identity: give it an EKS Pod Identity association with S3 read on the model prefix (tokenizer)
-    and write on ``benchmark.results_s3_uri`` (docs/benchmark.md)."""
+    """The Jobs' identity; the platform stack gives it an EKS Pod Identity association with S3 read on the model
+    prefix (tokenizer) and write on ``benchmark.results_s3_uri`` (docs/benchmark.md)."""
     return {
         "apiVersion": "v1", "kind": "ServiceAccount",
         "metadata": {"name": resource_name(config), "namespace": config.endpoint.namespace,
