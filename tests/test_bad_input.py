@@ -28,6 +28,10 @@ from hyperpod_infra.config import load_config
 from hyperpod_infra.errors import ConfigError
 from hyperpod_k8s.inputs import resolve_inputs
 
+#: These tests run the entry points in the repository itself (its cdk.out/ and dist/, scripts/setup): one
+#: xdist worker runs them all, one after another (scripts/test: --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("repository-root")
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FULL = os.environ.get("BAD_INPUT_FULL") == "1"
 #: One case per category of the corpus (encodings, files, YAML tricks, types, ranges, long names, identifiers,

@@ -16,6 +16,10 @@ from hyperpod_infra.config import parse_config
 from hyperpod_infra.errors import ConfigError
 from hyperpod_k8s.inputs import read_outputs_file, stack_names
 
+#: These tests run the entry points in the repository itself (its cdk.out/ and dist/, scripts/setup): one
+#: xdist worker runs them all, one after another (scripts/test: --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("repository-root")
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONFIG_FILES = sorted([REPO_ROOT / "config" / "default.yaml", *(REPO_ROOT / "config" / "examples").glob("*.yaml")])
 

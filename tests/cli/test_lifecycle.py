@@ -16,6 +16,10 @@ from pathlib import Path
 
 import pytest
 
+#: These tests run the entry points in the repository itself (its cdk.out/ and dist/, scripts/setup): one
+#: xdist worker runs them all, one after another (scripts/test: --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("repository-root")
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = REPO_ROOT / "config" / "default.yaml"
 
