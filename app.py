@@ -23,7 +23,6 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 from hyperpod_infra.errors import run_guarded  # noqa: E402
 
 #: Written into the cloud assembly folder after a successful synth.
-NAG_REPORT = "nag-findings.json"
 
 
 def _context_config() -> str | None:
@@ -49,7 +48,7 @@ def main() -> None:
     import aws_cdk as cdk
 
     from hyperpod_infra.app_builder import build
-    from hyperpod_infra.nag import add_nag
+    from hyperpod_infra.nag import NAG_REPORT, add_nag
 
     app = cdk.App()
     build(app, config)

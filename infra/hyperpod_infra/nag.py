@@ -42,6 +42,10 @@ def findings_report(validation_report: Path, acknowledgements: list[Acknowledgem
             "acknowledgements": len(acknowledgements)}
 
 
+#: File in ``cdk.out/`` with every cdk-nag finding and the acknowledgement (and reason) covering it.
+NAG_REPORT = "nag-findings.json"
+
+
 def write_findings_report(config_path: Path, out: Path) -> dict[str, Any]:
     """Synthesize ``config_path`` in a temporary folder with acknowledgements off and write every cdk-nag
     finding, with the acknowledgement covering it, to ``out`` (JSON). Returns the report."""

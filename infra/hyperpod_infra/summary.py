@@ -60,7 +60,14 @@ def print_summary(*, cdk_out: Path, dist: Path, config: str, lint_rc: int, lint_
         print(f"  {path.relative_to(dist)}: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
 
     print("\n== Validation")
-    print("  cdk-nag AwsSolutions: 0 unacknowledged findings (synth fails on any)")
+    report = cdk_out / "nag-findings.json"
+    if report.is_file():
+        r = json.loads(report.read_text())
+        print(f"  cdk-nag AwsSolutions: {r['unacknowledged']} unacknowledged findings (synth fails on any); "
+              f"{len(r['findings'])} findings acknowledged by {r['acknowledgements']} acknowledgements, each "
+              f"with its reason: {report}")
+    else:
+        print("  cdk-nag AwsSolutions: 0 unacknowledged findings (synth fails on any)")
     print(f"  cfn-lint: {'clean' if lint_rc == 0 else f'exit {lint_rc}'} on {len(stacks)} templates (.cfnlintrc.yaml)")
     if lint_rc:
         print(lint_output)
