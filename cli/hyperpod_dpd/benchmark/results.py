@@ -21,12 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from hyperpod_dpd.errors import UsageError
+from hyperpod_k8s.benchmark.runner import FILE_MARKER  # the pod-log format the Jobs write
 
 MODES = ("dpd", "colocated")
 METADATA = "experiment_metadata.json"
 RUN_RECORD = "bench-run.json"
-FILE_MARKER = "HYPERPOD-BENCH-FILE"  # = hyperpod_k8s.benchmark.runner.FILE_MARKER (the pod-log format)
-DONE_MARKER = "HYPERPOD-BENCH-DONE"
 RUN_FILE = re.compile(r"^.+_num_concurrency_(\d+)_time_\d+s\.json$")
 
 
