@@ -22,8 +22,6 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 from hyperpod_infra.errors import run_guarded  # noqa: E402
 
-#: Written into the cloud assembly folder after a successful synth.
-
 
 def _context_config() -> str | None:
     """``-c config=...`` as the CDK CLI hands it over (env JSON, or a file for large contexts).
@@ -48,22 +46,17 @@ def main() -> None:
     import aws_cdk as cdk
 
     from hyperpod_infra.app_builder import build
-    from hyperpod_infra.nag import NAG_REPORT, add_nag
+    from hyperpod_infra.nag import add_nag, write_findings_report
 
     app = cdk.App()
     build(app, config)
     add_nag(app)
-    app.synth()
-    # Every cdk-nag finding with the acknowledgement (and reason) covering it, for review: a second synth
-    # with acknowledgements off, in its own process so its findings stay off the console.
-    import subprocess
-
-    report = Path(app.outdir) / NAG_REPORT
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(ROOT / f) for f in ("infra", "constructs", "k8s"))}
-    done = subprocess.run([sys.executable, "-m", "hyperpod_infra.nag", str(path if path.is_absolute() else ROOT / path),
-                           str(report)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    if done.returncode != 0:
-        print(f"warning: cdk-nag findings report {report} not written (exit {done.returncode})", file=sys.stderr)
+    try:
+        app.synth()
+    finally:
+        # Every cdk-nag finding with the acknowledgement (and reason) covering it, from the CDK's own
+        # validation report of this synth: cdk.out/nag-findings.json.
+        write_findings_report(Path(app.outdir))
 
 
 if __name__ == "__main__":

@@ -90,18 +90,20 @@ def cdk_context(config_path: Path) -> dict[str, Any]:
 
 
 def synth_templates(config: Any, config_path: Path, outdir: Path) -> None:
-    """The CDK app of ``config`` (stacks + cdk-nag), synthesized into ``outdir``."""
+    """The CDK app of ``config`` (stacks + cdk-nag), synthesized into ``outdir``, with every cdk-nag finding
+    and the acknowledgement covering it written to ``outdir/nag-findings.json`` (from the same synth)."""
     import aws_cdk as cdk
 
     from hyperpod_dpd.errors import CommandFailed
     from hyperpod_infra.app_builder import build
-    from hyperpod_infra.nag import add_nag
+    from hyperpod_infra.nag import add_nag, write_findings_report
 
     app = cdk.App(outdir=str(outdir), context=cdk_context(config_path))
     build(app, config)
     add_nag(app)
     try:
         app.synth()
+        write_findings_report(outdir)
     except RuntimeError as exc:
         if "ValidationFailed" not in str(exc):
             raise
@@ -180,7 +182,6 @@ def run(config_path: Path, cdk_out: Path, dist: Path, outputs_file: Path | None,
     from hyperpod_dpd.errors import CommandFailed
     from hyperpod_infra.atomic import staged_dir
     from hyperpod_infra.config import load_config
-    from hyperpod_infra.nag import NAG_REPORT
     from hyperpod_k8s.inputs import resolve_inputs
 
     # Bad input fails here, in well under a second, before any progress line or output.
@@ -188,7 +189,6 @@ def run(config_path: Path, cdk_out: Path, dist: Path, outputs_file: Path | None,
     inputs = resolve_inputs(config, outputs_file)
     progress = Progress(3, stream)
     lint = CfnLint(config.region)
-    nag_report: subprocess.Popen[bytes] | None = None
     try:
         with staged_dir(cdk_out) as tmp_out:
             with progress.step(f"CloudFormation templates (CDK app in-process, cdk-nag) -> {cdk_out}/"):
@@ -197,11 +197,6 @@ def run(config_path: Path, cdk_out: Path, dist: Path, outputs_file: Path | None,
                 if stamp is not None:
                     stamp(tmp_out)
             lint.send(tmp_out)
-            # Every cdk-nag finding with the acknowledgement covering it (a second synth with acknowledgements
-            # off, in its own process, beside the cdk8s synth and cfn-lint).
-            nag_report = subprocess.Popen([sys.executable, "-m", "hyperpod_infra.nag", str(config_path),
-                                           str(tmp_out / NAG_REPORT)],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             from hyperpod_k8s.main import synth as synth_manifests
 
             with staged_dir(dist) as tmp_dist:
@@ -209,17 +204,12 @@ def run(config_path: Path, cdk_out: Path, dist: Path, outputs_file: Path | None,
                     written = synth_manifests(config, tmp_dist, inputs)
                 with progress.step(f"cfn-lint on every template ({CFN_LINT_CONFIG.name}, region {config.region})"):
                     lint_rc, lint_output = lint.wait()
-                if nag_report.wait() != 0:
-                    print(f"warning: cdk-nag findings report {cdk_out / NAG_REPORT} not written", file=sys.stderr)
                 if lint_rc != 0:
                     print(lint_output, file=sys.stderr)
                     raise CommandFailed(f"cfn-lint: findings in the templates (listed above); previous "
                                         f"{cdk_out}/ and {dist}/ left as they were")
     finally:
         lint.kill()
-        if nag_report is not None and nag_report.poll() is None:
-            nag_report.kill()
-            nag_report.wait()
     manifests = [dist / p.relative_to(tmp_dist) for p in written]
     return Result(cdk_out=cdk_out, dist=dist, manifests=manifests, lint_rc=lint_rc,
                   lint_output=lint_output, input_lines=inputs.lines())

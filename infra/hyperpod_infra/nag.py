@@ -1,20 +1,31 @@
 """cdk-nag 3 wiring. Acknowledgements live next to the resource they concern, each with its reason
-(:func:`hyperpod_constructs.nag.acknowledge`, re-exported here for the stacks)."""
+(:func:`hyperpod_constructs.nag.acknowledge`, re-exported here for the stacks).
+
+One synth gives both the verdict and the full findings report: acknowledgements are applied in the CDK's
+namespaced form, so cdk-nag reports every finding and the CDK itself matches each to its acknowledgement,
+listing it under ``suppressedViolations`` in ``validation-report.json`` (``aws-cdk-lib`` 2.275.0,
+``core/lib/private/synthesis-validation.js``: ``collectSuppressions``). :func:`findings_report` turns that
+file into ``cdk.out/nag-findings.json``.
+"""
 
 from __future__ import annotations
 
 import json
-import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
-from hyperpod_constructs.nag import AcknowledgementRecord, acknowledge
+from hyperpod_constructs.nag import PACK, acknowledge
 
-__all__ = ["acknowledge", "add_nag", "findings_report", "write_findings_report"]
+__all__ = ["NAG_REPORT", "acknowledge", "add_nag", "findings_report", "write_findings_report"]
+
+#: File in ``cdk.out/`` with every cdk-nag finding and the acknowledgement (and reason) covering it.
+NAG_REPORT = "nag-findings.json"
+
+#: What the CDK writes into the cloud assembly after running the validation plugins.
+VALIDATION_REPORT = "validation-report.json"
 
 
 def add_nag(app: cdk.App) -> None:
@@ -22,64 +33,38 @@ def add_nag(app: cdk.App) -> None:
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
 
 
-def findings_report(validation_report: Path, acknowledgements: list[AcknowledgementRecord]) -> dict[str, Any]:
-    """Every finding of a synth with acknowledgements off (``validation-report.json``), each with the
-    acknowledgement that covers it (path, rule, reason) or ``None``."""
+def findings_report(validation_report: Path) -> dict[str, Any]:
+    """Every finding of the cdk-nag pack in a ``validation-report.json``, each with the acknowledgement that
+    covers it (path, rule, reason, as the CDK matched it) or ``None``; ``acknowledgements`` counts the
+    distinct acknowledgements that cover at least one finding."""
     report = json.loads(validation_report.read_text(encoding="utf-8"))
     findings = []
     for plugin in report.get("pluginReports", []):
+        if plugin.get("pluginName") != PACK:
+            continue
         for violation in plugin.get("violations", []):
-            rule = violation["ruleName"]
-            for construct in violation.get("violatingConstructs", []):
-                path = construct["constructPath"]
-                ack = next((a for a in acknowledgements if a.rule_id.removeprefix("AwsSolutions::") == rule
-                            and (path == a.path or path.startswith(a.path + "/"))), None)
-                findings.append({"rule": rule, "path": path, "description": violation.get("description", ""),
-                                 "acknowledged_by": None if ack is None else
-                                 {"path": ack.path, "rule": ack.rule_id, "reason": ack.reason}})
+            findings += [{"rule": violation["ruleName"], "path": c["constructPath"],
+                          "description": violation.get("description", ""), "acknowledged_by": None}
+                         for c in violation.get("violatingConstructs", [])]
+        for violation in plugin.get("suppressedViolations", []):
+            ack = {"path": violation["acknowledgedAt"], "rule": violation["acknowledgedId"],
+                   "reason": violation["reason"]}
+            findings += [{"rule": violation["ruleName"], "path": c["constructPath"],
+                          "description": violation.get("description", ""), "acknowledged_by": ack}
+                         for c in violation.get("violatingConstructs", [])]
+    findings.sort(key=lambda f: (f["path"], f["rule"]))
     return {"findings": findings,
             "unacknowledged": sum(1 for f in findings if f["acknowledged_by"] is None),
-            "acknowledgements": len(acknowledgements)}
+            "acknowledgements": len({(f["acknowledged_by"]["path"], f["acknowledged_by"]["rule"])
+                                     for f in findings if f["acknowledged_by"]})}
 
 
-#: File in ``cdk.out/`` with every cdk-nag finding and the acknowledgement (and reason) covering it.
-NAG_REPORT = "nag-findings.json"
-
-
-def write_findings_report(config_path: Path, out: Path) -> dict[str, Any]:
-    """Synthesize ``config_path`` in a temporary folder with acknowledgements off and write every cdk-nag
-    finding, with the acknowledgement covering it, to ``out`` (JSON). Returns the report."""
-    from hyperpod_constructs.nag import ACKNOWLEDGEMENTS_CONTEXT, recorded_acknowledgements
-    from hyperpod_infra.app_builder import build
-    from hyperpod_infra.config import load_config
-
-    config = load_config(config_path)
-    with tempfile.TemporaryDirectory(prefix="cdk.out.nag-") as tmp:
-        app = cdk.App(outdir=tmp, context={"aws:cdk:disable-asset-staging": True, ACKNOWLEDGEMENTS_CONTEXT: "off"})
-        before = len(recorded_acknowledgements())
-        build(app, config)
-        acks = recorded_acknowledgements()[before:]
-        add_nag(app)
-        try:
-            app.synth()
-        except RuntimeError as exc:
-            if "ValidationFailed" not in str(exc):
-                raise
-        report_file = Path(tmp) / "validation-report.json"
-        report = findings_report(report_file, acks) if report_file.is_file() else \
-            {"findings": [], "unacknowledged": 0, "acknowledgements": len(acks)}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+def write_findings_report(cdk_out: Path) -> dict[str, Any] | None:
+    """Write :data:`NAG_REPORT` beside the CDK's validation report in ``cdk_out``; ``None`` when the CDK wrote
+    none (no validation plugin ran)."""
+    source = cdk_out / VALIDATION_REPORT
+    if not source.is_file():
+        return None
+    report = findings_report(source)
+    (cdk_out / NAG_REPORT).write_text(json.dumps(report, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return report
-
-
-def main(argv: list[str] | None = None) -> None:
-    """``python -m hyperpod_infra.nag CONFIG OUT.json``: write the full findings report."""
-    args = sys.argv[1:] if argv is None else argv
-    report = write_findings_report(Path(args[0]), Path(args[1]))
-    print(f"cdk-nag: {len(report['findings'])} findings, {report['unacknowledged']} unacknowledged, "
-          f"{report['acknowledgements']} acknowledgements -> {args[1]}")
-
-
-if __name__ == "__main__":
-    main()
