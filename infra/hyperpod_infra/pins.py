@@ -41,6 +41,9 @@ class AddonPin:
 
 
 _CHECKED: Final = "2026-11-30"
+#: Rows compared on this date with published material (AWS pages, `eksctl`/`describe-addon-versions` output
+#: others published, AWS samples); each row's ``source`` says what was found and how strong it is.
+_RESEARCHED: Final = "2026-12-01"
 
 VPC_CNI: Final = AddonPin(
     name="vpc-cni", version="v1.20.4-eksbuild.1",
@@ -50,28 +53,37 @@ VPC_CNI: Final = AddonPin(
 KUBE_PROXY: Final = AddonPin(
     name="kube-proxy", version="v1.33.3-eksbuild.4",
     source="EKS add-on versions for Kubernetes 1.33; kube-proxy builds track one Kubernetes minor "
-           "(managing-kube-proxy)",
-    kubernetes_versions=("1.33",), checked=_CHECKED)
+           "(managing-kube-proxy). Offered for 1.33: `eksctl get addons` on a 1.33 cluster lists it under "
+           "UPDATE AVAILABLE, and a 1.32->1.33 upgrade guide shows it as describe-addon-versions' default",
+    kubernetes_versions=("1.33",), checked=_RESEARCHED)
 COREDNS: Final = AddonPin(
     name="coredns", version="v1.12.2-eksbuild.4",
-    source="EKS add-on versions for Kubernetes 1.33 (managing-coredns, 'CoreDNS versions')",
-    kubernetes_versions=("1.33",), checked=_CHECKED)
+    source="EKS add-on versions for Kubernetes 1.33 (managing-coredns, 'CoreDNS versions': the ja_jp edition's "
+           "table lists '1.33 v1.12.2-eksbuild.4'; later editions list newer 1.33 builds)",
+    kubernetes_versions=("1.33",), checked=_RESEARCHED)
 POD_IDENTITY_AGENT: Final = AddonPin(
     name="eks-pod-identity-agent", version="v1.3.8-eksbuild.2",
-    source="required by the HyperPod observability add-on (hyperpod-observability-addon-setup)",
-    kubernetes_versions=("1.33",), checked=_CHECKED)
+    source="required by the HyperPod observability add-on (hyperpod-observability-addon-setup); ACTIVE on "
+           "a 1.33 cluster in published `eksctl get addons` output (third party, not an AWS table)",
+    kubernetes_versions=("1.33",), checked=_RESEARCHED)
 S3_CSI: Final = AddonPin(
     name="aws-mountpoint-s3-csi-driver", version="v1.14.1-eksbuild.1",
-    source="inference operator dependency, minimum named in sagemaker-hyperpod-model-deployment-setup",
-    kubernetes_versions=("1.33",), checked=_CHECKED)
+    source="inference operator dependency, minimum named in sagemaker-hyperpod-model-deployment-setup; "
+           "no public source found that ties this build to 1.33 (`preflight` checks it live)",
+    kubernetes_versions=("1.33",), checked=_RESEARCHED)
 FSX_CSI: Final = AddonPin(
     name="aws-fsx-csi-driver", version="v1.6.0-eksbuild.1",
-    source="inference operator init container requires CSIDriver fsx.csi.aws.com (chart manager.yaml)",
-    kubernetes_versions=("1.33",), checked=_CHECKED)
+    source="inference operator init container requires CSIDriver fsx.csi.aws.com (chart manager.yaml); the "
+           "minimum named in sagemaker-hyperpod-model-deployment-setup. No public source found that ties this "
+           "build to 1.33, and aws/containers-roadmap#2625 shows the add-on refused on 1.33 at its launch "
+           "(`preflight` checks it live)",
+    kubernetes_versions=("1.33",), checked=_RESEARCHED)
 METRICS_SERVER: Final = AddonPin(
-    name="metrics-server", version="v0.7.2-eksbuild.4",
-    source="inference operator dependency (sagemaker-hyperpod-model-deployment-setup)",
-    kubernetes_versions=("1.33",), checked=_CHECKED)
+    name="metrics-server", version="v0.8.0-eksbuild.2",
+    source="inference operator dependency, minimum v0.7.2-eksbuild.4 (sagemaker-hyperpod-model-deployment-"
+           "setup). That build is seen only on 1.32 clusters; v0.8.0-eksbuild.2 is ACTIVE on a 1.33 cluster in "
+           "published `eksctl get addons` output and mapped to 1.33 in third-party CDK add-on tables",
+    kubernetes_versions=("1.33",), checked=_RESEARCHED)
 CERT_MANAGER: Final = AddonPin(
     name="cert-manager", version="v1.18.2-eksbuild.2",
     source="inference operator dependency (sagemaker-hyperpod-model-deployment-setup); the ADT Terraform "
@@ -79,8 +91,10 @@ CERT_MANAGER: Final = AddonPin(
     kubernetes_versions=("1.33",), checked=_CHECKED)
 INFERENCE_OPERATOR: Final = AddonPin(
     name="amazon-sagemaker-hyperpod-inference", version="v1.3.0-eksbuild.1",
-    source="add-on v1.3.0 = operator v3.2, the first with pdSpec (HyperPod inference release notes)",
-    kubernetes_versions=("1.33",), checked=_CHECKED)
+    source="add-on v1.3.0 = operator v3.2, the first with pdSpec (HyperPod inference release notes, as "
+           "quoted in shared/reference/operator.md; the public copies found show only the minimum "
+           "v1.0.0-eksbuild.1, so `preflight` checks it live)",
+    kubernetes_versions=("1.33",), checked=_RESEARCHED)
 OBSERVABILITY: Final = AddonPin(
     name="amazon-sagemaker-hyperpod-observability", version="v1.0.5-eksbuild.1",
     source="hyperpod-observability-addon-troubleshooting names v1.0.5-eksbuild.1 (adds the restricted-"
