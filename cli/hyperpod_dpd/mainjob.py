@@ -69,6 +69,7 @@ class Result:
     lint_rc: int
     lint_output: str
     input_lines: list[str]
+    lint_unchanged: int = 0
 
 
 def cdk_context(config_path: Path) -> dict[str, Any]:
@@ -133,23 +134,60 @@ def reuse_assets(previous: Path, outdir: Path) -> None:
             shutil.rmtree(outdir / asset.name, ignore_errors=True)
 
 
+#: Clean cfn-lint results: an empty file per (cfn-lint version, .cfnlintrc.yaml, region, template bytes) that
+#: linted clean, as ``eslint --cache`` or ruff's cache keep them. ``HYPERPOD_CFN_LINT_CACHE`` names another
+#: folder, or ``off``. Findings are never cached: a template with findings is linted (and reported) every time.
+LINT_CACHE = REPO_ROOT / ".cache" / "cfn-lint"
+
+
+def lint_cache() -> Path | None:
+    value = os.environ.get("HYPERPOD_CFN_LINT_CACHE", "")
+    return None if value == "off" else Path(value) if value else LINT_CACHE
+
+
 class CfnLint:
     """cfn-lint in :data:`LINT_WORKERS` warmed-up children (:mod:`hyperpod_dpd.lint_worker`).
 
     Started before the CDK synth so their imports and rule loading overlap it; the templates are then split
     between them by size (the platform template alone is about half the work). cfn-lint checks the region
-    the config deploys to.
+    the config deploys to. A template byte-identical to one that linted clean with the same cfn-lint,
+    settings and region is not linted again (:data:`LINT_CACHE`); ``unchanged`` counts those.
     """
 
-    def __init__(self, region: str) -> None:
+    def __init__(self, region: str, cache: Path | None = None) -> None:
+        self.region, self.cache = region, cache
+        self.unchanged = 0
+        self._keys: list[Path] = []
         cmd = [sys.executable, "-m", "hyperpod_dpd.lint_worker", str(CFN_LINT_CONFIG), region]
         self.workers = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.STDOUT, text=True) for _ in range(LINT_WORKERS)]
 
+    def key(self, template: Path) -> Path | None:
+        """Where a clean result for ``template`` is recorded (``None`` without a cache)."""
+        if self.cache is None:
+            return None
+        import hashlib
+        from importlib.metadata import version
+
+        digest = hashlib.sha256()
+        for part in (version("cfn-lint").encode(), CFN_LINT_CONFIG.read_bytes(), self.region.encode(),
+                     template.read_bytes()):
+            digest.update(hashlib.sha256(part).digest())
+        return self.cache / digest.hexdigest()
+
     def send(self, cdk_out: Path) -> None:
+        todo = []
+        for template in sorted(cdk_out.glob("*.template.json"), key=lambda p: -p.stat().st_size):
+            key = self.key(template)
+            if key is not None and key.is_file():
+                self.unchanged += 1
+                continue
+            todo.append(template)
+            if key is not None:
+                self._keys.append(key)
         bins: list[list[Path]] = [[] for _ in self.workers]
         sizes = [0] * len(self.workers)
-        for template in sorted(cdk_out.glob("*.template.json"), key=lambda p: -p.stat().st_size):
+        for template in todo:
             i = sizes.index(min(sizes))
             bins[i].append(template)
             sizes[i] += template.stat().st_size
@@ -159,12 +197,19 @@ class CfnLint:
             worker.stdin.close()
 
     def wait(self) -> tuple[int, str]:
-        """Worst exit code and the findings of every worker."""
+        """Worst exit code and the findings of every worker; records the templates that linted clean."""
         outputs, rc = [], 0
         for worker in self.workers:
             assert worker.stdout is not None
             outputs.append(worker.stdout.read())
             rc = max(rc, worker.wait())
+        if rc == 0:
+            for key in self._keys:
+                try:
+                    key.parent.mkdir(parents=True, exist_ok=True)
+                    key.touch()
+                except OSError:
+                    pass  # a cache that cannot be written only means linting again next time
         return rc, "".join(outputs).strip()
 
     def kill(self) -> None:
@@ -188,7 +233,7 @@ def run(config_path: Path, cdk_out: Path, dist: Path, outputs_file: Path | None,
     config = load_config(config_path)
     inputs = resolve_inputs(config, outputs_file)
     progress = Progress(3, stream)
-    lint = CfnLint(config.region)
+    lint = CfnLint(config.region, lint_cache())
     try:
         with staged_dir(cdk_out) as tmp_out:
             with progress.step(f"CloudFormation templates (CDK app in-process, cdk-nag) -> {cdk_out}/"):
@@ -202,7 +247,9 @@ def run(config_path: Path, cdk_out: Path, dist: Path, outputs_file: Path | None,
             with staged_dir(dist) as tmp_dist:
                 with progress.step(f"Kubernetes manifests (cdk8s app in-process) -> {dist}/"):
                     written = synth_manifests(config, tmp_dist, inputs)
-                with progress.step(f"cfn-lint on every template ({CFN_LINT_CONFIG.name}, region {config.region})"):
+                unchanged = f"; {lint.unchanged} unchanged since they linted clean" if lint.unchanged else ""
+                with progress.step(f"cfn-lint on every template ({CFN_LINT_CONFIG.name}, region {config.region}"
+                                   f"{unchanged})"):
                     lint_rc, lint_output = lint.wait()
                 if lint_rc != 0:
                     print(lint_output, file=sys.stderr)
@@ -212,7 +259,7 @@ def run(config_path: Path, cdk_out: Path, dist: Path, outputs_file: Path | None,
         lint.kill()
     manifests = [dist / p.relative_to(tmp_dist) for p in written]
     return Result(cdk_out=cdk_out, dist=dist, manifests=manifests, lint_rc=lint_rc,
-                  lint_output=lint_output, input_lines=inputs.lines())
+                  lint_output=lint_output, input_lines=inputs.lines(), lint_unchanged=lint.unchanged)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -246,6 +293,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  {line}")
     summary.print_summary(cdk_out=result.cdk_out, dist=result.dist, config=str(env.config_path),
                           lint_rc=result.lint_rc, lint_output=result.lint_output,
+                          lint_unchanged=result.lint_unchanged,
                           next_steps=next_steps(env, deployed=outputs is not None, via_cli=args.via_cli))
 
 

@@ -40,7 +40,7 @@ def _cfn_lint(cdk_out: Path) -> tuple[int, str]:
 
 
 def print_summary(*, cdk_out: Path, dist: Path, config: str, lint_rc: int, lint_output: str,
-                  next_steps: list[str]) -> None:
+                  next_steps: list[str], lint_unchanged: int = 0) -> None:
     """Stacks and resources by type, manifests by kind, validation results and the exact next commands."""
     stacks = _stacks(cdk_out)
     total = sum(sum(c.values()) for c in stacks.values())
@@ -68,7 +68,9 @@ def print_summary(*, cdk_out: Path, dist: Path, config: str, lint_rc: int, lint_
               f"with its reason: {report}")
     else:
         print("  cdk-nag AwsSolutions: 0 unacknowledged findings (synth fails on any)")
-    print(f"  cfn-lint: {'clean' if lint_rc == 0 else f'exit {lint_rc}'} on {len(stacks)} templates (.cfnlintrc.yaml)")
+    unchanged = f"; {lint_unchanged} of them unchanged since they linted clean" if lint_unchanged else ""
+    print(f"  cfn-lint: {'clean' if lint_rc == 0 else f'exit {lint_rc}'} on {len(stacks)} templates "
+          f"(.cfnlintrc.yaml{unchanged})")
     if lint_rc:
         print(lint_output)
     print("\nNext:")

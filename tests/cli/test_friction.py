@@ -195,6 +195,55 @@ def test_the_warmed_up_cfn_lint_finds_what_cfn_lint_finds(tmp_path) -> None:
     assert (clean.returncode, clean.stdout) == (0, "")
 
 
+def _lint(cdk_out: Path, cache: Path, region: str = "us-west-2") -> tuple[int, str, int]:
+    from hyperpod_dpd.mainjob import CfnLint
+
+    lint = CfnLint(region, cache)
+    try:
+        lint.send(cdk_out)
+        rc, output = lint.wait()
+    finally:
+        lint.kill()
+    return rc, output, lint.unchanged
+
+
+def test_a_template_that_linted_clean_is_not_linted_again_until_it_changes(tmp_path) -> None:
+    """Like ``eslint --cache``: the key is cfn-lint's version, .cfnlintrc.yaml, the region and the bytes."""
+    cdk_out, cache = tmp_path / "cdk.out", tmp_path / "cache"
+    cdk_out.mkdir()
+    good = cdk_out / "Good.template.json"
+    good.write_text(json.dumps({"Resources": {"B": {"Type": "AWS::S3::Bucket"}}}))
+    assert _lint(cdk_out, cache) == (0, "", 0)
+    assert _lint(cdk_out, cache) == (0, "", 1)
+    assert _lint(cdk_out, cache, region="eu-west-1") == (0, "", 0), "another region is another key"
+    good.write_text(json.dumps({"Resources": {"B": {"Type": "AWS::S3::Bucket", "Properties": {"Nope": 1}}}}))
+    rc, output, unchanged = _lint(cdk_out, cache)
+    assert (rc, unchanged) == (2, 0) and output.startswith("E3002 ")
+
+
+def test_findings_are_never_cached(tmp_path) -> None:
+    cdk_out, cache = tmp_path / "cdk.out", tmp_path / "cache"
+    cdk_out.mkdir()
+    (cdk_out / "Bad.template.json").write_text(
+        json.dumps({"Resources": {"B": {"Type": "AWS::S3::Bucket", "Properties": {"Nope": 1}}}}))
+    (cdk_out / "Good.template.json").write_text(json.dumps({"Resources": {"B": {"Type": "AWS::S3::Bucket"}}}))
+    for _ in range(2):
+        rc, output, unchanged = _lint(cdk_out, cache)
+        assert (rc, unchanged) == (2, 0) and "Bad.template.json" in output
+    assert not cache.exists() or list(cache.iterdir()) == [], "nothing is recorded from a run with findings"
+
+
+def test_the_lint_cache_can_be_moved_or_turned_off(monkeypatch, tmp_path) -> None:
+    from hyperpod_dpd.mainjob import LINT_CACHE, lint_cache
+
+    monkeypatch.delenv("HYPERPOD_CFN_LINT_CACHE", raising=False)
+    assert lint_cache() == LINT_CACHE
+    monkeypatch.setenv("HYPERPOD_CFN_LINT_CACHE", "off")
+    assert lint_cache() is None
+    monkeypatch.setenv("HYPERPOD_CFN_LINT_CACHE", str(tmp_path))
+    assert lint_cache() == tmp_path
+
+
 def test_schema_check_fails_on_a_stale_copy(run_cli, tmp_path, monkeypatch) -> None:
     from hyperpod_dpd import schema
 
