@@ -17,13 +17,15 @@ direction DPD is documented to move them (AWS ML blog 2026-07-10: TPOT down, TTF
 
 from __future__ import annotations
 
-import json
 import subprocess
 import threading
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
+
+from fake_http import QuietHandler, local_url, serving
 
 
 @dataclass(frozen=True)
@@ -36,18 +38,15 @@ class Shape:
     interference_per_request: float = 0.3
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     server: _Server
     protocol_version = "HTTP/1.1"  # chunked transfer, as uvicorn streams vLLM's events
-
-    def log_message(self, *args: object) -> None:  # keep test output quiet
-        pass
 
     def do_POST(self) -> None:
         if self.path != "/v1/chat/completions":
             self.send_error(404)
             return
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         prompt = " ".join(m["content"] for m in body["messages"] if isinstance(m["content"], str))
         n_in, n_out = len(prompt.split()), int(body.get("max_tokens") or 16)
         shape = self.server.shape
@@ -57,39 +56,27 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             disaggregated = shape.mode == "dpd" and n_in >= shape.threshold
             ttft = shape.prefill_s_per_1k * n_in / 1000 + (shape.kv_transfer_s if disaggregated else 0.0)
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.send_header("Connection", "close")
-            self.end_headers()
+            self.start_chunked("text/event-stream", ("Connection", "close"))
             time.sleep(ttft)
             for i in range(n_out):
                 if i:
                     slow = 1.0 if disaggregated else 1 + shape.interference_per_request * (self.server.active - 1)
                     time.sleep(shape.itl_s * slow)
-                self._event({"id": "c", "object": "chat.completion.chunk", "model": body["model"],
+                self.event({"id": "c", "object": "chat.completion.chunk", "model": body["model"],
                              "choices": [{"index": 0, "delta": {"content": " tok"}, "finish_reason": None}]})
-            self._event({"id": "c", "object": "chat.completion.chunk", "model": body["model"],
+            self.event({"id": "c", "object": "chat.completion.chunk", "model": body["model"],
                          "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
             if (body.get("stream_options") or {}).get("include_usage"):
-                self._event({"id": "c", "object": "chat.completion.chunk", "model": body["model"], "choices": [],
+                self.event({"id": "c", "object": "chat.completion.chunk", "model": body["model"], "choices": [],
                              "usage": {"prompt_tokens": n_in, "completion_tokens": n_out,
                                        "total_tokens": n_in + n_out}})
-            self._chunk(b"data: [DONE]\n\n")
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
+            self.chunk(b"data: [DONE]\n\n")
+            self.end_chunks()
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client stopped a run with requests in flight
         finally:
             with self.server.lock:
                 self.server.active -= 1
-
-    def _event(self, data: dict) -> None:
-        self._chunk(b"data: " + json.dumps(data).encode() + b"\n\n")
-
-    def _chunk(self, payload: bytes) -> None:
-        self.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
-        self.wfile.flush()
 
 
 class _Server(ThreadingHTTPServer):
@@ -108,12 +95,11 @@ class StreamingServer:
 
     def __init__(self, shape: Shape) -> None:
         self._server = _Server(shape)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._stack = ExitStack()
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return local_url(self._server)
 
     @property
     def requests(self) -> int:
@@ -124,12 +110,11 @@ class StreamingServer:
         self._server.shape = Shape(mode=mode, threshold=self._server.shape.threshold)
 
     def __enter__(self) -> StreamingServer:
-        self._thread.start()
+        self._stack.enter_context(serving(self._server))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._stack.close()
 
 
 _TOKENIZER_SCRIPT = r"""

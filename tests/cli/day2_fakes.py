@@ -13,7 +13,6 @@ and log lines in the real formats.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -22,11 +21,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import yaml
+from fake_http import QuietHandler, local_url, serving, write_kubeconfig
 
 ROLE_LABEL = "inference.sagemaker.aws.amazon.com/dpd-role"
 NAME, NAMESPACE = "llama-3-3-70b", "default"
@@ -173,24 +172,12 @@ def _matches(labels: dict[str, str], selector: str) -> bool:
     return True
 
 
-class _KubeHandler(BaseHTTPRequestHandler):
+class _KubeHandler(QuietHandler):
     protocol_version = "HTTP/1.1"
     cluster: FakeCluster
 
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def _json(self, code: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
     def _not_found(self) -> None:
-        self._json(404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound",
-                         "code": 404, "message": "not found"})
+        self.send_kube_status(404, "NotFound", "not found")
 
     def do_GET(self) -> None:
         url = urllib.parse.urlsplit(self.path)
@@ -200,19 +187,19 @@ class _KubeHandler(BaseHTTPRequestHandler):
         c.requests.append(self.path)
         if p[:3] == ["apis", "inference.sagemaker.aws.amazon.com", "v1"] and len(p) == 7:
             obj = c.endpoints.get((p[4], p[6]))
-            return self._json(200, obj) if obj else self._not_found()
+            return self.send_body(200, obj) if obj else self._not_found()
         if p[:2] == ["api", "v1"] and len(p) == 5 and p[4] == "pods":
             items = [x for x in c.pods if x["metadata"]["namespace"] == p[3]
                      and _matches(x["metadata"].get("labels", {}), q.get("labelSelector", ""))]
-            return self._json(200, {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items})
+            return self.send_body(200, {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items})
         if p[:2] == ["api", "v1"] and len(p) == 7 and p[6] == "log":
             return self._log(p[3], p[5], q)
         if p[:3] == ["apis", "apps", "v1"] and len(p) == 7:
             obj = c.deployments.get((p[4], p[6]))
-            return self._json(200, obj) if obj else self._not_found()
+            return self.send_body(200, obj) if obj else self._not_found()
         if p[:3] == ["apis", "networking.k8s.io", "v1"] and len(p) == 6:
             items = [x for x in c.ingresses if x["metadata"]["namespace"] == p[4]]
-            return self._json(200, {"kind": "IngressList", "apiVersion": "networking.k8s.io/v1", "metadata": {},
+            return self.send_body(200, {"kind": "IngressList", "apiVersion": "networking.k8s.io/v1", "metadata": {},
                                     "items": items})
         return self._not_found()
 
@@ -228,35 +215,19 @@ class _KubeHandler(BaseHTTPRequestHandler):
             entries = entries[-int(q["tailLines"]):] if int(q["tailLines"]) else []
         stamp = q.get("timestamps", "").lower() == "true"  # the client sends "True"; Go ParseBool takes both
         lines = [(f"{_rfc3339(ts)} {line}" if stamp else line) + "\n" for ts, line in entries]
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
+        self.start_chunked("text/plain")
         for line in lines:  # one chunk per line, as a following log stream arrives
-            data = line.encode()
-            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-            self.wfile.flush()
-        self.wfile.write(b"0\r\n\r\n")
+            self.chunk(line)
+        self.end_chunks()
 
 
 @contextmanager
 def kube_server(cluster: FakeCluster, kubeconfig: Path) -> Iterator[str]:
     """Serve ``cluster`` on 127.0.0.1 and write a kubeconfig pointing at it; yields the server URL."""
     handler = type("Handler", (_KubeHandler,), {"cluster": cluster})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    kubeconfig.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "fake",
-        "clusters": [{"name": "fake", "cluster": {"server": url}}],
-        "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
-        "users": [{"name": "fake", "user": {"token": "fake-token"}}]}))
-    try:
-        yield url
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), handler)) as server:
+        write_kubeconfig(kubeconfig, local_url(server))
+        yield local_url(server)
 
 
 # --- OpenAI-compatible streaming server --------------------------------------------------------------------
@@ -283,25 +254,17 @@ class DecoderBehaviour:
                               " token", " generation", ".")
 
 
-class _OpenAiHandler(BaseHTTPRequestHandler):
+class _OpenAiHandler(QuietHandler):
     protocol_version = "HTTP/1.1"
     cluster: FakeCluster
     behaviour: DecoderBehaviour
     decode: tuple[str, str, str]
 
-    def log_message(self, *args: Any) -> None:
-        pass
-
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         b = self.behaviour
         if b.status != 200:
-            data = b'{"error": "Service Unavailable"}'
-            self.send_response(b.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self.send_body(b.status, {"error": "Service Unavailable"})
             return
         prompt = body["messages"][-1]["content"] if "messages" in body else body["prompt"]
         req_id = f"chatcmpl-{abs(hash(prompt)) % 10**12:012d}"
@@ -318,29 +281,20 @@ class _OpenAiHandler(BaseHTTPRequestHandler):
             retrieved = int(tokens * b.retrieved_fraction)
             self.cluster.log(*self.decode, retrieved_line(req_id + b.req_id_suffix, retrieved, tokens, tokens + 1,
                                                           b.gbps, when), when)
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
+        self.start_chunked("text/event-stream")
         words = list(b.words)[: body.get("max_tokens", 16)]
         for i, word in enumerate(words):
             event = {"id": req_id, "object": "chat.completion.chunk", "model": body["model"],
                      "choices": [{"index": 0, "delta": {"content": word},
                                   "finish_reason": "stop" if i == len(words) - 1 else None}]}
-            self._chunk(f"data: {json.dumps(event)}\n\n")
+            self.event(event)
             time.sleep(0.002)
         usage = {"id": req_id, "object": "chat.completion.chunk", "model": body["model"], "choices": [],
                  "usage": {"prompt_tokens": tokens, "completion_tokens": len(words),
                            "total_tokens": tokens + len(words)}}
-        self._chunk(f"data: {json.dumps(usage)}\n\n")
-        self._chunk("data: [DONE]\n\n")
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
-
-    def _chunk(self, text: str) -> None:
-        data = text.encode()
-        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-        self.wfile.flush()
+        self.event(usage)
+        self.chunk("data: [DONE]\n\n")
+        self.end_chunks()
 
 
 @contextmanager
@@ -348,23 +302,13 @@ def openai_server(cluster: FakeCluster, behaviour: DecoderBehaviour) -> Iterator
     """A streaming chat-completions server; yields its ``/v1/chat/completions`` URL."""
     decode = (NAMESPACE, f"decode-{NAME}-5c6b7-fghij", f"decode-{NAME}")
     handler = type("Handler", (_OpenAiHandler,), {"cluster": cluster, "behaviour": behaviour, "decode": decode})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1/chat/completions"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), handler)) as server:
+        yield f"{local_url(server)}/v1/chat/completions"
 
 
 def dead_kubeconfig(path: Path) -> Path:
     """A kubeconfig whose API server address has nothing listening."""
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "dead",
-        "clusters": [{"name": "dead", "cluster": {"server": f"http://127.0.0.1:{free_port()}"}}],
-        "contexts": [{"name": "dead", "context": {"cluster": "dead", "user": "dead"}}],
-        "users": [{"name": "dead", "user": {"token": "x"}}]}))
-    return path
+    return write_kubeconfig(path, f"http://127.0.0.1:{free_port()}", name="dead", token="x")
 
 
 def free_port() -> int:

@@ -12,13 +12,16 @@ batch/v1 jobs; the operator's ``inferenceendpointconfigs`` custom resource). Beh
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from contextlib import ExitStack
+from http.server import ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+from fake_http import QuietHandler, local_url, serving, write_kubeconfig
 
 IEC = "/apis/inference.sagemaker.aws.amazon.com/v1/namespaces/{ns}/inferenceendpointconfigs"
 _ROUTES = (
@@ -48,22 +51,8 @@ class State:
         return str(self.version)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     server: _Server
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-    def _send(self, code: int, body: Any, content_type: str = "application/json") -> None:
-        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _status(self, code: int, reason: str) -> None:
-        self._send(code, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason, "code": code})
 
     def _route(self) -> tuple[str | None, str | None, str | None]:
         """(kind, namespace, name) of a request path; pods carry ``<pod>/log`` as the name."""
@@ -74,10 +63,6 @@ class _Handler(BaseHTTPRequestHandler):
                 return kind or groups[1], groups[0], groups[-1]
         return None, None, None
 
-    def _body(self) -> Any:
-        n = int(self.headers.get("Content-Length") or 0)
-        return json.loads(self.rfile.read(n)) if n else None
-
     def do_GET(self) -> None:
         kind, ns, name = self._route()
         st = self.server.state
@@ -86,17 +71,17 @@ class _Handler(BaseHTTPRequestHandler):
                 if name is None:
                     job = parse_qs(urlparse(self.path).query)["labelSelector"][0].removeprefix("job-name=")
                     items = [{"metadata": {"name": f"{job}-pod", "namespace": ns}}] if job in st.logs else []
-                    return self._send(200, {"kind": "PodList", "apiVersion": "v1", "items": items})
+                    return self.send_body(200, {"kind": "PodList", "apiVersion": "v1", "items": items})
                 pod = name.split("/")[0].removesuffix("-pod")
-                return self._send(200, st.logs.get(pod, ""), "text/plain")
+                return self.send_body(200, st.logs.get(pod, ""), "text/plain")
             obj = st.objects.get(kind or "", {}).get(name or "")
             if obj is None:
-                return self._status(404, "NotFound")
+                return self.send_kube_status(404, "NotFound")
             if kind == "iec":
                 self._reconcile_endpoint(obj)
             if kind == "jobs":
                 self._advance_job(obj)
-            return self._send(200, obj)
+            return self.send_body(200, obj)
 
     def _reconcile_endpoint(self, obj: dict[str, Any]) -> None:
         status = obj.setdefault("status", {})
@@ -123,13 +108,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         kind, ns, _ = self._route()
-        body = self._body()
+        body = self.read_json()
         st = self.server.state
         with st.lock:
             objects = st.objects[kind or ""]
             new = body["metadata"]["name"]
             if new in objects:
-                return self._status(409, "AlreadyExists")
+                return self.send_kube_status(409, "AlreadyExists")
             body["metadata"].update(resourceVersion=st.next_version(), generation=1, namespace=ns)
             body.setdefault("status", {})
             objects[new] = body
@@ -139,46 +124,46 @@ class _Handler(BaseHTTPRequestHandler):
                 st.events.append(("create", kind, f"{new} running={len(running)}"))
             else:
                 st.events.append(("create", kind or "", new))
-            return self._send(201, body)
+            return self.send_body(201, body)
 
     def do_PUT(self) -> None:
         kind, _, name = self._route()
-        body = self._body()
+        body = self.read_json()
         st = self.server.state
         with st.lock:
             live = st.objects[kind or ""].get(name or "")
             if live is None:
-                return self._status(404, "NotFound")
+                return self.send_kube_status(404, "NotFound")
             if kind == "iec" and body["metadata"].get("resourceVersion") != live["metadata"]["resourceVersion"]:
-                return self._status(409, "Conflict")
+                return self.send_kube_status(409, "Conflict")
             body["metadata"].update(resourceVersion=st.next_version(),
                                     generation=live["metadata"].get("generation", 1) + 1)
             body["status"] = live.get("status", {})
             st.objects[kind or ""][name or ""] = body
             mode = "dpd" if "pdSpec" in (body.get("spec") or {}) else "colocated"
             st.events.append(("replace", kind or "", mode if kind == "iec" else name or ""))
-            return self._send(200, body)
+            return self.send_body(200, body)
 
     def do_PATCH(self) -> None:
         kind, _, name = self._route()
-        body = self._body()
+        body = self.read_json()
         st = self.server.state
         with st.lock:
             live = st.objects[kind or ""].get(name or "")
             if live is None:
-                return self._status(404, "NotFound")
+                return self.send_kube_status(404, "NotFound")
             live["spec"].update(body.get("spec", {}))
             st.events.append(("patch", kind or "", name or ""))
-            return self._send(200, live)
+            return self.send_body(200, live)
 
     def do_DELETE(self) -> None:
         kind, _, name = self._route()
         st = self.server.state
         with st.lock:
             if st.objects[kind or ""].pop(name or "", None) is None:
-                return self._status(404, "NotFound")
+                return self.send_kube_status(404, "NotFound")
             st.events.append(("delete", kind or "", name or ""))
-            return self._send(200, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
+            return self.send_body(200, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
 
 
 class _Server(ThreadingHTTPServer):
@@ -195,25 +180,18 @@ class FakeKube:
     def __init__(self, job_result: Callable[[dict[str, Any]], tuple[bool, str]]) -> None:
         self.state = State(job_result)
         self._server = _Server(self.state)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._stack = ExitStack()
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return local_url(self._server)
 
-    def kubeconfig(self, path: Any) -> str:
-        path.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "fake",
-            "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
-            "users": [{"name": "fake", "user": {"token": "t"}}],
-            "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}]}))
-        return str(path)
+    def kubeconfig(self, path: Path) -> str:
+        return str(write_kubeconfig(path, self.url, token="t"))
 
     def __enter__(self) -> FakeKube:
-        self._thread.start()
+        self._stack.enter_context(serving(self._server))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._stack.close()
