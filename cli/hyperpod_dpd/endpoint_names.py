@@ -12,6 +12,13 @@ Every name is derived from ``endpoint.name`` / ``endpoint.namespace`` of the con
 * S1 (``config/manager/manager.yaml`` of the operator chart): the operator Deployment is
   ``<namePrefix>controller-manager`` in ``<namePrefix>system``, container ``manager``; the add-on installs it as
   ``hyperpod-inference-controller-manager`` (S4), Helm as ``hyperpod-inference-operator-controller-manager``.
+* The load balancer: the operator's Ingress ``alb-<iec>-<ns>`` in ``hyperpod-inference-system`` (no AWS page
+  names it; three public sources agree: aws/sagemaker-hyperpod-cli ``helm_chart/HyperPodHelmChart/charts/
+  inference-operator/migration/helm_to_addon.sh`` finds "ingress resources created by inference models" by the
+  ``alb-`` prefix; aws-samples/llm_model_hub ``backend/inference/hyperpod_inference.py`` reads
+  ``alb-{resource_name}-{namespace}`` in ``hyperpod-inference-system``; and the ALB names of that sample's
+  endpoints, ``k8s-hyperpod-albdemod-...``, follow the AWS Load Balancer Controller's ``k8s-<namespace[:8]>-
+  <ingress[:8]>-<hash>`` rule only for that namespace and name).
 * CRD (``shared/crds/inferenceendpointconfigs.yaml``): group ``inference.sagemaker.aws.amazon.com``, version
   ``v1``, plural ``inferenceendpointconfigs``.
 """
@@ -71,3 +78,8 @@ class EndpointNames:
     @property
     def router_service(self) -> str:
         return f"{self.name}-{self.namespace}-routing-service"
+
+    @property
+    def ingress(self) -> str:
+        """The operator's Ingress for the endpoint's ALB, in :data:`OPERATOR_NAMESPACE` (module docstring)."""
+        return f"alb-{self.name}-{self.namespace}"

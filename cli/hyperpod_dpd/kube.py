@@ -137,22 +137,17 @@ class Kube:
                             "is the amazon-sagemaker-hyperpod-inference add-on installed?")
 
     def load_balancer_hosts(self, names: EndpointNames) -> list[str]:
-        """Hostnames of the ALB(s) on the Ingresses of the endpoint's namespace that name the endpoint.
-
-        The operator creates the Ingress through the AWS Load Balancer Controller (operator.md, IAM/RBAC: the
-        operator creates Ingresses); its exact name is not documented, so any Ingress whose name contains the
-        endpoint name counts.
-        """
-        ingresses = self.networking.list_namespaced_ingress(names.namespace, _request_timeout=REQUEST_TIMEOUT).items
-        hosts: list[str] = []
-        for ing in ingresses:
-            if names.name not in ing.metadata.name:
-                continue
-            lb = ing.status.load_balancer if ing.status else None
-            for entry in (lb.ingress if lb and lb.ingress else []):
-                if entry.hostname:
-                    hosts.append(entry.hostname)
-        return hosts
+        """Hostnames of the ALB on the operator's Ingress for the endpoint (``names.ingress`` in
+        ``hyperpod-inference-system``: :mod:`hyperpod_dpd.endpoint_names`); none while it does not exist."""
+        try:
+            ing = self.networking.read_namespaced_ingress(names.ingress, OPERATOR_NAMESPACE,
+                                                          _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as exc:
+            if exc.status == 404:
+                return []
+            raise
+        lb = ing.status.load_balancer if ing.status else None
+        return [entry.hostname for entry in (lb.ingress if lb and lb.ingress else []) if entry.hostname]
 
     def read_log(self, target: PodTarget, *, since_seconds: int | None = None, tail_lines: int | None = None,
                  timestamps: bool = False) -> list[str]:

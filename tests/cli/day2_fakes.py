@@ -153,10 +153,12 @@ class FakeCluster:
             "spec": {"selector": {"matchLabels": {"control-plane": "hyperpod-inference-controller-manager"}},
                      "template": {"metadata": {}, "spec": {"containers": []}}}}
 
-    def alb(self, hostname: str) -> None:
+    def alb(self, hostname: str, *, name: str = f"alb-{NAME}-{NAMESPACE}",
+            namespace: str = "hyperpod-inference-system") -> None:
+        """The operator's Ingress and its ALB hostname (name and namespace: ``endpoint_names`` docstring)."""
         self.ingresses.append({
             "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-            "metadata": {"name": f"alb-{NAME}", "namespace": NAMESPACE},
+            "metadata": {"name": name, "namespace": namespace},
             "status": {"loadBalancer": {"ingress": [{"hostname": hostname}]}}})
 
 
@@ -201,6 +203,9 @@ class _KubeHandler(QuietHandler):
             items = [x for x in c.ingresses if x["metadata"]["namespace"] == p[4]]
             return self.send_body(200, {"kind": "IngressList", "apiVersion": "networking.k8s.io/v1", "metadata": {},
                                     "items": items})
+        if p[:3] == ["apis", "networking.k8s.io", "v1"] and len(p) == 7:
+            found = [x for x in c.ingresses if (x["metadata"]["namespace"], x["metadata"]["name"]) == (p[4], p[6])]
+            return self.send_body(200, found[0]) if found else self._not_found()
         return self._not_found()
 
     def _log(self, namespace: str, pod_name: str, q: dict[str, str]) -> None:

@@ -192,6 +192,20 @@ def test_ingress_hostname_without_a_load_balancer_is_a_warning(cli, config_file,
     assert row["state"] == "warn" and row["detail"].endswith("(not found in ELBv2)")
 
 
+@pytest.mark.parametrize(("name", "namespace"), [
+    (f"alb-{NAME}", "default"),  # the endpoint's namespace: where this command used to look
+    (f"alb-{NAME}-test-default", "hyperpod-inference-system"),  # another endpoint whose name starts with ours
+])
+def test_only_the_operators_ingress_for_this_endpoint_counts(cli, config_file, kubeconfig, healthy, name,
+                                                             namespace) -> None:
+    """The operator's Ingress is ``alb-<name>-<namespace>`` in hyperpod-inference-system (endpoint_names)."""
+    healthy.ingresses.clear()
+    healthy.alb("k8s-other-123.us-west-2.elb.amazonaws.com", name=name, namespace=namespace)
+    result = _status(cli, config_file, kubeconfig, "--json")
+    row = _rows(result.out)["endpoint:load balancer"]
+    assert row["state"] == "warn" and "k8s-other" not in row["detail"], row
+
+
 def test_addon_version_drift_warns_but_serves(cli, config_file, kubeconfig, healthy, eks_addons) -> None:
     eks_addons["coredns"]["addonVersion"] = "v1.11.0-eksbuild.1"
     result = _status(cli, config_file, kubeconfig, "--json")

@@ -31,7 +31,7 @@ from rich.table import Table
 from hyperpod_dpd import aws
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
 from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load
-from hyperpod_dpd.endpoint_names import ROLES, EndpointNames, Role
+from hyperpod_dpd.endpoint_names import OPERATOR_NAMESPACE, ROLES, EndpointNames, Role
 from hyperpod_dpd.errors import CommandFailed, UsageError
 from hyperpod_dpd.kube import PodTarget, kube_errors
 from hyperpod_infra import pins
@@ -267,8 +267,8 @@ def load_balancer_check(dep: Deployment, hosts: list[str]) -> Check:
     return Check(section="endpoint", name="load balancer", state="ok" if ok else "warn", blocks_serving=False,
                  detail=f"{', '.join(hosts)} ({state})",
                  next_step="" if ok else ("provisioning takes a few minutes" if state == "provisioning" else
-                                          "read the Ingress events: 'kubectl describe ingress -n "
-                                          f"{dep.names.namespace}' and the controller's log"))
+                                          f"read the Ingress events: 'kubectl describe ingress {dep.names.ingress} "
+                                          f"-n {OPERATOR_NAMESPACE}' and the controller's log"))
 
 
 def _dpd_checks(dep: Deployment, pd_spec: dict[str, Any], pods: dict[Role, list[PodTarget]],
