@@ -377,6 +377,17 @@ def test_worker_requests_fit_the_nodes_they_select(deployment) -> None:
                 f"{name} {role} on {g['InstanceGroupName']}: {mem}Mi > allocatable {budget.allocatable_memory_mib}Mi")
 
 
+def test_the_daemonset_budget_covers_the_published_agent_requests() -> None:
+    """The budget holds what the agents' published charts request (each row cites its chart), with room for
+    the observability add-on's four node pods, which publish none, of at least 500m and 1 GiB each."""
+    published = facts.PUBLISHED_AGENT_REQUESTS
+    assert len(published) == 8 and all(a.source for a in published)
+    cpu, mem = sum(a.cpu_millis for a in published), sum(a.memory_mib for a in published)
+    assert (cpu, mem) == (720, 756)  # the sum of the charts' values (research of 2026-12-01)
+    assert facts.DAEMONSET_CPU_MILLIS - cpu >= 4 * 500
+    assert facts.DAEMONSET_MEMORY_MIB - mem >= 4 * 1024
+
+
 # --- IAM ----------------------------------------------------------------------------------------------------
 
 def _list(value: Any) -> list:

@@ -11,8 +11,13 @@ Sources (``shared/metrics/SOURCES.md``, ``shared/reference/operator.md`` section
   ``vllm:request_success_total``); LMCache 0.4.3 ``model_name``, ``worker_id``, ``role``.
 * DCGM exporter and kube-state-metrics series come through the observability add-on's collector, whose
   relabelling is not published. Both exporters write the pod name into a label of their own (dcgm-exporter's
-  Kubernetes pod mapper and kube-state-metrics' pod metrics both call it ``pod``), so ``pod`` is the default;
-  ``observability.collector_labels`` overrides it without a code change.
+  Kubernetes pod mapper and kube-state-metrics' pod metrics both call it ``pod``), and the collector keeps
+  them: AWS's own dashboards for this add-on (aws/sagemaker-hyperpod-cluster-setup, ``eks/cloudformation/
+  resources/grafana-lambda-function/lambda_function/dashboards/templates/tasks.json``, 2025-08) query
+  ``DCGM_FI_DEV_GPU_UTIL{namespace=~..., pod=~...} * on(pod, namespace) group_left(...) kube_pod_info{...}``, a
+  join that returns data only when ``pod``/``namespace`` hold the workload pod; none uses ``exported_pod``.
+  So ``pod`` and ``namespace`` are the defaults; ``observability.collector_labels`` overrides them without a
+  code change, should a later add-on version relabel.
 """
 
 from __future__ import annotations
