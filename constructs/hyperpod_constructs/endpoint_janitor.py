@@ -262,7 +262,7 @@ class EndpointJanitor(Construct):
         acknowledge(self.role, scoped.format("ec2", "security-group/*"),
                     "DeleteSecurityGroup only with the condition aws:ResourceTag/elbv2.k8s.aws/cluster=<this "
                     "cluster>; RevokeSecurityGroupIngress only with the condition ec2:Vpc=<the cluster's VPC>.")
-        acknowledge_provider_framework(self, self.provider, (self.on_event_function, self.is_complete_function),
+        acknowledge_provider_framework(self.provider, (self.on_event_function, self.is_complete_function),
                                        in_vpc=self.props.vpc is not None, vpc_role=self.role)
 
 

@@ -81,4 +81,4 @@ class LambdaEniWaiter(Construct):
     def _acknowledge(self, role: iam.Role, provider: cr.Provider, functions: list[lambda_.Function]) -> None:
         acknowledge(role, "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
                     "ec2:DescribeNetworkInterfaces supports no resource-level permission; read-only.")
-        acknowledge_provider_framework(self, provider, functions, in_vpc=False)
+        acknowledge_provider_framework(provider, functions, in_vpc=False)

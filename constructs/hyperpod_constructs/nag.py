@@ -82,7 +82,7 @@ def clear_recorded_acknowledgements() -> None:
     _RECORDS.clear()
 
 
-def acknowledge_provider_framework(scope: IConstruct, provider: IConstruct, handlers: Sequence[IConstruct], *,
+def acknowledge_provider_framework(provider: IConstruct, handlers: Sequence[IConstruct], *,
                                    in_vpc: bool, vpc_role: IConstruct | None = None) -> None:
     """The findings every aws-cdk-lib ``custom_resources.Provider`` with our own handler functions raises.
 
@@ -90,12 +90,10 @@ def acknowledge_provider_framework(scope: IConstruct, provider: IConstruct, hand
     invokes them and, when it polls, its own ``framework-isComplete`` and ``framework-onTimeout`` functions
     with ``<arn>:*``; ``framework-onEvent`` is invoked by CloudFormation, so no policy grants it. A function
     missed here fails synth as an unacknowledged finding, and one that does not exist fails the stale
-    acknowledgement test. ``vpc_role``: the handlers' role, when they run in a VPC (``in_vpc``). ``scope`` is
-    kept for the call sites' readability; the findings sit on ``provider`` and the handlers.
+    acknowledgement test. ``vpc_role``: the handlers' role, when they run in a VPC (``in_vpc``).
     """
     from aws_cdk import Stack
 
-    del scope
     if in_vpc and vpc_role is not None:
         acknowledge(vpc_role, _IAM4.format("service-role/AWSLambdaVPCAccessExecutionRole"),
                     "The ENI actions Lambda needs to run in a VPC accept no resource scope.")

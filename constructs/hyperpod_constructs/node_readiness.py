@@ -146,7 +146,7 @@ class NodeReadiness(Construct):
         self._acknowledge(role, provider, functions)
 
     def _acknowledge(self, role: iam.Role, provider: cr.Provider, functions: list[lambda_.Function]) -> None:
-        acknowledge_provider_framework(self, provider, functions, in_vpc=self.props.vpc is not None, vpc_role=role)
+        acknowledge_provider_framework(provider, functions, in_vpc=self.props.vpc is not None, vpc_role=role)
 
 
 def rbac_manifests() -> list[dict[str, object]]:
