@@ -377,15 +377,35 @@ def test_worker_requests_fit_the_nodes_they_select(deployment) -> None:
                 f"{name} {role} on {g['InstanceGroupName']}: {mem}Mi > allocatable {budget.allocatable_memory_mib}Mi")
 
 
+#: (agent, CPU millis, memory MiB, source): the requests the agents' published charts set (chart defaults; the
+#: managed add-ons render from AWS manifests that are not public).
+PUBLISHED_AGENT_REQUESTS: tuple[tuple[str, int, int, str], ...] = (
+    ("aws-node + aws-eks-nodeagent", 25 + 25, 0, "aws/amazon-vpc-cni-k8s charts/aws-vpc-cni/values.yaml "
+     "'requests: cpu: 25m' (v1.18.3, v1.23.1); the node agent falls back to it (templates/daemonset.yaml)"),
+    ("kube-proxy", 100, 0, "eksctl pkg/addons/default/testdata/sample-1.25.json (an EKS kube-system dump): "
+     "'requests': {'cpu': '100m'}"),
+    ("eks-pod-identity-agent", 0, 0, "aws/eks-pod-identity-agent charts/eks-pod-identity-agent/values.yaml "
+     "'resources: {}'"),
+    ("nvidia-device-plugin 0.16.1", 0, 0, "NVIDIA/k8s-device-plugin v0.16.1 deployments/helm/nvidia-device-plugin/"
+     "values.yaml 'resources: {}' (the version the HyperPod chart pins)"),
+    ("aws-efa-k8s-device-plugin", 10, 20, "aws/eks-charts stable/aws-efa-k8s-device-plugin/values.yaml "
+     "'cpu: 10m, memory: 20Mi' (v0.5.3 to v0.5.30)"),
+    ("health-monitoring-agent", 500, 512, "aws/sagemaker-hyperpod-cli helm_chart/HyperPodHelmChart/charts/"
+     "health-monitoring-agent/templates/health-monitoring-agent.yaml 'requests: cpu: 500m memory: 512Mi'"),
+    ("s3-csi-node (3 containers)", 3 * 10, 3 * 40, "awslabs/mountpoint-s3-csi-driver chart values.yaml node "
+     "'cpu: 10m memory: 40Mi', inherited by both sidecars (v1.14.1, v2.7.0)"),
+    ("fsx-csi-node (3 containers)", 3 * 10, 40 + 32 + 32, "kubernetes-sigs/aws-fsx-csi-driver chart >= 1.12.0 "
+     "values.yaml: node 10m/40Mi, sidecars 10m/32Mi each (driver 1.6.0 = chart 1.13.0)"),
+)
+
+
 def test_the_daemonset_budget_covers_the_published_agent_requests() -> None:
-    """The budget holds what the agents' published charts request (each row cites its chart), with room for
-    the observability add-on's four node pods, which publish none, of at least 500m and 1 GiB each."""
-    published = facts.PUBLISHED_AGENT_REQUESTS
-    assert len(published) == 8 and all(a.source for a in published)
-    cpu, mem = sum(a.cpu_millis for a in published), sum(a.memory_mib for a in published)
-    assert (cpu, mem) == (720, 756)  # the sum of the charts' values (research of 2026-12-01)
-    assert facts.DAEMONSET_CPU_MILLIS - cpu >= 4 * 500
-    assert facts.DAEMONSET_MEMORY_MIB - mem >= 4 * 1024
+    """The budget holds what the agents' published charts request, with room for the observability add-on's
+    four node pods, which publish none, of at least 500m and 1 GiB each."""
+    cpu = sum(row[1] for row in PUBLISHED_AGENT_REQUESTS)
+    mem = sum(row[2] for row in PUBLISHED_AGENT_REQUESTS)
+    assert facts.DAEMONSET_CPU_MILLIS - cpu >= 4 * 500, f"{facts.DAEMONSET_CPU_MILLIS}m budget, {cpu}m published"
+    assert facts.DAEMONSET_MEMORY_MIB - mem >= 4 * 1024, f"{facts.DAEMONSET_MEMORY_MIB}Mi budget, {mem}Mi published"
 
 
 # --- IAM ----------------------------------------------------------------------------------------------------
@@ -471,11 +491,19 @@ def test_inference_operator_role_has_the_published_policy(deployment) -> None:
     assert len(roles) == 1
     trust = json.dumps(roles[0][1]["Properties"]["AssumeRolePolicyDocument"])
     assert "sagemaker.amazonaws.com" in trust
-    granted = [s for _, r in model.resources("AWS::IAM::Policy")
-               for s in r["Properties"]["PolicyDocument"]["Statement"]]
-    needed = S3_CSI_READ_ACTIONS + (KEDA_PROMETHEUS_ACTIONS if deployment.config.endpoint.autoscaling.enabled else ())
-    missing = [a for a in needed if not any(_allows(s, a) for s in granted)]
-    assert not missing, f"no role of the operator's components may {missing}"
+    # The role each component runs as, as the templates hand it over: the S3 CSI add-on's service-account
+    # role, and KEDA's role in the operator add-on's configurationValues (keda.auth.aws.irsa.roleArn).
+    addons = {r["Properties"]["AddonName"]: (k, r) for k, r in model.resources("AWS::EKS::Addon")}
+    s3_key, s3_addon = addons["aws-mountpoint-s3-csi-driver"]
+    s3_role = model.resolve(s3_key.split("/")[0], s3_addon["Properties"]["ServiceAccountRoleArn"])
+    missing = _ungranted(model, s3_role, S3_CSI_READ_ACTIONS)
+    assert not missing, f"the S3 CSI driver's role may not {missing}"
+    if deployment.config.endpoint.autoscaling.enabled:
+        op_key, operator = addons["amazon-sagemaker-hyperpod-inference"]
+        values = operator["Properties"]["ConfigurationValues"]["Fn::Join"][1]
+        keda = values[[i for i, v in enumerate(values) if isinstance(v, str) and '"keda"' in v][-1] + 1]
+        missing = _ungranted(model, model.resolve(op_key.split("/")[0], keda), KEDA_PROMETHEUS_ACTIONS)
+        assert not missing, f"KEDA's role may not {missing}"
 
 
 # --- add-ons ------------------------------------------------------------------------------------------------

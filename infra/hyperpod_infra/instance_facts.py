@@ -67,48 +67,9 @@ EVICTION_HARD_MEMORY_MIB: Final = 100
 #: [I] An estimate: on large EC2 instances MemTotal is 1-3 % below the nominal GiB; we assume 3 %.
 MEMORY_VISIBLE_FRACTION: Final = 0.97
 
-@dataclass(frozen=True, kw_only=True)
-class AgentRequests:
-    """What one node agent (all containers of its DaemonSet pod) requests, as its published chart sets it."""
-
-    agent: str
-    cpu_millis: int
-    memory_mib: int
-    source: str
-
-
-#: The requests published for the agents on a HyperPod GPU node (chart defaults; the managed add-ons render
-#: from AWS manifests that are not public). The observability add-on's four node pods (node, EFA and DCGM
-#: exporters, node collector) publish none; the charts they are named after request nothing by default.
-PUBLISHED_AGENT_REQUESTS: Final[tuple[AgentRequests, ...]] = (
-    AgentRequests(agent="aws-node (aws-node, aws-eks-nodeagent)", cpu_millis=2 * 25, memory_mib=0,
-                  source="aws/amazon-vpc-cni-k8s charts/aws-vpc-cni/values.yaml 'requests: cpu: 25m' (v1.18.3 and "
-                         "v1.23.1); the node agent falls back to it (templates/daemonset.yaml)"),
-    AgentRequests(agent="kube-proxy", cpu_millis=100, memory_mib=0,
-                  source="eksctl pkg/addons/default/testdata/sample-1.25.json (an EKS kube-system dump): "
-                         "'requests': {'cpu': '100m'}"),
-    AgentRequests(agent="eks-pod-identity-agent", cpu_millis=0, memory_mib=0,
-                  source="aws/eks-pod-identity-agent charts/eks-pod-identity-agent/values.yaml 'resources: {}'"),
-    AgentRequests(agent="nvidia-device-plugin 0.16.1", cpu_millis=0, memory_mib=0,
-                  source="NVIDIA/k8s-device-plugin v0.16.1 deployments/helm/nvidia-device-plugin/values.yaml "
-                         "'resources: {}' (the version the HyperPod chart pins)"),
-    AgentRequests(agent="aws-efa-k8s-device-plugin", cpu_millis=10, memory_mib=20,
-                  source="aws/eks-charts stable/aws-efa-k8s-device-plugin/values.yaml 'cpu: 10m, memory: 20Mi' "
-                         "(v0.5.3 to v0.5.30)"),
-    AgentRequests(agent="health-monitoring-agent", cpu_millis=500, memory_mib=512,
-                  source="aws/sagemaker-hyperpod-cli helm_chart/HyperPodHelmChart/charts/health-monitoring-agent/"
-                         "templates/health-monitoring-agent.yaml 'requests: cpu: 500m memory: 512Mi'"),
-    AgentRequests(agent="s3-csi-node (3 containers)", cpu_millis=3 * 10, memory_mib=3 * 40,
-                  source="awslabs/mountpoint-s3-csi-driver charts values.yaml node 'cpu: 10m memory: 40Mi', "
-                         "inherited by both sidecars (v1.14.1, v2.7.0)"),
-    AgentRequests(agent="fsx-csi-node (3 containers)", cpu_millis=3 * 10, memory_mib=40 + 32 + 32,
-                  source="kubernetes-sigs/aws-fsx-csi-driver chart >= 1.12.0 values.yaml: node 10m/40Mi, "
-                         "sidecars 10m/32Mi each (driver 1.6.0 = chart 1.13.0)"),
-)
-
-#: What the node agents on a HyperPod GPU node may request together. A budget, not a measurement: the
-#: published requests above add up to 720m and 756 MiB, and the observability add-on's four node pods, which
-#: publish none, get the rest (over 800m and 1.8 GiB each). ``kubectl describe node`` ("Allocated resources")
+#: What the node agents on a HyperPod GPU node may request together. A budget, not a measurement: the agents'
+#: published charts request 720m and 756 MiB together (each chart cited in tests/test_deploy_facts.py), and
+#: the observability add-on's four node pods, which publish none, get the rest (over 800m and 1.8 GiB each). ``kubectl describe node`` ("Allocated resources")
 #: shows the real sum on a cluster.
 DAEMONSET_CPU_MILLIS: Final = 4000
 DAEMONSET_MEMORY_MIB: Final = 8192
