@@ -69,8 +69,8 @@ MEMORY_VISIBLE_FRACTION: Final = 0.97
 
 #: What the node agents on a HyperPod GPU node may request together. A budget, not a measurement: the agents'
 #: published charts request 720m and 756 MiB together (each chart cited in tests/test_deploy_facts.py), and
-#: the observability add-on's four node pods, which publish none, get the rest (over 800m and 1.8 GiB each). ``kubectl describe node`` ("Allocated resources")
-#: shows the real sum on a cluster.
+#: the observability add-on's four node pods, which publish none, get the rest (over 800m and 1.8 GiB each).
+#: ``kubectl describe node`` ("Allocated resources") shows the real sum on a cluster.
 DAEMONSET_CPU_MILLIS: Final = 4000
 DAEMONSET_MEMORY_MIB: Final = 8192
 
