@@ -40,7 +40,6 @@ OPERATOR_DEPLOYMENTS: Final = ("hyperpod-inference-controller-manager",
                                "hyperpod-inference-operator-controller-manager")
 OPERATOR_CONTAINER: Final = "manager"
 ROUTER_CONTAINER: Final = "router-container"
-ROUTER_SERVICE_PORT: Final = 443
 
 Role = Literal["prefill", "decode"]
 ROLES: Final[tuple[Role, ...]] = ("prefill", "decode")
@@ -83,3 +82,19 @@ class EndpointNames:
     def ingress(self) -> str:
         """The operator's Ingress for the endpoint's ALB, in :data:`OPERATOR_NAMESPACE` (module docstring)."""
         return f"alb-{self.name}-{self.namespace}"
+
+
+def certificate_pem_location(status: dict[str, object]) -> tuple[str, str] | None:
+    """``(bucket, key)`` of the endpoint's CA PEM from the IEC ``status.tlsCertificate``, or ``None`` while
+    the operator has not written it. ``tlsCertificateOutputS3Bucket`` may carry a prefix (``bucket/prefix``,
+    with or without ``s3://``) that the keys in ``tlsCertificateS3Keys`` may or may not already start with."""
+    tls = status.get("tlsCertificate")
+    if not isinstance(tls, dict):
+        return None
+    bucket_field = str(tls.get("tlsCertificateOutputS3Bucket") or "")
+    keys = tls.get("tlsCertificateS3Keys") or []
+    if not bucket_field or not keys:
+        return None
+    bucket, _, prefix = bucket_field.removeprefix("s3://").rstrip("/").partition("/")
+    key = str(keys[0])
+    return bucket, key if not prefix or key.startswith(prefix) else f"{prefix.rstrip('/')}/{key}"

@@ -54,10 +54,6 @@ def test_router_threshold_is_inclusive(prompt: int, disaggregated: bool) -> None
     assert terms.routed_to_prefill(prompt, 4096) is disaggregated
 
 
-def test_eager_prefill_costs_the_documented_slowdown() -> None:
-    assert terms.eager_prefill_seconds(0.2) == pytest.approx(0.2 * terms.EAGER_PREFILL_SLOWDOWN)
-
-
 @pytest.mark.parametrize(("replicas", "tp", "nodes"),
                          [(1, 8, 1), (3, 8, 3), (3, 4, 2), (8, 1, 1), (9, 1, 2), (0, 8, 0)])
 def test_replicas_take_whole_eight_gpu_nodes(replicas: int, tp: int, nodes: int) -> None:

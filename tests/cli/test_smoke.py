@@ -247,3 +247,18 @@ def test_prompts_start_with_a_fresh_nonce_so_no_cache_answers_them() -> None:
     a = build_prompts(threshold=4096, max_model_len=16384, max_tokens=64, nonce="aaa")
     b = build_prompts(threshold=4096, max_model_len=16384, max_tokens=64, nonce="bbb")
     assert a.long[:40] != b.long[:40] and a.short != b.short
+
+
+@pytest.mark.parametrize(("bucket", "key", "expected"), [
+    ("hyperpod-tls-test", "default/ep.pem", ("hyperpod-tls-test", "default/ep.pem")),
+    ("s3://hyperpod-tls-test/certs", "certs/default/ep.pem", ("hyperpod-tls-test", "certs/default/ep.pem")),
+    ("s3://hyperpod-tls-test/certs/", "default/ep.pem", ("hyperpod-tls-test", "certs/default/ep.pem")),
+])
+def test_status_and_smoke_read_the_pem_from_one_place(bucket: str, key: str, expected: tuple[str, str]) -> None:
+    """CRD status.tlsCertificate: tlsCertificateOutputS3Bucket ("S3 bucket that stores the certificate") and
+    tlsCertificateS3Keys ("S3 key that points to the .pem file"); a prefix is never written twice."""
+    from hyperpod_dpd.endpoint_names import certificate_pem_location
+
+    status = {"tlsCertificate": {"tlsCertificateOutputS3Bucket": bucket, "tlsCertificateS3Keys": [key]}}
+    assert certificate_pem_location(status) == expected
+    assert certificate_pem_location({"tlsCertificate": {"tlsCertificateOutputS3Bucket": bucket}}) is None

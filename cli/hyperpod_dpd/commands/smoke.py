@@ -27,6 +27,7 @@ from rich.table import Table
 from hyperpod_dpd import aws, dpd_logs
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
 from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load
+from hyperpod_dpd.endpoint_names import certificate_pem_location
 from hyperpod_dpd.errors import CommandFailed, UsageError
 from hyperpod_dpd.kube import Kube, kube_errors
 from hyperpod_dpd.openai_stream import StreamResult, chat_payload, stream
@@ -232,14 +233,11 @@ def _load_balancer_url(dep: Deployment, kube: Kube, tmp: Path) -> tuple[str, str
         raise CommandFailed("no load balancer hostname on the endpoint's Ingress yet; or call the router through "
                             f"'kubectl port-forward -n hyperpod-inference-system svc/{names.router_service} "
                             "8443:443' and --url http://localhost:8443/...")
-    tls = status.get("tlsCertificate") or {}
-    bucket_field = tls.get("tlsCertificateOutputS3Bucket") or ""
-    keys = tls.get("tlsCertificateS3Keys") or []
-    if not bucket_field or not keys:
+    location = certificate_pem_location(status)
+    if location is None:
         raise CommandFailed("status.tlsCertificate names no PEM (tlsCertificateOutputS3Bucket / "
                             "tlsCertificateS3Keys); pass --url and --ca-file")
-    bucket, _, prefix = bucket_field.removeprefix("s3://").partition("/")
-    key = keys[0] if not prefix or keys[0].startswith(prefix) else f"{prefix.rstrip('/')}/{keys[0]}"
+    bucket, key = location
     pem = tmp / "endpoint-ca.pem"
     with aws.aws_errors(f"downloading the endpoint certificate s3://{bucket}/{key}"):
         aws.client("s3", dep.region).download_file(bucket, key, str(pem))

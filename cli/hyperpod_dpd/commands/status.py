@@ -31,7 +31,7 @@ from rich.table import Table
 from hyperpod_dpd import aws
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
 from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load
-from hyperpod_dpd.endpoint_names import OPERATOR_NAMESPACE, ROLES, EndpointNames, Role
+from hyperpod_dpd.endpoint_names import OPERATOR_NAMESPACE, ROLES, EndpointNames, Role, certificate_pem_location
 from hyperpod_dpd.errors import CommandFailed, UsageError
 from hyperpod_dpd.kube import PodTarget, kube_errors
 from hyperpod_infra import pins
@@ -233,11 +233,10 @@ def endpoint_checks(dep: Deployment, kubeconfig: str | None, context: str | None
     else:
         checks += _dpd_checks(dep, pd_spec, pods, routers)
     checks.append(load_balancer_check(dep, hosts))
-    tls = status_.get("tlsCertificate") or {}
-    bucket, keys = tls.get("tlsCertificateOutputS3Bucket"), tls.get("tlsCertificateS3Keys") or []
-    health = tls.get("certificateHealth")
-    where = f"s3://{str(bucket).removeprefix('s3://').rstrip('/')}/{keys[0]}" if bucket and keys else "not written yet"
-    tls_state: State = "fail" if health == "Expired" else ("warn" if health == "Expiring" or not keys else "ok")
+    pem = certificate_pem_location(status_)
+    health = (status_.get("tlsCertificate") or {}).get("certificateHealth")
+    where = f"s3://{pem[0]}/{pem[1]}" if pem else "not written yet"
+    tls_state: State = "fail" if health == "Expired" else ("warn" if health == "Expiring" or not pem else "ok")
     checks.append(Check(section="endpoint", name="TLS certificate", state=tls_state,
                         detail=where + (f" ({health})" if health else ""), blocks_serving=False,
                         next_step={"fail": "the certificate expired: re-apply the endpoint to re-issue it",

@@ -18,8 +18,6 @@ from hyperpod_dpd.plan.traffic import parse
 TOLERANCE_POINTS = 10.0
 TRAFFIC = "D(4096,256)"
 MODEL = "meta-llama/Llama-3.3-70B-Instruct"
-SOURCE = ("AWS DPD on SageMaker HyperPod, Llama-3.3-70B-Instruct TP8 on ml.p5.48xlarge, D(4096,256), "
-          "1P+1D vs 1 colocated (issue 15)")
 
 
 @dataclass(frozen=True, kw_only=True)

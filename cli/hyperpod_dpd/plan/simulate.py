@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from hyperpod_dpd.plan.engine import StepModel
+from hyperpod_dpd.plan.terms import routed_to_prefill
 from hyperpod_dpd.plan.traffic import Traffic
 
 
@@ -138,7 +139,7 @@ def simulate(*, model: StepModel, traffic: Traffic, concurrency: int | None, req
         shared = traffic.shared_prefix if issued > 1 else 0  # the first request of a P() scenario fills the cache
         cached = min(max(int(prefix_reuse * isl), shared), isl - 1)
         r.prefill_left, r.ctx = isl - cached, cached
-        if split and dpd is not None and isl >= dpd.routing_threshold_tokens and prefills:
+        if split and dpd is not None and routed_to_prefill(isl, dpd.routing_threshold_tokens) and prefills:
             target = min(prefills, key=_Engine.load)
         else:
             target = min(decoders, key=_Engine.load)
@@ -196,7 +197,8 @@ def simulate(*, model: StepModel, traffic: Traffic, concurrency: int | None, req
     def release_buffer(e: _Engine, r: _Req) -> None:
         """A transferred request admitted by the decoder frees its KV from the PD buffer."""
         nonlocal buffer_used
-        if dpd is not None and not e.prefill_only and r.first < 0 and r.isl >= dpd.routing_threshold_tokens:
+        if (dpd is not None and not e.prefill_only and r.first < 0
+                and routed_to_prefill(r.isl, dpd.routing_threshold_tokens)):
             buffer_used -= r.isl
             retry_blocked(now_box[0])
 

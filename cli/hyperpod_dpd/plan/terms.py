@@ -11,7 +11,6 @@ Each term is small, documented with its source, and unit-tested against hand-com
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from hyperpod_dpd.errors import UsageError
 from hyperpod_dpd.plan.facts import InstanceFacts, ModelShape
@@ -52,22 +51,6 @@ def routed_to_prefill(prompt_tokens: int, threshold_tokens: int) -> bool:
 #: passes are compute-bound, so only the unfused element-wise kernels (and LMCache's per-layer KV store in the
 #: forward pass) cost extra: a documented parameter, fitted to the AWS calibration run (x1.15).
 EAGER_PREFILL_SLOWDOWN = 1.15
-
-
-def eager_prefill_seconds(compiled_seconds: float, slowdown: float = EAGER_PREFILL_SLOWDOWN) -> float:
-    return compiled_seconds * slowdown
-
-
-@dataclass(frozen=True, kw_only=True)
-class NodeLayout:
-    """Whole HyperPod nodes for a number of TP-sized replicas per role."""
-
-    prefill_nodes: int
-    decode_nodes: int
-
-    @property
-    def nodes(self) -> int:
-        return self.prefill_nodes + self.decode_nodes
 
 
 def replicas_per_node(tp: int, gpus_per_node: int) -> int:
