@@ -10,10 +10,7 @@ import base64
 import html
 import json
 import math
-import os
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +25,7 @@ from hyperpod_dpd.benchmark.analysis import (
     slo_check,
 )
 from hyperpod_dpd.benchmark.results import Measurement
+from hyperpod_infra.atomic import staged_dir
 from hyperpod_infra.config import Config
 
 COLORS = {"tpot": "#1f77b4", "e2e_p50": "#2ca02c", "e2e_p90": "#98df8a", "ttft": "#d62728",
@@ -302,10 +300,7 @@ def summary(report: Report) -> dict[str, Any]:
 def write_report(report: Report, out: Path) -> list[Path]:
     """Write ``report.md``, ``report.html``, ``summary.json`` and ``charts/*.png`` to ``out`` (atomically)."""
     out = out.resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    tmp.chmod(0o755)  # mkdtemp makes it private; a report is meant to be read
-    try:
+    with staged_dir(out) as tmp:
         (tmp / "charts").mkdir()
         charts: dict[str, dict[str, str]] = {}
         for s in report.scenarios():
@@ -318,15 +313,4 @@ def write_report(report: Report, out: Path) -> list[Path]:
         (tmp / "report.html").write_text(html_page(report, charts, tmp), encoding="utf-8")
         (tmp / "summary.json").write_text(json.dumps(summary(report), indent=2, sort_keys=True, default=str) + "\n",
                                           encoding="utf-8")
-        if out.exists():
-            old = out.with_name(f".{out.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(out, old)
-            os.replace(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return sorted(p for p in out.rglob("*") if p.is_file())

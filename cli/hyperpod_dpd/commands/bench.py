@@ -25,6 +25,7 @@ from hyperpod_dpd.benchmark.kube import Kube, api_client
 from hyperpod_dpd.benchmark.results import METADATA, RUN_FILE, decode_log, download_s3
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption
 from hyperpod_dpd.errors import CommandFailed, UsageError
+from hyperpod_infra.atomic import replace_dir
 from hyperpod_infra.config import Config
 
 MODES = ("dpd", "colocated")
@@ -77,9 +78,8 @@ def _collect(kube: Kube, config: Config, job: dict[str, Any], results: Path) -> 
             decode_log(kube.job_log(ns, name), tmp)
         if not (tmp / METADATA).is_file() or not any(RUN_FILE.match(p.name) for p in tmp.iterdir()):
             raise CommandFailed(f"run {key}: the Job succeeded but no result file came back")
-        shutil.rmtree(target, ignore_errors=True)
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp.rename(target)
+        replace_dir(tmp, target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

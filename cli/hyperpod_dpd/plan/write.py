@@ -6,14 +6,13 @@ order and formatting survive; only when a key is missing is the document re-seri
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from hyperpod_dpd.errors import UsageError
+from hyperpod_infra.atomic import write_text_atomic
 from hyperpod_infra.config import parse_config
 
 Path_ = tuple[str | int, ...]
@@ -55,7 +54,7 @@ def merge_recommendation(path: Path, rec: dict[str, Any]) -> list[str]:
             put(g, "instance_count", rec[f"{role}_nodes"], ("hyperpod", "instance_groups", i, "instance_count"),
                 f"hyperpod.instance_groups[{i}].instance_count")
     parse_config(data)  # raises ConfigError (one line, exit 2) and nothing is written
-    _replace_atomically(path, _edited_text(text, edits, data))
+    write_text_atomic(path, _edited_text(text, edits, data))
     return changes
 
 
@@ -92,14 +91,3 @@ def _scalar_spans(text: str) -> dict[Path_, tuple[int, int]]:
     if root is not None:
         walk(root, ())
     return spans
-
-
-def _replace_atomically(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
