@@ -12,9 +12,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from hyperpod_dpd.endpoint_names import GROUP as IEC_GROUP
+from hyperpod_dpd.endpoint_names import PLURAL as IEC_PLURAL
+from hyperpod_dpd.endpoint_names import VERSION as IEC_VERSION
 from hyperpod_dpd.errors import CommandFailed
+from hyperpod_dpd.kube import REQUEST_TIMEOUT, kube_errors
 
-IEC_GROUP, IEC_VERSION, IEC_PLURAL = "inference.sagemaker.aws.amazon.com", "v1", "inferenceendpointconfigs"
 #: When the operator reports no ``status.observedGeneration``, a state older than the last apply cannot be told
 #: from a new one; wait this long after an apply before trusting it.
 UNOBSERVED_GRACE_SECONDS = 60.0
@@ -26,7 +29,10 @@ def api_client(kubeconfig: str | None = None, context: str | None = None) -> Any
     from kubernetes.config.config_exception import ConfigException
 
     try:
-        return config.new_client_from_config(config_file=kubeconfig, context=context)
+        # As hyperpod_dpd.kube.connect: never write refreshed credentials back into the user's kubeconfig.
+        api = config.new_client_from_config(config_file=kubeconfig, context=context, persist_config=False)
+        api.configuration.retries = 1
+        return api
     except (ConfigException, FileNotFoundError, OSError) as exc:
         try:
             config.load_incluster_config()
@@ -48,29 +54,21 @@ class Kube:
         self.sleep, self.clock = sleep, clock
 
     def _call(self, action: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        from kubernetes.client.exceptions import ApiException
-        from urllib3.exceptions import HTTPError
-
-        try:
-            return fn(*args, **kwargs)
-        except ApiException as exc:
-            raise CommandFailed(f"{action}: Kubernetes API {exc.status} {exc.reason}") from None
-        except (HTTPError, OSError) as exc:
-            raise CommandFailed(f"{action}: Kubernetes API unreachable ({type(exc).__name__})") from None
+        """``fn`` with the day-2 commands' request timeout; failures become one line (:func:`kube_errors`)."""
+        with kube_errors(action):
+            return fn(*args, _request_timeout=REQUEST_TIMEOUT, **kwargs)
 
     def _get_or_none(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """:meth:`_call` for a read, with ``None`` for a 404."""
         from kubernetes.client.exceptions import ApiException
-        from urllib3.exceptions import HTTPError
 
-        what = "/".join(str(a) for a in args[-2:])
-        try:
-            return fn(*args)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise CommandFailed(f"reading {what}: Kubernetes API {exc.status} {exc.reason}") from None
-        except (HTTPError, OSError) as exc:
-            raise CommandFailed(f"reading {what}: Kubernetes API unreachable ({type(exc).__name__})") from None
+        with kube_errors(f"reading {'/'.join(str(a) for a in args[-2:])}"):
+            try:
+                return fn(*args, _request_timeout=REQUEST_TIMEOUT)
+            except ApiException as exc:
+                if exc.status == 404:
+                    return None
+                raise
 
     # --- plain objects ----------------------------------------------------------------------------------
 
