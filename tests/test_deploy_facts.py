@@ -343,6 +343,16 @@ def _quantity_mib(value: Any) -> int:
     return int(match.group(1)) * units[match.group(2)]
 
 
+def test_the_instance_table_holds_the_published_p5_shape() -> None:
+    """The fit check below sizes nodes from ``instance_facts``; its p5 rows must be what is published
+    (shared/reference/deploy-facts.md, "Compute": ml.p5.48xlarge 192 vCPUs, 96 cores; 2,048 GiB per
+    p5/p5e/p5en node; EC2 accelerated-computing specifications: 8 GPUs)."""
+    for instance_type in ("ml.p5.48xlarge", "ml.p5e.48xlarge", "ml.p5en.48xlarge"):
+        row = facts.INSTANCE_FACTS[instance_type]
+        assert (row.vcpus, row.cores, row.memory_gib, row.gpus) == (192, 96, 2048, 8), instance_type
+    assert facts.node_budget("ml.p5.48xlarge", 1).cpus == 96  # ThreadsPerCore 1 exposes the 96 cores
+
+
 def test_worker_requests_fit_the_nodes_they_select(deployment) -> None:
     """Pod requests <= node allocatable minus what runs there first (deploy-facts.md, "Compute"): CPUs are
     vCPUs x ThreadsPerCore / 2 of the instance (EC2 specifications and CPU options, ``ThreadsPerCore`` read
