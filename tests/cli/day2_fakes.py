@@ -25,7 +25,7 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from fake_http import QuietHandler, local_url, serving, write_kubeconfig
+from fake_http import QuietHandler, free_port, local_url, serving, write_kubeconfig
 
 ROLE_LABEL = "inference.sagemaker.aws.amazon.com/dpd-role"
 NAME, NAMESPACE = "llama-3-3-70b", "default"
@@ -314,14 +314,6 @@ def openai_server(cluster: FakeCluster, behaviour: DecoderBehaviour) -> Iterator
 def dead_kubeconfig(path: Path) -> Path:
     """A kubeconfig whose API server address has nothing listening."""
     return write_kubeconfig(path, f"http://127.0.0.1:{free_port()}", name="dead", token="x")
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def one_line_error(result: Any) -> str:

@@ -253,11 +253,9 @@ def test_a_failed_report_keeps_the_previous_one(measured, report, tmp_path):
 
 def test_endpoint_that_refuses_connections(measured, tmp_path):
     """A closed port: every request fails, genai-bench keeps no statistics, the runner exits non-zero."""
-    import socket
+    from fake_http import free_port
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # closed when the block ends: nothing listens there
+    port = free_port()  # nothing listens there
     tok = measured["tmp"] / "tokenizer"
     env = _runner_env("dpd", ["short-in"], f"http://127.0.0.1:{port}", tok, tmp_path / "w",
                       BENCH_CONCURRENCY="1", BENCH_MAX_REQUESTS="2")

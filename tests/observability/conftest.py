@@ -19,7 +19,6 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -34,6 +33,7 @@ from pathlib import Path
 import pytest
 from tests.observability import contract
 
+from fake_http import free_port
 from hyperpod_infra.config import Config
 from hyperpod_infra.telemetry import labels as lbl
 from hyperpod_infra.telemetry.targets import collector_labels
@@ -184,12 +184,6 @@ def exporter(default_config: Config, contract_families: list[contract.Family]) -
         thread.join(timeout=5)
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class PrometheusApi:
     def __init__(self, base_url: str) -> None:
         self.base_url = base_url
@@ -231,7 +225,7 @@ def prometheus(exporter: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
         "scrape_configs": [{"job_name": "synthetic", "honor_labels": True,
                             "static_configs": [{"targets": [exporter]}]}],
     }))
-    port = _free_port()
+    port = free_port()
     log = workdir / "prometheus.log"
     with log.open("w") as log_file:
         proc = subprocess.Popen(

@@ -1,4 +1,4 @@
-"""Plumbing shared by the CLI tests' local fake servers (Kubernetes API, OpenAI-compatible streaming).
+"""Plumbing shared by the tests' local fake servers (Kubernetes API, OpenAI-compatible streaming).
 
 Each fake models its own behaviour; what they share is here: quiet handlers, JSON and Kubernetes ``Status``
 bodies, chunked transfer (how the API server streams logs and vLLM's uvicorn streams server-sent events), a
@@ -8,6 +8,7 @@ server thread that stops with the ``with`` block, and a kubeconfig pointing the 
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -61,6 +62,13 @@ class QuietHandler(BaseHTTPRequestHandler):
     def end_chunks(self) -> None:
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+
+def free_port() -> int:
+    """A local port nothing listens on (bound, read, released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def local_url(server: ThreadingHTTPServer) -> str:
