@@ -28,7 +28,8 @@ class BenchmarkClientIdentityProps:
     results_bucket: str | None = None
     """Bucket of ``benchmark.results_s3_uri``. Default: none (results go to the pod log; no write access)."""
     results_prefix: str = ""
-    """Key prefix below which the Jobs write result files. Default: the whole results bucket."""
+    """Key prefix (no leading or trailing ``/``) below which the Jobs write result files, as ``<prefix>/...``.
+    Default: the whole results bucket."""
 
 
 class BenchmarkClientIdentity(Construct):
@@ -52,8 +53,10 @@ class BenchmarkClientIdentity(Construct):
                                  "aws:SourceArn": props.cluster.cluster_arn}})))
         statements = list(props.model_read_statements)
         self.results_resource: str | None = None
+        below = f"{props.results_bucket}/{props.results_prefix}/*" if props.results_prefix else \
+            f"{props.results_bucket}/*"
         if props.results_bucket is not None:
-            self.results_resource = f"arn:{Aws.PARTITION}:s3:::{props.results_bucket}/{props.results_prefix}*"
+            self.results_resource = f"arn:{Aws.PARTITION}:s3:::{below}"
             statements.append(iam.PolicyStatement(sid="WriteBenchmarkResults", actions=["s3:PutObject"],
                                                   resources=[self.results_resource]))
         self.policy = iam.Policy(self, "Policy", roles=[self.role], statements=statements)
@@ -62,7 +65,6 @@ class BenchmarkClientIdentity(Construct):
             service_account=props.service_account, role_arn=self.role.role_arn)
         self.association.node.add_dependency(self.policy)  # usable with its permissions from the start
         if props.results_bucket is not None:
-            acknowledge(self.policy, "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::"
-                                     f"{props.results_bucket}/{props.results_prefix}*]",
+            acknowledge(self.policy, f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::{below}]",
                         "Result file names are created per run below the results prefix; the statement is "
                         "limited to s3:PutObject below that prefix of this one bucket.")

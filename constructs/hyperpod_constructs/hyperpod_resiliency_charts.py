@@ -60,7 +60,6 @@ class HyperPodResiliencyCharts(Construct):
     """
 
     charts: list[eks.HelmChart]
-    fetched: bool
 
     def __init__(self, scope: Construct, construct_id: str, *, props: HyperPodResiliencyChartsProps) -> None:
         if not props.charts:
@@ -71,7 +70,6 @@ class HyperPodResiliencyCharts(Construct):
                              f"got {seconds:.0f} seconds")
         super().__init__(scope, construct_id)
         missing = [c.name for c in props.charts if c.directory is None]
-        self.fetched = not missing
         self.charts = []
         previous: eks.HelmChart | None = None
         for chart in props.charts:

@@ -78,10 +78,6 @@ def recorded_acknowledgements() -> list[AcknowledgementRecord]:
     return list(_RECORDS)
 
 
-def clear_recorded_acknowledgements() -> None:
-    _RECORDS.clear()
-
-
 def acknowledge_provider_framework(provider: IConstruct, handlers: Sequence[IConstruct], *,
                                    in_vpc: bool, vpc_role: IConstruct | None = None) -> None:
     """The findings every aws-cdk-lib ``custom_resources.Provider`` with our own handler functions raises.

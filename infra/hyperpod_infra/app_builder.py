@@ -93,8 +93,9 @@ def _benchmark_client(config: Config) -> BenchmarkClientSpec:
     """The benchmark Jobs' ServiceAccount and, with ``benchmark.results_s3_uri``, where they write."""
     uri = config.benchmark.results_s3_uri
     bucket, _, prefix = uri.removeprefix("s3://").partition("/") if uri else (None, "", "")
+    # The runner writes <prefix>/<mode>/<run>/<file> with the prefix's slashes stripped (benchmark/runner.py).
     return BenchmarkClientSpec(namespace=config.endpoint.namespace, service_account=config.benchmark_resource_name(),
-                               results_bucket=bucket, results_prefix=prefix)
+                               results_bucket=bucket, results_prefix=prefix.strip("/"))
 
 def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> Stacks:
     """Instantiate every stack for ``config``. Stacks are environment-agnostic in the account, so synth never

@@ -20,15 +20,11 @@ from hyperpod_infra.errors import ConfigError, shown
 
 # --- facts the rules rely on -----------------------------------------------------------------------------
 
-#: Instance types with EFA RDMA read/write that the operator supports for DPD, with GPUs per node
-#: (sagemaker-hyperpod-model-deployment-dpd, "Requirements").
-DPD_INSTANCE_GPUS: dict[str, int] = {
-    "ml.p5.48xlarge": 8,
-    "ml.p5e.48xlarge": 8,
-    "ml.p5en.48xlarge": 8,
-    "ml.p6-b200.48xlarge": 8,
-    "ml.p6-b300.48xlarge": 8,
-}
+#: Instance types with EFA RDMA read/write that the operator supports for DPD (sagemaker-hyperpod-model-
+#: deployment-dpd, "Requirements"), with GPUs per node from the one instance table.
+DPD_INSTANCE_TYPES: tuple[str, ...] = ("ml.p5.48xlarge", "ml.p5e.48xlarge", "ml.p5en.48xlarge", "ml.p6-b200.48xlarge",
+                                       "ml.p6-b300.48xlarge")
+DPD_INSTANCE_GPUS: dict[str, int] = {t: instance_facts.INSTANCE_FACTS[t].gpus for t in DPD_INSTANCE_TYPES}
 
 #: IP addresses one ml.p5.48xlarge-class node takes from its subnet on EKS (VPC CNI, EFA interfaces and
 #: pods), per the HyperPod capacity-planning guide; we double it for rolling replacement.
@@ -51,7 +47,10 @@ _SAGEMAKER_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$", re.ASCII)
 _EKS_NAME_RE = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$", re.ASCII)
 _DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", re.ASCII)
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", re.ASCII)
-_IAM_PRINCIPAL_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]{1,512}$", re.ASCII)
+#: An IAM role or user ARN; written so that CloudFormation's AllowedPattern (the cluster stack's
+#: ``AdminPrincipalArn`` parameter) and Python read it alike.
+IAM_PRINCIPAL_ARN_PATTERN = r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}$"
+_IAM_PRINCIPAL_RE = re.compile(IAM_PRINCIPAL_ARN_PATTERN)
 _TRAINING_PLAN_RE = re.compile(r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:training-plan/[a-z0-9-]+$", re.ASCII)
 _IMAGE_RE = re.compile(r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$", re.ASCII)
 #: S3 "safe characters" for object keys (Amazon S3 User Guide, "Naming Amazon S3 objects"), minus '*': the

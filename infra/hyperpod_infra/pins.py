@@ -259,7 +259,6 @@ HYPERPOD_RESILIENCY_CHART_ARTIFACTS: Final = (
                      sha256="e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
     )),
 )
-HYPERPOD_RESILIENCY_CHARTS: Final = tuple(c.name for c in HYPERPOD_RESILIENCY_CHART_ARTIFACTS)
 
 
 def _files(listing: str) -> tuple[ChartFilePin, ...]:
@@ -302,8 +301,6 @@ ed182dc40ee03e58a1abdd1e45c4c894b848f2dbd9b0a630c6136bf572a82332 templates/NOTES
 """))
 #: Every chart set-up fetches.
 CHART_ARTIFACTS: Final = (NVIDIA_DEVICE_PLUGIN_CHART, EFA_DEVICE_PLUGIN_CHART, *HYPERPOD_RESILIENCY_CHART_ARTIFACTS)
-#: The namespace HyperPod requires for these components ("The aws-hyperpod namespace name cannot be modified").
-HYPERPOD_NAMESPACE: Final = "aws-hyperpod"
 
 
 # --- Benchmark client (hyperpod-dpd bench; k8s/hyperpod_k8s/benchmark) -----------------------------------

@@ -58,14 +58,16 @@ def test_it_reads_the_model_prefix_and_writes_nothing_without_a_results_location
     assert not [s for s in statements if "s3:PutObject" in json.dumps(s["Action"])]
 
 
-@pytest.fixture(scope="module")
-def with_results(tmp_path_factory) -> dict:
+@pytest.fixture(scope="module", params=["s3://team-results/dpd/runs/", "s3://team-results/dpd/runs"])
+def with_results(tmp_path_factory, request) -> dict:
+    """With or without a trailing slash: the runner writes ``dpd/runs/<mode>/...`` either way
+    (``hyperpod_k8s.benchmark.runner.publish``), so ``dpd/runs-other/`` must stay out of reach."""
     import aws_cdk as cdk
     from aws_cdk.assertions import Template
 
     from hyperpod_infra.app_builder import build
 
-    text = DEFAULT_CONFIG_PATH.read_text() + "\nbenchmark:\n  results_s3_uri: s3://team-results/dpd/runs/\n"
+    text = DEFAULT_CONFIG_PATH.read_text() + f"\nbenchmark:\n  results_s3_uri: {request.param}\n"
     path = tmp_path_factory.mktemp("bench") / "config.yaml"
     path.write_text(text)
     app = cdk.App(context={"aws:cdk:disable-asset-staging": True})

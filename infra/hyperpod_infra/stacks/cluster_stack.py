@@ -19,6 +19,7 @@ from hyperpod_constructs.hyperpod_resiliency_charts import HyperPodResiliencyCha
 from hyperpod_constructs.lambda_eni_waiter import LambdaEniWaiter, LambdaEniWaiterProps
 from hyperpod_constructs.nag import acknowledge
 from hyperpod_infra import outputs
+from hyperpod_infra.config import IAM_PRINCIPAL_ARN_PATTERN
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,7 +37,7 @@ class ClusterStackProps:
 #: CloudFormation parameter naming the human admin when ``eks.admin_principal_arn`` is not set.
 ADMIN_PRINCIPAL_PARAMETER = "AdminPrincipalArn"
 #: IAM role or user ARN (what an EKS access entry accepts as a human principal).
-ADMIN_PRINCIPAL_PATTERN = r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]+$"
+ADMIN_PRINCIPAL_PATTERN = IAM_PRINCIPAL_ARN_PATTERN
 
 
 class ClusterStack(Stack):
