@@ -13,14 +13,14 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-for folder in ("infra", "constructs", "k8s"):  # source roots; works with or without `pip install -e .`
+for folder in ("core", "infra", "constructs", "k8s"):  # source roots; works with or without `pip install -e .`
     if str(ROOT / folder) not in sys.path:
         sys.path.insert(0, str(ROOT / folder))
 
 # jsii copies the environment into its node kernel at the first import: set these before aws_cdk loads.
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
-from hyperpod_infra.errors import run_guarded  # noqa: E402
+from hyperpod_core.errors import guarded  # noqa: E402
 
 
 def _context_config() -> str | None:
@@ -38,7 +38,7 @@ def _context_config() -> str | None:
 
 
 def main() -> None:
-    from hyperpod_infra.config import load_config
+    from hyperpod_core.config import load_config
 
     path = Path(_context_config() or os.environ.get("HYPERPOD_CONFIG") or "config/default.yaml")
     config = load_config(path if path.is_absolute() else ROOT / path)
@@ -60,7 +60,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    run_guarded(main)
+    guarded(main)
     # Skip the interpreter's teardown (freeing aws-cdk-lib's modules, stopping the jsii kernel gracefully):
     # ~1 s of a 4 s synth. The assembly is on disk; the node kernel exits when its stdin closes.
     sys.stdout.flush()

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PY = str(ROOT / ".venv" / "bin" / "python")
 EMPTY_APP = "import aws_cdk as cdk\napp = cdk.App()\ncdk.Stack(app, 'Empty')\napp.synth()\n"
 PREVIOUS_MAIN_JOB = (
-    "set -e; . scripts/env.sh; ./scripts/setup; .venv/bin/python -m hyperpod_infra.check_config config/default.yaml"
+    "set -e; . scripts/env.sh; ./scripts/setup; .venv/bin/python -m hyperpod_core.config config/default.yaml"
     " >/dev/null; npx --no-install cdk synth --quiet --no-validation -o {out}/cdk.out.previous"
     " -c config=config/default.yaml >/dev/null; CDK8S_CHECK_UPGRADE=false npx --no-install cdk8s synth"
     " --no-check-upgrade >/dev/null 2>&1; .venv/bin/cfn-lint --config-file .cfnlintrc.yaml --"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from hyperpod_infra.config import Config, load_config
+from hyperpod_core.config import Config, load_config
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG_PATH = REPO_ROOT / "config" / "default.yaml"

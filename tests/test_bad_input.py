@@ -5,7 +5,7 @@ Each entry point must exit 2 (the CDK CLI: non-zero, after our line and its repo
 (``cdk.out/``, ``dist/``) byte for byte as they were.
 
 Cost (2 cores): the in-process loader and the cdk8s app (the only reader of outputs files) take every case;
-the other subprocess entry points (``app.py``, ``hyperpod_infra.check_config``, ``hyperpod-dpd validate``,
+the other subprocess entry points (``app.py``, ``hyperpod_core.config.__main__``, ``hyperpod-dpd validate``,
 ``scripts/synth``) take a fixed sample of 15 that covers every category of the corpus, the CDK CLI 5 of them.
 ``BAD_INPUT_FULL=1`` runs every case through every entry point (about 4 minutes; run before a release).
 """
@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 from bad_input_corpus import CASES, CONFIG_CASES, OUTPUTS_CASES, Case, write_case
-from hyperpod_infra.config import load_config
-from hyperpod_infra.errors import ConfigError
-from hyperpod_k8s.inputs import resolve_inputs
+from hyperpod_core.config import load_config
+from hyperpod_core.errors import ConfigError
+from hyperpod_core.inputs import resolve_inputs
 
 #: These tests run the entry points in the repository itself (its cdk.out/ and dist/, scripts/setup): one
 #: xdist worker runs them all, one after another (scripts/test: --dist loadgroup).
@@ -180,7 +180,7 @@ def test_check_config_rejects(tmp_path: Path) -> None:
     cases = _pick(CONFIG_CASES)
 
     def run(case: Case, path: Path, cdk_out: Path, dist: Path) -> subprocess.CompletedProcess[str]:
-        return _subprocess([sys.executable, "-m", "hyperpod_infra.check_config", str(path)])
+        return _subprocess([sys.executable, "-m", "hyperpod_core.config.__main__", str(path)])
 
     problems = _run_all(cases, tmp_path, run)
     _report("check_config", cases, problems)

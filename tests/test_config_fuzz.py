@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hyperpod_infra.config import ConfigError, parse_config
+from hyperpod_core.config import ConfigError, parse_config
 
 
 def _leaf_paths(node: Any, prefix: tuple = ()) -> list[tuple]:
@@ -46,8 +46,8 @@ def mutations(draw, base: dict) -> dict:
 def test_mutated_configs_synthesize_or_fail_cleanly(default_config_dict: dict, tmp_path_factory) -> None:
     import aws_cdk as cdk
 
+    from hyperpod_core.inputs import resolve_inputs
     from hyperpod_infra.app_builder import build
-    from hyperpod_k8s.inputs import resolve_inputs
     from hyperpod_k8s.main import synth
 
     outcomes = {"valid": 0, "rejected": 0}
@@ -82,7 +82,7 @@ _YAML_BITS = st.sampled_from([b"\n", b": ", b"- ", b"[", b"]", b"{", b"}", b"&a 
 @given(st.lists(st.one_of(_YAML_BITS, st.binary(max_size=4)), max_size=40))
 def test_any_bytes_load_or_fail_with_one_line(tmp_path_factory, chunks: list[bytes]) -> None:
     """Property: whatever the file holds, the loader returns a config or raises the one-line ConfigError."""
-    from hyperpod_infra.config import load_config
+    from hyperpod_core.config import load_config
 
     path = tmp_path_factory.mktemp("fuzz") / "c.yaml"
     path.write_bytes(b"".join(chunks))
@@ -95,7 +95,7 @@ def test_any_bytes_load_or_fail_with_one_line(tmp_path_factory, chunks: list[byt
 @settings(max_examples=60, deadline=None, database=None)
 @given(st.integers(min_value=0, max_value=3000), st.sampled_from([b"[", b"{a: ", b"- "]))
 def test_nesting_depth_never_crashes(tmp_path_factory, depth: int, opener: bytes) -> None:
-    from hyperpod_infra.config import load_config
+    from hyperpod_core.config import load_config
 
     path = tmp_path_factory.mktemp("deep") / "c.yaml"
     path.write_bytes(b"name: " + opener * depth + b"x\n")

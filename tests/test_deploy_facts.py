@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 import yaml
 
-from hyperpod_infra import instance_facts as facts
-from hyperpod_infra import pins
-from hyperpod_infra.config import EKS_UNSUPPORTED_AZ_IDS, Config, load_config, parse_config
+from hyperpod_core import pins
+from hyperpod_core import sizing as facts
+from hyperpod_core.config import EKS_UNSUPPORTED_AZ_IDS, Config, load_config, parse_config
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG_PATH = REPO_ROOT / "config" / "default.yaml"
@@ -357,7 +357,7 @@ def test_worker_requests_fit_the_nodes_they_select(deployment) -> None:
     """Pod requests <= node allocatable minus what runs there first (deploy-facts.md, "Compute"): CPUs are
     vCPUs x ThreadsPerCore / 2 of the instance (EC2 specifications and CPU options, ``ThreadsPerCore`` read
     from the HyperPod template), minus ``kubeReserved`` (awslabs/amazon-eks-ami nodeadm formula), the
-    DaemonSet budget and the operator's sidecars per worker (``hyperpod_infra.instance_facts``)."""
+    DaemonSet budget and the operator's sidecars per worker (``hyperpod_core.sizing``)."""
     model = Model(deployment.templates)
     groups = [g for _, r in model.resources("AWS::SageMaker::Cluster") for g in r["Properties"]["InstanceGroups"]]
     specs = []

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import aws_cdk as cdk
 
+from hyperpod_core.config import Config
+from hyperpod_core.inputs import resolve_inputs
 from hyperpod_infra.app_builder import build
-from hyperpod_infra.config import Config
-from hyperpod_k8s.inputs import resolve_inputs
 from hyperpod_k8s.main import synth
 
 

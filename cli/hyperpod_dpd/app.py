@@ -10,7 +10,7 @@ import importlib
 
 import typer
 
-from hyperpod_dpd.errors import guarded
+from hyperpod_core.errors import guarded
 
 #: Modules that register commands, in help order.
 COMMAND_MODULES: tuple[str, ...] = (

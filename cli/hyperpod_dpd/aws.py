@@ -13,7 +13,7 @@ import boto3
 from botocore.config import Config as BotoConfig
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
-from hyperpod_dpd.errors import CommandFailed
+from hyperpod_core.errors import CommandFailed
 
 #: Standard retry mode with a bounded number of attempts: throttling is retried, a dead endpoint is not
 #: waited on for minutes.

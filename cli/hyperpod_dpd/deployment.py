@@ -1,7 +1,7 @@
 """What the day-2 commands (status, smoke, logs, sweep) act on: one config, its deploy outputs, its names.
 
 Cluster and bucket names come from the ``cdk deploy --outputs-file`` file of the environment when it exists
-(output IDs of :mod:`hyperpod_infra.outputs`, read with :func:`hyperpod_k8s.inputs.read_outputs_file`), else from
+(output IDs of :mod:`hyperpod_core.outputs`, read with :func:`hyperpod_core.inputs.read_outputs_file`), else from
 the config, which names both clusters itself.
 """
 
@@ -12,12 +12,12 @@ from typing import Annotated
 
 import typer
 
+from hyperpod_core import outputs
+from hyperpod_core.inputs import read_outputs_file
+from hyperpod_core.names import EndpointNames
 from hyperpod_dpd import environment
-from hyperpod_dpd.endpoint_names import EndpointNames
 from hyperpod_dpd.environment import Environment
 from hyperpod_dpd.kube import Kube, connect
-from hyperpod_infra import outputs
-from hyperpod_k8s.inputs import read_outputs_file
 
 KubeconfigOption = Annotated[str | None, typer.Option(
     "--kubeconfig", help="kubeconfig file (default $KUBECONFIG or ~/.kube/config).", show_default=False)]

@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from hyperpod_dpd.errors import UsageError
-from hyperpod_infra.config import Config, load_config
+from hyperpod_core.config import Config, load_config
+from hyperpod_core.errors import UsageError
 
 #: Folder of the environments, relative to the working directory.
 ENVS_DIR = Path("envs")

@@ -1,7 +1,7 @@
 """The Kubernetes side of the command line, through the official ``kubernetes`` client.
 
 One place turns client failures into one-line :class:`CommandFailed` messages (no kubeconfig, API server
-unreachable, forbidden), with what to do next. Object names come from :mod:`hyperpod_dpd.endpoint_names`.
+unreachable, forbidden), with what to do next. Object names come from :mod:`hyperpod_core.names`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config import ConfigException, kube_config
 
-from hyperpod_dpd.endpoint_names import (
+from hyperpod_core.errors import CommandFailed
+from hyperpod_core.names import (
     GROUP,
     OPERATOR_CONTAINER,
     OPERATOR_DEPLOYMENTS,
@@ -27,7 +28,6 @@ from hyperpod_dpd.endpoint_names import (
     EndpointNames,
     Role,
 )
-from hyperpod_dpd.errors import CommandFailed
 
 #: Seconds to connect / read one API response; a dead API server fails fast instead of hanging.
 REQUEST_TIMEOUT = (5, 30)
@@ -138,7 +138,7 @@ class Kube:
 
     def load_balancer_hosts(self, names: EndpointNames) -> list[str]:
         """Hostnames of the ALB on the operator's Ingress for the endpoint (``names.ingress`` in
-        ``hyperpod-inference-system``: :mod:`hyperpod_dpd.endpoint_names`); none while it does not exist."""
+        ``hyperpod-inference-system``: :mod:`hyperpod_core.names`); none while it does not exist."""
         try:
             ing = self.networking.read_namespaced_ingress(names.ingress, OPERATOR_NAMESPACE,
                                                           _request_timeout=REQUEST_TIMEOUT)

@@ -16,7 +16,7 @@ from typing import Any
 
 import urllib3
 
-from hyperpod_dpd.errors import CommandFailed
+from hyperpod_core.errors import CommandFailed
 
 
 @dataclass(frozen=True, kw_only=True)

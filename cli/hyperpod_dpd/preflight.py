@@ -25,8 +25,8 @@ from typing import Any, Literal
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-from hyperpod_infra import pins
-from hyperpod_infra.config import Config
+from hyperpod_core import pins
+from hyperpod_core.config import Config
 
 Status = Literal["PASS", "WARN", "FAIL"]
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -299,7 +299,7 @@ def check_addons(clients: Clients, config: Config) -> Iterator[Check]:
         else:
             newest = ", ".join(offered[:3]) or "none"
             yield Check(name=label, status="FAIL", detail=f"{pin.version} not offered for Kubernetes {k8s}",
-                        fix=f"pin one of {newest} in infra/hyperpod_infra/pins.py")
+                        fix=f"pin one of {newest} in core/hyperpod_core/pins.py")
 
 
 def check_admin_principal(clients: Clients, config: Config) -> Iterator[Check]:

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hyperpod_infra.config import Config
+from hyperpod_core.config import Config
 
 SCHEMA_ID = "https://github.com/hyperpod-dpd/hyperpod-dpd-iac/config/schema.json"
 COMMITTED = Path(__file__).resolve().parents[2] / "config" / "schema.json"

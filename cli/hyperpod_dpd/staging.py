@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from botocore.exceptions import ClientError
 
-from hyperpod_dpd.errors import CommandFailed, UsageError
+from hyperpod_core.errors import CommandFailed, UsageError
 
 MIB = 1024 * 1024
 MANIFEST_NAME = "hyperpod-dpd-manifest.json"

@@ -1,6 +1,6 @@
 """Helm charts shipped as CDK assets from verified local copies, and what happens when a copy is missing.
 
-The copies are fetched and verified at set-up (``hyperpod_infra.artifacts``); constructs only receive a
+The copies are fetched and verified at set-up (``hyperpod_core.artifacts``); constructs only receive a
 directory, or ``None`` when set-up could not fetch it (no network). Then the chart's asset is a stand-in
 (``chart_not_fetched/``, a README: not upstream content) and :func:`refuse_deploy_without` adds a
 CloudFormation rule that fails every create and update of the stack before any resource is touched: such a

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,6 +15,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import custom_resources as cr
 from constructs import Construct, IDependable
 
+from hyperpod_constructs.lambda_code import handler_code
 from hyperpod_constructs.lambda_eni_waiter import LambdaEniWaiter, LambdaEniWaiterProps
 from hyperpod_constructs.nag import acknowledge, acknowledge_provider_framework
 from hyperpod_constructs.service_timeouts import set_service_timeout
@@ -67,6 +68,10 @@ class EndpointJanitorProps:
     ``vpc`` is set); then a :class:`LambdaEniWaiter` makes the destroy wait for the functions' ENIs."""
     log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
     """Retention of the janitor's log groups (handlers and provider framework). Default: one month."""
+    bundled_modules: Mapping[str, Path]
+    """Modules the handler imports, copied beside it: ``{path inside the asset: source file}`` (the cleanup
+    logic and the EKS client, ``hyperpod_core.bundle.imported_by(HANDLER_DIR / "index.py")``). Required: the
+    handler folder holds only the entry point."""
 
 
 class EndpointJanitor(Construct):
@@ -181,7 +186,7 @@ class EndpointJanitor(Construct):
             runtime=lambda_.Runtime.PYTHON_3_13,
             architecture=lambda_.Architecture.ARM_64,
             handler=handler,
-            code=lambda_.Code.from_asset(str(HANDLER_DIR), exclude=["__pycache__", "*.pyc"]),
+            code=handler_code(HANDLER_DIR, self.props.bundled_modules),
             timeout=LAMBDA_TIMEOUT,
             memory_size=256,
             role=self.role,

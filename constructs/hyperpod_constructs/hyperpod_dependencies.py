@@ -9,7 +9,7 @@ agent, deep health check, job auto-restart, patching; unpublished local sub-char
 - the resiliency sub-charts through :meth:`HyperPodDependencies.add_resiliency_charts`
   (:class:`HyperPodResiliencyCharts`).
 
-Every chart is fetched at set-up at a pinned commit, verified file by file (``hyperpod_infra.artifacts``),
+Every chart is fetched at set-up at a pinned commit, verified file by file (``hyperpod_core.artifacts``),
 and shipped as a CDK asset: the deploy downloads nothing from GitHub (docs/deploy.md).
 
 Nothing of the third-party charts is copied into this repository.

@@ -47,7 +47,7 @@ class HyperPodResiliencyCharts(Construct):
 
     AWS publishes these only as local sub-charts of ``helm_chart/HyperPodHelmChart`` in
     aws/sagemaker-hyperpod-cli (no Helm or OCI repository). The set-up step fetches them at a pinned
-    commit, file by file, verified by SHA-256 (``hyperpod_infra.artifacts``); here each directory becomes a
+    commit, file by file, verified by SHA-256 (``hyperpod_core.artifacts``); here each directory becomes a
     CDK asset and an ``aws_eks_v2.HelmChart`` (``chart_asset``) installs it through the cluster's kubectl
     provider. The deploy therefore reaches only AWS APIs (S3 for the asset) and container registries.
 

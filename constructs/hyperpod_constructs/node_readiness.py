@@ -9,11 +9,11 @@ HyperPod cluster resource is therefore not enough: depend on :attr:`NodeReadines
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aws_cdk import CustomResource, Duration, RemovalPolicy, SymlinkFollowMode, Token
+from aws_cdk import CustomResource, Duration, RemovalPolicy, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -22,6 +22,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import custom_resources as cr
 from constructs import Construct, IDependable
 
+from hyperpod_constructs.lambda_code import handler_code
 from hyperpod_constructs.lambda_eni_waiter import LambdaEniWaiter, LambdaEniWaiterProps
 from hyperpod_constructs.nag import acknowledge_provider_framework
 from hyperpod_constructs.service_timeouts import set_service_timeout
@@ -66,6 +67,10 @@ class NodeReadinessProps:
     :class:`LambdaEniWaiter`. Default: outside any VPC."""
     log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
     """Default: one month."""
+    bundled_modules: Mapping[str, Path]
+    """Modules the handler imports, copied beside it: ``{path inside the asset: source file}`` (the EKS
+    client, ``hyperpod_core.bundle.imported_by(HANDLER_DIR / "index.py")``). Required: the handler folder holds
+    only the entry point."""
 
 
 class NodeReadiness(Construct):
@@ -109,8 +114,7 @@ class NodeReadiness(Construct):
             function = lambda_.Function(
                 self, name, runtime=lambda_.Runtime.PYTHON_3_13, architecture=lambda_.Architecture.ARM_64,
                 handler=handler, role=role, log_group=log_group, timeout=Duration.minutes(2), memory_size=256,
-                code=lambda_.Code.from_asset(str(HANDLER_DIR), follow_symlinks=SymlinkFollowMode.ALWAYS,
-                                             exclude=["__pycache__", "*.pyc"]),
+                code=handler_code(HANDLER_DIR, props.bundled_modules),
                 vpc=props.vpc, security_groups=[security_group] if security_group else None,
                 description=f"NodeReadiness {name}: wait for Ready nodes before {props.waiting_for}")
             if eni_waiter is not None:

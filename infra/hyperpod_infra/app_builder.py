@@ -19,16 +19,16 @@ from hyperpod_constructs.hyperpod_resiliency_charts import ResiliencyChart
 from hyperpod_constructs.model_bucket import ModelBucketProps
 from hyperpod_constructs.node_readiness import NodeRequirement
 from hyperpod_constructs.service_timeouts import ServiceTimeouts
-from hyperpod_infra import artifacts, pins
-from hyperpod_infra.config import Config
+from hyperpod_core import artifacts, pins
+from hyperpod_core.config import Config
+from hyperpod_core.telemetry.alerts import alert_rule_groups
+from hyperpod_core.telemetry.dashboards import dashboards
+from hyperpod_core.telemetry.render import render, to_json_text
 from hyperpod_infra.stacks.cluster_stack import ClusterStack, ClusterStackProps
 from hyperpod_infra.stacks.hyperpod_stack import HyperPodStack, HyperPodStackProps, InstanceGroupSpec
 from hyperpod_infra.stacks.network_stack import NetworkStack, NetworkStackProps
 from hyperpod_infra.stacks.observability_stack import ObservabilityStack, ObservabilityStackProps
 from hyperpod_infra.stacks.platform_stack import BenchmarkClientSpec, PlatformStack, PlatformStackProps
-from hyperpod_infra.telemetry.alerts import alert_rule_groups
-from hyperpod_infra.telemetry.dashboards import dashboards
-from hyperpod_infra.telemetry.render import render, to_json_text
 
 
 def retention(days: int) -> logs.RetentionDays:
@@ -168,7 +168,7 @@ def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> S
             props=ObservabilityStackProps(
                 cluster=cluster.cluster, workspace_alias=config.name,
                 scrape_interval_seconds=config.observability.scrape_interval_seconds,
-                # The same alert definitions as the PrometheusRule manifest (hyperpod_infra.telemetry).
+                # The same alert definitions as the PrometheusRule manifest (hyperpod_core.telemetry).
                 alert_rule_groups=alert_rule_groups(config),
                 # The same dashboards as the sidecar ConfigMaps, into Amazon Managed Grafana when configured.
                 **_grafana(config),

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import cdk8s
 
-from hyperpod_infra.config import Config
-from hyperpod_k8s.inputs import EndpointInputs
+from hyperpod_core.config import Config
+from hyperpod_core.inputs import EndpointInputs
 
 
 def build_endpoint_charts(app: cdk8s.App, config: Config, inputs: EndpointInputs) -> list[cdk8s.Chart]:

@@ -6,7 +6,7 @@ Resolution order:
 2. ``../shared/crds`` next to the repository, when it exists.
 3. Only in the set-up command (``fetch=True``): download the pinned upstream file into ``.cache/crds``.
 
-Whatever the source, the file's SHA-256 must equal the pin in :mod:`hyperpod_infra.pins` before it is used.
+Whatever the source, the file's SHA-256 must equal the pin in :mod:`hyperpod_core.pins` before it is used.
 Synth never touches the network.
 """
 
@@ -17,9 +17,9 @@ import hashlib
 import os
 from pathlib import Path
 
-from hyperpod_infra import pins
-from hyperpod_infra.artifacts import fetch_verified
-from hyperpod_infra.errors import ConfigError, run_guarded
+from hyperpod_core import pins
+from hyperpod_core.artifacts import fetch_verified
+from hyperpod_core.errors import ConfigError, guarded
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SHARED_DIR = REPO_ROOT.parent / "shared" / "crds"
@@ -36,7 +36,7 @@ def _verified(path: Path, pin: pins.CrdPin) -> Path:
     if digest != pin.sha256:
         raise ConfigError(
             f"CRD {str(path)!r} has sha256 {digest[:16]}..., expected the pinned {pin.sha256[:16]}... "
-            "(operator CRD version mismatch: update hyperpod_infra.pins on purpose, or point "
+            "(operator CRD version mismatch: update hyperpod_core.pins on purpose, or point "
             f"{ENV_VAR} at the pinned files)")
     return path
 
@@ -69,4 +69,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    run_guarded(main)
+    guarded(main)

@@ -5,7 +5,7 @@ Run through ``npx cdk8s synth`` (see ``cdk8s.yaml``) or directly as ``python -m 
 * config: ``--config``, else ``$HYPERPOD_CONFIG``, else ``config/default.yaml``: the same file the CDK app
   reads, so the two cannot disagree.
 * CDK outputs: ``--outputs-file``, else ``$HYPERPOD_CDK_OUTPUTS``, else ``cdk-outputs.json`` in the working
-  directory when it exists, else none (placeholders; see :mod:`hyperpod_k8s.inputs`).
+  directory when it exists, else none (placeholders; see :mod:`hyperpod_core.inputs`).
   ``--require-outputs`` fails instead of writing a placeholder.
 
 Where each deploy-time value came from is printed on stderr, one line per value; ``wrote <file>`` lines go
@@ -19,10 +19,10 @@ import os
 import sys
 from pathlib import Path
 
-from hyperpod_infra import outputs
-from hyperpod_infra.config import Config, load_config
-from hyperpod_infra.errors import ConfigError, run_guarded
-from hyperpod_k8s.inputs import EndpointInputs, placeholders, resolve_inputs
+from hyperpod_core import outputs
+from hyperpod_core.config import Config, load_config
+from hyperpod_core.errors import ConfigError, guarded
+from hyperpod_core.inputs import EndpointInputs, placeholders, resolve_inputs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CONFIG = REPO_ROOT / "config" / "default.yaml"
@@ -53,7 +53,7 @@ def synth(config: Config, outdir: Path, inputs: EndpointInputs) -> list[Path]:
     """
     import cdk8s  # jsii starts here, after the config is known to be valid
 
-    from hyperpod_infra.atomic import staged_dir
+    from hyperpod_core.atomic import staged_dir
     from hyperpod_k8s.charts import build_charts
     from hyperpod_k8s.observability import write_dashboard_files
 
@@ -114,4 +114,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    run_guarded(main)
+    guarded(main)

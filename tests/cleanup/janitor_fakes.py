@@ -6,7 +6,7 @@ import json
 import urllib.parse
 from typing import Any
 
-from hyperpod_constructs.endpoint_janitor_handler.kube import GROUP, VERSION, Response
+from hyperpod_core.eks.kube import GROUP, VERSION, Response
 
 REGION = "us-west-2"
 CLUSTER = "dpd-eks"

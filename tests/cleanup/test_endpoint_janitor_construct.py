@@ -17,6 +17,10 @@ from hyperpod_constructs.endpoint_janitor import (
     EndpointJanitor,
     EndpointJanitorProps,
 )
+from hyperpod_core.bundle import imported_by
+
+#: What the platform stack bundles: the modules the handler imports.
+BUNDLED = imported_by(HANDLER_DIR / "index.py")
 
 HANDLER_ACTIONS_WITHOUT_RESOURCE_SCOPE = {
     "sagemaker:ListEndpoints", "acm:ListCertificates", "elasticloadbalancing:DescribeLoadBalancers",
@@ -38,13 +42,14 @@ def _build(app: cdk.App) -> dict[str, Any]:
     cluster = _cluster(stack)
     operator = eks.CfnAddon(stack, "InferenceOperator", cluster_name=cluster.cluster_name,
                             addon_name="amazon-sagemaker-hyperpod-inference")
-    janitor = EndpointJanitor(stack, "Janitor", props=EndpointJanitorProps(cluster=cluster, depends_on=[operator]))
+    janitor = EndpointJanitor(stack, "Janitor", props=EndpointJanitorProps(cluster=cluster, depends_on=[operator],
+                                                                        bundled_modules=BUNDLED))
 
     vpc_stack = cdk.Stack(app, "JanitorInVpcStack")
     vpc_cluster = _cluster(vpc_stack)
     EndpointJanitor(vpc_stack, "Janitor", props=EndpointJanitorProps(
         cluster=vpc_cluster, vpc=vpc_cluster.vpc, timeout=cdk.Duration.minutes(45),
-        query_interval=cdk.Duration.seconds(60)))
+        query_interval=cdk.Duration.seconds(60), bundled_modules=BUNDLED))
     return {"stack": stack, "cluster": cluster, "janitor": janitor, "operator": operator, "vpc_stack": vpc_stack}
 
 
@@ -182,14 +187,15 @@ def test_outside_a_vpc_no_security_group_is_made(built: dict[str, Any]) -> None:
 ])
 def test_fails_when_timing_is_out_of_range(built: dict[str, Any], overrides: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        EndpointJanitor(built["stack"], "Bad", props=EndpointJanitorProps(cluster=built["cluster"], **overrides))
+        EndpointJanitor(built["stack"], "Bad", props=EndpointJanitorProps(
+            cluster=built["cluster"], bundled_modules=BUNDLED, **overrides))
 
 
 def test_fails_when_vpc_options_come_without_a_vpc(built: dict[str, Any]) -> None:
     sg = ec2.SecurityGroup.from_security_group_id(built["stack"], "ImportedSg", "sg-12345678")
     with pytest.raises(ValueError, match="vpc_subnets and security_group require vpc"):
-        EndpointJanitor(built["stack"], "Bad", props=EndpointJanitorProps(cluster=built["cluster"],
-                                                                          security_group=sg))
+        EndpointJanitor(built["stack"], "Bad", props=EndpointJanitorProps(
+            cluster=built["cluster"], bundled_modules=BUNDLED, security_group=sg))
 
 
 @pytest.mark.slow

@@ -9,8 +9,8 @@ from botocore.exceptions import ClientError
 from janitor_fakes import CLUSTER, OPERATOR_TAGS, FakeClock, FakeKubeApi
 
 from hyperpod_constructs.endpoint_janitor_handler import index
-from hyperpod_constructs.endpoint_janitor_handler.janitor import AwsCaller, Janitor
-from hyperpod_constructs.endpoint_janitor_handler.kube import KubeClient, Response
+from hyperpod_core.cleanup import AwsCaller, Janitor
+from hyperpod_core.eks.kube import KubeClient, Response
 
 WAIT_SECONDS = 1500
 PROPS = {"ClusterName": CLUSTER, "ClusterArn": f"arn:aws:eks:us-west-2:123456789012:cluster/{CLUSTER}",

@@ -6,8 +6,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from hyperpod_core.errors import CommandFailed
 from hyperpod_dpd.aws import aws_errors, client
-from hyperpod_dpd.errors import CommandFailed
 
 
 @mock_aws

@@ -123,7 +123,7 @@ def test_runs_dpd_then_colocated_one_job_at_a_time_and_restores_the_endpoint(env
                  "[8/8] colocated-long-in-c16: done", "restoring endpoint default/llama-3-3-70b to dpd"):
         assert line in proc.stdout
 
-    from hyperpod_dpd.benchmark.results import check_matrix, load_results
+    from hyperpod_analysis.report.results import check_matrix, load_results
 
     measurements = load_results(results)
     assert check_matrix(measurements) == [("aws-reference", 8), ("aws-reference", 16), ("long-in", 8),

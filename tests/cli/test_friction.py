@@ -12,9 +12,9 @@ import jsonschema
 import pytest
 import yaml
 
-from hyperpod_infra.config import parse_config
-from hyperpod_infra.errors import ConfigError
-from hyperpod_k8s.inputs import read_outputs_file, stack_names
+from hyperpod_core.config import parse_config
+from hyperpod_core.errors import ConfigError
+from hyperpod_core.inputs import read_outputs_file, stack_names
 
 #: These tests run the entry points in the repository itself (its cdk.out/ and dist/, scripts/setup): one
 #: xdist worker runs them all, one after another (scripts/test: --dist loadgroup).
@@ -116,8 +116,8 @@ def test_outputs_in_another_account_than_the_config_names_are_refused(default_co
 # --- dist/ and cdk.out/ are replaced atomically ----------------------------------------------------------
 
 def test_a_failed_cdk8s_synth_leaves_the_previous_dist(default_config, tmp_path, monkeypatch) -> None:
+    from hyperpod_core.inputs import resolve_inputs
     from hyperpod_k8s import charts, main
-    from hyperpod_k8s.inputs import resolve_inputs
 
     dist = tmp_path / "dist"
     inputs = resolve_inputs(default_config, None)
@@ -135,7 +135,7 @@ def test_a_failed_cdk8s_synth_leaves_the_previous_dist(default_config, tmp_path,
 
 
 def test_a_failed_main_job_leaves_the_previous_cdk_out(tmp_path, monkeypatch) -> None:
-    from hyperpod_dpd import mainjob
+    from hyperpod_mainjob import job as mainjob
 
     cdk_out, dist = tmp_path / "cdk.out", tmp_path / "dist"
     cdk_out.mkdir()
@@ -187,7 +187,7 @@ def test_the_warmed_up_cfn_lint_finds_what_cfn_lint_finds(tmp_path) -> None:
     bad.write_text(json.dumps({"Resources": {"B": {"Type": "AWS::S3::Bucket", "Properties": {"Nope": 1}}}}))
     good = tmp_path / "Good.template.json"
     good.write_text(json.dumps({"Resources": {"B": {"Type": "AWS::S3::Bucket"}}}))
-    cmd = [sys.executable, "-m", "hyperpod_dpd.lint_worker", str(REPO_ROOT / ".cfnlintrc.yaml"), "us-west-2"]
+    cmd = [sys.executable, "-m", "hyperpod_mainjob.lint_worker", str(REPO_ROOT / ".cfnlintrc.yaml"), "us-west-2"]
     found = subprocess.run(cmd, input=f"{good}\n{bad}\n", capture_output=True, text=True, timeout=120, check=False)
     assert found.returncode == 2
     assert found.stdout.startswith("E3002 ") and str(bad) in found.stdout and str(good) not in found.stdout
@@ -196,7 +196,7 @@ def test_the_warmed_up_cfn_lint_finds_what_cfn_lint_finds(tmp_path) -> None:
 
 
 def _lint(cdk_out: Path, cache: Path, region: str = "us-west-2") -> tuple[int, str, int]:
-    from hyperpod_dpd.mainjob import CfnLint
+    from hyperpod_mainjob.job import CfnLint
 
     lint = CfnLint(region, cache)
     try:
@@ -234,7 +234,7 @@ def test_findings_are_never_cached(tmp_path) -> None:
 
 
 def test_the_lint_cache_can_be_moved_or_turned_off(monkeypatch, tmp_path) -> None:
-    from hyperpod_dpd.mainjob import LINT_CACHE, lint_cache
+    from hyperpod_mainjob.job import LINT_CACHE, lint_cache
 
     monkeypatch.delenv("HYPERPOD_CFN_LINT_CACHE", raising=False)
     assert lint_cache() == LINT_CACHE
@@ -265,7 +265,7 @@ def test_schema_bad_input_is_one_line_and_exit_2(run_cli) -> None:
 
 def test_unchanged_assets_are_linked_not_copied(tmp_path) -> None:
     """The CDK skips staging an ``asset.<hash>`` that exists; the main job links the previous ones in."""
-    from hyperpod_dpd.mainjob import reuse_assets
+    from hyperpod_mainjob.job import reuse_assets
 
     previous, new = tmp_path / "cdk.out", tmp_path / "next"
     (previous / "asset.abc").mkdir(parents=True)
@@ -282,7 +282,7 @@ def test_unchanged_assets_are_linked_not_copied(tmp_path) -> None:
 def test_the_raw_next_command_passes_the_parameters_the_templates_require(tmp_path, default_config) -> None:
     """A template parameter without a default (the cluster stack's AdminPrincipalArn) must be on the command."""
     from hyperpod_dpd.environment import Environment
-    from hyperpod_dpd.mainjob import next_steps
+    from hyperpod_mainjob.job import next_steps
 
     cdk_out = tmp_path / "cdk.out"
     cdk_out.mkdir()

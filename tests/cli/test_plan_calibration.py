@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from hyperpod_dpd.plan import calibration, planner
-from hyperpod_infra.config import load_config
+from hyperpod_analysis.plan import calibration, planner
+from hyperpod_core.config import load_config
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

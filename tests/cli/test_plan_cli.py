@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 import yaml
 
+from hyperpod_analysis.plan import estimate_scenarios
+from hyperpod_analysis.plan.write import merge_recommendation
+from hyperpod_core.config import load_config
+from hyperpod_core.errors import ConfigError
 from hyperpod_dpd.app import main
-from hyperpod_dpd.plan import estimate_scenarios
-from hyperpod_dpd.plan.write import merge_recommendation
-from hyperpod_infra.config import load_config
-from hyperpod_infra.errors import ConfigError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = REPO_ROOT / "config" / "default.yaml"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from hyperpod_dpd.plan import planner
-from hyperpod_dpd.plan.engine import ROOFLINE_H100_ANCHORS
-from hyperpod_dpd.plan.traffic import parse
-from hyperpod_infra.config import load_config
+from hyperpod_analysis.plan import planner
+from hyperpod_analysis.plan.engine import ROOFLINE_H100_ANCHORS
+from hyperpod_analysis.plan.traffic import parse
+from hyperpod_core.config import load_config
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from hyperpod_dpd.errors import UsageError
-from hyperpod_dpd.plan import terms
-from hyperpod_dpd.plan.engine import ROOFLINE_H100_ANCHORS, RooflineEngine
-from hyperpod_dpd.plan.facts import H100_SXM, H200_SXM, MODELS, PLANNER_INSTANCE_FACTS, GpuFacts, resolve_model
-from hyperpod_dpd.plan.traffic import parse
+from hyperpod_analysis.plan import terms
+from hyperpod_analysis.plan.engine import ROOFLINE_H100_ANCHORS, RooflineEngine
+from hyperpod_analysis.plan.facts import H100_SXM, H200_SXM, MODELS, PLANNER_INSTANCE_FACTS, GpuFacts, resolve_model
+from hyperpod_analysis.plan.traffic import parse
+from hyperpod_core.errors import UsageError
 
 LLAMA_70B = MODELS["meta-llama/Llama-3.3-70B-Instruct"]
 LLAMA_8B = MODELS["meta-llama/Llama-3.1-8B-Instruct"]
@@ -166,6 +166,6 @@ def test_roofline_carries_over_to_other_gpus_and_tp(gpu: GpuFacts, tp: int, kind
 def test_planner_knows_every_dpd_instance_type_but_b300() -> None:
     """The planner covers the DPD instance types of the config rules; ml.p6-b300 (no GPU data in
     AIConfigurator 0.12.0) is refused with one line rather than estimated from a guess."""
-    from hyperpod_infra.config import DPD_INSTANCE_GPUS
+    from hyperpod_core.config import DPD_INSTANCE_GPUS
 
     assert set(DPD_INSTANCE_GPUS) - set(PLANNER_INSTANCE_FACTS) == {"ml.p6-b300.48xlarge"}

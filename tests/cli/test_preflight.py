@@ -23,8 +23,8 @@ from botocore.stub import Stubber
 from moto import mock_aws
 from typer.testing import CliRunner
 
+from hyperpod_core.config import parse_config
 from hyperpod_dpd import preflight
-from hyperpod_infra.config import parse_config
 
 REGION = "us-west-2"
 ACCOUNT = "123456789012"  # moto's default account
@@ -175,7 +175,7 @@ def test_a_ready_account_passes_every_check(aws, default_config_dict) -> None:
 
 
 def test_every_pinned_addon_is_checked() -> None:
-    from hyperpod_infra import pins
+    from hyperpod_core import pins
 
     names = {p.name for p in preflight.addon_pins()}
     assert {pins.VPC_CNI.name, pins.INFERENCE_OPERATOR.name, pins.OBSERVABILITY.name, pins.CERT_MANAGER.name} <= names
@@ -255,12 +255,12 @@ def test_a_plan_that_has_not_started_warns(aws, default_config_dict) -> None:
 
 
 def test_an_addon_version_not_offered_for_the_kubernetes_version_fails(aws, default_config_dict) -> None:
-    from hyperpod_infra import pins
+    from hyperpod_core import pins
 
     world = World()
     world.addon_offered[pins.INFERENCE_OPERATOR.name] = ["v1.2.0-eksbuild.1"]
     check = _fail(_run(world, _config(default_config_dict)), f"add-on {pins.INFERENCE_OPERATOR.name}")
-    assert check.fix == "pin one of v1.2.0-eksbuild.1 in infra/hyperpod_infra/pins.py"
+    assert check.fix == "pin one of v1.2.0-eksbuild.1 in core/hyperpod_core/pins.py"
 
 
 def test_a_missing_admin_principal_fails(aws, default_config_dict) -> None:

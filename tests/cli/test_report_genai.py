@@ -1,7 +1,7 @@
 """The real genai-bench client against a local streaming server, through the Job's own runner, then the report.
 
 * Client: genai-bench from ``.bench-venv`` (scripts/setup; the hash-pinned lock the Jobs install), started by
-  ``k8s/hyperpod_k8s/benchmark/runner.py`` exactly as a Job starts it, with a tiny word-level tokenizer built
+  ``core/hyperpod_core/bench_runner.py`` exactly as a Job starts it, with a tiny word-level tokenizer built
   offline (``HF_HUB_OFFLINE=1``); results travel through the pod-log format (``HYPERPOD-BENCH-FILE``) that
   ``bench`` decodes.
 * Server: ``bench_server.StreamingServer``, one per mode, latencies shaped per role.
@@ -28,7 +28,7 @@ from typer.testing import CliRunner
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH_PY = REPO / ".bench-venv" / "bin" / "python"
-RUNNER = REPO / "k8s" / "hyperpod_k8s" / "benchmark" / "runner.py"
+RUNNER = REPO / "core" / "hyperpod_core" / "bench_runner.py"
 SAMPLE = REPO / "docs" / "sample-benchmark-report"
 THRESHOLD = 4096
 #: Two shapes, scaled down so that the whole module stays within a minute: long prompts (DPD path, above the
@@ -71,7 +71,7 @@ def _run(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
     """Both modes x both shapes, two concurrency levels each; results decoded from the runner's stdout."""
-    from hyperpod_dpd.benchmark.results import decode_log
+    from hyperpod_analysis.report.results import decode_log
 
     tmp = tmp_path_factory.mktemp("genai")
     tokenizer = build_tokenizer(BENCH_PY, tmp / "tokenizer")
@@ -275,13 +275,13 @@ def test_endpoint_that_refuses_connections(measured, tmp_path):
 
 
 def test_planner_absent_and_present(measured, tmp_path, monkeypatch):
-    """Only the switching is faked here: with hyperpod_dpd.plan importable, its rows appear beside the
+    """Only the switching is faked here: with hyperpod_analysis.plan importable, its rows appear beside the
     measurements; without it, the report says so. The estimate's numbers are the planner's business."""
     import types
 
     from hyperpod_dpd.app import app
 
-    monkeypatch.setitem(sys.modules, "hyperpod_dpd.plan", None)  # import raises ImportError
+    monkeypatch.setitem(sys.modules, "hyperpod_analysis.plan", None)  # import raises ImportError
     res = CliRunner().invoke(app, ["report", "--config", str(measured["config"]), "--results",
                                    str(measured["results"]), "--out", str(tmp_path / "absent")])
     assert res.exit_code == 0, res.output
@@ -297,7 +297,7 @@ def test_planner_absent_and_present(measured, tmp_path, monkeypatch):
                  "improvement_pct": {"tpot": 11.0, "e2e_p50": 22.0, "output_throughput": 33.0}}
                 for t in traffic for c in concurrencies]
 
-    monkeypatch.setitem(sys.modules, "hyperpod_dpd.plan",
+    monkeypatch.setitem(sys.modules, "hyperpod_analysis.plan",
                         types.SimpleNamespace(estimate_scenarios=estimate_scenarios))
     res = CliRunner().invoke(app, ["report", "--config", str(measured["config"]), "--results",
                                    str(measured["results"]), "--out", str(tmp_path / "present")])
@@ -334,6 +334,6 @@ def test_results_from_s3(measured, tmp_path, monkeypatch):
     md_s3 = (tmp_path / "s3" / "report.md").read_text().split("### DPD improvement")[1]
     md_local = (tmp_path / "local" / "report.md").read_text().split("### DPD improvement")[1]
     assert md_s3 == md_local
-    from hyperpod_dpd.errors import UsageError
+    from hyperpod_core.errors import UsageError
 
     assert isinstance(empty.exception, UsageError) and "holds no object" in str(empty.exception)

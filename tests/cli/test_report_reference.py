@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hyperpod_dpd.benchmark.analysis import AWS_H100_REFERENCE, Cell, verdict
-from hyperpod_dpd.benchmark.render import Report, improvement_rows, write_report
-from hyperpod_dpd.benchmark.results import Measurement
-from hyperpod_infra.config import parse_config
+from hyperpod_analysis.report.analysis import AWS_H100_REFERENCE, Cell, verdict
+from hyperpod_analysis.report.render import Report, improvement_rows, write_report
+from hyperpod_analysis.report.results import Measurement
+from hyperpod_core.config import parse_config
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -86,6 +86,6 @@ def test_gpu_normalized_cost_uses_each_modes_gpus_and_the_configured_price():
     col, dpd = _m("colocated", 8, tpot=40.0, tput=1000.0, gpus=8), _m("dpd", 8, tpot=30.0, tput=2000.0)
     assert col.gpu_hours_per_million_output_tokens() == pytest.approx(dpd.gpu_hours_per_million_output_tokens())
     assert col.gpu_hours_per_million_output_tokens() == pytest.approx(8 * 1e6 / (1000 * 3600))
-    from hyperpod_dpd.benchmark.analysis import cost_text
+    from hyperpod_analysis.report.analysis import cost_text
 
     assert cost_text(col, config) == "2.22 GPU-h ($22.22) per 1M output tokens"  # 2.22 GPU-h x $80 / 8 GPUs

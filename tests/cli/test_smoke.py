@@ -257,7 +257,7 @@ def test_prompts_start_with_a_fresh_nonce_so_no_cache_answers_them() -> None:
 def test_status_and_smoke_read_the_pem_from_one_place(bucket: str, key: str, expected: tuple[str, str]) -> None:
     """CRD status.tlsCertificate: tlsCertificateOutputS3Bucket ("S3 bucket that stores the certificate") and
     tlsCertificateS3Keys ("S3 key that points to the .pem file"); a prefix is never written twice."""
-    from hyperpod_dpd.endpoint_names import certificate_pem_location
+    from hyperpod_core.names import certificate_pem_location
 
     status = {"tlsCertificate": {"tlsCertificateOutputS3Bucket": bucket, "tlsCertificateS3Keys": [key]}}
     assert certificate_pem_location(status) == expected

@@ -20,8 +20,8 @@ import yaml
 from botocore.stub import Stubber
 from moto import mock_aws
 
+from hyperpod_core.errors import CommandFailed
 from hyperpod_dpd import staging
-from hyperpod_dpd.errors import CommandFailed
 
 REGION = "us-west-2"
 BUCKET = "team-models"

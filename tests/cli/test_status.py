@@ -27,9 +27,9 @@ from day2_fakes import (
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.sagemaker.models import sagemaker_backends
 
+from hyperpod_core import pins
 from hyperpod_dpd import aws
 from hyperpod_dpd.commands.status import ADDON_PINS
-from hyperpod_infra import pins
 
 pytest_plugins = ("day2_fixtures",)
 

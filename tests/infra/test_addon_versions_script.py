@@ -19,7 +19,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from hyperpod_infra import pins
+from hyperpod_core import pins
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "refresh-addon-versions"
 TODAY = datetime.date(2026, 12, 1)

@@ -11,7 +11,7 @@ import yaml
 from aws_cdk.assertions import Template
 
 from hyperpod_constructs.alert_rules import AlertRules, AlertRulesProps
-from hyperpod_infra.telemetry.alerts import alert_rule_groups
+from hyperpod_core.telemetry.alerts import alert_rule_groups
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +46,8 @@ def test_no_namespace_without_observability(default_config_dict) -> None:
 
     import aws_cdk as cdk
 
+    from hyperpod_core.config import parse_config
     from hyperpod_infra.app_builder import build
-    from hyperpod_infra.config import parse_config
 
     data = copy.deepcopy(default_config_dict)
     data["observability"]["enabled"] = False

@@ -7,7 +7,7 @@ import re
 from aws_cdk.assertions import Match
 from tests.infra.conftest import only
 
-from hyperpod_infra import outputs, pins
+from hyperpod_core import outputs, pins
 
 EKS_LOGICAL_ID = "EksClusterB2BDED5B"
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from hyperpod_infra.config import (
+from hyperpod_core.config import (
     Config,
     ConfigError,
     az_id_prefix,
@@ -296,7 +296,7 @@ def test_region_list_is_botocore_s() -> None:
 
     import botocore
 
-    from hyperpod_infra.config import AWS_REGIONS
+    from hyperpod_core.config import AWS_REGIONS
 
     data = json.loads((Path(botocore.__file__).parent / "data" / "endpoints.json").read_text())
     botocore_regions = {r for p in data["partitions"] if p["partition"] in ("aws", "aws-cn", "aws-us-gov")
@@ -370,7 +370,7 @@ def test_fails_when_a_pinned_addon_is_not_offered_for_the_kubernetes_version(def
     """Synth refuses an add-on the compatibility table (pins.ADDONS) does not list for eks.kubernetes_version."""
     from dataclasses import replace
 
-    from hyperpod_infra import pins
+    from hyperpod_core import pins
 
     monkeypatch.setattr(pins, "ADDONS", (replace(pins.FSX_CSI, kubernetes_versions=("1.32",)),))
     with pytest.raises(ConfigError, match=r"^eks.kubernetes_version must be a version the pinned add-on "
@@ -382,7 +382,7 @@ def test_every_pinned_addon_is_in_the_table_with_a_date() -> None:
     import datetime
     import inspect
 
-    from hyperpod_infra import pins
+    from hyperpod_core import pins
 
     pinned = {v for _, v in inspect.getmembers(pins) if isinstance(v, pins.AddonPin)}
     assert pinned == set(pins.ADDONS)

@@ -6,7 +6,7 @@ import pytest
 from aws_cdk.assertions import Match
 from tests.infra.conftest import only
 
-from hyperpod_infra import outputs
+from hyperpod_core import outputs
 
 HYPERPOD_LOGICAL_ID = "HyperPodCluster"
 

@@ -128,8 +128,8 @@ def test_optional_network_features(default_config_dict) -> None:
 
     import aws_cdk as cdk
 
+    from hyperpod_core.config import parse_config
     from hyperpod_infra.app_builder import build
-    from hyperpod_infra.config import parse_config
 
     data = copy.deepcopy(default_config_dict)
     data["network"].update(interface_endpoints=["eks-auth", "sagemaker.api"], fsx_lustre=True, nat_gateways=2)

@@ -14,9 +14,9 @@ import urllib.parse
 
 import pytest
 
-from hyperpod_constructs.endpoint_janitor_handler.kube import Response
 from hyperpod_constructs.hyperpod_cluster import POOL_LABEL
 from hyperpod_constructs.node_readiness_handler import index
+from hyperpod_core.eks.kube import Response
 
 
 class FakeNodesApi:

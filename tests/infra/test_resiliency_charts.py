@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from hyperpod_infra import artifacts, pins
-from hyperpod_infra.errors import ConfigError
+from hyperpod_core import artifacts, pins
+from hyperpod_core.errors import ConfigError
 
 HELM_CHART = "Custom::AWSCDK-EKS-HelmChart"
 

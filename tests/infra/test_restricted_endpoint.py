@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from tests.conftest import REPO_ROOT
 
-from hyperpod_infra.config import load_config
+from hyperpod_core.config import load_config
 
 EXAMPLE = REPO_ROOT / "config" / "examples" / "restricted-endpoint.yaml"
 

@@ -310,7 +310,7 @@ CHECKOV_CONFIG = REPO_ROOT / ".checkov.yaml"
 
 @pytest.fixture(scope="session")
 def manifests(default_config, tmp_path_factory) -> Path:
-    from hyperpod_k8s.inputs import resolve_inputs
+    from hyperpod_core.inputs import resolve_inputs
     from hyperpod_k8s.main import synth
 
     dist = tmp_path_factory.mktemp("dist")

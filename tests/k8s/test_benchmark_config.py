@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hyperpod_infra.config import parse_config, scenario_token_range
-from hyperpod_infra.errors import ConfigError
+from hyperpod_core.config import parse_config, scenario_token_range
+from hyperpod_core.errors import ConfigError
 
 DEFAULT = Path(__file__).resolve().parents[2] / "config" / "default.yaml"
 

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hyperpod_infra import pins
-from hyperpod_infra.config import BENCHMARK_PATH_MARGIN, load_config, parse_config, scenario_token_range
+from hyperpod_core import pins
+from hyperpod_core.config import BENCHMARK_PATH_MARGIN, load_config, parse_config, scenario_token_range
 
 REPO = Path(__file__).resolve().parents[2]
 LOCK = REPO / "k8s" / "hyperpod_k8s" / "benchmark" / "genai-bench.lock.txt"
-RUNNER = REPO / "k8s" / "hyperpod_k8s" / "benchmark" / "runner.py"
+RUNNER = REPO / "core" / "hyperpod_core" / "bench_runner.py"
 BENCH_VENV = REPO / ".bench-venv"
 CASES = {"default": REPO / "config" / "default.yaml",
          "p5en-two-prefill": REPO / "config" / "examples" / "p5en-two-prefill.yaml"}
@@ -134,8 +134,8 @@ def test_lock_is_closed_under_dependencies():
 def test_load_balancer_target_mounts_the_endpoint_pem_as_requests_ca_bundle(tmp_path):
     import kubernetes_validate
 
+    from hyperpod_core.inputs import resolve_inputs
     from hyperpod_k8s.benchmark.manifests import benchmark_manifests
-    from hyperpod_k8s.inputs import resolve_inputs
 
     data = yaml.safe_load(CASES["default"].read_text(encoding="utf-8"))
     data["benchmark"] = {"target": "load_balancer", "load_balancer_url": "https://dpd.example.com",

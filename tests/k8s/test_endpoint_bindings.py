@@ -6,7 +6,7 @@ import hashlib
 import subprocess
 from pathlib import Path
 
-from hyperpod_infra import pins
+from hyperpod_core import pins
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

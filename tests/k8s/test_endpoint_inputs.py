@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from hyperpod_infra.config import parse_config
-from hyperpod_infra.errors import ConfigError
-from hyperpod_k8s.inputs import placeholders, resolve_inputs
+from hyperpod_core.config import parse_config
+from hyperpod_core.errors import ConfigError
+from hyperpod_core.inputs import placeholders, resolve_inputs
 
 AMP = "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-abc123"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 
-from hyperpod_infra.config import parse_config
+from hyperpod_core.config import parse_config
 
 
 def _groups(d: dict, **counts: int) -> None:

@@ -34,9 +34,9 @@ import pytest
 from tests.observability import contract
 
 from fake_http import free_port
-from hyperpod_infra.config import Config
-from hyperpod_infra.telemetry import labels as lbl
-from hyperpod_infra.telemetry.targets import collector_labels
+from hyperpod_core.config import Config
+from hyperpod_core.telemetry import labels as lbl
+from hyperpod_core.telemetry.targets import collector_labels
 
 SCRAPE_INTERVAL = "1s"
 #: What ``$__rate_interval`` becomes in the tests: several 1 s scrapes.
@@ -274,7 +274,7 @@ def grafana_substitute(default_config: Config) -> Callable[[str], str]:
 
 
 def autoscaling_config(default_config_dict: dict) -> Config:
-    from hyperpod_infra.config import parse_config
+    from hyperpod_core.config import parse_config
 
     data = json.loads(json.dumps(default_config_dict))
     data["endpoint"]["autoscaling"]["enabled"] = True
@@ -283,8 +283,8 @@ def autoscaling_config(default_config_dict: dict) -> Config:
 
 def every_query(config: Config, default_config_dict: dict) -> list[tuple[str, str]]:
     """(where, expression) of every dashboard panel, alert and autoscaling trigger, Grafana variables kept."""
-    from hyperpod_infra.telemetry.alerts import alert_rule_groups
-    from hyperpod_infra.telemetry.dashboards import dashboards
+    from hyperpod_core.telemetry.alerts import alert_rule_groups
+    from hyperpod_core.telemetry.dashboards import dashboards
     from hyperpod_k8s.endpoint.props import _scaling
 
     out = [(f"{d.uid}: {p.title} / {q.legend}", q.expr) for d in dashboards(config) for p in d.panels

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import promql_parser
 
-from hyperpod_infra.telemetry import labels as lbl
-from hyperpod_infra.telemetry.labels import CollectorLabels
+from hyperpod_core.telemetry import labels as lbl
+from hyperpod_core.telemetry.labels import CollectorLabels
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ENV_VAR = "HYPERPOD_METRICS_DIR"

@@ -15,11 +15,11 @@ import pytest
 import yaml
 from tests.observability import contract
 
-from hyperpod_infra.config import Config
-from hyperpod_infra.telemetry import catalogue as m
-from hyperpod_infra.telemetry import labels as lbl
-from hyperpod_infra.telemetry.alerts import alert_rule_groups, alerts
-from hyperpod_infra.telemetry.targets import collector_labels
+from hyperpod_core.config import Config
+from hyperpod_core.telemetry import catalogue as m
+from hyperpod_core.telemetry import labels as lbl
+from hyperpod_core.telemetry.alerts import alert_rule_groups, alerts
+from hyperpod_core.telemetry.targets import collector_labels
 
 EVAL_TIME = "30m"
 
@@ -146,7 +146,7 @@ def test_promtool_unit_test(alert: str, default_config: Config, rules_file: Path
 
 
 def test_thresholds_come_from_config(default_config_dict: dict) -> None:
-    from hyperpod_infra.config import parse_config
+    from hyperpod_core.config import parse_config
 
     data = json.loads(json.dumps(default_config_dict))
     data["observability"]["slo"].update(ttft_p95_seconds=3.5, tpot_p95_seconds=0.07, error_ratio=0.02,
@@ -160,7 +160,7 @@ def test_thresholds_come_from_config(default_config_dict: dict) -> None:
 
 
 def test_alert_rule_groups_import_neither_cdk8s_nor_aws_cdk() -> None:
-    code = ("import sys; from hyperpod_infra.telemetry.alerts import alert_rule_groups; "
+    code = ("import sys; from hyperpod_core.telemetry.alerts import alert_rule_groups; "
             "from hyperpod_k8s.observability import write_dashboard_files; "
             "bad = [x for x in ('cdk8s', 'aws_cdk', 'constructs', 'jsii') if x in sys.modules]; "
             "assert not bad, bad")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from hyperpod_infra.config import Config, parse_config
+from hyperpod_core.config import Config, parse_config
 from hyperpod_k8s.observability.delivery import dashboard_files
 
 

@@ -10,9 +10,9 @@ import pytest
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import Dashboard
 
-from hyperpod_infra.config import Config, parse_config
-from hyperpod_infra.telemetry.dashboards import dashboards, dpd_overview, dpd_vs_colocated
-from hyperpod_infra.telemetry.render import render
+from hyperpod_core.config import Config, parse_config
+from hyperpod_core.telemetry.dashboards import dashboards, dpd_overview, dpd_vs_colocated
+from hyperpod_core.telemetry.render import render
 from hyperpod_k8s.observability.delivery import (
     dashboard_config_maps,
     dashboard_files,
@@ -148,7 +148,7 @@ def test_fails_validation_when_a_config_map_is_malformed(default_config: Config)
 
 
 def test_prometheus_rule_wraps_the_same_rule_groups(default_config: Config) -> None:
-    from hyperpod_infra.telemetry.alerts import alert_rule_groups
+    from hyperpod_core.telemetry.alerts import alert_rule_groups
 
     rule = prometheus_rule(default_config)
     assert (rule["apiVersion"], rule["kind"]) == ("monitoring.coreos.com/v1", "PrometheusRule")
@@ -157,7 +157,7 @@ def test_prometheus_rule_wraps_the_same_rule_groups(default_config: Config) -> N
 
 def test_docs_list_every_panel_query_and_metric_source(default_config: Config) -> None:
     """docs/observability.md carries the generated reference (queries and sources) for the default config."""
-    from hyperpod_infra.telemetry.reference import markdown
+    from hyperpod_core.telemetry.reference import markdown
 
     doc = (Path(__file__).parents[2] / "docs" / "observability.md").read_text()
-    assert markdown(default_config) in doc, "regenerate: python -m hyperpod_infra.telemetry.reference"
+    assert markdown(default_config) in doc, "regenerate: python -m hyperpod_core.telemetry.reference"

@@ -14,10 +14,10 @@ import pytest
 from tests.observability import contract
 from tests.observability.conftest import every_query
 
-from hyperpod_infra.config import Config
-from hyperpod_infra.telemetry import catalogue as m
-from hyperpod_infra.telemetry.labels import CollectorLabels
-from hyperpod_infra.telemetry.queries import Target, gauge, quantile, rate_sum, series
+from hyperpod_core.config import Config
+from hyperpod_core.telemetry import catalogue as m
+from hyperpod_core.telemetry.labels import CollectorLabels
+from hyperpod_core.telemetry.queries import Target, gauge, quantile, rate_sum, series
 
 
 def test_the_contract_is_read_from_the_shared_files(contract_series: dict[str, frozenset[str]]) -> None:
@@ -89,7 +89,7 @@ def test_an_invalid_expression_is_rejected_by_the_parser() -> None:
 
 def test_kv_load_failures_count_abort_and_error(default_config: Config) -> None:
     """SOURCES.md: a failed KV load finishes with finished_reason="error", a client abort with "abort"."""
-    from hyperpod_infra.telemetry.dashboards import dpd_overview
+    from hyperpod_core.telemetry.dashboards import dpd_overview
 
     (panel,) = [p for p in dpd_overview(default_config).panels if p.title == "Aborted or failed requests"]
     assert 'finished_reason=~"abort|error"' in panel.queries[0].expr
@@ -98,7 +98,7 @@ def test_kv_load_failures_count_abort_and_error(default_config: Config) -> None:
 def test_retrieve_speed_is_a_rate_ratio_not_a_saturating_quantile(default_config: Config) -> None:
     """SOURCES.md: lmcache:retrieve_speed's largest bucket is far below EFA speeds; hit tokens over retrieve
     time does not saturate."""
-    from hyperpod_infra.telemetry.dashboards import dashboards
+    from hyperpod_core.telemetry.dashboards import dashboards
 
     exprs = [q.expr for d in dashboards(default_config) for p in d.panels for q in p.queries]
     assert not [e for e in exprs if "retrieve_speed" in e]
@@ -159,8 +159,8 @@ def test_autoscaling_triggers_use_the_same_query_definitions_as_dashboards_and_a
     reads the same expression."""
     from tests.observability.conftest import autoscaling_config, substitute
 
-    from hyperpod_infra.telemetry.alerts import alert_rule_groups
-    from hyperpod_infra.telemetry.dashboards import dpd_overview
+    from hyperpod_core.telemetry.alerts import alert_rule_groups
+    from hyperpod_core.telemetry.dashboards import dpd_overview
     from hyperpod_k8s.endpoint.props import _scaling
 
     config = autoscaling_config(default_config_dict)
@@ -177,8 +177,8 @@ def test_autoscaling_triggers_use_the_same_query_definitions_as_dashboards_and_a
 def test_worker_sets_prometheus_multiproc_dir_for_vllm_and_lmcache(default_config: Config) -> None:
     """LMCache series reach vLLM's /metrics only with PROMETHEUS_MULTIPROC_DIR set for both processes
     (SOURCES.md). The CRD's worker has no volume mounts besides the model (shared/crds), so it points at /tmp."""
+    from hyperpod_core.inputs import resolve_inputs
     from hyperpod_k8s.endpoint.props import endpoint_props
-    from hyperpod_k8s.inputs import resolve_inputs
 
     props = endpoint_props(default_config, resolve_inputs(default_config, None))
     for env in (props.dpd_environment, props.colocated_environment):

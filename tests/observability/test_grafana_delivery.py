@@ -30,9 +30,9 @@ from botocore.stub import ANY, Stubber
 
 from hyperpod_constructs.grafana_dashboards import bundle
 from hyperpod_constructs.grafana_dashboards_handler import index
-from hyperpod_infra.config import Config, parse_config
-from hyperpod_infra.telemetry.dashboards import dashboards
-from hyperpod_infra.telemetry.render import render, to_json_text
+from hyperpod_core.config import Config, parse_config
+from hyperpod_core.telemetry.dashboards import dashboards
+from hyperpod_core.telemetry.render import render, to_json_text
 
 WORKSPACE = "g-0123456789"
 TOKEN = "glsa_secret_token"
@@ -304,7 +304,7 @@ def test_no_grafana_resources_unless_a_workspace_is_configured(templates) -> Non
 
 @pytest.mark.parametrize("workspace_id", ["ws-0123456789", "g-012345678", "g-0123456789X"])
 def test_fails_when_the_workspace_id_is_malformed(default_config_dict: dict, workspace_id: str) -> None:
-    from hyperpod_infra.errors import ConfigError
+    from hyperpod_core.errors import ConfigError
 
     data = copy.deepcopy(default_config_dict)
     data["observability"]["grafana_workspace"] = {"workspace_id": workspace_id}

@@ -1,5 +1,5 @@
 """Arrows point one way: the CDK side (hyperpod_infra) never imports the cdk8s package (hyperpod_k8s), and the
-shared query definitions (hyperpod_infra.telemetry) import neither CDK nor cdk8s."""
+shared query definitions (hyperpod_core.telemetry) import neither CDK nor cdk8s."""
 
 from __future__ import annotations
 

@@ -13,10 +13,10 @@ import promql_parser
 import pytest
 from tests.observability.conftest import every_query
 
-from hyperpod_infra.config import Config
-from hyperpod_infra.telemetry import catalogue as m
-from hyperpod_infra.telemetry.dashboards import dashboards
-from hyperpod_infra.telemetry.queries import Target, gauge
+from hyperpod_core.config import Config
+from hyperpod_core.telemetry import catalogue as m
+from hyperpod_core.telemetry.dashboards import dashboards
+from hyperpod_core.telemetry.queries import Target, gauge
 
 pytestmark = pytest.mark.slow
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from hyperpod_infra import outputs
+from hyperpod_core import outputs
 
 
 def test_stack_ids_names_and_order(stacks, default_config) -> None:
@@ -73,8 +73,8 @@ def test_load_balancer_subnet_tags(templates) -> None:
 def test_observability_disabled_leaves_the_stack_out(default_config_dict) -> None:
     import aws_cdk as cdk
 
+    from hyperpod_core.config import parse_config
     from hyperpod_infra.app_builder import build
-    from hyperpod_infra.config import parse_config
 
     data = {**default_config_dict, "observability": {**default_config_dict.get("observability", {}),
                                                      "enabled": False}}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from hyperpod_infra import outputs, pins
+from hyperpod_core import outputs, pins
 
 
 def _addon(template) -> tuple[str, dict]:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from hyperpod_infra import outputs, pins
+from hyperpod_core import outputs, pins
 
 OPERATOR = "amazon-sagemaker-hyperpod-inference"
 DEPENDENCIES = ("aws-mountpoint-s3-csi-driver", "aws-fsx-csi-driver", "metrics-server", "cert-manager")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from hyperpod_infra import outputs
+from hyperpod_core import outputs
 
 
 @pytest.fixture(scope="module")

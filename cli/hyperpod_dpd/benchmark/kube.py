@@ -12,10 +12,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from hyperpod_dpd.endpoint_names import GROUP as IEC_GROUP
-from hyperpod_dpd.endpoint_names import PLURAL as IEC_PLURAL
-from hyperpod_dpd.endpoint_names import VERSION as IEC_VERSION
-from hyperpod_dpd.errors import CommandFailed
+from hyperpod_core.errors import CommandFailed
+from hyperpod_core.names import GROUP as IEC_GROUP
+from hyperpod_core.names import PLURAL as IEC_PLURAL
+from hyperpod_core.names import VERSION as IEC_VERSION
 from hyperpod_dpd.kube import REQUEST_TIMEOUT, kube_errors
 
 #: When the operator reports no ``status.observedGeneration``, a state older than the last apply cannot be told

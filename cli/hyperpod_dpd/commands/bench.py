@@ -20,13 +20,14 @@ import typer
 import yaml
 from rich.console import Console
 
+from hyperpod_analysis.report.results import METADATA, RUN_FILE, decode_log
+from hyperpod_core.atomic import replace_dir
+from hyperpod_core.config import Config
+from hyperpod_core.errors import CommandFailed, UsageError
 from hyperpod_dpd import environment
+from hyperpod_dpd.benchmark.download import download_s3
 from hyperpod_dpd.benchmark.kube import Kube, api_client
-from hyperpod_dpd.benchmark.results import METADATA, RUN_FILE, decode_log, download_s3
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption
-from hyperpod_dpd.errors import CommandFailed, UsageError
-from hyperpod_infra.atomic import replace_dir
-from hyperpod_infra.config import Config
 
 MODES = ("dpd", "colocated")
 LABEL = "hyperpod-dpd/benchmark"

@@ -3,7 +3,7 @@
 Thin wrappers over the pinned CLIs (``npx --no-install cdk``, from ``package-lock.json``) that always act on
 the files of the config named (``--env NAME`` or ``--config PATH``):
 
-* ``synth`` runs the main job (:mod:`hyperpod_dpd.mainjob`) into the environment's folder and stamps
+* ``synth`` runs the main job (:mod:`hyperpod_mainjob.job`) into the environment's folder and stamps
   ``cdk.out/`` with the config's SHA-256;
 * ``diff``/``deploy``/``destroy`` pass ``--app <that cdk.out>`` (the CDK CLI then deploys the templates as
   synthesized, it does not run the app again) after checking the stamp still matches the config, select stacks
@@ -27,10 +27,10 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from hyperpod_core.errors import CommandFailed, UsageError
 from hyperpod_dpd import environment, principal
 from hyperpod_dpd.assembly import required_parameters
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption
-from hyperpod_dpd.errors import CommandFailed, UsageError
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_CONFIG = REPO_ROOT / "config" / "default.yaml"
@@ -62,9 +62,9 @@ def init(name: Annotated[str, typer.Argument(help="Environment name: envs/NAME/ 
          from_config: Annotated[Path, typer.Option("--from", help="Config to start from.")] = DEFAULT_CONFIG,
          ) -> None:
     """Create envs/NAME/config.yaml from a config (default: config/default.yaml), named NAME."""
+    from hyperpod_core.atomic import write_text_atomic
+    from hyperpod_core.config import load_config
     from hyperpod_dpd.schema import modeline
-    from hyperpod_infra.atomic import write_text_atomic
-    from hyperpod_infra.config import load_config
 
     environment.check_env_name(name)
     load_config(from_config)  # the template itself must be valid
@@ -89,8 +89,8 @@ def schema(check: Annotated[bool, typer.Option("--check", help="Exit 1 if config
 
     --write also puts the schema line first in every config/**/*.yaml that lacks it.
     """
+    from hyperpod_core.atomic import write_text_atomic
     from hyperpod_dpd.schema import COMMITTED, config_files, render, with_modeline
-    from hyperpod_infra.atomic import write_text_atomic
 
     if check and write:
         raise UsageError("pass --check or --write, not both")
@@ -124,7 +124,7 @@ def synth(config: ConfigOption = None, env: EnvOption = None,
     e = environment.resolve(config, env)
     if outputs_file is not None and not outputs_file.is_file():
         raise UsageError(f"--outputs-file {str(outputs_file)!r} does not exist")
-    cmd = [sys.executable, "-O", "-m", "hyperpod_dpd.mainjob", "--via-cli"]
+    cmd = [sys.executable, "-O", "-m", "hyperpod_mainjob", "--via-cli"]
     cmd += ["--env", e.name] if e.name else ["--config", str(e.config_path)]
     if outputs_file is not None:
         cmd += ["--outputs-file", str(outputs_file)]

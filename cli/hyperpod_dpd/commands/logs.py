@@ -1,6 +1,6 @@
 """``hyperpod-dpd logs ROLE``: the log of the right pods and container for this endpoint, signatures marked.
 
-Roles and where they live (names: :mod:`hyperpod_dpd.endpoint_names`): ``prefill``/``decode`` pods in the
+Roles and where they live (names: :mod:`hyperpod_core.names`): ``prefill``/``decode`` pods in the
 endpoint namespace (vLLM container ``<role>-<endpoint>``), the ``router`` in ``hyperpod-inference-system``
 (container ``router-container``), the ``operator`` Deployment's pods (container ``manager``). Lines carrying a
 known signature (:mod:`hyperpod_dpd.dpd_logs`) are coloured and followed by their meaning and fix.
@@ -17,11 +17,11 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from hyperpod_core.errors import CommandFailed, UsageError
+from hyperpod_core.names import OPERATOR_NAMESPACE, EndpointNames
 from hyperpod_dpd import dpd_logs
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption
 from hyperpod_dpd.deployment import ContextOption, KubeconfigOption, load
-from hyperpod_dpd.endpoint_names import OPERATOR_NAMESPACE, EndpointNames
-from hyperpod_dpd.errors import CommandFailed, UsageError
 from hyperpod_dpd.kube import Kube, PodTarget, kube_errors
 
 ROLES = ("prefill", "decode", "router", "operator")

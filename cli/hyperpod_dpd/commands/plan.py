@@ -11,13 +11,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from hyperpod_analysis.plan import calibration, planner, terms
+from hyperpod_analysis.plan.facts import PINNED_PRICES, PriceTable, load_price_file, parse_price_flag
+from hyperpod_analysis.plan.traffic import parse
+from hyperpod_analysis.plan.write import merge_recommendation
+from hyperpod_core.errors import UsageError
 from hyperpod_dpd import environment
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
-from hyperpod_dpd.errors import UsageError
-from hyperpod_dpd.plan import calibration, planner, terms
-from hyperpod_dpd.plan.facts import PINNED_PRICES, PriceTable, load_price_file, parse_price_flag
-from hyperpod_dpd.plan.traffic import parse
-from hyperpod_dpd.plan.write import merge_recommendation
 
 
 def register(app: typer.Typer) -> None:

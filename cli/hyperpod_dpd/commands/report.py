@@ -9,10 +9,11 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from hyperpod_analysis.report.analysis import build_cells, planner_estimates, verdict
+from hyperpod_analysis.report.render import Report, write_report
+from hyperpod_analysis.report.results import check_matrix, load_results
 from hyperpod_dpd import environment
-from hyperpod_dpd.benchmark.analysis import build_cells, planner_estimates, verdict
-from hyperpod_dpd.benchmark.render import Report, write_report
-from hyperpod_dpd.benchmark.results import check_matrix, download_s3, load_results
+from hyperpod_dpd.benchmark.download import download_s3
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption
 
 ResultsOption = Annotated[str | None, typer.Option(

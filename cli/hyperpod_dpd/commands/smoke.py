@@ -24,11 +24,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from hyperpod_core.errors import CommandFailed, UsageError
+from hyperpod_core.names import certificate_pem_location
 from hyperpod_dpd import aws, dpd_logs
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
 from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load
-from hyperpod_dpd.endpoint_names import certificate_pem_location
-from hyperpod_dpd.errors import CommandFailed, UsageError
 from hyperpod_dpd.kube import Kube, kube_errors
 from hyperpod_dpd.openai_stream import StreamResult, chat_payload, stream
 

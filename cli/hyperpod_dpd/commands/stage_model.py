@@ -11,9 +11,9 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
+from hyperpod_core.errors import CommandFailed, UsageError
 from hyperpod_dpd import environment
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption
-from hyperpod_dpd.errors import CommandFailed, UsageError
 
 err = Console(stderr=True)
 
@@ -29,8 +29,8 @@ def model_bucket(e: environment.Environment) -> str:
     if not e.outputs_file.is_file():
         raise UsageError(f"no model bucket yet: {e.outputs_file} does not exist (run: hyperpod-dpd deploy "
                          f"{e.selector}), and model.existing_bucket_name is not set")
-    from hyperpod_infra import outputs
-    from hyperpod_k8s.inputs import read_outputs_file
+    from hyperpod_core import outputs
+    from hyperpod_core.inputs import read_outputs_file
 
     found = read_outputs_file(e.outputs_file, e.config)
     if outputs.MODEL_BUCKET_NAME not in found:

@@ -5,7 +5,7 @@ Sources of each row:
 * HyperPod: SageMaker ``DescribeCluster`` (``ClusterStatus``, ``InstanceGroups[].CurrentCount/TargetCount``),
   ``ListClusterNodes`` and ``DescribeClusterNode`` (``InstanceStatus.Status``, ``Placement``).
 * EKS add-ons: ``ListAddons``/``DescribeAddon`` (``addonVersion``, ``status``, ``health.issues``), compared with
-  the versions pinned in :mod:`hyperpod_infra.pins`.
+  the versions pinned in :mod:`hyperpod_core.pins`.
 * Endpoint: the ``InferenceEndpointConfig`` status of the operator CRD (``state``, ``conditions[]``,
   ``tlsCertificate``; ``shared/crds/inferenceendpointconfigs.yaml``), the role pods, the router pods and the
   load balancer on the endpoint's Ingress. Requests get 503 until ``state`` is ``DeploymentComplete``
@@ -28,13 +28,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from hyperpod_core import pins
+from hyperpod_core.errors import CommandFailed, UsageError
+from hyperpod_core.names import OPERATOR_NAMESPACE, ROLES, EndpointNames, Role, certificate_pem_location
 from hyperpod_dpd import aws
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
 from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load
-from hyperpod_dpd.endpoint_names import OPERATOR_NAMESPACE, ROLES, EndpointNames, Role, certificate_pem_location
-from hyperpod_dpd.errors import CommandFailed, UsageError
 from hyperpod_dpd.kube import PodTarget, kube_errors
-from hyperpod_infra import pins
 
 State = Literal["ok", "warn", "fail"]
 ADDON_PINS: tuple[pins.AddonPin, ...] = (

@@ -5,7 +5,7 @@ it (billed load balancers, SageMaker endpoints). Each is tied to this deployment
 
 * load balancers and target groups tagged ``elbv2.k8s.aws/cluster=<EKS cluster>``, SageMaker endpoints and ACM
   certificates tagged ``CreatedBy=HyperPodInference`` (the endpoint janitor's ownership rules, reused from
-  :class:`hyperpod_constructs.endpoint_janitor_handler.janitor.Janitor`); SageMaker endpoint configs and models
+  :class:`hyperpod_core.cleanup.Janitor`); SageMaker endpoint configs and models
   by the same operator tag and cluster rule;
 * the controller's security groups: tag ``elbv2.k8s.aws/cluster=<EKS cluster>`` (the controller tags the managed
   and the shared backend security group so, kubernetes-sigs/aws-load-balancer-controller#3701 and its IAM
@@ -34,11 +34,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from hyperpod_constructs.endpoint_janitor_handler.janitor import ALB_CLUSTER_TAG, Janitor
+from hyperpod_core.cleanup import ALB_CLUSTER_TAG, Janitor
+from hyperpod_core.errors import CommandFailed
 from hyperpod_dpd import aws
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
 from hyperpod_dpd.deployment import Deployment, load
-from hyperpod_dpd.errors import CommandFailed
 
 #: Deletion order (see the module docstring): a kind is deleted only after every kind before it.
 ORDER = ("SageMaker endpoint", "SageMaker endpoint config", "SageMaker model", "Load balancer", "Target group",

@@ -1,5 +1,5 @@
-"""Lambda code of :class:`hyperpod_constructs.endpoint_janitor.EndpointJanitor` (this folder is the asset).
+"""Lambda entry point of :class:`hyperpod_constructs.endpoint_janitor.EndpointJanitor` (``index``).
 
-Standard library and boto3 only: the Lambda runtime provides both, so the asset needs no build step.
-``index`` is the entry point; ``eks_token``, ``kube`` and ``janitor`` hold the testable logic.
+The logic it runs (``hyperpod_core.cleanup``, ``hyperpod_core.eks``) is copied beside it into the asset at
+synth (``EndpointJanitorProps.bundled_modules``). Standard library and boto3 only: what the runtime has.
 """

@@ -23,14 +23,9 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-try:  # package import (tests, tooling) or top-level module (the Lambda asset root)
-    from .eks_token import get_token
-    from .janitor import AwsCaller, AwsUnavailable, Janitor, format_failure
-    from .kube import HttpsTransport, KubeClient, KubeUnavailable
-except ImportError:  # pragma: no cover - exercised only inside Lambda
-    from eks_token import get_token  # type: ignore[no-redef,import-not-found]
-    from janitor import AwsCaller, AwsUnavailable, Janitor, format_failure  # type: ignore[no-redef,import-not-found]
-    from kube import HttpsTransport, KubeClient, KubeUnavailable  # type: ignore[no-redef,import-not-found]
+from hyperpod_core.cleanup import AwsCaller, AwsUnavailable, Janitor, format_failure
+from hyperpod_core.eks.kube import HttpsTransport, KubeClient, KubeUnavailable
+from hyperpod_core.eks.token import get_token
 
 LOG = logging.getLogger()
 LOG.setLevel(logging.INFO)

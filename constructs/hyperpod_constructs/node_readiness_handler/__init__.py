@@ -1,5 +1,5 @@
-"""Lambda code of :class:`hyperpod_constructs.node_readiness.NodeReadiness` (this folder is the asset).
+"""Lambda entry point of :class:`hyperpod_constructs.node_readiness.NodeReadiness` (``index``).
 
-``eks_token.py`` and ``kube.py`` are links to the endpoint janitor's modules (one EKS token scheme, one
-HTTPS transport); staging follows links, so the deployed asset holds real copies.
+The EKS client it uses (``hyperpod_core.eks``) is copied beside it into the asset at synth
+(``NodeReadinessProps.bundled_modules``). Standard library and boto3 only: what the runtime has.
 """

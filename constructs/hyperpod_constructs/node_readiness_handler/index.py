@@ -17,12 +17,8 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
-try:  # package import (tests) or top-level module (the Lambda asset root)
-    from .eks_token import get_token
-    from .kube import HttpsTransport, KubeUnavailable, Response, Transport
-except ImportError:  # pragma: no cover - exercised only inside Lambda
-    from eks_token import get_token  # type: ignore[no-redef,import-not-found]
-    from kube import HttpsTransport, KubeUnavailable, Response, Transport  # type: ignore[no-redef,import-not-found]
+from hyperpod_core.eks.kube import HttpsTransport, KubeUnavailable, Response, Transport
+from hyperpod_core.eks.token import get_token
 
 LOG = logging.getLogger()
 LOG.setLevel(logging.INFO)

@@ -18,8 +18,8 @@ from hyperpod_constructs.hyperpod_dependencies import (
 from hyperpod_constructs.hyperpod_resiliency_charts import HyperPodResiliencyChartsProps, ResiliencyChart
 from hyperpod_constructs.lambda_eni_waiter import LambdaEniWaiter, LambdaEniWaiterProps
 from hyperpod_constructs.nag import acknowledge
-from hyperpod_infra import outputs
-from hyperpod_infra.config import IAM_PRINCIPAL_ARN_PATTERN
+from hyperpod_core import outputs
+from hyperpod_core.config import IAM_PRINCIPAL_ARN_PATTERN
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,7 +29,7 @@ class ClusterStackProps:
     nvidia_device_plugin: ChartSource
     efa_device_plugin: ChartSource
     resiliency_charts: tuple[ResiliencyChart, ...]
-    """The HyperPod resiliency sub-charts, fetched and verified at set-up (hyperpod_infra.artifacts)."""
+    """The HyperPod resiliency sub-charts, fetched and verified at set-up (hyperpod_core.artifacts)."""
     resiliency_source: str
     """``aws/sagemaker-hyperpod-cli@<commit>``: where they come from."""
 

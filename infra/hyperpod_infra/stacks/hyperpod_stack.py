@@ -14,7 +14,7 @@ from hyperpod_constructs.hyperpod_cluster import POOL_LABEL, HyperPodCluster, Hy
 from hyperpod_constructs.hyperpod_execution_role import HyperPodExecutionRole, HyperPodExecutionRoleProps
 from hyperpod_constructs.lifecycle_scripts import LifecycleScripts, LifecycleScriptsProps
 from hyperpod_constructs.nag import acknowledge
-from hyperpod_infra import outputs
+from hyperpod_core import outputs
 
 
 @dataclass(frozen=True, kw_only=True)

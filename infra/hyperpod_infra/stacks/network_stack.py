@@ -10,7 +10,7 @@ from constructs import Construct
 
 from hyperpod_constructs.efa_security_group import EfaSecurityGroup, EfaSecurityGroupProps
 from hyperpod_constructs.gpu_network import GpuNetwork, GpuNetworkProps
-from hyperpod_infra import outputs
+from hyperpod_core import outputs
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,13 +16,14 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
 
+from hyperpod_constructs import node_readiness
 from hyperpod_constructs.alert_rules import AlertRules, AlertRulesProps
 from hyperpod_constructs.grafana_dashboards import GrafanaDashboards, GrafanaDashboardsProps
 from hyperpod_constructs.managed_prometheus import ManagedPrometheus, ManagedPrometheusProps
 from hyperpod_constructs.nag import acknowledge
 from hyperpod_constructs.node_readiness import NodeReadiness, NodeReadinessProps, NodeRequirement
 from hyperpod_constructs.observability_addon import ObservabilityAddon, ObservabilityAddonProps
-from hyperpod_infra import outputs, pins
+from hyperpod_core import bundle, outputs, pins
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,7 +65,8 @@ class ObservabilityStack(Stack):
             self.node_readiness = NodeReadiness(self, "NodeReadiness", props=NodeReadinessProps(
                 cluster=props.cluster, requirements=props.wait_for_nodes,
                 waiting_for="the HyperPod observability add-on", depends_on=tuple(props.wait_after),
-                hyperpod_cluster_name=props.hyperpod_cluster_name, vpc=props.kube_api_vpc))
+                hyperpod_cluster_name=props.hyperpod_cluster_name, vpc=props.kube_api_vpc,
+                bundled_modules=bundle.imported_by(node_readiness.HANDLER_DIR / "index.py")))
             addon_depends_on.append(self.node_readiness.resource)
         self.addon = ObservabilityAddon(self, "HyperPodObservability", props=ObservabilityAddonProps(
             cluster=props.cluster, version=pins.OBSERVABILITY.version, prometheus=self.prometheus,

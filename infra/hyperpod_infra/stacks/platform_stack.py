@@ -12,6 +12,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from hyperpod_constructs import endpoint_janitor
 from hyperpod_constructs.benchmark_client_identity import BenchmarkClientIdentity, BenchmarkClientIdentityProps
 from hyperpod_constructs.endpoint_janitor import EndpointJanitor, EndpointJanitorProps
 from hyperpod_constructs.inference_iam import InferenceIam, InferenceIamProps
@@ -23,7 +24,7 @@ from hyperpod_constructs.inference_operator import (
 from hyperpod_constructs.infra_bucket import InfraBucket, InfraBucketProps
 from hyperpod_constructs.managed_prometheus import ManagedPrometheus
 from hyperpod_constructs.model_bucket import ModelBucket, ModelBucketProps
-from hyperpod_infra import outputs, pins
+from hyperpod_core import bundle, outputs, pins
 
 #: S3 server access logs of the model and TLS buckets are kept this long.
 ACCESS_LOG_RETENTION_DAYS = 365
@@ -101,7 +102,8 @@ class PlatformStack(Stack):
         # their SageMaker endpoints, ALBs and certificates. It depends on the operator (and its dependency
         # add-ons and roles), so CloudFormation deletes it, and waits, before any of them.
         self.janitor = EndpointJanitor(self, "EndpointJanitor", props=EndpointJanitorProps(
-            cluster=props.cluster, depends_on=(self.operator, self.iam), vpc=props.janitor_vpc))
+            cluster=props.cluster, depends_on=(self.operator, self.iam), vpc=props.janitor_vpc,
+            bundled_modules=bundle.imported_by(endpoint_janitor.HANDLER_DIR / "index.py")))
 
         self.model.acknowledge_read(self.iam.s3_csi_policy, props.model_key_prefix)
         if props.hyperpod_execution_role is not None:

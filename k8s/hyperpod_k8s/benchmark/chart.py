@@ -6,9 +6,9 @@ from typing import Any
 
 import cdk8s
 
-from hyperpod_infra.config import Config
+from hyperpod_core.config import Config
+from hyperpod_core.inputs import EndpointInputs
 from hyperpod_k8s.benchmark.manifests import benchmark_manifests
-from hyperpod_k8s.inputs import EndpointInputs
 
 _TOP_LEVEL = ("data", "spec", "automountServiceAccountToken")
 

@@ -22,17 +22,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from hyperpod_infra.config import Config
+from hyperpod_core import bench_runner
+from hyperpod_core.config import Config
+from hyperpod_core.inputs import EndpointInputs
 from hyperpod_k8s.endpoint import defaults as d
 from hyperpod_k8s.endpoint.props import endpoint_props
-from hyperpod_k8s.inputs import EndpointInputs
 
 Mode = Literal["dpd", "colocated"]
 MODES: Final[tuple[Mode, ...]] = ("dpd", "colocated")
 
 HERE = Path(__file__).resolve().parent
 LOCK_FILE: Final = HERE / "genai-bench.lock.txt"
-RUNNER_FILE: Final = HERE / "runner.py"
+#: The runner the Jobs execute (standard library + boto3; the report reads what it prints), and its name in the
+#: ConfigMap.
+RUNNER_FILE: Final = Path(bench_runner.__file__)
+RUNNER_KEY: Final = "runner.py"
 
 ROUTER_NAMESPACE: Final = "hyperpod-inference-system"
 ROUTER_PORT: Final = 443
@@ -111,7 +115,7 @@ def config_map(config: Config) -> dict[str, Any]:
         "metadata": {"name": resource_name(config), "namespace": config.endpoint.namespace,
                      "labels": _labels(config)},
         "data": {LOCK_FILE.name: LOCK_FILE.read_text(encoding="utf-8"),
-                 RUNNER_FILE.name: RUNNER_FILE.read_text(encoding="utf-8")},
+                 RUNNER_KEY: RUNNER_FILE.read_text(encoding="utf-8")},
     }
 
 
@@ -130,7 +134,7 @@ def _install_and_run() -> str:
     return ("set -eu; python -m venv /tmp/venv; "
             f"/tmp/venv/bin/python -m pip install --quiet --no-cache-dir --require-hashes --no-deps "
             f"-r /bench/{LOCK_FILE.name}; "
-            f"exec /tmp/venv/bin/python /bench/{RUNNER_FILE.name}")
+            f"exec /tmp/venv/bin/python /bench/{RUNNER_KEY}")
 
 
 def job(config: Config, inputs: EndpointInputs, run: BenchmarkRun) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Fixed values of the endpoint manifests, each with its source.
 
 Tunable values (model, image, TP size, max-model-len, GPU memory utilization, max-num-seqs, routing threshold
-and strategy, PD buffer, autoscaling targets) live in :mod:`hyperpod_infra.config` with the AWS-validated
+and strategy, PD buffer, autoscaling targets) live in :mod:`hyperpod_core.config` with the AWS-validated
 Llama-3.3-70B / ml.p5.48xlarge defaults. What is here follows from the operator or the AWS reference
 manifest and is not worth a setting.
 
@@ -32,7 +32,7 @@ METRICS_PATH: Final = "/metrics"
 
 # Pod CPU and memory requests are not constants: the reference manifest's 96 CPU per 8 GPUs is every CPU of an
 # ml.p5.48xlarge with ThreadsPerCore 1 and never fits. They come from the node's allocatable minus the kubelet,
-# DaemonSet and operator-sidecar reservations (hyperpod_infra.instance_facts, Config.worker_requests).
+# DaemonSet and operator-sidecar reservations (hyperpod_core.sizing, Config.worker_requests).
 
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 
@@ -63,7 +63,7 @@ before scaling prefill up (a 70B replica takes minutes to load, so reacting to a
 replica after the burst) and 600 s before scaling down, twice the default: a replica removed too early
 sends its queue back to the survivors (N -> N-1 oscillation seen in Dynamo's planner, dpd-anchors E)."""
 
-# The trigger queries themselves are hyperpod_infra.telemetry.queries.prefill_queue / decode_kv_usage: the
+# The trigger queries themselves are hyperpod_core.telemetry.queries.prefill_queue / decode_kv_usage: the
 # dashboards and alerts use the same definitions, so the three cannot disagree.
 PREFILL_METRIC_TYPE: Final = "Average"
 """Prefill backlog: requests waiting in the prefill engines, averaged per replica by KEDA (``Average``)."""

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from hyperpod_infra import pins
-from hyperpod_infra.config import Config, EndpointConfig, RoleAutoscalingConfig, RoleConfig
-from hyperpod_infra.telemetry import queries
-from hyperpod_infra.telemetry.targets import dpd_target
+from hyperpod_core import pins
+from hyperpod_core.config import Config, EndpointConfig, RoleAutoscalingConfig, RoleConfig
+from hyperpod_core.inputs import EndpointInputs
+from hyperpod_core.telemetry import queries
+from hyperpod_core.telemetry.targets import dpd_target
 from hyperpod_k8s.endpoint import defaults as d
-from hyperpod_k8s.inputs import EndpointInputs
 
 Role = Literal["prefill", "decode"]
 
@@ -122,7 +122,7 @@ def _scaling(c: Config, role: Role, server_address: str | None) -> RoleScaling |
     if not a.enabled:
         return None
     r: RoleAutoscalingConfig = getattr(a, role)
-    # The same query definitions the dashboards and alerts use (hyperpod_infra.telemetry.queries).
+    # The same query definitions the dashboards and alerts use (hyperpod_core.telemetry.queries).
     target = dpd_target(c)
     return RoleScaling(
         min_replicas=r.min_replicas, max_replicas=r.max_replicas, target_value=r.target_value,

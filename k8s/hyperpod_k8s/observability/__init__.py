@@ -1,7 +1,7 @@
 """Delivery of the DPD dashboards and alerts on the Kubernetes side.
 
 The definitions (metrics, queries, alerts, dashboards, Grafana rendering) live in
-:mod:`hyperpod_infra.telemetry`, which both apps import. Here:
+:mod:`hyperpod_core.telemetry`, which both apps import. Here:
 
 ``delivery``    JSON files, ConfigMaps for the Grafana sidecar, PrometheusRule (plain dicts)
 ``chart``       the cdk8s chart (the only module that imports cdk8s)

@@ -10,7 +10,7 @@ from typing import Any
 
 import cdk8s
 
-from hyperpod_infra.config import Config
+from hyperpod_core.config import Config
 from hyperpod_k8s.observability.delivery import dashboard_config_maps, prometheus_rule
 
 

@@ -1,4 +1,4 @@
-"""Delivery of the dashboards and alerts, separate from their definition (:mod:`hyperpod_infra.telemetry`).
+"""Delivery of the dashboards and alerts, separate from their definition (:mod:`hyperpod_core.telemetry`).
 
 * Plain JSON files for import into Amazon Managed Grafana: :func:`write_dashboard_files`.
 * ConfigMaps for the in-cluster Grafana dashboard sidecar and a PrometheusRule: as manifest dicts here
@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Final
 
-from hyperpod_infra.config import Config
-from hyperpod_infra.telemetry.alerts import alert_rule_groups
-from hyperpod_infra.telemetry.dashboards import dashboards
-from hyperpod_infra.telemetry.render import render, to_json_text
+from hyperpod_core.config import Config
+from hyperpod_core.telemetry.alerts import alert_rule_groups
+from hyperpod_core.telemetry.dashboards import dashboards
+from hyperpod_core.telemetry.render import render, to_json_text
 
 #: Folder the Grafana sidecar files the dashboards under (kube-prometheus-stack: folderAnnotation).
 GRAFANA_FOLDER_ANNOTATION: Final = "grafana_folder"

@@ -1,0 +1,236 @@
+"""Facts the planner needs, each with its source: model shapes, GPU/instance hardware, instance prices.
+
+GPUs per node come from the project's instance table (``hyperpod_core.sizing``); the planner adds
+only what that table does not hold and the estimate needs (the GPU model and the node's EFA bandwidth).
+Model shapes are the few fields of each model's published Hugging Face ``config.json`` that the estimate
+needs; no model file is committed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hyperpod_core.errors import UsageError
+from hyperpod_core.sizing import INSTANCE_FACTS
+
+DTYPE_BYTES: dict[str, int] = {"bfloat16": 2, "float16": 2, "float32": 4, "float8": 1, "fp8": 1}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelShape:
+    """The transformer dimensions the estimate uses (a dense decoder-only model)."""
+
+    name: str
+    num_hidden_layers: int
+    hidden_size: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    intermediate_size: int
+    vocab_size: int
+    dtype: str = "bfloat16"
+    tie_word_embeddings: bool = False
+    source: str = ""
+    aiconfigurator_model: str = ""
+    """What AIConfigurator is asked for: a model it bundles with the same shapes, or the config.json folder."""
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+    @property
+    def dtype_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    @property
+    def parameters(self) -> int:
+        """Weights of a Llama-style block: q/o (h x h), k/v (h x kv_heads*head_dim), gated MLP (3 x h x i)."""
+        h, kv = self.hidden_size, self.num_key_value_heads * self.head_dim
+        per_layer = 2 * h * h + 2 * h * kv + 3 * h * self.intermediate_size + 2 * h
+        embeddings = self.vocab_size * h * (1 if self.tie_word_embeddings else 2)
+        return self.num_hidden_layers * per_layer + embeddings + h
+
+    @property
+    def weight_bytes(self) -> int:
+        return self.parameters * self.dtype_bytes
+
+
+#: Published config.json fields (layers, hidden size, heads, KV heads, intermediate size, vocab, dtype).
+MODELS: dict[str, ModelShape] = {
+    "meta-llama/Llama-3.3-70B-Instruct": ModelShape(
+        name="meta-llama/Llama-3.3-70B-Instruct", num_hidden_layers=80, hidden_size=8192,
+        num_attention_heads=64, num_key_value_heads=8, intermediate_size=28672, vocab_size=128256,
+        source="https://huggingface.co/meta-llama/Llama-3.3-70B-Instruct/blob/main/config.json",
+        aiconfigurator_model="meta-llama/Meta-Llama-3.1-70B"),
+    "meta-llama/Llama-3.1-70B-Instruct": ModelShape(
+        name="meta-llama/Llama-3.1-70B-Instruct", num_hidden_layers=80, hidden_size=8192,
+        num_attention_heads=64, num_key_value_heads=8, intermediate_size=28672, vocab_size=128256,
+        source="https://huggingface.co/meta-llama/Llama-3.1-70B-Instruct/blob/main/config.json",
+        aiconfigurator_model="meta-llama/Meta-Llama-3.1-70B"),
+    "meta-llama/Llama-3.1-8B-Instruct": ModelShape(
+        name="meta-llama/Llama-3.1-8B-Instruct", num_hidden_layers=32, hidden_size=4096,
+        num_attention_heads=32, num_key_value_heads=8, intermediate_size=14336, vocab_size=128256,
+        source="https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/blob/main/config.json",
+        aiconfigurator_model="meta-llama/Meta-Llama-3.1-8B"),
+}
+
+#: Other spellings of the same models (our config's ``model.name``, the S3 folder name).
+MODEL_ALIASES: dict[str, str] = {
+    "llama-3-3-70b-instruct": "meta-llama/Llama-3.3-70B-Instruct",
+    "llama-3.3-70b-instruct": "meta-llama/Llama-3.3-70B-Instruct",
+    "llama-3-1-70b-instruct": "meta-llama/Llama-3.1-70B-Instruct",
+    "llama-3.1-70b-instruct": "meta-llama/Llama-3.1-70B-Instruct",
+    "llama-3-1-8b-instruct": "meta-llama/Llama-3.1-8B-Instruct",
+    "llama-3.1-8b-instruct": "meta-llama/Llama-3.1-8B-Instruct",
+}
+
+
+def resolve_model(spec: str) -> ModelShape:
+    """A known model name (Hugging Face id, our ``model.name``, or its S3 folder), or a config.json path."""
+    path = Path(spec)
+    if path.is_dir():
+        path = path / "config.json"
+    if path.suffix == ".json" or path.is_file():
+        return _model_from_config_json(path)
+    key = MODEL_ALIASES.get(spec.strip().lower().rstrip("/").rsplit("/", 1)[-1], spec)
+    if key in MODELS:
+        return MODELS[key]
+    known = ", ".join(MODELS)
+    raise UsageError(f"--model must be one of {known}, or a path to a Hugging Face config.json, got {spec!r}")
+
+
+_REQUIRED = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size", "vocab_size")
+
+
+def _model_from_config_json(path: Path) -> ModelShape:
+    try:
+        raw: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--model {str(path)!r} must be a readable Hugging Face config.json ({exc})") from None
+    missing = [k for k in _REQUIRED if not isinstance(raw.get(k), int) or raw[k] <= 0]
+    if missing:
+        raise UsageError(f"--model {str(path)!r} needs positive integers {', '.join(missing)} "
+                         "(a dense decoder-only config.json), got none")
+    if raw.get("num_local_experts") or raw.get("n_routed_experts"):
+        raise UsageError(f"--model {str(path)!r} must be a dense model; mixture-of-experts is not modelled, "
+                         "got experts in config.json")
+    dtype = str(raw.get("torch_dtype") or raw.get("dtype") or "bfloat16")
+    if dtype not in DTYPE_BYTES:
+        raise UsageError(f"--model {str(path)!r} torch_dtype must be one of {', '.join(DTYPE_BYTES)}, got {dtype!r}")
+    heads = raw["num_attention_heads"]
+    kv_heads = raw.get("num_key_value_heads") or heads
+    if raw["hidden_size"] % heads or heads % kv_heads:
+        raise UsageError(f"--model {str(path)!r} hidden_size must divide by num_attention_heads and heads by "
+                         f"num_key_value_heads, got {raw['hidden_size']}/{heads}/{kv_heads}")
+    return ModelShape(
+        name=str(raw.get("_name_or_path") or path.parent.name or path.name), num_hidden_layers=raw["num_hidden_layers"],
+        hidden_size=raw["hidden_size"], num_attention_heads=heads, num_key_value_heads=kv_heads,
+        intermediate_size=raw["intermediate_size"], vocab_size=raw["vocab_size"], dtype=dtype,
+        tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)), source=str(path),
+        aiconfigurator_model=str(path.parent))
+
+
+# --- hardware -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuFacts:
+    name: str
+    hbm_bytes: int
+    hbm_bytes_per_s: float
+    bf16_dense_flops: float
+    nvlink_bytes_per_s: float
+    """Per GPU, one direction."""
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class InstanceFacts:
+    instance_type: str
+    gpus: int
+    gpu: GpuFacts
+    efa_bytes_per_s: float
+    """Aggregate EFA network bandwidth of the node (vendor figure, bits/8)."""
+    source: str
+
+
+_NV = "NVIDIA datasheet; AIConfigurator 0.12.0 systems/{}.yaml"
+H100_SXM = GpuFacts(name="H100 SXM 80GB", hbm_bytes=80 << 30, hbm_bytes_per_s=3.35e12, bf16_dense_flops=989e12,
+                    nvlink_bytes_per_s=450e9, source=_NV.format("h100_sxm"))
+H200_SXM = GpuFacts(name="H200 SXM 141GB", hbm_bytes=141 * 10**9, hbm_bytes_per_s=4.8e12, bf16_dense_flops=989e12,
+                    nvlink_bytes_per_s=450e9, source=_NV.format("h200_sxm"))
+B200_SXM = GpuFacts(name="B200 180GB", hbm_bytes=180 * 10**9, hbm_bytes_per_s=8.0e12, bf16_dense_flops=2250e12,
+                    nvlink_bytes_per_s=900e9, source=_NV.format("b200_sxm"))
+
+_EC2 = "https://aws.amazon.com/ec2/instance-types/p5/ and /p6/ (network bandwidth, GPUs)"
+#: The planner's own instance facts (GPUs, GPU model, EFA bandwidth); see the module docstring.
+PLANNER_INSTANCE_FACTS: dict[str, InstanceFacts] = {
+    name: InstanceFacts(instance_type=name, gpus=INSTANCE_FACTS[name].gpus, gpu=gpu, efa_bytes_per_s=3200e9 / 8,
+                        source=f"{INSTANCE_FACTS[name].source}; EFA bandwidth: {_EC2}")
+    for name, gpu in (("ml.p5.48xlarge", H100_SXM), ("ml.p5e.48xlarge", H200_SXM),
+                      ("ml.p5en.48xlarge", H200_SXM), ("ml.p6-b200.48xlarge", B200_SXM))
+}
+
+
+def instance_facts(instance_type: str) -> InstanceFacts:
+    if instance_type not in PLANNER_INSTANCE_FACTS:
+        raise UsageError(f"endpoint.instance_type must be one the planner knows "
+                         f"({', '.join(PLANNER_INSTANCE_FACTS)}), got {instance_type!r}")
+    return PLANNER_INSTANCE_FACTS[instance_type]
+
+
+# --- prices ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class PriceTable:
+    usd_per_instance_hour: dict[str, float]
+    source: str
+    as_of: str
+
+    def price(self, instance_type: str) -> float:
+        if instance_type not in self.usd_per_instance_hour:
+            raise UsageError(f"--price {instance_type}=USD is needed: the price table ({self.source}) has no "
+                             f"price for it, got none")
+        return self.usd_per_instance_hour[instance_type]
+
+
+#: On-demand SageMaker price of one ml.p5.48xlarge hour in us-west-2 as returned by the AWS Price List API on
+#: 2026-09-12 (the SageMaker training rate, recorded in a public repository's cost table; HyperPod cluster
+#: instances are priced per instance-hour on the same page, check yours). Other types are not pinned: pass --price.
+PINNED_PRICES = PriceTable(
+    usd_per_instance_hour={"ml.p5.48xlarge": 63.296},
+    source="AWS Price List API, AmazonSageMaker, us-west-2 on-demand (https://aws.amazon.com/sagemaker/ai/pricing/)",
+    as_of="2026-09-12")
+
+
+def load_price_file(path: Path) -> dict[str, float]:
+    """A YAML or JSON mapping ``instance_type: usd_per_hour``."""
+    import yaml
+
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise UsageError(f"--prices {str(path)!r} must be a readable YAML/JSON file ({exc})") from None
+    if not isinstance(raw, dict):
+        raise UsageError(f"--prices {str(path)!r} must map instance types to USD per hour, got {type(raw).__name__}")
+    return {str(k): _positive_price(str(k), v) for k, v in raw.items()}
+
+
+def parse_price_flag(text: str) -> tuple[str, float]:
+    name, sep, value = text.partition("=")
+    if not sep:
+        raise UsageError(f"--price must be INSTANCE_TYPE=USD_PER_HOUR, got {text!r}")
+    return name.strip(), _positive_price(name.strip(), value)
+
+
+def _positive_price(name: str, value: object) -> float:
+    try:
+        price = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        price = -1.0
+    if price <= 0:
+        raise UsageError(f"--price {name} must be a positive USD amount per instance-hour, got {value!r}")
+    return price

@@ -1,0 +1,380 @@
+"""Colocated vs DPD estimates per scenario and concurrency, a recommendation, and the calibration check.
+
+Public entry point for other code (the benchmark report): :func:`estimate_scenarios`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from hyperpod_analysis.plan import terms
+from hyperpod_analysis.plan.engine import AiConfiguratorEngine, RooflineEngine, StepModel
+from hyperpod_analysis.plan.facts import (
+    PINNED_PRICES,
+    InstanceFacts,
+    ModelShape,
+    PriceTable,
+    instance_facts,
+    resolve_model,
+)
+from hyperpod_analysis.plan.simulate import DpdParams, EngineSpec, Metrics, simulate
+from hyperpod_analysis.plan.traffic import Traffic, parse
+from hyperpod_core.config import Config, load_config
+from hyperpod_core.errors import CommandFailed, UsageError
+
+#: vLLM's default token budget per step for the OpenAI server on >= 70 GiB GPUs (``max_num_batched_tokens``).
+MAX_NUM_BATCHED_TOKENS = 8192
+#: Activation and CUDA-graph memory each engine keeps outside the KV cache (AIConfigurator's h100_sxm.yaml
+#: ``other_mem`` is 3.5 GiB; we use the same).
+RESERVED_BYTES_PER_GPU = 3.5 * (1 << 30)
+#: LMCache connector hooks run for every layer of every step in a DPD role (``wait_for_layer_load``,
+#: ``save_kv_layer``): a documented parameter fitted to the AWS calibration run (15 us per layer).
+KV_CONNECTOR_LAYER_SECONDS = 15e-6
+#: The router's second hop (prefill with max_tokens=1, then decode) and LMCache's handshake per request.
+HANDOFF_SECONDS = 0.02
+#: Largest number of prefill nodes the recommendation considers (whole nodes; decode is limited by the operator).
+MAX_PREFILL_NODES = 4
+MAX_COLOCATED_NODES = 6
+IMPROVEMENT_KEYS = ("tpot", "e2e_p50", "output_throughput")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanInputs:
+    """Everything an estimate depends on, taken from the config and the flags."""
+
+    model: ModelShape
+    instance: InstanceFacts
+    tp: int
+    max_model_len: int
+    gpu_memory_utilization: float
+    prefill_max_num_seqs: int
+    decode_max_num_seqs: int
+    prefill_eager: bool
+    decode_eager: bool
+    routing_threshold_tokens: int
+    pd_buffer_size_bytes: int
+    prefill_replicas: int
+    decode_replicas: int
+    max_decode_replicas: int
+    routing_strategy: str = "prefixaware"
+    kv_transfer_bytes_per_s: float = terms.MEASURED_KV_TRANSFER_BYTES_PER_S
+    prefix_reuse: float = 0.0
+    ttft_slo_s: float = 2.0
+    tpot_slo_s: float = 0.1
+    prices: PriceTable = PINNED_PRICES
+    engine: str = "roofline"
+
+
+def inputs_from_config(config: Config, *, model: str | None = None, **overrides: Any) -> PlanInputs:
+    """The planner's inputs for a config: its model, instance type, TP, roles, threshold, buffer and SLOs."""
+    from hyperpod_core import pins
+
+    e = config.endpoint
+    inst = instance_facts(e.instance_type)
+    terms.replicas_per_node(e.tensor_parallel_size, inst.gpus)
+    shape = resolve_model(model) if model else _config_model(config)
+    inputs = PlanInputs(
+        model=shape, instance=inst, tp=e.tensor_parallel_size, max_model_len=e.max_model_len,
+        gpu_memory_utilization=e.gpu_memory_utilization,
+        prefill_max_num_seqs=e.prefill.max_num_seqs, decode_max_num_seqs=e.decode.max_num_seqs,
+        prefill_eager="--enforce-eager" in e.prefill.extra_args, decode_eager="--enforce-eager" in e.decode.extra_args,
+        routing_threshold_tokens=e.routing_threshold_tokens, pd_buffer_size_bytes=e.pd_buffer_size_bytes,
+        prefill_replicas=e.prefill.replicas, decode_replicas=e.decode.replicas,
+        max_decode_replicas=pins.DPD_MAX_DECODE_REPLICAS, routing_strategy=e.routing_strategy,
+        ttft_slo_s=config.observability.slo.ttft_p95_seconds, tpot_slo_s=config.observability.slo.tpot_p95_seconds)
+    return replace(inputs, **overrides)
+
+
+def _config_model(config: Config) -> ModelShape:
+    """The config's model by ``model.name``, else by its S3 folder name (``models/Llama-3.3-70B-Instruct/``)."""
+    from hyperpod_analysis.plan.facts import MODEL_ALIASES, MODELS
+
+    folder = config.model.s3_prefix.rstrip("/").rsplit("/", 1)[-1]
+    for name in (config.model.name, folder):
+        key = MODEL_ALIASES.get(name.lower(), name)
+        if key in MODELS:
+            return MODELS[key]
+        if f"meta-llama/{name}" in MODELS:
+            return MODELS[f"meta-llama/{name}"]
+    raise UsageError(f"--model is needed: model.name {config.model.name!r} (s3 folder {folder!r}) is not one the "
+                     f"planner knows ({', '.join(MODELS)}); pass --model NAME or a Hugging Face config.json, got none")
+
+
+def check_traffic(inputs: PlanInputs, traffic: Traffic) -> Traffic:
+    """Every request must fit ``max_model_len`` (vLLM rejects longer ones)."""
+    if traffic.max_total() > inputs.max_model_len:
+        raise UsageError(f"--traffic {traffic.text} needs prompt + output up to {traffic.max_total()} tokens, which "
+                         f"must fit endpoint.max_model_len ({inputs.max_model_len}), got more")
+    return traffic
+
+
+def step_model(inputs: PlanInputs) -> StepModel:
+    if inputs.engine == "roofline":
+        return RooflineEngine(inputs.model, inputs.instance.gpu, inputs.tp)
+    if inputs.engine == "aiconfigurator":
+        return AiConfiguratorEngine(inputs.model, inputs.instance.gpu, inputs.tp)
+    raise UsageError(f"--engine must be roofline or aiconfigurator, got {inputs.engine!r}")
+
+
+def kv_capacity_tokens(inputs: PlanInputs, *, pd_buffer: bool) -> int:
+    """KV-cache tokens one engine holds: (HBM x utilization - weights - reserve [- PD buffer]) per GPU."""
+    per_gpu = inputs.instance.gpu.hbm_bytes * inputs.gpu_memory_utilization - inputs.model.weight_bytes / inputs.tp \
+        - RESERVED_BYTES_PER_GPU - (inputs.pd_buffer_size_bytes if pd_buffer else 0)
+    tokens = int(per_gpu * inputs.tp / terms.kv_bytes_per_token(inputs.model))
+    if tokens < inputs.max_model_len:
+        raise UsageError(f"endpoint.tensor_parallel_size {inputs.tp} leaves room for {max(tokens, 0)} KV tokens of "
+                         f"{inputs.model.name} on {inputs.instance.gpu.name}; must hold endpoint.max_model_len "
+                         f"({inputs.max_model_len}), got too few GPUs per engine")
+    return tokens
+
+
+@dataclass(frozen=True, kw_only=True)
+class Layout:
+    """Replicas per role; nodes follow from HyperPod's whole-node granularity."""
+
+    colocated_replicas: int = 0
+    prefill_replicas: int = 0
+    decode_replicas: int = 0
+    routing_threshold_tokens: int = 0
+
+    @property
+    def split(self) -> bool:
+        return self.prefill_replicas > 0
+
+    def nodes(self, inputs: PlanInputs) -> int:
+        n = inputs.instance.gpus
+        if self.split:
+            return terms.nodes_for(self.prefill_replicas, inputs.tp, n) + terms.nodes_for(self.decode_replicas,
+                                                                                          inputs.tp, n)
+        return terms.nodes_for(self.colocated_replicas, inputs.tp, n)
+
+
+def run(inputs: PlanInputs, model: StepModel, traffic: Traffic, layout: Layout, *, concurrency: int | None,
+        request_rate: float | None, pd_buffer_bytes: int | None = None) -> Metrics:
+    """One simulated run of one layout."""
+    if not layout.split:
+        spec = EngineSpec(max_num_seqs=inputs.decode_max_num_seqs, max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS,
+                          kv_capacity_tokens=kv_capacity_tokens(inputs, pd_buffer=False), eager=inputs.decode_eager)
+        return simulate(model=model, traffic=traffic, concurrency=concurrency, request_rate=request_rate,
+                        prefix_reuse=inputs.prefix_reuse, colocated=spec, colocated_replicas=layout.colocated_replicas)
+    connector = inputs.model.num_hidden_layers * KV_CONNECTOR_LAYER_SECONDS
+    buffer_bytes = pd_buffer_bytes or inputs.pd_buffer_size_bytes
+    prefill = EngineSpec(max_num_seqs=inputs.prefill_max_num_seqs, max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS,
+                         kv_capacity_tokens=kv_capacity_tokens(inputs, pd_buffer=False), eager=inputs.prefill_eager,
+                         connector_seconds_per_step=connector)
+    decode = EngineSpec(max_num_seqs=inputs.decode_max_num_seqs, max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS,
+                        kv_capacity_tokens=kv_capacity_tokens(inputs, pd_buffer=True), eager=inputs.decode_eager,
+                        connector_seconds_per_step=connector)
+    rate = terms.kv_transfer_bytes_per_s(inputs.instance, inputs.kv_transfer_bytes_per_s)
+    dpd = DpdParams(
+        transfer_seconds_per_token=terms.kv_transfer_seconds(1, inputs.model, rate), handoff_seconds=HANDOFF_SECONDS,
+        routing_threshold_tokens=layout.routing_threshold_tokens,
+        pd_buffer_tokens=int(buffer_bytes * inputs.tp / terms.kv_bytes_per_token(inputs.model)))
+    return simulate(model=model, traffic=traffic, concurrency=concurrency, request_rate=request_rate,
+                    prefix_reuse=inputs.prefix_reuse, prefill=prefill, prefill_replicas=layout.prefill_replicas,
+                    decode=decode, decode_replicas=layout.decode_replicas, dpd=dpd)
+
+
+def _phase(m: Metrics) -> dict[str, float]:
+    return {"ttft_ms": round(m.ttft_ms, 1), "tpot_ms": round(m.tpot_ms, 2), "e2e_p50_ms": round(m.e2e_p50_ms, 1),
+            "output_tokens_per_s": round(m.output_tokens_per_s, 1)}
+
+
+def improvement(colocated: Metrics, dpd: Metrics) -> dict[str, float]:
+    """Percent improvement of DPD over colocated; positive when DPD is better."""
+    return {
+        "tpot": round(100 * (colocated.tpot_ms - dpd.tpot_ms) / colocated.tpot_ms, 1),
+        "e2e_p50": round(100 * (colocated.e2e_p50_ms - dpd.e2e_p50_ms) / colocated.e2e_p50_ms, 1),
+        "output_throughput": round(
+            100 * (dpd.output_tokens_per_s - colocated.output_tokens_per_s) / colocated.output_tokens_per_s, 1),
+    }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Comparison:
+    """One scenario at one load: colocated one node, colocated on DPD's GPUs, and DPD."""
+
+    traffic: Traffic
+    concurrency: int | None
+    request_rate: float | None
+    layout: Layout
+    colocated: Metrics
+    colocated_equal_gpus: Metrics
+    dpd: Metrics
+
+    def as_dict(self) -> dict[str, Any]:
+        """The issue's --json scenario structure."""
+        load: dict[str, Any] = ({"concurrency": self.concurrency} if self.concurrency is not None
+                                else {"request_rate": self.request_rate})
+        return {"traffic": self.traffic.text, **load, "colocated": _phase(self.colocated), "dpd": _phase(self.dpd),
+                "improvement_pct": improvement(self.colocated, self.dpd)}
+
+
+def compare(inputs: PlanInputs, model: StepModel, traffic: Traffic, *, concurrency: int | None = None,
+            request_rate: float | None = None, layout: Layout | None = None) -> Comparison:
+    dpd_layout = layout or Layout(prefill_replicas=inputs.prefill_replicas, decode_replicas=inputs.decode_replicas,
+                                  routing_threshold_tokens=inputs.routing_threshold_tokens)
+    per_node = terms.replicas_per_node(inputs.tp, inputs.instance.gpus)
+    one_node = Layout(colocated_replicas=per_node)
+    equal = Layout(colocated_replicas=per_node * dpd_layout.nodes(inputs))
+    return Comparison(
+        traffic=traffic, concurrency=concurrency, request_rate=request_rate, layout=dpd_layout,
+        colocated=run(inputs, model, traffic, one_node, concurrency=concurrency, request_rate=request_rate),
+        colocated_equal_gpus=run(inputs, model, traffic, equal, concurrency=concurrency, request_rate=request_rate),
+        dpd=run(inputs, model, traffic, dpd_layout, concurrency=concurrency, request_rate=request_rate))
+
+
+def estimate_scenarios(config: Config | str | Path, traffic: Sequence[str], concurrencies: Sequence[int], *,
+                       model: str | None = None, **overrides: Any) -> list[dict[str, Any]]:
+    """Colocated (one node) vs DPD (the config's prefill and decode replicas) per scenario and concurrency, as the
+    ``scenarios`` entries of ``hyperpod-dpd plan --json`` (improvement positive when DPD is better).
+
+    ``config`` is a loaded :class:`Config` or a config file path; ``overrides`` are :class:`PlanInputs` fields
+    (e.g. ``kv_transfer_bytes_per_s=7e9``, ``prefix_reuse=0.3``, ``engine="aiconfigurator"``).
+    """
+    if not isinstance(config, Config):
+        config = load_config(config)
+    inputs = inputs_from_config(config, model=model, **overrides)
+    sm = step_model(inputs)
+    return [compare(inputs, sm, check_traffic(inputs, parse(t)), concurrency=c).as_dict()
+            for t in traffic for c in concurrencies]
+
+
+# --- cost -----------------------------------------------------------------------------------------------
+
+
+def cost_per_million_output_tokens(inputs: PlanInputs, nodes: int, tokens_per_s: float) -> float:
+    usd_per_s = nodes * inputs.prices.price(inputs.instance.instance_type) / 3600
+    return round(usd_per_s / tokens_per_s * 1e6, 2) if tokens_per_s > 0 else math.inf
+
+
+def tokens_per_s_per_gpu(inputs: PlanInputs, nodes: int, tokens_per_s: float) -> float:
+    return round(tokens_per_s / (nodes * inputs.instance.gpus), 1)
+
+
+# --- recommendation -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Candidate:
+    layout: Layout
+    nodes: int
+    worst_ttft_p95_s: float
+    worst_tpot_p95_s: float
+    usd_per_million: float
+    peak_buffer_tokens: int
+    tokens_per_s: float = 0.0
+
+    def meets(self, inputs: PlanInputs) -> bool:
+        return self.worst_ttft_p95_s <= inputs.ttft_slo_s and self.worst_tpot_p95_s <= inputs.tpot_slo_s
+
+
+def _evaluate(inputs: PlanInputs, model: StepModel, loads: list[tuple[Traffic, int | None, float | None]],
+              layout: Layout) -> Candidate:
+    nodes = layout.nodes(inputs)
+    ttft = tpot = 0.0
+    tokens = seconds = 0.0
+    peak = 0
+    for traffic, c, rate in loads:
+        m = run(inputs, model, traffic, layout, concurrency=c, request_rate=rate, pd_buffer_bytes=64 << 30)
+        ttft, tpot = max(ttft, math.inf if m.saturated else m.ttft_p95_ms / 1e3), max(tpot, m.tpot_p95_ms / 1e3)
+        tokens += m.output_tokens_per_s
+        seconds += 1
+        peak = max(peak, m.peak_buffer_tokens)
+    usd = cost_per_million_output_tokens(inputs, nodes, tokens / seconds)
+    return Candidate(layout=layout, nodes=nodes, worst_ttft_p95_s=ttft, worst_tpot_p95_s=tpot, usd_per_million=usd,
+                     peak_buffer_tokens=peak, tokens_per_s=tokens / seconds)
+
+
+def recommend(inputs: PlanInputs, model: StepModel, traffics: Sequence[Traffic], concurrencies: Sequence[int],
+              request_rate: float | None = None) -> dict[str, Any]:
+    """The cheapest layout (cost per 1M output tokens) that meets the SLOs at the highest load of every
+    scenario; split when the cheapest one is DPD. Raises :class:`CommandFailed` when nothing meets them."""
+    top = max(concurrencies) if concurrencies else None
+    loads = [(t, top, request_rate if top is None else None) for t in traffics]
+    per_node = terms.replicas_per_node(inputs.tp, inputs.instance.gpus)
+    candidates = [_evaluate(inputs, model, loads, Layout(colocated_replicas=per_node * n))
+                  for n in range(1, MAX_COLOCATED_NODES + 1)]
+    thresholds = sorted({inputs.routing_threshold_tokens, 1024, 2048, 4096, 8192} - {0})
+    thresholds = [t for t in thresholds if t < inputs.max_model_len]
+    decode_replicas = min(max(inputs.decode_replicas, 1), inputs.max_decode_replicas)
+    for p_nodes in range(1, MAX_PREFILL_NODES + 1):
+        layout = Layout(prefill_replicas=per_node * p_nodes, decode_replicas=decode_replicas,
+                        routing_threshold_tokens=inputs.routing_threshold_tokens)
+        candidates.append(_evaluate(inputs, model, loads, layout))
+    feasible = [c for c in candidates if c.meets(inputs)]
+    if not feasible:
+        best = min(candidates, key=lambda c: (max(c.worst_ttft_p95_s / inputs.ttft_slo_s,
+                                                   c.worst_tpot_p95_s / inputs.tpot_slo_s), -c.tokens_per_s))
+        raise CommandFailed(
+            f"no layout meets the SLO (TTFT p95 <= {inputs.ttft_slo_s:g} s, TPOT p95 <= {inputs.tpot_slo_s:g} s) for "
+            f"{', '.join(t.text for t in traffics)} at {_load_text(top, request_rate)}: neither colocated on up to "
+            f"{MAX_COLOCATED_NODES} nodes nor DPD with up to {MAX_PREFILL_NODES} prefill nodes; closest: "
+            f"{_layout_text(best.layout)} with TTFT p95 {_seconds(best.worst_ttft_p95_s)}, TPOT p95 "
+            f"{1e3 * best.worst_tpot_p95_s:.0f} ms")
+    chosen = min(feasible, key=lambda c: (c.usd_per_million, c.nodes))
+    if chosen.layout.split and len(thresholds) > 1:
+        trials = [_evaluate(inputs, model, loads, replace(chosen.layout, routing_threshold_tokens=t))
+                  for t in thresholds]
+        better = [c for c in trials if c.meets(inputs) and c.usd_per_million < chosen.usd_per_million * 0.98]
+        if better:
+            chosen = min(better, key=lambda c: c.usd_per_million)
+    best_coloc = min((c for c in feasible if not c.layout.split), key=lambda c: c.usd_per_million, default=None)
+    best_dpd = min((c for c in feasible if c.layout.split), key=lambda c: c.usd_per_million, default=None)
+    mean_isl = max(t.mean_input for t in traffics)
+    per_decoder = math.ceil((top or 1) / max(chosen.layout.decode_replicas, 1)) if top else inputs.decode_max_num_seqs
+    decode_seqs = min(max(inputs.decode_max_num_seqs, 1 << max(0, math.ceil(math.log2(max(per_decoder, 1))))), 256)
+    prefill_seqs = max(inputs.prefill_max_num_seqs, math.ceil(MAX_NUM_BATCHED_TOKENS / max(mean_isl, 1)))
+    split = chosen.layout.split
+    reason = (f"DPD costs {chosen.usd_per_million:.2f} USD per 1M output tokens vs "
+              f"{best_coloc.usd_per_million:.2f} colocated" if split and best_coloc else
+              f"colocated costs {chosen.usd_per_million:.2f} USD per 1M output tokens vs "
+              f"{best_dpd.usd_per_million:.2f} with DPD" if best_dpd else
+              "no DPD layout meets the SLO")
+    n = inputs.instance.gpus
+    # The router picks the prefiller: prefixaware/kvaware for one, roundrobin for several (operator.md, DPD guide).
+    strategy = "roundrobin" if split and chosen.layout.prefill_replicas > 1 else inputs.routing_strategy
+    return {
+        "split": split,
+        "instance_type": inputs.instance.instance_type,
+        "prefill_replicas": chosen.layout.prefill_replicas if split else 0,
+        "decode_replicas": chosen.layout.decode_replicas if split else 0,
+        "colocated_replicas": 0 if split else chosen.layout.colocated_replicas,
+        "prefill_nodes": terms.nodes_for(chosen.layout.prefill_replicas, inputs.tp, n) if split else 0,
+        "decode_nodes": terms.nodes_for(chosen.layout.decode_replicas, inputs.tp, n) if split else 0,
+        "nodes": chosen.nodes,
+        "routing_threshold_tokens": (chosen.layout.routing_threshold_tokens if split
+                                     else inputs.routing_threshold_tokens),
+        # Only ever raised: AWS's guidance is to raise PD_BUFFER_SIZE on OOM, and the decoder also buffers bursts.
+        "pd_buffer_size_bytes": max(inputs.pd_buffer_size_bytes, terms.pd_buffer_bytes(
+            max(chosen.peak_buffer_tokens, int(mean_isl)), inputs.model, inputs.tp)),
+        "routing_strategy": strategy,
+        "max_num_seqs": {"prefill": prefill_seqs, "decode": decode_seqs},
+        "ttft_p95_ms": round(1e3 * chosen.worst_ttft_p95_s, 1),
+        "tpot_p95_ms": round(1e3 * chosen.worst_tpot_p95_s, 2),
+        "cost_per_1m_output_tokens_usd": {
+            "colocated": best_coloc.usd_per_million if best_coloc else None,
+            "dpd": best_dpd.usd_per_million if best_dpd else None},
+        "price_usd_per_instance_hour": inputs.prices.price(inputs.instance.instance_type),
+        "price_source": f"{inputs.prices.source} ({inputs.prices.as_of})",
+        "engine": model.name,
+        "reason": reason,
+    }
+
+
+def _seconds(s: float) -> str:
+    return "unbounded (overloaded)" if math.isinf(s) else f"{s:.2f} s"
+
+
+def _load_text(concurrency: int | None, rate: float | None) -> str:
+    return f"concurrency {concurrency}" if concurrency is not None else f"{rate:g} requests/s"
+
+
+def _layout_text(layout: Layout) -> str:
+    if layout.split:
+        return f"DPD {layout.prefill_replicas} prefill + {layout.decode_replicas} decode"
+    return f"colocated x{layout.colocated_replicas}"

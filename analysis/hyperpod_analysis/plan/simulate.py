@@ -1,0 +1,309 @@
+"""A step-level discrete-event simulation of vLLM engines, colocated or split prefill -> EFA -> decode.
+
+Each engine schedules like vLLM's V1 scheduler: running requests first (one decode token each, or the next
+chunk of an unfinished prefill), then waiting requests while ``max_num_seqs``, the token budget
+(``max_num_batched_tokens``) and the KV-cache capacity allow (chunked prefill). A step lasts what the
+:class:`~hyperpod_analysis.plan.engine.StepModel` says. In the split layout the router sends prompts at or above
+the threshold to a prefill engine (eager), whose finished KV crosses EFA (one FIFO link per prefill replica,
+at the measured rate, into the decoder's PD buffer), and the decoder computes the last prompt token and
+decodes; shorter prompts are prefilled on the decoder itself.
+
+Load is closed-loop (``concurrency`` clients, each sending its next request when the last one ends, as
+genai-bench does) or open-loop Poisson at ``request_rate``. TPOT is genai-bench's: (E2E - TTFT) / (output - 1).
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+import statistics
+from collections import deque
+from dataclasses import dataclass, field
+from typing import cast
+
+from hyperpod_analysis.plan.engine import StepModel
+from hyperpod_analysis.plan.terms import routed_to_prefill
+from hyperpod_analysis.plan.traffic import Traffic
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineSpec:
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    kv_capacity_tokens: int
+    eager: bool = False
+    connector_seconds_per_step: float = 0.0
+    """LMCache connector hooks run per layer in every step of a DPD role (terms.kv_connector_step_seconds)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DpdParams:
+    """What the split adds on top of two engines."""
+
+    transfer_seconds_per_token: float
+    """KV bytes per token / effective EFA rate (terms.kv_transfer_seconds)."""
+    handoff_seconds: float
+    """Router second hop and LMCache/NIXL handshake per disaggregated request."""
+    routing_threshold_tokens: int
+    pd_buffer_tokens: int
+    """Prompt tokens the decoder's PD buffer holds (PD_BUFFER_SIZE per rank x TP / KV bytes per token)."""
+
+
+@dataclass
+class _Req:
+    rid: int
+    isl: int
+    osl: int
+    arrive: float
+    prefill_left: int = 0
+    ctx: int = 0
+    out: int = 0
+    first: float = -1.0
+    done: float = -1.0
+
+
+@dataclass
+class _Engine:
+    spec: EngineSpec
+    model: StepModel
+    prefill_only: bool = False
+    waiting: deque[_Req] = field(default_factory=deque)
+    running: list[_Req] = field(default_factory=list)
+    busy: bool = False
+    reserved: int = 0
+
+    def load(self) -> int:
+        return len(self.waiting) + len(self.running)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Metrics:
+    ttft_ms: float
+    tpot_ms: float
+    e2e_p50_ms: float
+    output_tokens_per_s: float
+    ttft_p95_ms: float
+    tpot_p95_ms: float
+    peak_buffer_tokens: int = 0
+    saturated: bool = False
+    """Open loop only: the layout serves fewer requests than arrive (latencies grow with the run's length)."""
+
+
+def simulate(*, model: StepModel, traffic: Traffic, concurrency: int | None, request_rate: float | None,
+             prefix_reuse: float, colocated: EngineSpec | None = None, colocated_replicas: int = 1,
+             prefill: EngineSpec | None = None, prefill_replicas: int = 0, decode: EngineSpec | None = None,
+             decode_replicas: int = 0, dpd: DpdParams | None = None, seed: int = 7,
+             measured_requests: int | None = None) -> Metrics:
+    """Run one layout under one load and return the median and p95 latencies and the output throughput."""
+    rng = random.Random(seed)
+    clients = concurrency or 0
+    # Closed loop: a few cohorts of every client. Open loop: at least a minute of arrivals, so that an offered
+    # rate above capacity shows as a growing queue rather than a short transient.
+    measure = measured_requests or (max(128, 4 * clients) if clients else
+                                    max(128, min(3000, int(60 * (request_rate or 0)))))
+    warm = max(clients, 16)
+    total = warm + measure + clients
+    events: list[tuple[float, int, str, object]] = []
+    seq = 0
+
+    def push(t: float, kind: str, obj: object) -> None:
+        nonlocal seq
+        seq += 1
+        heapq.heappush(events, (t, seq, kind, obj))
+
+    split = dpd is not None
+    if split:
+        assert prefill is not None and decode is not None
+        prefills = [_Engine(prefill, model, prefill_only=True) for _ in range(prefill_replicas)]
+        decoders = [_Engine(decode, model) for _ in range(decode_replicas)]
+        engines = prefills + decoders
+        link_free = [0.0] * len(prefills)
+    else:
+        assert colocated is not None
+        prefills, decoders = [], [_Engine(colocated, model) for _ in range(colocated_replicas)]
+        engines = decoders
+        link_free = []
+    buffer_used = 0
+    peak_buffer = 0
+    blocked: deque[tuple[int, _Req]] = deque()
+    issued = 0
+    done: list[_Req] = []
+
+    def new_request(t: float) -> None:
+        nonlocal issued
+        if issued >= total:
+            return
+        isl, osl = traffic.sample(rng)
+        r = _Req(rid=issued, isl=isl, osl=osl, arrive=t)
+        issued += 1
+        shared = traffic.shared_prefix if issued > 1 else 0  # the first request of a P() scenario fills the cache
+        cached = min(max(int(prefix_reuse * isl), shared), isl - 1)
+        r.prefill_left, r.ctx = isl - cached, cached
+        if split and dpd is not None and routed_to_prefill(isl, dpd.routing_threshold_tokens) and prefills:
+            target = min(prefills, key=_Engine.load)
+        else:
+            target = min(decoders, key=_Engine.load)
+        target.waiting.append(r)
+        kick(target, t)
+
+    def kick(e: _Engine, t: float) -> None:
+        if e.busy or not (e.waiting or e.running):
+            return
+        plan = schedule(e)
+        if plan is None:
+            return
+        b = plan[0]
+        dur = e.model.step_seconds(decode_tokens=int(b[0]), decode_context=int(b[1]), prefill_tokens=int(b[2]),
+                                   prefill_attention=b[3], eager=e.spec.eager) + e.spec.connector_seconds_per_step
+        e.busy = True
+        push(t + dur, "step", (e, plan[1]))
+
+    def schedule(e: _Engine) -> tuple[tuple[float, float, float, float], list[tuple[_Req, int]]] | None:
+        budget = e.spec.max_num_batched_tokens
+        work: list[tuple[_Req, int]] = []
+        dec = dctx = ptok = 0
+        patt = 0.0
+        for r in e.running:
+            if budget <= 0:
+                break
+            if r.prefill_left > 0:
+                n = min(r.prefill_left, budget)
+                ptok += n
+                patt += n * (r.ctx + n / 2)
+            else:
+                n = 1
+                dec += 1
+                dctx += r.ctx
+            budget -= n
+            work.append((r, n))
+        while e.waiting and budget > 0 and len(e.running) < e.spec.max_num_seqs:
+            r = e.waiting[0]
+            need = r.isl + (0 if e.prefill_only else r.osl)
+            if e.reserved + need > e.spec.kv_capacity_tokens and e.running:
+                break
+            e.waiting.popleft()
+            e.running.append(r)
+            e.reserved += need
+            release_buffer(e, r)
+            n = min(r.prefill_left, budget)
+            ptok += n
+            patt += n * (r.ctx + n / 2)
+            budget -= n
+            work.append((r, n))
+        if not work:
+            return None
+        return (dec, dctx, ptok, patt), work
+
+    def release_buffer(e: _Engine, r: _Req) -> None:
+        """A transferred request admitted by the decoder frees its KV from the PD buffer."""
+        nonlocal buffer_used
+        if (dpd is not None and not e.prefill_only and r.first < 0
+                and routed_to_prefill(r.isl, dpd.routing_threshold_tokens)):
+            buffer_used -= r.isl
+            retry_blocked(now_box[0])
+
+    def finish_step(e: _Engine, work: list[tuple[_Req, int]], t: float) -> None:
+        for r, n in work:
+            if r.prefill_left > 0:
+                r.prefill_left -= n
+                r.ctx += n
+                if r.prefill_left > 0:
+                    continue
+                if e.prefill_only:
+                    e.running.remove(r)
+                    e.reserved -= r.isl
+                    start_transfer(prefills.index(e), r, t)
+                    continue
+                r.out += 1
+                r.ctx += 1
+                if r.first < 0:
+                    r.first = t
+            else:
+                r.out += 1
+                r.ctx += 1
+            if r.out >= r.osl:
+                r.done = t
+                e.running.remove(r)
+                e.reserved -= r.isl + r.osl
+                complete(r, t)
+        e.busy = False
+
+    def start_transfer(link: int, r: _Req, t: float) -> None:
+        blocked.append((link, r))
+        retry_blocked(t)
+
+    def retry_blocked(t: float) -> None:
+        """Start queued KV sends while the decoder's PD buffer has room (one at a time per prefill's link)."""
+        nonlocal buffer_used, peak_buffer
+        if dpd is None:
+            return
+        while blocked:
+            link, r = blocked[0]
+            if buffer_used + r.isl > dpd.pd_buffer_tokens and buffer_used > 0:
+                return
+            blocked.popleft()
+            buffer_used += r.isl
+            peak_buffer = max(peak_buffer, buffer_used)
+            sent = max(t, link_free[link]) + r.isl * dpd.transfer_seconds_per_token
+            link_free[link] = sent
+            push(sent + dpd.handoff_seconds, "arrive_decode", r)
+
+    def complete(r: _Req, t: float) -> None:
+        done.append(r)
+        if clients:
+            new_request(t)
+
+    now_box = [0.0]
+    if clients:
+        for _ in range(clients):
+            new_request(0.0)
+    else:
+        assert request_rate
+        t = 0.0
+        for _ in range(total):
+            t += rng.expovariate(request_rate)
+            push(t, "arrival", None)
+    while events and len(done) < warm + measure:
+        t, _, kind, obj = heapq.heappop(events)
+        now_box[0] = t
+        if kind == "arrival":
+            new_request(t)
+        elif kind == "step":
+            engine, work = cast(tuple[_Engine, list[tuple[_Req, int]]], obj)
+            finish_step(engine, work, t)
+            for x in engines:
+                kick(x, t)
+        elif kind == "arrive_decode":
+            r = cast(_Req, obj)
+            r.prefill_left = 1
+            r.ctx = r.isl - 1
+            target = min(decoders, key=_Engine.load)
+            target.waiting.append(r)
+            kick(target, t)
+    window = sorted(done, key=lambda r: r.done)[warm:warm + measure]
+    if len(window) < 2:
+        window = done
+    ttft = [r.first - r.arrive for r in window]
+    tpot = [(r.done - r.first) / (r.osl - 1) for r in window if r.osl > 1]
+    e2e = [r.done - r.arrive for r in window]
+    if clients:
+        # Little's law for a closed loop (c requests always in flight): steadier than counting completions in a
+        # window, whose ends fall at arbitrary phases of the bursts that equal-length requests produce.
+        throughput = clients * statistics.fmean(r.osl for r in window) / statistics.fmean(e2e)
+        saturated = False
+    else:
+        span = window[-1].done - window[0].done
+        throughput = sum(r.osl for r in window[1:]) / span if span > 0 else 0.0
+        # Served fewer requests than offered, beyond 3 sigma of Poisson noise: the queue grows without bound.
+        served = (len(window) - 1) / span if span > 0 else 0.0
+        saturated = served < (1 - 3 / len(window) ** 0.5) * (request_rate or 0)
+    return Metrics(
+        ttft_ms=1e3 * statistics.median(ttft), tpot_ms=1e3 * statistics.median(tpot) if tpot else 0.0,
+        e2e_p50_ms=1e3 * statistics.median(e2e), output_tokens_per_s=throughput,
+        ttft_p95_ms=1e3 * _p95(ttft), tpot_p95_ms=1e3 * _p95(tpot) if tpot else 0.0,
+        peak_buffer_tokens=peak_buffer, saturated=saturated)
+
+
+def _p95(xs: list[float]) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(0.95 * len(s)))]

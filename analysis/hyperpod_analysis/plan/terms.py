@@ -1,0 +1,74 @@
+"""What the per-phase estimators do not model for this deployment, one function per term.
+
+Each term is small, documented with its source, and unit-tested against hand-computed values:
+
+* KV bytes per token (from the model's config.json) and the KV transfer over EFA through LMCache/NIXL;
+* the router's threshold: prompts shorter than ``routing_threshold_tokens`` are prefilled on the decoder;
+* eager-mode prefill (``--enforce-eager`` on the prefill role);
+* HyperPod's node granularity: replicas come in whole TP-sized engines on whole 8-GPU nodes.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hyperpod_analysis.plan.facts import InstanceFacts, ModelShape
+from hyperpod_core.errors import UsageError
+
+GIB = 1 << 30
+
+#: Measured NIXL + libfabric KV-transfer rate over EFA on p5.48xlarge: ~9.6 GB/s
+#: (ai-dynamo/dynamo PR #7764, Llama-3.1-8B, agg vs disagg on AWS; dpd-anchors.md 4.1 #9). Override with
+#: ``--kv-transfer-gbps`` once you have measured yours (LMCache's ``lmcache:p2p_time_to_transfer``, NIXL telemetry).
+MEASURED_KV_TRANSFER_BYTES_PER_S = 9.6e9
+
+
+def kv_bytes_per_token(model: ModelShape) -> int:
+    """K and V for every layer: 2 x layers x kv_heads x head_dim x dtype bytes.
+
+    Llama-3.3-70B (80 layers, 8 KV heads, head_dim 128, bf16) = 327,680 bytes per token.
+    """
+    return 2 * model.num_hidden_layers * model.num_key_value_heads * model.head_dim * model.dtype_bytes
+
+
+def kv_transfer_bytes_per_s(instance: InstanceFacts, measured_bytes_per_s: float) -> float:
+    """The rate one prefill->decode KV transfer runs at: the measured effective rate, capped by the node's EFA."""
+    return min(measured_bytes_per_s, instance.efa_bytes_per_s)
+
+
+def kv_transfer_seconds(tokens: int, model: ModelShape, rate_bytes_per_s: float) -> float:
+    """Time to move one request's prompt KV from the prefill node to the decode node."""
+    return tokens * kv_bytes_per_token(model) / rate_bytes_per_s
+
+
+def routed_to_prefill(prompt_tokens: int, threshold_tokens: int) -> bool:
+    """The operator's router: prompts at or above the threshold go prefill -> decode (pdSpec.routingThreshold:
+    "Requests with estimated input tokens >= threshold go through DPD"); shorter ones go straight to decode."""
+    return prompt_tokens >= threshold_tokens
+
+
+#: ``--enforce-eager`` turns off torch.compile fusions and CUDA graphs on the prefill role. Large prefill
+#: passes are compute-bound, so only the unfused element-wise kernels (and LMCache's per-layer KV store in the
+#: forward pass) cost extra: a documented parameter, fitted to the AWS calibration run (x1.15).
+EAGER_PREFILL_SLOWDOWN = 1.15
+
+
+def replicas_per_node(tp: int, gpus_per_node: int) -> int:
+    """Engines of ``tp`` GPUs that fit one node; TP must divide the node's GPUs (one engine never spans nodes)."""
+    if tp < 1 or gpus_per_node % tp:
+        raise UsageError(f"endpoint.tensor_parallel_size must divide the {gpus_per_node} GPUs of one node "
+                         f"(1, 2, 4 or 8), got {tp}")
+    return gpus_per_node // tp
+
+
+def nodes_for(replicas: int, tp: int, gpus_per_node: int) -> int:
+    """Whole nodes a role needs: HyperPod bills and schedules instances, not GPUs; roles do not share nodes
+    (each role's pods are pinned to its instance group)."""
+    return math.ceil(replicas / replicas_per_node(tp, gpus_per_node)) if replicas else 0
+
+
+def pd_buffer_bytes(peak_tokens_in_flight: int, model: ModelShape, tp: int) -> int:
+    """Decoder KV receive buffer per rank (PD_BUFFER_SIZE) for a peak number of prompt tokens held between
+    arrival and admission, plus 25 % headroom, rounded up to whole GiB within the config's 1-64 GiB."""
+    per_rank = peak_tokens_in_flight * kv_bytes_per_token(model) / tp
+    return int(min(64, max(1, math.ceil(per_rank * 1.25 / GIB)))) * GIB

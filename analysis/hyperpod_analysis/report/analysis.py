@@ -1,0 +1,176 @@
+"""Colocated vs DPD, cell by cell: % improvements, GPU-normalized throughput, cost, SLO checks and a verdict.
+
+Sign convention (AWS's charts: "higher bars indicate larger DPD advantage"): latency improvement =
+(colocated - dpd) / colocated, throughput improvement = (dpd - colocated) / colocated, both in percent.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from hyperpod_analysis.report.results import Measurement
+from hyperpod_core.config import DPD_INSTANCE_GPUS, Config
+
+#: AWS's published H100 result for D(4096,256), the reference line of the report.
+#: Source: AWS ML blog "Disaggregated prefill and decode for LLM inference on SageMaker HyperPod" (2026-07-10,
+#: section "Benchmarking performance"): genai-bench, 4,096 input / 256 output tokens, concurrency 8, 16, 32;
+#: DPD 1 prefiller + 1 decoder on 2x ml.p5.48xlarge (16 GPUs, KV-aware routing) vs one colocated node
+#: (8 GPUs); Llama-3.3-70B-Instruct, TP 8, max-model-len 16,384. The text gives: TPOT improvement "22% at low
+#: concurrency to 66% at high concurrency"; output throughput "up to 35%" at higher concurrency; E2E P50
+#: "14-32%". Per-concurrency values exist only in the charts (images); we use only what the text states.
+AWS_H100_REFERENCE: dict[str, Any] = {
+    "traffic": "D(4096,256)",
+    "source": "https://aws.amazon.com/blogs/machine-learning/"
+              "disaggregated-prefill-and-decode-for-llm-inference-on-sagemaker-hyperpod/",
+    "setup": "Llama-3.3-70B, ml.p5.48xlarge (H100): DPD 1P+1D (16 GPUs) vs 1 colocated node (8 GPUs)",
+    "points": {"tpot": {8: 22.0, 32: 66.0}},  # stated at low (8) and high (32) concurrency
+    "ranges": {"e2e_p50": (14.0, 32.0)},  # stated as a range over 8-32
+    "up_to": {"output_throughput": 35.0},  # "up to", at higher concurrency
+}
+
+METRICS = ("tpot", "e2e_p50", "e2e_p90", "ttft", "output_throughput")
+LABELS = {"tpot": "TPOT (mean)", "e2e_p50": "E2E P50", "e2e_p90": "E2E P90", "ttft": "TTFT (mean)",
+          "output_throughput": "Output throughput", "output_throughput_per_gpu": "Output tokens/s per GPU"}
+
+
+def pct_lower_is_better(colocated: float, dpd: float) -> float:
+    return 100.0 * (colocated - dpd) / colocated if colocated else math.nan
+
+
+def pct_higher_is_better(colocated: float, dpd: float) -> float:
+    return 100.0 * (dpd - colocated) / colocated if colocated else math.nan
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cell:
+    """Both modes at one scenario and concurrency."""
+
+    scenario: str
+    traffic: str
+    concurrency: int
+    colocated: Measurement
+    dpd: Measurement
+    estimate: dict[str, Any] | None
+
+    def improvement(self) -> dict[str, float]:
+        c, d = self.colocated, self.dpd
+        return {
+            "tpot": pct_lower_is_better(c.tpot_ms["mean"], d.tpot_ms["mean"]),
+            "e2e_p50": pct_lower_is_better(c.e2e_ms["p50"], d.e2e_ms["p50"]),
+            "e2e_p90": pct_lower_is_better(c.e2e_ms["p90"], d.e2e_ms["p90"]),
+            "ttft": pct_lower_is_better(c.ttft_ms["mean"], d.ttft_ms["mean"]),
+            "output_throughput": pct_higher_is_better(c.output_tokens_per_s, d.output_tokens_per_s),
+            "output_throughput_per_gpu": pct_higher_is_better(c.tokens_per_s_per_gpu, d.tokens_per_s_per_gpu),
+        }
+
+
+def build_cells(measurements: list[Measurement], cells: list[tuple[str, int]],
+                estimates: dict[tuple[str, int], dict[str, Any]] | None) -> list[Cell]:
+    by = {(m.mode, m.scenario, m.concurrency): m for m in measurements}
+    out = []
+    for scenario, n in cells:
+        d, c = by[("dpd", scenario, n)], by[("colocated", scenario, n)]
+        est = (estimates or {}).get((d.traffic, n))
+        out.append(Cell(scenario=scenario, traffic=d.traffic, concurrency=n, colocated=c, dpd=d, estimate=est))
+    return out
+
+
+def planner_estimates(config: Config, traffics: list[str], levels: list[int]
+                      ) -> tuple[dict[tuple[str, int], dict[str, Any]] | None, str]:
+    """The sizing planner's estimate per (traffic, concurrency), when ``hyperpod_analysis.plan`` is installed.
+
+    Returns ``(estimates or None, note)``; the note says why there is none.
+    """
+    try:
+        estimate_scenarios = importlib.import_module("hyperpod_analysis.plan").estimate_scenarios
+    except (ImportError, AttributeError):
+        return None, "planner not installed (hyperpod_analysis.plan): no estimates"
+    try:
+        rows = estimate_scenarios(config, traffics, levels)
+    except Exception as exc:  # the planner is optional: its failure must not lose the measurements
+        return None, f"planner failed: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
+    return ({(str(r["traffic"]), int(r["concurrency"])): r for r in rows},
+            "planner estimates from hyperpod_analysis.plan")
+
+
+# --- SLO, cost, verdict -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class SloCheck:
+    ok: bool
+    misses: list[str]
+
+
+def slo_check(m: Measurement, config: Config) -> SloCheck:
+    """``observability.slo``: TTFT p95, TPOT p95 and the error ratio the alerts use."""
+    slo = config.observability.slo
+    misses = []
+    ttft = m.ttft_ms.get("p95", m.ttft_ms["mean"]) / 1000
+    tpot = m.tpot_ms.get("p95", m.tpot_ms["mean"]) / 1000
+    if ttft > slo.ttft_p95_seconds:
+        misses.append(f"TTFT p95 {ttft:.2f} s > {slo.ttft_p95_seconds:g} s")
+    if tpot > slo.tpot_p95_seconds:
+        misses.append(f"TPOT p95 {tpot * 1000:.0f} ms > {slo.tpot_p95_seconds * 1000:g} ms")
+    if m.error_rate > slo.error_ratio:
+        misses.append(f"errors {m.error_rate:.1%} > {slo.error_ratio:.0%}")
+    return SloCheck(ok=not misses, misses=misses)
+
+
+def cost_text(m: Measurement, config: Config) -> str:
+    gpu_h = m.gpu_hours_per_million_output_tokens()
+    price = config.benchmark.instance_hour_usd
+    text = f"{gpu_h:.2f} GPU-h"
+    if price is not None:
+        usd = gpu_h * price / DPD_INSTANCE_GPUS.get(config.endpoint.instance_type, 8)
+        text += f" (${usd:.2f})"
+    return text + " per 1M output tokens"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict:
+    scenario: str
+    split: bool | None
+    """True: use DPD; False: stay colocated; None: neither mode meets the SLO at any measured load."""
+    reason: str
+
+
+def verdict(scenario: str, cells: list[Cell], config: Config) -> Verdict:
+    """Per shape: the cheapest SLO-meeting load of each mode (GPU-hours per 1M output tokens) decides."""
+    best: dict[str, Measurement | None] = {}
+    for mode in ("dpd", "colocated"):
+        ok = [getattr(c, mode) for c in cells if slo_check(getattr(c, mode), config).ok]
+        best[mode] = min(ok, key=lambda m: m.gpu_hours_per_million_output_tokens()) if ok else None
+    d, c = best["dpd"], best["colocated"]
+    top = max(cells, key=lambda x: x.concurrency)
+    if d is None and c is None:
+        miss = "; ".join(slo_check(top.dpd, config).misses + slo_check(top.colocated, config).misses)
+        return Verdict(scenario=scenario, split=None,
+                       reason=f"neither mode meets observability.slo at any measured concurrency "
+                              f"(at {top.concurrency}: {miss}); size up before deciding")
+    if c is None:
+        assert d is not None
+        miss = "; ".join(slo_check(top.colocated, config).misses)
+        return Verdict(scenario=scenario, split=True,
+                       reason=f"only DPD meets observability.slo (colocated at concurrency {top.concurrency}: "
+                              f"{miss}); DPD at concurrency {d.concurrency}: {cost_text(d, config)}")
+    if d is None:
+        miss = "; ".join(slo_check(top.dpd, config).misses)
+        return Verdict(scenario=scenario, split=False,
+                       reason=f"DPD misses observability.slo ({miss} at concurrency {top.concurrency}); "
+                              f"colocated meets it: {cost_text(c, config)} at concurrency {c.concurrency}")
+    dc, cc = d.gpu_hours_per_million_output_tokens(), c.gpu_hours_per_million_output_tokens()
+    margin = config.benchmark.split_min_saving
+    split = dc < cc * (1 - margin)
+    costs = (f"DPD {cost_text(d, config)} (concurrency {d.concurrency}) vs colocated {cost_text(c, config)} "
+             f"(concurrency {c.concurrency})")
+    if split:
+        why = "DPD is cheaper per output token"
+    elif dc < cc:
+        why = f"DPD is cheaper by less than benchmark.split_min_saving ({margin:.0%}), not worth a second pool"
+    else:
+        why = "colocated is cheaper per output token"
+    return Verdict(scenario=scenario, split=split, reason=f"both meet observability.slo; {why}: {costs}")

@@ -1,0 +1,316 @@
+"""The decision report: PNG charts (matplotlib, headless), Markdown, a self-contained HTML page, summary JSON.
+
+Written into a temporary folder beside the target and moved into place only when every file is written:
+a failed report never leaves half a report behind.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hyperpod_analysis.report.analysis import (
+    AWS_H100_REFERENCE,
+    LABELS,
+    METRICS,
+    Cell,
+    Verdict,
+    cost_text,
+    slo_check,
+)
+from hyperpod_analysis.report.results import Measurement
+from hyperpod_core.atomic import staged_dir
+from hyperpod_core.config import Config
+
+COLORS = {"tpot": "#1f77b4", "e2e_p50": "#2ca02c", "e2e_p90": "#98df8a", "ttft": "#d62728",
+          "output_throughput": "#ff7f0e", "dpd": "#1f77b4", "colocated": "#7f7f7f"}
+PLANNER_KEYS = {"tpot": "tpot", "e2e_p50": "e2e_p50", "output_throughput": "output_throughput"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Report:
+    config: Config
+    cells: list[Cell]
+    verdicts: list[Verdict]
+    planner_note: str
+    source: str
+
+    def scenarios(self) -> list[str]:
+        return list(dict.fromkeys(c.scenario for c in self.cells))
+
+    def cells_of(self, scenario: str) -> list[Cell]:
+        return sorted((c for c in self.cells if c.scenario == scenario), key=lambda c: c.concurrency)
+
+
+def _fmt(x: float, digits: int = 1) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _pct(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{x:+.1f}%"
+
+
+# --- charts -----------------------------------------------------------------------------------------------
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _title(scenario: str, traffic: str) -> str:
+    return traffic if scenario == traffic else f"{scenario} {traffic}"
+
+
+def chart_improvement(report: Report, scenario: str, path: Path) -> None:
+    """Grouped bars of % improvement per concurrency (AWS's chart form), planner estimates as markers and AWS's
+    published H100 numbers as reference marks for D(4096,256)."""
+    plt = _plt()
+    cells = report.cells_of(scenario)
+    fig, ax = plt.subplots(figsize=(9, 5.4), dpi=100)
+    width = 0.8 / len(METRICS)
+    xs = range(len(cells))
+    for i, metric in enumerate(METRICS):
+        vals = [c.improvement()[metric] for c in cells]
+        pos = [x - 0.4 + width * (i + 0.5) for x in xs]
+        ax.bar(pos, vals, width=width, color=COLORS[metric], label=LABELS[metric])
+        for p, v in zip(pos, vals, strict=True):
+            if not math.isnan(v):
+                ax.annotate(f"{v:.0f}", (p, v), ha="center", va="bottom" if v >= 0 else "top", fontsize=7)
+        key = PLANNER_KEYS.get(metric)
+        est = [(p, c.estimate["improvement_pct"][key]) for p, c in zip(pos, cells, strict=True)
+               if key and c.estimate and key in c.estimate.get("improvement_pct", {})]
+        if est:
+            ax.scatter([p for p, _ in est], [v for _, v in est], marker="D", facecolors="none",
+                       edgecolors="black", zorder=3, label="planner estimate" if metric == "tpot" else None)
+    if cells and cells[0].traffic.replace(" ", "") == AWS_H100_REFERENCE["traffic"]:
+        _reference_marks(ax, cells, width)
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks(list(xs), [f"concurrency {c.concurrency}" for c in cells])
+    ax.set_ylabel("DPD improvement over colocated (%)")
+    ax.set_title(f"{_title(scenario, cells[0].traffic)}: DPD improvement, higher is better")
+    ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.1))
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _reference_marks(ax: Any, cells: list[Cell], width: float) -> None:
+    ref = AWS_H100_REFERENCE
+    for i, c in enumerate(cells):
+        tpot = ref["points"]["tpot"].get(c.concurrency)
+        if tpot is not None:
+            x = i - 0.4 + width * 0.5
+            ax.hlines(tpot, x - width, x + width, colors="black", linestyles="--")
+            ax.annotate(f"AWS H100 {tpot:.0f}%", (x, tpot), fontsize=6, ha="center", va="bottom")
+    lo, hi = ref["ranges"]["e2e_p50"]
+    ax.axhspan(lo, hi, color=COLORS["e2e_p50"], alpha=0.08, label=f"AWS H100 E2E P50 {lo:.0f}-{hi:.0f}%")
+    ax.axhline(ref["up_to"]["output_throughput"], color=COLORS["output_throughput"], linestyle=":",
+               label=f"AWS H100 throughput up to {ref['up_to']['output_throughput']:.0f}%")
+
+
+def chart_curves(report: Report, scenario: str, path: Path) -> None:
+    """Absolute latency against throughput: TPOT vs output tokens/s, and E2E P50 vs output tokens/s per GPU."""
+    plt = _plt()
+    cells = report.cells_of(scenario)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4.2), dpi=100)
+    for mode in ("colocated", "dpd"):
+        ms: list[Measurement] = [getattr(c, mode) for c in cells]
+        a1.plot([m.output_tokens_per_s for m in ms], [m.tpot_ms["mean"] for m in ms], marker="o",
+                color=COLORS[mode], label=f"{mode} ({ms[0].gpus} GPUs)")
+        a2.plot([m.tokens_per_s_per_gpu for m in ms], [m.e2e_ms["p50"] for m in ms], marker="o",
+                color=COLORS[mode], label=mode)
+        for m in ms:
+            a1.annotate(f"c{m.concurrency}", (m.output_tokens_per_s, m.tpot_ms["mean"]), fontsize=7)
+            a2.annotate(f"c{m.concurrency}", (m.tokens_per_s_per_gpu, m.e2e_ms["p50"]), fontsize=7)
+    a1.set_xlabel("output tokens/s (endpoint)")
+    a1.set_ylabel("TPOT mean (ms)")
+    a2.set_xlabel("output tokens/s per GPU")
+    a2.set_ylabel("E2E P50 (ms)")
+    a1.legend(fontsize=8)
+    a2.legend(fontsize=8)
+    fig.suptitle(f"{_title(scenario, cells[0].traffic)}: latency vs throughput")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+# --- tables ---------------------------------------------------------------------------------------------
+
+
+def measurement_rows(report: Report, scenario: str) -> list[list[str]]:
+    rows = []
+    for c in report.cells_of(scenario):
+        for m in (c.colocated, c.dpd):
+            slo = slo_check(m, report.config)
+            rows.append([str(m.concurrency), m.mode, str(m.gpus), _fmt(m.ttft_ms["mean"]),
+                         _fmt(m.ttft_ms.get("p95", math.nan)), _fmt(m.tpot_ms["mean"], 2),
+                         _fmt(m.tpot_ms.get("p95", math.nan), 2), _fmt(m.e2e_ms["p50"]), _fmt(m.e2e_ms["p90"]),
+                         _fmt(m.output_tokens_per_s), _fmt(m.tokens_per_s_per_gpu), f"{m.error_rate:.1%}",
+                         "yes" if slo.ok else "no: " + "; ".join(slo.misses), cost_text(m, report.config)])
+        if c.estimate:  # the planner's estimate next to the measurements of this concurrency
+            for mode, label in (("colocated", "colocated, one node (planner)"), ("dpd", "dpd (planner)")):
+                e = c.estimate.get(mode) or {}
+                rows.append([str(c.concurrency), label, "-", _est(e, "ttft_ms", 1), "-", _est(e, "tpot_ms", 2), "-",
+                             _est(e, "e2e_p50_ms", 1), "-", _est(e, "output_tokens_per_s", 1), "-", "-", "-", "-"])
+    return rows
+
+
+def _est(e: dict[str, Any], key: str, digits: int) -> str:
+    return _fmt(float(e[key]), digits) if isinstance(e.get(key), int | float) else "n/a"
+
+
+MEASUREMENT_HEADER = ["concurrency", "mode", "GPUs", "TTFT mean ms", "TTFT p95 ms", "TPOT mean ms", "TPOT p95 ms",
+                      "E2E P50 ms", "E2E P90 ms", "output tok/s", "tok/s per GPU", "errors", "meets SLO", "cost"]
+IMPROVEMENT_HEADER = ["concurrency", "TPOT", "E2E P50", "E2E P90", "TTFT", "output throughput",
+                      "throughput per GPU", "planner TPOT / E2E P50 / throughput (DPD vs one colocated node)",
+                      "AWS H100 (published)"]
+
+
+def improvement_rows(report: Report, scenario: str) -> list[list[str]]:
+    rows = []
+    for c in report.cells_of(scenario):
+        imp = c.improvement()
+        est = "n/a"
+        if c.estimate:
+            e = c.estimate.get("improvement_pct", {})
+            est = " / ".join(_pct(float(e[k])) if k in e else "n/a" for k in ("tpot", "e2e_p50", "output_throughput"))
+        rows.append([str(c.concurrency), *(_pct(imp[k]) for k in METRICS), _pct(imp["output_throughput_per_gpu"]),
+                     est, _aws_text(c)])
+    return rows
+
+
+def _aws_text(c: Cell) -> str:
+    ref = AWS_H100_REFERENCE
+    if c.traffic.replace(" ", "") != ref["traffic"]:
+        return "-"
+    parts = []
+    if c.concurrency in ref["points"]["tpot"]:
+        parts.append(f"TPOT +{ref['points']['tpot'][c.concurrency]:.0f}%")
+    lo, hi = ref["ranges"]["e2e_p50"]
+    parts.append(f"E2E P50 +{lo:.0f}..{hi:.0f}%")
+    parts.append(f"throughput up to +{ref['up_to']['output_throughput']:.0f}%")
+    return ", ".join(parts)
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _html_table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+# --- documents ------------------------------------------------------------------------------------------
+
+
+def _verdict_text(v: Verdict) -> str:
+    word = {True: "split (use DPD)", False: "do not split (stay colocated)", None: "no verdict"}[v.split]
+    return f"**{v.scenario}: {word}** - {v.reason}"
+
+
+def _intro(report: Report) -> list[str]:
+    c = report.config
+    e, slo = c.endpoint, c.observability.slo
+    first = report.cells[0]
+    return [
+        f"Endpoint `{e.namespace}/{e.name}` ({e.instance_type}); DPD {first.dpd.gpus} GPUs vs colocated "
+        f"{first.colocated.gpus} GPUs; routing threshold {e.routing_threshold_tokens} tokens, strategy "
+        f"`{e.routing_strategy}`.",
+        f"SLO (`observability.slo`): TTFT p95 <= {slo.ttft_p95_seconds:g} s, TPOT p95 <= "
+        f"{slo.tpot_p95_seconds * 1000:g} ms, errors <= {slo.error_ratio:.0%}.",
+        "Improvement: latency (colocated - DPD) / colocated, throughput (DPD - colocated) / colocated; "
+        "positive = DPD better. Cost = GPU-hours per 1M output tokens at the measured throughput.",
+        f"Results: {report.source}. {report.planner_note}.",
+        f"Reference: AWS's published H100 numbers for {AWS_H100_REFERENCE['traffic']} "
+        f"({AWS_H100_REFERENCE['setup']}; {AWS_H100_REFERENCE['source']}).",
+        "Live view during a run: the `dpd-vs-colocated` Grafana dashboard (docs/observability.md).",
+    ]
+
+
+def markdown(report: Report, charts: dict[str, dict[str, str]]) -> str:
+    out = ["# DPD vs colocated: benchmark report", "", *[f"- {x}" for x in _intro(report)], "", "## Verdicts", ""]
+    out += [f"- {_verdict_text(v)}" for v in report.verdicts]
+    for s in report.scenarios():
+        traffic = report.cells_of(s)[0].traffic
+        out += ["", f"## {s} `{traffic}`", "", f"![improvement]({charts[s]['improvement']})", "",
+                f"![latency vs throughput]({charts[s]['curves']})", "", "### DPD improvement over colocated", "",
+                _md_table(IMPROVEMENT_HEADER, improvement_rows(report, s)), "", "### Measurements", "",
+                _md_table(MEASUREMENT_HEADER, measurement_rows(report, s))]
+    return "\n".join(out) + "\n"
+
+
+def html_page(report: Report, charts: dict[str, dict[str, str]], folder: Path) -> str:
+    def img(rel: str) -> str:
+        data = base64.b64encode((folder / rel).read_bytes()).decode()
+        return f'<img alt="{html.escape(rel)}" src="data:image/png;base64,{data}">'
+
+    css = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;"
+           "font-size:13px;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}"
+           "th{background:#f3f3f3}img{max-width:100%}")
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>DPD vs colocated</title>"
+             f"<style>{css}</style></head><body><h1>DPD vs colocated: benchmark report</h1><ul>"]
+    parts += [f"<li>{html.escape(x)}</li>" for x in _intro(report)]
+    parts.append("</ul><h2>Verdicts</h2><ul>")
+    for v in report.verdicts:
+        word = {True: "split (use DPD)", False: "do not split (stay colocated)", None: "no verdict"}[v.split]
+        parts.append(f"<li><b>{html.escape(v.scenario)}: {word}</b> - {html.escape(v.reason)}</li>")
+    parts.append("</ul>")
+    for s in report.scenarios():
+        parts += [f"<h2>{html.escape(s)} <code>{html.escape(report.cells_of(s)[0].traffic)}</code></h2>",
+                  img(charts[s]["improvement"]), img(charts[s]["curves"]), "<h3>DPD improvement over colocated</h3>",
+                  _html_table(IMPROVEMENT_HEADER, improvement_rows(report, s)), "<h3>Measurements</h3>",
+                  _html_table(MEASUREMENT_HEADER, measurement_rows(report, s))]
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def summary(report: Report) -> dict[str, Any]:
+    def m(x: Measurement) -> dict[str, Any]:
+        return {"gpus": x.gpus, "ttft_ms": x.ttft_ms, "tpot_ms": x.tpot_ms, "e2e_ms": x.e2e_ms,
+                "output_tokens_per_s": x.output_tokens_per_s, "tokens_per_s_per_gpu": x.tokens_per_s_per_gpu,
+                "error_rate": x.error_rate, "gpu_hours_per_million_output_tokens":
+                    x.gpu_hours_per_million_output_tokens(), "source": x.source}
+
+    return {
+        "cells": [{"scenario": c.scenario, "traffic": c.traffic, "concurrency": c.concurrency,
+                   "colocated": m(c.colocated), "dpd": m(c.dpd), "improvement_pct": c.improvement(),
+                   "planner_estimate": c.estimate} for c in report.cells],
+        "verdicts": [{"scenario": v.scenario, "split": v.split, "reason": v.reason} for v in report.verdicts],
+        "aws_reference": {k: (v if k != "points" else {m_: {str(c): p for c, p in d.items()} for m_, d in v.items()})
+                          for k, v in AWS_H100_REFERENCE.items()},
+        "planner": report.planner_note,
+    }
+
+
+def write_report(report: Report, out: Path) -> list[Path]:
+    """Write ``report.md``, ``report.html``, ``summary.json`` and ``charts/*.png`` to ``out`` (atomically)."""
+    out = out.resolve()
+    with staged_dir(out) as tmp:
+        (tmp / "charts").mkdir()
+        charts: dict[str, dict[str, str]] = {}
+        for s in report.scenarios():
+            slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", s).strip("_")
+            charts[s] = {"improvement": f"charts/improvement-{slug}.png",
+                         "curves": f"charts/latency-throughput-{slug}.png"}
+            chart_improvement(report, s, tmp / charts[s]["improvement"])
+            chart_curves(report, s, tmp / charts[s]["curves"])
+        (tmp / "report.md").write_text(markdown(report, charts), encoding="utf-8")
+        (tmp / "report.html").write_text(html_page(report, charts, tmp), encoding="utf-8")
+        (tmp / "summary.json").write_text(json.dumps(summary(report), indent=2, sort_keys=True, default=str) + "\n",
+                                          encoding="utf-8")
+    return sorted(p for p in out.rglob("*") if p.is_file())

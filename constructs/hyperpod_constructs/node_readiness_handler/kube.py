@@ -1,1 +1,0 @@
-../endpoint_janitor_handler/kube.py

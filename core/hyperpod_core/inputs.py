@@ -1,0 +1,237 @@
+"""Values the manifests need that only exist after ``cdk deploy``: read from the CDK outputs file.
+
+``cdk deploy --outputs-file cdk-outputs.json`` writes ``{"<stack name>": {"<output id>": "<value>"}}``.
+Output IDs are the constants of :mod:`hyperpod_core.outputs`; every stack is searched for them.
+
+Precedence, per value (each resolved value records where it came from, and :meth:`EndpointInputs.lines`
+prints one line per value):
+
+* model bucket: ``model.existing_bucket_name`` in the config, else ``ModelBucketName`` from the outputs
+  file, else the placeholder ``UNRESOLVED-ModelBucketName``. The placeholder is deliberately *not* a valid
+  bucket name: a manifest synthesized before ``cdk deploy`` can never read from somebody else's bucket.
+  There is no derived bucket name (the CDK side names the bucket itself, scoped to account and region).
+* region: always ``region`` from the config; an outputs file with a different ``Region`` is an error.
+* ownership: an outputs file whose stack names, cluster names, ARN account or ARN region do not belong to
+  the config is refused before anything is read from it (:func:`check_ownership`).
+* AMP workspace endpoint (KEDA ``serverAddress``): ``AmpWorkspaceEndpoint`` from the outputs file, else a
+  placeholder workspace ``ws-UNRESOLVED-AmpWorkspaceEndpoint`` (only used when autoscaling is on).
+* GPU availability-zone *name* (``pdSpec.topologySpec.availabilityZone``): ``GpuAvailabilityZone`` from
+  the outputs file, else omitted. The config holds the AZ *ID*; the name differs per account.
+* role ARNs (inference execution, KEDA): reported for the record; the InferenceEndpointConfig has no
+  field for them (the operator add-on holds them).
+
+``--require-outputs`` turns any placeholder into an error, for the apply path.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from hyperpod_core import outputs
+from hyperpod_core.config import Config, is_bucket_name
+from hyperpod_core.errors import ConfigError, shown
+
+#: Proposed output of the network stack: the AZ *name* of the GPU subnet (``us-west-2b``).
+GPU_AVAILABILITY_ZONE: Final = outputs.GPU_AVAILABILITY_ZONE
+
+PLACEHOLDER_PREFIX: Final = "UNRESOLVED-"
+_AMP_RE = re.compile(r"^https://aps-workspaces\.[a-z0-9-]+\.amazonaws\.com/workspaces/ws-[a-zA-Z0-9-]+$", re.ASCII)
+_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$", re.ASCII)
+_AZ_NAME_RE = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$", re.ASCII)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Resolved:
+    """One input value and the place it came from."""
+
+    value: str | None
+    source: str
+    placeholder: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class EndpointInputs:
+    model_bucket_name: Resolved
+    region: Resolved
+    amp_workspace_endpoint: Resolved
+    gpu_availability_zone: Resolved
+    inference_execution_role_arn: Resolved
+    keda_role_arn: Resolved
+
+    def lines(self) -> list[str]:
+        """``input <name> = <value> (<source>)``, one line per value, for the synth log."""
+        rows = (
+            ("model_bucket_name", self.model_bucket_name),
+            ("region", self.region),
+            ("amp_workspace_endpoint", self.amp_workspace_endpoint),
+            ("gpu_availability_zone", self.gpu_availability_zone),
+            ("inference_execution_role_arn", self.inference_execution_role_arn),
+            ("keda_role_arn", self.keda_role_arn),
+        )
+        return [f"input {name} = {r.value if r.value is not None else '-'} ({r.source})" for name, r in rows]
+
+
+#: Stack-name suffixes of one deployment (``<config name>-<suffix>``; ``hyperpod_infra.app_builder.build``).
+STACK_SUFFIXES: Final = ("network", "cluster", "hyperpod", "observability", "platform")
+_ARN_PARTS_RE = re.compile(r"^arn:aws[a-z-]*:(?P<service>[a-z0-9-]+):(?P<region>[a-z0-9-]*):(?P<account>\d{12}):")
+
+
+def stack_names(config: Config) -> tuple[str, ...]:
+    """The CloudFormation stack names ``config`` deploys (observability included whether enabled or not)."""
+    return tuple(f"{config.name}-{suffix}" for suffix in STACK_SUFFIXES)
+
+
+def _config_accounts(config: Config) -> set[str]:
+    """Accounts the config itself names (admin principal, training plans): the outputs must match them."""
+    arns = [config.eks.admin_principal_arn, *(g.training_plan_arn for g in config.hyperpod.instance_groups)]
+    return {m["account"] for a in arns if a and (m := _ARN_PARTS_RE.match(a))}
+
+
+def check_ownership(config: Config, path: Path, data: dict[str, dict[str, object]]) -> None:
+    """Refuse an outputs file written by another deployment: stack names, cluster names, account, region.
+
+    One line naming the offending value (ConfigError, exit 2). The outputs are what ``cdk deploy
+    --outputs-file`` wrote for this config's stacks, so each must carry this config's names.
+    """
+    where = f"outputs file {str(path)!r}"
+    allowed = stack_names(config)
+    for stack in sorted(data):
+        if stack not in allowed:
+            raise ConfigError(f"{where}: stack {stack!r} does not belong to config name {config.name!r} "
+                              f"(expected {', '.join(allowed)}); outputs file of another deployment?")
+    checks = ((outputs.EKS_CLUSTER_NAME, config.eks.cluster_name, "eks.cluster_name"),
+              (outputs.HYPERPOD_CLUSTER_NAME, config.hyperpod.cluster_name, "hyperpod.cluster_name"))
+    accounts: dict[str, str] = {}
+    for stack in sorted(data):
+        for key, value in data[stack].items():
+            for output_id, expected, field in checks:
+                if key == output_id and str(value) != expected:
+                    raise ConfigError(f"{where}: {stack}.{key} is {str(value)!r} but config {field} is "
+                                      f"{expected!r} (outputs file of another deployment?)")
+            m = _ARN_PARTS_RE.match(str(value))
+            if m is None:
+                continue
+            if m["region"] and m["region"] != config.region:
+                raise ConfigError(f"{where}: {stack}.{key} is in region {m['region']!r} but config region is "
+                                  f"{config.region!r} (outputs file of another deployment?)")
+            accounts.setdefault(m["account"], f"{stack}.{key}")
+    expected_accounts = _config_accounts(config)
+    if len(accounts) > 1:
+        raise ConfigError(f"{where}: outputs name several AWS accounts ({', '.join(sorted(accounts))}); "
+                          f"one deployment lives in one account")
+    for account, source in accounts.items():
+        if expected_accounts and account not in expected_accounts:
+            raise ConfigError(f"{where}: {source} is in account {account} but the config's ARNs name account "
+                              f"{', '.join(sorted(expected_accounts))} (outputs file of another deployment?)")
+
+
+def _load_outputs(path: Path) -> dict[str, dict[str, object]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"outputs file {str(path)!r} cannot be read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"outputs file {str(path)!r} must be UTF-8 JSON, got byte at offset {exc.start}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"outputs file {str(path)!r} is not valid JSON (line {exc.lineno})") from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise ConfigError(f"outputs file {str(path)!r} must map stack names to {{output id: value}} objects")
+    return data
+
+
+def read_outputs_file(path: Path, config: Config | None = None) -> dict[str, tuple[str, str]]:
+    """``{output id: (stack name, value)}`` across all stacks of a ``cdk deploy --outputs-file`` file.
+
+    With ``config``, the file must belong to it (:func:`check_ownership`).
+    """
+    data = _load_outputs(path)
+    if config is not None:
+        check_ownership(config, path, data)
+    found: dict[str, tuple[str, str]] = {}
+    for stack in sorted(data):
+        for key, value in data[stack].items():
+            if key in found and found[key][1] != value:
+                raise ConfigError(f"outputs file {str(path)!r}: output {key} differs between stacks "
+                                  f"{found[key][0]} and {stack}")
+            found.setdefault(key, (stack, str(value)))
+    return found
+
+
+def resolve_inputs(config: Config, outputs_file: Path | None) -> EndpointInputs:
+    """Resolve every deploy-time value for ``config``; ``outputs_file`` ``None`` means there is none."""
+    found = read_outputs_file(outputs_file, config) if outputs_file is not None else {}
+    where = str(outputs_file)
+
+    def from_outputs(output_id: str) -> Resolved | None:
+        if output_id not in found:
+            return None
+        stack, value = found[output_id]
+        return Resolved(value=value, source=f"outputs file {where}: {stack}.{output_id}")
+
+    region = Resolved(value=config.region, source="config: region")
+    out_region = from_outputs(outputs.REGION)
+    if out_region is not None and out_region.value != config.region:
+        raise ConfigError(f"{out_region.source} is {out_region.value!r} but config region is "
+                          f"{config.region!r} (outputs file of another deployment?)")
+
+    bucket = from_outputs(outputs.MODEL_BUCKET_NAME)
+    if config.model.existing_bucket_name is not None:
+        if bucket is not None and bucket.value != config.model.existing_bucket_name:
+            raise ConfigError(f"{bucket.source} is {bucket.value!r} but config model.existing_bucket_name "
+                              f"is {config.model.existing_bucket_name!r}")
+        bucket = Resolved(value=config.model.existing_bucket_name, source="config: model.existing_bucket_name")
+    if bucket is not None and not is_bucket_name(bucket.value or ""):
+        # The name goes into the manifests' S3 model source: never a name S3 could not have created.
+        raise ConfigError(f"{bucket.source} must be a valid S3 bucket name (3-63 lowercase letters, digits, "
+                          f"'.', '-'), got {shown(bucket.value)}")
+    if bucket is None:
+        bucket = Resolved(value=PLACEHOLDER_PREFIX + outputs.MODEL_BUCKET_NAME, placeholder=True,
+                          source=f"PLACEHOLDER: no {outputs.MODEL_BUCKET_NAME} (pass --outputs-file)")
+
+    amp = from_outputs(outputs.AMP_WORKSPACE_ENDPOINT)
+    if amp is not None:
+        normalized = (amp.value or "").rstrip("/")
+        if not _AMP_RE.fullmatch(normalized):
+            raise ConfigError(f"{amp.source} must look like https://aps-workspaces.<region>.amazonaws.com/"
+                              f"workspaces/ws-<id>, got {amp.value!r}")
+        amp = Resolved(value=normalized, source=amp.source)
+    elif config.endpoint.autoscaling.enabled:
+        amp = Resolved(
+            value=(f"https://aps-workspaces.{config.region}.amazonaws.com/workspaces/ws-"
+                   f"{PLACEHOLDER_PREFIX}{outputs.AMP_WORKSPACE_ENDPOINT}"),
+            placeholder=True, source=f"PLACEHOLDER: no {outputs.AMP_WORKSPACE_ENDPOINT} (pass --outputs-file)")
+    else:
+        amp = Resolved(value=None, source="not needed: endpoint.autoscaling.enabled is false")
+
+    zone = from_outputs(GPU_AVAILABILITY_ZONE)
+    if zone is not None and not (_AZ_NAME_RE.fullmatch(zone.value or "")
+                                 and (zone.value or "").startswith(config.region)):
+        raise ConfigError(f"{zone.source} must be an AZ name in {config.region} such as "
+                          f"{config.region}a, got {zone.value!r}")
+    if zone is None:
+        zone = Resolved(value=None, source=f"omitted: no {GPU_AVAILABILITY_ZONE} output; sameAZ still holds "
+                                           f"and every GPU node is in {config.network.gpu_availability_zone_id}")
+
+    def role(output_id: str) -> Resolved:
+        r = from_outputs(output_id)
+        if r is None:
+            return Resolved(value=None, source=f"not in outputs (informational: the manifest has no field for "
+                                               f"{output_id})")
+        if not _ARN_RE.fullmatch(r.value or ""):
+            raise ConfigError(f"{r.source} must be an IAM role ARN, got {r.value!r}")
+        return Resolved(value=r.value, source=r.source + " (informational)")
+
+    return EndpointInputs(
+        model_bucket_name=bucket, region=region, amp_workspace_endpoint=amp, gpu_availability_zone=zone,
+        inference_execution_role_arn=role(outputs.INFERENCE_EXECUTION_ROLE_ARN),
+        keda_role_arn=role(outputs.KEDA_ROLE_ARN),
+    )
+
+
+def placeholders(inputs: EndpointInputs) -> list[str]:
+    """Names of the values still holding a placeholder."""
+    return [name for name, r in vars(inputs).items() if r.placeholder]

@@ -1,0 +1,100 @@
+"""Names of the Kubernetes objects the HyperPod Inference Operator creates for one endpoint.
+
+Every name is derived from ``endpoint.name`` / ``endpoint.namespace`` of the config, as documented by AWS
+(sources are the tags of ``shared/reference/operator.md``, section "(e) Pod labels, names, ports"):
+
+* S2 (DPD guide), S13 (AWS ML blog): prefill/decode pods ``prefill-<iec>-XXXX`` / ``decode-<iec>-XXXX`` in the
+  endpoint namespace, labelled ``inference.sagemaker.aws.amazon.com/dpd-role=prefill|decode``; the vLLM
+  container of each is ``<role>-<iec>`` (S3, DPD troubleshooting: ``kubectl logs <pod> -c <prefill|decode>-
+  <endpoint-name>``).
+* S13/S2: the router runs in ``hyperpod-inference-system`` as pods ``<iec>-<ns>-router-XXXX`` with the container
+  ``router-container``, behind the Service ``<iec>-<ns>-routing-service`` on port 443.
+* S1 (``config/manager/manager.yaml`` of the operator chart): the operator Deployment is
+  ``<namePrefix>controller-manager`` in ``<namePrefix>system``, container ``manager``; the add-on installs it as
+  ``hyperpod-inference-controller-manager`` (S4), Helm as ``hyperpod-inference-operator-controller-manager``.
+* The load balancer: the operator's Ingress ``alb-<iec>-<ns>`` in ``hyperpod-inference-system`` (no AWS page
+  names it; three public sources agree: aws/sagemaker-hyperpod-cli ``helm_chart/HyperPodHelmChart/charts/
+  inference-operator/migration/helm_to_addon.sh`` finds "ingress resources created by inference models" by the
+  ``alb-`` prefix; aws-samples/llm_model_hub ``backend/inference/hyperpod_inference.py`` reads
+  ``alb-{resource_name}-{namespace}`` in ``hyperpod-inference-system``; and the ALB names of that sample's
+  endpoints, ``k8s-hyperpod-albdemod-...``, follow the AWS Load Balancer Controller's ``k8s-<namespace[:8]>-
+  <ingress[:8]>-<hash>`` rule only for that namespace and name).
+* CRD (``shared/crds/inferenceendpointconfigs.yaml``): group ``inference.sagemaker.aws.amazon.com``, version
+  ``v1``, plural ``inferenceendpointconfigs``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from hyperpod_core.config import Config
+
+GROUP: Final = "inference.sagemaker.aws.amazon.com"
+VERSION: Final = "v1"
+PLURAL: Final = "inferenceendpointconfigs"
+ROLE_LABEL: Final = "inference.sagemaker.aws.amazon.com/dpd-role"
+OPERATOR_NAMESPACE: Final = "hyperpod-inference-system"
+#: Add-on name first (what this project installs), then the Helm chart's.
+OPERATOR_DEPLOYMENTS: Final = ("hyperpod-inference-controller-manager",
+                               "hyperpod-inference-operator-controller-manager")
+OPERATOR_CONTAINER: Final = "manager"
+ROUTER_CONTAINER: Final = "router-container"
+
+Role = Literal["prefill", "decode"]
+ROLES: Final[tuple[Role, ...]] = ("prefill", "decode")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EndpointNames:
+    """The operator's object names for the endpoint ``name`` in ``namespace``."""
+
+    name: str
+    namespace: str
+
+    @classmethod
+    def of(cls, config: Config) -> EndpointNames:
+        return cls(name=config.endpoint.name, namespace=config.endpoint.namespace)
+
+    def role_selector(self, role: Role) -> str:
+        """Label selector of one DPD role's pods (all endpoints; filter with :meth:`is_role_pod`)."""
+        return f"{ROLE_LABEL}={role}"
+
+    def role_pod_prefix(self, role: Role) -> str:
+        return f"{role}-{self.name}-"
+
+    def is_role_pod(self, role: Role, pod_name: str) -> bool:
+        return pod_name.startswith(self.role_pod_prefix(role))
+
+    def container(self, role: Role) -> str:
+        """The vLLM container of a role's pod: ``prefill-<iec>`` / ``decode-<iec>``."""
+        return f"{role}-{self.name}"
+
+    @property
+    def router_pod_prefix(self) -> str:
+        return f"{self.name}-{self.namespace}-router-"
+
+    @property
+    def router_service(self) -> str:
+        return f"{self.name}-{self.namespace}-routing-service"
+
+    @property
+    def ingress(self) -> str:
+        """The operator's Ingress for the endpoint's ALB, in :data:`OPERATOR_NAMESPACE` (module docstring)."""
+        return f"alb-{self.name}-{self.namespace}"
+
+
+def certificate_pem_location(status: dict[str, object]) -> tuple[str, str] | None:
+    """``(bucket, key)`` of the endpoint's CA PEM from the IEC ``status.tlsCertificate``, or ``None`` while
+    the operator has not written it. ``tlsCertificateOutputS3Bucket`` may carry a prefix (``bucket/prefix``,
+    with or without ``s3://``) that the keys in ``tlsCertificateS3Keys`` may or may not already start with."""
+    tls = status.get("tlsCertificate")
+    if not isinstance(tls, dict):
+        return None
+    bucket_field = str(tls.get("tlsCertificateOutputS3Bucket") or "")
+    keys = tls.get("tlsCertificateS3Keys") or []
+    if not bucket_field or not keys:
+        return None
+    bucket, _, prefix = bucket_field.removeprefix("s3://").rstrip("/").partition("/")
+    key = str(keys[0])
+    return bucket, key if not prefix or key.startswith(prefix) else f"{prefix.rstrip('/')}/{key}"

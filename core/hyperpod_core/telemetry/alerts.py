@@ -1,0 +1,124 @@
+"""DPD alerts, defined once, as Prometheus rule groups.
+
+:func:`alert_rule_groups` returns the rule-file mapping (``{"groups": [...]}``). The same value becomes the
+``spec`` of a PrometheusRule (cdk8s side) and the body of an Amazon Managed Service for Prometheus rule groups
+namespace (CDK side). Pure Python. Thresholds come from ``observability.slo``; every alert carries a
+one-line runbook; every expression is built from the named queries in ``queries.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from hyperpod_core.config import Config
+from hyperpod_core.telemetry import catalogue as m
+from hyperpod_core.telemetry import queries as q
+from hyperpod_core.telemetry.targets import dpd_target
+
+#: Window of the rates and quantiles in alert expressions.
+WINDOW: Final = "5m"
+#: Window of the restart-loop alert (its limit is observability.slo.pod_restarts_per_15m).
+RESTART_WINDOW: Final = "15m"
+
+Severity = Literal["warning", "critical"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Alert:
+    name: str
+    expr: str
+    for_: str
+    severity: Severity
+    summary: str
+    runbook: str
+    """One line: what to check first and what to change."""
+
+
+def alerts(config: Config) -> tuple[Alert, ...]:
+    """The DPD alerts for ``config.endpoint``, thresholds from ``config.observability.slo``."""
+    slo = config.observability.slo
+    t = dpd_target(config)
+    waiting = q.series(m.NUM_REQUESTS_WAITING, t, "prefill")
+    finished = q.rate_sum(m.REQUEST_SUCCESS, t, "decode", window=WINDOW)
+    return (
+        Alert(
+            name="DpdDecodeKvCacheSaturated", severity="warning", for_="10m",
+            expr=f"{q.decode_kv_usage(t)} > {slo.kv_cache_usage_ratio}",
+            summary=f"Decode KV-cache usage above {slo.kv_cache_usage_ratio:.0%} for 10 minutes.",
+            runbook="Check decode preemptions and running sequences; lower decode max_num_seqs or "
+                    "max_model_len, or give decode more GPUs (tensor parallel / replicas).",
+        ),
+        Alert(
+            name="DpdPrefillQueueGrowing", severity="warning", for_="10m",
+            expr=f"({q.prefill_queue(t)} / count({waiting}) > {slo.prefill_queue_per_replica}) "
+                 f"and (sum(deriv({waiting}[{WINDOW}])) > 0)",
+            summary=f"More than {slo.prefill_queue_per_replica:g} requests waiting per prefill replica, "
+                    "and growing.",
+            runbook="Add prefill replicas (endpoint.prefill.replicas or prefill autoscaling) or raise "
+                    "routing_threshold_tokens so short prompts skip prefill.",
+        ),
+        Alert(
+            name="DpdTtftSloBreach", severity="warning", for_="10m",
+            expr=f"{q.quantile(0.95, m.TIME_TO_FIRST_TOKEN, t, 'decode', window=WINDOW)} > {slo.ttft_p95_seconds}",
+            summary=f"TTFT p95 above {slo.ttft_p95_seconds:g}s (SLO) for 10 minutes.",
+            runbook="Compare prefill queue, prefill time and KV retrieve time on the DPD overview to find "
+                    "the slow stage; scale prefill if queueing, check EFA/LMCache if retrieve is slow.",
+        ),
+        Alert(
+            name="DpdTpotSloBreach", severity="warning", for_="10m",
+            expr=f"{q.quantile(0.95, m.REQUEST_TPOT, t, 'decode', window=WINDOW)} > {slo.tpot_p95_seconds}",
+            summary=f"TPOT p95 above {slo.tpot_p95_seconds:g}s (SLO) for 10 minutes.",
+            runbook="Decode batch too large or preempting: check running sequences and KV usage; lower "
+                    "decode max_num_seqs or add decode capacity.",
+        ),
+        Alert(
+            name="DpdErrorRatioHigh", severity="critical", for_="5m",
+            expr=f"{q.error_ratio(t, window=WINDOW)} > {slo.error_ratio}",
+            summary=f"More than {slo.error_ratio:.1%} of invocations fail.",
+            runbook="Read the vLLM and reverse-proxy container logs of the failing pods (kubectl logs -c); "
+                    "check router logs for backends marked unhealthy.",
+        ),
+        Alert(
+            name="DpdRequestsAbortedOrFailed", severity="warning", for_="10m",
+            expr=f"{q.failed_requests(t, 'decode', window=WINDOW)} / {finished} > {slo.error_ratio}",
+            summary=f"More than {slo.error_ratio:.1%} of requests on decode finish with abort or error.",
+            runbook="A failed KV load finishes as 'error': check decoder logs 'Retrieved N out of M required "
+                    "tokens', EFA devices and PD_BUFFER_SIZE; 'abort' is a client disconnect or timeout.",
+        ),
+        Alert(
+            name="DpdPodRestartLoop", severity="critical", for_="5m",
+            expr=f"{q.pod_restarts(t, window=RESTART_WINDOW)} > {slo.pod_restarts_per_15m}",
+            summary=f"A DPD pod restarted more than {slo.pod_restarts_per_15m} times in {RESTART_WINDOW}.",
+            runbook="kubectl describe pod and kubectl logs --previous: OOM (raise pd_buffer_size_bytes "
+                    "headroom or lower gpu_memory_utilization), failed model load, or failing health checks.",
+        ),
+        Alert(
+            name="DpdKvTransferIncomplete", severity="warning", for_="10m",
+            expr=f"1 - {q.kv_hit_ratio(t, window=WINDOW)} > {slo.kv_transfer_miss_ratio}",
+            summary=f"Decode receives less than {1 - slo.kv_transfer_miss_ratio:.0%} of the KV tokens it requests "
+                    "from prefill.",
+            runbook="KV transfer failing: decode recomputes the prompt. Check EFA devices on both pods, "
+                    "decoder logs 'Retrieved N out of M required tokens', and PD_BUFFER_SIZE.",
+        ),
+    )
+
+
+def alert_rule_groups(config: Config) -> dict[str, Any]:
+    """The alerts in Prometheus rule-file format: ``{"groups": [{"name", "interval", "rules"}]}``."""
+    e = config.endpoint
+    rules = [
+        {
+            "alert": a.name,
+            "expr": a.expr,
+            "for": a.for_,
+            "labels": {"severity": a.severity, "endpoint": e.name, "namespace": e.namespace},
+            "annotations": {"summary": a.summary, "runbook": a.runbook},
+        }
+        for a in alerts(config)
+    ]
+    return {"groups": [{
+        "name": f"dpd-{e.name}",
+        "interval": f"{config.observability.scrape_interval_seconds * 2}s",
+        "rules": rules,
+    }]}

@@ -1,0 +1,207 @@
+"""The metric catalogue: every metric a dashboard, alert or autoscaling trigger queries, defined once.
+
+Each :class:`Metric` names the exposed series family, the family in the exporter's contract
+(``shared/metrics/*.json``: vLLM 0.19.0 and LMCache 0.4.3 as read from their wheels), its :class:`Source`
+and the exporter's own labels. How the pod name is labelled depends on the path the series takes to
+Prometheus (:attr:`Metric.path`, see ``labels.py``). Queries are built only from these objects
+(``queries.py``); the tests serve the contract's series and prove every query returns data from them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from hyperpod_core.telemetry import labels as lbl
+
+MetricType = Literal["counter", "gauge", "histogram"]
+Path = Literal["inference", "dcgm", "kube-state-metrics"]
+"""``inference``: the HyperPod inference operator's metrics path (``pod_name``, ``namespace``,
+``metric_source``); ``dcgm`` / ``kube-state-metrics``: the observability add-on's collector."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Source:
+    """A component that exposes metrics, at the version the names were taken from."""
+
+    name: str
+    version: str
+    endpoint: str
+    """Where it is scraped (port and path)."""
+    reference: str
+    """Where the names were read: contract file, code path or document."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Metric:
+    """One Prometheus metric family as exposed (counters with ``_total``; histograms are the base name)."""
+
+    name: str
+    type: MetricType
+    unit: str
+    """Grafana unit id of the sample value (``s``, ``percentunit``, ``short``, ``decmbytes``...)."""
+    help: str
+    source: Source
+    labels: tuple[str, ...]
+    """Labels the exporter itself emits, as the contract lists them."""
+    path: Path = "inference"
+    """How the series reach Prometheus, which decides the pod and namespace labels. Default: ``inference``."""
+    renamed_from: str | None = None
+    """Older name of the same signal and when it changed. Default: no rename we know of."""
+
+    @property
+    def family(self) -> str:
+        """The family name as the exporter defines it (``shared/metrics``): counters without ``_total``."""
+        return self.name.removesuffix("_total") if self.type == "counter" else self.name
+
+    def series(self, suffix: str = "") -> str:
+        """The series name, e.g. ``series("_bucket")`` for a histogram's buckets."""
+        if suffix and self.type != "histogram":
+            raise ValueError(f"{self.name} is a {self.type}; only histograms have {suffix!r} series")
+        return self.name + suffix
+
+    def pod_label(self, collector: lbl.CollectorLabels) -> str:
+        """The label holding the pod name on this metric's series."""
+        if self.path == "dcgm":
+            return collector.dcgm_pod
+        if self.path == "kube-state-metrics":
+            return collector.kube_state_metrics_pod
+        return lbl.POD_NAME
+
+    def namespace_label(self, collector: lbl.CollectorLabels) -> str:
+        """The label holding the pod's namespace on this metric's series."""
+        if self.path == "dcgm":
+            return collector.dcgm_namespace
+        if self.path == "kube-state-metrics":
+            return collector.kube_state_metrics_namespace
+        return lbl.NAMESPACE
+
+
+# --- sources ------------------------------------------------------------------------------------------
+
+VLLM: Final = Source(
+    name="vLLM engine", version="0.19.0 (image lmcache/vllm-openai:v0.4.3)",
+    endpoint=":8000/metrics (container port = metrics.modelMetrics.port)",
+    reference="shared/metrics/vllm-0.19.0.json (vllm/v1/metrics/loggers.py)",
+)
+LMCACHE: Final = Source(
+    name="LMCache", version="0.4.3 (image lmcache/vllm-openai:v0.4.3)",
+    endpoint=":8000/metrics, through vLLM with PROMETHEUS_MULTIPROC_DIR set for both processes",
+    reference="shared/metrics/lmcache-0.4.3.json (lmcache/observability.py)",
+)
+SIDECAR: Final = Source(
+    name="HyperPod inference operator reverse-proxy sidecar (nginx)", version="operator 3.2",
+    endpoint=":9113/metrics",
+    reference="AWS inference observability page (shared/metrics/SOURCES.md; operator.md section d)",
+)
+DCGM: Final = Source(
+    name="NVIDIA DCGM exporter (HyperPod observability add-on)",
+    version="dcgm-exporter default counters (names stable since 2.x)",
+    endpoint=":9400/metrics, Kubernetes pod mapping on",
+    reference="NVIDIA/dcgm-exporter etc/default-counters.csv; HyperPod cluster metrics page (accelerated compute)",
+)
+KUBE_STATE_METRICS: Final = Source(
+    name="kube-state-metrics (HyperPod observability add-on)", version="2.x (names stable since 2.0)",
+    endpoint=":8080/metrics",
+    reference="kube-state-metrics docs/metrics/workload/pod-metrics.md; HyperPod cluster metrics page",
+)
+
+_ENGINE = ("model_name", "engine")
+_LMC = ("model_name", "worker_id", "role")
+_SIDECAR = ("cluster_id", "cluster_name", "resource_name", "resource_type", "model_name", "model_version",
+            "model_container_type", "node_name", "instance_type", "task_type")
+_DCGM = ("gpu", "UUID", "device", "modelName", "Hostname", "container")
+_KSM = ("uid", "container")
+
+# --- vLLM 0.19.0 --------------------------------------------------------------------------------------
+
+REQUEST_SUCCESS: Final = Metric(
+    name="vllm:request_success_total", type="counter", unit="reqps", source=VLLM,
+    labels=(*_ENGINE, lbl.FINISHED_REASON),
+    help="Finished requests by reason (stop, length, abort, error, repetition); a failed KV load is 'error'.")
+TIME_TO_FIRST_TOKEN: Final = Metric(
+    name="vllm:time_to_first_token_seconds", type="histogram", unit="s", source=VLLM, labels=_ENGINE,
+    help="Engine-side TTFT. On decode pods it includes the remote-prefill and KV-transfer wait.")
+INTER_TOKEN_LATENCY: Final = Metric(
+    name="vllm:inter_token_latency_seconds", type="histogram", unit="s", source=VLLM, labels=_ENGINE,
+    help="Time between consecutive output tokens (ITL).",
+    renamed_from="vllm:time_per_output_token_seconds (deprecated 0.11, hidden 0.12, removed 0.13)")
+REQUEST_TPOT: Final = Metric(
+    name="vllm:request_time_per_output_token_seconds", type="histogram", unit="s", source=VLLM,
+    labels=_ENGINE, help="Per-request mean time per output token (TPOT).")
+E2E_LATENCY: Final = Metric(
+    name="vllm:e2e_request_latency_seconds", type="histogram", unit="s", source=VLLM, labels=_ENGINE,
+    help="End-to-end request latency inside the engine.")
+PREFILL_TIME: Final = Metric(
+    name="vllm:request_prefill_time_seconds", type="histogram", unit="s", source=VLLM, labels=_ENGINE,
+    help="Time a request spends in the PREFILL phase.")
+QUEUE_TIME: Final = Metric(
+    name="vllm:request_queue_time_seconds", type="histogram", unit="s", source=VLLM, labels=_ENGINE,
+    help="Time a request spends WAITING in the scheduler queue.")
+GENERATION_TOKENS: Final = Metric(
+    name="vllm:generation_tokens_total", type="counter", unit="short", source=VLLM, labels=_ENGINE,
+    help="Generated (output) tokens.")
+PROMPT_TOKENS: Final = Metric(
+    name="vllm:prompt_tokens_total", type="counter", unit="short", source=VLLM, labels=_ENGINE,
+    help="Prefilled (input) tokens.")
+NUM_REQUESTS_WAITING: Final = Metric(
+    name="vllm:num_requests_waiting", type="gauge", unit="short", source=VLLM, labels=_ENGINE,
+    help="Requests waiting to be scheduled (the prefill queue on prefill pods).")
+NUM_REQUESTS_RUNNING: Final = Metric(
+    name="vllm:num_requests_running", type="gauge", unit="short", source=VLLM, labels=_ENGINE,
+    help="Requests in the running batch (decode concurrency on decode pods).")
+KV_CACHE_USAGE: Final = Metric(
+    name="vllm:kv_cache_usage_perc", type="gauge", unit="percentunit", source=VLLM, labels=_ENGINE,
+    help="Fraction (0-1, despite the name) of GPU KV-cache blocks in use.",
+    renamed_from="vllm:gpu_cache_usage_perc (deprecated 0.9.2, hidden 0.11, removed 0.12)")
+NUM_PREEMPTIONS: Final = Metric(
+    name="vllm:num_preemptions_total", type="counter", unit="short", source=VLLM, labels=_ENGINE,
+    help="Requests preempted because the KV cache ran out.")
+
+# --- LMCache 0.4.3 (the KV transfer from prefill to decode goes through LMCache) ---------------------
+
+LMCACHE_TIME_TO_RETRIEVE: Final = Metric(
+    name="lmcache:time_to_retrieve", type="histogram", unit="s", source=LMCACHE, labels=_LMC,
+    help="Time to retrieve KV from LMCache (on decode pods: the KV transfer from prefill).")
+LMCACHE_TIME_TO_STORE: Final = Metric(
+    name="lmcache:time_to_store", type="histogram", unit="s", source=LMCACHE, labels=_LMC,
+    help="Time to store KV into LMCache (on prefill pods: the send side of the transfer).")
+LMCACHE_REQUESTED_TOKENS: Final = Metric(
+    name="lmcache:num_requested_tokens_total", type="counter", unit="short", source=LMCACHE, labels=_LMC,
+    help="Tokens requested from LMCache on retrieve.")
+LMCACHE_HIT_TOKENS: Final = Metric(
+    name="lmcache:num_hit_tokens_total", type="counter", unit="short", source=LMCACHE, labels=_LMC,
+    help="Tokens LMCache delivered (hit); requested minus hit is recomputed on decode.")
+
+# --- operator reverse-proxy sidecar --------------------------------------------------------------------
+
+MODEL_INVOCATIONS: Final = Metric(
+    name="model_invocations_total", type="counter", unit="reqps", source=SIDECAR, labels=_SIDECAR,
+    help="Invocations through the pod's reverse proxy.")
+MODEL_ERRORS: Final = Metric(
+    name="model_errors_total", type="counter", unit="reqps", source=SIDECAR, labels=_SIDECAR,
+    help="Failed invocations through the pod's reverse proxy.")
+
+# --- DCGM and kube-state-metrics ------------------------------------------------------------------------
+
+GPU_UTIL: Final = Metric(
+    name="DCGM_FI_DEV_GPU_UTIL", type="gauge", unit="percent", source=DCGM, labels=_DCGM, path="dcgm",
+    help="GPU utilisation (%). Often pegged near 100 under load; read with KV usage and queues.")
+GPU_FB_USED: Final = Metric(
+    name="DCGM_FI_DEV_FB_USED", type="gauge", unit="decmbytes", source=DCGM, labels=_DCGM, path="dcgm",
+    help="GPU framebuffer memory used (MiB).")
+GPU_FB_FREE: Final = Metric(
+    name="DCGM_FI_DEV_FB_FREE", type="gauge", unit="decmbytes", source=DCGM, labels=_DCGM, path="dcgm",
+    help="GPU framebuffer memory free (MiB).")
+POD_RESTARTS: Final = Metric(
+    name="kube_pod_container_status_restarts_total", type="counter", unit="short",
+    source=KUBE_STATE_METRICS, labels=_KSM, path="kube-state-metrics",
+    help="Container restarts per pod.")
+
+CATALOGUE: Final[tuple[Metric, ...]] = (
+    REQUEST_SUCCESS, TIME_TO_FIRST_TOKEN, INTER_TOKEN_LATENCY, REQUEST_TPOT, E2E_LATENCY, PREFILL_TIME,
+    QUEUE_TIME, GENERATION_TOKENS, PROMPT_TOKENS, NUM_REQUESTS_WAITING, NUM_REQUESTS_RUNNING, KV_CACHE_USAGE,
+    NUM_PREEMPTIONS, LMCACHE_TIME_TO_RETRIEVE, LMCACHE_TIME_TO_STORE, LMCACHE_REQUESTED_TOKENS,
+    LMCACHE_HIT_TOKENS, MODEL_INVOCATIONS, MODEL_ERRORS, GPU_UTIL, GPU_FB_USED, GPU_FB_FREE, POD_RESTARTS,
+)
+"""Every metric we query, in one place. Tests check that queries use nothing else."""

@@ -1,0 +1,211 @@
+"""Panels and segments: the middle layer between catalogue metrics and dashboards.
+
+A segment is a titled group of panels about one concern (traffic, latency, ...) for one
+:class:`~.queries.Target`. Segments are pure data; ``render.py`` turns them into Grafana JSON, so the same
+segment serves the DPD overview and both columns of the DPD-vs-colocated comparison. The autoscaling
+signals are shown with exactly the query the endpoint manifest's triggers use (``queries.prefill_queue``,
+``queries.decode_kv_usage``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Final, Literal
+
+from hyperpod_core.config import SloConfig
+from hyperpod_core.telemetry import catalogue as m
+from hyperpod_core.telemetry import labels as lbl
+from hyperpod_core.telemetry.queries import (
+    Role,
+    Target,
+    decode_kv_usage,
+    error_ratio,
+    failed_requests,
+    gauge,
+    kv_hit_ratio,
+    kv_retrieve_speed,
+    mean,
+    pod_restarts,
+    prefill_queue,
+    quantile,
+    rate_sum,
+)
+
+PanelKind = Literal["timeseries", "stat"]
+RUN_RANGE: Final = "$__range"
+"""Grafana's length of the (panel's) time range: a run-summary stat covers exactly the run's window."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Query:
+    expr: str
+    legend: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class PanelSpec:
+    title: str
+    description: str
+    unit: str
+    queries: tuple[Query, ...]
+    kind: PanelKind = "timeseries"
+    slo: float | None = None
+    """Threshold drawn on the panel (the SLO from ``observability.slo``). Default: none."""
+    time_shift: str | None = None
+    """Grafana panel time shift (e.g. ``$baseline_shift``), so a run in another window lines up. Default: none."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Segment:
+    title: str
+    panels: tuple[PanelSpec, ...]
+
+    def shifted(self, time_shift: str, prefix: str) -> Segment:
+        return Segment(title=self.title, panels=tuple(
+            replace(p, title=f"{prefix}: {p.title}", time_shift=time_shift) for p in self.panels))
+
+
+SegmentBuilder = Callable[[Target, SloConfig], Segment]
+_QUANTILES = (0.5, 0.95, 0.99)
+_POD = lbl.POD_NAME
+
+
+def _quantiles(metric: m.Metric, t: Target, role: Role, label: str = "") -> tuple[Query, ...]:
+    return tuple(Query(expr=quantile(q, metric, t, role), legend=f"{label}p{round(q * 100)}")
+                 for q in _QUANTILES)
+
+
+def traffic(t: Target, slo: SloConfig) -> Segment:
+    total = rate_sum(m.REQUEST_SUCCESS, t, "decode")
+    split: tuple[Query, ...] = (Query(expr=total, legend="total"),)
+    if t.kind == "dpd":
+        # Every request finishes on decode; only those above the routing threshold also ran on prefill.
+        disaggregated = rate_sum(m.REQUEST_SUCCESS, t, "prefill")
+        split += (Query(expr=disaggregated, legend="disaggregated (prefill + decode)"),
+                  Query(expr=f"clamp_min({total} - {disaggregated}, 0)", legend="direct (decode only)"))
+    return Segment(title="Traffic", panels=(
+        PanelSpec(title="Request rate", unit="reqps", queries=split,
+                  description="Finished requests per second; on DPD, split into disaggregated and direct "
+                              "by the router's routing threshold."),
+        PanelSpec(title="Tokens per second", unit="short", queries=(
+            Query(expr=rate_sum(m.GENERATION_TOKENS, t, "decode"), legend="output"),
+            Query(expr=rate_sum(m.PROMPT_TOKENS, t, "prefill"), legend="input (prefilled)"),
+        ), description="Output tokens generated and prompt tokens prefilled per second."),
+    ))
+
+
+def latency(t: Target, slo: SloConfig) -> Segment:
+    return Segment(title="Latency", panels=(
+        PanelSpec(title="Time to first token", unit="s", slo=slo.ttft_p95_seconds,
+                  queries=_quantiles(m.TIME_TO_FIRST_TOKEN, t, "decode"),
+                  description="TTFT seen by the engine that streams the answer (decode on DPD): includes "
+                              "remote prefill and KV transfer. Line: the TTFT p95 SLO."),
+        PanelSpec(title="Prefill time", unit="s", queries=(
+            *_quantiles(m.PREFILL_TIME, t, "prefill"),
+            Query(expr=quantile(0.95, m.QUEUE_TIME, t, "prefill"), legend="queue p95"),
+        ), description="Time in the PREFILL phase and in the queue before it, on the prefill pods."),
+        PanelSpec(title="Time per output token / inter-token latency", unit="s", slo=slo.tpot_p95_seconds,
+                  queries=(
+                      *_quantiles(m.INTER_TOKEN_LATENCY, t, "decode", "ITL "),
+                      Query(expr=quantile(0.95, m.REQUEST_TPOT, t, "decode"), legend="TPOT p95"),
+                  ), description="ITL between tokens and per-request TPOT on the decode pods. "
+                                 "Line: the TPOT p95 SLO."),
+        PanelSpec(title="End-to-end latency", unit="s", queries=(
+            *_quantiles(m.E2E_LATENCY, t, "decode"),
+            Query(expr=mean(m.E2E_LATENCY, t, "decode"), legend="mean"),
+        ), description="Request latency inside the engine that finishes the request."),
+    ))
+
+
+def capacity(t: Target, slo: SloConfig) -> Segment:
+    return Segment(title="Queues and KV cache", panels=(
+        PanelSpec(title="Prefill queue", unit="short", queries=(
+            Query(expr=prefill_queue(t), legend="total (prefill autoscaling signal)"),
+            Query(expr=gauge("sum", m.NUM_REQUESTS_WAITING, t, "prefill", by=(_POD,)), legend=f"{{{{{_POD}}}}}"),
+        ), description="Requests waiting on the prefill pods; the total is the prefill autoscaling query."),
+        PanelSpec(title="Decode running sequences", unit="short", queries=(
+            Query(expr=gauge("sum", m.NUM_REQUESTS_RUNNING, t, "decode", by=(_POD,)), legend=f"{{{{{_POD}}}}}"),
+        ), description="Sequences in the decode batch, per pod (bounded by max_num_seqs)."),
+        PanelSpec(title="Decode KV-cache usage", unit="percentunit", slo=slo.kv_cache_usage_ratio, queries=(
+            Query(expr=decode_kv_usage(t), legend="max (decode autoscaling signal)"),
+            Query(expr=gauge("max", m.KV_CACHE_USAGE, t, "decode", by=(_POD,)), legend=f"{{{{{_POD}}}}}"),
+        ), description="Fraction of GPU KV blocks in use on decode; the max is the decode autoscaling query. "
+                       "Line: the alert threshold."),
+        PanelSpec(title="Decode preemptions", unit="short", queries=(
+            Query(expr=rate_sum(m.NUM_PREEMPTIONS, t, "decode", by=(_POD,)), legend=f"{{{{{_POD}}}}}"),
+        ), description="Preemptions per second: the KV cache ran out and sequences were evicted."),
+    ))
+
+
+def kv_transfer(t: Target, slo: SloConfig) -> Segment:
+    return Segment(title="KV transfer (LMCache)", panels=(
+        PanelSpec(title="KV retrieve time on decode", unit="s", queries=(
+            *_quantiles(m.LMCACHE_TIME_TO_RETRIEVE, t, "decode"),
+            Query(expr=quantile(0.95, m.LMCACHE_TIME_TO_STORE, t, "prefill"), legend="store p95 (prefill)"),
+        ), description="Time decode waits for the prefilled KV (LMCache retrieve) and prefill spends storing it."),
+        PanelSpec(title="KV transfer throughput", unit="short", queries=(
+            Query(expr=rate_sum(m.LMCACHE_HIT_TOKENS, t, "decode"), legend="KV tokens received/s"),
+            Query(expr=kv_retrieve_speed(t), legend="retrieve speed (tokens per second retrieving)"),
+        ), description="KV tokens decode receives per second, and tokens per second of retrieve time (a rate "
+                       "ratio: LMCache's retrieve_speed histogram saturates far below EFA speeds)."),
+        PanelSpec(title="KV hit ratio", unit="percentunit", slo=1 - slo.kv_transfer_miss_ratio, queries=(
+            Query(expr=kv_hit_ratio(t), legend="hit / requested tokens"),
+        ), description="Below 1: decode recomputed KV that did not arrive (transfer failure or miss). "
+                       "Line: the alert threshold."),
+    ))
+
+
+def errors(t: Target, slo: SloConfig) -> Segment:
+    return Segment(title="Errors and restarts", panels=(
+        PanelSpec(title="Error ratio", unit="percentunit", slo=slo.error_ratio, queries=(
+            Query(expr=error_ratio(t), legend="errors / invocations"),
+        ), description="Failed / all invocations at the operator's reverse-proxy sidecar."),
+        PanelSpec(title="Aborted or failed requests", unit="reqps", queries=(
+            Query(expr=failed_requests(t, "any", by=(_POD,)), legend=f"{{{{{_POD}}}}}"),
+        ), description="Requests that finished with 'abort' (client disconnect, timeout) or 'error' (a failed "
+                       "KV load finishes this way)."),
+        PanelSpec(title="Pod restarts (1h)", unit="short", queries=(
+            Query(expr=pod_restarts(t, window="1h"), legend=f"{{{{{m.POD_RESTARTS.pod_label(t.collector)}}}}}"),
+        ), description="Container restarts in the last hour, per pod (kube-state-metrics)."),
+    ))
+
+
+def gpu(t: Target, slo: SloConfig) -> Segment:
+    util = tuple(Query(expr=gauge("avg", m.GPU_UTIL, t, r), legend=r) for r in t.roles)
+    memory = tuple(Query(
+        expr=f"{gauge('sum', m.GPU_FB_USED, t, r)} / ({gauge('sum', m.GPU_FB_USED, t, r)} + "
+             f"{gauge('sum', m.GPU_FB_FREE, t, r)})", legend=r) for r in t.roles)
+    return Segment(title="GPU", panels=(
+        PanelSpec(title="GPU utilisation per role", unit="percent", queries=util,
+                  description="Mean DCGM GPU utilisation over the role's GPUs."),
+        PanelSpec(title="GPU memory used per role", unit="percentunit", queries=memory,
+                  description="Framebuffer used / total over the role's GPUs."),
+    ))
+
+
+def run_summary(t: Target, slo: SloConfig) -> Segment:
+    """One number per run over the panel's whole window (``$__range``): what a benchmark report compares."""
+    def over_run(q: float, metric: m.Metric) -> str:
+        return quantile(q, metric, t, "decode", window=RUN_RANGE, fn="increase")
+
+    return Segment(title="Run summary (over the run's window)", panels=(
+        PanelSpec(title="TTFT p95 over the run", unit="s", kind="stat", slo=slo.ttft_p95_seconds, queries=(
+            Query(expr=over_run(0.95, m.TIME_TO_FIRST_TOKEN), legend="TTFT p95"),
+        ), description="TTFT p95 over the whole window; red above the SLO."),
+        PanelSpec(title="TPOT p95 over the run", unit="s", kind="stat", slo=slo.tpot_p95_seconds, queries=(
+            Query(expr=over_run(0.95, m.REQUEST_TPOT), legend="TPOT p95"),
+        ), description="Per-request TPOT p95 over the whole window; red above the SLO."),
+        PanelSpec(title="Output tokens per second over the run", unit="short", kind="stat", queries=(
+            Query(expr=rate_sum(m.GENERATION_TOKENS, t, "decode", window=RUN_RANGE), legend="tokens/s"),
+        ), description="Mean output throughput over the whole window."),
+        PanelSpec(title="Error ratio over the run", unit="percentunit", kind="stat", slo=slo.error_ratio, queries=(
+            Query(expr=error_ratio(t, window=RUN_RANGE), legend="errors / invocations"),
+        ), description="Failed / all invocations over the whole window; red above the SLO."),
+    ))
+
+
+#: Segments that mean the same on a DPD and a colocated endpoint (the comparison dashboard).
+COMMON_SEGMENTS: tuple[SegmentBuilder, ...] = (run_summary, traffic, latency, capacity, errors, gpu)
+#: The DPD overview: live segments plus what only exists with disaggregation.
+DPD_SEGMENTS: tuple[SegmentBuilder, ...] = (traffic, latency, capacity, kv_transfer, errors, gpu)

@@ -1,0 +1,338 @@
+"""The main job in one process: config -> CloudFormation templates -> cfn-lint || Kubernetes manifests -> summary.
+
+    python -O -m hyperpod_mainjob --config PATH --workdir DIR [--outputs-file PATH]
+
+``scripts/synth`` (workdir ``.``) and ``hyperpod-dpd synth`` (the environment's folder) both run this. What
+used to be four processes (the CDK CLI around ``python app.py``, the cdk8s CLI around ``python -m
+hyperpod_k8s.main``, cfn-lint, the summary) is one Python process with one jsii kernel:
+
+* the CDK app is built in-process (``cdk.App(outdir=...)`` with the context ``cdk.json`` gives the CLI), so the
+  result is the same cloud assembly ``cdk synth`` writes and ``cdk deploy --app <cdk.out>`` deploys;
+* built-in CloudFormation validation is off (``CDK_VALIDATION=false``): cfn-lint checks the same schemas, in a
+  child process that runs while the manifests are synthesized;
+* run with ``python -O``, jsii's runtime type checks (``if __debug__: check_type(...)`` in every generated
+  binding) are skipped; the test suite runs with them on.
+
+Both ``cdk.out/`` and ``dist/`` are built in temp folders and moved into place only when every step passed
+(config, deploy outputs, CDK synth with cdk-nag, cfn-lint, cdk8s synth): a failure leaves the previous output
+intact. Progress lines (one per step, with its duration) go to stderr; the summary to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CFN_LINT_CONFIG = REPO_ROOT / ".cfnlintrc.yaml"
+#: cfn-lint children warmed up during the CDK synth: one (the other core runs the synth); it forks once the
+#: templates exist (hyperpod_mainjob.lint_worker), when the synth is nearly done.
+LINT_WORKERS = 1
+
+#: Set before the first jsii import (the node kernel copies the environment once); see tooling.md.
+JSII_ENV = {
+    "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+    "CDK_VALIDATION": "false",
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
+
+
+class Progress:
+    """One stderr line per step: ``[n/N] what ...`` when it starts, ``done in x.x s`` when it ends."""
+
+    def __init__(self, total: int, stream: Any = None) -> None:
+        self.total, self.n, self.stream = total, 0, stream or sys.stderr
+
+    @contextmanager
+    def step(self, what: str) -> Iterator[None]:
+        self.n += 1
+        start = time.perf_counter()
+        print(f"[{self.n}/{self.total}] {what} ...", file=self.stream, flush=True)
+        yield
+        print(f"      done in {time.perf_counter() - start:.1f} s", file=self.stream, flush=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Result:
+    cdk_out: Path
+    dist: Path
+    manifests: list[Path]
+    lint_rc: int
+    lint_output: str
+    input_lines: list[str]
+    lint_unchanged: int = 0
+
+
+def cdk_context(config_path: Path) -> dict[str, Any]:
+    """The context the CDK CLI would hand the app: ``cdk.json`` and ``cdk.context.json``, plus the config."""
+    context: dict[str, Any] = {}
+    for name in ("cdk.json", "cdk.context.json"):
+        path = REPO_ROOT / name
+        if path.is_file():
+            data = json.loads(path.read_text())
+            context.update(data.get("context", {}) if name == "cdk.json" else data)
+    context.update({
+        "config": str(config_path),
+        # What `cdk synth` sets: construct paths in the template metadata (deploy errors name constructs).
+        "aws:cdk:enable-path-metadata": True,
+        "aws:cdk:enable-asset-metadata": True,
+        "aws:cdk:version-reporting": False,
+    })
+    return context
+
+
+def synth_templates(config: Any, config_path: Path, outdir: Path) -> None:
+    """The CDK app of ``config`` (stacks + cdk-nag), synthesized into ``outdir``, with every cdk-nag finding
+    and the acknowledgement covering it written to ``outdir/nag-findings.json`` (from the same synth)."""
+    import aws_cdk as cdk
+
+    from hyperpod_core.errors import CommandFailed
+    from hyperpod_infra.app_builder import build
+    from hyperpod_infra.nag import add_nag, write_findings_report
+
+    app = cdk.App(outdir=str(outdir), context=cdk_context(config_path))
+    build(app, config)
+    add_nag(app)
+    try:
+        app.synth()
+        write_findings_report(outdir)
+    except RuntimeError as exc:
+        if "ValidationFailed" not in str(exc):
+            raise
+        report = json.loads((outdir / "validation-report.json").read_text())
+        findings = [f"{v['ruleName']} at {c['constructPath']}" for p in report.get("pluginReports", [])
+                    for v in p.get("violations", []) for c in v.get("violatingConstructs", [])]
+        for line in findings:
+            print(f"  {line}", file=sys.stderr)
+        raise CommandFailed(f"cdk-nag: {len(findings)} unacknowledged findings (listed above)") from None
+
+
+def reuse_assets(previous: Path, outdir: Path) -> None:
+    """Hard-link the content-addressed ``asset.<hash>`` entries of the previous ``cdk.out`` into ``outdir``.
+
+    The CDK stages an asset only when ``asset.<hash>`` is not there yet, so unchanged assets (the 57 MB of
+    kubectl and AWS CLI layers) are not copied again. Same hash, same bytes; a failure just means a copy.
+    """
+    import shutil
+
+    for asset in previous.glob("asset.*"):
+        try:
+            if asset.is_dir():
+                shutil.copytree(asset, outdir / asset.name, copy_function=os.link)
+            else:
+                os.link(asset, outdir / asset.name)
+        except OSError:
+            shutil.rmtree(outdir / asset.name, ignore_errors=True)
+
+
+#: Clean cfn-lint results: an empty file per (cfn-lint version, .cfnlintrc.yaml, region, template bytes) that
+#: linted clean, as ``eslint --cache`` or ruff's cache keep them. ``HYPERPOD_CFN_LINT_CACHE`` names another
+#: folder, or ``off``. Findings are never cached: a template with findings is linted (and reported) every time.
+LINT_CACHE = REPO_ROOT / ".cache" / "cfn-lint"
+
+
+def lint_cache() -> Path | None:
+    value = os.environ.get("HYPERPOD_CFN_LINT_CACHE", "")
+    return None if value == "off" else Path(value) if value else LINT_CACHE
+
+
+class CfnLint:
+    """cfn-lint in :data:`LINT_WORKERS` warmed-up children (:mod:`hyperpod_mainjob.lint_worker`).
+
+    Started before the CDK synth so their imports and rule loading overlap it; the templates are then split
+    between them by size (the platform template alone is about half the work). cfn-lint checks the region
+    the config deploys to. A template byte-identical to one that linted clean with the same cfn-lint,
+    settings and region is not linted again (:data:`LINT_CACHE`); ``unchanged`` counts those.
+    """
+
+    def __init__(self, region: str, cache: Path | None = None) -> None:
+        self.region, self.cache = region, cache
+        self.unchanged = 0
+        self._keys: list[Path] = []
+        cmd = [sys.executable, "-m", "hyperpod_mainjob.lint_worker", str(CFN_LINT_CONFIG), region]
+        self.workers = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, text=True) for _ in range(LINT_WORKERS)]
+
+    def key(self, template: Path) -> Path | None:
+        """Where a clean result for ``template`` is recorded (``None`` without a cache)."""
+        if self.cache is None:
+            return None
+        import hashlib
+        from importlib.metadata import version
+
+        digest = hashlib.sha256()
+        for part in (version("cfn-lint").encode(), CFN_LINT_CONFIG.read_bytes(), self.region.encode(),
+                     template.read_bytes()):
+            digest.update(hashlib.sha256(part).digest())
+        return self.cache / digest.hexdigest()
+
+    def send(self, cdk_out: Path) -> None:
+        todo = []
+        for template in sorted(cdk_out.glob("*.template.json"), key=lambda p: -p.stat().st_size):
+            key = self.key(template)
+            if key is not None and key.is_file():
+                self.unchanged += 1
+                continue
+            todo.append(template)
+            if key is not None:
+                self._keys.append(key)
+        bins: list[list[Path]] = [[] for _ in self.workers]
+        sizes = [0] * len(self.workers)
+        for template in todo:
+            i = sizes.index(min(sizes))
+            bins[i].append(template)
+            sizes[i] += template.stat().st_size
+        for worker, files in zip(self.workers, bins, strict=True):
+            assert worker.stdin is not None
+            worker.stdin.write("".join(f"{f}\n" for f in files))
+            worker.stdin.close()
+
+    def wait(self) -> tuple[int, str]:
+        """Worst exit code and the findings of every worker; records the templates that linted clean."""
+        outputs, rc = [], 0
+        for worker in self.workers:
+            assert worker.stdout is not None
+            outputs.append(worker.stdout.read())
+            rc = max(rc, worker.wait())
+        if rc == 0:
+            for key in self._keys:
+                try:
+                    key.parent.mkdir(parents=True, exist_ok=True)
+                    key.touch()
+                except OSError:
+                    pass  # a cache that cannot be written only means linting again next time
+        return rc, "".join(outputs).strip()
+
+    def kill(self) -> None:
+        for worker in self.workers:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+
+
+def run(config_path: Path, cdk_out: Path, dist: Path, outputs_file: Path | None,
+        stamp: Callable[[Path], None] | None = None, stream: Any = None) -> Result:
+    """Synthesize everything for ``config_path``; outputs move into place only when every step passed."""
+    for key, value in JSII_ENV.items():
+        os.environ.setdefault(key, value)
+    from hyperpod_core.atomic import staged_dir
+    from hyperpod_core.config import load_config
+    from hyperpod_core.errors import CommandFailed
+    from hyperpod_core.inputs import resolve_inputs
+
+    # Bad input fails here, in well under a second, before any progress line or output.
+    config = load_config(config_path)
+    inputs = resolve_inputs(config, outputs_file)
+    progress = Progress(3, stream)
+    lint = CfnLint(config.region, lint_cache())
+    try:
+        with staged_dir(cdk_out) as tmp_out:
+            with progress.step(f"CloudFormation templates (CDK app in-process, cdk-nag) -> {cdk_out}/"):
+                reuse_assets(cdk_out, tmp_out)
+                synth_templates(config, config_path, tmp_out)
+                if stamp is not None:
+                    stamp(tmp_out)
+            lint.send(tmp_out)
+            from hyperpod_k8s.main import synth as synth_manifests
+
+            with staged_dir(dist) as tmp_dist:
+                with progress.step(f"Kubernetes manifests (cdk8s app in-process) -> {dist}/"):
+                    written = synth_manifests(config, tmp_dist, inputs)
+                unchanged = f"; {lint.unchanged} unchanged since they linted clean" if lint.unchanged else ""
+                with progress.step(f"cfn-lint on every template ({CFN_LINT_CONFIG.name}, region {config.region}"
+                                   f"{unchanged})"):
+                    lint_rc, lint_output = lint.wait()
+                if lint_rc != 0:
+                    print(lint_output, file=sys.stderr)
+                    raise CommandFailed(f"cfn-lint: findings in the templates (listed above); previous "
+                                        f"{cdk_out}/ and {dist}/ left as they were")
+    finally:
+        lint.kill()
+    manifests = [dist / p.relative_to(tmp_dist) for p in written]
+    return Result(cdk_out=cdk_out, dist=dist, manifests=manifests, lint_rc=lint_rc,
+                  lint_output=lint_output, input_lines=inputs.lines(), lint_unchanged=lint.unchanged)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="The main job: synthesize, validate and summarize one config.")
+    parser.add_argument("--config", default=None)
+    parser.add_argument("--workdir", default=None, help="folder for cdk.out/ and dist/ (default: the config's)")
+    parser.add_argument("--outputs-file", default=None,
+                        help="cdk deploy outputs (default: <workdir>/cdk-outputs.json when present)")
+    parser.add_argument("--env", default=None, help="environment name (envs/NAME/), instead of --config")
+    parser.add_argument("--via-cli", action="store_true", help="print next steps as hyperpod-dpd commands")
+    args = parser.parse_args(argv)
+
+    from hyperpod_core.config import load_config
+    from hyperpod_dpd import environment
+    from hyperpod_mainjob import summary
+
+    if bool(args.env) == bool(args.config):
+        parser.error("pass exactly one of --config PATH or --env NAME")
+    env = environment.resolve(None, args.env) if args.env else environment.Environment(
+        config_path=Path(args.config), config=load_config(args.config),
+        workdir=Path(args.workdir) if args.workdir else Path(args.config).with_suffix(".out"))
+    outputs = Path(args.outputs_file) if args.outputs_file else (
+        env.outputs_file if env.outputs_file.is_file() else None)
+    if args.outputs_file and not outputs.is_file():  # type: ignore[union-attr]
+        from hyperpod_core.errors import UsageError
+
+        raise UsageError(f"--outputs-file {args.outputs_file!r} does not exist")
+    result = run(env.config_path, env.cdk_out, env.dist, outputs, stamp=env.write_stamp)
+    print("== Endpoint inputs (where each deploy-time value came from)")
+    for line in result.input_lines:
+        print(f"  {line}")
+    summary.print_summary(cdk_out=result.cdk_out, dist=result.dist, config=str(env.config_path),
+                          lint_rc=result.lint_rc, lint_output=result.lint_output,
+                          lint_unchanged=result.lint_unchanged,
+                          next_steps=next_steps(env, deployed=outputs is not None, via_cli=args.via_cli))
+
+
+def next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
+    """The exact commands that come next (each acts on the ``cdk.out`` just written, of this config only)."""
+    apply = f"kubectl apply -f {env.dist}/{env.config.endpoint.name}-dpd.k8s.yaml"
+    if via_cli or env.name:
+        if deployed:
+            return [f"hyperpod-dpd stage-model ./<model folder> {env.selector}", apply]
+        return [f"hyperpod-dpd preflight {env.selector}", f"hyperpod-dpd deploy {env.selector}"]
+    if deployed:
+        return [apply]
+    from hyperpod_dpd.assembly import required_parameters
+
+    needed = [(stack, name) for stack, names in required_parameters(env.cdk_out, ["--all"]).items()
+              for name in names]
+    params = [f" --parameters {stack}:{name}=" + ('"$ADMIN_ARN"' if name == "AdminPrincipalArn" else "<value>")
+              for stack, name in needed]
+    first = (["ADMIN_ARN=$(aws sts get-caller-identity --query Arn --output text | ./scripts/admin-principal-arn)"]
+             if any(name == "AdminPrincipalArn" for _, name in needed) else [])
+    return [*first, f"npx cdk deploy --app {env.cdk_out} --all --outputs-file {env.outputs_file}{''.join(params)}"
+            f"   # deploys exactly the templates just written from {env.config_path}"]
+
+
+def fast_exit(fn: Callable[[], None]) -> None:
+    """Run ``fn`` under the error guard, then leave without the interpreter's teardown.
+
+    Freeing aws-cdk-lib's module objects and stopping the jsii kernel gracefully take about 1 s of a 5 s
+    run; everything is on disk by then (outputs were moved into place, children were waited for) and the
+    node kernel exits by itself when its stdin closes.
+    """
+    from hyperpod_core.errors import guarded
+
+    try:
+        guarded(fn)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
