@@ -1,6 +1,7 @@
 """The IAM principal an EKS access entry needs for whoever runs the deploy.
 
-Pure Python (``re`` only), so ``scripts/admin-principal-arn`` can use it with any Python 3, without the venv.
+Standard library only (with :mod:`hyperpod_core.names`), so ``scripts/admin-principal-arn`` can use it with any
+Python 3, without the venv.
 An assumed-role session ARN ``arn:aws:sts::<account>:assumed-role/<role>/<session>`` becomes the role ARN
 ``arn:aws:iam::<account>:role/<role>`` (an access entry names the role, not one session of it); IAM user and
 role ARNs pass through. A session ARN does not carry the role's path: for a role with a path, set
@@ -11,8 +12,10 @@ from __future__ import annotations
 
 import re
 
+from hyperpod_core.names import IAM_PRINCIPAL_ARN_PATTERN
+
 _ASSUMED_ROLE = re.compile(r"^arn:(aws[a-z-]*):sts::(\d{12}):assumed-role/([\w+=,.@-]+)/[\w+=,.@-]+$", re.ASCII)
-_IAM_PRINCIPAL = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$", re.ASCII)
+_IAM_PRINCIPAL = re.compile(IAM_PRINCIPAL_ARN_PATTERN, re.ASCII)
 
 
 def principal_arn(caller_arn: str) -> str:

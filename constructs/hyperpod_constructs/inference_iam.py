@@ -19,7 +19,6 @@ from hyperpod_constructs.nag import acknowledge
 
 #: The managed policy's iam:PassRole and the add-on's chart validation both require this role-name prefix.
 EXECUTION_ROLE_PREFIX = "SageMakerHyperPodInference"
-OPERATOR_NAMESPACE = "hyperpod-inference-system"
 OPERATOR_SERVICE_ACCOUNT = "hyperpod-inference-controller-manager"
 KEDA_SERVICE_ACCOUNT = "keda-operator"
 ALB_CONTROLLER_SERVICE_ACCOUNT = "aws-load-balancer-controller"
@@ -40,6 +39,9 @@ class InferenceIamProps:
     """What the S3 CSI driver may do: read the model weights (see ``ModelBucket.read_statements``)."""
     vpc_arn: str
     """ARN of the cluster's VPC: the ALB controller may change rules of untagged security groups only there."""
+    operator_namespace: str
+    """Namespace the add-on runs its controller, KEDA and the ALB controller in (the service accounts the
+    roles trust): ``hyperpod-inference-system`` (``hyperpod_core.names.OPERATOR_NAMESPACE``)."""
     amp_workspace_arn: str | None = None
     """Workspace KEDA may query for Prometheus triggers. Default: none (KEDA gets no role policy)."""
     execution_role_name: str | None = None
@@ -79,7 +81,7 @@ class InferenceIam(Construct):
                 iam.ServicePrincipal("sagemaker.amazonaws.com", conditions={
                     "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
                     "ArnLike": {"aws:SourceArn": f"arn:{Aws.PARTITION}:sagemaker:{Aws.REGION}:{Aws.ACCOUNT_ID}:*"}}),
-                self._irsa_principal("ExecutionRoleTrust", OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT)),
+                self._irsa_principal("ExecutionRoleTrust", props.operator_namespace, OPERATOR_SERVICE_ACCOUNT)),
             managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(INFERENCE_MANAGED_POLICY)],
         )
         self.execution_role_policy = iam.Policy(self, "ExecutionRolePolicy", roles=[self.execution_role], statements=[
@@ -99,7 +101,7 @@ class InferenceIam(Construct):
         # triggers are Prometheus queries only (hyperpod_k8s endpoint autoscaling), so no CloudWatch. ---
         self.keda_role = iam.Role(
             self, "KedaRole", description="KEDA operator in the HyperPod inference add-on",
-            assumed_by=self._irsa_principal("KedaTrust", OPERATOR_NAMESPACE, KEDA_SERVICE_ACCOUNT))
+            assumed_by=self._irsa_principal("KedaTrust", props.operator_namespace, KEDA_SERVICE_ACCOUNT))
         self.keda_policy = None
         if props.amp_workspace_arn is not None:
             self.keda_policy = iam.Policy(self, "KedaPolicy", roles=[self.keda_role], statements=[
@@ -111,7 +113,7 @@ class InferenceIam(Construct):
         # --- AWS Load Balancer Controller (bundled in the add-on): the upstream controller policy ---
         self.alb_controller_role = iam.Role(
             self, "AlbControllerRole", description="AWS Load Balancer Controller in the HyperPod inference add-on",
-            assumed_by=self._irsa_principal("AlbControllerTrust", OPERATOR_NAMESPACE,
+            assumed_by=self._irsa_principal("AlbControllerTrust", props.operator_namespace,
                                             ALB_CONTROLLER_SERVICE_ACCOUNT))
         self.alb_controller_policy = iam.Policy(
             self, "AlbControllerPolicy", roles=[self.alb_controller_role],

@@ -34,13 +34,14 @@ from typing import Final
 from hyperpod_core import outputs
 from hyperpod_core.config import Config, is_bucket_name
 from hyperpod_core.errors import ConfigError, shown
+from hyperpod_core.names import IAM_ROLE_ARN_PATTERN
 
 #: Proposed output of the network stack: the AZ *name* of the GPU subnet (``us-west-2b``).
 GPU_AVAILABILITY_ZONE: Final = outputs.GPU_AVAILABILITY_ZONE
 
 PLACEHOLDER_PREFIX: Final = "UNRESOLVED-"
 _AMP_RE = re.compile(r"^https://aps-workspaces\.[a-z0-9-]+\.amazonaws\.com/workspaces/ws-[a-zA-Z0-9-]+$", re.ASCII)
-_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$", re.ASCII)
+_ARN_RE = re.compile(IAM_ROLE_ARN_PATTERN, re.ASCII)
 _AZ_NAME_RE = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$", re.ASCII)
 
 

@@ -26,9 +26,17 @@ Every name is derived from ``endpoint.name`` / ``endpoint.namespace`` of the con
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
-from hyperpod_core.config import Config
+if TYPE_CHECKING:  # names stays standard-library only (scripts/admin-principal-arn runs it without the venv)
+    from hyperpod_core.config import Config
+
+#: An IAM role or user ARN (IAM User Guide, "IAM identifiers": path and name of at most 512 characters of
+#: ``[A-Za-z0-9+=,.@_/-]``), written so that CloudFormation's AllowedPattern (the cluster stack's
+#: ``AdminPrincipalArn`` parameter) and Python read it alike.
+IAM_PRINCIPAL_ARN_PATTERN: Final = r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}$"
+#: An IAM role ARN (the same rule, roles only).
+IAM_ROLE_ARN_PATTERN: Final = IAM_PRINCIPAL_ARN_PATTERN.replace("(role|user)", "role")
 
 GROUP: Final = "inference.sagemaker.aws.amazon.com"
 VERSION: Final = "v1"
@@ -76,7 +84,13 @@ class EndpointNames:
 
     @property
     def router_service(self) -> str:
+        """The router's Service, in :data:`OPERATOR_NAMESPACE`."""
         return f"{self.name}-{self.namespace}-routing-service"
+
+    @property
+    def router_service_host(self) -> str:
+        """In-cluster DNS name of :attr:`router_service`."""
+        return f"{self.router_service}.{OPERATOR_NAMESPACE}.svc.cluster.local"
 
     @property
     def ingress(self) -> str:

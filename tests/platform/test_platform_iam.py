@@ -213,7 +213,8 @@ def test_fails_when_execution_role_name_lacks_the_prefix(name: str) -> None:
     oidc = eks.OidcProviderNative(stack, "Oidc", url="https://oidc.eks.us-west-2.amazonaws.com/id/X")
     props = InferenceIamProps(oidc_provider=oidc, tls_certificates_bucket=s3.Bucket(stack, "B"),
                               model_read_statements=(iam.PolicyStatement(actions=["s3:GetObject"], resources=["*"]),),
-                              vpc_arn="arn:aws:ec2:us-west-2:111122223333:vpc/vpc-1", execution_role_name=name)
+                              vpc_arn="arn:aws:ec2:us-west-2:111122223333:vpc/vpc-1", execution_role_name=name,
+                              operator_namespace="hyperpod-inference-system")
     if name.startswith("SageMakerHyperPodInference"):
         InferenceIam(stack, "Ok", props=props)
     else:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from hyperpod_core import pins, sizing
 from hyperpod_core.errors import ConfigError, shown
+from hyperpod_core.names import IAM_PRINCIPAL_ARN_PATTERN, EndpointNames
 
 # --- facts the rules rely on -----------------------------------------------------------------------------
 
@@ -47,9 +48,6 @@ _SAGEMAKER_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$", re.ASCII)
 _EKS_NAME_RE = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$", re.ASCII)
 _DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", re.ASCII)
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", re.ASCII)
-#: An IAM role or user ARN; written so that CloudFormation's AllowedPattern (the cluster stack's
-#: ``AdminPrincipalArn`` parameter) and Python read it alike.
-IAM_PRINCIPAL_ARN_PATTERN = r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}$"
 _IAM_PRINCIPAL_RE = re.compile(IAM_PRINCIPAL_ARN_PATTERN)
 _TRAINING_PLAN_RE = re.compile(r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:training-plan/[a-z0-9-]+$", re.ASCII)
 _IMAGE_RE = re.compile(r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$", re.ASCII)
@@ -551,7 +549,7 @@ def _rule_names(c: Config) -> None:
         if not _DNS_LABEL_RE.fullmatch(value):
             _fail(field, value, "must be a Kubernetes DNS label (lowercase a-z, 0-9, '-', at most 63)")
     # The operator derives Deployment names "prefill-<name>" and the router "<name>-<namespace>-router".
-    if len(f"{c.endpoint.name}-{c.endpoint.namespace}-routing-service") > 63:
+    if len(EndpointNames.of(c).router_service) > 63:
         _fail("endpoint.name", c.endpoint.name,
               "plus endpoint.namespace must stay under 63 characters in '<name>-<namespace>-routing-service'")
     seen: set[str] = set()

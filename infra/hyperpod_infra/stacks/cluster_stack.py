@@ -19,7 +19,7 @@ from hyperpod_constructs.hyperpod_resiliency_charts import HyperPodResiliencyCha
 from hyperpod_constructs.lambda_eni_waiter import LambdaEniWaiter, LambdaEniWaiterProps
 from hyperpod_constructs.nag import acknowledge
 from hyperpod_core import outputs
-from hyperpod_core.config import IAM_PRINCIPAL_ARN_PATTERN
+from hyperpod_core.names import IAM_PRINCIPAL_ARN_PATTERN
 
 
 @dataclass(frozen=True, kw_only=True)

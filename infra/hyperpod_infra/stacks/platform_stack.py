@@ -24,7 +24,7 @@ from hyperpod_constructs.inference_operator import (
 from hyperpod_constructs.infra_bucket import InfraBucket, InfraBucketProps
 from hyperpod_constructs.managed_prometheus import ManagedPrometheus
 from hyperpod_constructs.model_bucket import ModelBucket, ModelBucketProps
-from hyperpod_core import bundle, outputs, pins
+from hyperpod_core import bundle, names, outputs, pins
 
 #: S3 server access logs of the model and TLS buckets are kept this long.
 ACCESS_LOG_RETENTION_DAYS = 365
@@ -87,6 +87,7 @@ class PlatformStack(Stack):
             # The driver mounts the weights' prefix only (the endpoint's S3 model source).
             model_read_statements=tuple(self.model.read_statements(props.model_key_prefix)),
             vpc_arn=self.format_arn(service="ec2", resource="vpc", resource_name=props.cluster.vpc.vpc_id),
+            operator_namespace=names.OPERATOR_NAMESPACE,
             amp_workspace_arn=props.prometheus.workspace_arn if props.prometheus else None))
         self.operator = InferenceOperator(self, "InferenceOperator", props=InferenceOperatorProps(
             cluster=props.cluster,

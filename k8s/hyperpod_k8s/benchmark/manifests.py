@@ -25,6 +25,7 @@ from typing import Any, Final, Literal
 from hyperpod_core import bench_runner
 from hyperpod_core.config import Config
 from hyperpod_core.inputs import EndpointInputs
+from hyperpod_core.names import EndpointNames
 from hyperpod_k8s.endpoint import defaults as d
 from hyperpod_k8s.endpoint.props import endpoint_props
 
@@ -38,7 +39,6 @@ LOCK_FILE: Final = HERE / "genai-bench.lock.txt"
 RUNNER_FILE: Final = Path(bench_runner.__file__)
 RUNNER_KEY: Final = "runner.py"
 
-ROUTER_NAMESPACE: Final = "hyperpod-inference-system"
 ROUTER_PORT: Final = 443
 CA_MOUNT: Final = "/etc/bench-ca"
 LABEL_PREFIX: Final = "hyperpod-dpd/benchmark"
@@ -64,8 +64,7 @@ class BenchmarkRun:
 
 
 def router_service_url(config: Config) -> str:
-    e = config.endpoint
-    return f"http://{e.name}-{e.namespace}-routing-service.{ROUTER_NAMESPACE}.svc.cluster.local:{ROUTER_PORT}"
+    return f"http://{EndpointNames.of(config).router_service_host}:{ROUTER_PORT}"
 
 
 def api_base(config: Config) -> str:
