@@ -36,7 +36,11 @@ THRESHOLD = 4096
 SCENARIOS = {"long-in": "D(5600,40)", "short-in": "D(600,40)"}
 LEVELS = "2,4"
 
-pytestmark = pytest.mark.skipif(not BENCH_PY.exists(), reason="scripts/setup creates .bench-venv (genai-bench)")
+pytestmark = [
+    pytest.mark.skipif(not BENCH_PY.exists(), reason="scripts/setup creates .bench-venv (genai-bench)"),
+    # One worker runs the whole module: its fixtures start the real client (~45 s), once, not once per worker.
+    pytest.mark.xdist_group("genai-bench"),
+]
 
 
 def _config_yaml(tmp: Path) -> Path:
