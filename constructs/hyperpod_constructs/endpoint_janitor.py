@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack, Token
+from aws_cdk import CustomResource, Duration, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -15,10 +15,9 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import custom_resources as cr
 from constructs import Construct, IDependable
 
-from hyperpod_constructs.lambda_code import handler_code
-from hyperpod_constructs.lambda_eni_waiter import LambdaEniWaiter, LambdaEniWaiterProps
-from hyperpod_constructs.nag import acknowledge, acknowledge_provider_framework
-from hyperpod_constructs.service_timeouts import set_service_timeout
+from hyperpod_constructs import cluster_api_access, lambda_provider
+from hyperpod_constructs.lambda_eni_waiter import LambdaEniWaiter
+from hyperpod_constructs.nag import acknowledge
 
 HANDLER_DIR = Path(__file__).parent / "endpoint_janitor_handler"
 RESOURCE_TYPE = "Custom::HyperPodEndpointJanitor"
@@ -26,15 +25,19 @@ RESOURCE_TYPE = "Custom::HyperPodEndpointJanitor"
 #: inference.sagemaker.aws.amazon.com) without cluster admin. Instead the access entry maps the role to this
 #: Kubernetes group, and a ClusterRole bound to it allows exactly list/get/delete on those two resources.
 KUBERNETES_GROUP = "hyperpod-dpd:endpoint-janitor"
+RBAC_NAME = "hyperpod-dpd-endpoint-janitor"
 OPERATOR_API_GROUP = "inference.sagemaker.aws.amazon.com"
 OPERATOR_RESOURCES = ("inferenceendpointconfigs", "jumpstartmodels")
 #: Tags the janitor's delete permissions are conditioned on (the operator's and the ALB controller's).
 OPERATOR_TAG = ("CreatedBy", "HyperPodInference")
 ALB_CLUSTER_TAG = "elbv2.k8s.aws/cluster"
+RBAC_RULES = ({"apiGroups": [OPERATOR_API_GROUP], "resources": list(OPERATOR_RESOURCES),
+               "verbs": ["get", "list", "delete"]},)
 LAMBDA_TIMEOUT = Duration.minutes(5)
 MIN_TIMEOUT = Duration.minutes(5)
 #: ServiceTimeout (below CloudFormation's hour, aws/aws-cdk#33837) = the wait plus 5 minutes.
 MAX_TIMEOUT = Duration.minutes(50)
+MIN_QUERY_INTERVAL = Duration.seconds(5)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,85 +120,36 @@ class EndpointJanitor(Construct):
             description="EndpointJanitor: deletes HyperPod inference objects and what the operator left")
         self._grant(stack)
 
-        self.security_group = None
-        self.eni_waiter = None
-        ingress = None
-        if props.vpc is not None:
-            self.security_group = props.security_group or ec2.SecurityGroup(
-                self, "SecurityGroup", vpc=props.vpc, allow_all_outbound=True,
-                description="EndpointJanitor Lambda functions")
-            # An explicit rule in this construct's stack: cluster.connections.allow_from would put it in the
-            # cluster's stack, referencing this group, and make the two stacks depend on each other.
-            ingress = ec2.CfnSecurityGroupIngress(
-                self, "ClusterApiIngress", group_id=props.cluster.cluster_security_group_id,
-                source_security_group_id=self.security_group.security_group_id, ip_protocol="tcp",
-                from_port=443, to_port=443, description="EndpointJanitor Lambda to the EKS API")
-            self.role.add_managed_policy(
-                iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AWSLambdaVPCAccessExecutionRole"))
-            if props.security_group is None:
-                self.eni_waiter = LambdaEniWaiter(self, "EniWaiter", props=LambdaEniWaiterProps(
-                    security_group=self.security_group, log_retention=props.log_retention))
+        vpc = cluster_api_access.vpc_access(
+            self, name="EndpointJanitor", cluster=props.cluster, vpc=props.vpc, role=self.role,
+            log_retention=props.log_retention, security_group=props.security_group)
+        self.security_group, self.eni_waiter = vpc.security_group, vpc.eni_waiter
 
-        self.on_event_function = self._function("OnEvent", "index.on_event")
-        self.is_complete_function = self._function("IsComplete", "index.is_complete")
-        if self.eni_waiter is not None:
-            for function in (self.on_event_function, self.is_complete_function):
-                function.node.add_dependency(self.eni_waiter.resource)
+        self.on_event_function, self.is_complete_function = lambda_provider.polling_functions(
+            self, name="EndpointJanitor", purpose="clean HyperPod inference endpoints on stack delete",
+            code=lambda_provider.handler_code(HANDLER_DIR, props.bundled_modules), role=self.role,
+            timeout=LAMBDA_TIMEOUT, memory_size=256, log_retention=props.log_retention, vpc=props.vpc,
+            vpc_subnets=props.vpc_subnets, security_group=self.security_group, depends_on=vpc.function_dependencies)
+        functions = (self.on_event_function, self.is_complete_function)
 
-        self.access_entry = eks.CfnAccessEntry(
-            self, "AccessEntry", cluster_name=props.cluster.cluster_name, principal_arn=self.role.role_arn,
-            type="STANDARD", kubernetes_groups=[KUBERNETES_GROUP])
-        self.rbac = eks.KubernetesManifest(self, "Rbac", cluster=props.cluster, manifest=rbac_manifests())
-
-        self.provider = cr.Provider(
-            self, "Provider",
-            on_event_handler=self.on_event_function,
-            is_complete_handler=self.is_complete_function,
-            query_interval=props.query_interval,
-            total_timeout=props.timeout,
-            log_group=logs.LogGroup(self, "ProviderLogs", retention=props.log_retention,
-                                    removal_policy=RemovalPolicy.DESTROY),
-        )
-
-        # Our own deadline fires two polls before the framework's, so the user sees our message
-        # (what is left) instead of the framework's bare "Operation timed out".
-        margin = max(2 * props.query_interval.to_seconds(), 60)
-        self.custom_resource = CustomResource(
-            self, "Resource", service_token=self.provider.service_token, resource_type=RESOURCE_TYPE,
+        access = cluster_api_access.kubernetes_group_access(
+            self, cluster=props.cluster, role=self.role, group=KUBERNETES_GROUP, rbac_name=RBAC_NAME,
+            rules=RBAC_RULES)
+        self.access_entry, self.rbac = access.access_entry, access.rbac
+        self.provider = lambda_provider.provider(
+            self, on_event=self.on_event_function, is_complete=self.is_complete_function,
+            query_interval=props.query_interval, total_timeout=props.timeout, log_retention=props.log_retention)
+        # Everything the delete path uses must be deleted after it, including the role's policy.
+        self.custom_resource = lambda_provider.custom_resource(
+            self, provider=self.provider, resource_type=RESOURCE_TYPE, total_timeout=props.timeout,
             properties={
                 "ClusterName": props.cluster.cluster_name,
                 "ClusterArn": props.cluster.cluster_arn,
-                "WaitSeconds": str(int(props.timeout.to_seconds() - margin)),
-            })
-        set_service_timeout(self.custom_resource.node.default_child,  # type: ignore[arg-type]
-                            props.timeout.plus(Duration.minutes(5)))
-        # Everything the delete path uses must be deleted after it, including the role's policy.
-        for dependency in (self.access_entry, self.rbac, self.role, self.on_event_function,
-                           self.is_complete_function, self.provider, *props.depends_on,
-                           *([ingress] if ingress is not None else [])):
-            self.custom_resource.node.add_dependency(dependency)
-
+                "WaitSeconds": lambda_provider.handler_wait_seconds(props.timeout, props.query_interval),
+            },
+            depends_on=(self.access_entry, self.rbac, self.role, *functions, self.provider, *props.depends_on,
+                        *vpc.resource_dependencies))
         self._acknowledge_nag()
-
-    def _function(self, construct_id: str, handler: str) -> lambda_.Function:
-        log_group = logs.LogGroup(self, f"{construct_id}Logs", retention=self.props.log_retention,
-                                  removal_policy=RemovalPolicy.DESTROY)
-        log_group.grant_write(self.role)
-        return lambda_.Function(
-            self, construct_id,
-            runtime=lambda_.Runtime.PYTHON_3_13,
-            architecture=lambda_.Architecture.ARM_64,
-            handler=handler,
-            code=handler_code(HANDLER_DIR, self.props.bundled_modules),
-            timeout=LAMBDA_TIMEOUT,
-            memory_size=256,
-            role=self.role,
-            log_group=log_group,
-            vpc=self.props.vpc,
-            vpc_subnets=self.props.vpc_subnets,
-            security_groups=[self.security_group] if self.security_group else None,
-            description=f"EndpointJanitor {construct_id}: clean HyperPod inference endpoints on stack delete",
-        )
 
     def _grant(self, stack: Stack) -> None:
         """Read what the operator may have left; delete only what carries its tag or the controller's."""
@@ -267,30 +221,15 @@ class EndpointJanitor(Construct):
         acknowledge(self.role, scoped.format("ec2", "security-group/*"),
                     "DeleteSecurityGroup only with the condition aws:ResourceTag/elbv2.k8s.aws/cluster=<this "
                     "cluster>; RevokeSecurityGroupIngress only with the condition ec2:Vpc=<the cluster's VPC>.")
-        acknowledge_provider_framework(self.provider, (self.on_event_function, self.is_complete_function),
-                                       in_vpc=self.props.vpc is not None, vpc_role=self.role)
 
 
 def rbac_manifests() -> list[dict[str, object]]:
     """ClusterRole + binding for the janitor's Kubernetes group: the operator's two resources, nothing else."""
-    name = "hyperpod-dpd-endpoint-janitor"
-    return [
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
-         "rules": [{"apiGroups": [OPERATOR_API_GROUP], "resources": list(OPERATOR_RESOURCES),
-                    "verbs": ["get", "list", "delete"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": KUBERNETES_GROUP}]},
-    ]
+    return cluster_api_access.rbac_manifests(name=RBAC_NAME, group=KUBERNETES_GROUP, rules=RBAC_RULES)
 
 
 def _validate(props: EndpointJanitorProps) -> None:
-    timeout = props.timeout.to_seconds()
-    if not MIN_TIMEOUT.to_seconds() <= timeout <= MAX_TIMEOUT.to_seconds():
-        raise ValueError(f"timeout must be between 5 and 50 minutes, got {timeout:.0f} seconds")
-    interval = props.query_interval.to_seconds()
-    if not 5 <= interval <= timeout / 4:
-        raise ValueError(
-            f"query_interval must be between 5 seconds and timeout/4 ({timeout / 4:.0f} s), got {interval:.0f} s")
+    lambda_provider.check_timeout(props.timeout, minimum=MIN_TIMEOUT, maximum=MAX_TIMEOUT)
+    lambda_provider.check_query_interval(props.query_interval, timeout=props.timeout, minimum=MIN_QUERY_INTERVAL)
     if props.vpc is None and (props.vpc_subnets is not None or props.security_group is not None):
         raise ValueError("vpc_subnets and security_group require vpc, got vpc=None")

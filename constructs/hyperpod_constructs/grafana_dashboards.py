@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import distribution
 from pathlib import Path
 
-from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import CustomResource, Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import custom_resources as cr
 from constructs import Construct
+
+from hyperpod_constructs import lambda_provider
 
 HANDLER_DIR = Path(__file__).parent / "grafana_dashboards_handler"
 RESOURCE_TYPE = "Custom::GrafanaDashboards"
@@ -65,34 +64,27 @@ class GrafanaDashboards(Construct):
         _validate(props)
         stack = Stack.of(self)
         workspace_arn = stack.format_arn(service="grafana", resource="/workspaces", resource_name=props.workspace_id)
-        log_group = logs.LogGroup(self, "HandlerLogs", retention=props.log_retention,
-                                  removal_policy=RemovalPolicy.DESTROY)
-        with tempfile.TemporaryDirectory(prefix="grafana-dashboards-") as staging:
-            # The asset is staged into the cloud assembly when the function binds its code, inside this block.
-            self.function = lambda_.Function(
-                self, "Handler", runtime=lambda_.Runtime.PYTHON_3_14, architecture=lambda_.Architecture.ARM_64,
-                handler="index.on_event", code=lambda_.Code.from_asset(str(bundle(Path(staging)))),
-                timeout=props.timeout, memory_size=256, log_group=log_group,
-                description="GrafanaDashboards: AMP data source and dashboards in Amazon Managed Grafana")
+        self.function = lambda_provider.handler_function(
+            self, "Handler", handler="index.on_event",
+            code=lambda_provider.handler_code(HANDLER_DIR, distributions=BUNDLED_DISTRIBUTIONS),
+            timeout=props.timeout, memory_size=256, log_retention=props.log_retention,
+            description="GrafanaDashboards: AMP data source and dashboards in Amazon Managed Grafana")
         self.function.add_to_role_policy(iam.PolicyStatement(
             actions=["grafana:DescribeWorkspace", "grafana:ListWorkspaceServiceAccounts",
                      "grafana:CreateWorkspaceServiceAccount", "grafana:CreateWorkspaceServiceAccountToken",
                      "grafana:DeleteWorkspaceServiceAccountToken"],
             resources=[workspace_arn]))
-        self.provider = cr.Provider(
-            self, "Provider", on_event_handler=self.function,
-            log_group=logs.LogGroup(self, "ProviderLogs", retention=props.log_retention,
-                                    removal_policy=RemovalPolicy.DESTROY))
-        self.custom_resource = CustomResource(
-            self, "Resource", service_token=self.provider.service_token, resource_type=RESOURCE_TYPE,
+        self.provider = lambda_provider.provider(self, on_event=self.function, log_retention=props.log_retention)
+        self.custom_resource = lambda_provider.custom_resource(
+            self, provider=self.provider, resource_type=RESOURCE_TYPE,
             properties={
                 "WorkspaceId": props.workspace_id, "Region": stack.region,
                 "PrometheusUrl": props.prometheus_query_url,
                 "DatasourceUid": props.datasource_uid, "DatasourceName": props.datasource_uid,
                 "FolderUid": props.folder_uid, "FolderTitle": props.folder_title,
                 "Dashboards": [props.dashboards[uid] for uid in sorted(props.dashboards)],
-            })
-        self.custom_resource.node.add_dependency(self.function.role or self.function)
+            },
+            depends_on=[self.function.role or self.function])
 
 
 def _validate(props: GrafanaDashboardsProps) -> None:
@@ -102,29 +94,3 @@ def _validate(props: GrafanaDashboardsProps) -> None:
         raise ValueError(f"workspace_id must be 'g-' and 10 hex digits, got {wid!r}")
     if not props.dashboards:
         raise ValueError("dashboards must hold at least one dashboard, got none")
-
-
-def bundle(target: Path) -> Path:
-    """The handler plus :data:`BUNDLED_DISTRIBUTIONS`, copied from the installed environment (no network).
-
-    Refuses a distribution that ships compiled modules: they would be built for this machine, not the
-    function's runtime.
-    """
-    shutil.copyfile(HANDLER_DIR / "index.py", target / "index.py")
-    for name in BUNDLED_DISTRIBUTIONS:
-        dist = distribution(name)
-        for file in dist.files or ():
-            source = Path(str(dist.locate_file(file)))
-            parts = Path(str(file)).parts
-            if (parts[0].startswith("..") or parts[0] in ("test", "tests") or "__pycache__" in parts
-                    or source.suffix == ".pyc"):
-                continue
-            if source.suffix in (".so", ".pyd"):
-                raise ValueError(f"{name} ships compiled module {file}; only pure-Python distributions can be "
-                                 "bundled for the function")
-            if ".dist-info" in parts[0] and parts[-1] not in ("METADATA", "LICENSE", "top_level.txt"):
-                continue
-            out = target / Path(str(file))
-            out.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, out)
-    return target

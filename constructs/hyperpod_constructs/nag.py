@@ -78,38 +78,39 @@ def recorded_acknowledgements() -> list[AcknowledgementRecord]:
     return list(_RECORDS)
 
 
-def acknowledge_provider_framework(provider: IConstruct, handlers: Sequence[IConstruct], *,
-                                   in_vpc: bool, vpc_role: IConstruct | None = None) -> None:
+def acknowledge_provider_framework(provider: IConstruct, handlers: Sequence[IConstruct]) -> None:
     """The findings every aws-cdk-lib ``custom_resources.Provider`` with our own handler functions raises.
 
     ``handlers``: our functions (``onEvent``, and ``isComplete`` when the provider polls). The framework
     invokes them and, when it polls, its own ``framework-isComplete`` and ``framework-onTimeout`` functions
-    with ``<arn>:*``; ``framework-onEvent`` is invoked by CloudFormation, so no policy grants it. A function
-    missed here fails synth as an unacknowledged finding, and one that does not exist fails the stale
-    acknowledgement test. ``vpc_role``: the handlers' role, when they run in a VPC (``in_vpc``).
+    (from a waiter state machine) with ``<arn>:*``; ``framework-onEvent`` is invoked by CloudFormation, so no
+    policy grants it. A function missed here fails synth as an unacknowledged finding, and one that does not
+    exist fails the stale acknowledgement test.
     """
     from aws_cdk import Stack
 
-    if in_vpc and vpc_role is not None:
-        acknowledge(vpc_role, _IAM4.format("service-role/AWSLambdaVPCAccessExecutionRole"),
-                    "The ENI actions Lambda needs to run in a VPC accept no resource scope.")
-    for function in handlers:
-        acknowledge(function, "AwsSolutions::AwsSolutions-L1",
-                    "Python 3.13 is the project's chosen handler runtime; bump it deliberately.")
-    invoked = [*handlers, *(f for name in ("framework-isComplete", "framework-onTimeout")
-                            if (f := provider.node.try_find_child(name)) is not None)]
+    polling = [f for name in ("framework-isComplete", "framework-onTimeout")
+               if (f := provider.node.try_find_child(name)) is not None]
     stack = Stack.of(provider)
-    rules = [
-        (_IAM4.format("service-role/AWSLambdaBasicExecutionRole"),
-         "Provider framework functions of aws-cdk-lib; the policy only allows writing logs."),
-        ("AwsSolutions::AwsSolutions-SF1",
-         "Waiter state machine of the Provider framework; every poll is logged by the handlers."),
-        ("AwsSolutions::AwsSolutions-SF2",
-         "Waiter state machine of the Provider framework; X-Ray adds nothing to a poll loop."),
-    ]
+    rules = [(managed_policy_finding("service-role/AWSLambdaBasicExecutionRole"),
+              "Provider framework functions of aws-cdk-lib; the policy only allows writing logs.")]
+    if polling:
+        rules += [
+            ("AwsSolutions::AwsSolutions-SF1",
+             "Waiter state machine of the Provider framework; every poll is logged by the handlers."),
+            ("AwsSolutions::AwsSolutions-SF2",
+             "Waiter state machine of the Provider framework; X-Ray adds nothing to a poll loop."),
+        ]
     rules += [(f"AwsSolutions::AwsSolutions-IAM5[Resource::<{stack.get_logical_id(_cfn(f))}.Arn>:*]",
-               "The Provider framework invokes any version of its own handler functions.") for f in invoked]
+               "The Provider framework invokes any version of its own handler functions.")
+              for f in [*handlers, *polling]]
     acknowledge_many(provider, rules)
+
+
+def managed_policy_finding(policy: str) -> str:
+    """The finding id of an AWS-managed policy attached to a role: ``service-role/AWSLambdaBasicExecutionRole``
+    -> ``AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/...]``."""
+    return f"AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{policy}]"
 
 
 def _cfn(function: IConstruct) -> cdk.CfnElement:
@@ -119,4 +120,3 @@ def _cfn(function: IConstruct) -> cdk.CfnElement:
     return child
 
 
-_IAM4 = "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{}]"

@@ -13,24 +13,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aws_cdk import CustomResource, Duration, RemovalPolicy, Token
+from aws_cdk import CustomResource, Duration
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from aws_cdk import custom_resources as cr
 from constructs import Construct, IDependable
 
-from hyperpod_constructs.lambda_code import handler_code
-from hyperpod_constructs.lambda_eni_waiter import LambdaEniWaiter, LambdaEniWaiterProps
-from hyperpod_constructs.nag import acknowledge_provider_framework
-from hyperpod_constructs.service_timeouts import set_service_timeout
+from hyperpod_constructs import cluster_api_access, lambda_provider
 
 HANDLER_DIR = Path(__file__).resolve().parent / "node_readiness_handler"
 RESOURCE_TYPE = "Custom::NodeReadiness"
 KUBERNETES_GROUP = "hyperpod-dpd:node-readiness"
+RBAC_NAME = "hyperpod-dpd-node-readiness"
+RBAC_RULES = ({"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]},)
+MIN_TIMEOUT = Duration.minutes(5)
 MAX_TIMEOUT = Duration.minutes(50)  # ServiceTimeout = timeout + 5 min, below CloudFormation's hour
+MIN_QUERY_INTERVAL = Duration.seconds(10)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,78 +90,37 @@ class NodeReadiness(Construct):
                         description="NodeReadiness: lists the cluster's nodes")
         role.add_to_policy(iam.PolicyStatement(actions=["eks:DescribeCluster"],
                                                resources=[props.cluster.cluster_arn]))
-        security_group = None
-        extra: list[IDependable] = []
-        eni_waiter = None
-        if props.vpc is not None:
-            security_group = ec2.SecurityGroup(self, "SecurityGroup", vpc=props.vpc, allow_all_outbound=True,
-                                               description="NodeReadiness Lambda functions")
-            extra.append(ec2.CfnSecurityGroupIngress(
-                self, "ClusterApiIngress", group_id=props.cluster.cluster_security_group_id,
-                source_security_group_id=security_group.security_group_id, ip_protocol="tcp",
-                from_port=443, to_port=443, description="NodeReadiness Lambda to the EKS API"))
-            role.add_managed_policy(
-                iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AWSLambdaVPCAccessExecutionRole"))
-            eni_waiter = LambdaEniWaiter(self, "EniWaiter", props=LambdaEniWaiterProps(
-                security_group=security_group, log_retention=props.log_retention))
-
-        functions = []
-        for name, handler in (("OnEvent", "index.on_event"), ("IsComplete", "index.is_complete")):
-            log_group = logs.LogGroup(self, f"{name}Logs", retention=props.log_retention,
-                                      removal_policy=RemovalPolicy.DESTROY)
-            log_group.grant_write(role)
-            function = lambda_.Function(
-                self, name, runtime=lambda_.Runtime.PYTHON_3_13, architecture=lambda_.Architecture.ARM_64,
-                handler=handler, role=role, log_group=log_group, timeout=Duration.minutes(2), memory_size=256,
-                code=handler_code(HANDLER_DIR, props.bundled_modules),
-                vpc=props.vpc, security_groups=[security_group] if security_group else None,
-                description=f"NodeReadiness {name}: wait for Ready nodes before {props.waiting_for}")
-            if eni_waiter is not None:
-                function.node.add_dependency(eni_waiter.resource)
-            functions.append(function)
-
-        access_entry = eks.CfnAccessEntry(
-            self, "AccessEntry", cluster_name=props.cluster.cluster_name, principal_arn=role.role_arn,
-            type="STANDARD", kubernetes_groups=[KUBERNETES_GROUP])
-        rbac = eks.KubernetesManifest(self, "Rbac", cluster=props.cluster, manifest=rbac_manifests())
-        provider = cr.Provider(
-            self, "Provider", on_event_handler=functions[0], is_complete_handler=functions[1],
-            query_interval=props.query_interval, total_timeout=props.timeout,
-            log_group=logs.LogGroup(self, "ProviderLogs", retention=props.log_retention,
-                                    removal_policy=RemovalPolicy.DESTROY))
-        margin = max(2 * props.query_interval.to_seconds(), 60)
-        self.resource = CustomResource(
-            self, "Resource", service_token=provider.service_token, resource_type=RESOURCE_TYPE,
+        vpc = cluster_api_access.vpc_access(self, name="NodeReadiness", cluster=props.cluster, vpc=props.vpc,
+                                            role=role, log_retention=props.log_retention)
+        functions = lambda_provider.polling_functions(
+            self, name="NodeReadiness", purpose=f"wait for Ready nodes before {props.waiting_for}",
+            code=lambda_provider.handler_code(HANDLER_DIR, props.bundled_modules), role=role,
+            timeout=Duration.minutes(2), memory_size=256, log_retention=props.log_retention, vpc=props.vpc,
+            security_group=vpc.security_group, depends_on=vpc.function_dependencies)
+        access = cluster_api_access.kubernetes_group_access(
+            self, cluster=props.cluster, role=role, group=KUBERNETES_GROUP, rbac_name=RBAC_NAME, rules=RBAC_RULES)
+        provider = lambda_provider.provider(
+            self, on_event=functions[0], is_complete=functions[1], query_interval=props.query_interval,
+            total_timeout=props.timeout, log_retention=props.log_retention)
+        self.resource = lambda_provider.custom_resource(
+            self, provider=provider, resource_type=RESOURCE_TYPE, total_timeout=props.timeout,
             properties={
                 "ClusterName": props.cluster.cluster_name,
                 "HyperPodClusterName": props.hyperpod_cluster_name or "",
                 "WaitingFor": props.waiting_for,
-                "WaitSeconds": str(int(props.timeout.to_seconds() - margin)),
+                "WaitSeconds": lambda_provider.handler_wait_seconds(props.timeout, props.query_interval),
                 "Requirements": json.dumps([
                     {"LabelKey": r.label_key, "LabelValue": r.label_value, "MinReady": r.min_ready,
                      "Description": r.description or f"{r.label_key}={r.label_value}"}
                     for r in props.requirements], sort_keys=True),
-            })
-        set_service_timeout(self.resource.node.default_child,  # type: ignore[arg-type]
-                            props.timeout.plus(Duration.minutes(5)))
-        for dependency in (role, access_entry, rbac, *functions, provider, *extra, *props.depends_on):
-            self.resource.node.add_dependency(dependency)
-        self._acknowledge(role, provider, functions)
-
-    def _acknowledge(self, role: iam.Role, provider: cr.Provider, functions: list[lambda_.Function]) -> None:
-        acknowledge_provider_framework(provider, functions, in_vpc=self.props.vpc is not None, vpc_role=role)
+            },
+            depends_on=(role, access.access_entry, access.rbac, *functions, provider, *vpc.resource_dependencies,
+                        *props.depends_on))
 
 
 def rbac_manifests() -> list[dict[str, object]]:
     """ClusterRole + binding for the waiter's Kubernetes group: read nodes, nothing else."""
-    name = "hyperpod-dpd-node-readiness"
-    return [
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
-         "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": KUBERNETES_GROUP}]},
-    ]
+    return cluster_api_access.rbac_manifests(name=RBAC_NAME, group=KUBERNETES_GROUP, rules=RBAC_RULES)
 
 
 def _validate(props: NodeReadinessProps) -> None:
@@ -171,9 +129,5 @@ def _validate(props: NodeReadinessProps) -> None:
     for i, r in enumerate(props.requirements):
         if r.min_ready < 1:
             raise ValueError(f"requirements[{i}].min_ready must be >= 1, got {r.min_ready}")
-    seconds = props.timeout.to_seconds()
-    if not Token.is_unresolved(seconds) and not 300 <= seconds <= MAX_TIMEOUT.to_seconds():
-        raise ValueError(f"timeout must be between 5 and 50 minutes, got {seconds:.0f} seconds")
-    interval = props.query_interval.to_seconds()
-    if not 10 <= interval <= seconds / 4:
-        raise ValueError(f"query_interval must be between 10 seconds and timeout/4, got {interval:.0f} s")
+    lambda_provider.check_timeout(props.timeout, minimum=MIN_TIMEOUT, maximum=MAX_TIMEOUT)
+    lambda_provider.check_query_interval(props.query_interval, timeout=props.timeout, minimum=MIN_QUERY_INTERVAL)

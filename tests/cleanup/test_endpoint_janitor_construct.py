@@ -145,7 +145,7 @@ def test_deletes_are_allowed_only_on_resources_carrying_the_operators_or_control
 def test_functions_run_python_from_the_handler_asset(built: dict[str, Any]) -> None:
     for handler in ("index.on_event", "index.is_complete"):
         built["template"].has_resource_properties("AWS::Lambda::Function", {
-            "Handler": handler, "Runtime": "python3.13", "Timeout": 300,
+            "Handler": handler, "Runtime": "python3.14", "Timeout": 300,
             "Role": {"Fn::GetAtt": [Match.string_like_regexp("^JanitorRole"), "Arn"]},
             "LoggingConfig": {"LogGroup": {"Ref": Match.string_like_regexp("^Janitor")}},
         })

@@ -28,8 +28,9 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
-from hyperpod_constructs.grafana_dashboards import bundle
+from hyperpod_constructs.grafana_dashboards import BUNDLED_DISTRIBUTIONS, HANDLER_DIR
 from hyperpod_constructs.grafana_dashboards_handler import index
+from hyperpod_constructs.lambda_provider import staged_handler
 from hyperpod_core.config import Config, parse_config
 from hyperpod_core.telemetry.dashboards import dashboards
 from hyperpod_core.telemetry.render import render, to_json_text
@@ -257,9 +258,10 @@ def test_the_token_is_deleted_when_grafana_fails(grafana_server, default_config)
 def test_bundle_is_pure_python_and_imports_in_a_clean_interpreter(tmp_path: Path) -> None:
     """What the function runs: the handler plus grafana-client and its pure-Python dependencies; urllib3 comes
     from the runtime (botocore's), nothing else from this machine."""
-    (tmp_path / "asset").mkdir()
-    code = bundle(tmp_path / "asset")
-    assert not [p for p in code.rglob("*") if p.suffix in (".so", ".pyd", ".pyc")]
+    code = tmp_path / "asset"  # what the asset holds (no bytecode), copied: running it writes bytecode
+    shutil.copytree(staged_handler(HANDLER_DIR, distributions=BUNDLED_DISTRIBUTIONS), code,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    assert not [p for p in code.rglob("*") if p.suffix in (".so", ".pyd")]
     runtime = tmp_path / "runtime"
     import urllib3
 

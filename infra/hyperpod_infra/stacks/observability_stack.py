@@ -81,7 +81,6 @@ class ObservabilityStack(Stack):
             self.grafana = GrafanaDashboards(self, "GrafanaDashboards", props=GrafanaDashboardsProps(
                 workspace_id=props.grafana_workspace_id, prometheus_query_url=self.prometheus.prometheus_endpoint,
                 dashboards=props.dashboards, folder_title=props.grafana_folder))
-            self._acknowledge_grafana(self.grafana)
         acknowledge(
             self.addon.collector_policy, "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:"
             "<AWS::AccountId>:log-group:/aws/sagemaker/Clusters/*]",
@@ -95,12 +94,3 @@ class ObservabilityStack(Stack):
         CfnOutput(self, outputs.AMP_WORKSPACE_ENDPOINT, value=self.prometheus.prometheus_endpoint,
                   description="Managed Prometheus endpoint (KEDA prometheusTrigger serverAddress base)")
         CfnOutput(self, outputs.AMP_WORKSPACE_ARN, value=self.prometheus.workspace_arn)
-
-    @staticmethod
-    def _acknowledge_grafana(grafana: GrafanaDashboards) -> None:
-        iam4 = "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{}]"
-        acknowledge(grafana, iam4.format("service-role/AWSLambdaBasicExecutionRole"),
-                    "The handler and the Provider framework functions only write their own logs.")
-        handler = Stack.of(grafana).get_logical_id(grafana.function.node.default_child)  # type: ignore[arg-type]
-        acknowledge(grafana.provider, f"AwsSolutions::AwsSolutions-IAM5[Resource::<{handler}.Arn>:*]",
-                    "The Provider framework invokes any version of its own handler function.")
