@@ -97,6 +97,13 @@ class EndpointNames:
         """The operator's Ingress for the endpoint's ALB, in :data:`OPERATOR_NAMESPACE` (module docstring)."""
         return f"alb-{self.name}-{self.namespace}"
 
+    @property
+    def benchmark_resource(self) -> str:
+        """``<endpoint>-benchmark``: our name (not the operator's) of the benchmark ConfigMap and of the
+        ServiceAccount the benchmark Jobs run as, in the endpoint namespace (the cdk8s chart writes both; the
+        platform stack gives the ServiceAccount its Pod Identity association)."""
+        return f"{self.name}-benchmark"
+
 
 def certificate_pem_location(status: dict[str, object]) -> tuple[str, str] | None:
     """``(bucket, key)`` of the endpoint's CA PEM from the IEC ``status.tlsCertificate``, or ``None`` while

@@ -1,6 +1,8 @@
 """What a GPU node offers a pod: instance facts with their sources, and the reservations taken before a pod.
 
-Requests of the endpoint pods are derived from here, never from a constant: with ``ThreadsPerCore: 1`` an
+The node budget of a config's workers (:func:`worker_budget`, :func:`worker_requests`) and the GPUs of its pools
+(:func:`pool_gpus`) are computed here too, as functions of the config. Requests of the endpoint pods are derived
+from here, never from a constant: with ``ThreadsPerCore: 1`` an
 ml.p5.48xlarge exposes 96 CPUs, not 192, and the kubelet, the DaemonSets and the operator's sidecars take
 their share before a worker pod is scheduled (deploy-facts.md, "Compute").
 
@@ -21,7 +23,10 @@ Sources:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final, Literal
+
+if TYPE_CHECKING:  # the config imports this module for its instance tables
+    from hyperpod_core.config import Config, EndpointConfig
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,6 +62,12 @@ INSTANCE_FACTS: Final[dict[str, InstanceFacts]] = {f.instance_type: f for f in (
                   efa_interfaces=16, source="[EC2-ACC] p6-b300.48xlarge: 192 vCPU, 4096 GiB, 8 x B300; EFA: "
                                              "6.4 Tbps EFAv4 at 400 Gbps per card [I] (not verified offline)"),
 )}
+
+#: Instance types with EFA RDMA read/write that the operator supports for DPD (sagemaker-hyperpod-model-
+#: deployment-dpd, "Requirements"), with GPUs per node from the instance table above.
+DPD_INSTANCE_TYPES: Final[tuple[str, ...]] = ("ml.p5.48xlarge", "ml.p5e.48xlarge", "ml.p5en.48xlarge",
+                                              "ml.p6-b200.48xlarge", "ml.p6-b300.48xlarge")
+DPD_INSTANCE_GPUS: Final[dict[str, int]] = {t: INSTANCE_FACTS[t].gpus for t in DPD_INSTANCE_TYPES}
 
 #: nodeadm's maxPods cap for instances with more than 30 vCPUs [NODEADM]; the reservation below assumes it
 #: (the most a HyperPod node's kubelet could be configured with), so the estimate never under-reserves.
@@ -149,3 +160,43 @@ def max_pod_requests(instance_type: str, threads_per_core: int, gpus_per_pod: in
     pods = max(1, facts.gpus // gpus_per_pod)
     budget = node_budget(instance_type, threads_per_core)
     return PodRequests(cpu=budget.pod_cpu_millis(pods) // 1000, memory_gib=budget.pod_memory_mib(pods) // 1024)
+
+
+# --- the node budget of a config's workers -----------------------------------------------------------------
+
+#: A worker of the DPD endpoint (``prefill``, ``decode``) or of the colocated baseline the benchmark runs.
+WorkerRole = Literal["prefill", "decode", "colocated"]
+
+
+def worker_budget(config: Config, role: WorkerRole) -> PodRequests:
+    """The most one worker of ``role`` may request: the smallest node budget among the instance groups of
+    ``endpoint.instance_type`` it can land on (its pool and ``shared``; any pool for the colocated
+    baseline), shared by as many workers as the node has GPUs for."""
+    e = config.endpoint
+    pools: tuple[str, ...] = ("prefill", "decode", "shared") if role == "colocated" else (role, "shared")
+    groups = [g for g in config.hyperpod.instance_groups if g.instance_type == e.instance_type and g.pool in pools]
+    groups = groups or [g for g in config.hyperpod.instance_groups if g.instance_type == e.instance_type]
+    budgets = [max_pod_requests(e.instance_type, tpc, e.tensor_parallel_size)
+               for tpc in sorted({g.threads_per_core for g in groups}) or [1]]
+    return PodRequests(cpu=min(b.cpu for b in budgets), memory_gib=min(b.memory_gib for b in budgets))
+
+
+def worker_requests(config: Config, role: WorkerRole) -> PodRequests:
+    """CPU and memory requests of one worker of ``role``: the configured ones, else the node budget.
+    The colocated baseline runs the decode role's engine and takes its requests."""
+    budget = worker_budget(config, role)
+    r = config.endpoint.decode if role == "colocated" else getattr(config.endpoint, role)
+    return PodRequests(cpu=min(r.cpu or budget.cpu, budget.cpu),
+                       memory_gib=min(r.memory_gib or budget.memory_gib, budget.memory_gib))
+
+
+def pool_gpus(config: Config, pool: Literal["prefill", "decode", "shared"]) -> int:
+    """GPUs available to a DPD role: nodes in groups labelled for it, plus shared groups."""
+    return sum(g.instance_count * DPD_INSTANCE_GPUS[g.instance_type]
+               for g in config.hyperpod.instance_groups if g.pool in (pool, "shared"))
+
+
+def peak_replicas(endpoint: EndpointConfig, role: Literal["prefill", "decode"]) -> int:
+    """Replicas a role can reach: its fixed count, or the autoscaling maximum when that is on."""
+    fixed: int = getattr(endpoint, role).replicas
+    return max(fixed, getattr(endpoint.autoscaling, role).max_replicas) if endpoint.autoscaling.enabled else fixed

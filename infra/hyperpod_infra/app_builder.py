@@ -21,6 +21,7 @@ from hyperpod_constructs.node_readiness import NodeRequirement
 from hyperpod_constructs.service_timeouts import ServiceTimeouts
 from hyperpod_core import artifacts, pins
 from hyperpod_core.config import Config
+from hyperpod_core.names import EndpointNames
 from hyperpod_core.telemetry.alerts import alert_rule_groups
 from hyperpod_core.telemetry.dashboards import dashboards
 from hyperpod_core.telemetry.render import render, to_json_text
@@ -94,7 +95,8 @@ def _benchmark_client(config: Config) -> BenchmarkClientSpec:
     uri = config.benchmark.results_s3_uri
     bucket, _, prefix = uri.removeprefix("s3://").partition("/") if uri else (None, "", "")
     # The runner writes <prefix>/<mode>/<run>/<file> with the prefix's slashes stripped (benchmark/runner.py).
-    return BenchmarkClientSpec(namespace=config.endpoint.namespace, service_account=config.benchmark_resource_name(),
+    return BenchmarkClientSpec(namespace=config.endpoint.namespace,
+                               service_account=EndpointNames.of(config).benchmark_resource,
                                results_bucket=bucket, results_prefix=prefix.strip("/"))
 
 def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> Stacks:

@@ -31,7 +31,7 @@ ROLE_LABEL = "inference.sagemaker.aws.amazon.com/dpd-role"
 NAME, NAMESPACE = "llama-3-3-70b", "default"
 #: Cluster names the test outputs file (day2_fixtures.config_file) reports: those the default config derives
 #: from its name, since the command line refuses an outputs file of another deployment.
-EKS_CLUSTER, HYPERPOD_CLUSTER = "hyperpod-dpd-eks", "hyperpod-dpd"  # derived from name (config.py)
+EKS_CLUSTER, HYPERPOD_CLUSTER = "hyperpod-dpd-eks", "hyperpod-dpd"  # derived from name (config/model.py)
 
 # --- LMCache 0.4.3 log lines ---------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -56,6 +57,59 @@ def test_committed_schema_is_the_one_the_model_generates() -> None:
     from hyperpod_dpd.schema import COMMITTED, render
 
     assert COMMITTED.read_text() == render(), "run: hyperpod-dpd schema --write"
+
+
+def test_committed_reference_is_the_one_the_model_generates() -> None:
+    from hyperpod_dpd.schema import DOCS, render_docs
+
+    assert DOCS.read_text() == render_docs(), "run: hyperpod-dpd schema --write"
+
+
+def test_every_key_is_described_with_its_default() -> None:
+    """Every field's docstring reaches the schema (use_attribute_docstrings) and says what happens without it."""
+    from hyperpod_dpd.schema import config_keys, config_schema
+
+    schema = config_schema()
+    properties = [(f"{name}.{key}", prop) for name, d in schema["$defs"].items()
+                  for key, prop in d.get("properties", {}).items()]
+    properties += list(schema["properties"].items())
+    undescribed = [name for name, prop in properties if not prop.get("description")]
+    assert not undescribed, f"no docstring: {undescribed}"
+    silent = [name for name, prop in properties if not re.search(r"\b(Default|Required)\b", prop["description"])]
+    assert not silent, f"no 'Default: ...' (or 'Required'): {silent}"
+    keys = {k.path for k in config_keys(schema)}
+    assert {"endpoint.decode.max_num_seqs", "hyperpod.instance_groups[].pool", "benchmark.scenarios[].traffic",
+            "observability.grafana_workspace.workspace_id"} <= keys
+    twice = sum(len(schema["$defs"][role]["properties"]) for role in ("RoleConfig", "RoleAutoscalingConfig"))
+    assert len(keys) == len(properties) + twice, "every field is a key; a role's fields once per role"
+
+
+def test_the_reference_defaults_are_what_a_config_that_leaves_them_out_gets() -> None:
+    """The model is the oracle: a config naming only its instance group loads to exactly the defaults the page
+    shows, each role's own included (prefill's max_num_seqs and --enforce-eager are not decode's)."""
+    import yaml as pyyaml
+
+    from hyperpod_dpd.schema import config_keys
+
+    loaded = parse_config({"hyperpod": {"instance_groups": [{"name": "g", "instance_count": 2}]}}).model_dump(
+        mode="json")
+    checked = 0
+    for key in config_keys():
+        if "[]" in key.path or key.default in ("", "(required)"):
+            continue
+        *parents, leaf = key.path.split(".")
+        section: dict | None = loaded
+        for part in parents:
+            section = section[part] if section is not None else None
+        if section is None:
+            continue  # a key of a section that is off by default (observability.grafana_workspace)
+        value = section[leaf]
+        if key.default == "`null`" and value is not None:
+            continue  # derived from name and region when left out (its description says how)
+        text = pyyaml.safe_dump(value, default_flow_style=True, width=1 << 20).strip().removesuffix("...").strip()
+        assert key.default == f"`{text}`", key.path
+        checked += 1
+    assert checked > 80
 
 
 @pytest.mark.parametrize("path", CONFIG_FILES, ids=lambda p: p.name)

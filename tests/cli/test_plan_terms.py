@@ -166,6 +166,6 @@ def test_roofline_carries_over_to_other_gpus_and_tp(gpu: GpuFacts, tp: int, kind
 def test_planner_knows_every_dpd_instance_type_but_b300() -> None:
     """The planner covers the DPD instance types of the config rules; ml.p6-b300 (no GPU data in
     AIConfigurator 0.12.0) is refused with one line rather than estimated from a guess."""
-    from hyperpod_core.config import DPD_INSTANCE_GPUS
+    from hyperpod_core.sizing import DPD_INSTANCE_GPUS
 
     assert set(DPD_INSTANCE_GPUS) - set(PLANNER_INSTANCE_FACTS) == {"ml.p6-b300.48xlarge"}

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from hyperpod_core import sizing
 from hyperpod_core.config import (
     Config,
     ConfigError,
@@ -323,7 +324,7 @@ def test_realistic_variants_are_accepted(default_config_dict: dict) -> None:
                                                                      "target_value": 8}}
     data["endpoint"]["kv_cache"] = {"enable_l2_cache": True, "l2_cache_backend": "redis"}
     c = parse_config(data)
-    assert c.pool_gpus("prefill") == 16
+    assert sizing.pool_gpus(c, "prefill") == 16
 
 
 def test_cluster_names_derive_from_name_when_left_out(default_config_dict: dict) -> None:
@@ -353,16 +354,17 @@ def test_worker_requests_come_from_the_node_not_a_constant(default_config_dict: 
     """ThreadsPerCore 1 on ml.p5.48xlarge: 96 CPUs - 0.31 kubeReserved - 4 DaemonSets - 1 sidecars -> 90;
     ThreadsPerCore 2 doubles the CPUs (192 -> 186 after the same reservations, minus the larger kubeReserved)."""
     c = parse_config(default_config_dict)
-    assert c.worker_requests("prefill").cpu == 90 and c.worker_requests("decode").cpu == 90
+    assert sizing.worker_requests(c, "prefill").cpu == 90 and sizing.worker_requests(c, "decode").cpu == 90
     two = _mutated(default_config_dict, **{"hyperpod.instance_groups[0].threads_per_core": 2,
                                            "hyperpod.instance_groups[1].threads_per_core": 2})
-    assert parse_config(two).worker_requests("prefill").cpu == 186
+    assert sizing.worker_requests(parse_config(two), "prefill").cpu == 186
     tp4 = _mutated(default_config_dict, **{"endpoint.tensor_parallel_size": 4, "endpoint.prefill.gpus": 4,
                                            "endpoint.decode.gpus": 4})
-    assert parse_config(tp4).worker_requests("decode").cpu == 44  # two workers share a node
+    assert sizing.worker_requests(parse_config(tp4), "decode").cpu == 44  # two workers share a node
     smaller = parse_config(_mutated(default_config_dict, **{"endpoint.prefill.cpu": 64,
                                                            "endpoint.prefill.memory_gib": 512}))
-    assert (smaller.worker_requests("prefill").cpu, smaller.worker_requests("prefill").memory_gib) == (64, 512)
+    requests = sizing.worker_requests(smaller, "prefill")
+    assert (requests.cpu, requests.memory_gib) == (64, 512)
 
 
 def test_fails_when_a_pinned_addon_is_not_offered_for_the_kubernetes_version(default_config_dict: dict,

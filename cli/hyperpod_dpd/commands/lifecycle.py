@@ -83,28 +83,34 @@ def init(name: Annotated[str, typer.Argument(help="Environment name: envs/NAME/ 
     print(f"next: edit it, then: hyperpod-dpd synth --env {name}")
 
 
-def schema(check: Annotated[bool, typer.Option("--check", help="Exit 1 if config/schema.json is stale.")] = False,
-           write: Annotated[bool, typer.Option("--write", help="Rewrite config/schema.json.")] = False) -> None:
-    """Print the JSON Schema of the config (from the pydantic model); --write updates config/schema.json.
+def schema(check: Annotated[bool, typer.Option(
+               "--check", help="Exit 1 if config/schema.json or docs/config.md is stale.")] = False,
+           write: Annotated[bool, typer.Option(
+               "--write", help="Rewrite config/schema.json and docs/config.md.")] = False) -> None:
+    """Print the JSON Schema of the config (from the pydantic model); --write updates config/schema.json and
+    the reference page docs/config.md.
 
     --write also puts the schema line first in every config/**/*.yaml that lacks it.
     """
     from hyperpod_core.atomic import write_text_atomic
-    from hyperpod_dpd.schema import COMMITTED, config_files, render, with_modeline
+    from hyperpod_dpd.schema import COMMITTED, DOCS, config_files, render, render_docs, with_modeline
 
     if check and write:
         raise UsageError("pass --check or --write, not both")
     text = render()
     if check:
-        if not COMMITTED.is_file() or COMMITTED.read_text() != text:
-            raise CommandFailed(f"{COMMITTED} is stale; run: hyperpod-dpd schema --write")
+        generated = {COMMITTED: text, DOCS: render_docs()}
+        stale = [str(p) for p, t in generated.items() if not p.is_file() or p.read_text() != t]
+        if stale:
+            raise CommandFailed(f"{', '.join(stale)} is stale; run: hyperpod-dpd schema --write")
         unmarked = [str(p) for p in config_files() if with_modeline(p) is not None]
         if unmarked:
             raise CommandFailed(f"{', '.join(unmarked)}: no schema line; run: hyperpod-dpd schema --write")
-        print(f"{COMMITTED}: up to date")
+        print(f"{COMMITTED}, {DOCS}: up to date")
     elif write:
-        write_text_atomic(COMMITTED, text)
-        print(f"wrote {COMMITTED}")
+        for path, generated_text in ((COMMITTED, text), (DOCS, render_docs())):
+            write_text_atomic(path, generated_text)
+            print(f"wrote {path}")
         for path in config_files():
             marked = with_modeline(path)
             if marked is not None:

@@ -76,7 +76,7 @@ def api_base(config: Config) -> str:
 
 def resource_name(config: Config) -> str:
     """Name of the ConfigMap and ServiceAccount: ``<endpoint>-benchmark``."""
-    return config.benchmark_resource_name()
+    return EndpointNames.of(config).benchmark_resource
 
 
 def benchmark_runs(config: Config) -> list[BenchmarkRun]:

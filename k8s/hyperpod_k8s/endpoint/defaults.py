@@ -32,7 +32,7 @@ METRICS_PATH: Final = "/metrics"
 
 # Pod CPU and memory requests are not constants: the reference manifest's 96 CPU per 8 GPUs is every CPU of an
 # ml.p5.48xlarge with ThreadsPerCore 1 and never fits. They come from the node's allocatable minus the kubelet,
-# DaemonSet and operator-sidecar reservations (hyperpod_core.sizing, Config.worker_requests).
+# DaemonSet and operator-sidecar reservations (hyperpod_core.sizing.worker_requests).
 
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from hyperpod_core import pins
+from hyperpod_core import pins, sizing
 from hyperpod_core.config import Config, EndpointConfig, RoleAutoscalingConfig, RoleConfig
 from hyperpod_core.inputs import EndpointInputs
 from hyperpod_core.telemetry import queries
@@ -42,7 +42,7 @@ class RoleProps:
     replicas: int
     gpus: int
     requests: WorkerRequests
-    """Derived from the node the role runs on (``Config.worker_requests``), never a per-GPU constant."""
+    """Derived from the node the role runs on (``hyperpod_core.sizing.worker_requests``), never a per-GPU constant."""
     args: tuple[str, ...]
     node_selector: dict[str, str]
     scaling: RoleScaling | None
@@ -132,7 +132,7 @@ def _scaling(c: Config, role: Role, server_address: str | None) -> RoleScaling |
 
 
 def _requests(c: Config, role: Literal["prefill", "decode", "colocated"]) -> WorkerRequests:
-    r = c.worker_requests(role)
+    r = sizing.worker_requests(c, role)
     return WorkerRequests(cpu=r.cpu, memory_gib=r.memory_gib)
 
 
