@@ -11,10 +11,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from hyperpod_core import paths
 from hyperpod_core.config import Config
 
 SCHEMA_ID = "https://github.com/hyperpod-dpd/hyperpod-dpd-iac/config/schema.json"
-COMMITTED = Path(__file__).resolve().parents[2] / "config" / "schema.json"
+#: ``config/schema.json`` of the checkout; ``None`` when installed from a wheel (see :func:`committed`).
+COMMITTED = paths.CHECKOUT / "config" / "schema.json" if paths.CHECKOUT else None
 
 #: Models whose fields are merged with per-role defaults before validation (config.py ``_merge_defaults``):
 #: a user's mapping may name any subset of their fields, so none is required in the file.
@@ -55,13 +57,20 @@ def modeline(config_file: Path) -> str:
     """The ``yaml-language-server`` first line that points ``config_file`` at the committed schema."""
     import os
 
-    rel = os.path.relpath(COMMITTED, config_file.resolve().parent)
+    rel = os.path.relpath(committed(), config_file.resolve().parent)
     return f"# yaml-language-server: $schema={rel}"
 
 
 def config_files() -> list[Path]:
     """The config files kept in the repository (``config/**/*.yaml``)."""
-    return sorted(COMMITTED.parent.rglob("*.yaml"))
+    return sorted(committed().parent.rglob("*.yaml"))
+
+
+def committed() -> Path:
+    """:data:`COMMITTED`; a one-line usage error without a checkout (the schema file lives only there)."""
+    if COMMITTED is None:
+        raise paths.CheckoutRequired("the committed schema (config/schema.json)")
+    return COMMITTED
 
 
 def with_modeline(path: Path) -> str | None:

@@ -234,10 +234,10 @@ def test_findings_are_never_cached(tmp_path) -> None:
 
 
 def test_the_lint_cache_can_be_moved_or_turned_off(monkeypatch, tmp_path) -> None:
-    from hyperpod_mainjob.job import LINT_CACHE, lint_cache
+    from hyperpod_mainjob.job import lint_cache
 
     monkeypatch.delenv("HYPERPOD_CFN_LINT_CACHE", raising=False)
-    assert lint_cache() == LINT_CACHE
+    assert lint_cache() == REPO_ROOT / ".cache" / "cfn-lint"  # README: "cfn-lint ... (`.cache/cfn-lint/`"
     monkeypatch.setenv("HYPERPOD_CFN_LINT_CACHE", "off")
     assert lint_cache() is None
     monkeypatch.setenv("HYPERPOD_CFN_LINT_CACHE", str(tmp_path))
@@ -281,7 +281,7 @@ def test_unchanged_assets_are_linked_not_copied(tmp_path) -> None:
 
 def test_the_raw_next_command_passes_the_parameters_the_templates_require(tmp_path, default_config) -> None:
     """A template parameter without a default (the cluster stack's AdminPrincipalArn) must be on the command."""
-    from hyperpod_dpd.environment import Environment
+    from hyperpod_core.environment import Environment
     from hyperpod_mainjob.job import next_steps
 
     cdk_out = tmp_path / "cdk.out"
