@@ -18,6 +18,7 @@ benchmark runner in its pod).
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 from pathlib import Path
 
@@ -122,6 +123,15 @@ def test_the_core_imports_no_framework_and_boto3_only_where_the_runtime_has_it()
             if top in NOT_IN_CORE or (top in LAMBDA_RUNTIME and not boto_allowed):
                 found.append(f"{module} imports {imported}")
     assert found == []
+
+
+def test_building_the_cdk_app_loads_none_of_the_apps_above_it() -> None:
+    """At run time too: importing the CDK side (app_builder, every stack) loads no cdk8s, CLI, analysis or
+    main-job module."""
+    code = ("import sys; import hyperpod_infra.app_builder; bad = sorted(m for m in sys.modules if m.split('.')[0] "
+            "in ('hyperpod_k8s', 'hyperpod_dpd', 'hyperpod_analysis', 'hyperpod_mainjob')); assert not bad, bad")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
 
 
 def test_the_walk_sees_lazy_and_conditional_imports(tmp_path: Path) -> None:
