@@ -7,15 +7,16 @@ A bad config prints one line on stderr and exits 2 before anything is written.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent
-for folder in ("core", "infra", "constructs", "k8s"):  # source roots; works with or without `pip install -e .`
-    if str(ROOT / folder) not in sys.path:
-        sys.path.insert(0, str(ROOT / folder))
+# app.py sits at the root of the checkout: put the source roots on sys.path so it runs with or without
+# `pip install -e .`; everything else asks hyperpod_core.paths where the checkout is.
+for folder in ("core", "infra", "constructs", "k8s"):
+    source_root = str(Path(__file__).resolve().parent / folder)
+    if source_root not in sys.path:
+        sys.path.insert(0, source_root)
 
 # jsii copies the environment into its node kernel at the first import: set these before aws_cdk loads.
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
@@ -23,40 +24,19 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 from hyperpod_core.errors import guarded  # noqa: E402
 
 
-def _context_config() -> str | None:
-    """``-c config=...`` as the CDK CLI hands it over (env JSON, or a file for large contexts).
-
-    Read before ``cdk.App()`` exists, because constructing the App already creates the output folder and
-    a bad config must leave nothing behind.
-    """
-    raw = os.environ.get("CDK_CONTEXT_JSON")
-    overflow = os.environ.get("CONTEXT_OVERFLOW_LOCATION_ENV")
-    if raw is None and overflow and Path(overflow).is_file():
-        raw = Path(overflow).read_text()
-    value = json.loads(raw).get("config") if raw else None
-    return str(value) if value else None
-
-
 def main() -> None:
+    from hyperpod_core import paths
     from hyperpod_core.config import load_config
+    from hyperpod_infra.cdk_cli import config_from_context
 
-    path = Path(_context_config() or os.environ.get("HYPERPOD_CONFIG") or "config/default.yaml")
-    config = load_config(path if path.is_absolute() else ROOT / path)
+    # The config is read before ``cdk.App()`` exists: constructing the App already creates the output folder,
+    # and a bad config must leave nothing behind.
+    path = Path(config_from_context() or os.environ.get("HYPERPOD_CONFIG") or paths.DEFAULT_CONFIG)
+    config = load_config(path if path.is_absolute() else paths.checkout("app.py") / path)
 
-    import aws_cdk as cdk
+    from hyperpod_infra.app_builder import synthesize
 
-    from hyperpod_infra.app_builder import build
-    from hyperpod_infra.nag import add_nag, write_findings_report
-
-    app = cdk.App()
-    build(app, config)
-    add_nag(app)
-    try:
-        app.synth()
-    finally:
-        # Every cdk-nag finding with the acknowledgement (and reason) covering it, from the CDK's own
-        # validation report of this synth: cdk.out/nag-findings.json.
-        write_findings_report(Path(app.outdir))
+    synthesize(config)
 
 
 if __name__ == "__main__":

@@ -8,16 +8,17 @@ the config, which names both clusters itself.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from hyperpod_core import outputs
+from hyperpod_core import environment, outputs
+from hyperpod_core.environment import Environment
 from hyperpod_core.inputs import read_outputs_file
 from hyperpod_core.names import EndpointNames
-from hyperpod_dpd import environment
-from hyperpod_dpd.environment import Environment
-from hyperpod_dpd.kube import Kube, connect
+
+if TYPE_CHECKING:  # the Kubernetes client loads when a command connects, not for --help
+    from hyperpod_dpd.kube import Kube
 
 KubeconfigOption = Annotated[str | None, typer.Option(
     "--kubeconfig", help="kubeconfig file (default $KUBECONFIG or ~/.kube/config).", show_default=False)]
@@ -38,6 +39,8 @@ class Deployment:
     """``outputs file <path>`` or ``config (no outputs file)``: where the names above came from."""
 
     def kube(self, kubeconfig: str | None, context: str | None) -> Kube:
+        from hyperpod_dpd.kube import connect
+
         return connect(kubeconfig, context, eks_cluster=self.eks_cluster, region=self.region)
 
 

@@ -20,16 +20,14 @@ import datetime as dt
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-from hyperpod_core import pins
+from hyperpod_core import paths, pins
 from hyperpod_core.config import Config
 
 Status = Literal["PASS", "WARN", "FAIL"]
-REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_QUALIFIER = "hnb659fds"
 #: aws-cdk-lib's synthesized templates refuse bootstrap versions 1-5 (the CheckBootstrapVersion rule).
 MIN_BOOTSTRAP_VERSION = 6
@@ -79,9 +77,12 @@ def addon_pins() -> tuple[pins.AddonPin, ...]:
 
 
 def bootstrap_qualifier() -> str:
-    """``@aws-cdk/core:bootstrapQualifier`` from cdk.json, else the CDK default."""
+    """``@aws-cdk/core:bootstrapQualifier`` from the checkout's cdk.json, else (or without a checkout) the CDK
+    default."""
+    if paths.CHECKOUT is None:
+        return DEFAULT_QUALIFIER
     try:
-        context = json.loads((REPO_ROOT / "cdk.json").read_text()).get("context", {})
+        context = json.loads((paths.CHECKOUT / "cdk.json").read_text()).get("context", {})
     except (OSError, ValueError):
         return DEFAULT_QUALIFIER
     return str(context.get("@aws-cdk/core:bootstrapQualifier", DEFAULT_QUALIFIER))

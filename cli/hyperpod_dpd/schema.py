@@ -17,11 +17,14 @@ from typing import Any
 
 import yaml
 
+from hyperpod_core import paths
 from hyperpod_core.config import Config
 
 SCHEMA_ID = "https://github.com/hyperpod-dpd/hyperpod-dpd-iac/config/schema.json"
-COMMITTED = Path(__file__).resolve().parents[2] / "config" / "schema.json"
-DOCS = COMMITTED.parents[1] / "docs" / "config.md"
+#: ``config/schema.json`` of the checkout; ``None`` when installed from a wheel (see :func:`committed`).
+COMMITTED = paths.CHECKOUT / "config" / "schema.json" if paths.CHECKOUT else None
+#: ``docs/config.md``, the reference page generated with it (:func:`render_docs`).
+DOCS = paths.CHECKOUT / "docs" / "config.md" if paths.CHECKOUT else None
 
 #: Models whose fields are merged with per-role defaults before validation (config/model.py ``_merge_defaults``):
 #: a user's mapping may name any subset of their fields, so none is required in the file.
@@ -72,13 +75,20 @@ def modeline(config_file: Path) -> str:
     """The ``yaml-language-server`` first line that points ``config_file`` at the committed schema."""
     import os
 
-    rel = os.path.relpath(COMMITTED, config_file.resolve().parent)
+    rel = os.path.relpath(committed()[0], config_file.resolve().parent)
     return f"# yaml-language-server: $schema={rel}"
 
 
 def config_files() -> list[Path]:
     """The config files kept in the repository (``config/**/*.yaml``)."""
-    return sorted(COMMITTED.parent.rglob("*.yaml"))
+    return sorted(committed()[0].parent.rglob("*.yaml"))
+
+
+def committed() -> tuple[Path, Path]:
+    """:data:`COMMITTED` and :data:`DOCS`; a one-line usage error without a checkout (they live only there)."""
+    if COMMITTED is None or DOCS is None:
+        raise paths.CheckoutRequired("the committed schema (config/schema.json) and docs/config.md")
+    return COMMITTED, DOCS
 
 
 def with_modeline(path: Path) -> str | None:

@@ -21,12 +21,12 @@ import tempfile
 import urllib.request
 from pathlib import Path, PurePosixPath
 
-from hyperpod_core import pins
+from hyperpod_core import paths, pins
 from hyperpod_core.errors import ConfigError
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 CHART_CACHE_ENV = "HYPERPOD_CHART_CACHE"
-DEFAULT_CHART_CACHE = REPO_ROOT / ".cache" / "charts"
+#: The chart cache when ``$HYPERPOD_CHART_CACHE`` is not set, relative to the checkout.
+DEFAULT_CHART_CACHE = Path(".cache", "charts")
 
 
 def sha256_of(path: Path) -> str:
@@ -53,7 +53,8 @@ def fetch_verified(url: str, sha256: str, target: Path, *, timeout_seconds: floa
 
 
 def chart_cache_dir() -> Path:
-    return Path(os.environ.get(CHART_CACHE_ENV) or DEFAULT_CHART_CACHE)
+    given = os.environ.get(CHART_CACHE_ENV)
+    return Path(given) if given else paths.checkout(f"the chart cache (or ${CHART_CACHE_ENV})") / DEFAULT_CHART_CACHE
 
 
 def chart_dir(chart: pins.ChartArtifactPin, cache: Path | None = None) -> Path:

@@ -1,8 +1,13 @@
-"""Config -> props -> stacks. The only place that reads :class:`Config` on the CDK side."""
+"""Config -> props -> stacks. The only place that reads :class:`Config` on the CDK side.
+
+:func:`synthesize` is the one synth path: ``app.py`` (under the CDK CLI) and the main job (in-process, with the
+context :func:`hyperpod_infra.cdk_cli.cli_context` assembles) both call it.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,10 +26,12 @@ from hyperpod_constructs.node_readiness import NodeRequirement
 from hyperpod_constructs.service_timeouts import ServiceTimeouts
 from hyperpod_core import artifacts, pins
 from hyperpod_core.config import Config
+from hyperpod_core.errors import CommandFailed
 from hyperpod_core.names import EndpointNames
 from hyperpod_core.telemetry.alerts import alert_rule_groups
 from hyperpod_core.telemetry.dashboards import dashboards
 from hyperpod_core.telemetry.render import render, to_json_text
+from hyperpod_infra.nag import add_nag, write_findings_report
 from hyperpod_infra.stacks.cluster_stack import ClusterStack, ClusterStackProps
 from hyperpod_infra.stacks.hyperpod_stack import HyperPodStack, HyperPodStackProps, InstanceGroupSpec
 from hyperpod_infra.stacks.network_stack import NetworkStack, NetworkStackProps
@@ -89,7 +96,6 @@ class Stacks:
         return [self.network, self.cluster, self.hyperpod, *optional, self.platform]
 
 
-
 def _benchmark_client(config: Config) -> BenchmarkClientSpec:
     """The benchmark Jobs' ServiceAccount and, with ``benchmark.results_s3_uri``, where they write."""
     uri = config.benchmark.results_s3_uri
@@ -98,6 +104,7 @@ def _benchmark_client(config: Config) -> BenchmarkClientSpec:
     return BenchmarkClientSpec(namespace=config.endpoint.namespace,
                                service_account=EndpointNames.of(config).benchmark_resource,
                                results_bucket=bucket, results_prefix=prefix.strip("/"))
+
 
 def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> Stacks:
     """Instantiate every stack for ``config``. Stacks are environment-agnostic in the account, so synth never
@@ -205,3 +212,29 @@ def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> S
     for stack in stacks.all():  # every custom resource, ours and aws-cdk-lib's: ServiceTimeout < 1 hour
         cdk.Aspects.of(stack).add(ServiceTimeouts())
     return stacks
+
+
+def synthesize(config: Config, *, outdir: Path | None = None, context: dict[str, Any] | None = None) -> Path:
+    """The CDK app of ``config`` (every stack, cdk-nag) synthesized; returns the cloud assembly folder.
+
+    ``outdir``/``context``: ``None`` under the CDK CLI, which hands both over in the environment. Every cdk-nag
+    finding with the acknowledgement (and reason) covering it goes to ``<outdir>/nag-findings.json``, from the
+    CDK's own validation report of this synth; unacknowledged findings are listed on stderr and fail the synth
+    with one line.
+    """
+    app = cdk.App(outdir=None if outdir is None else str(outdir), context=context)
+    build(app, config)
+    add_nag(app)
+    assembly = Path(app.outdir)
+    try:
+        app.synth()
+    except RuntimeError as exc:
+        if "ValidationFailed" not in str(exc):
+            raise
+        report = write_findings_report(assembly) or {"findings": []}
+        open_findings = [f"{f['rule']} at {f['path']}" for f in report["findings"] if f["acknowledged_by"] is None]
+        for line in open_findings:
+            print(f"  {line}", file=sys.stderr)
+        raise CommandFailed(f"cdk-nag: {len(open_findings)} unacknowledged findings (listed above)") from None
+    write_findings_report(assembly)
+    return assembly

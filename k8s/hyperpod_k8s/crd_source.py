@@ -17,13 +17,13 @@ import hashlib
 import os
 from pathlib import Path
 
-from hyperpod_core import pins
+from hyperpod_core import paths, pins
 from hyperpod_core.artifacts import fetch_verified
 from hyperpod_core.errors import ConfigError, guarded
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_SHARED_DIR = REPO_ROOT.parent / "shared" / "crds"
-CACHE_DIR = REPO_ROOT / ".cache" / "crds"
+#: Relative to the checkout: the shared CRD folder beside it, and where set-up downloads the pinned file.
+SHARED_DIR = Path("..", "shared", "crds")
+CACHE_DIR = Path(".cache", "crds")
 ENV_VAR = "HYPERPOD_CRD_DIR"
 
 
@@ -50,14 +50,15 @@ def resolve_crd(pin: pins.CrdPin = pins.INFERENCE_ENDPOINT_CONFIG_CRD, *, crd_di
         if not path.is_file():
             raise ConfigError(f"{ENV_VAR} / --crd-dir {str(given)!r} has no {pin.file_name}")
         return _verified(path, pin)
-    for candidate in (DEFAULT_SHARED_DIR / pin.file_name, CACHE_DIR / pin.file_name):
+    root = paths.CHECKOUT
+    for candidate in ((root / SHARED_DIR / pin.file_name, root / CACHE_DIR / pin.file_name) if root else ()):
         if candidate.is_file():
             return _verified(candidate, pin)
     if not fetch:
         raise ConfigError(
             f"no copy of {pin.file_name}: set {ENV_VAR} to a directory holding the operator CRDs, "
             "or run the set-up command once to download the pinned file")
-    return fetch_verified(pin.url, pin.sha256, CACHE_DIR / pin.file_name)
+    return fetch_verified(pin.url, pin.sha256, paths.checkout("downloading the CRD") / CACHE_DIR / pin.file_name)
 
 
 def main(argv: list[str] | None = None) -> None:

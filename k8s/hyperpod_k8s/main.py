@@ -19,18 +19,17 @@ import os
 import sys
 from pathlib import Path
 
-from hyperpod_core import outputs
+from hyperpod_core import outputs, paths
 from hyperpod_core.config import Config, load_config
 from hyperpod_core.errors import ConfigError, guarded
 from hyperpod_core.inputs import EndpointInputs, placeholders, resolve_inputs
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_CONFIG = REPO_ROOT / "config" / "default.yaml"
 OUTPUTS_ENV = "HYPERPOD_CDK_OUTPUTS"
 
 
 def config_path(cli_value: str | None) -> Path:
-    return Path(cli_value or os.environ.get("HYPERPOD_CONFIG") or DEFAULT_CONFIG)
+    given = cli_value or os.environ.get("HYPERPOD_CONFIG")
+    return Path(given) if given else paths.checkout("the default config (or name one: --config)") / paths.DEFAULT_CONFIG
 
 
 def outputs_path(cli_value: str | None) -> Path | None:

@@ -6,8 +6,10 @@
 used to be four processes (the CDK CLI around ``python app.py``, the cdk8s CLI around ``python -m
 hyperpod_k8s.main``, cfn-lint, the summary) is one Python process with one jsii kernel:
 
-* the CDK app is built in-process (``cdk.App(outdir=...)`` with the context ``cdk.json`` gives the CLI), so the
-  result is the same cloud assembly ``cdk synth`` writes and ``cdk deploy --app <cdk.out>`` deploys;
+* the CDK app is synthesized in-process by the function ``app.py`` calls
+  (:func:`hyperpod_infra.app_builder.synthesize`), with the context the CLI would hand it
+  (:func:`hyperpod_infra.cdk_cli.cli_context`), so the result is the same cloud assembly ``cdk synth`` writes
+  and ``cdk deploy --app <cdk.out>`` deploys;
 * built-in CloudFormation validation is off (``CDK_VALIDATION=false``): cfn-lint checks the same schemas, in a
   child process that runs while the manifests are synthesized;
 * run with ``python -O``, jsii's runtime type checks (``if __debug__: check_type(...)`` in every generated
@@ -21,7 +23,6 @@ intact. Progress lines (one per step, with its duration) go to stderr; the summa
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -32,8 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-CFN_LINT_CONFIG = REPO_ROOT / ".cfnlintrc.yaml"
+from hyperpod_core import paths
+
+#: What the main job needs a checkout for (cdk.json's feature flags, .cfnlintrc.yaml, the chart and CRD copies
+#: set-up fetched); named in the one-line error when run from an installed wheel.
+NEEDS_CHECKOUT = "the main job (./scripts/synth, hyperpod-dpd synth)"
 #: cfn-lint children warmed up during the CDK synth: one (the other core runs the synth); it forks once the
 #: templates exist (hyperpod_mainjob.lint_worker), when the synth is nearly done.
 LINT_WORKERS = 1
@@ -72,48 +76,13 @@ class Result:
     lint_unchanged: int = 0
 
 
-def cdk_context(config_path: Path) -> dict[str, Any]:
-    """The context the CDK CLI would hand the app: ``cdk.json`` and ``cdk.context.json``, plus the config."""
-    context: dict[str, Any] = {}
-    for name in ("cdk.json", "cdk.context.json"):
-        path = REPO_ROOT / name
-        if path.is_file():
-            data = json.loads(path.read_text())
-            context.update(data.get("context", {}) if name == "cdk.json" else data)
-    context.update({
-        "config": str(config_path),
-        # What `cdk synth` sets: construct paths in the template metadata (deploy errors name constructs).
-        "aws:cdk:enable-path-metadata": True,
-        "aws:cdk:enable-asset-metadata": True,
-        "aws:cdk:version-reporting": False,
-    })
-    return context
-
-
 def synth_templates(config: Any, config_path: Path, outdir: Path) -> None:
-    """The CDK app of ``config`` (stacks + cdk-nag), synthesized into ``outdir``, with every cdk-nag finding
-    and the acknowledgement covering it written to ``outdir/nag-findings.json`` (from the same synth)."""
-    import aws_cdk as cdk
+    """The CDK app of ``config`` synthesized into ``outdir`` as ``cdk synth -c config=<config_path>`` would:
+    the one synth path (:func:`hyperpod_infra.app_builder.synthesize`) with the CLI's context."""
+    from hyperpod_infra.app_builder import synthesize
+    from hyperpod_infra.cdk_cli import cli_context
 
-    from hyperpod_core.errors import CommandFailed
-    from hyperpod_infra.app_builder import build
-    from hyperpod_infra.nag import add_nag, write_findings_report
-
-    app = cdk.App(outdir=str(outdir), context=cdk_context(config_path))
-    build(app, config)
-    add_nag(app)
-    try:
-        app.synth()
-        write_findings_report(outdir)
-    except RuntimeError as exc:
-        if "ValidationFailed" not in str(exc):
-            raise
-        report = json.loads((outdir / "validation-report.json").read_text())
-        findings = [f"{v['ruleName']} at {c['constructPath']}" for p in report.get("pluginReports", [])
-                    for v in p.get("violations", []) for c in v.get("violatingConstructs", [])]
-        for line in findings:
-            print(f"  {line}", file=sys.stderr)
-        raise CommandFailed(f"cdk-nag: {len(findings)} unacknowledged findings (listed above)") from None
+    synthesize(config, outdir=outdir, context=cli_context(config_path))
 
 
 def reuse_assets(previous: Path, outdir: Path) -> None:
@@ -137,12 +106,18 @@ def reuse_assets(previous: Path, outdir: Path) -> None:
 #: Clean cfn-lint results: an empty file per (cfn-lint version, .cfnlintrc.yaml, region, template bytes) that
 #: linted clean, as ``eslint --cache`` or ruff's cache keep them. ``HYPERPOD_CFN_LINT_CACHE`` names another
 #: folder, or ``off``. Findings are never cached: a template with findings is linted (and reported) every time.
-LINT_CACHE = REPO_ROOT / ".cache" / "cfn-lint"
+LINT_CACHE = Path(".cache", "cfn-lint")
+"""Relative to the checkout."""
 
 
 def lint_cache() -> Path | None:
     value = os.environ.get("HYPERPOD_CFN_LINT_CACHE", "")
-    return None if value == "off" else Path(value) if value else LINT_CACHE
+    return None if value == "off" else Path(value) if value else paths.checkout(NEEDS_CHECKOUT) / LINT_CACHE
+
+
+def cfn_lint_settings() -> Path:
+    """The checkout's ``.cfnlintrc.yaml``: the settings every cfn-lint run of the templates uses."""
+    return paths.checkout(NEEDS_CHECKOUT) / ".cfnlintrc.yaml"
 
 
 class CfnLint:
@@ -155,10 +130,10 @@ class CfnLint:
     """
 
     def __init__(self, region: str, cache: Path | None = None) -> None:
-        self.region, self.cache = region, cache
+        self.region, self.cache, self.settings = region, cache, cfn_lint_settings()
         self.unchanged = 0
         self._keys: list[Path] = []
-        cmd = [sys.executable, "-m", "hyperpod_mainjob.lint_worker", str(CFN_LINT_CONFIG), region]
+        cmd = [sys.executable, "-m", "hyperpod_mainjob.lint_worker", str(self.settings), region]
         self.workers = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.STDOUT, text=True) for _ in range(LINT_WORKERS)]
 
@@ -170,7 +145,7 @@ class CfnLint:
         from importlib.metadata import version
 
         digest = hashlib.sha256()
-        for part in (version("cfn-lint").encode(), CFN_LINT_CONFIG.read_bytes(), self.region.encode(),
+        for part in (version("cfn-lint").encode(), self.settings.read_bytes(), self.region.encode(),
                      template.read_bytes()):
             digest.update(hashlib.sha256(part).digest())
         return self.cache / digest.hexdigest()
@@ -222,6 +197,7 @@ class CfnLint:
 def run(config_path: Path, cdk_out: Path, dist: Path, outputs_file: Path | None,
         stamp: Callable[[Path], None] | None = None, stream: Any = None) -> Result:
     """Synthesize everything for ``config_path``; outputs move into place only when every step passed."""
+    paths.checkout(NEEDS_CHECKOUT)
     for key, value in JSII_ENV.items():
         os.environ.setdefault(key, value)
     from hyperpod_core.atomic import staged_dir
@@ -248,7 +224,7 @@ def run(config_path: Path, cdk_out: Path, dist: Path, outputs_file: Path | None,
                 with progress.step(f"Kubernetes manifests (cdk8s app in-process) -> {dist}/"):
                     written = synth_manifests(config, tmp_dist, inputs)
                 unchanged = f"; {lint.unchanged} unchanged since they linted clean" if lint.unchanged else ""
-                with progress.step(f"cfn-lint on every template ({CFN_LINT_CONFIG.name}, region {config.region}"
+                with progress.step(f"cfn-lint on every template ({lint.settings.name}, region {config.region}"
                                    f"{unchanged})"):
                     lint_rc, lint_output = lint.wait()
                 if lint_rc != 0:
@@ -272,12 +248,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--via-cli", action="store_true", help="print next steps as hyperpod-dpd commands")
     args = parser.parse_args(argv)
 
+    from hyperpod_core import environment
     from hyperpod_core.config import load_config
-    from hyperpod_dpd import environment
     from hyperpod_mainjob import summary
 
     if bool(args.env) == bool(args.config):
         parser.error("pass exactly one of --config PATH or --env NAME")
+    paths.checkout(NEEDS_CHECKOUT)
     env = environment.resolve(None, args.env) if args.env else environment.Environment(
         config_path=Path(args.config), config=load_config(args.config),
         workdir=Path(args.workdir) if args.workdir else Path(args.config).with_suffix(".out"))
@@ -306,7 +283,7 @@ def next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
         return [f"hyperpod-dpd preflight {env.selector}", f"hyperpod-dpd deploy {env.selector}"]
     if deployed:
         return [apply]
-    from hyperpod_dpd.assembly import required_parameters
+    from hyperpod_core.assembly import required_parameters
 
     needed = [(stack, name) for stack, names in required_parameters(env.cdk_out, ["--all"]).items()
               for name in names]

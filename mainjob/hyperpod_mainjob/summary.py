@@ -16,8 +16,6 @@ from pathlib import Path
 
 import yaml
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
 
 def _stacks(cdk_out: Path) -> dict[str, collections.Counter[str]]:
     manifest = json.loads((cdk_out / "manifest.json").read_text())
@@ -32,9 +30,11 @@ def _stacks(cdk_out: Path) -> dict[str, collections.Counter[str]]:
 
 
 def _cfn_lint(cdk_out: Path) -> tuple[int, str]:
+    from hyperpod_mainjob.job import cfn_lint_settings
+
     templates = sorted(str(p) for p in cdk_out.glob("*.template.json"))
     lint = Path(sys.executable).with_name("cfn-lint")
-    result = subprocess.run([str(lint), "--config-file", str(REPO_ROOT / ".cfnlintrc.yaml"), "--", *templates],
+    result = subprocess.run([str(lint), "--config-file", str(cfn_lint_settings()), "--", *templates],
                             capture_output=True, text=True, check=False)
     return result.returncode, result.stdout.strip()
 

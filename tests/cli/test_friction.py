@@ -54,15 +54,15 @@ def test_unknown_role_keys_are_still_rejected(default_config_dict) -> None:
 # --- JSON Schema ------------------------------------------------------------------------------------------
 
 def test_committed_schema_is_the_one_the_model_generates() -> None:
-    from hyperpod_dpd.schema import COMMITTED, render
+    from hyperpod_dpd.schema import committed, render
 
-    assert COMMITTED.read_text() == render(), "run: hyperpod-dpd schema --write"
+    assert committed()[0].read_text() == render(), "run: hyperpod-dpd schema --write"
 
 
 def test_committed_reference_is_the_one_the_model_generates() -> None:
-    from hyperpod_dpd.schema import DOCS, render_docs
+    from hyperpod_dpd.schema import committed, render_docs
 
-    assert DOCS.read_text() == render_docs(), "run: hyperpod-dpd schema --write"
+    assert committed()[1].read_text() == render_docs(), "run: hyperpod-dpd schema --write"
 
 
 def test_every_key_is_described_with_its_default() -> None:
@@ -288,10 +288,10 @@ def test_findings_are_never_cached(tmp_path) -> None:
 
 
 def test_the_lint_cache_can_be_moved_or_turned_off(monkeypatch, tmp_path) -> None:
-    from hyperpod_mainjob.job import LINT_CACHE, lint_cache
+    from hyperpod_mainjob.job import lint_cache
 
     monkeypatch.delenv("HYPERPOD_CFN_LINT_CACHE", raising=False)
-    assert lint_cache() == LINT_CACHE
+    assert lint_cache() == REPO_ROOT / ".cache" / "cfn-lint"  # README: "cfn-lint ... (`.cache/cfn-lint/`"
     monkeypatch.setenv("HYPERPOD_CFN_LINT_CACHE", "off")
     assert lint_cache() is None
     monkeypatch.setenv("HYPERPOD_CFN_LINT_CACHE", str(tmp_path))
@@ -335,7 +335,7 @@ def test_unchanged_assets_are_linked_not_copied(tmp_path) -> None:
 
 def test_the_raw_next_command_passes_the_parameters_the_templates_require(tmp_path, default_config) -> None:
     """A template parameter without a default (the cluster stack's AdminPrincipalArn) must be on the command."""
-    from hyperpod_dpd.environment import Environment
+    from hyperpod_core.environment import Environment
     from hyperpod_mainjob.job import next_steps
 
     cdk_out = tmp_path / "cdk.out"

@@ -14,20 +14,22 @@ import shutil
 import tempfile
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import yaml
 from rich.console import Console
 
 from hyperpod_analysis.report.results import METADATA, RUN_FILE, decode_log
+from hyperpod_core import environment
 from hyperpod_core.atomic import replace_dir
 from hyperpod_core.config import Config
 from hyperpod_core.errors import CommandFailed, UsageError
-from hyperpod_dpd import environment
 from hyperpod_dpd.benchmark.download import download_s3
-from hyperpod_dpd.benchmark.kube import Kube, api_client
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption
+
+if TYPE_CHECKING:  # the Kubernetes client loads when the command runs, not for --help
+    from hyperpod_dpd.benchmark.kube import Kube
 
 MODES = ("dpd", "colocated")
 LABEL = "hyperpod-dpd/benchmark"
@@ -103,6 +105,8 @@ def _running(out: Console, key: str, seconds: float) -> None:
 def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: KubeconfigOption = None,
           context: ContextOption = None, poll_seconds: PollOption = 10.0, ready_timeout: ReadyOption = 3600.0) -> None:
     """Run the benchmark matrix on DPD, switch to the colocated baseline, run it again (resumable)."""
+    from hyperpod_dpd.benchmark.kube import Kube, api_client
+
     e = environment.resolve(config, env)
     c = e.config
     name, ns = c.endpoint.name, c.endpoint.namespace

@@ -11,6 +11,9 @@ the files of the config named (``--env NAME`` or ``--config PATH``):
   names such as ``hyperpod-dpd-network`` are translated), and ``deploy`` writes ``cdk-outputs.json`` next to
   ``cdk.out/``;
 * each prints the exact next command.
+
+All but ``schema`` (printing) need the repository checkout (cdk.json, the pinned CLIs, config/): run from an
+installed wheel they say so in one line (exit 2).
 """
 
 from __future__ import annotations
@@ -27,13 +30,12 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from hyperpod_core import environment, paths
+from hyperpod_core.assembly import required_parameters
 from hyperpod_core.errors import CommandFailed, UsageError
-from hyperpod_dpd import environment, principal
-from hyperpod_dpd.assembly import required_parameters
+from hyperpod_dpd import principal
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-DEFAULT_CONFIG = REPO_ROOT / "config" / "default.yaml"
 #: Quiet, offline-friendly settings for the CDK CLI (tooling.md §0). Not CDK8S_CHECK_UPGRADE: the CDK CLI reads
 #: every CDK* variable as an option and reports that one as the unknown option "--8SCheckUpgrade".
 CLI_ENV = {"CDK_DISABLE_CLI_TELEMETRY": "true", "CDK_DISABLE_VERSION_CHECK": "1",
@@ -59,13 +61,17 @@ def register(app: typer.Typer) -> None:
 # --- init / schema ----------------------------------------------------------------------------------------
 
 def init(name: Annotated[str, typer.Argument(help="Environment name: envs/NAME/ (also the stack-name prefix).")],
-         from_config: Annotated[Path, typer.Option("--from", help="Config to start from.")] = DEFAULT_CONFIG,
+         from_config: Annotated[Path | None, typer.Option(
+             "--from", help="Config to start from. Default: config/default.yaml of the checkout.",
+             show_default=False)] = None,
          ) -> None:
     """Create envs/NAME/config.yaml from a config (default: config/default.yaml), named NAME."""
     from hyperpod_core.atomic import write_text_atomic
     from hyperpod_core.config import load_config
     from hyperpod_dpd.schema import modeline
 
+    root = paths.checkout("hyperpod-dpd init")  # the default config, and the schema the new file points at
+    from_config = from_config or root / paths.DEFAULT_CONFIG
     environment.check_env_name(name)
     load_config(from_config)  # the template itself must be valid
     target = environment.ENVS_DIR / name / "config.yaml"
@@ -93,31 +99,33 @@ def schema(check: Annotated[bool, typer.Option(
     --write also puts the schema line first in every config/**/*.yaml that lacks it.
     """
     from hyperpod_core.atomic import write_text_atomic
-    from hyperpod_dpd.schema import COMMITTED, DOCS, config_files, render, render_docs, with_modeline
+    from hyperpod_dpd.schema import committed, config_files, render, render_docs, with_modeline
 
     if check and write:
         raise UsageError("pass --check or --write, not both")
-    text = render()
+    if not (check or write):
+        sys.stdout.write(render())
+        return
+    paths.checkout(f"hyperpod-dpd schema {'--check' if check else '--write'}")
+    (schema_file, docs_file), text = committed(), render()
+    generated = {schema_file: text, docs_file: render_docs()}
     if check:
-        generated = {COMMITTED: text, DOCS: render_docs()}
         stale = [str(p) for p, t in generated.items() if not p.is_file() or p.read_text() != t]
         if stale:
             raise CommandFailed(f"{', '.join(stale)} is stale; run: hyperpod-dpd schema --write")
         unmarked = [str(p) for p in config_files() if with_modeline(p) is not None]
         if unmarked:
             raise CommandFailed(f"{', '.join(unmarked)}: no schema line; run: hyperpod-dpd schema --write")
-        print(f"{COMMITTED}, {DOCS}: up to date")
-    elif write:
-        for path, generated_text in ((COMMITTED, text), (DOCS, render_docs())):
-            write_text_atomic(path, generated_text)
-            print(f"wrote {path}")
-        for path in config_files():
-            marked = with_modeline(path)
-            if marked is not None:
-                write_text_atomic(path, marked)
-                print(f"added the schema line to {path}")
-    else:
-        sys.stdout.write(text)
+        print(f"{schema_file}, {docs_file}: up to date")
+        return
+    for path, generated_text in generated.items():
+        write_text_atomic(path, generated_text)
+        print(f"wrote {path}")
+    for path in config_files():
+        marked = with_modeline(path)
+        if marked is not None:
+            write_text_atomic(path, marked)
+            print(f"added the schema line to {path}")
 
 
 # --- synth ------------------------------------------------------------------------------------------------
@@ -127,6 +135,7 @@ def synth(config: ConfigOption = None, env: EnvOption = None,
               "--outputs-file", help="Deploy outputs to read (default: the environment's cdk-outputs.json).")] = None,
           ) -> None:
     """Synthesize and validate the templates and manifests of THIS config into its own folder."""
+    paths.checkout("hyperpod-dpd synth")
     e = environment.resolve(config, env)
     if outputs_file is not None and not outputs_file.is_file():
         raise UsageError(f"--outputs-file {str(outputs_file)!r} does not exist")
@@ -172,16 +181,18 @@ def select_stacks(cdk_out: Path, wanted: list[str] | None) -> list[str]:
 
 def npx_cdk(args: list[str]) -> int:
     """Run the pinned CDK CLI from the repository root (where package-lock.json pins it)."""
+    root = paths.checkout(f"hyperpod-dpd {args[0]}")
     npx = shutil.which("npx")
     if npx is None:
         raise CommandFailed("npx not found on PATH (install Node.js 18+ and run ./scripts/setup)")
     cmd = [npx, "--no-install", "cdk", *args]
     err.print(f"[dim]$ {' '.join(cmd[1:])}[/dim]", highlight=False)
-    return subprocess.run(cmd, cwd=REPO_ROOT, env={**os.environ, **CLI_ENV}, check=False).returncode
+    return subprocess.run(cmd, cwd=root, env={**os.environ, **CLI_ENV}, check=False).returncode
 
 
 def diff(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption = None) -> None:
     """Compare the synthesized templates of THIS config with what is deployed (cdk diff --app <cdk.out>)."""
+    paths.checkout("hyperpod-dpd diff")
     e = environment.resolve(config, env)
     cdk_out = e.require_synthesized().resolve()
     rc = npx_cdk(["diff", "--app", str(cdk_out), *select_stacks(cdk_out, stacks)])
@@ -221,6 +232,7 @@ def deploy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption
                show_default=False)] = None,
            ) -> None:
     """Deploy the templates synthesized from THIS config; write the outputs file next to them."""
+    paths.checkout("hyperpod-dpd deploy")
     e = environment.resolve(config, env)
     cdk_out = e.require_synthesized().resolve()
     if admin_principal_arn is not None:
@@ -248,6 +260,7 @@ def deploy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption
 def destroy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption = None,
             force: Annotated[bool, typer.Option("--force", help="Do not ask for confirmation.")] = False) -> None:
     """Destroy the stacks of THIS config (the model bucket is kept unless model.delete_on_destroy)."""
+    paths.checkout("hyperpod-dpd destroy")
     e = environment.resolve(config, env)
     cdk_out = e.require_synthesized().resolve()
     args = ["destroy", "--app", str(cdk_out), *select_stacks(cdk_out, stacks)]

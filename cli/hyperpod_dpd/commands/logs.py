@@ -11,7 +11,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Iterator
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -22,7 +22,9 @@ from hyperpod_core.names import OPERATOR_NAMESPACE, EndpointNames
 from hyperpod_dpd import dpd_logs
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption
 from hyperpod_dpd.deployment import ContextOption, KubeconfigOption, load
-from hyperpod_dpd.kube import Kube, PodTarget, kube_errors
+
+if TYPE_CHECKING:  # the Kubernetes client loads when the command runs, not for --help
+    from hyperpod_dpd.kube import Kube, PodTarget
 
 ROLES = ("prefill", "decode", "router", "operator")
 _STYLE = {"error": "bold red", "ok": "green", "info": "cyan"}
@@ -42,6 +44,8 @@ def logs(
         "--signatures-only", help="Show only lines with a known DPD signature.")] = False,
 ) -> None:
     """Show the logs of one role of this endpoint, with DPD failure signatures highlighted."""
+    from hyperpod_dpd.kube import kube_errors
+
     if role not in ROLES:
         raise UsageError(f"ROLE must be one of {', '.join(ROLES)}, got {role!r}")
     if not 0 <= tail <= 100_000:

@@ -15,8 +15,8 @@ from hyperpod_analysis.plan import calibration, planner, terms
 from hyperpod_analysis.plan.facts import PINNED_PRICES, PriceTable, load_price_file, parse_price_flag
 from hyperpod_analysis.plan.traffic import parse
 from hyperpod_analysis.plan.write import merge_recommendation
+from hyperpod_core import environment
 from hyperpod_core.errors import UsageError
-from hyperpod_dpd import environment
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
 
 

@@ -6,7 +6,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from hyperpod_dpd import environment
+from hyperpod_core import environment
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
 
 _STYLE = {"PASS": "green", "WARN": "yellow", "FAIL": "bold red"}

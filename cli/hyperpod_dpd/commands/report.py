@@ -12,7 +12,7 @@ from rich.console import Console
 from hyperpod_analysis.report.analysis import build_cells, planner_estimates, verdict
 from hyperpod_analysis.report.render import Report, write_report
 from hyperpod_analysis.report.results import check_matrix, load_results
-from hyperpod_dpd import environment
+from hyperpod_core import environment
 from hyperpod_dpd.benchmark.download import download_s3
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption
 

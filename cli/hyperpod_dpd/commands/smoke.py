@@ -18,7 +18,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -26,11 +26,13 @@ from rich.table import Table
 
 from hyperpod_core.errors import CommandFailed, UsageError
 from hyperpod_core.names import certificate_pem_location
-from hyperpod_dpd import aws, dpd_logs
+from hyperpod_dpd import dpd_logs
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
 from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load
-from hyperpod_dpd.kube import Kube, kube_errors
 from hyperpod_dpd.openai_stream import StreamResult, chat_payload, stream
+
+if TYPE_CHECKING:  # boto3 and the Kubernetes client load when the command runs, not for --help
+    from hyperpod_dpd.kube import Kube
 
 #: vLLM serves the model under its ``--model`` path (docs/endpoint.md, section 3).
 DEFAULT_MODEL = "/opt/ml/model"
@@ -115,6 +117,8 @@ def smoke(
     log_wait: Annotated[float, typer.Option(help="Seconds to let the decoder flush its log.")] = 3.0,
 ) -> None:
     """Send a short and a long prompt (streamed), measure TTFT/TPOT, prove the DPD path from the decode log."""
+    from hyperpod_dpd.kube import kube_errors
+
     if not 2 <= max_tokens <= 1024:
         raise UsageError(f"--max-tokens must be between 2 and 1024, got {max_tokens}")
     if url is not None and not url.startswith(("http://", "https://")):
@@ -188,6 +192,8 @@ def smoke(
 def _router_decisions(kube: Kube, dep: Deployment, since_seconds: int) -> list[dict[str, Any]]:
     """The router's ``Conditional routing`` lines of the test's time span (supporting evidence, best effort:
     a router whose log cannot be read leaves the verdict to the decoder's log)."""
+    from hyperpod_dpd.kube import kube_errors
+
     decisions: list[dict[str, Any]] = []
     try:
         with kube_errors("reading the router's log"):
@@ -218,6 +224,9 @@ def _explain_missing_transfer(report: RequestReport, decisions: list[dict[str, A
 
 def _load_balancer_url(dep: Deployment, kube: Kube, tmp: Path) -> tuple[str, str]:
     """``https://<ALB>/<invocation path>`` and the PEM the operator wrote to the TLS bucket (CRD status)."""
+    from hyperpod_dpd import aws
+    from hyperpod_dpd.kube import kube_errors
+
     names = dep.names
     with kube_errors(f"reading InferenceEndpointConfig {names.namespace}/{names.name}"):
         obj = kube.endpoint(names)

@@ -11,8 +11,8 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
+from hyperpod_core import environment
 from hyperpod_core.errors import CommandFailed, UsageError
-from hyperpod_dpd import environment
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption
 
 err = Console(stderr=True)

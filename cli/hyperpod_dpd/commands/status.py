@@ -21,7 +21,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -31,10 +31,11 @@ from rich.table import Table
 from hyperpod_core import pins
 from hyperpod_core.errors import CommandFailed, UsageError
 from hyperpod_core.names import OPERATOR_NAMESPACE, ROLES, EndpointNames, Role, certificate_pem_location
-from hyperpod_dpd import aws
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
 from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load
-from hyperpod_dpd.kube import PodTarget, kube_errors
+
+if TYPE_CHECKING:  # boto3 and the Kubernetes client load in the checks that call them, not for --help
+    from hyperpod_dpd.kube import PodTarget
 
 State = Literal["ok", "warn", "fail"]
 ADDON_PINS: tuple[pins.AddonPin, ...] = (
@@ -120,6 +121,8 @@ def _guard(section: str, name: str, read: Callable[[], list[Check]], *, blocks_s
 
 
 def hyperpod_checks(dep: Deployment) -> list[Check]:
+    from hyperpod_dpd import aws
+
     sm = aws.client("sagemaker", dep.region)
     name = dep.hyperpod_cluster
     with aws.aws_errors(f"describing HyperPod cluster {name}"):
@@ -167,6 +170,8 @@ def hyperpod_checks(dep: Deployment) -> list[Check]:
 
 
 def addon_checks(dep: Deployment) -> list[Check]:
+    from hyperpod_dpd import aws
+
     eks = aws.client("eks", dep.region)
     with aws.aws_errors(f"listing the add-ons of EKS cluster {dep.eks_cluster}"):
         names: list[str] = []
@@ -201,6 +206,8 @@ def addon_checks(dep: Deployment) -> list[Check]:
 
 
 def endpoint_checks(dep: Deployment, kubeconfig: str | None, context: str | None) -> list[Check]:
+    from hyperpod_dpd.kube import kube_errors
+
     names = dep.names
     kube = dep.kube(kubeconfig, context)
     with kube_errors(f"reading InferenceEndpointConfig {names.namespace}/{names.name}"):
@@ -247,6 +254,8 @@ def endpoint_checks(dep: Deployment, kubeconfig: str | None, context: str | None
 
 def load_balancer_check(dep: Deployment, hosts: list[str]) -> Check:
     """The ALB behind the Ingress hostname and its ELBv2 state (``active``, ``provisioning``, ``failed``)."""
+    from hyperpod_dpd import aws
+
     if not hosts:
         return Check(section="endpoint", name="load balancer", state="warn", blocks_serving=False,
                      detail="no ALB hostname on the Ingress yet",

@@ -29,14 +29,11 @@ from dataclasses import asdict, dataclass
 from typing import Annotated, Any
 
 import typer
-from botocore.exceptions import ClientError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from hyperpod_core.cleanup import ALB_CLUSTER_TAG, Janitor
 from hyperpod_core.errors import CommandFailed
-from hyperpod_dpd import aws
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
 from hyperpod_dpd.deployment import Deployment, load
 
@@ -71,6 +68,8 @@ def sweep(
     yes: Annotated[bool, typer.Option("--yes", help="Delete what is listed, in a safe order.")] = False,
 ) -> None:
     """List (and with --yes delete) what would block `cdk destroy` or survive it. Never touches S3."""
+    from hyperpod_dpd import aws  # boto3 loads when the command runs, not for --help
+
     dep = load(config, env)
     clients = {s: aws.client(s, dep.region) for s in ("sagemaker", "elbv2", "acm", "ec2")}
     with aws.aws_errors("listing leftovers"):
@@ -105,6 +104,8 @@ def sweep(
 
 def discover(dep: Deployment, clients: dict[str, Any]) -> list[Item]:
     """Every leftover of this deployment, in deletion order."""
+    from hyperpod_core.cleanup import ALB_CLUSTER_TAG, Janitor
+
     sm, elbv2, acm, ec2 = clients["sagemaker"], clients["elbv2"], clients["acm"], clients["ec2"]
     janitor = Janitor(cluster_name=dep.eks_cluster, kube=None, sagemaker=sm, elbv2=elbv2, acm=acm)
     operator_owned: Callable[[list[dict[str, str]]], bool] = janitor._operator_owned  # the janitor's rule
@@ -183,6 +184,8 @@ def delete(item: Item, clients: dict[str, Any]) -> None:
 def _while_in_use(call: Callable[[], Any]) -> None:
     """Retry a delete that fails while something still uses the resource: a deleted ALB releases its ENIs, and
     so its security groups, only minutes after ``DescribeLoadBalancers`` stops listing it."""
+    from botocore.exceptions import ClientError
+
     for attempt in range(IN_USE_ATTEMPTS):
         try:
             call()

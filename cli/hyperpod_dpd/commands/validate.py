@@ -7,7 +7,7 @@ import json
 import typer
 from rich.console import Console
 
-from hyperpod_dpd import environment
+from hyperpod_core import environment
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
 
 

@@ -1,4 +1,4 @@
-"""Which deployment a command acts on: the config file named explicitly, or an environment folder.
+"""Which deployment a command or the main job acts on: the config file named explicitly, or an environment folder.
 
 An *environment* is a folder ``envs/<name>/`` holding ``config.yaml``; the synthesized templates
 (``cdk.out/``), the deploy outputs (``cdk-outputs.json``) and the manifests (``dist/``) of that config live

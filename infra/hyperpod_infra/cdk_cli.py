@@ -1,0 +1,49 @@
+"""What the CDK CLI hands the app, in the one place that knows it (imports no aws_cdk: read before the App exists).
+
+* Run by the CLI (``npx cdk synth -c config=...``, cdk.json's ``"app"``): the context arrives as JSON in
+  ``$CDK_CONTEXT_JSON``, or in a file named by ``$CONTEXT_OVERFLOW_LOCATION_ENV`` when it is large;
+  :func:`config_from_context` reads the ``config`` key from there.
+* Synthesized in-process (the main job): :func:`cli_context` assembles the same context the CLI would, from
+  ``cdk.json`` and ``cdk.context.json`` of the checkout, plus the flags ``cdk synth`` sets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from hyperpod_core import paths
+
+#: What ``cdk synth`` sets besides the files' context (aws-cdk CLI 2.1148.1, ``contextFromSettings``): construct
+#: paths and asset metadata in the templates (deploy errors name constructs). Version reporting stays off (the
+#: CLI turns it on unless ``--no-version-reporting``): no ``CDKMetadata`` resource in the templates.
+SYNTH_FLAGS: dict[str, Any] = {
+    "aws:cdk:enable-path-metadata": True,
+    "aws:cdk:enable-asset-metadata": True,
+    "aws:cdk:version-reporting": False,
+}
+
+
+def config_from_context() -> str | None:
+    """``-c config=...`` as the CDK CLI hands it over (env JSON, or a file for large contexts); else ``None``."""
+    raw = os.environ.get("CDK_CONTEXT_JSON")
+    overflow = os.environ.get("CONTEXT_OVERFLOW_LOCATION_ENV")
+    if raw is None and overflow and Path(overflow).is_file():
+        raw = Path(overflow).read_text()
+    value = json.loads(raw).get("config") if raw else None
+    return str(value) if value else None
+
+
+def cli_context(config_path: Path) -> dict[str, Any]:
+    """The context ``cdk synth -c config=<config_path>`` hands the app: ``cdk.json``'s ``context``, then
+    ``cdk.context.json``, then the config and :data:`SYNTH_FLAGS`."""
+    root = paths.checkout("synthesizing the CDK app in-process")
+    context: dict[str, Any] = {}
+    for name in ("cdk.json", "cdk.context.json"):
+        path = root / name
+        if path.is_file():
+            data = json.loads(path.read_text())
+            context.update(data.get("context", {}) if name == "cdk.json" else data)
+    return {**context, "config": str(config_path), **SYNTH_FLAGS}
