@@ -26,7 +26,8 @@ class LambdaEniWaiterProps:
     security_group: ec2.ISecurityGroup
     """The group the VPC functions use; the waiter is deleted before it and after the functions."""
     timeout: Duration = field(default_factory=lambda: Duration.minutes(30))
-    """How long to wait on delete. Below 55 minutes (ServiceTimeout is this plus 5). Default: 30 minutes."""
+    """How long to wait on delete: 1 to 54 minutes (ServiceTimeout is this plus 5, below CloudFormation's hour).
+    Default: 30 minutes."""
     log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
     """Default: one month."""
 
@@ -44,7 +45,7 @@ class LambdaEniWaiter(Construct):
     resource: CustomResource
 
     def __init__(self, scope: Construct, construct_id: str, *, props: LambdaEniWaiterProps) -> None:
-        lambda_provider.check_timeout(props.timeout, minimum=Duration.minutes(1), maximum=Duration.minutes(55))
+        lambda_provider.check_timeout(props.timeout, minimum=Duration.minutes(1), maximum=Duration.minutes(54))
         super().__init__(scope, construct_id)
         role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
                         description="LambdaEniWaiter: reads network interfaces")

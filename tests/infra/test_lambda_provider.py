@@ -205,3 +205,21 @@ def test_the_one_runtime_is_the_latest_python_aws_cdk_lib_knows() -> None:
     pythons = [r.name for r in lambda_.Runtime.ALL if r.family == lambda_.RuntimeFamily.PYTHON]
     latest = max(pythons, key=lambda name: tuple(int(p) for p in name.removeprefix("python").split(".")))
     assert lambda_provider.RUNTIME.name == latest
+
+
+@pytest.mark.parametrize(("minutes", "ok"), [(54, True), (55, False), (0.5, False)])
+def test_eni_waiter_timeout_keeps_its_service_timeout_below_the_hour(minutes: float, ok: bool) -> None:
+    """ServiceTimeout is the wait plus 5 minutes and must stay below CloudFormation's hour (3600 s is the default
+    a dead handler would hold the stack for): 54 minutes is the longest wait."""
+    from aws_cdk import aws_ec2 as ec2
+
+    from hyperpod_constructs.lambda_eni_waiter import LambdaEniWaiterProps
+
+    stack = cdk.Stack(cdk.App(context={"aws:cdk:disable-asset-staging": True}))
+    sg = ec2.SecurityGroup.from_security_group_id(stack, "Sg", "sg-12345678")
+    props = LambdaEniWaiterProps(security_group=sg, timeout=cdk.Duration.seconds(minutes * 60))
+    if ok:
+        LambdaEniWaiter(stack, "Waiter", props=props)
+    else:
+        with pytest.raises(ValueError, match="timeout must be between 1 and 54 minutes"):
+            LambdaEniWaiter(stack, "Waiter", props=props)
