@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-for folder in ("infra", "constructs", "k8s", "cli"):
+for folder in ("core", "cli"):
     sys.path.insert(0, str(ROOT / folder))
 
 

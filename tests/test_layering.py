@@ -168,3 +168,13 @@ def test_what_a_handler_bundles_needs_only_what_the_lambda_runtime_has(handler: 
                 continue
             found.append(f"{source.relative_to(REPO_ROOT)} imports {module}")
     assert found == []
+
+
+def test_the_other_handlers_import_nothing_of_ours() -> None:
+    """A handler that is not bundled with core modules (its construct names none) must import none of ours:
+    its asset holds only its own folder. Every ``*_handler/index.py`` is either a bundling one or such."""
+    handlers = sorted((REPO_ROOT / "constructs" / "hyperpod_constructs").glob("*_handler/index.py"))
+    assert set(BUNDLING_HANDLERS) <= set(handlers) and len(handlers) > len(BUNDLING_HANDLERS)
+    found = [f"{h.relative_to(REPO_ROOT)} imports {m}" for h in handlers if h not in BUNDLING_HANDLERS
+             for m in sorted(imported_modules(h)) if _top(m).startswith("hyperpod_")]
+    assert found == []

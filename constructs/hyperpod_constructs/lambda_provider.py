@@ -15,9 +15,11 @@ SHA-256 of what it holds, so the same content is staged once and the asset hash 
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from importlib.metadata import distribution
@@ -103,30 +105,110 @@ def _handler_files(handler_dir: Path) -> dict[str, Path]:
             if p.is_file() and not set(p.relative_to(handler_dir).parts) & set(_SKIP_PARTS) and p.suffix != ".pyc"}
 
 
+#: Staged folders not used for this long are removed when the next one is staged.
+STAGE_KEEP_SECONDS = 7 * 24 * 3600
+
+
+def _digest(files: Mapping[str, Path]) -> str:
+    digest = hashlib.sha256()
+    for rel in sorted(files):
+        digest.update(rel.encode() + b"\0" + hashlib.sha256(files[rel].read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def _stage_root() -> Path:
+    """This user's staging folder under the system temp folder: created private (0700), and refused when
+    someone else owns it or it is a link (another user could otherwise plant code in our assets)."""
+    root = Path(tempfile.gettempdir()) / f"hyperpod-lambda-code-{os.getuid()}"
+    root.mkdir(mode=0o700, exist_ok=True)
+    info = root.lstat()
+    if root.is_symlink() or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise ValueError(f"{root} must be a private folder of this user (mode 0700) to stage Lambda code in")
+    return root
+
+
+def _prune(root: Path, keep: Path) -> None:
+    """Remove staged folders unused for :data:`STAGE_KEEP_SECONDS` (and half-written ones from killed runs)."""
+    import time
+
+    now = time.time()
+    for entry in root.iterdir():
+        try:
+            age = now - entry.lstat().st_mtime
+        except OSError:
+            continue
+        stale = age > STAGE_KEEP_SECONDS or (entry.name.startswith(".stage-") and age > 3600)
+        if entry != keep and stale:
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+#: What the Lambda Python runtime provides besides the standard library (Lambda developer guide, "Building Lambda
+#: functions with Python": the runtime includes the AWS SDK for Python).
+RUNTIME_PACKAGES = frozenset({"boto3", "botocore"})
+
+
+def _imports_outside_try(path: Path) -> set[str]:
+    """Top-level names of the modules ``path`` imports, except imports guarded by ``try`` (optional ones)."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Try):
+                continue
+            if isinstance(child, ast.Import):
+                found.update(a.name.split(".")[0] for a in child.names)
+            elif isinstance(child, ast.ImportFrom) and child.level == 0 and child.module:
+                found.add(child.module.split(".")[0])
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+    return found
+
+
+def check_imports_provided(files: Mapping[str, Path], checked: Iterable[str]) -> None:
+    """Every module the files ``checked`` (paths inside the asset) import is in the standard library, in the
+    runtime (:data:`RUNTIME_PACKAGES`) or in the asset itself: a handler whose bundle misses a module would
+    synthesize and then fail on its first import, in the middle of a stack operation."""
+    provided = {Path(rel).parts[0].removesuffix(".py") for rel in files}
+    for rel in checked:
+        missing = sorted(_imports_outside_try(files[rel]) - set(sys.stdlib_module_names) - RUNTIME_PACKAGES
+                         - provided - {"__future__"})
+        if missing:
+            raise ValueError(f"{rel} imports {', '.join(missing)}, which neither the Lambda runtime nor the asset "
+                             "provides: bundle the modules it needs")
+
+
 def staged_handler(handler_dir: Path, modules: Mapping[str, Path] | None = None,
                    distributions: Sequence[str] = ()) -> Path:
     """The folder holding ``handler_dir``'s files, ``modules`` (``{path inside the asset: file}``) and the
-    files of ``distributions``; one path is never filled from two different files."""
+    files of ``distributions``; one path is never filled from two different files.
+
+    Folders are named after the SHA-256 of their content and reused only while what they hold still hashes to
+    their name: a folder changed or emptied since (by hand, by a temp cleaner) is staged again, so the asset is
+    always a function of the sources."""
     files = _handler_files(handler_dir)
     for rel, source in {**(modules or {}), **distribution_files(distributions)}.items():
         if rel in files and files[rel] != source:
             raise ValueError(f"bundled file {rel} ({source}) would replace {files[rel]} in the asset of "
                              f"{handler_dir.name}")
         files[rel] = source
-    digest = hashlib.sha256()
-    for rel in sorted(files):
-        digest.update(rel.encode() + b"\0" + hashlib.sha256(files[rel].read_bytes()).digest())
-    target = Path(tempfile.gettempdir()) / "hyperpod-lambda-code" / digest.hexdigest()[:32]
-    if target.is_dir():
+    check_imports_provided(files, [rel for rel in files if rel.endswith(".py") and rel not in
+                                   distribution_files(distributions)])
+    digest = _digest(files)
+    root = _stage_root()
+    target = root / digest[:32]
+    _prune(root, keep=target)
+    if target.is_dir() and _digest(_handler_files(target)) == digest:
+        os.utime(target)
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".stage-", dir=target.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=".stage-", dir=root))
     for rel, source in files.items():
         (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, tmp / rel)
+    shutil.rmtree(target, ignore_errors=True)
     try:
         os.replace(tmp, target)
-    except OSError:  # another synth staged the same content first
+    except OSError:  # another synth staged the same content at the same moment
         shutil.rmtree(tmp, ignore_errors=True)
     return target
 

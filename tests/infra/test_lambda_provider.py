@@ -8,6 +8,7 @@ the latest of its family that aws-cdk-lib knows, ``lib/rules/lambda/LambdaLatest
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +168,24 @@ def test_staged_code_is_named_by_its_content_and_holds_the_bundled_files(handler
     assert lambda_provider.staged_handler(handler_dir, {"pkg/shared.py": module}) != first
 
 
+def test_a_staged_folder_changed_since_is_staged_again(handler_dir: Path, tmp_path: Path) -> None:
+    """The reused folder must still hold what its name says: a file changed or removed there (by hand, by a temp
+    cleaner, by another user) must not reach the asset."""
+    module = tmp_path / "shared.py"
+    module.write_text("VALUE = 1\n")
+    first = lambda_provider.staged_handler(handler_dir, {"pkg/shared.py": module})
+    (first / "index.py").write_text("import os  # planted\n")
+    (first / "pkg" / "shared.py").unlink()
+    again = lambda_provider.staged_handler(handler_dir, {"pkg/shared.py": module})
+    assert (again / "index.py").read_text() == (handler_dir / "index.py").read_text()
+    assert (again / "pkg" / "shared.py").read_text() == "VALUE = 1\n"
+
+
+def test_the_staging_folder_is_private_to_its_user(handler_dir: Path) -> None:
+    folder = lambda_provider.staged_handler(handler_dir).parent
+    assert folder.name == f"hyperpod-lambda-code-{os.getuid()}" and folder.stat().st_mode & 0o077 == 0
+
+
 def test_a_distribution_brings_its_modules_and_only_its_license_metadata() -> None:
     files = lambda_provider.distribution_files(["idna"])
     assert "idna/__init__.py" in files and files["idna/__init__.py"].is_file()
@@ -223,3 +242,26 @@ def test_eni_waiter_timeout_keeps_its_service_timeout_below_the_hour(minutes: fl
     else:
         with pytest.raises(ValueError, match="timeout must be between 1 and 54 minutes"):
             LambdaEniWaiter(stack, "Waiter", props=props)
+
+
+def test_a_handler_without_the_modules_it_imports_is_refused() -> None:
+    """The janitor's entry point imports the cleanup logic from hyperpod_core: staged without it, the function
+    would synthesize and then fail on import in the middle of a stack delete."""
+    from hyperpod_constructs.endpoint_janitor import HANDLER_DIR
+    from hyperpod_core.bundle import imported_by
+
+    with pytest.raises(ValueError, match=r"index\.py imports hyperpod_core, which neither the Lambda runtime nor the "
+                                         "asset provides"):
+        lambda_provider.staged_handler(HANDLER_DIR, {})
+    staged = lambda_provider.staged_handler(HANDLER_DIR, imported_by(HANDLER_DIR / "index.py"))
+    assert (staged / "hyperpod_core" / "cleanup.py").is_file()
+
+
+def test_an_optional_import_guarded_by_try_is_not_required(tmp_path: Path) -> None:
+    handler = tmp_path / "h"
+    handler.mkdir()
+    (handler / "index.py").write_text("try:\n    import yaml\nexcept ImportError:\n    yaml = None\nimport json\n")
+    lambda_provider.staged_handler(handler)
+    (handler / "index.py").write_text("import yaml\n")
+    with pytest.raises(ValueError, match=r"index\.py imports yaml"):
+        lambda_provider.staged_handler(handler)

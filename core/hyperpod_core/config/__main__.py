@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import sys
 
+from hyperpod_core import paths
 from hyperpod_core.config import load_config
 from hyperpod_core.errors import guarded
 
 
 def main() -> None:
-    path = sys.argv[1] if len(sys.argv) > 1 else "config/default.yaml"
+    """Without PATH: the checkout's ``config/default.yaml`` (one line saying so outside a checkout)."""
+    path = sys.argv[1] if len(sys.argv) > 1 else str(paths.checkout("the default config") / paths.DEFAULT_CONFIG)
     config = load_config(path)
     groups = ", ".join(f"{g.name}: {g.instance_count}x {g.instance_type} ({g.pool})"
                        for g in config.hyperpod.instance_groups)
