@@ -37,11 +37,16 @@ def config_from_context() -> str | None:
 
 
 def cli_context(config_path: Path) -> dict[str, Any]:
-    """The context ``cdk synth -c config=<config_path>`` hands the app: ``cdk.json``'s ``context``, then
-    ``cdk.context.json``, then the config and :data:`SYNTH_FLAGS`."""
+    """The context ``cdk synth -c config=<config_path>`` hands the app: ``cdk.context.json``, overridden by
+    ``cdk.json``'s ``context``, overridden by the config and :data:`SYNTH_FLAGS`.
+
+    That precedence is the CLI's: its context bags are [command line, cdk.json, cdk.context.json, ~/.cdk.json],
+    and ``Context.all`` merges them in reverse, so an earlier bag wins (aws-cdk 2.1148.1,
+    ``lib/cli/user-configuration.js`` ``loadConfigFiles`` and ``Context.all`` in ``lib/index.js``). The user's
+    ~/.cdk.json context is left out: a synth of this project must not depend on who runs it."""
     root = paths.checkout("synthesizing the CDK app in-process")
     context: dict[str, Any] = {}
-    for name in ("cdk.json", "cdk.context.json"):
+    for name in ("cdk.context.json", "cdk.json"):
         path = root / name
         if path.is_file():
             data = json.loads(path.read_text())

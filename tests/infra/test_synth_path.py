@@ -44,6 +44,18 @@ def test_the_in_process_context_is_what_the_cli_hands_the_app() -> None:
     assert context["aws:cdk:enable-path-metadata"] is True and context["aws:cdk:enable-asset-metadata"] is True
 
 
+def test_cdk_json_context_wins_over_cdk_context_json(tmp_path, monkeypatch) -> None:
+    """The CLI's precedence (aws-cdk 2.1148.1, ``loadConfigFiles``: bags [command line, cdk.json,
+    cdk.context.json]; ``Context.all`` merges them in reverse, so the earlier bag wins)."""
+    from hyperpod_core import paths
+
+    (tmp_path / "cdk.json").write_text(json.dumps({"context": {"shared": "cdk.json", "only-project": 1}}))
+    (tmp_path / "cdk.context.json").write_text(json.dumps({"shared": "cdk.context.json", "only-cached": 2}))
+    monkeypatch.setattr(paths, "checkout", lambda needed_for: tmp_path)
+    context = cli_context(Path("c.yaml"))
+    assert (context["shared"], context["only-project"], context["only-cached"]) == ("cdk.json", 1, 2)
+
+
 def test_app_py_reads_the_config_the_cli_hands_over(tmp_path, monkeypatch) -> None:
     """``-c config=...`` arrives in $CDK_CONTEXT_JSON, or in the file $CONTEXT_OVERFLOW_LOCATION_ENV names for a
     large context (aws-cdk CLI 2.1148.1: ``CONTEXT_ENV``, ``CONTEXT_OVERFLOW_LOCATION_ENV``)."""
