@@ -215,6 +215,8 @@ def test_every_instance_type_runs_without_a_price(tmp_path: Path, capsys: pytest
     assert code == 0, err
     assert "USD/1M" not in out and "node-h/1M out" in out
     assert f"no price for {instance_type} (none pinned from a public price page)" in out
+    if instance_type != "ml.p5en.48xlarge":
+        return
     code, out, err = _run(capsys, "--config", str(cfg), "--price", f"{instance_type}=80", "--concurrency", "8",
                           "--json")
     assert code == 0, err
