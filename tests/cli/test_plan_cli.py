@@ -72,11 +72,27 @@ def test_recommendation_names_split_replicas_threshold_buffer_and_batch(default_
     assert set(rec["max_num_seqs"]) == {"prefill", "decode"}
 
 
-def test_table_output_prints_the_calibration_offsets(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(capsys, "--config", str(DEFAULT), "--concurrency", "8")
+def test_table_output_prints_bands_cold_start_and_the_recommended_row(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "--config", str(DEFAULT), "--concurrency", "8")
     assert code == 0
-    assert "equal GPUs" in out and "USD/1M" in out
-    assert "calibration (AWS 1P+1D" in out and "pts" in out
+    assert "equal GPUs" in out and "USD/1M" in out and "price 63.296 USD per instance-hour" in out
+    assert "validation (plan --calibration" in out and "+-9 pts" in out
+    assert "cold start per scale-out event" in out and "s3 5.0-10.0 min" in out
+    assert "(recommended)" in out and "recommendation (* row)" in out
+    assert "warning: the config holds 2 ml.p5.48xlarge node(s); the colocated recommendation uses 1" in err
+
+
+def test_a_recommended_layout_outside_the_fixed_rows_is_simulated_and_printed(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 23: a recommendation of several prefill nodes had no row; now it is one, marked with *."""
+    code, out, err = _run(capsys, "--config", str(DEFAULT), "--concurrency", "32", "--tpot-p95", "0.018",
+                          "--ttft-p95", "1.0", "--json")
+    assert code == 0, err
+    rec = json.loads(out)["recommendation"]
+    assert rec["split"] and rec["prefill_replicas"] >= 2, rec
+    code, text, _ = _run(capsys, "--config", str(DEFAULT), "--concurrency", "32", "--tpot-p95", "0.018",
+                         "--ttft-p95", "1.0")
+    assert f"* DPD {rec['prefill_replicas']} prefill + {rec['decode_replicas']} decode" in text
 
 
 def test_estimate_scenarios_is_the_json_scenarios(default_json: dict[str, Any]) -> None:
@@ -184,20 +200,30 @@ def test_tp_that_does_not_divide_the_node_is_refused(tmp_path: Path, capsys: pyt
     assert err.startswith("error: endpoint.tensor_parallel_size must divide the 8 GPUs")
 
 
-def test_an_instance_type_without_a_price_asks_for_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("instance_type", ["ml.p5e.48xlarge", "ml.p5en.48xlarge", "ml.p6-b200.48xlarge",
+                                           "ml.p6-b300.48xlarge"])
+def test_every_instance_type_runs_without_a_price(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  instance_type: str) -> None:
+    """Issue 23: latency and throughput always; cost columns only with a price, and a one-line note otherwise."""
     data = yaml.safe_load(DEFAULT.read_text())
     for g in data["hyperpod"]["instance_groups"]:
-        g["instance_type"] = "ml.p5en.48xlarge"
-    data["endpoint"]["instance_type"] = "ml.p5en.48xlarge"
+        g["instance_type"] = instance_type
+    data["endpoint"]["instance_type"] = instance_type
     cfg = tmp_path / "c.yaml"
     cfg.write_text(yaml.safe_dump(data))
-    code, _, err = _run(capsys, "--config", str(cfg))
-    assert code == 2
-    assert err.startswith("error: --price ml.p5en.48xlarge=USD is needed")
-    code, out, err = _run(capsys, "--config", str(cfg), "--price", "ml.p5en.48xlarge=80", "--concurrency", "8",
+    code, out, err = _run(capsys, "--config", str(cfg), "--concurrency", "8")
+    assert code == 0, err
+    assert "USD/1M" not in out and "node-h/1M out" in out
+    assert f"no price for {instance_type} (none pinned from a public price page)" in out
+    if instance_type != "ml.p5en.48xlarge":
+        return
+    code, out, err = _run(capsys, "--config", str(cfg), "--price", f"{instance_type}=80", "--concurrency", "8",
                           "--json")
     assert code == 0, err
-    assert json.loads(out)["recommendation"]["price_usd_per_instance_hour"] == 80.0
+    rec = json.loads(out)["recommendation"]
+    assert rec["price_usd_per_instance_hour"] == 80.0
+    hours = rec["instance_hours_per_1m_output_tokens"]
+    assert rec["cost_per_1m_output_tokens_usd"]["colocated"] == pytest.approx(80 * hours["colocated"], abs=0.01)
 
 
 def test_request_rate_replaces_concurrency_in_the_json(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from hyperpod_analysis.plan import terms
-from hyperpod_analysis.plan.engine import ROOFLINE_H100_ANCHORS, RooflineEngine
-from hyperpod_analysis.plan.facts import H100_SXM, H200_SXM, MODELS, PLANNER_INSTANCE_FACTS, GpuFacts, resolve_model
+from hyperpod_analysis.plan.facts import GPUS, MODELS, PLANNER_INSTANCE_FACTS, resolve_model
 from hyperpod_analysis.plan.traffic import parse
 from hyperpod_core.errors import UsageError
 
@@ -72,32 +71,13 @@ def test_pd_buffer_holds_the_peak_prompt_tokens_per_rank_with_headroom() -> None
     assert terms.pd_buffer_bytes(10**7, LLAMA_70B, 8) == 64 * 2**30  # the config's maximum
 
 
-#: AIConfigurator 0.12.0 ``cli_estimate``, system h100_sxm, backend vllm 0.24.0, Llama-3.1-70B, TP 8: prefill
-#: latency (ms) by prompt tokens (``static_ctx``) and decode TPOT (ms) by batch at 4096 in / 256 out
-#: (``static_gen``). Written here, not read from the engine, so the fit cannot move its own target.
-AICONFIGURATOR_H100_TP8_PREFILL_MS = {1024: 46.24, 4096: 169.60, 8192: 344.26}
-AICONFIGURATOR_H100_TP8_TPOT_MS = {1: 10.34, 8: 10.38, 16: 11.42, 32: 12.72}
-
-
-def test_the_engine_documents_the_data_it_was_fitted_to() -> None:
-    assert ROOFLINE_H100_ANCHORS == {"prefill_ms_by_tokens": AICONFIGURATOR_H100_TP8_PREFILL_MS,
-                                     "decode_tpot_ms_by_batch": AICONFIGURATOR_H100_TP8_TPOT_MS}
-
-
-@pytest.mark.parametrize(("tokens", "ms"), sorted(AICONFIGURATOR_H100_TP8_PREFILL_MS.items()))
-def test_roofline_prefill_matches_aiconfigurator_silicon_data(tokens: int, ms: float) -> None:
-    engine = RooflineEngine(LLAMA_70B, H100_SXM, 8)
-    got = engine.step_seconds(decode_tokens=0, decode_context=0, prefill_tokens=tokens,
-                              prefill_attention=tokens * tokens / 2, eager=False)
-    assert got * 1e3 == pytest.approx(ms, rel=0.06)
-
-
-@pytest.mark.parametrize(("batch", "ms"), sorted(AICONFIGURATOR_H100_TP8_TPOT_MS.items()))
-def test_roofline_decode_matches_aiconfigurator_silicon_data(batch: int, ms: float) -> None:
-    engine = RooflineEngine(LLAMA_70B, H100_SXM, 8)
-    got = engine.step_seconds(decode_tokens=batch, decode_context=batch * (4096 + 128), prefill_tokens=0,
-                              prefill_attention=0, eager=False)
-    assert got * 1e3 == pytest.approx(ms, rel=0.06)
+def test_gpu_datasheet_figures() -> None:
+    """NVIDIA datasheets: H100/H200 SXM 989.5 TFLOPS dense BF16 (1,979 with sparsity), 3.35 / 4.8 TB/s, NVLink 900 GB/s
+    both ways; HGX B200/B300 36 PFLOPS BF16 with sparsity per 8 GPUs, 8 TB/s, NVLink 5 1.8 TB/s both ways."""
+    got = {n.split()[0]: (g.bf16_dense_flops, g.hbm_bytes_per_s, g.nvlink_bytes_per_s) for n, g in GPUS.items()}
+    assert got == {"H100": (989.5e12, 3.35e12, 450e9), "H200": (989.5e12, 4.8e12, 450e9),
+                   "B200": (2.25e15, 8e12, 900e9), "B300": (2.25e15, 8e12, 900e9)}
+    assert all(g.source for g in GPUS.values())
 
 
 def test_model_from_a_hugging_face_config_json(tmp_path: Path) -> None:
@@ -142,30 +122,17 @@ def test_bad_scenarios_name_the_syntax(text: str) -> None:
         parse(text)
 
 
-#: Not used for fitting: AIConfigurator 0.12.0 (vllm 0.24.0 silicon data, Llama-3.1-70B) at other points, to show the
-#: fitted roofline carries over. (gpu, tp, kind, batch or prompt tokens, ms)
-_HELD_OUT = [
-    (H200_SXM, 8, "prefill", 4096, 164.92), (H200_SXM, 8, "decode", 1, 8.09), (H200_SXM, 8, "decode", 32, 10.53),
-    (H100_SXM, 4, "prefill", 4096, 264.07), (H100_SXM, 4, "decode", 32, 20.30),
-]
-
-
-@pytest.mark.parametrize(("gpu", "tp", "kind", "n", "ms"), _HELD_OUT,
-                         ids=[f"{g.name.split()[0]}-tp{tp}-{k}-{n}" for g, tp, k, n, _ in _HELD_OUT])
-def test_roofline_carries_over_to_other_gpus_and_tp(gpu: GpuFacts, tp: int, kind: str, n: int, ms: float) -> None:
-    engine = RooflineEngine(LLAMA_70B, gpu, tp)
-    if kind == "prefill":
-        got = engine.step_seconds(decode_tokens=0, decode_context=0, prefill_tokens=n, prefill_attention=n * n / 2,
-                                  eager=False)
-    else:
-        got = engine.step_seconds(decode_tokens=n, decode_context=n * (4096 + 128), prefill_tokens=0,
-                                  prefill_attention=0, eager=False)
-    assert got * 1e3 == pytest.approx(ms, rel=0.08)
-
-
-def test_planner_knows_every_dpd_instance_type_but_b300() -> None:
-    """The planner covers the DPD instance types of the config rules; ml.p6-b300 (no GPU data in
-    AIConfigurator 0.12.0) is refused with one line rather than estimated from a guess."""
+def test_planner_knows_every_dpd_instance_type() -> None:
+    """The config's DPD instance types, each with its GPU from the datasheet table."""
     from hyperpod_core.sizing import DPD_INSTANCE_GPUS
 
-    assert set(DPD_INSTANCE_GPUS) - set(PLANNER_INSTANCE_FACTS) == {"ml.p6-b300.48xlarge"}
+    assert set(PLANNER_INSTANCE_FACTS) == set(DPD_INSTANCE_GPUS)
+    assert PLANNER_INSTANCE_FACTS["ml.p6-b300.48xlarge"].gpu.name == "B300 288GB"
+
+
+def test_qwen3_head_dim_comes_from_config_json() -> None:
+    """Qwen3-32B config.json: head_dim 128 (not hidden 5120 / 64 heads = 80), 8 KV heads, 64 layers."""
+    qwen = MODELS["Qwen/Qwen3-32B"]
+    assert qwen.head_dim == 128
+    assert terms.kv_bytes_per_token(qwen) == 2 * 64 * 8 * 128 * 2
+    assert qwen.parameters == pytest.approx(32.8e9, rel=0.005)  # Hugging Face: 32.8B

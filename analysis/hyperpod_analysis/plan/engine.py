@@ -2,13 +2,14 @@
 
 Two engines answer the same question (:class:`StepModel`):
 
-* :class:`RooflineEngine` (default, no extra dependency): per step, max(compute, HBM traffic) for the weights,
-  the KV cache read by decode tokens and the attention FLOPs of prefill chunks, plus the tensor-parallel
-  all-reduces over NVLink and a per-layer launch cost. Its constants are fitted to AIConfigurator's measured
-  vLLM kernel data for H100 SXM (see :data:`ROOFLINE_H100_ANCHORS`) and reused for other GPUs through their
-  datasheet bandwidth and FLOPs.
-* :class:`AiConfiguratorEngine` (``pip install '.[plan]'``): the same per-phase latencies looked up in
-  AIConfigurator's silicon data (``cli_estimate`` static context/generation steps), interpolated.
+* :class:`RooflineEngine` (default, no extra dependency): a physical model. Per step, each kernel class at its
+  roofline (the linear layers: weights streamed from HBM vs their FLOPs on the tensor cores; attention: the KV
+  cache read vs its FLOPs), two ring all-reduces per layer over NVLink, a fixed time per layer, and, without CUDA
+  graphs, the host's time to launch every kernel (the GPU waits when the host is slower). Hardware figures are the
+  datasheets' (:mod:`~hyperpod_analysis.plan.facts`), the model's shape its config.json; the only free numbers
+  are the six :class:`Efficiencies`, the same for every GPU, model and load.
+* :class:`AiConfiguratorEngine` (``pip install '.[plan]'``): per-phase latencies looked up in AIConfigurator's
+  silicon data (``cli_estimate`` static context/generation steps), interpolated.
 
 Neither knows about LMCache, EFA, the router or HyperPod: :mod:`hyperpod_analysis.plan.terms` adds those.
 """
@@ -22,16 +23,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from hyperpod_analysis.plan.facts import GpuFacts, ModelShape
-from hyperpod_analysis.plan.terms import EAGER_PREFILL_SLOWDOWN
 from hyperpod_core.errors import CommandFailed, UsageError
-
-#: AIConfigurator 0.12.0, system h100_sxm, backend vllm 0.24.0, Llama-3.1-70B (same shapes as 3.3-70B), TP 8,
-#: ``cli_estimate(mode="static_ctx"|"static_gen")``: prefill latency by prompt tokens, and decode TPOT by batch
-#: at a 4096-token prompt with 256 output tokens. The roofline's constants are fitted to these.
-ROOFLINE_H100_ANCHORS: dict[str, dict[int, float]] = {
-    "prefill_ms_by_tokens": {1024: 46.24, 4096: 169.60, 8192: 344.26},
-    "decode_tpot_ms_by_batch": {1: 10.34, 8: 10.38, 16: 11.42, 32: 12.72},
-}
 
 
 class StepModel(Protocol):
@@ -45,67 +37,86 @@ class StepModel(Protocol):
         prefill chunks of new tokens x mean attended context."""
         ...
 
+    def connector_seconds(self) -> float:
+        """Host time the KV connector's per-layer hooks add to every step of a DPD role."""
+        ...
+
 
 @dataclass(frozen=True, kw_only=True)
-class RooflineConstants:
-    """Fitted once against :data:`ROOFLINE_H100_ANCHORS` (test_plan_engine checks the fit)."""
+class Efficiencies:
+    """The model's only free parameters: six, the same for every GPU, model, TP and load.
 
-    hbm_efficiency: float = 0.8
-    """Share of datasheet HBM bandwidth a decode step reaches (AIConfigurator's h100_sxm.yaml uses 0.8)."""
-    compute_efficiency: float = 0.69
-    """Share of dense bf16 tensor-core peak reached by large prefill GEMMs."""
-    nvlink_efficiency: float = 0.7
-    """Share of per-GPU NVLink bandwidth reached by ring all-reduce."""
-    allreduce_latency_s: float = 8e-6
-    """Latency of one small all-reduce (two per layer)."""
-    layer_overhead_s: float = 22e-6
-    """Norms, rotary, activation and launch cost per layer with CUDA graphs."""
-    eager_layer_overhead_s: float = 60e-6
-    """Per-layer launch cost without CUDA graphs (``--enforce-eager``), paid when the GPU would otherwise wait."""
-    step_overhead_s: float = 0.6e-3
-    """Scheduler and sampling per step."""
+    Four are kernel-level and fitted to AIConfigurator's published per-GPU silicon data (vLLM backend); two are
+    system-level and fitted to the published P/D measurements. ``validation.py`` refits each leaving one point out
+    (``plan --calibration``); :data:`EFFICIENCIES` holds the fit on all points and a test recomputes it.
+    """
+
+    tensor_core: float
+    """Share of the datasheet's dense BF16 peak that GEMMs and attention reach when compute-bound."""
+    hbm: float
+    """Share of the datasheet's HBM bandwidth reached streaming weights and the KV cache."""
+    nvlink: float
+    """Share of the per-GPU, one-direction NVLink bandwidth a ring all-reduce reaches (its bus bandwidth)."""
+    layer_seconds: float
+    """Fixed GPU time per layer and step: norms, rotary, activation, the two all-reduces' latency, sampling."""
+    host_call_seconds: float
+    """Host time per call outside a CUDA graph: one kernel launch in eager mode, one KV-connector hook."""
+    handoff_seconds: float
+    """Per disaggregated request: the router's second hop, the connector's lookup and the decoder's admission."""
+
+
+#: Fitted on every published point (``validation.fit``; tests/cli/test_plan_validation.py recomputes it).
+EFFICIENCIES = Efficiencies(tensor_core=0.686, hbm=0.986, nvlink=0.586, layer_seconds=61.1e-6,
+                            host_call_seconds=13.1e-6, handoff_seconds=0.081)
+
+#: Kernels vLLM launches per Llama-style layer without CUDA graphs: fused add+RMSNorm twice, QKV, rotary,
+#: attention, O, gate-up, SiLU-and-mul, down (vllm/model_executor/models/llama.py), plus two all-reduces at TP > 1.
+KERNELS_PER_LAYER = 9
+#: LMCacheConnectorV1 hooks per layer and step in a DPD role: ``wait_for_layer_load`` and ``save_kv_layer``
+#: (vllm/attention/layer.py calls both around every attention); each waits on the layer's stream, so the host
+#: cannot run ahead of the GPU there.
+CONNECTOR_HOOKS_PER_LAYER = 2
 
 
 class RooflineEngine:
     name = "roofline"
 
-    def __init__(self, model: ModelShape, gpu: GpuFacts, tp: int,
-                 constants: RooflineConstants | None = None) -> None:
-        k = constants or RooflineConstants()
-        self._k = k
+    def __init__(self, model: ModelShape, gpu: GpuFacts, tp: int, k: Efficiencies | None = None) -> None:
+        k = k or EFFICIENCIES
+        self.k = k
         self._layers = model.num_hidden_layers
-        self._weights_per_gpu = model.weight_bytes / tp
-        self._flops_per_token = 2 * model.parameters / tp
-        self._attn_flops_per_ctx = 4 * model.num_hidden_layers * model.hidden_size / tp
-        self._kv_per_ctx_per_gpu = 2 * model.num_hidden_layers * model.num_key_value_heads * model.head_dim \
+        self._weights = model.streamed_weight_bytes / tp
+        self._flops_per_token = 2 * model.num_hidden_layers * model.layer_parameters / tp
+        self._lm_head_flops = 2 * model.lm_head_parameters / tp
+        self._attn_flops_per_ctx = 4 * model.num_hidden_layers * model.num_attention_heads * model.head_dim / tp
+        self._kv_per_ctx = 2 * model.num_hidden_layers * model.num_key_value_heads * model.head_dim \
             * model.dtype_bytes / tp
-        self._hbm = gpu.hbm_bytes_per_s * k.hbm_efficiency
-        self._flops = gpu.bf16_dense_flops * k.compute_efficiency
+        self._hbm = gpu.hbm_bytes_per_s * k.hbm
+        self._flops = gpu.bf16_dense_flops * k.tensor_core
         self._tp = tp
-        self._ar_bytes_per_token = model.hidden_size * model.dtype_bytes
-        self._ar_bw = gpu.nvlink_bytes_per_s * k.nvlink_efficiency
+        self._ar_bytes = 2 * (tp - 1) / tp * model.hidden_size * model.dtype_bytes  # ring: 2(n-1)/n of the data
+        self._ar_bw = gpu.nvlink_bytes_per_s * k.nvlink
+        self._launches = model.num_hidden_layers * (KERNELS_PER_LAYER + (2 if tp > 1 else 0))
 
     def step_seconds(self, *, decode_tokens: int, decode_context: int, prefill_tokens: int,
                      prefill_attention: float, eager: bool) -> float:
-        k = self._k
         tokens = decode_tokens + prefill_tokens
         if tokens == 0:
             return 0.0
-        flops = self._flops_per_token * tokens + self._attn_flops_per_ctx * (decode_context + prefill_attention)
-        memory = self._weights_per_gpu + self._kv_per_ctx_per_gpu * decode_context
-        gpu = max(flops / self._flops, memory / self._hbm)
-        comm = 0.0
-        if self._tp > 1:
-            ring = 2 * (self._tp - 1) / self._tp * tokens * self._ar_bytes_per_token / self._ar_bw
-            comm = 2 * self._layers * (k.allreduce_latency_s + ring)
-        overhead = self._layers * k.layer_overhead_s
-        t = gpu + comm + overhead
-        if eager:
-            # No CUDA graphs: launches are paid unless the GPU work hides them; no torch.compile fusions.
-            t = max(t, self._layers * k.eager_layer_overhead_s + gpu)
-            if prefill_tokens:
-                t *= EAGER_PREFILL_SLOWDOWN
-        return t + k.step_overhead_s
+        sampled = decode_tokens + (1 if prefill_tokens else 0)
+        linear = max((self._flops_per_token * tokens + self._lm_head_flops * sampled) / self._flops,
+                     self._weights / self._hbm)
+        attention = max(self._attn_flops_per_ctx * (decode_context + prefill_attention) / self._flops,
+                        self._kv_per_ctx * decode_context / self._hbm)
+        comm = 2 * self._layers * tokens * self._ar_bytes / self._ar_bw if self._tp > 1 else 0.0
+        gpu = linear + attention + comm + self._layers * self.k.layer_seconds
+        if eager:  # launches are asynchronous: the GPU waits only when the host is the slower of the two
+            return max(gpu, self._launches * self.k.host_call_seconds)
+        return gpu
+
+    def connector_seconds(self) -> float:
+        """Host time the KV connector's per-layer hooks add to every step of a DPD role."""
+        return self._layers * CONNECTOR_HOOKS_PER_LAYER * self.k.host_call_seconds
 
 
 class AiConfiguratorEngine:
@@ -116,12 +127,14 @@ class AiConfiguratorEngine:
     """
 
     name = "aiconfigurator"
-    SYSTEMS = {"H100 SXM 80GB": "h100_sxm", "H200 SXM 141GB": "h200_sxm", "B200 180GB": "b200_sxm"}
+    SYSTEMS = {"H100 SXM 80GB": "h100_sxm", "H200 SXM 141GB": "h200_sxm", "B200 180GB": "b200_sxm",
+               "B300 288GB": "b300_sxm"}
     _BATCHES = (1, 4, 8, 16, 32, 64, 128)
     _CONTEXTS = (1024, 4096, 16384)
     _PREFILL = (256, 1024, 4096, 8192, 16384)
 
-    def __init__(self, model: ModelShape, gpu: GpuFacts, tp: int) -> None:
+    def __init__(self, model: ModelShape, gpu: GpuFacts, tp: int, k: Efficiencies | None = None) -> None:
+        self.k = k or EFFICIENCIES
         try:
             from aiconfigurator.cli.api import cli_estimate  # type: ignore[import-not-found,unused-ignore]
         except ImportError:
@@ -131,6 +144,8 @@ class AiConfiguratorEngine:
         if system is None:
             raise UsageError(f"--engine aiconfigurator supports {', '.join(self.SYSTEMS)}, got {gpu.name}")
         aic_model = model.aiconfigurator_model or model.name
+        self._layers = model.num_hidden_layers
+        self._launches = model.num_hidden_layers * (KERNELS_PER_LAYER + (2 if tp > 1 else 0))
 
         for name in ("aiconfigurator", "aiconfigurator_core"):
             logging.getLogger(name).setLevel(logging.ERROR)
@@ -155,9 +170,13 @@ class AiConfiguratorEngine:
             mean_ctx = decode_context / decode_tokens
             t += _interp2(self._decode, mean_ctx, decode_tokens)
         if prefill_tokens:
-            p = _interp(self._prefill, prefill_tokens)
-            t += p * (EAGER_PREFILL_SLOWDOWN if eager else 1.0)
+            t += _interp(self._prefill, prefill_tokens)
+        if eager:  # the same host floor as the roofline: AIConfigurator's data are with CUDA graphs
+            t = max(t, self._launches * self.k.host_call_seconds)
         return t
+
+    def connector_seconds(self) -> float:
+        return self._layers * CONNECTOR_HOOKS_PER_LAYER * self.k.host_call_seconds
 
 
 def _interp(points: list[tuple[int, float]], x: float) -> float:

@@ -35,26 +35,41 @@ class ModelShape:
     source: str = ""
     aiconfigurator_model: str = ""
     """What AIConfigurator is asked for: a model it bundles with the same shapes, or the config.json folder."""
+    explicit_head_dim: int = 0
+    """config.json ``head_dim`` where the model sets it apart from hidden / heads (Qwen3); 0: hidden / heads."""
 
     @property
     def head_dim(self) -> int:
-        return self.hidden_size // self.num_attention_heads
+        return self.explicit_head_dim or self.hidden_size // self.num_attention_heads
 
     @property
     def dtype_bytes(self) -> int:
         return DTYPE_BYTES[self.dtype]
 
     @property
+    def layer_parameters(self) -> int:
+        """Weights of one Llama-style block: q and o (h x heads*head_dim), k and v (h x kv_heads*head_dim), the
+        gated MLP (3 x h x intermediate) and two norms."""
+        h, q, kv = self.hidden_size, self.num_attention_heads * self.head_dim, self.num_key_value_heads * self.head_dim
+        return 2 * h * q + 2 * h * kv + 3 * h * self.intermediate_size + 2 * h
+
+    @property
+    def lm_head_parameters(self) -> int:
+        return self.vocab_size * self.hidden_size
+
+    @property
     def parameters(self) -> int:
-        """Weights of a Llama-style block: q/o (h x h), k/v (h x kv_heads*head_dim), gated MLP (3 x h x i)."""
-        h, kv = self.hidden_size, self.num_key_value_heads * self.head_dim
-        per_layer = 2 * h * h + 2 * h * kv + 3 * h * self.intermediate_size + 2 * h
-        embeddings = self.vocab_size * h * (1 if self.tie_word_embeddings else 2)
-        return self.num_hidden_layers * per_layer + embeddings + h
+        embeddings = self.lm_head_parameters * (1 if self.tie_word_embeddings else 2)
+        return self.num_hidden_layers * self.layer_parameters + embeddings + self.hidden_size
 
     @property
     def weight_bytes(self) -> int:
         return self.parameters * self.dtype_bytes
+
+    @property
+    def streamed_weight_bytes(self) -> int:
+        """What one forward pass reads: every block and the LM head (the embedding table is only indexed)."""
+        return (self.num_hidden_layers * self.layer_parameters + self.lm_head_parameters) * self.dtype_bytes
 
 
 #: Published config.json fields (layers, hidden size, heads, KV heads, intermediate size, vocab, dtype).
@@ -74,6 +89,10 @@ MODELS: dict[str, ModelShape] = {
         num_attention_heads=32, num_key_value_heads=8, intermediate_size=14336, vocab_size=128256,
         source="https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/blob/main/config.json",
         aiconfigurator_model="meta-llama/Meta-Llama-3.1-8B"),
+    "Qwen/Qwen3-32B": ModelShape(
+        name="Qwen/Qwen3-32B", num_hidden_layers=64, hidden_size=5120, num_attention_heads=64,
+        num_key_value_heads=8, intermediate_size=25600, vocab_size=151936, explicit_head_dim=128,
+        source="https://huggingface.co/Qwen/Qwen3-32B/blob/main/config.json", aiconfigurator_model="Qwen/Qwen3-32B"),
 }
 
 #: Other spellings of the same models (our config's ``model.name``, the S3 folder name).
@@ -84,6 +103,7 @@ MODEL_ALIASES: dict[str, str] = {
     "llama-3.1-70b-instruct": "meta-llama/Llama-3.1-70B-Instruct",
     "llama-3-1-8b-instruct": "meta-llama/Llama-3.1-8B-Instruct",
     "llama-3.1-8b-instruct": "meta-llama/Llama-3.1-8B-Instruct",
+    "qwen3-32b": "Qwen/Qwen3-32B",
 }
 
 
@@ -121,14 +141,15 @@ def _model_from_config_json(path: Path) -> ModelShape:
         raise UsageError(f"--model {str(path)!r} torch_dtype must be one of {', '.join(DTYPE_BYTES)}, got {dtype!r}")
     heads = raw["num_attention_heads"]
     kv_heads = raw.get("num_key_value_heads") or heads
-    if raw["hidden_size"] % heads or heads % kv_heads:
+    head_dim = int(raw["head_dim"]) if isinstance(raw.get("head_dim"), int) and raw["head_dim"] > 0 else 0
+    if (not head_dim and raw["hidden_size"] % heads) or heads % kv_heads:
         raise UsageError(f"--model {str(path)!r} hidden_size must divide by num_attention_heads and heads by "
                          f"num_key_value_heads, got {raw['hidden_size']}/{heads}/{kv_heads}")
     return ModelShape(
         name=str(raw.get("_name_or_path") or path.parent.name or path.name), num_hidden_layers=raw["num_hidden_layers"],
         hidden_size=raw["hidden_size"], num_attention_heads=heads, num_key_value_heads=kv_heads,
         intermediate_size=raw["intermediate_size"], vocab_size=raw["vocab_size"], dtype=dtype,
-        tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)), source=str(path),
+        tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)), source=str(path), explicit_head_dim=head_dim,
         aiconfigurator_model=str(path.parent))
 
 
@@ -137,13 +158,41 @@ def _model_from_config_json(path: Path) -> ModelShape:
 
 @dataclass(frozen=True, kw_only=True)
 class GpuFacts:
+    """Datasheet figures of one GPU (per GPU, not per board); every number is the vendor's, none is fitted."""
+
     name: str
     hbm_bytes: int
     hbm_bytes_per_s: float
     bf16_dense_flops: float
+    """Dense BF16 tensor-core peak (the datasheets print the 2:4-sparse figure, twice this)."""
     nvlink_bytes_per_s: float
-    """Per GPU, one direction."""
+    """Per GPU, one direction (half the datasheet's bidirectional figure)."""
     source: str
+
+
+_H100 = "NVIDIA H100 datasheet, SXM column (nvidia.com/en-us/data-center/h100/): 80 GB HBM3, 3.35 TB/s, BF16 " \
+        "1,979 TFLOPS with sparsity, NVLink 900 GB/s"
+_H200 = "NVIDIA H200 datasheet, SXM column (nvidia.com/en-us/data-center/h200/): 141 GB HBM3e, 4.8 TB/s, BF16 " \
+        "1,979 TFLOPS with sparsity, NVLink 900 GB/s"
+_B200 = "NVIDIA HGX B200 specifications (nvidia.com/en-us/data-center/hgx/): 8 GPUs, 1.4 TB HBM3e (AWS p6-b200: " \
+        "1,440 GB), 8 TB/s per GPU, FP16/BF16 36 PFLOPS with sparsity per board, NVLink 5 1.8 TB/s per GPU"
+_B300 = "NVIDIA HGX B300 specifications (nvidia.com/en-us/data-center/hgx/): 8 GPUs, 288 GB HBM3e each (2.3 TB), " \
+        "8 TB/s per GPU, FP16/BF16 36 PFLOPS with sparsity per board, NVLink 5 1.8 TB/s per GPU"
+
+#: The four GPUs of the DPD instance types, from their datasheets (the source says which figure is which). Memory
+#: is what the driver reports (80 / 141 / 180 GiB; B300 275,040 MiB by nvidia-smi), as AIConfigurator 0.12.0's
+#: ``systems/<gpu>_sxm.yaml`` records it, since vLLM sizes its KV cache from that.
+GPUS: dict[str, GpuFacts] = {g.name: g for g in (
+    GpuFacts(name="H100 SXM 80GB", hbm_bytes=80 << 30, hbm_bytes_per_s=3.35e12, bf16_dense_flops=989.5e12,
+             nvlink_bytes_per_s=450e9, source=_H100),
+    GpuFacts(name="H200 SXM 141GB", hbm_bytes=141 << 30, hbm_bytes_per_s=4.8e12, bf16_dense_flops=989.5e12,
+             nvlink_bytes_per_s=450e9, source=_H200),
+    GpuFacts(name="B200 180GB", hbm_bytes=180 << 30, hbm_bytes_per_s=8.0e12, bf16_dense_flops=36e15 / 8 / 2,
+             nvlink_bytes_per_s=900e9, source=_B200),
+    GpuFacts(name="B300 288GB", hbm_bytes=275040 << 20, hbm_bytes_per_s=8.0e12, bf16_dense_flops=36e15 / 8 / 2,
+             nvlink_bytes_per_s=900e9, source=_B300),
+)}
+H100_SXM, H200_SXM, B200_SXM, B300_SXM = (GPUS[n] for n in GPUS)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -156,21 +205,15 @@ class InstanceFacts:
     source: str
 
 
-_NV = "NVIDIA datasheet; AIConfigurator 0.12.0 systems/{}.yaml"
-H100_SXM = GpuFacts(name="H100 SXM 80GB", hbm_bytes=80 << 30, hbm_bytes_per_s=3.35e12, bf16_dense_flops=989e12,
-                    nvlink_bytes_per_s=450e9, source=_NV.format("h100_sxm"))
-H200_SXM = GpuFacts(name="H200 SXM 141GB", hbm_bytes=141 * 10**9, hbm_bytes_per_s=4.8e12, bf16_dense_flops=989e12,
-                    nvlink_bytes_per_s=450e9, source=_NV.format("h200_sxm"))
-B200_SXM = GpuFacts(name="B200 180GB", hbm_bytes=180 * 10**9, hbm_bytes_per_s=8.0e12, bf16_dense_flops=2250e12,
-                    nvlink_bytes_per_s=900e9, source=_NV.format("b200_sxm"))
-
-_EC2 = "https://aws.amazon.com/ec2/instance-types/p5/ and /p6/ (network bandwidth, GPUs)"
-#: The planner's own instance facts (GPUs, GPU model, EFA bandwidth); see the module docstring.
+_EC2 = "aws.amazon.com/ec2/instance-types/p5/ and /p6/: network bandwidth"
+#: GPUs from the project's instance table (hyperpod_core.sizing), the GPU model and the node's EFA bandwidth
+#: (p5/p5e/p5en/p6-b200: 3,200 Gbps; p6-b300: 6,400 Gbps).
 PLANNER_INSTANCE_FACTS: dict[str, InstanceFacts] = {
-    name: InstanceFacts(instance_type=name, gpus=INSTANCE_FACTS[name].gpus, gpu=gpu, efa_bytes_per_s=3200e9 / 8,
-                        source=f"{INSTANCE_FACTS[name].source}; EFA bandwidth: {_EC2}")
-    for name, gpu in (("ml.p5.48xlarge", H100_SXM), ("ml.p5e.48xlarge", H200_SXM),
-                      ("ml.p5en.48xlarge", H200_SXM), ("ml.p6-b200.48xlarge", B200_SXM))
+    name: InstanceFacts(instance_type=name, gpus=INSTANCE_FACTS[name].gpus, gpu=gpu, efa_bytes_per_s=gbps * 1e9 / 8,
+                        source=f"{INSTANCE_FACTS[name].source}; EFA {gbps:,} Gbps: {_EC2}")
+    for name, gpu, gbps in (("ml.p5.48xlarge", H100_SXM, 3200), ("ml.p5e.48xlarge", H200_SXM, 3200),
+                            ("ml.p5en.48xlarge", H200_SXM, 3200), ("ml.p6-b200.48xlarge", B200_SXM, 3200),
+                            ("ml.p6-b300.48xlarge", B300_SXM, 6400))
 }
 
 
@@ -190,16 +233,15 @@ class PriceTable:
     source: str
     as_of: str
 
-    def price(self, instance_type: str) -> float:
-        if instance_type not in self.usd_per_instance_hour:
-            raise UsageError(f"--price {instance_type}=USD is needed: the price table ({self.source}) has no "
-                             f"price for it, got none")
-        return self.usd_per_instance_hour[instance_type]
+    def price(self, instance_type: str) -> float | None:
+        """USD per instance-hour, or None when no price is pinned or given (cost columns are then left out)."""
+        return self.usd_per_instance_hour.get(instance_type)
 
 
 #: On-demand SageMaker price of one ml.p5.48xlarge hour in us-west-2 as returned by the AWS Price List API on
 #: 2026-09-12 (the SageMaker training rate, recorded in a public repository's cost table; HyperPod cluster
-#: instances are priced per instance-hour on the same page, check yours). Other types are not pinned: pass --price.
+#: instances are priced per instance-hour on the same page, check yours). Other types are not pinned (no public page
+#: gives their price): pass --price for cost columns.
 PINNED_PRICES = PriceTable(
     usd_per_instance_hour={"ml.p5.48xlarge": 63.296},
     source="AWS Price List API, AmazonSageMaker, us-west-2 on-demand (https://aws.amazon.com/sagemaker/ai/pricing/)",

@@ -1,4 +1,4 @@
-"""Colocated vs DPD estimates per scenario and concurrency, a recommendation, and the calibration check.
+"""Colocated vs DPD estimates per scenario and concurrency, and a recommendation that is simulated like them.
 
 Public entry point for other code (the benchmark report): :func:`estimate_scenarios`.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hyperpod_analysis.plan import terms
-from hyperpod_analysis.plan.engine import AiConfiguratorEngine, RooflineEngine, StepModel
+from hyperpod_analysis.plan.engine import EFFICIENCIES, AiConfiguratorEngine, Efficiencies, RooflineEngine, StepModel
 from hyperpod_analysis.plan.facts import (
     PINNED_PRICES,
     InstanceFacts,
@@ -31,11 +31,6 @@ MAX_NUM_BATCHED_TOKENS = 8192
 #: Activation and CUDA-graph memory each engine keeps outside the KV cache (AIConfigurator's h100_sxm.yaml
 #: ``other_mem`` is 3.5 GiB; we use the same).
 RESERVED_BYTES_PER_GPU = 3.5 * (1 << 30)
-#: LMCache connector hooks run for every layer of every step in a DPD role (``wait_for_layer_load``,
-#: ``save_kv_layer``): a documented parameter fitted to the AWS calibration run (15 us per layer).
-KV_CONNECTOR_LAYER_SECONDS = 15e-6
-#: The router's second hop (prefill with max_tokens=1, then decode) and LMCache's handshake per request.
-HANDOFF_SECONDS = 0.02
 #: Largest number of prefill nodes the recommendation considers (whole nodes; decode is limited by the operator).
 MAX_PREFILL_NODES = 4
 MAX_COLOCATED_NODES = 6
@@ -67,6 +62,11 @@ class PlanInputs:
     tpot_slo_s: float = 0.1
     prices: PriceTable = PINNED_PRICES
     engine: str = "roofline"
+    efficiencies: Efficiencies = EFFICIENCIES
+    requests_per_run: int = 320
+    """Completed requests per closed-loop run (``benchmark.max_requests_per_run``, as genai-bench stops)."""
+    warmup_ratio: float = 0.1
+    """Share of a run's first completions left out of the latency statistics (``benchmark.warmup_ratio``)."""
 
 
 def inputs_from_config(config: Config, *, model: str | None = None, **overrides: Any) -> PlanInputs:
@@ -85,7 +85,8 @@ def inputs_from_config(config: Config, *, model: str | None = None, **overrides:
         routing_threshold_tokens=e.routing_threshold_tokens, pd_buffer_size_bytes=e.pd_buffer_size_bytes,
         prefill_replicas=e.prefill.replicas, decode_replicas=e.decode.replicas,
         max_decode_replicas=pins.DPD_MAX_DECODE_REPLICAS, routing_strategy=e.routing_strategy,
-        ttft_slo_s=config.observability.slo.ttft_p95_seconds, tpot_slo_s=config.observability.slo.tpot_p95_seconds)
+        ttft_slo_s=config.observability.slo.ttft_p95_seconds, tpot_slo_s=config.observability.slo.tpot_p95_seconds,
+        requests_per_run=config.benchmark.max_requests_per_run, warmup_ratio=config.benchmark.warmup_ratio)
     return replace(inputs, **overrides)
 
 
@@ -114,9 +115,9 @@ def check_traffic(inputs: PlanInputs, traffic: Traffic) -> Traffic:
 
 def step_model(inputs: PlanInputs) -> StepModel:
     if inputs.engine == "roofline":
-        return RooflineEngine(inputs.model, inputs.instance.gpu, inputs.tp)
+        return RooflineEngine(inputs.model, inputs.instance.gpu, inputs.tp, inputs.efficiencies)
     if inputs.engine == "aiconfigurator":
-        return AiConfiguratorEngine(inputs.model, inputs.instance.gpu, inputs.tp)
+        return AiConfiguratorEngine(inputs.model, inputs.instance.gpu, inputs.tp, inputs.efficiencies)
     raise UsageError(f"--engine must be roofline or aiconfigurator, got {inputs.engine!r}")
 
 
@@ -156,12 +157,14 @@ class Layout:
 def run(inputs: PlanInputs, model: StepModel, traffic: Traffic, layout: Layout, *, concurrency: int | None,
         request_rate: float | None, pd_buffer_bytes: int | None = None) -> Metrics:
     """One simulated run of one layout."""
+    client: dict[str, Any] = {"requests": inputs.requests_per_run, "warmup_ratio": inputs.warmup_ratio}
     if not layout.split:
         spec = EngineSpec(max_num_seqs=inputs.decode_max_num_seqs, max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS,
                           kv_capacity_tokens=kv_capacity_tokens(inputs, pd_buffer=False), eager=inputs.decode_eager)
         return simulate(model=model, traffic=traffic, concurrency=concurrency, request_rate=request_rate,
-                        prefix_reuse=inputs.prefix_reuse, colocated=spec, colocated_replicas=layout.colocated_replicas)
-    connector = inputs.model.num_hidden_layers * KV_CONNECTOR_LAYER_SECONDS
+                        prefix_reuse=inputs.prefix_reuse, colocated=spec, colocated_replicas=layout.colocated_replicas,
+                        **client)
+    connector = model.connector_seconds()
     buffer_bytes = pd_buffer_bytes or inputs.pd_buffer_size_bytes
     prefill = EngineSpec(max_num_seqs=inputs.prefill_max_num_seqs, max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS,
                          kv_capacity_tokens=kv_capacity_tokens(inputs, pd_buffer=False), eager=inputs.prefill_eager,
@@ -171,12 +174,12 @@ def run(inputs: PlanInputs, model: StepModel, traffic: Traffic, layout: Layout, 
                         connector_seconds_per_step=connector)
     rate = terms.kv_transfer_bytes_per_s(inputs.instance, inputs.kv_transfer_bytes_per_s)
     dpd = DpdParams(
-        transfer_seconds_per_token=terms.kv_transfer_seconds(1, inputs.model, rate), handoff_seconds=HANDOFF_SECONDS,
-        routing_threshold_tokens=layout.routing_threshold_tokens,
+        transfer_seconds_per_token=terms.kv_transfer_seconds(1, inputs.model, rate),
+        handoff_seconds=inputs.efficiencies.handoff_seconds, routing_threshold_tokens=layout.routing_threshold_tokens,
         pd_buffer_tokens=int(buffer_bytes * inputs.tp / terms.kv_bytes_per_token(inputs.model)))
     return simulate(model=model, traffic=traffic, concurrency=concurrency, request_rate=request_rate,
                     prefix_reuse=inputs.prefix_reuse, prefill=prefill, prefill_replicas=layout.prefill_replicas,
-                    decode=decode, decode_replicas=layout.decode_replicas, dpd=dpd)
+                    decode=decode, decode_replicas=layout.decode_replicas, dpd=dpd, **client)
 
 
 def _phase(m: Metrics) -> dict[str, float]:
@@ -196,7 +199,7 @@ def improvement(colocated: Metrics, dpd: Metrics) -> dict[str, float]:
 
 @dataclass(frozen=True, kw_only=True)
 class Comparison:
-    """One scenario at one load: colocated one node, colocated on DPD's GPUs, and DPD."""
+    """One scenario at one load: colocated one node, colocated on DPD's GPUs, DPD, and the recommended layout."""
 
     traffic: Traffic
     concurrency: int | None
@@ -205,6 +208,8 @@ class Comparison:
     colocated: Metrics
     colocated_equal_gpus: Metrics
     dpd: Metrics
+    recommended: tuple[Layout, Metrics] | None = None
+    """The recommendation's layout, simulated like the others (None: it is one of the rows above)."""
 
     def as_dict(self) -> dict[str, Any]:
         """The issue's --json scenario structure."""
@@ -215,17 +220,27 @@ class Comparison:
 
 
 def compare(inputs: PlanInputs, model: StepModel, traffic: Traffic, *, concurrency: int | None = None,
-            request_rate: float | None = None, layout: Layout | None = None) -> Comparison:
+            request_rate: float | None = None, layout: Layout | None = None,
+            recommended: Layout | None = None) -> Comparison:
     dpd_layout = layout or Layout(prefill_replicas=inputs.prefill_replicas, decode_replicas=inputs.decode_replicas,
                                   routing_threshold_tokens=inputs.routing_threshold_tokens)
     per_node = terms.replicas_per_node(inputs.tp, inputs.instance.gpus)
     one_node = Layout(colocated_replicas=per_node)
     equal = Layout(colocated_replicas=per_node * dpd_layout.nodes(inputs))
+    extra = None
+    if recommended is not None and recommended not in (one_node, equal, dpd_layout):
+        extra = (recommended, run(inputs, model, traffic, recommended, concurrency=concurrency,
+                                  request_rate=request_rate))
     return Comparison(
         traffic=traffic, concurrency=concurrency, request_rate=request_rate, layout=dpd_layout,
         colocated=run(inputs, model, traffic, one_node, concurrency=concurrency, request_rate=request_rate),
         colocated_equal_gpus=run(inputs, model, traffic, equal, concurrency=concurrency, request_rate=request_rate),
-        dpd=run(inputs, model, traffic, dpd_layout, concurrency=concurrency, request_rate=request_rate))
+        dpd=run(inputs, model, traffic, dpd_layout, concurrency=concurrency, request_rate=request_rate),
+        recommended=extra)
+
+
+def recommended_layout(rec: dict[str, Any]) -> Layout:
+    return Layout(**rec["layout"])
 
 
 def estimate_scenarios(config: Config | str | Path, traffic: Sequence[str], concurrencies: Sequence[int], *,
@@ -247,13 +262,27 @@ def estimate_scenarios(config: Config | str | Path, traffic: Sequence[str], conc
 # --- cost -----------------------------------------------------------------------------------------------
 
 
-def cost_per_million_output_tokens(inputs: PlanInputs, nodes: int, tokens_per_s: float) -> float:
-    usd_per_s = nodes * inputs.prices.price(inputs.instance.instance_type) / 3600
-    return round(usd_per_s / tokens_per_s * 1e6, 2) if tokens_per_s > 0 else math.inf
+def node_hours_per_million(nodes: int, tokens_per_s: float) -> float:
+    """Instance-hours one million output tokens take: what the recommendation minimizes (price or not)."""
+    return round(nodes / tokens_per_s * 1e6 / 3600, 3) if tokens_per_s > 0 else math.inf
+
+
+def cost_per_million_output_tokens(inputs: PlanInputs, nodes: int, tokens_per_s: float) -> float | None:
+    """USD per 1M output tokens, or None without a price for the instance type."""
+    usd = inputs.prices.price(inputs.instance.instance_type)
+    return None if usd is None else round(usd * node_hours_per_million(nodes, tokens_per_s), 2)
 
 
 def tokens_per_s_per_gpu(inputs: PlanInputs, nodes: int, tokens_per_s: float) -> float:
     return round(tokens_per_s / (nodes * inputs.instance.gpus), 1)
+
+
+def price_note(inputs: PlanInputs) -> str:
+    usd = inputs.prices.price(inputs.instance.instance_type)
+    if usd is None:
+        return (f"no price for {inputs.instance.instance_type} (none pinned from a public price page): cost columns "
+                f"left out; pass --price {inputs.instance.instance_type}=USD_PER_HOUR for them")
+    return f"price {usd:g} USD per instance-hour ({inputs.prices.source}, {inputs.prices.as_of})"
 
 
 # --- recommendation -------------------------------------------------------------------------------------
@@ -265,12 +294,16 @@ class Candidate:
     nodes: int
     worst_ttft_p95_s: float
     worst_tpot_p95_s: float
-    usd_per_million: float
+    node_hours_per_million: float
     peak_buffer_tokens: int
     tokens_per_s: float = 0.0
 
     def meets(self, inputs: PlanInputs) -> bool:
         return self.worst_ttft_p95_s <= inputs.ttft_slo_s and self.worst_tpot_p95_s <= inputs.tpot_slo_s
+
+    def slo_margin(self, inputs: PlanInputs) -> float:
+        """How far under (positive) or over (negative) the tighter SLO it lands, as a share of that SLO."""
+        return 1 - max(self.worst_ttft_p95_s / inputs.ttft_slo_s, self.worst_tpot_p95_s / inputs.tpot_slo_s)
 
 
 def _evaluate(inputs: PlanInputs, model: StepModel, loads: list[tuple[Traffic, int | None, float | None]],
@@ -285,15 +318,19 @@ def _evaluate(inputs: PlanInputs, model: StepModel, loads: list[tuple[Traffic, i
         tokens += m.output_tokens_per_s
         seconds += 1
         peak = max(peak, m.peak_buffer_tokens)
-    usd = cost_per_million_output_tokens(inputs, nodes, tokens / seconds)
-    return Candidate(layout=layout, nodes=nodes, worst_ttft_p95_s=ttft, worst_tpot_p95_s=tpot, usd_per_million=usd,
-                     peak_buffer_tokens=peak, tokens_per_s=tokens / seconds)
+    return Candidate(layout=layout, nodes=nodes, worst_ttft_p95_s=ttft, worst_tpot_p95_s=tpot,
+                     node_hours_per_million=node_hours_per_million(nodes, tokens / seconds), peak_buffer_tokens=peak,
+                     tokens_per_s=tokens / seconds)
 
 
 def recommend(inputs: PlanInputs, model: StepModel, traffics: Sequence[Traffic], concurrencies: Sequence[int],
-              request_rate: float | None = None) -> dict[str, Any]:
-    """The cheapest layout (cost per 1M output tokens) that meets the SLOs at the highest load of every
-    scenario; split when the cheapest one is DPD. Raises :class:`CommandFailed` when nothing meets them."""
+              request_rate: float | None = None, bands: dict[str, float] | None = None) -> dict[str, Any]:
+    """The layout with the fewest instance-hours per 1M output tokens (the cheapest at any one price) that meets
+    the SLOs at the highest load of every scenario; split when it is DPD. ``bands`` (validation.BANDS) say when
+    the estimate cannot tell split from no split. Raises :class:`CommandFailed` when nothing meets the SLOs."""
+    from hyperpod_analysis.plan.validation import BANDS
+
+    band = bands or BANDS
     top = max(concurrencies) if concurrencies else None
     loads = [(t, top, request_rate if top is None else None) for t in traffics]
     per_node = terms.replicas_per_node(inputs.tp, inputs.instance.gpus)
@@ -314,30 +351,34 @@ def recommend(inputs: PlanInputs, model: StepModel, traffics: Sequence[Traffic],
             f"no layout meets the SLO (TTFT p95 <= {inputs.ttft_slo_s:g} s, TPOT p95 <= {inputs.tpot_slo_s:g} s) for "
             f"{', '.join(t.text for t in traffics)} at {_load_text(top, request_rate)}: neither colocated on up to "
             f"{MAX_COLOCATED_NODES} nodes nor DPD with up to {MAX_PREFILL_NODES} prefill nodes; closest: "
-            f"{_layout_text(best.layout)} with TTFT p95 {_seconds(best.worst_ttft_p95_s)}, TPOT p95 "
+            f"{layout_text(best.layout)} with TTFT p95 {_seconds(best.worst_ttft_p95_s)}, TPOT p95 "
             f"{1e3 * best.worst_tpot_p95_s:.0f} ms")
-    chosen = min(feasible, key=lambda c: (c.usd_per_million, c.nodes))
+    chosen = min(feasible, key=lambda c: (c.node_hours_per_million, c.nodes))
     if chosen.layout.split and len(thresholds) > 1:
         trials = [_evaluate(inputs, model, loads, replace(chosen.layout, routing_threshold_tokens=t))
                   for t in thresholds]
-        better = [c for c in trials if c.meets(inputs) and c.usd_per_million < chosen.usd_per_million * 0.98]
+        better = [c for c in trials if c.meets(inputs)
+                  and c.node_hours_per_million < chosen.node_hours_per_million * 0.98]
         if better:
-            chosen = min(better, key=lambda c: c.usd_per_million)
-    best_coloc = min((c for c in feasible if not c.layout.split), key=lambda c: c.usd_per_million, default=None)
-    best_dpd = min((c for c in feasible if c.layout.split), key=lambda c: c.usd_per_million, default=None)
+            chosen = min(better, key=lambda c: c.node_hours_per_million)
+    split = chosen.layout.split
+    best_coloc = min((c for c in candidates if not c.layout.split and c.meets(inputs)),
+                     key=lambda c: c.node_hours_per_million, default=None)
+    best_dpd = min((c for c in candidates if c.layout.split and c.meets(inputs)),
+                   key=lambda c: c.node_hours_per_million, default=None)
+    uncertain, why = _crosses_line(inputs, chosen, best_coloc if split else best_dpd, candidates, band)
     mean_isl = max(t.mean_input for t in traffics)
     per_decoder = math.ceil((top or 1) / max(chosen.layout.decode_replicas, 1)) if top else inputs.decode_max_num_seqs
     decode_seqs = min(max(inputs.decode_max_num_seqs, 1 << max(0, math.ceil(math.log2(max(per_decoder, 1))))), 256)
     prefill_seqs = max(inputs.prefill_max_num_seqs, math.ceil(MAX_NUM_BATCHED_TOKENS / max(mean_isl, 1)))
-    split = chosen.layout.split
-    reason = (f"DPD costs {chosen.usd_per_million:.2f} USD per 1M output tokens vs "
-              f"{best_coloc.usd_per_million:.2f} colocated" if split and best_coloc else
-              f"colocated costs {chosen.usd_per_million:.2f} USD per 1M output tokens vs "
-              f"{best_dpd.usd_per_million:.2f} with DPD" if best_dpd else
-              "no DPD layout meets the SLO")
+    other = best_coloc if split else best_dpd
+    reason = (f"{'DPD' if split else 'colocated'} takes {chosen.node_hours_per_million:.3g} instance-hours per 1M "
+              f"output tokens vs {other.node_hours_per_million:.3g} {'colocated' if split else 'with DPD'}"
+              if other else f"no {'colocated' if split else 'DPD'} layout meets the SLO")
     n = inputs.instance.gpus
     # The router picks the prefiller: prefixaware/kvaware for one, roundrobin for several (operator.md, DPD guide).
     strategy = "roundrobin" if split and chosen.layout.prefill_replicas > 1 else inputs.routing_strategy
+    usd = inputs.prices.price(inputs.instance.instance_type)
     return {
         "split": split,
         "instance_type": inputs.instance.instance_type,
@@ -356,14 +397,46 @@ def recommend(inputs: PlanInputs, model: StepModel, traffics: Sequence[Traffic],
         "max_num_seqs": {"prefill": prefill_seqs, "decode": decode_seqs},
         "ttft_p95_ms": round(1e3 * chosen.worst_ttft_p95_s, 1),
         "tpot_p95_ms": round(1e3 * chosen.worst_tpot_p95_s, 2),
-        "cost_per_1m_output_tokens_usd": {
-            "colocated": best_coloc.usd_per_million if best_coloc else None,
-            "dpd": best_dpd.usd_per_million if best_dpd else None},
-        "price_usd_per_instance_hour": inputs.prices.price(inputs.instance.instance_type),
-        "price_source": f"{inputs.prices.source} ({inputs.prices.as_of})",
+        "instance_hours_per_1m_output_tokens": {
+            "colocated": best_coloc.node_hours_per_million if best_coloc else None,
+            "dpd": best_dpd.node_hours_per_million if best_dpd else None},
+        "cost_per_1m_output_tokens_usd": None if usd is None else {
+            "colocated": round(usd * best_coloc.node_hours_per_million, 2) if best_coloc else None,
+            "dpd": round(usd * best_dpd.node_hours_per_million, 2) if best_dpd else None},
+        "price_usd_per_instance_hour": usd,
+        "price_source": f"{inputs.prices.source} ({inputs.prices.as_of})" if usd is not None else None,
         "engine": model.name,
         "reason": reason,
+        "uncertain": uncertain,
+        "uncertainty": why,
+        "layout": {"colocated_replicas": chosen.layout.colocated_replicas,
+                   "prefill_replicas": chosen.layout.prefill_replicas,
+                   "decode_replicas": chosen.layout.decode_replicas,
+                   "routing_threshold_tokens": chosen.layout.routing_threshold_tokens},
     }
+
+
+def _crosses_line(inputs: PlanInputs, chosen: Candidate, other: Candidate | None, candidates: list[Candidate],
+                  band: dict[str, float]) -> tuple[bool, str]:
+    """Whether the validation's band reaches the other side of the split/no-split decision."""
+    tokens_band = band["output_throughput"]
+    time_band = band["time_pct"] / 100
+    if other is not None:
+        gap = 100 * (other.node_hours_per_million / chosen.node_hours_per_million - 1)
+        if gap <= tokens_band:
+            return True, (f"the two sides differ by {gap:.0f} % in instance-hours per token, inside the throughput "
+                          f"band of +-{tokens_band:.0f} points: benchmark both (hyperpod-dpd bench) before deciding")
+    if chosen.slo_margin(inputs) < time_band:
+        return True, (f"the chosen layout meets the SLO by {100 * chosen.slo_margin(inputs):.0f} %, inside the time "
+                      f"band of +-{100 * time_band:.0f} %: benchmark it (hyperpod-dpd bench) before deciding")
+    near = [c for c in candidates if c.layout.split != chosen.layout.split and not c.meets(inputs)
+            and c.slo_margin(inputs) > -time_band
+            and c.node_hours_per_million < chosen.node_hours_per_million]
+    if near:
+        return True, (f"{layout_text(near[0].layout)} misses the SLO by less than the time band (+-"
+                      f"{100 * time_band:.0f} %) and would take fewer instance-hours: benchmark both before deciding")
+    return False, (f"the other side is outside the bands (throughput +-{tokens_band:.0f} points, times "
+                   f"+-{100 * time_band:.0f} %)")
 
 
 def _seconds(s: float) -> str:
@@ -374,7 +447,7 @@ def _load_text(concurrency: int | None, rate: float | None) -> str:
     return f"concurrency {concurrency}" if concurrency is not None else f"{rate:g} requests/s"
 
 
-def _layout_text(layout: Layout) -> str:
+def layout_text(layout: Layout) -> str:
     if layout.split:
         return f"DPD {layout.prefill_replicas} prefill + {layout.decode_replicas} decode"
     return f"colocated x{layout.colocated_replicas}"

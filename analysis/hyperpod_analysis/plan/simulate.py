@@ -8,13 +8,17 @@ the threshold to a prefill engine (eager), whose finished KV crosses EFA (one FI
 at the measured rate, into the decoder's PD buffer), and the decoder computes the last prompt token and
 decodes; shorter prompts are prefilled on the decoder itself.
 
-Load is closed-loop (``concurrency`` clients, each sending its next request when the last one ends, as
-genai-bench does) or open-loop Poisson at ``request_rate``. TPOT is genai-bench's: (E2E - TTFT) / (output - 1).
+Load is closed-loop like one genai-bench run (``concurrency`` clients start together on idle engines, each sends its
+next request when the last one ends, and the run stops when ``requests`` have completed; its output throughput
+is their output tokens over the run's duration, ramp-up included, and the latency statistics leave out the first
+``warmup_ratio`` of completions, as genai-bench's ``aggregate_metrics_data`` does) or open-loop Poisson at
+``request_rate``. TPOT is genai-bench's: (E2E - TTFT) / (output - 1).
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 import random
 import statistics
 from collections import deque
@@ -93,16 +97,22 @@ def simulate(*, model: StepModel, traffic: Traffic, concurrency: int | None, req
              prefix_reuse: float, colocated: EngineSpec | None = None, colocated_replicas: int = 1,
              prefill: EngineSpec | None = None, prefill_replicas: int = 0, decode: EngineSpec | None = None,
              decode_replicas: int = 0, dpd: DpdParams | None = None, seed: int = 7,
-             measured_requests: int | None = None) -> Metrics:
+             requests: int = 320, warmup_ratio: float = 0.1) -> Metrics:
     """Run one layout under one load and return the median and p95 latencies and the output throughput."""
     rng = random.Random(seed)
     clients = concurrency or 0
-    # Closed loop: a few cohorts of every client. Open loop: at least a minute of arrivals, so that an offered
-    # rate above capacity shows as a growing queue rather than a short transient.
-    measure = measured_requests or (max(128, 4 * clients) if clients else
-                                    max(128, min(3000, int(60 * (request_rate or 0)))))
-    warm = max(clients, 16)
-    total = warm + measure + clients
+    if clients:
+        # genai-bench: at least ``requests`` completions (two cohorts of every client at the least).
+        measure = max(requests, 2 * clients)
+        warm = int(measure * warmup_ratio)
+        measure -= warm
+        total = warm + measure + clients
+    else:
+        # Open loop: at least a minute of arrivals, so that an offered rate above capacity shows as a growing
+        # queue rather than a short transient.
+        measure = max(128, min(3000, int(60 * (request_rate or 0))))
+        warm = 16
+        total = warm + measure
     events: list[tuple[float, int, str, object]] = []
     seq = 0
 
@@ -152,13 +162,28 @@ def simulate(*, model: StepModel, traffic: Traffic, concurrency: int | None, req
         plan = schedule(e)
         if plan is None:
             return
-        b = plan[0]
-        dur = e.model.step_seconds(decode_tokens=int(b[0]), decode_context=int(b[1]), prefill_tokens=int(b[2]),
-                                   prefill_attention=b[3], eager=e.spec.eager) + e.spec.connector_seconds_per_step
+        (dec, dctx, ptok, patt), work = plan
+        dur = step_seconds(e, dec, dctx, ptok, patt)
+        steps = 1
+        if ptok == 0 and not e.waiting:
+            # Decode only, nothing waiting: the batch stays the same until a request finishes or another event
+            # could add work, so take those steps at once (the same times as one by one, far fewer events).
+            left = min(r.osl - r.out for r, _ in work)
+            room = (events[0][0] if events else math.inf) - t
+            if left > 1 and dur < room:
+                # Every step adds ``dec`` tokens of context, so step k lasts s0 + k*d (a decode step is linear in
+                # the context it reads): take the steps up to the first that ends at or after the next event.
+                d = step_seconds(e, dec, dctx + dec, 0, 0.0) - dur
+                steps = left if math.isinf(room) else min(left, _steps_to_reach(room, dur, d))
+                dur = steps * dur + d * steps * (steps - 1) / 2
         e.busy = True
-        push(t + dur, "step", (e, plan[1]))
+        push(t + dur, "step", (e, work, steps))
 
-    def schedule(e: _Engine) -> tuple[tuple[float, float, float, float], list[tuple[_Req, int]]] | None:
+    def step_seconds(e: _Engine, dec: int, dctx: int, ptok: int, patt: float) -> float:
+        return e.model.step_seconds(decode_tokens=dec, decode_context=dctx, prefill_tokens=ptok,
+                                    prefill_attention=patt, eager=e.spec.eager) + e.spec.connector_seconds_per_step
+
+    def schedule(e: _Engine) -> tuple[tuple[int, int, int, float], list[tuple[_Req, int]]] | None:
         budget = e.spec.max_num_batched_tokens
         work: list[tuple[_Req, int]] = []
         dec = dctx = ptok = 0
@@ -202,7 +227,7 @@ def simulate(*, model: StepModel, traffic: Traffic, concurrency: int | None, req
             buffer_used -= r.isl
             retry_blocked(now_box[0])
 
-    def finish_step(e: _Engine, work: list[tuple[_Req, int]], t: float) -> None:
+    def finish_step(e: _Engine, work: list[tuple[_Req, int]], steps: int, t: float) -> None:
         for r, n in work:
             if r.prefill_left > 0:
                 r.prefill_left -= n
@@ -219,8 +244,8 @@ def simulate(*, model: StepModel, traffic: Traffic, concurrency: int | None, req
                 if r.first < 0:
                     r.first = t
             else:
-                r.out += 1
-                r.ctx += 1
+                r.out += steps
+                r.ctx += steps
             if r.out >= r.osl:
                 r.done = t
                 e.running.remove(r)
@@ -269,8 +294,8 @@ def simulate(*, model: StepModel, traffic: Traffic, concurrency: int | None, req
         if kind == "arrival":
             new_request(t)
         elif kind == "step":
-            engine, work = cast(tuple[_Engine, list[tuple[_Req, int]]], obj)
-            finish_step(engine, work, t)
+            engine, work, steps = cast(tuple[_Engine, list[tuple[_Req, int]], int], obj)
+            finish_step(engine, work, steps, t)
             for x in engines:
                 kick(x, t)
         elif kind == "arrive_decode":
@@ -280,16 +305,15 @@ def simulate(*, model: StepModel, traffic: Traffic, concurrency: int | None, req
             target = min(decoders, key=_Engine.load)
             target.waiting.append(r)
             kick(target, t)
-    window = sorted(done, key=lambda r: r.done)[warm:warm + measure]
-    if len(window) < 2:
-        window = done
+    finished = sorted(done, key=lambda r: r.done)[:warm + measure]
+    window = finished[warm:] if len(finished) - warm >= 2 else finished
     ttft = [r.first - r.arrive for r in window]
     tpot = [(r.done - r.first) / (r.osl - 1) for r in window if r.osl > 1]
     e2e = [r.done - r.arrive for r in window]
     if clients:
-        # Little's law for a closed loop (c requests always in flight): steadier than counting completions in a
-        # window, whose ends fall at arbitrary phases of the bursts that equal-length requests produce.
-        throughput = clients * statistics.fmean(r.osl for r in window) / statistics.fmean(e2e)
+        # genai-bench: output tokens of the completed requests over the run, from the first send to the last
+        # completion counted (aggregated_metrics_collector.py: num_output_tokens.sum / run_duration).
+        throughput = sum(r.osl for r in finished) / finished[-1].done
         saturated = False
     else:
         span = window[-1].done - window[0].done
@@ -302,6 +326,14 @@ def simulate(*, model: StepModel, traffic: Traffic, concurrency: int | None, req
         e2e_p50_ms=1e3 * statistics.median(e2e), output_tokens_per_s=throughput,
         ttft_p95_ms=1e3 * _p95(ttft), tpot_p95_ms=1e3 * _p95(tpot) if tpot else 0.0,
         peak_buffer_tokens=peak_buffer, saturated=saturated)
+
+
+def _steps_to_reach(room: float, first: float, growth: float) -> int:
+    """The fewest steps (first, first + growth, ...) whose total reaches ``room``."""
+    if growth <= 1e-15:
+        return max(1, math.ceil(room / first))
+    a, b = growth / 2, first - growth / 2
+    return max(1, math.ceil((-b + math.sqrt(b * b + 4 * a * room)) / (2 * a)))
 
 
 def _p95(xs: list[float]) -> float:

@@ -4,7 +4,6 @@ Each term is small, documented with its source, and unit-tested against hand-com
 
 * KV bytes per token (from the model's config.json) and the KV transfer over EFA through LMCache/NIXL;
 * the router's threshold: prompts shorter than ``routing_threshold_tokens`` are prefilled on the decoder;
-* eager-mode prefill (``--enforce-eager`` on the prefill role);
 * HyperPod's node granularity: replicas come in whole TP-sized engines on whole 8-GPU nodes.
 """
 
@@ -45,12 +44,6 @@ def routed_to_prefill(prompt_tokens: int, threshold_tokens: int) -> bool:
     """The operator's router: prompts at or above the threshold go prefill -> decode (pdSpec.routingThreshold:
     "Requests with estimated input tokens >= threshold go through DPD"); shorter ones go straight to decode."""
     return prompt_tokens >= threshold_tokens
-
-
-#: ``--enforce-eager`` turns off torch.compile fusions and CUDA graphs on the prefill role. Large prefill
-#: passes are compute-bound, so only the unfused element-wise kernels (and LMCache's per-layer KV store in the
-#: forward pass) cost extra: a documented parameter, fitted to the AWS calibration run (x1.15).
-EAGER_PREFILL_SLOWDOWN = 1.15
 
 
 def replicas_per_node(tp: int, gpus_per_node: int) -> int:

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from hyperpod_core.atomic import write_text_atomic
-from hyperpod_core.config import parse_config
+from hyperpod_core.config import Config, parse_config
 from hyperpod_core.errors import UsageError
 
 Path_ = tuple[str | int, ...]
@@ -91,3 +91,33 @@ def _scalar_spans(text: str) -> dict[Path_, tuple[int, int]]:
     if root is not None:
         walk(root, ())
     return spans
+
+
+def unused_nodes(config: Config, rec: dict[str, Any]) -> list[str]:
+    """The config's GPU nodes that no replica of the recommendation would run on (they are billed all the same)."""
+    kind = rec["instance_type"]
+    groups = list(enumerate(config.hyperpod.instance_groups))
+    warnings = [f"hyperpod.instance_groups[{i}] ({g.name}) holds {g.instance_count} {g.instance_type} node(s) that "
+                f"no replica uses (the endpoint runs on {kind})"
+                for i, g in groups if g.instance_type != kind and g.instance_count]
+    mine = [(i, g) for i, g in groups if g.instance_type == kind]
+    if not rec["split"]:
+        have = sum(g.instance_count for _, g in mine)
+        if have > rec["nodes"]:
+            warnings.append(f"the config holds {have} {kind} node(s); the colocated recommendation uses "
+                            f"{rec['nodes']}: {have - rec['nodes']} idle")
+        return warnings
+    short = 0
+    for role in ("prefill", "decode"):
+        have = sum(g.instance_count for _, g in mine if g.pool == role)
+        need = rec[f"{role}_nodes"]
+        if have > need:
+            names = ", ".join(f"instance_groups[{i}]" for i, g in mine if g.pool == role)
+            warnings.append(f"hyperpod.{names} (pool {role}) hold {have} node(s); the recommendation's {role} "
+                            f"replicas use {need}: {have - need} idle")
+        short += max(0, need - have)
+    shared = sum(g.instance_count for _, g in mine if g.pool == "shared")
+    if shared > short:
+        warnings.append(f"shared instance groups hold {shared} node(s); the recommendation needs {short} of them: "
+                        f"{shared - short} idle")
+    return warnings

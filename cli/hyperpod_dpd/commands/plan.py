@@ -11,11 +11,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from hyperpod_analysis.plan import calibration, planner, terms
+from hyperpod_analysis.plan import planner, terms, validation
+from hyperpod_analysis.plan.coldstart import cold_start, cold_start_line
 from hyperpod_analysis.plan.facts import PINNED_PRICES, PriceTable, load_price_file, parse_price_flag
 from hyperpod_analysis.plan.traffic import parse
-from hyperpod_analysis.plan.write import merge_recommendation
+from hyperpod_analysis.plan.write import merge_recommendation, unused_nodes
 from hyperpod_core import environment
+from hyperpod_core.config import load_config
 from hyperpod_core.errors import UsageError
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
 
@@ -55,9 +57,15 @@ def plan(
     write: Annotated[bool, typer.Option(
         "--write", help="Merge the recommendation into the config file (validated first, replaced atomically).")] =
         False,
+    show_calibration: Annotated[bool, typer.Option(
+        "--calibration", help="Print the leave-one-out validation against the published data (predicted vs "
+        "published, error per point) and the six efficiencies, then exit.")] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Estimate colocated vs disaggregated prefill/decode for your traffic and recommend a layout."""
+    if show_calibration:
+        _print_calibration(validation.validate(), as_json)
+        return
     e = environment.resolve(config, env)
     scenarios = [parse(t) for t in (traffic or ["D(4096,256)"])]
     if request_rate is not None and concurrency is not None:
@@ -80,27 +88,34 @@ def plan(
     if tpot_p95 is not None:
         overrides["tpot_slo_s"] = tpot_p95
     inputs = planner.inputs_from_config(e.config, model=model, **overrides)
-    inputs.prices.price(inputs.instance.instance_type)  # fail early without a price
     for t in scenarios:
         planner.check_traffic(inputs, t)
     sm = planner.step_model(inputs)
     loads: list[tuple[int | None, float | None]] = [(c, None) for c in levels] or [(None, request_rate)]
-    comparisons = [planner.compare(inputs, sm, t, concurrency=c, request_rate=r) for t in scenarios for c, r in loads]
     rec = planner.recommend(inputs, sm, scenarios, levels, request_rate)
-    checks = calibration.check(inputs)
+    chosen = planner.recommended_layout(rec)
+    comparisons = [planner.compare(inputs, sm, t, concurrency=c, request_rate=r, recommended=chosen)
+                   for t in scenarios for c, r in loads]
+    rec["cold_start"] = [{"source": c.source, "seconds": list(c.seconds) if c.seconds else None, "note": c.note}
+                         for c in cold_start(inputs.model)]
+    notes = [planner.price_note(inputs), _validation_line(), cold_start_line(inputs.model)]
     if as_json:
         print(json.dumps({"scenarios": [c.as_dict() for c in comparisons], "recommendation": rec}, indent=2))
-        print(_calibration_line(checks), file=sys.stderr)
+        for note in notes:
+            print(note, file=sys.stderr)
     else:
-        _print_tables(inputs, comparisons, rec, checks)
-    if write:
-        if not rec["split"]:
-            print(f"not written: the recommendation is colocated; apply dist/{e.config.endpoint.name}-colocated"
-                  ".k8s.yaml instead of the DPD manifest", file=sys.stderr)
-            return
+        _print_tables(inputs, comparisons, rec, notes)
+    written = e.config
+    if write and not rec["split"]:
+        print(f"not written: the recommendation is colocated; apply dist/{e.config.endpoint.name}-colocated"
+              ".k8s.yaml instead of the DPD manifest", file=sys.stderr)
+    elif write:
         changes = merge_recommendation(e.config_path, rec)
-        print(f"wrote {e.config_path}: " + ("; ".join(changes) if changes else "already as recommended"),
+        print(f"wrote {e.config_path}: " + ("; ".join(changes) if changes else "nothing: already as recommended"),
               file=sys.stderr)
+        written = load_config(e.config_path)
+    for warning in unused_nodes(written, rec):
+        print(f"warning: {warning}", file=sys.stderr)
 
 
 def _levels(text: str) -> list[int]:
@@ -130,47 +145,96 @@ def _pct(x: float) -> str:
     return f"{x:+.1f}%"
 
 
+def _band(metric: str) -> str:
+    return f"+-{validation.BANDS[metric]:.0f}"
+
+
 def _print_tables(inputs: planner.PlanInputs, comparisons: list[planner.Comparison], rec: dict[str, Any],
-                  checks: list[dict[str, Any]]) -> None:
+                  notes: list[str]) -> None:
     out = Console(width=None if sys.stdout.isatty() else 140)
+    priced = inputs.prices.price(inputs.instance.instance_type) is not None
     out.print(f"{inputs.model.name} on {inputs.instance.instance_type} (TP {inputs.tp}), engine {rec['engine']}, "
               f"KV {terms.kv_bytes_per_token(inputs.model):,} bytes/token over EFA at "
-              f"{terms.kv_transfer_bytes_per_s(inputs.instance, inputs.kv_transfer_bytes_per_s) / 1e9:g} GB/s")
+              f"{terms.kv_transfer_bytes_per_s(inputs.instance, inputs.kv_transfer_bytes_per_s) / 1e9:g} GB/s; "
+              f"times +-{validation.BANDS['time_pct']:.0f} % (validation)")
     for c in comparisons:
         nodes = c.layout.nodes(inputs)
         load = f"concurrency {c.concurrency}" if c.concurrency is not None else f"{c.request_rate:g} req/s"
         t = Table(title=f"{c.traffic.text} at {load}", title_justify="left")
-        for col in ("layout", "nodes", "TTFT p50 ms", "TPOT p50 ms", "E2E p50 ms", "out tok/s", "tok/s/GPU",
-                    "USD/1M out"):
-            t.add_column(col, justify="right" if col not in ("layout",) else "left")
-        rows = [("colocated, 1 node (AWS compared)", 1, c.colocated),
-                (f"colocated, {nodes} nodes (equal GPUs)", nodes, c.colocated_equal_gpus),
-                (f"DPD {c.layout.prefill_replicas}P+{c.layout.decode_replicas}D", nodes, c.dpd)]
-        for name, n, m in rows:
+        columns = ["layout", "nodes", "TTFT p50 ms", "TPOT p50 ms", "E2E p50 ms", "out tok/s", "tok/s/GPU",
+                   "node-h/1M out"] + (["USD/1M out"] if priced else [])
+        for col in columns:
+            t.add_column(col, justify="right" if col != "layout" else "left")
+        chosen = planner.recommended_layout(rec)
+        per_node = inputs.instance.gpus // inputs.tp
+        rows = [("colocated, 1 node (AWS compared)", planner.Layout(colocated_replicas=per_node), 1, c.colocated),
+                (f"colocated, {nodes} nodes (equal GPUs)",
+                 planner.Layout(colocated_replicas=nodes * per_node), nodes,
+                 c.colocated_equal_gpus),
+                (f"DPD {c.layout.prefill_replicas}P+{c.layout.decode_replicas}D (config)", c.layout, nodes, c.dpd)]
+        if c.recommended is not None:
+            layout, metrics = c.recommended
+            rows.append((planner.layout_text(layout), layout, layout.nodes(inputs), metrics))
+        for name, layout, n, m in rows:
             name += " (overloaded)" if m.saturated else ""
+            name = f"* {name} (recommended)" if layout == chosen else name
             per_gpu = planner.tokens_per_s_per_gpu(inputs, n, m.output_tokens_per_s)
-            t.add_row(name, str(n), f"{m.ttft_ms:.0f}", f"{m.tpot_ms:.1f}", f"{m.e2e_p50_ms:.0f}",
-                      f"{m.output_tokens_per_s:.0f}", f"{per_gpu}",
-                      f"{planner.cost_per_million_output_tokens(inputs, n, m.output_tokens_per_s):.2f}")
+            cells = [name, str(n), f"{m.ttft_ms:.0f}", f"{m.tpot_ms:.1f}", f"{m.e2e_p50_ms:.0f}",
+                     f"{m.output_tokens_per_s:.0f}", f"{per_gpu}",
+                     f"{planner.node_hours_per_million(n, m.output_tokens_per_s):.3g}"]
+            cost = planner.cost_per_million_output_tokens(inputs, n, m.output_tokens_per_s)
+            t.add_row(*cells, *([f"{cost:.2f}"] if priced and cost is not None else []))
         out.print(t)
         aws, eq = planner.improvement(c.colocated, c.dpd), planner.improvement(c.colocated_equal_gpus, c.dpd)
-        out.print(f"  DPD vs 1 colocated node: TPOT {_pct(aws['tpot'])}, E2E {_pct(aws['e2e_p50'])}, "
-                  f"throughput {_pct(aws['output_throughput'])}; at equal GPUs: TPOT {_pct(eq['tpot'])}, "
-                  f"E2E {_pct(eq['e2e_p50'])}, throughput {_pct(eq['output_throughput'])} (positive = DPD better)")
+        out.print(f"  DPD vs 1 colocated node: TPOT {_pct(aws['tpot'])} ({_band('tpot')} pts), E2E "
+                  f"{_pct(aws['e2e_p50'])} ({_band('e2e_p50')}), throughput {_pct(aws['output_throughput'])} "
+                  f"({_band('output_throughput')}); at equal GPUs: TPOT {_pct(eq['tpot'])}, E2E {_pct(eq['e2e_p50'])}, "
+                  f"throughput {_pct(eq['output_throughput'])} (positive = DPD better)")
     verdict = (f"split: {rec['prefill_replicas']} prefill replica(s) on {rec['prefill_nodes']} node(s) + "
                f"{rec['decode_replicas']} decode on {rec['decode_nodes']}, routing threshold "
                f"{rec['routing_threshold_tokens']}, PD buffer {rec['pd_buffer_size_bytes'] >> 30} GiB, max-num-seqs "
                f"prefill {rec['max_num_seqs']['prefill']} / decode {rec['max_num_seqs']['decode']}"
                if rec["split"] else f"do not split: colocated x{rec['colocated_replicas']} on {rec['nodes']} node(s)")
-    out.print(f"recommendation: {verdict} ({rec['reason']}; SLO TTFT p95 <= {inputs.ttft_slo_s:g} s, TPOT p95 <= "
-              f"{inputs.tpot_slo_s:g} s; price {rec['price_usd_per_instance_hour']} USD/h, {rec['price_source']})")
-    out.print(_calibration_line(checks))
+    out.print(f"recommendation (* row): {verdict} ({rec['reason']}; SLO TTFT p95 <= {inputs.ttft_slo_s:g} s, "
+              f"TPOT p95 <= {inputs.tpot_slo_s:g} s)")
+    if rec["uncertain"]:
+        out.print(f"  uncertain: {rec['uncertainty']}")
+    for note in notes:
+        out.print(note)
 
 
-def _calibration_line(checks: list[dict[str, Any]]) -> str:
-    parts = [f"{c['metric']}@c{c['concurrency']} {c['estimated_pct']:+.1f}% vs {c['published_pct']:+.1f}% "
-             f"({c['off_points']:+.1f} pts)" for c in checks]
-    worst = max(abs(c["off_points"]) for c in checks)
-    ok = "within" if all(c["within_tolerance"] for c in checks) else "OUTSIDE"
-    return (f"calibration (AWS 1P+1D vs 1 colocated p5, Llama-3.3-70B, D(4096,256)), same engine and parameters: "
-            f"{'; '.join(parts)}; worst {worst:.1f} pts, {ok} +-{calibration.TOLERANCE_POINTS:g}")
+def _validation_line() -> str:
+    b = validation.BANDS
+    return (f"validation (plan --calibration, leave-one-out on published data): bands TPOT +-{b['tpot']:g} pts, "
+            f"E2E +-{b['e2e_p50']:g} pts, throughput +-{b['output_throughput']:g} pts, step times "
+            f"+-{b['time_pct']:g} %")
+
+
+def _print_calibration(report: validation.Report, as_json: bool) -> None:
+    k = report.efficiencies
+    if as_json:
+        print(json.dumps({"efficiencies": {f: getattr(k, f) for f in k.__dataclass_fields__},
+                          "rows": [r.__dict__ for r in report.rows], "bands": report.bands(),
+                          "not_used": [{"source": s, "why": w} for s, w in validation.NOT_USED]}, indent=2))
+        return
+    out = Console(width=None if sys.stdout.isatty() else 160)
+    out.print("efficiencies (fitted on every point): " + ", ".join(
+        f"{f} {getattr(k, f):.3g}" for f in k.__dataclass_fields__))
+    t = Table(title="leave-one-out: each point predicted from a fit without it (kernel points: without their GPU)",
+              title_justify="left")
+    for col in ("published point", "published", "fit on all", "left out", "error"):
+        t.add_column(col, justify="left" if col == "published point" else "right")
+    for r in report.rows:
+        unit = " %" if r.unit == "pct" else " ms"
+        err = f"{r.error:+.1f} {'pts' if r.unit == 'pct' else '%'}"
+        miss = r.kind == "pd" and abs(r.error) > validation.TOLERANCE_POINTS
+        t.add_row(r.name, f"{r.published:g}{unit}", f"{r.fitted:g}{unit}", f"{r.left_out:g}{unit}",
+                  err + (" MISS" if miss else ""))
+    out.print(t)
+    b = report.bands()
+    out.print(f"bands: TPOT +-{b['tpot']:.1f} pts, E2E +-{b['e2e_p50']:.1f} pts, throughput "
+              f"+-{b['output_throughput']:.1f} pts, step times +-{b['time_pct']:.1f} %; worst P/D error "
+              f"{report.worst_pd_error():.1f} (tolerance +-{validation.TOLERANCE_POINTS:g}); causes of misses: "
+              f"docs/sizing.md")
+    for source, why in validation.NOT_USED:
+        out.print(f"not used: {source}: {why}")
