@@ -608,3 +608,88 @@ def test_a_second_deployment_differing_only_in_name_collides_nowhere(
     first = physical_names({s.stack_name: templates[s.node.id].to_json() for s in stacks.all()})
     second = physical_names(renamed_default_templates)
     assert not first & second, sorted(first & second)
+
+
+# --- one deployment never touches another's resources (issue 20, item 3) ----------------------------------------
+
+#: Where the IEC's tags go (CRD shared/crds/inferenceendpointconfigs.yaml, spec.tags: "the tags to be added to the
+#: Sagemaker Endpoint"; operator.md: "Propagated to SageMaker resources") and the ARN EKS gives a cluster (EKS API
+#: reference, Cluster.arn; ARN format in the IAM User Guide).
+EKS_CLUSTER_ARN_PATTERN = r"arn:aws[a-z-]*:eks:{region}:\d{{12}}:cluster/{name}"
+#: What the operator creates and deletes in SageMaker and ACM (AmazonSageMakerHyperPodInferenceAccess v4,
+#: operator.md S12: Create/Delete Model, EndpointConfig and Endpoint; ACM import and delete), all tagged
+#: CreatedBy=HyperPodInference whichever cluster the operator runs in.
+#: Our tags on what the operator creates (README "Two environments side by side"; hyperpod_core.names).
+DEPLOYMENT_TAG, EKS_CLUSTER_ARN_TAG = "deployment", "eks-cluster-arn"
+OPERATOR_DELETES = ("sagemaker:DeleteEndpoint", "sagemaker:DeleteEndpointConfig", "sagemaker:DeleteModel",
+                    "acm:DeleteCertificate")
+
+
+def _statement_actions(statement: dict) -> list[str]:
+    action = statement["Action"]
+    return action if isinstance(action, list) else [action]
+
+
+def _janitor(deployment) -> tuple[dict, list[dict]]:
+    """The platform stack's janitor custom resource and its role's policy statements."""
+    model = Model(deployment.templates)
+    ((key, janitor),) = model.resources("Custom::HyperPodEndpointJanitor")
+    stack = key.split("/")[0]
+    roles = {lid for lid, r in deployment.templates[stack]["Resources"].items()
+             if r["Type"] == "AWS::IAM::Role" and lid.startswith("EndpointJanitorRole")}
+    statements = [s for _, p in model.resources("AWS::IAM::Policy")
+                  if {r.get("Ref") for r in p["Properties"]["Roles"]} & roles
+                  for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    return janitor, statements
+
+
+def test_every_endpoint_carries_its_deployment_and_cluster_in_spec_tags(deployment, stacks) -> None:
+    """Fails on main (no spec.tags). The operator tags everything it creates CreatedBy=HyperPodInference in every
+    cluster (lifecycle-facts.md, "Isolation"), so only our own tags tell two deployments' resources apart: the
+    ``deployment`` tag our stacks carry (same key, same value; CloudFormation propagates stack tags to the
+    resources that support tags, "Resource tag" in the CloudFormation user guide) and this EKS cluster's ARN (a
+    placeholder only while no outputs file and no account in the config tell it)."""
+    c = deployment.config
+    if deployment.name == DEFAULT_CONFIG_PATH.name:  # the session's stack objects are the default config's
+        assert {s.stack_name: s.tags.tag_values().get(DEPLOYMENT_TAG) for s in stacks.all()} == {
+            s.stack_name: c.name for s in stacks.all()}
+    endpoints = [m for m in deployment.manifests if m.get("kind") == "InferenceEndpointConfig"]
+    assert endpoints
+    arn = EKS_CLUSTER_ARN_PATTERN.format(region=re.escape(c.region), name=re.escape(c.eks.cluster_name))
+    for m in endpoints:
+        tags = {t["name"]: t["value"] for t in m["spec"].get("tags") or []}
+        assert tags.get(DEPLOYMENT_TAG) == c.name, (m["metadata"]["name"], tags)
+        assert re.fullmatch(arn, tags.get(EKS_CLUSTER_ARN_TAG, "")) or \
+            tags.get(EKS_CLUSTER_ARN_TAG) == "UNRESOLVED-EksClusterArn", tags
+
+
+def test_the_janitor_deletes_only_what_this_deployment_owns(deployment) -> None:
+    """Fails on main (deletes conditioned on the operator's tag alone, no Model/EndpointConfig deletes). The
+    janitor knows this deployment's tag, and every delete of what the operator created is conditioned on the
+    operator's tag and on no other value of ours (IAM condition operators: ...IfExists is true when the key is
+    absent, so an untagged resource this cluster's objects name stays deletable)."""
+    janitor, statements = _janitor(deployment)
+    assert (janitor["Properties"]["DeploymentTagKey"], janitor["Properties"]["DeploymentTagValue"]) == (
+        DEPLOYMENT_TAG, deployment.config.name)
+    for action in OPERATOR_DELETES:
+        granting = [s for s in statements if action in _statement_actions(s)]
+        assert granting, f"the janitor cannot {action}: the operator's leftovers of this deployment would stay"
+        for s in granting:
+            assert s.get("Condition") == {
+                "StringEquals": {"aws:ResourceTag/CreatedBy": "HyperPodInference"},
+                "StringEqualsIfExists": {f"aws:ResourceTag/{DEPLOYMENT_TAG}": deployment.config.name}}, s
+
+
+def test_the_janitor_may_read_the_operators_endpoint_registrations(deployment) -> None:
+    """Fails on main. The SageMakerEndpointRegistration's status names the endpoint, endpoint config and model the
+    operator created (CRD shared/crds/sagemakerendpointregistrations.yaml, status.endpoint.{arn,configArn,
+    modelArn}): the janitor's Kubernetes group may get and list them (and nothing more on them)."""
+    plural, group = "sagemakerendpointregistrations", "inference.sagemaker.aws.amazon.com"  # the CRD's names
+    model = Model(deployment.templates)
+    manifests = [json.dumps(r["Properties"]["Manifest"]) for _, r in model.resources(
+        "Custom::AWSCDK-EKS-KubernetesResource") if "hyperpod-dpd-endpoint-janitor" in json.dumps(r)]
+    assert len(manifests) == 1
+    objects = json.loads(json.loads(manifests[0]))
+    (role,) = [o for o in objects if o["kind"] == "ClusterRole"]
+    rules = [r for r in role["rules"] if plural in r["resources"]]
+    assert rules == [{"apiGroups": [group], "resources": [plural], "verbs": ["get", "list"]}]

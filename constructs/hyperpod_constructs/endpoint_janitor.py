@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from aws_cdk import CustomResource, Duration, Stack, Token
 from aws_cdk import aws_ec2 as ec2
@@ -28,11 +29,20 @@ KUBERNETES_GROUP = "hyperpod-dpd:endpoint-janitor"
 RBAC_NAME = "hyperpod-dpd-endpoint-janitor"
 OPERATOR_API_GROUP = "inference.sagemaker.aws.amazon.com"
 OPERATOR_RESOURCES = ("inferenceendpointconfigs", "jumpstartmodels")
+#: Read only: the operator's record of each SageMaker endpoint, whose status names the endpoint, endpoint config
+#: and model it created (CRD sagemakerendpointregistrations.inference.sagemaker.aws.amazon.com).
+OPERATOR_REGISTRATIONS = "sagemakerendpointregistrations"
 #: Tags the janitor's delete permissions are conditioned on (the operator's and the ALB controller's).
 OPERATOR_TAG = ("CreatedBy", "HyperPodInference")
 ALB_CLUSTER_TAG = "elbv2.k8s.aws/cluster"
 RBAC_RULES = ({"apiGroups": [OPERATOR_API_GROUP], "resources": list(OPERATOR_RESOURCES),
-               "verbs": ["get", "list", "delete"]},)
+               "verbs": ["get", "list", "delete"]},
+              {"apiGroups": [OPERATOR_API_GROUP], "resources": [OPERATOR_REGISTRATIONS], "verbs": ["get", "list"]})
+#: The SageMaker resources the operator creates (AmazonSageMakerHyperPodInferenceAccess: Create/Delete Endpoint,
+#: EndpointConfig and Model), as (ARN resource type, delete action, statement id).
+SAGEMAKER_RESOURCES = (("endpoint", "sagemaker:DeleteEndpoint", "DeleteOperatorEndpoints"),
+                       ("endpoint-config", "sagemaker:DeleteEndpointConfig", "DeleteOperatorEndpointConfigs"),
+                       ("model", "sagemaker:DeleteModel", "DeleteOperatorModels"))
 LAMBDA_TIMEOUT = Duration.minutes(5)
 MIN_TIMEOUT = Duration.minutes(5)
 #: ServiceTimeout (below CloudFormation's hour, aws/aws-cdk#33837) = the wait plus 5 minutes.
@@ -69,6 +79,12 @@ class EndpointJanitorProps:
     created in *this* construct's stack (so a janitor in a later stack adds no reference back to the
     cluster's stack). Requires ``vpc``. Default: a new group with all outbound traffic allowed (when
     ``vpc`` is set); then a :class:`LambdaEniWaiter` makes the destroy wait for the functions' ENIs."""
+    deployment_tag: tuple[str, str] | None = None
+    """``(key, value)`` of the tag that names this deployment on what the operator creates for it (the
+    InferenceEndpointConfigs' ``spec.tags``). The janitor deletes SageMaker resources and certificates only when
+    they carry it, or when this cluster's objects name them; its IAM refuses the deletes on anything carrying
+    this key with another value. Default: none; then only the names this cluster's objects give, and a tag
+    naming this cluster, make a resource the janitor's to delete."""
     log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
     """Retention of the janitor's log groups (handlers and provider framework). Default: one month."""
     bundled_modules: Mapping[str, Path]
@@ -79,14 +95,17 @@ class EndpointJanitorProps:
 
 class EndpointJanitor(Construct):
     """On stack delete, deletes every InferenceEndpointConfig and JumpStartModel and waits until the
-    operator has removed the SageMaker endpoints, load balancers, target groups and ACM certificates it
-    created for them. What the operator leaves (once no object is left, or after half of ``timeout``) it
-    deletes itself: the resources carrying the operator's tag, the load balancers, target groups and
-    security groups carrying the load balancer controller's cluster tag (its IAM allows exactly that). After
-    ``timeout`` it fails with one message naming what is left and what helps.
+    operator has removed the SageMaker endpoints, endpoint configs, models, load balancers, target groups and
+    ACM certificates it created for them. What the operator leaves (once no object is left, or after half of
+    ``timeout``) it deletes itself: the operator's SageMaker resources and certificates that are this
+    deployment's (``deployment_tag``, or named by the status of this cluster's objects), and the load
+    balancers, target groups and security groups carrying the load balancer controller's cluster tag (its IAM
+    allows exactly that). The operator's resources of other deployments, or of unknown owner, are named in its
+    log and left alone. After ``timeout`` it fails with one message naming what is left and what helps.
 
     Kubernetes access: an access entry mapping the role to the ``hyperpod-dpd:endpoint-janitor`` group
-    and a ClusterRole allowing only get/list/delete on the operator's two resources (not cluster admin).
+    and a ClusterRole allowing only get/list/delete on the operator's two resources and get/list on its
+    SageMakerEndpointRegistrations (not cluster admin).
 
     Ordering contract: the janitor must be *deleted before* the inference operator add-on (whose
     finalizers do the actual cleanup), the operator's IAM roles, the ALB controller and the network. Since
@@ -146,35 +165,47 @@ class EndpointJanitor(Construct):
                 "ClusterName": props.cluster.cluster_name,
                 "ClusterArn": props.cluster.cluster_arn,
                 "WaitSeconds": lambda_provider.handler_wait_seconds(props.timeout, props.query_interval),
+                **({"DeploymentTagKey": props.deployment_tag[0], "DeploymentTagValue": props.deployment_tag[1]}
+                   if props.deployment_tag is not None else {}),
             },
             depends_on=(self.access_entry, self.rbac, self.role, *functions, self.provider, *props.depends_on,
                         *vpc.resource_dependencies))
         self._acknowledge_nag()
 
     def _grant(self, stack: Stack) -> None:
-        """Read what the operator may have left; delete only what carries its tag or the controller's."""
+        """Read what the operator may have left; delete only what carries its tag (and no other deployment's)
+        or the controller's."""
         def arn(service: str, resource: str) -> str:
             return stack.format_arn(service=service, resource=resource, resource_name="*")
 
         cluster_name = self.props.cluster.cluster_name
-        operator_tagged = {"StringEquals": {f"aws:ResourceTag/{OPERATOR_TAG[0]}": OPERATOR_TAG[1]}}
+        operator_tagged: dict[str, Any] = {"StringEquals": {f"aws:ResourceTag/{OPERATOR_TAG[0]}": OPERATOR_TAG[1]}}
+        if self.props.deployment_tag is not None:
+            # A resource tagged for another deployment is refused even if the code erred; one without the tag
+            # (the operator did not propagate spec.tags) is allowed: the handler deletes it only when this
+            # cluster's objects name it (IAM: a ...IfExists operator is true when the key is absent).
+            key, value = self.props.deployment_tag
+            operator_tagged["StringEqualsIfExists"] = {f"aws:ResourceTag/{key}": value}
         controller_tagged = {"StringEquals": {f"aws:ResourceTag/{ALB_CLUSTER_TAG}": cluster_name}}
         statements = [
             iam.PolicyStatement(actions=["eks:DescribeCluster"], resources=[self.props.cluster.cluster_arn]),
             # List* and Describe* here support no resource-level permissions (service authorization reference).
             iam.PolicyStatement(
-                actions=["sagemaker:ListEndpoints", "acm:ListCertificates",
-                         "elasticloadbalancing:DescribeLoadBalancers",
+                actions=["sagemaker:ListEndpoints", "sagemaker:ListEndpointConfigs", "sagemaker:ListModels",
+                         "acm:ListCertificates", "elasticloadbalancing:DescribeLoadBalancers",
                          "elasticloadbalancing:DescribeTargetGroups", "elasticloadbalancing:DescribeTags",
                          "ec2:DescribeSecurityGroups"],
                 resources=["*"]),
-            iam.PolicyStatement(actions=["sagemaker:ListTags"], resources=[arn("sagemaker", "endpoint")]),
-            iam.PolicyStatement(actions=["acm:ListTagsForCertificate"], resources=[arn("acm", "certificate")]),
+            iam.PolicyStatement(actions=["sagemaker:ListTags"],
+                                resources=[arn("sagemaker", t) for t, _, _ in SAGEMAKER_RESOURCES]),
+            iam.PolicyStatement(actions=["acm:ListTagsForCertificate", "acm:DescribeCertificate"],
+                                resources=[arn("acm", "certificate")]),
             # Deletes: only resources tagged by the operator (CreatedBy=HyperPodInference) or by the load
             # balancer controller for this cluster (elbv2.k8s.aws/cluster=<name>), as AWS's own controller
             # policy conditions its deletes.
-            iam.PolicyStatement(sid="DeleteOperatorEndpoints", actions=["sagemaker:DeleteEndpoint"],
-                                resources=[arn("sagemaker", "endpoint")], conditions=operator_tagged),
+            *(iam.PolicyStatement(sid=sid, actions=[action], resources=[arn("sagemaker", resource_type)],
+                                  conditions=operator_tagged)
+              for resource_type, action, sid in SAGEMAKER_RESOURCES),
             iam.PolicyStatement(sid="DeleteOperatorCertificates", actions=["acm:DeleteCertificate"],
                                 resources=[arn("acm", "certificate")], conditions=operator_tagged),
             iam.PolicyStatement(
@@ -206,14 +237,19 @@ class EndpointJanitor(Construct):
         scoped = ("AwsSolutions::AwsSolutions-IAM5"
                   "[Resource::arn:<AWS::Partition>:{}:" + region + ":<AWS::AccountId>:{}]")
         acknowledge(self.role, "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
-                    "sagemaker:ListEndpoints, acm:ListCertificates, elasticloadbalancing:Describe* and "
-                    "ec2:DescribeSecurityGroups accept no resource scope; all of them are read-only.")
-        acknowledge(self.role, scoped.format("sagemaker", "endpoint/*"),
-                    "ListTags on this account's endpoints (the operator picks the names); DeleteEndpoint only "
-                    "with the condition aws:ResourceTag/CreatedBy=HyperPodInference.")
+                    "sagemaker:ListEndpoints/ListEndpointConfigs/ListModels, acm:ListCertificates, "
+                    "elasticloadbalancing:Describe* and ec2:DescribeSecurityGroups accept no resource scope; all "
+                    "of them are read-only.")
+        delete_condition = "the condition aws:ResourceTag/CreatedBy=HyperPodInference" + (
+            f" and no {self.props.deployment_tag[0]} tag of another deployment"
+            if self.props.deployment_tag is not None else "")
+        for resource_type, action, _ in SAGEMAKER_RESOURCES:
+            acknowledge(self.role, scoped.format("sagemaker", f"{resource_type}/*"),
+                        f"ListTags on this account's {resource_type}s (the operator picks the names); "
+                        f"{action.split(':')[1]} only with {delete_condition}.")
         acknowledge(self.role, scoped.format("acm", "certificate/*"),
-                    "ListTagsForCertificate (ACM assigns ids at import); DeleteCertificate only with the "
-                    "condition aws:ResourceTag/CreatedBy=HyperPodInference.")
+                    "ListTagsForCertificate and DescribeCertificate (ACM assigns ids at import); DeleteCertificate "
+                    f"only with {delete_condition}.")
         for resource in ("loadbalancer/app/*", "loadbalancer/net/*", "targetgroup/*"):
             acknowledge(self.role, scoped.format("elasticloadbalancing", resource),
                         "Delete only with the condition aws:ResourceTag/elbv2.k8s.aws/cluster=<this cluster>; "
@@ -224,7 +260,8 @@ class EndpointJanitor(Construct):
 
 
 def rbac_manifests() -> list[dict[str, object]]:
-    """ClusterRole + binding for the janitor's Kubernetes group: the operator's two resources, nothing else."""
+    """ClusterRole + binding for the janitor's Kubernetes group: the operator's two resources and (read only) its
+    SageMakerEndpointRegistrations, nothing else."""
     return cluster_api_access.rbac_manifests(name=RBAC_NAME, group=KUBERNETES_GROUP, rules=RBAC_RULES)
 
 

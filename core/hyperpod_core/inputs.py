@@ -17,6 +17,12 @@ prints one line per value):
   placeholder workspace ``ws-UNRESOLVED-AmpWorkspaceEndpoint`` (only used when autoscaling is on).
 * GPU availability-zone *name* (``pdSpec.topologySpec.availabilityZone``): ``GpuAvailabilityZone`` from
   the outputs file, else omitted. The config holds the AZ *ID*; the name differs per account.
+* EKS cluster ARN (the endpoints' ``spec.tags`` value of ``eks-cluster-arn``): ``EksClusterArn`` from the
+  outputs file (it must name ``eks.cluster_name`` in ``region``), else derived from the config when it names
+  exactly one account (``eks.admin_principal_arn``, training plans): ``arn:<partition>:eks:<region>:<account>:
+  cluster/<eks.cluster_name>``, the format EKS gives every cluster; else the placeholder
+  ``UNRESOLVED-EksClusterArn``. The janitor and ``sweep`` read a tag value with that prefix as naming no cluster,
+  and the ``deployment`` tag (always the config's ``name``) still ties the resources to this deployment.
 * role ARNs (inference execution, KEDA): reported for the record; the InferenceEndpointConfig has no
   field for them (the operator add-on holds them).
 
@@ -62,6 +68,7 @@ class EndpointInputs:
     gpu_availability_zone: Resolved
     inference_execution_role_arn: Resolved
     keda_role_arn: Resolved
+    eks_cluster_arn: Resolved
 
     def lines(self) -> list[str]:
         """``input <name> = <value> (<source>)``, one line per value, for the synth log."""
@@ -72,6 +79,7 @@ class EndpointInputs:
             ("gpu_availability_zone", self.gpu_availability_zone),
             ("inference_execution_role_arn", self.inference_execution_role_arn),
             ("keda_role_arn", self.keda_role_arn),
+            ("eks_cluster_arn", self.eks_cluster_arn),
         )
         return [f"input {name} = {r.value if r.value is not None else '-'} ({r.source})" for name, r in rows]
 
@@ -128,6 +136,33 @@ def check_ownership(config: Config, path: Path, data: dict[str, dict[str, object
         if expected_accounts and account not in expected_accounts:
             raise ConfigError(f"{where}: {source} is in account {account} but the config's ARNs name account "
                               f"{', '.join(sorted(expected_accounts))} (outputs file of another deployment?)")
+
+
+def _partition(region: str) -> str:
+    """The ARN partition of a region (ARN format, IAM User Guide): ``aws-cn`` for China, ``aws-us-gov`` for
+    GovCloud, ``aws`` for every other region."""
+    return "aws-cn" if region.startswith("cn-") else "aws-us-gov" if region.startswith("us-gov-") else "aws"
+
+
+def eks_cluster_arn(config: Config, found: dict[str, tuple[str, str]], where: str) -> Resolved:
+    """The EKS cluster's ARN: from the outputs (``found``, :func:`read_outputs_file`), derived, or a placeholder
+    (module docstring). ``where`` names the outputs file in messages."""
+    name = config.eks.cluster_name
+    if outputs.EKS_CLUSTER_ARN in found:
+        stack, value = found[outputs.EKS_CLUSTER_ARN]
+        source = f"outputs file {where}: {stack}.{outputs.EKS_CLUSTER_ARN}"
+        pattern = rf"arn:aws[a-z-]*:eks:{re.escape(config.region)}:\d{{12}}:cluster/{re.escape(name)}"
+        if not re.fullmatch(pattern, value, re.ASCII):
+            raise ConfigError(f"{source} must be the ARN of EKS cluster {name!r} in {config.region} "
+                              f"(arn:aws:eks:{config.region}:<account>:cluster/{name}), got {value!r}")
+        return Resolved(value=value, source=source)
+    accounts = sorted(_config_accounts(config))
+    if len(accounts) == 1:
+        return Resolved(value=f"arn:{_partition(config.region)}:eks:{config.region}:{accounts[0]}:cluster/{name}",
+                        source="derived: config region, the account of its ARNs and eks.cluster_name")
+    return Resolved(value=PLACEHOLDER_PREFIX + outputs.EKS_CLUSTER_ARN, placeholder=True,
+                    source=f"PLACEHOLDER: no {outputs.EKS_CLUSTER_ARN} and no account in the config (pass "
+                           f"--outputs-file); the tag then names no cluster, the deployment tag still holds")
 
 
 def _load_outputs(path: Path) -> dict[str, dict[str, object]]:
@@ -230,6 +265,7 @@ def resolve_inputs(config: Config, outputs_file: Path | None) -> EndpointInputs:
         model_bucket_name=bucket, region=region, amp_workspace_endpoint=amp, gpu_availability_zone=zone,
         inference_execution_role_arn=role(outputs.INFERENCE_EXECUTION_ROLE_ARN),
         keda_role_arn=role(outputs.KEDA_ROLE_ARN),
+        eks_cluster_arn=eks_cluster_arn(config, found, where),
     )
 
 

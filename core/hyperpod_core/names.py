@@ -49,6 +49,12 @@ OPERATOR_DEPLOYMENTS: Final = ("hyperpod-inference-controller-manager",
 OPERATOR_CONTAINER: Final = "manager"
 ROUTER_CONTAINER: Final = "router-container"
 
+#: Tags that tie a resource to one deployment. The CDK stacks tag everything ``deployment=<name>``; the
+#: InferenceEndpointConfig's ``spec.tags`` carry both (CRD: "Propagated to SageMaker resources"), so that the
+#: endpoint janitor and ``hyperpod-dpd sweep`` delete what carries this deployment's tag and nothing of another's.
+DEPLOYMENT_TAG: Final = "deployment"
+EKS_CLUSTER_ARN_TAG: Final = "eks-cluster-arn"
+
 Role = Literal["prefill", "decode"]
 ROLES: Final[tuple[Role, ...]] = ("prefill", "decode")
 

@@ -27,7 +27,7 @@ from hyperpod_constructs.service_timeouts import ServiceTimeouts
 from hyperpod_core import artifacts, pins
 from hyperpod_core.config import Config
 from hyperpod_core.errors import CommandFailed
-from hyperpod_core.names import EndpointNames
+from hyperpod_core.names import DEPLOYMENT_TAG, EndpointNames
 from hyperpod_core.telemetry.alerts import alert_rule_groups
 from hyperpod_core.telemetry.dashboards import dashboards
 from hyperpod_core.telemetry.render import render, to_json_text
@@ -111,7 +111,7 @@ def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> S
     looks anything up; the region is fixed so ARNs and service principals resolve. ``chart_cache``: where
     set-up put the pinned HyperPod charts (default: ``$HYPERPOD_CHART_CACHE`` or ``.cache/charts``)."""
     env = cdk.Environment(region=config.region)
-    common = {"env": env, "tags": {"project": "hyperpod-dpd", "deployment": config.name}}
+    common = {"env": env, "tags": {"project": "hyperpod-dpd", DEPLOYMENT_TAG: config.name}}
     n = config.network
     network = NetworkStack(
         app, "Network", stack_name=f"{config.name}-network",
@@ -205,7 +205,7 @@ def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> S
             prometheus=observability.prometheus if observability is not None else None,
             benchmark_client=_benchmark_client(config),
             # The janitor calls the Kubernetes API: from inside the VPC unless the public endpoint is open.
-            janitor_vpc=None if public_api else network.vpc),
+            janitor_vpc=None if public_api else network.vpc, deployment_name=config.name),
         **common)
     stacks = Stacks(network=network, cluster=cluster, hyperpod=hyperpod, platform=platform,
                     observability=observability)

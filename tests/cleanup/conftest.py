@@ -58,5 +58,5 @@ def aws(_moto: dict[str, Any]) -> Iterator[dict[str, Any]]:
         elb.delete_load_balancer(LoadBalancerArn=lb["LoadBalancerArn"])
     for tg in elb.describe_target_groups()["TargetGroups"]:
         elb.delete_target_group(TargetGroupArn=tg["TargetGroupArn"])
-    for cert in acm.list_certificates()["CertificateSummaryList"]:
+    for cert in acm.list_certificates(Includes={"keyTypes": ["RSA_2048", "EC_prime256v1"]})["CertificateSummaryList"]:
         acm.delete_certificate(CertificateArn=cert["CertificateArn"])

@@ -9,12 +9,19 @@ from typing import Any
 from hyperpod_core.eks.kube import GROUP, VERSION, Response
 
 REGION = "us-west-2"
+ACCOUNT = "123456789012"  # moto's default account
 CLUSTER = "dpd-eks"
+DEPLOYMENT = "hyperpod-dpd"
+#: What the operator tags everything with, in every cluster (AmazonSageMakerHyperPodInferenceAccess conditions).
 OPERATOR_TAGS = [{"Key": "CreatedBy", "Value": "HyperPodInference"}]
+#: OPERATOR_TAGS plus the InferenceEndpointConfig's spec.tags of deployment DEPLOYMENT, as propagated (CRD).
+OURS = [*OPERATOR_TAGS, {"Key": "deployment", "Value": DEPLOYMENT},
+        {"Key": "eks-cluster-arn", "Value": f"arn:aws:eks:{REGION}:{ACCOUNT}:cluster/{CLUSTER}"}]
+REGISTRATIONS = "sagemakerendpointregistrations"
 
 
 class FakeKubeApi:
-    """In-memory API server for the two operator CRDs, implementing :class:`kube.Transport`.
+    """In-memory API server for the operator's CRDs, implementing :class:`kube.Transport`.
 
     Objects with finalizers get a ``deletionTimestamp`` on DELETE and stay until :meth:`finalize`
     (the operator finishing its cleanup). ``script`` queues canned responses served before the real ones.
@@ -24,14 +31,15 @@ class FakeKubeApi:
         self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.script: list[Response] = []
         self.calls: list[tuple[str, str]] = []
-        self.served_crds = {"inferenceendpointconfigs", "jumpstartmodels"}
+        self.served_crds = {"inferenceendpointconfigs", "jumpstartmodels", REGISTRATIONS}
         self._page_size = page_size
 
     def add(self, plural: str, namespace: str, name: str, *, spec: dict[str, Any] | None = None,
-            finalizers: tuple[str, ...] = ("inference.sagemaker.aws.amazon.com/finalizer",)) -> None:
+            finalizers: tuple[str, ...] = ("inference.sagemaker.aws.amazon.com/finalizer",),
+            status: dict[str, Any] | None = None) -> None:
         self.objects[(plural, namespace, name)] = {
             "metadata": {"namespace": namespace, "name": name, "finalizers": list(finalizers)},
-            "spec": spec or {}, "status": {"state": "DeploymentComplete"},
+            "spec": spec or {}, "status": {"state": "DeploymentComplete", **(status or {})},
         }
 
     def finalize(self) -> None:

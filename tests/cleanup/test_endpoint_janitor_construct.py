@@ -23,9 +23,11 @@ from hyperpod_core.bundle import imported_by
 BUNDLED = imported_by(HANDLER_DIR / "index.py")
 
 HANDLER_ACTIONS_WITHOUT_RESOURCE_SCOPE = {
-    "sagemaker:ListEndpoints", "acm:ListCertificates", "elasticloadbalancing:DescribeLoadBalancers",
-    "elasticloadbalancing:DescribeTargetGroups", "elasticloadbalancing:DescribeTags", "ec2:DescribeSecurityGroups",
+    "sagemaker:ListEndpoints", "sagemaker:ListEndpointConfigs", "sagemaker:ListModels", "acm:ListCertificates",
+    "elasticloadbalancing:DescribeLoadBalancers", "elasticloadbalancing:DescribeTargetGroups",
+    "elasticloadbalancing:DescribeTags", "ec2:DescribeSecurityGroups",
 }
+DEPLOYMENT_TAG = ("deployment", "team-a")
 
 
 def _cluster(stack: cdk.Stack) -> eks.Cluster:
@@ -42,8 +44,8 @@ def _build(app: cdk.App) -> dict[str, Any]:
     cluster = _cluster(stack)
     operator = eks.CfnAddon(stack, "InferenceOperator", cluster_name=cluster.cluster_name,
                             addon_name="amazon-sagemaker-hyperpod-inference")
-    janitor = EndpointJanitor(stack, "Janitor", props=EndpointJanitorProps(cluster=cluster, depends_on=[operator],
-                                                                        bundled_modules=BUNDLED))
+    janitor = EndpointJanitor(stack, "Janitor", props=EndpointJanitorProps(
+        cluster=cluster, depends_on=[operator], bundled_modules=BUNDLED, deployment_tag=DEPLOYMENT_TAG))
 
     vpc_stack = cdk.Stack(app, "JanitorInVpcStack")
     vpc_cluster = _cluster(vpc_stack)
@@ -78,7 +80,9 @@ def test_custom_resource_carries_cluster_and_wait_budget(built: dict[str, Any]) 
         "ClusterName": {"Ref": Match.string_like_regexp("^Eks")},
         "ClusterArn": {"Fn::GetAtt": [Match.string_like_regexp("^Eks"), "Arn"]},
         "WaitSeconds": "1740",  # 30 min minus two 30 s polls, so our message beats the framework's
+        "DeploymentTagKey": "deployment", "DeploymentTagValue": "team-a",
     })
+    built["vpc_template"].has_resource_properties(RESOURCE_TYPE, {"DeploymentTagKey": Match.absent()})
 
 
 def test_janitor_is_deleted_before_the_operator_and_its_own_access(built: dict[str, Any]) -> None:
@@ -102,7 +106,8 @@ def test_waiter_polls_every_30_s_for_30_min(built: dict[str, Any]) -> None:
 def test_access_entry_maps_the_role_to_a_group_bound_to_the_operator_resources_only(
         built: dict[str, Any]) -> None:
     """Not cluster admin for the life of the cluster (fails on main): a STANDARD entry with one Kubernetes
-    group, and a ClusterRole for exactly get/list/delete on the operator's two CRDs (the plural names of the
+    group, and a ClusterRole for exactly get/list/delete on the operator's two CRDs and get/list on its
+    SageMakerEndpointRegistrations, whose status names what the operator created (the plural names of the
     pinned CRD files in /work/shared/crds)."""
     template = built["template"]
     template.has_resource_properties("AWS::EKS::AccessEntry", {
@@ -117,21 +122,36 @@ def test_access_entry_maps_the_role_to_a_group_bound_to_the_operator_resources_o
     role, binding = json.loads(objects) if isinstance(objects, str) else objects
     assert role["rules"] == [{"apiGroups": ["inference.sagemaker.aws.amazon.com"],
                               "resources": ["inferenceendpointconfigs", "jumpstartmodels"],
-                              "verbs": ["get", "list", "delete"]}]
+                              "verbs": ["get", "list", "delete"]},
+                             {"apiGroups": ["inference.sagemaker.aws.amazon.com"],
+                              "resources": ["sagemakerendpointregistrations"], "verbs": ["get", "list"]}]
     assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
                                     "name": "hyperpod-dpd:endpoint-janitor"}]
 
 
 def test_deletes_are_allowed_only_on_resources_carrying_the_operators_or_controllers_tag(
         built: dict[str, Any]) -> None:
-    """Fails on main (no delete at all). Conditions as AWS's load balancer controller policy writes them
-    (aws:ResourceTag/elbv2.k8s.aws/cluster) and the operator's CreatedBy=HyperPodInference tag."""
+    """Fails on main (no Model/EndpointConfig deletes, and nothing kept the janitor off another deployment's
+    resources). Conditions as AWS's load balancer controller policy writes them (aws:ResourceTag/elbv2.k8s.aws/
+    cluster), the operator's CreatedBy=HyperPodInference tag and, with a deployment tag, no other value of it
+    (IAM condition operators: "...IfExists" is true when the key is absent, so a resource without the tag stays
+    deletable when this cluster's objects name it). The SageMaker resource types and delete actions are the
+    AmazonSageMakerHyperPodInferenceAccess policy's (operator.md, S12); each action only on its own type."""
+    tagged = {"StringEquals": {"aws:ResourceTag/CreatedBy": "HyperPodInference"},
+              "StringEqualsIfExists": {"aws:ResourceTag/deployment": "team-a"}}
+    for template, expected in ((built["template"], tagged),
+                               (built["vpc_template"], {"StringEquals": tagged["StringEquals"]})):
+        statements = {s.get("Sid"): s for s in _janitor_role_statements(template)}
+        for sid, action, resource in (("DeleteOperatorEndpoints", "sagemaker:DeleteEndpoint", "endpoint/*"),
+                                      ("DeleteOperatorEndpointConfigs", "sagemaker:DeleteEndpointConfig",
+                                       "endpoint-config/*"),
+                                      ("DeleteOperatorModels", "sagemaker:DeleteModel", "model/*"),
+                                      ("DeleteOperatorCertificates", "acm:DeleteCertificate", "certificate/*")):
+            assert statements[sid]["Action"] == action
+            assert statements[sid]["Condition"] == expected, sid
+            assert json.dumps(statements[sid]["Resource"]).endswith(f':{resource}"]]}}'), sid
     statements = {s.get("Sid"): s for s in _janitor_role_statements(built["template"])}
     cluster_ref = {"Ref": Match.string_like_regexp("^Eks")}
-    assert statements["DeleteOperatorEndpoints"]["Condition"] == {
-        "StringEquals": {"aws:ResourceTag/CreatedBy": "HyperPodInference"}}
-    assert statements["DeleteOperatorCertificates"]["Condition"] == {
-        "StringEquals": {"aws:ResourceTag/CreatedBy": "HyperPodInference"}}
     for sid in ("DeleteControllerLoadBalancers", "DeleteControllerSecurityGroups"):
         (key, value), = statements[sid]["Condition"]["StringEquals"].items()
         assert key == "aws:ResourceTag/elbv2.k8s.aws/cluster"
@@ -140,6 +160,14 @@ def test_deletes_are_allowed_only_on_resources_carrying_the_operators_or_control
     deletes = [s for s in statements.values() if any(":Delete" in a or ":Revoke" in a for a in
                                                      (s["Action"] if isinstance(s["Action"], list) else [s["Action"]]))]
     assert deletes and all("Condition" in s for s in deletes)
+
+
+def test_read_actions_without_a_resource_scope_are_exactly_the_list_and_describe_calls(built: dict[str, Any]) -> None:
+    """Resource "*" only for the calls that accept no resource scope (service authorization reference: the
+    SageMaker List* calls, acm:ListCertificates, the ELB Describe* calls, ec2:DescribeSecurityGroups)."""
+    unscoped = {a for s in _janitor_role_statements(built["template"]) if s["Resource"] == "*"
+                for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])}
+    assert unscoped == HANDLER_ACTIONS_WITHOUT_RESOURCE_SCOPE
 
 
 def test_functions_run_python_from_the_handler_asset(built: dict[str, Any]) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from janitor_fakes import CLUSTER, OPERATOR_TAGS, FakeClock, FakeKubeApi
+from janitor_fakes import CLUSTER, DEPLOYMENT, OPERATOR_TAGS, OURS, FakeClock, FakeKubeApi
 
 from hyperpod_constructs.endpoint_janitor_handler import index
 from hyperpod_core.cleanup import AwsCaller, Janitor
@@ -14,7 +14,7 @@ from hyperpod_core.eks.kube import KubeClient, Response
 
 WAIT_SECONDS = 1500
 PROPS = {"ClusterName": CLUSTER, "ClusterArn": f"arn:aws:eks:us-west-2:123456789012:cluster/{CLUSTER}",
-         "WaitSeconds": str(WAIT_SECONDS)}
+         "WaitSeconds": str(WAIT_SECONDS), "DeploymentTagKey": "deployment", "DeploymentTagValue": DEPLOYMENT}
 
 
 # -- helpers ----------------------------------------------------------------------------------------
@@ -47,7 +47,7 @@ def janitor_factory(kube_api: FakeKubeApi | None, aws: dict[str, Any], clock: Fa
         kube = KubeClient(kube_api, sleep=clock.sleep) if kube_api is not None else None
         clients = {**{k: aws[k] for k in ("sagemaker", "elbv2", "acm", "ec2")}, **(wrap or {})}
         return Janitor(cluster_name=props["ClusterName"], cluster_arn=props["ClusterArn"], kube=kube,
-                       call=AwsCaller(sleep=clock.sleep), **clients)
+                       call=AwsCaller(sleep=clock.sleep), deployment_tag=index.deployment_tag(props), **clients)
     return factory
 
 
@@ -89,17 +89,20 @@ class Throttled:
 
 @pytest.fixture
 def deployed(kube_api: FakeKubeApi, aws: dict[str, Any]) -> dict[str, str]:
-    """What one DPD endpoint leaves behind: two objects, an endpoint, an ALB + target group, a certificate."""
-    kube_api.add("inferenceendpointconfigs", "default", "llama-dpd", spec={"endpointName": "llama-dpd-ep"})
+    """What one DPD endpoint leaves behind: two objects, an endpoint, an ALB + target group, a certificate.
+    The endpoint carries this deployment's tags (spec.tags propagated); the certificate only the operator's,
+    and the IEC's status names it (status.tlsCertificate.certificateARN, CRD)."""
+    cert = make_certificate(aws["acm"], "llama.example.com", OPERATOR_TAGS)
+    kube_api.add("inferenceendpointconfigs", "default", "llama-dpd", spec={"endpointName": "llama-dpd-ep"},
+                 status={"tlsCertificate": {"certificateARN": cert}})
     kube_api.add("inferenceendpointconfigs", "team-a", "qwen", spec={"endpointName": ""})
     kube_api.add("jumpstartmodels", "default", "mistral", spec={"sageMakerEndpoint": {"name": "mistral-ep"}})
     lb, tg = make_alb(aws, "k8s-default-llamadpd", CLUSTER)
     return {
-        "endpoint": make_endpoint(aws["sagemaker"], "llama-dpd-ep", OPERATOR_TAGS),
+        "endpoint": make_endpoint(aws["sagemaker"], "llama-dpd-ep", OURS),
         # Declared by the JumpStartModel; counted as ours by name even without the operator tag.
         "js_endpoint": make_endpoint(aws["sagemaker"], "mistral-ep", []),
-        "lb": lb, "tg": tg,
-        "cert": make_certificate(aws["acm"], "llama.example.com", OPERATOR_TAGS),
+        "lb": lb, "tg": tg, "cert": cert,
     }
 
 
@@ -164,14 +167,31 @@ def test_delete_completes_once_finalizers_have_removed_everything(
     assert index.is_complete(event, factory=factory, clock=clock) == {"IsComplete": True}
 
 
-def test_a_pending_endpoint_alone_keeps_the_janitor_waiting(
+def test_a_pending_endpoint_of_this_deployment_alone_keeps_the_janitor_waiting(
         kube_api: FakeKubeApi, aws: dict[str, Any], deployed: dict[str, str], clock: FakeClock) -> None:
     factory = janitor_factory(kube_api, aws, clock)
     event = run_delete(factory, clock)
     operator_cleans_up(kube_api, aws, deployed)
-    make_endpoint(aws["sagemaker"], "late-ep", OPERATOR_TAGS)
+    make_endpoint(aws["sagemaker"], "late-ep", OURS)
 
     assert index.is_complete(event, factory=factory, clock=clock) == {"IsComplete": False}
+
+
+def test_an_operator_endpoint_of_unknown_owner_is_reported_not_waited_for(
+        kube_api: FakeKubeApi, aws: dict[str, Any], deployed: dict[str, str], clock: FakeClock,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Fails on main, which waited for (and after half the budget deleted) every CreatedBy=HyperPodInference
+    endpoint in the region: another deployment's included."""
+    factory = janitor_factory(kube_api, aws, clock)
+    event = run_delete(factory, clock)
+    operator_cleans_up(kube_api, aws, deployed)
+    make_endpoint(aws["sagemaker"], "someone-elses-ep", OPERATOR_TAGS)
+
+    with caplog.at_level("INFO"):
+        assert index.is_complete(event, factory=factory, clock=clock) == {"IsComplete": True}
+    assert [e["EndpointName"] for e in aws["sagemaker"].list_endpoints()["Endpoints"]] == ["someone-elses-ep"]
+    assert "left alone (not this deployment's): SageMaker endpoint someone-elses-ep" in caplog.text
+    assert "owner unknown" in caplog.text
 
 
 def test_resources_of_other_clusters_and_untagged_ones_are_ignored(
@@ -190,6 +210,7 @@ def test_our_cluster_tag_by_arn_counts_as_ours(aws: dict[str, Any], clock: FakeC
     make_endpoint(aws["sagemaker"], "tagged-ep", [*OPERATOR_TAGS, {"Key": "HyperPodCluster",
                                                                    "Value": PROPS["ClusterArn"]}])
     janitor = janitor_factory(None, aws, clock)(PROPS)
+    # The endpoint and the endpoint config and model make_endpoint created for it (untagged: not the operator's).
     assert [x.name for x in janitor.leftovers()] == ["tagged-ep"]
 
 
@@ -454,3 +475,19 @@ def test_the_controllers_security_groups_are_deleted_after_their_references(
     assert janitor.leftovers() == []
     ec2.delete_security_group(GroupId=nodes)
     ec2.delete_security_group(GroupId=other)
+
+
+def test_what_the_objects_name_is_carried_whole_and_within_the_response_limit(
+        kube_api: FakeKubeApi, aws: dict[str, Any], clock: FakeClock) -> None:
+    """CloudFormation refuses a custom resource response above 4096 bytes (CloudFormation custom resource
+    response objects); a name cut short could match another deployment's resource, so only whole ids go."""
+    for i in range(60):
+        kube_api.add("inferenceendpointconfigs", "default", f"m{i:02d}", spec={"endpointName": f"ep-{i:02d}" * 4},
+                     status={"endpoints": {"sagemaker": {
+                         "state": "InService", "modelArn": f"arn:aws:sagemaker:us-west-2:123456789012:model/m-{i:02d}"
+                         + "x" * 40}}})
+    data = run_delete(janitor_factory(kube_api, aws, clock), clock)["Data"]
+
+    assert len(data["EndpointNames"]) + len(data["Named"]) <= 2400
+    assert set(data["Named"].split(",")) <= {f"model/m-{i:02d}" + "x" * 40 for i in range(60)}
+    assert set(data["EndpointNames"].split(",")) <= {f"ep-{i:02d}" * 4 for i in range(60)}

@@ -3,8 +3,9 @@
 Ownership tags are the ones the creators set: ``elbv2.k8s.aws/cluster=<cluster>`` by the AWS Load Balancer
 Controller on load balancers, target groups and its security groups (aws-load-balancer-controller#3701 and its IAM
 policy), ``CreatedBy=HyperPodInference`` by the operator (the conditions of the AmazonSageMakerHyperPodInferenceAccess
-policy, operator.md S12), ``aws:cloudformation:stack-name`` by CloudFormation on the VPC. GuardDuty's endpoint
-service is ``com.amazonaws.<region>.guardduty-data`` (GuardDuty runtime-monitoring-agent-connectivity).
+policy, operator.md S12) plus this deployment's ``spec.tags`` where it propagates them (CRD),
+``aws:cloudformation:stack-name`` by CloudFormation on the VPC. GuardDuty's endpoint service is
+``com.amazonaws.<region>.guardduty-data`` (GuardDuty runtime-monitoring-agent-connectivity).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from day2_fakes import EKS_CLUSTER, free_port, one_line_error
 from hyperpod_dpd import aws
 from hyperpod_dpd.commands import sweep as sweep_module
 from hyperpod_dpd.commands.sweep import ORDER
+from two_deployments import Tenant, certificate_arns, operator_creates, sagemaker_names
 
 pytest_plugins = ("day2_fixtures",)
 
@@ -28,6 +30,11 @@ REGION = "us-west-2"
 OURS = [{"Key": "elbv2.k8s.aws/cluster", "Value": EKS_CLUSTER}]
 THEIRS = [{"Key": "elbv2.k8s.aws/cluster", "Value": "someone-elses-cluster"}]
 OPERATOR = [{"Key": "CreatedBy", "Value": "HyperPodInference"}]
+#: The default config's deployment (name hyperpod-dpd) and another one in the same account.
+A = Tenant("hyperpod-dpd", EKS_CLUSTER)
+B = Tenant("team-b", "team-b-eks")
+#: What the operator puts on the SageMaker resources and certificates of A's endpoints (spec.tags propagated).
+OPERATOR_A = OPERATOR + A.spec_tags
 
 
 def _world() -> dict[str, Any]:
@@ -59,18 +66,18 @@ def _world() -> dict[str, Any]:
     ids["tg"] = elbv2.create_target_group(Name="k8s-default-llama-tg", Protocol="HTTP", Port=8081, VpcId=vpc,
                                           TargetType="ip", Tags=OURS)["TargetGroups"][0]["TargetGroupArn"]
     acm = boto3.client("acm", region_name=REGION)
-    ids["cert"] = acm.request_certificate(DomainName="llama.example.com", Tags=OPERATOR)["CertificateArn"]
+    ids["cert"] = acm.request_certificate(DomainName="llama.example.com", Tags=OPERATOR_A)["CertificateArn"]
     ids["other_cert"] = acm.request_certificate(DomainName="mine.example.com")["CertificateArn"]
     sm = boto3.client("sagemaker", region_name=REGION)
     role = "arn:aws:iam::123456789012:role/SageMakerHyperPodInference-x"
     container = {"Image": "123456789012.dkr.ecr.us-west-2.amazonaws.com/x:1"}
     sm.create_model(ModelName="llama-3-3-70b-instruct", ExecutionRoleArn=role, PrimaryContainer=container,
-                    Tags=OPERATOR)
+                    Tags=OPERATOR_A)
     sm.create_model(ModelName="unrelated-model", ExecutionRoleArn=role, PrimaryContainer=container)
     variant = [{"VariantName": "v", "ModelName": "llama-3-3-70b-instruct", "InitialInstanceCount": 1,
                 "InstanceType": "ml.m5.large"}]
-    sm.create_endpoint_config(EndpointConfigName="llama-config", ProductionVariants=variant, Tags=OPERATOR)
-    sm.create_endpoint(EndpointName="llama-endpoint", EndpointConfigName="llama-config", Tags=OPERATOR)
+    sm.create_endpoint_config(EndpointConfigName="llama-config", ProductionVariants=variant, Tags=OPERATOR_A)
+    sm.create_endpoint(EndpointName="llama-endpoint", EndpointConfigName="llama-config", Tags=OPERATOR_A)
     s3 = boto3.client("s3", region_name=REGION)
     s3.create_bucket(Bucket="model-bucket", CreateBucketConfiguration={"LocationConstraint": REGION})
     s3.put_object(Bucket="model-bucket", Key="models/Llama-3.3-70B-Instruct/config.json", Body=b"{}")
@@ -169,9 +176,9 @@ def test_a_failed_delete_stops_and_says_what_is_left(cli, config_file, world, mo
     assert result.code == 1
     line = one_line_error(result)
     assert line.startswith("error: deleting Security group k8s-traffic-dpdeks-1234: DependencyViolation")
-    assert line.endswith("(7 deleted, 2 left; run sweep again)")
+    assert line.endswith("(8 deleted, 1 left; run sweep again)")
     ec2 = boto3.client("ec2", region_name=REGION)
-    assert ec2.describe_network_interfaces(NetworkInterfaceIds=[world["eni"]])["NetworkInterfaces"]  # after SGs
+    assert ec2.describe_security_groups(GroupIds=[world["sg"]])["SecurityGroups"]  # the last step
 
 
 def test_a_security_group_still_in_use_is_retried(cli, config_file, world, monkeypatch) -> None:
@@ -212,3 +219,102 @@ def test_unknown_environment_is_exit_2(cli, aws_env) -> None:
     result = cli("sweep", "--env", "nowhere")
     assert result.code == 2
     assert one_line_error(result).startswith("error: --env 'nowhere'")
+
+
+# --- two deployments in one account ---------------------------------------------------------------------------
+
+def _in_use_by(certificate_arn: str, load_balancer_arn: str) -> None:
+    """What ACM reports once a listener of the load balancer serves the certificate (ACM DescribeCertificate
+    ``InUseBy``); moto's ELBv2 does not record it, its ACM backend takes it directly."""
+    from moto.acm.models import acm_backends
+
+    acm_backends["123456789012"][REGION].set_certificate_in_use_by(certificate_arn, load_balancer_arn)
+
+
+@pytest.mark.parametrize("propagated", [True, False], ids=["spec-tags-propagated", "operator-tag-only"])
+def test_sweep_of_a_leaves_b_and_the_unknown_one_and_reports_them(
+        cli, config_file, moto_isolated, propagated: bool) -> None:
+    """Fails on main, which deleted every CreatedBy=HyperPodInference endpoint, endpoint config, model and
+    certificate without a cluster tag: B's and the unknown one's too. Now: what carries A's deployment tag, and a
+    certificate in use by A's load balancer, is deleted; everything else carrying the operator's tag is listed
+    under ``left_alone`` with the reason. Without propagated tags nothing ties A's SageMaker resources to A
+    outside A's cluster, so the sweep reports them instead of guessing (the janitor, which reads the cluster's
+    objects, deletes them: tests/cleanup/test_two_deployments.py)."""
+    sm, acm = boto3.client("sagemaker", region_name=REGION), boto3.client("acm", region_name=REGION)
+    elbv2, ec2 = boto3.client("elbv2", region_name=REGION), boto3.client("ec2", region_name=REGION)
+    a = operator_creates(sm, acm, "a", A, propagated=propagated)
+    b = operator_creates(sm, acm, "b", B, propagated=propagated)
+    unknown = operator_creates(sm, acm, "stray", None, propagated=False)
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    subnets = [ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i}.0/24", AvailabilityZone=f"{REGION}{az}")
+               ["Subnet"]["SubnetId"] for i, az in enumerate("ab")]
+    lbs = {t.name: elbv2.create_load_balancer(Name=f"k8s-{t.name}", Subnets=subnets, Tags=[
+        {"Key": "elbv2.k8s.aws/cluster", "Value": t.cluster}])["LoadBalancers"][0]["LoadBalancerArn"] for t in (A, B)}
+    _in_use_by(a.certificate, lbs[A.name])
+    _in_use_by(b.certificate, lbs[B.name])
+
+    result = _sweep(cli, config_file, "--yes", "--json")
+
+    assert result.code == 0, result.err
+    report = json.loads(result.out)
+    left_alone = {i["name"]: i["why"] for i in report["left_alone"]}
+    b_reason = "tag deployment=team-b: another deployment's" if propagated else "owner unknown"
+    for name in (*b.sagemaker_names(), "b.example.com"):
+        assert left_alone[name].startswith(b_reason), name
+    for name in (*unknown.sagemaker_names(), "stray.example.com"):
+        assert left_alone[name].startswith("owner unknown"), name
+    a_sagemaker = set() if propagated else a.sagemaker_names()  # reported, not deleted, when nothing ties them
+    assert sagemaker_names(sm) == b.sagemaker_names() | unknown.sagemaker_names() | a_sagemaker
+    assert certificate_arns(acm) == {b.certificate, unknown.certificate}
+    assert [lb["LoadBalancerArn"] for lb in elbv2.describe_load_balancers()["LoadBalancers"]] == [lbs[B.name]]
+    assert {i["name"] for i in report["deleted"]} == (
+        {"k8s-hyperpod-dpd", "a.example.com"} | (a.sagemaker_names() if propagated else set()))
+
+
+# --- dependency order -----------------------------------------------------------------------------------------
+
+class _Recorder:
+    """Proxies a boto3 client and appends ``(method, identifier)`` of every delete call to ``calls``."""
+
+    def __init__(self, client: Any, calls: list[tuple[str, str]]) -> None:
+        self._client, self._calls = client, calls
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not name.startswith("delete_"):
+            return attr
+
+        def call(**kwargs: Any) -> Any:
+            (value,) = (v[0] if isinstance(v, list) else v for v in kwargs.values())
+            self._calls.append((name, value))
+            return attr(**kwargs)
+        return call
+
+
+def test_yes_deletes_users_before_what_they_use(cli, config_file, world, monkeypatch) -> None:
+    """moto deletes in any order; AWS does not. Recorded order of the delete calls: a detached ENI that still
+    carries the controller's security group before that group (EC2 DeleteSecurityGroup: DependencyViolation while
+    an ENI uses it; fails on main, which deleted groups first), load balancers before their target groups and
+    security groups (a target group in use by a listener: ResourceInUse), endpoints before their endpoint configs
+    before their models (SageMaker DeleteEndpointConfig: not while an endpoint uses it)."""
+    ec2 = boto3.client("ec2", region_name=REGION)
+    subnet = ec2.describe_network_interfaces(NetworkInterfaceIds=[world["eni"]])["NetworkInterfaces"][0]["SubnetId"]
+    eni_with_sg = ec2.create_network_interface(SubnetId=subnet, Groups=[world["sg"]], Description="left by a pod")[
+        "NetworkInterface"]["NetworkInterfaceId"]
+    calls: list[tuple[str, str]] = []
+    real = aws.client
+    monkeypatch.setattr(aws, "client", lambda name, region, session=None: _Recorder(real(name, region, session), calls))
+    monkeypatch.setattr(sweep_module, "IN_USE_DELAY_SECONDS", 0.0)  # should moto refuse a group still in use
+
+    result = _sweep(cli, config_file, "--yes", "--json")
+
+    assert result.code == 0, result.err
+    position = {c: i for i, c in enumerate(calls)}
+    first = {method: min(i for (m, _), i in position.items() if m == method) for method, _ in calls}
+    last = {method: max(i for (m, _), i in position.items() if m == method) for method, _ in calls}
+    assert position[("delete_network_interface", eni_with_sg)] < position[("delete_security_group", world["sg"])]
+    assert last["delete_network_interface"] < first["delete_security_group"]
+    assert last["delete_load_balancer"] < first["delete_target_group"]
+    assert last["delete_load_balancer"] < first["delete_security_group"]
+    assert last["delete_endpoint"] < first["delete_endpoint_config"] < first["delete_model"]
+    assert last["delete_endpoint_config"] < first["delete_model"]

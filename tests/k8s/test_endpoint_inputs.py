@@ -12,6 +12,9 @@ from hyperpod_core.errors import ConfigError
 from hyperpod_core.inputs import placeholders, resolve_inputs
 
 AMP = "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-abc123"
+#: The ARN EKS gives cluster hyperpod-dpd-eks (the default config's) in account 111122223333 (EKS API reference,
+#: Cluster.arn: arn:aws:eks:<region>:<account>:cluster/<name>).
+EKS_ARN = "arn:aws:eks:us-west-2:111122223333:cluster/hyperpod-dpd-eks"
 
 
 @pytest.fixture
@@ -35,24 +38,27 @@ def _config(base: dict, **endpoint_autoscaling):
 
 def test_without_outputs_file_only_placeholders_and_config(default_config):
     inputs = resolve_inputs(default_config, None)
-    assert placeholders(inputs) == ["model_bucket_name"]
+    assert placeholders(inputs) == ["model_bucket_name", "eks_cluster_arn"]
+    assert inputs.eks_cluster_arn.value == "UNRESOLVED-EksClusterArn"
     assert inputs.region.source == "config: region"
     assert inputs.amp_workspace_endpoint.value is None
 
 
 def test_autoscaling_without_outputs_gets_a_placeholder_workspace(default_config_dict):
     inputs = resolve_inputs(_config(default_config_dict, enabled=True), None)
-    assert placeholders(inputs) == ["model_bucket_name", "amp_workspace_endpoint"]
+    assert placeholders(inputs) == ["model_bucket_name", "amp_workspace_endpoint", "eks_cluster_arn"]
     assert inputs.amp_workspace_endpoint.value.endswith("/workspaces/ws-UNRESOLVED-AmpWorkspaceEndpoint")
 
 
 def test_values_are_found_in_any_stack(default_config, write_outputs):
     path = write_outputs(A={"Region": "us-west-2"}, B={"ModelBucketName": "my-models"},
-                         C={"AmpWorkspaceEndpoint": AMP + "/"})
+                         C={"AmpWorkspaceEndpoint": AMP + "/"}, S={"EksClusterArn": EKS_ARN})
     inputs = resolve_inputs(default_config, path)
     assert inputs.model_bucket_name.value == "my-models"
     assert inputs.model_bucket_name.source.endswith("hyperpod-dpd-platform.ModelBucketName")
     assert inputs.amp_workspace_endpoint.value == AMP
+    assert inputs.eks_cluster_arn.value == EKS_ARN
+    assert inputs.eks_cluster_arn.source.endswith("hyperpod-dpd-cluster.EksClusterArn")
     assert placeholders(inputs) == []
 
 
@@ -92,12 +98,31 @@ def test_fails_when_az_output_is_not_an_az_name_of_the_region(default_config, wr
         resolve_inputs(default_config, write_outputs(S={"GpuAvailabilityZone": "usw2-az2"}))
 
 
+def test_the_cluster_arn_is_derived_from_the_one_account_the_config_names(default_config_dict):
+    data = copy.deepcopy(default_config_dict)
+    data["eks"]["admin_principal_arn"] = "arn:aws:iam::111122223333:role/Admin"
+    inputs = resolve_inputs(parse_config(data), None)
+    assert inputs.eks_cluster_arn.value == EKS_ARN
+    assert not inputs.eks_cluster_arn.placeholder and inputs.eks_cluster_arn.source.startswith("derived:")
+
+
+@pytest.mark.parametrize("value", [
+    "arn:aws:eks:us-east-1:111122223333:cluster/hyperpod-dpd-eks",   # another region
+    "arn:aws:eks:us-west-2:111122223333:cluster/other-eks",          # another cluster
+    "hyperpod-dpd-eks",
+])
+def test_fails_when_the_cluster_arn_output_is_not_this_clusters(default_config, write_outputs, value):
+    with pytest.raises(ConfigError, match=r"EksClusterArn (must be the ARN of EKS cluster 'hyperpod-dpd-eks' in "
+                                          r"us-west-2|is in region)"):
+        resolve_inputs(default_config, write_outputs(S={"EksClusterArn": value}))
+
+
 def test_require_outputs_refuses_placeholders_before_synth(monkeypatch, tmp_path, capsys):
     from hyperpod_k8s import main
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(main.OUTPUTS_ENV, raising=False)
-    with pytest.raises(ConfigError, match="--require-outputs: model_bucket_name unresolved"):
+    with pytest.raises(ConfigError, match="--require-outputs: model_bucket_name, eks_cluster_arn unresolved"):
         main.main(["--require-outputs", "--outdir", str(tmp_path / "dist")])
     assert not (tmp_path / "dist").exists()
 

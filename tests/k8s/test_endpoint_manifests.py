@@ -108,6 +108,22 @@ def test_outputs_file_fills_bucket_and_availability_zone(p5en):
 
 
 @pytest.mark.parametrize("case", ["default", "p5en"])
+def test_both_manifests_tag_what_the_operator_creates_with_this_deployment(request, case):
+    """``spec.tags`` ("Propagated to SageMaker resources", CRD) names the deployment and its EKS cluster, the
+    tags the endpoint janitor and sweep delete by. The ARN comes from the outputs file (p5en); without one and
+    without an account in the config it is a placeholder the synth log says so (default)."""
+    s, dpd, colocated = request.getfixturevalue(case)
+    expected = {"default": [{"name": "deployment", "value": "hyperpod-dpd"},
+                            {"name": "eks-cluster-arn", "value": "UNRESOLVED-EksClusterArn"}],
+                "p5en": [{"name": "deployment", "value": "hyperpod-dpd-p5en"},
+                         {"name": "eks-cluster-arn",
+                          "value": "arn:aws:eks:us-west-2:123456789012:cluster/hyperpod-dpd-p5en-eks"}]}[case]
+    assert dpd["spec"]["tags"] == colocated["spec"]["tags"] == expected
+    arn_line = next(line for line in s.stderr.splitlines() if line.startswith("input eks_cluster_arn"))
+    assert ("PLACEHOLDER" in arn_line) == (case == "default"), arn_line
+
+
+@pytest.mark.parametrize("case", ["default", "p5en"])
 def test_colocated_baseline_matches_dpd_except_pdspec(request, case):
     _, dpd, colocated = request.getfixturevalue(case)
     assert colocated["metadata"]["name"] == dpd["metadata"]["name"]  # applying it is the rollback
@@ -139,5 +155,5 @@ def test_synth_reports_where_each_value_came_from(default):
     lines = [line for line in default[0].stderr.splitlines() if line.startswith("input ")]
     assert [line.split(" = ")[0] for line in lines] == [
         "input model_bucket_name", "input region", "input amp_workspace_endpoint", "input gpu_availability_zone",
-        "input inference_execution_role_arn", "input keda_role_arn"]
+        "input inference_execution_role_arn", "input keda_role_arn", "input eks_cluster_arn"]
     assert "input region = us-west-2 (config: region)" in lines

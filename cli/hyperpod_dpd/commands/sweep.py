@@ -3,10 +3,15 @@
 These resources block ``cdk destroy`` (a security group or ENI still in the VPC, a certificate in use) or survive
 it (billed load balancers, SageMaker endpoints). Each is tied to this deployment by tag or name:
 
-* load balancers and target groups tagged ``elbv2.k8s.aws/cluster=<EKS cluster>``, SageMaker endpoints and ACM
-  certificates tagged ``CreatedBy=HyperPodInference`` (the endpoint janitor's ownership rules, reused from
-  :class:`hyperpod_core.cleanup.Janitor`); SageMaker endpoint configs and models
-  by the same operator tag and cluster rule;
+* SageMaker endpoints, endpoint configs, models and ACM certificates carrying the operator's tag
+  ``CreatedBy=HyperPodInference`` *and* something that makes them this deployment's: the tag
+  ``deployment=<name>`` (the endpoints' ``spec.tags``), a tag naming this EKS cluster, or, for a certificate,
+  being in use by one of this cluster's load balancers (the endpoint janitor's rules,
+  :meth:`hyperpod_core.cleanup.Janitor.owner`). The operator tags what it creates for every deployment alike, so
+  the operator's resources that carry another deployment's tag, or nothing that names their owner, are
+  *reported* (with the reason) and never deleted. Unlike the janitor, ``sweep`` does not read the cluster's
+  objects (the cluster may be gone, and a kubeconfig context could name another deployment's cluster);
+* load balancers and target groups tagged ``elbv2.k8s.aws/cluster=<EKS cluster>``;
 * the controller's security groups: tag ``elbv2.k8s.aws/cluster=<EKS cluster>`` (the controller tags the managed
   and the shared backend security group so, kubernetes-sigs/aws-load-balancer-controller#3701 and its IAM
   policy's ``aws:ResourceTag/elbv2.k8s.aws/cluster`` conditions);
@@ -14,10 +19,12 @@ it (billed load balancers, SageMaker endpoints). Each is tied to this deployment
   (detached) and not requester-managed, and GuardDuty's VPC endpoints (service ``com.amazonaws.<region>.
   guardduty-data``, created by GuardDuty's automated agent, GuardDuty runtime-monitoring-agent-connectivity).
 
-Everything is listed before anything is deleted, so a failed lookup deletes nothing. ``--yes`` deletes in an
-order where each step frees what the next needs: SageMaker endpoints, endpoint configs, models; load balancers
-(waited for), target groups, certificates; GuardDuty endpoints; security groups; ENIs. S3 is never touched: the
-model bucket (and its data) stays whatever this command finds.
+Everything is listed before anything is deleted, so a failed lookup deletes nothing. ``--yes`` deletes in
+dependency order, each step freeing what the next needs: SageMaker endpoints (waited for: an endpoint config
+must not be deleted while an endpoint uses it), endpoint configs, models; load balancers (waited for),
+target groups, certificates; GuardDuty endpoints; network interfaces; security groups (a group cannot be
+deleted while an ENI uses it). S3 is never touched: the model bucket (and its data) stays whatever this
+command finds.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from hyperpod_dpd.deployment import Deployment, load
 
 #: Deletion order (see the module docstring): a kind is deleted only after every kind before it.
 ORDER = ("SageMaker endpoint", "SageMaker endpoint config", "SageMaker model", "Load balancer", "Target group",
-         "ACM certificate", "GuardDuty VPC endpoint", "Security group", "Network interface")
+         "ACM certificate", "GuardDuty VPC endpoint", "Network interface", "Security group")
 
 
 #: Errors of a security group or ENI still in use, and how long to wait for the user to go away (10 minutes).
@@ -54,9 +61,17 @@ class Item:
     name: str
     id: str
     why: str
-    """How it is tied to this deployment."""
+    """How it is tied to this deployment (or, for what is left alone, why it is not this deployment's)."""
     effect: str
     """``blocks destroy`` or ``survives destroy``."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Found:
+    items: list[Item]
+    """This deployment's leftovers, in deletion order."""
+    left_alone: list[Item]
+    """The operator's resources that are not this deployment's: reported, never deleted."""
 
 
 def register(app: typer.Typer) -> None:
@@ -73,13 +88,14 @@ def sweep(
     dep = load(config, env)
     clients = {s: aws.client(s, dep.region) for s in ("sagemaker", "elbv2", "acm", "ec2")}
     with aws.aws_errors("listing leftovers"):
-        items = discover(dep, clients)
+        found = discover(dep, clients)
+    items, alone = found.items, [asdict(i) for i in found.left_alone]
     out = Console(highlight=False)
     if as_json and not yes:
-        print(json.dumps({"items": [asdict(i) for i in items], "deleted": []}, indent=2))
+        print(json.dumps({"items": [asdict(i) for i in items], "deleted": [], "left_alone": alone}, indent=2))
         return
     if not as_json:
-        _print(out, dep, items)
+        _print(out, dep, found)
     if not yes:
         if items and not as_json:
             out.print("run again with --yes to delete them in this order")
@@ -93,45 +109,50 @@ def sweep(
             left = len(items) - len(deleted)
             if as_json:
                 print(json.dumps({"items": [asdict(i) for i in items], "deleted": [asdict(i) for i in deleted],
-                                  "error": str(exc)}, indent=2))
+                                  "left_alone": alone, "error": str(exc)}, indent=2))
             raise CommandFailed(f"{exc} ({len(deleted)} deleted, {left} left; run sweep again)") from None
         deleted.append(item)
         if not as_json:
             out.print(f"deleted {item.kind} {escape(item.name)}")
     if as_json:
-        print(json.dumps({"items": [asdict(i) for i in items], "deleted": [asdict(i) for i in deleted]}, indent=2))
+        print(json.dumps({"items": [asdict(i) for i in items], "deleted": [asdict(i) for i in deleted],
+                          "left_alone": alone}, indent=2))
 
 
-def discover(dep: Deployment, clients: dict[str, Any]) -> list[Item]:
-    """Every leftover of this deployment, in deletion order."""
+def discover(dep: Deployment, clients: dict[str, Any]) -> Found:
+    """Every leftover of this deployment, in deletion order, and the operator's resources left alone."""
     from hyperpod_core.cleanup import ALB_CLUSTER_TAG, Janitor
+    from hyperpod_core.inputs import eks_cluster_arn, read_outputs_file
+    from hyperpod_core.names import DEPLOYMENT_TAG
 
     sm, elbv2, acm, ec2 = clients["sagemaker"], clients["elbv2"], clients["acm"], clients["ec2"]
-    janitor = Janitor(cluster_name=dep.eks_cluster, kube=None, sagemaker=sm, elbv2=elbv2, acm=acm)
-    operator_owned: Callable[[list[dict[str, str]]], bool] = janitor._operator_owned  # the janitor's rule
-    tag_why = "tag CreatedBy=HyperPodInference"
+    config = dep.env.config
+    outputs_found = read_outputs_file(dep.env.outputs_file, config) if dep.env.outputs_file.is_file() else {}
+    arn = eks_cluster_arn(config, outputs_found, str(dep.env.outputs_file))
+    janitor = Janitor(cluster_name=dep.eks_cluster, cluster_arn="" if arn.placeholder else arn.value or "",
+                      kube=None, sagemaker=sm, elbv2=elbv2, acm=acm, deployment_tag=(DEPLOYMENT_TAG, config.name))
     items: list[Item] = []
-    for left in janitor.sagemaker_leftovers():
-        items.append(Item(kind="SageMaker endpoint", name=left.name, id=left.name, why=tag_why,
-                          effect="survives destroy (billed)"))
-    for kind, lister, key, name_key, arn_key in (
-            ("SageMaker endpoint config", sm.list_endpoint_configs, "EndpointConfigs", "EndpointConfigName",
-             "EndpointConfigArn"),
-            ("SageMaker model", sm.list_models, "Models", "ModelName", "ModelArn")):
-        for entry in _pages(lister, key):
-            tags = sm.list_tags(ResourceArn=entry[arn_key]).get("Tags", [])
-            if operator_owned(tags):
-                items.append(Item(kind=kind, name=entry[name_key], id=entry[name_key], why=tag_why,
-                                  effect="survives destroy"))
+    alone: list[Item] = []
+    sagemaker = janitor.sagemaker_survey()
+    for left in sagemaker.ours:
+        items.append(Item(kind=left.kind, name=left.name, id=left.name, why=left.why,
+                          effect="survives destroy (billed)" if left.kind == "SageMaker endpoint"
+                          else "survives destroy"))
+    alone += [Item(kind=x.kind, name=x.name, id=x.name, why=x.why, effect="left alone") for x in sagemaker.others]
     cluster_why = f"tag {ALB_CLUSTER_TAG}={dep.eks_cluster}"
-    for left in janitor.load_balancer_leftovers():
+    load_balancers = janitor.load_balancer_leftovers()
+    for left in load_balancers:
         kind = "Load balancer" if left.kind == "Load balancer" else "Target group"
         items.append(Item(kind=kind, name=left.name, id=left.arn, why=cluster_why,
                           effect="blocks destroy (holds ENIs in the VPC's subnets)" if kind == "Load balancer"
                           else "survives destroy"))
-    for left in janitor.certificate_leftovers():
-        items.append(Item(kind="ACM certificate", name=left.name or left.arn, id=left.arn, why=tag_why,
+    certificates = janitor.certificate_survey(our_load_balancers=[x.arn for x in load_balancers
+                                                                  if x.kind == "Load balancer"])
+    for left in certificates.ours:
+        items.append(Item(kind="ACM certificate", name=left.name or left.arn, id=left.arn, why=left.why,
                           effect="survives destroy"))
+    alone += [Item(kind=x.kind, name=x.name or x.arn, id=x.arn, why=x.why, effect="left alone")
+              for x in certificates.others]
     vpc_id = _vpc_id(ec2, f"{dep.env.config.name}-network")
     if vpc_id:
         service = f"com.amazonaws.{dep.region}.guardduty-data"
@@ -152,13 +173,14 @@ def discover(dep: Deployment, clients: dict[str, Any]) -> list[Item]:
             items.append(Item(kind="Network interface", name=eni.get("Description") or eni["NetworkInterfaceId"],
                               id=eni["NetworkInterfaceId"], why=f"detached in {vpc_id}",
                               effect="blocks destroy (subnet not empty)"))
-    return sorted(items, key=lambda i: ORDER.index(i.kind))
+    return Found(items=sorted(items, key=lambda i: ORDER.index(i.kind)), left_alone=alone)
 
 
 def delete(item: Item, clients: dict[str, Any]) -> None:
     sm, elbv2, acm, ec2 = clients["sagemaker"], clients["elbv2"], clients["acm"], clients["ec2"]
     if item.kind == "SageMaker endpoint":
         sm.delete_endpoint(EndpointName=item.id)
+        sm.get_waiter("endpoint_deleted").wait(EndpointName=item.id, WaiterConfig={"Delay": 15, "MaxAttempts": 80})
     elif item.kind == "SageMaker endpoint config":
         sm.delete_endpoint_config(EndpointConfigName=item.id)
     elif item.kind == "SageMaker model":
@@ -214,13 +236,18 @@ def _pages(method: Callable[..., dict[str, Any]], key: str, *, token_in: str = "
             return
 
 
-def _print(out: Console, dep: Deployment, items: list[Item]) -> None:
-    if not items:
+def _print(out: Console, dep: Deployment, found: Found) -> None:
+    if found.left_alone:
+        table = Table("kind", "name", "id", "why it is not this deployment's", title="left alone (never deleted)")
+        for i in found.left_alone:
+            table.add_row(i.kind, escape(i.name), escape(i.id), escape(i.why))
+        out.print(table)
+    if not found.items:
         out.print(f"nothing left behind by {dep.env.config.name} (EKS cluster {dep.eks_cluster}); "
                   "S3 buckets are never swept")
         return
     table = Table("kind", "name", "id", "tied by", "effect")
-    for i in items:
+    for i in found.items:
         table.add_row(i.kind, escape(i.name), escape(i.id), escape(i.why), i.effect)
     out.print(table)
     out.print("S3 buckets (the model bucket included) are never swept")

@@ -3,8 +3,11 @@
 Create and Update do nothing (they keep the physical id, so an update never triggers a cleanup).
 Delete asks Kubernetes to delete every InferenceEndpointConfig and JumpStartModel, then ``is_complete``
 polls until the objects and the AWS resources the operator made for them are gone. Once no object is left,
-or half the wait budget is spent, it deletes the tagged AWS resources the operator left itself. It fails
-with one message naming the leftovers once the wait budget (``WaitSeconds``) is spent.
+or half the wait budget is spent, it deletes what the operator left of *this deployment* itself (its
+``deployment`` tag, ``DeploymentTagKey``/``DeploymentTagValue``, or named by the status of this cluster's
+objects: ``hyperpod_core.cleanup``); the operator's resources of other deployments or of unknown owner are
+named in the log each poll and never deleted or waited for. It fails with one message naming the leftovers
+once the wait budget (``WaitSeconds``) is spent.
 
 Start-up (DescribeCluster, a token) is retried like every other call: a throttle or a network blip at the
 first poll is retried on the next one until the deadline, never a failed deletion at once.
@@ -60,11 +63,18 @@ def make_janitor(props: dict[str, Any], *, sleep: Callable[[float], None] = time
         kube = KubeClient(transport)
     return Janitor(
         cluster_name=cluster_name, cluster_arn=props.get("ClusterArn", ""), kube=kube,
+        deployment_tag=deployment_tag(props),
         sagemaker=session.client("sagemaker", config=_BOTO_CONFIG),
         elbv2=session.client("elbv2", config=_BOTO_CONFIG),
         acm=session.client("acm", config=_BOTO_CONFIG),
         ec2=session.client("ec2", config=_BOTO_CONFIG),
         call=call)
+
+
+def deployment_tag(props: dict[str, Any]) -> tuple[str, str] | None:
+    """``(key, value)`` of this deployment's tag from the properties; ``None`` for a janitor without one."""
+    key, value = str(props.get("DeploymentTagKey", "")), str(props.get("DeploymentTagValue", ""))
+    return (key, value) if key and value else None
 
 
 def on_event(event: dict[str, Any], context: Any = None, *, factory: JanitorFactory = make_janitor,
@@ -77,10 +87,11 @@ def on_event(event: dict[str, Any], context: Any = None, *, factory: JanitorFact
 
     started = clock()
     endpoint_names: tuple[str, ...] = ()
+    named: tuple[str, ...] = ()
     try:
         janitor = factory(props)
         result = janitor.request_deletion()
-        endpoint_names = result.endpoint_names
+        endpoint_names, named = result.endpoint_names, result.named
         LOG.info("deletion requested for %d object(s): %s", len(result.requested), list(result.requested))
     except TRANSIENT_ERRORS as err:
         LOG.warning("deletion request failed, is_complete retries it: %s", err)
@@ -89,8 +100,11 @@ def on_event(event: dict[str, Any], context: Any = None, *, factory: JanitorFact
         "Data": {
             "StartedAt": str(started),
             "Deadline": str(started + float(props.get("WaitSeconds", 1500))),
-            # Capped: the whole CloudFormation response must stay under 4 KiB.
-            "EndpointNames": ",".join(endpoint_names)[:1500],
+            # Capped, whole names only: the whole CloudFormation response must stay under 4 KiB (this Data
+            # included). What does not fit is read again from the objects still listed on each poll, or
+            # reported instead of deleted.
+            "EndpointNames": _joined(endpoint_names, 800),
+            "Named": _joined(named, 1600),
         },
     }
 
@@ -104,7 +118,8 @@ def is_complete(event: dict[str, Any], context: Any = None, *, factory: JanitorF
     now = clock()
     started = float(data.get("StartedAt", now))
     deadline = float(data.get("Deadline", now + float(props.get("WaitSeconds", 1500))))
-    known = [n for n in str(data.get("EndpointNames", "")).split(",") if n]
+    known = {n for n in str(data.get("EndpointNames", "")).split(",") if n}
+    named = {n for n in str(data.get("Named", "")).split(",") if n}
     # The operator gets the first half of the budget to clean up after its own objects.
     delete_after = started + (deadline - started) / 2
     where = {"stack": event.get("StackId", "<stack>"), "logical_id": event.get("LogicalResourceId", "<janitor>")}
@@ -112,9 +127,12 @@ def is_complete(event: dict[str, Any], context: Any = None, *, factory: JanitorF
 
     try:
         janitor = factory(props)
-        janitor.request_deletion()  # catches objects whose earlier delete was throttled
+        result = janitor.request_deletion()  # catches objects whose earlier delete was throttled
         objects = janitor.kubernetes_leftovers()
-        aws = janitor.aws_leftovers(known)
+        survey = janitor.survey(known | set(result.endpoint_names), named | set(result.named))
+        aws = survey.ours
+        for other in survey.others:
+            LOG.info("left alone (not this deployment's): %s", other.report())
         errors: list[str] = []
         if aws and now < deadline and (not objects or now >= delete_after):
             LOG.info("deleting %d AWS resource(s) the operator left", sum(x.deletable for x in aws))
@@ -132,5 +150,17 @@ def is_complete(event: dict[str, Any], context: Any = None, *, factory: JanitorF
     LOG.info("waiting for %d leftover(s): %s", len(leftovers), [x.describe() for x in leftovers])
     if now >= deadline:
         raise RuntimeError(format_failure(leftovers, cluster_name=cluster_name, waited_seconds=now - started,
-                                          last_error="; ".join(errors)[:500], **where))
+                                          last_error="; ".join(errors)[:500], left_alone=len(survey.others),
+                                          **where))
     return {"IsComplete": False}
+
+
+def _joined(items: tuple[str, ...], limit: int) -> str:
+    """``items`` joined by commas, as many whole items as fit in ``limit`` characters (a cut name could
+    match another resource)."""
+    kept: list[str] = []
+    for item in items:
+        if len(",".join([*kept, item])) > limit:
+            break
+        kept.append(item)
+    return ",".join(kept)

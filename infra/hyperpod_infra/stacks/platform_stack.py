@@ -58,6 +58,10 @@ class PlatformStackProps:
     janitor_vpc: ec2.IVpc | None = None
     """Run the endpoint janitor in this VPC (when the cluster API is not reachable from the internet).
     Default: outside any VPC."""
+    deployment_name: str | None = None
+    """The deployment's ``name``: the value of the ``deployment`` tag the endpoints' ``spec.tags`` carry, by
+    which the janitor tells this deployment's SageMaker resources and certificates from another's.
+    Default: none (the janitor then goes by what this cluster's objects name, and by cluster tags)."""
 
 
 class PlatformStack(Stack):
@@ -104,6 +108,7 @@ class PlatformStack(Stack):
         # add-ons and roles), so CloudFormation deletes it, and waits, before any of them.
         self.janitor = EndpointJanitor(self, "EndpointJanitor", props=EndpointJanitorProps(
             cluster=props.cluster, depends_on=(self.operator, self.iam), vpc=props.janitor_vpc,
+            deployment_tag=(names.DEPLOYMENT_TAG, props.deployment_name) if props.deployment_name else None,
             bundled_modules=bundle.imported_by(endpoint_janitor.HANDLER_DIR / "index.py")))
 
         self.model.acknowledge_read(self.iam.s3_csi_policy, props.model_key_prefix)

@@ -69,6 +69,7 @@ def shared_spec(p: EndpointProps) -> dict[str, Any]:
         "model_name": p.model_name,
         "instance_type": p.instance_type,
         "invocation_endpoint": p.invocation_path,
+        "tags": [iec.InferenceEndpointConfigSpecTags(name=k, value=v) for k, v in p.tags],
         "model_source_config": model_source(p),
         "load_balancer": iec.InferenceEndpointConfigSpecLoadBalancer(health_check_path=d.HEALTH_CHECK_PATH),
         "metrics": iec.InferenceEndpointConfigSpecMetrics(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from hyperpod_core import pins, sizing
+from hyperpod_core import names, pins, sizing
 from hyperpod_core.config import Config, EndpointConfig, RoleAutoscalingConfig, RoleConfig
 from hyperpod_core.inputs import EndpointInputs
 from hyperpod_core.telemetry import queries
@@ -55,6 +55,11 @@ class EndpointProps:
     name: str
     namespace: str
     labels: dict[str, str]
+    tags: tuple[tuple[str, str], ...]
+    """``spec.tags``: this deployment's name and EKS cluster ARN (``hyperpod_core.names``), the tags the endpoint
+    janitor and ``sweep`` delete by. The CRD says the operator adds them to the SageMaker endpoint it creates
+    ("Propagated to SageMaker resources"); whether also to models, endpoint configs and certificates is not
+    published [I], so the janitor also goes by what the objects' status names."""
     model_name: str
     instance_type: str
     invocation_path: str
@@ -150,6 +155,7 @@ def endpoint_props(c: Config, inputs: EndpointInputs) -> EndpointProps:
         name=e.name, namespace=e.namespace,
         labels={"app.kubernetes.io/name": e.name, "app.kubernetes.io/part-of": c.name,
                 "app.kubernetes.io/managed-by": "cdk8s"},
+        tags=((names.DEPLOYMENT_TAG, c.name), (names.EKS_CLUSTER_ARN_TAG, inputs.eks_cluster_arn.value or "")),
         model_name=c.model.name, instance_type=e.instance_type, invocation_path=e.invocation_path,
         image=e.image, worker_args=worker_args(e), container_port=e.container_port,
         bucket_name=inputs.model_bucket_name.value or "", region=c.region,
