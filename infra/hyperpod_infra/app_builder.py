@@ -164,7 +164,7 @@ def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> S
                     threads_per_core=g.threads_per_core, ebs_volume_size_gb=g.ebs_volume_size_gb,
                     deep_health_checks=g.deep_health_checks, training_plan_arn=g.training_plan_arn)
                 for g in h.instance_groups),
-            eks_cluster=cluster.cluster, gpu_subnet=network.gpu_subnet,
+            eks_cluster=cluster.cluster, vpc=network.vpc, gpu_subnet=network.gpu_subnet,
             efa_security_group=network.efa_security_group, dependencies=cluster.hyperpod_dependencies),
         **common)
     # Our Lambdas call the Kubernetes API from inside the VPC unless the public endpoint is open to all.

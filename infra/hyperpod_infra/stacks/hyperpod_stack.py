@@ -39,6 +39,7 @@ class HyperPodStackProps:
     lifecycle_bucket_name: str
     instance_groups: tuple[InstanceGroupSpec, ...]
     eks_cluster: eks.ICluster
+    vpc: ec2.IVpc
     gpu_subnet: ec2.ISubnet
     efa_security_group: ec2.ISecurityGroup
     dependencies: IDependable
@@ -56,7 +57,7 @@ class HyperPodStack(Stack):
             eks_cluster_security_group_id=props.eks_cluster.cluster_security_group_id,
             node_recovery=props.node_recovery, node_provisioning_mode=props.node_provisioning_mode))
         self.execution_role = HyperPodExecutionRole(self, "ExecutionRole", props=HyperPodExecutionRoleProps(
-            eks_cluster_arn=props.eks_cluster.cluster_arn, gpu_subnet=props.gpu_subnet,
+            eks_cluster_arn=props.eks_cluster.cluster_arn, vpc=props.vpc, gpu_subnet=props.gpu_subnet,
             security_group_ids=tuple(self.hyperpod.security_group_ids(props.efa_security_group)),
             lifecycle_bucket=self.lifecycle.bucket, lifecycle_key_prefix=self.lifecycle.key_prefix))
         for g in props.instance_groups:
