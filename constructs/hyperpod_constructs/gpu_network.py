@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from aws_cdk import Annotations, RemovalPolicy, Tags
@@ -174,7 +175,7 @@ class _SubnetAt(ec2.SubnetFilter):
         super().__init__()
         self._index = index
 
-    def select_subnets(self, subnets: list[ec2.ISubnet]) -> list[ec2.ISubnet]:
+    def select_subnets(self, subnets: Sequence[ec2.ISubnet]) -> list[ec2.ISubnet]:
         return [subnets[self._index]]
 
 
