@@ -832,19 +832,6 @@ def _adopters(model: Model) -> list[tuple[str, dict]]:
     return [(k, r) for k, r in model.resources("Custom::AdoptedLogGroup")]
 
 
-def test_no_log_group_a_service_re_creates_is_a_plain_log_group(deployment) -> None:
-    """A fixed-name ``AWS::Logs::LogGroup`` fails the next create once the service has re-created it ("already
-    exists"), and every retry after a rollback. Only the one an earlier release deployed may stay, under the
-    upgrade condition and retained (docs/deploy.md, "Upgrade")."""
-    model = Model(deployment.templates)
-    for key, r in model.resources("AWS::Logs::LogGroup"):
-        name = r["Properties"].get("LogGroupName")
-        if not isinstance(name, str) or not name.startswith(SERVICE_LOG_GROUP_PREFIXES):
-            continue
-        assert "Condition" in r and r.get("DeletionPolicy") == r.get("UpdateReplacePolicy") == "Retain", (
-            f"{key} creates {name}, which its service re-creates")
-
-
 def test_the_eks_control_plane_group_is_adopted_and_deleted_after_the_cluster(deployment) -> None:
     """Create-if-missing with a retention before the cluster writes to it, deleted once more after the cluster
     is gone (a dependency of the cluster is deleted after it)."""
@@ -905,9 +892,19 @@ FIXED_NAME_VERDICTS: dict[str, str] = {
 }
 
 
-def test_every_fixed_physical_name_has_a_redeploy_verdict(deployment) -> None:
-    """A new fixed-name resource type fails here until someone has checked whether its service keeps or
-    re-creates it after a destroy (the fact behind the EKS log group)."""
+def test_every_fixed_physical_name_survives_a_destroy_and_a_new_deploy(deployment) -> None:
+    """A fixed-name ``AWS::Logs::LogGroup`` fails the next create once its service has re-created the group
+    ("already exists"), and every retry after a rollback: none may be created by the templates; only the one an
+    earlier release deployed may stay, under the upgrade condition and retained (docs/deploy.md, "Upgrade").
+    Every other fixed-name resource type needs a verdict in :data:`FIXED_NAME_VERDICTS`: a new one fails here
+    until someone has checked whether its service keeps or re-creates it after a destroy."""
+    model = Model(deployment.templates)
+    for key, r in model.resources("AWS::Logs::LogGroup"):
+        name = r["Properties"].get("LogGroupName")
+        if not isinstance(name, str) or not name.startswith(SERVICE_LOG_GROUP_PREFIXES):
+            continue
+        assert "Condition" in r and r.get("DeletionPolicy") == r.get("UpdateReplacePolicy") == "Retain", (
+            f"{key} creates {name}, which its service re-creates")
     unjudged = sorted({r["Type"] for t in deployment.templates.values() for r in t["Resources"].values()
                        if PHYSICAL_NAMES.get(r["Type"]) in r.get("Properties", {})} - set(FIXED_NAME_VERDICTS))
     assert not unjudged, f"fixed physical names without a redeploy verdict: {unjudged}"
