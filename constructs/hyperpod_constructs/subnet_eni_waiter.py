@@ -11,7 +11,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from hyperpod_constructs import lambda_provider
-from hyperpod_constructs.lambda_eni_waiter import HANDLER_DIR, QUERY_INTERVAL
+from hyperpod_constructs.lambda_eni_waiter import waiter_resource
 from hyperpod_constructs.nag import acknowledge
 
 RESOURCE_TYPE = "Custom::SubnetEniWaiter"
@@ -64,18 +64,10 @@ class SubnetEniWaiter(Construct):
                           "<AWS::AccountId>:network-interface/*]",
                     "Interfaces left by the VPC CNI have IDs known only at run time; deletes are limited to this "
                     "subnet (ec2:Subnet) and the handler deletes only detached, not service-managed ones.")
-        functions = lambda_provider.polling_functions(
-            self, name="SubnetEniWaiter", purpose="wait for the network interfaces of a subnet on delete",
-            code=lambda_provider.handler_code(HANDLER_DIR), role=role, timeout=Duration.minutes(1), memory_size=128,
-            log_retention=props.log_retention)
-        provider = lambda_provider.provider(
-            self, on_event=functions[0], is_complete=functions[1], query_interval=QUERY_INTERVAL,
-            total_timeout=props.timeout, log_retention=props.log_retention)
-        properties = {"SubnetId": props.subnet.subnet_id,
-                      "WaitSeconds": lambda_provider.handler_wait_seconds(props.timeout, QUERY_INTERVAL)}
-        dependencies: list[Construct] = [role, *functions, provider]
+        properties = {"SubnetId": props.subnet.subnet_id}
         if props.security_group is not None:
             properties["SecurityGroupId"] = props.security_group.security_group_id
-        self.resource = lambda_provider.custom_resource(
-            self, provider=provider, resource_type=RESOURCE_TYPE, total_timeout=props.timeout,
-            properties=properties, depends_on=dependencies)
+        self.resource = waiter_resource(
+            self, name="SubnetEniWaiter", purpose="wait for the network interfaces of a subnet on delete", role=role,
+            resource_type=RESOURCE_TYPE, properties=properties, timeout=props.timeout,
+            log_retention=props.log_retention)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
 
 import boto3
@@ -40,26 +41,27 @@ def _code(err: ClientError) -> str:
     return str(err.response.get("Error", {}).get("Code", ""))
 
 
+def _unless(code: str, call: Callable[[], object]) -> bool:
+    """``call()``; ``False`` instead of raising when AWS answers ``code`` (the state asked for is there)."""
+    try:
+        call()
+        return True
+    except ClientError as err:
+        if _code(err) != code:
+            raise
+        return False
+
+
 def adopt(logs: Any, name: str, retention_days: int) -> None:
     """Create ``name`` unless it exists, then set its retention (both idempotent)."""
-    try:
-        logs.create_log_group(logGroupName=name)
-        LOG.info("created %s", name)
-    except ClientError as err:
-        if _code(err) != "ResourceAlreadyExistsException":
-            raise
-        LOG.info("adopted %s, which already existed", name)
+    created = _unless("ResourceAlreadyExistsException", lambda: logs.create_log_group(logGroupName=name))
+    LOG.info("created %s" if created else "adopted %s, which already existed", name)
     logs.put_retention_policy(logGroupName=name, retentionInDays=retention_days)
 
 
 def delete(logs: Any, name: str) -> None:
-    try:
-        logs.delete_log_group(logGroupName=name)
-        LOG.info("deleted %s", name)
-    except ClientError as err:
-        if _code(err) != "ResourceNotFoundException":
-            raise
-        LOG.info("%s was already gone", name)
+    deleted = _unless("ResourceNotFoundException", lambda: logs.delete_log_group(logGroupName=name))
+    LOG.info("deleted %s" if deleted else "%s was already gone", name)
 
 
 def delete_prefix(logs: Any, prefix: str) -> list[str]:

@@ -91,51 +91,43 @@ def is_complete(event: dict[str, Any], context: Any = None, *, ec2: Any = None,
     if event["RequestType"] != "Delete":
         return {"IsComplete": True}
     props = event.get("ResourceProperties") or {}
-    if props.get("SubnetId"):
-        return _subnet_is_clear(props, ec2 or _ec2(), float((event.get("Data") or {}).get("Deadline", clock())),
-                                clock)
-    group_id = props["SecurityGroupId"]
     deadline = float((event.get("Data") or {}).get("Deadline", clock()))
+    client = ec2 or _ec2()
+    if props.get("SubnetId"):
+        subnet_id, group_id = props["SubnetId"], props.get("SecurityGroupId")
+        return _poll(lambda: _delete_detached(client, interfaces_in(client, subnet_id, group_id)), deadline, clock,
+                     done=f"no network interface is in {subnet_id} any more", with_type=True, failure=lambda n, names: (
+                         f"SubnetEniWaiter: {n} network interface(s) are still in subnet {subnet_id}"
+                         f"{' or use ' + group_id if group_id else ''}: {names}. The services that own them (HyperPod, "
+                         "Elastic Load Balancing) release them on their own; run cdk destroy again later (aws ec2 "
+                         f"describe-network-interfaces --filters Name=subnet-id,Values={subnet_id} shows what is "
+                         "left)."))
+    group_id = props["SecurityGroupId"]
+    return _poll(lambda: interfaces_using(client, group_id), deadline, clock,
+                 done=f"no network interface uses {group_id} any more", with_type=False, failure=lambda n, names: (
+                     f"LambdaEniWaiter: {n} Lambda network interface(s) still use security group {group_id}: "
+                     f"{names}. Lambda releases a deleted function's VPC interfaces on its own, usually within 20 "
+                     "minutes; run cdk destroy again later (aws ec2 describe-network-interfaces --filters "
+                     f"Name=group-id,Values={group_id} shows what is left)."))
+
+
+def _poll(left_now: Callable[[], list[dict[str, Any]]], deadline: float, clock: Callable[[], float], *, done: str,
+          with_type: bool, failure: Callable[[int, str], str]) -> dict[str, Any]:
+    """One poll: complete when nothing is left; an API error before the deadline is retried on the next poll;
+    at the deadline, fail with ``failure(count, names)``."""
     try:
-        left = interfaces_using(ec2 or _ec2(), group_id)
+        left = left_now()
     except (BotoCoreError, ClientError) as err:
         if clock() < deadline:
             LOG.warning("DescribeNetworkInterfaces failed, retrying on the next poll: %s", err)
             return {"IsComplete": False}
         raise
     if not left:
-        LOG.info("no network interface uses %s any more", group_id)
+        LOG.info(done)
         return {"IsComplete": True}
-    names = [f"{n['NetworkInterfaceId']} ({n.get('Status', '?')}, {n.get('Description', '')})" for n in left]
+    names = [f"{n['NetworkInterfaceId']} ({n.get('InterfaceType', '?') + ', ' if with_type else ''}"
+             f"{n.get('Status', '?')}, {n.get('Description', '')})" for n in left]
     LOG.info("waiting for %d interface(s): %s", len(left), names)
     if clock() >= deadline:
-        raise RuntimeError(
-            f"LambdaEniWaiter: {len(left)} Lambda network interface(s) still use security group {group_id}: "
-            f"{', '.join(names[:10])}. Lambda releases a deleted function's VPC interfaces on its own, usually "
-            "within 20 minutes; run cdk destroy again later (aws ec2 describe-network-interfaces --filters "
-            f"Name=group-id,Values={group_id} shows what is left).")
-    return {"IsComplete": False}
-
-
-def _subnet_is_clear(props: dict[str, Any], ec2: Any, deadline: float, clock: Callable[[], float]) -> dict[str, Any]:
-    subnet_id, group_id = props["SubnetId"], props.get("SecurityGroupId")
-    try:
-        left = _delete_detached(ec2, interfaces_in(ec2, subnet_id, group_id))
-    except (BotoCoreError, ClientError) as err:
-        if clock() < deadline:
-            LOG.warning("DescribeNetworkInterfaces failed, retrying on the next poll: %s", err)
-            return {"IsComplete": False}
-        raise
-    if not left:
-        LOG.info("no network interface is in %s any more", subnet_id)
-        return {"IsComplete": True}
-    names = [f"{n['NetworkInterfaceId']} ({n.get('InterfaceType', '?')}, {n.get('Status', '?')}, "
-             f"{n.get('Description', '')})" for n in left]
-    LOG.info("waiting for %d interface(s): %s", len(left), names)
-    if clock() >= deadline:
-        raise RuntimeError(
-            f"SubnetEniWaiter: {len(left)} network interface(s) are still in subnet {subnet_id}"
-            f"{' or use ' + group_id if group_id else ''}: {', '.join(names[:10])}. The services that own them "
-            "(HyperPod, Elastic Load Balancing) release them on their own; run cdk destroy again later "
-            f"(aws ec2 describe-network-interfaces --filters Name=subnet-id,Values={subnet_id} shows what is left).")
+        raise RuntimeError(failure(len(left), ", ".join(names[:10])))
     return {"IsComplete": False}
