@@ -5,13 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import cast
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import CfnCondition, CustomResource, Duration, Fn, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
 from constructs import Construct
+
+from hyperpod_constructs.adopted_log_groups import (
+    AdoptedLogGroupOptions,
+    AdoptedLogGroups,
+    AdoptedLogGroupsProps,
+    LegacyLogGroup,
+)
 
 #: Every control-plane log type (EKS user guide, "Send control plane logs to CloudWatch Logs").
 ALL_CONTROL_PLANE_LOGS = (
@@ -54,6 +61,10 @@ class EksClusterProps:
     """IAM role/user granted ``AmazonEKSClusterAdminPolicy`` through an access entry; may be a token (a stack
     parameter). Default: none, and then no human can use kubectl: with API authentication the bootstrap admin is
     the CloudFormation execution role. The cluster stack always passes one."""
+    legacy_log_group_condition: CfnCondition | None = None
+    """While true, the template keeps the plain ``AWS::Logs::LogGroup`` earlier releases created the
+    control-plane group as (same logical ID, ``DeletionPolicy`` and ``UpdateReplacePolicy`` ``Retain``), so an
+    upgrade never deletes the live group (docs/deploy.md, "Upgrade"). Default: no such resource."""
 
 
 class EksCluster(Construct):
@@ -62,8 +73,9 @@ class EksCluster(Construct):
     - Kubernetes version pinned; authentication mode ``API`` (aws_eks_v2 uses access entries only, which
       HyperPod accepts: sagemaker-hyperpod-eks-prerequisites).
     - Public *and* private endpoint, the public one limited to ``endpoint_public_access_cidrs``.
-    - All five control-plane log types into ``/aws/eks/<name>/cluster``, created here with a retention so
-      that EKS does not create a never-expiring one.
+    - All five control-plane log types into ``/aws/eks/<name>/cluster``, adopted (created if missing, retention
+      set) before the cluster and deleted after it (:class:`AdoptedLogGroups`): EKS's service-linked role
+      re-creates the group after the cluster is gone, so a plain log group would fail the next create.
     - Secrets envelope-encrypted with a customer-managed KMS key (rotation on).
     - An IAM OIDC provider (IRSA) next to the pod identity agent (pod identity).
     - Auto Mode off; a small managed node group for system pods (CoreDNS, controllers, webhooks).
@@ -73,7 +85,9 @@ class EksCluster(Construct):
     """
 
     cluster: eks.Cluster
-    log_group: logs.LogGroup
+    log_group: logs.ILogGroup
+    log_group_resource: CustomResource
+    """Adopts the control-plane group; the cluster depends on it."""
     secrets_key: kms.Key
     system_nodegroup: eks.Nodegroup
     addons: dict[str, eks.Addon]
@@ -82,9 +96,7 @@ class EksCluster(Construct):
         super().__init__(scope, construct_id)
         self.props = props
 
-        self.log_group = logs.LogGroup(
-            self, "ControlPlaneLogs", log_group_name=f"/aws/eks/{props.cluster_name}/cluster",
-            retention=props.log_retention, removal_policy=RemovalPolicy.DESTROY)
+        self._control_plane_log_group()
         self.secrets_key = kms.Key(
             self, "SecretsKey", enable_key_rotation=True, removal_policy=RemovalPolicy.DESTROY,
             pending_window=Duration.days(7), description=f"EKS secrets encryption for {props.cluster_name}")
@@ -117,7 +129,8 @@ class EksCluster(Construct):
         cfn_cluster = self.cluster.node.default_child
         assert isinstance(cfn_cluster, eks.CfnCluster)
         self.cfn_cluster = cfn_cluster
-        cfn_cluster.node.add_dependency(self.log_group)  # exists, with retention, before EKS writes to it
+        # Adopted, with retention, before EKS writes to it; deleted only once the cluster is gone.
+        cfn_cluster.node.add_dependency(self.log_group_resource)
 
         self.oidc_provider = eks.OidcProviderNative(
             self, "OidcProvider", url=self.cluster.cluster_open_id_connect_issuer_url)
@@ -146,6 +159,29 @@ class EksCluster(Construct):
             self.cluster.grant_access("Admin", props.admin_principal_arn, [
                 eks.AccessPolicy.from_access_policy_name(
                     "AmazonEKSClusterAdminPolicy", access_scope_type=eks.AccessScopeType.CLUSTER)])
+
+    def _control_plane_log_group(self) -> None:
+        props = self.props
+        name = f"/aws/eks/{props.cluster_name}/cluster"
+        self.log_groups = AdoptedLogGroups(self, "LogGroups", props=AdoptedLogGroupsProps(
+            log_retention=props.log_retention))
+        legacy, legacy_group = None, None
+        if props.legacy_log_group_condition is not None:
+            # The construct ID of earlier releases: the same logical ID, so CloudFormation sees the same resource.
+            legacy_group = logs.LogGroup(self, "ControlPlaneLogs", log_group_name=name,
+                                         retention=props.log_retention, removal_policy=RemovalPolicy.RETAIN)
+            cfn = legacy_group.node.default_child
+            assert isinstance(cfn, logs.CfnLogGroup)
+            cfn.cfn_options.condition = props.legacy_log_group_condition
+            condition_id = props.legacy_log_group_condition.logical_id
+            legacy = LegacyLogGroup(logical_id=Stack.of(self).get_logical_id(cfn),
+                                    retained=Fn.condition_if(condition_id, "true", "false").to_string())
+        self.log_group_resource = self.log_groups.adopt("ControlPlaneLogGroup", AdoptedLogGroupOptions(
+            log_group_name=name, retention=props.log_retention, legacy=legacy))
+        if legacy_group is not None:
+            # After the guard: a retained resource is never created where it would collide.
+            legacy_group.node.add_dependency(self.log_group_resource)
+        self.log_group = logs.LogGroup.from_log_group_name(self, "ControlPlaneLogGroupName", name)
 
     def _addon(self, pin: AddonVersion) -> eks.Addon:
         addon = eks.Addon(

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from aws_cdk import RemovalPolicy, Tags
+from aws_cdk import Annotations, RemovalPolicy, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -25,9 +26,12 @@ class GpuNetworkProps:
     ``("usw2-az1", "usw2-az2")``. Placing them by ``Fn::GetAZs`` index could land in an AZ that EKS does not
     support (use1-az3, usw1-az2, cac1-az3)."""
     nat_gateways: int = 1
-    """Default: 1 (the GPU subnet routes through it; set 2 for one NAT per control-plane AZ)."""
+    """1 or 2. Default: 1, in the public subnet of the GPU AZ when that is a control-plane AZ (the GPU subnet,
+    whose nodes pull the large images, routes through it in its own AZ); 2: one NAT per control-plane AZ, the GPU
+    subnet using the one in its AZ."""
     interface_endpoints: tuple[str, ...] = ()
-    """Interface endpoint service names (``ecr.api``, ``sts``, ...). Default: none."""
+    """Interface endpoint service names (``ecr.api``, ``sts``, ...), each admitting HTTPS from ``vpc_cidr`` and
+    ``gpu_cidr``. Default: none."""
     flow_logs_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
     """Retention of the VPC flow log group. Default: one month."""
     private_subnet_cidr_mask: int = 20
@@ -46,16 +50,30 @@ class GpuNetwork(Construct):
     vpc: ec2.Vpc
     gpu_subnet: ec2.PrivateSubnet
     flow_log_group: logs.LogGroup
+    interface_endpoint_security_group: ec2.SecurityGroup | None
+    """The one group of every interface endpoint (HTTPS from both CIDRs); ``None`` without endpoints."""
 
     def __init__(self, scope: Construct, construct_id: str, *, props: GpuNetworkProps) -> None:
+        if props.nat_gateways not in (1, 2):
+            raise ValueError(f"nat_gateways must be 1 or 2, got {props.nat_gateways}")
         super().__init__(scope, construct_id)
         self.props = props
+        cp_azs = props.control_plane_availability_zone_ids
+        #: Index of the GPU AZ among the control-plane AZs (public subnet i is in cp_azs[i]); None if it is not one.
+        self._gpu_az_index = cp_azs.index(props.gpu_availability_zone_id) \
+            if props.gpu_availability_zone_id in cp_azs else None
+        nat_subnets = None
+        if props.nat_gateways == 1 and self._gpu_az_index is not None:
+            # aws-cdk-lib puts a single NAT in the first selected public subnet: select the GPU AZ's.
+            nat_subnets = ec2.SubnetSelection(subnet_group_name="public",
+                                              subnet_filters=[_SubnetAt(self._gpu_az_index)])
 
         self.vpc = ec2.Vpc(
             self, "Vpc",
             ip_addresses=ec2.IpAddresses.cidr(props.vpc_cidr),
             max_azs=2,  # EKS requires control-plane subnets in at least two AZs
             nat_gateways=props.nat_gateways,
+            nat_gateway_subnets=nat_subnets,
             subnet_configuration=[
                 ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC,
                                         cidr_mask=props.public_subnet_cidr_mask),
@@ -83,13 +101,18 @@ class GpuNetwork(Construct):
                      ec2.SubnetSelection(subnets=[self.gpu_subnet])],
         )
         self.interface_endpoints: dict[str, ec2.InterfaceVpcEndpoint] = {}
+        self.interface_endpoint_security_group = self._interface_endpoint_group() if props.interface_endpoints \
+            else None
         for service in props.interface_endpoints:
-            # One ENI per control-plane AZ; the GPU subnet reaches them through private DNS.
+            # One ENI per control-plane AZ; the GPU subnet reaches them through private DNS. open=False: the
+            # L2 would admit only the primary CIDR (Peer.ipv4(vpc.vpcCidrBlock), a token cdk-nag's EC23 cannot
+            # read); our group admits both CIDRs instead.
             self.interface_endpoints[service] = self.vpc.add_interface_endpoint(
                 "Endpoint" + "".join(p.capitalize() for p in service.replace("-", ".").split(".")),
                 service=ec2.InterfaceVpcEndpointAwsService(service),
                 subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
-                private_dns_enabled=True,
+                private_dns_enabled=True, open=False,
+                security_groups=[self.interface_endpoint_security_group],  # type: ignore[list-item]
             )
 
         self.flow_log_group = logs.LogGroup(
@@ -97,6 +120,16 @@ class GpuNetwork(Construct):
         self.vpc.add_flow_log(
             "FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(self.flow_log_group),
             traffic_type=ec2.FlowLogTrafficType.ALL)
+
+    def _interface_endpoint_group(self) -> ec2.SecurityGroup:
+        """HTTPS from the primary CIDR (control plane, system nodes) and the GPU CIDR (GPU nodes and pods: STS,
+        ECR, eks-auth, logs and AMP remote-write from there), nothing else; endpoints answer, never call."""
+        group = ec2.SecurityGroup(
+            self, "InterfaceEndpoints", vpc=self.vpc, allow_all_outbound=False,
+            description="Interface VPC endpoints: HTTPS from the primary and the GPU CIDR")
+        for name, cidr in (("primary", self.props.vpc_cidr), ("GPU", self.props.gpu_cidr)):
+            group.add_ingress_rule(ec2.Peer.ipv4(cidr), ec2.Port.tcp(443), f"HTTPS from the {name} CIDR")
+        return group
 
     def _gpu_subnet(self) -> ec2.PrivateSubnet:
         cidr = ec2.CfnVPCCidrBlock(self, "GpuCidr", vpc_id=self.vpc.vpc_id, cidr_block=self.props.gpu_cidr)
@@ -109,12 +142,41 @@ class GpuNetwork(Construct):
         )
         cfn = _place_by_az_id(subnet, self.props.gpu_availability_zone_id)
         cfn.node.add_dependency(cidr)  # the secondary CIDR must exist before a subnet can use it
-        nat = self.vpc.public_subnets[0].node.try_find_child("NATGateway")
-        assert isinstance(nat, ec2.CfnNatGateway)
-        subnet.add_default_nat_route(nat.ref)
+        subnet.add_default_nat_route(self._gpu_nat().ref)
         Tags.of(subnet).add("kubernetes.io/role/internal-elb", "1")
         Tags.of(subnet).add("hyperpod/gpu-subnet", "true")
         return subnet
+
+
+    def _gpu_nat(self) -> ec2.CfnNatGateway:
+        """The NAT in the GPU AZ's public subnet; without one (the GPU AZ is no control-plane AZ), the first NAT,
+        in another AZ: egress then crosses AZs (transfer charges, and it fails with that AZ), said at synth."""
+        nats = {i: s.node.try_find_child("NATGateway") for i, s in enumerate(self.vpc.public_subnets)}
+        nats = {i: n for i, n in nats.items() if n is not None}
+        if self._gpu_az_index in nats:
+            nat = nats[self._gpu_az_index]
+        else:
+            nat = nats[min(nats)]
+            Annotations.of(self).add_warning_v2(
+                "hyperpod:gpuEgressCrossAz",
+                f"network.gpu_availability_zone_id {self.props.gpu_availability_zone_id} is not one of "
+                f"network.control_plane_availability_zone_ids {list(self.props.control_plane_availability_zone_ids)}:"
+                " no public subnet or NAT gateway is in the GPU AZ, so the GPU subnet routes through the NAT in "
+                f"{self.props.control_plane_availability_zone_ids[min(nats)]} (cross-AZ transfer; egress fails with "
+                "that AZ). List the GPU AZ ID as a control-plane AZ where EKS supports it (docs/cluster.md)")
+        assert isinstance(nat, ec2.CfnNatGateway)
+        return nat
+
+
+class _SubnetAt(ec2.SubnetFilter):
+    """The subnet at one index of the selection (the public subnets come in control-plane AZ order)."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__()
+        self._index = index
+
+    def select_subnets(self, subnets: Sequence[ec2.ISubnet]) -> list[ec2.ISubnet]:
+        return [subnets[self._index]]
 
 
 def _place_by_az_id(subnet: ec2.ISubnet, az_id: str) -> ec2.CfnSubnet:

@@ -11,6 +11,16 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 MANAGED_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
+#: The ENI writes of AWS's HyperPod execution role (aws/sagemaker-hyperpod-cluster-setup,
+#: eks/cloudformation/sagemaker-iam-role-template.yaml @ 225929764f92613e15ff951569564a71f3711470): its
+#: ``ConditionalPolicySubnet<i>`` and ``conditionalSecurityGroup<i>`` statements grant these on each subnet and
+#: security group of the cluster; its ``<prefix>-Policy`` grants them but ``DetachNetworkInterface`` on
+#: ``instance/*``, ``network-interface/*`` and the cluster's ``vpc/<id>``.
+ENI_WRITE_ACTIONS = (
+    "ec2:AssignPrivateIpAddresses", "ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission",
+    "ec2:DeleteNetworkInterface", "ec2:DeleteNetworkInterfacePermission", "ec2:DetachNetworkInterface",
+    "ec2:ModifyNetworkInterfaceAttribute", "ec2:UnassignPrivateIpAddresses",
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -18,6 +28,8 @@ class HyperPodExecutionRoleProps:
     """Props of :class:`HyperPodExecutionRole`."""
 
     eks_cluster_arn: str
+    vpc: ec2.IVpc
+    """The VPC of the GPU subnet: ENI writes on existing interfaces are limited to it (``ec2:Vpc``)."""
     gpu_subnet: ec2.ISubnet
     security_group_ids: tuple[str, ...]
     """Every security group the nodes carry (EFA group and EKS cluster security group): HyperPod creates the
@@ -30,8 +42,12 @@ class HyperPodExecutionRole(Construct):
     """Execution role of the HyperPod instance groups.
 
     - ``AmazonSageMakerClusterInstanceRolePolicy`` (AWS managed, required by HyperPod).
-    - ENIs: create only in the GPU subnet with the nodes' security groups (EFA and EKS cluster group); manage
-      network interfaces of this account and region (their IDs do not exist before HyperPod creates them).
+    - ENI writes on the resource types AWS's HyperPod IAM template grants them on (:data:`ENI_WRITE_ACTIONS`):
+      the GPU subnet, the nodes' security groups (EFA and EKS cluster group) and the VPC by ARN; network
+      interfaces of this account and region (their IDs do not exist before HyperPod creates them), limited to
+      the VPC by ``ec2:Vpc`` for every action whose network-interface resource carries that key (all but
+      ``CreateNetworkInterface``, which is bounded by the subnet and groups it names); ``Attach``/``Detach``/
+      ``ModifyNetworkInterfaceAttribute`` on instances (no ``ec2:Vpc`` key on the instance type).
     - ``ec2:CreateTags`` on network interfaces *without* an ``ec2:CreateAction`` condition: the VPC CNI tags
       existing ENIs with a standalone CreateTags (ipamd ``TagENI``), which such a condition would deny; this is
       how ``AmazonEKS_CNI_Policy`` and AWS's HyperPod IAM template grant it.
@@ -63,19 +79,24 @@ class HyperPodExecutionRole(Construct):
             description="HyperPod instance groups (EKS orchestrator)",
             managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(MANAGED_POLICY)])
         bucket = props.lifecycle_bucket
+        vpc_arn = ec2_arn(f"vpc/{props.vpc.vpc_id}")
+        in_vpc = {"ArnEquals": {"ec2:Vpc": vpc_arn}}
         self.policy = iam.Policy(self, "Policy", roles=[self.role], statements=[
             iam.PolicyStatement(
-                sid="CreateEniInGpuSubnet", actions=["ec2:CreateNetworkInterface"],
+                sid="EniWritesInGpuSubnet", actions=list(ENI_WRITE_ACTIONS),
                 resources=[ec2_arn(f"subnet/{props.gpu_subnet.subnet_id}"),
-                           *(ec2_arn(f"security-group/{sg}") for sg in props.security_group_ids),
-                           network_interfaces]),
+                           *(ec2_arn(f"security-group/{sg}") for sg in props.security_group_ids), vpc_arn]),
+            # CreateNetworkInterface: the new interface carries no ec2:Vpc yet (service authorization reference).
+            iam.PolicyStatement(sid="CreateEni", actions=["ec2:CreateNetworkInterface"],
+                                resources=[network_interfaces]),
             iam.PolicyStatement(
-                sid="ManageEnis",
-                actions=["ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses",
-                         "ec2:AttachNetworkInterface", "ec2:DetachNetworkInterface",
-                         "ec2:DeleteNetworkInterface", "ec2:ModifyNetworkInterfaceAttribute",
-                         "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterfacePermission"],
-                resources=[network_interfaces, ec2_arn("instance/*")]),
+                sid="ManageEnisInVpc", conditions=in_vpc, resources=[network_interfaces],
+                actions=[a for a in ENI_WRITE_ACTIONS if a != "ec2:CreateNetworkInterface"]
+                + ["ec2:AttachNetworkInterface"]),
+            iam.PolicyStatement(
+                sid="AttachEnisToInstances", resources=[ec2_arn("instance/*")],
+                actions=["ec2:AttachNetworkInterface", "ec2:DetachNetworkInterface",
+                         "ec2:ModifyNetworkInterfaceAttribute"]),
             iam.PolicyStatement(sid="TagEnis", actions=["ec2:CreateTags"], resources=[network_interfaces]),
             iam.PolicyStatement(
                 sid="DescribeNetwork",

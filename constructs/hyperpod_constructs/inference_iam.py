@@ -36,7 +36,8 @@ class InferenceIamProps:
     tls_certificates_bucket: s3.IBucket
     """Where the operator writes the TLS certificates it generates."""
     model_read_statements: tuple[iam.PolicyStatement, ...]
-    """What the S3 CSI driver may do: read the model weights (see ``ModelBucket.read_statements``)."""
+    """What the S3 CSI driver may do: read the model weights (see ``ModelBucket.read_statements``); its
+    ``s3:ListBucket`` loses the ``s3:prefix`` condition here (:func:`mount_statements`)."""
     vpc_arn: str
     """ARN of the cluster's VPC: the ALB controller may change rules of untagged security groups only there."""
     operator_namespace: str
@@ -76,11 +77,11 @@ class InferenceIam(Construct):
             role_name=name or Fn.join("-", [EXECUTION_ROLE_PREFIX, stack_uuid_head]),
             description="HyperPod Inference Operator execution role (add-on executionRoleArn)",
             assumed_by=iam.CompositePrincipal(
-                # Confused-deputy guard (SageMaker Developer Guide, "Cross-service confused deputy
-                # prevention"): only SageMaker acting for this account, on its own resources in this region.
-                iam.ServicePrincipal("sagemaker.amazonaws.com", conditions={
-                    "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
-                    "ArnLike": {"aws:SourceArn": f"arn:{Aws.PARTITION}:sagemaker:{Aws.REGION}:{Aws.ACCOUNT_ID}:*"}}),
+                # No condition, as AWS's own template trusts SageMaker (inference-addon-iam-roles-template.yaml)
+                # and the troubleshooting page prescribes: no published page shows SageMaker sending
+                # aws:SourceAccount or aws:SourceArn when it assumes this role, and a condition on a key that is
+                # not sent denies the assume (then UpdateClusterInference fails at operator start-up).
+                iam.ServicePrincipal("sagemaker.amazonaws.com"),
                 self._irsa_principal("ExecutionRoleTrust", props.operator_namespace, OPERATOR_SERVICE_ACCOUNT)),
             managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(INFERENCE_MANAGED_POLICY)],
         )
@@ -124,7 +125,7 @@ class InferenceIam(Construct):
             self, "S3CsiRole", description="Mountpoint for Amazon S3 CSI driver: read the model bucket",
             assumed_by=self._irsa_principal("S3CsiTrust", S3_CSI_NAMESPACE, S3_CSI_SERVICE_ACCOUNT))
         self.s3_csi_policy = iam.Policy(
-            self, "S3CsiPolicy", roles=[self.s3_csi_role], statements=list(props.model_read_statements))
+            self, "S3CsiPolicy", roles=[self.s3_csi_role], statements=mount_statements(props.model_read_statements))
         self._acknowledge_nag(props.tls_certificates_bucket)
 
     def _acknowledge_nag(self, tls_bucket: s3.IBucket) -> None:
@@ -154,6 +155,19 @@ class InferenceIam(Construct):
             f"{issuer}:sub": f"system:serviceaccount:{namespace}:{service_account}",
         })
         return iam.OpenIdConnectPrincipal(provider, conditions={"StringEquals": conditions})
+
+
+def mount_statements(read_statements: tuple[iam.PolicyStatement, ...]) -> list[iam.PolicyStatement]:
+    """The model-read statements as Mountpoint needs them: ``s3:ListBucket`` on the bucket with no
+    ``s3:prefix`` condition, every other statement (``GetObject`` below the prefix, ``kms:Decrypt``) unchanged.
+
+    Mountpoint lists from the root of what it mounts: a mount of the bucket or of a parent of the model prefix
+    lists with a prefix the condition does not match (``""``, ``models/``) and fails with AccessDenied. AWS's own
+    S3 CSI role grants ``s3:ListBucket`` without a condition (aws/sagemaker-hyperpod-cluster-setup,
+    inference-addon-iam-roles-template.yaml, ``MountpointFullBucketAccess``, on every bucket); here it stays on
+    the model bucket only, and it reveals key names, never content."""
+    return [iam.PolicyStatement(sid=st.sid, actions=st.actions, resources=st.resources)
+            if st.actions == ["s3:ListBucket"] and st.conditions else st for st in read_statements]
 
 
 def load_balancer_controller_statements(*, vpc_arn: str, partition: str = Aws.PARTITION,

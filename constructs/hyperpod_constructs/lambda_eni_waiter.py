@@ -53,15 +53,23 @@ class LambdaEniWaiter(Construct):
         role.add_to_policy(iam.PolicyStatement(actions=["ec2:DescribeNetworkInterfaces"], resources=["*"]))
         acknowledge(role, "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
                     "ec2:DescribeNetworkInterfaces supports no resource-level permission; read-only.")
-        functions = lambda_provider.polling_functions(
-            self, name="LambdaEniWaiter", purpose="wait for VPC Lambda interfaces on delete",
-            code=lambda_provider.handler_code(HANDLER_DIR), role=role, timeout=Duration.minutes(1), memory_size=128,
-            log_retention=props.log_retention)
-        provider = lambda_provider.provider(
-            self, on_event=functions[0], is_complete=functions[1], query_interval=QUERY_INTERVAL,
-            total_timeout=props.timeout, log_retention=props.log_retention)
-        self.resource = lambda_provider.custom_resource(
-            self, provider=provider, resource_type=RESOURCE_TYPE, total_timeout=props.timeout,
-            properties={"SecurityGroupId": props.security_group.security_group_id,
-                        "WaitSeconds": lambda_provider.handler_wait_seconds(props.timeout, QUERY_INTERVAL)},
-            depends_on=(role, *functions, provider))
+        self.resource = waiter_resource(
+            self, name="LambdaEniWaiter", purpose="wait for VPC Lambda interfaces on delete", role=role,
+            resource_type=RESOURCE_TYPE, properties={"SecurityGroupId": props.security_group.security_group_id},
+            timeout=props.timeout, log_retention=props.log_retention)
+
+
+def waiter_resource(scope: Construct, *, name: str, purpose: str, role: iam.IRole, resource_type: str,
+                    properties: dict[str, str], timeout: Duration, log_retention: logs.RetentionDays) -> CustomResource:
+    """The polling functions of this handler, their provider and the resource, for an interface waiter in
+    ``scope`` (:class:`LambdaEniWaiter`, :class:`~hyperpod_constructs.subnet_eni_waiter.SubnetEniWaiter`)."""
+    functions = lambda_provider.polling_functions(
+        scope, name=name, purpose=purpose, code=lambda_provider.handler_code(HANDLER_DIR), role=role,
+        timeout=Duration.minutes(1), memory_size=128, log_retention=log_retention)
+    provider = lambda_provider.provider(
+        scope, on_event=functions[0], is_complete=functions[1], query_interval=QUERY_INTERVAL, total_timeout=timeout,
+        log_retention=log_retention)
+    return lambda_provider.custom_resource(
+        scope, provider=provider, resource_type=resource_type, total_timeout=timeout,
+        properties={**properties, "WaitSeconds": lambda_provider.handler_wait_seconds(timeout, QUERY_INTERVAL)},
+        depends_on=(role, *functions, provider))

@@ -17,6 +17,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 
 from hyperpod_constructs.eks_cluster import AddonVersion, EksClusterProps
+from hyperpod_constructs.function_log_groups import FunctionLogGroups
 from hyperpod_constructs.gpu_network import GpuNetworkProps
 from hyperpod_constructs.hyperpod_cluster import POOL_LABEL
 from hyperpod_constructs.hyperpod_dependencies import ChartSource
@@ -164,8 +165,9 @@ def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> S
                     threads_per_core=g.threads_per_core, ebs_volume_size_gb=g.ebs_volume_size_gb,
                     deep_health_checks=g.deep_health_checks, training_plan_arn=g.training_plan_arn)
                 for g in h.instance_groups),
-            eks_cluster=cluster.cluster, gpu_subnet=network.gpu_subnet,
-            efa_security_group=network.efa_security_group, dependencies=cluster.hyperpod_dependencies),
+            eks_cluster=cluster.cluster, vpc=network.vpc, gpu_subnet=network.gpu_subnet,
+            efa_security_group=network.efa_security_group, dependencies=cluster.hyperpod_dependencies,
+            log_retention=retention(e.log_retention_days)),
         **common)
     # Our Lambdas call the Kubernetes API from inside the VPC unless the public endpoint is open to all.
     public_api = "0.0.0.0/0" in e.endpoint_public_access_cidrs
@@ -211,6 +213,8 @@ def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> S
                     observability=observability)
     for stack in stacks.all():  # every custom resource, ours and aws-cdk-lib's: ServiceTimeout < 1 hour
         cdk.Aspects.of(stack).add(ServiceTimeouts())
+        # every function, aws-cdk-lib's included, logs into a group of its stack with a retention
+        cdk.Aspects.of(stack).add(FunctionLogGroups(retention(e.log_retention_days)))
     return stacks
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-from aws_cdk.assertions import Match
 from tests.infra.conftest import only
 
 from hyperpod_core import outputs, pins
@@ -38,13 +37,12 @@ def test_endpoint_is_public_and_private_with_the_configured_allow_list(cluster_t
 def test_every_control_plane_log_type_goes_to_our_log_group_with_retention(cluster_template, default_config):
     logging = _cluster(cluster_template)["Logging"]["ClusterLogging"]["EnabledTypes"]
     assert sorted(t["Type"] for t in logging) == ["api", "audit", "authenticator", "controllerManager", "scheduler"]
-    cluster_template.has_resource("AWS::Logs::LogGroup", {
-        "Properties": {"LogGroupName": f"/aws/eks/{default_config.eks.cluster_name}/cluster",
-                       "RetentionInDays": default_config.eks.log_retention_days},
-        "DeletionPolicy": "Delete"})
-    log_group_id = next(iter(cluster_template.find_resources(
-        "AWS::Logs::LogGroup", {"Properties": {"LogGroupName": Match.string_like_regexp("/aws/eks/")}})))
-    assert log_group_id in cluster_template.find_resources("AWS::EKS::Cluster")[EKS_LOGICAL_ID]["DependsOn"]
+    # adopted (create-if-missing, retention, deleted after the cluster): tests/infra/test_adopted_log_groups.py
+    adopters = cluster_template.find_resources("Custom::AdoptedLogGroup", {"Properties": {
+        "LogGroupName": f"/aws/eks/{default_config.eks.cluster_name}/cluster",
+        "RetentionInDays": str(default_config.eks.log_retention_days), "DeleteOnDelete": "true"}})
+    assert len(adopters) == 1
+    assert next(iter(adopters)) in cluster_template.find_resources("AWS::EKS::Cluster")[EKS_LOGICAL_ID]["DependsOn"]
 
 
 def test_secrets_are_encrypted_with_a_rotating_kms_key(cluster_template) -> None:

@@ -124,6 +124,9 @@ FAILING_CASES = [
     ("kvaware_with_chat_path", {"endpoint.routing_strategy": "kvaware"}, "'kvaware' needs endpoint.invocation_path"),
     ("invocation_path_has_leading_slash", {"endpoint.invocation_path": "/v1/completions"},
      "endpoint.invocation_path must be a URL path"),
+    # RFC 3986 section 5.2.4: a client or proxy resolves dot segments, so the path the router calls differs
+    ("invocation_path_climbs_up", {"endpoint.invocation_path": "v1/../completions"},
+     "endpoint.invocation_path must be a URL path without a leading '/' and without '.' or '..' segments"),
     ("more_than_one_decode_replica", {"endpoint.decode.replicas": 2,
                                       "hyperpod.instance_groups[1].instance_count": 2},
      "endpoint.decode.replicas must be <= 1"),
@@ -166,6 +169,9 @@ FAILING_CASES = [
     ("cidr_is_public", {"network.gpu_cidr": "54.0.0.0/16"}, "network.gpu_cidr must be a private range"),
     ("vpc_cidr_too_small_for_subnets", {"network.vpc_cidr": "10.0.0.0/24"}, "network.vpc_cidr must be /20 or larger"),
     ("cidrs_overlap", {"network.gpu_cidr": "10.0.128.0/17"}, "network.gpu_cidr must not overlap"),
+    # Amazon VPC User Guide, "IPv4 CIDR block association restrictions": 10.0.0.0/8 primary, 192.168.0.0/16 refused
+    ("gpu_cidr_from_another_rfc1918_range", {"network.gpu_cidr": "192.168.0.0/16"},
+     "network.gpu_cidr must be in the RFC 1918 range of network.vpc_cidr (10.0.0.0/8) or in 100.64.0.0/10"),
     ("gpu_subnet_too_small_for_nodes", {"network.gpu_cidr": "10.1.0.0/24",
                                         "hyperpod.instance_groups[0].instance_count": 2},
      "must hold 486 IPs for 3 GPU nodes"),
@@ -325,6 +331,33 @@ def test_realistic_variants_are_accepted(default_config_dict: dict) -> None:
     data["endpoint"]["kv_cache"] = {"enable_l2_cache": True, "l2_cache_backend": "redis"}
     c = parse_config(data)
     assert sizing.pool_gpus(c, "prefill") == 16
+
+
+#: Rows of the Amazon VPC User Guide's table "IPv4 CIDR block association restrictions" (VPC CIDR blocks):
+#: (primary, secondary, EC2 associates it). 100.64.0.0/10 is permitted next to every RFC 1918 primary (the
+#: usual EKS secondary range); another RFC 1918 range, 198.19.0.0/16, 10.0.0.0/16 next to a primary in
+#: 10.0.0.0/15, and 172.31.0.0/16 next to a 172.16.0.0/12 primary are restricted.
+CIDR_ASSOCIATIONS = [
+    ("10.0.0.0/16", "10.1.0.0/16", True), ("10.0.0.0/16", "100.64.0.0/16", True),
+    ("172.16.0.0/16", "172.20.0.0/16", True), ("192.168.0.0/16", "100.64.0.0/16", True),
+    ("100.64.0.0/16", "100.65.0.0/16", True),
+    ("10.0.0.0/16", "172.16.0.0/16", False), ("172.16.0.0/16", "10.1.0.0/16", False),
+    ("192.168.0.0/16", "10.1.0.0/16", False), ("10.1.0.0/16", "10.0.0.0/16", False),
+    ("172.16.0.0/16", "172.31.0.0/16", False), ("10.0.0.0/16", "198.19.0.0/16", False),
+    ("100.64.0.0/16", "10.1.0.0/16", False),
+]
+
+
+@pytest.mark.parametrize(("primary", "secondary", "accepted"), CIDR_ASSOCIATIONS)
+def test_gpu_cidr_follows_the_vpc_association_table(default_config_dict: dict, primary: str, secondary: str,
+                                                   accepted: bool) -> None:
+    data = _mutated(default_config_dict, network__vpc_cidr=primary, network__gpu_cidr=secondary)
+    if accepted:
+        assert parse_config(data).network.gpu_cidr == secondary
+    else:
+        with pytest.raises(ConfigError, match=r"^network\.gpu_cidr must .* \(Amazon VPC User Guide, IPv4 CIDR block "
+                                               r"association restrictions\), got "):
+            parse_config(data)
 
 
 def test_cluster_names_derive_from_name_when_left_out(default_config_dict: dict) -> None:

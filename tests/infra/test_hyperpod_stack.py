@@ -144,13 +144,25 @@ def test_execution_role_has_the_managed_instance_policy(hyperpod_template) -> No
 
 
 def test_eni_creation_is_scoped_to_our_subnet_and_the_nodes_security_groups(role_statements) -> None:
-    """Every group the nodes carry (EFA and EKS cluster security group) or HyperPod cannot create their ENIs."""
-    s = role_statements["CreateEniInGpuSubnet"]
-    assert _actions(s) == ["ec2:CreateNetworkInterface"]
+    """Every group the nodes carry (EFA and EKS cluster security group) or HyperPod cannot create their ENIs;
+    the subnet, groups and VPC are named by ARN, nothing else of those types."""
+    s = role_statements["EniWritesInGpuSubnet"]
+    assert "ec2:CreateNetworkInterface" in _actions(s) and "Condition" not in s
     text = str(_resources(s))
-    assert "subnet/" in text and "NetworkGpuSubnet" in text
+    assert text.count("subnet/") == 1 and "NetworkGpuSubnet" in text
     assert text.count("security-group/") == 2
     assert "EfaGroup" in text and "EksClusterB2BDED5BClusterSecurityGroupId" in text
+    assert text.count("vpc/") == 1 and "NetworkVpc" in text
+    assert "*" not in text
+
+
+def test_writes_on_existing_enis_are_limited_to_our_vpc(role_statements) -> None:
+    """``ec2:Vpc`` on network-interface/*: every ENI write but CreateNetworkInterface carries the key (service
+    authorization reference); a new interface has none, so that one is bounded by the subnet and groups."""
+    s = role_statements["ManageEnisInVpc"]
+    assert "ec2:CreateNetworkInterface" not in _actions(s)
+    assert set(s["Condition"]) == {"ArnEquals"} and list(s["Condition"]["ArnEquals"]) == ["ec2:Vpc"]
+    assert "NetworkVpc" in str(s["Condition"]) and "network-interface/*" in str(_resources(s))
 
 
 def test_the_vpc_cni_may_tag_existing_enis(role_statements) -> None:

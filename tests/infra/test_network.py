@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from aws_cdk.assertions import Match, Template
 
@@ -72,6 +74,23 @@ def test_one_nat_gateway_by_default(network: Template) -> None:
     network.resource_count_is("AWS::EC2::NatGateway", 1)
 
 
+def _gpu_nat_az_id(t: Template) -> str:
+    """AZ ID of the subnet holding the NAT gateway the GPU subnet's default route points at."""
+    assoc = t.find_resources("AWS::EC2::SubnetRouteTableAssociation",
+                             {"Properties": {"SubnetId": {"Ref": _gpu_subnet_id(t)}}})
+    table = next(iter(assoc.values()))["Properties"]["RouteTableId"]
+    (route,) = t.find_resources("AWS::EC2::Route", {"Properties": {"RouteTableId": table}}).values()
+    nat = t.find_resources("AWS::EC2::NatGateway")[route["Properties"]["NatGatewayId"]["Ref"]]
+    return _subnets(t)[nat["Properties"]["SubnetId"]["Ref"]]["Properties"]["AvailabilityZoneId"]
+
+
+def test_the_one_nat_gateway_is_in_the_gpu_az(network: Template) -> None:
+    """The GPU nodes pull the largest images; a NAT in another AZ costs cross-AZ transfer on every pull and
+    takes egress down with that AZ (shared/reference/lifecycle-facts.md, "Networking"). The default's GPU AZ
+    usw2-az2 is the second control-plane AZ, where aws-cdk-lib would not put a single NAT."""
+    assert _gpu_nat_az_id(network) == "usw2-az2"
+
+
 def test_public_and_private_subnets_are_tagged_for_load_balancers(network: Template) -> None:
     tags = [s["Properties"]["Tags"] for s in _subnets(network).values()]
     assert sum({"Key": "kubernetes.io/role/elb", "Value": "1"} in t for t in tags) == 2
@@ -139,8 +158,80 @@ def test_optional_network_features(default_config_dict) -> None:
     assert len(interfaces) == 2
     assert all(p["Properties"]["PrivateDnsEnabled"] for p in interfaces.values())
     t.resource_count_is("AWS::EC2::NatGateway", 2)
+    assert _gpu_nat_az_id(t) == data["network"]["gpu_availability_zone_id"]  # the NAT of its own AZ
     ingress = _efa_ingress(t)
     assert {r.get("FromPort") for r in ingress} >= {988, 1018}
+
+
+def test_gpu_az_outside_the_control_plane_azs_routes_through_the_first_nat_and_says_so(default_config_dict) -> None:
+    """No public subnet is in the GPU AZ then, so no NAT can be: the route crosses AZs and synth warns."""
+    import copy
+
+    import aws_cdk as cdk
+    from aws_cdk.assertions import Annotations
+
+    from hyperpod_core.config import parse_config
+    from hyperpod_infra.app_builder import build
+
+    data = copy.deepcopy(default_config_dict)
+    data["network"]["gpu_availability_zone_id"] = "usw2-az3"
+    for g in data["hyperpod"]["instance_groups"]:
+        g["availability_zone_id"] = "usw2-az3"
+    stacks = build(cdk.App(context={"aws:cdk:disable-asset-staging": True}), parse_config(data))
+    t = Template.from_stack(stacks.network)
+    assert _gpu_nat_az_id(t) == "usw2-az1"
+    Annotations.from_stack(stacks.network).has_warning(
+        "/Network/Network", Match.string_like_regexp(".*usw2-az3 is not one of .*cross-AZ.*"))
+
+
+@pytest.fixture(scope="module")
+def private_assembly(default_config_dict, tmp_path_factory):
+    """The default config with the interface endpoints docs/config.md suggests for a private cluster,
+    synthesized once the way ./scripts/synth does it (every stack, cdk-nag; unacknowledged findings fail)."""
+    import copy
+
+    from hyperpod_core.config import parse_config
+    from hyperpod_infra.app_builder import synthesize
+
+    data = copy.deepcopy(default_config_dict)
+    data["network"]["interface_endpoints"] = SUGGESTED_INTERFACE_ENDPOINTS
+    return synthesize(parse_config(data), outdir=tmp_path_factory.mktemp("private"),
+                      context={"aws:cdk:disable-asset-staging": True})
+
+
+#: The suggested list of docs/config.md (network.interface_endpoints).
+SUGGESTED_INTERFACE_ENDPOINTS = ["ecr.api", "ecr.dkr", "sts", "eks-auth", "sagemaker.api", "logs", "aps-workspaces"]
+
+
+def test_suggested_endpoints_are_the_documented_ones() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "config.md").read_text()
+    assert "[" + ", ".join(SUGGESTED_INTERFACE_ENDPOINTS) + "]" in docs
+
+
+def test_private_cluster_synthesizes_with_no_unacknowledged_finding(private_assembly) -> None:
+    """It stopped on six AwsSolutions-EC23 findings: the L2 endpoint group's ingress names the VPC CIDR as a
+    token, which the rule cannot evaluate (issue 20)."""
+    import json
+
+    report = json.loads((private_assembly / "nag-findings.json").read_text())
+    assert report["unacknowledged"] == 0
+
+
+def test_interface_endpoints_admit_https_from_both_cidrs(private_assembly) -> None:
+    """aws-cdk-lib's InterfaceVpcEndpoint opens its port to ``vpc.vpcCidrBlock`` only (2.275,
+    aws-ec2/lib/vpc-endpoint.js); the GPU nodes live in the secondary CIDR and resolve STS, ECR, eks-auth, logs,
+    sagemaker.api and AMP to these endpoints (private DNS)."""
+    import json
+
+    t = json.loads((private_assembly / "Network.template.json").read_text())["Resources"]
+    endpoints = {k: r for k, r in t.items() if r["Type"] == "AWS::EC2::VPCEndpoint"
+                 and r["Properties"].get("VpcEndpointType") == "Interface"}
+    assert len(endpoints) == len(SUGGESTED_INTERFACE_ENDPOINTS)
+    for key, endpoint in endpoints.items():
+        (group,) = endpoint["Properties"]["SecurityGroupIds"]
+        ingress = t[group["Fn::GetAtt"][0]]["Properties"]["SecurityGroupIngress"]
+        assert {(r["CidrIp"], r["FromPort"], r["ToPort"]) for r in ingress} == {
+            ("10.0.0.0/16", 443, 443), ("10.1.0.0/16", 443, 443)}, key
 
 
 def test_gpu_az_name_is_an_output_resolved_from_the_subnet(network: Template) -> None:

@@ -85,7 +85,8 @@ class NetworkConfig(_Model):
     """NAT gateways of the private subnets: 1, or 2 for one per AZ. Default: 1."""
     interface_endpoints: tuple[InterfaceEndpoint, ...] = ()
     """Interface VPC endpoints to create (needed only for private clusters), e.g. `[ecr.api, ecr.dkr, sts,
-    eks-auth, sagemaker.api, logs]`. Default: none."""
+    eks-auth, sagemaker.api, logs, aps-workspaces]` (the collector remote-writes to Amazon Managed Prometheus).
+    Each admits HTTPS from `vpc_cidr` and `gpu_cidr`. Default: none."""
     flow_logs_retention_days: RetentionDays = 30
     """Retention of the VPC flow logs in CloudWatch, in days. Default: 30."""
     fsx_lustre: bool = False

@@ -236,6 +236,48 @@ def cidrs_do_not_overlap(c: Config) -> None:
         _fail("network.gpu_cidr", str(gpu), f"must not overlap network.vpc_cidr ({vpc})")
 
 
+#: The ranges of the Amazon VPC User Guide's table "IPv4 CIDR block association restrictions" (VPC CIDR blocks,
+#: docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html): a row per range the primary CIDR is in, and
+#: what a secondary block may then come from. Everything outside these rows is "publicly routable, or
+#: 100.64.0.0/10", whose own row permits only its own kind.
+_RFC1918: Final = tuple(ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
+_NET_198_19: Final = ipaddress.IPv4Network("198.19.0.0/16")
+_SHARED_100_64: Final = ipaddress.IPv4Network("100.64.0.0/10")
+#: Extra blocks each RFC 1918 row restricts, on top of the other RFC 1918 ranges and 198.19.0.0/16:
+#: (primary range, "if any VPC CIDR is in", "no secondary block in").
+_RESTRICTED_WITHIN: Final = (
+    (ipaddress.IPv4Network("10.0.0.0/8"), ipaddress.IPv4Network("10.0.0.0/15"), ipaddress.IPv4Network("10.0.0.0/16")),
+    (ipaddress.IPv4Network("172.16.0.0/12"), ipaddress.IPv4Network("172.16.0.0/12"),
+     ipaddress.IPv4Network("172.31.0.0/16")),
+)
+
+
+def _association_range(net: ipaddress.IPv4Network) -> ipaddress.IPv4Network | None:
+    """The table row of ``net``: its RFC 1918 range, 198.19.0.0/16, or ``None`` (publicly routable/100.64/10)."""
+    return next((r for r in (*_RFC1918, _NET_198_19) if net.subnet_of(r)), None)
+
+
+def gpu_cidr_can_join_the_vpc(c: Config) -> None:
+    """EC2 refuses to associate a secondary block from another RFC 1918 range than the primary (and the other
+    restrictions of the VPC User Guide's table); the network stack would fail at ``AWS::EC2::VPCCidrBlock``."""
+    vpc, gpu = ipaddress.IPv4Network(c.network.vpc_cidr), ipaddress.IPv4Network(c.network.gpu_cidr)
+    primary, secondary = _association_range(vpc), _association_range(gpu)
+    if primary is not None and primary != _NET_198_19:
+        allowed = (f"must be in the RFC 1918 range of network.vpc_cidr ({primary}) or in {_SHARED_100_64} "
+                   "(Amazon VPC User Guide, IPv4 CIDR block association restrictions)")
+        if secondary != primary and not gpu.subnet_of(_SHARED_100_64):
+            _fail("network.gpu_cidr", str(gpu), allowed)
+        for row, any_in, banned in _RESTRICTED_WITHIN:
+            if primary == row and vpc.subnet_of(any_in) and gpu.overlaps(banned):
+                _fail("network.gpu_cidr", str(gpu),
+                      f"must not be in {banned} when network.vpc_cidr ({vpc}) is in {any_in} (Amazon VPC User "
+                      "Guide, IPv4 CIDR block association restrictions)")
+    elif secondary is not None:  # primary in 198.19.0.0/16, 100.64.0.0/10 or publicly routable
+        _fail("network.gpu_cidr", str(gpu),
+              f"must be in {_SHARED_100_64} (or publicly routable) when network.vpc_cidr ({vpc}) is outside "
+              "RFC 1918 (Amazon VPC User Guide, IPv4 CIDR block association restrictions)")
+
+
 def gpu_subnet_holds_the_nodes(c: Config) -> None:
     gpu = ipaddress.IPv4Network(c.network.gpu_cidr)
     nodes = sum(g.instance_count for g in c.hyperpod.instance_groups)
@@ -336,7 +378,7 @@ RULES: Final[tuple[Callable[[Config], None], ...]] = (
     decode_replicas_within_the_operator_limit, l2_cache_has_a_backend,
     autoscaling_min_is_not_above_max, decode_autoscaling_within_the_operator_limit, prefill_does_not_outscale_decode,
     decode_target_is_a_ratio, autoscaling_has_metrics,
-    cidrs_do_not_overlap, gpu_subnet_holds_the_nodes, worker_requests_fit_the_node,
+    cidrs_do_not_overlap, gpu_cidr_can_join_the_vpc, gpu_subnet_holds_the_nodes, worker_requests_fit_the_node,
     scenario_job_names_fit, scenario_names_are_unique, scenarios_fit_max_model_len, scenario_prompts_take_their_path,
     some_scenario_fits, load_balancer_target_is_complete,
 )

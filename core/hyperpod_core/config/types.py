@@ -382,8 +382,11 @@ PinnedImage = Annotated[str, matching(rf"^{_IMAGE_NAME}(({_IMAGE_TAG})({_IMAGE_D
 #: An image reference pinned by digest (a tag may come with it).
 DigestPinnedImage = Annotated[str, matching(rf"^{_IMAGE_NAME}({_IMAGE_TAG})?{_IMAGE_DIGEST}$",
                                             "must be pinned by digest (<image>@sha256:<64 hex>)")]
-#: A URL path without a leading '/'.
-InvocationPath = Annotated[str, matching(r"^(?!/)[A-Za-z0-9_./-]{1,200}$", "must be a URL path without a leading '/'")]
+#: A URL path without a leading '/' and without a '.' or '..' segment: the router and the sidecar would resolve
+#: one to another path than the one the operator registers (RFC 3986, section 5.2.4, "Remove Dot Segments").
+InvocationPath = Annotated[str, matching(
+    r"^(?!/)(?!(.*/)?\.\.?(/|$))[A-Za-z0-9_./-]{1,200}$",
+    "must be a URL path without a leading '/' and without '.' or '..' segments (letters, digits, '_', '.', '-', '/')")]
 
 
 # --- benchmark traffic ------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from aws_cdk import CfnOutput, CfnParameter, Stack
+from aws_cdk import CfnCondition, CfnOutput, CfnParameter, Fn, Stack
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
@@ -36,6 +36,8 @@ class ClusterStackProps:
 
 #: CloudFormation parameter naming the human admin when ``eks.admin_principal_arn`` is not set.
 ADMIN_PRINCIPAL_PARAMETER = "AdminPrincipalArn"
+#: CloudFormation parameter of the control-plane log group's upgrade path (``none`` or ``retain``).
+LEGACY_LOG_GROUP_PARAMETER = "LegacyControlPlaneLogGroup"
 #: IAM role or user ARN (what an EKS access entry accepts as a human principal).
 ADMIN_PRINCIPAL_PATTERN = IAM_PRINCIPAL_ARN_PATTERN
 
@@ -64,6 +66,19 @@ class ClusterStack(Stack):
                             "README deploy command passes the caller: aws sts get-caller-identity | "
                             "scripts/admin-principal-arn")
             eks_props = replace(eks_props, admin_principal_arn=self.admin_principal_parameter.value_as_string)
+        # The upgrade path of the control-plane log group (docs/deploy.md, "Upgrade"): "retain" keeps the plain
+        # log group of earlier releases in the template with DeletionPolicy Retain. CloudFormation applies the
+        # *deployed* template's DeletionPolicy to a resource an update removes (User Guide, DeletionPolicy
+        # attribute), so that one deploy is what stops the upgrade from deleting the live group. The CDK CLI
+        # keeps a parameter's previous value on later deploys.
+        self.legacy_log_group_parameter = CfnParameter(
+            self, LEGACY_LOG_GROUP_PARAMETER, type="String", allowed_values=["none", "retain"], default="none",
+            description="retain: once, when upgrading a stack deployed before the control-plane log group was "
+                        "adopted (it then keeps its old log group resource with DeletionPolicy Retain); none: "
+                        "every other deploy")
+        legacy = CfnCondition(self, "RetainLegacyControlPlaneLogGroup", expression=Fn.condition_equals(
+            self.legacy_log_group_parameter.value_as_string, "retain"))
+        eks_props = replace(eks_props, legacy_log_group_condition=legacy)
         self.eks = EksCluster(self, "Eks", props=eks_props)
         # jsii's generated Cluster class does not structurally match the ICluster protocol for mypy (property
         # variance); it implements it at runtime, so the stack hands the interface on.

@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, Fn, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_logs as logs
 from constructs import Construct, IDependable
 
+from hyperpod_constructs.adopted_log_groups import AdoptedLogGroupOptions, AdoptedLogGroups, AdoptedLogGroupsProps
 from hyperpod_constructs.hyperpod_cluster import POOL_LABEL, HyperPodCluster, HyperPodClusterProps, InstanceGroupOptions
 from hyperpod_constructs.hyperpod_execution_role import HyperPodExecutionRole, HyperPodExecutionRoleProps
 from hyperpod_constructs.lifecycle_scripts import LifecycleScripts, LifecycleScriptsProps
@@ -39,10 +41,13 @@ class HyperPodStackProps:
     lifecycle_bucket_name: str
     instance_groups: tuple[InstanceGroupSpec, ...]
     eks_cluster: eks.ICluster
+    vpc: ec2.IVpc
     gpu_subnet: ec2.ISubnet
     efa_security_group: ec2.ISecurityGroup
     dependencies: IDependable
     """Created before the HyperPod cluster (the device plugins and HyperPod components in the cluster stack)."""
+    log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
+    """Of HyperPod's own log group and of our handlers' groups. Default: one month."""
 
 
 class HyperPodStack(Stack):
@@ -56,7 +61,7 @@ class HyperPodStack(Stack):
             eks_cluster_security_group_id=props.eks_cluster.cluster_security_group_id,
             node_recovery=props.node_recovery, node_provisioning_mode=props.node_provisioning_mode))
         self.execution_role = HyperPodExecutionRole(self, "ExecutionRole", props=HyperPodExecutionRoleProps(
-            eks_cluster_arn=props.eks_cluster.cluster_arn, gpu_subnet=props.gpu_subnet,
+            eks_cluster_arn=props.eks_cluster.cluster_arn, vpc=props.vpc, gpu_subnet=props.gpu_subnet,
             security_group_ids=tuple(self.hyperpod.security_group_ids(props.efa_security_group)),
             lifecycle_bucket=self.lifecycle.bucket, lifecycle_key_prefix=self.lifecycle.key_prefix))
         for g in props.instance_groups:
@@ -76,11 +81,27 @@ class HyperPodStack(Stack):
                            props.dependencies):
             self.hyperpod.node.add_dependency(dependency)
 
+        self._cluster_log_groups(props)
         self._acknowledge()
         CfnOutput(self, outputs.HYPERPOD_CLUSTER_NAME, value=self.hyperpod.cluster_name)
         CfnOutput(self, outputs.HYPERPOD_CLUSTER_ARN, value=self.hyperpod.cluster_arn)
         CfnOutput(self, "LifecycleBucketName", value=self.lifecycle.bucket.bucket_name)
         CfnOutput(self, "ExecutionRoleArn", value=self.execution_role.role.role_arn)
+
+    def _cluster_log_groups(self, props: HyperPodStackProps) -> None:
+        """HyperPod writes ``/aws/sagemaker/Clusters/<name>/<cluster id>`` itself, outside CloudFormation, with
+        no expiry (shared/reference/lifecycle-facts.md). Adopted with a retention once the cluster exists (its ID
+        is the last part of its ARN); every group under ``/aws/sagemaker/Clusters/<name>/`` is deleted after
+        the cluster is gone (a destroyed cluster of the same name left one too; another name's stay)."""
+        prefix = f"/aws/sagemaker/Clusters/{props.cluster_name}/"
+        self.log_groups = AdoptedLogGroups(self, "LogGroups", props=AdoptedLogGroupsProps(
+            log_retention=props.log_retention))
+        self.cluster_logs_cleanup = self.log_groups.delete_on_destroy("ClusterLogsCleanup", prefix=prefix)
+        self.hyperpod.node.add_dependency(self.cluster_logs_cleanup)
+        cluster_id = Fn.select(1, Fn.split("/", self.hyperpod.cluster_arn))
+        self.cluster_logs = self.log_groups.adopt("ClusterLogs", AdoptedLogGroupOptions(
+            log_group_name=prefix + cluster_id, iam_name_pattern=prefix + "*", retention=props.log_retention,
+            delete_on_destroy=False))
 
     def _acknowledge(self) -> None:
         role = self.execution_role

@@ -10,6 +10,7 @@ from constructs import Construct
 
 from hyperpod_constructs.efa_security_group import EfaSecurityGroup, EfaSecurityGroupProps
 from hyperpod_constructs.gpu_network import GpuNetwork, GpuNetworkProps
+from hyperpod_constructs.subnet_eni_waiter import SubnetEniWaiter, SubnetEniWaiterProps
 from hyperpod_core import outputs
 
 
@@ -29,6 +30,11 @@ class NetworkStack(Stack):
             vpc=self.vpc, vpc_cidrs=(props.network.vpc_cidr, props.network.gpu_cidr),
             fsx_lustre=props.fsx_lustre))
         self.efa_security_group = self.efa.security_group
+        # Deleted before the GPU subnet and the EFA group (its properties name both): on destroy it waits for
+        # the interfaces HyperPod, the VPC CNI and load balancers leave there (docs/deploy.md, "Destroy").
+        self.gpu_eni_waiter = SubnetEniWaiter(self, "GpuSubnetEniWaiter", props=SubnetEniWaiterProps(
+            subnet=self.gpu_subnet, security_group=self.efa_security_group,
+            log_retention=props.network.flow_logs_retention))
 
         CfnOutput(self, "VpcId", value=self.vpc.vpc_id)
         CfnOutput(self, "GpuSubnetId", value=self.gpu_subnet.subnet_id,
