@@ -2,8 +2,8 @@
 
 GPUs per node come from the project's instance table (``hyperpod_core.sizing``); the planner adds
 only what that table does not hold and the estimate needs (the GPU model and the node's EFA bandwidth).
-Model shapes are the few fields of each model's published Hugging Face ``config.json`` that the estimate
-needs; no model file is committed.
+Model shapes are the core's table (``hyperpod_core.models``: the few fields of each model's published
+Hugging Face ``config.json``), shared with the config's GPU-memory rules; a config.json path is read here.
 """
 
 from __future__ import annotations
@@ -14,77 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from hyperpod_core.errors import UsageError
+from hyperpod_core.models import DTYPE_BYTES, MODEL_ALIASES, MODELS, ModelShape
 from hyperpod_core.sizing import INSTANCE_FACTS
-
-DTYPE_BYTES: dict[str, int] = {"bfloat16": 2, "float16": 2, "float32": 4, "float8": 1, "fp8": 1}
-
-
-@dataclass(frozen=True, kw_only=True)
-class ModelShape:
-    """The transformer dimensions the estimate uses (a dense decoder-only model)."""
-
-    name: str
-    num_hidden_layers: int
-    hidden_size: int
-    num_attention_heads: int
-    num_key_value_heads: int
-    intermediate_size: int
-    vocab_size: int
-    dtype: str = "bfloat16"
-    tie_word_embeddings: bool = False
-    source: str = ""
-    aiconfigurator_model: str = ""
-    """What AIConfigurator is asked for: a model it bundles with the same shapes, or the config.json folder."""
-
-    @property
-    def head_dim(self) -> int:
-        return self.hidden_size // self.num_attention_heads
-
-    @property
-    def dtype_bytes(self) -> int:
-        return DTYPE_BYTES[self.dtype]
-
-    @property
-    def parameters(self) -> int:
-        """Weights of a Llama-style block: q/o (h x h), k/v (h x kv_heads*head_dim), gated MLP (3 x h x i)."""
-        h, kv = self.hidden_size, self.num_key_value_heads * self.head_dim
-        per_layer = 2 * h * h + 2 * h * kv + 3 * h * self.intermediate_size + 2 * h
-        embeddings = self.vocab_size * h * (1 if self.tie_word_embeddings else 2)
-        return self.num_hidden_layers * per_layer + embeddings + h
-
-    @property
-    def weight_bytes(self) -> int:
-        return self.parameters * self.dtype_bytes
-
-
-#: Published config.json fields (layers, hidden size, heads, KV heads, intermediate size, vocab, dtype).
-MODELS: dict[str, ModelShape] = {
-    "meta-llama/Llama-3.3-70B-Instruct": ModelShape(
-        name="meta-llama/Llama-3.3-70B-Instruct", num_hidden_layers=80, hidden_size=8192,
-        num_attention_heads=64, num_key_value_heads=8, intermediate_size=28672, vocab_size=128256,
-        source="https://huggingface.co/meta-llama/Llama-3.3-70B-Instruct/blob/main/config.json",
-        aiconfigurator_model="meta-llama/Meta-Llama-3.1-70B"),
-    "meta-llama/Llama-3.1-70B-Instruct": ModelShape(
-        name="meta-llama/Llama-3.1-70B-Instruct", num_hidden_layers=80, hidden_size=8192,
-        num_attention_heads=64, num_key_value_heads=8, intermediate_size=28672, vocab_size=128256,
-        source="https://huggingface.co/meta-llama/Llama-3.1-70B-Instruct/blob/main/config.json",
-        aiconfigurator_model="meta-llama/Meta-Llama-3.1-70B"),
-    "meta-llama/Llama-3.1-8B-Instruct": ModelShape(
-        name="meta-llama/Llama-3.1-8B-Instruct", num_hidden_layers=32, hidden_size=4096,
-        num_attention_heads=32, num_key_value_heads=8, intermediate_size=14336, vocab_size=128256,
-        source="https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/blob/main/config.json",
-        aiconfigurator_model="meta-llama/Meta-Llama-3.1-8B"),
-}
-
-#: Other spellings of the same models (our config's ``model.name``, the S3 folder name).
-MODEL_ALIASES: dict[str, str] = {
-    "llama-3-3-70b-instruct": "meta-llama/Llama-3.3-70B-Instruct",
-    "llama-3.3-70b-instruct": "meta-llama/Llama-3.3-70B-Instruct",
-    "llama-3-1-70b-instruct": "meta-llama/Llama-3.1-70B-Instruct",
-    "llama-3.1-70b-instruct": "meta-llama/Llama-3.1-70B-Instruct",
-    "llama-3-1-8b-instruct": "meta-llama/Llama-3.1-8B-Instruct",
-    "llama-3.1-8b-instruct": "meta-llama/Llama-3.1-8B-Instruct",
-}
 
 
 def resolve_model(spec: str) -> ModelShape:
