@@ -90,16 +90,24 @@ class Deployment:
     templates: dict[str, dict]
     """stack name -> CloudFormation template"""
     manifests: list[dict] = field(default_factory=list)
+    dependencies: dict[str, set[str]] = field(default_factory=dict)
+    """stack name -> the stack names it deploys after (cross-stack references and explicit dependencies)"""
 
 
-def _synth_templates(config: Config) -> dict[str, dict]:
+def _synth(config: Config) -> tuple[dict[str, dict], dict[str, set[str]]]:
     import aws_cdk as cdk
     from aws_cdk.assertions import Template
 
     from hyperpod_infra.app_builder import build
 
     app = cdk.App(context={"aws:cdk:disable-asset-staging": True})
-    return {s.stack_name: Template.from_stack(s).to_json() for s in build(app, config).all()}
+    stacks = build(app, config).all()
+    templates = {s.stack_name: Template.from_stack(s).to_json() for s in stacks}
+    return templates, {s.stack_name: {d.stack_name for d in s.dependencies} for s in stacks}
+
+
+def _synth_templates(config: Config) -> dict[str, dict]:
+    return _synth(config)[0]
 
 
 def _synth_manifests(config_path: Path, outdir: Path) -> list[dict]:
@@ -131,10 +139,12 @@ def deployment(request, _cache, stacks, templates, tmp_path_factory) -> Deployme
         config = load_config(path)
         if path == DEFAULT_CONFIG_PATH:  # the root conftest already synthesized it
             synthesized = {s.stack_name: templates[s.node.id].to_json() for s in stacks.all()}
+            dependencies = {s.stack_name: {d.stack_name for d in s.dependencies} for s in stacks.all()}
         else:
-            synthesized = _synth_templates(config)
+            synthesized, dependencies = _synth(config)
         _cache[name] = Deployment(name=name, config=config, templates=synthesized,
-                                  manifests=_synth_manifests(path, tmp_path_factory.mktemp(path.stem)))
+                                  manifests=_synth_manifests(path, tmp_path_factory.mktemp(path.stem)),
+                                  dependencies=dependencies)
     return _cache[name]
 
 
@@ -356,30 +366,19 @@ def test_the_instance_table_holds_the_published_p5_shape() -> None:
 def test_worker_requests_fit_the_nodes_they_select(deployment) -> None:
     """Pod requests <= node allocatable minus what runs there first (deploy-facts.md, "Compute"): CPUs are
     vCPUs x ThreadsPerCore / 2 of the instance (EC2 specifications and CPU options, ``ThreadsPerCore`` read
-    from the HyperPod template), minus ``kubeReserved`` (awslabs/amazon-eks-ami nodeadm formula), the
-    DaemonSet budget and the operator's sidecars per worker (``hyperpod_core.sizing``)."""
-    model = Model(deployment.templates)
-    groups = [g for _, r in model.resources("AWS::SageMaker::Cluster") for g in r["Properties"]["InstanceGroups"]]
-    specs = []
-    for doc in deployment.manifests:
-        if doc.get("kind") != "InferenceEndpointConfig":
-            continue
-        spec = doc["spec"]
-        pd = spec.get("pdSpec")
-        roles = [("prefill", pd["prefillSpec"]), ("decode", pd["decodingSpec"])] if pd else [("worker", spec["worker"])]
-        specs += [(doc["metadata"]["name"], role, spec["instanceType"], s) for role, s in roles]
-    assert specs
-    for name, role, instance_type, s in specs:
-        requests, selector = s["resources"]["requests"], s.get("nodeSelector") or {}
-        nodes = [g for g in groups if g["InstanceType"] == instance_type
-                 and all(g.get("KubernetesConfig", {}).get("Labels", {}).get(k) == v for k, v in selector.items())]
-        assert nodes, f"{name} {role}: no instance group matches {instance_type} {selector}"
+    from the HyperPod template), minus ``kubeReserved`` (awslabs/amazon-eks-ami nodeadm formula) and the
+    reservations of ``hyperpod_core.sizing.RESERVATIONS``: DaemonSets (the operator's v3.3 image cache included),
+    the router pod, the sidecars of each model pod."""
+    for name, role, instance_type, s, _ in _role_specs(deployment):  # (helpers below, with the issue-20 checks)
+        requests = s["resources"]["requests"]
+        nodes = _groups_for(deployment, instance_type, s.get("nodeSelector") or {})
         gpus = int(requests["nvidia.com/gpu"])
         for g in nodes:
             budget = facts.node_budget(instance_type, int(g["ThreadsPerCore"]))
             pods = facts.INSTANCE_FACTS[instance_type].gpus // gpus
-            cpu = pods * (_quantity_millis(requests["cpu"]) + facts.SIDECAR_CPU_MILLIS) + facts.DAEMONSET_CPU_MILLIS
-            mem = pods * (_quantity_mib(requests["memory"]) + facts.SIDECAR_MEMORY_MIB) + facts.DAEMONSET_MEMORY_MIB
+            (node_cpu, node_mem), (pod_cpu, pod_mem) = facts.reserved("node"), facts.reserved("worker")
+            cpu = pods * (_quantity_millis(requests["cpu"]) + pod_cpu) + node_cpu
+            mem = pods * (_quantity_mib(requests["memory"]) + pod_mem) + node_mem
             assert cpu <= budget.allocatable_cpu_millis, (
                 f"{name} {role} on {g['InstanceGroupName']}: {pods} x {requests['cpu']} CPU + sidecars + "
                 f"DaemonSets = {cpu}m > allocatable {budget.allocatable_cpu_millis}m")
@@ -414,8 +413,9 @@ def test_the_daemonset_budget_covers_the_published_agent_requests() -> None:
     four node pods, which publish none, of at least 500m and 1 GiB each."""
     cpu = sum(row[1] for row in PUBLISHED_AGENT_REQUESTS)
     mem = sum(row[2] for row in PUBLISHED_AGENT_REQUESTS)
-    assert facts.DAEMONSET_CPU_MILLIS - cpu >= 4 * 500, f"{facts.DAEMONSET_CPU_MILLIS}m budget, {cpu}m published"
-    assert facts.DAEMONSET_MEMORY_MIB - mem >= 4 * 1024, f"{facts.DAEMONSET_MEMORY_MIB}Mi budget, {mem}Mi published"
+    (agents,) = [r for r in facts.RESERVATIONS if r.name.startswith("DaemonSets of the pinned")]
+    assert agents.cpu_millis - cpu >= 4 * 500, f"{agents.cpu_millis}m budget, {cpu}m published"
+    assert agents.memory_mib - mem >= 4 * 1024, f"{agents.memory_mib}Mi budget, {mem}Mi published"
 
 
 # --- IAM ----------------------------------------------------------------------------------------------------
@@ -993,3 +993,154 @@ def test_every_fixed_physical_name_survives_a_destroy_and_a_new_deploy(deploymen
     unjudged = sorted({r["Type"] for t in deployment.templates.values() for r in t["Resources"].values()
                        if PHYSICAL_NAMES.get(r["Type"]) in r.get("Properties", {})} - set(FIXED_NAME_VERDICTS))
     assert not unjudged, f"fixed physical names without a redeploy verdict: {unjudged}"
+
+
+# --- issue 20: pods that fit, GPU memory that adds up, the deploy's critical path ---------------------------------
+
+def _role_specs(deployment) -> list[tuple[str, str, str, dict, dict]]:
+    """``(endpoint, role, instance type, role spec, IEC spec)`` of every InferenceEndpointConfig (DPD roles, or the
+    colocated ``worker``)."""
+    out = []
+    for doc in deployment.manifests:
+        if doc.get("kind") != "InferenceEndpointConfig":
+            continue
+        spec = doc["spec"]
+        pd = spec.get("pdSpec")
+        roles = [("prefill", pd["prefillSpec"]), ("decode", pd["decodingSpec"])] if pd else [("worker", spec["worker"])]
+        out += [(doc["metadata"]["name"], role, spec["instanceType"], s, spec) for role, s in roles]
+    assert out
+    return out
+
+
+def _groups_for(deployment, instance_type: str, selector: dict) -> list[dict]:
+    model = Model(deployment.templates)
+    groups = [g for _, r in model.resources("AWS::SageMaker::Cluster") for g in r["Properties"]["InstanceGroups"]]
+    found = [g for g in groups if g["InstanceType"] == instance_type
+             and all(g.get("KubernetesConfig", {}).get("Labels", {}).get(k) == v for k, v in selector.items())]
+    assert found, f"no instance group matches {instance_type} {selector}"
+    return found
+
+
+#: EC2 accelerated-computing specifications (and deploy-facts.md, "Compute"): vCPUs (2 threads per core) and
+#: memory in GiB of each DPD instance type.
+PUBLISHED_NODE_SHAPE: dict[str, tuple[int, int]] = {
+    "ml.p5.48xlarge": (192, 2048), "ml.p5e.48xlarge": (192, 2048), "ml.p5en.48xlarge": (192, 2048),
+    "ml.p6-b200.48xlarge": (192, 2048), "ml.p6-b300.48xlarge": (192, 4096)}
+
+
+def test_workers_request_at_most_90_percent_of_their_node(deployment) -> None:
+    """Issue 20 item 4 (lifecycle-facts.md, "Node fit and GPU memory": a worker that requests nearly all of a node
+    becomes unschedulable after the next DaemonSet change): the workers of one node request at most 90 % of its
+    capacity, CPUs being vCPUs x ThreadsPerCore / 2 (EC2 CPU options; ``ThreadsPerCore`` from the HyperPod template)
+    and memory as EC2 states it. ml.p5.48xlarge with ThreadsPerCore 1: at most 86 CPU and 1843 GiB."""
+    for name, role, instance_type, s, _ in _role_specs(deployment):
+        requests = s["resources"]["requests"]
+        vcpus, memory_gib = PUBLISHED_NODE_SHAPE[instance_type]
+        pods = 8 // int(requests["nvidia.com/gpu"])  # 8 GPUs on every DPD type (EC2 specifications)
+        for g in _groups_for(deployment, instance_type, s.get("nodeSelector") or {}):
+            cpus = vcpus * int(g["ThreadsPerCore"]) // 2
+            cpu_millis, mem_mib = pods * _quantity_millis(requests["cpu"]), pods * _quantity_mib(requests["memory"])
+            assert cpu_millis <= cpus * 1000 * 9 // 10, (
+                f"{name} {role} on {g['InstanceGroupName']}: {pods} x {requests['cpu']} CPU > 90 % of {cpus}")
+            assert mem_mib <= memory_gib * 1024 * 9 // 10, (
+                f"{name} {role} on {g['InstanceGroupName']}: {pods} x {requests['memory']} > 90 % of {memory_gib}Gi")
+
+
+#: GPU memory per GPU (GiB as the datasheets' "GB" are binary HBM sizes): EC2 P5 page (p5 640 GB for 8 H100; p5e and
+#: p5en 1128 GB for 8 H200), EC2 P6 page (p6-b200 1440 GB for 8 B200), NVIDIA datasheets (H100 SXM 80 GB, H200 141 GB,
+#: B200 180 GB); B300: 288 GB HBM3e of which HyperPod's MIG table gives a pod 269 (aws/sagemaker-hyperpod-cli).
+PUBLISHED_GPU_MEMORY_GIB: dict[str, float] = {
+    "ml.p5.48xlarge": 640 / 8, "ml.p5e.48xlarge": 1128 / 8, "ml.p5en.48xlarge": 1128 / 8,
+    "ml.p6-b200.48xlarge": 1440 / 8, "ml.p6-b300.48xlarge": 269}
+
+
+def _flag(args: list[str], flag: str) -> str | None:
+    """The last value of ``flag`` (``--flag v`` or ``--flag=v``): vLLM's argparse keeps the last."""
+    value = None
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(flag + "="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
+def test_vllm_share_and_pd_buffer_fit_the_gpu(deployment) -> None:
+    """Issue 20 item 5 (lifecycle-facts.md: vLLM 0.19 reserves its ``--gpu-memory-utilization`` share first,
+    ``v1/worker/gpu_worker.py``; LMCache then allocates the PD buffer on the same GPU, ``pd_backend.py``, on the
+    prefill and the decode ranks: ``worker.environmentVariables`` reach both roles, DPD guide): share + buffer + the
+    documented CUDA-graph/runtime margin <= GPU memory, for every role of every DPD endpoint."""
+    checked = 0
+    for name, role, instance_type, s, spec in _role_specs(deployment):
+        env = {v["name"]: v["value"] for v in spec["worker"].get("environmentVariables") or []}
+        if role == "worker" or "PD_BUFFER_SIZE" not in env:
+            continue  # the colocated baseline runs no PD backend
+        utilization = float(_flag([*spec["worker"]["args"], *(s.get("args") or [])], "--gpu-memory-utilization")
+                            or 0.9)  # vLLM's default
+        gpu = PUBLISHED_GPU_MEMORY_GIB[instance_type]
+        used = utilization * gpu + int(env["PD_BUFFER_SIZE"]) / (1 << 30) + facts.GPU_RUNTIME_MARGIN_GIB
+        assert used <= gpu + 1e-9, f"{name} {role}: {utilization} x {gpu} GiB + buffer + margin = {used:.1f} GiB"
+        checked += 1
+    assert checked >= 2
+
+
+#: Llama-3.3-70B-Instruct (huggingface.co/meta-llama/Llama-3.3-70B-Instruct: 70.6B parameters, bfloat16; KV 320 KiB
+#: per token in total, about 40 KiB per rank at TP 8: AWS DPD page, lifecycle-facts.md).
+LLAMA_3_3_70B = {"weight_bytes": 70.6e9 * 2, "kv_bytes_per_token": 320 * 1024}
+
+
+def test_weights_and_one_sequence_fit_vllms_share(deployment) -> None:
+    """Issue 20 item 5: vLLM's share of one GPU holds that GPU's weights and the KV cache of one ``--max-model-len``
+    sequence, or the engine refuses to start ("max seq len ... larger than the maximum number of tokens that can be
+    stored in KV cache", vLLM)."""
+    c = deployment.config
+    if "llama-3.3-70b" not in (c.model.name.replace("-3-3-", "-3.3-") + c.model.s3_prefix).lower():
+        pytest.skip("the published size used here is Llama-3.3-70B's")
+    for name, role, instance_type, s, spec in _role_specs(deployment):
+        args = [*spec["worker"]["args"], *(s.get("args") or [])]
+        tp, max_len = int(_flag(args, "--tensor-parallel-size") or 1), int(_flag(args, "--max-model-len") or 0)
+        share = float(_flag(args, "--gpu-memory-utilization") or 0.9) * PUBLISHED_GPU_MEMORY_GIB[instance_type]
+        needed = (LLAMA_3_3_70B["weight_bytes"] + LLAMA_3_3_70B["kv_bytes_per_token"] * max_len) / tp / (1 << 30)
+        assert needed <= share, f"{name} {role}: {needed:.1f} GiB of weights and one sequence > share {share:.1f} GiB"
+
+
+def _after(deployment, stack: str) -> set[str]:
+    """Every stack ``stack`` deploys after, directly or through others."""
+    seen: set[str] = set()
+    todo = [stack]
+    while todo:
+        for dep in deployment.dependencies.get(todo.pop(), set()):
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return seen
+
+
+def test_nothing_the_platform_needs_waits_for_gpu_nodes(deployment) -> None:
+    """Issue 20 item 6: the platform stack needs no GPU node, so no stack it deploys after holds the node wait
+    (``Custom::NodeReadiness``, which waits for HyperPod's nodes); and something can deploy beside another
+    (``deploy --concurrency`` then shortens the deploy: docs/deploy.md, "Critical path")."""
+    platform = f"{deployment.config.name}-platform"
+    waits = {stack for stack, t in deployment.templates.items()
+             if any(r["Type"] == "Custom::NodeReadiness" for r in t["Resources"].values())}
+    assert platform in deployment.dependencies
+    assert not (_after(deployment, platform) | {platform}) & waits, sorted(_after(deployment, platform) & waits)
+    if deployment.config.observability.enabled:
+        assert waits, "the observability add-on waits for the GPU nodes"
+        independent = [(a, b) for a in deployment.templates for b in deployment.templates
+                       if a < b and a not in _after(deployment, b) and b not in _after(deployment, a)]
+        assert independent, "every stack waits for another: --concurrency would change nothing"
+
+
+def test_the_node_wait_ends_at_registration_and_is_bounded(deployment) -> None:
+    """Issue 20 item 6: deep health checks keep a new node tainted ``sagemaker.amazonaws.com/node-health-status=
+    Unschedulable:NoSchedule`` (HyperPod EKS prerequisites) for what can be hours on p5 (lifecycle-facts.md), beyond
+    CloudFormation's hour: the wait asks for registered nodes only, and gives up before the hour."""
+    for stack, t in deployment.templates.items():
+        for lid, r in t["Resources"].items():
+            if r["Type"] != "Custom::NodeReadiness":
+                continue
+            requirements = json.loads(r["Properties"]["Requirements"])
+            assert requirements and all(set(q) == {"LabelKey", "LabelValue", "MinRegistered", "Description"}
+                                        for q in requirements), f"{stack}/{lid}: {requirements}"
+            assert int(r["Properties"]["ServiceTimeout"]) < 3600, f"{stack}/{lid}"

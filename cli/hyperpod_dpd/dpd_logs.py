@@ -109,7 +109,9 @@ def classify(line: str, *, pd_buffer_size_bytes: int | None = None) -> Finding |
         now = f" (now {pd_buffer_size_bytes / (1 << 30):g} GiB)" if pd_buffer_size_bytes else ""
         return Finding(severity="error", signature=_ALLOC_FAILED,
                        meaning="the decoder's KV receive buffer (PD_BUFFER_SIZE) is too small",
-                       fix=f"raise endpoint.pd_buffer_size_bytes{now} to 16 or 32 GiB, re-synthesize and re-apply")
+                       fix=f"raise endpoint.pd_buffer_size_bytes{now} to 16 or 32 GiB and lower "
+                           "endpoint.gpu_memory_utilization with it (the buffer sits outside vLLM's share: 32 GiB on "
+                           "an 80 GB H100 needs <= 0.56; synth names the limit), re-synthesize and re-apply")
     transfer = parse_transfer(text)
     if transfer is not None:
         return transfer_finding(transfer)

@@ -43,6 +43,20 @@ class PodTarget:
     ready: bool
 
 
+@dataclass(frozen=True, kw_only=True)
+class NodeState:
+    """A node as scheduling sees it."""
+
+    name: str
+    labels: dict[str, str]
+    ready: bool
+    """The ``Ready`` condition is ``True``."""
+    taints: tuple[tuple[str, str, str], ...]
+    """``(key, value, effect)`` of each taint."""
+    cordoned: bool
+    """``spec.unschedulable``."""
+
+
 def connect(kubeconfig: str | None, context: str | None, *, eks_cluster: str, region: str) -> Kube:
     """A client for the cluster of ``kubeconfig`` (default ``$KUBECONFIG`` or ``~/.kube/config``)."""
     try:
@@ -84,6 +98,20 @@ class Kube:
         self.apps = k8s.AppsV1Api(api)
         self.custom = k8s.CustomObjectsApi(api)
         self.networking = k8s.NetworkingV1Api(api)
+
+    def nodes(self, label_key: str) -> list[NodeState]:
+        """Every node carrying ``label_key`` (any value), sorted by name."""
+        items = self.core.list_node(label_selector=label_key, _request_timeout=REQUEST_TIMEOUT).items
+        out = []
+        for n in items:
+            conditions = (n.status.conditions if n.status else None) or []
+            taints = (n.spec.taints if n.spec else None) or []
+            out.append(NodeState(
+                name=n.metadata.name, labels=dict(n.metadata.labels or {}),
+                ready=any(c.type == "Ready" and c.status == "True" for c in conditions),
+                taints=tuple((t.key or "", t.value or "", t.effect or "") for t in taints),
+                cordoned=bool(n.spec and n.spec.unschedulable)))
+        return sorted(out, key=lambda node: node.name)
 
     def endpoint(self, names: EndpointNames) -> dict[str, Any] | None:
         """The InferenceEndpointConfig, or ``None`` when it does not exist."""

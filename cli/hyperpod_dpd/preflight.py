@@ -11,7 +11,11 @@ Read-only AWS calls only. Facts (``/work/shared/reference/operations.md``, "Pref
 * training plans: ``DescribeTrainingPlan``; type, count and AZ sit in ``ReservedCapacitySummaries[]``
   (``AvailabilityZoneId`` when the service model has it, else the AZ *name*, mapped to its ID with
   ``ec2.describe_availability_zones``); usable from ``Scheduled``; ``TargetResources`` holds ``hyperpod-cluster``;
-* add-ons: ``eks.describe_addon_versions(addonName, kubernetesVersion)``.
+* add-ons: ``eks.describe_addon_versions(addonName, kubernetesVersion)``;
+* deep health checks: HyperPod refuses ``UpdateCluster`` while deep health checks run (AWS HyperPod EKS deep health
+  check page). ``DescribeCluster`` gives the deployed instance groups (compared with the config: a change makes the
+  HyperPod stack call ``UpdateCluster``), ``ListClusterNodes`` each node's ``InstanceStatus.Status``
+  (``DeepHealthCheckInProgress`` while they run; the SageMaker API's ``ClusterInstanceStatus``).
 """
 
 from __future__ import annotations
@@ -342,6 +346,90 @@ def check_model_bucket(clients: Clients, config: Config) -> Iterator[Check]:
     yield Check(name="model bucket", status="PASS", detail=f"s3://{bucket} in {loc}")
 
 
+# --- deep health checks -----------------------------------------------------------------------------------
+
+DEEP_HEALTH_CHECK_NAME = "deep health checks"
+IN_DEEP_HEALTH_CHECKS = "DeepHealthCheckInProgress"
+
+
+def instance_group_changes(config: Config, deployed: list[dict[str, Any]]) -> list[str]:
+    """What the config changes in the deployed instance groups (``DescribeCluster`` ``InstanceGroups``), one
+    phrase each, e.g. ``decode: instance_count 1 -> 2``; every such change is an ``UpdateCluster``."""
+    by_name = {g.get("InstanceGroupName"): g for g in deployed}
+    changes: list[str] = []
+    for g in config.hyperpod.instance_groups:
+        live = by_name.pop(g.name, None)
+        if live is None:
+            changes.append(f"{g.name}: new group")
+            continue
+        wanted = {"instance_type": g.instance_type, "instance_count": g.instance_count,
+                  "threads_per_core": g.threads_per_core,
+                  "deep_health_checks": sorted(g.deep_health_checks)}
+        have = {"instance_type": live.get("InstanceType"), "instance_count": live.get("TargetCount"),
+                "threads_per_core": live.get("ThreadsPerCore"),
+                "deep_health_checks": sorted(live.get("OnStartDeepHealthChecks") or [])}
+        changes += [f"{g.name}: {key} {have[key]} -> {value}" for key, value in wanted.items()
+                    if have[key] is not None and have[key] != value]
+    changes += [f"{name}: removed" for name in sorted(n for n in by_name if n)]
+    return changes
+
+
+def _cluster_missing(exc: ClientError) -> bool:
+    """DescribeCluster of a cluster that does not exist: ``ResourceNotFound`` (service model), or moto's and some
+    regions' ``ValidationException`` naming the cluster as not found."""
+    message = str(exc.response.get("Error", {}).get("Message", "")).lower()
+    return _code(exc) == "ResourceNotFound" or (_code(exc) == "ValidationException" and "not find" in message)
+
+
+def check_deep_health_checks(clients: Clients, config: Config) -> Check:
+    """FAIL when the config changes an instance group while nodes of the cluster are in deep health checks: the
+    HyperPod stack's update would call ``UpdateCluster``, which HyperPod refuses then."""
+    sm = clients.get("sagemaker", "cluster")
+    name = config.hyperpod.cluster_name
+    try:
+        cluster = sm.describe_cluster(ClusterName=name)
+        nodes: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {"ClusterName": name}
+        while True:
+            page = sm.list_cluster_nodes(**kwargs)
+            nodes += page.get("ClusterNodeSummaries", [])
+            if not page.get("NextToken"):
+                break
+            kwargs["NextToken"] = page["NextToken"]
+    except ClientError as exc:
+        if _cluster_missing(exc):
+            return Check(name=DEEP_HEALTH_CHECK_NAME, status="PASS",
+                         detail=f"no HyperPod cluster {name} yet: the deploy creates it")
+        return Check(name=DEEP_HEALTH_CHECK_NAME, status="WARN", detail=f"cannot read cluster {name} ({_error(exc)})",
+                     fix="allow sagemaker:DescribeCluster and sagemaker:ListClusterNodes")
+    except BotoCoreError as exc:
+        return Check(name=DEEP_HEALTH_CHECK_NAME, status="WARN", detail=f"cannot read cluster {name} ({_error(exc)})",
+                     fix="check credentials and network access to SageMaker")
+    checking = sorted(f"{n.get('InstanceId')} ({n.get('InstanceGroupName')})" for n in nodes
+                      if (n.get("InstanceStatus") or {}).get("Status") == IN_DEEP_HEALTH_CHECKS)
+    changes = instance_group_changes(config, cluster.get("InstanceGroups") or [])
+    if checking and changes:
+        shown_nodes = ", ".join(checking[:5]) + (f" and {len(checking) - 5} more" if len(checking) > 5 else "")
+        return Check(name=DEEP_HEALTH_CHECK_NAME, status="FAIL",
+                     detail=f"{len(checking)} node(s) in deep health checks ({shown_nodes}), and the config changes "
+                            f"{'; '.join(changes)}: HyperPod refuses UpdateCluster until they finish, so the "
+                            f"{config.name}-hyperpod stack update would fail",
+                     fix="wait until 'hyperpod-dpd status' shows every node Running, then deploy; meanwhile deploy "
+                         "only the other stacks")
+    if checking:
+        return Check(name=DEEP_HEALTH_CHECK_NAME, status="PASS",
+                     detail=f"{len(checking)} node(s) in deep health checks; the config changes no instance group")
+    detail = f"no node of {name} in deep health checks"
+    if changes:
+        detail += f"; the update changes {'; '.join(changes)}"
+        live = {g.get("InstanceGroupName"): g.get("TargetCount") or 0 for g in cluster.get("InstanceGroups") or []}
+        groups = config.hyperpod.instance_groups
+        if any(g.deep_health_checks and g.instance_count > live.get(g.name, 0) for g in groups):
+            detail += " and starts deep health checks on the new nodes: later instance-group changes are refused " \
+                      "until they end"
+    return Check(name=DEEP_HEALTH_CHECK_NAME, status="PASS", detail=detail)
+
+
 # --- all ----------------------------------------------------------------------------------------------------
 
 def run(config: Config, clients: Clients, now: dt.datetime | None = None) -> list[Check]:
@@ -365,6 +453,7 @@ def run(config: Config, clients: Clients, now: dt.datetime | None = None) -> lis
     checks += list(check_admin_principal(clients, config))
     checks += list(check_model_bucket(clients, config))
     checks += list(check_network_quotas(clients, config))
+    checks.append(check_deep_health_checks(clients, config))
     return checks
 
 

@@ -1,9 +1,14 @@
-"""Wait for Ready Kubernetes nodes of given pools before creating what needs them.
+"""Wait for registered Kubernetes nodes of given pools before creating what needs them.
 
 With ``NodeProvisioningMode: Continuous`` CloudFormation reports the HyperPod cluster complete before any
 node exists (deploy-facts.md, "Ordering and readiness"); an EKS add-on created then has nowhere to run and
 sits DEGRADED (the same failure as CoreDNS without nodes: terraform-aws-eks#3001). Depending on the
 HyperPod cluster resource is therefore not enough: depend on :attr:`NodeReadiness.resource`.
+
+The wait ends when the nodes have *registered*, not when they can take pods: HyperPod runs deep health checks on
+new nodes, which keep them tainted ``sagemaker.amazonaws.com/node-health-status=Unschedulable:NoSchedule``
+(HyperPod EKS prerequisites) for what can take hours on p5 (lifecycle-facts.md), beyond CloudFormation's hour.
+``hyperpod-dpd status`` reports which nodes are still in deep health checks.
 """
 
 from __future__ import annotations
@@ -34,11 +39,11 @@ MIN_QUERY_INTERVAL = Duration.seconds(10)
 
 @dataclass(frozen=True, kw_only=True)
 class NodeRequirement:
-    """At least ``min_ready`` Ready nodes carrying ``label_key=label_value``."""
+    """At least ``min_registered`` nodes carrying ``label_key=label_value``, in any state."""
 
     label_key: str
     label_value: str
-    min_ready: int = 1
+    min_registered: int = 1
     """Default: 1."""
     description: str = ""
     """Named in the failure message, e.g. ``instance group decode``. Default: the label selector."""
@@ -73,7 +78,7 @@ class NodeReadinessProps:
 
 
 class NodeReadiness(Construct):
-    """A custom resource that completes once every requirement has enough Ready nodes, and fails after
+    """A custom resource that completes once every requirement has enough registered nodes, and fails after
     ``timeout`` with one message naming each pool that is short.
 
     Kubernetes access: an access entry mapping the role to ``hyperpod-dpd:node-readiness`` and a ClusterRole
@@ -93,7 +98,7 @@ class NodeReadiness(Construct):
         vpc = cluster_api_access.vpc_access(self, name="NodeReadiness", cluster=props.cluster, vpc=props.vpc,
                                             role=role, log_retention=props.log_retention)
         functions = lambda_provider.polling_functions(
-            self, name="NodeReadiness", purpose=f"wait for Ready nodes before {props.waiting_for}",
+            self, name="NodeReadiness", purpose=f"wait for registered nodes before {props.waiting_for}",
             code=lambda_provider.handler_code(HANDLER_DIR, props.bundled_modules), role=role,
             timeout=Duration.minutes(2), memory_size=256, log_retention=props.log_retention, vpc=props.vpc,
             security_group=vpc.security_group, depends_on=vpc.function_dependencies)
@@ -110,7 +115,7 @@ class NodeReadiness(Construct):
                 "WaitingFor": props.waiting_for,
                 "WaitSeconds": lambda_provider.handler_wait_seconds(props.timeout, props.query_interval),
                 "Requirements": json.dumps([
-                    {"LabelKey": r.label_key, "LabelValue": r.label_value, "MinReady": r.min_ready,
+                    {"LabelKey": r.label_key, "LabelValue": r.label_value, "MinRegistered": r.min_registered,
                      "Description": r.description or f"{r.label_key}={r.label_value}"}
                     for r in props.requirements], sort_keys=True),
             },
@@ -127,7 +132,7 @@ def _validate(props: NodeReadinessProps) -> None:
     if not props.requirements:
         raise ValueError("requirements must name at least one node pool, got ()")
     for i, r in enumerate(props.requirements):
-        if r.min_ready < 1:
-            raise ValueError(f"requirements[{i}].min_ready must be >= 1, got {r.min_ready}")
+        if r.min_registered < 1:
+            raise ValueError(f"requirements[{i}].min_registered must be >= 1, got {r.min_registered}")
     lambda_provider.check_timeout(props.timeout, minimum=MIN_TIMEOUT, maximum=MAX_TIMEOUT)
     lambda_provider.check_query_interval(props.query_interval, timeout=props.timeout, minimum=MIN_QUERY_INTERVAL)

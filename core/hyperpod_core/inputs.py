@@ -85,7 +85,7 @@ class EndpointInputs:
 
 
 #: Stack-name suffixes of one deployment (``<config name>-<suffix>``; ``hyperpod_infra.app_builder.build``).
-STACK_SUFFIXES: Final = ("network", "cluster", "hyperpod", "observability", "platform")
+STACK_SUFFIXES: Final = ("network", "cluster", "hyperpod", "observability", "platform", "observability-addon")
 _ARN_PARTS_RE = re.compile(r"^arn:aws[a-z-]*:(?P<service>[a-z0-9-]+):(?P<region>[a-z0-9-]*):(?P<account>\d{12}):")
 
 

@@ -58,6 +58,15 @@ EKS_CLUSTER_ARN_TAG: Final = "eks-cluster-arn"
 Role = Literal["prefill", "decode"]
 ROLES: Final[tuple[Role, ...]] = ("prefill", "decode")
 
+#: Node label the HyperPod instance groups carry with their ``pool`` (``KubernetesConfig.Labels``; the cdk8s roles'
+#: nodeSelector and the node wait select by it).
+POOL_NODE_LABEL: Final = "hyperpod-dpd/pool"
+#: The taint HyperPod keeps on a node while its deep health checks run (HyperPod EKS prerequisites:
+#: ``sagemaker.amazonaws.com/node-health-status=Unschedulable:NoSchedule``): the node may be Ready, yet nothing
+#: without a toleration schedules on it.
+NODE_HEALTH_TAINT_KEY: Final = "sagemaker.amazonaws.com/node-health-status"
+NODE_HEALTH_UNSCHEDULABLE: Final = "Unschedulable"
+
 
 @dataclass(frozen=True, kw_only=True)
 class EndpointNames:

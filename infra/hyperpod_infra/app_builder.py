@@ -36,6 +36,7 @@ from hyperpod_infra.nag import add_nag, write_findings_report
 from hyperpod_infra.stacks.cluster_stack import ClusterStack, ClusterStackProps
 from hyperpod_infra.stacks.hyperpod_stack import HyperPodStack, HyperPodStackProps, InstanceGroupSpec
 from hyperpod_infra.stacks.network_stack import NetworkStack, NetworkStackProps
+from hyperpod_infra.stacks.observability_addon_stack import ObservabilityAddonStack, ObservabilityAddonStackProps
 from hyperpod_infra.stacks.observability_stack import ObservabilityStack, ObservabilityStackProps
 from hyperpod_infra.stacks.platform_stack import BenchmarkClientSpec, PlatformStack, PlatformStackProps
 
@@ -90,11 +91,16 @@ class Stacks:
     platform: PlatformStack
     observability: ObservabilityStack | None = None
     """``None`` when ``observability.enabled`` is false."""
+    observability_addon: ObservabilityAddonStack | None = None
+    """``None`` when ``observability.enabled`` is false."""
 
     def all(self) -> list[cdk.Stack]:
-        """Every stack, in deployment order."""
+        """Every stack, in an order that respects the dependencies (``deploy --concurrency`` runs the
+        independent ones side by side: the observability stack with the network, the platform with the
+        observability add-on; docs/deploy.md, "Critical path")."""
         optional = [self.observability] if self.observability is not None else []
-        return [self.network, self.cluster, self.hyperpod, *optional, self.platform]
+        last = [self.observability_addon] if self.observability_addon is not None else []
+        return [self.network, *optional, self.cluster, self.hyperpod, self.platform, *last]
 
 
 def _benchmark_client(config: Config) -> BenchmarkClientSpec:
@@ -125,6 +131,20 @@ def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> S
                 flow_logs_retention=retention(n.flow_logs_retention_days)),
             fsx_lustre=n.fsx_lustre),
         **common)
+    observability = None
+    if config.observability.enabled:
+        # The workspace, its alert rules and dashboards need nothing of the other stacks: it deploys alongside
+        # the network, and what the platform takes from it (the workspace) is ready long before it is needed.
+        observability = ObservabilityStack(
+            app, "Observability", stack_name=f"{config.name}-observability",
+            description="HyperPod DPD: Amazon Managed Prometheus workspace, alert rules, dashboards",
+            props=ObservabilityStackProps(
+                workspace_alias=config.name,
+                # The same alert definitions as the PrometheusRule manifest (hyperpod_core.telemetry).
+                alert_rule_groups=alert_rule_groups(config),
+                # The same dashboards as the sidecar ConfigMaps, into Amazon Managed Grafana when configured.
+                **_grafana(config)),
+            **common)
     e = config.eks
     gpu_types = tuple(sorted({g.instance_type for g in config.hyperpod.instance_groups}))
     cluster = ClusterStack(
@@ -171,21 +191,18 @@ def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> S
         **common)
     # Our Lambdas call the Kubernetes API from inside the VPC unless the public endpoint is open to all.
     public_api = "0.0.0.0/0" in e.endpoint_public_access_cidrs
-    observability = None
-    if config.observability.enabled:
-        observability = ObservabilityStack(
-            app, "Observability", stack_name=f"{config.name}-observability",
-            description="HyperPod DPD: Amazon Managed Prometheus workspace, HyperPod observability add-on",
-            props=ObservabilityStackProps(
-                cluster=cluster.cluster, workspace_alias=config.name,
+    observability_addon = None
+    if observability is not None:
+        observability_addon = ObservabilityAddonStack(
+            app, "ObservabilityAddon", stack_name=f"{config.name}-observability-addon",
+            description="HyperPod DPD: HyperPod observability add-on, once the GPU nodes have registered",
+            props=ObservabilityAddonStackProps(
+                cluster=cluster.cluster, prometheus=observability.prometheus,
                 scrape_interval_seconds=config.observability.scrape_interval_seconds,
-                # The same alert definitions as the PrometheusRule manifest (hyperpod_core.telemetry).
-                alert_rule_groups=alert_rule_groups(config),
-                # The same dashboards as the sidecar ConfigMaps, into Amazon Managed Grafana when configured.
-                **_grafana(config),
                 # Pod Identity must run, and the add-on needs a node of 4xlarge or more: the HyperPod nodes,
                 # which exist only some time after the HyperPod cluster is "complete" (continuous
-                # provisioning): wait for a Ready node in every pool (docs/deploy.md).
+                # provisioning): wait until every pool has a registered node (docs/deploy.md). Nothing else
+                # waits for this stack.
                 addon_depends_on=(cluster.eks.addons[pins.POD_IDENTITY_AGENT.name], hyperpod.hyperpod),
                 wait_for_nodes=tuple(
                     NodeRequirement(label_key=POOL_LABEL, label_value=pool, description=f"pool {pool}")
@@ -210,7 +227,7 @@ def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> S
             janitor_vpc=None if public_api else network.vpc, deployment_name=config.name),
         **common)
     stacks = Stacks(network=network, cluster=cluster, hyperpod=hyperpod, platform=platform,
-                    observability=observability)
+                    observability=observability, observability_addon=observability_addon)
     for stack in stacks.all():  # every custom resource, ours and aws-cdk-lib's: ServiceTimeout < 1 hour
         cdk.Aspects.of(stack).add(ServiceTimeouts())
         # every function, aws-cdk-lib's included, logs into a group of its stack with a retention

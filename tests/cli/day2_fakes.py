@@ -2,7 +2,7 @@
 and log lines in the real formats.
 
 * The Kubernetes server answers the REST paths the official client calls (custom objects, pods, pod logs,
-  Deployments, Ingresses) over real HTTP; the client reaches it through a kubeconfig, like a cluster.
+  Deployments, Ingresses, nodes) over real HTTP; the client reaches it through a kubeconfig, like a cluster.
   Its InferenceEndpointConfig objects are checked against the operator CRD (:func:`endpoint_object`).
 * The OpenAI server streams real server-sent events with chunked transfer encoding, like vLLM's, and, playing
   the decoder, appends LMCache's line for the request to the decode pod's log.
@@ -111,6 +111,22 @@ def endpoint_object(state: str = "DeploymentComplete", *, tls: bool = True,
     }
 
 
+#: HyperPod's taint on a node whose deep health checks run (HyperPod EKS prerequisites).
+HEALTH_CHECK_TAINT = {"key": "sagemaker.amazonaws.com/node-health-status", "value": "Unschedulable",
+                      "effect": "NoSchedule"}
+
+
+def node(name: str, pool: str, *, ready: bool = True, health_checks: bool = False) -> dict[str, Any]:
+    """A HyperPod GPU node as the API lists it (labels as our instance groups set them)."""
+    taints = ([HEALTH_CHECK_TAINT] if health_checks else []) + (
+        [] if ready else [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}])
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"hyperpod-dpd/pool": pool,
+                                                  "node.kubernetes.io/instance-type": "ml.p5.48xlarge"}},
+            "spec": {"taints": taints} if taints else {},
+            "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
 def pod(name: str, namespace: str, labels: dict[str, str], *, ready: bool = True) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "labels": labels},
             "status": {"phase": "Running",
@@ -125,6 +141,7 @@ class FakeCluster:
     pods: list[dict[str, Any]] = field(default_factory=list)
     deployments: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     ingresses: list[dict[str, Any]] = field(default_factory=list)
+    nodes: list[dict[str, Any]] = field(default_factory=list)
     logs: dict[tuple[str, str, str], list[tuple[float, str]]] = field(default_factory=dict)
     """``(namespace, pod, container) -> [(unix time, line)]``."""
     requests: list[str] = field(default_factory=list)
@@ -153,6 +170,10 @@ class FakeCluster:
             "spec": {"selector": {"matchLabels": {"control-plane": "hyperpod-inference-controller-manager"}},
                      "template": {"metadata": {}, "spec": {"containers": []}}}}
 
+    def gpu_nodes(self) -> None:
+        """One schedulable node per pool of config/default.yaml (HyperPod's ``hyperpod-i-<instance>`` names)."""
+        self.nodes += [node("hyperpod-i-0prefill", "prefill"), node("hyperpod-i-0decode", "decode")]
+
     def alb(self, hostname: str, *, name: str = f"alb-{NAME}-{NAMESPACE}",
             namespace: str = "hyperpod-inference-system") -> None:
         """The operator's Ingress and its ALB hostname (name and namespace: ``endpoint_names`` docstring)."""
@@ -168,8 +189,8 @@ def _rfc3339(ts: float) -> str:
 
 def _matches(labels: dict[str, str], selector: str) -> bool:
     for term in filter(None, selector.split(",")):
-        key, _, value = term.partition("=")
-        if labels.get(key) != value:
+        key, equals, value = term.partition("=")
+        if (labels.get(key) != value) if equals else (key not in labels):  # "key": the label exists
             return False
     return True
 
@@ -194,6 +215,9 @@ class _KubeHandler(QuietHandler):
             items = [x for x in c.pods if x["metadata"]["namespace"] == p[3]
                      and _matches(x["metadata"].get("labels", {}), q.get("labelSelector", ""))]
             return self.send_body(200, {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items})
+        if p == ["api", "v1", "nodes"]:
+            items = [x for x in c.nodes if _matches(x["metadata"].get("labels", {}), q.get("labelSelector", ""))]
+            return self.send_body(200, {"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": items})
         if p[:2] == ["api", "v1"] and len(p) == 7 and p[6] == "log":
             return self._log(p[3], p[5], q)
         if p[:3] == ["apis", "apps", "v1"] and len(p) == 7:

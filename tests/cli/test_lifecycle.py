@@ -72,11 +72,12 @@ def test_synth_writes_only_into_the_environment_folder(synthesized) -> None:
     assert sorted(p.name for p in env.iterdir()) == ["cdk.out", "config.yaml", "dist"]
     assert {p.name for p in (env / "cdk.out").glob("*.template.json")} == {
         "Network.template.json", "Cluster.template.json", "HyperPod.template.json",
-        "Observability.template.json", "Platform.template.json"}
+        "Observability.template.json", "Platform.template.json", "ObservabilityAddon.template.json"}
     manifest = json.loads((env / "cdk.out" / "manifest.json").read_text())
     names = {a["properties"]["stackName"] for a in manifest["artifacts"].values()
              if a["type"] == "aws:cloudformation:stack"}
-    assert names == {f"demo-{s}" for s in ("network", "cluster", "hyperpod", "observability", "platform")}
+    assert names == {f"demo-{s}" for s in ("network", "cluster", "hyperpod", "observability", "platform",
+                                           "observability-addon")}
     assert (env / "dist" / "llama-3-3-70b-dpd.k8s.yaml").is_file()
     assert not list(cwd.glob("**/.*.tmp-*")), "no temp folders left behind"
     assert "hyperpod-dpd deploy --env demo" in result.stdout
@@ -100,7 +101,9 @@ def test_the_real_cdk_cli_reads_the_assembly_deploy_uses(synthesized) -> None:
                                  "CI": "true"})  # CI mode: the CLI's messages go to stdout; none may appear
     assert result.returncode == 0, result.stderr
     listed = [line.split()[0] for line in result.stdout.splitlines() if line.strip()]
-    assert listed == ["Network", "Cluster", "HyperPod", "Observability", "Platform"]
+    assert set(listed) == {"Network", "Observability", "Cluster", "HyperPod", "Platform", "ObservabilityAddon"}
+    assert listed.index("HyperPod") < listed.index("Platform") and listed.index("HyperPod") < listed.index(
+        "ObservabilityAddon")
 
 
 def test_deploy_deploys_that_cdk_out_and_writes_outputs_beside_it(synthesized, fake_npx) -> None:
@@ -112,11 +115,67 @@ def test_deploy_deploys_that_cdk_out_and_writes_outputs_beside_it(synthesized, f
     demo = (cwd / "envs" / "demo").resolve()
     # The cluster stack's required AdminPrincipalArn parameter is filled for the stack that declares it
     # (the CDK CLI keys --parameters by CloudFormation stack name).
+    # --concurrency: independent stacks deploy side by side (issue 20 item 6; the CDK CLI's deploy option
+    # "Maximum number of simultaneous deployments (dependency permitting) to execute", aws-cdk 2.1148 cli-config).
     assert log.read_text().splitlines() == [
         "--no-install", "cdk", "deploy", "--app", str(demo / "cdk.out"), "--all",
-        "--outputs-file", str(demo / "cdk-outputs.json"),
+        "--outputs-file", str(demo / "cdk-outputs.json"), "--concurrency", "6",
         "--parameters", f"demo-cluster:AdminPrincipalArn={admin}", "--require-approval", "never"]
     assert "next: hyperpod-dpd synth --env demo" in result.stdout
+
+
+def test_the_cdk_cli_takes_the_concurrency_option_deploy_passes() -> None:
+    """The pinned CDK CLI's own option table (node_modules/aws-cdk/lib/cli/cli-config.js) lists ``concurrency`` for
+    ``deploy``: a misspelt option would stop the real deploy with "Unknown argument"."""
+    config = (REPO_ROOT / "node_modules" / "aws-cdk" / "lib" / "cli" / "cli-config.js").read_text()
+    deploy = config[config.index("'deploy': {"):config.index("'validate': {")]
+    assert "'concurrency': { type: 'number', desc: 'Maximum number of simultaneous deployments (dependency " \
+           "permitting) to execute.'" in deploy
+
+
+def test_diff_of_the_hyperpod_stack_says_when_deep_health_checks_refuse_the_update(synthesized, fake_npx) -> None:
+    """HyperPod refuses UpdateCluster while deep health checks run (AWS HyperPod EKS deep health check page): with a
+    node ``DeepHealthCheckInProgress`` (ListClusterNodes) and an instance-group change, ``diff`` says so. A moto
+    server plays SageMaker (moto implements DescribeCluster and ListClusterNodes); the node status is set on its
+    backend, to a value of the service model's ClusterInstanceStatus."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.sagemaker.models import sagemaker_backends
+    from moto.server import ThreadedMotoServer
+
+    from fake_http import free_port
+
+    cwd, _ = synthesized
+    env, _ = fake_npx
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
+    server.start()
+    aws = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "testing",
+           "AWS_SECRET_ACCESS_KEY": "testing", "AWS_EC2_METADATA_DISABLED": "true", "AWS_DEFAULT_REGION": "us-west-2"}
+    backend = sagemaker_backends[DEFAULT_ACCOUNT_ID]["us-west-2"]
+    try:
+        import boto3
+
+        sm = boto3.client("sagemaker", region_name="us-west-2", endpoint_url=aws["AWS_ENDPOINT_URL"],
+                          aws_access_key_id="testing", aws_secret_access_key="testing")
+        backend.clusters.pop("demo", None)
+        sm.create_cluster(ClusterName="demo", VpcConfig={"SecurityGroupIds": ["sg-1"], "Subnets": ["subnet-1"]},
+                          InstanceGroups=[{"InstanceGroupName": g, "InstanceType": "ml.p5.48xlarge",
+                                           "InstanceCount": count, "ThreadsPerCore": 1,
+                                           "OnStartDeepHealthChecks": ["InstanceStress", "InstanceConnectivity"],
+                                           "ExecutionRole": "arn:aws:iam::123456789012:role/hp",
+                                           "LifeCycleConfig": {"SourceS3Uri": "s3://sagemaker-lc/", "OnCreate": "x"}}
+                                          for g, count in (("prefill", 1), ("decode", 2))])
+        backend.clusters["demo"].nodes["decode-1"].status = "DeepHealthCheckInProgress"
+        result = _cli("diff", "HyperPod", "--env", "demo", cwd=cwd, **env, **aws)
+        assert result.returncode == 0, result.stderr
+        assert ("FAIL: deep health checks: 1 node(s) in deep health checks (decode-1 (decode)), and the config "
+                "changes decode: instance_count 2 -> 1: HyperPod refuses UpdateCluster") in result.stdout
+        backend.clusters["demo"].nodes["decode-1"].status = "Running"
+        calm = _cli("diff", "HyperPod", "--env", "demo", cwd=cwd, **env, **aws)
+        assert "pass: deep health checks: no node of demo in deep health checks" in calm.stdout
+    finally:
+        backend.clusters.pop("demo", None)
+        server.stop()
 
 
 @pytest.mark.parametrize(("given", "selector"), [

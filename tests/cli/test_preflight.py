@@ -363,3 +363,71 @@ def test_a_quota_never_changed_takes_its_default_value() -> None:
         clients.put("service-quotas", "sagemaker", client)
         assert preflight.quota_value(clients, "sagemaker", P5_QUOTA) == 0.0
         assert preflight.quota_value(clients, "sagemaker", "no such quota") is None
+
+
+# --- deep health checks (issue 20 item 1): HyperPod refuses UpdateCluster while they run --------------------------
+
+def _deployed_cluster(config, **counts: int) -> None:
+    """The HyperPod cluster as the stack created it, in moto (which implements DescribeCluster, ListClusterNodes)."""
+    sm = boto3.client("sagemaker", REGION)
+    sm.create_cluster(
+        ClusterName=config.hyperpod.cluster_name, VpcConfig={"SecurityGroupIds": ["sg-1"], "Subnets": ["subnet-1"]},
+        InstanceGroups=[{"InstanceGroupName": g.name, "InstanceType": g.instance_type,
+                         "InstanceCount": counts.get(g.name, g.instance_count), "ThreadsPerCore": g.threads_per_core,
+                         "OnStartDeepHealthChecks": list(g.deep_health_checks),
+                         "ExecutionRole": f"arn:aws:iam::{ACCOUNT}:role/hp",
+                         "LifeCycleConfig": {"SourceS3Uri": "s3://sagemaker-lc/", "OnCreate": "on_create.sh"}}
+                        for g in config.hyperpod.instance_groups])
+
+
+def _node_status(config, node_id: str, status: str) -> None:
+    """Set a node's ``InstanceStatus.Status`` (a value of the service model's ClusterInstanceStatus) on moto."""
+    from moto.sagemaker.models import sagemaker_backends
+
+    assert status in boto3.client("sagemaker", REGION).meta.service_model.shape_for("ClusterInstanceStatus").enum
+    sagemaker_backends[ACCOUNT][REGION].clusters[config.hyperpod.cluster_name].nodes[node_id].status = status
+
+
+def _health(config) -> preflight.Check:
+    return preflight.check_deep_health_checks(preflight.Clients(lambda service: boto3.client(service, REGION)), config)
+
+
+def test_no_cluster_yet_passes_the_deep_health_check_check(aws, default_config_dict) -> None:
+    config = _config(default_config_dict, name=f"first-{NAMES['admin'][-6:].lower()}")
+    check = _health(config)
+    assert (check.status, check.detail) == ("PASS", f"no HyperPod cluster {config.hyperpod.cluster_name} yet: the "
+                                                    "deploy creates it")
+
+
+def test_an_instance_group_change_during_deep_health_checks_fails(aws, default_config_dict) -> None:
+    config = _config(default_config_dict, name=f"dhc-{NAMES['admin'][-6:].lower()}")
+    _deployed_cluster(config)
+    _node_status(config, "decode-0", "DeepHealthCheckInProgress")
+    assert _health(config).status == "PASS"  # nothing to update: the running checks do not matter
+    bigger = _config(default_config_dict, name=config.name, hyperpod__instance_groups=[
+        {**g.model_dump(), "instance_count": 2 if g.name == "decode" else g.instance_count}
+        for g in config.hyperpod.instance_groups])
+    check = _health(bigger)
+    assert check.status == "FAIL"
+    assert check.detail.startswith(f"1 node(s) in deep health checks (decode-0 (decode)), and the config changes "
+                                   f"decode: instance_count 1 -> 2: HyperPod refuses UpdateCluster until they finish, "
+                                   f"so the {config.name}-hyperpod stack update would fail")
+    assert check.fix.startswith("wait until 'hyperpod-dpd status' shows every node Running")
+    _node_status(config, "decode-0", "Running")
+    calm = _health(bigger)
+    assert calm.status == "PASS" and "starts deep health checks on the new nodes" in calm.detail
+
+
+def test_a_cluster_that_cannot_be_read_warns(default_config_dict) -> None:
+    """Stubber with the real SageMaker model: DescribeCluster denied."""
+    config = parse_config(default_config_dict)
+    client = boto3.client("sagemaker", REGION, aws_access_key_id="x", aws_secret_access_key="x")
+    stub = Stubber(client)
+    stub.add_client_error("describe_cluster", "AccessDeniedException", "not authorized",
+                          expected_params={"ClusterName": config.hyperpod.cluster_name})
+    stub.activate()
+    clients = preflight.Clients(lambda service: pytest.fail(f"unexpected client {service}"))
+    clients.put("sagemaker", "cluster", client)
+    check = preflight.check_deep_health_checks(clients, config)
+    assert check.status == "WARN" and "AccessDeniedException" in check.detail
+    stub.assert_no_pending_responses()

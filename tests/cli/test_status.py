@@ -21,6 +21,7 @@ from day2_fakes import (
     FakeCluster,
     dead_kubeconfig,
     endpoint_object,
+    node,
     one_line_error,
     pod,
 )
@@ -98,6 +99,7 @@ def _hyperpod_cluster() -> None:
 @pytest.fixture
 def healthy(eks_addons, cluster: FakeCluster, moto_isolated) -> Iterator[FakeCluster]:  # type: ignore[no-untyped-def]
     _hyperpod_cluster()
+    cluster.gpu_nodes()
     cluster.dpd_endpoint()
     ec2 = boto3.client("ec2", region_name="us-west-2")
     vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
@@ -222,6 +224,41 @@ def test_degraded_operator_addon_blocks_serving(cli, config_file, kubeconfig, he
     assert result.code == 1
     assert "amazon-sagemaker-hyperpod-inference: v1.3.0-eksbuild.1 DEGRADED (InsufficientNumberOfReplicas" \
         in one_line_error(result)
+
+
+def test_nodes_in_deep_health_checks_are_named_and_hold_their_pool(cli, config_file, kubeconfig, healthy) -> None:
+    """Issue 20 item 6: the deploy ends when the nodes have registered; a node still in deep health checks carries
+    ``sagemaker.amazonaws.com/node-health-status=Unschedulable:NoSchedule`` (HyperPod EKS prerequisites) and takes no
+    pod although it may be Ready. status names it; a pool with no schedulable node cannot serve."""
+    healthy.nodes[:] = [node("hyperpod-i-0prefill", "prefill"),
+                        node("hyperpod-i-0decode", "decode", ready=True, health_checks=True)]
+    backend = sagemaker_backends[DEFAULT_ACCOUNT_ID]["us-west-2"]
+    backend.clusters[HYPERPOD_CLUSTER].nodes["decode-0"].status = "DeepHealthCheckInProgress"
+    result = _status(cli, config_file, kubeconfig, "--json")
+    assert result.code == 1
+    rows = _rows(result.out)
+    assert rows["nodes:pool prefill"]["state"] == "ok"
+    decode = rows["nodes:pool decode"]
+    assert decode["state"] == "fail"
+    assert decode["detail"] == "0/1 schedulable; in deep health checks: hyperpod-i-0decode"
+    assert decode["next_step"].startswith("deep health checks take up to hours on p5; wait")
+    assert rows["hyperpod:instance group decode"]["detail"].endswith("decode-0 DeepHealthCheckInProgress")
+
+
+def test_a_second_node_in_deep_health_checks_is_a_warning(cli, config_file, kubeconfig, healthy) -> None:
+    healthy.nodes.append(node("hyperpod-i-1decode", "decode", health_checks=True))
+    result = _status(cli, config_file, kubeconfig, "--json")
+    assert result.code == 0, result.err
+    row = _rows(result.out)["nodes:pool decode"]
+    assert (row["state"], row["detail"]) == ("warn", "1/2 schedulable; in deep health checks: hyperpod-i-1decode")
+
+
+def test_a_pool_without_nodes_cannot_serve(cli, config_file, kubeconfig, healthy) -> None:
+    healthy.nodes[:] = [n for n in healthy.nodes if n["metadata"]["labels"]["hyperpod-dpd/pool"] != "decode"]
+    result = _status(cli, config_file, kubeconfig, "--json")
+    assert result.code == 1
+    row = _rows(result.out)["nodes:pool decode"]
+    assert (row["state"], row["detail"]) == ("fail", "no node registered")
 
 
 def test_failed_node_is_named(cli, config_file, kubeconfig, healthy) -> None:

@@ -158,11 +158,41 @@ FAILING_CASES = [
      "network.control_plane_availability_zone_ids[1] must be an AZ ID where EKS creates control planes"),
     ("control_plane_azs_repeat", {"network.control_plane_availability_zone_ids": ["usw2-az1", "usw2-az1"]},
      "network.control_plane_availability_zone_ids must name two different AZ IDs"),
-    # worker requests must fit the node (ml.p5.48xlarge, ThreadsPerCore 1: 96 CPUs, 90 left for a worker)
+    # worker requests leave headroom: at most 90 % of the node (issue 20 item 4: ml.p5.48xlarge with ThreadsPerCore 1
+    # has 96 CPUs and 2048 GiB, so at most 86 CPUs and 1843 GiB); the line names both numbers
     ("prefill_cpu_exceeds_the_node", {"endpoint.prefill.cpu": 96},
-     "endpoint.prefill.cpu must be <= 90: one ml.p5.48xlarge (threads_per_core 1) leaves a worker 90 CPUs"),
+     "endpoint.prefill.cpu must be <= 86: one ml.p5.48xlarge (threads_per_core 1) leaves each of its 1 worker(s) "
+     "86 CPUs (90 % of the node"),
+    ("prefill_cpu_one_above_the_share", {"endpoint.prefill.cpu": 87},
+     "router and sidecars), got 87"),
     ("decode_memory_exceeds_the_node", {"endpoint.decode.memory_gib": 2048},
-     "endpoint.decode.memory_gib must be <= 1973: one ml.p5.48xlarge (threads_per_core 1) leaves a worker 1973 GiB"),
+     "endpoint.decode.memory_gib must be <= 1843: one ml.p5.48xlarge (threads_per_core 1) leaves each of its 1 "
+     "worker(s) 1843 GiB"),
+    ("decode_memory_one_above_the_share", {"endpoint.decode.memory_gib": 1844},
+     "router and sidecars), got 1844"),
+    # GPU memory adds up (issue 20 item 5; lifecycle-facts.md: on an 80 GB H100 at 0.75 a 32 GiB PD buffer does not
+    # fit unless utilization drops to about 0.55)
+    ("pd_buffer_does_not_fit_beside_vllm", {"endpoint.pd_buffer_size_bytes": 32 << 30},
+     "endpoint.pd_buffer_size_bytes (32 GiB per rank) plus prefill's vLLM share (0.75 x 80 GiB H100 = 60.0 GiB) and "
+     "the 3 GiB CUDA-graph/runtime margin must fit the GPU (95.0 GiB > 80 GiB): lower "
+     "endpoint.gpu_memory_utilization to <= 0.56 or the buffer to <= 17 GiB, got 34359738368"),
+    ("decode_utilization_override_leaves_no_room",
+     {"endpoint.pd_buffer_size_bytes": 16 << 30, "endpoint.decode.extra_args": ["--gpu-memory-utilization", "0.8"]},
+     "lower endpoint.decode.extra_args --gpu-memory-utilization to <= 0.76 or the buffer to <= 13 GiB"),
+    ("weights_do_not_fit_the_share", {"endpoint.gpu_memory_utilization": 0.2},
+     "endpoint.gpu_memory_utilization gives prefill 16.0 GiB per H100 (80 GiB), which must hold 16.4 GiB of "
+     "meta-llama/Llama-3.3-70B-Instruct weights per GPU (tensor_parallel_size 8) and 0.6 GiB of KV cache for one "
+     "endpoint.max_model_len (16384) sequence: raise it to >= 0.22"),
+    ("long_context_does_not_fit_the_share",
+     {"endpoint.max_model_len": 1_048_576, "endpoint.gpu_memory_utilization": 0.5},
+     "40.0 GiB of KV cache for one endpoint.max_model_len (1048576) sequence: raise it to >= 0.71"),
+    ("model_size_without_kv", {"model.parameters_billion": 32.0},
+     "model.kv_cache_kib_per_token must be set with model.parameters_billion"),
+    ("model_kv_without_size", {"model.kv_cache_kib_per_token": 256.0},
+     "model.parameters_billion must be set with model.kv_cache_kib_per_token"),
+    ("described_model_does_not_fit", {"model.name": "my-405b", "model.s3_prefix": "models/my-405b/",
+                                      "model.parameters_billion": 405.0, "model.kv_cache_kib_per_token": 504.0},
+     "must hold 94.3 GiB of my-405b weights per GPU"),
     # CIDRs
     ("vpc_cidr_is_invalid", {"network.vpc_cidr": "10.0.0.1/16"}, "network.vpc_cidr must be an IPv4 CIDR"),
     ("gpu_cidr_prefix_out_of_range", {"network.gpu_cidr": "10.0.0.0/8"}, "between /16 and /28"),
@@ -384,20 +414,76 @@ def test_control_plane_az_ids_default_to_the_first_two_eks_supports(region: str,
 
 
 def test_worker_requests_come_from_the_node_not_a_constant(default_config_dict: dict) -> None:
-    """ThreadsPerCore 1 on ml.p5.48xlarge: 96 CPUs - 0.31 kubeReserved - 4 DaemonSets - 1 sidecars -> 90;
-    ThreadsPerCore 2 doubles the CPUs (192 -> 186 after the same reservations, minus the larger kubeReserved)."""
+    """The workers of a node request at most 90 % of it (issue 20 item 4: ml.p5.48xlarge with ThreadsPerCore 1 has
+    96 CPUs and 2048 GiB, EC2 specifications and CPU options: 86 CPUs and 1843 GiB); ThreadsPerCore 2 doubles the
+    CPUs (192 -> 172); TP 4 puts two workers on a node, which share the 86."""
     c = parse_config(default_config_dict)
-    assert sizing.worker_requests(c, "prefill").cpu == 90 and sizing.worker_requests(c, "decode").cpu == 90
+    assert sizing.worker_requests(c, "prefill") == sizing.PodRequests(cpu=86, memory_gib=1843)
+    assert sizing.worker_requests(c, "decode") == sizing.PodRequests(cpu=86, memory_gib=1843)
     two = _mutated(default_config_dict, **{"hyperpod.instance_groups[0].threads_per_core": 2,
                                            "hyperpod.instance_groups[1].threads_per_core": 2})
-    assert sizing.worker_requests(parse_config(two), "prefill").cpu == 186
+    assert sizing.worker_requests(parse_config(two), "prefill").cpu == 172
     tp4 = _mutated(default_config_dict, **{"endpoint.tensor_parallel_size": 4, "endpoint.prefill.gpus": 4,
                                            "endpoint.decode.gpus": 4})
-    assert sizing.worker_requests(parse_config(tp4), "decode").cpu == 44  # two workers share a node
+    assert sizing.worker_requests(parse_config(tp4), "decode") == sizing.PodRequests(cpu=43, memory_gib=921)
     smaller = parse_config(_mutated(default_config_dict, **{"endpoint.prefill.cpu": 64,
                                                            "endpoint.prefill.memory_gib": 512}))
     requests = sizing.worker_requests(smaller, "prefill")
     assert (requests.cpu, requests.memory_gib) == (64, 512)
+
+
+@pytest.mark.parametrize(("buffer_gib", "utilization", "fits"), [
+    (8, 0.75, True), (16, 0.75, True), (32, 0.75, False), (32, 0.55, True)])
+def test_the_pd_buffer_anchors_on_an_80_gb_h100(default_config_dict: dict, buffer_gib: int, utilization: float,
+                                                 fits: bool) -> None:
+    """lifecycle-facts.md, "Node fit and GPU memory": vLLM reserves its share first, LMCache allocates the PD buffer
+    after it; on an 80 GB H100 at 0.75, 8 GiB fits, 16 GiB leaves ~4 GiB, 32 GiB does not fit unless utilization
+    drops to about 0.55 (AWS's tuning table: lower decode's utilization when raising the buffer)."""
+    data = _mutated(default_config_dict, **{"endpoint.pd_buffer_size_bytes": buffer_gib << 30,
+                                            "endpoint.gpu_memory_utilization": utilization})
+    fit = sizing.gpu_memory_fit("ml.p5.48xlarge", utilization, buffer_gib << 30)
+    if fits:
+        parse_config(data)
+    else:
+        with pytest.raises(ConfigError, match=r"^endpoint.pd_buffer_size_bytes \(32 GiB per rank\)"):
+            parse_config(data)
+    assert fit.fits is fits
+    if buffer_gib == 16:
+        assert 3.5 <= fit.left_gib <= 4.5  # "16 GiB leaves ~4 GiB"
+    if buffer_gib == 32:
+        assert 0.53 <= fit.max_utilization <= 0.58  # "unless utilization drops to about 0.55"
+
+
+def test_the_gpu_memory_table_holds_the_published_sizes() -> None:
+    """EC2 P5 page: p5 640 GB HBM3 (8 x 80 GB H100), p5e/p5en 1128 GB HBM3e (8 x 141 GB H200); EC2 P6 page: p6-b200
+    1440 GB HBM3e (8 x 180 GB B200); NVIDIA H100 SXM / H200 datasheets (80 GB, 141 GB)."""
+    per_node = {"ml.p5.48xlarge": 640, "ml.p5e.48xlarge": 1128, "ml.p5en.48xlarge": 1128, "ml.p6-b200.48xlarge": 1440}
+    for instance_type, total in per_node.items():
+        row = sizing.INSTANCE_FACTS[instance_type]
+        assert row.gpus * row.gpu_memory_gib == total, instance_type
+    assert 260 <= sizing.INSTANCE_FACTS["ml.p6-b300.48xlarge"].gpu_memory_gib <= 288  # 288 GB HBM3e, ~269 usable
+
+
+def test_kv_cache_per_token_is_derived_from_the_model_shape(default_config: Config) -> None:
+    """Llama-3.3-70B at TP 8: about 40 KiB per rank (AWS DPD page), 320 KiB in total (lifecycle-facts.md)."""
+    from hyperpod_core.models import MODELS
+
+    shape = MODELS["meta-llama/Llama-3.3-70B-Instruct"]
+    assert shape.kv_bytes_per_token == 320 * 1024
+    assert shape.kv_bytes_per_token_per_rank(8) == 40 * 1024
+    memory = sizing.model_memory(default_config)
+    assert memory is not None and memory.kv_bytes_per_token_per_rank == 40 * 1024
+    assert memory.weight_bytes / 1e9 == pytest.approx(141.1, abs=0.1)  # 70.6B parameters in bf16
+
+
+def test_a_model_the_table_does_not_know_is_checked_from_its_fields(default_config_dict: dict) -> None:
+    """Unknown by name and folder: no weights check unless the config gives the size; then the fields count."""
+    unknown = {"model.name": "my-finetune", "model.s3_prefix": "models/my-finetune/"}
+    assert sizing.model_memory(parse_config(_mutated(default_config_dict, **unknown))) is None
+    sized = parse_config(_mutated(default_config_dict, **unknown, **{"model.parameters_billion": 70.6,
+                                                                     "model.kv_cache_kib_per_token": 320.0}))
+    memory = sizing.model_memory(sized)
+    assert memory is not None and memory.kv_bytes_per_token_per_rank == 40 * 1024
 
 
 def test_fails_when_a_pinned_addon_is_not_offered_for_the_kubernetes_version(default_config_dict: dict,

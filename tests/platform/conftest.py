@@ -19,3 +19,8 @@ def platform(platform_app):
 @pytest.fixture(scope="session")
 def observability(platform_app):
     return platform_app.templates["Observability"]
+
+
+@pytest.fixture(scope="session")
+def observability_addon(platform_app):
+    return platform_app.templates["ObservabilityAddon"]

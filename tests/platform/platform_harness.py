@@ -1,6 +1,6 @@
 """Builds the platform test app: a stand-in cluster stack (minimal aws_eks_v2 cluster, OIDC provider,
-pod identity agent, a stand-in HyperPod execution role), then the observability and platform stacks as ``build()``
-wires them."""
+pod identity agent, a stand-in HyperPod execution role), then the observability, observability add-on and platform
+stacks as ``build()`` wires them."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ class PlatformApp:
     app: object
     cluster_stack: object
     observability: object
+    observability_addon: object
     platform: object
     templates: dict
 
@@ -26,6 +27,7 @@ def make_platform_app(*, observability: bool = True, existing_bucket_name: str |
 
     from hyperpod_constructs.model_bucket import ModelBucketProps
     from hyperpod_infra.nag import acknowledge, add_nag
+    from hyperpod_infra.stacks.observability_addon_stack import ObservabilityAddonStack, ObservabilityAddonStackProps
     from hyperpod_infra.stacks.observability_stack import ObservabilityStack, ObservabilityStackProps
     from hyperpod_infra.stacks.platform_stack import PlatformStack, PlatformStackProps
 
@@ -48,10 +50,12 @@ def make_platform_app(*, observability: bool = True, existing_bucket_name: str |
     oidc = eks.OidcProviderNative(cluster_stack, "Oidc", url=cluster.cluster_open_id_connect_issuer_url)
     hyperpod_role = (iam.Role(cluster_stack, "HyperPodRole", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
                      if with_hyperpod_role else None)  # stands in for the HyperPod execution role
-    obs = None
+    obs = addon = None
     if observability:
-        obs = ObservabilityStack(app, "Observability", env=env, props=ObservabilityStackProps(
-            cluster=cluster, workspace_alias="test-dpd", addon_depends_on=(pod_identity,)))
+        obs = ObservabilityStack(app, "Observability", env=env,
+                                 props=ObservabilityStackProps(workspace_alias="test-dpd"))
+        addon = ObservabilityAddonStack(app, "ObservabilityAddon", env=env, props=ObservabilityAddonStackProps(
+            cluster=cluster, prometheus=obs.prometheus, addon_depends_on=(pod_identity,)))
     platform = PlatformStack(app, "Platform", env=env, props=PlatformStackProps(
         cluster=cluster, oidc_provider=oidc, model_key_prefix="models/m/",
         hyperpod_cluster_arn="arn:aws:sagemaker:us-west-2:111122223333:cluster/abc123",
@@ -60,11 +64,12 @@ def make_platform_app(*, observability: bool = True, existing_bucket_name: str |
         hyperpod_execution_role=hyperpod_role, prometheus=obs.prometheus if obs else None))
     if nag:
         add_nag(app)
-        return PlatformApp(app, cluster_stack, obs, platform, {})
+        return PlatformApp(app, cluster_stack, obs, addon, platform, {})
     templates = {"Platform": Template.from_stack(platform)}
-    if obs is not None:
+    if obs is not None and addon is not None:
         templates["Observability"] = Template.from_stack(obs)
-    return PlatformApp(app, cluster_stack, obs, platform, templates)
+        templates["ObservabilityAddon"] = Template.from_stack(addon)
+    return PlatformApp(app, cluster_stack, obs, addon, platform, templates)
 
 
 

@@ -12,8 +12,11 @@ def test_stack_ids_names_and_order(stacks, default_config) -> None:
     assert stacks.platform.stack_name == f"{default_config.name}-platform"
     assert stacks.observability is not None and stacks.observability.node.id == "Observability"
     assert stacks.observability.stack_name == f"{default_config.name}-observability"
+    assert stacks.observability_addon is not None and stacks.observability_addon.node.id == "ObservabilityAddon"
+    assert stacks.observability_addon.stack_name == f"{default_config.name}-observability-addon"
     order = [s.node.id for s in stacks.all()]
-    assert order.index("HyperPod") < order.index("Observability") < order.index("Platform")
+    assert order.index("Observability") < order.index("Platform") and order.index("HyperPod") < order.index("Platform")
+    assert order.index("HyperPod") < order.index("ObservabilityAddon")
 
 
 def test_platform_deploys_after_cluster_hyperpod_and_observability(stacks, templates) -> None:
@@ -24,7 +27,15 @@ def test_platform_deploys_after_cluster_hyperpod_and_observability(stacks, templ
 
 
 def test_observability_addon_waits_for_pod_identity_and_hyperpod_nodes(stacks, templates) -> None:
-    assert {stacks.cluster, stacks.hyperpod} <= set(stacks.observability.dependencies)
+    assert {stacks.cluster, stacks.hyperpod, stacks.observability} <= set(stacks.observability_addon.dependencies)
+
+
+def test_nothing_the_platform_needs_waits_for_gpu_nodes(stacks, templates) -> None:
+    """Issue 20 item 6: the platform stack needs no GPU node; the node wait (the add-on's) is in a stack no other
+    stack depends on, and the workspace stack depends on nothing, so it deploys alongside the network."""
+    assert stacks.observability.dependencies == []
+    dependants = [s for s in stacks.all() if stacks.observability_addon in s.dependencies]
+    assert dependants == []
 
 
 def test_operator_gets_the_real_hyperpod_cluster_arn(templates) -> None:
@@ -81,5 +92,5 @@ def test_observability_disabled_leaves_the_stack_out(default_config_dict) -> Non
     data["endpoint"] = {**data.get("endpoint", {}),
                         "autoscaling": {**data.get("endpoint", {}).get("autoscaling", {}), "enabled": False}}
     built = build(cdk.App(context={"aws:cdk:disable-asset-staging": True}), parse_config(data))
-    assert built.observability is None
-    assert "Observability" not in [s.node.id for s in built.all()]
+    assert built.observability is None and built.observability_addon is None
+    assert not {"Observability", "ObservabilityAddon"} & {s.node.id for s in built.all()}

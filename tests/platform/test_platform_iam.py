@@ -170,8 +170,8 @@ def test_hyperpod_role_reads_the_model_prefix_and_decrypts(platform) -> None:
         "Resource": {"Fn::GetAtt": ["ModelKeyE265A28C", "Arn"]}}
 
 
-def test_no_role_or_policy_grants_admin_or_wildcard_s3(platform, observability) -> None:
-    for template in (platform, observability):
+def test_no_role_or_policy_grants_admin_or_wildcard_s3(platform, observability, observability_addon) -> None:
+    for template in (platform, observability, observability_addon):
         for r in template.find_resources("AWS::IAM::Policy").values():
             for s in r["Properties"]["PolicyDocument"]["Statement"]:
                 actions = [s["Action"]] if isinstance(s["Action"], str) else s["Action"]
@@ -180,8 +180,8 @@ def test_no_role_or_policy_grants_admin_or_wildcard_s3(platform, observability) 
 
 # --- observability collector ---------------------------------------------------------------------------
 
-def test_collector_role_trusts_pod_identity_for_this_cluster_only(observability) -> None:
-    trust = _role(observability, "HyperPodObservabilityCollectorRole")["AssumeRolePolicyDocument"]["Statement"]
+def test_collector_role_trusts_pod_identity_for_this_cluster_only(observability_addon) -> None:
+    trust = _role(observability_addon, "HyperPodObservabilityCollectorRole")["AssumeRolePolicyDocument"]["Statement"]
     assert trust == [{
         "Action": ["sts:AssumeRole", "sts:TagSession"], "Effect": "Allow",
         "Principal": {"Service": "pods.eks.amazonaws.com"},
@@ -190,11 +190,11 @@ def test_collector_role_trusts_pod_identity_for_this_cluster_only(observability)
             "aws:SourceArn": {"Fn::ImportValue": "TestCluster:ExportsOutputFnGetAttEks3DB0AF90ArnBDC518EF"}}}}]
 
 
-def test_collector_writes_only_our_workspace_and_cluster_logs(observability) -> None:
-    statements = _by_sid(_policy(observability, "HyperPodObservabilityCollectorPolicy"))
+def test_collector_writes_only_our_workspace_and_cluster_logs(observability_addon) -> None:
+    statements = _by_sid(_policy(observability_addon, "HyperPodObservabilityCollectorPolicy"))
     assert statements["PrometheusRemoteWrite"] == {
         "Sid": "PrometheusRemoteWrite", "Effect": "Allow", "Action": "aps:RemoteWrite",
-        "Resource": {"Fn::GetAtt": ["PrometheusWorkspaceF3098DB6", "Arn"]}}
+        "Resource": {"Fn::ImportValue": "Observability:ExportsOutputFnGetAttPrometheusWorkspaceF3098DB6ArnF49E480B"}}
     logs = statements["ClusterLogs"]
     assert all(a.startswith("logs:") for a in logs["Action"])
     rendered = [r["Fn::Join"][1][-1] for r in logs["Resource"]]

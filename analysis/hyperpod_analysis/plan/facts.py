@@ -2,8 +2,8 @@
 
 GPUs per node come from the project's instance table (``hyperpod_core.sizing``); the planner adds
 only what that table does not hold and the estimate needs (the GPU model and the node's EFA bandwidth).
-Model shapes are the few fields of each model's published Hugging Face ``config.json`` that the estimate
-needs; no model file is committed.
+Model shapes are the core's table (``hyperpod_core.models``: the few fields of each model's published
+Hugging Face ``config.json``), shared with the config's GPU-memory rules; a config.json path is read here.
 """
 
 from __future__ import annotations
@@ -14,97 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from hyperpod_core.errors import UsageError
+from hyperpod_core.models import DTYPE_BYTES, MODEL_ALIASES, MODELS, ModelShape
 from hyperpod_core.sizing import INSTANCE_FACTS
-
-DTYPE_BYTES: dict[str, int] = {"bfloat16": 2, "float16": 2, "float32": 4, "float8": 1, "fp8": 1}
-
-
-@dataclass(frozen=True, kw_only=True)
-class ModelShape:
-    """The transformer dimensions the estimate uses (a dense decoder-only model)."""
-
-    name: str
-    num_hidden_layers: int
-    hidden_size: int
-    num_attention_heads: int
-    num_key_value_heads: int
-    intermediate_size: int
-    vocab_size: int
-    dtype: str = "bfloat16"
-    tie_word_embeddings: bool = False
-    source: str = ""
-    aiconfigurator_model: str = ""
-    """What AIConfigurator is asked for: a model it bundles with the same shapes, or the config.json folder."""
-    explicit_head_dim: int = 0
-    """config.json ``head_dim`` where the model sets it apart from hidden / heads (Qwen3); 0: hidden / heads."""
-
-    @property
-    def head_dim(self) -> int:
-        return self.explicit_head_dim or self.hidden_size // self.num_attention_heads
-
-    @property
-    def dtype_bytes(self) -> int:
-        return DTYPE_BYTES[self.dtype]
-
-    @property
-    def layer_parameters(self) -> int:
-        """Weights of one Llama-style block: q and o (h x heads*head_dim), k and v (h x kv_heads*head_dim), the
-        gated MLP (3 x h x intermediate) and two norms."""
-        h, q, kv = self.hidden_size, self.num_attention_heads * self.head_dim, self.num_key_value_heads * self.head_dim
-        return 2 * h * q + 2 * h * kv + 3 * h * self.intermediate_size + 2 * h
-
-    @property
-    def lm_head_parameters(self) -> int:
-        return self.vocab_size * self.hidden_size
-
-    @property
-    def parameters(self) -> int:
-        embeddings = self.lm_head_parameters * (1 if self.tie_word_embeddings else 2)
-        return self.num_hidden_layers * self.layer_parameters + embeddings + self.hidden_size
-
-    @property
-    def weight_bytes(self) -> int:
-        return self.parameters * self.dtype_bytes
-
-    @property
-    def streamed_weight_bytes(self) -> int:
-        """What one forward pass reads: every block and the LM head (the embedding table is only indexed)."""
-        return (self.num_hidden_layers * self.layer_parameters + self.lm_head_parameters) * self.dtype_bytes
-
-
-#: Published config.json fields (layers, hidden size, heads, KV heads, intermediate size, vocab, dtype).
-MODELS: dict[str, ModelShape] = {
-    "meta-llama/Llama-3.3-70B-Instruct": ModelShape(
-        name="meta-llama/Llama-3.3-70B-Instruct", num_hidden_layers=80, hidden_size=8192,
-        num_attention_heads=64, num_key_value_heads=8, intermediate_size=28672, vocab_size=128256,
-        source="https://huggingface.co/meta-llama/Llama-3.3-70B-Instruct/blob/main/config.json",
-        aiconfigurator_model="meta-llama/Meta-Llama-3.1-70B"),
-    "meta-llama/Llama-3.1-70B-Instruct": ModelShape(
-        name="meta-llama/Llama-3.1-70B-Instruct", num_hidden_layers=80, hidden_size=8192,
-        num_attention_heads=64, num_key_value_heads=8, intermediate_size=28672, vocab_size=128256,
-        source="https://huggingface.co/meta-llama/Llama-3.1-70B-Instruct/blob/main/config.json",
-        aiconfigurator_model="meta-llama/Meta-Llama-3.1-70B"),
-    "meta-llama/Llama-3.1-8B-Instruct": ModelShape(
-        name="meta-llama/Llama-3.1-8B-Instruct", num_hidden_layers=32, hidden_size=4096,
-        num_attention_heads=32, num_key_value_heads=8, intermediate_size=14336, vocab_size=128256,
-        source="https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/blob/main/config.json",
-        aiconfigurator_model="meta-llama/Meta-Llama-3.1-8B"),
-    "Qwen/Qwen3-32B": ModelShape(
-        name="Qwen/Qwen3-32B", num_hidden_layers=64, hidden_size=5120, num_attention_heads=64,
-        num_key_value_heads=8, intermediate_size=25600, vocab_size=151936, explicit_head_dim=128,
-        source="https://huggingface.co/Qwen/Qwen3-32B/blob/main/config.json", aiconfigurator_model="Qwen/Qwen3-32B"),
-}
-
-#: Other spellings of the same models (our config's ``model.name``, the S3 folder name).
-MODEL_ALIASES: dict[str, str] = {
-    "llama-3-3-70b-instruct": "meta-llama/Llama-3.3-70B-Instruct",
-    "llama-3.3-70b-instruct": "meta-llama/Llama-3.3-70B-Instruct",
-    "llama-3-1-70b-instruct": "meta-llama/Llama-3.1-70B-Instruct",
-    "llama-3.1-70b-instruct": "meta-llama/Llama-3.1-70B-Instruct",
-    "llama-3-1-8b-instruct": "meta-llama/Llama-3.1-8B-Instruct",
-    "llama-3.1-8b-instruct": "meta-llama/Llama-3.1-8B-Instruct",
-    "qwen3-32b": "Qwen/Qwen3-32B",
-}
 
 
 def resolve_model(spec: str) -> ModelShape:

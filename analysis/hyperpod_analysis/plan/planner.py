@@ -92,17 +92,14 @@ def inputs_from_config(config: Config, *, model: str | None = None, **overrides:
 
 def _config_model(config: Config) -> ModelShape:
     """The config's model by ``model.name``, else by its S3 folder name (``models/Llama-3.3-70B-Instruct/``)."""
-    from hyperpod_analysis.plan.facts import MODEL_ALIASES, MODELS
+    from hyperpod_core.models import MODELS, known_model, s3_folder
 
-    folder = config.model.s3_prefix.rstrip("/").rsplit("/", 1)[-1]
-    for name in (config.model.name, folder):
-        key = MODEL_ALIASES.get(name.lower(), name)
-        if key in MODELS:
-            return MODELS[key]
-        if f"meta-llama/{name}" in MODELS:
-            return MODELS[f"meta-llama/{name}"]
-    raise UsageError(f"--model is needed: model.name {config.model.name!r} (s3 folder {folder!r}) is not one the "
-                     f"planner knows ({', '.join(MODELS)}); pass --model NAME or a Hugging Face config.json, got none")
+    shape = known_model(config.model.name, config.model.s3_prefix)
+    if shape is not None:
+        return shape
+    raise UsageError(f"--model is needed: model.name {config.model.name!r} (s3 folder "
+                     f"{s3_folder(config.model.s3_prefix)!r}) is not one the planner knows ({', '.join(MODELS)}); "
+                     "pass --model NAME or a Hugging Face config.json, got none")
 
 
 def check_traffic(inputs: PlanInputs, traffic: Traffic) -> Traffic:

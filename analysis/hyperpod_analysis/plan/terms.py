@@ -23,11 +23,11 @@ MEASURED_KV_TRANSFER_BYTES_PER_S = 9.6e9
 
 
 def kv_bytes_per_token(model: ModelShape) -> int:
-    """K and V for every layer: 2 x layers x kv_heads x head_dim x dtype bytes.
+    """K and V for every layer (:attr:`hyperpod_core.models.ModelShape.kv_bytes_per_token`).
 
     Llama-3.3-70B (80 layers, 8 KV heads, head_dim 128, bf16) = 327,680 bytes per token.
     """
-    return 2 * model.num_hidden_layers * model.num_key_value_heads * model.head_dim * model.dtype_bytes
+    return model.kv_bytes_per_token
 
 
 def kv_transfer_bytes_per_s(instance: InstanceFacts, measured_bytes_per_s: float) -> float:

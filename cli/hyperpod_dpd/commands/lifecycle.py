@@ -10,6 +10,10 @@ the files of the config named (``--env NAME`` or ``--config PATH``):
   by their construct IDs (``Network``, ``Cluster``, ... or ``--all``: the CDK CLI's selectors; CloudFormation
   names such as ``hyperpod-dpd-network`` are translated), and ``deploy`` writes ``cdk-outputs.json`` next to
   ``cdk.out/``;
+* ``deploy`` passes ``--concurrency`` so that independent stacks deploy side by side (the observability stack
+  with the network, the platform with the observability add-on: docs/deploy.md, "Critical path");
+* ``diff`` of the HyperPod stack also says when an instance-group change would hit running deep health checks
+  (HyperPod refuses ``UpdateCluster`` then: :func:`hyperpod_dpd.preflight.check_deep_health_checks`);
 * each prints the exact next command.
 
 All but ``schema`` (printing) need the repository checkout (cdk.json, the pinned CLIs, config/): run from an
@@ -43,8 +47,8 @@ CLI_ENV = {"CDK_DISABLE_CLI_TELEMETRY": "true", "CDK_DISABLE_VERSION_CHECK": "1"
            "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
 
 StacksArg = Annotated[list[str] | None, typer.Argument(
-    help="Stacks: construct IDs (Network, Cluster, HyperPod, Observability, Platform) or CloudFormation names "
-         "(<name>-network, ...). Default: all.", show_default=False)]
+    help="Stacks: construct IDs (Network, Observability, Cluster, HyperPod, Platform, ObservabilityAddon) or "
+         "CloudFormation names (<name>-network, ...). Default: all.", show_default=False)]
 
 err = Console(stderr=True)
 
@@ -190,14 +194,26 @@ def npx_cdk(args: list[str]) -> int:
     return subprocess.run(cmd, cwd=root, env={**os.environ, **CLI_ENV}, check=False).returncode
 
 
+#: Construct ID of the stack that holds the HyperPod cluster (hyperpod_infra.app_builder.build).
+HYPERPOD_STACK = "HyperPod"
+
+
 def diff(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption = None) -> None:
-    """Compare the synthesized templates of THIS config with what is deployed (cdk diff --app <cdk.out>)."""
+    """Compare the synthesized templates of THIS config with what is deployed (cdk diff --app <cdk.out>); for
+    the HyperPod stack, also whether running deep health checks would refuse an instance-group change."""
     paths.checkout("hyperpod-dpd diff")
     e = environment.resolve(config, env)
     cdk_out = e.require_synthesized().resolve()
-    rc = npx_cdk(["diff", "--app", str(cdk_out), *select_stacks(cdk_out, stacks)])
+    selected = select_stacks(cdk_out, stacks)
+    rc = npx_cdk(["diff", "--app", str(cdk_out), *selected])
     if rc not in (0,):
         raise CommandFailed(f"cdk diff exited {rc}")
+    if "--all" in selected or HYPERPOD_STACK in selected:
+        from hyperpod_dpd import preflight
+
+        check = preflight.check_deep_health_checks(preflight.make_clients(e.config.region), e.config)
+        print(f"{check.status.lower() if check.status == 'PASS' else check.status}: {check.name}: {check.detail}"
+              + (f"; fix: {check.fix}" if check.fix else ""))
     print(f"next: hyperpod-dpd deploy {e.selector}")
 
 
@@ -238,7 +254,9 @@ def deploy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption
     if admin_principal_arn is not None:
         admin_principal_arn = principal_arn(admin_principal_arn)
     selected = select_stacks(cdk_out, stacks)
-    args = ["deploy", "--app", str(cdk_out), *selected, "--outputs-file", str(e.outputs_file.resolve())]
+    # As many at once as the assembly has stacks: their dependencies decide what runs side by side.
+    args = ["deploy", "--app", str(cdk_out), *selected, "--outputs-file", str(e.outputs_file.resolve()),
+            "--concurrency", str(len(_stack_ids(cdk_out)))]
     for stack_name, names in required_parameters(cdk_out, selected).items():
         unknown = [n for n in names if n != ADMIN_PARAMETER]
         if unknown:

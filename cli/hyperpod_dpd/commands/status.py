@@ -4,6 +4,11 @@ Sources of each row:
 
 * HyperPod: SageMaker ``DescribeCluster`` (``ClusterStatus``, ``InstanceGroups[].CurrentCount/TargetCount``),
   ``ListClusterNodes`` and ``DescribeClusterNode`` (``InstanceStatus.Status``, ``Placement``).
+* GPU nodes: the Kubernetes nodes of each pool (label ``hyperpod-dpd/pool``), and whether pods can be scheduled
+  on them: ``Ready``, not cordoned, and without the taint HyperPod keeps on a node while its deep health checks
+  run (``sagemaker.amazonaws.com/node-health-status=Unschedulable:NoSchedule``, HyperPod EKS prerequisites). The
+  deploy does not wait for the deep health checks (they can outlast CloudFormation's hour; docs/deploy.md): this
+  row names the nodes still in them.
 * EKS add-ons: ``ListAddons``/``DescribeAddon`` (``addonVersion``, ``status``, ``health.issues``), compared with
   the versions pinned in :mod:`hyperpod_core.pins`.
 * Endpoint: the ``InferenceEndpointConfig`` status of the operator CRD (``state``, ``conditions[]``,
@@ -30,12 +35,21 @@ from rich.table import Table
 
 from hyperpod_core import pins
 from hyperpod_core.errors import CommandFailed, UsageError
-from hyperpod_core.names import OPERATOR_NAMESPACE, ROLES, EndpointNames, Role, certificate_pem_location
+from hyperpod_core.names import (
+    NODE_HEALTH_TAINT_KEY,
+    NODE_HEALTH_UNSCHEDULABLE,
+    OPERATOR_NAMESPACE,
+    POOL_NODE_LABEL,
+    ROLES,
+    EndpointNames,
+    Role,
+    certificate_pem_location,
+)
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
 from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load
 
 if TYPE_CHECKING:  # boto3 and the Kubernetes client load in the checks that call them, not for --help
-    from hyperpod_dpd.kube import PodTarget
+    from hyperpod_dpd.kube import NodeState, PodTarget
 
 State = Literal["ok", "warn", "fail"]
 ADDON_PINS: tuple[pins.AddonPin, ...] = (
@@ -106,6 +120,7 @@ def collect(dep: Deployment, kubeconfig: str | None, context: str | None) -> lis
     checks: list[Check] = []
     checks += _guard("hyperpod", f"cluster {dep.hyperpod_cluster}", lambda: hyperpod_checks(dep))
     checks += _guard("eks", f"add-ons of {dep.eks_cluster}", lambda: addon_checks(dep), blocks_serving=False)
+    checks += _guard("nodes", f"GPU nodes of {dep.eks_cluster}", lambda: node_checks(dep, kubeconfig, context))
     checks += _guard("endpoint", f"{dep.names.namespace}/{dep.names.name}",
                      lambda: endpoint_checks(dep, kubeconfig, context))
     return checks
@@ -202,6 +217,53 @@ def addon_checks(dep: Deployment) -> list[Check]:
         else:
             checks.append(Check(section="eks", name=pin.name, state="ok", detail=f"{version} ACTIVE",
                                 blocks_serving=blocks))
+    return checks
+
+
+def in_deep_health_checks(node: NodeState) -> bool:
+    """HyperPod's deep-health-check taint (``node-health-status=Unschedulable``, effect NoSchedule)."""
+    return any(k == NODE_HEALTH_TAINT_KEY and v == NODE_HEALTH_UNSCHEDULABLE for k, v, _ in node.taints)
+
+
+def schedulable(node: NodeState) -> bool:
+    """Pods without tolerations can land on it: Ready, not cordoned, no NoSchedule/NoExecute taint."""
+    return node.ready and not node.cordoned and not any(e in ("NoSchedule", "NoExecute") for _, _, e in node.taints)
+
+
+def node_checks(dep: Deployment, kubeconfig: str | None, context: str | None) -> list[Check]:
+    """One row per pool of the config: its registered nodes, which of them take pods, which are still in deep
+    health checks."""
+    from hyperpod_dpd.kube import kube_errors
+
+    kube = dep.kube(kubeconfig, context)
+    with kube_errors(f"listing the nodes labelled {POOL_NODE_LABEL}"):
+        nodes = kube.nodes(POOL_NODE_LABEL)
+    checks: list[Check] = []
+    for pool in dict.fromkeys(g.pool for g in dep.env.config.hyperpod.instance_groups):
+        members = [n for n in nodes if n.labels.get(POOL_NODE_LABEL) == pool]
+        ok = [n.name for n in members if schedulable(n)]
+        checking = [n.name for n in members if in_deep_health_checks(n)]
+        other = [n.name + (" NotReady" if not n.ready else " cordoned" if n.cordoned else " tainted")
+                 for n in members if not schedulable(n) and not in_deep_health_checks(n)]
+        detail = f"{len(ok)}/{len(members)} schedulable" + (
+            f"; in deep health checks: {', '.join(checking)}" if checking else "") + (
+            f"; {', '.join(other)}" if other else "")
+        name = f"pool {pool}"
+        if not members:
+            checks.append(Check(section="nodes", name=name, state="fail", detail="no node registered",
+                                next_step="HyperPod is still creating the nodes: see the hyperpod rows and 'aws "
+                                          "sagemaker list-cluster-events --cluster-name " + dep.hyperpod_cluster + "'"))
+        elif not ok:
+            checks.append(Check(
+                section="nodes", name=name, state="fail", detail=detail,
+                next_step="deep health checks take up to hours on p5; wait ('hyperpod-dpd status --watch'), the "
+                          "pods schedule when they pass" if checking else
+                          f"'kubectl describe node {members[0].name}' (conditions, taints)"))
+        else:
+            checks.append(Check(section="nodes", name=name, state="warn" if checking or other else "ok",
+                                detail=detail, blocks_serving=False,
+                                next_step="new pods of this pool land only on the schedulable nodes until the "
+                                          "others pass their checks" if checking or other else ""))
     return checks
 
 

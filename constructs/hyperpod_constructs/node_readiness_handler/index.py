@@ -1,9 +1,12 @@
 """Provider-framework entry points of ``NodeReadiness``: ``index.on_event`` and ``index.is_complete``.
 
 Create and Update start a bounded wait; ``is_complete`` lists the cluster's nodes through the Kubernetes
-API (``GET /api/v1/nodes?labelSelector=...``) and completes once every requirement has enough nodes whose
-``Ready`` condition is ``True``. At the deadline it fails with one message naming each pool that is short,
-how many nodes it has and in which state. Delete does nothing. Standard library and boto3 only.
+API (``GET /api/v1/nodes?labelSelector=...``) and completes once every requirement has enough *registered*
+nodes (a Node object with the pool's label), whatever their state: HyperPod's deep health checks keep a new node
+tainted ``sagemaker.amazonaws.com/node-health-status=Unschedulable:NoSchedule`` for what can be hours, longer than
+CloudFormation's hour, so the deploy does not wait for them (``hyperpod-dpd status`` reports them). At the
+deadline it fails with one message naming each pool that is short and the state of the nodes it has. Delete does
+nothing. Standard library and boto3 only.
 """
 
 from __future__ import annotations
@@ -54,10 +57,8 @@ def _is_ready(node: dict[str, Any]) -> bool:
 
 
 def _state(node: dict[str, Any]) -> str:
-    if _is_ready(node):
-        return "Ready"
     taints = [t.get("key", "") for t in (node.get("spec") or {}).get("taints") or []]
-    return "NotReady" + (f" (taints {','.join(taints)})" if taints else "")
+    return ("Ready" if _is_ready(node) else "NotReady") + (f" (taints {','.join(taints)})" if taints else "")
 
 
 def shortfalls(transport: Transport, requirements: list[dict[str, Any]]) -> list[str]:
@@ -70,12 +71,11 @@ def shortfalls(transport: Transport, requirements: list[dict[str, Any]]) -> list
         if response.status >= 400:
             raise KubeUnavailable(f"GET {path}: HTTP {response.status} {response.body[:200]!r}")
         nodes = json.loads(response.body or b"{}").get("items") or []
-        ready = sum(_is_ready(n) for n in nodes)
-        wanted = int(requirement["MinReady"])
-        if ready < wanted:
+        wanted = int(requirement["MinRegistered"])
+        if len(nodes) < wanted:
             states = ", ".join(f"{(n.get('metadata') or {}).get('name', '?')} {_state(n)}" for n in nodes[:5])
-            missing.append(f"{requirement.get('Description', selector)}: {ready} of {wanted} Ready node(s) "
-                           f"with label {selector}" + (f" (nodes: {states})" if nodes else " (no node registered)"))
+            missing.append(f"{requirement.get('Description', selector)}: {len(nodes)} of {wanted} registered "
+                           f"node(s) with label {selector}" + (f" (nodes: {states})" if nodes else ""))
     return missing
 
 
@@ -100,9 +100,10 @@ def is_complete(event: dict[str, Any], context: Any = None, *, factory: Transpor
     LOG.info("waiting: %s", missing)
     if now >= deadline:
         raise RuntimeError(
-            f"NodeReadiness: {props.get('WaitingFor', 'a dependent resource')} needs Ready nodes, and after "
+            f"NodeReadiness: {props.get('WaitingFor', 'a dependent resource')} needs registered nodes, and after "
             f"{int(float(props.get('WaitSeconds', 0)) // 60)} min these are missing: " + "; ".join(missing)
-            + ". Check the HyperPod cluster's node events (aws sagemaker list-cluster-nodes --cluster-name "
-            f"{props.get('HyperPodClusterName', '<hyperpod cluster>')}; deep health checks add time) and "
-            "kubectl get nodes -L " + requirements[0]["LabelKey"] + "; then run cdk deploy again.")
+            + ". A node registers once its instance is up and its lifecycle script ran: check capacity, quota and "
+            "lifecycle-script failures (aws sagemaker list-cluster-events --cluster-name "
+            f"{props.get('HyperPodClusterName', '<hyperpod cluster>')}) and kubectl get nodes -L "
+            + requirements[0]["LabelKey"] + "; then run cdk deploy again.")
     return {"IsComplete": False}

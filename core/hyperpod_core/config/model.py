@@ -181,6 +181,17 @@ class ModelConfig(_Model):
     delete_on_destroy: bool = False
     """Delete the created model bucket and its data on `cdk destroy` (never an existing bucket). Default: keep it
     (RETAIN)."""
+    parameters_billion: Annotated[float, Field(gt=0, le=10_000)] | None = None
+    """Parameters of the model in billions, for the GPU-memory check (weights per GPU + one `max_model_len`
+    sequence of KV cache must fit vLLM's share). Set it, with `kv_cache_kib_per_token`, for a model the size table
+    does not know (`hyperpod_core.models`: Llama-3.3-70B-Instruct, Llama-3.1-70B-Instruct, Llama-3.1-8B-Instruct,
+    found by `name` or the `s3_prefix` folder). Default: none: the table's size, or no weights check."""
+    kv_cache_kib_per_token: Annotated[float, Field(gt=0, le=100_000)] | None = None
+    """KV cache of one token for the whole model in KiB: 2 x layers x KV heads x head dim x 2 bytes / 1024 from its
+    config.json (Llama-3.3-70B: 320). Required with `parameters_billion`. Default: none (the table's)."""
+    dtype: Literal["bfloat16", "float16", "float8"] = "bfloat16"
+    """Data type of the weights as served (FP8 checkpoints: `float8`), for the GPU-memory check. Default:
+    `bfloat16` (the published checkpoints of the models in the table)."""
 
 
 def _merge_defaults(model: type[BaseModel], data: Any, fields: tuple[str, ...]) -> Any:
@@ -215,11 +226,11 @@ class RoleConfig(_Model):
     """vLLM flags appended for this role only (`pdSpec.<role>.args`). Default: `--enforce-eager` for prefill,
     none for decode."""
     cpu: Annotated[int, Field(ge=1)] | None = None
-    """CPU request of one worker. Default: the most the node leaves a worker after the kubelet, DaemonSet and
-    operator-sidecar reservations (docs/cluster.md, "Worker requests come from the node"; p5, ThreadsPerCore 1:
-    90). A larger value is rejected."""
+    """CPU request of one worker. Default: the most a worker may request: the workers of a node share 90 % of
+    it, the rest covers the kubelet, DaemonSets, router and operator sidecars (docs/cluster.md, "Worker requests
+    come from the node"; p5, ThreadsPerCore 1: 86). A larger value is rejected."""
     memory_gib: Annotated[int, Field(ge=1)] | None = None
-    """Memory request of one worker in GiB. Default and limit: as for `cpu` (p5, ThreadsPerCore 1: 1973)."""
+    """Memory request of one worker in GiB. Default and limit: as for `cpu` (p5, ThreadsPerCore 1: 1843)."""
 
 
 class RoleAutoscalingConfig(_Model):
@@ -284,7 +295,9 @@ class EndpointConfig(_Model):
     max_model_len: Annotated[int, Field(ge=256, le=1_048_576)] = 16384
     """vLLM `--max-model-len` (tokens). Default: 16384."""
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = 0.75
-    """vLLM `--gpu-memory-utilization`. Default: 0.75 (AWS's DPD tuning)."""
+    """vLLM `--gpu-memory-utilization`: vLLM's share of each GPU (weights, activations, KV cache). The PD buffer
+    is allocated outside it, so share + buffer + a 3 GiB margin must fit the GPU; a role's `extra_args` may set
+    its own (`--gpu-memory-utilization 0.65`). Default: 0.75 (AWS's DPD tuning)."""
     invocation_path: InvocationPath = "v1/chat/completions"
     """Invocation endpoint of the model server (InferenceEndpointConfig `invocationEndpoint`, the path after
     `http://<host>:<port>/`); `kvaware` routing needs `v1/completions`. Default: `v1/chat/completions`."""
@@ -302,7 +315,9 @@ class EndpointConfig(_Model):
     kv_cache: KvCacheConfig = KvCacheConfig()
     """KV-cache offloading. Default: L1 (CPU memory) on, L2 off."""
     pd_buffer_size_bytes: Annotated[int, Field(ge=1 << 30, le=64 << 30)] = 8 << 30
-    """Decoder-side KV receive buffer per rank (`PD_BUFFER_SIZE`); raise it on OOM. Default: 8 GiB (AWS's)."""
+    """LMCache's KV transfer buffer per rank (`PD_BUFFER_SIZE`), allocated on the GPU of every prefill and decode
+    rank after vLLM's share. Raising it on `Failed to allocate memory object` needs a lower
+    `gpu_memory_utilization` (docs/endpoint.md). Default: 8 GiB (AWS's)."""
     autoscaling: AutoscalingConfig = AutoscalingConfig()
     """KEDA autoscaling of prefill and decode. Default: off."""
 

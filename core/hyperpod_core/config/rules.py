@@ -8,6 +8,7 @@ with one line: the field, what is allowed, and the bad value.
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 from hyperpod_core import pins, sizing
 from hyperpod_core.config.types import BENCHMARK_PATH_MARGIN, az_id_prefix, scenario_token_range
 from hyperpod_core.errors import ConfigError, shown
-from hyperpod_core.names import ROLES, EndpointNames
+from hyperpod_core.names import ROLES, EndpointNames, Role
 
 if TYPE_CHECKING:
     from hyperpod_core.config.model import Config
@@ -290,20 +291,75 @@ def gpu_subnet_holds_the_nodes(c: Config) -> None:
 
 
 def worker_requests_fit_the_node(c: Config) -> None:
-    """Worker requests must fit the node: allocatable (kubelet reservation) minus DaemonSets and sidecars."""
+    """Worker requests must fit the node: at most ``sizing.WORKER_SHARE_PERCENT`` of it for all its workers, and
+    what allocatable (kubelet reservation) leaves after the DaemonSets, the router and the sidecars."""
     e = c.endpoint
     tpc = sorted({g.threads_per_core for g in c.hyperpod.instance_groups if g.instance_type == e.instance_type})
-    where = f"one {e.instance_type} (threads_per_core {'/'.join(map(str, tpc))}) leaves a worker"
+    pods = sizing.workers_per_node(e.instance_type, e.tensor_parallel_size)
+    where = (f"one {e.instance_type} (threads_per_core {'/'.join(map(str, tpc))}) leaves each of its {pods} "
+             f"worker(s)")
+    share = f"{sizing.WORKER_SHARE_PERCENT} % of the node, the rest for kubelet, DaemonSets, router and sidecars"
     for role in ROLES:
         r, budget = getattr(e, role), sizing.worker_budget(c, role)
         if r.cpu is not None and r.cpu > budget.cpu:
-            _fail(f"endpoint.{role}.cpu", r.cpu,
-                  f"must be <= {budget.cpu}: {where} {budget.cpu} CPUs after kubelet, DaemonSet and "
-                  "operator-sidecar reservations")
+            _fail(f"endpoint.{role}.cpu", r.cpu, f"must be <= {budget.cpu}: {where} {budget.cpu} CPUs ({share})")
         if r.memory_gib is not None and r.memory_gib > budget.memory_gib:
             _fail(f"endpoint.{role}.memory_gib", r.memory_gib,
-                  f"must be <= {budget.memory_gib}: {where} {budget.memory_gib} GiB after kubelet, DaemonSet and "
-                  "operator-sidecar reservations")
+                  f"must be <= {budget.memory_gib}: {where} {budget.memory_gib} GiB ({share})")
+
+
+# --- GPU memory -------------------------------------------------------------------------------------------
+
+def model_size_is_complete(c: Config) -> None:
+    """A model described by size needs both numbers: the weights and the KV cache per token."""
+    m = c.model
+    if (m.parameters_billion is None) != (m.kv_cache_kib_per_token is None):
+        missing = "model.kv_cache_kib_per_token" if m.kv_cache_kib_per_token is None else "model.parameters_billion"
+        given = "model.parameters_billion" if missing.endswith("per_token") else "model.kv_cache_kib_per_token"
+        _fail(missing, None, f"must be set with {given} (the GPU-memory check needs the weights and the KV cache)")
+
+
+def _utilization_field(c: Config, role: Role) -> str:
+    own = sizing.role_gpu_memory_utilization(c.endpoint, role) != c.endpoint.gpu_memory_utilization
+    return f"endpoint.{role}.extra_args {sizing.UTILIZATION_FLAG}" if own else "endpoint.gpu_memory_utilization"
+
+
+def gpu_memory_holds_the_pd_buffer(c: Config) -> None:
+    """vLLM reserves its share first, then LMCache allocates the PD buffer on the same GPU, on every prefill and
+    decode rank (lifecycle-facts.md: ``v1/worker/gpu_worker.py``, LMCache ``pd_backend.py``): share + buffer + the
+    runtime margin must fit the GPU."""
+    e = c.endpoint
+    for role in ROLES:
+        utilization = sizing.role_gpu_memory_utilization(e, role)
+        fit = sizing.gpu_memory_fit(e.instance_type, utilization, e.pd_buffer_size_bytes)
+        if not fit.fits:
+            knob = _utilization_field(c, role)
+            _fail("endpoint.pd_buffer_size_bytes", e.pd_buffer_size_bytes,
+                  f"({fit.pd_buffer_gib:g} GiB per rank) plus {role}'s vLLM share ({utilization:g} x "
+                  f"{fit.gpu_memory_gib:g} GiB {fit.gpu} = {fit.vllm_share_gib:.1f} GiB) and the "
+                  f"{fit.margin_gib:g} GiB CUDA-graph/runtime margin must fit the GPU "
+                  f"({fit.vllm_share_gib + fit.pd_buffer_gib + fit.margin_gib:.1f} GiB > {fit.gpu_memory_gib:g} GiB): "
+                  f"lower {knob} to <= {fit.max_utilization:.2f} or the buffer to <= {fit.max_pd_buffer_gib} GiB")
+
+
+def gpu_memory_holds_the_model(c: Config) -> None:
+    """vLLM's share of one GPU must hold that GPU's weights and the KV cache of one ``max_model_len`` sequence, or
+    the engine does not start. Checked when the model's size is known (``sizing.model_memory``)."""
+    e = c.endpoint
+    memory = sizing.model_memory(c)
+    for role in ROLES:
+        fit = sizing.model_fit(c, role)
+        if memory is None or fit is None or fit.fits:
+            continue
+        facts = sizing.INSTANCE_FACTS[e.instance_type]
+        needed = math.ceil(fit.needed_gib / facts.gpu_memory_gib * 100) / 100
+        knob = _utilization_field(c, role)
+        _fail(knob, sizing.role_gpu_memory_utilization(e, role),
+              f"gives {role} {fit.vllm_share_gib:.1f} GiB per {facts.gpu} ({facts.gpu_memory_gib} GiB), which must "
+              f"hold {fit.weights_gib:.1f} GiB of {memory.name} weights per GPU (tensor_parallel_size "
+              f"{e.tensor_parallel_size}) and {fit.kv_gib:.1f} GiB of KV cache for one endpoint.max_model_len "
+              f"({e.max_model_len}) sequence: raise it to >= {needed:.2f}, raise endpoint.tensor_parallel_size or "
+              "lower endpoint.max_model_len")
 
 
 # --- benchmark --------------------------------------------------------------------------------------------
@@ -379,6 +435,7 @@ RULES: Final[tuple[Callable[[Config], None], ...]] = (
     autoscaling_min_is_not_above_max, decode_autoscaling_within_the_operator_limit, prefill_does_not_outscale_decode,
     decode_target_is_a_ratio, autoscaling_has_metrics,
     cidrs_do_not_overlap, gpu_cidr_can_join_the_vpc, gpu_subnet_holds_the_nodes, worker_requests_fit_the_node,
+    model_size_is_complete, gpu_memory_holds_the_pd_buffer, gpu_memory_holds_the_model,
     scenario_job_names_fit, scenario_names_are_unique, scenarios_fit_max_model_len, scenario_prompts_take_their_path,
     some_scenario_fits, load_balancer_target_is_complete,
 )

@@ -1,38 +1,31 @@
-"""Observability: the managed Prometheus workspace and the HyperPod observability add-on.
+"""Observability: the managed Prometheus workspace, its alert rules and, when configured, the Grafana dashboards.
 
 A stack of its own so that ``observability.enabled: false`` simply leaves it out, and so that metrics
-(short-lived, deleted on destroy) and the inference platform have separate lifecycles. The platform stack
-takes the workspace to scope KEDA's Prometheus queries to it.
+(short-lived, deleted on destroy) and the inference platform have separate lifecycles. It needs nothing from the
+other stacks, so it deploys in parallel with the network (``deploy --concurrency``). The platform stack takes the
+workspace to scope KEDA's Prometheus queries to it; the HyperPod observability add-on, which needs GPU nodes,
+writes to it from its own stack (:mod:`hyperpod_infra.stacks.observability_addon_stack`), so that nothing the
+platform needs waits for GPU nodes (docs/deploy.md, "Critical path").
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
-from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_eks_v2 as eks
-from constructs import Construct, IConstruct
+from constructs import Construct
 
-from hyperpod_constructs import node_readiness
 from hyperpod_constructs.alert_rules import AlertRules, AlertRulesProps
 from hyperpod_constructs.grafana_dashboards import GrafanaDashboards, GrafanaDashboardsProps
 from hyperpod_constructs.managed_prometheus import ManagedPrometheus, ManagedPrometheusProps
-from hyperpod_constructs.nag import acknowledge
-from hyperpod_constructs.node_readiness import NodeReadiness, NodeReadinessProps, NodeRequirement
-from hyperpod_constructs.observability_addon import ObservabilityAddon, ObservabilityAddonProps
-from hyperpod_core import bundle, outputs, pins
+from hyperpod_core import outputs
 
 
 @dataclass(frozen=True, kw_only=True)
 class ObservabilityStackProps:
-    cluster: eks.ICluster
     workspace_alias: str
-    scrape_interval_seconds: int = 30
-    addon_depends_on: Sequence[IConstruct] = field(default_factory=tuple)
-    """The ``eks-pod-identity-agent`` add-on (Pod Identity must run before the association is used)."""
     alert_rule_groups: dict[str, Any] | None = None
     """Prometheus rule file evaluated in the workspace. Default: no alert rules."""
     grafana_workspace_id: str | None = None
@@ -42,15 +35,6 @@ class ObservabilityStackProps:
     """Grafana folder of the dashboards. Default: ``HyperPod DPD``."""
     dashboards: Mapping[str, str] = field(default_factory=dict)
     """Dashboard JSON text by uid, for ``grafana_workspace_id``. Default: none."""
-    wait_for_nodes: tuple[NodeRequirement, ...] = ()
-    """Ready nodes the add-on needs (it needs a 4xlarge or larger node: the HyperPod nodes). The add-on is
-    created only once they are Ready, after a bounded wait. Default: no wait."""
-    wait_after: Sequence[IConstruct] = field(default_factory=tuple)
-    """Start the node wait after these (the HyperPod cluster). Default: none."""
-    hyperpod_cluster_name: str | None = None
-    """Named in the wait's failure message. Default: none."""
-    kube_api_vpc: ec2.IVpc | None = None
-    """Run the wait's functions in this VPC (API endpoint not open to the internet). Default: outside."""
 
 
 class ObservabilityStack(Stack):
@@ -59,18 +43,6 @@ class ObservabilityStack(Stack):
         super().__init__(scope, construct_id, **kwargs)
         self.prometheus = ManagedPrometheus(self, "Prometheus",
                                             props=ManagedPrometheusProps(alias=props.workspace_alias))
-        self.node_readiness = None
-        addon_depends_on = list(props.addon_depends_on)
-        if props.wait_for_nodes:
-            self.node_readiness = NodeReadiness(self, "NodeReadiness", props=NodeReadinessProps(
-                cluster=props.cluster, requirements=props.wait_for_nodes,
-                waiting_for="the HyperPod observability add-on", depends_on=tuple(props.wait_after),
-                hyperpod_cluster_name=props.hyperpod_cluster_name, vpc=props.kube_api_vpc,
-                bundled_modules=bundle.imported_by(node_readiness.HANDLER_DIR / "index.py")))
-            addon_depends_on.append(self.node_readiness.resource)
-        self.addon = ObservabilityAddon(self, "HyperPodObservability", props=ObservabilityAddonProps(
-            cluster=props.cluster, version=pins.OBSERVABILITY.version, prometheus=self.prometheus,
-            scrape_interval_seconds=props.scrape_interval_seconds, depends_on=tuple(addon_depends_on)))
         self.alert_rules = None
         if props.alert_rule_groups is not None:
             self.alert_rules = AlertRules(self, "AlertRules", props=AlertRulesProps(
@@ -81,15 +53,6 @@ class ObservabilityStack(Stack):
             self.grafana = GrafanaDashboards(self, "GrafanaDashboards", props=GrafanaDashboardsProps(
                 workspace_id=props.grafana_workspace_id, prometheus_query_url=self.prometheus.prometheus_endpoint,
                 dashboards=props.dashboards, folder_title=props.grafana_folder))
-        acknowledge(
-            self.addon.collector_policy, "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:"
-            "<AWS::AccountId>:log-group:/aws/sagemaker/Clusters/*]",
-            "The collector writes one log group per HyperPod cluster under /aws/sagemaker/Clusters/, named by "
-            "the service; this is the scope the observability add-on guide prescribes.")
-        acknowledge(
-            self.addon.collector_policy, "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:"
-            "<AWS::AccountId>:log-group:/aws/sagemaker/Clusters/*:log-stream:*]",
-            "Log streams are created per node and pod at run time inside the HyperPod cluster log groups.")
 
         CfnOutput(self, outputs.AMP_WORKSPACE_ENDPOINT, value=self.prometheus.prometheus_endpoint,
                   description="Managed Prometheus endpoint (KEDA prometheusTrigger serverAddress base)")
