@@ -46,7 +46,7 @@ KNOWN_FAILURES: dict[tuple[str, str], str] = {
         "(7 unacknowledged findings; issue 20 item 2)",
     ("private-cluster.yaml", "test_interface_endpoints_admit_every_subnet_that_resolves_to_them"):
         "interface endpoints admit only the primary VPC CIDR, not network.gpu_cidr (issue 20 item 2)",
-    ("us-east-1-p6-b200-training-plan.yaml", "test_a_tiered_storage_kv_cache_has_tiered_storage_on_the_cluster"):
+    ("reserved-b200-us-east-1.yaml", "test_a_tiered_storage_kv_cache_has_tiered_storage_on_the_cluster"):
         "found by the matrix, in no item of issue 20: l2_cache_backend tieredstorage, but the HyperPod cluster "
         "never sets TieredStorageConfig (hyperpod_cluster.py)",
 }

@@ -23,7 +23,7 @@ from tests.matrix import MATRIX_NAMES
 
 from hyperpod_core import pins
 from hyperpod_core import sizing as facts
-from hyperpod_core.config import EKS_UNSUPPORTED_AZ_IDS, Config, parse_config
+from hyperpod_core.config import EKS_UNSUPPORTED_AZ_IDS, Config
 
 # --- published data ---------------------------------------------------------------------------------------
 
@@ -84,16 +84,6 @@ class Deployment:
     templates: dict[str, dict]
     """stack name -> CloudFormation template"""
     manifests: list[dict] = field(default_factory=list)
-
-
-def _synth_templates(config: Config) -> dict[str, dict]:
-    import aws_cdk as cdk
-    from aws_cdk.assertions import Template
-
-    from hyperpod_infra.app_builder import build
-
-    app = cdk.App(context={"aws:cdk:disable-asset-staging": True})
-    return {s.stack_name: Template.from_stack(s).to_json() for s in build(app, config).all()}
 
 
 @pytest.fixture(scope="session", params=MATRIX_NAMES)
@@ -563,18 +553,18 @@ def physical_names(templates: dict[str, dict]) -> set[str]:
     return names
 
 
-@pytest.fixture(scope="session")
-def renamed_default_templates(default_config_dict) -> dict[str, dict]:
-    return _synth_templates(parse_config({**default_config_dict, "name": "hyperpod-dpd-b"}))
-
-
-def test_a_second_deployment_differing_only_in_name_collides_nowhere(
-        templates, stacks, renamed_default_templates) -> None:
+def test_deployments_side_by_side_collide_nowhere(synthesize_matrix) -> None:
     """Two environments side by side in one account and region (issue 9, item 10): every account-unique
-    physical name (and stack and export name) must derive from ``name``."""
-    first = physical_names({s.stack_name: templates[s.node.id].to_json() for s in stacks.all()})
-    second = physical_names(renamed_default_templates)
-    assert not first & second, sorted(first & second)
+    physical name (and stack and export name) must derive from ``name``. Every pair of matrix configs in one
+    region must deploy side by side; restricted-endpoint.yaml is the default with another ``name`` (and an
+    allow-list), the other examples differ in more."""
+    by_region: dict[str, list[tuple[str, set[str]]]] = {}
+    for name in MATRIX_NAMES:
+        entry = synthesize_matrix(name).require()
+        by_region.setdefault(entry.config.region, []).append((name, physical_names(entry.templates)))
+    collisions = [f"{a} and {b}: {sorted(names_a & names_b)}" for pairs in by_region.values()
+                  for i, (a, names_a) in enumerate(pairs) for b, names_b in pairs[i + 1:] if names_a & names_b]
+    assert len(by_region["us-west-2"]) > 2 and collisions == []
 
 
 # --- options off the default path (issue 20, item 2: the config matrix) -------------------------------------
