@@ -378,8 +378,11 @@ def test_worker_requests_fit_the_nodes_they_select(deployment) -> None:
         for g in nodes:
             budget = facts.node_budget(instance_type, int(g["ThreadsPerCore"]))
             pods = facts.INSTANCE_FACTS[instance_type].gpus // gpus
-            cpu = pods * (_quantity_millis(requests["cpu"]) + facts.SIDECAR_CPU_MILLIS) + facts.DAEMONSET_CPU_MILLIS
-            mem = pods * (_quantity_mib(requests["memory"]) + facts.SIDECAR_MEMORY_MIB) + facts.DAEMONSET_MEMORY_MIB
+            image_cache = facts.MODEL_IMAGE_CACHE_DAEMONSET  # operator v3.3 modelCacheConfig.imageCache
+            cpu = (pods * (_quantity_millis(requests["cpu"]) + facts.SIDECAR_CPU_MILLIS) + facts.DAEMONSET_CPU_MILLIS
+                   + image_cache.cpu_millis)
+            mem = (pods * (_quantity_mib(requests["memory"]) + facts.SIDECAR_MEMORY_MIB) + facts.DAEMONSET_MEMORY_MIB
+                   + image_cache.memory_mib)
             assert cpu <= budget.allocatable_cpu_millis, (
                 f"{name} {role} on {g['InstanceGroupName']}: {pods} x {requests['cpu']} CPU + sidecars + "
                 f"DaemonSets = {cpu}m > allocatable {budget.allocatable_cpu_millis}m")

@@ -12,6 +12,8 @@ Sources:
              cards of p5/p5e/p5en/p6-b200/p6-b300.
   [EC2-CPU]  EC2 "CPU options - supported CPU cores and threads per CPU core per instance type": default cores
              and 2 threads per core for these types; ``ThreadsPerCore: 1`` leaves one vCPU per core.
+  [EC2-STORE] EC2 "Accelerated computing instances - specifications", "Instance store specifications" (same page,
+             #ac_instance-store): NVMe instance-store volumes per instance type.
   [EFA-P5]   EC2 "Maximize network bandwidth ... EFA configuration for P5 and P5e instances": 32 EFA network cards.
   [SM-TPC]   SageMaker API ``ClusterInstanceGroupSpecification.ThreadsPerCore`` (1 disables hyper-threading).
   [NODEADM]  awslabs/amazon-eks-ami ``nodeadm/internal/kubelet/config.go``: ``kubeReserved.cpu`` =
@@ -69,6 +71,61 @@ DPD_INSTANCE_TYPES: Final[tuple[str, ...]] = ("ml.p5.48xlarge", "ml.p5e.48xlarge
                                               "ml.p6-b200.48xlarge", "ml.p6-b300.48xlarge")
 DPD_INSTANCE_GPUS: Final[dict[str, int]] = {t: INSTANCE_FACTS[t].gpus for t in DPD_INSTANCE_TYPES}
 
+# --- instance storage (the NVMe weights cache of operator v3.3) --------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class InstanceStore:
+    """The NVMe instance-store volumes of one instance type, as EC2's instance-store table lists them."""
+
+    disks: int
+    disk_gb: int
+    """Size of one volume in GB (decimal, as EC2 writes it)."""
+    source: str
+
+    @property
+    def total_gb(self) -> int:
+        return self.disks * self.disk_gb
+
+
+#: [EC2-STORE] EC2 "Accelerated computing instances - specifications", "Instance store specifications"
+#: (docs.aws.amazon.com/ec2/latest/instancetypes/ac.html#ac_instance-store), the table AWS's NVMe deployment
+#: page (sagemaker-hyperpod-model-deployment-deploy-nvme) points to "to validate availability for your instance
+#: type". An instance type missing here has no instance store: the weights cache cannot work on it.
+INSTANCE_STORES: Final[dict[str, InstanceStore]] = {
+    "ml.p5.48xlarge": InstanceStore(disks=8, disk_gb=3840, source="[EC2-STORE] p5.48xlarge: 8 x 3840 GB NVMe SSD"),
+    "ml.p5e.48xlarge": InstanceStore(disks=8, disk_gb=3840, source="[EC2-STORE] p5e.48xlarge: 8 x 3840 GB NVMe SSD"),
+    "ml.p5en.48xlarge": InstanceStore(disks=8, disk_gb=3840,
+                                      source="[EC2-STORE] p5en.48xlarge: 8 x 3840 GB NVMe SSD"),
+    "ml.p6-b200.48xlarge": InstanceStore(disks=8, disk_gb=3840,
+                                         source="[EC2-STORE] p6-b200.48xlarge: 8 x 3840 GB NVMe SSD"),
+    "ml.p6-b300.48xlarge": InstanceStore(disks=8, disk_gb=3840,
+                                         source="[EC2-STORE] p6-b300.48xlarge: 8 x 3840 GB NVMe SSD [I] (not "
+                                                "re-read offline; a public P6-B300 run shows a 27 TiB "
+                                                "/opt/dlami/nvme, = 8 x 3840 GB)"),
+}
+
+#: Where HyperPod nodes mount the instance store: AWS's HyperPod EKS lifecycle script offers "/opt/sagemaker"
+#: (the secondary EBS volume) or "/opt/dlami/nvme" as already-mounted disks and only waits for them
+#: (aws-samples/awsome-distributed-training, 1.architectures/7.sagemaker-hyperpod-eks/LifecycleScripts/
+#: base-config/on_create_main.sh); AWS's own NVMe samples read weights from hostPath /opt/dlami/nvme/...
+#: (aws/sagemaker-hyperpod-cli, inference-operator/config/samples/v1_nvme_k8s_volume.yaml); the v3.3 CRD
+#: defaults ``weightsCache.hostPath`` to it. No page says in words that HyperPod mounts it there [I]; the
+#: lifecycle script logs whether it is a mount point on every node.
+INSTANCE_STORE_MOUNT: Final = "/opt/dlami/nvme"
+
+
+def instance_store(instance_type: str) -> InstanceStore | None:
+    """The instance type's NVMe instance store, or ``None`` when it has none."""
+    return INSTANCE_STORES.get(instance_type)
+
+
+def weights_cache_unavailable(instance_type: str) -> str | None:
+    """Why the NVMe weights cache cannot work on ``instance_type`` (one clause), or ``None`` when it can."""
+    if instance_store(instance_type) is None:
+        return f"{instance_type} has no NVMe instance store (EC2 instance-store table)"
+    return None
+
+
 #: nodeadm's maxPods cap for instances with more than 30 vCPUs [NODEADM]; the reservation below assumes it
 #: (the most a HyperPod node's kubelet could be configured with), so the estimate never under-reserves.
 MAX_PODS: Final = 250
@@ -84,6 +141,26 @@ MEMORY_VISIBLE_FRACTION: Final = 0.97
 #: ``kubectl describe node`` ("Allocated resources") shows the real sum on a cluster.
 DAEMONSET_CPU_MILLIS: Final = 4000
 DAEMONSET_MEMORY_MIB: Final = 8192
+
+@dataclass(frozen=True, kw_only=True)
+class NodePodReservation:
+    """One pod on every GPU node that is not a worker, with what it may request."""
+
+    name: str
+    cpu_millis: int
+    memory_mib: int
+    source: str
+
+
+#: The DaemonSet behind the operator's ``ModelImageCache`` (operator v3.3, ``modelCacheConfig.imageCache``: "the
+#: operator pre-pulls the inference server container image onto target nodes via a DaemonSet"; CRD
+#: ModelImageCache: "managed via a backing DaemonSet"), one pod on every node that runs a worker. Its requests
+#: are not published [I]: a puller pod, then an idle container; budgeted like the small node agents. Reserved
+#: whether or not the cache is on, so turning it on never makes a sized worker unschedulable.
+MODEL_IMAGE_CACHE_DAEMONSET: Final = NodePodReservation(
+    name="ModelImageCache DaemonSet (operator v3.3)", cpu_millis=100, memory_mib=256,
+    source="[I] not published; shared/crds/v3.3/modelimagecaches.yaml says only 'backing DaemonSet'")
+
 
 #: The operator adds containers to every worker pod next to vLLM (metrics sidecar on :9113, metrics
 #: collector, S3 uploader; operator v3.4 makes their resources configurable: operator.md). Budget per pod.
@@ -129,10 +206,12 @@ class NodeBudget:
 
     def pod_cpu_millis(self, pods_per_node: int) -> int:
         """The most one worker container may request with ``pods_per_node`` workers on the node."""
-        return (self.allocatable_cpu_millis - DAEMONSET_CPU_MILLIS) // pods_per_node - SIDECAR_CPU_MILLIS
+        daemonsets = DAEMONSET_CPU_MILLIS + MODEL_IMAGE_CACHE_DAEMONSET.cpu_millis
+        return (self.allocatable_cpu_millis - daemonsets) // pods_per_node - SIDECAR_CPU_MILLIS
 
     def pod_memory_mib(self, pods_per_node: int) -> int:
-        return (self.allocatable_memory_mib - DAEMONSET_MEMORY_MIB) // pods_per_node - SIDECAR_MEMORY_MIB
+        daemonsets = DAEMONSET_MEMORY_MIB + MODEL_IMAGE_CACHE_DAEMONSET.memory_mib
+        return (self.allocatable_memory_mib - daemonsets) // pods_per_node - SIDECAR_MEMORY_MIB
 
 
 def node_budget(instance_type: str, threads_per_core: int) -> NodeBudget:

@@ -220,7 +220,7 @@ def test_degraded_operator_addon_blocks_serving(cli, config_file, kubeconfig, he
                                                      "message": "The add-on is unhealthy"}]}}
     result = _status(cli, config_file, kubeconfig)
     assert result.code == 1
-    assert "amazon-sagemaker-hyperpod-inference: v1.3.0-eksbuild.1 DEGRADED (InsufficientNumberOfReplicas" \
+    assert f"amazon-sagemaker-hyperpod-inference: {pins.INFERENCE_OPERATOR.version} DEGRADED (InsufficientNumberOfReplicas" \
         in one_line_error(result)
 
 
