@@ -220,8 +220,8 @@ def test_degraded_operator_addon_blocks_serving(cli, config_file, kubeconfig, he
                                                      "message": "The add-on is unhealthy"}]}}
     result = _status(cli, config_file, kubeconfig)
     assert result.code == 1
-    assert f"amazon-sagemaker-hyperpod-inference: {pins.INFERENCE_OPERATOR.version} DEGRADED (InsufficientNumberOfReplicas" \
-        in one_line_error(result)
+    assert (f"amazon-sagemaker-hyperpod-inference: {pins.INFERENCE_OPERATOR.version} DEGRADED "
+            "(InsufficientNumberOfReplicas") in one_line_error(result)
 
 
 def test_failed_node_is_named(cli, config_file, kubeconfig, healthy) -> None:

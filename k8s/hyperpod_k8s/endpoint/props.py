@@ -190,7 +190,8 @@ def endpoint_props(c: Config, inputs: EndpointInputs) -> EndpointProps:
 
 
 def limit_notes(c: Config) -> list[str]:
-    """Operator limits (DPD since v3.2, unchanged in the pinned v3.3) that are reported rather than enforced, one line each with its source."""
+    """Operator limits (DPD since v3.2, unchanged in the pinned v3.3) that are reported rather than enforced, one
+    line each with its source."""
     e, notes = c.endpoint, []
     v = pins.INFERENCE_OPERATOR_APP_VERSION
     peak_prefill = max(e.prefill.replicas, e.autoscaling.prefill.max_replicas if e.autoscaling.enabled else 0)
