@@ -3,6 +3,20 @@
 ``fixtures/decode-lmcache-0.4.3.log`` holds decoder lines rendered with LMCache 0.4.3's own format strings
 (``day2_fakes.lmcache_line``); ``fixtures/router.log`` the router lines of AWS's DPD guide (S2/S13 in
 ``shared/reference/operator.md``). Pod and container names: operator.md, section (e).
+
+The EFA-path lines come from ``day2_fakes``, each rendered with the format string of the wheel that writes it
+(downloaded with ``pip download --no-deps vllm==0.19.0 lmcache==0.4.3 nixl-cu12==1.0.0``):
+
+* ``LMCache Configuration: {config_dict}``: lmcache 0.4.3 ``lmcache/v1/config.py:611``;
+* ``(Worker_TP<rank> pid=<pid>) ``: vllm 0.19.0 ``vllm/utils/system_utils.py:204`` (cyan: ``:206``), the name from
+  ``vllm/v1/executor/multiproc_executor.py:986``;
+* ``Creating v1 connector with name: %s and engine_id: %s``: vllm ``vllm/distributed/kv_transfer/kv_connector/
+  factory.py:65``;
+* ``Skipping backend registration %s due to the missing plugin.``: nixl-cu12 1.0.0 ``nixl_cu12/_api.py:222``,
+  in the format of ``nixl_cu12/logging.py:44``;
+* ``[req_id=%s] Stored %d out of total %d tokens. ...``: lmcache ``lmcache/v1/cache_engine.py:553``;
+  ``[req_id=%s] Retrieved %d out of %d required tokens ...``: ``:887``; layer-wise ``... out of total %d tokens``:
+  ``:1048``; ``Failed to allocate memory object, retrying...``: ``lmcache/v1/storage_backend/pd_backend.py:540``.
 """
 
 from __future__ import annotations
