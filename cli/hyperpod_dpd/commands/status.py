@@ -7,7 +7,7 @@ Sources of each row:
 * EKS add-ons: ``ListAddons``/``DescribeAddon`` (``addonVersion``, ``status``, ``health.issues``), compared with
   the versions pinned in :mod:`hyperpod_core.pins`.
 * Endpoint: the ``InferenceEndpointConfig`` status of the operator CRD (``state``, ``conditions[]``,
-  ``tlsCertificate``; ``shared/crds/inferenceendpointconfigs.yaml``), the role pods, the router pods and the
+  ``tlsCertificate``; ``shared/crds/v3.3/inferenceendpointconfigs.yaml``), the role pods, the router pods and the
   load balancer on the endpoint's Ingress. Requests get 503 until ``state`` is ``DeploymentComplete``
   (``shared/reference/operations.md``).
 * Cold start (operator v3.3): ``status.imageCacheStatus`` (``state``, ``readyNodes``/``targetNodes``, ``message``)
