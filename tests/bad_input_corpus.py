@@ -130,6 +130,14 @@ CONFIG_CASES = [
          "endpoint.max_model_len"),
     Case("pd_buffer_too_small", "config", _set(endpoint__pd_buffer_size_bytes=1024), "endpoint.pd_buffer_size_bytes"),
     Case("port_privileged", "config", _set(endpoint__container_port=80), "endpoint.container_port"),
+    # --- cold start and the load balancer (operator v3.3 CRD bounds; the instance store's mount) ---------------
+    Case("idle_timeout_past_the_alb_maximum", "config", _set(endpoint__load_balancer_idle_timeout_seconds=4001),
+         "endpoint.load_balancer_idle_timeout_seconds"),
+    Case("idle_timeout_below_the_first_token", "config", _set(endpoint__load_balancer_idle_timeout_seconds=1),
+         "endpoint.load_balancer_idle_timeout_seconds must be at least observability.slo.ttft_p95_seconds"),
+    Case("weights_cache_on_the_ebs_volume", "config",
+         _set(endpoint__model_cache__weights_cache_host_path="/opt/sagemaker/weights"),
+         "endpoint.model_cache.weights_cache_host_path must be /opt/dlami/nvme or a directory below it"),
     # --- names too long for AWS or Kubernetes ---------------------------------------------------------------
     Case("name_41_chars", "config", _set(name="a" * 41), "name"),
     Case("eks_cluster_name_101", "config", _set(eks__cluster_name="e" * 101), "eks.cluster_name"),

@@ -1,4 +1,5 @@
-"""Log signatures that tell whether a request took the disaggregated path, and the known ways it fails.
+"""Log signatures that tell whether a request took the disaggregated path, whether its KV cache moved over EFA,
+and the known ways either fails.
 
 Line formats are LMCache 0.4.3's (the version inside the DPD image ``lmcache/vllm-openai:v0.4.3``, read from the
 ``lmcache==0.4.3`` wheel on PyPI):
@@ -15,6 +16,31 @@ troubleshooting page): ``Retrieved N out of N`` with N > 0 is KV received from t
 of N`` is KV recomputed on the decoder; a transfer below 1 GB/s is not on EFA (TCP fallback); ``Failed to
 allocate memory object`` is a too-small ``PD_BUFFER_SIZE``. The router line is from the DPD guide (S2/S13):
 ``[INFO] Conditional routing: estimated_tokens=..., threshold=..., disaggregate=True|False``.
+
+Proving the EFA path (the section of that name in ``shared/reference/lifecycle-facts.md``) takes the worker's
+start-up lines too, in the formats of the DPD image's wheels (vLLM 0.19.0, LMCache 0.4.3, NIXL 1.0.0):
+
+* LMCache ``lmcache/v1/config.py:611`` (``_log_config``, called on every config load,
+  ``lmcache/v1/config_base.py:585``): ``LMCache Configuration: {config_dict}``, the config as a Python dict, so
+  ``'pd_role': 'sender'`` (prefill) or ``'receiver'`` (decode), ``'enable_pd': True``, ``'nixl_backends':
+  ['LIBFABRIC']`` and ``'pd_buffer_device': 'cuda'`` appear as repr. ``nixl_backends: None`` means UCX: the PD
+  channel falls back to ``["UCX"]`` (``lmcache/v1/transfer_channel/nixl_channel.py:80-83`` and ``:610-612``).
+* vLLM ``vllm/utils/system_utils.py:204`` (``_add_prefix``): every line a worker process prints starts with
+  ``(<process name> pid=<pid>) `` (``:206``: the same in cyan on a terminal); the name is ``Worker_TP<rank>``
+  with tensor parallelism (``vllm/v1/executor/multiproc_executor.py:986``), so each rank's LMCache lines carry
+  their rank.
+* vLLM ``vllm/distributed/kv_transfer/kv_connector/factory.py:65``: ``Creating v1 connector with name: %s and
+  engine_id: %s`` names the KV connector (``LMCacheConnectorV1`` for the operator's DPD).
+* NIXL ``nixl_cu12/_api.py:222`` (WARNING, format ``nixl_cu12/logging.py:44``
+  ``%(asctime)s NIXL %(levelname)-7s %(filename)s:%(lineno)d %(message)s``): ``Skipping backend registration %s
+  due to the missing plugin.``: the image's NIXL cannot load that transport.
+* LMCache ``lmcache/v1/cache_engine.py:553`` (sender, the prefill side): ``[req_id=%s] Stored %d out of total %d
+  tokens. size: %.4f GB, cost %.4f ms, throughput: %.4f GB/s; ...``; ``:1048`` (layer-wise retrieve): ``[req_id=%s]
+  Retrieved %d out of %d out of total %d tokens``.
+
+Known transports: vLLM's and LMCache's NIXL P/D default to UCX (vllm-project/vllm #41814, LMCache #1998), and
+UCX fails the cross-node handshake on EFA (or falls back to TCP) where only LIBFABRIC works
+(aws-samples/awsome-inference #72). Which backend the operator configures is not published [I]: read here.
 """
 
 from __future__ import annotations
@@ -30,7 +56,8 @@ EFA_MIN_GBPS: Final = 1.0
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _RETRIEVED = re.compile(
-    r"(?:\[req_id=(?P<req_id>[^\]]*)\] )?Retrieved (?P<retrieved>\d+) out of (?P<required>\d+) required tokens"
+    r"(?:\[req_id=(?P<req_id>[^\]]*)\] )?Retrieved (?P<retrieved>\d+) out of (?P<required>\d+)"
+    r"(?: required tokens| out of total (?P<layerwise_total>\d+) tokens)"
     r"(?: \(from (?P<total>\d+) total tokens\))?"
     r"(?:\. size: (?P<size_gb>[\d.]+) gb, cost (?P<cost_ms>[\d.]+) ms, throughput: (?P<gbps>[\d.]+) GB/s)?")
 _ALLOC_FAILED = "Failed to allocate memory object"
@@ -39,7 +66,7 @@ _ROUTING = re.compile(
     r"disaggregate=(?P<disaggregate>True|False)")
 _K8S_TIMESTAMP = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?P<frac>\.\d+)?(?P<tz>Z|[+-]\d\d:\d\d) ")
 
-Severity = Literal["ok", "info", "error"]
+Severity = Literal["ok", "info", "warn", "error"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,7 +116,7 @@ def parse_transfer(line: str) -> Transfer | None:
         return None
     return Transfer(
         retrieved_tokens=int(m.group("retrieved")), required_tokens=int(m.group("required")),
-        total_tokens=int(m.group("total") or m.group("required")),
+        total_tokens=int(m.group("total") or m.group("layerwise_total") or m.group("required")),
         throughput_gbps=float(m.group("gbps")) if m.group("gbps") else None,
         size_gb=float(m.group("size_gb")) if m.group("size_gb") else None, req_id=m.group("req_id"))
 
@@ -121,6 +148,14 @@ def classify(line: str, *, pd_buffer_size_bytes: int | None = None) -> Finding |
         path = "prefill -> decode" if disaggregate else "decode only"
         return Finding(severity="info", signature="Conditional routing",
                        meaning=f"{estimated} estimated tokens vs threshold {threshold}: {path}")
+    setup = parse_worker_setup(text)
+    if setup is not None:
+        return Finding(severity="info", signature="LMCache Configuration",
+                       meaning=f"pd_role {setup.pd_role}, KV transport NIXL {'+'.join(setup.transport)}"
+                               + ("" if setup.nixl_backends is not None else " (LMCache's default)"))
+    missing = _NIXL_MISSING_PLUGIN.search(text)
+    if missing is not None:
+        return _missing_plugin_finding(missing.group("backend"))
     return None
 
 
@@ -151,3 +186,255 @@ def transfers(lines: Iterable[str]) -> list[Transfer]:
 
 def allocation_failures(lines: Iterable[str]) -> int:
     return sum(1 for line in lines if _ALLOC_FAILED in line)
+
+
+# --- proving the EFA path: the workers' start-up lines and per-rank rates ------------------------------------
+
+#: vLLM's worker prefix (system_utils.py:204/206) and the TP rank in its process name (multiproc_executor.py:986).
+_WORKER_PREFIX = re.compile(r"\((?P<process>[A-Za-z]+(?:_[A-Z]+\d+)*) pid=(?P<pid>\d+)\)")
+_TP_RANK = re.compile(r"_TP(?P<rank>\d+)")
+_LMCACHE_CONFIG = "LMCache Configuration: {"
+_CONNECTOR = re.compile(r"Creating v1 connector with name: (?P<name>\S+) and engine_id: ")
+_NIXL_MISSING_PLUGIN = re.compile(r"Skipping backend registration (?P<backend>\S+) due to the missing plugin")
+_STORED = re.compile(
+    r"(?:\[req_id=(?P<req_id>[^\]]*)\] )?Stored (?P<stored>\d+) out of total (?P<total>\d+) tokens\. "
+    r"size: (?P<size_gb>[\d.]+) GB, cost (?P<cost_ms>[\d.]+) ms, throughput: (?P<gbps>[\d.]+) GB/s")
+#: The values of the config dict this reads, as Python repr: a quoted string, a list of quoted strings, None or a bool.
+_REPR_VALUE = r"(?P<value>'[^']*'|\[[^\]]*\]|None|True|False)"
+#: LMCache's PD channel without ``nixl_backends`` (nixl_channel.py:610-612).
+LMCACHE_DEFAULT_BACKENDS: Final = ("UCX",)
+EFA_BACKEND: Final = "LIBFABRIC"
+#: The role each pool's workers must log (AWS DPD troubleshooting: the most discriminating start-up signal).
+EXPECTED_PD_ROLE: Final = {"prefill": "sender", "decode": "receiver"}
+#: What replaces UCX, as a setting the operator's workers read: LMCache takes ``LMCACHE_<KEY>`` over its config
+#: file (lmcache/integration/vllm/utils.py:109, ``update_config_from_env``; list values comma-separated).
+LIBFABRIC_FIX: Final = ("set LMCACHE_NIXL_BACKENDS=LIBFABRIC in the InferenceEndpointConfig's "
+                        "worker.environmentVariables (LMCache reads it over its config file) and re-apply; UCX fails "
+                        "the cross-node handshake on EFA (aws-samples/awsome-inference#72)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerSetup:
+    """One rank's ``LMCache Configuration`` line: what its KV connector was set up to do."""
+
+    rank: int | None
+    """TP rank from vLLM's ``(Worker_TP<n> pid=...)`` prefix; ``None`` when the line has none."""
+    pd_role: str | None
+    enable_pd: bool | None
+    nixl_backends: tuple[str, ...] | None
+    """As configured; ``None`` when unset (LMCache then uses UCX)."""
+    buffer_device: str | None
+
+    @property
+    def transport(self) -> tuple[str, ...]:
+        """The NIXL backends the P/D channel really uses."""
+        return self.nixl_backends if self.nixl_backends else LMCACHE_DEFAULT_BACKENDS
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankRate:
+    """The KV transfers of one rank in a log: how many, the slowest, and how many moved nothing."""
+
+    rank: int | None
+    transfers: int
+    min_gbps: float | None
+    empty: int
+    """``Retrieved 0 out of N`` (N > 0) lines: KV recomputed instead of received."""
+
+
+def rank_of(line: str) -> int | None:
+    """The TP rank of a worker line (vLLM's prefix), ``None`` for a line without one or a single-GPU worker."""
+    m = _WORKER_PREFIX.search(strip_ansi(line))
+    if m is None:
+        return None
+    tp = _TP_RANK.search(m.group("process"))
+    return int(tp.group("rank")) if tp else None
+
+
+def _repr_value(text: str, key: str) -> str | None:
+    m = re.search(rf"'{key}': {_REPR_VALUE}", text)
+    return m.group("value") if m else None
+
+
+def parse_worker_setup(line: str) -> WorkerSetup | None:
+    """The KV-connector set-up of an ``LMCache Configuration: {...}`` line (config.py:611), else ``None``."""
+    text = strip_ansi(line)
+    if _LMCACHE_CONFIG not in text:
+        return None
+    body = text[text.index(_LMCACHE_CONFIG) + len(_LMCACHE_CONFIG) - 1:]
+
+    def string(key: str) -> str | None:
+        value = _repr_value(body, key)
+        return value.strip("'") if value and value.startswith("'") else None
+
+    backends_repr = _repr_value(body, "nixl_backends")
+    backends = (tuple(re.findall(r"'([^']*)'", backends_repr)) if backends_repr and backends_repr.startswith("[")
+                else None)
+    enable_pd = _repr_value(body, "enable_pd")
+    return WorkerSetup(rank=rank_of(line), pd_role=string("pd_role"),
+                       enable_pd=None if enable_pd not in ("True", "False") else enable_pd == "True",
+                       nixl_backends=backends, buffer_device=string("pd_buffer_device"))
+
+
+def worker_setups(lines: Iterable[str]) -> list[WorkerSetup]:
+    """Every rank's set-up in a log (the last one of a rank wins: a restarted engine logs it again)."""
+    found: dict[int | None, WorkerSetup] = {}
+    for line in lines:
+        setup = parse_worker_setup(line)
+        if setup is not None:
+            found[setup.rank] = setup
+    return [found[k] for k in sorted(found, key=lambda r: -1 if r is None else r)]
+
+
+def connectors(lines: Iterable[str]) -> set[str]:
+    """The KV connector names vLLM created (factory.py:65)."""
+    return {m.group("name") for line in lines if (m := _CONNECTOR.search(strip_ansi(line)))}
+
+
+def missing_plugins(lines: Iterable[str]) -> set[str]:
+    """NIXL backends the image could not load (nixl _api.py:222)."""
+    return {m.group("backend") for line in lines if (m := _NIXL_MISSING_PLUGIN.search(strip_ansi(line)))}
+
+
+def rank_rates(lines: Iterable[str], *, side: Literal["receiver", "sender"]) -> list[RankRate]:
+    """Per rank: the decoder's ``Retrieved`` lines (receiver) or the prefiller's ``Stored`` lines (sender)."""
+    by_rank: dict[int | None, list[tuple[float | None, bool]]] = {}
+    for line in lines:
+        text = strip_ansi(line)
+        if side == "receiver":
+            t = parse_transfer(text)
+            if t is None:
+                continue
+            entry = (t.throughput_gbps if t.retrieved_tokens > 0 else None,
+                     t.retrieved_tokens == 0 and t.required_tokens > 0)
+        else:
+            m = _STORED.search(text)
+            if m is None:
+                continue
+            entry = (float(m.group("gbps")) if int(m.group("stored")) > 0 else None, False)
+        by_rank.setdefault(rank_of(line), []).append(entry)
+    out = []
+    for rank in sorted(by_rank, key=lambda r: -1 if r is None else r):
+        rates = [g for g, _ in by_rank[rank] if g is not None]
+        out.append(RankRate(rank=rank, transfers=len(by_rank[rank]), min_gbps=min(rates) if rates else None,
+                            empty=sum(1 for _, e in by_rank[rank] if e)))
+    return out
+
+
+def _rank_name(rank: int | None) -> str:
+    return "rank ?" if rank is None else f"rank {rank}"
+
+
+def _missing_plugin_finding(backend: str) -> Finding:
+    return Finding(severity="error", signature=f"NIXL: Skipping backend registration {backend}",
+                   meaning=f"the image's NIXL cannot load its {backend} plugin, so that transport is not set up",
+                   fix=f"run an image whose NIXL ships libplugin_{backend} (nixl-cu12 1.0.0 does; the DPD images of "
+                       "pins.DPD_SUPPORTED_IMAGES) and check the EFA libfabric provider is in the image")
+
+
+def efa_findings(role: Literal["prefill", "decode"], lines: list[str], *,
+                 pd_buffer_size_bytes: int | None = None) -> list[Finding]:
+    """What one worker pod's log says about the KV path: its ranks' ``pd_role``, the NIXL transport, the per-rank
+    transfer rates against the 1 GB/s "not on EFA" line, and ``Retrieved 0 out of N`` with its likely cause.
+
+    ``lines`` are the pod's start-up lines (for the set-up) and its recent lines (for the transfers) together.
+    """
+    findings: list[Finding] = []
+    expected = EXPECTED_PD_ROLE[role]
+    setups = worker_setups(lines)
+    if not setups:
+        findings.append(Finding(
+            severity="warn", signature="no 'LMCache Configuration' line",
+            meaning=f"the {role} log read holds no LMCache start-up line: its pd_role and NIXL transport are unknown",
+            fix=f"read the pod's whole log ('hyperpod-dpd logs {role} --tail 100000 --signatures') or restart it "
+                "so the engine logs its set-up again"))
+    else:
+        disabled = [s for s in setups if s.enable_pd is False]
+        wrong = [s for s in setups if s.pd_role != expected]
+        ranks = ", ".join(_rank_name(s.rank) for s in (disabled or wrong))
+        if disabled:
+            findings.append(Finding(
+                severity="error", signature="'enable_pd': False",
+                meaning=f"LMCache P/D is off on the {role} pod ({ranks}): the KV cache never moves between pools",
+                fix="the operator turns it on with pdSpec: check that the applied InferenceEndpointConfig has "
+                    "spec.pdSpec (kubectl get inferenceendpointconfig -o yaml) and re-apply the -dpd manifest"))
+        elif wrong:
+            roles = sorted({str(s.pd_role) for s in wrong})
+            findings.append(Finding(
+                severity="error", signature=f"'pd_role': {', '.join(map(repr, roles))}",
+                meaning=f"the {role} pod's engines are set up as {', '.join(roles)}, not '{expected}' ({ranks})",
+                fix="a prefill worker must be the sender, a decode worker the receiver (AWS DPD troubleshooting); "
+                    "check pdSpec and the pod's dpd-role label, then re-apply the -dpd manifest"))
+        else:
+            findings.append(Finding(severity="ok", signature=f"'pd_role': '{expected}'",
+                                    meaning=f"{len(setups)} rank(s) set up as the {expected}"))
+    for backend in sorted(missing_plugins(lines)):
+        findings.append(_missing_plugin_finding(backend))
+
+    rates = rank_rates(lines, side="receiver" if role == "decode" else "sender")
+    transports = {b for s in setups for b in s.transport}
+    on_ucx = bool(setups) and EFA_BACKEND not in transports
+    slow = [r for r in rates if r.min_gbps is not None and r.min_gbps < EFA_MIN_GBPS]
+    empty = sum(r.empty for r in rates)
+    moved = [r for r in rates if r.min_gbps is not None]
+    if setups and not on_ucx:
+        findings.append(Finding(severity="ok", signature=f"NIXL {EFA_BACKEND}",
+                                meaning="the KV transport is libfabric, the EFA provider"))
+    elif on_ucx:
+        where = "" if any(s.nixl_backends for s in setups) else " (LMCache's default: nixl_backends unset)"
+        severity: Severity
+        if slow or empty:
+            severity, why = "error", "the transfers show it (below the EFA line, or recomputed)"
+        elif not moved:
+            severity, why = "error", "and no transfer in this log shows that it works"
+        else:
+            floor = min(r.min_gbps or 0.0 for r in moved)
+            severity, why = "warn", f"it moves KV at >= {floor:g} GB/s here, but fails the EFA handshake elsewhere"
+        findings.append(Finding(
+            severity=severity, signature=f"NIXL {'+'.join(sorted(transports))}{where}",
+            meaning=f"the KV transport is UCX, not libfabric: {why}",
+            fix=LIBFABRIC_FIX))
+    if role == "decode":
+        for r in slow:
+            findings.append(Finding(
+                severity="error", signature=f"{_rank_name(r.rank)}: {r.min_gbps:g} GB/s",
+                meaning=f"{_rank_name(r.rank)} received KV below {EFA_MIN_GBPS:g} GB/s: not over EFA RDMA",
+                fix=(LIBFABRIC_FIX if on_ucx else
+                     "check that the pod got vpc.amazonaws.com/efa devices, the EFA device plugin runs on the node, "
+                     "and both pools sit in one AZ behind the EFA security group")))
+        if moved and not slow:
+            floor = min(r.min_gbps or 0.0 for r in moved)
+            findings.append(Finding(severity="ok", signature=f"{len(moved)} rank(s) >= {floor:g} GB/s",
+                                    meaning=f"every rank received KV above the {EFA_MIN_GBPS:g} GB/s EFA line"))
+        if empty:
+            findings.append(_empty_retrieval_finding(empty, lines, on_ucx=on_ucx,
+                                                     pd_buffer_size_bytes=pd_buffer_size_bytes))
+    return findings
+
+
+def _empty_retrieval_finding(count: int, lines: list[str], *, on_ucx: bool,
+                             pd_buffer_size_bytes: int | None) -> Finding:
+    """``Retrieved 0 out of N``, with the cause the rest of the log points at first."""
+    if on_ucx:
+        cause, fix = "the transport is UCX, which fails the cross-node handshake on EFA", LIBFABRIC_FIX
+    elif allocation_failures(lines):
+        buffer = classify(_ALLOC_FAILED, pd_buffer_size_bytes=pd_buffer_size_bytes)
+        cause, fix = "the receive buffer was full ('Failed to allocate memory object')", buffer.fix if buffer else ""
+    else:
+        cause = ("the prefiller did not send (its log shows why), or the two roles hash prompts differently "
+                 "(PYTHONHASHSEED, image or model path differ)")
+        fix = ("read 'hyperpod-dpd logs prefill --signatures'; check both roles run one image with PYTHONHASHSEED=0, "
+               "and that the EFA security group admits all traffic from itself")
+    return Finding(severity="error", signature=f"Retrieved 0 out of N ({count} time{'s' if count > 1 else ''})",
+                   meaning=f"the decoder recomputed the prompt instead of receiving its KV: {cause}", fix=fix)
+
+
+def efa_verdict(findings: Iterable[Finding]) -> Literal["proven", "refuted", "unproven"]:
+    """``proven``: the set-up is LIBFABRIC with the right roles and KV moved above the EFA line, nothing wrong."""
+    found = list(findings)
+    if any(f.severity == "error" for f in found):
+        return "refuted"
+    oks = {f.signature for f in found if f.severity == "ok"}
+    if any(f.severity == "warn" for f in found) or f"NIXL {EFA_BACKEND}" not in oks:
+        return "unproven"
+    return "proven"

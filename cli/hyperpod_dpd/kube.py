@@ -29,6 +29,9 @@ from hyperpod_core.names import (
     Role,
 )
 
+#: The ModelWeightsCacheConfig CRD of operator v3.3 (shared/crds/v3.3/modelweightscacheconfigs.yaml; group and
+#: version as the InferenceEndpointConfig's).
+WEIGHTS_CACHE_PLURAL = "modelweightscacheconfigs"
 #: Seconds to connect / read one API response; a dead API server fails fast instead of hanging.
 REQUEST_TIMEOUT = (5, 30)
 
@@ -124,6 +127,26 @@ class Kube:
             raise
         return obj
 
+    def weights_caches(self, names: EndpointNames) -> list[dict[str, Any]] | None:
+        """The operator's ModelWeightsCacheConfig objects for the endpoint (operator v3.3; the operator creates them
+        for ``modelCacheConfig.weightsCache``), or ``None`` when the cluster has no such CRD (an older operator).
+
+        Which objects are the endpoint's is not published [I]: those owned by the InferenceEndpointConfig
+        (``ownerReferences``), else those named after it, in its namespace.
+        """
+        try:
+            listed: dict[str, Any] = self.custom.list_namespaced_custom_object(
+                GROUP, VERSION, names.namespace, WEIGHTS_CACHE_PLURAL, _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        items = listed.get("items") or []
+        owned = [o for o in items if any(r.get("kind") == "InferenceEndpointConfig" and r.get("name") == names.name
+                                         for r in (o.get("metadata") or {}).get("ownerReferences") or [])]
+        named = [o for o in items if str((o.get("metadata") or {}).get("name", "")).startswith(names.name)]
+        return owned or named
+
     def role_pods(self, names: EndpointNames, role: Role) -> list[PodTarget]:
         pods = self.core.list_namespaced_pod(names.namespace, label_selector=names.role_selector(role),
                                              _request_timeout=REQUEST_TIMEOUT).items
@@ -178,13 +201,17 @@ class Kube:
         return [entry.hostname for entry in (lb.ingress if lb and lb.ingress else []) if entry.hostname]
 
     def read_log(self, target: PodTarget, *, since_seconds: int | None = None, tail_lines: int | None = None,
-                 timestamps: bool = False) -> list[str]:
+                 timestamps: bool = False, limit_bytes: int | None = None) -> list[str]:
+        """The container's log lines. ``limit_bytes`` reads the log's first bytes only (Kubernetes ``limitBytes``
+        counts from the start): the start-up lines of a long-running worker."""
         kwargs: dict[str, Any] = {"container": target.container, "timestamps": timestamps,
                                   "_request_timeout": REQUEST_TIMEOUT}
         if since_seconds is not None:
             kwargs["since_seconds"] = since_seconds
         if tail_lines is not None:
             kwargs["tail_lines"] = tail_lines
+        if limit_bytes is not None:
+            kwargs["limit_bytes"] = limit_bytes
         # Raw bytes, decoded here: with preloading, client 36.x returns ``str(bytes)`` ("b'...'") for a
         # text/plain log (the generated deserializer has no bytes -> str step for it).
         response = self.core.read_namespaced_pod_log(target.pod, target.namespace, _preload_content=False, **kwargs)

@@ -23,7 +23,9 @@ class InferenceOperatorVersions:
     """Exact add-on versions (``vX.Y.Z-eksbuild.N``); the caller takes them from the one pin module."""
 
     operator: str
-    """Must be an add-on release with operator >= v3.2 (DPD): add-on >= v1.3.0."""
+    """Must be an add-on release with operator >= v3.3: add-on >= v1.4.0 (v3.2 brought DPD; v3.3 the
+    ``modelCacheConfig`` and ``loadBalancer.idleTimeoutSeconds`` the endpoint manifests set, which an older
+    operator's CRD would silently prune)."""
     s3_csi: str
     fsx_csi: str
     metrics_server: str
@@ -104,6 +106,7 @@ def _check_operator_version(version: str) -> None:
     try:
         major, minor = (int(x) for x in version.removeprefix("v").split("-", 1)[0].split(".")[:2])
     except ValueError:
-        raise ValueError(f"versions.operator must look like v1.3.0-eksbuild.1, got {version!r}") from None
-    if (major, minor) < (1, 3):
-        raise ValueError(f"versions.operator must be >= v1.3.0 (operator v3.2, the first with DPD), got {version!r}")
+        raise ValueError(f"versions.operator must look like v1.4.0-eksbuild.1, got {version!r}") from None
+    if (major, minor) < (1, 4):
+        raise ValueError(f"versions.operator must be >= v1.4.0 (operator v3.3: DPD plus the model cache and "
+                         f"idle-timeout fields the manifests set), got {version!r}")

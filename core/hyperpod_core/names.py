@@ -19,8 +19,8 @@ Every name is derived from ``endpoint.name`` / ``endpoint.namespace`` of the con
   ``alb-{resource_name}-{namespace}`` in ``hyperpod-inference-system``; and the ALB names of that sample's
   endpoints, ``k8s-hyperpod-albdemod-...``, follow the AWS Load Balancer Controller's ``k8s-<namespace[:8]>-
   <ingress[:8]>-<hash>`` rule only for that namespace and name).
-* CRD (``shared/crds/inferenceendpointconfigs.yaml``): group ``inference.sagemaker.aws.amazon.com``, version
-  ``v1``, plural ``inferenceendpointconfigs``.
+* CRD (``shared/crds/v3.3/inferenceendpointconfigs.yaml``, operator v3.3): group
+  ``inference.sagemaker.aws.amazon.com``, version ``v1``, plural ``inferenceendpointconfigs``.
 """
 
 from __future__ import annotations

@@ -90,10 +90,11 @@ CERT_MANAGER: Final = AddonPin(
            "module installs this version on its Kubernetes 1.33 default (cert_manager.tf)",
     kubernetes_versions=("1.33",), checked=_CHECKED)
 INFERENCE_OPERATOR: Final = AddonPin(
-    name="amazon-sagemaker-hyperpod-inference", version="v1.3.0-eksbuild.1",
-    source="add-on v1.3.0 = operator v3.2, the first with pdSpec (HyperPod inference release notes, as "
-           "quoted in shared/reference/operator.md; the public copies found show only the minimum "
-           "v1.0.0-eksbuild.1, so `preflight` checks it live)",
+    name="amazon-sagemaker-hyperpod-inference", version="v1.4.0-eksbuild.1",
+    source="add-on v1.4.0 = operator v3.3 (HyperPod inference release notes, as quoted in shared/reference/"
+           "operator.md): modelCacheConfig and loadBalancer.idleTimeoutSeconds, which the endpoint manifests "
+           "set, on top of v3.2's pdSpec. The '-eksbuild.1' suffix is [I]: no public copy shows the build "
+           "number, so `preflight` checks it live with describe-addon-versions",
     kubernetes_versions=("1.33",), checked=_RESEARCHED)
 OBSERVABILITY: Final = AddonPin(
     name="amazon-sagemaker-hyperpod-observability", version="v1.0.5-eksbuild.1",
@@ -107,8 +108,8 @@ ADDONS: Final[tuple[AddonPin, ...]] = (
     INFERENCE_OPERATOR, OBSERVABILITY,
 )
 
-#: The operator version whose CRD we generate bindings from and validate against.
-INFERENCE_OPERATOR_APP_VERSION: Final = "3.2"
+#: The operator version whose CRD we generate bindings from and validate against: the add-on above ships it.
+INFERENCE_OPERATOR_APP_VERSION: Final = "3.3"
 
 
 # --- The operator CRD (bindings and schema tests) ------------------------------------------------------
@@ -121,15 +122,28 @@ class CrdPin:
     sha256: str
 
 
+#: The inference-operator sub-chart of aws/sagemaker-hyperpod-cli at the commit that made chart 2.3.0 /
+#: appVersion "3.3" (shared/crds/v3.3/SOURCES.md). The local copies in ../shared/crds/v3.3 are byte-identical
+#: (their git blob ids are in SOURCES.md); each sha256 below was computed from those verified copies.
+CRD_COMMIT: Final = "0986f2cc4eb14070d3aeb159c2c9b09d1b5f287b"
 _CRD_BASE: Final = (
-    "https://raw.githubusercontent.com/aws/sagemaker-hyperpod-cli/"
-    "011ca927123e02b35a399935bbb3ab1905fe33c7/helm_chart/HyperPodHelmChart/charts/"
-    "inference-operator/config/crd/"
+    f"https://raw.githubusercontent.com/aws/sagemaker-hyperpod-cli/{CRD_COMMIT}/helm_chart/HyperPodHelmChart/"
+    "charts/inference-operator/config/crd/inference.sagemaker.aws.amazon.com_"
 )
 INFERENCE_ENDPOINT_CONFIG_CRD: Final = CrdPin(
-    file_name="inferenceendpointconfigs.yaml",
-    url=_CRD_BASE + "inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml",
-    sha256="de0fab82c890cfe6c779a3687a5a6375e89ebade828cd384133ac9be9e4c0f80",
+    file_name="inferenceendpointconfigs.yaml", url=_CRD_BASE + "inferenceendpointconfigs.yaml",
+    sha256="9a0e6117cfb09a55cd2c71e52c41424bea13dfd58a1929c10332095a1d26c323",
+)
+#: What the operator creates for ``modelCacheConfig.weightsCache`` (new in v3.3); ``status`` reads its state.
+MODEL_WEIGHTS_CACHE_CONFIG_CRD: Final = CrdPin(
+    file_name="modelweightscacheconfigs.yaml", url=_CRD_BASE + "modelweightscacheconfigs.yaml",
+    sha256="2f3c06372449122fbc444d356eb7b6489a746d0d46afaa19153d20e37ff59f52",
+)
+#: What the operator creates for ``modelCacheConfig.imageCache`` (new in v3.3; its status is mirrored in the
+#: IEC's ``status.imageCacheStatus``).
+MODEL_IMAGE_CACHE_CRD: Final = CrdPin(
+    file_name="modelimagecaches.yaml", url=_CRD_BASE + "modelimagecaches.yaml",
+    sha256="ba475be0ee231162e6cdf4594136f97e7ca2654f38074cb2d3e09ee9f35d7af3",
 )
 
 
@@ -143,10 +157,16 @@ DPD_SUPPORTED_IMAGES: Final = (
 )
 
 
-# --- Operator limits (v3.2) -----------------------------------------------------------------------------
+# --- Operator limits (v3.3) -----------------------------------------------------------------------------
 #: "a single decoder replica with multiple prefiller replicas" (AWS ML blog, 10 Jul 2026; DPD guide:
-#: one decode Deployment per endpoint).
+#: one decode Deployment per endpoint). v3.3 leaves ``pdSpec`` unchanged (shared/crds/v3.3/SOURCES.md).
 DPD_MAX_DECODE_REPLICAS: Final = 1
+#: ``spec.loadBalancer.idleTimeoutSeconds``: ``minimum: 1``, ``maximum: 4000``, no schema default; "If not
+#: specified, defaults to 60 seconds" (v3.3 CRD, IEC line 4397).
+LOAD_BALANCER_IDLE_TIMEOUT_RANGE_SECONDS: Final = (1, 4000)
+ALB_DEFAULT_IDLE_TIMEOUT_SECONDS: Final = 60
+#: ``spec.modelCacheConfig.weightsCache.hostPath``: ``default: /opt/dlami/nvme``, length 1-255 (v3.3 CRD).
+WEIGHTS_CACHE_DEFAULT_HOST_PATH: Final = "/opt/dlami/nvme"
 
 
 # --- Helm charts the cluster stack installs ---------------------------------------------------------------

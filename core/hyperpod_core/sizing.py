@@ -14,6 +14,8 @@ Sources:
              cards of p5/p5e/p5en/p6-b200/p6-b300.
   [EC2-CPU]  EC2 "CPU options - supported CPU cores and threads per CPU core per instance type": default cores
              and 2 threads per core for these types; ``ThreadsPerCore: 1`` leaves one vCPU per core.
+  [EC2-STORE] EC2 "Accelerated computing instances - specifications", "Instance store specifications" (same page,
+             #ac_instance-store): NVMe instance-store volumes per instance type.
   [EFA-P5]   EC2 "Maximize network bandwidth ... EFA configuration for P5 and P5e instances": 32 EFA network cards.
   [SM-TPC]   SageMaker API ``ClusterInstanceGroupSpecification.ThreadsPerCore`` (1 disables hyper-threading).
   [EC2-GPU]  GPU memory per GPU: EC2 P5 page (aws.amazon.com/ec2/instance-types/p5/: p5 640 GB HBM3, p5e/p5en
@@ -89,6 +91,61 @@ INSTANCE_FACTS: Final[dict[str, InstanceFacts]] = {f.instance_type: f for f in (
 DPD_INSTANCE_TYPES: Final[tuple[str, ...]] = ("ml.p5.48xlarge", "ml.p5e.48xlarge", "ml.p5en.48xlarge",
                                               "ml.p6-b200.48xlarge", "ml.p6-b300.48xlarge")
 DPD_INSTANCE_GPUS: Final[dict[str, int]] = {t: INSTANCE_FACTS[t].gpus for t in DPD_INSTANCE_TYPES}
+
+# --- instance storage (the NVMe weights cache of operator v3.3) --------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class InstanceStore:
+    """The NVMe instance-store volumes of one instance type, as EC2's instance-store table lists them."""
+
+    disks: int
+    disk_gb: int
+    """Size of one volume in GB (decimal, as EC2 writes it)."""
+    source: str
+
+    @property
+    def total_gb(self) -> int:
+        return self.disks * self.disk_gb
+
+
+#: [EC2-STORE] EC2 "Accelerated computing instances - specifications", "Instance store specifications"
+#: (docs.aws.amazon.com/ec2/latest/instancetypes/ac.html#ac_instance-store), the table AWS's NVMe deployment
+#: page (sagemaker-hyperpod-model-deployment-deploy-nvme) points to "to validate availability for your instance
+#: type". An instance type missing here has no instance store: the weights cache cannot work on it.
+INSTANCE_STORES: Final[dict[str, InstanceStore]] = {
+    "ml.p5.48xlarge": InstanceStore(disks=8, disk_gb=3840, source="[EC2-STORE] p5.48xlarge: 8 x 3840 GB NVMe SSD"),
+    "ml.p5e.48xlarge": InstanceStore(disks=8, disk_gb=3840, source="[EC2-STORE] p5e.48xlarge: 8 x 3840 GB NVMe SSD"),
+    "ml.p5en.48xlarge": InstanceStore(disks=8, disk_gb=3840,
+                                      source="[EC2-STORE] p5en.48xlarge: 8 x 3840 GB NVMe SSD"),
+    "ml.p6-b200.48xlarge": InstanceStore(disks=8, disk_gb=3840,
+                                         source="[EC2-STORE] p6-b200.48xlarge: 8 x 3840 GB NVMe SSD"),
+    "ml.p6-b300.48xlarge": InstanceStore(disks=8, disk_gb=3840,
+                                         source="[EC2-STORE] p6-b300.48xlarge: 8 x 3840 GB NVMe SSD [I] (not "
+                                                "re-read offline; a public P6-B300 run shows a 27 TiB "
+                                                "/opt/dlami/nvme, = 8 x 3840 GB)"),
+}
+
+#: Where HyperPod nodes mount the instance store: AWS's HyperPod EKS lifecycle script offers "/opt/sagemaker"
+#: (the secondary EBS volume) or "/opt/dlami/nvme" as already-mounted disks and only waits for them
+#: (aws-samples/awsome-distributed-training, 1.architectures/7.sagemaker-hyperpod-eks/LifecycleScripts/
+#: base-config/on_create_main.sh); AWS's own NVMe samples read weights from hostPath /opt/dlami/nvme/...
+#: (aws/sagemaker-hyperpod-cli, inference-operator/config/samples/v1_nvme_k8s_volume.yaml); the v3.3 CRD
+#: defaults ``weightsCache.hostPath`` to it. No page says in words that HyperPod mounts it there [I]; the
+#: lifecycle script logs whether it is a mount point on every node.
+INSTANCE_STORE_MOUNT: Final = "/opt/dlami/nvme"
+
+
+def instance_store(instance_type: str) -> InstanceStore | None:
+    """The instance type's NVMe instance store, or ``None`` when it has none."""
+    return INSTANCE_STORES.get(instance_type)
+
+
+def weights_cache_unavailable(instance_type: str) -> str | None:
+    """Why the NVMe weights cache cannot work on ``instance_type`` (one clause), or ``None`` when it can."""
+    if instance_store(instance_type) is None:
+        return f"{instance_type} has no NVMe instance store (EC2 instance-store table)"
+    return None
+
 
 #: nodeadm's maxPods cap for instances with more than 30 vCPUs [NODEADM]; the reservation below assumes it
 #: (the most a HyperPod node's kubelet could be configured with), so the estimate never under-reserves.

@@ -1,10 +1,11 @@
-"""Where the operator CRD comes from. The file is not ours, so the repository never holds a copy.
+"""Where the operator CRDs come from. The files are not ours, so the repository never holds a copy.
 
-Resolution order:
-1. ``--crd-dir`` / ``HYPERPOD_CRD_DIR``: a directory holding the published CRD files (this repository's CI
-   points it at ``../shared/crds``).
-2. ``../shared/crds`` next to the repository, when it exists.
-3. Only in the set-up command (``fetch=True``): download the pinned upstream file into ``.cache/crds``.
+The pinned operator is v3.3 (:data:`hyperpod_core.pins.INFERENCE_OPERATOR_APP_VERSION`); its CRDs are the
+``v3.3`` folder of the shared CRD copies. Resolution order, for each pinned file:
+
+1. ``--crd-dir`` / ``HYPERPOD_CRD_DIR``: a directory holding the published v3.3 CRD files.
+2. ``../shared/crds/v3.3`` next to the repository, when it exists.
+3. Only in the set-up command (``fetch=True``): download the pinned upstream file into ``.cache/crds/v3.3``.
 
 Whatever the source, the file's SHA-256 must equal the pin in :mod:`hyperpod_core.pins` before it is used.
 Synth never touches the network.
@@ -21,10 +22,15 @@ from hyperpod_core import paths, pins
 from hyperpod_core.artifacts import fetch_verified
 from hyperpod_core.errors import ConfigError, guarded
 
-#: Relative to the checkout: the shared CRD folder beside it, and where set-up downloads the pinned file.
-SHARED_DIR = Path("..", "shared", "crds")
-CACHE_DIR = Path(".cache", "crds")
+#: Relative to the checkout: the shared CRD folder of the pinned operator version beside it, and where set-up
+#: downloads the pinned files (a folder per version, so a file of another version is never picked up).
+SHARED_DIR = Path("..", "shared", "crds", f"v{pins.INFERENCE_OPERATOR_APP_VERSION}")
+CACHE_DIR = Path(".cache", "crds", f"v{pins.INFERENCE_OPERATOR_APP_VERSION}")
 ENV_VAR = "HYPERPOD_CRD_DIR"
+#: The pinned CRD files by name: the IEC (bindings, manifest schema) and the two cache CRDs v3.3 adds (the
+#: objects ``status`` reads are checked against them in the tests).
+CRDS = {pin.file_name: pin for pin in (pins.INFERENCE_ENDPOINT_CONFIG_CRD, pins.MODEL_WEIGHTS_CACHE_CONFIG_CRD,
+                                       pins.MODEL_IMAGE_CACHE_CRD)}
 
 
 def _sha256(path: Path) -> str:
@@ -62,11 +68,13 @@ def resolve_crd(pin: pins.CrdPin = pins.INFERENCE_ENDPOINT_CONFIG_CRD, *, crd_di
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Print the verified path of the pinned operator CRD.")
+    parser = argparse.ArgumentParser(description="Print the verified path of a pinned operator CRD.")
     parser.add_argument("--crd-dir", default=None)
     parser.add_argument("--fetch", action="store_true", help="download the pinned file if no copy exists")
+    parser.add_argument("--file", default=pins.INFERENCE_ENDPOINT_CONFIG_CRD.file_name, choices=sorted(CRDS),
+                        help="which pinned CRD (default: the InferenceEndpointConfig, the one bound with cdk8s)")
     args = parser.parse_args(argv)
-    print(resolve_crd(crd_dir=args.crd_dir, fetch=args.fetch))
+    print(resolve_crd(CRDS[args.file], crd_dir=args.crd_dir, fetch=args.fetch))
 
 
 if __name__ == "__main__":

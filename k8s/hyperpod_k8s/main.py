@@ -101,11 +101,11 @@ def main(argv: list[str] | None = None) -> None:
     if missing and args.require_outputs:
         raise ConfigError(f"--require-outputs: {', '.join(missing)} unresolved; pass the file written by "
                           f"cdk deploy --outputs-file {outputs.DEFAULT_OUTPUTS_FILE}")
-    from hyperpod_k8s.endpoint.props import limit_notes
+    from hyperpod_k8s.endpoint.props import cold_start_notes, limit_notes
 
     for line in inputs.lines():
         print(line, file=sys.stderr)
-    for note in limit_notes(config):
+    for note in (*limit_notes(config), *cold_start_notes(config)):
         print(f"note: {note}", file=sys.stderr)
     for path in synth(config, Path(args.outdir), inputs):
         print(f"wrote {path}")

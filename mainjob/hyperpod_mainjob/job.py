@@ -268,6 +268,10 @@ def main(argv: list[str] | None = None) -> None:
     print("== Endpoint inputs (where each deploy-time value came from)")
     for line in result.input_lines:
         print(f"  {line}")
+    from hyperpod_k8s.endpoint.props import cold_start_notes, limit_notes
+
+    for note in (*limit_notes(env.config), *cold_start_notes(env.config)):
+        print(f"  note: {note}")
     summary.print_summary(cdk_out=result.cdk_out, dist=result.dist, config=str(env.config_path),
                           lint_rc=result.lint_rc, lint_output=result.lint_output,
                           lint_unchanged=result.lint_unchanged,

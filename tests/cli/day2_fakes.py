@@ -71,12 +71,78 @@ def alloc_failed_line(when: float | None = None) -> str:
                         logger="lmcache.v1.storage_backend.pd_backend", when=when)
 
 
+# --- worker start-up lines (vLLM 0.19.0, LMCache 0.4.3, NIXL 1.0.0 wheels) -------------------------------
+
+
+def worker_line(rank: int | None, line: str, pid: int = 4200) -> str:
+    """A line as a vLLM worker process prints it: ``vllm/utils/system_utils.py:204`` ``f"({worker_name} pid={pid}) "``,
+    the process named ``Worker_TP<rank>`` under tensor parallelism (``vllm/v1/executor/multiproc_executor.py:986``)."""
+    name = "Worker" if rank is None else f"Worker_TP{rank}"
+    return f"({name} pid={pid + (rank or 0)}) {line}"
+
+
+def lmcache_config_line(*, pd_role: str | None, nixl_backends: list[str] | None, enable_pd: bool = True,
+                        buffer_device: str = "cuda", when: float | None = None) -> str:
+    """``lmcache/v1/config.py:611``: ``logger.info(f"LMCache Configuration: {config_dict}")``, the dict of every key
+    of ``_CONFIG_DEFINITIONS`` in its order (a stretch of them here, with the wheel's defaults), the two sizes
+    formatted ``f"{value} GB"`` (``config.py:607``)."""
+    config: dict[str, Any] = {
+        "chunk_size": 256, "local_cpu": True, "max_local_cpu_size": "5.0 GB", "reserve_local_cpu_size": 0.0,
+        "local_disk": None, "max_local_disk_size": "0.0 GB", "remote_url": None, "remote_serde": "naive",
+        "use_layerwise": False, "save_decode_cache": False, "enable_p2p": False, "enable_controller": False,
+        "enable_pd": enable_pd, "pd_role": pd_role, "pd_buffer_size": 8589934592, "pd_buffer_device": buffer_device,
+        "pd_peer_host": "10.1.20.7", "pd_peer_init_port": [7300], "pd_peer_alloc_port": [7400],
+        "pd_proxy_host": "10.1.20.8", "pd_proxy_port": 7500, "transfer_channel": "nixl",
+        "nixl_backends": nixl_backends, "nixl_buffer_size": None, "nixl_buffer_device": None, "gds_path": None,
+        "extra_config": None, "save_unfull_chunk": True, "blocking_timeout_secs": 10,
+    }
+    return lmcache_line(logging.INFO, f"LMCache Configuration: {config}", (), filename="config.py", lineno=611,
+                        logger="lmcache.v1.config", when=when)
+
+
+def stored_line(req_id: str, stored: int, total: int, gbps: float) -> str:
+    """``lmcache/v1/cache_engine.py:553``: the sender's line after a store."""
+    size_gb = stored * 320 * 1024 / 1024**3
+    return lmcache_line(logging.INFO, "[req_id=%s] Stored %d out of total %d tokens. size: %.4f GB, cost %.4f ms, "
+                        "throughput: %.4f GB/s; offload_time: %.4f ms, put_time: %.4f ms",
+                        (req_id, stored, total, size_gb, size_gb / gbps * 1000, gbps, 1.0, 2.0),
+                        filename="cache_engine.py", lineno=552, logger="lmcache.v1.cache_engine")
+
+
+def connector_line(name: str = "LMCacheConnectorV1") -> str:
+    """``vllm/distributed/kv_transfer/kv_connector/factory.py:65`` in vLLM's format (``vllm/logger.py:22``:
+    ``%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d] %(message)s``, date ``%m-%d %H:%M:%S``)."""
+    return f"INFO 12-01 00:00:00 [factory.py:64] Creating v1 connector with name: {name} and engine_id: 3f2a"
+
+
+def nixl_missing_plugin_line(backend: str) -> str:
+    """``nixl_cu12/_api.py:222`` in NIXL's format (``nixl_cu12/logging.py:44``)."""
+    return (f"2026-12-01 00:00:00 NIXL WARNING _api.py:221 Skipping backend registration {backend} due to the "
+            "missing plugin.")
+
+
+def worker_startup(role: str, *, tp: int = 8, nixl_backends: tuple[str, ...] | None = ("LIBFABRIC",),
+                   pd_role: str | None = None, enable_pd: bool = True) -> list[str]:
+    """What each rank of a DPD worker logs at start-up: the connector, then its LMCache set-up."""
+    role_name = pd_role or {"prefill": "sender", "decode": "receiver"}[role]
+    backends = list(nixl_backends) if nixl_backends is not None else None
+    lines = []
+    for rank in range(tp):
+        lines.append(worker_line(rank, connector_line()))
+        lines.append(worker_line(rank, lmcache_config_line(pd_role=role_name, nixl_backends=backends,
+                                                           enable_pd=enable_pd)))
+    return lines
+
+
 # --- Kubernetes objects ----------------------------------------------------------------------------------
 
 
 def endpoint_object(state: str = "DeploymentComplete", *, tls: bool = True,
-                    conditions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """An InferenceEndpointConfig as the operator reports it (status fields of the v1 CRD schema)."""
+                    conditions: list[dict[str, Any]] | None = None,
+                    image_cache: dict[str, Any] | None = None, weights_cache: bool = True) -> dict[str, Any]:
+    """An InferenceEndpointConfig as the operator reports it (status fields of the v1 CRD schema, v3.3:
+    ``spec.modelCacheConfig`` as the manifests set it, ``status.imageCacheStatus`` Ready on both nodes unless
+    ``image_cache`` says otherwise)."""
     status: dict[str, Any] = {
         "state": state,
         "conditions": conditions if conditions is not None else [{
@@ -89,6 +155,8 @@ def endpoint_object(state: str = "DeploymentComplete", *, tls: bool = True,
                              "status": {"replicas": 1, "readyReplicas": 1 if state == "DeploymentComplete" else 0}},
         "metricsStatus": {"enabled": True, "state": "Enabled"},
         "observedGeneration": 1, "replicas": 1,
+        "imageCacheStatus": image_cache if image_cache is not None else {
+            "state": "Ready", "readyNodes": 2, "targetNodes": 2, "message": "image cached on all target nodes"},
     }
     if tls:
         status["tlsCertificate"] = {
@@ -106,6 +174,9 @@ def endpoint_object(state: str = "DeploymentComplete", *, tls: bool = True,
             "worker": {"image": "lmcache/vllm-openai:v0.4.3", "modelInvocationPort": {"containerPort": 8000},
                        "modelVolumeMount": {"name": "model-weights"}, "resources": {}},
             "pdSpec": {"prefillSpec": {"replicas": 1}, "decodingSpec": {"replicas": 1}, "routingThreshold": 4096},
+            "modelCacheConfig": {"imageCache": {"enabled": True},
+                                 "weightsCache": {"enabled": weights_cache, "hostPath": "/opt/dlami/nvme"}},
+            "loadBalancer": {"healthCheckPath": "/health", "idleTimeoutSeconds": 1641},
         },
         "status": status,
     }
@@ -127,6 +198,26 @@ def node(name: str, pool: str, *, ready: bool = True, health_checks: bool = Fals
             "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
 
 
+def weights_cache_object(state: str = "Ready", *, ready: int = 2, target: int = 2, message: str | None = None,
+                         owner: str = NAME) -> dict[str, Any]:
+    """A ModelWeightsCacheConfig as the operator creates it for the endpoint's ``weightsCache`` (v3.3 CRD: spec
+    requires ``modelSourceConfig``; status ``state``, ``readyNodes``, ``targetNodes``, ``message``). The owner
+    reference to the InferenceEndpointConfig is how ``status`` finds it [I]."""
+    status: dict[str, Any] = {"state": state, "readyNodes": ready, "targetNodes": target}
+    if message:
+        status["message"] = message
+    return {
+        "apiVersion": "inference.sagemaker.aws.amazon.com/v1", "kind": "ModelWeightsCacheConfig",
+        "metadata": {"name": f"{owner}-weights-cache", "namespace": NAMESPACE, "ownerReferences": [{
+            "apiVersion": "inference.sagemaker.aws.amazon.com/v1", "kind": "InferenceEndpointConfig", "name": owner,
+            "uid": "0b8c3f2e-1111-4a2b-9c3d-000000000001"}]},
+        "spec": {"enabled": True, "hostPath": "/opt/dlami/nvme",
+                 "modelSourceConfig": {"modelSourceType": "s3", "modelLocation": "models/Llama-3.3-70B-Instruct",
+                                       "s3Storage": {"bucketName": "model-bucket", "region": "us-west-2"}}},
+        "status": status,
+    }
+
+
 def pod(name: str, namespace: str, labels: dict[str, str], *, ready: bool = True) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "labels": labels},
             "status": {"phase": "Running",
@@ -142,6 +233,9 @@ class FakeCluster:
     deployments: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     ingresses: list[dict[str, Any]] = field(default_factory=list)
     nodes: list[dict[str, Any]] = field(default_factory=list)
+    weights_caches: list[dict[str, Any]] = field(default_factory=list)
+    """ModelWeightsCacheConfig objects (operator v3.3); ``weights_cache_crd=False``: the CRD is not installed."""
+    weights_cache_crd: bool = True
     logs: dict[tuple[str, str, str], list[tuple[float, str]]] = field(default_factory=dict)
     """``(namespace, pod, container) -> [(unix time, line)]``."""
     requests: list[str] = field(default_factory=list)
@@ -154,6 +248,7 @@ class FakeCluster:
     def dpd_endpoint(self, state: str = "DeploymentComplete", *, ready: bool = True) -> None:
         """The objects the operator creates for a DPD endpoint (names: operator.md, section (e))."""
         self.endpoints[(NAMESPACE, NAME)] = endpoint_object(state)
+        self.weights_caches.append(weights_cache_object())
         self.pods += [
             pod(f"prefill-{NAME}-7d9f8-abcde", NAMESPACE, {"app": NAME, ROLE_LABEL: "prefill"}, ready=ready),
             pod(f"decode-{NAME}-5c6b7-fghij", NAMESPACE, {"app": NAME, ROLE_LABEL: "decode"}, ready=ready),
@@ -211,6 +306,13 @@ class _KubeHandler(QuietHandler):
         if p[:3] == ["apis", "inference.sagemaker.aws.amazon.com", "v1"] and len(p) == 7:
             obj = c.endpoints.get((p[4], p[6]))
             return self.send_body(200, obj) if obj else self._not_found()
+        if p[:3] == ["apis", "inference.sagemaker.aws.amazon.com", "v1"] and p[5:] == ["modelweightscacheconfigs"]:
+            if not c.weights_cache_crd:
+                return self._not_found()
+            items = [x for x in c.weights_caches if x["metadata"]["namespace"] == p[4]]
+            return self.send_body(200, {"kind": "ModelWeightsCacheConfigList",
+                                        "apiVersion": "inference.sagemaker.aws.amazon.com/v1", "metadata": {},
+                                        "items": items})
         if p[:2] == ["api", "v1"] and len(p) == 5 and p[4] == "pods":
             items = [x for x in c.pods if x["metadata"]["namespace"] == p[3]
                      and _matches(x["metadata"].get("labels", {}), q.get("labelSelector", ""))]
@@ -244,6 +346,9 @@ class _KubeHandler(QuietHandler):
             entries = entries[-int(q["tailLines"]):] if int(q["tailLines"]) else []
         stamp = q.get("timestamps", "").lower() == "true"  # the client sends "True"; Go ParseBool takes both
         lines = [(f"{_rfc3339(ts)} {line}" if stamp else line) + "\n" for ts, line in entries]
+        if "limitBytes" in q:  # the API server stops after the log's first limitBytes bytes
+            head = "".join(lines).encode()[:int(q["limitBytes"])]
+            lines = [head.decode(errors="ignore")] if head else []
         self.start_chunked("text/plain")
         for line in lines:  # one chunk per line, as a following log stream arrives
             self.chunk(line)
@@ -279,6 +384,8 @@ class DecoderBehaviour:
     clock_skew_seconds: float = 0.0
     """Added to the decode log's timestamps (the node's clock against the test's)."""
     router_logs: bool = True
+    word_delay_seconds: float = 0.002
+    """Between two streamed words (a slow decoder makes a long request)."""
     words: tuple[str, ...] = ("Disaggregated", " prefill", " splits", " prompt", " processing", " from",
                               " token", " generation", ".")
 
@@ -317,7 +424,7 @@ class _OpenAiHandler(QuietHandler):
                      "choices": [{"index": 0, "delta": {"content": word},
                                   "finish_reason": "stop" if i == len(words) - 1 else None}]}
             self.event(event)
-            time.sleep(0.002)
+            time.sleep(b.word_delay_seconds)
         usage = {"id": req_id, "object": "chat.completion.chunk", "model": body["model"], "choices": [],
                  "usage": {"prompt_tokens": tokens, "completion_tokens": len(words),
                            "total_tokens": tokens + len(words)}}

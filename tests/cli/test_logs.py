@@ -3,6 +3,20 @@
 ``fixtures/decode-lmcache-0.4.3.log`` holds decoder lines rendered with LMCache 0.4.3's own format strings
 (``day2_fakes.lmcache_line``); ``fixtures/router.log`` the router lines of AWS's DPD guide (S2/S13 in
 ``shared/reference/operator.md``). Pod and container names: operator.md, section (e).
+
+The EFA-path lines come from ``day2_fakes``, each rendered with the format string of the wheel that writes it
+(downloaded with ``pip download --no-deps vllm==0.19.0 lmcache==0.4.3 nixl-cu12==1.0.0``):
+
+* ``LMCache Configuration: {config_dict}``: lmcache 0.4.3 ``lmcache/v1/config.py:611``;
+* ``(Worker_TP<rank> pid=<pid>) ``: vllm 0.19.0 ``vllm/utils/system_utils.py:204`` (cyan: ``:206``), the name from
+  ``vllm/v1/executor/multiproc_executor.py:986``;
+* ``Creating v1 connector with name: %s and engine_id: %s``: vllm ``vllm/distributed/kv_transfer/kv_connector/
+  factory.py:65``;
+* ``Skipping backend registration %s due to the missing plugin.``: nixl-cu12 1.0.0 ``nixl_cu12/_api.py:222``,
+  in the format of ``nixl_cu12/logging.py:44``;
+* ``[req_id=%s] Stored %d out of total %d tokens. ...``: lmcache ``lmcache/v1/cache_engine.py:553``;
+  ``[req_id=%s] Retrieved %d out of %d required tokens ...``: ``:887``; layer-wise ``... out of total %d tokens``:
+  ``:1048``; ``Failed to allocate memory object, retrying...``: ``lmcache/v1/storage_backend/pd_backend.py:540``.
 """
 
 from __future__ import annotations
@@ -10,7 +24,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from day2_fakes import NAME, NAMESPACE, FakeCluster, dead_kubeconfig, one_line_error, pod
+from day2_fakes import (
+    NAME,
+    NAMESPACE,
+    FakeCluster,
+    alloc_failed_line,
+    dead_kubeconfig,
+    lmcache_config_line,
+    lmcache_line,
+    nixl_missing_plugin_line,
+    one_line_error,
+    pod,
+    retrieved_line,
+    stored_line,
+    worker_line,
+    worker_startup,
+)
 
 from hyperpod_dpd import dpd_logs
 
@@ -54,6 +83,113 @@ def test_buffer_fix_names_the_config_field_and_current_size() -> None:
 
 def test_plain_lines_carry_no_signature() -> None:
     assert dpd_logs.classify(DECODE_LOG[0]) is None
+
+
+# --- proving the EFA path: start-up lines and per-rank rates (formats: dpd_logs module docstring) --------------
+
+
+def test_the_lmcache_set_up_line_gives_role_transport_and_buffer() -> None:
+    """lmcache/v1/config.py:611 logs the config dict's repr; vLLM prefixes the rank (system_utils.py:204)."""
+    line = worker_line(3, lmcache_config_line(pd_role="receiver", nixl_backends=["LIBFABRIC"]))
+    setup = dpd_logs.parse_worker_setup(line)
+    assert setup == dpd_logs.WorkerSetup(rank=3, pd_role="receiver", enable_pd=True, nixl_backends=("LIBFABRIC",),
+                                         buffer_device="cuda")
+    unset = dpd_logs.parse_worker_setup(lmcache_config_line(pd_role="sender", nixl_backends=None))
+    assert unset is not None and unset.rank is None and unset.nixl_backends is None
+    assert unset.transport == ("UCX",)  # nixl_channel.py:610-612: None -> ["UCX"]
+    finding = dpd_logs.classify(line)
+    assert finding is not None and finding.meaning == "pd_role receiver, KV transport NIXL LIBFABRIC"
+
+
+def test_the_rank_comes_from_vllms_prefix_in_colour_too() -> None:
+    """system_utils.py:206 writes the prefix in cyan (CYAN = "\\033[0;36m", RESET = "\\033[0;0m", :27-28)."""
+    coloured = f"\033[0;36m(Worker_TP6 pid=4206)\033[0;0m {retrieved_line('r', 10, 10, 12, 9.0)}"
+    assert dpd_logs.rank_of(coloured) == 6
+    assert dpd_logs.rank_of(worker_line(None, "x")) is None and dpd_logs.rank_of("plain") is None
+    assert dpd_logs.rank_of("(Worker_DP1_TP2 pid=9) x") == 2  # multiproc_executor.py: _DP<n> comes before _TP<n>
+
+
+def test_the_layerwise_retrieve_line_is_a_transfer_too() -> None:
+    """lmcache/v1/cache_engine.py:1048 (use_layerwise): 'Retrieved %d out of %d out of total %d tokens'."""
+    line = lmcache_line(20, "[req_id=%s] Retrieved %d out of %d out of total %d tokens", ("r1", 0, 4096, 4100),
+                        filename="cache_engine.py", lineno=1047, logger="lmcache.v1.cache_engine")
+    (t,) = dpd_logs.transfers([line])
+    assert (t.retrieved_tokens, t.required_tokens, t.total_tokens, t.throughput_gbps) == (0, 4096, 4100, None)
+
+
+def _errors(findings: list[dpd_logs.Finding]) -> list[dpd_logs.Finding]:
+    return [f for f in findings if f.severity == "error"]
+
+
+def test_libfabric_roles_and_fast_ranks_prove_the_path() -> None:
+    decode = worker_startup("decode") + [worker_line(r, retrieved_line(f"c{r}", 8192, 8192, 8200, 20.0 + r))
+                                         for r in range(8)]
+    findings = dpd_logs.efa_findings("decode", decode)
+    assert [f.signature for f in findings] == ["'pd_role': 'receiver'", "NIXL LIBFABRIC", "8 rank(s) >= 20 GB/s"]
+    assert dpd_logs.efa_verdict(findings) == "proven"
+    prefill = [*worker_startup("prefill"), worker_line(0, stored_line("c0", 8192, 8200, 18.5))]
+    assert dpd_logs.efa_verdict(dpd_logs.efa_findings("prefill", prefill)) == "proven"
+    assert dpd_logs.rank_rates(prefill, side="sender") == [
+        dpd_logs.RankRate(rank=0, transfers=1, min_gbps=18.5, empty=0)]
+
+
+@pytest.mark.parametrize(("role", "lines", "signature", "fix"), [
+    ("prefill", worker_startup("prefill", pd_role="receiver"), "'pd_role': 'receiver'",
+     "a prefill worker must be the sender"),
+    ("decode", worker_startup("decode", pd_role="sender"), "'pd_role': 'sender'", "a decode worker the receiver"),
+    ("decode", worker_startup("decode", enable_pd=False), "'enable_pd': False", "spec.pdSpec"),
+    ("prefill", [*worker_startup("prefill"), nixl_missing_plugin_line("LIBFABRIC")],
+     "NIXL: Skipping backend registration LIBFABRIC", "libplugin_LIBFABRIC"),
+    ("decode", worker_startup("decode", nixl_backends=None), "NIXL UCX (LMCache's default: nixl_backends unset)",
+     "set LMCACHE_NIXL_BACKENDS=LIBFABRIC in the InferenceEndpointConfig's worker.environmentVariables"),
+    ("decode", [*worker_startup("decode", nixl_backends=("UCX",)),
+                worker_line(0, retrieved_line("a", 64, 64, 70, 0.3))], "NIXL UCX", "aws-samples/awsome-inference#72"),
+    ("decode", worker_startup("decode") + [worker_line(r, retrieved_line(f"c{r}", 8192, 8192, 8200,
+                                                                         0.62 if r == 2 else 21.0)) for r in range(8)],
+     "rank 2: 0.62 GB/s", "vpc.amazonaws.com/efa devices"),
+], ids=["prefill-as-receiver", "decode-as-sender", "pd-off", "libfabric-plugin-missing", "ucx-default-no-transfer",
+        "ucx-configured-slow", "one-rank-slow"])
+def test_each_way_off_efa_is_refuted_with_its_fix(role: str, lines: list[str], signature: str, fix: str) -> None:
+    findings = dpd_logs.efa_findings(role, lines)  # type: ignore[arg-type]
+    assert dpd_logs.efa_verdict(findings) == "refuted"
+    (match,) = [f for f in _errors(findings) if f.signature == signature]
+    assert fix in match.fix
+
+
+def test_ucx_that_moves_fast_is_a_warning_not_a_proof() -> None:
+    lines = [*worker_startup("decode", nixl_backends=("UCX",)), worker_line(0, retrieved_line("a", 64, 64, 70, 5.0))]
+    findings = dpd_logs.efa_findings("decode", lines)
+    (ucx,) = [f for f in findings if f.signature == "NIXL UCX"]
+    assert ucx.severity == "warn" and "fails the EFA handshake elsewhere" in ucx.meaning
+    assert dpd_logs.efa_verdict(findings) == "unproven"
+
+
+@pytest.mark.parametrize(("lines", "cause", "fix"), [
+    (worker_startup("decode", nixl_backends=None), "the transport is UCX", "LMCACHE_NIXL_BACKENDS=LIBFABRIC"),
+    ([*worker_startup("decode"), alloc_failed_line()], "the receive buffer was full",
+     "raise endpoint.pd_buffer_size_bytes (now 8 GiB) to 16 or 32 GiB"),
+    (worker_startup("decode"), "the prefiller did not send (its log shows why), or the two roles hash prompts",
+     "PYTHONHASHSEED=0"),
+], ids=["ucx", "buffer-full", "keys-or-sender"])
+def test_retrieved_0_out_of_n_names_its_likely_cause(lines: list[str], cause: str, fix: str) -> None:
+    zero = worker_line(0, retrieved_line("chatcmpl-9b2e44", 0, 6144, 6150, 0.0))
+    findings = dpd_logs.efa_findings("decode", [*lines, zero, zero], pd_buffer_size_bytes=8 << 30)
+    (empty,) = [f for f in findings if f.signature.startswith("Retrieved 0 out of N")]
+    assert empty.signature == "Retrieved 0 out of N (2 times)" and cause in empty.meaning and fix in empty.fix
+
+
+def test_without_start_up_lines_the_path_is_unproven_and_says_how_to_see_them() -> None:
+    findings = dpd_logs.efa_findings("decode", DECODE_LOG[:2])
+    assert findings[0].severity == "warn" and findings[0].signature == "no 'LMCache Configuration' line"
+    assert "hyperpod-dpd logs decode" in findings[0].fix
+    assert dpd_logs.efa_verdict(findings) == "unproven"
+
+
+def test_the_last_set_up_of_a_rank_wins_after_a_restart() -> None:
+    lines = [worker_line(0, lmcache_config_line(pd_role="receiver", nixl_backends=None)),
+             worker_line(0, lmcache_config_line(pd_role="receiver", nixl_backends=["LIBFABRIC"]))]
+    (setup,) = dpd_logs.worker_setups(lines)
+    assert setup.nixl_backends == ("LIBFABRIC",)
 
 
 def test_router_decisions() -> None:

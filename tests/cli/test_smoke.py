@@ -12,6 +12,7 @@ import datetime as dt
 import json
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import ThreadingHTTPServer
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import boto3
 import pytest
+import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -33,6 +35,9 @@ from day2_fakes import (
     free_port,
     one_line_error,
     openai_server,
+    retrieved_line,
+    worker_line,
+    worker_startup,
 )
 
 from hyperpod_dpd.commands.smoke import build_prompts
@@ -78,6 +83,80 @@ def test_decoder_lines_are_attributed_without_trusting_clocks_or_ids(cli, config
     assert result.code == 0, result.err
     short, long = json.loads(result.out)["requests"]
     assert short["transfers"] == [] and len(long["transfers"]) == 1
+
+
+# --- the KV path over EFA, from the workers' start-up lines (formats: hyperpod_dpd.dpd_logs docstring) ---------
+
+PREFILL_POD, DECODE_POD = f"prefill-{NAME}-7d9f8-abcde", f"decode-{NAME}-5c6b7-fghij"
+
+
+def _started(cluster: FakeCluster, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    """Both workers' start-up lines, logged an hour before the test (read from the log's head)."""
+    for pod_name, role in ((PREFILL_POD, "prefill"), (DECODE_POD, "decode")):
+        for line in worker_startup(role, **kwargs):
+            cluster.log(NAMESPACE, pod_name, f"{role}-{NAME}", line, when=time.time() - 3600)
+
+
+def test_libfabric_workers_with_their_roles_prove_the_efa_path(cli, config_file, kubeconfig, cluster) -> None:
+    with _served(cluster) as url:
+        _started(cluster)
+        result = _smoke(cli, config_file, kubeconfig, url, "--json")
+    assert result.code == 0, result.err
+    report = json.loads(result.out)
+    assert report["efa"]["verdict"] == "proven" and report["ok"]
+    prefill, decode = report["efa"]["pods"]
+    assert (prefill["pod"], prefill["role"], decode["pod"], decode["role"]) == (
+        PREFILL_POD, "prefill", DECODE_POD, "decode")
+    assert {s["pd_role"] for s in prefill["setups"]} == {"sender"} and len(prefill["setups"]) == 8
+    assert {s["pd_role"] for s in decode["setups"]} == {"receiver"}
+    assert {tuple(s["nixl_backends"]) for s in decode["setups"]} == {("LIBFABRIC",)}
+    assert decode["connectors"] == ["LMCacheConnectorV1"]
+    assert "1 rank(s) >= 24 GB/s" in [f["signature"] for f in decode["findings"]]
+
+
+def test_ucx_by_default_refutes_the_efa_path_with_its_fix(cli, config_file, kubeconfig, cluster) -> None:
+    with _served(cluster) as url:
+        _started(cluster, nixl_backends=None)
+        result = _smoke(cli, config_file, kubeconfig, url)
+    assert result.code == 1
+    line = one_line_error(result)
+    assert line.startswith(f"error: smoke test failed: prefill pod {PREFILL_POD}: NIXL UCX (LMCache's default: "
+                           "nixl_backends unset): the KV transport is UCX, not libfabric")
+    assert "fix: set LMCACHE_NIXL_BACKENDS=LIBFABRIC" in line
+    assert "KV path over EFA: refuted" in result.out
+
+
+def test_one_slow_rank_refutes_the_path_and_is_named(cli, config_file, kubeconfig, cluster) -> None:
+    """Each TP rank runs its own LMCache engine (lifecycle-facts.md): one rank under 1 GB/s is not on EFA."""
+    with _served(cluster) as url:
+        _started(cluster)
+        for rank in range(8):
+            cluster.log(NAMESPACE, DECODE_POD, f"decode-{NAME}", worker_line(
+                rank, retrieved_line(f"warm-{rank}", 8192, 8192, 8200, 0.5 if rank == 7 else 25.0)))
+        result = _smoke(cli, config_file, kubeconfig, url, "--json")
+    assert result.code == 1
+    report = json.loads(result.out)
+    assert report["efa"]["verdict"] == "refuted" and not report["ok"]
+    assert "rank 7: 0.5 GB/s" in one_line_error(result)
+
+
+def test_a_request_near_the_idle_timeout_is_a_warning(cli, config_file, kubeconfig, cluster) -> None:
+    """80 % of endpoint.load_balancer_idle_timeout_seconds (issue 21): streamed it lived, unstreamed it would not."""
+    data = yaml.safe_load(config_file.read_text())
+    data["observability"]["slo"]["ttft_p95_seconds"] = 0.05
+    data["endpoint"]["load_balancer_idle_timeout_seconds"] = 1
+    config_file.write_text(yaml.safe_dump(data))
+    with _served(cluster, DecoderBehaviour(word_delay_seconds=0.1)) as url:  # 9 words: about 0.9 s per request
+        _started(cluster)
+        result = _smoke(cli, config_file, kubeconfig, url, "--json")
+    assert result.code == 0, result.err  # a warning, not a failure
+    report = json.loads(result.out)
+    assert report["idle_timeout_seconds"] == 1
+    for r in report["requests"]:
+        (warning,) = [f for f in r["findings"] if f["severity"] == "warn"]
+        assert warning["signature"].endswith("s of a 1 s idle timeout") and r["e2e_seconds"] >= 0.8
+        assert warning["fix"] == ("raise endpoint.load_balancer_idle_timeout_seconds (at most 4000) or have "
+                                  "clients stream")
 
 
 def test_table_output_names_ttft_tpot_and_transfer(cli, config_file, kubeconfig, cluster) -> None:

@@ -6,6 +6,7 @@ and the local Kubernetes API server whose InferenceEndpointConfig objects valida
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -24,6 +25,10 @@ from day2_fakes import (
     node,
     one_line_error,
     pod,
+    retrieved_line,
+    weights_cache_object,
+    worker_line,
+    worker_startup,
 )
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.sagemaker.models import sagemaker_backends
@@ -38,6 +43,19 @@ pytest_plugins = ("day2_fixtures",)
 # --- the fake API server follows the real CRD's status schema ------------------------------------------------
 
 
+def test_fake_weights_cache_objects_validate_against_the_v33_crd() -> None:
+    from hyperpod_core import pins
+    from hyperpod_k8s.crd_source import resolve_crd
+    from hyperpod_k8s.endpoint.crd_schema import CrdValidator
+
+    validator = CrdValidator.from_file(resolve_crd(pins.MODEL_WEIGHTS_CACHE_CONFIG_CRD))
+    for obj in (weights_cache_object(), weights_cache_object("Failed", ready=0, message="no space left on device")):
+        assert validator.knows(obj) and validator.errors(obj) == []
+    broken = weights_cache_object()
+    del broken["spec"]["modelSourceConfig"]  # required by the CRD
+    assert validator.errors(broken)
+
+
 @pytest.mark.parametrize("state", ["DeploymentComplete", "DeploymentInProgress", "DeploymentFailed"])
 def test_fake_endpoint_objects_validate_against_the_operator_crd(state: str) -> None:
     from hyperpod_k8s.crd_source import resolve_crd
@@ -50,6 +68,8 @@ def test_fake_endpoint_objects_validate_against_the_operator_crd(state: str) -> 
     broken = endpoint_object(state)
     broken["status"]["state"] = "Ready"  # not in the CRD's enum: the validator must see it
     assert validator.errors(broken)
+    cache = endpoint_object(state, image_cache={"state": "Warm", "readyNodes": 1, "targetNodes": 2})
+    assert any("imageCacheStatus.state" in e for e in validator.errors(cache))  # v3.3 enum: Pending ... Ready
 
 
 # --- AWS doubles -------------------------------------------------------------------------------------------------
@@ -96,11 +116,28 @@ def _hyperpod_cluster() -> None:
                       VpcConfig={"SecurityGroupIds": ["sg-1"], "Subnets": ["subnet-1"]})
 
 
+PREFILL_POD, DECODE_POD = f"prefill-{NAME}-7d9f8-abcde", f"decode-{NAME}-5c6b7-fghij"
+
+
+def _worker_logs(cluster: FakeCluster, *, prefill: list[str] | None = None, decode: list[str] | None = None,
+                 decode_transfers: list[str] | None = None) -> None:
+    """Start-up lines of both workers (every rank's LMCache set-up) and the decoder's recent transfers."""
+    for pod_name, role, lines in ((PREFILL_POD, "prefill", prefill), (DECODE_POD, "decode", decode)):
+        for line in lines if lines is not None else worker_startup(role):
+            cluster.log(NAMESPACE, pod_name, f"{role}-{NAME}", line, when=time.time() - 3600)
+    for rank in range(8) if decode_transfers is None else ():
+        cluster.log(NAMESPACE, DECODE_POD, f"decode-{NAME}",
+                    worker_line(rank, retrieved_line(f"chatcmpl-{rank}", 8192, 8192, 8200, 20.0 + rank)))
+    for line in decode_transfers or ():
+        cluster.log(NAMESPACE, DECODE_POD, f"decode-{NAME}", line)
+
+
 @pytest.fixture
 def healthy(eks_addons, cluster: FakeCluster, moto_isolated) -> Iterator[FakeCluster]:  # type: ignore[no-untyped-def]
     _hyperpod_cluster()
     cluster.gpu_nodes()
     cluster.dpd_endpoint()
+    _worker_logs(cluster)
     ec2 = boto3.client("ec2", region_name="us-west-2")
     vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
     subnets = [ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i}.0/24", AvailabilityZone=f"us-west-2{z}")
@@ -222,8 +259,8 @@ def test_degraded_operator_addon_blocks_serving(cli, config_file, kubeconfig, he
                                                      "message": "The add-on is unhealthy"}]}}
     result = _status(cli, config_file, kubeconfig)
     assert result.code == 1
-    assert "amazon-sagemaker-hyperpod-inference: v1.3.0-eksbuild.1 DEGRADED (InsufficientNumberOfReplicas" \
-        in one_line_error(result)
+    assert (f"amazon-sagemaker-hyperpod-inference: {pins.INFERENCE_OPERATOR.version} DEGRADED "
+            "(InsufficientNumberOfReplicas") in one_line_error(result)
 
 
 def test_nodes_in_deep_health_checks_are_named_and_hold_their_pool(cli, config_file, kubeconfig, healthy) -> None:
@@ -343,3 +380,102 @@ def test_unreachable_aws_is_a_failed_row_and_one_line(cli, config_file, kubeconf
     assert row["state"] == "fail" and "Could not connect to the endpoint URL" in row["detail"]
     assert _rows(result.out)["endpoint:state"]["state"] == "ok"  # the Kubernetes side is still read
     assert one_line_error(result).startswith("error: the endpoint cannot serve: cluster hyperpod-dpd")
+
+
+# --- cold start (operator v3.3) ---------------------------------------------------------------------------------
+
+
+def test_both_caches_ready_are_shown_with_their_nodes(cli, config_file, kubeconfig, healthy) -> None:
+    rows = _rows(_status(cli, config_file, kubeconfig, "--json").out)
+    assert rows["endpoint:image cache"]["detail"] == "Ready, 2/2 nodes: image cached on all target nodes"
+    assert rows["endpoint:weights cache"]["detail"] == (
+        f"/opt/dlami/nvme: {NAME}-weights-cache Ready, 2/2 nodes")
+    assert rows["endpoint:weights cache"]["state"] == rows["endpoint:image cache"]["state"] == "ok"
+
+
+@pytest.mark.parametrize(("image", "weights", "row", "detail", "next_step"), [
+    ({"state": "Downloading", "readyNodes": 1, "targetNodes": 2}, None, "image cache",
+     "Downloading, 1/2 nodes", "pods pull the image themselves meanwhile"),
+    (None, weights_cache_object("Failed", ready=0, message="no space left on device"), "weights cache",
+     f"/opt/dlami/nvme: {NAME}-weights-cache Failed, 0/2 nodes: no space left on device",
+     "check that /opt/dlami/nvme is a mount point on the nodes"),
+], ids=["image-downloading", "weights-failed"])
+def test_a_cache_that_is_not_ready_warns_but_serves(cli, config_file, kubeconfig, healthy, image, weights, row,
+                                                    detail, next_step) -> None:
+    """Without a cache a pod pulls its image and loads from S3, only slower (AWS model-caching page)."""
+    if image is not None:
+        healthy.endpoints[(NAMESPACE, NAME)]["status"]["imageCacheStatus"] = image
+    if weights is not None:
+        healthy.weights_caches[:] = [weights]
+    result = _status(cli, config_file, kubeconfig, "--json")
+    assert result.code == 0, result.err
+    check = _rows(result.out)[f"endpoint:{row}"]
+    assert check["state"] == "warn" and check["detail"] == detail and next_step in check["next_step"]
+
+
+def test_an_operator_older_than_v33_is_named_for_either_cache() -> None:
+    """No ``status.imageCacheStatus`` and no ModelWeightsCacheConfig CRD: both arrived with v3.3 (add-on v1.4.0)."""
+    from hyperpod_dpd.commands.status import _image_cache_check, _weights_cache_check
+
+    image = _image_cache_check({"imageCache": {"enabled": True}}, None)
+    assert image.state == "warn" and image.detail == "on, but the endpoint has no status.imageCacheStatus"
+    assert "add-on v1.4.0" in image.next_step and not image.blocks_serving
+    weights = _weights_cache_check(None, {"enabled": True}, None)  # type: ignore[arg-type]
+    assert weights.state == "warn" and weights.detail == "on, but the cluster has no ModelWeightsCacheConfig CRD"
+    assert "needs operator v3.3 (add-on v1.4.0)" in weights.next_step
+
+
+def test_caches_switched_off_are_not_a_warning(cli, config_file, kubeconfig, healthy) -> None:
+    obj = healthy.endpoints[(NAMESPACE, NAME)]
+    obj["spec"]["modelCacheConfig"] = {"imageCache": {"enabled": False}, "weightsCache": {"enabled": False}}
+    del obj["status"]["imageCacheStatus"]
+    healthy.weights_caches.clear()
+    rows = _rows(_status(cli, config_file, kubeconfig, "--json").out)
+    assert rows["endpoint:image cache"]["state"] == rows["endpoint:weights cache"]["state"] == "ok"
+    assert rows["endpoint:weights cache"]["detail"].startswith("off: weights load from S3 on every pod start")
+
+
+def test_weights_cache_of_another_endpoint_is_not_ours(cli, config_file, kubeconfig, healthy) -> None:
+    healthy.weights_caches[:] = [weights_cache_object(owner="other-endpoint")]
+    row = _rows(_status(cli, config_file, kubeconfig, "--json").out)["endpoint:weights cache"]
+    assert row["state"] == "warn" and f"no ModelWeightsCacheConfig for {NAME} yet" in row["detail"]
+
+
+# --- the KV path over EFA ---------------------------------------------------------------------------------------
+
+
+def test_libfabric_sender_and_receiver_above_the_efa_line_prove_the_path(cli, config_file, kubeconfig,
+                                                                          healthy) -> None:
+    rows = _rows(_status(cli, config_file, kubeconfig, "--json").out)
+    prefill, decode = rows["endpoint:KV path (prefill)"], rows["endpoint:KV path (decode)"]
+    assert prefill["state"] == decode["state"] == "ok"
+    assert prefill["detail"] == f"over EFA: {PREFILL_POD}: 'pd_role': 'sender', NIXL LIBFABRIC"
+    assert decode["detail"] == f"over EFA: {DECODE_POD}: 'pd_role': 'receiver', NIXL LIBFABRIC, 8 rank(s) >= 20 GB/s"
+
+
+@pytest.mark.parametrize(("logs", "row", "signature", "fix"), [
+    ({"prefill": worker_startup("prefill", nixl_backends=None), "decode": worker_startup("decode", nixl_backends=None),
+      "decode_transfers": [worker_line(0, retrieved_line("r", 0, 6144, 6150, 0.0))]},
+     "decode", "NIXL UCX (LMCache's default: nixl_backends unset)", "LMCACHE_NIXL_BACKENDS=LIBFABRIC"),
+    ({"decode_transfers": [worker_line(r, retrieved_line(f"c{r}", 8192, 8192, 8200, 0.4 if r == 5 else 22.0))
+                           for r in range(8)]}, "decode", "rank 5: 0.4 GB/s", "vpc.amazonaws.com/efa"),
+], ids=["ucx-by-default", "one-rank-below-1-gbps"])  # every other signature: tests/cli/test_logs.py
+def test_a_kv_path_not_on_efa_is_named_with_its_fix(cli, config_file, kubeconfig, cluster, eks_addons,
+                                                    moto_isolated, logs, row, signature, fix) -> None:
+    _hyperpod_cluster()
+    cluster.dpd_endpoint()
+    _worker_logs(cluster, **logs)
+    result = _status(cli, config_file, kubeconfig, "--json")
+    assert result.code == 0, result.err  # the decoder still answers (it recomputes): serving, but not over EFA
+    check = _rows(result.out)[f"endpoint:KV path ({row})"]
+    assert check["state"] == "fail" and check["detail"].startswith("refuted: ")
+    assert signature in check["detail"] and fix in check["next_step"]
+
+
+def test_a_log_without_start_up_lines_leaves_the_path_unproven(cli, config_file, kubeconfig, cluster, eks_addons,
+                                                               moto_isolated) -> None:
+    _hyperpod_cluster()
+    cluster.dpd_endpoint()
+    check = _rows(_status(cli, config_file, kubeconfig, "--json").out)["endpoint:KV path (decode)"]
+    assert check["state"] == "warn" and check["detail"].startswith("not proven: ")
+    assert "no 'LMCache Configuration' line" in check["detail"]

@@ -132,6 +132,22 @@ FAILING_CASES = [
      "endpoint.decode.replicas must be <= 1"),
     ("l2_cache_without_backend", {"endpoint.kv_cache.enable_l2_cache": True},
      "endpoint.kv_cache.l2_cache_backend must be"),
+    # cold start and the load balancer (operator v3.3 CRD: idleTimeoutSeconds minimum 1, maximum 4000;
+    # weightsCache.hostPath 1-255 characters, default /opt/dlami/nvme)
+    ("idle_timeout_above_the_crd_maximum", {"endpoint.load_balancer_idle_timeout_seconds": 4001},
+     "endpoint.load_balancer_idle_timeout_seconds: Input should be less than or equal to 4000, got 4001"),
+    ("idle_timeout_is_zero", {"endpoint.load_balancer_idle_timeout_seconds": 0},
+     "endpoint.load_balancer_idle_timeout_seconds: Input should be greater than or equal to 1, got 0"),
+    ("idle_timeout_cuts_before_the_first_token", {"endpoint.load_balancer_idle_timeout_seconds": 1},
+     "endpoint.load_balancer_idle_timeout_seconds must be at least observability.slo.ttft_p95_seconds (2)"),
+    ("weights_cache_on_the_ebs_volume", {"endpoint.model_cache.weights_cache_host_path": "/opt/sagemaker/cache"},
+     "endpoint.model_cache.weights_cache_host_path must be /opt/dlami/nvme or a directory below it"),
+    ("weights_cache_path_climbs_out", {"endpoint.model_cache.weights_cache_host_path": "/opt/dlami/nvme/../x"},
+     "endpoint.model_cache.weights_cache_host_path must be /opt/dlami/nvme or a directory below it"),
+    ("weights_cache_path_too_long", {"endpoint.model_cache.weights_cache_host_path": "/opt/dlami/nvme/" + "a" * 240},
+     "at most 255 characters, got '/opt/dlami/nvme/aaaa"),
+    ("weights_cache_is_not_a_boolean", {"endpoint.model_cache.weights_cache": "yes"},
+     "endpoint.model_cache.weights_cache: Input should be a valid boolean"),
     ("image_is_not_pinned", {"endpoint.image": "lmcache/vllm-openai"}, "endpoint.image must be an image reference"),
     ("autoscaling_min_above_max", {"endpoint.autoscaling.prefill.min_replicas": 2},
      "endpoint.autoscaling.prefill.min_replicas must be <="),
@@ -510,3 +526,18 @@ def test_every_pinned_addon_is_in_the_table_with_a_date() -> None:
     for pin in pins.ADDONS:
         assert pin.kubernetes_versions and pin.source
         datetime.date.fromisoformat(pin.checked)
+
+
+def test_fails_when_the_weights_cache_is_forced_on_a_type_without_instance_store(default_config_dict: dict,
+                                                                                 monkeypatch) -> None:
+    """Every DPD instance type has an instance store today (EC2 instance-store table); drop p5's entry to see
+    the rule that guards a type without one."""
+    monkeypatch.delitem(sizing.INSTANCE_STORES, "ml.p5.48xlarge")
+    forced = _mutated(default_config_dict, endpoint__model_cache__weights_cache=True)
+    with pytest.raises(ConfigError, match=r"^endpoint\.model_cache\.weights_cache must be false or null: "
+                                          r"ml\.p5\.48xlarge has no NVMe instance store \(EC2 instance-store "
+                                          r"table\), got True$"):
+        parse_config(forced)
+    defaulted = parse_config(default_config_dict).resolved_model_cache()
+    assert defaulted.weights_cache is False
+    assert defaulted.weights_cache_off_reason == "ml.p5.48xlarge has no NVMe instance store (EC2 instance-store table)"

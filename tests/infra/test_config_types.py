@@ -38,6 +38,8 @@ CASES = [
     ("PinnedImage", True, ["lmcache/vllm-openai:v0.4.3", "a" + _DIGEST, "a/b:t" + _DIGEST]),
     ("DigestPinnedImage", True, [pins.BENCHMARK_CLIENT_IMAGE, "a" + _DIGEST]),
     ("InvocationPath", True, ["v1/chat/completions", "/v1", "p" * 200, "p" * 201]),
+    ("NvmeHostPath", True, ["/opt/dlami/nvme", "/opt/dlami/nvme/llama", "/opt/dlami/nvme/..", "/opt/dlami/nvme/.a",
+                            "/opt/dlami/nvme/" + "a" * 239, "/opt/dlami/nvme/" + "a" * 240]),
     ("TrainingPlanArn", True, [_PLAN + "p5", _PLAN + "p" * 64, _PLAN + "p" * 65]),
     ("IamPrincipalArn", True, ["arn:aws:iam::123456789012:role/Admin", "arn:aws:iam::123456789012:user/p/" + "u" * 64,
                                "arn:aws:iam::123456789012:user/p/" + "u" * 65,

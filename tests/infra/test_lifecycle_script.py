@@ -35,15 +35,18 @@ esac
 }
 
 
-def _run(tmp_path: Path, *, secondary_mounted: bool) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
+def _run(tmp_path: Path, *, secondary_mounted: bool,
+         nvme_mounted: bool = True) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
     root, state, bin_dir = tmp_path / "root", tmp_path / "state", tmp_path / "bin"
-    for d in (root / "opt/sagemaker", root / "var/lib/containerd/io.containerd.content.v1.content",
-              root / "var/lib/kubelet/pki", root / "etc", state, bin_dir):
+    for d in (root / "opt/sagemaker", root / "opt/dlami/nvme",
+              root / "var/lib/containerd/io.containerd.content.v1.content", root / "var/lib/kubelet/pki", root / "etc",
+              state, bin_dir):
         d.mkdir(parents=True)
     (root / "var/lib/containerd/io.containerd.content.v1.content/pause-layer").write_text("pause image layer")
     (root / "var/lib/kubelet/pki/kubelet.crt").write_text("cert")
     (root / "etc/fstab").write_text("UUID=abc / xfs defaults 0 0\n")
-    (state / "mounted").write_text(f"{root}/opt/sagemaker\n" if secondary_mounted else "")
+    (state / "mounted").write_text((f"{root}/opt/sagemaker\n" if secondary_mounted else "")
+                                   + (f"{root}/opt/dlami/nvme\n" if nvme_mounted else ""))
     (state / "active").write_text("containerd\n")
     (state / "calls").write_text("")
     for name, body in FAKES.items():
@@ -53,7 +56,7 @@ def _run(tmp_path: Path, *, secondary_mounted: bool) -> tuple[subprocess.Complet
            "SECONDARY_VOLUME": str(root / "opt/sagemaker"), "VAR_LIB_DIR": str(root / "var/lib"),
            "FSTAB_FILE": str(root / "etc/fstab"), "SYSTEMD_DIR": str(root / "etc/systemd/system"),
            "LIMITS_DIR": str(root / "etc/security/limits.d"), "PROVISION_LOG_DIR": str(root / "var/log/provision"),
-           "MOUNT_WAIT_SECONDS": "10"}
+           "MOUNT_WAIT_SECONDS": "10", "INSTANCE_STORE_MOUNT": str(root / "opt/dlami/nvme")}
     result = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60, check=False)
     return result, root, state
 
@@ -119,3 +122,24 @@ def test_containers_get_unlimited_locked_memory(tmp_path: Path) -> None:
     assert "[Service]\nLimitMEMLOCK=infinity" in drop_in
     calls = (state / "calls").read_text().splitlines()
     assert calls.index("systemctl daemon-reload") < calls.index("systemctl start containerd")
+
+
+def test_the_instance_store_for_the_weights_cache_is_checked_not_touched(tmp_path: Path) -> None:
+    """HyperPod mounts the instance store at /opt/dlami/nvme (AWS's reference script treats it as an
+    already-mounted disk; the v3.3 CRD's weightsCache.hostPath default): logged with its size, never mounted,
+    formatted or written to by this script."""
+    result, root, state = _run(tmp_path, secondary_mounted=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    nvme = root / "opt/dlami/nvme"
+    assert f"[on_create] instance store: {nvme} mounted, " in result.stdout
+    assert str(nvme) not in (state / "calls").read_text()  # no mount, no bind
+    assert list(nvme.iterdir()) == []
+    assert "WARNING" not in result.stdout
+
+
+def test_a_missing_instance_store_mount_is_one_warning_not_a_failed_node(tmp_path: Path) -> None:
+    result, root, _ = _run(tmp_path, secondary_mounted=True, nvme_mounted=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (warning,) = [line for line in result.stdout.splitlines() if "WARNING" in line]
+    assert f"{root}/opt/dlami/nvme (NVMe instance store) is not a mount point" in warning
+    assert "set endpoint.model_cache.weights_cache: false" in warning

@@ -36,7 +36,7 @@ def test_dpd_endpoint_is_the_aws_reference_deployment(default):
     spec = dpd["spec"]
     assert spec["instanceType"] == "ml.p5.48xlarge"
     assert spec["invocationEndpoint"] == "v1/chat/completions"
-    assert spec["loadBalancer"] == {"healthCheckPath": "/health"}
+    assert spec["loadBalancer"]["healthCheckPath"] == "/health"  # idleTimeoutSeconds: test_endpoint_cold_start.py
     assert spec["intelligentRoutingSpec"] == {"enabled": True, "routingStrategy": "prefixaware"}
     assert spec["kvCacheSpec"]["enableL1Cache"] is True
     assert spec["metrics"]["modelMetrics"]["port"] == spec["worker"]["modelInvocationPort"]["containerPort"] == 8000

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 
 import pytest
 
@@ -15,6 +16,17 @@ def test_every_custom_resource_validates_against_the_crd(synthesized, crd_valida
     assert len(custom) == 2  # the DPD endpoint and the colocated baseline
     for doc in custom:
         assert crd_validator.errors(doc) == [], doc["metadata"]["name"]
+
+
+def test_manifests_are_checked_against_the_v33_crd(crd_validator, synthesized):
+    """The schema in use is v3.3's: a v3.2 CRD has no modelCacheConfig and would reject every manifest."""
+    from hyperpod_core import pins
+    from hyperpod_k8s.crd_source import ENV_VAR, resolve_crd
+
+    assert pins.INFERENCE_OPERATOR_APP_VERSION == "3.3"
+    assert resolve_crd().parent.name == "v3.3" or ENV_VAR in os.environ
+    doc = synthesized["default"].one("-dpd.k8s.yaml")
+    assert "modelCacheConfig" in doc["spec"] and crd_validator.errors(doc) == []
 
 
 @pytest.mark.parametrize("case", CASE_IDS)
@@ -61,6 +73,15 @@ def _errors(validator, doc, mutate) -> list[str]:
         {"name": "PYTHONHASHSEED", "value": "1"}), "duplicate entry with {'name': 'PYTHONHASHSEED'}"),
     ("required", lambda d: d["spec"]["pdSpec"].pop("decodingSpec"), "'decodingSpec' is a required property"),
     ("metadata name", lambda d: d["metadata"].update(name="Llama_70B"), "metadata.name"),
+    # operator v3.3 fields (shared/crds/v3.3/SOURCES.md: idleTimeoutSeconds 1-4000, imageCache requires enabled,
+    # weightsCache.hostPath 1-255 characters)
+    ("v3.3 maximum", lambda d: d["spec"]["loadBalancer"].update(idleTimeoutSeconds=4001), "4001 is greater than"),
+    ("v3.3 minimum", lambda d: d["spec"]["loadBalancer"].update(idleTimeoutSeconds=0), "0 is less than"),
+    ("v3.3 required", lambda d: d["spec"]["modelCacheConfig"]["imageCache"].pop("enabled"),
+     "'enabled' is a required property"),
+    ("v3.3 length", lambda d: d["spec"]["modelCacheConfig"]["weightsCache"].update(hostPath=""), "hostPath"),
+    ("v3.3 unknown cache", lambda d: d["spec"]["modelCacheConfig"].update(kvCache={"enabled": True}),
+     "Additional properties are not allowed ('kvCache'"),
 ])
 def test_validator_rejects(crd_validator, dpd, what, mutate, expected):
     errors = _errors(crd_validator, dpd, mutate)

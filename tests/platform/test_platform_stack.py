@@ -111,7 +111,8 @@ def test_operator_and_dependencies_are_pinned_from_the_pin_module(platform) -> N
 
 def test_operator_pin_has_dpd() -> None:
     major, minor = (int(x) for x in pins.INFERENCE_OPERATOR.version.removeprefix("v").split(".")[:2])
-    assert (major, minor) >= (1, 3), "add-on v1.3.0 = operator v3.2, the first with pdSpec"
+    # add-on v1.3.0 = operator v3.2 (pdSpec); v1.4.0 = v3.3 (modelCacheConfig, idleTimeoutSeconds): release notes
+    assert (major, minor) >= (1, 4), "add-on v1.4.0 = operator v3.3, whose fields the manifests set"
 
 
 def test_operator_is_installed_after_every_dependency(platform) -> None:

@@ -103,7 +103,7 @@ def test_fails_when_created_bucket_has_no_access_log_target() -> None:
         ModelBucket(_stack(), "M", props=ModelBucketProps())
 
 
-@pytest.mark.parametrize("version", ["v1.2.0-eksbuild.1", "v1.0.0-eksbuild.1", "latest"])
+@pytest.mark.parametrize("version", ["v1.3.0-eksbuild.1", "v1.2.0-eksbuild.1", "v1.0.0-eksbuild.1", "latest"])
 def test_fails_when_operator_version_predates_dpd(version: str) -> None:
     from hyperpod_constructs.inference_operator import _check_operator_version
 

@@ -6,6 +6,13 @@ The router disaggregates requests whose estimated input tokens are >= ``pdSpec.r
 the prefill pool; the decoder logs ``Retrieved N out of N required tokens``). The decoder's lines logged since the
 short request started (with 30 s of slack for clock skew) are attributed to each request by LMCache's request id
 when it contains the response id, else by prompt size (:func:`attribute`).
+
+Then the KV path itself (:func:`efa_proof`): each prefill and decode pod's start-up lines (the first
+:data:`STARTUP_LOG_BYTES` of its log) and its lines of this test give every rank's ``pd_role`` (sender on prefill,
+receiver on decode), the NIXL transport (LIBFABRIC on EFA; UCX is flagged with its fix) and the per-rank transfer
+rate against AWS's 1 GB/s "not on EFA" line; the verdict is ``proven``, ``refuted`` (the command fails) or
+``unproven`` (a start-up line is missing). A request that took 80 % of the ALB idle timeout
+(``endpoint.load_balancer_idle_timeout_seconds``) is a warning: without streaming it would have been cut.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -32,7 +39,7 @@ from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption,
 from hyperpod_dpd.openai_stream import StreamResult, chat_payload, stream
 
 if TYPE_CHECKING:  # boto3 and the Kubernetes client load when the command runs, not for --help
-    from hyperpod_dpd.kube import Kube
+    from hyperpod_dpd.kube import Kube, PodTarget
 
 #: vLLM serves the model under its ``--model`` path (docs/endpoint.md, section 3).
 DEFAULT_MODEL = "/opt/ml/model"
@@ -91,6 +98,7 @@ class RequestReport:
     output_tokens: int = 0
     ttft_seconds: float | None = None
     tpot_seconds: float | None = None
+    e2e_seconds: float | None = None
     transfers: list[dict[str, Any]] = field(default_factory=list)
     kv_transfer_gbps: float | None = None
     findings: list[dict[str, str]] = field(default_factory=list)
@@ -156,13 +164,8 @@ def smoke(
         if not decoders:
             raise CommandFailed(f"no decode pod {dep.names.role_pod_prefix('decode')}* in {dep.names.namespace}; "
                                 "run 'hyperpod-dpd status'")
-        lines: list[tuple[datetime, str]] = []
-        for target in decoders:
-            for raw in kube.read_log(target, since_seconds=since, timestamps=True):
-                stamp, text = dpd_logs.split_timestamp(raw)
-                if stamp is not None:
-                    lines.append((stamp, text))
-    window = [t for s, t in lines if s >= short_start - CLOCK_SKEW]
+        windows = {target.pod: _window(kube, target, since, short_start) for target in decoders}
+    window = [line for lines in windows.values() for line in lines]
     _judge(short, attribute(window, short_result.response_id, long_prompt=False, threshold=threshold),
            c.endpoint.pd_buffer_size_bytes)
     _judge(long, attribute(window, long_result.response_id, long_prompt=True, threshold=threshold),
@@ -172,21 +175,94 @@ def smoke(
     _explain_missing_transfer(long, decisions)
 
     reports = [short, long]
+    timeout_s = c.load_balancer_idle_timeout().seconds
+    for r in reports:
+        _check_idle_timeout(r, timeout_s)
+    with kube_errors("reading the workers' start-up logs"):
+        efa = efa_proof(kube, dep, decoders, windows, since, short_start)
     if as_json:
         print(json.dumps({"url": url, "threshold_tokens": threshold, "requests": [asdict(r) for r in reports],
-                          "router_decisions": decisions, "ok": all(r.ok for r in reports)}, indent=2))
+                          "router_decisions": decisions, "idle_timeout_seconds": timeout_s, "efa": efa,
+                          "ok": all(r.ok for r in reports) and efa["verdict"] != "refuted"}, indent=2))
     else:
         _print(url, threshold, reports)
+        out = Console(highlight=False)
         for d in decisions:
             path = "prefill -> decode" if d["disaggregate"] else "decode only"
-            out_line = f"router: {d['estimated_tokens']} estimated tokens vs threshold {d['threshold']}: {path}"
-            Console(highlight=False).print(out_line)
-    failed = [(r, f) for r in reports for f in r.findings if f["severity"] == "error"]
+            out.print(f"router: {d['estimated_tokens']} estimated tokens vs threshold {d['threshold']}: {path}")
+        _print_efa(out, efa)
+    failed = [(f"{r.name} prompt", f) for r in reports for f in r.findings if f["severity"] == "error"]
+    failed += [(f"{p['role']} pod {p['pod']}", f) for p in efa["pods"] for f in p["findings"]
+               if f["severity"] == "error"]
     if failed:
-        r, f = failed[0]
+        where, f = failed[0]
         more = f" (+{len(failed) - 1} more)" if len(failed) > 1 else ""
-        raise CommandFailed(f"smoke test failed: {r.name} prompt: {f['signature']}: {f['meaning']}; "
+        raise CommandFailed(f"smoke test failed: {where}: {f['signature']}: {f['meaning']}; "
                             f"fix: {f['fix']}{more}")
+
+
+def _window(kube: Kube, target: PodTarget, since_seconds: int, start: datetime) -> list[str]:
+    """The lines ``target`` logged since the test began (with :data:`CLOCK_SKEW` of slack), without timestamps."""
+    lines = []
+    for raw in kube.read_log(target, since_seconds=since_seconds, timestamps=True):
+        stamp, text = dpd_logs.split_timestamp(raw)
+        if stamp is not None and stamp >= start - CLOCK_SKEW:
+            lines.append(text)
+    return lines
+
+
+#: The first bytes of a worker's log hold every rank's LMCache set-up (status.py: the same budget).
+STARTUP_LOG_BYTES = 4 << 20
+#: A measured request this close to the ALB idle timeout would be cut if its bytes stopped flowing (no streaming).
+IDLE_TIMEOUT_WARN_RATIO = 0.8
+
+
+def efa_proof(kube: Kube, dep: Deployment, decoders: list[PodTarget], windows: dict[str, list[str]],
+              since_seconds: int, start: datetime) -> dict[str, Any]:
+    """Per worker pod, what its start-up lines and the lines of this test say about the KV path over EFA
+    (:func:`hyperpod_dpd.dpd_logs.efa_findings`), and the verdict over all of them."""
+    pods: list[dict[str, Any]] = []
+    buffer = dep.env.config.endpoint.pd_buffer_size_bytes
+    roles: tuple[tuple[Literal["prefill", "decode"], list[PodTarget]], ...] = (
+        ("prefill", kube.role_pods(dep.names, "prefill")), ("decode", decoders))
+    for role, targets in roles:
+        for target in targets:
+            recent = windows[target.pod] if target.pod in windows else _window(kube, target, since_seconds, start)
+            head = kube.read_log(target, limit_bytes=STARTUP_LOG_BYTES)
+            lines = head + recent
+            findings = dpd_logs.efa_findings(role, lines, pd_buffer_size_bytes=buffer)
+            pods.append({"pod": target.pod, "role": role, "verdict": dpd_logs.efa_verdict(findings),
+                         "setups": [asdict(s) for s in dpd_logs.worker_setups(head)],
+                         "connectors": sorted(dpd_logs.connectors(head)),
+                         "findings": [asdict(f) for f in findings]})
+    verdicts = {p["verdict"] for p in pods}
+    verdict = "refuted" if "refuted" in verdicts else "unproven" if "unproven" in verdicts or not pods else "proven"
+    return {"verdict": verdict, "pods": pods}
+
+
+def _check_idle_timeout(report: RequestReport, timeout_seconds: int) -> None:
+    """Warn when a request took at least 80 % of the ALB idle timeout: streamed, its bytes kept the connection open;
+    the same request from a client that does not stream sends no byte until the end and would be cut."""
+    took = report.e2e_seconds
+    if took is None or took < IDLE_TIMEOUT_WARN_RATIO * timeout_seconds:
+        return
+    report.findings.append({
+        "severity": "warn", "signature": f"{took:.1f} s of a {timeout_seconds} s idle timeout",
+        "meaning": f"the request took {took / timeout_seconds:.0%} of the ALB idle timeout "
+                   "(endpoint.load_balancer_idle_timeout_seconds); a client that does not stream would be cut off",
+        "fix": "raise endpoint.load_balancer_idle_timeout_seconds (at most 4000) or have clients stream"})
+
+
+def _print_efa(out: Console, efa: dict[str, Any]) -> None:
+    label = {"proven": "[green]proven[/green]", "refuted": "[red]refuted[/red]",
+             "unproven": "[yellow]not proven[/yellow]"}[efa["verdict"]]
+    out.print(f"KV path over EFA: {label}")
+    colour = {"ok": "green", "info": "cyan", "warn": "yellow", "error": "red"}
+    for p in efa["pods"]:
+        for f in p["findings"]:
+            c = colour[f["severity"]]
+            out.print(f"  {p['role']} {p['pod']}: [{c}]{f['signature']}[/{c}]: {f['meaning']}"
+                      + (f"\n    fix: {f['fix']}" if f["fix"] and f["severity"] in ("warn", "error") else ""))
 
 
 def _router_decisions(kube: Kube, dep: Deployment, since_seconds: int) -> list[dict[str, Any]]:
@@ -258,6 +334,7 @@ def _record_answer(report: RequestReport, result: StreamResult) -> None:
     report.output_tokens = result.output_tokens
     report.ttft_seconds = round(result.ttft_seconds, 4)
     report.tpot_seconds = round(result.tpot_seconds, 5) if result.tpot_seconds is not None else None
+    report.e2e_seconds = round(result.e2e_seconds, 4)
     if not report.answer:
         report.findings.append({"severity": "error", "signature": "empty answer",
                                 "meaning": "the model returned no text", "fix": "read 'hyperpod-dpd logs decode'"})
@@ -340,4 +417,5 @@ def _print(url: str, threshold: int, reports: list[RequestReport]) -> None:
     out.print(table)
     for r in reports:
         for f in r.findings:
-            out.print(f"[red]{r.name}: {f['signature']}[/red]: {f['meaning']}\n  fix: {f['fix']}")
+            c = "yellow" if f["severity"] == "warn" else "red"
+            out.print(f"[{c}]{r.name}: {f['signature']}[/{c}]: {f['meaning']}\n  fix: {f['fix']}")

@@ -12,9 +12,13 @@ Sources of each row:
 * EKS add-ons: ``ListAddons``/``DescribeAddon`` (``addonVersion``, ``status``, ``health.issues``), compared with
   the versions pinned in :mod:`hyperpod_core.pins`.
 * Endpoint: the ``InferenceEndpointConfig`` status of the operator CRD (``state``, ``conditions[]``,
-  ``tlsCertificate``; ``shared/crds/inferenceendpointconfigs.yaml``), the role pods, the router pods and the
+  ``tlsCertificate``; ``shared/crds/v3.3/inferenceendpointconfigs.yaml``), the role pods, the router pods and the
   load balancer on the endpoint's Ingress. Requests get 503 until ``state`` is ``DeploymentComplete``
   (``shared/reference/operations.md``).
+* Cold start (operator v3.3): ``status.imageCacheStatus`` (``state``, ``readyNodes``/``targetNodes``, ``message``)
+  and the ``status`` of the operator's ModelWeightsCacheConfig (``shared/crds/v3.3``).
+* KV path: each worker's start-up and recent log lines (:func:`hyperpod_dpd.dpd_logs.efa_findings`): ``pd_role``,
+  the NIXL transport, per-rank transfer rates against the 1 GB/s EFA line, ``Retrieved 0 out of N``.
 
 Exit code 0 only when the endpoint can serve: HyperPod cluster ``InService`` with every instance group at its
 target, state ``DeploymentComplete``, every role Ready at its replica count, and a Ready router.
@@ -49,7 +53,7 @@ from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
 from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load
 
 if TYPE_CHECKING:  # boto3 and the Kubernetes client load in the checks that call them, not for --help
-    from hyperpod_dpd.kube import NodeState, PodTarget
+    from hyperpod_dpd.kube import Kube, NodeState, PodTarget
 
 State = Literal["ok", "warn", "fail"]
 ADDON_PINS: tuple[pins.AddonPin, ...] = (
@@ -311,6 +315,125 @@ def endpoint_checks(dep: Deployment, kubeconfig: str | None, context: str | None
                         next_step={"fail": "the certificate expired: re-apply the endpoint to re-issue it",
                                    "warn": "wait for the operator to write the PEM / renew the certificate",
                                    "ok": ""}[tls_state]))
+    checks += cache_checks(dep, kube, spec, status_)
+    if pd_spec is not None:
+        checks += efa_checks(dep, kube, pods)
+    return checks
+
+
+# --- cold start (operator v3.3 modelCacheConfig) ------------------------------------------------------------
+
+#: ``status.imageCacheStatus.state`` (v3.3 CRD enum: Pending | Downloading | Ready | Failed | PartiallyReady).
+_CACHE_WAIT = {"Pending", "Downloading", "PartiallyReady"}
+
+
+def cache_checks(dep: Deployment, kube: Kube, spec: dict[str, Any], status_: dict[str, Any]) -> list[Check]:
+    """The image cache (``status.imageCacheStatus``) and the weights cache (the operator's ModelWeightsCacheConfig).
+    Neither blocks serving: without them a pod pulls its image and loads its weights from S3, only slower."""
+    from hyperpod_dpd.kube import kube_errors
+
+    cache = spec.get("modelCacheConfig") or {}
+    checks = [_image_cache_check(cache, status_.get("imageCacheStatus"))]
+    weights = cache.get("weightsCache") or {}
+    if not weights.get("enabled"):
+        checks.append(Check(section="endpoint", name="weights cache", state="ok", blocks_serving=False,
+                            detail="off: weights load from S3 on every pod start (5-10 min for a 70B model)"))
+        return checks
+    try:
+        with kube_errors("listing the ModelWeightsCacheConfig objects"):
+            found = kube.weights_caches(dep.names)
+    except CommandFailed as exc:
+        return [*checks, Check(section="endpoint", name="weights cache", state="warn", detail=str(exc),
+                               blocks_serving=False)]
+    checks.append(_weights_cache_check(dep, weights, found))
+    return checks
+
+
+def _image_cache_check(cache: dict[str, Any], image: dict[str, Any] | None) -> Check:
+    if not (cache.get("imageCache") or {}).get("enabled"):
+        return Check(section="endpoint", name="image cache", state="ok", blocks_serving=False,
+                     detail="off: every new pod pulls the worker image itself")
+    if not image:
+        return Check(section="endpoint", name="image cache", state="warn", blocks_serving=False,
+                     detail="on, but the endpoint has no status.imageCacheStatus",
+                     next_step="the operator reports it from v3.3 on (add-on v1.4.0): check the add-on version")
+    state = str(image.get("state") or "unset")
+    nodes = f"{image.get('readyNodes', 0)}/{image.get('targetNodes', '?')} nodes"
+    message = f": {image['message']}" if image.get("message") else ""
+    ok = state == "Ready"
+    return Check(section="endpoint", name="image cache", state="ok" if ok else "warn", blocks_serving=False,
+                 detail=f"{state}, {nodes}{message}",
+                 next_step="" if ok else ("the operator's DaemonSet is still pulling; pods pull the image themselves "
+                                          "meanwhile" if state in _CACHE_WAIT else
+                                          "'kubectl describe modelimagecache -A' and the DaemonSet's pod events"))
+
+
+def _weights_cache_check(dep: Deployment, weights: dict[str, Any], found: list[dict[str, Any]] | None) -> Check:
+    host_path = weights.get("hostPath", "/opt/dlami/nvme")
+    if found is None:
+        return Check(section="endpoint", name="weights cache", state="warn", blocks_serving=False,
+                     detail="on, but the cluster has no ModelWeightsCacheConfig CRD",
+                     next_step="the weights cache needs operator v3.3 (add-on v1.4.0): check the add-on version")
+    if not found:
+        return Check(section="endpoint", name="weights cache", state="warn", blocks_serving=False,
+                     detail=f"on ({host_path}), but no ModelWeightsCacheConfig for {dep.names.name} yet",
+                     next_step="the operator creates it after the endpoint; 'hyperpod-dpd logs operator'")
+    rows = []
+    for obj in found:
+        st = obj.get("status") or {}
+        message = f": {st['message']}" if st.get("message") else ""
+        rows.append((str(st.get("state") or "Pending"),
+                     f"{obj['metadata']['name']} {st.get('state') or 'Pending'}, "
+                     f"{st.get('readyNodes', 0)}/{st.get('targetNodes', '?')} nodes{message}"))
+    ok = all(state == "Ready" for state, _ in rows)
+    failed = any(state == "Failed" for state, _ in rows)
+    return Check(section="endpoint", name="weights cache", state="ok" if ok else "warn", blocks_serving=False,
+                 detail=f"{host_path}: " + "; ".join(text for _, text in rows),
+                 next_step="" if ok else (
+                     f"'kubectl describe modelweightscacheconfig -n {dep.names.namespace}'; check that {host_path} is "
+                     "a mount point on the nodes (the lifecycle log says so) and has room for the model"
+                     if failed else "the cache fills after the first download; pods load from S3 meanwhile"))
+
+
+# --- the KV path over EFA, from the workers' logs -----------------------------------------------------------
+
+#: The first bytes of a worker's log hold its start-up lines (the LMCache set-up of every rank) [I: a few hundred
+#: KiB in a vLLM 0.19 start-up; 4 MiB leaves room]; the last lines its recent transfers.
+STARTUP_LOG_BYTES = 4 << 20
+RECENT_LOG_LINES = 2000
+
+
+def efa_checks(dep: Deployment, kube: Kube, pods: dict[Role, list[PodTarget]]) -> list[Check]:
+    """One row per role: each pod's ``pd_role``, NIXL transport and per-rank transfer rates, proven or refuted
+    (:func:`hyperpod_dpd.dpd_logs.efa_findings`). A refuted path still serves (the decoder recomputes), so the
+    row does not block serving, but the endpoint is then not disaggregated in any useful sense."""
+    from hyperpod_dpd import dpd_logs
+    from hyperpod_dpd.kube import kube_errors
+
+    checks: list[Check] = []
+    buffer = dep.env.config.endpoint.pd_buffer_size_bytes
+    for role in ROLES:
+        if not pods[role]:
+            continue
+        parts, verdicts, fixes = [], [], []
+        try:
+            with kube_errors(f"reading the {role} logs"):
+                for target in pods[role]:
+                    lines = (kube.read_log(target, limit_bytes=STARTUP_LOG_BYTES)
+                             + kube.read_log(target, tail_lines=RECENT_LOG_LINES))
+                    findings = dpd_logs.efa_findings(role, lines, pd_buffer_size_bytes=buffer)
+                    verdicts.append(dpd_logs.efa_verdict(findings))
+                    parts.append(f"{target.pod}: " + ", ".join(
+                        f.signature for f in findings if f.severity in ("ok", "error", "warn")))
+                    fixes += [f.fix for f in findings if f.severity in ("error", "warn") and f.fix]
+        except CommandFailed as exc:
+            checks.append(Check(section="endpoint", name=f"KV path ({role})", state="warn", detail=str(exc),
+                                blocks_serving=False))
+            continue
+        state: State = ("fail" if "refuted" in verdicts else "warn" if "unproven" in verdicts else "ok")
+        verdict = {"fail": "refuted", "warn": "not proven", "ok": "over EFA"}[state]
+        checks.append(Check(section="endpoint", name=f"KV path ({role})", state=state, blocks_serving=False,
+                            detail=f"{verdict}: " + "; ".join(parts), next_step=fixes[0] if fixes else ""))
     return checks
 
 

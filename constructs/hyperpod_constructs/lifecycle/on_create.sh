@@ -19,6 +19,13 @@
 #   3. Lifts the locked-memory limit EFA (libfabric) and NCCL/NIXL need to register RDMA buffers, for
 #      containers too: they inherit containerd's limits (a systemd drop-in), not /etc/security/limits.d.
 #   4. Records the volumes and EFA devices it finds, so a failed or slow node can be diagnosed from logs.
+#   5. Checks the NVMe instance store the inference operator's weights cache writes to
+#      (modelCacheConfig.weightsCache.hostPath, default /opt/dlami/nvme, operator v3.3). HyperPod mounts the
+#      instance-store volumes there itself: AWS's reference script above offers "/opt/sagemaker" or
+#      "/opt/dlami/nvme" as already-mounted disks and only waits for them, and AWS's NVMe samples read weights
+#      from hostPath /opt/dlami/nvme/... So this script neither formats nor assembles the drives (doing so
+#      would race HyperPod's own mount); it logs the mount and its size, or a WARNING naming the setting to
+#      turn off when the path is not a mount point (the cache would then fill the root volume).
 #
 # Paths and the wait can be overridden through the environment (the project's tests run this script
 # against a scratch directory with stand-in systemctl/mount commands); HyperPod sets none of them.
@@ -31,6 +38,7 @@ SYSTEMD_DIR="${SYSTEMD_DIR:-/etc/systemd/system}"
 LIMITS_DIR="${LIMITS_DIR:-/etc/security/limits.d}"
 LOG_DIR="${PROVISION_LOG_DIR:-/var/log/provision}"
 MOUNT_WAIT_SECONDS="${MOUNT_WAIT_SECONDS:-60}"
+INSTANCE_STORE="${INSTANCE_STORE_MOUNT:-/opt/dlami/nvme}"
 
 mkdir -p "$LOG_DIR"
 exec > >(tee -a "$LOG_DIR/provisioning.log") 2>&1
@@ -105,6 +113,14 @@ else
   # Not fatal: the node still works, but large images then land on the root volume.
   log "WARNING: $SECONDARY (secondary EBS volume) is not mounted after ${MOUNT_WAIT_SECONDS}s;" \
       "containerd and kubelet state stay on the root volume"
+fi
+
+# The weights cache's host path (checked after the wait above, by when HyperPod has mounted its disks).
+if mountpoint -q "$INSTANCE_STORE"; then
+  log "instance store: $INSTANCE_STORE mounted, $(df -h --output=size "$INSTANCE_STORE" 2>/dev/null | tail -n 1 | tr -d ' ')"
+else
+  log "WARNING: $INSTANCE_STORE (NVMe instance store) is not a mount point; the operator's weights cache" \
+      "would write to the root volume: set endpoint.model_cache.weights_cache: false for this node's instance type"
 fi
 
 if command -v fi_info >/dev/null 2>&1; then

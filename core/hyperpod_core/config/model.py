@@ -8,11 +8,13 @@ after ``Default:``, what happens when the file leaves it out.
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from hyperpod_core import pins
+from hyperpod_core import pins, sizing
 from hyperpod_core.config import rules
 from hyperpod_core.config.types import (
     AWS_REGIONS,
@@ -33,6 +35,7 @@ from hyperpod_core.config.types import (
     InvocationPath,
     KubernetesVersion,
     LabelKey,
+    NvmeHostPath,
     PinnedImage,
     PrimaryVpcCidr,
     PrometheusLabel,
@@ -276,6 +279,47 @@ class KvCacheConfig(_Model):
     """URL of the L2 backend (`l2CacheSpec.l2CacheLocalUrl`). Default: none (the operator's default)."""
 
 
+class ModelCacheConfig(_Model):
+    """Cold start: what the operator caches on the GPU nodes (InferenceEndpointConfig `modelCacheConfig`, operator
+    v3.3), set alike on the DPD endpoint and its colocated baseline (docs/endpoint.md, "Cold start")."""
+
+    image_cache: bool = True
+    """Pre-pull the worker image onto the nodes before a pod needs it (`imageCache.enabled`: the operator creates
+    a ModelImageCache and its DaemonSet). Default: on."""
+    weights_cache: bool | None = None
+    """Keep the model weights on the nodes' NVMe instance store, so a restarted or added pod loads them locally
+    instead of from S3 (`weightsCache.enabled`: the operator creates the ModelWeightsCacheConfig). Default
+    (`null`): on where `endpoint.instance_type` has an instance store (every DPD type has 8 x 3840 GB, EC2's
+    instance-store table), else off with a `note:` saying why; `true` on a type without one is rejected."""
+    weights_cache_host_path: NvmeHostPath = pins.WEIGHTS_CACHE_DEFAULT_HOST_PATH
+    """Where on the node the weights are cached (`weightsCache.hostPath`). Default: `/opt/dlami/nvme`, where
+    HyperPod nodes mount the instance store (the CRD default)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResolvedModelCache:
+    """``endpoint.model_cache`` with its defaults applied for the endpoint's instance type."""
+
+    image_cache: bool
+    weights_cache: bool
+    weights_cache_host_path: str
+    weights_cache_off_reason: str | None
+    """Why the default left the weights cache off (``None`` when it is on, or off because the file says so)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class IdleTimeout:
+    """``endpoint.load_balancer_idle_timeout_seconds`` as emitted, and how it was derived."""
+
+    seconds: int
+    derived_seconds: float | None
+    """``slo.ttft_p95 + max_model_len x slo.tpot_p95`` when the value is derived, ``None`` when the file sets it."""
+
+    @property
+    def clamped(self) -> bool:
+        return self.derived_seconds is not None and self.derived_seconds > self.seconds
+
+
 class EndpointConfig(_Model):
     """The DPD inference endpoint (the operator's InferenceEndpointConfig) and its colocated baseline."""
 
@@ -320,6 +364,17 @@ class EndpointConfig(_Model):
     `gpu_memory_utilization` (docs/endpoint.md). Default: 8 GiB (AWS's)."""
     autoscaling: AutoscalingConfig = AutoscalingConfig()
     """KEDA autoscaling of prefill and decode. Default: off."""
+    model_cache: ModelCacheConfig = ModelCacheConfig()
+    """Image pre-pull and NVMe weights cache (cold start). Default: image cache on; weights cache on where the
+    instance type has an instance store."""
+    load_balancer_idle_timeout_seconds: Annotated[
+        int, Field(ge=pins.LOAD_BALANCER_IDLE_TIMEOUT_RANGE_SECONDS[0],
+                   le=pins.LOAD_BALANCER_IDLE_TIMEOUT_RANGE_SECONDS[1])] | None = None
+    """Seconds the ALB keeps a connection open that carries no bytes (`loadBalancer.idleTimeoutSeconds`, 1-4000;
+    the ALB's own default is 60, which cuts a long non-streamed answer or a long wait in the prefill queue).
+    Must be at least `observability.slo.ttft_p95_seconds`. Default (`null`): the longest answer the SLOs allow,
+    `slo.ttft_p95_seconds + max_model_len x slo.tpot_p95_seconds` rounded up, at most 4000 (a `note:` says when
+    it is clamped); default config: 2 + 16384 x 0.1 = 1641."""
 
     @model_validator(mode="before")
     @classmethod
@@ -506,6 +561,26 @@ class Config(_Model):
     def benchmark_scenarios(self) -> tuple[BenchmarkScenarioConfig, ...]:
         """``benchmark.scenarios``, else the defaults sized from the endpoint."""
         return self.benchmark.scenarios or default_scenarios(self.endpoint)
+
+    def resolved_model_cache(self) -> ResolvedModelCache:
+        """``endpoint.model_cache`` with the weights cache's default decided by the instance type."""
+        m = self.endpoint.model_cache
+        unavailable = sizing.weights_cache_unavailable(self.endpoint.instance_type)
+        weights = m.weights_cache if m.weights_cache is not None else unavailable is None
+        return ResolvedModelCache(
+            image_cache=m.image_cache, weights_cache=weights, weights_cache_host_path=m.weights_cache_host_path,
+            weights_cache_off_reason=unavailable if m.weights_cache is None and not weights else None)
+
+    def load_balancer_idle_timeout(self) -> IdleTimeout:
+        """``endpoint.load_balancer_idle_timeout_seconds``, else the longest answer the SLOs allow (clamped)."""
+        e, slo = self.endpoint, self.observability.slo
+        if e.load_balancer_idle_timeout_seconds is not None:
+            return IdleTimeout(seconds=e.load_balancer_idle_timeout_seconds, derived_seconds=None)
+        derived = slo.ttft_p95_seconds + e.max_model_len * slo.tpot_p95_seconds
+        low, high = pins.LOAD_BALANCER_IDLE_TIMEOUT_RANGE_SECONDS
+        # Rounded first: 2 + 16384 x 0.1 is 1640.4000000000001 in floating point, and an exact product must not
+        # gain a second from the last bit.
+        return IdleTimeout(seconds=min(max(math.ceil(round(derived, 6)), low), high), derived_seconds=derived)
 
     @model_validator(mode="before")
     @classmethod

@@ -185,6 +185,25 @@ def l2_cache_has_a_backend(c: Config) -> None:
         _fail("endpoint.kv_cache.l2_cache_backend", None, "must be 'redis' or 'tieredstorage' when L2 is on")
 
 
+# --- cold start and the load balancer (operator v3.3) ------------------------------------------------------
+
+def weights_cache_has_an_instance_store(c: Config) -> None:
+    """The NVMe weights cache needs instance storage on the endpoint's instance type (EC2 instance-store table)."""
+    unavailable = sizing.weights_cache_unavailable(c.endpoint.instance_type)
+    if c.endpoint.model_cache.weights_cache is True and unavailable is not None:
+        _fail("endpoint.model_cache.weights_cache", True, f"must be false or null: {unavailable}")
+
+
+def idle_timeout_outlasts_the_first_token(c: Config) -> None:
+    """No byte flows before the first token, so an idle timeout below the TTFT objective cuts requests the SLO
+    still calls good."""
+    timeout, ttft = c.endpoint.load_balancer_idle_timeout_seconds, c.observability.slo.ttft_p95_seconds
+    if timeout is not None and timeout < ttft:
+        _fail("endpoint.load_balancer_idle_timeout_seconds", timeout,
+              f"must be at least observability.slo.ttft_p95_seconds ({ttft:g}): the ALB closes a connection that "
+              "carries no bytes that long, and none flow before the first token")
+
+
 # --- autoscaling ------------------------------------------------------------------------------------------
 
 def autoscaling_min_is_not_above_max(c: Config) -> None:
@@ -432,6 +451,7 @@ RULES: Final[tuple[Callable[[Config], None], ...]] = (
     roles_fit_their_pools, roles_fit_all_gpus,
     threshold_is_below_max_model_len, kvaware_routing_has_the_completions_path,
     decode_replicas_within_the_operator_limit, l2_cache_has_a_backend,
+    weights_cache_has_an_instance_store, idle_timeout_outlasts_the_first_token,
     autoscaling_min_is_not_above_max, decode_autoscaling_within_the_operator_limit, prefill_does_not_outscale_decode,
     decode_target_is_a_ratio, autoscaling_has_metrics,
     cidrs_do_not_overlap, gpu_cidr_can_join_the_vpc, gpu_subnet_holds_the_nodes, worker_requests_fit_the_node,

@@ -387,6 +387,20 @@ DigestPinnedImage = Annotated[str, matching(rf"^{_IMAGE_NAME}({_IMAGE_TAG})?{_IM
 InvocationPath = Annotated[str, matching(
     r"^(?!/)(?!(.*/)?\.\.?(/|$))[A-Za-z0-9_./-]{1,200}$",
     "must be a URL path without a leading '/' and without '.' or '..' segments (letters, digits, '_', '.', '-', '/')")]
+#: The weights cache's host path: the instance-store mount of HyperPod nodes or a directory below it (anything
+#: else is the root or EBS volume, which a 70B model's ~140 GB would fill), within the CRD's 255 characters.
+_NVME_HOST_PATH = rf"^{re.escape(sizing.INSTANCE_STORE_MOUNT)}(/(?!\.\.?(/|$))[A-Za-z0-9._-]+)*$"
+_NVME_HOST_PATH_ALLOWED = (f"must be {sizing.INSTANCE_STORE_MOUNT} or a directory below it (where HyperPod nodes "
+                           "mount the NVMe instance store), at most 255 characters")
+
+
+def _nvme_host_path(value: str) -> None:
+    if len(value) > 255 or not re.fullmatch(_NVME_HOST_PATH, value, re.ASCII):
+        raise Broken(_NVME_HOST_PATH_ALLOWED)
+
+
+NvmeHostPath = Annotated[str, FieldRule(_nvme_host_path, _NVME_HOST_PATH_ALLOWED,
+                                        {"pattern": _NVME_HOST_PATH, "maxLength": 255})]
 
 
 # --- benchmark traffic ------------------------------------------------------------------------------------

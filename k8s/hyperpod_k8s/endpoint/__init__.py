@@ -1,1 +1,1 @@
-"""The DPD endpoint component and its colocated baseline (InferenceEndpointConfig, operator v3.2)."""
+"""The DPD endpoint component and its colocated baseline (InferenceEndpointConfig, operator v3.3)."""

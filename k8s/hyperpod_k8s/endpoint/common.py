@@ -60,6 +60,22 @@ def _quantities(cls: Any, values: dict[str, int | str]) -> dict[str, Any]:
     return {k: cls.from_number(v) if isinstance(v, int) else cls.from_string(v) for k, v in values.items()}
 
 
+def load_balancer(p: EndpointProps) -> iec.InferenceEndpointConfigSpecLoadBalancer:
+    """``loadBalancer``: vLLM's health path, and the idle timeout the workload needs (operator v3.3)."""
+    return iec.InferenceEndpointConfigSpecLoadBalancer(
+        health_check_path=d.HEALTH_CHECK_PATH, idle_timeout_seconds=p.load_balancer_idle_timeout_seconds)
+
+
+def model_cache_config(p: EndpointProps) -> iec.InferenceEndpointConfigSpecModelCacheConfig:
+    """``modelCacheConfig`` (operator v3.3): only what AWS's model-caching page has users write; the operator
+    creates the ModelImageCache and the ModelWeightsCacheConfig itself. ``hostPath`` only with the cache on."""
+    return iec.InferenceEndpointConfigSpecModelCacheConfig(
+        image_cache=iec.InferenceEndpointConfigSpecModelCacheConfigImageCache(enabled=p.image_cache),
+        weights_cache=iec.InferenceEndpointConfigSpecModelCacheConfigWeightsCache(
+            enabled=p.weights_cache, host_path=p.weights_cache_host_path if p.weights_cache else None),
+    )
+
+
 def shared_spec(p: EndpointProps) -> dict[str, Any]:
     """Keyword arguments of ``InferenceEndpointConfigSpec`` common to both manifests."""
     kv_l2 = (iec.InferenceEndpointConfigSpecKvCacheSpecL2CacheSpec(
@@ -71,7 +87,8 @@ def shared_spec(p: EndpointProps) -> dict[str, Any]:
         "invocation_endpoint": p.invocation_path,
         "tags": [iec.InferenceEndpointConfigSpecTags(name=k, value=v) for k, v in p.tags],
         "model_source_config": model_source(p),
-        "load_balancer": iec.InferenceEndpointConfigSpecLoadBalancer(health_check_path=d.HEALTH_CHECK_PATH),
+        "load_balancer": load_balancer(p),
+        "model_cache_config": model_cache_config(p),
         "metrics": iec.InferenceEndpointConfigSpecMetrics(
             enabled=True, metrics_scrape_interval_seconds=p.scrape_interval_seconds,
             model_metrics=iec.InferenceEndpointConfigSpecMetricsModelMetrics(

@@ -6,7 +6,7 @@ Llama-3.3-70B / ml.p5.48xlarge defaults. What is here follows from the operator 
 manifest and is not worth a setting.
 
 Sources: [DPD] docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-model-deployment-dpd.html
-(reference manifest, recommended environment, limitations); [CRD] the pinned operator v3.2 CRD;
+(reference manifest, recommended environment, limitations); [CRD] the pinned operator v3.3 CRD;
 [OBS] .../sagemaker-hyperpod-model-deployment-observability.html; [ROUTING]
 .../sagemaker-hyperpod-model-deployment-caching-routing.html.
 """

@@ -1,4 +1,4 @@
-"""``DpdEndpoint``: one InferenceEndpointConfig with ``spec.pdSpec`` (operator v3.2)."""
+"""``DpdEndpoint``: one InferenceEndpointConfig with ``spec.pdSpec`` (operator v3.2+; pinned v3.3)."""
 
 from __future__ import annotations
 

@@ -78,6 +78,11 @@ class EndpointProps:
     kv_cache_l2: bool
     l2_cache_backend: str | None
     l2_cache_local_url: str | None
+    # cold start and the load balancer (operator v3.3), alike on both manifests
+    image_cache: bool
+    weights_cache: bool
+    weights_cache_host_path: str
+    load_balancer_idle_timeout_seconds: int
     # DPD only
     dpd_environment: tuple[tuple[str, str], ...]
     prefill: RoleProps
@@ -151,6 +156,7 @@ def endpoint_props(c: Config, inputs: EndpointInputs) -> EndpointProps:
     e = c.endpoint
     total_gpus = e.prefill.replicas * e.prefill.gpus + e.decode.replicas * e.decode.gpus
     server_address = inputs.amp_workspace_endpoint.value if e.autoscaling.enabled else None
+    cache = c.resolved_model_cache()
     return EndpointProps(
         name=e.name, namespace=e.namespace,
         labels={"app.kubernetes.io/name": e.name, "app.kubernetes.io/part-of": c.name,
@@ -166,6 +172,9 @@ def endpoint_props(c: Config, inputs: EndpointInputs) -> EndpointProps:
         routing_strategy=e.routing_strategy,
         kv_cache_l1=e.kv_cache.enable_l1_cache, kv_cache_l2=e.kv_cache.enable_l2_cache,
         l2_cache_backend=e.kv_cache.l2_cache_backend, l2_cache_local_url=e.kv_cache.l2_cache_local_url,
+        image_cache=cache.image_cache, weights_cache=cache.weights_cache,
+        weights_cache_host_path=cache.weights_cache_host_path,
+        load_balancer_idle_timeout_seconds=c.load_balancer_idle_timeout().seconds,
         dpd_environment=(
             ("PD_BUFFER_SIZE", str(e.pd_buffer_size_bytes)),
             ("LMCACHE_SAVE_DECODE_CACHE", d.LMCACHE_SAVE_DECODE_CACHE),
@@ -187,7 +196,8 @@ def endpoint_props(c: Config, inputs: EndpointInputs) -> EndpointProps:
 
 
 def limit_notes(c: Config) -> list[str]:
-    """Operator v3.2 limits that are reported rather than enforced, one line each with its source."""
+    """Operator limits (DPD since v3.2, unchanged in the pinned v3.3) that are reported rather than enforced, one
+    line each with its source."""
     e, notes = c.endpoint, []
     v = pins.INFERENCE_OPERATOR_APP_VERSION
     peak_prefill = max(e.prefill.replicas, e.autoscaling.prefill.max_replicas if e.autoscaling.enabled else 0)
@@ -201,4 +211,19 @@ def limit_notes(c: Config) -> list[str]:
     if e.image not in pins.DPD_SUPPORTED_IMAGES:
         notes.append(f"endpoint.image {e.image!r} is not one of the DPD images AWS supports "
                      f"({', '.join(pins.DPD_SUPPORTED_IMAGES)}; DPD guide, Requirements)")
+    return notes
+
+
+def cold_start_notes(c: Config) -> list[str]:
+    """What the cache and idle-timeout defaults decided against the file's intent, one ``note:`` line each."""
+    notes = []
+    timeout, slo, max_len = c.load_balancer_idle_timeout(), c.observability.slo, c.endpoint.max_model_len
+    if timeout.clamped:
+        notes.append(f"endpoint.load_balancer_idle_timeout_seconds clamped to {timeout.seconds}: "
+                     f"slo.ttft_p95_seconds {slo.ttft_p95_seconds:g} + endpoint.max_model_len {max_len} "
+                     f"x slo.tpot_p95_seconds {slo.tpot_p95_seconds:g} = {timeout.derived_seconds:.0f} s exceeds the "
+                     f"ALB's {timeout.seconds} s maximum (operator v3.3 CRD); stream long answers")
+    reason = c.resolved_model_cache().weights_cache_off_reason
+    if reason is not None:
+        notes.append(f"endpoint.model_cache.weights_cache off: {reason}; weights load from S3 on every pod start")
     return notes
