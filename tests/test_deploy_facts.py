@@ -115,7 +115,7 @@ def _synth_manifests(config_path: Path, outdir: Path) -> list[dict]:
         os.chdir(saved_cwd)
         if saved_env is not None:
             os.environ[main.OUTPUTS_ENV] = saved_env
-    return [d for p in sorted((outdir / "dist").glob("*.k8s.yaml")) for d in yaml.safe_load_all(p.read_text()) if d]
+    return [d for p in sorted((outdir / "dist").rglob("*.k8s.yaml")) for d in yaml.safe_load_all(p.read_text()) if d]
 
 
 @pytest.fixture(scope="session")

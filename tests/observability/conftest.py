@@ -26,16 +26,19 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from tests.observability import contract
+from tests.observability.router_flow import DpdFlow, EngineShape, exporting
 
 from fake_http import free_port
 from hyperpod_core.config import Config
 from hyperpod_core.telemetry import labels as lbl
+from hyperpod_core.telemetry.queries import OPERATOR_NAMESPACE
 from hyperpod_core.telemetry.targets import collector_labels
 
 SCRAPE_INTERVAL = "1s"
@@ -76,7 +79,7 @@ def contract_series(contract_families: list[contract.Family]) -> dict[str, froze
 class Pod:
     namespace: str
     name: str
-    role: str  # prefill | decode | worker
+    role: str  # prefill | decode | worker | router
 
 
 def synthetic_pods(config: Config) -> tuple[Pod, ...]:
@@ -91,10 +94,14 @@ def synthetic_pods(config: Config) -> tuple[Pod, ...]:
         Pod(ns, "prefill-other-model-58b7c6d5f4-zz9yy", "prefill"),
         Pod(ns, "decode-other-model-7c6d5f4b8-yy8zz", "decode"),
         Pod(ns, f"{ep}-extra-7f6d5c4b3-ab1cd", "worker"),
+        # The endpoint's router, in the operator's namespace (operator.md (e): <iec>-<ns>-router-XXXX).
+        Pod(OPERATOR_NAMESPACE, f"{ep}-{ns}-router-5d4c3b2a1-rt7uv", "router"),
     )
 
 
 _GENERIC_BUCKETS = (0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6)
+#: TP ranks of each synthetic pod's LMCache series (the default endpoint runs tensor parallel 8).
+TP_RANKS = 2
 _GAUGE_VALUES = {
     "vllm:num_requests_waiting": 3.0, "vllm:num_requests_running": 12.0, "vllm:kv_cache_usage_perc": 0.6,
     "DCGM_FI_DEV_GPU_UTIL": 70.0, "DCGM_FI_DEV_FB_USED": 60000.0, "DCGM_FI_DEV_FB_FREE": 20000.0,
@@ -108,7 +115,9 @@ _COUNTER_RATES = {
 def _label_value(label: str, pod: Pod, config: Config) -> tuple[str, ...]:
     values = {
         "model_name": ("/opt/ml/model",), "engine": ("0",), lbl.FINISHED_REASON: contract.FINISHED_REASONS,
-        "worker_id": ("0",), "role": ("worker",), "gpu": ("0", "1"), "container": (pod.name.rsplit("-", 2)[0],),
+        # LMCache: one engine per TP rank, each counting the same tokens (lmcache/observability.py, 0.4.3).
+        lbl.WORKER_ID: tuple(str(r) for r in range(TP_RANKS)), "role": ("worker",), "gpu": ("0", "1"),
+        "container": (pod.name.rsplit("-", 2)[0],), lbl.CONDITION: ("true", "false", "unknown"),
         "cluster_name": (config.hyperpod.cluster_name,), "resource_name": (config.endpoint.name,),
         "uid": (f"uid-{pod.name}",),
     }
@@ -140,7 +149,10 @@ def exposition(config: Config, families: list[contract.Family], elapsed_s: float
             for combo in itertools.product(*(_label_value(x, pod, config) for x in own)):
                 labels = {**base, **dict(zip(own, combo, strict=True))}
                 if fam.kind == "gauge":
-                    lines.append(f"{fam.name}{_fmt(labels)} {_GAUGE_VALUES.get(fam.name, 1.0)}")
+                    value = _GAUGE_VALUES.get(fam.name, 1.0)
+                    if lbl.CONDITION in labels:  # a Ready pod: 1 for condition="true", 0 for the others
+                        value = 1.0 if labels[lbl.CONDITION] == "true" else 0.0
+                    lines.append(f"{fam.name}{_fmt(labels)} {value}")
                 elif fam.kind == "counter":
                     value = _COUNTER_RATES.get(fam.name, 2.0) * weight * elapsed_s
                     lines.append(f"{fam.exposed_as[0]}{_fmt(labels)} {value:.3f}")
@@ -188,9 +200,10 @@ class PrometheusApi:
     def __init__(self, base_url: str) -> None:
         self.base_url = base_url
 
-    def query(self, expr: str) -> list[dict]:
-        """Instant query at "now"; returns the result vector (raises on an API error)."""
-        url = f"{self.base_url}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    def query(self, expr: str, at: float | None = None) -> list[dict]:
+        """Instant query at ``at`` (Unix time; default "now"); returns the result vector (raises on an API error)."""
+        params = {"query": expr} | ({"time": f"{at:.3f}"} if at is not None else {})
+        url = f"{self.base_url}/api/v1/query?" + urllib.parse.urlencode(params)
         try:
             with urllib.request.urlopen(url, timeout=10) as resp:
                 payload = json.load(resp)
@@ -215,15 +228,42 @@ def _wait(what: str, timeout_s: float, ready: Callable[[], bool], proc: subproce
     pytest.fail(f"timed out after {timeout_s}s waiting for {what}:\n{log.read_text()[-2000:]}", pytrace=False)
 
 
+#: The fake DPD endpoints that follow the router's flow (router_flow.py), in a namespace of their own.
+FLOW_NAMESPACE = "flow"
+FLOW_THRESHOLD = 100
+FLOW_PREFILL = EngineShape(max_num_seqs=1, prefill_s_per_word=0.001)
+FLOW_DECODE = EngineShape(max_num_seqs=16, prefill_s_per_word=0.0005, kv_transfer_s=0.03, itl_s=0.005)
+
+
 @pytest.fixture(scope="session")
-def prometheus(exporter: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusApi]:
-    """A real Prometheus scraping the exporter every second, with at least MIN_SAMPLES samples stored."""
+def flows() -> Iterator[dict[str, DpdFlow]]:
+    """Two fake DPD endpoints (one for latency, one for failures), idle until a test sends requests."""
+    made = {k: DpdFlow(FLOW_NAMESPACE, f"flow-{k}", threshold=FLOW_THRESHOLD, prefill=FLOW_PREFILL,
+                       decode=FLOW_DECODE, prefill_replicas=1 if k == "ttft" else 2) for k in ("ttft", "errors")}
+    with ExitStack() as stack:
+        for f in made.values():
+            stack.enter_context(f)
+        yield made
+
+
+@pytest.fixture(scope="session")
+def flow_exporter(flows: dict[str, DpdFlow]) -> Iterator[str]:
+    with exporting(list(flows.values())) as address:
+        yield address
+
+
+@pytest.fixture(scope="session")
+def prometheus(exporter: str, flow_exporter: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusApi]:
+    """A real Prometheus scraping the exporter (and the router-flow fakes) every second, with at least
+    MIN_SAMPLES samples stored."""
     binary = require_tool("prometheus")
     workdir = tmp_path_factory.mktemp("prometheus")
     (workdir / "prometheus.yml").write_text(json.dumps({  # JSON is YAML
         "global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": SCRAPE_INTERVAL},
         "scrape_configs": [{"job_name": "synthetic", "honor_labels": True,
-                            "static_configs": [{"targets": [exporter]}]}],
+                            "static_configs": [{"targets": [exporter]}]},
+                           {"job_name": "flow", "honor_labels": True,
+                            "static_configs": [{"targets": [flow_exporter]}]}],
     }))
     port = free_port()
     log = workdir / "prometheus.log"
