@@ -50,7 +50,10 @@ STARTUP_TIMEOUT_S = 20.0
 DATA_TIMEOUT_S = 20.0
 MIN_SAMPLES = 4
 
-INSTALL_HINT = "run: apt-get update && apt-get install -y prometheus (Debian package, provides promtool)"
+INSTALL_HINT = ("run: apt-get update && apt-get install -y prometheus prometheus-alertmanager (Debian packages: "
+                "promtool, amtool)")
+#: The SNS topic the test alert manager publishes to (the fake SNS records it).
+TEST_TOPIC_ARN = "arn:aws:sns:us-west-2:111122223333:hyperpod-dpd-alerts"
 
 
 def require_tool(name: str) -> str:
@@ -217,7 +220,7 @@ def _wait(what: str, timeout_s: float, ready: Callable[[], bool], proc: subproce
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            pytest.fail(f"prometheus exited with {proc.returncode} while waiting for {what}:\n"
+            pytest.fail(f"{Path(str(proc.args[0])).name} exited with {proc.returncode} while waiting for {what}:\n"
                         f"{log.read_text()[-2000:]}", pytrace=False)
         try:
             if ready():
@@ -252,14 +255,137 @@ def flow_exporter(flows: dict[str, DpdFlow]) -> Iterator[str]:
         yield address
 
 
+class FakeSns:
+    """The SNS ``Publish`` API as Alertmanager's SNS notifier calls it (AWS query protocol, form-encoded POST;
+    SNS API reference, Publish): records each request's parameters and answers with a PublishResponse."""
+
+    RESPONSE = (b'<PublishResponse xmlns="http://sns.amazonaws.com/doc/2010-03-31/"><PublishResult><MessageId>m-1'
+                b'</MessageId></PublishResult><ResponseMetadata><RequestId>r-1</RequestId></ResponseMetadata>'
+                b'</PublishResponse>')
+
+    def __init__(self) -> None:
+        self.published: list[dict[str, str]] = []
+        self.lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
+                with fake.lock:
+                    fake.published.append(dict(urllib.parse.parse_qsl(body)))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/xml")
+                self.send_header("Content-Length", str(len(FakeSns.RESPONSE)))
+                self.end_headers()
+                self.wfile.write(FakeSns.RESPONSE)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def attributes(self, message: dict[str, str]) -> dict[str, str]:
+        """``MessageAttributes.entry.N.Name`` / ``.Value.StringValue`` pairs of one recorded Publish."""
+        names = {k.split(".")[2]: v for k, v in message.items() if k.endswith(".Name")}
+        return {v: message[f"MessageAttributes.entry.{n}.Value.StringValue"] for n, v in names.items()}
+
+
 @pytest.fixture(scope="session")
-def prometheus(exporter: str, flow_exporter: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusApi]:
+def fake_sns() -> Iterator[FakeSns]:
+    sns = FakeSns()
+    thread = threading.Thread(target=sns.server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield sns
+    finally:
+        sns.server.shutdown()
+        sns.server.server_close()
+
+
+class AlertmanagerApi:
+    def __init__(self, base_url: str, config_file: Path) -> None:
+        self.base_url, self.config_file = base_url, config_file
+
+    def post(self, alerts: list[dict]) -> None:
+        req = urllib.request.Request(f"{self.base_url}/api/v2/alerts", data=json.dumps(alerts).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            assert resp.status == 200
+
+    def alerts(self, **labels: str) -> list[dict]:
+        query = urllib.parse.urlencode([("filter", f'{k}="{v}"') for k, v in labels.items()])
+        with urllib.request.urlopen(f"{self.base_url}/api/v2/alerts?{query}", timeout=10) as resp:
+            return json.load(resp)
+
+
+@pytest.fixture(scope="session")
+def alertmanager(default_config: Config, fake_sns: FakeSns,
+                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[AlertmanagerApi]:
+    """Alertmanager (Debian ``prometheus-alertmanager``) running our alert manager configuration once per session.
+
+    The one change from what the workspace gets: each ``sns_configs`` entry carries ``api_url`` pointing at the
+    fake SNS (AMP sets the URL itself and forbids the key; the tests check the real definition has none), and the
+    process gets placeholder AWS credentials to sign with."""
+    from hyperpod_core.telemetry.alertmanager import alertmanager_config
+
+    binary = require_tool("prometheus-alertmanager")
+    config = alertmanager_config(default_config, [TEST_TOPIC_ARN])
+    for receiver in config["receivers"]:
+        for sns in receiver["sns_configs"]:
+            sns["api_url"] = fake_sns.url
+    workdir = tmp_path_factory.mktemp("alertmanager")
+    config_file = workdir / "alertmanager.yml"
+    config_file.write_text(json.dumps(config))  # JSON is YAML
+    port = free_port()
+    log = workdir / "alertmanager.log"
+    env = {"PATH": "/usr/bin:/bin", "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY": "example",
+           "AWS_EC2_METADATA_DISABLED": "true"}
+    with log.open("w") as log_file:
+        proc = subprocess.Popen(
+            [binary, f"--config.file={config_file}", f"--storage.path={workdir / 'data'}",
+             f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address=", "--log.level=warn"],
+            stdout=log_file, stderr=subprocess.STDOUT, cwd=workdir, env=env)
+    api = AlertmanagerApi(f"http://127.0.0.1:{port}", config_file)
+    try:
+        def ready() -> bool:
+            with urllib.request.urlopen(f"{api.base_url}/-/ready", timeout=2) as resp:
+                return resp.status == 200
+
+        _wait("alertmanager /-/ready", STARTUP_TIMEOUT_S, ready, proc, log)
+        yield api
+    finally:
+        _stop(proc)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def prometheus(exporter: str, flow_exporter: str, alertmanager: AlertmanagerApi, default_config: Config,
+               tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusApi]:
     """A real Prometheus scraping the exporter (and the router-flow fakes) every second, with at least
-    MIN_SAMPLES samples stored."""
+    MIN_SAMPLES samples stored. It evaluates our alert rules (every second instead of their interval) and sends
+    what fires to the session's Alertmanager, as AMP's ruler hands alerts to the workspace's alert manager."""
+    from hyperpod_core.telemetry.alerts import alert_rule_groups
+
     binary = require_tool("prometheus")
     workdir = tmp_path_factory.mktemp("prometheus")
+    rules = alert_rule_groups(default_config)
+    for group in rules["groups"]:
+        group["interval"] = SCRAPE_INTERVAL
+    (workdir / "rules.yml").write_text(json.dumps(rules))
     (workdir / "prometheus.yml").write_text(json.dumps({  # JSON is YAML
         "global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": SCRAPE_INTERVAL},
+        "rule_files": [str(workdir / "rules.yml")],
+        "alerting": {"alertmanagers": [{"static_configs": [{"targets": [alertmanager.base_url.removeprefix(
+            "http://")]}]}]},
         "scrape_configs": [{"job_name": "synthetic", "honor_labels": True,
                             "static_configs": [{"targets": [exporter]}]},
                            {"job_name": "flow", "honor_labels": True,
@@ -270,7 +396,10 @@ def prometheus(exporter: str, flow_exporter: str, tmp_path_factory: pytest.TempP
     with log.open("w") as log_file:
         proc = subprocess.Popen(
             [binary, f"--config.file={workdir / 'prometheus.yml'}", f"--storage.tsdb.path={workdir / 'data'}",
-             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn",
+             # Firing alerts are re-sent every second, not every minute: the first send may come before the
+             # Alertmanager is discovered (and be dropped).
+             "--rules.alert.resend-delay=1s"],
             stdout=log_file, stderr=subprocess.STDOUT, cwd=workdir,
         )
     api = PrometheusApi(f"http://127.0.0.1:{port}")
@@ -284,12 +413,7 @@ def prometheus(exporter: str, flow_exporter: str, tmp_path_factory: pytest.TempP
               lambda: bool(api.query(f"min(count_over_time(up[{RATE_INTERVAL}])) >= {MIN_SAMPLES}")), proc, log)
         yield api
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        _stop(proc)
 
 
 def substitute(expr: str, config: Config) -> str:

@@ -38,7 +38,7 @@ def test_addon_waits_for_its_role_policy_and_the_pod_identity_agent(observabilit
     assert platform_app.cluster_stack in platform_app.observability.dependencies
 
 
-def test_addon_configuration_turns_inference_metrics_on(observability) -> None:
+def test_addon_configuration_passes_every_metrics_category(observability) -> None:
     _, addon = _addon(observability)
     parts = addon["Properties"]["ConfigurationValues"]["Fn::Join"][1]
 
@@ -50,7 +50,12 @@ def test_addon_configuration_turns_inference_metrics_on(observability) -> None:
         return "<" + json.dumps(token) + ">"
 
     cfg = json.loads("".join(p if isinstance(p, str) else name(p) for p in parts))
-    assert cfg["metricsProvider"] == {"inferenceMetrics": {"level": "BASIC", "scrapeInterval": 30}}
+    # Every category of AWS's console template (observability-template.yaml), DCGM and kube-state-metrics on.
+    assert set(cfg["metricsProvider"]) == {"trainingMetrics", "inferenceMetrics", "taskGovernanceMetrics",
+                                           "scalingMetrics", "clusterMetrics", "nodeMetrics",
+                                           "acceleratedComputeMetrics", "networkMetrics"}
+    for category in ("inferenceMetrics", "clusterMetrics", "acceleratedComputeMetrics"):
+        assert cfg["metricsProvider"][category] == {"level": "BASIC", "scrapeInterval": 30}
     assert cfg["logging"] == {"enabled": True}
     assert cfg["ampWorkspace"]["arn"] == "PrometheusWorkspaceF3098DB6.Arn"
     endpoint = cfg["ampWorkspace"]["prometheusEndpoint"]

@@ -185,7 +185,7 @@ def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: Kubeco
     configured = {m: _docs(layout.endpoint_file(m))[0] for m in MODES}  # type: ignore[arg-type]
     results = e.workdir / "benchmark-results"
     results.mkdir(parents=True, exist_ok=True)
-    out = Console()
+    out = Console(soft_wrap=True)  # one line per step, whatever the terminal width
     todo = {g: [j for j in jobs if (experiment_of(j), run_key(j)[0]) == g and not is_done(results, j)]
             for g in groups}
     total, done = len(jobs), sum(1 for j in jobs if is_done(results, j))

@@ -59,7 +59,7 @@ def report(results: ResultsOption = None, out: OutOption = None, config: ConfigO
             built += these
         report_data = Report(config=c, cells=built, verdicts=verdicts, planner_note=note, source=source)
         files = write_report(report_data, target)
-    console = Console()
+    console = Console(soft_wrap=True)  # one line per finding, whatever the terminal width
     for experiment in report_data.experiments():
         console.print(experiment_title(report_data, experiment), highlight=False)
     for cell in built:
