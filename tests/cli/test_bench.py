@@ -160,7 +160,8 @@ def test_runs_each_experiment_dpd_then_colocated_one_job_at_a_time_and_restores_
                     ("equal-gpu", "colocated"): 16}
     # After each DPD run: the prefill pods' finished requests during that run (11 = 10 completed + 1 warm-up).
     paths = {m.scenario + str(m.concurrency): m.dpd_path for m in measurements if m.mode == "dpd"}
-    assert all(p is not None and p["prefill_requests"] == 11 and p.get("pods") == [PREFILL_POD] for p in paths.values()), paths
+    assert all(p is not None and p["prefill_requests"] == 11 and p.get("pods") == [PREFILL_POD]
+               for p in paths.values()), paths
     assert all(m.dpd_path is None for m in measurements if m.mode == "colocated")
 
 

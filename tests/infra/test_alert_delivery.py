@@ -36,7 +36,7 @@ def _one(template: Template, kind: str) -> tuple[str, dict]:
 
 def test_the_workspace_sends_every_alert_to_the_stack_topic(templates) -> None:
     obs = templates["Observability"]
-    ws_id, ws = _one(obs, "AWS::APS::Workspace")
+    _, ws = _one(obs, "AWS::APS::Workspace")
     parts = ws["Properties"]["AlertManagerDefinition"]["Fn::Join"][1]
     assert {"Ref": TOPIC_LOGICAL_ID} in parts, "the topic's logical ID is pinned: a new ID is a new topic"
     text = "".join(p if isinstance(p, str) else "arn:aws:sns:us-west-2:111122223333:t" for p in parts)
@@ -97,7 +97,7 @@ def test_a_silent_topic_raises_an_alarm_on_the_topic(templates) -> None:
     assert p["AlarmActions"] == [{"Ref": TOPIC_LOGICAL_ID}]
 
 
-def test_default_config_has_no_receiver_and_synth_says_so(templates, default_config, capsys) -> None:
+def test_default_config_has_no_receiver_and_synth_says_so(templates, default_config) -> None:
     obs = templates["Observability"]
     assert obs.find_resources("AWS::SNS::Subscription") == {}
     assert alerts_notice(default_config) == (

@@ -55,13 +55,13 @@ def test_amtool_check_config_accepts_the_definition(config_file: Path, amtool: s
 
 
 def test_definition_keeps_to_what_amp_accepts(default_config: Config) -> None:
-    definition = yaml.safe_load(alert_manager_definition(default_config, [TEST_TOPIC_ARN,
-                                                                          "arn:aws:sns:us-east-1:111122223333:pager"]))
+    pager = "arn:aws:sns:us-east-1:111122223333:pager"
+    definition = yaml.safe_load(alert_manager_definition(default_config, [TEST_TOPIC_ARN, pager]))
     assert list(definition) == ["alertmanager_config"]
     config = yaml.safe_load(definition["alertmanager_config"])
     (receiver,) = config["receivers"]
     assert list(receiver) == ["name", "sns_configs"], "SNS is AMP's only receiver"
-    assert [c["topic_arn"] for c in receiver["sns_configs"]] == [TEST_TOPIC_ARN, "arn:aws:sns:us-east-1:111122223333:pager"]
+    assert [c["topic_arn"] for c in receiver["sns_configs"]] == [TEST_TOPIC_ARN, pager]
     for sns in receiver["sns_configs"]:
         assert "api_url" not in sns and "http_config" not in sns
         assert sns["sigv4"]["region"] == sns["topic_arn"].split(":")[3]

@@ -30,7 +30,7 @@ from rich.table import Table
 
 from hyperpod_core import pins
 from hyperpod_core.errors import CommandFailed, UsageError
-from hyperpod_core.names import OPERATOR_NAMESPACE, ROLES, EndpointNames, Role, certificate_pem_location
+from hyperpod_core.names import OPERATOR_NAMESPACE, ROLES, Role, certificate_pem_location
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
 from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load
 
