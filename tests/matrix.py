@@ -124,7 +124,7 @@ def _cdk8s(entry: Synthesized) -> None:
         os.chdir(saved_cwd)
         if saved_env is not None:
             os.environ[main.OUTPUTS_ENV] = saved_env
-    entry.manifests = [d for p in sorted(entry.dist.glob("*.k8s.yaml"))
+    entry.manifests = [d for p in sorted(entry.dist.rglob("*.k8s.yaml"))
                        for d in yaml.safe_load_all(p.read_text()) if d]
 
 

@@ -40,3 +40,10 @@ class ManagedPrometheus(Construct):
         self.prometheus_endpoint = self.workspace.attr_prometheus_endpoint
         self.remote_write_base = (
             f"https://aps-workspaces.{Aws.REGION}.{Aws.URL_SUFFIX}/workspaces/{self.workspace_id}")
+
+    def set_alert_manager_definition(self, definition: str) -> None:
+        """The workspace's alert manager definition (``AWS::APS::Workspace.AlertManagerDefinition``): YAML with an
+        ``alertmanager_config`` key. Without one, AMP evaluates the rules and notifies no one."""
+        if "alertmanager_config" not in definition:
+            raise ValueError("definition must be alert manager YAML with an 'alertmanager_config' key")
+        self.workspace.alert_manager_definition = definition

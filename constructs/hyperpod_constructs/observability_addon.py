@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from aws_cdk import Aws, Stack
 from aws_cdk import aws_eks_v2 as eks
@@ -17,6 +18,8 @@ NAMESPACE = "hyperpod-observability"
 COLLECTOR_SERVICE_ACCOUNT = "hyperpod-observability-operator-otel-collector"
 #: Log groups the collector writes (hyperpod-observability-addon-troubleshooting, "Verify Pod Identity").
 CLUSTER_LOG_GROUP_PREFIX = "/aws/sagemaker/Clusters/"
+#: ``metricsProvider`` levels AWS's console template offers (observability-template.yaml parameters).
+LEVELS = ("DISABLED", "BASIC", "ADVANCED")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,8 +30,10 @@ class ObservabilityAddonProps:
     version: str
     """Exact add-on version; the caller takes it from the one pin module."""
     prometheus: ManagedPrometheus
-    scrape_interval_seconds: int = 30
-    """Inference metrics scrape interval. Default: 30 (the console's)."""
+    metrics_provider: Mapping[str, Mapping[str, Any]]
+    """The ``metricsProvider`` value: every category (``inferenceMetrics``, ``acceleratedComputeMetrics``,
+    ``clusterMetrics``, ...) with ``level`` and ``scrapeInterval``. AWS's console template passes every category:
+    which ones the add-on collects when a category is left out is not published."""
     logging: bool = True
     """Ship HyperPod node and pod logs to CloudWatch Logs. Default: on."""
     depends_on: Sequence[IConstruct] = field(default_factory=tuple)
@@ -36,7 +41,7 @@ class ObservabilityAddonProps:
 
 
 class ObservabilityAddon(Construct):
-    """The add-on with inference metrics on, and its collector's role through EKS Pod Identity.
+    """The add-on with the given metrics categories on, and its collector's role through EKS Pod Identity.
 
     The role trusts ``pods.eks.amazonaws.com`` for this cluster only (``aws:SourceArn``/``aws:SourceAccount``)
     and may remote-write to the one workspace and write the ``/aws/sagemaker/Clusters/*`` log groups.
@@ -47,8 +52,15 @@ class ObservabilityAddon(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, props: ObservabilityAddonProps) -> None:
         super().__init__(scope, construct_id)
-        if not 5 <= props.scrape_interval_seconds <= 300:
-            raise ValueError(f"scrape_interval_seconds must be 5-300, got {props.scrape_interval_seconds}")
+        if not props.metrics_provider:
+            raise ValueError("metrics_provider must name at least one category, got none")
+        for category, settings in props.metrics_provider.items():
+            if settings.get("level") not in LEVELS:
+                raise ValueError(f"metrics_provider.{category}.level must be one of {', '.join(LEVELS)}, "
+                                 f"got {settings.get('level')!r}")
+            interval = settings.get("scrapeInterval")
+            if not isinstance(interval, int) or not 5 <= interval <= 300:
+                raise ValueError(f"metrics_provider.{category}.scrapeInterval must be 5-300, got {interval!r}")
         self.collector_role = iam.Role(
             self, "CollectorRole",
             description="HyperPod observability add-on: OpenTelemetry collector (EKS Pod Identity)",
@@ -73,8 +85,7 @@ class ObservabilityAddon(Construct):
         self.configuration_values = {
             "ampWorkspace": {"prometheusEndpoint": props.prometheus.remote_write_base,
                              "arn": props.prometheus.workspace_arn},
-            "metricsProvider": {"inferenceMetrics": {"level": "BASIC",
-                                                     "scrapeInterval": props.scrape_interval_seconds}},
+            "metricsProvider": {k: dict(v) for k, v in props.metrics_provider.items()},
             "logging": {"enabled": props.logging},
         }
         self.addon = eks.CfnAddon(

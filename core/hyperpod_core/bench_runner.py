@@ -4,7 +4,8 @@ Shipped as a ConfigMap key next to the hash-pinned genai-bench lock and run with
 lock installs (standard library + boto3 from ``genai-bench[aws]``). Everything it needs comes from ``BENCH_*``
 environment variables the cdk8s chart writes (``hyperpod_k8s.benchmark.jobs``):
 
-* the run: ``BENCH_MODE`` (dpd|colocated), ``BENCH_SCENARIO``, ``BENCH_TRAFFIC``, ``BENCH_PATH``,
+* the run: ``BENCH_MODE`` (dpd|colocated), ``BENCH_EXPERIMENT`` (aws-reference|equal-gpu), ``BENCH_SCENARIO``,
+  ``BENCH_TRAFFIC``, ``BENCH_PATH``,
   ``BENCH_CONCURRENCY`` (a Job passes one scenario and one level; ``;``-separated scenarios/traffic and a
   comma list of levels run several cells in one client start, as the tests do);
   stop conditions ``BENCH_MAX_TIME_MINUTES``, ``BENCH_MAX_REQUESTS``; warm-up
@@ -17,7 +18,8 @@ environment variables the cdk8s chart writes (``hyperpod_k8s.benchmark.jobs``):
   ``HYPERPOD-BENCH-FILE <name> <base64 gzip>`` lines that ``hyperpod-dpd bench`` decodes;
 * ``BENCH_OUTPUT_DIR``: the local experiment folder (default ``/tmp/bench``).
 
-``bench-run.json`` records what the run ran under (mode, threshold, routing strategy, GPUs, client version).
+``bench-run.json`` records what the run ran under (mode, experiment, threshold, routing strategy, GPUs, client
+version).
 Exit code: genai-bench's, or 3 when it wrote no result file.
 """
 
@@ -103,6 +105,7 @@ def run_record() -> dict[str, object]:
 
     return {
         "mode": _env("BENCH_MODE"),
+        "experiment": os.environ.get("BENCH_EXPERIMENT") or "equal-gpu",
         "scenarios": dict(zip((t.strip() for t in _env("BENCH_TRAFFIC").split(";")),
                               (n.strip() for n in _env("BENCH_SCENARIO").split(";")), strict=True)),
         "path": _env("BENCH_PATH"),

@@ -29,8 +29,11 @@ from hyperpod_core import artifacts, pins
 from hyperpod_core.config import Config
 from hyperpod_core.errors import CommandFailed
 from hyperpod_core.names import DEPLOYMENT_TAG, EndpointNames
+from hyperpod_core.telemetry.alertmanager import alert_manager_definition
 from hyperpod_core.telemetry.alerts import alert_rule_groups
+from hyperpod_core.telemetry.collection import metrics_provider
 from hyperpod_core.telemetry.dashboards import dashboards
+from hyperpod_core.telemetry.notices import notices
 from hyperpod_core.telemetry.render import render, to_json_text
 from hyperpod_infra.nag import add_nag, write_findings_report
 from hyperpod_infra.stacks.cluster_stack import ClusterStack, ClusterStackProps
@@ -72,6 +75,14 @@ def lifecycle_bucket_name(config: Config) -> str:
         digest = hashlib.sha256(name.encode()).hexdigest()[:8]
         name = f"{name[:room - 9].rstrip('-')}-{digest}"
     return f"sagemaker-{name}-lc-{cdk.Aws.ACCOUNT_ID}-{config.region}"
+
+
+def _alerts(config: Config) -> dict[str, Any]:
+    """ObservabilityStackProps fields that deliver the alerts: the alert manager definition (to the stack's
+    topic and ``observability.alerts.topic_arn``) and the e-mail subscriptions."""
+    a = config.observability.alerts
+    return {"alert_manager_definition": lambda arns: alert_manager_definition(config, arns),
+            "alert_emails": a.email_addresses, "alert_topic_arns": (a.topic_arn,) if a.topic_arn else ()}
 
 
 def _grafana(config: Config) -> dict[str, Any]:
@@ -137,11 +148,12 @@ def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> S
         # the network, and what the platform takes from it (the workspace) is ready long before it is needed.
         observability = ObservabilityStack(
             app, "Observability", stack_name=f"{config.name}-observability",
-            description="HyperPod DPD: Amazon Managed Prometheus workspace, alert rules, dashboards",
+            description="HyperPod DPD: Amazon Managed Prometheus workspace, alert rules and alert manager, dashboards",
             props=ObservabilityStackProps(
                 workspace_alias=config.name,
-                # The same alert definitions as the PrometheusRule manifest (hyperpod_core.telemetry).
-                alert_rule_groups=alert_rule_groups(config),
+                # The same alert definitions as the PrometheusRule manifest (hyperpod_core.telemetry), and the
+                # alert manager that sends them to a person (SNS).
+                alert_rule_groups=alert_rule_groups(config), **_alerts(config),
                 # The same dashboards as the sidecar ConfigMaps, into Amazon Managed Grafana when configured.
                 **_grafana(config)),
             **common)
@@ -198,7 +210,8 @@ def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> S
             description="HyperPod DPD: HyperPod observability add-on, once the GPU nodes have registered",
             props=ObservabilityAddonStackProps(
                 cluster=cluster.cluster, prometheus=observability.prometheus,
-                scrape_interval_seconds=config.observability.scrape_interval_seconds,
+                # Every category the add-on offers, on where our queries read it (hyperpod_core.telemetry).
+                metrics_provider=metrics_provider(config.observability.scrape_interval_seconds),
                 # Pod Identity must run, and the add-on needs a node of 4xlarge or more: the HyperPod nodes,
                 # which exist only some time after the HyperPod cluster is "complete" (continuous
                 # provisioning): wait until every pool has a registered node (docs/deploy.md). Nothing else
@@ -235,14 +248,19 @@ def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> S
     return stacks
 
 
-def synthesize(config: Config, *, outdir: Path | None = None, context: dict[str, Any] | None = None) -> Path:
+def synthesize(config: Config, *, outdir: Path | None = None, context: dict[str, Any] | None = None,
+               announce: bool = True) -> Path:
     """The CDK app of ``config`` (every stack, cdk-nag) synthesized; returns the cloud assembly folder.
 
     ``outdir``/``context``: ``None`` under the CDK CLI, which hands both over in the environment. Every cdk-nag
     finding with the acknowledgement (and reason) covering it goes to ``<outdir>/nag-findings.json``, from the
     CDK's own validation report of this synth; unacknowledged findings are listed on stderr and fail the synth
-    with one line.
+    with one line. ``announce``: print where alerts and dashboards go (one ``note:`` line each, stderr) when they
+    reach no one (:mod:`hyperpod_core.telemetry.notices`); the main job prints them in its summary instead.
     """
+    if announce:
+        for line in notices(config):
+            print(f"note: {line}", file=sys.stderr)
     app = cdk.App(outdir=None if outdir is None else str(outdir), context=context)
     build(app, config)
     add_nag(app)

@@ -35,8 +35,10 @@ def build_benchmark_chart(app: cdk8s.App, config: Config, inputs: EndpointInputs
 
 def build_charts(app: cdk8s.App, config: Config, inputs: EndpointInputs) -> None:
     """Add every chart for ``config`` to ``app``."""
+    from hyperpod_k8s.benchmark.reference import build_reference_charts
     from hyperpod_k8s.observability import build_observability_charts
 
     build_endpoint_charts(app, config, inputs)
     build_benchmark_chart(app, config, inputs)
-    build_observability_charts(app, config)  # dashboards ConfigMaps + PrometheusRule; nothing when disabled
+    build_reference_charts(app, config, inputs)  # aws-reference layouts; nothing when that experiment is off
+    build_observability_charts(app, config)  # PrometheusRule + sidecar ConfigMaps, only when asked for

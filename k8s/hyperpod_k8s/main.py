@@ -1,4 +1,4 @@
-"""The cdk8s entry point: config (+ CDK outputs) -> charts -> ``dist/*.k8s.yaml``.
+"""The cdk8s entry point: config (+ CDK outputs) -> charts -> ``dist/<folder>/*.k8s.yaml``.
 
 Run through ``npx cdk8s synth`` (see ``cdk8s.yaml``) or directly as ``python -m hyperpod_k8s.main``.
 
@@ -10,6 +10,12 @@ Run through ``npx cdk8s synth`` (see ``cdk8s.yaml``) or directly as ``python -m 
 
 Where each deploy-time value came from is printed on stderr, one line per value; ``wrote <file>`` lines go
 to stdout. Output is deterministic: the same inputs give byte-identical files.
+
+Output layout (:mod:`hyperpod_core.dist_layout`): ``endpoint/`` holds exactly the one endpoint ``endpoint.apply``
+chooses, ``alternate/`` the other mode, ``reference/`` the aws-reference layouts, ``benchmark/`` the Jobs,
+``dashboards/`` the JSON to import, ``in-cluster-observability/`` the prometheus-operator and Grafana-sidecar
+objects (only with ``observability.in_cluster_manifests``). While placeholders remain, the manifests that hold
+them go under ``placeholders/`` and ``endpoint/`` does not exist, so ``kubectl apply -f dist/endpoint/`` fails.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from pathlib import Path
 
 from hyperpod_core import outputs, paths
 from hyperpod_core.config import Config, load_config
+from hyperpod_core.dist_layout import PLACEHOLDERS_README, DistLayout, placeholders_readme
 from hyperpod_core.errors import ConfigError, guarded
 from hyperpod_core.inputs import EndpointInputs, placeholders, resolve_inputs
 
@@ -44,8 +51,13 @@ def outputs_path(cli_value: str | None) -> Path | None:
     return default if default.is_file() else None
 
 
+def layout(config: Config, outdir: Path, inputs: EndpointInputs) -> DistLayout:
+    """Where :func:`synth` puts each file for ``config`` (placeholders decide between the two layouts)."""
+    return DistLayout.of(outdir, config.endpoint.name, config.endpoint.apply, unresolved=bool(placeholders(inputs)))
+
+
 def synth(config: Config, outdir: Path, inputs: EndpointInputs) -> list[Path]:
-    """Build every chart for ``config`` and write them to ``outdir``; returns the files written.
+    """Build every chart for ``config`` and write them to ``outdir`` in the :func:`layout`; returns the files.
 
     Atomic: the files are written to a temp folder beside ``outdir`` which replaces ``outdir`` only when every
     chart and dashboard was written; a failure leaves the previous ``outdir`` exactly as it was.
@@ -57,13 +69,25 @@ def synth(config: Config, outdir: Path, inputs: EndpointInputs) -> list[Path]:
     from hyperpod_k8s.observability import write_dashboard_files
 
     with staged_dir(outdir) as tmp:
-        app = cdk8s.App(outdir=str(tmp), yaml_output_type=cdk8s.YamlOutputType.FILE_PER_CHART)
+        charts = tmp / ".charts"
+        app = cdk8s.App(outdir=str(charts), yaml_output_type=cdk8s.YamlOutputType.FILE_PER_CHART)
         build_charts(app, config, inputs)
         app.synth()
-        # Plain dashboard JSON for Amazon Managed Grafana import (the same definitions as the ConfigMaps).
-        json_files = write_dashboard_files(config, tmp / "dashboards") if config.observability.enabled else []
-        written = sorted(tmp.glob("*.k8s.yaml")) + sorted(json_files)
-    return [outdir / p.relative_to(tmp) for p in written]
+        placed = layout(config, tmp, inputs)
+        written = []
+        for chart_file in sorted(charts.glob("*.k8s.yaml")):
+            target = placed.place(chart_file.name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            chart_file.replace(target)
+            written.append(target)
+        charts.rmdir()
+        missing = placeholders(inputs)
+        if missing:
+            (placed.base / PLACEHOLDERS_README).write_text(placeholders_readme(missing), encoding="utf-8")
+        # Plain dashboard JSON to import into Grafana (the same definitions the AMG custom resource deploys).
+        if config.observability.enabled:
+            written += write_dashboard_files(config, placed.dashboards_dir)
+    return sorted(outdir / p.relative_to(tmp) for p in written)
 
 
 def _show_to_cdk8s_cli(outdir: Path) -> None:
@@ -109,6 +133,14 @@ def main(argv: list[str] | None = None) -> None:
         print(f"note: {note}", file=sys.stderr)
     for path in synth(config, Path(args.outdir), inputs):
         print(f"wrote {path}")
+    placed = layout(config, Path(args.outdir), inputs)
+    if placed.unresolved:
+        print(f"note: not deployable yet: {', '.join(missing)} unresolved, so the endpoint, reference and benchmark "
+              f"manifests are in {placed.base}/ (see its {PLACEHOLDERS_README}); {placed.root}/endpoint/ is "
+              "written once the deploy outputs are passed", file=sys.stderr)
+    else:
+        print(f"apply: kubectl apply -f {placed.endpoint_dir}/   (exactly one endpoint: {config.endpoint.apply}; the "
+              f"other mode is in {placed.base / 'alternate'}/)", file=sys.stderr)
     _show_to_cdk8s_cli(Path(args.outdir))
 
 

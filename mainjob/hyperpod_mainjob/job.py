@@ -82,7 +82,7 @@ def synth_templates(config: Any, config_path: Path, outdir: Path) -> None:
     from hyperpod_infra.app_builder import synthesize
     from hyperpod_infra.cdk_cli import cli_context
 
-    synthesize(config, outdir=outdir, context=cli_context(config_path))
+    synthesize(config, outdir=outdir, context=cli_context(config_path), announce=False)
 
 
 def reuse_assets(previous: Path, outdir: Path) -> None:
@@ -272,6 +272,12 @@ def main(argv: list[str] | None = None) -> None:
 
     for note in (*limit_notes(env.config), *cold_start_notes(env.config)):
         print(f"  note: {note}")
+    from hyperpod_core.telemetry.notices import notices
+
+    if lines := notices(env.config):
+        print("== Alerts and dashboards")
+        for line in lines:
+            print(f"  note: {line}")
     summary.print_summary(cdk_out=result.cdk_out, dist=result.dist, config=str(env.config_path),
                           lint_rc=result.lint_rc, lint_output=result.lint_output,
                           lint_unchanged=result.lint_unchanged,
@@ -280,7 +286,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
     """The exact commands that come next (each acts on the ``cdk.out`` just written, of this config only)."""
-    apply = f"kubectl apply -f {env.dist}/{env.config.endpoint.name}-dpd.k8s.yaml"
+    apply = f"kubectl apply -f {env.dist}/endpoint/   # exactly one endpoint: {env.config.endpoint.apply}"
     if via_cli or env.name:
         if deployed:
             return [f"hyperpod-dpd stage-model ./<model folder> {env.selector}", apply]
@@ -296,7 +302,9 @@ def next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
     first = (["ADMIN_ARN=$(aws sts get-caller-identity --query Arn --output text | ./scripts/admin-principal-arn)"]
              if any(name == "AdminPrincipalArn" for _, name in needed) else [])
     return [*first, f"npx cdk deploy --app {env.cdk_out} --all --outputs-file {env.outputs_file}{''.join(params)}"
-            f"   # deploys exactly the templates just written from {env.config_path}"]
+            f"   # deploys exactly the templates just written from {env.config_path}",
+            f"./scripts/synth {env.config_path}   # again, with the outputs: {env.dist}/placeholders/ is not "
+            f"deployable; this writes {env.dist}/endpoint/"]
 
 
 def fast_exit(fn: Callable[[], None]) -> None:

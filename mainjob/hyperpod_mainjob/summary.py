@@ -50,7 +50,7 @@ def print_summary(*, cdk_out: Path, dist: Path, config: str, lint_rc: int, lint_
         more = len(counts) - 6
         print(f"  {name:<28} {sum(counts.values()):>4} resources: {top}{f', +{more} more types' if more > 0 else ''}")
 
-    manifests = sorted(dist.glob("*.k8s.yaml")) + sorted(dist.glob("**/*.json"))
+    manifests = sorted(dist.rglob("*.k8s.yaml")) + sorted(dist.rglob("*.json"))
     print(f"\n== Kubernetes ({dist}/): {len(manifests)} files")
     for path in manifests:
         if path.suffix == ".json":

@@ -50,11 +50,12 @@ class _Handler(QuietHandler):
         prompt = " ".join(m["content"] for m in body["messages"] if isinstance(m["content"], str))
         n_in, n_out = len(prompt.split()), int(body.get("max_tokens") or 16)
         shape = self.server.shape
+        disaggregated = shape.mode == "dpd" and n_in >= shape.threshold
         with self.server.lock:
             self.server.active += 1
             self.server.requests += 1
+            self.server.disaggregated += disaggregated
         try:
-            disaggregated = shape.mode == "dpd" and n_in >= shape.threshold
             ttft = shape.prefill_s_per_1k * n_in / 1000 + (shape.kv_transfer_s if disaggregated else 0.0)
             self.start_chunked("text/event-stream", ("Connection", "close"))
             time.sleep(ttft)
@@ -88,6 +89,8 @@ class _Server(ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.active = 0
         self.requests = 0
+        self.disaggregated = 0
+        """Requests that went prefill -> decode: what the prefill pods' request counters would show."""
 
 
 class StreamingServer:
@@ -104,6 +107,10 @@ class StreamingServer:
     @property
     def requests(self) -> int:
         return self._server.requests
+
+    @property
+    def disaggregated(self) -> int:
+        return self._server.disaggregated
 
     def set_mode(self, mode: str) -> None:
         """Switch the role shaping (the endpoint was re-applied in the other mode)."""

@@ -8,6 +8,10 @@ batch/v1 jobs; the operator's ``inferenceendpointconfigs`` custom resource). Beh
   for the new generation, the one after ``DeploymentComplete`` (or ``DeploymentFailed`` when told to);
 * ``Job``: created unsuspended, it "runs" for one read, then succeeds or fails as ``job_result(job)`` says,
   with that pod log; a suspended Job waits until a merge patch sets ``suspend: false``.
+* the DPD endpoint's pods: prefill pods (label ``inference.sagemaker.aws.amazon.com/dpd-role=prefill``) whose
+  vLLM ``/metrics`` the API server's pod proxy serves (``pods/<pod>:<port>/proxy/metrics``; 403 when
+  ``proxy_forbidden``), counting ``vllm:request_success_total`` up by ``prefill_requests(job)`` while a Job runs;
+  and the router pod in ``hyperpod-inference-system`` whose log holds one ``disaggregate=`` line per request.
 """
 
 from __future__ import annotations
@@ -19,12 +23,13 @@ from contextlib import ExitStack
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 from fake_http import QuietHandler, local_url, serving, write_kubeconfig
 
 IEC = "/apis/inference.sagemaker.aws.amazon.com/v1/namespaces/{ns}/inferenceendpointconfigs"
 _ROUTES = (
+    (r"/api/v1/namespaces/([^/]+)/pods/([^/]+)/proxy/metrics", "proxy"),
     (r"/api/v1/namespaces/([^/]+)/(configmaps|serviceaccounts)(?:/([^/]+))?", None),
     (r"/api/v1/namespaces/([^/]+)/pods(?:/([^/]+/log))?", "pods"),
     (r"/apis/batch/v1/namespaces/([^/]+)/jobs(?:/([^/]+))?", "jobs"),
@@ -35,9 +40,33 @@ KINDS = {"configmaps": "/api/v1/namespaces/{ns}/configmaps", "serviceaccounts":
          "/api/v1/namespaces/{ns}/serviceaccounts", "jobs": "/apis/batch/v1/namespaces/{ns}/jobs", "iec": IEC}
 
 
+ROLE_LABEL = "inference.sagemaker.aws.amazon.com/dpd-role"
+OPERATOR_NAMESPACE = "hyperpod-inference-system"
+
+
+def _env(job: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+
+
+def dpd_path_requests(job: dict[str, Any]) -> int:
+    """What a real DPD endpoint would count: the run's requests (10 completed + 1 warm-up in the fake result
+    files) reach the prefill pods when the scenario takes the DPD path, none when it is direct or colocated."""
+    env = _env(job)
+    return 11 if env["BENCH_MODE"] == "dpd" and env["BENCH_PATH"] != "direct" else 0
+
+
 class State:
-    def __init__(self, job_result: Callable[[dict[str, Any]], tuple[bool, str]]) -> None:
+    def __init__(self, job_result: Callable[[dict[str, Any]], tuple[bool, str]],
+                 prefill_requests: Callable[[dict[str, Any]], int] = dpd_path_requests) -> None:
         self.lock = threading.Lock()
+        self.prefill_requests = prefill_requests
+        self.prefill_pods: dict[str, float] = {}
+        """prefill pod name -> vllm:request_success_total (set by the test; endpoint name in the pod name)."""
+        self.router_pod: str | None = None
+        self.router_log = ""
+        self.router_mark = 0
+        """Where the log of the current run starts (``since_seconds`` of the real API)."""
+        self.proxy_forbidden = False
         self.objects: dict[str, dict[str, dict[str, Any]]] = {k: {} for k in KINDS}
         self.job_result = job_result
         self.job_reads: dict[str, int] = {}
@@ -56,7 +85,7 @@ class _Handler(QuietHandler):
 
     def _route(self) -> tuple[str | None, str | None, str | None]:
         """(kind, namespace, name) of a request path; pods carry ``<pod>/log`` as the name."""
-        path = urlparse(self.path).path
+        path = unquote(urlparse(self.path).path)  # the client escapes the ':' of "<pod>:<port>"
         for pattern, kind in _ROUTES:
             if m := re.fullmatch(pattern, path):
                 groups = m.groups()
@@ -67,13 +96,23 @@ class _Handler(QuietHandler):
         kind, ns, name = self._route()
         st = self.server.state
         with st.lock:
+            if kind == "proxy":
+                pod = (name or "").split(":")[0]
+                if st.proxy_forbidden:
+                    return self.send_kube_status(403, "Forbidden", f"pods \"{pod}\" is forbidden: pods/proxy")
+                if pod not in st.prefill_pods:
+                    return self.send_kube_status(404, "NotFound")
+                count = st.prefill_pods[pod]
+                text = "".join(f'vllm:request_success_total{{engine="0",finished_reason="{r}",model_name="m"}} '
+                               f'{count if r == "stop" else 0.0}\n' for r in ("stop", "length", "abort", "error"))
+                return self.send_body(200, "# TYPE vllm:request_success_total counter\n" + text, "text/plain")
             if kind == "pods":
                 if name is None:
-                    job = parse_qs(urlparse(self.path).query)["labelSelector"][0].removeprefix("job-name=")
-                    items = [{"metadata": {"name": f"{job}-pod", "namespace": ns}}] if job in st.logs else []
-                    return self.send_body(200, {"kind": "PodList", "apiVersion": "v1", "items": items})
-                pod = name.split("/")[0].removesuffix("-pod")
-                return self.send_body(200, st.logs.get(pod, ""), "text/plain")
+                    return self.send_body(200, {"kind": "PodList", "apiVersion": "v1", "items": self._pods(ns)})
+                pod = name.split("/")[0]
+                if pod == st.router_pod:
+                    return self.send_body(200, st.router_log[st.router_mark:], "text/plain")
+                return self.send_body(200, st.logs.get(pod.removesuffix("-pod"), ""), "text/plain")
             obj = st.objects.get(kind or "", {}).get(name or "")
             if obj is None:
                 return self.send_kube_status(404, "NotFound")
@@ -82,6 +121,19 @@ class _Handler(QuietHandler):
             if kind == "jobs":
                 self._advance_job(obj)
             return self.send_body(200, obj)
+
+    def _pods(self, ns: str | None) -> list[dict[str, Any]]:
+        st = self.server.state
+        selector = (parse_qs(urlparse(self.path).query).get("labelSelector") or [""])[0]
+        if selector.startswith("job-name="):
+            job = selector.removeprefix("job-name=")
+            return [{"metadata": {"name": f"{job}-pod", "namespace": ns}}] if job in st.logs else []
+        if selector == f"{ROLE_LABEL}=prefill":
+            return [{"metadata": {"name": p, "namespace": ns, "labels": {ROLE_LABEL: "prefill"}}}
+                    for p in sorted(st.prefill_pods)]
+        if ns == OPERATOR_NAMESPACE and st.router_pod:
+            return [{"metadata": {"name": st.router_pod, "namespace": ns}}]
+        return []
 
     def _reconcile_endpoint(self, obj: dict[str, Any]) -> None:
         status = obj.setdefault("status", {})
@@ -105,6 +157,12 @@ class _Handler(QuietHandler):
             ok, log = st.job_result(job)
             st.logs[name] = log
             job["status"]["succeeded" if ok else "failed"] = 1
+            n = st.prefill_requests(job)
+            for pod in st.prefill_pods:  # the router spreads the disaggregated requests over the prefillers
+                st.prefill_pods[pod] += n / len(st.prefill_pods)
+            decisions = [True] * n + [False] * (11 - n if n < 11 else 0)
+            st.router_log += "".join(f"[INFO] Conditional routing: estimated_tokens=1, threshold=1, "
+                                     f"disaggregate={d}\n" for d in decisions)
 
     def do_POST(self) -> None:
         kind, ns, _ = self._route()
@@ -119,6 +177,7 @@ class _Handler(QuietHandler):
             body.setdefault("status", {})
             objects[new] = body
             if kind == "jobs":
+                st.router_mark = len(st.router_log)
                 running = [j for j in st.objects["jobs"].values() if not j["spec"].get("suspend")
                            and not j["status"].get("succeeded") and not j["status"].get("failed")]
                 st.events.append(("create", kind, f"{new} running={len(running)}"))
@@ -177,8 +236,9 @@ class _Server(ThreadingHTTPServer):
 class FakeKube:
     """``with FakeKube(job_result) as k: k.kubeconfig(path)``"""
 
-    def __init__(self, job_result: Callable[[dict[str, Any]], tuple[bool, str]]) -> None:
-        self.state = State(job_result)
+    def __init__(self, job_result: Callable[[dict[str, Any]], tuple[bool, str]],
+                 prefill_requests: Callable[[dict[str, Any]], int] = dpd_path_requests) -> None:
+        self.state = State(job_result, prefill_requests)
         self._server = _Server(self.state)
         self._stack = ExitStack()
 

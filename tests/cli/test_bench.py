@@ -47,7 +47,9 @@ def genai_files(env: dict[str, str]) -> dict[str, dict[str, Any]]:
                   "num_input_tokens": stat(4096), "num_output_tokens": stat(256)}},
         "individual_request_metrics": [], "_time_unit": "s"}
     return {"experiment_metadata.json": {"server_gpu_count": int(env["BENCH_GPUS"]), "task": "text-to-text"},
-            "bench-run.json": {"mode": env["BENCH_MODE"], "scenarios": {env["BENCH_TRAFFIC"]: env["BENCH_SCENARIO"]},
+            "bench-run.json": {"mode": env["BENCH_MODE"], "experiment": env["BENCH_EXPERIMENT"],
+                               "path": env["BENCH_PATH"], "routing_strategy": env["BENCH_ROUTING_STRATEGY"],
+                               "scenarios": {env["BENCH_TRAFFIC"]: env["BENCH_SCENARIO"]},
                                "gpus": int(env["BENCH_GPUS"]),
                                "routing_threshold_tokens": int(env["BENCH_ROUTING_THRESHOLD"])},
             f"D_text-to-text_num_concurrency_{n}_time_60s.json": run}
@@ -63,28 +65,45 @@ def runner_log(job: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.fixture(scope="module")
-def env_folder(tmp_path_factory) -> Path:
-    """A config with a 2 x 2 matrix and its synthesized manifests, laid out as ``--config`` expects."""
+#: What ``cdk deploy --outputs-file`` writes for the default config (stack names from its ``name``): with it the
+#: manifests are deployable and go to dist/endpoint/ etc. instead of dist/placeholders/.
+OUTPUTS = {"hyperpod-dpd-platform": {"ModelBucketName": "hyperpod-dpd-models-123456789012-us-west-2"}}
+PREFILL_POD = "prefill-llama-3-3-70b-6d5f7c8b9-x2k4p"
+ROUTER_POD = "llama-3-3-70b-default-router-5d4c3b2a1-rt7uv"
+
+
+def _write_env(tmp: Path, outputs: bool = True) -> Path:
+    """A config with scenarios of both experiments and its synthesized manifests, laid out as ``--config``
+    expects (``<config>.out/dist``)."""
     from hyperpod_k8s import main as k8s_main
 
-    tmp = tmp_path_factory.mktemp("benchenv")
     data = yaml.safe_load((REPO / "config" / "default.yaml").read_text(encoding="utf-8"))
     data["benchmark"] = {"concurrency": [8, 16], "scenarios": [
         {"name": "aws-reference", "traffic": "D(4096,256)", "path": "reference"},
         {"name": "long-in", "traffic": "D(8192,256)", "path": "dpd"}]}
     cfg = tmp / "bench.yaml"
     cfg.write_text(yaml.safe_dump(data), encoding="utf-8")
+    argv = ["--config", str(cfg), "--outdir", str(tmp / "bench.out" / "dist")]
+    if outputs:
+        (tmp / "cdk-outputs.json").write_text(json.dumps(OUTPUTS), encoding="utf-8")
+        argv += ["--outputs-file", str(tmp / "cdk-outputs.json")]
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        k8s_main.main(["--config", str(cfg), "--outdir", str(tmp / "bench.out" / "dist")])
+        k8s_main.main(argv)
     return cfg
 
 
+@pytest.fixture(scope="module")
+def env_folder(tmp_path_factory) -> Path:
+    return _write_env(tmp_path_factory.mktemp("benchenv"))
+
+
 def _live_dpd(kube: FakeKube, cfg: Path) -> dict[str, Any]:
-    dpd = yaml.safe_load((cfg.parent / "bench.out" / "dist" / "llama-3-3-70b-dpd.k8s.yaml").read_text())
+    dpd = yaml.safe_load((cfg.parent / "bench.out" / "dist" / "endpoint" / "llama-3-3-70b-dpd.k8s.yaml").read_text())
     dpd["metadata"].update(resourceVersion="1", generation=1)
     dpd["status"] = {"state": "DeploymentComplete", "observedGeneration": 1}
     kube.state.objects["iec"]["llama-3-3-70b"] = dpd
+    kube.state.prefill_pods = {PREFILL_POD: 120.0}  # requests it served before the benchmark
+    kube.state.router_pod = ROUTER_POD
     return dpd
 
 
@@ -102,7 +121,7 @@ def _clean(cfg: Path) -> Path:
     return results
 
 
-def test_runs_dpd_then_colocated_one_job_at_a_time_and_restores_the_endpoint(env_folder, tmp_path):
+def test_runs_each_experiment_dpd_then_colocated_one_job_at_a_time_and_restores_the_endpoint(env_folder, tmp_path):
     results = _clean(env_folder)
     with FakeKube(lambda job: (True, runner_log(job))) as kube:
         _live_dpd(kube, env_folder)
@@ -110,25 +129,83 @@ def test_runs_dpd_then_colocated_one_job_at_a_time_and_restores_the_endpoint(env
         events = kube.state.events
     assert proc.returncode == 0, proc.stderr
     creates = [e[2] for e in events if e[:2] == ("create", "jobs")]
-    assert len(creates) == 8 and all(c.endswith("running=1") for c in creates), "one Job at a time"
+    # aws-reference at AWS's 8/16/32, equal-gpu at the configured 8/16; both modes each.
+    assert len(creates) == 10 and all(c.endswith("running=1") for c in creates), "one Job at a time"
     names = [c.split()[0] for c in creates]
-    assert all("-bench-dpd-" in n for n in names[:4]) and all("-bench-colocated-" in n for n in names[4:])
-    endpoint = [e[2] for e in events if e[1] == "iec"]
-    assert endpoint == ["colocated", "dpd"], "DPD was live: switch once to colocated, then restore"
-    switch = events.index(("replace", "iec", "colocated"))
-    assert all("-bench-dpd-" in e[2] for e in events[:switch] if e[:2] == ("create", "jobs"))
+    assert [n.split("-bench-")[1] for n in names] == [
+        "dpd-aws-reference-c8", "dpd-aws-reference-c16", "dpd-aws-reference-c32", "colocated-aws-reference-c8",
+        "colocated-aws-reference-c16", "colocated-aws-reference-c32", "dpd-long-in-c8", "dpd-long-in-c16",
+        "colocated-long-in-c8", "colocated-long-in-c16"]
+    # The reference 1P+1D layout is the live DPD one here (no apply); then one colocated node, the configured DPD,
+    # the equal-GPU colocated baseline, and the DPD endpoint restored.
+    assert [e[2] for e in events if e[1] == "iec"] == ["colocated", "dpd", "colocated", "dpd"]
+    replicas = [kube.state.objects["iec"]["llama-3-3-70b"]["spec"].get("replicas")]
+    assert replicas == [None], "the DPD manifest is live again"
     assert [e[2] for e in events if e[0] == "delete"] == names, "every Job deleted once collected"
     assert [e[2] for e in events if e[1] in ("configmaps", "serviceaccounts")] == ["llama-3-3-70b-benchmark"] * 2
-    for line in ("[1/8] dpd-aws-reference-c8: running Job", "switching endpoint default/llama-3-3-70b to colocated",
-                 "[8/8] colocated-long-in-c16: done", "restoring endpoint default/llama-3-3-70b to dpd"):
+    for line in ("[1/10] dpd-aws-reference-c8: running Job",
+                 "switching endpoint default/llama-3-3-70b to colocated (aws-reference: "
+                 "llama-3-3-70b-reference-1node.k8s.yaml",
+                 "[10/10] colocated-long-in-c16: done", "restoring endpoint default/llama-3-3-70b to dpd"):
         assert line in proc.stdout
 
     from hyperpod_analysis.report.results import check_matrix, load_results
 
     measurements = load_results(results)
-    assert check_matrix(measurements) == [("aws-reference", 8), ("aws-reference", 16), ("long-in", 8),
-                                          ("long-in", 16)]
-    assert {m.gpus for m in measurements} == {16}
+    assert check_matrix(measurements, "aws-reference") == [("aws-reference", 8), ("aws-reference", 16),
+                                                           ("aws-reference", 32)]
+    assert check_matrix(measurements, "equal-gpu") == [("long-in", 8), ("long-in", 16)]
+    gpus = {(m.experiment, m.mode): m.gpus for m in measurements}
+    assert gpus == {("aws-reference", "dpd"): 16, ("aws-reference", "colocated"): 8, ("equal-gpu", "dpd"): 16,
+                    ("equal-gpu", "colocated"): 16}
+    # After each DPD run: the prefill pods' finished requests during that run (11 = 10 completed + 1 warm-up).
+    paths = {m.scenario + str(m.concurrency): m.dpd_path for m in measurements if m.mode == "dpd"}
+    assert all(p is not None and p["prefill_requests"] == 11 and p.get("pods") == [PREFILL_POD]
+               for p in paths.values()), paths
+    assert all(m.dpd_path is None for m in measurements if m.mode == "colocated")
+
+
+def test_without_pod_proxy_access_the_router_log_tells_the_path(env_folder, tmp_path):
+    results = _clean(env_folder)
+    with FakeKube(lambda job: (True, runner_log(job))) as kube:
+        _live_dpd(kube, env_folder)
+        kube.state.proxy_forbidden = True
+        proc = _bench(env_folder, kube.kubeconfig(tmp_path / "kubeconfig"))
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads((results / "dpd" / "dpd-long-in-c8" / "dpd-path.json").read_text())
+    assert record == {"source": "router log 'disaggregate=' lines", "prefill_requests": 11, "direct_requests": 0}
+
+
+def test_a_dpd_run_whose_requests_skipped_prefill_is_invalid_in_the_report(env_folder, tmp_path):
+    """D(4096,256) sits at the routing threshold: if the router's estimate sends it straight to decode, the
+    "DPD" run measured decode alone. The report must say so and keep it out of every comparison."""
+    results = _clean(env_folder)
+    with FakeKube(lambda job: (True, runner_log(job)),
+                  prefill_requests=lambda job: 0 if "aws-reference" in job["metadata"]["name"] else 11) as kube:
+        _live_dpd(kube, env_folder)
+        assert _bench(env_folder, kube.kubeconfig(tmp_path / "kubeconfig")).returncode == 0
+    out = tmp_path / "report"
+    proc = subprocess.run([sys.executable, "-c", "import sys; from hyperpod_dpd.app import main; main(sys.argv[1:])",
+                           "report", "--config", str(env_folder), "--results", str(results), "--out", str(out)],
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert "invalid: aws-reference aws-reference c8: only 0 of 10 requests reached the prefill pods" in proc.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    ref = summary["experiments"]["aws-reference"]
+    assert all(c["invalid"] and c["improvement_pct"] is None for c in ref["cells"])
+    assert all(c["invalid"] is None for c in summary["experiments"]["equal-gpu"]["cells"])
+    assert [v["scenario"] for v in summary["experiments"]["equal-gpu"]["verdicts"]] == ["long-in"]
+    md = (out / "report.md").read_text()
+    assert md.count("INVALID: only 0 of 10 requests reached the prefill pods") == 3
+
+
+def test_manifests_with_placeholders_are_refused(tmp_path):
+    cfg = _write_env(tmp_path, outputs=False)
+    proc = _bench(cfg, str(tmp_path / "none"))
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        f"error: {tmp_path / 'bench.out' / 'dist' / 'placeholders'}/ holds manifests with placeholders (see its "
+        "README.txt): deploy with --outputs-file, synthesize again, then bench"]
 
 
 def test_a_failed_run_stops_with_one_line_and_the_next_invocation_resumes(env_folder, tmp_path):
@@ -150,16 +227,16 @@ def test_a_failed_run_stops_with_one_line_and_the_next_invocation_resumes(env_fo
             "ConnectionRefusedError: [Errno 111] Connection refused; fix and re-run bench to resume"]
         done_first = sorted(p.name for p in (results / "dpd").iterdir()) + sorted(
             p.name for p in (results / "colocated").iterdir())
-        assert len(done_first) == 5
+        assert len(done_first) == 4
         failing.clear()
         kube.state.events.clear()
         second = _bench(env_folder, config)
         events = kube.state.events
     assert second.returncode == 0, second.stderr
-    assert "resuming: 5 of 8 runs already have results" in second.stdout
-    created = [e[2].split()[0] for e in events if e[:2] == ("create", "jobs")]
-    assert created == ["llama-3-3-70b-bench-colocated-aws-reference-c16", "llama-3-3-70b-bench-colocated-long-in-c8",
-                       "llama-3-3-70b-bench-colocated-long-in-c16"]
+    assert "resuming: 4 of 10 runs already have results" in second.stdout
+    created = [e[2].split()[0].removeprefix("llama-3-3-70b-bench-") for e in events if e[:2] == ("create", "jobs")]
+    assert created == ["colocated-aws-reference-c16", "colocated-aws-reference-c32", "dpd-long-in-c8",
+                       "dpd-long-in-c16", "colocated-long-in-c8", "colocated-long-in-c16"]
 
 
 def test_endpoint_that_fails_to_deploy(env_folder, tmp_path):
@@ -187,9 +264,9 @@ def test_missing_manifests_is_bad_input(tmp_path):
     cfg.write_text((REPO / "config" / "default.yaml").read_text(encoding="utf-8"), encoding="utf-8")
     proc = _bench(cfg, str(tmp_path / "none"))
     assert proc.returncode == 2
-    assert proc.stderr.splitlines() == [f"error: {tmp_path / 'c.out' / 'dist' / 'llama-3-3-70b-dpd.k8s.yaml'} does "
-                                        f"not exist (synthesize first: python -m hyperpod_k8s.main --config ... "
-                                        f"--outdir {tmp_path / 'c.out' / 'dist'})"]
+    missing = tmp_path / "c.out" / "dist" / "benchmark" / "llama-3-3-70b-benchmark.k8s.yaml"
+    assert proc.stderr.splitlines() == [f"error: {missing} does not exist (synthesize first: python -m "
+                                        f"hyperpod_k8s.main --config ... --outdir {missing.parent})"]
 
 
 def test_without_observed_generation_a_complete_state_is_trusted_only_after_the_grace_period():

@@ -347,7 +347,8 @@ def test_the_raw_next_command_passes_the_parameters_the_templates_require(tmp_pa
         "AdminPrincipalArn": {"Type": "String"},
         "BootstrapVersion": {"Type": "AWS::SSM::Parameter::Value<String>", "Default": "/cdk-bootstrap/x/version"}}}))
     env = Environment(config_path=Path("c.yaml"), config=default_config, workdir=tmp_path)
-    first, deploy = next_steps(env, deployed=False, via_cli=False)
+    first, deploy, again = next_steps(env, deployed=False, via_cli=False)
+    assert again.startswith("./scripts/synth c.yaml") and "placeholders/ is not deployable" in again
     assert first.startswith("ADMIN_ARN=$(aws sts get-caller-identity")
     assert deploy.startswith(f"npx cdk deploy --app {cdk_out} --all --outputs-file {tmp_path}/cdk-outputs.json"
                              ' --parameters hyperpod-dpd-cluster:AdminPrincipalArn="$ADMIN_ARN"')

@@ -78,7 +78,9 @@ def test_synth_writes_only_into_the_environment_folder(synthesized) -> None:
              if a["type"] == "aws:cloudformation:stack"}
     assert names == {f"demo-{s}" for s in ("network", "cluster", "hyperpod", "observability", "platform",
                                            "observability-addon")}
-    assert (env / "dist" / "llama-3-3-70b-dpd.k8s.yaml").is_file()
+    # No outputs file yet: the manifests hold placeholders, so they are kept out of dist/endpoint/.
+    assert (env / "dist" / "placeholders" / "endpoint" / "llama-3-3-70b-dpd.k8s.yaml").is_file()
+    assert not (env / "dist" / "endpoint").exists()
     assert not list(cwd.glob("**/.*.tmp-*")), "no temp folders left behind"
     assert "hyperpod-dpd deploy --env demo" in result.stdout
 

@@ -95,6 +95,10 @@ def measured(tmp_path_factory):
 
         with ThreadPoolExecutor(2) as pool:
             list(pool.map(one_mode, ["dpd", "colocated"]))
+        # What bench reads after a DPD run: the requests the prefill side served (here: the fake's count).
+        (dpd_folder,) = (results / "dpd").iterdir()
+        (dpd_folder / "dpd-path.json").write_text(json.dumps(
+            {"source": "bench_server prefill count", "prefill_requests": dpd.disaggregated}), encoding="utf-8")
         requests = {m: s.requests for m, s in servers.items()}
     return {"results": results, "config": _config_yaml(tmp), "logs": logs, "requests": requests, "tmp": tmp}
 
@@ -149,7 +153,7 @@ def test_each_run_records_what_it_ran_under(measured):
 
 
 def _md_rows(md: str, section: str) -> list[list[str]]:
-    part = md.split(f"## {section} ")[1].split("### Measurements")[1].split("\n## ")[0]
+    part = md.split(f"### {section} ")[1].split("#### Measurements")[1].split("\n### ")[0]
     return [[c.strip() for c in ln.strip("|").split("|")] for ln in part.splitlines()
             if ln.startswith("| ") and not ln.startswith("| concurrency")]
 
@@ -180,6 +184,8 @@ def test_measurement_tables_equal_the_result_files(measured, report):
 def test_improvements_follow_the_published_sign_convention(report):
     """Latency: (colocated - dpd) / colocated; throughput: (dpd - colocated) / colocated (AWS: higher = DPD)."""
     summary = json.loads((report / "summary.json").read_text(encoding="utf-8"))
+    assert list(summary["experiments"]) == ["equal-gpu"], "no path: reference scenario, no reference experiment"
+    summary = summary["experiments"]["equal-gpu"]
     for cell in summary["cells"]:
         c, d, imp = cell["colocated"], cell["dpd"], cell["improvement_pct"]
         assert imp["tpot"] == pytest.approx(100 * (c["tpot_ms"]["mean"] - d["tpot_ms"]["mean"]) / c["tpot_ms"]["mean"])
@@ -244,7 +250,8 @@ def test_mismatched_matrices(measured, tmp_path):
     gone.unlink()
     proc = _report(measured, str(copy), tmp_path / "out")
     assert proc.returncode == 2
-    assert "error: results: dpd and colocated ran different matrices: only dpd has" in proc.stderr
+    assert "error: results: dpd and colocated ran different matrices in the equal-gpu experiment: only dpd has" \
+        in proc.stderr
 
 
 def test_a_failed_report_keeps_the_previous_one(measured, report, tmp_path):

@@ -28,17 +28,20 @@ def _config(**benchmark):
 
 
 def _m(mode: str, n: int, *, tpot: float, ttft: float = 500.0, tput: float = 1000.0, errors: float = 0.0,
-       gpus: int = 16) -> Measurement:
+       gpus: int = 16, experiment: str = "aws-reference", scenario: str = "aws-reference") -> Measurement:
     e2e = ttft + 255 * tpot
-    return Measurement(mode=mode, scenario="aws-reference", traffic="D(4096,256)", concurrency=n, gpus=gpus,
+    return Measurement(mode=mode, scenario=scenario, traffic="D(4096,256)", concurrency=n, gpus=gpus,
                        ttft_ms={"mean": ttft, "p95": ttft}, tpot_ms={"mean": tpot, "p95": tpot},
                        e2e_ms={"p50": e2e, "p90": e2e, "mean": e2e}, output_tokens_per_s=tput,
                        requests_per_s=1.0, error_rate=errors, completed=10, input_tokens_mean=4096,
-                       output_tokens_mean=256, source="x")
+                       output_tokens_mean=256, source=f"/r/{experiment}/{mode}-{scenario}-c{n}/run.json",
+                       experiment=experiment, record={"routing_strategy": "prefixaware"})
 
 
-def _cell(n: int, col: Measurement, dpd: Measurement) -> Cell:
-    return Cell(scenario="aws-reference", traffic="D(4096,256)", concurrency=n, colocated=col, dpd=dpd, estimate=None)
+def _cell(n: int, col: Measurement, dpd: Measurement, experiment: str = "aws-reference",
+          scenario: str = "aws-reference") -> Cell:
+    return Cell(scenario=scenario, traffic="D(4096,256)", concurrency=n, colocated=col, dpd=dpd, estimate=None,
+                experiment=experiment)
 
 
 def test_reference_is_what_the_blog_states():
@@ -48,17 +51,47 @@ def test_reference_is_what_the_blog_states():
     assert AWS_H100_REFERENCE["up_to"]["output_throughput"] == 35.0
 
 
-def test_reference_appears_beside_d4096_256_only(tmp_path):
+def test_reference_appears_beside_the_aws_reference_experiment_only(tmp_path):
     config = _config()
-    cells = [_cell(n, _m("colocated", n, tpot=40.0), _m("dpd", n, tpot=30.0)) for n in (8, 16, 32)]
-    report = Report(config=config, cells=cells, verdicts=[verdict("aws-reference", cells, config)],
+    cells = [_cell(n, _m("colocated", n, tpot=40.0, gpus=8), _m("dpd", n, tpot=30.0)) for n in (8, 16, 32)]
+    # The same traffic in the equal-GPU experiment: AWS's numbers never go next to it (different experiment).
+    fair = [_cell(n, _m("colocated", n, tpot=40.0, experiment="equal-gpu", scenario="same-shape"),
+                  _m("dpd", n, tpot=30.0, experiment="equal-gpu", scenario="same-shape"), "equal-gpu", "same-shape")
+            for n in (8, 16, 32)]
+    report = Report(config=config, cells=cells + fair, verdicts=[verdict("same-shape", fair, config)],
                     planner_note="none", source="test")
     rows = improvement_rows(report, "aws-reference")
     assert rows[0][-1].startswith("TPOT +22%") and rows[2][-1].startswith("TPOT +66%")
     assert rows[1][-1].startswith("E2E P50 +14..32%")  # no per-concurrency TPOT value published for 16
     assert rows[0][1] == "+25.0%"  # (40 - 30) / 40
+    assert {r[-1] for r in improvement_rows(report, "same-shape")} == {"-"}
     files = write_report(report, tmp_path / "r")
     assert {p.name for p in files} >= {"report.md", "report.html", "summary.json", "improvement-aws-reference.png"}
+    md = (tmp_path / "r" / "report.md").read_text()
+    equal, reference = md.split("## Equal-GPU comparison")[1].split("## AWS reference")
+    assert "AWS H100" not in equal.replace("AWS H100 (published)", "") and "TPOT +22%" in reference
+    assert "1 prefill + 1 decode replica (16 GPUs) vs one colocated replica (8 GPUs)" in reference
+    import json
+
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert "aws_published" in summary["experiments"]["aws-reference"]
+    assert "aws_published" not in summary["experiments"]["equal-gpu"]
+
+
+def test_reference_deviations_are_listed_next_to_the_result(tmp_path):
+    """AWS ran KV-aware routing (needs v1/completions); genai-bench 0.0.5 posts to chat completions only, so the
+    reference runs with the configured routing, and the report says so next to the result."""
+    from hyperpod_analysis.report.analysis import reference_deviations
+
+    config = _config()
+    cells = [_cell(8, _m("colocated", 8, tpot=40.0, gpus=8), _m("dpd", 8, tpot=30.0))]
+    (line,) = reference_deviations(config, cells)
+    assert line.startswith("routing: prefixaware instead of AWS's kvaware")
+    data = yaml.safe_load((REPO / "config" / "default.yaml").read_text(encoding="utf-8"))
+    data["endpoint"]["tensor_parallel_size"] = 4
+    data["endpoint"]["prefill"] = {"gpus": 4}
+    data["endpoint"]["decode"] = {"gpus": 4}
+    assert "tensor_parallel_size: 4 (AWS: 8)" in reference_deviations(parse_config(data), cells)
 
 
 @pytest.mark.parametrize(("col", "dpd", "split", "words"), [
@@ -78,6 +111,32 @@ def test_verdict(col, dpd, split, words):
     cells = [_cell(8, _m("colocated", 8, **col), _m("dpd", 8, **dpd))]
     v = verdict("aws-reference", cells, config)
     assert v.split is split and words in v.reason
+
+
+@pytest.mark.parametrize(("scenario_path", "prefill", "invalid"), [
+    ("dpd", 11, None),                      # 10 completed + a warm-up request: all went through prefill
+    ("reference", 3, "only 3 of 10 requests reached the prefill pods"),  # the estimate sent most straight to decode
+    ("direct", 0, None),
+    ("direct", 8, "8 of 10 requests of a direct scenario reached the prefill pods"),
+])
+def test_a_dpd_run_counts_only_when_its_requests_took_the_declared_path(scenario_path, prefill, invalid):
+    from hyperpod_analysis.report.analysis import dpd_path_problems
+
+    dpd = _m("dpd", 8, tpot=30.0)
+    dpd = Measurement(**{**dpd.__dict__, "dpd_path": {"source": "counters", "prefill_requests": prefill}})
+    problems = dpd_path_problems([dpd, _m("colocated", 8, tpot=40.0)], {"aws-reference": scenario_path})
+    assert (problems.get(dpd.folder) is None) if invalid is None else invalid in problems[dpd.folder]
+
+
+def test_a_dpd_run_without_a_path_record_is_not_verified_and_gets_no_verdict():
+    from hyperpod_analysis.report.analysis import dpd_path_problems
+
+    dpd = _m("dpd", 8, tpot=30.0)
+    problems = dpd_path_problems([dpd], {"aws-reference": "dpd"})
+    assert problems[dpd.folder].startswith("DPD path not verified: no dpd-path.json")
+    cell = Cell(**{**_cell(8, _m("colocated", 8, tpot=40.0), dpd).__dict__, "invalid": problems[dpd.folder]})
+    v = verdict("aws-reference", [cell], _config())
+    assert v.split is None and v.reason.startswith("no valid DPD run")
 
 
 def test_gpu_normalized_cost_uses_each_modes_gpus_and_the_configured_price():

@@ -176,7 +176,16 @@ def test_healthy_endpoint_can_serve(cli, config_file, kubeconfig, healthy) -> No
     lb = boto3.client("elbv2", region_name="us-west-2").describe_load_balancers()["LoadBalancers"][0]
     assert rows["endpoint:load balancer"]["detail"] == f"{lb['DNSName']} (active)"
     assert rows["endpoint:TLS certificate"]["detail"] == f"s3://hyperpod-tls-test/{NAMESPACE}/{NAME}.pem (Valid)"
-    assert all(c["state"] == "ok" for c in report["checks"])
+    assert all(c["state"] == "ok" for c in report["checks"] if c["section"] != "observability")
+
+
+def test_says_in_one_line_whom_the_alerts_reach(cli, config_file, kubeconfig, healthy) -> None:
+    """observability.alerts names no receiver in the test config: one warning row that does not block serving."""
+    result = _status(cli, config_file, kubeconfig, "--json")
+    alerts = _rows(result.out)["observability:alerts"]
+    assert alerts["state"] == "warn" and alerts["blocks_serving"] is False
+    assert alerts["detail"].startswith("alerts reach no one: observability.alerts names no email_addresses")
+    assert result.code == 0
 
 
 def test_table_is_one_screen_with_a_verdict(cli, config_file, kubeconfig, healthy) -> None:
@@ -203,7 +212,7 @@ def test_missing_endpoint_names_the_manifest_to_apply(cli, config_file, kubeconf
     result = _status(cli, config_file, kubeconfig, "--json")
     assert result.code == 1
     row = _rows(result.out)[f"endpoint:{NAMESPACE}/{NAME}"]
-    assert row["next_step"] == f"kubectl apply -f {config_file.with_suffix('.out')}/dist/{NAME}-dpd.k8s.yaml"
+    assert row["next_step"] == f"kubectl apply -f {config_file.with_suffix('.out')}/dist/endpoint/"
 
 
 def test_colocated_baseline_is_recognised(cli, config_file, kubeconfig, healthy) -> None:
@@ -217,7 +226,8 @@ def test_colocated_baseline_is_recognised(cli, config_file, kubeconfig, healthy)
     assert result.code == 0, result.err
     rows = _rows(result.out)
     assert rows["endpoint:mode"]["state"] == "warn"
-    assert rows["endpoint:mode"]["next_step"] == f"to serve disaggregated, kubectl apply -f dist/{NAME}-dpd.k8s.yaml"
+    assert rows["endpoint:mode"]["next_step"] == (
+        f"to serve disaggregated, kubectl apply -f {config_file.with_suffix('.out')}/dist/endpoint/{NAME}-dpd.k8s.yaml")
     assert rows["endpoint:pods"]["detail"] == f"Ready 2/2 ({NAME}-6b8c9-a, {NAME}-6b8c9-b)"
     assert "endpoint:router" not in rows
 

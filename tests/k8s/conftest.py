@@ -25,9 +25,11 @@ CASES: dict[str, tuple[Path, Path | None]] = {
 @dataclass(frozen=True)
 class Synth:
     files: dict[str, str]
-    """file name -> YAML text"""
+    """file name -> YAML text (names are unique across the dist/ folders: hyperpod_core.dist_layout)"""
     stdout: str
     stderr: str
+    folders: dict[str, str]
+    """file name -> its folder relative to dist/ (``endpoint``, ``placeholders/alternate``, ...)"""
 
     def docs(self, file_suffix: str = "") -> list[dict]:
         return [d for name, text in sorted(self.files.items()) if name.endswith(file_suffix)
@@ -54,8 +56,11 @@ def _run(config: Path, outputs_file: Path | None, outdir: Path) -> Synth:
         os.chdir(saved_cwd)
         if saved_env is not None:
             os.environ[main.OUTPUTS_ENV] = saved_env
-    files = {p.name: p.read_text(encoding="utf-8") for p in sorted(outdir.glob("*.k8s.yaml"))}
-    return Synth(files=files, stdout=out.getvalue(), stderr=err.getvalue())
+    paths = sorted(outdir.rglob("*.k8s.yaml"))
+    files = {p.name: p.read_text(encoding="utf-8") for p in paths}
+    assert len(files) == len(paths), "a file name repeats across the dist/ folders"
+    folders = {p.name: str(p.parent.relative_to(outdir)) for p in paths}
+    return Synth(files=files, stdout=out.getvalue(), stderr=err.getvalue(), folders=folders)
 
 
 @pytest.fixture(scope="session")

@@ -53,19 +53,59 @@ def test_one_suspended_job_per_run_of_the_matrix(synthesized, case):
     config = load_config(CASES[case])
     jobs = _jobs(synthesized, case)
     b = config.benchmark
-    assert len(jobs) == 2 * len(config.benchmark_scenarios()) * len(b.concurrency)
-    cells = {(_env(j)["BENCH_MODE"], _env(j)["BENCH_SCENARIO"], int(_env(j)["BENCH_CONCURRENCY"])) for j in jobs}
-    assert cells == {(m, s.name, n) for m in ("dpd", "colocated") for s in config.benchmark_scenarios()
-                     for n in b.concurrency}
+    expected = {(m, s.experiment, s.name, n) for m in ("dpd", "colocated") for s in config.benchmark_scenarios()
+                for n in config.benchmark_concurrency(s)}
+    assert len(jobs) == len(expected)
+    cells = {(_env(j)["BENCH_MODE"], _env(j)["BENCH_EXPERIMENT"], _env(j)["BENCH_SCENARIO"],
+              int(_env(j)["BENCH_CONCURRENCY"])) for j in jobs}
+    assert cells == expected
     for j in jobs:
         spec = j["spec"]
         assert spec["suspend"] is True, "applying the file must start nothing"
         assert spec["backoffLimit"] == 0, "a failed run is reported, not silently retried"
         assert spec["activeDeadlineSeconds"] > b.max_time_per_run_minutes * 60
         assert len(j["metadata"]["name"]) <= 63
-    # DPD runs come first, so that bench switches the endpoint once.
-    modes = [_env(j)["BENCH_MODE"] for j in jobs]
-    assert modes == sorted(modes, key=lambda m: m != "dpd")
+    # Per experiment (aws-reference first) DPD runs come first, so that bench switches the endpoint once per
+    # experiment and mode.
+    groups = [(_env(j)["BENCH_EXPERIMENT"], _env(j)["BENCH_MODE"]) for j in jobs]
+    order = [("aws-reference", "dpd"), ("aws-reference", "colocated"), ("equal-gpu", "dpd"), ("equal-gpu", "colocated")]
+    assert groups == sorted(groups, key=order.index)
+    assert all(j["metadata"]["labels"]["hyperpod-dpd/benchmark-experiment"] == _env(j)["BENCH_EXPERIMENT"]
+               for j in jobs)
+
+
+def test_the_reference_experiment_runs_at_aws_concurrency_whatever_the_matrix_says():
+    """AWS published D(4096,256) at 8, 16 and 32 (blog, "Benchmarking performance"); benchmark.concurrency
+    sets the equal-GPU experiment's levels only."""
+    data = yaml.safe_load(CASES["default"].read_text(encoding="utf-8"))
+    data["benchmark"] = {"concurrency": [4]}
+    config = parse_config(data)
+    from hyperpod_k8s.benchmark.manifests import benchmark_runs
+
+    levels = {(r.experiment, r.concurrency) for r in benchmark_runs(config)}
+    assert levels == {("aws-reference", 8), ("aws-reference", 16), ("aws-reference", 32), ("equal-gpu", 4)}
+    data["benchmark"]["experiments"] = ["equal-gpu"]
+    assert {r.experiment for r in benchmark_runs(parse_config(data))} == {"equal-gpu"}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_jobs_run_only_off_the_gpu_nodes_with_requests_a_system_node_holds(synthesized, case):
+    """Every HyperPod node carries hyperpod-dpd/pool (hyperpod_stack: the instance groups' Kubernetes labels) and
+    none is tainted by default (lifecycle-facts.md, "Benchmark fairness"): DoesNotExist keeps the client off them.
+    The requests fit an m7i.xlarge system node: 4 vCPU and 16 GiB (EC2 general purpose instance specs), minus
+    kubeReserved (nodeadm: 80m and 11 MiB x 58 pods + 255 MiB; maxPods 58 from eni-max-pods) and the eviction
+    threshold, leaving at least half of it to the cluster's own pods."""
+    from hyperpod_core.sizing import EVICTION_HARD_MEMORY_MIB, kube_reserved_cpu_millis, kube_reserved_memory_mib
+
+    cpu_millis = 4000 - kube_reserved_cpu_millis(4)
+    memory_mib = 16 * 1024 - kube_reserved_memory_mib(58) - EVICTION_HARD_MEMORY_MIB
+    for j in _jobs(synthesized, case):
+        pod = j["spec"]["template"]["spec"]
+        terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        assert terms == [{"matchExpressions": [{"key": "hyperpod-dpd/pool", "operator": "DoesNotExist"}]}]
+        requests = pod["containers"][0]["resources"]["requests"]
+        assert int(requests["cpu"]) * 1000 <= cpu_millis / 2
+        assert int(requests["memory"].removesuffix("Gi")) * 1024 <= memory_mib / 2
 
 
 def test_default_matrix_is_aws_reference_plus_the_four_checklist_shapes():
@@ -86,7 +126,8 @@ def test_runs_record_threshold_strategy_and_take_the_path_they_claim(synthesized
     for j in _jobs(synthesized, case):
         env = _env(j)
         assert env["BENCH_ROUTING_THRESHOLD"] == str(e.routing_threshold_tokens)
-        assert env["BENCH_ROUTING_STRATEGY"] == e.routing_strategy
+        # The colocated router spreads the load over its replicas; DPD keeps the configured strategy.
+        assert env["BENCH_ROUTING_STRATEGY"] == (e.routing_strategy if env["BENCH_MODE"] == "dpd" else "roundrobin")
         low, high, _ = scenario_token_range(env["BENCH_TRAFFIC"])
         if env["BENCH_PATH"] == "dpd":  # well above the threshold: the router's estimate cannot flip it
             assert low >= e.routing_threshold_tokens * (1 + BENCHMARK_PATH_MARGIN)
@@ -150,3 +191,31 @@ def test_load_balancer_target_mounts_the_endpoint_pem_as_requests_ca_bundle(tmp_
     assert env["BENCH_RESULTS_S3"] == "s3://my-results/bench"
     volumes = job["spec"]["template"]["spec"]["volumes"]
     assert {"name": "endpoint-ca", "secret": {"secretName": "llama-ca"}} in volumes
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_each_experiment_runs_against_its_own_layout(synthesized, case):
+    """aws-reference: AWS's 1 prefill + 1 decode replica against ONE colocated node (blog, "Benchmarking
+    performance"), without autoscaling; equal-gpu: the configured DPD endpoint against colocated replicas on as
+    many GPUs. Both colocated routers spread the load (roundrobin); BENCH_GPUS says what each run held."""
+    config = load_config(CASES[case])
+    e, s = config.endpoint, synthesized[case]
+    ref_dpd, ref_col = s.one("-reference-1p1d.k8s.yaml"), s.one("-reference-1node.k8s.yaml")
+    dpd, col = s.one("-dpd.k8s.yaml"), s.one("-colocated.k8s.yaml")
+    pd = ref_dpd["spec"]["pdSpec"]
+    assert (pd["prefillSpec"]["replicas"], pd["decodingSpec"]["replicas"]) == (1, 1)
+    assert "autoScalingSpec" not in pd
+    assert ref_col["spec"]["replicas"] == 1 and "pdSpec" not in ref_col["spec"]
+    assert {m["metadata"]["name"] for m in (ref_dpd, ref_col, dpd, col)} == {e.name}, "same name: a replace"
+    for manifest in (col, ref_col):
+        assert manifest["spec"]["intelligentRoutingSpec"]["routingStrategy"] == "roundrobin"
+    assert dpd["spec"]["intelligentRoutingSpec"]["routingStrategy"] == e.routing_strategy
+    gpus = {(_env(j)["BENCH_EXPERIMENT"], _env(j)["BENCH_MODE"]): int(_env(j)["BENCH_GPUS"])
+            for j in _jobs(synthesized, case)}
+    assert gpus[("aws-reference", "dpd")] == e.prefill.gpus + e.decode.gpus
+    assert gpus[("aws-reference", "colocated")] == e.tensor_parallel_size
+    assert gpus[("equal-gpu", "colocated")] == gpus[("equal-gpu", "dpd")] == (
+        e.prefill.replicas * e.prefill.gpus + e.decode.replicas * e.decode.gpus)
+    assert col["spec"]["replicas"] * e.tensor_parallel_size == gpus[("equal-gpu", "dpd")]
+
+

@@ -129,9 +129,12 @@ def test_colocated_baseline_matches_dpd_except_pdspec(request, case):
     assert colocated["metadata"]["name"] == dpd["metadata"]["name"]  # applying it is the rollback
     assert colocated["metadata"]["labels"]["hyperpod-dpd/mode"] == "colocated"
     assert "pdSpec" not in colocated["spec"]
-    for key in ("modelName", "modelSourceConfig", "instanceType", "invocationEndpoint", "intelligentRoutingSpec",
-                "kvCacheSpec", "metrics", "loadBalancer"):
+    for key in ("modelName", "modelSourceConfig", "instanceType", "invocationEndpoint", "kvCacheSpec", "metrics",
+                "loadBalancer"):
         assert colocated["spec"][key] == dpd["spec"][key], key
+    # The colocated router spreads requests over its replicas (a fair benchmark baseline); otherwise the same.
+    assert colocated["spec"]["intelligentRoutingSpec"] == {**dpd["spec"]["intelligentRoutingSpec"],
+                                                          "routingStrategy": "roundrobin"}
     shared = dpd["spec"]["worker"]
     base = colocated["spec"]["worker"]
     assert base["image"] == shared["image"]

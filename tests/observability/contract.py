@@ -114,6 +114,10 @@ def _cluster_families(collector: CollectorLabels) -> list[Family]:
         Family(name="kube_pod_container_status_restarts", kind="counter",
                exposed_as=("kube_pod_container_status_restarts_total",), labels=ksm, buckets=None,
                path="kube-state-metrics", metric_source=None, source="kube-state-metrics pod-metrics.md"),
+        # kube_pod_status_ready: gauge, labels pod, namespace, uid, condition (true|false|unknown); no container.
+        Family(name="kube_pod_status_ready", kind="gauge", exposed_as=("kube_pod_status_ready",),
+               labels=("uid", "condition", collector.kube_state_metrics_namespace, collector.kube_state_metrics_pod),
+               buckets=None, path="kube-state-metrics", metric_source=None, source="kube-state-metrics pod-metrics.md"),
     ]
 
 

@@ -15,6 +15,7 @@ from tests.observability.conftest import every_query
 
 from hyperpod_core.config import Config
 from hyperpod_core.telemetry import catalogue as m
+from hyperpod_core.telemetry.alerts import alert_rule_groups
 from hyperpod_core.telemetry.dashboards import dashboards
 from hyperpod_core.telemetry.queries import Target, gauge
 
@@ -57,7 +58,7 @@ def test_every_panel_and_autoscaling_query_returns_finite_series(
 def test_every_series_an_alert_reads_exists(prometheus, default_config: Config, default_config_dict: dict) -> None:
     """An alert expression is empty while all is well, so each of its selectors must match series instead."""
     alerts = [(w, e) for w, e in every_query(default_config, default_config_dict) if w.startswith("alert")]
-    assert len(alerts) == 8
+    assert len(alerts) == len(alert_rule_groups(default_config)["groups"][0]["rules"]) == 11
     missing = [f"{where}: {sel}" for where, expr in alerts for sel in _selectors(expr)
                if not prometheus.query(f"count({sel})")]
     assert not missing, "alert selectors match nothing:\n" + "\n".join(missing)

@@ -52,10 +52,13 @@ def make_platform_app(*, observability: bool = True, existing_bucket_name: str |
                      if with_hyperpod_role else None)  # stands in for the HyperPod execution role
     obs = addon = None
     if observability:
+        from hyperpod_core.telemetry.collection import metrics_provider
+
         obs = ObservabilityStack(app, "Observability", env=env,
                                  props=ObservabilityStackProps(workspace_alias="test-dpd"))
         addon = ObservabilityAddonStack(app, "ObservabilityAddon", env=env, props=ObservabilityAddonStackProps(
-            cluster=cluster, prometheus=obs.prometheus, addon_depends_on=(pod_identity,)))
+            cluster=cluster, prometheus=obs.prometheus, metrics_provider=metrics_provider(30),
+            addon_depends_on=(pod_identity,)))
     platform = PlatformStack(app, "Platform", env=env, props=PlatformStackProps(
         cluster=cluster, oidc_provider=oidc, model_key_prefix="models/m/",
         hyperpod_cluster_arn="arn:aws:sagemaker:us-west-2:111122223333:cluster/abc123",

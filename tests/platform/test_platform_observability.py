@@ -40,7 +40,7 @@ def test_addon_waits_for_its_role_policy_and_the_pod_identity_agent(observabilit
     assert platform_app.cluster_stack in platform_app.observability_addon.dependencies
 
 
-def test_addon_configuration_turns_inference_metrics_on(observability_addon) -> None:
+def test_addon_configuration_passes_every_metrics_category(observability_addon) -> None:
     _, addon = _addon(observability_addon)
     parts = addon["Properties"]["ConfigurationValues"]["Fn::Join"][1]
 
@@ -54,7 +54,12 @@ def test_addon_configuration_turns_inference_metrics_on(observability_addon) -> 
         return "<" + json.dumps(token) + ">"
 
     cfg = json.loads("".join(p if isinstance(p, str) else name(p) for p in parts))
-    assert cfg["metricsProvider"] == {"inferenceMetrics": {"level": "BASIC", "scrapeInterval": 30}}
+    # Every category of AWS's console template (observability-template.yaml), DCGM and kube-state-metrics on.
+    assert set(cfg["metricsProvider"]) == {"trainingMetrics", "inferenceMetrics", "taskGovernanceMetrics",
+                                           "scalingMetrics", "clusterMetrics", "nodeMetrics",
+                                           "acceleratedComputeMetrics", "networkMetrics"}
+    for category in ("inferenceMetrics", "clusterMetrics", "acceleratedComputeMetrics"):
+        assert cfg["metricsProvider"][category] == {"level": "BASIC", "scrapeInterval": 30}
     assert cfg["logging"] == {"enabled": True}
     assert cfg["ampWorkspace"]["arn"].startswith("import:Observability:ExportsOutputFnGetAttPrometheusWorkspace")
     assert "Arn" in cfg["ampWorkspace"]["arn"]

@@ -2,12 +2,18 @@
 
 Sign convention (AWS's charts: "higher bars indicate larger DPD advantage"): latency improvement =
 (colocated - dpd) / colocated, throughput improvement = (dpd - colocated) / colocated, both in percent.
+
+Two experiments, never mixed: ``aws-reference`` (AWS's layouts, compared with AWS's published statements, with
+the setup's deviations from AWS's listed next to it) and ``equal-gpu`` (the configured endpoint against colocated
+replicas on as many GPUs: the only basis of the verdicts). A DPD run whose requests did not take the path its
+scenario declares (``dpd-path.json``: the prefill pods' finished requests) is invalid: shown, never compared.
 """
 
 from __future__ import annotations
 
 import importlib
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +38,17 @@ AWS_H100_REFERENCE: dict[str, Any] = {
     "up_to": {"output_throughput": 35.0},  # "up to", at higher concurrency
 }
 
+#: What AWS's reference run was (same source as AWS_H100_REFERENCE): every difference of ours is a deviation
+#: printed next to the reference result.
+AWS_REFERENCE_SETUP: dict[str, Any] = {
+    "model": "Llama-3.3-70B-Instruct", "instance_type": "ml.p5.48xlarge", "tensor_parallel_size": 8,
+    "max_model_len": 16384, "routing_strategy": "kvaware", "prefill_gpus": 8, "decode_gpus": 8,
+    "prefill_enforce_eager": True,
+}
+#: A DPD run is valid when at least this share of the requests that should reach the prefill pods did; a
+#: ``direct`` run when at most 1 - this share of its requests went there.
+PATH_SHARE = 0.9
+
 METRICS = ("tpot", "e2e_p50", "e2e_p90", "ttft", "output_throughput")
 LABELS = {"tpot": "TPOT (mean)", "e2e_p50": "E2E P50", "e2e_p90": "E2E P90", "ttft": "TTFT (mean)",
           "output_throughput": "Output throughput", "output_throughput_per_gpu": "Output tokens/s per GPU"}
@@ -55,6 +72,9 @@ class Cell:
     colocated: Measurement
     dpd: Measurement
     estimate: dict[str, Any] | None
+    experiment: str = "equal-gpu"
+    invalid: str | None = None
+    """Why the DPD run of this cell does not count (its requests did not take the DPD path). Default: valid."""
 
     def improvement(self) -> dict[str, float]:
         c, d = self.colocated, self.dpd
@@ -69,13 +89,73 @@ class Cell:
 
 
 def build_cells(measurements: list[Measurement], cells: list[tuple[str, int]],
-                estimates: dict[tuple[str, int], dict[str, Any]] | None) -> list[Cell]:
-    by = {(m.mode, m.scenario, m.concurrency): m for m in measurements}
+                estimates: dict[tuple[str, int], dict[str, Any]] | None, *, experiment: str = "equal-gpu",
+                invalid: dict[str, str] | None = None) -> list[Cell]:
+    """The cells of ``experiment``; ``invalid`` maps a DPD run folder to why it does not count."""
+    by = {(m.mode, m.scenario, m.concurrency): m for m in measurements if m.experiment == experiment}
     out = []
     for scenario, n in cells:
         d, c = by[("dpd", scenario, n)], by[("colocated", scenario, n)]
-        est = (estimates or {}).get((d.traffic, n))
-        out.append(Cell(scenario=scenario, traffic=d.traffic, concurrency=n, colocated=c, dpd=d, estimate=est))
+        est = (estimates or {}).get((d.traffic, n)) if experiment == "equal-gpu" else None
+        out.append(Cell(scenario=scenario, traffic=d.traffic, concurrency=n, colocated=c, dpd=d, estimate=est,
+                        experiment=experiment, invalid=(invalid or {}).get(d.folder)))
+    return out
+
+
+def expected_path(m: Measurement, paths: Mapping[str, str]) -> str:
+    """The router path the run's scenario declares (``paths``: scenario name -> path from the config; else the
+    run's own record): ``dpd`` (also for ``reference``: AWS's run was disaggregated) or ``direct``."""
+    path = paths.get(m.scenario) or str(m.record.get("path") or "dpd")
+    return "direct" if path == "direct" else "dpd"
+
+
+def dpd_path_problems(measurements: list[Measurement], paths: Mapping[str, str]) -> dict[str, str]:
+    """DPD run folder -> why its requests did not provably take the declared path (valid folders are absent).
+
+    After each DPD run ``bench`` stores the prefill pods' finished requests during the run (``dpd-path.json``).
+    The requests of the scenarios that declare the DPD path must have reached them (at least :data:`PATH_SHARE`
+    of those the run completed; warm-up requests only add), and a run of only ``direct`` scenarios must have
+    left them nearly idle. D(4096,256) sits at the routing threshold, and the router's token estimate is its own:
+    without this check a "DPD" run may have measured decode alone."""
+    folders: dict[str, list[Measurement]] = {}
+    for m in measurements:
+        if m.mode == "dpd":
+            folders.setdefault(m.folder, []).append(m)
+    problems: dict[str, str] = {}
+    for folder, runs in folders.items():
+        record = runs[0].dpd_path
+        if record is None:
+            problems[folder] = "DPD path not verified: no dpd-path.json (hyperpod-dpd bench writes it)"
+            continue
+        if record.get("error") or record.get("prefill_requests") is None:
+            problems[folder] = f"DPD path not verified: {record.get('error') or 'no prefill request count'}"
+            continue
+        prefill = float(record["prefill_requests"])
+        expected = sum(m.completed for m in runs if expected_path(m, paths) == "dpd")
+        completed = sum(m.completed for m in runs)
+        if expected and prefill < PATH_SHARE * expected:
+            problems[folder] = (f"only {prefill:.0f} of {expected} requests reached the prefill pods "
+                                f"({record.get('source')}): the router sent them straight to decode")
+        elif not expected and prefill > (1 - PATH_SHARE) * completed:
+            problems[folder] = (f"{prefill:.0f} of {completed} requests of a direct scenario reached the prefill "
+                                f"pods ({record.get('source')})")
+    return problems
+
+
+def reference_deviations(config: Config, cells: list[Cell]) -> list[str]:
+    """How this run of the aws-reference experiment differs from AWS's published setup (one line each)."""
+    ref, e = AWS_REFERENCE_SETUP, config.endpoint
+    ours = {"instance_type": e.instance_type, "tensor_parallel_size": e.tensor_parallel_size,
+            "max_model_len": e.max_model_len, "prefill_gpus": e.prefill.gpus, "decode_gpus": e.decode.gpus,
+            "prefill_enforce_eager": "--enforce-eager" in e.prefill.extra_args}
+    out = [f"{k}: {v} (AWS: {ref[k]})" for k, v in ours.items() if v != ref[k]]
+    strategies = sorted({str(c.dpd.record.get("routing_strategy") or e.routing_strategy) for c in cells})
+    if strategies != [ref["routing_strategy"]]:
+        out.append(f"routing: {', '.join(strategies)} instead of AWS's kvaware (KV-aware routing needs "
+                   "endpoint.invocation_path v1/completions, and genai-bench 0.0.5's OpenAI client posts to "
+                   "/v1/chat/completions only)")
+    if ref["model"].lower().replace(".", "-") not in config.model.name.lower().replace(".", "-"):
+        out.append(f"model: {config.model.name} (AWS: {ref['model']})")
     return out
 
 
@@ -140,7 +220,15 @@ class Verdict:
 
 
 def verdict(scenario: str, cells: list[Cell], config: Config) -> Verdict:
-    """Per shape: the cheapest SLO-meeting load of each mode (GPU-hours per 1M output tokens) decides."""
+    """Per shape: the cheapest SLO-meeting load of each mode (GPU-hours per 1M output tokens) decides.
+
+    Only valid cells count; none valid: no verdict."""
+    bad = [c for c in cells if c.invalid]
+    cells = [c for c in cells if not c.invalid]
+    if not cells:
+        return Verdict(scenario=scenario, split=None,
+                       reason=f"no valid DPD run ({bad[0].invalid if bad else 'no cell'}); re-run after fixing "
+                              "the routing (e.g. endpoint.routing_threshold_tokens) before deciding")
     best: dict[str, Measurement | None] = {}
     for mode in ("dpd", "colocated"):
         ok = [getattr(c, mode) for c in cells if slo_check(getattr(c, mode), config).ok]

@@ -1,5 +1,9 @@
 """The decision report: PNG charts (matplotlib, headless), Markdown, a self-contained HTML page, summary JSON.
 
+One section per experiment, each labelled with its layouts: the equal-GPU comparison (the decision basis, with
+the verdicts) and the AWS reference (AWS's published statements beside it, and how this setup deviates from
+AWS's). AWS's numbers appear only in the reference section. Invalid DPD runs are marked, never compared.
+
 Written into a temporary folder beside the target and moved into place only when every file is written:
 a failed report never leaves half a report behind.
 """
@@ -22,6 +26,7 @@ from hyperpod_analysis.report.analysis import (
     Cell,
     Verdict,
     cost_text,
+    reference_deviations,
     slo_check,
 )
 from hyperpod_analysis.report.results import Measurement
@@ -41,11 +46,32 @@ class Report:
     planner_note: str
     source: str
 
-    def scenarios(self) -> list[str]:
-        return list(dict.fromkeys(c.scenario for c in self.cells))
+    def experiments(self) -> list[str]:
+        """The experiments present, the decision basis first."""
+        present = {c.experiment for c in self.cells}
+        return [x for x in EXPERIMENT_ORDER if x in present]
+
+    def scenarios(self, experiment: str | None = None) -> list[str]:
+        return list(dict.fromkeys(c.scenario for c in self.cells if experiment in (None, c.experiment)))
 
     def cells_of(self, scenario: str) -> list[Cell]:
         return sorted((c for c in self.cells if c.scenario == scenario), key=lambda c: c.concurrency)
+
+    def experiment_cells(self, experiment: str) -> list[Cell]:
+        return [c for c in self.cells if c.experiment == experiment]
+
+
+EXPERIMENT_ORDER = ("equal-gpu", "aws-reference")
+
+
+def experiment_title(report: Report, experiment: str) -> str:
+    """The experiment's label with its layouts, as measured (GPUs from the runs)."""
+    first = report.experiment_cells(experiment)[0]
+    if experiment == "aws-reference":
+        return (f"AWS reference: 1 prefill + 1 decode replica ({first.dpd.gpus} GPUs) vs one colocated replica "
+                f"({first.colocated.gpus} GPUs), AWS's published setup")
+    return (f"Equal-GPU comparison (the decision basis): DPD ({first.dpd.gpus} GPUs) vs colocated replicas "
+            f"({first.colocated.gpus} GPUs)")
 
 
 def _fmt(x: float, digits: int = 1) -> str:
@@ -81,7 +107,7 @@ def chart_improvement(report: Report, scenario: str, path: Path) -> None:
     width = 0.8 / len(METRICS)
     xs = range(len(cells))
     for i, metric in enumerate(METRICS):
-        vals = [c.improvement()[metric] for c in cells]
+        vals = [math.nan if c.invalid else c.improvement()[metric] for c in cells]
         pos = [x - 0.4 + width * (i + 0.5) for x in xs]
         ax.bar(pos, vals, width=width, color=COLORS[metric], label=LABELS[metric])
         for p, v in zip(pos, vals, strict=True):
@@ -93,16 +119,22 @@ def chart_improvement(report: Report, scenario: str, path: Path) -> None:
         if est:
             ax.scatter([p for p, _ in est], [v for _, v in est], marker="D", facecolors="none",
                        edgecolors="black", zorder=3, label="planner estimate" if metric == "tpot" else None)
-    if cells and cells[0].traffic.replace(" ", "") == AWS_H100_REFERENCE["traffic"]:
+    if _is_aws_reference(cells[0]):
         _reference_marks(ax, cells, width)
     ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_xticks(list(xs), [f"concurrency {c.concurrency}" for c in cells])
+    ax.set_xticks(list(xs), [f"concurrency {c.concurrency}" + (" (DPD run invalid)" if c.invalid else "")
+                             for c in cells])
     ax.set_ylabel("DPD improvement over colocated (%)")
     ax.set_title(f"{_title(scenario, cells[0].traffic)}: DPD improvement, higher is better")
     ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.1))
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def _is_aws_reference(cell: Cell) -> bool:
+    """AWS's numbers belong next to the aws-reference experiment's D(4096,256) only, never the equal-GPU one."""
+    return cell.experiment == "aws-reference" and cell.traffic.replace(" ", "") == AWS_H100_REFERENCE["traffic"]
 
 
 def _reference_marks(ax: Any, cells: list[Cell], width: float) -> None:
@@ -148,6 +180,15 @@ def chart_curves(report: Report, scenario: str, path: Path) -> None:
 # --- tables ---------------------------------------------------------------------------------------------
 
 
+def _path_text(c: Cell, m: Measurement) -> str:
+    if m.mode != "dpd":
+        return "-"
+    if c.invalid:
+        return f"INVALID: {c.invalid}"
+    record = m.dpd_path or {}
+    return f"ok: {float(record.get('prefill_requests', 0)):.0f} requests on prefill ({record.get('source')})"
+
+
 def measurement_rows(report: Report, scenario: str) -> list[list[str]]:
     rows = []
     for c in report.cells_of(scenario):
@@ -157,12 +198,14 @@ def measurement_rows(report: Report, scenario: str) -> list[list[str]]:
                          _fmt(m.ttft_ms.get("p95", math.nan)), _fmt(m.tpot_ms["mean"], 2),
                          _fmt(m.tpot_ms.get("p95", math.nan), 2), _fmt(m.e2e_ms["p50"]), _fmt(m.e2e_ms["p90"]),
                          _fmt(m.output_tokens_per_s), _fmt(m.tokens_per_s_per_gpu), f"{m.error_rate:.1%}",
-                         "yes" if slo.ok else "no: " + "; ".join(slo.misses), cost_text(m, report.config)])
+                         "yes" if slo.ok else "no: " + "; ".join(slo.misses), cost_text(m, report.config),
+                         _path_text(c, m)])
         if c.estimate:  # the planner's estimate next to the measurements of this concurrency
             for mode, label in (("colocated", "colocated, one node (planner)"), ("dpd", "dpd (planner)")):
                 e = c.estimate.get(mode) or {}
                 rows.append([str(c.concurrency), label, "-", _est(e, "ttft_ms", 1), "-", _est(e, "tpot_ms", 2), "-",
-                             _est(e, "e2e_p50_ms", 1), "-", _est(e, "output_tokens_per_s", 1), "-", "-", "-", "-"])
+                             _est(e, "e2e_p50_ms", 1), "-", _est(e, "output_tokens_per_s", 1), "-", "-", "-", "-",
+                             "-"])
     return rows
 
 
@@ -171,7 +214,8 @@ def _est(e: dict[str, Any], key: str, digits: int) -> str:
 
 
 MEASUREMENT_HEADER = ["concurrency", "mode", "GPUs", "TTFT mean ms", "TTFT p95 ms", "TPOT mean ms", "TPOT p95 ms",
-                      "E2E P50 ms", "E2E P90 ms", "output tok/s", "tok/s per GPU", "errors", "meets SLO", "cost"]
+                      "E2E P50 ms", "E2E P90 ms", "output tok/s", "tok/s per GPU", "errors", "meets SLO", "cost",
+                      "DPD path"]
 IMPROVEMENT_HEADER = ["concurrency", "TPOT", "E2E P50", "E2E P90", "TTFT", "output throughput",
                       "throughput per GPU", "planner TPOT / E2E P50 / throughput (DPD vs one colocated node)",
                       "AWS H100 (published)"]
@@ -180,6 +224,9 @@ IMPROVEMENT_HEADER = ["concurrency", "TPOT", "E2E P50", "E2E P90", "TTFT", "outp
 def improvement_rows(report: Report, scenario: str) -> list[list[str]]:
     rows = []
     for c in report.cells_of(scenario):
+        if c.invalid:
+            rows.append([str(c.concurrency), *(["invalid DPD run"] * (len(IMPROVEMENT_HEADER) - 2)), _aws_text(c)])
+            continue
         imp = c.improvement()
         est = "n/a"
         if c.estimate:
@@ -192,7 +239,7 @@ def improvement_rows(report: Report, scenario: str) -> list[list[str]]:
 
 def _aws_text(c: Cell) -> str:
     ref = AWS_H100_REFERENCE
-    if c.traffic.replace(" ", "") != ref["traffic"]:
+    if not _is_aws_reference(c):
         return "-"
     parts = []
     if c.concurrency in ref["points"]["tpot"]:
@@ -226,31 +273,53 @@ def _verdict_text(v: Verdict) -> str:
 def _intro(report: Report) -> list[str]:
     c = report.config
     e, slo = c.endpoint, c.observability.slo
-    first = report.cells[0]
     return [
-        f"Endpoint `{e.namespace}/{e.name}` ({e.instance_type}); DPD {first.dpd.gpus} GPUs vs colocated "
-        f"{first.colocated.gpus} GPUs; routing threshold {e.routing_threshold_tokens} tokens, strategy "
-        f"`{e.routing_strategy}`.",
+        f"Endpoint `{e.namespace}/{e.name}` ({e.instance_type}); routing threshold {e.routing_threshold_tokens} "
+        f"tokens; DPD routing strategy `{e.routing_strategy}`, colocated `roundrobin` (spreads over its replicas).",
         f"SLO (`observability.slo`): TTFT p95 <= {slo.ttft_p95_seconds:g} s, TPOT p95 <= "
         f"{slo.tpot_p95_seconds * 1000:g} ms, errors <= {slo.error_ratio:.0%}.",
         "Improvement: latency (colocated - DPD) / colocated, throughput (DPD - colocated) / colocated; "
         "positive = DPD better. Cost = GPU-hours per 1M output tokens at the measured throughput.",
+        "A DPD run counts only when the prefill pods' request counters show its requests took the path its "
+        "scenario declares (column 'DPD path'); an invalid run is shown and never compared.",
         f"Results: {report.source}. {report.planner_note}.",
-        f"Reference: AWS's published H100 numbers for {AWS_H100_REFERENCE['traffic']} "
-        f"({AWS_H100_REFERENCE['setup']}; {AWS_H100_REFERENCE['source']}).",
         "Live view during a run: the `dpd-vs-colocated` Grafana dashboard (docs/observability.md).",
     ]
 
 
+def _experiment_notes(report: Report, experiment: str) -> list[str]:
+    if experiment == "equal-gpu":
+        return ["The configured DPD endpoint against colocated replicas on as many GPUs: the fair comparison, and "
+                "the only one the verdicts use."]
+    ref = AWS_H100_REFERENCE
+    notes = [f"Reproduces AWS's published run ({ref['setup']}; {ref['source']}): compare with AWS's statements "
+             "only here, never with the equal-GPU experiment (AWS's colocated side held half the GPUs). No verdict "
+             "comes from it."]
+    deviations = reference_deviations(report.config, report.experiment_cells(experiment))
+    notes.append("Deviations from AWS's setup: " + ("; ".join(deviations) if deviations else "none") + ".")
+    return notes
+
+
+def _invalid(report: Report) -> list[str]:
+    return [f"{c.experiment} {c.scenario} at concurrency {c.concurrency}: {c.invalid}" for c in report.cells
+            if c.invalid]
+
+
 def markdown(report: Report, charts: dict[str, dict[str, str]]) -> str:
-    out = ["# DPD vs colocated: benchmark report", "", *[f"- {x}" for x in _intro(report)], "", "## Verdicts", ""]
-    out += [f"- {_verdict_text(v)}" for v in report.verdicts]
-    for s in report.scenarios():
-        traffic = report.cells_of(s)[0].traffic
-        out += ["", f"## {s} `{traffic}`", "", f"![improvement]({charts[s]['improvement']})", "",
-                f"![latency vs throughput]({charts[s]['curves']})", "", "### DPD improvement over colocated", "",
-                _md_table(IMPROVEMENT_HEADER, improvement_rows(report, s)), "", "### Measurements", "",
-                _md_table(MEASUREMENT_HEADER, measurement_rows(report, s))]
+    out = ["# DPD vs colocated: benchmark report", "", *[f"- {x}" for x in _intro(report)]]
+    if bad := _invalid(report):
+        out += ["", "## Invalid DPD runs", "", *[f"- {x}" for x in bad]]
+    for experiment in report.experiments():
+        out += ["", f"## {experiment_title(report, experiment)}", "",
+                *[f"- {x}" for x in _experiment_notes(report, experiment)]]
+        if experiment == "equal-gpu":
+            out += ["", "### Verdicts", "", *[f"- {_verdict_text(v)}" for v in report.verdicts]]
+        for s in report.scenarios(experiment):
+            traffic = report.cells_of(s)[0].traffic
+            out += ["", f"### {s} `{traffic}`", "", f"![improvement]({charts[s]['improvement']})", "",
+                    f"![latency vs throughput]({charts[s]['curves']})", "", "#### DPD improvement over colocated", "",
+                    _md_table(IMPROVEMENT_HEADER, improvement_rows(report, s)), "", "#### Measurements", "",
+                    _md_table(MEASUREMENT_HEADER, measurement_rows(report, s))]
     return "\n".join(out) + "\n"
 
 
@@ -259,22 +328,31 @@ def html_page(report: Report, charts: dict[str, dict[str, str]], folder: Path) -
         data = base64.b64encode((folder / rel).read_bytes()).decode()
         return f'<img alt="{html.escape(rel)}" src="data:image/png;base64,{data}">'
 
+    def items(lines: list[str]) -> str:
+        return "<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in lines) + "</ul>"
+
     css = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;"
            "font-size:13px;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}"
            "th{background:#f3f3f3}img{max-width:100%}")
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>DPD vs colocated</title>"
-             f"<style>{css}</style></head><body><h1>DPD vs colocated: benchmark report</h1><ul>"]
-    parts += [f"<li>{html.escape(x)}</li>" for x in _intro(report)]
-    parts.append("</ul><h2>Verdicts</h2><ul>")
-    for v in report.verdicts:
-        word = {True: "split (use DPD)", False: "do not split (stay colocated)", None: "no verdict"}[v.split]
-        parts.append(f"<li><b>{html.escape(v.scenario)}: {word}</b> - {html.escape(v.reason)}</li>")
-    parts.append("</ul>")
-    for s in report.scenarios():
-        parts += [f"<h2>{html.escape(s)} <code>{html.escape(report.cells_of(s)[0].traffic)}</code></h2>",
-                  img(charts[s]["improvement"]), img(charts[s]["curves"]), "<h3>DPD improvement over colocated</h3>",
-                  _html_table(IMPROVEMENT_HEADER, improvement_rows(report, s)), "<h3>Measurements</h3>",
-                  _html_table(MEASUREMENT_HEADER, measurement_rows(report, s))]
+             f"<style>{css}</style></head><body><h1>DPD vs colocated: benchmark report</h1>", items(_intro(report))]
+    if bad := _invalid(report):
+        parts += ["<h2>Invalid DPD runs</h2>", items(bad)]
+    for experiment in report.experiments():
+        parts += [f"<h2>{html.escape(experiment_title(report, experiment))}</h2>",
+                  items(_experiment_notes(report, experiment))]
+        if experiment == "equal-gpu":
+            parts.append("<h3>Verdicts</h3><ul>")
+            for v in report.verdicts:
+                word = {True: "split (use DPD)", False: "do not split (stay colocated)", None: "no verdict"}[v.split]
+                parts.append(f"<li><b>{html.escape(v.scenario)}: {word}</b> - {html.escape(v.reason)}</li>")
+            parts.append("</ul>")
+        for s in report.scenarios(experiment):
+            parts += [f"<h3>{html.escape(s)} <code>{html.escape(report.cells_of(s)[0].traffic)}</code></h3>",
+                      img(charts[s]["improvement"]), img(charts[s]["curves"]),
+                      "<h4>DPD improvement over colocated</h4>",
+                      _html_table(IMPROVEMENT_HEADER, improvement_rows(report, s)), "<h4>Measurements</h4>",
+                      _html_table(MEASUREMENT_HEADER, measurement_rows(report, s))]
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -284,17 +362,27 @@ def summary(report: Report) -> dict[str, Any]:
         return {"gpus": x.gpus, "ttft_ms": x.ttft_ms, "tpot_ms": x.tpot_ms, "e2e_ms": x.e2e_ms,
                 "output_tokens_per_s": x.output_tokens_per_s, "tokens_per_s_per_gpu": x.tokens_per_s_per_gpu,
                 "error_rate": x.error_rate, "gpu_hours_per_million_output_tokens":
-                    x.gpu_hours_per_million_output_tokens(), "source": x.source}
+                    x.gpu_hours_per_million_output_tokens(), "dpd_path": x.dpd_path, "source": x.source}
 
-    return {
-        "cells": [{"scenario": c.scenario, "traffic": c.traffic, "concurrency": c.concurrency,
-                   "colocated": m(c.colocated), "dpd": m(c.dpd), "improvement_pct": c.improvement(),
-                   "planner_estimate": c.estimate} for c in report.cells],
-        "verdicts": [{"scenario": v.scenario, "split": v.split, "reason": v.reason} for v in report.verdicts],
-        "aws_reference": {k: (v if k != "points" else {m_: {str(c): p for c, p in d.items()} for m_, d in v.items()})
-                          for k, v in AWS_H100_REFERENCE.items()},
-        "planner": report.planner_note,
-    }
+    experiments: dict[str, Any] = {}
+    for experiment in report.experiments():
+        cells = report.experiment_cells(experiment)
+        entry: dict[str, Any] = {
+            "title": experiment_title(report, experiment),
+            "cells": [{"scenario": c.scenario, "traffic": c.traffic, "concurrency": c.concurrency,
+                       "colocated": m(c.colocated), "dpd": m(c.dpd), "invalid": c.invalid,
+                       "improvement_pct": None if c.invalid else c.improvement(), "planner_estimate": c.estimate}
+                      for c in cells]}
+        if experiment == "equal-gpu":
+            entry["verdicts"] = [{"scenario": v.scenario, "split": v.split, "reason": v.reason}
+                                 for v in report.verdicts]
+        else:
+            entry["aws_published"] = {k: (v if k != "points" else {m_: {str(c): p for c, p in d.items()}
+                                                                   for m_, d in v.items()})
+                                      for k, v in AWS_H100_REFERENCE.items()}
+            entry["deviations"] = reference_deviations(report.config, cells)
+        experiments[experiment] = entry
+    return {"experiments": experiments, "invalid_runs": _invalid(report), "planner": report.planner_note}
 
 
 def write_report(report: Report, out: Path) -> list[Path]:

@@ -4,7 +4,8 @@ The files are genai-bench's own (``genai_bench/cli/cli.py`` ``benchmark``: ``exp
 experiment folder and one ``<scenario>_<task>_num_concurrency_<N>_time_<T>s.json`` per run, written by
 ``AggregatedMetricsCollector.save``: ``{"aggregated_metrics": {..., "stats": {<metric>: {mean, p50, p90, p95,
 p99, ...}}}, "individual_request_metrics": [...], "_time_unit": "s"|"ms"}``), plus our ``bench-run.json``
-(what the run ran under; written by the Job's runner).
+(what the run ran under, its experiment included; written by the Job's runner) and, for DPD runs, ``dpd-path.json``
+(the prefill pods' finished requests during the run, or the router's decisions; written by ``bench``).
 
 Layout read: any folder tree; every folder holding ``experiment_metadata.json`` is one experiment. Its mode
 comes from ``bench-run.json``, else from the nearest ancestor folder named ``dpd`` or ``colocated``.
@@ -24,8 +25,10 @@ from hyperpod_core.bench_runner import FILE_MARKER  # the pod-log format the Job
 from hyperpod_core.errors import UsageError
 
 MODES = ("dpd", "colocated")
+EXPERIMENTS = ("aws-reference", "equal-gpu")
 METADATA = "experiment_metadata.json"
 RUN_RECORD = "bench-run.json"
+DPD_PATH = "dpd-path.json"
 RUN_FILE = re.compile(r"^.+_num_concurrency_(\d+)_time_\d+s\.json$")
 
 
@@ -49,10 +52,19 @@ class Measurement:
     output_tokens_mean: float
     source: str
     record: dict[str, Any] = field(default_factory=dict)
+    experiment: str = "equal-gpu"
+    """``aws-reference`` or ``equal-gpu`` (``bench-run.json``; older results without it: ``equal-gpu``)."""
+    dpd_path: dict[str, Any] | None = None
+    """``dpd-path.json`` of the run's folder: how many requests the prefill pods finished. Default: none read."""
 
     @property
     def cell(self) -> tuple[str, int]:
         return (self.scenario, self.concurrency)
+
+    @property
+    def folder(self) -> str:
+        """The experiment folder (one Job) the run file came from."""
+        return str(Path(self.source).parent)
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
@@ -88,7 +100,7 @@ def _mode_of(folder: Path, record: dict[str, Any]) -> str:
 
 
 def _load_run(path: Path, mode: str, metadata: dict[str, Any], record: dict[str, Any],
-              names: dict[str, str]) -> Measurement:
+              names: dict[str, str], dpd_path: dict[str, Any] | None) -> Measurement:
     data = _read_json(path)
     agg = data.get("aggregated_metrics") if isinstance(data, dict) else None
     if not isinstance(agg, dict) or not isinstance(agg.get("stats"), dict):
@@ -112,7 +124,15 @@ def _load_run(path: Path, mode: str, metadata: dict[str, Any], record: dict[str,
         error_rate=float(agg.get("error_rate") or 0.0), completed=int(agg.get("num_completed_requests") or 0),
         input_tokens_mean=float((stats.get("num_input_tokens") or {}).get("mean") or 0.0),
         output_tokens_mean=float((stats.get("num_output_tokens") or {}).get("mean") or 0.0),
-        source=str(path), record=record)
+        source=str(path), record=record, experiment=_experiment_of(record, path), dpd_path=dpd_path)
+
+
+def _experiment_of(record: dict[str, Any], path: Path) -> str:
+    value = record.get("experiment", "equal-gpu")
+    if value not in EXPERIMENTS:
+        raise UsageError(f"results {path.parent}: {RUN_RECORD} experiment {value!r}; allowed: "
+                         f"{', '.join(EXPERIMENTS)}")
+    return str(value)
 
 
 def load_results(root: Path, names: dict[str, str] | None = None) -> list[Measurement]:
@@ -127,19 +147,20 @@ def load_results(root: Path, names: dict[str, str] | None = None) -> list[Measur
     if not experiments:
         raise UsageError(f"--results {root} holds no genai-bench experiment ({METADATA} not found)")
     names = names or {}
-    seen: dict[tuple[str, str, int], str] = {}
+    seen: dict[tuple[str, str, str, int], str] = {}
     out: list[Measurement] = []
     for folder in experiments:
         metadata = _read_json(folder / METADATA)
         record = _read_json(folder / RUN_RECORD) if (folder / RUN_RECORD).is_file() else {}
+        dpd_path = _read_json(folder / DPD_PATH) if (folder / DPD_PATH).is_file() else None
         mode = _mode_of(folder, record)
         runs = sorted(p for p in folder.iterdir() if RUN_FILE.match(p.name))
         if not runs:
             raise UsageError(f"results folder {folder} is partial: {METADATA} but no run file (did the run fail? "
                              f"see its debug_*.json or the Job's log)")
         for path in runs:
-            m = _load_run(path, mode, metadata, record, names)
-            key = (m.mode, m.scenario, m.concurrency)
+            m = _load_run(path, mode, metadata, record, names, dpd_path)
+            key = (m.experiment, m.mode, m.scenario, m.concurrency)
             if key in seen:
                 raise UsageError(f"results: {m.mode} {m.scenario} at concurrency {m.concurrency} measured twice "
                                  f"({seen[key]} and {path}); keep one")
@@ -148,19 +169,28 @@ def load_results(root: Path, names: dict[str, str] | None = None) -> list[Measur
     return out
 
 
-def check_matrix(measurements: list[Measurement]) -> list[tuple[str, int]]:
-    """The cells both modes measured, in order; a cell only one mode has is an error (mismatched matrices)."""
-    cells = {mode: {m.cell for m in measurements if m.mode == mode} for mode in MODES}
+def check_matrix(measurements: list[Measurement], experiment: str | None = None) -> list[tuple[str, int]]:
+    """The cells both modes measured (in ``experiment``, default: all), in order; a cell only one mode has is an
+    error (mismatched matrices)."""
+    chosen = [m for m in measurements if experiment is None or m.experiment == experiment]
+    cells = {mode: {m.cell for m in chosen if m.mode == mode} for mode in MODES}
+    where = f" in the {experiment} experiment" if experiment else ""
     for mode in MODES:
         if not cells[mode]:
-            raise UsageError(f"results hold no {mode} run; the report compares dpd with colocated")
+            raise UsageError(f"results hold no {mode} run{where}; the report compares dpd with colocated")
     for mode, other in (("dpd", "colocated"), ("colocated", "dpd")):
         extra = sorted(cells[mode] - cells[other])
         if extra:
             s, c = extra[0]
-            raise UsageError(f"results: {mode} and {other} ran different matrices: only {mode} has {s} at "
+            raise UsageError(f"results: {mode} and {other} ran different matrices{where}: only {mode} has {s} at "
                              f"concurrency {c} ({len(extra)} cell(s) unmatched)")
     return sorted(cells["dpd"])
+
+
+def experiments_of(measurements: list[Measurement]) -> list[str]:
+    """The experiments present, in report order (the decision basis first)."""
+    present = {m.experiment for m in measurements}
+    return [x for x in ("equal-gpu", "aws-reference") if x in present]
 
 
 def decode_log(text: str, dest: Path) -> list[Path]:

@@ -8,15 +8,34 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from typing import Any
 
 from hyperpod_core.errors import CommandFailed
 from hyperpod_core.names import GROUP as IEC_GROUP
+from hyperpod_core.names import OPERATOR_NAMESPACE, ROUTER_CONTAINER, EndpointNames
 from hyperpod_core.names import PLURAL as IEC_PLURAL
 from hyperpod_core.names import VERSION as IEC_VERSION
 from hyperpod_dpd.kube import REQUEST_TIMEOUT, kube_errors
+
+#: vLLM's finished-request counter (shared/metrics/vllm-0.19.0.json), one series per ``finished_reason``.
+FINISHED_REQUESTS = "vllm:request_success_total"
+_SAMPLE = re.compile(r"^" + re.escape(FINISHED_REQUESTS) + r"(\{[^}]*\})?\s+([0-9.eE+-]+|NaN|\+Inf)\s*$")
+#: The router's per-request routing decision (HyperPod DPD guide: "Conditional routing: estimated_tokens=...,
+#: threshold=..., disaggregate=True|False").
+DISAGGREGATE = re.compile(r"disaggregate=(True|False)")
+
+
+def finished_requests(metrics_text: str) -> float:
+    """Sum of ``vllm:request_success_total`` over its series in a Prometheus text exposition."""
+    total = 0.0
+    for line in metrics_text.splitlines():
+        if m := _SAMPLE.match(line.strip()):
+            total += float(m[2])
+    return total
+
 
 #: When the operator reports no ``status.observedGeneration``, a state older than the last apply cannot be told
 #: from a new one; wait this long after an apply before trusting it.
@@ -181,6 +200,33 @@ class Kube:
         resp = self._call(f"reading the log of {pod.metadata.name}", self.core.read_namespaced_pod_log,
                           pod.metadata.name, ns, container="genai-bench", _preload_content=False)
         return bytes(resp.data).decode("utf-8", "replace")
+
+    # --- did the requests take the DPD path? -------------------------------------------------------------
+
+    def prefill_requests(self, ns: str, name: str, port: int) -> dict[str, float]:
+        """Finished requests per prefill pod of endpoint ``name``: ``vllm:request_success_total`` from each pod's
+        vLLM ``/metrics`` (container port ``port``) through the API server's pod proxy (``pods/proxy``)."""
+        names = EndpointNames(name=name, namespace=ns)
+        pods = self._call("listing the prefill pods", self.core.list_namespaced_pod, ns,
+                          label_selector=names.role_selector("prefill"))
+        out: dict[str, float] = {}
+        for pod in sorted(p.metadata.name for p in pods.items if names.is_role_pod("prefill", p.metadata.name)):
+            resp = self._call(f"reading the metrics of {pod}", self.core.connect_get_namespaced_pod_proxy_with_path,
+                              f"{pod}:{port}", ns, "metrics", _preload_content=False)
+            out[pod] = finished_requests(bytes(resp.data).decode("utf-8", "replace"))
+        return out
+
+    def router_decisions(self, ns: str, name: str, since_seconds: int) -> dict[str, int]:
+        """``disaggregate=True`` / ``False`` lines the endpoint's router logged in the last ``since_seconds``."""
+        prefix = f"{name}-{ns}-router-"
+        pods = self._call("listing the router pods", self.core.list_namespaced_pod, OPERATOR_NAMESPACE)
+        counts = {"True": 0, "False": 0}
+        for pod in sorted(p.metadata.name for p in pods.items if p.metadata.name.startswith(prefix)):
+            resp = self._call(f"reading the log of {pod}", self.core.read_namespaced_pod_log, pod, OPERATOR_NAMESPACE,
+                              container=ROUTER_CONTAINER, since_seconds=max(1, since_seconds), _preload_content=False)
+            for m in DISAGGREGATE.finditer(bytes(resp.data).decode("utf-8", "replace")):
+                counts[m[1]] += 1
+        return counts
 
     def delete_job(self, ns: str, name: str) -> None:
         from kubernetes import client

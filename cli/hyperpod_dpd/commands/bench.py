@@ -1,17 +1,24 @@
-"""``hyperpod-dpd bench``: the benchmark matrix against the DPD endpoint, then against the colocated baseline.
+"""``hyperpod-dpd bench``: the benchmark's two experiments, each DPD first and then colocated.
 
-Reads the synthesized manifests of the environment (``dist/<endpoint>-{dpd,colocated,benchmark}.k8s.yaml``),
-then, for each mode in turn (DPD first): applies that mode's endpoint manifest (same name: a replace) unless it
-is already live, waits for ``DeploymentComplete``, runs every Job of that mode one at a time and collects its
-result files (from S3 when ``benchmark.results_s3_uri`` is set, else from the pod log) into
-``<workdir>/benchmark-results/<mode>/<run>/``. A run whose folder holds a result file is done: re-running the
-command resumes where it stopped. The endpoint is left in the mode it was found in.
+Reads the synthesized manifests of the environment (:mod:`hyperpod_core.dist_layout`: ``endpoint/`` and
+``alternate/`` for the equal-GPU experiment, ``reference/`` for the aws-reference one, ``benchmark/`` for the
+Jobs; it refuses ``placeholders/``). For each experiment and mode in turn (aws-reference, then equal-gpu; DPD
+first): applies that layout's endpoint manifest (same name: a replace) unless the live spec already holds it,
+waits for ``DeploymentComplete``, runs every Job of that group one at a time and collects its result files (from
+S3 when ``benchmark.results_s3_uri`` is set, else from the pod log) into
+``<workdir>/benchmark-results/<mode>/<run>/``. Around every DPD run it reads the prefill pods' finished-request
+counters (vLLM ``/metrics`` through the pod proxy), or else counts the router's ``disaggregate=True`` log lines,
+and stores them as ``dpd-path.json``: the report marks a DPD run whose requests did not take the path its
+scenario declares as invalid. A run whose folder holds a result file is done: re-running the command resumes
+where it stopped. The endpoint is left in the mode it was found in.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
+import time
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -20,10 +27,11 @@ import typer
 import yaml
 from rich.console import Console
 
-from hyperpod_analysis.report.results import METADATA, RUN_FILE, decode_log
+from hyperpod_analysis.report.results import DPD_PATH, METADATA, RUN_FILE, decode_log
 from hyperpod_core import environment
 from hyperpod_core.atomic import replace_dir
 from hyperpod_core.config import Config
+from hyperpod_core.dist_layout import PLACEHOLDERS, PLACEHOLDERS_README, DistLayout
 from hyperpod_core.errors import CommandFailed, UsageError
 from hyperpod_dpd.benchmark.download import download_s3
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption
@@ -32,6 +40,7 @@ if TYPE_CHECKING:  # the Kubernetes client loads when the command runs, not for 
     from hyperpod_dpd.benchmark.kube import Kube
 
 MODES = ("dpd", "colocated")
+EXPERIMENTS = ("aws-reference", "equal-gpu")
 LABEL = "hyperpod-dpd/benchmark"
 
 KubeconfigOption = Annotated[str | None, typer.Option("--kubeconfig", help="Kubeconfig file (default: "
@@ -62,13 +71,37 @@ def run_key(job: dict[str, Any]) -> tuple[str, str]:
     return mode, f"{mode}-{scenario}-c{n}"
 
 
+def experiment_of(job: dict[str, Any]) -> str:
+    return str(job["metadata"]["labels"].get(f"{LABEL}-experiment", "equal-gpu"))
+
+
+def _covers(live: Any, wanted: Any) -> bool:
+    """``live`` holds everything ``wanted`` says (the API server may add defaults; it never drops a field)."""
+    if isinstance(wanted, dict):
+        return isinstance(live, dict) and all(k in live and _covers(live[k], v) for k, v in wanted.items())
+    if isinstance(wanted, list):
+        return isinstance(live, list) and len(live) == len(wanted) and all(
+            _covers(a, b) for a, b in zip(live, wanted, strict=True))
+    return bool(live == wanted)
+
+
+def _manifests(layout: DistLayout) -> dict[tuple[str, str], Path]:
+    """(experiment, mode) -> the endpoint manifest that group runs against."""
+    out: dict[tuple[str, str], Path] = {}
+    for mode in MODES:
+        out[("equal-gpu", mode)] = layout.endpoint_file(mode)  # type: ignore[arg-type]
+        out[("aws-reference", mode)] = layout.reference_file(mode)  # type: ignore[arg-type]
+    return out
+
+
 def is_done(results: Path, job: dict[str, Any]) -> bool:
     mode, key = run_key(job)
     folder = results / mode / key
     return (folder / METADATA).is_file() and any(RUN_FILE.match(p.name) for p in folder.iterdir())
 
 
-def _collect(kube: Kube, config: Config, job: dict[str, Any], results: Path) -> None:
+def _collect(kube: Kube, config: Config, job: dict[str, Any], results: Path,
+             extra: dict[str, Any] | None = None) -> None:
     mode, key = run_key(job)
     ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
     target = results / mode / key
@@ -81,10 +114,37 @@ def _collect(kube: Kube, config: Config, job: dict[str, Any], results: Path) -> 
             decode_log(kube.job_log(ns, name), tmp)
         if not (tmp / METADATA).is_file() or not any(RUN_FILE.match(p.name) for p in tmp.iterdir()):
             raise CommandFailed(f"run {key}: the Job succeeded but no result file came back")
+        for file_name, data in (extra or {}).items():
+            (tmp / file_name).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         target.parent.mkdir(parents=True, exist_ok=True)
         replace_dir(tmp, target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _prefill_counts(kube: Kube, config: Config) -> dict[str, float] | str:
+    """The prefill pods' finished-request counters, or why they could not be read."""
+    e = config.endpoint
+    try:
+        return kube.prefill_requests(e.namespace, e.name, e.container_port)
+    except CommandFailed as exc:
+        return str(exc)
+
+
+def dpd_path_record(before: dict[str, float] | str, after: dict[str, float] | str,
+                    router: dict[str, int] | str | None) -> dict[str, Any]:
+    """What ``dpd-path.json`` holds: requests the prefill pods finished during the run (a pod that restarted or
+    is new counts from zero), else the router's decisions; ``error`` when neither could be read."""
+    if isinstance(before, dict) and isinstance(after, dict) and after:
+        delta = sum(v - before.get(pod, 0.0) if v >= before.get(pod, 0.0) else v for pod, v in after.items())
+        return {"source": "prefill pods' vllm:request_success_total", "prefill_requests": delta,
+                "pods": sorted(after)}
+    if isinstance(router, dict) and (router["True"] or router["False"]):
+        return {"source": "router log 'disaggregate=' lines", "prefill_requests": router["True"],
+                "direct_requests": router["False"]}
+    reasons = [x for x in (before if isinstance(before, str) else "", after if isinstance(after, str) else "",
+                           router if isinstance(router, str) else "") if x]
+    return {"source": None, "error": "; ".join(reasons) or "no prefill pod and no router decision found"}
 
 
 def _failure_line(log: str) -> str:
@@ -110,15 +170,24 @@ def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: Kubeco
     e = environment.resolve(config, env)
     c = e.config
     name, ns = c.endpoint.name, c.endpoint.namespace
-    endpoints = {m: _docs(e.dist / f"{name}-{m}.k8s.yaml")[0] for m in MODES}
-    bench_docs = _docs(e.dist / f"{name}-benchmark.k8s.yaml")
+    layout = DistLayout.found(e.dist, name, c.endpoint.apply)
+    if layout.unresolved:
+        raise UsageError(f"{e.dist / PLACEHOLDERS}/ holds manifests with placeholders (see its {PLACEHOLDERS_README}): "
+                         "deploy with --outputs-file, synthesize again, then bench")
+    bench_docs = _docs(layout.benchmark_file)
     jobs = [d for d in bench_docs if d.get("kind") == "Job"]
     if not jobs:
-        raise UsageError(f"{e.dist / f'{name}-benchmark.k8s.yaml'} holds no Job (benchmark section empty?)")
+        raise UsageError(f"{layout.benchmark_file} holds no Job (benchmark section empty?)")
+    groups = [(x, m) for x in EXPERIMENTS for m in MODES if any(
+        experiment_of(j) == x and run_key(j)[0] == m for j in jobs)]
+    manifests = _manifests(layout)
+    endpoints = {g: _docs(manifests[g])[0] for g in groups}
+    configured = {m: _docs(layout.endpoint_file(m))[0] for m in MODES}  # type: ignore[arg-type]
     results = e.workdir / "benchmark-results"
     results.mkdir(parents=True, exist_ok=True)
-    out = Console()
-    todo = {m: [j for j in jobs if run_key(j)[0] == m and not is_done(results, j)] for m in MODES}
+    out = Console(soft_wrap=True)  # one line per step, whatever the terminal width
+    todo = {g: [j for j in jobs if (experiment_of(j), run_key(j)[0]) == g and not is_done(results, j)]
+            for g in groups}
     total, done = len(jobs), sum(1 for j in jobs if is_done(results, j))
     if done:
         out.print(f"resuming: {done} of {total} runs already have results in {results}/", highlight=False)
@@ -135,28 +204,44 @@ def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: Kubeco
             kube.apply_core(doc)
     found = kube.live_mode(ns, name)
     index = done
-    for mode in MODES:
-        if not todo[mode]:
+    for group in groups:
+        if not todo[group]:
             continue
-        if kube.live_mode(ns, name) != mode:
-            out.print(f"switching endpoint {ns}/{name} to {mode} (re-apply, same name)", highlight=False)
-            kube.apply_endpoint(endpoints[mode])
+        experiment, mode = group
+        live = kube.endpoint(ns, name)
+        if live is None or not _covers(live.get("spec"), endpoints[group]["spec"]):
+            out.print(f"switching endpoint {ns}/{name} to {mode} ({experiment}: {manifests[group].name}; re-apply, "
+                      "same name)", highlight=False)
+            kube.apply_endpoint(endpoints[group])
         kube.wait_endpoint_ready(ns, name, ready_timeout, poll_seconds, partial(_waiting, out, mode))
-        for job in todo[mode]:
+        for job in todo[group]:
             index += 1
             _, key = run_key(job)
             jname = job["metadata"]["name"]
             out.print(f"[{index}/{total}] {key}: running Job {jname}", highlight=False)
+            before = _prefill_counts(kube, c) if mode == "dpd" else None
+            started = time.monotonic()
             kube.start_job(job)
             limit = float(job["spec"]["activeDeadlineSeconds"]) + 300
             ok = kube.wait_job(ns, jname, limit, poll_seconds, partial(_running, out, key))
             if not ok:
                 tail = _failure_line(kube.job_log(ns, jname))
                 raise CommandFailed(f"run {key} failed (Job {jname}): {tail[:200]}; fix and re-run bench to resume")
-            _collect(kube, c, job, results)
+            extra = None
+            if before is not None:
+                after = _prefill_counts(kube, c)
+                router: dict[str, int] | str | None = None
+                if not (isinstance(before, dict) and isinstance(after, dict) and after):
+                    try:
+                        router = kube.router_decisions(ns, name, int(time.monotonic() - started) + 60)
+                    except CommandFailed as exc:
+                        router = str(exc)
+                extra = {DPD_PATH: dpd_path_record(before, after, router)}
+            _collect(kube, c, job, results, extra)
             kube.delete_job(ns, jname)
             out.print(f"[{index}/{total}] {key}: done", highlight=False)
-    if found in MODES and kube.live_mode(ns, name) != found:
+    live = kube.endpoint(ns, name)
+    if found in MODES and not _covers((live or {}).get("spec"), configured[found]["spec"]):
         out.print(f"restoring endpoint {ns}/{name} to {found}", highlight=False)
-        kube.apply_endpoint(endpoints[found])
+        kube.apply_endpoint(configured[found])
     out.print(f"all {total} runs done; next: hyperpod-dpd report --results {results}", highlight=False)

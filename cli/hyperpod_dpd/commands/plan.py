@@ -107,8 +107,8 @@ def plan(
         _print_tables(inputs, comparisons, rec, notes)
     written = e.config
     if write and not rec["split"]:
-        print(f"not written: the recommendation is colocated; apply dist/{e.config.endpoint.name}-colocated"
-              ".k8s.yaml instead of the DPD manifest", file=sys.stderr)
+        print("not written: the recommendation is colocated; set endpoint.apply: colocated (dist/endpoint/ then "
+              "holds the colocated manifest) instead of the DPD one", file=sys.stderr)
     elif write:
         changes = merge_recommendation(e.config_path, rec)
         print(f"wrote {e.config_path}: " + ("; ".join(changes) if changes else "nothing: already as recommended"),

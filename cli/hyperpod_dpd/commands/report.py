@@ -9,9 +9,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from hyperpod_analysis.report.analysis import build_cells, planner_estimates, verdict
-from hyperpod_analysis.report.render import Report, write_report
-from hyperpod_analysis.report.results import check_matrix, load_results
+from hyperpod_analysis.report.analysis import build_cells, dpd_path_problems, planner_estimates, verdict
+from hyperpod_analysis.report.render import Report, experiment_title, write_report
+from hyperpod_analysis.report.results import check_matrix, experiments_of, load_results
 from hyperpod_core import environment
 from hyperpod_dpd.benchmark.download import download_s3
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption
@@ -29,25 +29,45 @@ def register(app: typer.Typer) -> None:
 
 def report(results: ResultsOption = None, out: OutOption = None, config: ConfigOption = None,
            env: EnvOption = None) -> None:
-    """Compare colocated and DPD from genai-bench result files and write the decision report."""
+    """Compare colocated and DPD from genai-bench result files and write the decision report.
+
+    Each experiment is reported on its own (equal-gpu: the verdicts; aws-reference: beside AWS's published
+    numbers). DPD runs whose requests did not take the DPD path are marked invalid and left out of the verdicts."""
     e = environment.resolve(config, env)
     c = e.config
     source = results or str(e.workdir / "benchmark-results")
     target = out or e.workdir / "benchmark-report"
     names = {s.traffic.replace(" ", ""): s.name for s in c.benchmark_scenarios()}
+    paths = {s.name: s.path for s in c.benchmark_scenarios()}
     with tempfile.TemporaryDirectory(prefix="hyperpod-report-") as tmp:
         root = download_s3(source, Path(tmp), c.region) if source.startswith("s3://") else Path(source)
         measurements = load_results(root, names)
-        cells = check_matrix(measurements)
-        traffic_of = {m.scenario: m.traffic for m in measurements}
-        levels = sorted({n for _, n in cells})
-        estimates, note = planner_estimates(c, list(dict.fromkeys(traffic_of[s] for s, _ in cells)), levels)
-        built = build_cells(measurements, cells, estimates)
-        scenarios = list(dict.fromkeys(s for s, _ in cells))
-        verdicts = [verdict(s, [x for x in built if x.scenario == s], c) for s in scenarios]
-        files = write_report(Report(config=c, cells=built, verdicts=verdicts, planner_note=note, source=source),
-                             target)
-    console = Console()
+        problems = dpd_path_problems(measurements, paths)
+        built, note = [], "no equal-gpu experiment: no planner estimates"
+        verdicts = []
+        for experiment in experiments_of(measurements):
+            cells = check_matrix(measurements, experiment)
+            estimates = None
+            if experiment == "equal-gpu":
+                traffic_of = {m.scenario: m.traffic for m in measurements}
+                levels = sorted({n for _, n in cells})
+                estimates, note = planner_estimates(c, list(dict.fromkeys(traffic_of[s] for s, _ in cells)), levels)
+            these = build_cells(measurements, cells, estimates, experiment=experiment, invalid=problems)
+            if experiment == "equal-gpu":
+                scenarios = list(dict.fromkeys(s for s, _ in cells))
+                verdicts = [verdict(s, [x for x in these if x.scenario == s], c) for s in scenarios]
+            built += these
+        report_data = Report(config=c, cells=built, verdicts=verdicts, planner_note=note, source=source)
+        files = write_report(report_data, target)
+    console = Console(soft_wrap=True)  # one line per finding, whatever the terminal width
+    for experiment in report_data.experiments():
+        console.print(experiment_title(report_data, experiment), highlight=False)
+    for cell in built:
+        if cell.invalid:
+            console.print(f"  invalid: {cell.experiment} {cell.scenario} c{cell.concurrency}: {cell.invalid}",
+                          highlight=False)
+    if not verdicts:
+        console.print("no verdict: the equal-gpu experiment (the decision basis) was not run", highlight=False)
     for v in verdicts:
         word = {True: "split", False: "stay colocated", None: "no verdict"}[v.split]
         console.print(f"{v.scenario}: [bold]{word}[/bold] - {v.reason}", highlight=False)

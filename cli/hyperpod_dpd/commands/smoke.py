@@ -309,7 +309,7 @@ def _load_balancer_url(dep: Deployment, kube: Kube, tmp: Path) -> tuple[str, str
         hosts = kube.load_balancer_hosts(names) if obj is not None else []
     if obj is None:
         raise CommandFailed(f"InferenceEndpointConfig {names.namespace}/{names.name} not found; apply "
-                            f"dist/{names.name}-dpd.k8s.yaml first")
+                            "dist/endpoint/ first")
     status = obj.get("status") or {}
     if status.get("state") != "DeploymentComplete":
         raise CommandFailed(f"endpoint state is {status.get('state') or 'unset'}, not DeploymentComplete; wait "

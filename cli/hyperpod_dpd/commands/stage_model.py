@@ -102,4 +102,4 @@ def stage_model(
         key = staging.write_manifest(s3, bucket, prefix, files)
     print(f"staged: s3://{bucket}/{prefix} ({len(files)} files, S3-verified CRC64NVME); manifest s3://{bucket}/{key}")
     print(f"next: hyperpod-dpd stage-model --verify {e.selector}   (any time)")
-    print(f"      kubectl apply -f {e.dist}/{e.config.endpoint.name}-dpd.k8s.yaml")
+    print(f"      kubectl apply -f {e.dist}/endpoint/   (the endpoint endpoint.apply chooses)")

@@ -45,7 +45,6 @@ from hyperpod_core.names import (
     OPERATOR_NAMESPACE,
     POOL_NODE_LABEL,
     ROLES,
-    EndpointNames,
     Role,
     certificate_pem_location,
 )
@@ -127,7 +126,21 @@ def collect(dep: Deployment, kubeconfig: str | None, context: str | None) -> lis
     checks += _guard("nodes", f"GPU nodes of {dep.eks_cluster}", lambda: node_checks(dep, kubeconfig, context))
     checks += _guard("endpoint", f"{dep.names.namespace}/{dep.names.name}",
                      lambda: endpoint_checks(dep, kubeconfig, context))
+    checks.append(alerts_check(dep))
     return checks
+
+
+def alerts_check(dep: Deployment) -> Check:
+    """Who the alerts reach, from the config (``hyperpod_core.telemetry.notices``): one line, never blocking."""
+    from hyperpod_core.telemetry.notices import alerts_notice, receivers
+
+    config = dep.env.config
+    notice = alerts_notice(config)
+    if notice:
+        return Check(section="observability", name="alerts", state="warn", detail=notice, blocks_serving=False,
+                     next_step="set observability.alerts.email_addresses or topic_arn, then cdk deploy")
+    return Check(section="observability", name="alerts", state="ok", blocks_serving=False,
+                 detail=f"alert manager -> SNS -> {', '.join(receivers(config))}")
 
 
 def _guard(section: str, name: str, read: Callable[[], list[Check]], *, blocks_serving: bool = True) -> list[Check]:
@@ -281,7 +294,7 @@ def endpoint_checks(dep: Deployment, kubeconfig: str | None, context: str | None
         if obj is None:
             return [Check(section="endpoint", name=f"{names.namespace}/{names.name}", state="fail",
                           detail="InferenceEndpointConfig not found",
-                          next_step=f"kubectl apply -f {dep.env.dist}/{names.name}-dpd.k8s.yaml")]
+                          next_step=f"kubectl apply -f {dep.env.dist}/endpoint/")]
         pods = {role: kube.role_pods(names, role) for role in ROLES}
         routers = kube.router_pods(names)
         app_pods = kube.app_pods(names) if (obj.get("spec") or {}).get("pdSpec") is None else []
@@ -302,7 +315,7 @@ def endpoint_checks(dep: Deployment, kubeconfig: str | None, context: str | None
                     detail=state + (f" ({conditions})" if conditions else ""), next_step=next_state)]
     pd_spec = spec.get("pdSpec")
     if pd_spec is None:
-        checks += _colocated_checks(names, spec, app_pods)
+        checks += _colocated_checks(dep, spec, app_pods)
     else:
         checks += _dpd_checks(dep, pd_spec, pods, routers)
     checks.append(load_balancer_check(dep, hosts))
@@ -488,16 +501,20 @@ def _dpd_checks(dep: Deployment, pd_spec: dict[str, Any], pods: dict[Role, list[
     return checks
 
 
-def _colocated_checks(names: EndpointNames, spec: dict[str, Any], pods: list[PodTarget]) -> list[Check]:
+def _colocated_checks(dep: Deployment, spec: dict[str, Any], pods: list[PodTarget]) -> list[Check]:
     """The colocated baseline (same name, no pdSpec; docs/endpoint.md): its pods carry ``app=<iec>`` (the
     HyperPod SDK lists an endpoint's pods by that label, operator.md section (e)); no DPD router."""
+    from hyperpod_core.dist_layout import DistLayout
+
+    names = dep.names
+    dpd_manifest = DistLayout.found(dep.env.dist, names.name, dep.env.config.endpoint.apply).endpoint_file("dpd")
     desired = int(spec.get("replicas", 1))
     ready = sum(1 for p in pods if p.ready)
     ok = ready >= desired
     return [
         Check(section="endpoint", name="mode", state="warn", blocks_serving=False,
               detail="colocated (no pdSpec): the baseline / rollback manifest is applied",
-              next_step=f"to serve disaggregated, kubectl apply -f dist/{names.name}-dpd.k8s.yaml"),
+              next_step=f"to serve disaggregated, kubectl apply -f {dpd_manifest}"),
         Check(section="endpoint", name="pods", state="ok" if ok else "fail",
               detail=f"Ready {ready}/{desired}" + (f" ({', '.join(p.pod for p in pods)})" if pods else ""),
               next_step="" if ok else f"'kubectl describe pods -n {names.namespace} -l app={names.name}'"),

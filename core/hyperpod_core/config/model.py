@@ -30,6 +30,7 @@ from hyperpod_core.config.types import (
     DpdInstanceType,
     Ec2InstanceType,
     EksClusterName,
+    EmailAddress,
     GrafanaWorkspaceId,
     IamPrincipalArn,
     InvocationPath,
@@ -44,6 +45,7 @@ from hyperpod_core.config.types import (
     S3Uri,
     SageMakerName,
     ScenarioName,
+    SnsTopicArn,
     TrafficScenario,
     TrainingPlanArn,
     VpcCidrBlock,
@@ -375,6 +377,10 @@ class EndpointConfig(_Model):
     Must be at least `observability.slo.ttft_p95_seconds`. Default (`null`): the longest answer the SLOs allow,
     `slo.ttft_p95_seconds + max_model_len x slo.tpot_p95_seconds` rounded up, at most 4000 (a `note:` says when
     it is clamped); default config: 2 + 16384 x 0.1 = 1641."""
+    apply: Literal["dpd", "colocated"] = "dpd"
+    """The endpoint `kubectl apply -f dist/endpoint/` applies: `dpd` or `colocated`. The other manifest (same
+    name: applying it replaces this one) goes to `dist/alternate/` for rollback and the benchmark baseline.
+    Default: `dpd`."""
 
     @model_validator(mode="before")
     @classmethod
@@ -427,6 +433,20 @@ class GrafanaWorkspaceConfig(_Model):
     """Grafana folder of the dashboards. Default: `HyperPod DPD`."""
 
 
+class AlertsConfig(_Model):
+    """Who the alerts reach. Amazon Managed Service for Prometheus notifies only through its alert manager, whose
+    only receiver is Amazon SNS (AMP user guide, alert manager receivers): the observability stack creates an
+    encrypted topic that the alert manager publishes every alert to, and subscribes these receivers."""
+
+    email_addresses: Annotated[tuple[EmailAddress, ...], Field(max_length=20), unique("an address")] = ()
+    """E-mail addresses subscribed to the alert topic; each must confirm the subscription from the e-mail SNS
+    sends. Default: none."""
+    topic_arn: SnsTopicArn | None = None
+    """An existing Standard SNS topic in this account and `region` that receives every alert as well (pager or
+    chat integration). Its access policy must let `aps.amazonaws.com` publish (and its KMS key, if encrypted,
+    decrypt); the stack cannot change a topic it does not own (docs/observability.md). Default: none."""
+
+
 class ObservabilityConfig(_Model):
     """Metrics, alerts and dashboards (docs/observability.md)."""
 
@@ -445,7 +465,14 @@ class ObservabilityConfig(_Model):
     """Labels of the DCGM and kube-state-metrics series. Default: `pod` and `namespace`."""
     grafana_workspace: GrafanaWorkspaceConfig | None = None
     """Deploy dashboards and the AMP data source into this Amazon Managed Grafana workspace on `cdk deploy`.
-    Default: none (dashboards ship as sidecar ConfigMaps and JSON files only)."""
+    Default: none (dashboards ship as JSON files in `dist/dashboards/` to import)."""
+    alerts: AlertsConfig = AlertsConfig()
+    """Receivers of the alerts (e-mail addresses and/or an existing SNS topic). Default: none: the alerts fire in
+    the workspace and reach no one (synth and `status` say so)."""
+    in_cluster_manifests: bool = False
+    """Also write the alerts as a prometheus-operator `PrometheusRule` and the dashboards as Grafana-sidecar
+    ConfigMaps into `dist/in-cluster-observability/`, for clusters that run both (HyperPod's observability
+    add-on installs neither: its collector writes to AMP). Default: off."""
 
 
 # --- benchmark (hyperpod-dpd bench / report; cdk8s chart <endpoint>-benchmark) ----------------------------
@@ -462,8 +489,18 @@ class BenchmarkScenarioConfig(_Model):
     path: Literal["dpd", "direct", "reference"] = "dpd"
     """Which router path the prompts must take on the DPD endpoint: `dpd` (input well above
     `endpoint.routing_threshold_tokens`), `direct` (well below: straight to decode), `reference` (reproduces a
-    published setup as is, e.g. AWS's D(4096,256), even when it sits at the threshold). Default: `dpd`."""
+    published setup as is, e.g. AWS's D(4096,256), even when it sits at the threshold; it runs in the
+    `aws-reference` experiment, at AWS's concurrency 8, 16, 32). Default: `dpd`."""
 
+    @property
+    def experiment(self) -> Literal["aws-reference", "equal-gpu"]:
+        """The experiment this scenario belongs to: `reference` scenarios reproduce AWS's setup."""
+        return "aws-reference" if self.path == "reference" else "equal-gpu"
+
+
+#: Concurrency of AWS's published D(4096,256) run (AWS ML blog "Disaggregated prefill and decode for LLM
+#: inference on SageMaker HyperPod", 2026-07-10, "Benchmarking performance"): the aws-reference experiment's levels.
+AWS_REFERENCE_CONCURRENCY: tuple[int, ...] = (8, 16, 32)
 
 #: Output lengths of the adoption checklist's shapes: "long" is AWS's >= 256 output tokens and more.
 _SHORT_OUTPUT, _LONG_OUTPUT = 128, 1024
@@ -529,6 +566,12 @@ class BenchmarkConfig(_Model):
     split_min_saving: Annotated[float, Field(ge=0, lt=1)] = 0.10
     """The report recommends DPD only when it is at least this much cheaper per output token than colocated
     (within that, run-to-run noise and a second pool to operate are not worth it). Default: 0.10."""
+    experiments: Annotated[tuple[Literal["aws-reference", "equal-gpu"], ...], Field(min_length=1, max_length=2),
+                           unique("an experiment")] = ("aws-reference", "equal-gpu")
+    """Which experiments run: `aws-reference` (the scenarios with `path: reference` at AWS's published
+    concurrency 8, 16, 32: 1 prefill + 1 decode replica against one colocated replica) and `equal-gpu` (the
+    other scenarios: the configured DPD endpoint against colocated replicas on as many GPUs, the decision
+    basis). Default: both."""
     instance_hour_usd: Annotated[float, Field(gt=0)] | None = None
     """Price of one `endpoint.instance_type` node-hour; the report then adds USD per 1M output tokens (it always
     shows GPU-hours per 1M output tokens). Default: none."""
@@ -581,6 +624,11 @@ class Config(_Model):
         # Rounded first: 2 + 16384 x 0.1 is 1640.4000000000001 in floating point, and an exact product must not
         # gain a second from the last bit.
         return IdleTimeout(seconds=min(max(math.ceil(round(derived, 6)), low), high), derived_seconds=derived)
+
+    def benchmark_concurrency(self, scenario: BenchmarkScenarioConfig) -> tuple[int, ...]:
+        """The levels ``scenario`` runs at: AWS's published ones in the aws-reference experiment, else
+        ``benchmark.concurrency``."""
+        return AWS_REFERENCE_CONCURRENCY if scenario.experiment == "aws-reference" else self.benchmark.concurrency
 
     @model_validator(mode="before")
     @classmethod

@@ -386,7 +386,7 @@ def gpu_memory_holds_the_model(c: Config) -> None:
 def scenario_job_names_fit(c: Config) -> None:
     """The longest Job name, ``<endpoint>-bench-colocated-<scenario>-c<concurrency>``, is a DNS label."""
     for i, s in enumerate(c.benchmark_scenarios()):
-        name = f"{c.endpoint.name}-bench-colocated-{s.name}-c{max(c.benchmark.concurrency)}"
+        name = f"{c.endpoint.name}-bench-colocated-{s.name}-c{max(c.benchmark_concurrency(s))}"
         if len(name) > 63:
             _fail(f"benchmark.scenarios[{i}].name", s.name,
                   f"must keep the Job name {name!r} within 63 characters (with endpoint.name)")
@@ -429,6 +429,16 @@ def some_scenario_fits(c: Config) -> None:
         _fail("benchmark.scenarios", [], "must name at least one scenario (none of the defaults fits this endpoint)")
 
 
+def experiments_select_a_scenario(c: Config) -> None:
+    """``benchmark.experiments`` must leave at least one scenario to run."""
+    chosen = [s for s in c.benchmark_scenarios() if s.experiment in c.benchmark.experiments]
+    if not chosen:
+        have = sorted({s.experiment for s in c.benchmark_scenarios()})
+        _fail("benchmark.experiments", list(c.benchmark.experiments),
+              f"must select an experiment some scenario belongs to ({', '.join(have)}; `path: reference` "
+              "scenarios are aws-reference, the others equal-gpu)")
+
+
 def load_balancer_target_is_complete(c: Config) -> None:
     """``target: load_balancer`` needs the URL and the CA Secret (checked only then: unused otherwise)."""
     b = c.benchmark
@@ -457,7 +467,7 @@ RULES: Final[tuple[Callable[[Config], None], ...]] = (
     cidrs_do_not_overlap, gpu_cidr_can_join_the_vpc, gpu_subnet_holds_the_nodes, worker_requests_fit_the_node,
     model_size_is_complete, gpu_memory_holds_the_pd_buffer, gpu_memory_holds_the_model,
     scenario_job_names_fit, scenario_names_are_unique, scenarios_fit_max_model_len, scenario_prompts_take_their_path,
-    some_scenario_fits, load_balancer_target_is_complete,
+    some_scenario_fits, experiments_select_a_scenario, load_balancer_target_is_complete,
 )
 
 

@@ -457,3 +457,14 @@ TrafficScenario = Annotated[str, FieldRule(
     _traffic, "must be D(in,out), N(mean,std)/(mean,std) or U(min,max)/(min,max) (U: min must not exceed max)",
     {"pattern": f"^ *({_spaced('D', *_PAIR)}|{_spaced('N', *_PAIR, '/', *_PAIR)}|{_spaced('U', *_PAIR, '/', *_PAIR)})"
                 " *$"})]
+
+
+# --- alerts (observability.alerts) ------------------------------------------------------------------------
+
+#: An e-mail address as SNS takes it for an ``email`` subscription: one '@', no white space, a dotted domain.
+EmailAddress = Annotated[str, matching(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$", "must be an e-mail address (name@domain.tld)",
+                                       flags=re.NOFLAG)]
+#: An SNS topic ARN (SNS API reference, CreateTopic: names of 1-256 letters, digits, '-', '_'; FIFO topics end
+#: in '.fifo', which AMP's alert manager cannot publish to: it supports Standard topics only).
+SnsTopicArn = Annotated[str, matching(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}$",
+                                      "must be a Standard SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)")]

@@ -1,9 +1,15 @@
 """DPD alerts, defined once, as Prometheus rule groups.
 
 :func:`alert_rule_groups` returns the rule-file mapping (``{"groups": [...]}``). The same value becomes the
-``spec`` of a PrometheusRule (cdk8s side) and the body of an Amazon Managed Service for Prometheus rule groups
-namespace (CDK side). Pure Python. Thresholds come from ``observability.slo``; every alert carries a
-one-line runbook; every expression is built from the named queries in ``queries.py``.
+body of an Amazon Managed Service for Prometheus rule groups namespace (CDK side) and, behind
+``observability.in_cluster_manifests``, the ``spec`` of a PrometheusRule (cdk8s side). Pure Python. Thresholds
+come from ``observability.slo``; every alert carries a one-line runbook; every expression is built from the
+named queries in ``queries.py``.
+
+Every alert carries the label ``alert_kind``, which the alert manager (``alertmanager.py``) routes and inhibits
+on: ``pd`` (prefill/decode performance and errors: inhibited while the endpoint is down, because a down endpoint
+explains them), ``availability`` (the endpoint is down, or a pod restarts in a loop: never inhibited, they
+name the cause) and ``heartbeat`` (always firing, so that a silent alerting path is noticed).
 """
 
 from __future__ import annotations
@@ -14,14 +20,19 @@ from typing import Any, Final, Literal
 from hyperpod_core.config import Config
 from hyperpod_core.telemetry import catalogue as m
 from hyperpod_core.telemetry import queries as q
-from hyperpod_core.telemetry.targets import dpd_target
+from hyperpod_core.telemetry.targets import dpd_target, target
 
 #: Window of the rates and quantiles in alert expressions.
 WINDOW: Final = "5m"
 #: Window of the restart-loop alert (its limit is observability.slo.pod_restarts_per_15m).
 RESTART_WINDOW: Final = "15m"
 
-Severity = Literal["warning", "critical"]
+Severity = Literal["info", "warning", "critical"]
+AlertKind = Literal["pd", "availability", "heartbeat"]
+#: Label that carries :attr:`Alert.kind` (routing and inhibition match on it).
+KIND_LABEL: Final = "alert_kind"
+ENDPOINT_DOWN: Final = "DpdEndpointDown"
+HEARTBEAT: Final = "DpdAlertingHeartbeat"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,15 +44,34 @@ class Alert:
     summary: str
     runbook: str
     """One line: what to check first and what to change."""
+    kind: AlertKind = "pd"
+    """How the alert manager treats it (module docstring). Default: ``pd``."""
 
 
 def alerts(config: Config) -> tuple[Alert, ...]:
     """The DPD alerts for ``config.endpoint``, thresholds from ``config.observability.slo``."""
     slo = config.observability.slo
     t = dpd_target(config)
+    colocated = target(config, "colocated")
+    applied, other = (t, colocated) if config.endpoint.apply == "dpd" else (colocated, t)
     waiting = q.series(m.NUM_REQUESTS_WAITING, t, "prefill")
     finished = q.rate_sum(m.REQUEST_SUCCESS, t, "decode", window=WINDOW)
+    e = config.endpoint
     return (
+        Alert(
+            name=ENDPOINT_DOWN, severity="critical", for_="5m", kind="availability",
+            expr=q.endpoint_down(applied, other),
+            summary=f"Endpoint {e.namespace}/{e.name} is down: no ready {{{{ $labels.component }}}} pod.",
+            runbook="kubectl get inferenceendpointconfig and the pods of the endpoint (and the router in "
+                    "hyperpod-inference-system): describe the not-ready pods, read their logs (--previous), "
+                    "check the nodes are Schedulable; hyperpod-dpd status shows the same.",
+        ),
+        Alert(
+            name=HEARTBEAT, severity="info", for_="0m", kind="heartbeat", expr="vector(1)",
+            summary="Always firing: proves rules -> alert manager -> SNS works. Its absence is the alarm.",
+            runbook="Nothing to fix while it arrives. When the topic's heartbeat alarm fires instead, check the "
+                    "workspace's alert manager (its logs in CloudWatch) and the topic's access and key policies.",
+        ),
         Alert(
             name="DpdDecodeKvCacheSaturated", severity="warning", for_="10m",
             expr=f"{q.decode_kv_usage(t)} > {slo.kv_cache_usage_ratio}",
@@ -61,9 +91,18 @@ def alerts(config: Config) -> tuple[Alert, ...]:
         Alert(
             name="DpdTtftSloBreach", severity="warning", for_="10m",
             expr=f"{q.quantile(0.95, m.TIME_TO_FIRST_TOKEN, t, 'decode', window=WINDOW)} > {slo.ttft_p95_seconds}",
-            summary=f"TTFT p95 above {slo.ttft_p95_seconds:g}s (SLO) for 10 minutes.",
+            summary=f"Decode-leg TTFT p95 above {slo.ttft_p95_seconds:g}s (SLO) for 10 minutes (users wait the "
+                    "prefill leg on top: see DpdPrefillLegSlow).",
             runbook="Compare prefill queue, prefill time and KV retrieve time on the DPD overview to find "
                     "the slow stage; scale prefill if queueing, check EFA/LMCache if retrieve is slow.",
+        ),
+        Alert(
+            name="DpdPrefillLegSlow", severity="warning", for_="10m",
+            expr=f"{q.prefill_leg_quantile(0.95, t, window=WINDOW)} > {slo.ttft_p95_seconds}",
+            summary=f"The prefill leg alone (queue + prefill) takes more than {slo.ttft_p95_seconds:g}s at p95: "
+                    "users' TTFT misses the SLO although decode's TTFT may look fine.",
+            runbook="The router waits for the prefill leg before it opens the decode request: check the prefill "
+                    "queue and prefill time on the DPD overview; add prefill replicas or lower prefill max_num_seqs.",
         ),
         Alert(
             name="DpdTpotSloBreach", severity="warning", for_="10m",
@@ -75,7 +114,8 @@ def alerts(config: Config) -> tuple[Alert, ...]:
         Alert(
             name="DpdErrorRatioHigh", severity="critical", for_="5m",
             expr=f"{q.error_ratio(t, window=WINDOW)} > {slo.error_ratio}",
-            summary=f"More than {slo.error_ratio:.1%} of invocations fail.",
+            summary=f"More than {slo.error_ratio:.1%} of requests fail (per request: a disaggregated request is "
+                    "two invocations, counted once).",
             runbook="Read the vLLM and reverse-proxy container logs of the failing pods (kubectl logs -c); "
                     "check router logs for backends marked unhealthy.",
         ),
@@ -87,7 +127,7 @@ def alerts(config: Config) -> tuple[Alert, ...]:
                     "tokens', EFA devices and PD_BUFFER_SIZE; 'abort' is a client disconnect or timeout.",
         ),
         Alert(
-            name="DpdPodRestartLoop", severity="critical", for_="5m",
+            name="DpdPodRestartLoop", severity="critical", for_="5m", kind="availability",
             expr=f"{q.pod_restarts(t, window=RESTART_WINDOW)} > {slo.pod_restarts_per_15m}",
             summary=f"A DPD pod restarted more than {slo.pod_restarts_per_15m} times in {RESTART_WINDOW}.",
             runbook="kubectl describe pod and kubectl logs --previous: OOM (raise pd_buffer_size_bytes "
@@ -112,7 +152,7 @@ def alert_rule_groups(config: Config) -> dict[str, Any]:
             "alert": a.name,
             "expr": a.expr,
             "for": a.for_,
-            "labels": {"severity": a.severity, "endpoint": e.name, "namespace": e.namespace},
+            "labels": {"severity": a.severity, "endpoint": e.name, "namespace": e.namespace, KIND_LABEL: a.kind},
             "annotations": {"summary": a.summary, "runbook": a.runbook},
         }
         for a in alerts(config)

@@ -18,6 +18,16 @@ MetricType = Literal["counter", "gauge", "histogram"]
 Path = Literal["inference", "dcgm", "kube-state-metrics"]
 """``inference``: the HyperPod inference operator's metrics path (``pod_name``, ``namespace``,
 ``metric_source``); ``dcgm`` / ``kube-state-metrics``: the observability add-on's collector."""
+Category = Literal["inferenceMetrics", "acceleratedComputeMetrics", "clusterMetrics"]
+"""The observability add-on's ``metricsProvider`` category that collects a path's series."""
+
+#: Which ``metricsProvider`` category of the HyperPod observability add-on produces each path's series: the
+#: inference operator's model and sidecar metrics come with ``inferenceMetrics`` (AWS inference observability
+#: page); DCGM with ``acceleratedComputeMetrics`` and kube-state-metrics with ``clusterMetrics`` (HyperPod
+#: cluster metrics page; lifecycle-facts.md, "Observability that reaches people").
+CATEGORY_OF_PATH: Final[dict[str, Category]] = {
+    "inference": "inferenceMetrics", "dcgm": "acceleratedComputeMetrics", "kube-state-metrics": "clusterMetrics",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,6 +58,11 @@ class Metric:
     """How the series reach Prometheus, which decides the pod and namespace labels. Default: ``inference``."""
     renamed_from: str | None = None
     """Older name of the same signal and when it changed. Default: no rename we know of."""
+
+    @property
+    def category(self) -> Category:
+        """The add-on's ``metricsProvider`` category that must be on for these series to reach the workspace."""
+        return CATEGORY_OF_PATH[self.path]
 
     @property
     def family(self) -> str:
@@ -131,7 +146,8 @@ REQUEST_TPOT: Final = Metric(
     labels=_ENGINE, help="Per-request mean time per output token (TPOT).")
 E2E_LATENCY: Final = Metric(
     name="vllm:e2e_request_latency_seconds", type="histogram", unit="s", source=VLLM, labels=_ENGINE,
-    help="End-to-end request latency inside the engine.")
+    help="End-to-end request latency inside the engine. On prefill pods: the whole prefill leg the router "
+         "waits for (queue + prefill, max_tokens=1) before it opens the decode request.")
 PREFILL_TIME: Final = Metric(
     name="vllm:request_prefill_time_seconds", type="histogram", unit="s", source=VLLM, labels=_ENGINE,
     help="Time a request spends in the PREFILL phase.")
@@ -168,10 +184,11 @@ LMCACHE_TIME_TO_STORE: Final = Metric(
     help="Time to store KV into LMCache (on prefill pods: the send side of the transfer).")
 LMCACHE_REQUESTED_TOKENS: Final = Metric(
     name="lmcache:num_requested_tokens_total", type="counter", unit="short", source=LMCACHE, labels=_LMC,
-    help="Tokens requested from LMCache on retrieve.")
+    help="Tokens requested from LMCache on retrieve. Every TP rank (worker_id) counts the same tokens.")
 LMCACHE_HIT_TOKENS: Final = Metric(
     name="lmcache:num_hit_tokens_total", type="counter", unit="short", source=LMCACHE, labels=_LMC,
-    help="Tokens LMCache delivered (hit); requested minus hit is recomputed on decode.")
+    help="Tokens LMCache delivered (hit); requested minus hit is recomputed on decode. Every TP rank (worker_id) "
+         "counts the same tokens.")
 
 # --- operator reverse-proxy sidecar --------------------------------------------------------------------
 
@@ -198,10 +215,17 @@ POD_RESTARTS: Final = Metric(
     source=KUBE_STATE_METRICS, labels=_KSM, path="kube-state-metrics",
     help="Container restarts per pod.")
 
+POD_READY: Final = Metric(
+    name="kube_pod_status_ready", type="gauge", unit="short", source=KUBE_STATE_METRICS,
+    labels=("uid", lbl.CONDITION), path="kube-state-metrics",
+    help="1 for the pod's Ready condition value in `condition` (true, false, unknown): the endpoint-down alert "
+         "counts pods with condition=\"true\" at 1.")
+
 CATALOGUE: Final[tuple[Metric, ...]] = (
     REQUEST_SUCCESS, TIME_TO_FIRST_TOKEN, INTER_TOKEN_LATENCY, REQUEST_TPOT, E2E_LATENCY, PREFILL_TIME,
     QUEUE_TIME, GENERATION_TOKENS, PROMPT_TOKENS, NUM_REQUESTS_WAITING, NUM_REQUESTS_RUNNING, KV_CACHE_USAGE,
     NUM_PREEMPTIONS, LMCACHE_TIME_TO_RETRIEVE, LMCACHE_TIME_TO_STORE, LMCACHE_REQUESTED_TOKENS,
     LMCACHE_HIT_TOKENS, MODEL_INVOCATIONS, MODEL_ERRORS, GPU_UTIL, GPU_FB_USED, GPU_FB_FREE, POD_RESTARTS,
+    POD_READY,
 )
 """Every metric we query, in one place. Tests check that queries use nothing else."""

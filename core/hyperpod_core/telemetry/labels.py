@@ -32,6 +32,12 @@ METRIC_SOURCE: Final = "metric_source"
 MODEL_CONTAINER: Final = "model-container"
 REVERSE_PROXY: Final = "reverse-proxy"
 FINISHED_REASON: Final = "finished_reason"
+CONDITION: Final = "condition"
+"""kube-state-metrics ``kube_pod_status_ready`` label: ``true``, ``false`` or ``unknown``."""
+COMPONENT: Final = "component"
+"""Label the endpoint-down alert sets: the part with no ready pod (``prefill``, ``decode``, ``worker``, ``router``)."""
+WORKER_ID: Final = "worker_id"
+"""LMCache's label for the TP rank: each rank runs its own engine and counts the same tokens."""
 LE: Final = "le"
 
 HYPERPOD_INFERENCE_LABELS: Final = frozenset({NAMESPACE, POD_NAME, METRIC_SOURCE})

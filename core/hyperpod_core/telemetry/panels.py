@@ -25,11 +25,14 @@ from hyperpod_core.telemetry.queries import (
     gauge,
     kv_hit_ratio,
     kv_retrieve_speed,
+    kv_tokens_received,
     mean,
     pod_restarts,
+    prefill_leg_quantile,
     prefill_queue,
     quantile,
     rate_sum,
+    user_ttft_mean,
 )
 
 PanelKind = Literal["timeseries", "stat"]
@@ -95,12 +98,39 @@ def traffic(t: Target, slo: SloConfig) -> Segment:
     ))
 
 
+#: Title of the user-facing TTFT panel (tests find it by this title).
+USER_TTFT_TITLE: Final = "Time to first token as users see it"
+
+
+def user_ttft(t: Target, slo: SloConfig) -> PanelSpec:
+    """The TTFT the client feels. On DPD the router finishes the prefill leg before it opens the decode request,
+    so the user's TTFT is the prefill leg (queue + prefill) plus the decode TTFT (KV transfer, first token)."""
+    if t.kind == "colocated":
+        return PanelSpec(title=USER_TTFT_TITLE, unit="s", slo=slo.ttft_p95_seconds, queries=(
+            Query(expr=user_ttft_mean(t), legend="mean"),
+            Query(expr=quantile(0.95, m.TIME_TO_FIRST_TOKEN, t, "worker"), legend="p95"),
+        ), description="TTFT of the colocated engine (prefill and decode in one). Line: the TTFT p95 SLO.")
+    return PanelSpec(title=USER_TTFT_TITLE, unit="s", slo=slo.ttft_p95_seconds, queries=(
+        Query(expr=user_ttft_mean(t), legend="mean (prefill leg + decode TTFT)"),
+        Query(expr=prefill_leg_quantile(0.95, t), legend="prefill leg p95"),
+        Query(expr=quantile(0.95, m.TIME_TO_FIRST_TOKEN, t, "decode"), legend="decode TTFT p95"),
+    ), description="The router runs the prefill leg to completion before it opens the decode request, so a "
+                   "disaggregated request's TTFT is its prefill leg (queue + prefill, on the prefill pods) plus "
+                   "the decode TTFT (KV transfer, first token). Means add: the mean is exact over all requests. "
+                   "Quantiles do not add: the users' p95 lies between the larger of the two p95s shown and their "
+                   "sum. Line: the TTFT p95 SLO.")
+
+
 def latency(t: Target, slo: SloConfig) -> Segment:
+    decode_leg = " (decode leg)" if t.kind == "dpd" else ""
     return Segment(title="Latency", panels=(
-        PanelSpec(title="Time to first token", unit="s", slo=slo.ttft_p95_seconds,
+        user_ttft(t, slo),
+        PanelSpec(title=f"Time to first token{decode_leg}", unit="s", slo=slo.ttft_p95_seconds,
                   queries=_quantiles(m.TIME_TO_FIRST_TOKEN, t, "decode"),
-                  description="TTFT seen by the engine that streams the answer (decode on DPD): includes "
-                              "remote prefill and KV transfer. Line: the TTFT p95 SLO."),
+                  description="TTFT seen by the engine that streams the answer. On DPD the decode pods' TTFT "
+                              "starts when the router opens the decode request, after the prefill leg: it holds "
+                              "the KV transfer, not the prefill queue and compute (see the panel above). "
+                              "Line: the TTFT p95 SLO."),
         PanelSpec(title="Prefill time", unit="s", queries=(
             *_quantiles(m.PREFILL_TIME, t, "prefill"),
             Query(expr=quantile(0.95, m.QUEUE_TIME, t, "prefill"), legend="queue p95"),
@@ -111,10 +141,11 @@ def latency(t: Target, slo: SloConfig) -> Segment:
                       Query(expr=quantile(0.95, m.REQUEST_TPOT, t, "decode"), legend="TPOT p95"),
                   ), description="ITL between tokens and per-request TPOT on the decode pods. "
                                  "Line: the TPOT p95 SLO."),
-        PanelSpec(title="End-to-end latency", unit="s", queries=(
+        PanelSpec(title=f"End-to-end latency{decode_leg}", unit="s", queries=(
             *_quantiles(m.E2E_LATENCY, t, "decode"),
             Query(expr=mean(m.E2E_LATENCY, t, "decode"), legend="mean"),
-        ), description="Request latency inside the engine that finishes the request."),
+        ), description="Request latency inside the engine that finishes the request; on DPD the prefill leg "
+                       "comes before it."),
     ))
 
 
@@ -145,10 +176,11 @@ def kv_transfer(t: Target, slo: SloConfig) -> Segment:
             Query(expr=quantile(0.95, m.LMCACHE_TIME_TO_STORE, t, "prefill"), legend="store p95 (prefill)"),
         ), description="Time decode waits for the prefilled KV (LMCache retrieve) and prefill spends storing it."),
         PanelSpec(title="KV transfer throughput", unit="short", queries=(
-            Query(expr=rate_sum(m.LMCACHE_HIT_TOKENS, t, "decode"), legend="KV tokens received/s"),
+            Query(expr=kv_tokens_received(t), legend="KV tokens received/s"),
             Query(expr=kv_retrieve_speed(t), legend="retrieve speed (tokens per second retrieving)"),
         ), description="KV tokens decode receives per second, and tokens per second of retrieve time (a rate "
-                       "ratio: LMCache's retrieve_speed histogram saturates far below EFA speeds)."),
+                       "ratio: LMCache's retrieve_speed histogram saturates far below EFA speeds). Each TP "
+                       "rank counts the same tokens, so one rank per pod is counted."),
         PanelSpec(title="KV hit ratio", unit="percentunit", slo=1 - slo.kv_transfer_miss_ratio, queries=(
             Query(expr=kv_hit_ratio(t), legend="hit / requested tokens"),
         ), description="Below 1: decode recomputed KV that did not arrive (transfer failure or miss). "
@@ -159,8 +191,9 @@ def kv_transfer(t: Target, slo: SloConfig) -> Segment:
 def errors(t: Target, slo: SloConfig) -> Segment:
     return Segment(title="Errors and restarts", panels=(
         PanelSpec(title="Error ratio", unit="percentunit", slo=slo.error_ratio, queries=(
-            Query(expr=error_ratio(t), legend="errors / invocations"),
-        ), description="Failed / all invocations at the operator's reverse-proxy sidecar."),
+            Query(expr=error_ratio(t), legend="failed / all requests"),
+        ), description="Failed / all requests, from the reverse-proxy sidecar's counters. A disaggregated "
+                       "request is two invocations (prefill leg, decode leg) and counts once."),
         PanelSpec(title="Aborted or failed requests", unit="reqps", queries=(
             Query(expr=failed_requests(t, "any", by=(_POD,)), legend=f"{{{{{_POD}}}}}"),
         ), description="Requests that finished with 'abort' (client disconnect, timeout) or 'error' (a failed "
@@ -189,10 +222,15 @@ def run_summary(t: Target, slo: SloConfig) -> Segment:
     def over_run(q: float, metric: m.Metric) -> str:
         return quantile(q, metric, t, "decode", window=RUN_RANGE, fn="increase")
 
+    decode_leg = "decode-leg " if t.kind == "dpd" else ""
     return Segment(title="Run summary (over the run's window)", panels=(
-        PanelSpec(title="TTFT p95 over the run", unit="s", kind="stat", slo=slo.ttft_p95_seconds, queries=(
-            Query(expr=over_run(0.95, m.TIME_TO_FIRST_TOKEN), legend="TTFT p95"),
-        ), description="TTFT p95 over the whole window; red above the SLO."),
+        PanelSpec(title="TTFT mean over the run, as users see it", unit="s", kind="stat", queries=(
+            Query(expr=user_ttft_mean(t, window=RUN_RANGE), legend="TTFT mean"),
+        ), description="Mean TTFT over the whole window; on DPD the prefill leg plus the decode TTFT (means add)."),
+        PanelSpec(title=f"{decode_leg.capitalize()}TTFT p95 over the run", unit="s", kind="stat",
+                  slo=slo.ttft_p95_seconds, queries=(
+                      Query(expr=over_run(0.95, m.TIME_TO_FIRST_TOKEN), legend=f"{decode_leg}TTFT p95"),
+                  ), description="TTFT p95 of the answering engine over the whole window; red above the SLO."),
         PanelSpec(title="TPOT p95 over the run", unit="s", kind="stat", slo=slo.tpot_p95_seconds, queries=(
             Query(expr=over_run(0.95, m.REQUEST_TPOT), legend="TPOT p95"),
         ), description="Per-request TPOT p95 over the whole window; red above the SLO."),
@@ -200,7 +238,7 @@ def run_summary(t: Target, slo: SloConfig) -> Segment:
             Query(expr=rate_sum(m.GENERATION_TOKENS, t, "decode", window=RUN_RANGE), legend="tokens/s"),
         ), description="Mean output throughput over the whole window."),
         PanelSpec(title="Error ratio over the run", unit="percentunit", kind="stat", slo=slo.error_ratio, queries=(
-            Query(expr=error_ratio(t, window=RUN_RANGE), legend="errors / invocations"),
+            Query(expr=error_ratio(t, window=RUN_RANGE), legend="failed / all requests"),
         ), description="Failed / all invocations over the whole window; red above the SLO."),
     ))
 

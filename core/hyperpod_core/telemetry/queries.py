@@ -21,6 +21,7 @@ from typing import Final, Literal
 
 from hyperpod_core.telemetry import labels as lbl
 from hyperpod_core.telemetry.catalogue import (
+    E2E_LATENCY,
     KV_CACHE_USAGE,
     LMCACHE_HIT_TOKENS,
     LMCACHE_REQUESTED_TOKENS,
@@ -28,8 +29,10 @@ from hyperpod_core.telemetry.catalogue import (
     MODEL_ERRORS,
     MODEL_INVOCATIONS,
     NUM_REQUESTS_WAITING,
+    POD_READY,
     POD_RESTARTS,
     REQUEST_SUCCESS,
+    TIME_TO_FIRST_TOKEN,
     Metric,
 )
 
@@ -132,17 +135,59 @@ def decode_kv_usage(t: Target) -> str:
     return gauge("max", KV_CACHE_USAGE, t, "decode")
 
 
+def lmcache_rate(metric: Metric, t: Target, role: Role, *, window: str = RATE_INTERVAL, suffix: str = "") -> str:
+    """Per-second rate of an LMCache counter over the role's pods, each pod counted once.
+
+    LMCache labels its series ``model_name, worker_id, role``, and every TP rank (``worker_id``) runs its own
+    engine that counts the same tokens (``lmcache/observability.py``, ``v1/cache_engine.py``, 0.4.3): a plain
+    sum over the ranks is TP times too high. ``max by (namespace, pod_name)`` keeps one rank per pod (it also
+    folds the scheduler- and worker-side engines, should both count)."""
+    if metric.source.name != "LMCache":
+        raise ValueError(f"{metric.name} is not an LMCache series; use rate_sum()")
+    inner = _agg("max", (lbl.NAMESPACE, lbl.POD_NAME),
+                 f"rate({series(metric, t, role, suffix=suffix)}[{window}])")
+    return f"sum({inner})"
+
+
+def kv_tokens_received(t: Target, *, window: str = RATE_INTERVAL) -> str:
+    """KV tokens decode receives from prefill per second (LMCache hits, one TP rank per pod)."""
+    return lmcache_rate(LMCACHE_HIT_TOKENS, t, "decode", window=window)
+
+
 def kv_hit_ratio(t: Target, *, window: str = RATE_INTERVAL) -> str:
     """Share of the KV tokens decode requested from LMCache that arrived (below 1: decode recomputes)."""
-    return (f"{rate_sum(LMCACHE_HIT_TOKENS, t, 'decode', window=window)} / "
-            f"{rate_sum(LMCACHE_REQUESTED_TOKENS, t, 'decode', window=window)}")
+    return (f"{lmcache_rate(LMCACHE_HIT_TOKENS, t, 'decode', window=window)} / "
+            f"{lmcache_rate(LMCACHE_REQUESTED_TOKENS, t, 'decode', window=window)}")
 
 
 def kv_retrieve_speed(t: Target, *, window: str = RATE_INTERVAL) -> str:
     """KV tokens delivered per second of retrieve time on decode: a rate ratio, which does not saturate
     the way a quantile of ``lmcache:retrieve_speed`` does at its largest bucket (SOURCES.md)."""
-    return (f"{rate_sum(LMCACHE_HIT_TOKENS, t, 'decode', window=window)} / "
-            f"{rate_sum(LMCACHE_TIME_TO_RETRIEVE, t, 'decode', window=window, suffix='_sum')}")
+    return (f"{lmcache_rate(LMCACHE_HIT_TOKENS, t, 'decode', window=window)} / "
+            f"{lmcache_rate(LMCACHE_TIME_TO_RETRIEVE, t, 'decode', window=window, suffix='_sum')}")
+
+
+def user_ttft_mean(t: Target, *, window: str = RATE_INTERVAL, fn: str = "rate") -> str:
+    """Mean time to first token as the client sees it.
+
+    DPD: the router runs the prefill leg to completion (``max_tokens=1``) before it opens the decode request
+    (production-stack ``request_service/request.py``, ``route_disaggregated_prefill_request``), so the decode
+    pods' TTFT leaves out the prefill queue and compute. Means add: (sum of prefill-leg E2E + sum of decode
+    TTFT) / requests. Every request finishes on decode; only the disaggregated ones also ran on prefill, so the
+    sum over the prefill legs divided by all requests is right for mixed traffic too. Colocated: the engine's
+    TTFT. Quantiles do not add; see :func:`prefill_leg_quantile`."""
+    ttft_sum = rate_sum(TIME_TO_FIRST_TOKEN, t, "decode", window=window, suffix="_sum", fn=fn)
+    ttft_count = rate_sum(TIME_TO_FIRST_TOKEN, t, "decode", window=window, suffix="_count", fn=fn)
+    if t.kind == "colocated":
+        return f"{ttft_sum} / {ttft_count}"
+    prefill_legs = rate_sum(E2E_LATENCY, t, "prefill", window=window, suffix="_sum", fn=fn)
+    return f"(({prefill_legs} or vector(0)) + {ttft_sum}) / {ttft_count}"
+
+
+def prefill_leg_quantile(q: float, t: Target, *, window: str = RATE_INTERVAL, fn: str = "rate") -> str:
+    """Quantile of the prefill leg (queue + prefill + the one token) that the router waits for: the part of
+    the user's TTFT the decode pods never see."""
+    return quantile(q, E2E_LATENCY, t, "prefill", window=window, fn=fn)
 
 
 def failed_requests(t: Target, role: Role, *, window: str = RATE_INTERVAL, by: tuple[str, ...] = ()) -> str:
@@ -153,9 +198,61 @@ def failed_requests(t: Target, role: Role, *, window: str = RATE_INTERVAL, by: t
 
 
 def error_ratio(t: Target, *, window: str = RATE_INTERVAL) -> str:
-    """Failed / all invocations at the operator's reverse-proxy sidecar."""
-    return (f"{rate_sum(MODEL_ERRORS, t, 'any', window=window)} / "
-            f"{rate_sum(MODEL_INVOCATIONS, t, 'any', window=window)}")
+    """Failed requests / all requests, from the operator's reverse-proxy sidecar counters.
+
+    The sidecar counts invocations per pod, so a disaggregated request is two invocations (its prefill leg and
+    its decode leg). Per request on DPD (the router's published flow: prefill first, decode only after the
+    prefill leg succeeded): requests = decode invocations + prefill legs that failed (those never reached
+    decode); failed requests = errors on decode + errors on prefill. Colocated: errors / invocations."""
+    if t.kind == "colocated":
+        return (f"{rate_sum(MODEL_ERRORS, t, 'worker', window=window)} / "
+                f"{rate_sum(MODEL_INVOCATIONS, t, 'worker', window=window)}")
+    prefill_errors = f"({rate_sum(MODEL_ERRORS, t, 'prefill', window=window)} or vector(0))"
+    decode_errors = f"({rate_sum(MODEL_ERRORS, t, 'decode', window=window)} or vector(0))"
+    requests = f"({rate_sum(MODEL_INVOCATIONS, t, 'decode', window=window)} + {prefill_errors})"
+    return f"({decode_errors} + {prefill_errors}) / {requests}"
+
+
+Component = Literal["prefill", "decode", "worker", "router"]
+#: The router Deployment's pods: ``<iec>-<ns>-router-<rs>-<pod>`` in the operator's namespace (operator.md (e)).
+OPERATOR_NAMESPACE: Final = "hyperpod-inference-system"
+
+
+def ready_pods(t: Target, component: Component) -> str:
+    """Pods of ``component`` whose Ready condition is true (kube-state-metrics), summed."""
+    if component == "router":
+        regex = f"{t.endpoint}-{t.namespace}-router-{POD_SUFFIX}"
+        namespace = OPERATOR_NAMESPACE
+    else:
+        regex, namespace = t.pod_regex("decode" if component == "worker" else component), t.namespace
+    c = t.collector
+    selector = (f'{{{POD_READY.namespace_label(c)}="{namespace}", {POD_READY.pod_label(c)}=~"{regex}", '
+                f'{lbl.CONDITION}="true"}}')
+    return f"sum({POD_READY.series()}{selector})"
+
+
+def components(t: Target) -> tuple[Component, ...]:
+    """What must be ready for ``t`` to serve: its role pods and the router (both manifests enable
+    intelligent routing, so the router exists in either mode)."""
+    return ("prefill", "decode", "router") if t.kind == "dpd" else ("worker", "router")
+
+
+def not_ready(t: Target, component: Component) -> str:
+    """One series labelled ``component=<component>`` while no pod of it is ready (absent pods included)."""
+    return (f'label_replace(({ready_pods(t, component)} or vector(0)) < 1, "{lbl.COMPONENT}", "{component}", '
+            f'"", "")')
+
+
+def serving(t: Target) -> str:
+    """One series while every component of ``t`` has a ready pod, nothing otherwise."""
+    return " and on() ".join(f"({ready_pods(t, c)} >= 1)" for c in components(t))
+
+
+def endpoint_down(applied: Target, other: Target) -> str:
+    """A series per component of the ``applied`` endpoint with no ready pod, unless the ``other`` mode of the
+    same endpoint serves instead (a rollback or a benchmark switch re-applies the other manifest)."""
+    down = " or ".join(not_ready(applied, c) for c in components(applied))
+    return f"({down}) unless on() ({serving(other)})"
 
 
 def pod_restarts(t: Target, *, window: str) -> str:

@@ -31,10 +31,10 @@ def _code(text: str) -> str:
 def markdown(config: Config) -> str:
     collector = collector_labels(config)
     lines = [BEGIN, "", "### Metrics and where they come from", "",
-             "| metric | type | labels used | source | read from |", "|---|---|---|---|---|"]
+             "| metric | type | labels used | add-on category | source | read from |", "|---|---|---|---|---|---|"]
     for metric in m.CATALOGUE:
         used = ", ".join(sorted({metric.namespace_label(collector), metric.pod_label(collector)}))
-        lines.append(f"| {_code(metric.name)} | {metric.type} | {used} | {metric.source.name}, "
+        lines.append(f"| {_code(metric.name)} | {metric.type} | {used} | `{metric.category}` | {metric.source.name}, "
                      f"{metric.source.version} | {metric.source.reference} |")
     t = dpd_target(config)
     lines += ["", "### Autoscaling triggers (endpoint manifest, KEDA through the operator)", "",

@@ -9,7 +9,7 @@ it: the platform stack deploys in parallel (docs/deploy.md, "Critical path").
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +31,8 @@ class ObservabilityAddonStackProps:
     cluster: eks.ICluster
     prometheus: ManagedPrometheus
     """The workspace the collector writes to (the observability stack's)."""
-    scrape_interval_seconds: int = 30
+    metrics_provider: Mapping[str, Mapping[str, Any]]
+    """The observability add-on's ``metricsProvider`` (every category with level and scrape interval)."""
     addon_depends_on: Sequence[IConstruct] = field(default_factory=tuple)
     """The ``eks-pod-identity-agent`` add-on (Pod Identity must run before the association is used)."""
     wait_for_nodes: tuple[NodeRequirement, ...] = ()
@@ -60,7 +61,7 @@ class ObservabilityAddonStack(Stack):
             addon_depends_on.append(self.node_readiness.resource)
         self.addon = ObservabilityAddon(self, "HyperPodObservability", props=ObservabilityAddonProps(
             cluster=props.cluster, version=pins.OBSERVABILITY.version, prometheus=props.prometheus,
-            scrape_interval_seconds=props.scrape_interval_seconds, depends_on=tuple(addon_depends_on)))
+            metrics_provider=props.metrics_provider, depends_on=tuple(addon_depends_on)))
         acknowledge(
             self.addon.collector_policy, "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:"
             "<AWS::AccountId>:log-group:/aws/sagemaker/Clusters/*]",

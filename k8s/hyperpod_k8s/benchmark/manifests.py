@@ -14,6 +14,14 @@ Pure functions from config to dicts (the chart in :mod:`hyperpod_k8s.benchmark.c
   hyperpod-inference-system.svc.cluster.local:443``), or the load balancer over TLS with the endpoint's PEM
   mounted from a Secret as ``REQUESTS_CA_BUNDLE`` (genai-bench posts with ``requests``).
 * Each run records the routing threshold and strategy it ran under (``bench-run.json``).
+* **Two experiments, labelled** (``benchmark.experiments``): ``aws-reference`` runs the ``path: reference``
+  scenarios at AWS's concurrency against AWS's layouts (``reference/``: 1P+1D vs one colocated replica),
+  ``equal-gpu`` the other scenarios against the configured DPD endpoint and its equal-GPU colocated baseline
+  (the decision basis). The experiment is a Job label and goes into ``bench-run.json``.
+* **Off the GPU nodes**: every HyperPod node carries ``hyperpod-dpd/pool`` (the instance groups' Kubernetes
+  labels) and HyperPod nodes carry no taint by default, so the Jobs require that the label does *not* exist
+  (node affinity ``DoesNotExist``): they land on the system node group, and their requests fit one of its
+  ``m7i.xlarge`` nodes next to the cluster add-ons.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from typing import Any, Final, Literal
 
 from hyperpod_core import bench_runner
 from hyperpod_core.config import Config
+from hyperpod_core.config.model import BenchmarkScenarioConfig
 from hyperpod_core.inputs import EndpointInputs
 from hyperpod_core.names import EndpointNames
 from hyperpod_k8s.endpoint import defaults as d
@@ -44,6 +53,15 @@ CA_MOUNT: Final = "/etc/bench-ca"
 LABEL_PREFIX: Final = "hyperpod-dpd/benchmark"
 #: Head room of a Job beyond its stop condition: venv install, tokenizer download, genai-bench start-up.
 JOB_OVERHEAD_SECONDS: Final = 1800
+Experiment = Literal["aws-reference", "equal-gpu"]
+EXPERIMENTS: Final[tuple[Experiment, ...]] = ("aws-reference", "equal-gpu")
+#: The label every HyperPod node of this project carries (``hyperpod_constructs.hyperpod_cluster.POOL_LABEL``).
+GPU_POOL_LABEL: Final = d.POOL_NODE_LABEL
+#: The client's requests: one genai-bench process with up to 32 streams (tokenizing, SSE parsing) needs about a
+#: core and under 2 GiB; they fit a system node (m7i.xlarge: 4 vCPU, 16 GiB, EC2 general purpose specs) beside
+#: CoreDNS, the load balancer controller and the DaemonSets. Limits let a burst use the rest of the node.
+REQUESTS: Final = {"cpu": "1", "memory": "2Gi"}
+LIMITS: Final = {"cpu": "3", "memory": "6Gi"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +69,7 @@ class BenchmarkRun:
     """One cell of the matrix."""
 
     mode: Mode
+    experiment: Experiment
     scenario: str
     traffic: str
     path: str
@@ -79,23 +98,43 @@ def resource_name(config: Config) -> str:
     return EndpointNames.of(config).benchmark_resource
 
 
+def scenarios_of(config: Config, experiment: Experiment) -> list[BenchmarkScenarioConfig]:
+    """The scenarios ``experiment`` runs (none when ``benchmark.experiments`` leaves it out)."""
+    if experiment not in config.benchmark.experiments:
+        return []
+    return [s for s in config.benchmark_scenarios() if s.experiment == experiment]
+
+
 def benchmark_runs(config: Config) -> list[BenchmarkRun]:
-    """Every run in execution order: all of DPD first, then all of colocated (one switch in between)."""
+    """Every run in execution order: per experiment (aws-reference first), all of DPD, then all of colocated
+    (one switch per experiment and mode)."""
     runs: list[BenchmarkRun] = []
-    for mode in MODES:
-        for s in config.benchmark_scenarios():
-            for n in config.benchmark.concurrency:
-                name = f"{config.endpoint.name}-bench-{mode}-{s.name}-c{n}"  # <= 63: a config rule
-                runs.append(BenchmarkRun(mode=mode, scenario=s.name, traffic=s.traffic, path=s.path,
-                                         concurrency=n, job_name=name))
+    for experiment in EXPERIMENTS:
+        for mode in MODES:
+            for s in scenarios_of(config, experiment):
+                for n in config.benchmark_concurrency(s):
+                    name = f"{config.endpoint.name}-bench-{mode}-{s.name}-c{n}"  # <= 63: a config rule
+                    runs.append(BenchmarkRun(mode=mode, experiment=experiment, scenario=s.name, traffic=s.traffic,
+                                             path=s.path, concurrency=n, job_name=name))
     return runs
 
 
-def gpus_per_mode(config: Config, inputs: EndpointInputs) -> dict[Mode, int]:
-    """GPUs each endpoint mode holds (the GPU-normalized comparison divides by these)."""
+def gpus_per_mode(config: Config, inputs: EndpointInputs, experiment: Experiment = "equal-gpu") -> dict[Mode, int]:
+    """GPUs each endpoint mode holds in ``experiment`` (the GPU-normalized comparison divides by these)."""
+    from hyperpod_k8s.benchmark.reference import reference_props
+
     p = endpoint_props(config, inputs)
-    return {"dpd": p.prefill.replicas * p.prefill.gpus + p.decode.replicas * p.decode.gpus,
-            "colocated": p.colocated_replicas * p.gpus_per_replica}
+    dpd, colocated = p, p
+    if experiment == "aws-reference":
+        dpd, colocated = reference_props(p, "dpd"), reference_props(p, "colocated")
+    return {"dpd": dpd.prefill.replicas * dpd.prefill.gpus + dpd.decode.replicas * dpd.decode.gpus,
+            "colocated": colocated.colocated_replicas * colocated.gpus_per_replica}
+
+
+def routing_strategy(config: Config, inputs: EndpointInputs, mode: Mode) -> str:
+    """The router strategy the run's endpoint uses: the configured one on DPD, the spreading one colocated."""
+    p = endpoint_props(config, inputs)
+    return p.routing_strategy if mode == "dpd" else p.colocated_routing_strategy
 
 
 def _labels(config: Config, run: BenchmarkRun | None = None) -> dict[str, str]:
@@ -103,8 +142,8 @@ def _labels(config: Config, run: BenchmarkRun | None = None) -> dict[str, str]:
               "app.kubernetes.io/part-of": config.name, "app.kubernetes.io/managed-by": "cdk8s",
               f"{LABEL_PREFIX}-endpoint": config.endpoint.name}
     if run is not None:
-        labels |= {f"{LABEL_PREFIX}-mode": run.mode, f"{LABEL_PREFIX}-scenario": run.scenario,
-                   f"{LABEL_PREFIX}-concurrency": str(run.concurrency)}
+        labels |= {f"{LABEL_PREFIX}-mode": run.mode, f"{LABEL_PREFIX}-experiment": run.experiment,
+                   f"{LABEL_PREFIX}-scenario": run.scenario, f"{LABEL_PREFIX}-concurrency": str(run.concurrency)}
     return labels
 
 
@@ -138,10 +177,11 @@ def _install_and_run() -> str:
 
 def job(config: Config, inputs: EndpointInputs, run: BenchmarkRun) -> dict[str, Any]:
     b, e = config.benchmark, config.endpoint
-    gpus = gpus_per_mode(config, inputs)[run.mode]
+    gpus = gpus_per_mode(config, inputs, run.experiment)[run.mode]
     bucket = inputs.model_bucket_name.value or ""
     env: list[dict[str, str]] = [
         {"name": "BENCH_MODE", "value": run.mode},
+        {"name": "BENCH_EXPERIMENT", "value": run.experiment},
         {"name": "BENCH_SCENARIO", "value": run.scenario},
         {"name": "BENCH_TRAFFIC", "value": run.traffic},
         {"name": "BENCH_PATH", "value": run.path},
@@ -154,7 +194,7 @@ def job(config: Config, inputs: EndpointInputs, run: BenchmarkRun) -> dict[str, 
         {"name": "BENCH_API_MODEL", "value": d.MODEL_MOUNT_PATH},  # vLLM serves --model's path as its name
         {"name": "BENCH_ENDPOINT", "value": f"{e.namespace}/{e.name}"},
         {"name": "BENCH_ROUTING_THRESHOLD", "value": str(e.routing_threshold_tokens)},
-        {"name": "BENCH_ROUTING_STRATEGY", "value": e.routing_strategy},
+        {"name": "BENCH_ROUTING_STRATEGY", "value": routing_strategy(config, inputs, run.mode)},
         {"name": "BENCH_GPUS", "value": str(gpus)},
         {"name": "BENCH_INSTANCE_TYPE", "value": e.instance_type},
         {"name": "BENCH_TOKENIZER_S3", "value": f"s3://{bucket}/{config.model.s3_prefix.rstrip('/')}"},
@@ -190,6 +230,9 @@ def job(config: Config, inputs: EndpointInputs, run: BenchmarkRun) -> dict[str, 
                 "spec": {
                     "restartPolicy": "Never",
                     "serviceAccountName": resource_name(config),
+                    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [{"matchExpressions": [
+                            {"key": GPU_POOL_LABEL, "operator": "DoesNotExist"}]}]}}},
                     "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000,
                                         "seccompProfile": {"type": "RuntimeDefault"}},
                     "containers": [{
@@ -197,8 +240,7 @@ def job(config: Config, inputs: EndpointInputs, run: BenchmarkRun) -> dict[str, 
                         "image": b.client_image,
                         "command": ["/bin/sh", "-c", _install_and_run()],
                         "env": env,
-                        "resources": {"requests": {"cpu": "2", "memory": "4Gi"},
-                                      "limits": {"cpu": "4", "memory": "8Gi"}},
+                        "resources": {"requests": dict(REQUESTS), "limits": dict(LIMITS)},
                         "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                                             "capabilities": {"drop": ["ALL"]}},
                         "volumeMounts": mounts,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from constructs import Construct
 
 from hyperpod_k8s.endpoint import common
@@ -16,8 +18,8 @@ class ColocatedEndpoint(Construct):
     version, and to revert by re-applying without ``pdSpec`` [DPD]. So this object has the *same*
     name as the DPD one: ``kubectl apply`` of this file is the rollback. Replicas = the DPD endpoint's
     GPUs / tensor-parallel size; each replica runs the decode role's flags. The DPD-only environment
-    (``PD_BUFFER_SIZE``, ``LMCACHE_SAVE_DECODE_CACHE``) is left out; ``PYTHONHASHSEED`` stays for the
-    prefix-aware router.
+    (``PD_BUFFER_SIZE``, ``LMCACHE_SAVE_DECODE_CACHE``) is left out. Its router spreads the load
+    (``colocated_routing_strategy``, ``roundrobin``), so a benchmark measures every replica.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, props: EndpointProps) -> None:
@@ -27,7 +29,7 @@ class ColocatedEndpoint(Construct):
             self, "Resource",
             metadata=common.metadata(p, "colocated"),
             spec=iec.InferenceEndpointConfigSpec(
-                **common.shared_spec(p),
+                **common.shared_spec(replace(p, routing_strategy=p.colocated_routing_strategy)),
                 replicas=p.colocated_replicas,
                 worker=common.worker(p, args=(*p.worker_args, *p.colocated_args), env=p.colocated_environment),
             ),

@@ -95,6 +95,10 @@ class EndpointProps:
     colocated_replicas: int
     colocated_args: tuple[str, ...]
     colocated_environment: tuple[tuple[str, str], ...]
+    colocated_routing_strategy: str = "roundrobin"
+    """The colocated endpoint's router spreads requests over its replicas: ``prefixaware`` would send the
+    benchmark's shared-prefix prompts to one replica and leave the others idle (operator docs: ``roundrobin``
+    distributes evenly)."""
 
 
 def worker_args(e: EndpointConfig) -> tuple[str, ...]:

@@ -28,12 +28,15 @@ def _add(chart: cdk8s.Chart, construct_id: str, manifest: dict[str, Any]) -> Non
 
 
 def build_observability_charts(app: cdk8s.App, config: Config) -> None:
-    """Add the ``<endpoint>-observability`` chart (dashboards and alerts) unless observability is off.
+    """Add the ``<endpoint>-observability`` chart (dashboard ConfigMaps and the PrometheusRule), only with
+    ``observability.in_cluster_manifests``: HyperPod's add-on installs neither the prometheus-operator CRDs nor a
+    Grafana sidecar, so on a plain HyperPod cluster ``kubectl apply`` of a PrometheusRule fails and the ConfigMaps
+    are read by nothing (lifecycle-facts.md). The alerts reach AMP through the CDK app instead.
 
     PrometheusRule has no pinned CRD in ``shared/crds`` to generate bindings from, so it is a plain
     ApiObject; ``promtool check rules`` validates its ``spec`` in the tests.
     """
-    if not config.observability.enabled:
+    if not (config.observability.enabled and config.observability.in_cluster_manifests):
         return
     chart = cdk8s.Chart(app, f"{config.endpoint.name}-observability", namespace=config.endpoint.namespace)
     for i, cm in enumerate(dashboard_config_maps(config)):

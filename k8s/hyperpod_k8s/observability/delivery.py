@@ -1,8 +1,9 @@
 """Delivery of the dashboards and alerts, separate from their definition (:mod:`hyperpod_core.telemetry`).
 
-* Plain JSON files for import into Amazon Managed Grafana: :func:`write_dashboard_files`.
-* ConfigMaps for the in-cluster Grafana dashboard sidecar and a PrometheusRule: as manifest dicts here
-  (pure, testable without jsii), put into a cdk8s chart by ``chart.py``.
+* Plain JSON files for import into Grafana (``dist/dashboards/``): :func:`write_dashboard_files`.
+* For clusters that run prometheus-operator and a Grafana sidecar (``observability.in_cluster_manifests``):
+  ConfigMaps for the sidecar and a PrometheusRule, as manifest dicts here (pure, testable without jsii), put
+  into a cdk8s chart by ``chart.py``.
 """
 
 from __future__ import annotations

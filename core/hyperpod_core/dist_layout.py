@@ -1,0 +1,116 @@
+"""Where the cdk8s app writes each manifest in ``dist/``, so that ``kubectl apply -f dist/endpoint/`` applies exactly
+one endpoint.
+
+The DPD and the colocated InferenceEndpointConfig carry the same name (applying one replaces the other), so a
+folder holding both would apply both, the last one winning. The config's ``endpoint.apply`` chooses which one
+``endpoint/`` holds; the other goes to ``alternate/`` (rollback, benchmark baseline).
+
+* ``endpoint/<name>-<apply>.k8s.yaml``: the endpoint to apply;
+* ``alternate/<name>-<other>.k8s.yaml``: the other mode, applied by hand for a rollback or by ``bench``;
+* ``reference/<name>-reference-1p1d.k8s.yaml`` and ``-1node.k8s.yaml``: the aws-reference experiment's layouts
+  (1 prefill + 1 decode replica; one colocated replica), applied only by ``hyperpod-dpd bench``;
+* ``benchmark/<name>-benchmark.k8s.yaml``: the suspended benchmark Jobs;
+* ``dashboards/*.json``: the dashboards to import into Grafana;
+* ``in-cluster-observability/<name>-observability.k8s.yaml``: PrometheusRule and Grafana-sidecar ConfigMaps,
+  only with ``observability.in_cluster_manifests``.
+
+Without the deploy outputs the endpoint, reference and benchmark manifests still hold placeholders (bucket,
+roles, workspace URL): they go under ``placeholders/`` instead, with a ``README.txt`` saying why, and none of
+the folders above exists, so the apply commands (``kubectl apply -f dist/endpoint/``, ``hyperpod-dpd bench``)
+fail instead of applying them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal
+
+Mode = Literal["dpd", "colocated"]
+MODES: Final[tuple[Mode, ...]] = ("dpd", "colocated")
+
+ENDPOINT: Final = "endpoint"
+ALTERNATE: Final = "alternate"
+REFERENCE: Final = "reference"
+BENCHMARK: Final = "benchmark"
+DASHBOARDS: Final = "dashboards"
+IN_CLUSTER: Final = "in-cluster-observability"
+PLACEHOLDERS: Final = "placeholders"
+PLACEHOLDERS_README: Final = "README.txt"
+#: File-name suffixes of the aws-reference layouts (not ``-dpd``/``-colocated``, so a file name says its folder).
+REFERENCE_SUFFIX: Final[dict[Mode, str]] = {"dpd": "reference-1p1d", "colocated": "reference-1node"}
+
+
+def other(mode: Mode) -> Mode:
+    return "colocated" if mode == "dpd" else "dpd"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DistLayout:
+    """The layout of one ``dist/`` folder for endpoint ``name`` with ``applied`` in ``endpoint/``."""
+
+    root: Path
+    name: str
+    applied: Mode
+    unresolved: bool
+    """The deploy outputs were missing: the endpoint, reference and benchmark manifests are under ``placeholders/``."""
+
+    @property
+    def base(self) -> Path:
+        """Where the manifests that depend on deploy outputs go."""
+        return self.root / PLACEHOLDERS if self.unresolved else self.root
+
+    @property
+    def endpoint_dir(self) -> Path:
+        """The folder ``kubectl apply -f`` applies (one endpoint)."""
+        return self.base / ENDPOINT
+
+    def endpoint_file(self, mode: Mode) -> Path:
+        """The configured manifest of ``mode``: in ``endpoint/`` when it is ``applied``, else in ``alternate/``."""
+        folder = ENDPOINT if mode == self.applied else ALTERNATE
+        return self.base / folder / f"{self.name}-{mode}.k8s.yaml"
+
+    def reference_file(self, mode: Mode) -> Path:
+        return self.base / REFERENCE / f"{self.name}-{REFERENCE_SUFFIX[mode]}.k8s.yaml"
+
+    @property
+    def benchmark_file(self) -> Path:
+        return self.base / BENCHMARK / f"{self.name}-benchmark.k8s.yaml"
+
+    @property
+    def dashboards_dir(self) -> Path:
+        return self.root / DASHBOARDS
+
+    @property
+    def in_cluster_file(self) -> Path:
+        return self.root / IN_CLUSTER / f"{self.name}-observability.k8s.yaml"
+
+    def place(self, chart_file: str) -> Path:
+        """Where a chart's file (``<chart id>.k8s.yaml`` as cdk8s writes it) belongs."""
+        for mode in MODES:
+            if chart_file == self.endpoint_file(mode).name:
+                return self.endpoint_file(mode)
+            if chart_file == self.reference_file(mode).name:
+                return self.reference_file(mode)
+        if chart_file == self.benchmark_file.name:
+            return self.benchmark_file
+        if chart_file == self.in_cluster_file.name:
+            return self.in_cluster_file
+        raise ValueError(f"chart file {chart_file!r} has no place in the dist/ layout")
+
+    @classmethod
+    def of(cls, root: Path, name: str, applied: Mode, *, unresolved: bool = False) -> DistLayout:
+        return cls(root=root, name=name, applied=applied, unresolved=unresolved)
+
+    @classmethod
+    def found(cls, root: Path, name: str, applied: Mode) -> DistLayout:
+        """The layout a synth left in ``root``: ``unresolved`` when ``placeholders/`` is there."""
+        return cls(root=root, name=name, applied=applied, unresolved=(root / PLACEHOLDERS).is_dir())
+
+
+def placeholders_readme(missing: list[str]) -> str:
+    """Why ``placeholders/`` exists and how to get deployable manifests instead."""
+    return ("These manifests are NOT deployable: they still hold placeholders for values only `cdk deploy` knows\n"
+            f"({', '.join(missing)}).\n"
+            "Deploy the stacks with `--outputs-file cdk-outputs.json`, then synthesize again: the manifests then go\n"
+            "to dist/endpoint/, dist/alternate/, dist/reference/ and dist/benchmark/ (docs/endpoint.md).\n")

@@ -1,0 +1,158 @@
+"""Alerts reach a person: the workspace's alert manager definition publishes to an encrypted SNS topic that AMP
+may publish to, with the receivers of ``observability.alerts``; with none, synth says so in one line.
+
+Expected values:
+* AMP user guide, "Giving Amazon Managed Service for Prometheus permission to send alert messages to your Amazon
+  SNS topic": principal ``aps.amazonaws.com``, actions ``sns:Publish`` and ``sns:GetTopicAttributes``, conditions
+  ``ArnEquals aws:SourceArn`` = the workspace and ``StringEquals AWS:SourceAccount``;
+* SNS developer guide, "Configuring AWS KMS permissions" (event sources from AWS services and encrypted topics):
+  the key policy lets the service principal ``kms:GenerateDataKey*`` and ``kms:Decrypt``;
+* CloudFormation: ``AWS::APS::Workspace.AlertManagerDefinition``; CloudWatch ``AWS/SNS``
+  ``NumberOfMessagesPublished`` (dimension ``TopicName``); Period x EvaluationPeriods at most 7 days.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import aws_cdk as cdk
+import pytest
+import yaml
+from aws_cdk.assertions import Template
+
+from hyperpod_constructs.alert_topic import AlertTopic, AlertTopicProps
+from hyperpod_constructs.managed_prometheus import ManagedPrometheus, ManagedPrometheusProps
+from hyperpod_core.config import parse_config
+from hyperpod_core.telemetry.alertmanager import alert_manager_definition
+from hyperpod_core.telemetry.notices import alerts_notice
+
+TOPIC_LOGICAL_ID = "AlertTopic3B8349F7"
+
+
+def _one(template: Template, kind: str) -> tuple[str, dict]:
+    (item,) = template.find_resources(kind).items()
+    return item
+
+
+def test_the_workspace_sends_every_alert_to_the_stack_topic(templates) -> None:
+    obs = templates["Observability"]
+    _, ws = _one(obs, "AWS::APS::Workspace")
+    parts = ws["Properties"]["AlertManagerDefinition"]["Fn::Join"][1]
+    assert {"Ref": TOPIC_LOGICAL_ID} in parts, "the topic's logical ID is pinned: a new ID is a new topic"
+    text = "".join(p if isinstance(p, str) else "arn:aws:sns:us-west-2:111122223333:t" for p in parts)
+    config = yaml.safe_load(yaml.safe_load(text)["alertmanager_config"])
+    (sns,) = config["receivers"][0]["sns_configs"]
+    assert sns["topic_arn"] == "arn:aws:sns:us-west-2:111122223333:t" and sns["sigv4"] == {"region": "us-west-2"}
+    assert config["route"]["receiver"] == config["receivers"][0]["name"]
+
+
+def test_the_definition_in_the_template_passes_amtool(templates, tmp_path) -> None:
+    import shutil
+
+    amtool = shutil.which("amtool")
+    assert amtool, "amtool missing: apt-get install prometheus-alertmanager"
+    (_, ws), = templates["Observability"].find_resources("AWS::APS::Workspace").items()
+    parts = ws["Properties"]["AlertManagerDefinition"]["Fn::Join"][1]
+    text = "".join(p if isinstance(p, str) else "arn:aws:sns:us-west-2:111122223333:t" for p in parts)
+    path = tmp_path / "am.yml"
+    path.write_text(yaml.safe_load(text)["alertmanager_config"])
+    out = subprocess.run([amtool, "check-config", str(path)], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_the_topic_is_encrypted_with_a_key_aps_and_cloudwatch_may_use(templates) -> None:
+    obs = templates["Observability"]
+    key_id, key = _one(obs, "AWS::KMS::Key")
+    assert key["Properties"]["EnableKeyRotation"] is True
+    services = {s["Principal"]["Service"]: s["Action"] for s in key["Properties"]["KeyPolicy"]["Statement"]
+                if "Service" in s.get("Principal", {})}
+    assert services == {"aps.amazonaws.com": ["kms:GenerateDataKey*", "kms:Decrypt"],
+                        "cloudwatch.amazonaws.com": ["kms:GenerateDataKey*", "kms:Decrypt"]}
+    topic = obs.find_resources("AWS::SNS::Topic")[TOPIC_LOGICAL_ID]
+    assert topic["Properties"]["KmsMasterKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
+
+
+def test_the_topic_policy_admits_this_workspace_only(templates) -> None:
+    obs = templates["Observability"]
+    ws_id, _ = _one(obs, "AWS::APS::Workspace")
+    _, policy = _one(obs, "AWS::SNS::TopicPolicy")
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    (aps,) = [s for s in statements if s.get("Principal") == {"Service": "aps.amazonaws.com"}]
+    assert aps["Effect"] == "Allow" and aps["Action"] == ["sns:Publish", "sns:GetTopicAttributes"]
+    assert aps["Condition"] == {"ArnEquals": {"aws:SourceArn": {"Fn::GetAtt": [ws_id, "Arn"]}},
+                                "StringEquals": {"AWS:SourceAccount": {"Ref": "AWS::AccountId"}}}
+    assert aps["Resource"] == {"Ref": TOPIC_LOGICAL_ID}
+    (tls,) = [s for s in statements if s["Effect"] == "Deny"]
+    assert tls["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_a_silent_topic_raises_an_alarm_on_the_topic(templates) -> None:
+    """The heartbeat reaches the topic daily; two days without any message mean the path broke."""
+    _, alarm = _one(templates["Observability"], "AWS::CloudWatch::Alarm")
+    p = alarm["Properties"]
+    assert (p["Namespace"], p["MetricName"], p["Statistic"]) == ("AWS/SNS", "NumberOfMessagesPublished", "Sum")
+    assert p["Dimensions"] == [{"Name": "TopicName", "Value": {"Fn::GetAtt": [TOPIC_LOGICAL_ID, "TopicName"]}}]
+    assert (p["ComparisonOperator"], p["Threshold"], p["TreatMissingData"]) == ("LessThanThreshold", 1, "breaching")
+    assert p["Period"] * p["EvaluationPeriods"] <= 7 * 86400 and p["Period"] >= 3600
+    assert p["AlarmActions"] == [{"Ref": TOPIC_LOGICAL_ID}]
+
+
+def test_default_config_has_no_receiver_and_synth_says_so(templates, default_config) -> None:
+    obs = templates["Observability"]
+    assert obs.find_resources("AWS::SNS::Subscription") == {}
+    assert alerts_notice(default_config) == (
+        "alerts reach no one: observability.alerts names no email_addresses and no topic_arn (the alert manager "
+        "publishes to the alert topic, which nobody subscribes to)")
+    from hyperpod_core.telemetry.notices import notices
+
+    assert len(notices(default_config)) == 2, "alerts and dashboards: one line each"
+
+
+def test_receivers_subscribe_and_an_existing_topic_joins_the_receiver(default_config_dict) -> None:
+    import copy
+
+    data = copy.deepcopy(default_config_dict)
+    data["observability"]["alerts"] = {"email_addresses": ["oncall@example.com", "lead@example.com"],
+                                       "topic_arn": "arn:aws:sns:us-west-2:111122223333:pager"}
+    config = parse_config(data)
+    assert alerts_notice(config) is None
+    app = cdk.App()
+    stack = cdk.Stack(app, "Obs", env=cdk.Environment(region="us-west-2"))
+    prometheus = ManagedPrometheus(stack, "Prometheus", props=ManagedPrometheusProps(alias="x"))
+    topic = AlertTopic(stack, "AlertTopic", props=AlertTopicProps(
+        workspace_arn=prometheus.workspace_arn, display_name="x alerts",
+        email_addresses=config.observability.alerts.email_addresses))
+    prometheus.set_alert_manager_definition(alert_manager_definition(
+        config, [topic.topic_arn, config.observability.alerts.topic_arn or ""]))
+    t = Template.from_stack(stack)
+    subs = sorted(s["Properties"]["Endpoint"] for s in t.find_resources("AWS::SNS::Subscription").values())
+    assert subs == ["lead@example.com", "oncall@example.com"]
+    assert all(s["Properties"]["Protocol"] == "email" for s in t.find_resources("AWS::SNS::Subscription").values())
+    (_, ws), = t.find_resources("AWS::APS::Workspace").items()
+    parts = ws["Properties"]["AlertManagerDefinition"]["Fn::Join"][1]
+    text = "".join(p if isinstance(p, str) else "<ours>" for p in parts)
+    configs = yaml.safe_load(yaml.safe_load(text)["alertmanager_config"])["receivers"][0]["sns_configs"]
+    assert [c["topic_arn"] for c in configs] == ["<ours>", "arn:aws:sns:us-west-2:111122223333:pager"]
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("email_addresses", ["not-an-address"], "observability.alerts.email_addresses"),
+    ("email_addresses", ["a@example.com", "a@example.com"], "must not repeat an address"),
+    ("topic_arn", "arn:aws:sns:us-west-2:111122223333:alerts.fifo", "Standard SNS topic ARN"),
+])
+def test_fails_when_a_receiver_is_malformed(field, value, message, default_config_dict) -> None:
+    import copy
+
+    from hyperpod_core.config import ConfigError
+
+    data = copy.deepcopy(default_config_dict)
+    data["observability"]["alerts"] = {field: value}
+    with pytest.raises(ConfigError, match=message):
+        parse_config(data)
+
+
+def test_fails_when_the_definition_has_no_alertmanager_config() -> None:
+    stack = cdk.Stack(cdk.App(), "S")
+    prometheus = ManagedPrometheus(stack, "P", props=ManagedPrometheusProps(alias="x"))
+    with pytest.raises(ValueError, match="alertmanager_config"):
+        prometheus.set_alert_manager_definition("route: {}")

@@ -1,0 +1,85 @@
+"""``kubectl apply -f dist/endpoint/`` applies exactly one endpoint; placeholders never sit where an apply reads.
+
+Expected values: the DPD and colocated manifests carry the same name, so applying both applies the last one
+(docs/endpoint.md); ``endpoint.apply`` picks the one ``endpoint/`` holds (hyperpod_core.dist_layout).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from pathlib import Path
+
+import yaml
+
+from hyperpod_core.dist_layout import PLACEHOLDERS, PLACEHOLDERS_README
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _kinds(folder: Path) -> list[tuple[str, str]]:
+    """What ``kubectl apply -f <folder>`` applies: every document of its .yaml/.yml/.json files (not recursive)."""
+    docs = [d for p in sorted(folder.iterdir()) if p.suffix in (".yaml", ".yml", ".json")
+            for d in yaml.safe_load_all(p.read_text(encoding="utf-8")) if d]
+    return [(d["kind"], d["metadata"]["name"]) for d in docs]
+
+
+def _synth(config: Path, outdir: Path, outputs: Path | None) -> str:
+    from hyperpod_k8s import main
+
+    argv = ["--config", str(config), "--outdir", str(outdir)] + (["--outputs-file", str(outputs)] if outputs else [])
+    err = io.StringIO()
+    saved_cwd = Path.cwd()
+    os.chdir(outdir.parent)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            main.main(argv)
+    finally:
+        os.chdir(saved_cwd)
+    return err.getvalue()
+
+
+def test_the_endpoint_folder_holds_exactly_the_configured_endpoint(synthesized):
+    s = synthesized["p5en-two-prefill"]
+    dpd = [n for n in s.files if n.endswith("-dpd.k8s.yaml")]
+    assert [s.folders[n] for n in dpd] == ["endpoint"]
+    assert {s.folders[n] for n in s.files if n.endswith("-colocated.k8s.yaml")} == {"alternate"}
+    assert {s.folders[n] for n in s.files if "-reference-" in n} == {"reference"}
+    assert {s.folders[n] for n in s.files if n.endswith("-benchmark.k8s.yaml")} == {"benchmark"}
+    assert "apply: kubectl apply -f" in s.stderr and "/endpoint/" in s.stderr
+
+
+def test_placeholders_go_where_no_apply_command_reads(synthesized, tmp_path):
+    """Without the deploy outputs (the default case) nothing deployable-looking is written: no endpoint/,
+    alternate/, reference/ or benchmark/ at the top, and a README that says why."""
+    s = synthesized["default"]
+    assert set(s.folders.values()) == {f"{PLACEHOLDERS}/{f}" for f in ("endpoint", "alternate", "reference",
+                                                                       "benchmark")}
+    assert "not deployable yet" in s.stderr and "model_bucket_name" in s.stderr
+    out = tmp_path / "dist"
+    _synth(REPO / "config" / "default.yaml", out, None)
+    assert not (out / "endpoint").exists()
+    readme = (out / PLACEHOLDERS / PLACEHOLDERS_README).read_text(encoding="utf-8")
+    assert readme.startswith("These manifests are NOT deployable") and "cdk-outputs.json" in readme
+    assert sorted(p.name for p in out.iterdir()) == ["dashboards", PLACEHOLDERS]
+
+
+def test_endpoint_apply_colocated_swaps_the_folders(tmp_path):
+    data = yaml.safe_load((REPO / "config" / "examples" / "p5en-two-prefill.yaml").read_text(encoding="utf-8"))
+    data["endpoint"]["apply"] = "colocated"
+    data["observability"] = {**data.get("observability", {}), "in_cluster_manifests": True}
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(data), encoding="utf-8")
+    out = tmp_path / "dist"
+    _synth(config, out, FIXTURES / "p5en-cdk-outputs.json")
+    name = data["endpoint"]["name"]
+    (kind,) = _kinds(out / "endpoint")
+    assert kind == ("InferenceEndpointConfig", name)
+    assert "pdSpec" not in yaml.safe_load((out / "endpoint" / f"{name}-colocated.k8s.yaml").read_text())["spec"]
+    assert [p.name for p in (out / "alternate").iterdir()] == [f"{name}-dpd.k8s.yaml"]
+    # The prometheus-operator and sidecar objects only when asked for, in their own folder.
+    assert sorted(k for k, _ in _kinds(out / "in-cluster-observability")) == [
+        "ConfigMap", "ConfigMap", "PrometheusRule"]
+    assert not (out / PLACEHOLDERS).exists()
