@@ -67,7 +67,8 @@ def runner_log(job: dict[str, Any]) -> str:
 
 #: What ``cdk deploy --outputs-file`` writes for the default config (stack names from its ``name``): with it the
 #: manifests are deployable and go to dist/endpoint/ etc. instead of dist/placeholders/.
-OUTPUTS = {"hyperpod-dpd-platform": {"ModelBucketName": "hyperpod-dpd-models-123456789012-us-west-2"}}
+OUTPUTS = {"hyperpod-dpd-platform": {"ModelBucketName": "hyperpod-dpd-models-123456789012-us-west-2"},
+           "hyperpod-dpd-cluster": {"EksClusterArn": "arn:aws:eks:us-west-2:123456789012:cluster/hyperpod-dpd-eks"}}
 PREFILL_POD = "prefill-llama-3-3-70b-6d5f7c8b9-x2k4p"
 ROUTER_POD = "llama-3-3-70b-default-router-5d4c3b2a1-rt7uv"
 

@@ -473,6 +473,7 @@ def test_libfabric_sender_and_receiver_above_the_efa_line_prove_the_path(cli, co
 def test_a_kv_path_not_on_efa_is_named_with_its_fix(cli, config_file, kubeconfig, cluster, eks_addons,
                                                     moto_isolated, logs, row, signature, fix) -> None:
     _hyperpod_cluster()
+    cluster.gpu_nodes()
     cluster.dpd_endpoint()
     _worker_logs(cluster, **logs)
     result = _status(cli, config_file, kubeconfig, "--json")
@@ -485,6 +486,7 @@ def test_a_kv_path_not_on_efa_is_named_with_its_fix(cli, config_file, kubeconfig
 def test_a_log_without_start_up_lines_leaves_the_path_unproven(cli, config_file, kubeconfig, cluster, eks_addons,
                                                                moto_isolated) -> None:
     _hyperpod_cluster()
+    cluster.gpu_nodes()
     cluster.dpd_endpoint()
     check = _rows(_status(cli, config_file, kubeconfig, "--json").out)["endpoint:KV path (decode)"]
     assert check["state"] == "warn" and check["detail"].startswith("not proven: ")

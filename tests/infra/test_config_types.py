@@ -40,6 +40,10 @@ CASES = [
     ("InvocationPath", True, ["v1/chat/completions", "/v1", "p" * 200, "p" * 201]),
     ("NvmeHostPath", True, ["/opt/dlami/nvme", "/opt/dlami/nvme/llama", "/opt/dlami/nvme/..", "/opt/dlami/nvme/.a",
                             "/opt/dlami/nvme/" + "a" * 239, "/opt/dlami/nvme/" + "a" * 240]),
+    ("EmailAddress", True, ["oncall@example.com", "a.b+c@sub.example.org", "no-at.example.com", "a@b", "a@b.c."]),
+    ("SnsTopicArn", True, ["arn:aws:sns:us-west-2:123456789012:dpd-alerts", "arn:aws-cn:sns:cn-north-1:123456789012:a",
+                           "arn:aws:sns:us-west-2:123456789012:alerts.fifo", "arn:aws:sns:us-west-2:123456789012:"
+                           + "t" * 256, "arn:aws:sns:us-west-2:12345678901:t"]),
     ("TrainingPlanArn", True, [_PLAN + "p5", _PLAN + "p" * 64, _PLAN + "p" * 65]),
     ("IamPrincipalArn", True, ["arn:aws:iam::123456789012:role/Admin", "arn:aws:iam::123456789012:user/p/" + "u" * 64,
                                "arn:aws:iam::123456789012:user/p/" + "u" * 65,

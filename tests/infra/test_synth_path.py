@@ -25,7 +25,8 @@ def test_an_unacknowledged_finding_fails_the_synth_with_one_line(tmp_path, monke
 
     monkeypatch.setattr(app_builder, "build", probe)
     with pytest.raises(CommandFailed, match=r"^cdk-nag: \d+ unacknowledged findings \(listed above\)$") as failed:
-        app_builder.synthesize(None, outdir=tmp_path, context={"aws:cdk:disable-asset-staging": True})  # type: ignore[arg-type]
+        app_builder.synthesize(None, outdir=tmp_path,  # type: ignore[arg-type]
+                               context={"aws:cdk:disable-asset-staging": True}, announce=False)
     listed = [line.strip() for line in capsys.readouterr().err.splitlines()]
     assert "AwsSolutions-S1 at Probe/Bucket" in listed  # cdk-nag AwsSolutions-S1: server access logs
     assert str(failed.value).startswith(f"cdk-nag: {len(listed)} ")

@@ -369,7 +369,7 @@ def checkov_results(matrix_all: list[Synthesized]) -> tuple[dict[str, list[tuple
     parse every other JSON file of ``cdk.out/`` (tree, metadata, reports), and several ``-d`` repeat each report
     cumulatively. ``({config file name: [(check, file, resource)] failed}, checks passed in all)``."""
     owner = {f: e.name for e in matrix_all
-             for f in [*e.template_files.values(), *sorted(e.dist.glob("*.k8s.yaml"))]}
+             for f in [*e.template_files.values(), *sorted(e.dist.rglob("*.k8s.yaml"))]}
     reports = _checkov("--config-file", str(CHECKOV_CONFIG), *(a for f in owner for a in ("-f", str(f))),
                        "--skip-download")
     failed: dict[str, list[tuple]] = {e.name: [] for e in matrix_all}

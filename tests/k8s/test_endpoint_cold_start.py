@@ -135,8 +135,11 @@ def caches_off_long_context(tmp_path_factory, default_config_dict_module):
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         main.main(["--config", str(config), "--outdir", str(tmp / "dist")])
-    dpd = yaml.safe_load((tmp / "dist" / "llama-3-3-70b-dpd.k8s.yaml").read_text())
-    colocated = yaml.safe_load((tmp / "dist" / "llama-3-3-70b-colocated.k8s.yaml").read_text())
+    from hyperpod_core.dist_layout import DistLayout
+
+    placed = DistLayout.found(tmp / "dist", "llama-3-3-70b", "dpd")  # no outputs: under placeholders/
+    dpd = yaml.safe_load(placed.endpoint_file("dpd").read_text())
+    colocated = yaml.safe_load(placed.endpoint_file("colocated").read_text())
     return err.getvalue(), dpd, colocated
 
 

@@ -73,7 +73,7 @@ def test_every_template_category_is_passed_with_a_level_the_template_allows() ->
 
 
 def test_the_stack_configures_the_addon_with_it(templates, default_config: Config) -> None:
-    (addon,) = templates["Observability"].find_resources("AWS::EKS::Addon").values()
+    (addon,) = templates["ObservabilityAddon"].find_resources("AWS::EKS::Addon").values()
     parts = addon["Properties"]["ConfigurationValues"]["Fn::Join"][1]
     text = "".join(p if isinstance(p, str) else "TOKEN" for p in parts)
     assert json.loads(text)["metricsProvider"] == metrics_provider(default_config.observability.scrape_interval_seconds)

@@ -21,8 +21,8 @@ from hyperpod_k8s.observability.delivery import (
 )
 
 OVERVIEW_PANELS = {
-    "Request rate", "Tokens per second", "Time to first token", "Prefill time",
-    "Time per output token / inter-token latency", "End-to-end latency", "Prefill queue",
+    "Request rate", "Tokens per second", "Time to first token as users see it", "Time to first token (decode leg)",
+    "Prefill time", "Time per output token / inter-token latency", "End-to-end latency (decode leg)", "Prefill queue",
     "Decode running sequences", "Decode KV-cache usage", "Decode preemptions", "KV retrieve time on decode",
     "KV transfer throughput", "KV hit ratio", "Error ratio", "Aborted or failed requests",
     "Pod restarts (1h)", "GPU utilisation per role", "GPU memory used per role",
@@ -49,12 +49,19 @@ def test_overview_shows_every_dpd_signal(default_config: Config) -> None:
                                                  "direct (decode only)"]
 
 
+def _same_signal(title: str) -> str:
+    """A panel title without its side and without DPD's leg qualifier: a DPD request's decode leg is the whole
+    request on the colocated side (the router finishes prefill before it opens the decode request)."""
+    for prefix in ("DPD: ", "Colocated: ", "Decode-leg "):
+        title = title.removeprefix(prefix)
+    return title.replace(" (decode leg)", "")
+
+
 def test_comparison_puts_the_same_panels_side_by_side(default_config: Config) -> None:
     spec = dpd_vs_colocated(default_config)
     for row in spec.rows:
         left, right = row.columns
-        assert [p.title.removeprefix("DPD: ") for p in left] == \
-               [p.title.removeprefix("Colocated: ") for p in right]
+        assert [_same_signal(p.title) for p in left] == [_same_signal(p.title) for p in right]
     raw = render(spec)
     lines: dict[int, list[str]] = {}
     for panel in raw["panels"]:
@@ -79,7 +86,8 @@ def test_each_run_has_its_own_time_window(default_config: Config) -> None:
     assert variables["baseline_shift"]["current"]["value"] == "0h"
     # Run summaries cover exactly each run's (shifted) window.
     summary = [p for p in raw["panels"] if p["type"] == "stat"]
-    assert len(summary) == 8 and all("$__range" in t["expr"] for p in summary for t in p["targets"])
+    # TTFT as users see it, TTFT p95, TPOT p95, output tokens/s, error ratio: per side
+    assert len(summary) == 10 and all("$__range" in t["expr"] for p in summary for t in p["targets"])
 
 
 def _thresholds(panel: dict) -> list[float]:
@@ -93,7 +101,7 @@ def test_slo_thresholds_from_config_are_drawn_on_the_latency_panels(default_conf
     config = parse_config(data)
     for spec in dashboards(config):
         panels = {p["title"]: p for p in render(spec)["panels"] if p["type"] != "row"}
-        ttft = [p for t, p in panels.items() if t.endswith("Time to first token")]
+        ttft = [p for t, p in panels.items() if "Time to first token" in t]
         tpot = [p for t, p in panels.items() if t.endswith("Time per output token / inter-token latency")]
         assert ttft and tpot
         for panel in ttft:
