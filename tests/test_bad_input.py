@@ -4,19 +4,23 @@ Each entry point must exit 2 (the CDK CLI: non-zero, after our line and its repo
 2), print our one line (``error: ...``) naming the field, never a traceback, and leave its output folders
 (``cdk.out/``, ``dist/``) byte for byte as they were.
 
-Cost (2 cores): the in-process loader and the cdk8s app (the only reader of outputs files) take every case;
-the other subprocess entry points (``app.py``, ``hyperpod_core.config.__main__``, ``hyperpod-dpd validate``,
+Cost (2 cores): the in-process loader and the cdk8s app (the only reader of outputs files; its entry point
+``guarded(main)`` called in this process, as ``python -m`` calls it) take every case; the subprocess entry points
+(``python -m hyperpod_k8s.main``, ``app.py``, ``hyperpod_core.config.__main__``, ``hyperpod-dpd validate``,
 ``scripts/synth``) take a fixed sample of 15 that covers every category of the corpus, the CDK CLI 5 of them.
 ``BAD_INPUT_FULL=1`` runs every case through every entry point (about 4 minutes; run before a release).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import os
 import shutil
 import subprocess
 import sys
+import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -93,8 +97,9 @@ def _verdict(case: Case, result: subprocess.CompletedProcess[str], *, cli: bool 
 
 
 def _run_all(cases: list[Case], tmp: Path, run: Callable[[Case, Path, Path, Path], subprocess.CompletedProcess[str]],
-             *, cli: bool = False) -> dict[str, str]:
-    """Run every case (two at a time) and return ``{case id: problem}`` for the ones not handled cleanly."""
+             *, cli: bool = False, workers: int = 2) -> dict[str, str]:
+    """Run every case (``workers`` at a time) and return ``{case id: problem}`` for the ones not handled
+    cleanly."""
     def one(case: Case) -> tuple[str, str | None]:
         folder = tmp / case.id
         cdk_out, dist = _sandbox(folder)
@@ -105,7 +110,7 @@ def _run_all(cases: list[Case], tmp: Path, run: Callable[[Case, Path, Path, Path
             problem = "output folder changed"
         return case.id, problem
 
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=workers) as pool:
         return {cid: p for cid, p in pool.map(one, cases) if p is not None}
 
 
@@ -152,15 +157,44 @@ def test_outputs_reader_rejects(case: Case, tmp_path: Path, default_config) -> N
 # --- subprocess entry points ----------------------------------------------------------------------------
 
 
-def test_cdk8s_app_rejects_every_case(tmp_path: Path) -> None:
-    """``python -m hyperpod_k8s.main`` (what ``npx cdk8s synth`` runs): config cases, and outputs cases next
-    to the default config."""
-    def run(case: Case, path: Path, cdk_out: Path, dist: Path) -> subprocess.CompletedProcess[str]:
-        flag = "--outputs-file" if case.kind == "outputs" else "--config"
-        return _subprocess([sys.executable, "-m", "hyperpod_k8s.main", flag, str(path), "--outdir", str(dist)])
+def _cdk8s_argv(case: Case, path: Path, dist: Path) -> list[str]:
+    return ["--outputs-file" if case.kind == "outputs" else "--config", str(path), "--outdir", str(dist)]
 
-    problems = _run_all(CASES, tmp_path, run)
-    _report("cdk8s app", CASES, problems)
+
+def test_cdk8s_app_rejects_every_case(tmp_path: Path) -> None:
+    """The cdk8s app's entry point, ``guarded(main)`` as ``python -m hyperpod_k8s.main`` (what ``npx cdk8s
+    synth`` runs) calls it, in this process: config cases, and outputs cases next to the default config. One
+    at a time (stdout and stderr are redirected for the whole process); anything but our exit is a traceback."""
+    from hyperpod_core.errors import guarded
+    from hyperpod_k8s import main
+
+    def run(case: Case, path: Path, cdk_out: Path, dist: Path) -> subprocess.CompletedProcess[str]:
+        argv = _cdk8s_argv(case, path, dist)
+        out, err, code = io.StringIO(), io.StringIO(), 0
+        with contextlib.chdir(REPO_ROOT), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                guarded(lambda: main.main(argv))
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+            except BaseException:  # what the process would print as a traceback
+                err.write(traceback.format_exc())
+                code = 1
+        return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+
+    problems = _run_all(CASES, tmp_path, run, workers=1)
+    _report("cdk8s app (in process)", CASES, problems)
+    assert problems == {}
+
+
+def test_cdk8s_process_rejects(tmp_path: Path) -> None:
+    """``python -m hyperpod_k8s.main`` itself, on the sample and the outputs cases' first."""
+    cases = _pick(CONFIG_CASES) + OUTPUTS_CASES[:1]
+
+    def run(case: Case, path: Path, cdk_out: Path, dist: Path) -> subprocess.CompletedProcess[str]:
+        return _subprocess([sys.executable, "-m", "hyperpod_k8s.main", *_cdk8s_argv(case, path, dist)])
+
+    problems = _run_all(cases, tmp_path, run)
+    _report("python -m hyperpod_k8s.main", cases, problems)
     assert problems == {}
 
 
