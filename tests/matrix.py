@@ -41,9 +41,6 @@ MATRIX_GROUP = "config-matrix"
 #: or "*" for all of that config's matrix tests) -> reason``. Each becomes ``xfail(strict=True)``: the fix turns
 #: it into a failure, and its entry must go.
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    ("reserved-b200-us-east-1.yaml", "test_a_tiered_storage_kv_cache_has_tiered_storage_on_the_cluster"):
-        "found by the matrix, in no item of issue 20: l2_cache_backend tieredstorage, but the HyperPod cluster "
-        "never sets TieredStorageConfig (hyperpod_cluster.py)",
 }
 
 

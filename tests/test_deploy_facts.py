@@ -318,7 +318,12 @@ def test_worker_requests_fit_the_nodes_they_select(deployment) -> None:
     vCPUs x ThreadsPerCore / 2 of the instance (EC2 specifications and CPU options, ``ThreadsPerCore`` read
     from the HyperPod template), minus ``kubeReserved`` (awslabs/amazon-eks-ami nodeadm formula) and the
     reservations of ``hyperpod_core.sizing.RESERVATIONS``: DaemonSets (the operator's v3.3 image cache included),
-    the router pod, the sidecars of each model pod."""
+    the router pod, the sidecars of each model pod, and with ``TieredStorageConfig`` on, the share of memory its
+    daemon takes (SageMaker API ClusterTieredStorageConfig, ``InstanceMemoryAllocationPercentage``)."""
+    (cluster,) = [r for t in deployment.templates.values() for r in t["Resources"].values()
+                  if r["Type"] == "AWS::SageMaker::Cluster"]
+    tiered = cluster["Properties"].get("TieredStorageConfig") or {}
+    tiered_percent = int(tiered.get("InstanceMemoryAllocationPercentage", 0)) if tiered.get("Mode") == "Enable" else 0
     for name, role, instance_type, s, _ in _role_specs(deployment):  # (helpers below, with the issue-20 checks)
         requests = s["resources"]["requests"]
         nodes = _groups_for(deployment, instance_type, s.get("nodeSelector") or {})
@@ -328,7 +333,8 @@ def test_worker_requests_fit_the_nodes_they_select(deployment) -> None:
             pods = facts.INSTANCE_FACTS[instance_type].gpus // gpus
             (node_cpu, node_mem), (pod_cpu, pod_mem) = facts.reserved("node"), facts.reserved("worker")
             cpu = pods * (_quantity_millis(requests["cpu"]) + pod_cpu) + node_cpu
-            mem = pods * (_quantity_mib(requests["memory"]) + pod_mem) + node_mem
+            mem = (pods * (_quantity_mib(requests["memory"]) + pod_mem) + node_mem
+                   + budget.memory_mib * tiered_percent // 100)
             assert cpu <= budget.allocatable_cpu_millis, (
                 f"{name} {role} on {g['InstanceGroupName']}: {pods} x {requests['cpu']} CPU + sidecars + "
                 f"DaemonSets = {cpu}m > allocatable {budget.allocatable_cpu_millis}m")

@@ -66,6 +66,9 @@ class HyperPodClusterProps:
     node_recovery: str = "Automatic"
     node_provisioning_mode: str = "Continuous"
     """``Continuous`` or ``Legacy`` (property omitted). Default: Continuous."""
+    tiered_storage_memory_percent: int | None = None
+    """``TieredStorageConfig`` ``Mode: Enable`` with this ``InstanceMemoryAllocationPercentage`` (HyperPod's memory
+    daemon: the managed tiered KV cache). Default: none (property omitted: off)."""
 
 
 class HyperPodCluster(Construct):
@@ -87,6 +90,9 @@ class HyperPodCluster(Construct):
         super().__init__(scope, construct_id)
         if props.node_recovery not in ("Automatic", "None"):
             raise ValueError(f"node_recovery must be 'Automatic' or 'None', got {props.node_recovery!r}")
+        if props.tiered_storage_memory_percent is not None and not 0 < props.tiered_storage_memory_percent <= 100:
+            raise ValueError("tiered_storage_memory_percent must be 1 to 100 (InstanceMemoryAllocationPercentage), "
+                             f"got {props.tiered_storage_memory_percent!r}")
         if props.node_provisioning_mode not in ("Continuous", "Legacy"):
             raise ValueError("node_provisioning_mode must be 'Continuous' or 'Legacy', "
                              f"got {props.node_provisioning_mode!r}")
@@ -103,6 +109,9 @@ class HyperPodCluster(Construct):
             node_recovery=props.node_recovery,
             node_provisioning_mode=(props.node_provisioning_mode
                                     if props.node_provisioning_mode == "Continuous" else None),
+            tiered_storage_config=None if props.tiered_storage_memory_percent is None else
+            sagemaker.CfnCluster.TieredStorageConfigProperty(
+                mode="Enable", instance_memory_allocation_percentage=props.tiered_storage_memory_percent),
         )
         self.cfn.override_logical_id(LOGICAL_ID)
         self.cfn.cfn_options.update_replace_policy = CfnDeletionPolicy.RETAIN

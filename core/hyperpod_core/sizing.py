@@ -236,6 +236,13 @@ class NodeBudget:
     """What the kernel reports (``MemTotal``, the kubelet's ``capacity.memory``): below the nominal GiB."""
     kube_reserved_cpu_millis: int
     kube_reserved_memory_mib: int
+    tiered_storage_percent: int = 0
+    """Share of the node's memory HyperPod's tiered storage takes (``TieredStorageConfig``); 0: off."""
+
+    @property
+    def tiered_storage_mib(self) -> int:
+        """Memory the tiered-storage daemon holds outside any pod's requests (its share of ``memory_mib``)."""
+        return self.memory_mib * self.tiered_storage_percent // 100
 
     @property
     def allocatable_cpu_millis(self) -> int:
@@ -266,7 +273,7 @@ class NodeBudget:
     def fit_memory_mib(self, pods_per_node: int) -> int:
         _, node_mem = reserved("node")
         _, worker_mem = reserved("worker")
-        return (self.allocatable_memory_mib - node_mem) // pods_per_node - worker_mem
+        return (self.allocatable_memory_mib - node_mem - self.tiered_storage_mib) // pods_per_node - worker_mem
 
     def pod_cpu(self, pods_per_node: int) -> int:
         """Whole CPUs one worker may request: within the cap and after every reservation."""
@@ -276,14 +283,14 @@ class NodeBudget:
         return min(self.workers_memory_gib // pods_per_node, self.fit_memory_mib(pods_per_node) // 1024)
 
 
-def node_budget(instance_type: str, threads_per_core: int) -> NodeBudget:
+def node_budget(instance_type: str, threads_per_core: int, tiered_storage_percent: int = 0) -> NodeBudget:
     facts = INSTANCE_FACTS[instance_type]
     cpus = facts.cpus(threads_per_core)
     return NodeBudget(
         instance_type=instance_type, threads_per_core=threads_per_core, cpus=cpus, memory_gib=facts.memory_gib,
         memory_mib=int(facts.memory_gib * 1024 * MEMORY_VISIBLE_FRACTION),
         kube_reserved_cpu_millis=kube_reserved_cpu_millis(cpus),
-        kube_reserved_memory_mib=kube_reserved_memory_mib())
+        kube_reserved_memory_mib=kube_reserved_memory_mib(), tiered_storage_percent=tiered_storage_percent)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -298,11 +305,12 @@ def workers_per_node(instance_type: str, gpus_per_pod: int) -> int:
     return max(1, INSTANCE_FACTS[instance_type].gpus // gpus_per_pod)
 
 
-def max_pod_requests(instance_type: str, threads_per_core: int, gpus_per_pod: int) -> PodRequests:
+def max_pod_requests(instance_type: str, threads_per_core: int, gpus_per_pod: int,
+                     tiered_storage_percent: int = 0) -> PodRequests:
     """The largest whole-CPU / whole-GiB requests a worker with ``gpus_per_pod`` GPUs can make and still be
-    scheduled with as many workers as the node has GPUs for."""
+    scheduled with as many workers as the node has GPUs for (beside tiered storage's share, when it is on)."""
     pods = workers_per_node(instance_type, gpus_per_pod)
-    budget = node_budget(instance_type, threads_per_core)
+    budget = node_budget(instance_type, threads_per_core, tiered_storage_percent)
     return PodRequests(cpu=budget.pod_cpu(pods), memory_gib=budget.pod_memory_gib(pods))
 
 
@@ -320,7 +328,7 @@ def worker_budget(config: Config, role: WorkerRole) -> PodRequests:
     pools: tuple[str, ...] = ("prefill", "decode", "shared") if role == "colocated" else (role, "shared")
     groups = [g for g in config.hyperpod.instance_groups if g.instance_type == e.instance_type and g.pool in pools]
     groups = groups or [g for g in config.hyperpod.instance_groups if g.instance_type == e.instance_type]
-    budgets = [max_pod_requests(e.instance_type, tpc, e.tensor_parallel_size)
+    budgets = [max_pod_requests(e.instance_type, tpc, e.tensor_parallel_size, config.tiered_storage_percent() or 0)
                for tpc in sorted({g.threads_per_core for g in groups}) or [1]]
     return PodRequests(cpu=min(b.cpu for b in budgets), memory_gib=min(b.memory_gib for b in budgets))
 

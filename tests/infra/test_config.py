@@ -448,6 +448,27 @@ def test_worker_requests_come_from_the_node_not_a_constant(default_config_dict: 
     assert (requests.cpu, requests.memory_gib) == (64, 512)
 
 
+def test_tiered_storage_takes_its_share_of_node_memory_from_the_workers(default_config_dict: dict) -> None:
+    """HyperPod's tiered storage (the ``tieredstorage`` L2 KV cache) allocates
+    ``InstanceMemoryAllocationPercentage`` of each node's memory to its daemon (SageMaker API
+    ClusterTieredStorageConfig), outside any pod's requests; AWS's managed-KV-cache example uses 20. On a p5
+    (MemTotal ~1986.6 GiB) 20 % is ~397 GiB, so a worker's memory drops from 1843 GiB (the 90 % cap) to what the
+    node has left after every reservation and that share: 1573 GiB."""
+    assert parse_config(default_config_dict).tiered_storage_percent() is None
+    tiered = parse_config(_mutated(default_config_dict, **{
+        "endpoint.kv_cache.enable_l2_cache": True, "endpoint.kv_cache.l2_cache_backend": "tieredstorage",
+        }))
+    assert tiered.tiered_storage_percent() == 20
+    assert sizing.worker_requests(tiered, "decode") == sizing.PodRequests(cpu=86, memory_gib=1573)
+    ten = parse_config(_mutated(default_config_dict, **{"hyperpod.tiered_storage_memory_percent": 10}))
+    assert ten.tiered_storage_percent() == 10  # set on its own, it turns tiered storage on
+    assert sizing.worker_requests(ten, "decode").memory_gib == 1771  # min(1843, (2017820 - 203423) MiB / 1024)
+    with pytest.raises(ConfigError, match=r"endpoint\.decode\.memory_gib must be <= 1573"):
+        parse_config(_mutated(default_config_dict, **{
+            "endpoint.kv_cache.enable_l2_cache": True, "endpoint.kv_cache.l2_cache_backend": "tieredstorage",
+            "endpoint.decode.memory_gib": 1843}))
+
+
 @pytest.mark.parametrize(("buffer_gib", "utilization", "fits"), [
     (8, 0.75, True), (16, 0.75, True), (32, 0.75, False), (32, 0.55, True)])
 def test_the_pd_buffer_anchors_on_an_80_gb_h100(default_config_dict: dict, buffer_gib: int, utilization: float,

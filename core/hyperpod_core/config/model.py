@@ -171,6 +171,12 @@ class HyperPodConfig(_Model):
     """HyperPod `NodeProvisioningMode`. Default: `Continuous`."""
     instance_groups: Annotated[tuple[InstanceGroupConfig, ...], Field(min_length=1, max_length=100)]
     """The GPU instance groups (1 to 100). Required."""
+    tiered_storage_memory_percent: Annotated[int, Field(ge=1, le=50)] | None = None
+    """Share of each node's memory HyperPod's tiered storage takes (`TieredStorageConfig`
+    `InstanceMemoryAllocationPercentage`; its memory daemon serves the `tieredstorage` L2 KV cache), set aside
+    in the workers' node budget. Setting it turns tiered storage on. Default (`null`): 20 when
+    `endpoint.kv_cache.l2_cache_backend` is `tieredstorage` (the value of AWS's managed-KV-cache example),
+    else tiered storage stays off."""
 
 
 class ModelConfig(_Model):
@@ -190,7 +196,7 @@ class ModelConfig(_Model):
     """Parameters of the model in billions, for the GPU-memory check (weights per GPU + one `max_model_len`
     sequence of KV cache must fit vLLM's share). Set it, with `kv_cache_kib_per_token`, for a model the size table
     does not know (`hyperpod_core.models`: Llama-3.3-70B-Instruct, Llama-3.1-70B-Instruct, Llama-3.1-8B-Instruct,
-    found by `name` or the `s3_prefix` folder). Default: none: the table's size, or no weights check."""
+    Qwen3-32B, found by `name` or the `s3_prefix` folder). Default: none: the table's size, or no weights check."""
     kv_cache_kib_per_token: Annotated[float, Field(gt=0, le=100_000)] | None = None
     """KV cache of one token for the whole model in KiB: 2 x layers x KV heads x head dim x 2 bytes / 1024 from its
     config.json (Llama-3.3-70B: 320). Required with `parameters_billion`. Default: none (the table's)."""
@@ -502,6 +508,11 @@ class BenchmarkScenarioConfig(_Model):
 #: inference on SageMaker HyperPod", 2026-07-10, "Benchmarking performance"): the aws-reference experiment's levels.
 AWS_REFERENCE_CONCURRENCY: tuple[int, ...] = (8, 16, 32)
 
+#: ``TieredStorageConfig.InstanceMemoryAllocationPercentage`` of AWS's managed KV cache example (awslabs
+#: ai-on-sagemaker-hyperpod, "HyperPod Managed KV Cache with LMCache": ``{"Mode": "Enable",
+#: "InstanceMemoryAllocationPercentage": 20}``); the SageMaker API publishes no default (ClusterTieredStorageConfig).
+TIERED_STORAGE_DEFAULT_PERCENT = 20
+
 #: Output lengths of the adoption checklist's shapes: "long" is AWS's >= 256 output tokens and more.
 _SHORT_OUTPUT, _LONG_OUTPUT = 128, 1024
 
@@ -624,6 +635,15 @@ class Config(_Model):
         # Rounded first: 2 + 16384 x 0.1 is 1640.4000000000001 in floating point, and an exact product must not
         # gain a second from the last bit.
         return IdleTimeout(seconds=min(max(math.ceil(round(derived, 6)), low), high), derived_seconds=derived)
+
+    def tiered_storage_percent(self) -> int | None:
+        """The share of node memory HyperPod's tiered storage takes, or ``None`` when it stays off:
+        ``hyperpod.tiered_storage_memory_percent``, else 20 when the endpoint's L2 cache is ``tieredstorage``."""
+        if self.hyperpod.tiered_storage_memory_percent is not None:
+            return self.hyperpod.tiered_storage_memory_percent
+        kv = self.endpoint.kv_cache
+        return TIERED_STORAGE_DEFAULT_PERCENT if kv.enable_l2_cache and kv.l2_cache_backend == "tieredstorage" \
+            else None
 
     def benchmark_concurrency(self, scenario: BenchmarkScenarioConfig) -> tuple[int, ...]:
         """The levels ``scenario`` runs at: AWS's published ones in the aws-reference experiment, else

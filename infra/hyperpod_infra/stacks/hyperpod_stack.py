@@ -48,6 +48,8 @@ class HyperPodStackProps:
     """Created before the HyperPod cluster (the device plugins and HyperPod components in the cluster stack)."""
     log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
     """Of HyperPod's own log group and of our handlers' groups. Default: one month."""
+    tiered_storage_memory_percent: int | None = None
+    """HyperPod tiered storage's share of node memory (the ``tieredstorage`` L2 KV cache). Default: off."""
 
 
 class HyperPodStack(Stack):
@@ -59,7 +61,8 @@ class HyperPodStack(Stack):
             cluster_name=props.cluster_name, eks_cluster_arn=props.eks_cluster.cluster_arn,
             subnet=props.gpu_subnet, security_group=props.efa_security_group,
             eks_cluster_security_group_id=props.eks_cluster.cluster_security_group_id,
-            node_recovery=props.node_recovery, node_provisioning_mode=props.node_provisioning_mode))
+            node_recovery=props.node_recovery, node_provisioning_mode=props.node_provisioning_mode,
+            tiered_storage_memory_percent=props.tiered_storage_memory_percent))
         self.execution_role = HyperPodExecutionRole(self, "ExecutionRole", props=HyperPodExecutionRoleProps(
             eks_cluster_arn=props.eks_cluster.cluster_arn, vpc=props.vpc, gpu_subnet=props.gpu_subnet,
             security_group_ids=tuple(self.hyperpod.security_group_ids(props.efa_security_group)),
