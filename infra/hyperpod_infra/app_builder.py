@@ -199,7 +199,8 @@ def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> S
                 for g in h.instance_groups),
             eks_cluster=cluster.cluster, vpc=network.vpc, gpu_subnet=network.gpu_subnet,
             efa_security_group=network.efa_security_group, dependencies=cluster.hyperpod_dependencies,
-            log_retention=retention(e.log_retention_days), tiered_storage_memory_percent=config.tiered_storage_percent()),
+            log_retention=retention(e.log_retention_days),
+            tiered_storage_memory_percent=config.tiered_storage_percent()),
         **common)
     # Our Lambdas call the Kubernetes API from inside the VPC unless the public endpoint is open to all.
     public_api = "0.0.0.0/0" in e.endpoint_public_access_cidrs
