@@ -318,6 +318,8 @@ def worker_requests_fit_the_node(c: Config) -> None:
     where = (f"one {e.instance_type} (threads_per_core {'/'.join(map(str, tpc))}) leaves each of its {pods} "
              f"worker(s)")
     share = f"{sizing.WORKER_SHARE_PERCENT} % of the node, the rest for kubelet, DaemonSets, router and sidecars"
+    if (tiered := c.tiered_storage_percent()) is not None:
+        share += f"; {tiered} % of its memory is HyperPod tiered storage's"
     for role in ROLES:
         r, budget = getattr(e, role), sizing.worker_budget(c, role)
         if r.cpu is not None and r.cpu > budget.cpu:
