@@ -92,6 +92,13 @@ DPD_INSTANCE_TYPES: Final[tuple[str, ...]] = ("ml.p5.48xlarge", "ml.p5e.48xlarge
                                               "ml.p6-b200.48xlarge", "ml.p6-b300.48xlarge")
 DPD_INSTANCE_GPUS: Final[dict[str, int]] = {t: INSTANCE_FACTS[t].gpus for t in DPD_INSTANCE_TYPES}
 
+#: DPD instance types HyperPod offers only as reserved capacity (a SageMaker training plan), not on demand: the
+#: SageMaker API accepts them for a cluster (``ClusterInstanceType``) and for training plans
+#: (``ReservedCapacityInstanceType``), but AWS's price list has no on-demand HyperPod cluster offer for them in any
+#: region (cfn-lint's E3644 data, ``aws_sagemaker_cluster/instancetype_enum.json``, built from that list). [I]
+#: until AWS's HyperPod pricing page lists an on-demand price.
+RESERVED_ONLY_INSTANCE_TYPES: Final[frozenset[str]] = frozenset({"ml.p5e.48xlarge"})
+
 # --- instance storage (the NVMe weights cache of operator v3.3) --------------------------------------------
 
 @dataclass(frozen=True, kw_only=True)

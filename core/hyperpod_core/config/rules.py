@@ -107,6 +107,14 @@ def training_plans_are_in_the_region(c: Config) -> None:
                   f"must be a training plan in region {c.region} (a plan reserves capacity in one region)")
 
 
+def reserved_only_types_have_a_training_plan(c: Config) -> None:
+    for i, g in enumerate(c.hyperpod.instance_groups):
+        if g.instance_type in sizing.RESERVED_ONLY_INSTANCE_TYPES and g.training_plan_arn is None:
+            _fail(f"hyperpod.instance_groups[{i}].training_plan_arn", None,
+                  f"must name a SageMaker training plan for {g.instance_type}: HyperPod offers it as reserved "
+                  "capacity only, no region has it on demand")
+
+
 # --- instance types, parallelism, capacity ----------------------------------------------------------------
 
 def endpoint_instance_type_has_a_group(c: Config) -> None:
@@ -459,6 +467,7 @@ RULES: Final[tuple[Callable[[Config], None], ...]] = (
     router_service_name_fits, instance_group_names_are_unique, existing_bucket_is_kept,
     gpu_az_ids_are_in_the_region, gpu_groups_share_one_az, control_plane_az_ids_are_in_the_region,
     control_plane_az_ids_differ, gpu_subnet_is_in_the_groups_az, training_plans_are_in_the_region,
+    reserved_only_types_have_a_training_plan,
     endpoint_instance_type_has_a_group, tensor_parallel_divides_the_node, role_gpus_fit_one_node,
     roles_fit_their_pools, roles_fit_all_gpus,
     threshold_is_below_max_model_len, kvaware_routing_has_the_completions_path,
