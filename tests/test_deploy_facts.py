@@ -570,8 +570,8 @@ def test_deployments_side_by_side_collide_nowhere(synthesize_matrix) -> None:
 # --- one deployment never touches another's resources (issue 20, item 3) ----------------------------------------
 
 #: Where the IEC's tags go (CRD shared/crds/inferenceendpointconfigs.yaml, spec.tags: "the tags to be added to the
-#: Sagemaker Endpoint"; operator.md: "Propagated to SageMaker resources") and the ARN EKS gives a cluster (EKS API
-#: reference, Cluster.arn; ARN format in the IAM User Guide).
+#: Sagemaker Endpoint"; operator.md, our summary: "Propagated to SageMaker resources") and the ARN EKS gives a
+#: cluster (EKS API reference, Cluster.arn; ARN format in the IAM User Guide).
 EKS_CLUSTER_ARN_PATTERN = r"arn:aws[a-z-]*:eks:{region}:\d{{12}}:cluster/{name}"
 #: What the operator creates and deletes in SageMaker and ACM (AmazonSageMakerHyperPodInferenceAccess v4,
 #: operator.md S12: Create/Delete Model, EndpointConfig and Endpoint; ACM import and delete), all tagged

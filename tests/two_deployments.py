@@ -5,9 +5,10 @@ What the operator creates for an InferenceEndpointConfig: a SageMaker model, end
 ``CreatedBy=HyperPodInference``, operator.md S12) and a self-signed certificate it imports into ACM (CRD
 ``tlsConfig``: "operator auto-generates self-signed certificate"; ``status.tlsCertificate.importedCertificates``
 "Tracks imported certificates to ACM"). It tags all of them ``CreatedBy=HyperPodInference``, in every cluster.
-Whether it also copies the IEC's ``spec.tags`` onto each ("Propagated to SageMaker resources", CRD
-description "the tags to be added to the Sagemaker Endpoint") is not published for models, endpoint configs and
-certificates [I], so :func:`operator_creates` builds both worlds: ``propagated`` True or False.
+Whether it also copies the IEC's ``spec.tags`` onto each (CRD v3.3 description: "the tags to be added to the
+Sagemaker Endpoint"; with ``spec.endpointName`` empty "Sagemaker endpoint will not be created") is not published
+for models, endpoint configs and certificates [I], so :func:`operator_creates` builds both worlds: ``propagated``
+True or False.
 
 The objects' ``status`` fields name what was created: ``InferenceEndpointConfig.status.endpoints.sagemaker.
 {endpointArn,configArn,modelArn}`` and ``.tlsCertificate.certificateARN`` (CRD ``inferenceendpointconfigs``),

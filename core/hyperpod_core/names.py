@@ -50,8 +50,9 @@ OPERATOR_CONTAINER: Final = "manager"
 ROUTER_CONTAINER: Final = "router-container"
 
 #: Tags that tie a resource to one deployment. The CDK stacks tag everything ``deployment=<name>``; the
-#: InferenceEndpointConfig's ``spec.tags`` carry both (CRD: "Propagated to SageMaker resources"), so that the
-#: endpoint janitor and ``hyperpod-dpd sweep`` delete what carries this deployment's tag and nothing of another's.
+#: InferenceEndpointConfig's ``spec.tags`` carry both (CRD v3.3: "the tags to be added to the Sagemaker Endpoint"),
+#: so that the endpoint janitor and ``hyperpod-dpd sweep`` delete what carries this deployment's tag and nothing
+#: of another's. The janitor's first path is what the cluster's objects' status names; the tags are the second.
 DEPLOYMENT_TAG: Final = "deployment"
 EKS_CLUSTER_ARN_TAG: Final = "eks-cluster-arn"
 

@@ -165,6 +165,25 @@ def test_upgrade_with_retain_adopts_the_live_group(aws) -> None:
     assert _groups(aws["logs"]) == {NAME: 30}
 
 
+def test_switching_back_from_retain_to_none_after_the_upgrade_is_allowed(aws) -> None:
+    """After the upgrade the deployed template retains the old resource; an update to ``none`` removes it, and
+    CloudFormation removes a dropped resource only in UPDATE_COMPLETE_CLEANUP_IN_PROGRESS, after every update
+    (User Guide, "Monitoring the progress of a stack update"), under that Retain: the stack still holds it while
+    this Update runs, and the live group stays. Refusing it would loop the user (review finding)."""
+    stack_id = _stack(aws["cloudformation"], {LEGACY_LOGICAL_ID: {**LEGACY_RESOURCE, "DeletionPolicy": "Retain"}})
+    event = {**_event("Update", physical_id=NAME, LegacyLogicalId=LEGACY_LOGICAL_ID, LegacyRetained="false"),
+             "StackId": stack_id, "OldResourceProperties": {"LogGroupName": NAME, "RetentionInDays": "30",
+                                                            "LegacyLogicalId": LEGACY_LOGICAL_ID,
+                                                            "LegacyRetained": "true"}}
+    assert index.on_event(event, logs=aws["logs"], cloudformation=aws["cloudformation"]) == {
+        "PhysicalResourceId": NAME}
+    assert _groups(aws["logs"]) == {NAME: 30}
+    # the same update from a stack whose deployed template never retained it is still refused
+    refused = {**event, "OldResourceProperties": {**event["OldResourceProperties"], "LegacyRetained": "false"}}
+    with pytest.raises(RuntimeError, match="this update would delete the live group"):
+        index.on_event(refused, logs=aws["logs"], cloudformation=aws["cloudformation"])
+
+
 def test_retain_on_a_stack_that_never_held_the_old_resource_is_refused(aws) -> None:
     """Its create would collide with the adopted group; the message says to deploy with ``none``."""
     stack_id = _stack(aws["cloudformation"], {"Other": {"Type": "AWS::Logs::LogGroup",

@@ -109,7 +109,8 @@ def test_outputs_file_fills_bucket_and_availability_zone(p5en):
 
 @pytest.mark.parametrize("case", ["default", "p5en"])
 def test_both_manifests_tag_what_the_operator_creates_with_this_deployment(request, case):
-    """``spec.tags`` ("Propagated to SageMaker resources", CRD) names the deployment and its EKS cluster, the
+    """``spec.tags`` (CRD v3.3: "the tags to be added to the Sagemaker Endpoint") names the deployment and its
+    EKS cluster, the
     tags the endpoint janitor and sweep delete by. The ARN comes from the outputs file (p5en); without one and
     without an account in the config it is a placeholder the synth log says so (default)."""
     s, dpd, colocated = request.getfixturevalue(case)

@@ -72,7 +72,8 @@ def delete_prefix(logs: Any, prefix: str) -> list[str]:
     return names
 
 
-def check_legacy(cloudformation: Any, stack_id: str, logical_id: str, retained: bool, name: str) -> None:
+def check_legacy(cloudformation: Any, stack_id: str, logical_id: str, retained: bool, name: str,
+                 was_retained: bool = False) -> None:
     """Refuse the two upgrade mistakes before anything changes (the update then rolls back untouched).
 
     A stack deployed before this resource existed holds the group as the ``AWS::Logs::LogGroup``
@@ -80,8 +81,10 @@ def check_legacy(cloudformation: Any, stack_id: str, logical_id: str, retained: 
     live group under the *deployed* template's policy (CloudFormation User Guide, DeletionPolicy attribute:
     it "applies to stack update operations that lead to resources being deleted from stacks"). The template
     keeps that resource, with ``Retain``, only while the parameter says ``retain``; so: the stack still holds
-    it and ``retained`` is false -> refuse; ``retained`` is true but the stack never held it -> refuse too
-    (its create would fail on the existing group)."""
+    it and ``retained`` is false -> refuse, unless the deployed template already retains it (``was_retained``:
+    the previous properties said ``retain``; CloudFormation removes the resource only in the cleanup phase after
+    this update, under that Retain, so the live group stays); ``retained`` is true but the stack never held it ->
+    refuse too (its create would fail on the existing group)."""
     try:
         cloudformation.describe_stack_resource(StackName=stack_id, LogicalResourceId=logical_id)
         held = True
@@ -89,7 +92,7 @@ def check_legacy(cloudformation: Any, stack_id: str, logical_id: str, retained: 
         if _code(err) != "ValidationError":  # "Resource ... does not exist for stack ..."
             raise
         held = False
-    if held and not retained:
+    if held and not retained and not was_retained:
         raise RuntimeError(
             f"AdoptedLogGroups: this stack still holds {name} as the log group resource {logical_id} of an "
             "earlier release, with DeletionPolicy Delete; this update would delete the live group. Deploy "
@@ -111,8 +114,10 @@ def on_event(event: dict[str, Any], context: Any = None, *, logs: Any = None,
     logs = logs or _client("logs")
     if request in ("Create", "Update"):
         if props.get("LegacyLogicalId"):
+            old = (event.get("OldResourceProperties") or {}) if request == "Update" else {}
             check_legacy(cloudformation or _client("cloudformation"), event["StackId"], props["LegacyLogicalId"],
-                         props.get("LegacyRetained") == "true", str(name))
+                         props.get("LegacyRetained") == "true", str(name),
+                         was_retained=old.get("LegacyRetained") == "true")
         if name:
             adopt(logs, name, int(props["RetentionInDays"]))
         return {"PhysicalResourceId": physical_id}

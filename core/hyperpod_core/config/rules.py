@@ -111,8 +111,8 @@ def reserved_only_types_have_a_training_plan(c: Config) -> None:
     for i, g in enumerate(c.hyperpod.instance_groups):
         if g.instance_type in sizing.RESERVED_ONLY_INSTANCE_TYPES and g.training_plan_arn is None:
             _fail(f"hyperpod.instance_groups[{i}].training_plan_arn", None,
-                  f"must name a SageMaker training plan for {g.instance_type}: HyperPod offers it as reserved "
-                  "capacity only, no region has it on demand")
+                  f"must name a SageMaker training plan for {g.instance_type}: AWS's price list shows no on-demand "
+                  "HyperPod offer for it in any region")
 
 
 # --- instance types, parallelism, capacity ----------------------------------------------------------------

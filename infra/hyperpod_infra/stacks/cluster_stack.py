@@ -73,9 +73,9 @@ class ClusterStack(Stack):
         # keeps a parameter's previous value on later deploys.
         self.legacy_log_group_parameter = CfnParameter(
             self, LEGACY_LOG_GROUP_PARAMETER, type="String", allowed_values=["none", "retain"], default="none",
-            description="retain: once, when upgrading a stack deployed before the control-plane log group was "
-                        "adopted (it then keeps its old log group resource with DeletionPolicy Retain); none: "
-                        "every other deploy")
+            description="retain: from the upgrade of a stack deployed before the control-plane log group was "
+                        "adopted on (it keeps its old log group resource with DeletionPolicy Retain; switching "
+                        "back to none later is safe); none: stacks first created by this release")
         legacy = CfnCondition(self, "RetainLegacyControlPlaneLogGroup", expression=Fn.condition_equals(
             self.legacy_log_group_parameter.value_as_string, "retain"))
         eks_props = replace(eks_props, legacy_log_group_condition=legacy)

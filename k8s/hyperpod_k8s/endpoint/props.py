@@ -57,9 +57,11 @@ class EndpointProps:
     labels: dict[str, str]
     tags: tuple[tuple[str, str], ...]
     """``spec.tags``: this deployment's name and EKS cluster ARN (``hyperpod_core.names``), the tags the endpoint
-    janitor and ``sweep`` delete by. The CRD says the operator adds them to the SageMaker endpoint it creates
-    ("Propagated to SageMaker resources"); whether also to models, endpoint configs and certificates is not
-    published [I], so the janitor also goes by what the objects' status names."""
+    janitor and ``sweep`` delete by. The CRD says only that they are "the tags to be added to the Sagemaker
+    Endpoint" (v3.3 ``spec.tags``), and with ``spec.endpointName`` empty, as our manifests leave it, "Sagemaker
+    endpoint will not be created" (v3.3 ``spec.endpointName``): whether the operator puts them on anything else it
+    creates (certificates, load balancers) is not published [I]. The janitor therefore goes first by what the
+    objects' status names; the tags are the second path, for whatever does carry them."""
     model_name: str
     instance_type: str
     invocation_path: str
