@@ -223,6 +223,23 @@ def _report(measured, results: str, out: Path):
     return proc
 
 
+def test_output_json_is_one_document_beside_the_report_it_wrote(measured, tmp_path):
+    """``--output json``: the verdicts and files as one document on stdout (schema_version first), the same
+    experiments and invalid runs as the report's own summary.json."""
+    from hyperpod_dpd.app import app
+
+    res = CliRunner().invoke(app, ["report", "--config", str(measured["config"]), "--results",
+                                   str(measured["results"]), "--out", str(tmp_path / "r"), "--output", "json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert next(iter(doc)) == "schema_version" and doc["schema_version"] == 1
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text(encoding="utf-8"))
+    assert set(doc["experiments"]) == set(summary["experiments"])
+    assert len(doc["invalid"]) == len(summary["invalid_runs"])
+    assert [v["scenario"] for v in doc["verdicts"]] == list(SCENARIOS)
+    assert all(Path(f).is_file() for f in doc["files"]) and str(tmp_path / "r" / "report.html") in doc["files"]
+
+
 def test_missing_results_folder(measured, tmp_path):
     proc = _report(measured, str(tmp_path / "nope"), tmp_path / "out")
     assert proc.returncode == 2
