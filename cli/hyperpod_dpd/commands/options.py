@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from hyperpod_core.errors import UsageError
 from hyperpod_dpd.render import OutputFormat
 
 ConfigOption = Annotated[str | None, typer.Option(
@@ -21,8 +22,15 @@ JsonOption = Annotated[bool, typer.Option("--json", help="The same as --output j
 
 
 def _use_profile(value: str | None) -> str | None:
-    # The environment variable, so that boto3, the CDK CLI and kubeconfig's `aws eks get-token` all use it.
+    """``--profile NAME`` becomes ``AWS_PROFILE``, so that boto3, the CDK CLI and kubeconfig's ``aws eks get-token``
+    all use it; a profile the AWS config files do not define is bad input."""
     if value:
+        import botocore.session
+
+        known = botocore.session.Session().available_profiles
+        if value not in known:
+            raise UsageError(f"--profile must be a profile of the AWS config files (~/.aws/config, "
+                             f"$AWS_CONFIG_FILE): {', '.join(sorted(known)) or 'none defined'}, got {value!r}")
         os.environ["AWS_PROFILE"] = value
     return value
 
