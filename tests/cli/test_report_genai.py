@@ -1,6 +1,6 @@
 """The real genai-bench client against a local streaming server, through the Job's own runner, then the report.
 
-* Client: genai-bench from ``.bench-venv`` (scripts/setup; the hash-pinned lock the Jobs install), started by
+* Client: genai-bench from ``.bench-venv`` (scripts/setup --tests; the hash-pinned lock the Jobs install), started by
   ``core/hyperpod_core/bench_runner.py`` exactly as a Job starts it, with a tiny word-level tokenizer built
   offline (``HF_HUB_OFFLINE=1``); results travel through the pod-log format (``HYPERPOD-BENCH-FILE``) that
   ``bench`` decodes.
@@ -37,7 +37,7 @@ SCENARIOS = {"long-in": "D(5600,40)", "short-in": "D(600,40)"}
 LEVELS = "2,4"
 
 pytestmark = [
-    pytest.mark.skipif(not BENCH_PY.exists(), reason="scripts/setup creates .bench-venv (genai-bench)"),
+    pytest.mark.skipif(not BENCH_PY.exists(), reason="scripts/setup --tests creates .bench-venv (genai-bench)"),
     # One worker runs the whole module: its fixtures start the real client (~45 s), once, not once per worker.
     pytest.mark.xdist_group("genai-bench"),
 ]
