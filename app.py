@@ -18,9 +18,6 @@ for folder in ("core", "infra", "constructs", "k8s"):
     if source_root not in sys.path:
         sys.path.insert(0, source_root)
 
-# jsii copies the environment into its node kernel at the first import: set these before aws_cdk loads.
-os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-
 from hyperpod_core.errors import guarded  # noqa: E402
 
 

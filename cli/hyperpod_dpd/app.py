@@ -1,44 +1,193 @@
 """The ``hyperpod-dpd`` Typer application and its guarded entry point.
 
-Commands live in their own modules (:data:`COMMAND_MODULES`); each exposes ``register(app)``. The entry point
-turns our errors into one line on stderr with exit code 2 (bad input) or 1 (a check or an action failed).
+Commands live in their own modules (:data:`COMMANDS`); each exposes ``register(app)``. A module is imported
+only when one of its commands runs or shows its help (:class:`LazyGroup`), so ``hyperpod-dpd --help`` imports
+none of them, and a rendered ``--help`` page is served from :mod:`hyperpod_dpd.help_cache` while the code it
+came from is unchanged.
+
+The entry point turns our errors into one line on stderr with exit code 2 (bad input) or 1 (a check or an
+action failed), and so does it with the command line parser's errors (``error: No such option: --bogus``,
+exit 2); 130 when interrupted.
 """
 
 from __future__ import annotations
 
 import importlib
+import shutil
+import sys
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 import typer
+import typer.main
+from typer._click.exceptions import NoArgsIsHelpError  # vendored Click: Typer exports no public name for it
+from typer._click.shell_completion import CompletionItem
+from typer.core import TyperGroup
 
-from hyperpod_core.errors import guarded
+from hyperpod_core.errors import EXIT_INTERRUPTED, guarded, one_line
+from hyperpod_dpd import help_cache
 
-#: Modules that register commands, in help order.
-COMMAND_MODULES: tuple[str, ...] = (
-    "hyperpod_dpd.commands.validate",
-    "hyperpod_dpd.commands.lifecycle",
-    "hyperpod_dpd.commands.preflight",
-    "hyperpod_dpd.commands.stage_model",
-    "hyperpod_dpd.commands.status", "hyperpod_dpd.commands.smoke", "hyperpod_dpd.commands.logs",
-    "hyperpod_dpd.commands.sweep",
-    "hyperpod_dpd.commands.bench", "hyperpod_dpd.commands.report",
-    "hyperpod_dpd.commands.plan",
-)
+PROG = "hyperpod-dpd"
+#: The distribution ``--version`` reads (pyproject.toml ``[project] name``).
+DISTRIBUTION = "hyperpod-dpd-iac"
+#: Help pages wrap at the terminal's width, up to this many columns.
+MAX_HELP_WIDTH = 120
+CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": list(help_cache.HELP_OPTIONS),
+                                    "max_content_width": MAX_HELP_WIDTH}
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    module: str
+    summary: str
+    """The first paragraph of the command's docstring (tests/cli/test_cli_conventions.py keeps them equal): the
+    top-level ``--help`` lists it without importing the module."""
+
+
+#: Every command, in help order: the module that registers it and its one-line summary.
+COMMANDS: dict[str, CommandSpec] = {
+    "validate": CommandSpec("hyperpod_dpd.commands.validate",
+                            "Validate the config (all typed rules; no AWS calls) and print what it deploys."),
+    "init": CommandSpec("hyperpod_dpd.commands.lifecycle",
+                        "Create envs/NAME/config.yaml from a config (default: config/default.yaml), named NAME."),
+    "schema": CommandSpec("hyperpod_dpd.commands.lifecycle",
+                          "Print the JSON Schema of the config (from the pydantic model); --write updates "
+                          "config/schema.json and the reference page docs/config.md."),
+    "synth": CommandSpec("hyperpod_dpd.commands.lifecycle",
+                         "Synthesize and validate the templates and manifests of THIS config into its own folder."),
+    "diff": CommandSpec("hyperpod_dpd.commands.lifecycle",
+                        "Compare the synthesized templates of THIS config with what is deployed (cdk diff --app "
+                        "<cdk.out>); for the HyperPod stack, also whether running deep health checks would refuse "
+                        "an instance-group change."),
+    "deploy": CommandSpec("hyperpod_dpd.commands.lifecycle",
+                          "Deploy the templates synthesized from THIS config; write the outputs file next to them."),
+    "destroy": CommandSpec("hyperpod_dpd.commands.lifecycle",
+                           "Destroy the stacks of THIS config (the model bucket is kept unless "
+                           "model.delete_on_destroy)."),
+    "preflight": CommandSpec("hyperpod_dpd.commands.preflight",
+                             "Check credentials, CDK bootstrap, AZ, quotas, training plans, add-on versions, "
+                             "principal, bucket."),
+    "stage-model": CommandSpec("hyperpod_dpd.commands.stage_model",
+                               "Upload the weights to s3://<model bucket>/<model.s3_prefix>: parallel, resumable, "
+                               "checksummed by S3."),
+    "status": CommandSpec("hyperpod_dpd.commands.status",
+                          "HyperPod nodes, EKS add-ons and the endpoint, each with the next step when it is not "
+                          "healthy."),
+    "smoke": CommandSpec("hyperpod_dpd.commands.smoke",
+                         "Send a short and a long prompt (streamed), measure TTFT/TPOT, prove the DPD path from the "
+                         "decode log."),
+    "logs": CommandSpec("hyperpod_dpd.commands.logs",
+                        "Show the logs of one role of this endpoint, with DPD failure signatures highlighted."),
+    "sweep": CommandSpec("hyperpod_dpd.commands.sweep",
+                         "List (and with --yes delete) what would block `cdk destroy` or survive it. Never touches "
+                         "S3."),
+    "bench": CommandSpec("hyperpod_dpd.commands.bench",
+                         "Run the benchmark matrix on DPD, switch to the colocated baseline, run it again "
+                         "(resumable)."),
+    "report": CommandSpec("hyperpod_dpd.commands.report",
+                          "Compare colocated and DPD from genai-bench result files and write the decision report."),
+    "plan": CommandSpec("hyperpod_dpd.commands.plan",
+                        "Estimate colocated vs disaggregated prefill/decode for your traffic and recommend a layout."),
+}
+
+
+def _commands_of(module: str) -> dict[str, Any]:
+    """The Click commands ``module`` registers, built the way Typer builds them."""
+    scratch = typer.Typer()
+    importlib.import_module(module).register(scratch)
+    return {str(info.name): typer.main.get_command_from_info(info, pretty_exceptions_short=True,
+                                                             rich_markup_mode=None)
+            for info in scratch.registered_commands}
+
+
+class LazyGroup(TyperGroup):
+    """The root group: lists :data:`COMMANDS` from the table, imports a command's module when it is asked for."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            self.commands.update(_commands_of(COMMANDS[cmd_name].module))
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        # Whole summaries, wrapped (Click would cut them to the width left beside the names).
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, spec.summary) for name, spec in COMMANDS.items()])
+
+    def shell_complete(self, ctx: Any, incomplete: str) -> list[Any]:
+        names = [CompletionItem(name, help=spec.summary) for name, spec in COMMANDS.items()
+                 if name.startswith(incomplete)]
+        return names + super(TyperGroup, self).shell_complete(ctx, incomplete)  # the options (Click's own)
+
 
 app = typer.Typer(
-    name="hyperpod-dpd", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    name=PROG, cls=LazyGroup, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False,
+    context_settings=CONTEXT_SETTINGS,
     help="Operate a disaggregated prefill/decode (DPD) deployment on SageMaker HyperPod.")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        print(f"{PROG} {version(DISTRIBUTION)}")
+        raise typer.Exit()
+
 
 @app.callback()
-def _root() -> None:
-    """Operate a disaggregated prefill/decode (DPD) deployment on SageMaker HyperPod."""
+def _root(version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=_print_version, help="Print the version and exit.")] = False) -> None:
+    """Operate a disaggregated prefill/decode (DPD) deployment on SageMaker HyperPod.
+
+    Every command acts on one config, named with --env NAME or --config PATH. Exit codes: 0 ok, 1 a check or
+    an action failed, 2 bad input, 130 interrupted.
+    """
 
 
-for _module in COMMAND_MODULES:
-    importlib.import_module(_module).register(app)
+def render_help(path: list[str]) -> str:
+    """The ``--help`` page of ``path``, rendered by Click without parsing any option (parsing would build every
+    option's converter, which imports pydantic)."""
+    root = typer.main.get_group(app)
+    ctx = typer.Context(root, info_name=PROG, **CONTEXT_SETTINGS)
+    for name in path:
+        command = root.get_command(ctx, name)
+        assert command is not None, name  # help_path returns known commands only
+        ctx = typer.Context(command, info_name=name, parent=ctx)
+    text: str = ctx.get_help()
+    return text + "\n"
+
+
+def _run(args: list[str]) -> None:
+    path = help_cache.help_path(args, known=COMMANDS)
+    if path is not None:
+        width = shutil.get_terminal_size().columns
+        text = help_cache.load(path, width)
+        if text is None:
+            text = render_help(path)
+            help_cache.save(path, width, text)
+        sys.stdout.write(text)
+        raise SystemExit(0)
+    try:
+        rc = app(args=args, prog_name=PROG, standalone_mode=False)
+    except NoArgsIsHelpError as exc:
+        exc.show()
+        raise SystemExit(exc.exit_code) from None
+    except typer.TyperException as exc:  # Click's usage errors and bad parameters
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
+        print(f"error: {' '.join(one_line(exc.format_message()).split())}{hint}", file=sys.stderr)
+        raise SystemExit(getattr(exc, "exit_code", 2)) from None
+    except typer.Abort:
+        print("error: aborted", file=sys.stderr)
+        raise SystemExit(1) from None
+    if rc == EXIT_INTERRUPTED:
+        print("error: interrupted", file=sys.stderr)
+    raise SystemExit(rc if isinstance(rc, int) else 0)  # as in Click's standalone mode
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point (``hyperpod-dpd``)."""
-    guarded(lambda: app(args=argv, prog_name="hyperpod-dpd", standalone_mode=True))
+    args = list(sys.argv[1:] if argv is None else argv)
+    guarded(lambda: _run(args))

@@ -7,6 +7,7 @@ the config, which names both clusters itself.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
 
@@ -44,16 +45,20 @@ class Deployment:
         return connect(kubeconfig, context, eks_cluster=self.eks_cluster, region=self.region)
 
 
-def load(config: str | None, env: str | None) -> Deployment:
+def load(config: str | None, env: str | None, *, region: str | None = None) -> Deployment:
+    """The deployment of the config named; ``region`` (``--region``) sends its AWS calls elsewhere than the
+    config's region."""
     e = environment.resolve(config, env)
     c = e.config
+    if region and region != c.region:
+        print(f"note: --region {region}: AWS calls go there, while this config deploys to {c.region}", file=sys.stderr)
     found = read_outputs_file(e.outputs_file, e.config) if e.outputs_file.is_file() else {}
 
     def out(output_id: str) -> str | None:
         return found[output_id][1] if output_id in found else None
 
     return Deployment(
-        env=e, names=EndpointNames.of(c), region=c.region,
+        env=e, names=EndpointNames.of(c), region=region or c.region,
         eks_cluster=out(outputs.EKS_CLUSTER_NAME) or c.eks.cluster_name,
         hyperpod_cluster=out(outputs.HYPERPOD_CLUSTER_NAME) or c.hyperpod.cluster_name,
         tls_bucket=out(outputs.TLS_BUCKET_NAME),

@@ -201,11 +201,14 @@ class Kube:
         return [entry.hostname for entry in (lb.ingress if lb and lb.ingress else []) if entry.hostname]
 
     def read_log(self, target: PodTarget, *, since_seconds: int | None = None, tail_lines: int | None = None,
-                 timestamps: bool = False, limit_bytes: int | None = None) -> list[str]:
+                 timestamps: bool = False, limit_bytes: int | None = None, previous: bool = False) -> list[str]:
         """The container's log lines. ``limit_bytes`` reads the log's first bytes only (Kubernetes ``limitBytes``
-        counts from the start): the start-up lines of a long-running worker."""
+        counts from the start): the start-up lines of a long-running worker. ``previous``: the log of the
+        container's previous instance (before its last restart)."""
         kwargs: dict[str, Any] = {"container": target.container, "timestamps": timestamps,
                                   "_request_timeout": REQUEST_TIMEOUT}
+        if previous:
+            kwargs["previous"] = True
         if since_seconds is not None:
             kwargs["since_seconds"] = since_seconds
         if tail_lines is not None:
@@ -221,12 +224,17 @@ class Kube:
             response.release_conn()
         return data.decode("utf-8", errors="replace").splitlines()
 
-    def follow_log(self, target: PodTarget, *, tail_lines: int | None = None) -> Iterator[str]:
+    def follow_log(self, target: PodTarget, *, tail_lines: int | None = None, since_seconds: int | None = None,
+                   previous: bool = False) -> Iterator[str]:
         """Lines of the log as they arrive (``follow=true``), until the server closes the stream."""
         kwargs: dict[str, Any] = {"container": target.container, "follow": True, "_preload_content": False,
                                   "_request_timeout": (REQUEST_TIMEOUT[0], None)}
         if tail_lines is not None:
             kwargs["tail_lines"] = tail_lines
+        if since_seconds is not None:
+            kwargs["since_seconds"] = since_seconds
+        if previous:
+            kwargs["previous"] = True
         response = self.core.read_namespaced_pod_log(target.pod, target.namespace, **kwargs)
         buffer = b""
         try:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from hyperpod_core import outputs, paths
@@ -32,6 +33,8 @@ from hyperpod_core.errors import ConfigError, guarded
 from hyperpod_core.inputs import EndpointInputs, placeholders, resolve_inputs
 
 OUTPUTS_ENV = "HYPERPOD_CDK_OUTPUTS"
+#: ``output`` of cdk8s.yaml: the folder the cdk8s CLI names in ``$CDK8S_OUTDIR`` when ``-o DIR`` is not given.
+CLI_SCRATCH_OUTPUT = ".cdk8s.out"
 
 
 def config_path(cli_value: str | None) -> Path:
@@ -90,6 +93,15 @@ def synth(config: Config, outdir: Path, inputs: EndpointInputs) -> list[Path]:
     return sorted(outdir / p.relative_to(tmp) for p in written)
 
 
+def default_outdir(environ: Mapping[str, str] = os.environ) -> str:
+    """Where the manifests go without ``--outdir``: the folder ``npx cdk8s synth -o DIR`` names, else ``dist``.
+
+    The cdk8s CLI passes its output folder as ``$CDK8S_OUTDIR``: ``-o DIR``, or cdk8s.yaml's scratch folder, which
+    stands for ``dist/`` (:func:`_show_to_cdk8s_cli`)."""
+    given = environ.get("CDK8S_OUTDIR")
+    return given if given and os.path.normpath(given) != CLI_SCRATCH_OUTPUT else "dist"
+
+
 def _show_to_cdk8s_cli(outdir: Path) -> None:
     """Under ``npx cdk8s synth``: point the CLI's output folder (``$CDK8S_OUTDIR``) at ``outdir``.
 
@@ -117,7 +129,8 @@ def main(argv: list[str] | None = None) -> None:
                                                f"else ./{outputs.DEFAULT_OUTPUTS_FILE} when present)")
     parser.add_argument("--require-outputs", action="store_true",
                         help="fail instead of writing placeholders for values only cdk deploy knows")
-    parser.add_argument("--outdir", default=os.environ.get("CDK8S_OUTDIR", "dist"))
+    parser.add_argument("--outdir", default=default_outdir(),
+                        help="folder of the manifests (default: npx cdk8s synth -o DIR, else dist)")
     args = parser.parse_args(argv)
     config = load_config(config_path(args.config))
     inputs = resolve_inputs(config, outputs_path(args.outputs_file))

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
+
+# Help pages are rendered, not read from the user's cache (tests that test the cache name their own folder).
+os.environ.setdefault("HYPERPOD_DPD_HELP_CACHE", "off")
 
 
 @dataclass(frozen=True)

@@ -238,6 +238,8 @@ class FakeCluster:
     weights_cache_crd: bool = True
     logs: dict[tuple[str, str, str], list[tuple[float, str]]] = field(default_factory=dict)
     """``(namespace, pod, container) -> [(unix time, line)]``."""
+    previous_logs: dict[tuple[str, str, str], list[tuple[float, str]]] = field(default_factory=dict)
+    """The same for each container's previous instance (``previous=true``)."""
     requests: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -339,7 +341,8 @@ class _KubeHandler(QuietHandler):
         if not any(x["metadata"]["name"] == pod_name for x in c.pods):
             return self._not_found()
         with c.lock:
-            entries = list(c.logs.get((namespace, pod_name, q.get("container", "")), []))
+            kept = c.previous_logs if q.get("previous", "").lower() == "true" else c.logs
+            entries = list(kept.get((namespace, pod_name, q.get("container", "")), []))
         if "sinceSeconds" in q:
             entries = [e for e in entries if e[0] >= time.time() - int(q["sinceSeconds"])]
         if "tailLines" in q:

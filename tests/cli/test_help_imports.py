@@ -1,53 +1,73 @@
 """``hyperpod-dpd --help`` and every subcommand's ``--help`` load no AWS SDK, Kubernetes client, plotting or CDK
-code (issue 19): those load inside the commands that use them. Checked in a fresh interpreter, which runs the
-console script's entry point for each ``--help`` and then lists what ``sys.modules`` holds."""
+code (issue 19), the top-level ``--help`` loads no command module, no config model (pydantic) and no Rich, and a
+cached page loads not even Typer (issue 24). Checked in fresh interpreters that run the console script's entry
+point and then list what ``sys.modules`` holds."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
+
+from hyperpod_dpd.app import COMMANDS
 
 #: Heavy third-party packages no ``--help`` may import.
 HEAVY = ("boto3", "botocore", "kubernetes", "matplotlib", "aws_cdk", "cdk8s", "jsii")
 
-#: Runs ``hyperpod-dpd --help`` and ``hyperpod-dpd <command> --help`` for every command in one process, then
-#: imports the modules named in argv (the guard test's probe) and prints the commands and the heavy packages
-#: loaded, as JSON.
-_PROBE = f"""
+#: Runs ``hyperpod-dpd <argv...> --help`` for each JSON argv list given in argv[1], through the console script's
+#: entry point, then imports the modules named in argv[2:] (the guard test's probe) and prints the top-level
+#: packages loaded.
+_PROBE = """
 import contextlib, importlib, io, json, sys
-import typer
-from hyperpod_dpd.app import app, main
-commands = sorted(typer.main.get_command(app).commands)
-for args in [["--help"], *[[name, "--help"] for name in commands]]:
+from hyperpod_dpd.entry import main
+for args in json.loads(sys.argv[1]):
     with contextlib.redirect_stdout(io.StringIO()):
         try:
             main(args)
         except SystemExit as exc:
             assert exc.code in (0, None), (args, exc.code)
-for module in sys.argv[1:]:
+for module in sys.argv[2:]:
     importlib.import_module(module)
-heavy = sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r}))
-print(json.dumps({{"commands": commands, "heavy": heavy}}))
+print(json.dumps(sorted({m.split(".")[0] for m in sys.modules} | {m for m in sys.modules if m.startswith("hyperpod")})))
 """
 
 
-def _probe(*modules: str) -> dict[str, list[str]]:
-    result = subprocess.run([sys.executable, "-c", _PROBE, *modules], capture_output=True, text=True, timeout=120,
-                            check=False)
+def _loaded(runs: list[list[str]], *modules: str, cache: str = "off") -> set[str]:
+    env = {**os.environ, "HYPERPOD_DPD_HELP_CACHE": cache}
+    result = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(runs), *modules], capture_output=True,
+                            text=True, timeout=120, check=False, env=env)
     assert result.returncode == 0, result.stderr
-    out: dict[str, list[str]] = json.loads(result.stdout)
-    return out
+    return set(json.loads(result.stdout))
 
 
 def test_help_of_every_command_imports_no_heavy_package() -> None:
-    found = _probe()
     assert {"validate", "schema", "plan", "status", "smoke", "logs", "sweep", "report", "synth",
-            "deploy"} <= set(found["commands"])
-    assert found["heavy"] == []
+            "deploy"} <= set(COMMANDS)
+    loaded = _loaded([["--help"], *[[name, "--help"] for name in COMMANDS], ["status", "-h"]])
+    assert loaded & set(HEAVY) == set()
+
+
+def test_top_level_help_imports_no_command_module_no_config_and_no_rich() -> None:
+    loaded = _loaded([["--help"], ["-h"]])
+    assert not {m for m in loaded if m.startswith("hyperpod_dpd.commands")}
+    assert not loaded & {"pydantic", "yaml", "rich", "hyperpod_core.config", *HEAVY}
+
+
+def test_a_subcommand_help_imports_only_its_own_command_module() -> None:
+    loaded = _loaded([["validate", "--help"]])
+    assert {m for m in loaded if m.startswith("hyperpod_dpd.commands.")} == {"hyperpod_dpd.commands.validate",
+                                                                               "hyperpod_dpd.commands.options"}
+
+
+def test_a_cached_help_page_imports_not_even_typer(tmp_path: Path) -> None:
+    first = _loaded([["status", "--help"]], cache=str(tmp_path))
+    assert "typer" in first  # rendered, and kept
+    again = _loaded([["status", "--help"]], cache=str(tmp_path))
+    assert not again & {"typer", "rich", "pydantic", "hyperpod_dpd.app", "hyperpod_dpd.commands"}
 
 
 def test_the_probe_sees_a_heavy_import() -> None:
     """Guards the check: the modules the commands load lazily do bring the heavy packages in."""
-    found = _probe("hyperpod_dpd.aws", "hyperpod_dpd.kube")
-    assert {"boto3", "botocore", "kubernetes"} <= set(found["heavy"])
+    assert {"boto3", "botocore", "kubernetes"} <= _loaded([], "hyperpod_dpd.aws", "hyperpod_dpd.kube")

@@ -21,6 +21,7 @@ The EFA-path lines come from ``day2_fakes``, each rendered with the format strin
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -271,6 +272,26 @@ def test_follow_merges_several_pods_with_their_names(cli, config_file, kubeconfi
     assert any("follow=True" in r for r in deployed.requests)
 
 
+def test_previous_reads_the_container_instance_before_its_restart(cli, config_file, kubeconfig, deployed) -> None:
+    """``kubectl logs --previous``: Kubernetes read_namespaced_pod_log ``previous=true``."""
+    deployed.previous_logs[(NAMESPACE, DECODE_POD, DECODE_CONTAINER)] = [(time.time(), "before the crash")]
+    result = _logs(cli, config_file, kubeconfig, "decode", "--previous")
+    assert result.code == 0, result.err
+    assert "before the crash" in result.out
+    assert not set(result.out.splitlines()) & set(DECODE_LOG)  # the running instance's lines are not shown
+
+
+@pytest.mark.parametrize("follow", [(), ("--follow",)])
+def test_since_drops_older_lines_while_reading_or_following(cli, config_file, kubeconfig, deployed,
+                                                            follow: tuple[str, ...]) -> None:
+    """``--since 1h30m`` is 5400 s (Kubernetes ``sinceSeconds``), applied together with ``--tail``."""
+    deployed.logs[(NAMESPACE, DECODE_POD, DECODE_CONTAINER)] = [
+        (time.time() - 5500, "an hour and a half ago"), (time.time() - 5000, "within the window")]
+    result = _logs(cli, config_file, kubeconfig, "decode", "--since", "1h30m", *follow)
+    assert result.code == 0, result.err
+    assert result.out.splitlines() == ["within the window"]
+
+
 def test_no_pods_is_one_line_with_the_next_step(cli, config_file, kubeconfig, cluster) -> None:
     result = _logs(cli, config_file, kubeconfig, "decode")
     assert result.code == 1
@@ -281,6 +302,10 @@ def test_no_pods_is_one_line_with_the_next_step(cli, config_file, kubeconfig, cl
 @pytest.mark.parametrize(("args", "message"), [
     (("gateway",), "error: ROLE must be one of prefill, decode, router, operator, got 'gateway'"),
     (("decode", "--tail", "-1"), "error: --tail must be between 0 and 100000, got -1"),
+    (("decode", "--since", "5 minutes"),
+     "error: --since must be a duration such as 30s, 5m or 1h30m (at least 1s), got '5 minutes'"),
+    (("decode", "--since", "1d"), "error: --since must be a duration such as 30s, 5m or 1h30m (at least 1s), got '1d'"),
+    (("decode", "--since", "0s"), "error: --since must be a duration such as 30s, 5m or 1h30m (at least 1s), got '0s'"),
 ])
 def test_bad_input_is_exit_2(cli, config_file, kubeconfig, args, message) -> None:
     result = _logs(cli, config_file, kubeconfig, *args)

@@ -47,7 +47,7 @@ def default_json() -> dict[str, Any]:
 def test_json_is_exactly_the_issue_structure(default_json: dict[str, Any]) -> None:
     """Issue 15: {"scenarios": [{"traffic", "concurrency", "colocated": {...}, "dpd": {...}, "improvement_pct":
     {"tpot", "e2e_p50", "output_throughput"}}], "recommendation": {...}}."""
-    assert set(default_json) == {"scenarios", "recommendation"}
+    assert set(default_json) == {"schema_version", "scenarios", "recommendation"}  # schema_version: issue 24
     assert [(s["traffic"], s["concurrency"]) for s in default_json["scenarios"]] == [("D(4096,256)", 8),
                                                                                     ("D(4096,256)", 32)]
     for s in default_json["scenarios"]:

@@ -72,7 +72,7 @@ def test_plan_calibration_prints_the_table(capsys: pytest.CaptureFixture[str]) -
         main(["plan", "--calibration", "--json"])
     assert exit.value.code == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"efficiencies", "rows", "bands", "not_used"}
+    assert set(out) == {"schema_version", "efficiencies", "rows", "bands", "not_used"}
     assert {r["name"] for r in out["rows"] if r["kind"] == "pd"} == {p.name for p in validation.PD_POINTS}
     with pytest.raises(SystemExit):
         main(["plan", "--calibration"])

@@ -1,6 +1,6 @@
 """The real genai-bench client against a local streaming server, through the Job's own runner, then the report.
 
-* Client: genai-bench from ``.bench-venv`` (scripts/setup; the hash-pinned lock the Jobs install), started by
+* Client: genai-bench from ``.bench-venv`` (scripts/setup --tests; the hash-pinned lock the Jobs install), started by
   ``core/hyperpod_core/bench_runner.py`` exactly as a Job starts it, with a tiny word-level tokenizer built
   offline (``HF_HUB_OFFLINE=1``); results travel through the pod-log format (``HYPERPOD-BENCH-FILE``) that
   ``bench`` decodes.
@@ -37,7 +37,7 @@ SCENARIOS = {"long-in": "D(5600,40)", "short-in": "D(600,40)"}
 LEVELS = "2,4"
 
 pytestmark = [
-    pytest.mark.skipif(not BENCH_PY.exists(), reason="scripts/setup creates .bench-venv (genai-bench)"),
+    pytest.mark.skipif(not BENCH_PY.exists(), reason="scripts/setup --tests creates .bench-venv (genai-bench)"),
     # One worker runs the whole module: its fixtures start the real client (~45 s), once, not once per worker.
     pytest.mark.xdist_group("genai-bench"),
 ]
@@ -221,6 +221,23 @@ def _report(measured, results: str, out: Path):
                            "report", "--config", str(measured["config"]), "--results", results, "--out", str(out)],
                           capture_output=True, text=True, timeout=120)
     return proc
+
+
+def test_output_json_is_one_document_beside_the_report_it_wrote(measured, tmp_path):
+    """``--output json``: the verdicts and files as one document on stdout (schema_version first), the same
+    experiments and invalid runs as the report's own summary.json."""
+    from hyperpod_dpd.app import app
+
+    res = CliRunner().invoke(app, ["report", "--config", str(measured["config"]), "--results",
+                                   str(measured["results"]), "--out", str(tmp_path / "r"), "--output", "json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert next(iter(doc)) == "schema_version" and doc["schema_version"] == 1
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text(encoding="utf-8"))
+    assert set(doc["experiments"]) == set(summary["experiments"])
+    assert len(doc["invalid"]) == len(summary["invalid_runs"])
+    assert [v["scenario"] for v in doc["verdicts"]] == list(SCENARIOS)
+    assert all(Path(f).is_file() for f in doc["files"]) and str(tmp_path / "r" / "report.html") in doc["files"]
 
 
 def test_missing_results_folder(measured, tmp_path):

@@ -6,6 +6,7 @@ and the local Kubernetes API server whose InferenceEndpointConfig objects valida
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -390,6 +391,40 @@ def test_unreachable_aws_is_a_failed_row_and_one_line(cli, config_file, kubeconf
     assert row["state"] == "fail" and "Could not connect to the endpoint URL" in row["detail"]
     assert _rows(result.out)["endpoint:state"]["state"] == "ok"  # the Kubernetes side is still read
     assert one_line_error(result).startswith("error: the endpoint cannot serve: cluster hyperpod-dpd")
+
+
+def test_yaml_is_the_json_document(cli, config_file, kubeconfig, healthy) -> None:
+    """``--output yaml`` and ``--json`` print the same document, schema_version first."""
+    import yaml
+
+    as_json = json.loads(_status(cli, config_file, kubeconfig, "--json").out)
+    as_yaml = yaml.safe_load(_status(cli, config_file, kubeconfig, "-o", "yaml").out)
+    assert as_yaml == as_json and next(iter(as_json)) == "schema_version"
+
+
+def test_region_sends_the_aws_calls_there(cli, config_file, kubeconfig, healthy) -> None:
+    """The HyperPod cluster exists in moto's us-west-2 only: asked in eu-west-1, it is not found there."""
+    result = _status(cli, config_file, kubeconfig, "--json", "--region", "eu-west-1")
+    assert result.code == 1
+    row = _rows(result.out)[f"hyperpod:cluster {HYPERPOD_CLUSTER}"]
+    assert row["state"] == "fail" and "describing HyperPod cluster" in row["detail"]
+    assert "note: --region eu-west-1: AWS calls go there, while this config deploys to us-west-2" in result.err
+
+
+def test_profile_is_the_aws_profile_of_the_calls(cli, config_file, kubeconfig, healthy, monkeypatch) -> None:
+    monkeypatch.setenv("AWS_PROFILE", "restored-after-the-test")
+    monkeypatch.delenv("AWS_PROFILE")
+    aws_config = config_file.parent / "aws-config"
+    aws_config.write_text("[profile dev]\nregion = us-west-2\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(aws_config))
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)  # the EKS stub's boto3.client() read the config files before
+    result = _status(cli, config_file, kubeconfig, "--json", "--profile", "dev")
+    assert result.code == 0, result.err
+    assert os.environ["AWS_PROFILE"] == "dev"  # what boto3, the CDK CLI and `aws eks get-token` read
+    unknown = _status(cli, config_file, kubeconfig, "--json", "--profile", "nosuch")
+    assert unknown.code == 2
+    assert one_line_error(unknown) == ("error: --profile must be a profile of the AWS config files (~/.aws/config, "
+                                       "$AWS_CONFIG_FILE): dev, got 'nosuch'")
 
 
 # --- cold start (operator v3.3) ---------------------------------------------------------------------------------

@@ -335,7 +335,7 @@ CHECKOV_CONFIG = REPO_ROOT / ".checkov.yaml"
 
 def _checkov(*args: str, cwd: Path = REPO_ROOT) -> list[dict]:
     """Run checkov; it also reads ``.checkov.yaml`` from ``cwd`` by itself."""
-    assert CHECKOV.is_file(), f"{CHECKOV} missing: run ./scripts/setup (it installs checkov in its own venv)"
+    assert CHECKOV.is_file(), f"{CHECKOV} missing: run ./scripts/setup --tests (it installs checkov in its own venv)"
     result = subprocess.run([str(CHECKOV), *args, "-o", "json"], capture_output=True, text=True, check=False,
                             timeout=600, cwd=cwd)
     assert result.returncode in (0, 1), result.stderr[-2000:]

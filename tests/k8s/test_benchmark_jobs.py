@@ -164,7 +164,7 @@ def test_lock_pins_every_package_with_a_hash():
     assert f"genai-bench=={pins.GENAI_BENCH_VERSION} " in LOCK.read_text(encoding="utf-8")
 
 
-@pytest.mark.skipif(not (BENCH_VENV / "bin" / "python").exists(), reason="scripts/setup creates .bench-venv")
+@pytest.mark.skipif(not (BENCH_VENV / "bin" / "python").exists(), reason="scripts/setup --tests creates .bench-venv")
 def test_lock_is_closed_under_dependencies():
     """scripts/setup installed the lock with --no-deps; pip check proves nothing it needs is missing."""
     out = subprocess.run([str(BENCH_VENV / "bin" / "python"), "-m", "pip", "check"],

@@ -83,3 +83,27 @@ def test_endpoint_apply_colocated_swaps_the_folders(tmp_path):
     assert sorted(k for k, _ in _kinds(out / "in-cluster-observability")) == [
         "ConfigMap", "ConfigMap", "PrometheusRule"]
     assert not (out / PLACEHOLDERS).exists()
+
+
+def test_npx_cdk8s_synth_o_dir_writes_to_dir_and_without_it_to_dist(tmp_path, monkeypatch):
+    """The cdk8s CLI names its output folder in ``$CDK8S_OUTDIR``: ``-o DIR`` (its documented output flag), or
+    ``output`` of cdk8s.yaml, the scratch folder that stands for dist/ (linked to it after the app wrote dist/)."""
+    from hyperpod_k8s import main
+
+    scratch = yaml.safe_load((REPO / "cdk8s.yaml").read_text())["output"]
+    assert scratch == main.CLI_SCRATCH_OUTPUT
+    assert "--outdir" not in yaml.safe_load((REPO / "cdk8s.yaml").read_text())["app"]
+    assert main.default_outdir({"CDK8S_OUTDIR": str(tmp_path / "out")}) == str(tmp_path / "out")
+    assert main.default_outdir({"CDK8S_OUTDIR": scratch}) == main.default_outdir({"CDK8S_OUTDIR": f"./{scratch}"})
+    assert main.default_outdir({"CDK8S_OUTDIR": scratch}) == main.default_outdir({}) == "dist"
+
+    dist, link = tmp_path / "dist", tmp_path / scratch
+    dist.mkdir()
+    monkeypatch.setenv("CDK8S_OUTDIR", str(link))
+    main._show_to_cdk8s_cli(dist)  # no -o: the CLI lists dist/ through its scratch folder
+    assert link.resolve() == dist.resolve()
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.setenv("CDK8S_OUTDIR", str(out))
+    main._show_to_cdk8s_cli(out)  # -o DIR: the app wrote DIR itself, nothing to link
+    assert out.is_dir() and not out.is_symlink()

@@ -9,9 +9,10 @@ known signature (:mod:`hyperpod_dpd.dpd_logs`) are coloured and followed by thei
 from __future__ import annotations
 
 import queue
+import re
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -20,13 +21,16 @@ from rich.markup import escape
 from hyperpod_core.errors import CommandFailed, UsageError
 from hyperpod_core.names import OPERATOR_NAMESPACE, EndpointNames
 from hyperpod_dpd import dpd_logs
-from hyperpod_dpd.commands.options import ConfigOption, EnvOption
+from hyperpod_dpd.commands.options import ConfigOption, EnvOption, ProfileOption, RegionOption
 from hyperpod_dpd.deployment import ContextOption, KubeconfigOption, load
 
 if TYPE_CHECKING:  # the Kubernetes client loads when the command runs, not for --help
     from hyperpod_dpd.kube import Kube, PodTarget
 
 ROLES = ("prefill", "decode", "router", "operator")
+#: ``--since``: a duration as kubectl takes it (Go's time.ParseDuration, whole seconds and up): 30s, 5m, 1h30m.
+_DURATION = re.compile(r"(\d+)(h|m|s)")
+_SECONDS = {"h": 3600, "m": 60, "s": 1}
 _STYLE = {"error": "bold red", "ok": "green", "info": "cyan"}
 
 
@@ -35,13 +39,20 @@ def register(app: typer.Typer) -> None:
 
 
 def logs(
-    role: Annotated[str, typer.Argument(help="prefill | decode | router | operator", show_default=False)],
+    role: Annotated[str, typer.Argument(metavar="ROLE", help="prefill | decode | router | operator",
+                                        show_default=False)],
     config: ConfigOption = None, env: EnvOption = None,
     kubeconfig: KubeconfigOption = None, context: ContextOption = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep streaming new lines.")] = False,
     tail: Annotated[int, typer.Option(help="Lines to show from the end of each log (0-100000).")] = 200,
     signatures_only: Annotated[bool, typer.Option(
         "--signatures-only", help="Show only lines with a known DPD signature.")] = False,
+    previous: Annotated[bool, typer.Option(
+        "--previous", "-p", help="The log of each container's previous instance (before its last restart).")] = False,
+    since: Annotated[str | None, typer.Option(
+        "--since", metavar="DURATION", help="Only lines newer than this, e.g. 30s, 5m, 1h30m (with --tail: both).",
+        show_default=False)] = None,
+    region: RegionOption = None, profile: ProfileOption = None,
 ) -> None:
     """Show the logs of one role of this endpoint, with DPD failure signatures highlighted."""
     from hyperpod_dpd.kube import kube_errors
@@ -50,7 +61,8 @@ def logs(
         raise UsageError(f"ROLE must be one of {', '.join(ROLES)}, got {role!r}")
     if not 0 <= tail <= 100_000:
         raise UsageError(f"--tail must be between 0 and 100000, got {tail}")
-    dep = load(config, env)
+    since_seconds = None if since is None else duration_seconds(since)
+    dep = load(config, env, region=region)
     kube = dep.kube(kubeconfig, context)
     with kube_errors(f"listing the {role} pods"):
         targets = _targets(kube, dep.names, role)
@@ -66,7 +78,8 @@ def logs(
     prefix = len(targets) > 1
     pd_buffer = dep.env.config.endpoint.pd_buffer_size_bytes
     with kube_errors(f"reading the {role} logs"):
-        for target, line in _lines(kube, targets, follow=follow, tail=tail):
+        for target, line in _lines(kube, targets, follow=follow, tail=tail, since_seconds=since_seconds,
+                                   previous=previous):
             finding = dpd_logs.classify(line, pd_buffer_size_bytes=pd_buffer)
             if finding is None and signatures_only:
                 continue
@@ -88,14 +101,25 @@ def _targets(kube: Kube, names: EndpointNames, role: str) -> list[PodTarget]:
     return kube.role_pods(names, "prefill" if role == "prefill" else "decode")
 
 
-def _lines(kube: Kube, targets: list[PodTarget], *, follow: bool, tail: int) -> Iterator[tuple[PodTarget, str]]:
+def duration_seconds(text: str) -> int:
+    """Seconds of a ``--since`` duration (``30s``, ``5m``, ``1h30m``); bad input is a usage error."""
+    parts = _DURATION.findall(text)
+    seconds = sum(int(n) * _SECONDS[unit] for n, unit in parts)
+    if "".join(n + unit for n, unit in parts) != text or seconds < 1:
+        raise UsageError(f"--since must be a duration such as 30s, 5m or 1h30m (at least 1s), got {text!r}")
+    return seconds
+
+
+def _lines(kube: Kube, targets: list[PodTarget], *, follow: bool, tail: int, since_seconds: int | None = None,
+           previous: bool = False) -> Iterator[tuple[PodTarget, str]]:
+    which: dict[str, Any] = {"tail_lines": tail, "since_seconds": since_seconds, "previous": previous}
     if not follow:
         for target in targets:
-            for line in kube.read_log(target, tail_lines=tail):
+            for line in kube.read_log(target, **which):
                 yield target, line
         return
     if len(targets) == 1:
-        for line in kube.follow_log(targets[0], tail_lines=tail):
+        for line in kube.follow_log(targets[0], **which):
             yield targets[0], line
         return
     # Several pods: one reader thread each, lines merged in arrival order.
@@ -103,7 +127,7 @@ def _lines(kube: Kube, targets: list[PodTarget], *, follow: bool, tail: int) -> 
 
     def read(target: PodTarget) -> None:
         try:
-            for line in kube.follow_log(target, tail_lines=tail):
+            for line in kube.follow_log(target, **which):
                 lines.put((target, line))
         except BaseException as exc:  # surfaced in the main thread
             lines.put((target, exc))

@@ -2,12 +2,42 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
 
+from hyperpod_core.errors import UsageError
+from hyperpod_dpd.render import OutputFormat
+
 ConfigOption = Annotated[str | None, typer.Option(
-    "--config", "-c", help="Config YAML of the deployment (or $HYPERPOD_CONFIG).", show_default=False)]
+    "--config", "-c", metavar="PATH", help="Config YAML of the deployment (or $HYPERPOD_CONFIG).",
+    show_default=False)]
 EnvOption = Annotated[str | None, typer.Option(
-    "--env", "-e", help="Environment folder envs/NAME/ holding config.yaml.", show_default=False)]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of a table.")]
+    "--env", "-e", metavar="NAME", help="Environment folder envs/NAME/ holding config.yaml.", show_default=False)]
+OutputOption = Annotated[OutputFormat | None, typer.Option(
+    "--output", "-o", metavar="table|json|yaml", case_sensitive=False, show_default=False,
+    help="Output format: a table (default), or one JSON/YAML document with a schema_version.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="The same as --output json.")]
+
+
+def _use_profile(value: str | None) -> str | None:
+    """``--profile NAME`` becomes ``AWS_PROFILE``, so that boto3, the CDK CLI and kubeconfig's ``aws eks get-token``
+    all use it; a profile the AWS config files do not define is bad input."""
+    if value:
+        import botocore.session
+
+        known = botocore.session.Session().available_profiles
+        if value not in known:
+            raise UsageError(f"--profile must be a profile of the AWS config files (~/.aws/config, "
+                             f"$AWS_CONFIG_FILE): {', '.join(sorted(known)) or 'none defined'}, got {value!r}")
+        os.environ["AWS_PROFILE"] = value
+    return value
+
+
+RegionOption = Annotated[str | None, typer.Option(
+    "--region", metavar="REGION", show_default=False,
+    help="AWS region of the calls this command makes. Default: the config's region.")]
+ProfileOption = Annotated[str | None, typer.Option(
+    "--profile", metavar="NAME", show_default=False, callback=_use_profile,
+    help="AWS named profile (the same as AWS_PROFILE=NAME). Default: the usual credential chain.")]

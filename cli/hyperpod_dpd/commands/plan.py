@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from hyperpod_analysis.plan import planner, terms, validation
@@ -19,7 +17,8 @@ from hyperpod_analysis.plan.write import merge_recommendation, unused_nodes
 from hyperpod_core import environment
 from hyperpod_core.config import load_config
 from hyperpod_core.errors import UsageError
-from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
+from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption, OutputOption
+from hyperpod_dpd.render import OutputFormat, console, emit, output_format
 
 
 def register(app: typer.Typer) -> None:
@@ -61,10 +60,12 @@ def plan(
         "--calibration", help="Print the leave-one-out validation against the published data (predicted vs "
         "published, error per point) and the six efficiencies, then exit.")] = False,
     as_json: JsonOption = False,
+    output: OutputOption = None,
 ) -> None:
     """Estimate colocated vs disaggregated prefill/decode for your traffic and recommend a layout."""
+    fmt = output_format(output, as_json)
     if show_calibration:
-        _print_calibration(validation.validate(), as_json)
+        _print_calibration(validation.validate(), fmt)
         return
     e = environment.resolve(config, env)
     scenarios = [parse(t) for t in (traffic or ["D(4096,256)"])]
@@ -99,8 +100,8 @@ def plan(
     rec["cold_start"] = [{"source": c.source, "seconds": list(c.seconds) if c.seconds else None, "note": c.note}
                          for c in cold_start(inputs.model)]
     notes = [planner.price_note(inputs), _validation_line(), cold_start_line(inputs.model)]
-    if as_json:
-        print(json.dumps({"scenarios": [c.as_dict() for c in comparisons], "recommendation": rec}, indent=2))
+    if fmt.data:
+        emit({"scenarios": [c.as_dict() for c in comparisons], "recommendation": rec}, fmt)
         for note in notes:
             print(note, file=sys.stderr)
     else:
@@ -151,7 +152,7 @@ def _band(metric: str) -> str:
 
 def _print_tables(inputs: planner.PlanInputs, comparisons: list[planner.Comparison], rec: dict[str, Any],
                   notes: list[str]) -> None:
-    out = Console(width=None if sys.stdout.isatty() else 140)
+    out = console()
     priced = inputs.prices.price(inputs.instance.instance_type) is not None
     out.print(f"{inputs.model.name} on {inputs.instance.instance_type} (TP {inputs.tp}), engine {rec['engine']}, "
               f"KV {terms.kv_bytes_per_token(inputs.model):,} bytes/token over EFA at "
@@ -210,14 +211,14 @@ def _validation_line() -> str:
             f"+-{b['time_pct']:g} %")
 
 
-def _print_calibration(report: validation.Report, as_json: bool) -> None:
+def _print_calibration(report: validation.Report, fmt: OutputFormat) -> None:
     k = report.efficiencies
-    if as_json:
-        print(json.dumps({"efficiencies": {f: getattr(k, f) for f in k.__dataclass_fields__},
-                          "rows": [r.__dict__ for r in report.rows], "bands": report.bands(),
-                          "not_used": [{"source": s, "why": w} for s, w in validation.NOT_USED]}, indent=2))
+    if fmt.data:
+        emit({"efficiencies": {f: getattr(k, f) for f in k.__dataclass_fields__},
+              "rows": [r.__dict__ for r in report.rows], "bands": report.bands(),
+              "not_used": [{"source": s, "why": w} for s, w in validation.NOT_USED]}, fmt)
         return
-    out = Console(width=None if sys.stdout.isatty() else 160)
+    out = console()
     out.print("efficiencies (fitted on every point): " + ", ".join(
         f"{f} {getattr(k, f):.3g}" for f in k.__dataclass_fields__))
     t = Table(title="leave-one-out: each point predicted from a fit without it (kernel points: without their GPU)",

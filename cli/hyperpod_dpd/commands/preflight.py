@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from hyperpod_core import environment
-from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
+from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption, OutputOption, ProfileOption, RegionOption
+from hyperpod_dpd.render import console, emit, output_format
 
 _STYLE = {"PASS": "green", "WARN": "yellow", "FAIL": "bold red"}
 
@@ -16,30 +19,32 @@ def register(app: typer.Typer) -> None:
     app.command("preflight")(preflight)
 
 
-def preflight(config: ConfigOption = None, env: EnvOption = None, as_json: JsonOption = False) -> None:
+def preflight(config: ConfigOption = None, env: EnvOption = None, as_json: JsonOption = False,
+              output: OutputOption = None, region: RegionOption = None, profile: ProfileOption = None) -> None:
     """Check credentials, CDK bootstrap, AZ, quotas, training plans, add-on versions, principal, bucket.
 
     Read-only AWS calls. Exit 1 when any check FAILs (CI: --json).
     """
     from hyperpod_dpd import preflight as checks
 
+    fmt = output_format(output, as_json)
     e = environment.resolve(config, env)
-    region = e.config.region
-    if as_json:
+    region = region or e.config.region
+    if fmt.data:
         results = checks.run(e.config, checks.make_clients(region))
     else:
         with Console(stderr=True).status(f"preflight: read-only checks in {region} ..."):
             results = checks.run(e.config, checks.make_clients(region))
     failed = [c for c in results if c.status == "FAIL"]
-    if as_json:
-        print(checks.as_json(results))
+    if fmt.data:
+        emit(json.loads(checks.as_json(results)), fmt)
     else:
         table = Table(title=f"preflight: {e.config_path} ({region})", show_lines=False)
         for column in ("check", "result", "detail", "fix"):
             table.add_column(column, overflow="fold")
         for c in results:
             table.add_row(c.name, f"[{_STYLE[c.status]}]{c.status}[/]", c.detail, c.fix)
-        Console().print(table)
+        console().print(table)
         counts = {s: sum(c.status == s for c in results) for s in ("PASS", "WARN", "FAIL")}
         print(f"{counts['PASS']} passed, {counts['WARN']} warnings, {counts['FAIL']} failed")
         if not failed:

@@ -7,14 +7,22 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from hyperpod_analysis.report.analysis import build_cells, dpd_path_problems, planner_estimates, verdict
 from hyperpod_analysis.report.render import Report, experiment_title, write_report
 from hyperpod_analysis.report.results import check_matrix, experiments_of, load_results
 from hyperpod_core import environment
 from hyperpod_dpd.benchmark.download import download_s3
-from hyperpod_dpd.commands.options import ConfigOption, EnvOption
+from hyperpod_dpd.commands.options import (
+    ConfigOption,
+    EnvOption,
+    JsonOption,
+    OutputOption,
+    ProfileOption,
+    RegionOption,
+)
+from hyperpod_dpd.render import console as render_console
+from hyperpod_dpd.render import emit, output_format
 
 ResultsOption = Annotated[str | None, typer.Option(
     "--results", help="Folder or s3://bucket/prefix holding both modes' genai-bench results "
@@ -28,11 +36,13 @@ def register(app: typer.Typer) -> None:
 
 
 def report(results: ResultsOption = None, out: OutOption = None, config: ConfigOption = None,
-           env: EnvOption = None) -> None:
+           env: EnvOption = None, output: OutputOption = None, as_json: JsonOption = False,
+           region: RegionOption = None, profile: ProfileOption = None) -> None:
     """Compare colocated and DPD from genai-bench result files and write the decision report.
 
     Each experiment is reported on its own (equal-gpu: the verdicts; aws-reference: beside AWS's published
     numbers). DPD runs whose requests did not take the DPD path are marked invalid and left out of the verdicts."""
+    fmt = output_format(output, as_json)
     e = environment.resolve(config, env)
     c = e.config
     source = results or str(e.workdir / "benchmark-results")
@@ -40,7 +50,7 @@ def report(results: ResultsOption = None, out: OutOption = None, config: ConfigO
     names = {s.traffic.replace(" ", ""): s.name for s in c.benchmark_scenarios()}
     paths = {s.name: s.path for s in c.benchmark_scenarios()}
     with tempfile.TemporaryDirectory(prefix="hyperpod-report-") as tmp:
-        root = download_s3(source, Path(tmp), c.region) if source.startswith("s3://") else Path(source)
+        root = download_s3(source, Path(tmp), region or c.region) if source.startswith("s3://") else Path(source)
         measurements = load_results(root, names)
         problems = dpd_path_problems(measurements, paths)
         built, note = [], "no equal-gpu experiment: no planner estimates"
@@ -59,7 +69,14 @@ def report(results: ResultsOption = None, out: OutOption = None, config: ConfigO
             built += these
         report_data = Report(config=c, cells=built, verdicts=verdicts, planner_note=note, source=source)
         files = write_report(report_data, target)
-    console = Console(soft_wrap=True)  # one line per finding, whatever the terminal width
+    if fmt.data:
+        emit({"source": source, "report": str(target), "files": [str(f) for f in files],
+              "experiments": {x: experiment_title(report_data, x) for x in report_data.experiments()},
+              "invalid": [{"experiment": x.experiment, "scenario": x.scenario, "concurrency": x.concurrency,
+                           "why": x.invalid} for x in built if x.invalid],
+              "verdicts": [{"scenario": v.scenario, "split": v.split, "reason": v.reason} for v in verdicts]}, fmt)
+        return
+    console = render_console(soft_wrap=True)  # one line per finding, whatever the terminal width
     for experiment in report_data.experiments():
         console.print(experiment_title(report_data, experiment), highlight=False)
     for cell in built:

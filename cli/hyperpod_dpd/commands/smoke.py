@@ -17,7 +17,6 @@ rate against AWS's 1 GB/s "not on EFA" line; the verdict is ``proven``, ``refute
 
 from __future__ import annotations
 
-import json
 import math
 import tempfile
 import time
@@ -34,9 +33,10 @@ from rich.table import Table
 from hyperpod_core.errors import CommandFailed, UsageError
 from hyperpod_core.names import certificate_pem_location
 from hyperpod_dpd import dpd_logs
-from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
+from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption, OutputOption, ProfileOption, RegionOption
 from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load
 from hyperpod_dpd.openai_stream import StreamResult, chat_payload, stream
+from hyperpod_dpd.render import console, emit, output_format
 
 if TYPE_CHECKING:  # boto3 and the Kubernetes client load when the command runs, not for --help
     from hyperpod_dpd.kube import Kube, PodTarget
@@ -123,6 +123,7 @@ def smoke(
     max_tokens: Annotated[int, typer.Option(help="Output tokens per request (2-1024).")] = 64,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for each streamed answer.")] = 300.0,
     log_wait: Annotated[float, typer.Option(help="Seconds to let the decoder flush its log.")] = 3.0,
+    output: OutputOption = None, region: RegionOption = None, profile: ProfileOption = None,
 ) -> None:
     """Send a short and a long prompt (streamed), measure TTFT/TPOT, prove the DPD path from the decode log."""
     from hyperpod_dpd.kube import kube_errors
@@ -135,7 +136,9 @@ def smoke(
         raise UsageError(f"--ca-file {ca_file!r} does not exist")
     if timeout <= 0 or log_wait < 0:
         raise UsageError(f"--timeout must be > 0 and --log-wait >= 0, got {timeout} and {log_wait}")
-    dep = load(config, env)
+    fmt = output_format(output, as_json)
+    as_json = fmt.data  # below: a JSON or YAML document instead of the table
+    dep = load(config, env, region=region)
     c = dep.env.config
     kube = dep.kube(kubeconfig, context)
     with tempfile.TemporaryDirectory(prefix="hyperpod-dpd-smoke-") as tmp:
@@ -181,12 +184,12 @@ def smoke(
     with kube_errors("reading the workers' start-up logs"):
         efa = efa_proof(kube, dep, decoders, windows, since, short_start)
     if as_json:
-        print(json.dumps({"url": url, "threshold_tokens": threshold, "requests": [asdict(r) for r in reports],
-                          "router_decisions": decisions, "idle_timeout_seconds": timeout_s, "efa": efa,
-                          "ok": all(r.ok for r in reports) and efa["verdict"] != "refuted"}, indent=2))
+        emit({"url": url, "threshold_tokens": threshold, "requests": [asdict(r) for r in reports],
+              "router_decisions": decisions, "idle_timeout_seconds": timeout_s, "efa": efa,
+              "ok": all(r.ok for r in reports) and efa["verdict"] != "refuted"}, fmt)
     else:
         _print(url, threshold, reports)
-        out = Console(highlight=False)
+        out = console(highlight=False)
         for d in decisions:
             path = "prefill -> decode" if d["disaggregate"] else "decode only"
             out.print(f"router: {d['estimated_tokens']} estimated tokens vs threshold {d['threshold']}: {path}")
@@ -401,7 +404,7 @@ def _judge(report: RequestReport, lines: list[str], pd_buffer_size_bytes: int) -
 
 
 def _print(url: str, threshold: int, reports: list[RequestReport]) -> None:
-    out = Console()
+    out = console()
     out.print(f"smoke test against {url} (routing threshold {threshold} tokens)")
     table = Table("request", "input tokens (est.)", "path expected", "TTFT s", "TPOT s", "output tokens",
                   "KV transfer", "result")

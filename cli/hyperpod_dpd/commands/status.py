@@ -26,7 +26,6 @@ target, state ``DeploymentComplete``, every role Ready at its replica count, and
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -48,8 +47,9 @@ from hyperpod_core.names import (
     Role,
     certificate_pem_location,
 )
-from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
+from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption, OutputOption, ProfileOption, RegionOption
 from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load
+from hyperpod_dpd.render import console, emit, output_format
 
 if TYPE_CHECKING:  # boto3 and the Kubernetes client load in the checks that call them, not for --help
     from hyperpod_dpd.kube import Kube, NodeState, PodTarget
@@ -87,20 +87,22 @@ def status(
     watch: Annotated[bool, typer.Option("--watch", "-w", help="Refresh until interrupted.")] = False,
     interval: Annotated[float, typer.Option(help="Seconds between refreshes with --watch (2-3600).")] = 10.0,
     refreshes: Annotated[int, typer.Option(hidden=True, help="Stop --watch after this many screens.")] = 0,
+    output: OutputOption = None, region: RegionOption = None, profile: ProfileOption = None,
 ) -> None:
     """HyperPod nodes, EKS add-ons and the endpoint, each with the next step when it is not healthy."""
     if not 2 <= interval <= 3600:
         raise UsageError(f"--interval must be between 2 and 3600 seconds, got {interval:g}")
-    if watch and as_json:
+    fmt = output_format(output, as_json)
+    if watch and fmt.data:
         raise UsageError("--watch prints a screen; use --json without --watch")
-    dep = load(config, env)
-    out = Console(highlight=False)
+    dep = load(config, env, region=region)
+    out = console(highlight=False)
     shown = 0
     while True:
         checks = collect(dep, kubeconfig, context)
         serving = can_serve(checks)
-        if as_json:
-            print(json.dumps({"serving": serving, "checks": [asdict(c) for c in checks]}, indent=2))
+        if fmt.data:
+            emit({"serving": serving, "checks": [asdict(c) for c in checks]}, fmt)
         else:
             if watch:
                 out.clear()

@@ -29,7 +29,6 @@ command finds.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
@@ -41,8 +40,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from hyperpod_core.errors import CommandFailed
-from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
+from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption, OutputOption, ProfileOption, RegionOption
 from hyperpod_dpd.deployment import Deployment, load
+from hyperpod_dpd.render import console, emit, output_format
 
 #: Deletion order (see the module docstring): a kind is deleted only after every kind before it.
 ORDER = ("SageMaker endpoint", "SageMaker endpoint config", "SageMaker model", "Load balancer", "Target group",
@@ -81,18 +81,21 @@ def register(app: typer.Typer) -> None:
 def sweep(
     config: ConfigOption = None, env: EnvOption = None, as_json: JsonOption = False,
     yes: Annotated[bool, typer.Option("--yes", help="Delete what is listed, in a safe order.")] = False,
+    output: OutputOption = None, region: RegionOption = None, profile: ProfileOption = None,
 ) -> None:
     """List (and with --yes delete) what would block `cdk destroy` or survive it. Never touches S3."""
     from hyperpod_dpd import aws  # boto3 loads when the command runs, not for --help
 
-    dep = load(config, env)
+    fmt = output_format(output, as_json)
+    as_json = fmt.data  # below: a JSON or YAML document instead of the table
+    dep = load(config, env, region=region)
     clients = {s: aws.client(s, dep.region) for s in ("sagemaker", "elbv2", "acm", "ec2")}
     with aws.aws_errors("listing leftovers"):
         found = discover(dep, clients)
     items, alone = found.items, [asdict(i) for i in found.left_alone]
-    out = Console(highlight=False)
+    out = console(highlight=False)
     if as_json and not yes:
-        print(json.dumps({"items": [asdict(i) for i in items], "deleted": [], "left_alone": alone}, indent=2))
+        emit({"items": [asdict(i) for i in items], "deleted": [], "left_alone": alone}, fmt)
         return
     if not as_json:
         _print(out, dep, found)
@@ -108,15 +111,15 @@ def sweep(
         except CommandFailed as exc:
             left = len(items) - len(deleted)
             if as_json:
-                print(json.dumps({"items": [asdict(i) for i in items], "deleted": [asdict(i) for i in deleted],
-                                  "left_alone": alone, "error": str(exc)}, indent=2))
+                emit({"items": [asdict(i) for i in items], "deleted": [asdict(i) for i in deleted],
+                      "left_alone": alone, "error": str(exc)}, fmt)
             raise CommandFailed(f"{exc} ({len(deleted)} deleted, {left} left; run sweep again)") from None
         deleted.append(item)
         if not as_json:
             out.print(f"deleted {item.kind} {escape(item.name)}")
     if as_json:
-        print(json.dumps({"items": [asdict(i) for i in items], "deleted": [asdict(i) for i in deleted],
-                          "left_alone": alone}, indent=2))
+        emit({"items": [asdict(i) for i in items], "deleted": [asdict(i) for i in deleted],
+              "left_alone": alone}, fmt)
 
 
 def discover(dep: Deployment, clients: dict[str, Any]) -> Found:
