@@ -13,6 +13,7 @@ and log lines in the real formats.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -440,6 +441,20 @@ def openai_server(cluster: FakeCluster, behaviour: DecoderBehaviour) -> Iterator
     handler = type("Handler", (_OpenAiHandler,), {"cluster": cluster, "behaviour": behaviour, "decode": decode})
     with serving(ThreadingHTTPServer(("127.0.0.1", 0), handler)) as server:
         yield f"{local_url(server)}/v1/chat/completions"
+
+
+def deployed_at(config_file: Path, api_server: str) -> None:
+    """Record ``api_server`` as the EKS cluster's API endpoint in the config's outputs file (``EksApiEndpoint``,
+    as ``cdk deploy`` writes it): the Kubernetes commands talk to that server only."""
+    outputs = config_file.with_suffix(".out") / "cdk-outputs.json"
+    data = json.loads(outputs.read_text())
+    data["hyperpod-dpd-cluster"]["EksApiEndpoint"] = api_server
+    outputs.write_text(json.dumps(data))
+
+
+def server_of(kubeconfig: Path) -> str:
+    """The API server URL of a kubeconfig written by :func:`fake_http.write_kubeconfig`."""
+    return str(json.loads(kubeconfig.read_text())["clusters"][0]["cluster"]["server"])
 
 
 def dead_kubeconfig(path: Path) -> Path:

@@ -90,7 +90,24 @@ def _write_env(tmp: Path, outputs: bool = True) -> Path:
         argv += ["--outputs-file", str(tmp / "cdk-outputs.json")]
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         k8s_main.main(argv)
+    _stamp(cfg)
     return cfg
+
+
+def _stamp(cfg: Path) -> None:
+    """What ``hyperpod-dpd synth`` records in ``cdk.out/``: the config the manifests were synthesized from."""
+    from hyperpod_core import environment
+
+    e = environment.resolve(str(cfg))
+    e.cdk_out.mkdir(parents=True, exist_ok=True)
+    e.write_stamp(e.cdk_out)
+
+
+def _deployed_at(cfg: Path, api_server: str) -> None:
+    """The outputs file ``hyperpod-dpd deploy`` writes, naming ``api_server`` as the cluster's API endpoint."""
+    data = {stack: dict(values) for stack, values in OUTPUTS.items()}
+    data["hyperpod-dpd-cluster"]["EksApiEndpoint"] = api_server
+    (cfg.parent / "bench.out" / "cdk-outputs.json").write_text(json.dumps(data), encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
@@ -108,10 +125,14 @@ def _live_dpd(kube: FakeKube, cfg: Path) -> dict[str, Any]:
     return dpd
 
 
-def _bench(cfg: Path, kubeconfig: str, *extra: str) -> subprocess.CompletedProcess[str]:
+def _bench(cfg: Path, kubeconfig: str, *extra: str, yes: bool = True) -> subprocess.CompletedProcess[str]:
+    """``hyperpod-dpd bench --yes`` with the outputs file naming the kubeconfig's server as this cluster's."""
+    if Path(kubeconfig).is_file():
+        _deployed_at(cfg, json.loads(Path(kubeconfig).read_text())["clusters"][0]["cluster"]["server"])
     return subprocess.run([sys.executable, "-c", "import sys; from hyperpod_dpd.app import main; main(sys.argv[1:])",
                            "bench", "--config", str(cfg), "--kubeconfig", kubeconfig, "--poll-seconds", "0",
-                           *extra], capture_output=True, text=True, timeout=180, cwd=cfg.parent)
+                           *(("--yes",) if yes else ()), *extra], capture_output=True, text=True, timeout=180,
+                          cwd=cfg.parent, stdin=subprocess.DEVNULL)
 
 
 def _clean(cfg: Path) -> Path:
@@ -263,11 +284,11 @@ def test_unreachable_api_server(env_folder, tmp_path):
 def test_missing_manifests_is_bad_input(tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text((REPO / "config" / "default.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    _stamp(cfg)
     proc = _bench(cfg, str(tmp_path / "none"))
     assert proc.returncode == 2
     missing = tmp_path / "c.out" / "dist" / "benchmark" / "llama-3-3-70b-benchmark.k8s.yaml"
-    assert proc.stderr.splitlines() == [f"error: {missing} does not exist (synthesize first: python -m "
-                                        f"hyperpod_k8s.main --config ... --outdir {missing.parent})"]
+    assert proc.stderr.splitlines() == [f"error: {missing} does not exist (synthesize first: hyperpod-dpd synth ...)"]
 
 
 def test_without_observed_generation_a_complete_state_is_trusted_only_after_the_grace_period():

@@ -32,10 +32,12 @@ from day2_fakes import (
     FakeCluster,
     _OpenAiHandler,
     dead_kubeconfig,
+    deployed_at,
     free_port,
     one_line_error,
     openai_server,
     retrieved_line,
+    server_of,
     worker_line,
     worker_startup,
 )
@@ -208,6 +210,7 @@ def test_unreachable_endpoint_is_one_line(cli, config_file, kubeconfig) -> None:
 
 def test_unreachable_kubernetes_api_is_one_line(cli, config_file, tmp_path, cluster) -> None:
     dead = dead_kubeconfig(tmp_path / "dead-kubeconfig")
+    deployed_at(config_file, server_of(dead))
     with _served(cluster) as url:
         result = _smoke(cli, config_file, dead, url)
     assert result.code == 1

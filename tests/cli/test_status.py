@@ -21,11 +21,13 @@ from day2_fakes import (
     NAMESPACE,
     FakeCluster,
     dead_kubeconfig,
+    deployed_at,
     endpoint_object,
     node,
     one_line_error,
     pod,
     retrieved_line,
+    server_of,
     weights_cache_object,
     worker_line,
     worker_startup,
@@ -356,6 +358,7 @@ def test_unknown_hyperpod_cluster_is_a_failed_row(cli, config_file, kubeconfig, 
 
 def test_unreachable_kubernetes_is_one_line(cli, config_file, tmp_path, healthy) -> None:
     dead = dead_kubeconfig(tmp_path / "dead")
+    deployed_at(config_file, server_of(dead))
     result = _status(cli, config_file, dead)
     assert result.code == 1
     assert "Kubernetes API unreachable" in one_line_error(result)

@@ -163,7 +163,8 @@ def test_a_failed_lookup_deletes_nothing(cli, config_file, world, monkeypatch) -
     _failing(monkeypatch, "ec2", "describe_network_interfaces", "UnauthorizedOperation")
     result = _sweep(cli, config_file, "--yes")
     assert result.code == 1
-    assert one_line_error(result) == ("error: listing leftovers: UnauthorizedOperation: denied by test")
+    assert one_line_error(result).startswith("error: listing leftovers: UnauthorizedOperation: denied by test; fix: "
+                                             "allow the IAM action of describe_network_interfaces")
     assert boto3.client("sagemaker", region_name=REGION).list_endpoints()["Endpoints"]
     assert len(boto3.client("elbv2", region_name=REGION).describe_load_balancers()["LoadBalancers"]) == 2
 
@@ -212,7 +213,8 @@ def test_unreachable_aws_is_one_line(cli, config_file, aws_env, monkeypatch) -> 
     monkeypatch.setattr(aws, "RETRIES", BotoConfig(retries={"max_attempts": 1}, connect_timeout=2))
     result = _sweep(cli, config_file)
     assert result.code == 1
-    assert one_line_error(result).startswith("error: listing leftovers: Could not connect to the endpoint URL")
+    assert one_line_error(result).startswith(
+        "error: listing leftovers: EndpointConnectionError: Could not connect to the endpoint URL")
 
 
 def test_unknown_environment_is_exit_2(cli, aws_env) -> None:

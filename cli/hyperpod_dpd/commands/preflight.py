@@ -9,7 +9,7 @@ from rich.table import Table
 from hyperpod_core import environment
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption
 
-_STYLE = {"PASS": "green", "WARN": "yellow", "FAIL": "bold red"}
+_STYLE = {"PASS": "green", "WARN": "yellow", "FAIL": "bold red", "UNKNOWN": "bold magenta"}
 
 
 def register(app: typer.Typer) -> None:
@@ -17,20 +17,22 @@ def register(app: typer.Typer) -> None:
 
 
 def preflight(config: ConfigOption = None, env: EnvOption = None, as_json: JsonOption = False) -> None:
-    """Check credentials, CDK bootstrap, AZ, quotas, training plans, add-on versions, principal, bucket.
+    """Check the templates, credentials, CDK bootstrap, AZ, quotas, training plans, add-on versions, principal,
+    bucket.
 
-    Read-only AWS calls. Exit 1 when any check FAILs (CI: --json).
+    Read-only AWS calls. Exit 1 when any check FAILs or could not be made (UNKNOWN) (CI: --json).
     """
     from hyperpod_dpd import preflight as checks
 
     e = environment.resolve(config, env)
     region = e.config.region
+    templates = checks.check_templates(e)
     if as_json:
-        results = checks.run(e.config, checks.make_clients(region))
+        results = [templates, *checks.run(e.config, checks.make_clients(region))]
     else:
         with Console(stderr=True).status(f"preflight: read-only checks in {region} ..."):
-            results = checks.run(e.config, checks.make_clients(region))
-    failed = [c for c in results if c.status == "FAIL"]
+            results = [templates, *checks.run(e.config, checks.make_clients(region))]
+    failed = [c for c in results if c.status in checks.NOT_OK]
     if as_json:
         print(checks.as_json(results))
     else:
@@ -40,9 +42,13 @@ def preflight(config: ConfigOption = None, env: EnvOption = None, as_json: JsonO
         for c in results:
             table.add_row(c.name, f"[{_STYLE[c.status]}]{c.status}[/]", c.detail, c.fix)
         Console().print(table)
-        counts = {s: sum(c.status == s for c in results) for s in ("PASS", "WARN", "FAIL")}
-        print(f"{counts['PASS']} passed, {counts['WARN']} warnings, {counts['FAIL']} failed")
+        counts = {s: sum(c.status == s for c in results) for s in ("PASS", "WARN", "FAIL", "UNKNOWN")}
+        print(f"{counts['PASS']} passed, {counts['WARN']} warnings, {counts['FAIL']} failed, "
+              f"{counts['UNKNOWN']} could not be checked")
         if not failed:
             print(f"next: hyperpod-dpd deploy {e.selector}")
+        elif not counts["FAIL"]:
+            print("not ready to say 'deploy': fix what kept the UNKNOWN checks from completing, then run preflight "
+                  "again")
     if failed:
         raise typer.Exit(1)
