@@ -37,7 +37,9 @@ def confirm(question: str, *, yes: bool, command: str, cancelled: str) -> None:
                          f"ahead without asking (or --dry-run to see what it would do)")
     sys.stderr.write(f"{question} [y/N] ")
     sys.stderr.flush()
-    answer = sys.stdin.readline().strip().lower()
-    if answer not in ("y", "yes"):
+    raw = sys.stdin.readline()
+    if not raw.endswith("\n"):  # end of input (Ctrl-D): nothing echoed the line end
+        sys.stderr.write("\n")
+    if raw.strip().lower() not in ("y", "yes"):
         print(f"cancelled: {cancelled}", file=sys.stderr)
         raise SystemExit(EXIT_FAILED)

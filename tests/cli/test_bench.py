@@ -309,3 +309,64 @@ def test_without_observed_generation_a_complete_state_is_trusted_only_after_the_
     stub = Stub()
     stub.wait_endpoint_ready("default", "e", 600, 10, waits.append)
     assert len(waits) == UNOBSERVED_GRACE_SECONDS / 10 and stub.now == UNOBSERVED_GRACE_SECONDS
+
+
+# --- safety: the synth stamp, asking first, a dry run, a subset -------------------------------------------------
+
+
+def test_a_config_changed_since_synth_is_refused(tmp_path):
+    cfg = _write_env(tmp_path)
+    cfg.write_text(cfg.read_text(encoding="utf-8").replace("max_model_len: 16384", "max_model_len: 12288"),
+                   encoding="utf-8")
+    with FakeKube(lambda job: (True, runner_log(job))) as kube:
+        proc = _bench(cfg, kube.kubeconfig(tmp_path / "kubeconfig"))
+        assert kube.state.events == []
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [f"error: {cfg} changed since {tmp_path / 'bench.out' / 'cdk.out'} was "
+                                        f"synthesized; run: hyperpod-dpd synth --config {cfg}"]
+
+
+def test_without_yes_and_without_a_terminal_nothing_starts(env_folder, tmp_path):
+    _clean(env_folder)
+    with FakeKube(lambda job: (True, runner_log(job))) as kube:
+        _live_dpd(kube, env_folder)
+        proc = _bench(env_folder, kube.kubeconfig(tmp_path / "kubeconfig"), yes=False)
+        assert [e for e in kube.state.events if e[0] != "get"] == []
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[-1].startswith("error: hyperpod-dpd bench asks before it changes anything and "
+                                                   "stdin is not a terminal: pass --yes")
+    assert f"plan: on {kube.url} (kubeconfig context fake), endpoint default/llama-3-3-70b is replaced" in proc.stdout
+
+
+def test_dry_run_lists_the_runs_and_applies_nothing(env_folder, tmp_path):
+    _clean(env_folder)
+    with FakeKube(lambda job: (True, runner_log(job))) as kube:
+        _live_dpd(kube, env_folder)
+        proc = _bench(env_folder, kube.kubeconfig(tmp_path / "kubeconfig"), "--dry-run", "--only", "dpd-*-c8",
+                      yes=False)
+        events = kube.state.events
+    assert proc.returncode == 0, proc.stderr
+    assert events == []
+    # activeDeadlineSeconds of each Job: benchmark.max_time_per_run_minutes plus the chart's set-up allowance.
+    assert proc.stdout.splitlines()[-3:] == ["  dpd-aws-reference-c8 (aws-reference, dpd; at most 45 min)",
+                                             "  dpd-long-in-c8 (equal-gpu, dpd; at most 45 min)",
+                                             "dry run: nothing applied"]
+
+
+def test_only_runs_the_matching_runs(env_folder, tmp_path):
+    _clean(env_folder)
+    with FakeKube(lambda job: (True, runner_log(job))) as kube:
+        _live_dpd(kube, env_folder)
+        proc = _bench(env_folder, kube.kubeconfig(tmp_path / "kubeconfig"), "--only", "colocated-long-in-*,dpd-*-c32")
+        events = kube.state.events
+    assert proc.returncode == 0, proc.stderr
+    created = [e[2].split()[0].removeprefix("llama-3-3-70b-bench-") for e in events if e[:2] == ("create", "jobs")]
+    assert created == ["dpd-aws-reference-c32", "colocated-long-in-c8", "colocated-long-in-c16"]
+
+
+def test_a_pattern_that_matches_no_run_is_bad_input(env_folder, tmp_path):
+    proc = _bench(env_folder, str(tmp_path / "none"), "--only", "dpd-*-c64")
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == ["error: --only 'dpd-*-c64' matches no run; runs: dpd-aws-reference-c8, "
+                                        "dpd-aws-reference-c16, dpd-aws-reference-c32, colocated-aws-reference-c8, "
+                                        "colocated-aws-reference-c16, colocated-aws-reference-c32, ... (10 runs)"]

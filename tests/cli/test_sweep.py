@@ -10,7 +10,9 @@ policy, operator.md S12) plus this deployment's ``spec.tags`` where it propagate
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from typing import Any
 
 import boto3
@@ -143,6 +145,33 @@ def test_yes_deletes_in_order_and_never_touches_the_model_bucket(cli, config_fil
     assert [m["ModelName"] for m in sm.list_models()["Models"]] == ["unrelated-model"]
     s3 = boto3.client("s3", region_name=REGION)
     assert s3.get_object(Bucket="model-bucket", Key="models/Llama-3.3-70B-Instruct/config.json")["Body"].read() == b"{}"
+
+
+class _Terminal(io.StringIO):
+    """stdin as a terminal whose user types the given answer."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("answer", "code", "deleted"), [("n\n", 1, 0), ("y\n", 0, 9)])
+def test_on_a_terminal_it_asks_before_deleting(cli, config_file, world, monkeypatch, answer, code, deleted) -> None:
+    monkeypatch.setattr(sys, "stdin", _Terminal(answer))
+    result = _sweep(cli, config_file)
+    assert result.code == code, result.err
+    assert "delete these 9 resources of hyperpod-dpd in this order? [y/N]" in result.err
+    if not deleted:
+        assert result.err.rstrip().endswith("cancelled: nothing deleted")
+    assert result.out.count("deleted ") == deleted
+    left = boto3.client("elbv2", region_name=REGION).describe_load_balancers()["LoadBalancers"]
+    assert len(left) == (2 if not deleted else 1)
+
+
+def test_dry_run_only_lists_even_on_a_terminal(cli, config_file, world, monkeypatch) -> None:
+    monkeypatch.setattr(sys, "stdin", _Terminal("y\n"))
+    result = _sweep(cli, config_file, "--dry-run")
+    assert result.code == 0 and "[y/N]" not in result.err and "dry run: nothing deleted" in result.out
+    assert len(boto3.client("elbv2", region_name=REGION).describe_load_balancers()["LoadBalancers"]) == 2
 
 
 def _failing(monkeypatch: pytest.MonkeyPatch, service: str, method: str, code: str) -> None:

@@ -272,6 +272,12 @@ def deploy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption
     if admin_principal_arn is not None:
         admin_principal_arn = principal_arn(admin_principal_arn)
     selected = select_stacks(cdk_out, stacks)
+    needed = required_parameters(cdk_out, with_upstream(cdk_out, selected))
+    for stack_name, names in needed.items():
+        unknown = [n for n in names if n != ADMIN_PARAMETER]
+        if unknown:
+            raise UsageError(f"stack {stack_name} needs parameters {', '.join(unknown)} that hyperpod-dpd does not "
+                             f"know how to fill; deploy it with npx cdk deploy --app {cdk_out} --parameters ...")
     blocked = undeployable_line(cdk_out, selected)
     if blocked:
         raise CommandFailed(f"{blocked.replace('synthesize again', f'hyperpod-dpd synth {e.selector}')}")
@@ -280,17 +286,13 @@ def deploy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption
     args = ["deploy", "--app", str(cdk_out), *selected, "--outputs-file", str(e.outputs_file.resolve()),
             "--concurrency", str(len(ids))]
     admin = ""
-    for stack_name, names in required_parameters(cdk_out, with_upstream(cdk_out, selected)).items():
-        unknown = [n for n in names if n != ADMIN_PARAMETER]
-        if unknown:
-            raise UsageError(f"stack {stack_name} needs parameters {', '.join(unknown)} that hyperpod-dpd does not "
-                             f"know how to fill; deploy it with npx cdk deploy --app {cdk_out} --parameters ...")
+    for stack_name in needed:
         admin = admin_principal_arn or _caller_principal(e.config.region)
         args += ["--parameters", f"{stack_name}:{ADMIN_PARAMETER}={admin}"]
     deployed = [ids[sid] for sid in with_upstream(cdk_out, selected if selected != ["--all"] else list(ids))]
-    err.print(f"deploy: {len(deployed)} stacks of {e.config.name} ({', '.join(deployed)}) from {cdk_out} to "
-              f"{e.config.region}" + (f"; cluster admin {admin}" if admin else "") + f"; outputs to {e.outputs_file}",
-              highlight=False)
+    print(f"deploy: {len(deployed)} stacks of {e.config.name} ({', '.join(deployed)}) from {cdk_out} to "
+          f"{e.config.region}" + (f"; cluster admin {admin}" if admin else "") + f"; outputs to {e.outputs_file}",
+          file=sys.stderr)
     confirm(f"deploy {len(deployed)} stacks of {e.config.name} to {e.config.region}?", yes=approve,
             command="hyperpod-dpd deploy", cancelled="nothing deployed")
     if approve:
@@ -355,8 +357,8 @@ def destroy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOptio
     gone = [ids[sid] for sid in reversed(with_downstream(cdk_out, selected))]
     bucket = ("the model bucket is deleted (model.delete_on_destroy: true)" if e.config.model.delete_on_destroy
               else "the model bucket is kept (model.delete_on_destroy: false)")
-    err.print(f"destroy: {len(gone)} stacks of {e.config.name} in {e.config.region}, in this order: {', '.join(gone)}"
-              f"; {bucket if 'platform' in ' '.join(gone) else 'no bucket is touched'}", highlight=False)
+    print(f"destroy: {len(gone)} stacks of {e.config.name} in {e.config.region}, in this order: {', '.join(gone)}; "
+          f"{bucket if f'{e.config.name}-platform' in gone else 'no bucket is touched'}", file=sys.stderr)
     if dry_run:
         print("dry run: nothing destroyed")
         return
