@@ -240,6 +240,8 @@ class FakeCluster:
     logs: dict[tuple[str, str, str], list[tuple[float, str]]] = field(default_factory=dict)
     """``(namespace, pod, container) -> [(unix time, line)]``."""
     requests: list[str] = field(default_factory=list)
+    forbidden_logs: set[str] = field(default_factory=set)
+    """Pods whose log the caller may not read (``pods/log`` forbidden by RBAC: 403)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def log(self, namespace: str, pod_name: str, container: str, line: str, when: float | None = None) -> None:
@@ -339,6 +341,10 @@ class _KubeHandler(QuietHandler):
         c = self.cluster
         if not any(x["metadata"]["name"] == pod_name for x in c.pods):
             return self._not_found()
+        if pod_name in c.forbidden_logs:
+            return self.send_kube_status(403, "Forbidden", f'pods "{pod_name}" is forbidden: User "alice" cannot get '
+                                                           f'resource "pods/log" in API group "" in the namespace '
+                                                           f'"{namespace}"')
         with c.lock:
             entries = list(c.logs.get((namespace, pod_name, q.get("container", "")), []))
         if "sinceSeconds" in q:
