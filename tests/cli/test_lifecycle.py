@@ -497,3 +497,24 @@ def test_principal_arn_of_a_caller(caller: str, principal: str) -> None:
     from hyperpod_dpd.commands.lifecycle import principal_arn
 
     assert principal_arn(caller) == principal
+
+
+@pytest.mark.parametrize("fetched", [True, False])
+def test_synth_says_plainly_when_the_templates_cannot_deploy_yet(synthesized, monkeypatch, fetched) -> None:
+    """The summary's next steps start with what to run when CloudFormation would refuse the templates."""
+    from hyperpod_core import environment
+    from hyperpod_mainjob.job import next_steps
+
+    cwd, _ = synthesized
+    name = "steps-fetched" if fetched else "steps-unfetched"
+    _copy_env(cwd, name, charts_fetched=fetched)
+    monkeypatch.chdir(cwd)
+    steps = next_steps(environment.resolve(env=name), deployed=False, via_cli=True)
+    if fetched:
+        assert steps == [f"hyperpod-dpd preflight --env {name}", f"hyperpod-dpd deploy --env {name}"]
+        return
+    assert steps[0].startswith("NOT DEPLOYABLE YET: stack demo-cluster cannot deploy yet: Helm charts "
+                               "nvidia-device-plugin")
+    assert steps[1].startswith("./scripts/setup   # with access to raw.githubusercontent.com")
+    assert steps[2].startswith(f"hyperpod-dpd synth --env {name}")
+    assert steps[-1] == f"hyperpod-dpd deploy --env {name}"

@@ -354,6 +354,10 @@ def test_unknown_hyperpod_cluster_is_a_failed_row(cli, config_file, kubeconfig, 
     assert result.code == 1
     row = _rows(result.out)[f"hyperpod:cluster {HYPERPOD_CLUSTER}"]
     assert row["state"] == "fail" and "describing HyperPod cluster" in row["detail"]
+    # A cluster that does not exist is not an access problem: the next step is to deploy it.
+    assert row["next_step"].startswith(f"it is not deployed: hyperpod-dpd deploy --config {config_file} (stack "
+                                       "hyperpod-dpd-hyperpod)")
+    assert "access" not in row["next_step"]
 
 
 def test_unreachable_kubernetes_is_one_line(cli, config_file, tmp_path, healthy) -> None:
@@ -391,6 +395,7 @@ def test_unreachable_aws_is_a_failed_row_and_one_line(cli, config_file, kubeconf
     assert result.code == 1
     row = _rows(result.out)[f"hyperpod:cluster {HYPERPOD_CLUSTER}"]
     assert row["state"] == "fail" and "Could not connect to the endpoint URL" in row["detail"]
+    assert row["next_step"].startswith("check network access to http://127.0.0.1:")
     assert _rows(result.out)["endpoint:state"]["state"] == "ok"  # the Kubernetes side is still read
     assert one_line_error(result).startswith("error: the endpoint cannot serve: cluster hyperpod-dpd")
 
