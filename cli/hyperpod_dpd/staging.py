@@ -382,6 +382,12 @@ def _access_denied(bucket: str, key: str, exc: ClientError) -> CommandFailed:
     return CommandFailed(f"upload of s3://{bucket}/{key} failed: {err.get('Code')}: {err.get('Message')}")
 
 
+def bytes_to_upload(planned: list[PlannedFile]) -> int:
+    """Bytes still to upload: whole files, less the parts of a resumed upload that S3 already holds."""
+    return sum(p.file.size - (p.resume.bytes_done(p.file.size) if p.resume else 0)
+               for p in planned if p.action != "skip")
+
+
 def upload(s3: Any, bucket: str, planned: list[PlannedFile], progress: Callable[[int], None] | None = None,
            state: Progress | None = None) -> Progress:
     """Upload the ``upload``/``conflict`` entries: files below :data:`PART_SIZE` in one ``PutObject``, the others in
@@ -392,7 +398,7 @@ def upload(s3: Any, bucket: str, planned: list[PlannedFile], progress: Callable[
 
     state = state or Progress()
     todo = [p for p in planned if p.action != "skip"]
-    state.total_bytes = sum(p.file.size - (p.resume.bytes_done(p.file.size) if p.resume else 0) for p in todo)
+    state.total_bytes = bytes_to_upload(planned)
     lock = state.lock
     parts_of: dict[str, dict[int, dict[str, str]]] = {}
     left: dict[str, int] = {}

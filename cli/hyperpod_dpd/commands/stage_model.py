@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -19,9 +19,6 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 from hyperpod_core import environment
 from hyperpod_core.errors import EXIT_INTERRUPTED, CommandFailed, UsageError
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption
-
-if TYPE_CHECKING:  # boto3 and s3transfer load when the command runs, not for --help
-    from hyperpod_dpd import staging as staging_types
 
 err = Console(stderr=True)
 
@@ -95,7 +92,7 @@ def stage_model(
         resumed = [p for p in todo if p.resume is not None and p.resume.parts]
         in_s3 = sum(p.resume.bytes_done(p.file.size) for p in resumed if p.resume)
         print(f"s3://{bucket}/{prefix}: {len(files)} files, {len(todo)} to upload "
-              f"({(sum(p.file.size for p in todo) - in_s3) / 2**30:.2f} GiB), {len(planned) - len(todo)} already there"
+              f"({staging.bytes_to_upload(planned) / 2**30:.2f} GiB), {len(planned) - len(todo)} already there"
               + (f"; {len(resumed)} resumed inside the file ({in_s3 / 2**30:.2f} GiB of their parts already in S3, "
                  "each checked against the local bytes)" if resumed else ""))
         if conflicts and not force:
@@ -120,7 +117,7 @@ def stage_model(
                   file=sys.stderr)
         state = staging.Progress()
         try:
-            with _bar("upload", state_total(todo)) as bar:
+            with _bar("upload", staging.bytes_to_upload(planned)) as bar:
                 staging.upload(s3, bucket, planned, lambda n: bar.advance(bar.task_ids[0], n), state)
         except staging.Interrupted as stopped:
             done = stopped.progress
@@ -133,11 +130,6 @@ def stage_model(
     print(f"staged: s3://{bucket}/{prefix} ({len(files)} files, S3-verified CRC64NVME); manifest s3://{bucket}/{key}")
     print(f"next: hyperpod-dpd stage-model --verify {e.selector}   (any time)")
     print(f"      kubectl apply -f {e.dist}/endpoint/   (the endpoint endpoint.apply chooses)")
-
-
-def state_total(todo: list[staging_types.PlannedFile]) -> int:
-    """Bytes still to upload: whole files, less the parts of a resumed upload that S3 already holds."""
-    return sum(p.file.size - (p.resume.bytes_done(p.file.size) if p.resume else 0) for p in todo)
 
 
 def _interrupted(what: str, resume_command: str) -> NoReturn:
