@@ -1,8 +1,9 @@
-"""What the day-2 commands (status, smoke, logs, sweep) act on: one config, its deploy outputs, its names.
+"""What the day-2 commands (status, smoke, logs, sweep, bench) act on: one config, its deploy outputs, its names.
 
 Cluster and bucket names come from the ``cdk deploy --outputs-file`` file of the environment when it exists
 (output IDs of :mod:`hyperpod_core.outputs`, read with :func:`hyperpod_core.inputs.read_outputs_file`), else from
-the config, which names both clusters itself.
+the config, which names both clusters itself. The outputs file's ``EksApiEndpoint`` is the one Kubernetes API
+server these commands talk to (:mod:`hyperpod_dpd.kube`: any other kubeconfig context is refused).
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ import typer
 
 from hyperpod_core import environment, outputs
 from hyperpod_core.environment import Environment
-from hyperpod_core.inputs import read_outputs_file
+from hyperpod_core.inputs import eks_cluster_arn, read_outputs_file
 from hyperpod_core.names import EndpointNames
 
 if TYPE_CHECKING:  # the Kubernetes client loads when a command connects, not for --help
-    from hyperpod_dpd.kube import Kube
+    from kubernetes.client import ApiClient
+
+    from hyperpod_dpd.kube import ClusterIdentity, Kube, KubeContext
 
 KubeconfigOption = Annotated[str | None, typer.Option(
     "--kubeconfig", help="kubeconfig file (default $KUBECONFIG or ~/.kube/config).", show_default=False)]
@@ -38,11 +41,35 @@ class Deployment:
     model_bucket: str | None
     outputs_source: str
     """``outputs file <path>`` or ``config (no outputs file)``: where the names above came from."""
+    eks_endpoint: str | None = None
+    """``EksApiEndpoint`` of the outputs file: the only API server the Kubernetes commands talk to."""
+    eks_cluster_arn: str | None = None
+    """``EksClusterArn`` of the outputs file, else derived from the config when it names one account."""
+
+    @property
+    def identity(self) -> ClusterIdentity:
+        from hyperpod_dpd.kube import ClusterIdentity
+
+        return ClusterIdentity(name=self.eks_cluster, region=self.region, endpoint=self.eks_endpoint,
+                               arn=self.eks_cluster_arn,
+                               source=str(self.env.outputs_file) if self.outputs_source.startswith("outputs")
+                               else f"no outputs file ({self.env.outputs_file})")
+
+    def check_context(self, kubeconfig: str | None, context: str | None) -> KubeContext | None:
+        """Refuse a kubeconfig context of another cluster (:func:`hyperpod_dpd.kube.check_context`)."""
+        from hyperpod_dpd.kube import check_context
+
+        return check_context(kubeconfig, context, self.identity)
+
+    def api_client(self, kubeconfig: str | None, context: str | None) -> ApiClient:
+        from hyperpod_dpd.kube import api_client
+
+        return api_client(kubeconfig, context, self.identity)
 
     def kube(self, kubeconfig: str | None, context: str | None) -> Kube:
         from hyperpod_dpd.kube import connect
 
-        return connect(kubeconfig, context, eks_cluster=self.eks_cluster, region=self.region)
+        return connect(kubeconfig, context, self.identity)
 
 
 def load(config: str | None, env: str | None, *, region: str | None = None) -> Deployment:
@@ -57,6 +84,7 @@ def load(config: str | None, env: str | None, *, region: str | None = None) -> D
     def out(output_id: str) -> str | None:
         return found[output_id][1] if output_id in found else None
 
+    arn = eks_cluster_arn(c, found, str(e.outputs_file))
     return Deployment(
         env=e, names=EndpointNames.of(c), region=region or c.region,
         eks_cluster=out(outputs.EKS_CLUSTER_NAME) or c.eks.cluster_name,
@@ -64,4 +92,5 @@ def load(config: str | None, env: str | None, *, region: str | None = None) -> D
         tls_bucket=out(outputs.TLS_BUCKET_NAME),
         model_bucket=c.model.existing_bucket_name or out(outputs.MODEL_BUCKET_NAME),
         outputs_source=f"outputs file {e.outputs_file}" if found else "config (no outputs file)",
+        eks_endpoint=out(outputs.EKS_API_ENDPOINT), eks_cluster_arn=None if arn.placeholder else arn.value,
     )

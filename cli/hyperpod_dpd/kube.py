@@ -1,22 +1,33 @@
 """The Kubernetes side of the command line, through the official ``kubernetes`` client.
 
-One place turns client failures into one-line :class:`CommandFailed` messages (no kubeconfig, API server
-unreachable, forbidden), with what to do next. Object names come from :mod:`hyperpod_core.names`.
+Safety first: every command that talks to Kubernetes connects through :func:`api_client`, which refuses (one
+line, exit 2) a kubeconfig context that does not talk to this deployment's EKS cluster: its server must be the
+``EksApiEndpoint`` of the outputs file (:func:`is_cluster`, :func:`check_context`). The fix names
+``aws eks update-kubeconfig`` for this cluster, or ``--context`` of a context that does.
+
+One place turns client failures into one-line :class:`KubeFailure` messages with the fix their status calls for
+(no kubeconfig, credential plugin failed, unreachable, 401, 403, 404, 5xx, an HTML page from a load balancer).
+Object names come from :mod:`hyperpod_core.names`.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import urllib3
+import yaml
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config import ConfigException, kube_config
 
-from hyperpod_core.errors import CommandFailed
+from hyperpod_core.errors import CommandFailed, UsageError
 from hyperpod_core.names import (
     GROUP,
     OPERATOR_CONTAINER,
@@ -28,6 +39,7 @@ from hyperpod_core.names import (
     EndpointNames,
     Role,
 )
+from hyperpod_dpd.aws import one_line
 
 #: The ModelWeightsCacheConfig CRD of operator v3.3 (shared/crds/v3.3/modelweightscacheconfigs.yaml; group and
 #: version as the InferenceEndpointConfig's).
@@ -60,31 +72,213 @@ class NodeState:
     """``spec.unschedulable``."""
 
 
-def connect(kubeconfig: str | None, context: str | None, *, eks_cluster: str, region: str) -> Kube:
-    """A client for the cluster of ``kubeconfig`` (default ``$KUBECONFIG`` or ``~/.kube/config``)."""
+@dataclass(frozen=True, kw_only=True)
+class ClusterIdentity:
+    """This deployment's EKS cluster, as the outputs file and the config name it."""
+
+    name: str
+    region: str
+    endpoint: str | None
+    """``EksApiEndpoint`` from the outputs file (:mod:`hyperpod_core.outputs`), ``None`` when there is none."""
+    arn: str | None
+    source: str
+    """Where ``endpoint`` came from (the outputs file), for messages."""
+
+    @property
+    def update_kubeconfig(self) -> str:
+        return f"aws eks update-kubeconfig --name {self.name} --region {self.region}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class KubeContext:
+    """One context of the kubeconfig, with what says which cluster it talks to."""
+
+    name: str
+    server: str
+    cluster: str
+    """The name of its ``clusters[]`` entry (``aws eks update-kubeconfig`` names it by the cluster ARN)."""
+    tls_server_name: str
+    exec_args: tuple[str, ...]
+
+
+def kubeconfig_path(kubeconfig: str | None) -> str:
+    """The file(s) the client reads: ``--kubeconfig``, else ``$KUBECONFIG`` (``:``-separated), else
+    ``~/.kube/config``."""
+    return kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+
+
+def read_contexts(kubeconfig: str | None) -> tuple[dict[str, KubeContext], str | None]:
+    """Every context of the kubeconfig (merged as the client merges several files) and the current one; empty
+    when there is no readable kubeconfig (:func:`connect` reports that)."""
     try:
-        api = kube_config.new_client_from_config(config_file=kubeconfig, context=context, persist_config=False)
+        merged = kube_config.KubeConfigMerger(kubeconfig_path(kubeconfig)).config
+    except (ConfigException, OSError, ValueError, yaml.YAMLError):
+        return {}, None
+    data = merged.value if merged is not None else {}
+    if not isinstance(data, dict):
+        return {}, None
+
+    def entries(kind: str) -> dict[str, dict[str, Any]]:
+        out = {}
+        for item in data.get(kind) or []:
+            value = item.value if hasattr(item, "value") else item
+            if isinstance(value, dict) and value.get("name"):
+                out[str(value["name"])] = value.get(kind[:-1]) or {}
+        return out
+
+    clusters, users = entries("clusters"), entries("users")
+    found = {}
+    for name, ctx in entries("contexts").items():
+        cluster = clusters.get(str(ctx.get("cluster", ""))) or {}
+        user = users.get(str(ctx.get("user", ""))) or {}
+        found[name] = KubeContext(name=name, server=str(cluster.get("server") or ""), cluster=str(ctx.get("cluster")),
+                                  tls_server_name=str(cluster.get("tls-server-name") or ""),
+                                  exec_args=tuple(str(a) for a in ((user.get("exec") or {}).get("args") or [])))
+    current = data.get("current-context")
+    return found, str(current) if current else None
+
+
+def _endpoint(url: str) -> tuple[str, str, int, str]:
+    u = urllib.parse.urlsplit(url.strip())
+    port = u.port or (443 if u.scheme == "https" else 80)
+    return u.scheme.lower(), (u.hostname or "").lower(), port, u.path.rstrip("/")
+
+
+def _arg(args: tuple[str, ...], *names: str) -> str | None:
+    for i, a in enumerate(args):
+        for n in names:
+            if a == n and i + 1 < len(args):
+                return args[i + 1]
+            if a.startswith(n + "="):
+                return a.split("=", 1)[1]
+    return None
+
+
+def is_cluster(ctx: KubeContext, identity: ClusterIdentity) -> bool:
+    """The context talks to this deployment's cluster: its server is ``EksApiEndpoint`` (or, through a tunnel, its
+    ``tls-server-name`` is that host); without an endpoint on record, its cluster entry is the cluster's ARN or its
+    credential plugin asks for a token of the cluster (``aws eks get-token --cluster-name NAME [--region R]``)."""
+    if identity.endpoint:
+        want = _endpoint(identity.endpoint)
+        return _endpoint(ctx.server) == want or (bool(ctx.tls_server_name) and ctx.tls_server_name.lower() == want[1])
+    arn = re.fullmatch(r"arn:aws[a-z-]*:eks:([a-z0-9-]+):(\d{12}):cluster/(.+)", ctx.cluster)
+    if arn:
+        return (ctx.cluster == identity.arn if identity.arn else
+                (arn[1], arn[3]) == (identity.region, identity.name))
+    token_for = _arg(ctx.exec_args, "--cluster-name", "--cluster-id", "-i")
+    region = _arg(ctx.exec_args, "--region")
+    return token_for == identity.name and region in (None, identity.region)
+
+
+def check_context(kubeconfig: str | None, context: str | None, identity: ClusterIdentity) -> KubeContext | None:
+    """The kubeconfig context the command would use, refused (one line, exit 2) unless it talks to this
+    deployment's cluster (:func:`is_cluster`). ``None`` when there is no usable kubeconfig (:func:`connect` says
+    what to do then)."""
+    contexts, current = read_contexts(kubeconfig)
+    if not contexts:
+        return None
+    chosen = context or current
+    if context is not None and context not in contexts:
+        raise UsageError(f"--context {context!r} is not in the kubeconfig ({kubeconfig_path(kubeconfig)}); its "
+                         f"contexts: {', '.join(sorted(contexts))}")
+    if chosen is None or chosen not in contexts:
+        return None
+    ctx = contexts[chosen]
+    if is_cluster(ctx, identity):
+        return ctx
+    others = sorted(n for n, c in contexts.items() if n != chosen and is_cluster(c, identity))
+    fix = f"run: {identity.update_kubeconfig}" + (f", or pass --context {others[0]}" if others else "")
+    if identity.endpoint:
+        raise UsageError(f"kubeconfig context {chosen!r} points at {ctx.server or '(no server)'}, not at EKS cluster "
+                         f"{identity.name} of this config ({identity.endpoint}, {identity.source}); {fix}")
+    raise UsageError(f"cannot tell that kubeconfig context {chosen!r} ({ctx.server or 'no server'}) is EKS cluster "
+                     f"{identity.name}: {identity.source} records no API endpoint and the context does not name the "
+                     f"cluster; {fix}")
+
+
+def api_client(kubeconfig: str | None, context: str | None, identity: ClusterIdentity) -> k8s.ApiClient:
+    """An API client for this deployment's cluster only (:func:`check_context`), from the kubeconfig."""
+    check_context(kubeconfig, context, identity)
+    try:
+        api = kube_config.new_client_from_config(config_file=kubeconfig_path(kubeconfig), context=context,
+                                                 persist_config=False)
     except (ConfigException, OSError) as exc:
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CommandFailed(f"no usable kubeconfig ({detail}); run 'aws eks update-kubeconfig --name "
-                            f"{eks_cluster} --region {region}' or pass --kubeconfig") from None
+        text = str(exc).strip()
+        detail = one_line(text.splitlines()[0] if text else type(exc).__name__)[0]
+        if "exec" in text.lower() and "process returned" in text.lower():
+            raise KubeFailure(f"the kubeconfig's credential plugin failed ({detail})",
+                              fix="aws sso login (or check AWS_PROFILE), then run it again") from None
+        raise KubeFailure(f"no usable kubeconfig ({detail})",
+                          fix=f"run '{identity.update_kubeconfig}' or pass --kubeconfig") from None
     api.configuration.retries = 1
-    return Kube(api)
+    return api
+
+
+def connect(kubeconfig: str | None, context: str | None, identity: ClusterIdentity) -> Kube:
+    """A client for this deployment's cluster (:func:`api_client`)."""
+    return Kube(api_client(kubeconfig, context, identity))
+
+
+class KubeFailure(CommandFailed):
+    """A Kubernetes failure as one line with its fix (exit 1)."""
+
+    def __init__(self, message: str, *, fix: str = "", status: int | None = None) -> None:
+        self.fix, self.status, self.summary = fix, status, message
+        super().__init__(message + (f"; fix: {fix}" if fix else ""))
+
+
+def api_message(exc: ApiException) -> tuple[str, bool]:
+    """One line from an API error's body: the ``Status`` message of the API server, the title of an HTML page (a
+    load balancer or proxy in front of it), else the HTTP reason."""
+    body = exc.body.decode("utf-8", "replace") if isinstance(exc.body, bytes) else str(exc.body or "")
+    try:
+        status = json.loads(body)
+    except ValueError:
+        status = None
+    if isinstance(status, dict) and status.get("message"):
+        return one_line(str(status["message"]))[0], False
+    if body.strip():
+        return one_line(body)
+    return str(exc.reason or ""), False
 
 
 @contextmanager
 def kube_errors(action: str) -> Iterator[None]:
-    """Turn Kubernetes client failures while doing ``action`` into one-line :class:`CommandFailed`."""
+    """Turn Kubernetes client failures while doing ``action`` into one-line :class:`KubeFailure` with the fix that
+    the HTTP status (or the connection error) calls for."""
     try:
         yield
     except ApiException as exc:
-        if exc.status in (401, 403):
-            raise CommandFailed(f"{action}: Kubernetes API refused ({exc.status} {exc.reason}); check the EKS "
-                                "access entry of your IAM principal") from None
-        raise CommandFailed(f"{action}: Kubernetes API error {exc.status} {exc.reason}") from None
+        message, is_html = api_message(exc)
+        code = f"{exc.status} {exc.reason}".strip()
+        if is_html:
+            raise KubeFailure(f"{action}: Kubernetes API {code}: an HTML page answered: {message}", status=exc.status,
+                              fix="a load balancer or proxy answered instead of the API server: check the context's "
+                                  "server and the network path to it, then run it again") from None
+        detail = f"{action}: Kubernetes API {code}" + (f": {message}" if message and message != exc.reason else "")
+        if exc.status == 401:
+            raise KubeFailure(detail, status=401, fix="the API server rejected the credentials: aws sso login (or "
+                                                      "check that AWS_PROFILE is a principal the cluster admits)"
+                              ) from None
+        if exc.status == 403:
+            raise KubeFailure(detail, status=403, fix="check the EKS access entry of your IAM principal "
+                                                      "(eks.admin_principal_arn or the AdminPrincipalArn parameter)"
+                              ) from None
+        if exc.status == 404:
+            raise KubeFailure(detail, status=404, fix="is the amazon-sagemaker-hyperpod-inference add-on installed? "
+                                                      "('hyperpod-dpd status')") from None
+        if exc.status == 429 or (exc.status or 0) >= 500:
+            raise KubeFailure(detail, status=exc.status, fix="the API server is overloaded or unavailable: run it "
+                                                             "again in a minute") from None
+        raise KubeFailure(detail, status=exc.status) from None
+    except urllib3.exceptions.SSLError:
+        raise KubeFailure(f"{action}: TLS verification of the Kubernetes API server failed",
+                          fix="the kubeconfig's certificate-authority-data is not this cluster's: run aws eks "
+                              "update-kubeconfig again") from None
     except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise CommandFailed(f"{action}: Kubernetes API unreachable ({type(exc).__name__}); check the kubeconfig "
-                            "context and network access to the cluster endpoint") from None
+        raise KubeFailure(f"{action}: Kubernetes API unreachable ({type(exc).__name__})",
+                          fix="check network access to the context's server (a private endpoint needs a VPN or "
+                              "bastion in the VPC)") from None
 
 
 def pod_ready(pod: Any) -> bool:

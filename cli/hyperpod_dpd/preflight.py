@@ -16,6 +16,11 @@ Read-only AWS calls only. Facts (``/work/shared/reference/operations.md``, "Pref
   check page). ``DescribeCluster`` gives the deployed instance groups (compared with the config: a change makes the
   HyperPod stack call ``UpdateCluster``), ``ListClusterNodes`` each node's ``InstanceStatus.Status``
   (``DeepHealthCheckInProgress`` while they run; the SageMaker API's ``ClusterInstanceStatus``).
+
+Each check ends ``PASS``, ``WARN`` (it completed and found a soft problem, e.g. a training plan that has not started),
+``FAIL`` (the deploy would fail) or ``UNKNOWN`` (it could not complete: access denied, throttled, unreachable, a quota
+name not listed). ``FAIL`` and ``UNKNOWN`` make the command exit 1 and ``"ok": false``: a check that was not made
+is not a pass. The fix of an ``UNKNOWN`` is the one its error's code calls for (:func:`hyperpod_dpd.aws.explain`).
 """
 
 from __future__ import annotations
@@ -26,12 +31,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from hyperpod_core import paths, pins
 from hyperpod_core.config import Config
+from hyperpod_core.environment import Environment
+from hyperpod_dpd.aws import explain
 
-Status = Literal["PASS", "WARN", "FAIL"]
+Status = Literal["PASS", "WARN", "FAIL", "UNKNOWN"]
+#: Statuses that make the command exit 1 (and ``"ok": false``).
+NOT_OK: frozenset[str] = frozenset({"FAIL", "UNKNOWN"})
 DEFAULT_QUALIFIER = "hnb659fds"
 #: aws-cdk-lib's synthesized templates refuse bootstrap versions 1-5 (the CheckBootstrapVersion rule).
 MIN_BOOTSTRAP_VERSION = 6
@@ -93,14 +102,21 @@ def bootstrap_qualifier() -> str:
 
 
 def _error(exc: Exception) -> str:
-    if isinstance(exc, ClientError):
-        e = exc.response.get("Error", {})
-        return f"{e.get('Code', 'Error')}: {e.get('Message', '')}".rstrip(": ")
-    return str(exc) or type(exc).__name__
+    """``<code>: <one line>`` of a botocore error (an HTML page reduced to its title)."""
+    e = explain(exc)
+    return f"{e.code}: {e.message}".rstrip(": ")
 
 
 def _code(exc: Exception) -> str:
     return exc.response.get("Error", {}).get("Code", "") if isinstance(exc, ClientError) else ""
+
+
+def _unknown(name: str, what: str, exc: Exception, fix: str) -> Check:
+    """A check that could not complete: what it could not do, the error in one line, and the fix the error's code
+    calls for (``fix`` when the code calls for nothing in particular)."""
+    e = explain(exc)
+    return Check(name=name, status="UNKNOWN", detail=f"could not {what} ({e.code}: {e.message})".replace(": )", ")"),
+                 fix=e.fix or fix)
 
 
 # --- quotas ----------------------------------------------------------------------------------------------
@@ -140,10 +156,11 @@ def _quota_check(clients: Clients, service_code: str, name: str, need: int, what
     try:
         value = quota_value(clients, service_code, name)
     except (ClientError, BotoCoreError) as exc:
-        return Check(name=label, status="WARN", detail=f"cannot read it ({_error(exc)})",
-                     fix="allow servicequotas:ListAWSDefaultServiceQuotas and GetServiceQuota, or check the console")
+        return _unknown(label, "read it", exc,
+                        "allow servicequotas:ListAWSDefaultServiceQuotas and GetServiceQuota, or check the console")
     if value is None:
-        return Check(name=label, status="WARN", detail=f"no quota named {name!r} in {service_code}",
+        return Check(name=label, status="UNKNOWN", detail=f"no quota named {name!r} in {service_code}: cannot tell "
+                                                          f"whether {need} fit ({what})",
                      fix="check Service Quotas in the console; the quota may have been renamed")
     if value < need:
         return Check(name=label, status="FAIL", detail=f"{value:g} < {need} needed ({what})",
@@ -169,8 +186,7 @@ def check_network_quotas(clients: Clients, config: Config) -> Iterator[Check]:
         vpcs = len(ec2.describe_vpcs()["Vpcs"])
         eips = len(ec2.describe_addresses()["Addresses"])
     except (ClientError, BotoCoreError) as exc:
-        yield Check(name="network usage", status="WARN", detail=f"cannot count VPCs/EIPs ({_error(exc)})",
-                    fix="allow ec2:DescribeVpcs and ec2:DescribeAddresses")
+        yield _unknown("network usage", "count VPCs/EIPs", exc, "allow ec2:DescribeVpcs and ec2:DescribeAddresses")
         return
     yield _quota_check(clients, "vpc", VPC_QUOTA, vpcs + 1, f"{vpcs} in use + 1")
     yield _quota_check(clients, "vpc", NAT_QUOTA, 1, "one NAT gateway per AZ")
@@ -188,12 +204,10 @@ def config_accounts(config: Config) -> set[str]:
 def check_identity(clients: Clients, config: Config) -> tuple[Check, str | None]:
     try:
         ident = clients.get("sts").get_caller_identity()
-    except NoCredentialsError:
-        return Check(name="credentials", status="FAIL", detail="no AWS credentials",
-                     fix="set AWS_PROFILE or run 'aws sso login'"), None
     except (ClientError, BotoCoreError) as exc:
-        return Check(name="credentials", status="FAIL", detail=_error(exc),
-                     fix="refresh the credentials (aws sso login) and check AWS_PROFILE"), None
+        e = explain(exc)
+        return Check(name="credentials", status="FAIL", detail=f"{e.code}: {e.message}".rstrip(": "),
+                     fix=e.fix or "check AWS_PROFILE and the credentials (aws sts get-caller-identity)"), None
     account = ident["Account"]
     expected = config_accounts(config)
     if expected and account not in expected:
@@ -212,8 +226,9 @@ def check_bootstrap(clients: Clients, config: Config, account: str) -> Check:
     except ClientError as exc:
         if _code(exc) == "ParameterNotFound":
             return Check(name="CDK bootstrap", status="FAIL", detail=f"{name} not found in {config.region}", fix=fix)
-        return Check(name="CDK bootstrap", status="WARN", detail=f"cannot read {name} ({_error(exc)})",
-                     fix="allow ssm:GetParameter on it")
+        return _unknown("CDK bootstrap", f"read {name}", exc, "allow ssm:GetParameter on it")
+    except BotoCoreError as exc:
+        return _unknown("CDK bootstrap", f"read {name}", exc, "allow ssm:GetParameter on it")
     if not value.isdigit() or int(value) < MIN_BOOTSTRAP_VERSION:
         return Check(name="CDK bootstrap", status="FAIL",
                      detail=f"{name} = {value}, templates need >= {MIN_BOOTSTRAP_VERSION}", fix=fix)
@@ -249,9 +264,12 @@ def check_training_plans(clients: Clients, config: Config, zones: dict[str, str]
         try:
             plan = clients.get("sagemaker").describe_training_plan(TrainingPlanName=plan_name)
         except (ClientError, BotoCoreError) as exc:
-            yield Check(name=label, status="FAIL", detail=_error(exc),
-                        fix=f"check hyperpod.instance_groups[{g.name}].training_plan_arn and sagemaker:"
-                            "DescribeTrainingPlan permission")
+            if explain(exc).kind == "missing":
+                yield Check(name=label, status="FAIL", detail=f"no training plan {plan_name}: {_error(exc)}",
+                            fix=f"fix hyperpod.instance_groups[{g.name}].training_plan_arn")
+            else:
+                yield _unknown(label, f"describe training plan {plan_name}", exc,
+                               "allow sagemaker:DescribeTrainingPlan")
             continue
         status = plan.get("Status")
         problems: list[str] = []
@@ -295,8 +313,7 @@ def check_addons(clients: Clients, config: Config) -> Iterator[Check]:
         try:
             pages = eks.describe_addon_versions(addonName=pin.name, kubernetesVersion=k8s)
         except (ClientError, BotoCoreError) as exc:
-            yield Check(name=label, status="WARN", detail=f"cannot list versions ({_error(exc)})",
-                        fix="allow eks:DescribeAddonVersions")
+            yield _unknown(label, "list its versions", exc, "allow eks:DescribeAddonVersions")
             continue
         offered = [v["addonVersion"] for a in pages.get("addons", []) for v in a.get("addonVersions", [])]
         if pin.version in offered:
@@ -319,10 +336,12 @@ def check_admin_principal(clients: Clients, config: Config) -> Iterator[Check]:
             iam.get_role(RoleName=name)
         else:
             iam.get_user(UserName=name)
-    except ClientError as exc:
-        status: Status = "FAIL" if _code(exc) == "NoSuchEntity" else "WARN"
-        yield Check(name="admin principal", status=status, detail=f"{arn}: {_error(exc)}",
-                    fix="create it, or fix eks.admin_principal_arn")
+    except (ClientError, BotoCoreError) as exc:
+        if _code(exc) == "NoSuchEntity":
+            yield Check(name="admin principal", status="FAIL", detail=f"{arn}: {_error(exc)}",
+                        fix="create it, or fix eks.admin_principal_arn")
+        else:
+            yield _unknown("admin principal", f"read {arn}", exc, f"allow iam:Get{kind.capitalize()} on it")
         return
     yield Check(name="admin principal", status="PASS", detail=f"{arn} exists")
 
@@ -333,11 +352,12 @@ def check_model_bucket(clients: Clients, config: Config) -> Iterator[Check]:
         return
     try:
         loc = clients.get("s3").get_bucket_location(Bucket=bucket).get("LocationConstraint") or "us-east-1"
-    except ClientError as exc:
-        code = _code(exc)
-        fix = ("create it, or fix model.existing_bucket_name" if code == "NoSuchBucket"
-               else "allow s3:GetBucketLocation on it")
-        yield Check(name="model bucket", status="FAIL", detail=f"s3://{bucket}: {_error(exc)}", fix=fix)
+    except (ClientError, BotoCoreError) as exc:
+        if _code(exc) == "NoSuchBucket":
+            yield Check(name="model bucket", status="FAIL", detail=f"s3://{bucket}: {_error(exc)}",
+                        fix="create it, or fix model.existing_bucket_name")
+        else:
+            yield _unknown("model bucket", f"read the region of s3://{bucket}", exc, "allow s3:GetBucketLocation on it")
         return
     if loc != config.region:
         yield Check(name="model bucket", status="FAIL", detail=f"s3://{bucket} is in {loc}, not {config.region}",
@@ -400,11 +420,11 @@ def check_deep_health_checks(clients: Clients, config: Config) -> Check:
         if _cluster_missing(exc):
             return Check(name=DEEP_HEALTH_CHECK_NAME, status="PASS",
                          detail=f"no HyperPod cluster {name} yet: the deploy creates it")
-        return Check(name=DEEP_HEALTH_CHECK_NAME, status="WARN", detail=f"cannot read cluster {name} ({_error(exc)})",
-                     fix="allow sagemaker:DescribeCluster and sagemaker:ListClusterNodes")
+        return _unknown(DEEP_HEALTH_CHECK_NAME, f"read cluster {name}", exc,
+                        "allow sagemaker:DescribeCluster and sagemaker:ListClusterNodes")
     except BotoCoreError as exc:
-        return Check(name=DEEP_HEALTH_CHECK_NAME, status="WARN", detail=f"cannot read cluster {name} ({_error(exc)})",
-                     fix="check credentials and network access to SageMaker")
+        return _unknown(DEEP_HEALTH_CHECK_NAME, f"read cluster {name}", exc,
+                        "check credentials and network access to SageMaker")
     checking = sorted(f"{n.get('InstanceId')} ({n.get('InstanceGroupName')})" for n in nodes
                       if (n.get("InstanceStatus") or {}).get("Status") == IN_DEEP_HEALTH_CHECKS)
     changes = instance_group_changes(config, cluster.get("InstanceGroups") or [])
@@ -442,8 +462,7 @@ def run(config: Config, clients: Clients, now: dt.datetime | None = None) -> lis
     try:
         zones = zone_ids(clients)
     except (ClientError, BotoCoreError) as exc:
-        checks.append(Check(name="GPU AZ ID", status="WARN", detail=f"cannot list AZs ({_error(exc)})",
-                            fix="allow ec2:DescribeAvailabilityZones"))
+        checks.append(_unknown("GPU AZ ID", "list the AZs", exc, "allow ec2:DescribeAvailabilityZones"))
         zones = {}
     else:
         checks.append(check_az(config, zones))
@@ -457,6 +476,34 @@ def run(config: Config, clients: Clients, now: dt.datetime | None = None) -> lis
     return checks
 
 
+def ok(checks: list[Check]) -> bool:
+    """No check failed and every check completed."""
+    return not any(c.status in NOT_OK for c in checks)
+
+
 def as_json(checks: list[Check]) -> str:
-    return json.dumps({"ok": not any(c.status == "FAIL" for c in checks),
-                       "checks": [asdict(c) for c in checks]}, indent=2)
+    return json.dumps({"ok": ok(checks), "checks": [asdict(c) for c in checks]}, indent=2)
+
+
+TEMPLATES_CHECK = "templates"
+
+
+def check_templates(env: Environment) -> Check:
+    """The environment's synthesized templates: of the config as it is now, and deployable (CloudFormation refuses a
+    template holding the stand-in of a Helm chart set-up could not fetch: :func:`hyperpod_core.assembly.undeployable`).
+    Local files only."""
+    from hyperpod_core.assembly import undeployable_line
+    from hyperpod_core.errors import UsageError
+
+    try:
+        cdk_out = env.require_synthesized()
+    except UsageError as exc:
+        return Check(name=TEMPLATES_CHECK, status="FAIL", detail=str(exc).split("; run:")[0],
+                     fix=f"hyperpod-dpd synth {env.selector}")
+    blocked = undeployable_line(cdk_out, ["--all"])
+    if blocked:
+        return Check(name=TEMPLATES_CHECK, status="FAIL", detail=blocked.split("; run ")[0],
+                     fix="./scripts/setup with access to raw.githubusercontent.com (or HYPERPOD_CHART_CACHE), then "
+                         f"hyperpod-dpd synth {env.selector}")
+    return Check(name=TEMPLATES_CHECK, status="PASS", detail=f"{cdk_out}: synthesized from {env.config_path} as it is "
+                                                             "now, deployable")

@@ -5,26 +5,39 @@ Facts (``/work/shared/reference/operations.md``, "Model staging"):
 * the operator mounts ``s3://<bucket>/<model.s3_prefix>`` through the S3 CSI driver; the folder's contents
   (``config.json``, tokenizer files, ``*.safetensors``, ``model.safetensors.index.json``) sit directly under
   the prefix;
-* s3transfer uploads in parallel multipart; defaults are 8 MiB parts and 10 threads. For 5 GB shards we use
-  64 MiB parts (80 requests per shard instead of 600) and more threads;
-* passing the full-object checksum (``ChecksumCRC64NVME``) makes s3transfer create the multipart upload with
-  ``ChecksumType=FULL_OBJECT``: S3 computes the checksum of the whole object from the parts and rejects the
-  upload when it differs from ours (a single PUT is checked the same way);
+* multipart: 64 MiB parts (a 5 GB shard in 80 parts; s3transfer's default is 8 MiB, 600 parts) and 16 parts in
+  flight across the files. The upload is created with ``ChecksumAlgorithm=CRC64NVME, ChecksumType=FULL_OBJECT``,
+  every part carries its CRC64NVME, and ``CompleteMultipartUpload`` passes the whole file's: S3 computes the checksum
+  of the whole object from the parts and rejects the upload when it differs from ours (a single PUT is checked the
+  same way). This is what s3transfer does too (``upload.py``, FULL_OBJECT_CHECKSUM_ARGS), but s3transfer aborts
+  the multipart upload when it is interrupted and cannot resume one across processes; the upload here is the
+  low-level client's, so an interrupted upload stays in S3 and the next run resumes it *inside* the file:
+  ``ListMultipartUploads`` finds the incomplete upload of the key, ``ListParts`` its parts, and each listed part is
+  trusted only when its size and its CRC64NVME (or, when S3 lists none, its ETag, the MD5 of the part for
+  SSE-S3) match the local bytes; only the other parts are uploaded;
+* an incomplete upload is not free and not forever: the bucket's lifecycle rule ``AbortIncompleteMultipartUpload``
+  aborts it N days after it started (the platform stack's model bucket: 7 days,
+  ``hyperpod_constructs.model_bucket``; ``AbortDate`` in the ``CreateMultipartUpload`` answer when a rule applies);
 * ``aws s3 sync`` compares size and mtime only; here an object is skipped only when its size *and* its
   CRC64NVME (returned by ``HeadObject`` with ``ChecksumMode=ENABLED``) match the local file.
 
 A manifest of SHA-256 (the digest Hugging Face records for every LFS file) and CRC64NVME per file is written
-beside the weights as :data:`MANIFEST_NAME`, last, so its presence means the upload completed.
+beside the weights as :data:`MANIFEST_NAME`, last, so its presence means the upload completed. ``--verify`` compares
+every object with it (size and the CRC64NVME S3 stores, printed) and lists the objects under the prefix that it does
+not name (the S3 CSI mount shows them to vLLM too).
 """
 
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import hashlib
 import json
+import queue
+import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,6 +50,13 @@ MANIFEST_NAME = "hyperpod-dpd-manifest.json"
 #: Large parts for multi-GB shards: 64 MiB keeps a 5 GB shard at 80 parts (s3transfer default: 8 MiB, 600).
 PART_SIZE = 64 * MIB
 MAX_CONCURRENCY = 16
+#: S3's smallest part (all but the last); S3 allows at most 10,000 parts (Amazon S3 multipart upload limits).
+MIN_PART_SIZE = 5 * MIB
+MAX_PARTS = 10_000
+#: Days after which the platform stack's model bucket aborts an incomplete multipart upload (its lifecycle rule
+#: ``AbortIncompleteMultipartUploads``, hyperpod_constructs.model_bucket; tests/cli/test_stage_model.py compares the
+#: synthesized template): what is said when the bucket's own rule cannot be read.
+STACK_ABORT_DAYS = 7
 _READ = 8 * MIB
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json", "tiktoken.model")
 
@@ -54,11 +74,28 @@ class LocalFile:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Resume:
+    """An incomplete multipart upload of the file found in S3, and its parts that hold the local bytes."""
+
+    upload_id: str
+    part_size: int
+    parts: dict[int, dict[str, str]]
+    """Part number -> ``{"ETag": ..., "ChecksumCRC64NVME": ...}`` (as ``CompleteMultipartUpload`` takes them) of the
+    listed parts whose size and checksum match the local bytes."""
+    rejected: int = 0
+    """Listed parts that did not match (uploaded again)."""
+
+    def bytes_done(self, size: int) -> int:
+        return sum(min(self.part_size, size - (n - 1) * self.part_size) for n in self.parts)
+
+
+@dataclass(frozen=True, kw_only=True)
 class PlannedFile:
     file: LocalFile
     key: str
     action: Action
     reason: str
+    resume: Resume | None = None
 
 
 # --- the folder -------------------------------------------------------------------------------------------
@@ -97,26 +134,76 @@ def scan_model_dir(src: Path) -> list[LocalFile]:
     return files
 
 
-def checksum(f: LocalFile, progress: Callable[[int], None] | None = None) -> LocalFile:
+def _b64(crc: int) -> str:
+    return base64.b64encode(crc.to_bytes(8, "big")).decode()
+
+
+class Stopped(Exception):
+    """The work was stopped (interrupted) before it finished."""
+
+
+def checksum(f: LocalFile, progress: Callable[[int], None] | None = None,
+             stop: threading.Event | None = None) -> LocalFile:
     """``f`` with its SHA-256 and CRC64NVME, from one read of the file."""
     from awscrt import checksums
 
     sha, crc = hashlib.sha256(), 0
     with f.path.open("rb") as fh:
         while chunk := fh.read(_READ):
+            if stop is not None and stop.is_set():
+                raise Stopped(f.rel)
             sha.update(chunk)
             crc = checksums.crc64nvme(chunk, crc)
             if progress is not None:
                 progress(len(chunk))
-    crc_b64 = base64.b64encode(crc.to_bytes(8, "big")).decode()
-    return LocalFile(rel=f.rel, path=f.path, size=f.size, sha256=sha.hexdigest(), crc64nvme=crc_b64)
+    return LocalFile(rel=f.rel, path=f.path, size=f.size, sha256=sha.hexdigest(), crc64nvme=_b64(crc))
 
 
 def checksum_all(files: list[LocalFile], progress: Callable[[int], None] | None = None,
                  workers: int = 4) -> list[LocalFile]:
-    """Checksums of every file, several files at a time (hashlib and the CRT release the GIL)."""
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(lambda f: checksum(f, progress), files))
+    """Checksums of every file, several files at a time (hashlib and the CRT release the GIL). On an interrupt the
+    workers stop at their next chunk (daemon threads: the process does not wait for a file to finish)."""
+    stop = threading.Event()
+    return run_pool([partial(checksum, f, progress, stop) for f in files], workers, stop)
+
+
+def run_pool(tasks: list[Callable[[], Any]], workers: int, stop: threading.Event) -> list[Any]:
+    """Run ``tasks`` on ``workers`` daemon threads; their results in order. The first failure (or an interrupt of
+    the calling thread) sets ``stop`` and is raised; tasks not started then never start."""
+    todo: queue.Queue[tuple[int, Callable[[], Any]]] = queue.Queue()
+    for item in enumerate(tasks):
+        todo.put(item)
+    done: queue.Queue[tuple[int, Any, BaseException | None]] = queue.Queue()
+
+    def work() -> None:
+        while not stop.is_set():
+            try:
+                i, task = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                done.put((i, task(), None))
+            except BaseException as exc:  # handed to the calling thread
+                done.put((i, None, exc))
+
+    for _ in range(min(workers, len(tasks))):
+        threading.Thread(target=work, daemon=True).start()
+    results: list[Any] = [None] * len(tasks)
+    try:
+        for _ in tasks:
+            while True:
+                try:
+                    i, value, error = done.get(timeout=0.2)  # a timeout keeps the thread interruptible
+                    break
+                except queue.Empty:
+                    continue
+            if error is not None:
+                raise error
+            results[i] = value
+    except BaseException:
+        stop.set()
+        raise
+    return results
 
 
 # --- S3 ------------------------------------------------------------------------------------------------------
@@ -163,56 +250,257 @@ def same_content(f: LocalFile, head: dict[str, Any]) -> bool:
 
 
 def plan(s3: Any, bucket: str, prefix: str, files: Iterable[LocalFile]) -> list[PlannedFile]:
+    """What each file needs: ``skip`` (S3 holds it), ``upload`` or ``conflict`` (S3 holds other content); a file to
+    upload in parts whose interrupted upload S3 still holds gets its :class:`Resume`."""
     out = []
+    incomplete: dict[str, list[dict[str, Any]]] | None = None
     for f in files:
         key = key_of(prefix, f.rel)
         head = remote_state(s3, bucket, key)
-        if head is None:
-            out.append(PlannedFile(file=f, key=key, action="upload", reason="not in S3"))
-        elif same_content(f, head):
+        if head is not None and same_content(f, head):
             out.append(PlannedFile(file=f, key=key, action="skip", reason="same size and CRC64NVME"))
-        else:
-            out.append(PlannedFile(file=f, key=key, action="conflict",
-                                   reason=f"S3 holds different content ({head.get('ContentLength')} bytes)"))
+            continue
+        action: Action = "upload" if head is None else "conflict"
+        reason = "not in S3" if head is None else f"S3 holds different content ({head.get('ContentLength')} bytes)"
+        resume = None
+        if f.size >= PART_SIZE:
+            if incomplete is None:
+                incomplete = incomplete_uploads(s3, bucket, prefix)
+            resume = find_resume(s3, bucket, key, f, incomplete.get(key, []))
+            if resume is not None and resume.parts:
+                reason += (f"; resuming an interrupted upload: {len(resume.parts)} parts "
+                           f"({resume.bytes_done(f.size) / 2**30:.2f} GiB) already in S3")
+        out.append(PlannedFile(file=f, key=key, action=action, reason=reason, resume=resume))
     return out
 
 
-def transfer_config() -> Any:
-    from boto3.s3.transfer import TransferConfig
+def incomplete_uploads(s3: Any, bucket: str, prefix: str) -> dict[str, list[dict[str, Any]]]:
+    """``{key: [upload]}`` of the multipart uploads started and neither completed nor aborted under ``prefix``
+    (``ListMultipartUploads``, all pages), newest first."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
+    while True:
+        page = s3.list_multipart_uploads(**kwargs)
+        for upload in page.get("Uploads", []):
+            found.setdefault(upload["Key"], []).append(upload)
+        if not page.get("IsTruncated"):
+            break
+        kwargs.update(KeyMarker=page.get("NextKeyMarker", ""), UploadIdMarker=page.get("NextUploadIdMarker", ""))
+    epoch = dt.datetime.min.replace(tzinfo=dt.UTC)
+    for uploads in found.values():
+        uploads.sort(key=lambda u: u.get("Initiated") or epoch, reverse=True)
+    return found
 
-    return TransferConfig(multipart_threshold=PART_SIZE, multipart_chunksize=PART_SIZE,
-                          max_concurrency=MAX_CONCURRENCY, use_threads=True)
+
+def list_parts(s3: Any, bucket: str, key: str, upload_id: str) -> list[dict[str, Any]]:
+    """Every part S3 holds for an upload (``ListParts``, all pages)."""
+    parts: list[dict[str, Any]] = []
+    kwargs: dict[str, Any] = {"Bucket": bucket, "Key": key, "UploadId": upload_id}
+    while True:
+        page = s3.list_parts(**kwargs)
+        parts += page.get("Parts", [])
+        if not page.get("IsTruncated"):
+            return parts
+        kwargs["PartNumberMarker"] = page["NextPartNumberMarker"]
 
 
-def upload(s3: Any, bucket: str, planned: list[PlannedFile], progress: Callable[[int], None] | None = None) -> None:
-    """Upload the ``upload``/``conflict`` entries in parallel, each with its full-object CRC64NVME."""
-    from s3transfer.manager import TransferManager
-    from s3transfer.subscribers import BaseSubscriber
+def _read_range(path: Path, offset: int, length: int) -> tuple[str, str]:
+    """CRC64NVME (base64, as S3 gives it) and MD5 (hex) of ``length`` bytes of ``path`` from ``offset``."""
+    from awscrt import checksums
 
-    class _Progress(BaseSubscriber):
-        def on_progress(self, future: Any, bytes_transferred: int, **kwargs: Any) -> None:
-            if progress is not None:
-                progress(bytes_transferred)
+    crc, md5 = 0, hashlib.md5(usedforsecurity=False)
+    with path.open("rb") as fh:
+        fh.seek(offset)
+        left = length
+        while left > 0 and (chunk := fh.read(min(_READ, left))):
+            crc = checksums.crc64nvme(chunk, crc)
+            md5.update(chunk)
+            left -= len(chunk)
+    return _b64(crc), md5.hexdigest()
 
+
+def find_resume(s3: Any, bucket: str, key: str, f: LocalFile, uploads: list[dict[str, Any]]) -> Resume | None:
+    """The newest incomplete upload of ``key`` this command can finish (created with a full-object CRC64NVME, as
+    :func:`upload` creates them), with the listed parts that hold the local bytes; ``None`` without one.
+
+    The part size is the first part's (a run with another part size stays resumable); a listed part counts only
+    when its size is the one its number implies and its CRC64NVME (else its ETag, the MD5 of the part under SSE-S3)
+    matches the local bytes: a changed file, or a part of another file, is uploaded again.
+    """
+    ours = [u for u in uploads if str(u.get("ChecksumAlgorithm") or "").upper() == "CRC64NVME"
+            and str(u.get("ChecksumType") or "FULL_OBJECT").upper() == "FULL_OBJECT"]
+    if not ours:
+        return None
+    upload_id = ours[0]["UploadId"]
+    listed = {int(p["PartNumber"]): p for p in list_parts(s3, bucket, key, upload_id)}
+    part_size = PART_SIZE
+    first = listed.get(1)
+    if first is not None and int(first["Size"]) < f.size:
+        part_size = int(first["Size"])
+    if part_size < MIN_PART_SIZE or -(-f.size // part_size) > MAX_PARTS:
+        part_size = PART_SIZE
+    verified: dict[int, dict[str, str]] = {}
+    for n, part in sorted(listed.items()):
+        offset = (n - 1) * part_size
+        length = min(part_size, f.size - offset)
+        if length <= 0 or int(part["Size"]) != length:
+            continue
+        crc, md5 = _read_range(f.path, offset, length)
+        listed_crc = part.get("ChecksumCRC64NVME")
+        if (listed_crc == crc) if listed_crc else str(part.get("ETag", "")).strip('"') == md5:
+            verified[n] = {"ETag": str(part["ETag"]), "ChecksumCRC64NVME": crc}
+    return Resume(upload_id=upload_id, part_size=part_size, parts=verified, rejected=len(listed) - len(verified))
+
+
+@dataclass(kw_only=True)
+class Progress:
+    """What an upload has done so far (for the interrupt message)."""
+
+    total_bytes: int = 0
+    done_bytes: int = 0
+    files_done: int = 0
+    started: dict[str, str] = field(default_factory=dict)
+    """Key -> upload id of the multipart uploads this run created or resumed and did not complete."""
+    abort_date: dt.datetime | None = None
+    """When the bucket's lifecycle rule aborts the uploads (``AbortDate`` of ``CreateMultipartUpload``)."""
+    abort_rule: str = ""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class Interrupted(Exception):
+    """The upload was interrupted; :attr:`progress` says what is in S3."""
+
+    def __init__(self, progress: Progress) -> None:
+        super().__init__("interrupted")
+        self.progress = progress
+
+
+def _access_denied(bucket: str, key: str, exc: ClientError) -> CommandFailed:
+    err = exc.response.get("Error", {})
+    if err.get("Code") in ("AccessDenied", "403"):
+        return CommandFailed(f"access denied writing s3://{bucket}/{key} (need s3:PutObject and kms:GenerateDataKey)")
+    return CommandFailed(f"upload of s3://{bucket}/{key} failed: {err.get('Code')}: {err.get('Message')}")
+
+
+def bytes_to_upload(planned: list[PlannedFile]) -> int:
+    """Bytes still to upload: whole files, less the parts of a resumed upload that S3 already holds."""
+    return sum(p.file.size - (p.resume.bytes_done(p.file.size) if p.resume else 0)
+               for p in planned if p.action != "skip")
+
+
+def upload(s3: Any, bucket: str, planned: list[PlannedFile], progress: Callable[[int], None] | None = None,
+           state: Progress | None = None) -> Progress:
+    """Upload the ``upload``/``conflict`` entries: files below :data:`PART_SIZE` in one ``PutObject``, the others in
+    parts (:data:`MAX_CONCURRENCY` in flight over all files), resuming an interrupted upload where S3 holds one.
+    Each object carries its full-object CRC64NVME, which S3 checks. On an interrupt (Ctrl-C) the workers stop after
+    their current part, nothing is aborted, and :class:`Interrupted` tells what S3 holds."""
+    from s3transfer.utils import ReadFileChunk
+
+    state = state or Progress()
     todo = [p for p in planned if p.action != "skip"]
-    with TransferManager(s3, transfer_config()) as manager:
-        futures = [manager.upload(str(p.file.path), bucket, p.key, extra_args={
-            "ChecksumCRC64NVME": p.file.crc64nvme, "Metadata": {"sha256": p.file.sha256}},
-            subscribers=[_Progress()]) for p in todo]
-        for p, fut in zip(todo, futures, strict=True):
+    state.total_bytes = bytes_to_upload(planned)
+    lock = state.lock
+    parts_of: dict[str, dict[int, dict[str, str]]] = {}
+    left: dict[str, int] = {}
+    stop = threading.Event()
+
+    def advanced(n: int) -> None:
+        with lock:
+            state.done_bytes += n
+        if progress is not None:
+            progress(n)
+
+    def put(p: PlannedFile) -> None:
+        with ReadFileChunk.from_filename(str(p.file.path), 0, p.file.size) as body:
             try:
-                fut.result()
+                s3.put_object(Bucket=bucket, Key=p.key, Body=body, ChecksumCRC64NVME=p.file.crc64nvme,
+                              Metadata={"sha256": p.file.sha256})
             except ClientError as exc:
-                err = exc.response.get("Error", {})
-                if err.get("Code") in ("AccessDenied", "403"):
-                    raise CommandFailed(f"access denied writing s3://{bucket}/{p.key} (need s3:PutObject and "
-                                        f"kms:GenerateDataKey)") from None
-                raise CommandFailed(f"upload of s3://{bucket}/{p.key} failed: {err.get('Code')}: "
-                                    f"{err.get('Message')}") from None
+                raise _access_denied(bucket, p.key, exc) from None
+        advanced(p.file.size)
+        with lock:
+            state.files_done += 1
+
+    def complete(p: PlannedFile, upload_id: str) -> None:
+        parts = [{"PartNumber": n, **meta} for n, meta in sorted(parts_of[p.key].items())]
+        try:
+            s3.complete_multipart_upload(Bucket=bucket, Key=p.key, UploadId=upload_id,
+                                         MultipartUpload={"Parts": parts}, ChecksumCRC64NVME=p.file.crc64nvme,
+                                         ChecksumType="FULL_OBJECT")
+        except ClientError as exc:
+            raise _access_denied(bucket, p.key, exc) from None
+        with lock:
+            state.files_done += 1
+            state.started.pop(p.key, None)
+
+    def part(p: PlannedFile, upload_id: str, part_size: int, n: int) -> None:
+        offset = (n - 1) * part_size
+        length = min(part_size, p.file.size - offset)
+        with ReadFileChunk.from_filename(str(p.file.path), offset, length) as body:
+            try:
+                response = s3.upload_part(Bucket=bucket, Key=p.key, UploadId=upload_id, PartNumber=n, Body=body,
+                                          ChecksumAlgorithm="CRC64NVME")
+            except ClientError as exc:
+                raise _access_denied(bucket, p.key, exc) from None
+        meta = {"ETag": str(response["ETag"])}
+        if response.get("ChecksumCRC64NVME"):
+            meta["ChecksumCRC64NVME"] = str(response["ChecksumCRC64NVME"])
+        advanced(length)
+        with lock:
+            parts_of[p.key][n] = meta
+            left[p.key] -= 1
+            last = left[p.key] == 0
+        if last and not stop.is_set():  # interrupted: the upload stays incomplete, to be resumed
+            complete(p, upload_id)
+
+    tasks: list[Callable[[], Any]] = []
+    for p in todo:
+        if p.file.size < PART_SIZE:
+            tasks.append(partial(put, p))
+            continue
+        if p.resume is not None:
+            upload_id, part_size = p.resume.upload_id, p.resume.part_size
+            parts_of[p.key] = dict(p.resume.parts)
+        else:
+            try:
+                created = s3.create_multipart_upload(Bucket=bucket, Key=p.key, ChecksumAlgorithm="CRC64NVME",
+                                                     ChecksumType="FULL_OBJECT")
+            except ClientError as exc:
+                raise _access_denied(bucket, p.key, exc) from None
+            upload_id, part_size = created["UploadId"], PART_SIZE
+            parts_of[p.key] = {}
+            if created.get("AbortDate"):
+                state.abort_date, state.abort_rule = created["AbortDate"], str(created.get("AbortRuleId", ""))
+        state.started[p.key] = upload_id
+        numbers = [n for n in range(1, -(-p.file.size // part_size) + 1) if n not in parts_of[p.key]]
+        left[p.key] = len(numbers)
+        if not numbers:  # every part was already there: only the completion was missing
+            tasks.append(partial(complete, p, upload_id))
+        tasks += [partial(part, p, upload_id, part_size, n) for n in numbers]
+    try:
+        run_pool(tasks, MAX_CONCURRENCY, stop)
+    except KeyboardInterrupt:
+        raise Interrupted(state) from None
     for p in todo:  # S3 verified the checksum on write; read back what it stored
         head = remote_state(s3, bucket, p.key)
         if head is None or not same_content(p.file, head):
             raise CommandFailed(f"s3://{bucket}/{p.key}: stored size/CRC64NVME differ from the local file")
+    return state
+
+
+def abort_rule_days(s3: Any, bucket: str, prefix: str) -> tuple[int, str] | None:
+    """Days after which the bucket's lifecycle aborts an incomplete upload under ``prefix``, and the rule's id, from
+    ``GetBucketLifecycleConfiguration``; ``None`` when no enabled rule does (or the rules cannot be read)."""
+    try:
+        rules = s3.get_bucket_lifecycle_configuration(Bucket=bucket).get("Rules", [])
+    except ClientError:
+        return None
+    for rule in rules:
+        days = (rule.get("AbortIncompleteMultipartUpload") or {}).get("DaysAfterInitiation")
+        rule_prefix = ((rule.get("Filter") or {}).get("Prefix") if "Filter" in rule else rule.get("Prefix")) or ""
+        if rule.get("Status") == "Enabled" and days and prefix.startswith(rule_prefix):
+            return int(days), str(rule.get("ID", ""))
+    return None
 
 
 def manifest(files: list[LocalFile]) -> dict[str, Any]:
@@ -234,8 +522,26 @@ class Verified:
     detail: str
 
 
-def verify(s3: Any, bucket: str, prefix: str) -> list[Verified]:
-    """Every file of the manifest against what S3 stores: size, full-object CRC64NVME and recorded SHA-256."""
+@dataclass(frozen=True, kw_only=True)
+class Verification:
+    files: list[Verified]
+    """Every file of the manifest against the object S3 holds."""
+    extra: list[tuple[str, int]]
+    """``(key, size)`` of the objects under the prefix the manifest does not name."""
+
+
+def _stored(head: dict[str, Any]) -> str:
+    crc = head.get("ChecksumCRC64NVME")
+    kind = head.get("ChecksumType")
+    if crc:
+        return f"CRC64NVME {crc}" + (f" ({kind.lower().replace('_', '-')})" if kind else "")
+    sha = (head.get("Metadata") or {}).get("sha256")
+    return "no CRC64NVME stored" + (f", SHA-256 {sha[:16]}... in its metadata" if sha else "")
+
+
+def verify(s3: Any, bucket: str, prefix: str) -> Verification:
+    """Every file of the manifest against what S3 stores (size, full-object CRC64NVME and the recorded SHA-256),
+    each with the checksum S3 holds; and the objects under the prefix that the manifest does not name."""
     key = key_of(prefix, MANIFEST_NAME)
     try:
         body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
@@ -252,10 +558,20 @@ def verify(s3: Any, bucket: str, prefix: str) -> list[Verified]:
         if head is None:
             out.append(Verified(rel=rel, ok=False, detail="missing"))
         elif not same_content(f, head):
-            out.append(Verified(rel=rel, ok=False, detail=f"differs ({head.get('ContentLength')} bytes, CRC64NVME "
-                                                         f"{head.get('ChecksumCRC64NVME')})"))
+            out.append(Verified(rel=rel, ok=False, detail=f"differs: S3 holds {head.get('ContentLength')} bytes, "
+                                                         f"{_stored(head)}; the manifest says {want['size']} bytes, "
+                                                         f"CRC64NVME {want['crc64nvme']}"))
         elif head.get("Metadata", {}).get("sha256") not in (None, want["sha256"]):
             out.append(Verified(rel=rel, ok=False, detail="recorded SHA-256 differs from the manifest"))
         else:
-            out.append(Verified(rel=rel, ok=True, detail=f"{want['size']} bytes, CRC64NVME {want['crc64nvme']}"))
-    return out
+            out.append(Verified(rel=rel, ok=True, detail=f"{want['size']} bytes, {_stored(head)}"))
+    named = {key_of(prefix, rel) for rel in files} | {key}
+    extra: list[tuple[str, int]] = []
+    kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
+    while True:
+        page = s3.list_objects_v2(**kwargs)
+        extra += [(o["Key"], int(o.get("Size", 0))) for o in page.get("Contents", []) if o["Key"] not in named]
+        if not page.get("IsTruncated"):
+            break
+        kwargs["ContinuationToken"] = page["NextContinuationToken"]
+    return Verification(files=out, extra=sorted(extra))

@@ -68,10 +68,11 @@ class Environment:
             {"config": str(self.config_path), "sha256": self.config_digest(), "name": self.config.name,
              "region": self.config.region}, indent=2) + "\n")
 
-    def require_synthesized(self) -> Path:
-        """``cdk.out/`` of this config, synthesized from the config file as it is now; else a usage error."""
+    def require_stamp(self) -> None:
+        """The config file is the one ``synth`` stamped into ``cdk.out/`` (so ``cdk.out/`` and ``dist/`` are of the
+        config as it is now); else a usage error naming the command to run."""
         stamp = self.cdk_out / STAMP_FILE
-        if not (self.cdk_out / "manifest.json").is_file() or not stamp.is_file():
+        if not stamp.is_file():
             raise UsageError(f"{self.cdk_out} holds no synthesized templates of {self.config_path}; "
                              f"run: hyperpod-dpd synth {self.selector}")
         try:
@@ -81,6 +82,13 @@ class Environment:
         if recorded != self.config_digest():
             raise UsageError(f"{self.config_path} changed since {self.cdk_out} was synthesized; "
                              f"run: hyperpod-dpd synth {self.selector}")
+
+    def require_synthesized(self) -> Path:
+        """``cdk.out/`` of this config, synthesized from the config file as it is now; else a usage error."""
+        if not (self.cdk_out / "manifest.json").is_file():
+            raise UsageError(f"{self.cdk_out} holds no synthesized templates of {self.config_path}; "
+                             f"run: hyperpod-dpd synth {self.selector}")
+        self.require_stamp()
         return self.cdk_out
 
 

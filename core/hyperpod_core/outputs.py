@@ -17,7 +17,11 @@ GPU_AVAILABILITY_ZONE: Final = "GpuAvailabilityZone"
 """AZ *name* (e.g. ``us-west-2b``) of the GPU subnet, resolved by CloudFormation from the configured AZ ID."""
 EKS_CLUSTER_NAME: Final = "EksClusterName"
 EKS_CLUSTER_ARN: Final = "EksClusterArn"
-"""``arn:aws:eks:<region>:<account>:cluster/<name>``: the cdk8s app writes it into the endpoints' ``spec.tags``."""
+"""``arn:aws:eks:<region>:<account>:cluster/<name>``: the cdk8s app writes it into the endpoints' ``spec.tags``; the
+command line compares it with the kubeconfig context's cluster entry when the endpoint is not known."""
+EKS_API_ENDPOINT: Final = "EksApiEndpoint"
+"""``https://<id>.<gr>.<region>.eks.amazonaws.com`` (``AWS::EKS::Cluster`` ``Endpoint``): the server every command that
+talks to Kubernetes requires of the kubeconfig context (``hyperpod_dpd.kube``), so it never acts on another cluster."""
 HYPERPOD_CLUSTER_NAME: Final = "HyperPodClusterName"
 HYPERPOD_CLUSTER_ARN: Final = "HyperPodClusterArn"
 MODEL_BUCKET_NAME: Final = "ModelBucketName"

@@ -286,7 +286,19 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
-    """The exact commands that come next (each acts on the ``cdk.out`` just written, of this config only)."""
+    """The exact commands that come next (each acts on the ``cdk.out`` just written, of this config only); first
+    how to make the templates deployable when CloudFormation would refuse them (:func:`undeployable_line`)."""
+    from hyperpod_core.assembly import undeployable_line
+
+    blocked = undeployable_line(env.cdk_out, ["--all"])
+    first = [f"NOT DEPLOYABLE YET: {blocked}",
+             "./scripts/setup   # with access to raw.githubusercontent.com (or HYPERPOD_CHART_CACHE): fetches them",
+             (f"hyperpod-dpd synth {env.selector}" if via_cli or env.name else f"./scripts/synth {env.config_path}")
+             + "   # again: then the templates can deploy"] if blocked else []
+    return first + _next_steps(env, deployed=deployed, via_cli=via_cli)
+
+
+def _next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
     apply = f"kubectl apply -f {env.dist}/endpoint/   # exactly one endpoint: {env.config.endpoint.apply}"
     if via_cli or env.name:
         if deployed:

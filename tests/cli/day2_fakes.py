@@ -13,6 +13,7 @@ and log lines in the real formats.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -241,6 +242,8 @@ class FakeCluster:
     previous_logs: dict[tuple[str, str, str], list[tuple[float, str]]] = field(default_factory=dict)
     """The same for each container's previous instance (``previous=true``)."""
     requests: list[str] = field(default_factory=list)
+    forbidden_logs: set[str] = field(default_factory=set)
+    """Pods whose log the caller may not read (``pods/log`` forbidden by RBAC: 403)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def log(self, namespace: str, pod_name: str, container: str, line: str, when: float | None = None) -> None:
@@ -340,6 +343,10 @@ class _KubeHandler(QuietHandler):
         c = self.cluster
         if not any(x["metadata"]["name"] == pod_name for x in c.pods):
             return self._not_found()
+        if pod_name in c.forbidden_logs:
+            return self.send_kube_status(403, "Forbidden", f'pods "{pod_name}" is forbidden: User "alice" cannot get '
+                                                           f'resource "pods/log" in API group "" in the namespace '
+                                                           f'"{namespace}"')
         with c.lock:
             kept = c.previous_logs if q.get("previous", "").lower() == "true" else c.logs
             entries = list(kept.get((namespace, pod_name, q.get("container", "")), []))
@@ -443,6 +450,20 @@ def openai_server(cluster: FakeCluster, behaviour: DecoderBehaviour) -> Iterator
     handler = type("Handler", (_OpenAiHandler,), {"cluster": cluster, "behaviour": behaviour, "decode": decode})
     with serving(ThreadingHTTPServer(("127.0.0.1", 0), handler)) as server:
         yield f"{local_url(server)}/v1/chat/completions"
+
+
+def deployed_at(config_file: Path, api_server: str) -> None:
+    """Record ``api_server`` as the EKS cluster's API endpoint in the config's outputs file (``EksApiEndpoint``,
+    as ``cdk deploy`` writes it): the Kubernetes commands talk to that server only."""
+    outputs = config_file.with_suffix(".out") / "cdk-outputs.json"
+    data = json.loads(outputs.read_text())
+    data["hyperpod-dpd-cluster"]["EksApiEndpoint"] = api_server
+    outputs.write_text(json.dumps(data))
+
+
+def server_of(kubeconfig: Path) -> str:
+    """The API server URL of a kubeconfig written by :func:`fake_http.write_kubeconfig`."""
+    return str(json.loads(kubeconfig.read_text())["clusters"][0]["cluster"]["server"])
 
 
 def dead_kubeconfig(path: Path) -> Path:

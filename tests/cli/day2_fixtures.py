@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from day2_fakes import EKS_CLUSTER, HYPERPOD_CLUSTER, FakeCluster, kube_server
+from day2_fakes import EKS_CLUSTER, HYPERPOD_CLUSTER, FakeCluster, deployed_at, kube_server
 
 from hyperpod_dpd.app import main
 
@@ -73,9 +73,11 @@ def cluster() -> FakeCluster:
 
 
 @pytest.fixture
-def kubeconfig(tmp_path: Path, cluster: FakeCluster) -> Iterator[Path]:
+def kubeconfig(tmp_path: Path, cluster: FakeCluster, config_file: Path) -> Iterator[Path]:
+    """A kubeconfig whose current context is the fake cluster, which the outputs file names as this deployment's."""
     path = tmp_path / "kubeconfig"
-    with kube_server(cluster, path):
+    with kube_server(cluster, path) as url:
+        deployed_at(config_file, url)
         yield path
 
 

@@ -90,7 +90,24 @@ def _write_env(tmp: Path, outputs: bool = True) -> Path:
         argv += ["--outputs-file", str(tmp / "cdk-outputs.json")]
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         k8s_main.main(argv)
+    _stamp(cfg)
     return cfg
+
+
+def _stamp(cfg: Path) -> None:
+    """What ``hyperpod-dpd synth`` records in ``cdk.out/``: the config the manifests were synthesized from."""
+    from hyperpod_core import environment
+
+    e = environment.resolve(str(cfg))
+    e.cdk_out.mkdir(parents=True, exist_ok=True)
+    e.write_stamp(e.cdk_out)
+
+
+def _deployed_at(cfg: Path, api_server: str) -> None:
+    """The outputs file ``hyperpod-dpd deploy`` writes, naming ``api_server`` as the cluster's API endpoint."""
+    data = {stack: dict(values) for stack, values in OUTPUTS.items()}
+    data["hyperpod-dpd-cluster"]["EksApiEndpoint"] = api_server
+    (cfg.parent / "bench.out" / "cdk-outputs.json").write_text(json.dumps(data), encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
@@ -108,10 +125,14 @@ def _live_dpd(kube: FakeKube, cfg: Path) -> dict[str, Any]:
     return dpd
 
 
-def _bench(cfg: Path, kubeconfig: str, *extra: str) -> subprocess.CompletedProcess[str]:
+def _bench(cfg: Path, kubeconfig: str, *extra: str, yes: bool = True) -> subprocess.CompletedProcess[str]:
+    """``hyperpod-dpd bench --yes`` with the outputs file naming the kubeconfig's server as this cluster's."""
+    if Path(kubeconfig).is_file():
+        _deployed_at(cfg, json.loads(Path(kubeconfig).read_text())["clusters"][0]["cluster"]["server"])
     return subprocess.run([sys.executable, "-c", "import sys; from hyperpod_dpd.app import main; main(sys.argv[1:])",
                            "bench", "--config", str(cfg), "--kubeconfig", kubeconfig, "--poll-seconds", "0",
-                           *extra], capture_output=True, text=True, timeout=180, cwd=cfg.parent)
+                           *(("--yes",) if yes else ()), *extra], capture_output=True, text=True, timeout=180,
+                          cwd=cfg.parent, stdin=subprocess.DEVNULL)
 
 
 def _clean(cfg: Path) -> Path:
@@ -263,11 +284,11 @@ def test_unreachable_api_server(env_folder, tmp_path):
 def test_missing_manifests_is_bad_input(tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text((REPO / "config" / "default.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    _stamp(cfg)
     proc = _bench(cfg, str(tmp_path / "none"))
     assert proc.returncode == 2
     missing = tmp_path / "c.out" / "dist" / "benchmark" / "llama-3-3-70b-benchmark.k8s.yaml"
-    assert proc.stderr.splitlines() == [f"error: {missing} does not exist (synthesize first: python -m "
-                                        f"hyperpod_k8s.main --config ... --outdir {missing.parent})"]
+    assert proc.stderr.splitlines() == [f"error: {missing} does not exist (synthesize first: hyperpod-dpd synth ...)"]
 
 
 def test_without_observed_generation_a_complete_state_is_trusted_only_after_the_grace_period():
@@ -288,3 +309,64 @@ def test_without_observed_generation_a_complete_state_is_trusted_only_after_the_
     stub = Stub()
     stub.wait_endpoint_ready("default", "e", 600, 10, waits.append)
     assert len(waits) == UNOBSERVED_GRACE_SECONDS / 10 and stub.now == UNOBSERVED_GRACE_SECONDS
+
+
+# --- safety: the synth stamp, asking first, a dry run, a subset -------------------------------------------------
+
+
+def test_a_config_changed_since_synth_is_refused(tmp_path):
+    cfg = _write_env(tmp_path)
+    cfg.write_text(cfg.read_text(encoding="utf-8").replace("max_model_len: 16384", "max_model_len: 12288"),
+                   encoding="utf-8")
+    with FakeKube(lambda job: (True, runner_log(job))) as kube:
+        proc = _bench(cfg, kube.kubeconfig(tmp_path / "kubeconfig"))
+        assert kube.state.events == []
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [f"error: {cfg} changed since {tmp_path / 'bench.out' / 'cdk.out'} was "
+                                        f"synthesized; run: hyperpod-dpd synth --config {cfg}"]
+
+
+def test_without_yes_and_without_a_terminal_nothing_starts(env_folder, tmp_path):
+    _clean(env_folder)
+    with FakeKube(lambda job: (True, runner_log(job))) as kube:
+        _live_dpd(kube, env_folder)
+        proc = _bench(env_folder, kube.kubeconfig(tmp_path / "kubeconfig"), yes=False)
+        assert [e for e in kube.state.events if e[0] != "get"] == []
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[-1].startswith("error: hyperpod-dpd bench asks before it changes anything and "
+                                                   "stdin is not a terminal: pass --yes")
+    assert f"plan: on {kube.url} (kubeconfig context fake), endpoint default/llama-3-3-70b is replaced" in proc.stdout
+
+
+def test_dry_run_lists_the_runs_and_applies_nothing(env_folder, tmp_path):
+    _clean(env_folder)
+    with FakeKube(lambda job: (True, runner_log(job))) as kube:
+        _live_dpd(kube, env_folder)
+        proc = _bench(env_folder, kube.kubeconfig(tmp_path / "kubeconfig"), "--dry-run", "--only", "dpd-*-c8",
+                      yes=False)
+        events = kube.state.events
+    assert proc.returncode == 0, proc.stderr
+    assert events == []
+    # activeDeadlineSeconds of each Job: benchmark.max_time_per_run_minutes plus the chart's set-up allowance.
+    assert proc.stdout.splitlines()[-3:] == ["  dpd-aws-reference-c8 (aws-reference, dpd; at most 45 min)",
+                                             "  dpd-long-in-c8 (equal-gpu, dpd; at most 45 min)",
+                                             "dry run: nothing applied"]
+
+
+def test_only_runs_the_matching_runs(env_folder, tmp_path):
+    _clean(env_folder)
+    with FakeKube(lambda job: (True, runner_log(job))) as kube:
+        _live_dpd(kube, env_folder)
+        proc = _bench(env_folder, kube.kubeconfig(tmp_path / "kubeconfig"), "--only", "colocated-long-in-*,dpd-*-c32")
+        events = kube.state.events
+    assert proc.returncode == 0, proc.stderr
+    created = [e[2].split()[0].removeprefix("llama-3-3-70b-bench-") for e in events if e[:2] == ("create", "jobs")]
+    assert created == ["dpd-aws-reference-c32", "colocated-long-in-c8", "colocated-long-in-c16"]
+
+
+def test_a_pattern_that_matches_no_run_is_bad_input(env_folder, tmp_path):
+    proc = _bench(env_folder, str(tmp_path / "none"), "--only", "dpd-*-c64")
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == ["error: --only 'dpd-*-c64' matches no run; runs: dpd-aws-reference-c8, "
+                                        "dpd-aws-reference-c16, dpd-aws-reference-c32, colocated-aws-reference-c8, "
+                                        "colocated-aws-reference-c16, colocated-aws-reference-c32, ... (10 runs)"]

@@ -27,7 +27,7 @@ DEFAULT = REPO_ROOT / "config" / "default.yaml"
 def _cli(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if k != "HYPERPOD_CONFIG"} | env
     return subprocess.run([sys.executable, "-m", "hyperpod_dpd", *args], cwd=cwd, env=full_env,
-                          capture_output=True, text=True, timeout=600, check=False)
+                          capture_output=True, text=True, timeout=600, check=False, stdin=subprocess.DEVNULL)
 
 
 def _one_line_exit(result: subprocess.CompletedProcess[str], code: int, starts: str) -> None:
@@ -50,13 +50,42 @@ def synthesized(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess[str
 
 @pytest.fixture
 def fake_npx(tmp_path: Path) -> tuple[dict[str, str], Path]:
-    """A fake ``npx`` first on PATH that records its argv (one per line) and exits 0."""
+    """A fake ``npx`` first on PATH that records its argv (one per line) and exits ``$FAKE_NPX_RC`` (0)."""
     bin_dir, log = tmp_path / "bin", tmp_path / "npx-argv.txt"
     bin_dir.mkdir()
     script = bin_dir / "npx"
-    script.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > "{log}"\n')
+    script.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > "{log}"\nexit ${{FAKE_NPX_RC:-0}}\n')
     script.chmod(0o755)
     return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}, log
+
+
+#: The rule and parameter ``hyperpod_constructs.chart_assets.refuse_deploy_without`` adds to a stack whose Helm chart
+#: set-up could not fetch: CloudFormation then refuses every create and update of it.
+CHART_RULE, CHART_PARAMETER = "HyperPodChartsFetchedRule", "HyperPodChartsFetched"
+
+
+def _copy_env(cwd: Path, name: str, *, charts_fetched: bool) -> Path:
+    """A copy of the demo environment as set-up with (or without) access to the charts' sources leaves it: the
+    Cluster template without (or with) the rule that refuses the deploy."""
+    target = cwd / "envs" / name
+    if not target.exists():
+        shutil.copytree(cwd / "envs" / "demo", target)
+    path = target / "cdk.out" / "Cluster.template.json"
+    template = json.loads(path.read_text())
+    if charts_fetched:
+        template.get("Rules", {}).pop(CHART_RULE, None)
+        template.get("Parameters", {}).pop(CHART_PARAMETER, None)
+    else:
+        template.setdefault("Parameters", {})[CHART_PARAMETER] = {"Type": "String", "Default": "no",
+                                                                  "AllowedValues": ["no"]}
+        template.setdefault("Rules", {})[CHART_RULE] = {"Assertions": [{
+            "Assert": {"Fn::Equals": [{"Ref": CHART_PARAMETER}, "yes"]},
+            "AssertDescription": "Helm charts nvidia-device-plugin (NVIDIA/k8s-device-plugin@cb6e45e) were not "
+                                 "fetched when this template was synthesized; run ./scripts/setup with access to "
+                                 "raw.githubusercontent.com (or set HYPERPOD_CHART_CACHE), synthesize again, then "
+                                 "deploy"}]}
+    path.write_text(json.dumps(template))
+    return target
 
 
 def test_init_names_the_environment_and_points_at_the_schema(synthesized) -> None:
@@ -111,10 +140,11 @@ def test_the_real_cdk_cli_reads_the_assembly_deploy_uses(synthesized) -> None:
 def test_deploy_deploys_that_cdk_out_and_writes_outputs_beside_it(synthesized, fake_npx) -> None:
     cwd, _ = synthesized
     env, log = fake_npx
+    _copy_env(cwd, "fetched", charts_fetched=True)
     admin = "arn:aws:iam::123456789012:role/Admin"
-    result = _cli("deploy", "--env", "demo", "--yes", "--admin-principal-arn", admin, cwd=cwd, **env)
+    result = _cli("deploy", "--env", "fetched", "--yes", "--admin-principal-arn", admin, cwd=cwd, **env)
     assert result.returncode == 0, result.stderr
-    demo = (cwd / "envs" / "demo").resolve()
+    demo = (cwd / "envs" / "fetched").resolve()
     # The cluster stack's required AdminPrincipalArn parameter is filled for the stack that declares it
     # (the CDK CLI keys --parameters by CloudFormation stack name).
     # --concurrency: independent stacks deploy side by side (issue 20 item 6; the CDK CLI's deploy option
@@ -123,7 +153,77 @@ def test_deploy_deploys_that_cdk_out_and_writes_outputs_beside_it(synthesized, f
         "--no-install", "cdk", "deploy", "--app", str(demo / "cdk.out"), "--all",
         "--outputs-file", str(demo / "cdk-outputs.json"), "--concurrency", "6",
         "--parameters", f"demo-cluster:AdminPrincipalArn={admin}", "--require-approval", "never"]
-    assert "next: hyperpod-dpd synth --env demo" in result.stdout
+    assert "next: hyperpod-dpd synth --env fetched" in result.stdout
+    assert result.stderr.splitlines()[0] == (
+        "deploy: 6 stacks of demo (demo-network, demo-observability, demo-cluster, demo-hyperpod, "
+        f"demo-observability-addon, demo-platform) from {demo / 'cdk.out'} to us-west-2; cluster admin {admin}; "
+        "outputs to envs/fetched/cdk-outputs.json")
+
+
+def test_deploy_asks_and_without_a_terminal_wants_yes(synthesized, fake_npx) -> None:
+    cwd, _ = synthesized
+    env, log = fake_npx
+    _copy_env(cwd, "fetched", charts_fetched=True)
+    result = _cli("deploy", "--env", "fetched", "--admin-principal-arn", "arn:aws:iam::123456789012:role/Admin",
+                  cwd=cwd, **env)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        "error: hyperpod-dpd deploy asks before it changes anything and stdin is not a terminal: pass --yes to go "
+        "ahead without asking (or --dry-run to see what it would do)")
+    assert not log.exists(), "the CDK CLI must not run"
+
+
+def test_deploy_refuses_templates_cloudformation_would_refuse(synthesized, fake_npx) -> None:
+    """Set-up could not fetch a pinned Helm chart: the template's rule fails every create/update, so deploy stops
+    before the CDK CLI runs, naming what to run."""
+    cwd, _ = synthesized
+    env, log = fake_npx
+    _copy_env(cwd, "unfetched", charts_fetched=False)
+    result = _cli("deploy", "--env", "unfetched", "--yes", "--admin-principal-arn",
+                  "arn:aws:iam::123456789012:role/Admin", cwd=cwd, **env)
+    _one_line_exit(result, 1, "error: stack demo-cluster cannot deploy yet: Helm charts nvidia-device-plugin")
+    assert "hyperpod-dpd synth --env unfetched, then deploy" in result.stderr
+    assert not log.exists()
+    network_only = _cli("deploy", "Network", "--env", "unfetched", "--yes", cwd=cwd, **env)
+    assert network_only.returncode == 0, network_only.stderr  # the network stack does not need the charts
+
+
+def test_a_failed_deploy_does_not_claim_nothing_changed(synthesized, fake_npx) -> None:
+    cwd, _ = synthesized
+    env, _ = fake_npx
+    _copy_env(cwd, "fetched", charts_fetched=True)
+    result = _cli("deploy", "Network", "--env", "fetched", "--yes", cwd=cwd, **env, FAKE_NPX_RC="1")
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1].startswith(
+        "error: cdk deploy exited 1: its output above names the stack and the reason")
+    assert "nothing else was changed" not in result.stderr
+    assert "stacks deployed before it in this run stay deployed" in result.stderr
+
+
+def test_diff_of_every_stack_passes_no_all(synthesized, fake_npx) -> None:
+    """``cdk diff`` has no ``--all`` option (the pinned CLI's option table, node_modules/aws-cdk/lib/cli/
+    cli-type-registry.json); with no stack named it compares every top-level stack."""
+    cwd, _ = synthesized
+    env, log = fake_npx
+    registry = json.loads((REPO_ROOT / "node_modules" / "aws-cdk" / "lib" / "cli" / "cli-type-registry.json")
+                          .read_text())
+    assert "all" not in registry["commands"]["diff"]["options"]
+    assert "all" in registry["commands"]["deploy"]["options"] and "all" in registry["commands"]["destroy"]["options"]
+    from moto.server import ThreadedMotoServer
+
+    from fake_http import free_port
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)  # SageMaker for the deep-health-check line
+    server.start()
+    try:
+        result = _cli("diff", "--env", "demo", cwd=cwd, **env, AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}",
+                      AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", AWS_DEFAULT_REGION="us-west-2")
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.stderr
+    assert log.read_text().splitlines() == ["--no-install", "cdk", "diff", "--app",
+                                            str((cwd / "envs/demo/cdk.out").resolve())]
 
 
 def test_the_cdk_cli_takes_the_concurrency_option_deploy_passes() -> None:
@@ -192,13 +292,87 @@ def test_stacks_are_selected_by_the_ids_the_cdk_cli_accepts(synthesized, fake_np
         "diff", "--app", str((cwd / "envs/demo/cdk.out").resolve()), selector]
 
 
-def test_destroy_asks_unless_forced(synthesized, fake_npx) -> None:
+def test_destroy_asks_and_without_a_terminal_wants_yes(synthesized, fake_npx) -> None:
     cwd, _ = synthesized
     env, log = fake_npx
-    assert _cli("destroy", "--env", "demo", cwd=cwd, **env).returncode == 0
-    assert "--force" not in log.read_text().splitlines()
-    assert _cli("destroy", "--env", "demo", "--force", cwd=cwd, **env).returncode == 0
-    assert log.read_text().splitlines()[-1] == "--force"
+    result = _cli("destroy", "--env", "demo", cwd=cwd, **env)
+    assert result.returncode == 2 and "pass --yes" in result.stderr
+    assert not log.exists()
+    dry = _cli("destroy", "--env", "demo", "--dry-run", cwd=cwd, **env)
+    assert dry.returncode == 0 and dry.stdout.strip() == "dry run: nothing destroyed"
+    # Reverse deploy order; the stacks of the selection and those that depend on them (what cdk destroy removes).
+    assert dry.stderr.splitlines()[-1].startswith(
+        "destroy: 6 stacks of demo in us-west-2, in this order: demo-platform, demo-observability-addon, "
+        "demo-hyperpod, demo-cluster, demo-observability, demo-network; the model bucket is kept")
+    partial = _cli("destroy", "HyperPod", "--env", "demo", "--dry-run", cwd=cwd, **env)
+    assert "3 stacks of demo in us-west-2, in this order: demo-platform, demo-observability-addon, demo-hyperpod" \
+        in partial.stderr
+    assert not log.exists()
+
+
+def test_destroy_yes_destroys_and_moves_the_outputs_aside(synthesized, fake_npx) -> None:
+    cwd, _ = synthesized
+    env, log = fake_npx
+    target = _copy_env(cwd, "gone", charts_fetched=True)
+    outputs = {f"demo-{s}": {"X": s} for s in ("network", "cluster", "hyperpod", "platform")}
+    (target / "cdk-outputs.json").write_text(json.dumps(outputs))
+    partial = _cli("destroy", "Platform", "--env", "gone", "--yes", cwd=cwd, **env)
+    assert partial.returncode == 0, partial.stderr
+    assert log.read_text().splitlines()[2:] == ["destroy", "--app", str((target / "cdk.out").resolve()), "Platform",
+                                                "--force"]
+    aside = sorted(target.glob("cdk-outputs.destroyed-*.json"))
+    assert len(aside) == 1 and json.loads(aside[0].read_text()) == outputs
+    assert json.loads((target / "cdk-outputs.json").read_text()) == {
+        k: v for k, v in outputs.items() if k != "demo-platform"}, "the remaining stacks' outputs stay"
+    import time
+
+    time.sleep(1.1)  # the stamp has one-second resolution
+    full = _cli("destroy", "--env", "gone", "--yes", cwd=cwd, **env)
+    assert full.returncode == 0, full.stderr
+    assert not (target / "cdk-outputs.json").exists()
+    assert len(list(target.glob("cdk-outputs.destroyed-*.json"))) == 2
+    assert "no later command uses the destroyed stacks' names" in full.stdout
+
+
+def test_a_failed_destroy_keeps_the_outputs(synthesized, fake_npx) -> None:
+    cwd, _ = synthesized
+    env, _ = fake_npx
+    target = _copy_env(cwd, "stuck", charts_fetched=True)
+    (target / "cdk-outputs.json").write_text("{}")
+    result = _cli("destroy", "--env", "stuck", "--yes", cwd=cwd, **env, FAKE_NPX_RC="1")
+    assert result.returncode == 1 and result.stderr.splitlines()[-1].startswith("error: cdk destroy exited 1")
+    assert (target / "cdk-outputs.json").is_file() and not list(target.glob("cdk-outputs.destroyed-*"))
+
+
+class _Terminal(__import__("io").StringIO):
+    """stdin as a terminal that answers ``answer``."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("answer", "code"), [("n\n", 1), ("\n", 1), ("yes\n", 0)])
+def test_a_destroy_the_user_declines_is_cancelled_not_failed(synthesized, fake_npx, monkeypatch, capsys, answer,
+                                                             code) -> None:
+    from hyperpod_dpd.app import main
+
+    cwd, _ = synthesized
+    env, log = fake_npx
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("PATH", env["PATH"])
+    monkeypatch.setattr(sys, "stdin", _Terminal(answer))
+    with pytest.raises(SystemExit) as exit_:
+        main(["destroy", "--env", "demo"])
+        raise SystemExit(0)
+    err = capsys.readouterr().err
+    assert exit_.value.code == code
+    assert "destroy 6 stacks of demo in us-west-2? [y/N]" in err
+    if code:
+        # The answer's line end is the terminal's echo; the question and the answer share a line.
+        assert err.rstrip().endswith("[y/N] cancelled: nothing destroyed") and "error" not in err.lower()
+        assert not log.exists()
+    else:
+        assert log.read_text().splitlines()[-1] == "--force"
 
 
 def test_deploy_refuses_a_config_changed_since_synth(synthesized, fake_npx) -> None:
@@ -291,7 +465,8 @@ def test_deploy_fills_the_admin_principal_parameter(synthesized, fake_npx) -> No
     cwd, _ = synthesized
     env, log = fake_npx
     _with_parameters(cwd, "admin", {"AdminPrincipalArn": {"Type": "String"}})
-    result = _cli("deploy", "--env", "admin", "--admin-principal-arn",
+    _copy_env(cwd, "admin", charts_fetched=True)
+    result = _cli("deploy", "--env", "admin", "--yes", "--admin-principal-arn",
                   "arn:aws:sts::111122223333:assumed-role/Ops/alice", cwd=cwd, **env)
     assert result.returncode == 0, result.stderr
     argv = log.read_text().splitlines()
@@ -322,3 +497,24 @@ def test_principal_arn_of_a_caller(caller: str, principal: str) -> None:
     from hyperpod_dpd.commands.lifecycle import principal_arn
 
     assert principal_arn(caller) == principal
+
+
+@pytest.mark.parametrize("fetched", [True, False])
+def test_synth_says_plainly_when_the_templates_cannot_deploy_yet(synthesized, monkeypatch, fetched) -> None:
+    """The summary's next steps start with what to run when CloudFormation would refuse the templates."""
+    from hyperpod_core import environment
+    from hyperpod_mainjob.job import next_steps
+
+    cwd, _ = synthesized
+    name = "steps-fetched" if fetched else "steps-unfetched"
+    _copy_env(cwd, name, charts_fetched=fetched)
+    monkeypatch.chdir(cwd)
+    steps = next_steps(environment.resolve(env=name), deployed=False, via_cli=True)
+    if fetched:
+        assert steps == [f"hyperpod-dpd preflight --env {name}", f"hyperpod-dpd deploy --env {name}"]
+        return
+    assert steps[0].startswith("NOT DEPLOYABLE YET: stack demo-cluster cannot deploy yet: Helm charts "
+                               "nvidia-device-plugin")
+    assert steps[1].startswith("./scripts/setup   # with access to raw.githubusercontent.com")
+    assert steps[2].startswith(f"hyperpod-dpd synth --env {name}")
+    assert steps[-1] == f"hyperpod-dpd deploy --env {name}"

@@ -31,12 +31,14 @@ from day2_fakes import (
     FakeCluster,
     alloc_failed_line,
     dead_kubeconfig,
+    deployed_at,
     lmcache_config_line,
     lmcache_line,
     nixl_missing_plugin_line,
     one_line_error,
     pod,
     retrieved_line,
+    server_of,
     stored_line,
     worker_line,
     worker_startup,
@@ -315,6 +317,7 @@ def test_bad_input_is_exit_2(cli, config_file, kubeconfig, args, message) -> Non
 
 def test_unreachable_api_server_is_one_line(cli, config_file, tmp_path) -> None:
     dead = dead_kubeconfig(tmp_path / "kubeconfig")
+    deployed_at(config_file, server_of(dead))
     result = _logs(cli, config_file, dead, "decode")
     assert result.code == 1
     assert one_line_error(result).startswith("error: listing the decode pods: Kubernetes API unreachable")

@@ -221,10 +221,63 @@ def test_total_hyperpod_quota_fails(aws, default_config_dict) -> None:
     _fail(_run(world, _config(default_config_dict)), f"quota sagemaker: {preflight.TOTAL_HYPERPOD_QUOTA}")
 
 
-def test_a_quota_name_that_is_not_listed_warns(aws, default_config_dict) -> None:
+def test_a_quota_name_that_is_not_listed_is_unknown(aws, default_config_dict) -> None:
+    """A check that could not be made is not a warning about a soft problem: UNKNOWN, and not ok."""
     world = World()
     del world.sagemaker_quota[P5_QUOTA]
-    assert _run(world, _config(default_config_dict))[f"quota sagemaker: {P5_QUOTA}"].status == "WARN"
+    checks = _run(world, _config(default_config_dict))
+    assert checks[f"quota sagemaker: {P5_QUOTA}"].status == "UNKNOWN"
+    assert not preflight.ok(list(checks.values()))
+
+
+def test_a_quota_that_cannot_be_read_is_unknown_with_the_fix_of_its_error(aws, default_config_dict) -> None:
+    """GetServiceQuota denied (Stubber with the real Service Quotas model): UNKNOWN, the fix names the action."""
+    world = World()
+    config = _config(default_config_dict)
+    clients = world.clients(config)
+    sq = boto3.client("service-quotas", REGION)
+    stub = Stubber(sq)
+    stub.add_client_error("list_aws_default_service_quotas", "AccessDeniedException",
+                          "User: arn:aws:sts::123456789012:assumed-role/Ops/alice is not authorized to perform: "
+                          "servicequotas:ListAWSDefaultServiceQuotas", 400,
+                          expected_params={"ServiceCode": "sagemaker", "MaxResults": 100})
+    stub.activate()
+    clients.put("service-quotas", "sagemaker", sq)
+    checks = {c.name: c for c in preflight.run(config, clients, now=NOW)}
+    check = checks[f"quota sagemaker: {P5_QUOTA}"]
+    assert check.status == "UNKNOWN" and check.detail.startswith("could not read it (AccessDeniedException: User:")
+    assert check.fix == "allow servicequotas:ListAWSDefaultServiceQuotas for your IAM principal (or use a role that " \
+                        "has it)"
+    assert json.loads(preflight.as_json(list(checks.values())))["ok"] is False
+
+
+@pytest.mark.parametrize(("code", "fix"), [
+    ("ExpiredToken", "the session expired: aws sso login"),
+    ("InvalidClientTokenId", "these credentials are not valid here"),
+])
+def test_credentials_that_do_not_work_fail_with_the_fix_of_their_code(default_config, code, fix) -> None:
+    sts = boto3.client("sts", REGION, aws_access_key_id="x", aws_secret_access_key="x")
+    with Stubber(sts) as stub:
+        stub.add_client_error("get_caller_identity", code, "The security token included in the request is bad")
+        clients = preflight.Clients(lambda s: None)
+        clients.put("sts", "", sts)
+        check, account = preflight.check_identity(clients, default_config)
+    assert (check.status, account) == ("FAIL", None) and check.fix.startswith(fix)
+
+
+def test_no_connection_to_sts_is_not_a_login_problem(default_config) -> None:
+    from botocore.config import Config
+
+    from fake_http import free_port
+
+    sts = boto3.client("sts", REGION, aws_access_key_id="x", aws_secret_access_key="x",
+                       endpoint_url=f"http://127.0.0.1:{free_port()}",
+                       config=Config(retries={"max_attempts": 1}, connect_timeout=2))
+    clients = preflight.Clients(lambda s: None)
+    clients.put("sts", "", sts)
+    check, _ = preflight.check_identity(clients, default_config)
+    assert check.status == "FAIL" and check.detail.startswith("EndpointConnectionError")
+    assert "sso" not in check.fix and "network access" in check.fix
 
 
 @pytest.mark.parametrize(("change", "detail"), [
@@ -303,6 +356,67 @@ def test_no_credentials_is_the_only_check(monkeypatch, default_config) -> None:
 
 # --- the command --------------------------------------------------------------------------------------------
 
+def _templates_pass(env) -> preflight.Check:  # type: ignore[no-untyped-def]
+    return preflight.Check(name=preflight.TEMPLATES_CHECK, status="PASS", detail="(not under test here)")
+
+
+def _world_command(world: World, default_config_dict, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    import yaml
+
+    config = _config(default_config_dict)
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(config.model_dump(mode="json")))
+    monkeypatch.setattr(preflight, "make_clients", lambda region: world.clients(config))
+    return path
+
+
+def test_an_unknown_check_makes_the_command_exit_1_and_never_says_deploy(aws, default_config_dict, tmp_path,
+                                                                         monkeypatch) -> None:
+    from hyperpod_dpd.app import app
+
+    world = World()
+    del world.sagemaker_quota[P5_QUOTA]
+    path = _world_command(world, default_config_dict, tmp_path, monkeypatch)
+    monkeypatch.setattr(preflight, "check_templates", _templates_pass)
+    result = CliRunner().invoke(app, ["preflight", "--config", str(path)], env={"COLUMNS": "250"})
+    assert result.exit_code == 1, result.output
+    assert "0 failed, 1 could not be checked" in result.stdout and "UNKNOWN" in result.stdout
+    assert "next: hyperpod-dpd deploy" not in result.stdout
+
+
+def test_templates_not_synthesized_or_not_deployable_fail(tmp_path) -> None:
+    """The check reads the environment's cdk.out/: no templates, or a template whose rule can never hold (a parameter
+    asserted to equal a value its AllowedValues exclude: CloudFormation refuses every create and update of it)."""
+    import shutil
+
+    from hyperpod_core import environment
+
+    cfg = tmp_path / "c.yaml"
+    shutil.copy(preflight.paths.CHECKOUT / "config" / "default.yaml", cfg)  # type: ignore[operator]
+    e = environment.resolve(str(cfg))
+    missing = preflight.check_templates(e)
+    assert (missing.status, missing.fix) == ("FAIL", f"hyperpod-dpd synth --config {cfg}")
+    e.cdk_out.mkdir(parents=True)
+    e.write_stamp(e.cdk_out)
+    (e.cdk_out / "manifest.json").write_text(json.dumps({"artifacts": {"Cluster": {
+        "type": "aws:cloudformation:stack", "properties": {"templateFile": "Cluster.template.json",
+                                                           "stackName": "hyperpod-dpd-cluster"}}}}))
+    template = {"Parameters": {"ChartsFetched": {"Type": "String", "Default": "no", "AllowedValues": ["no"]}},
+                "Rules": {"ChartsFetchedRule": {"Assertions": [{
+                    "Assert": {"Fn::Equals": [{"Ref": "ChartsFetched"}, "yes"]},
+                    "AssertDescription": "Helm charts nvidia-device-plugin (NVIDIA/k8s-device-plugin@cb6e45e) were not "
+                                         "fetched when this template was synthesized; run ./scripts/setup"}]}},
+                "Resources": {}}
+    (e.cdk_out / "Cluster.template.json").write_text(json.dumps(template))
+    blocked = preflight.check_templates(e)
+    assert blocked.status == "FAIL"
+    assert blocked.detail == ("stack hyperpod-dpd-cluster cannot deploy yet: Helm charts nvidia-device-plugin "
+                              "(NVIDIA/k8s-device-plugin@cb6e45e) were not fetched when this template was synthesized")
+    assert blocked.fix.startswith("./scripts/setup with access to raw.githubusercontent.com")
+    template["Parameters"]["ChartsFetched"]["AllowedValues"] = ["no", "yes"]  # a rule that can hold
+    (e.cdk_out / "Cluster.template.json").write_text(json.dumps(template))
+    assert preflight.check_templates(e).status == "PASS"
+
 def test_the_command_prints_json_and_exits_1_on_a_fail(aws, default_config_dict, tmp_path, monkeypatch) -> None:
     from hyperpod_dpd.app import app
 
@@ -314,6 +428,7 @@ def test_the_command_prints_json_and_exits_1_on_a_fail(aws, default_config_dict,
 
     path.write_text(yaml.safe_dump(config.model_dump(mode="json")))
     monkeypatch.setattr(preflight, "make_clients", lambda region: world.clients(config))
+    monkeypatch.setattr(preflight, "check_templates", _templates_pass)
     result = CliRunner().invoke(app, ["preflight", "--config", str(path), "--json"])
     assert result.exit_code == 1, result.output
     report = json.loads(result.stdout)
@@ -331,6 +446,7 @@ def test_the_command_prints_a_table_with_the_fix(aws, default_config_dict, tmp_p
 
     path.write_text(yaml.safe_dump(config.model_dump(mode="json")))
     monkeypatch.setattr(preflight, "make_clients", lambda region: world.clients(config))
+    monkeypatch.setattr(preflight, "check_templates", _templates_pass)
     result = CliRunner().invoke(app, ["preflight", "--config", str(path)], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "PASS" in result.stdout and "0 failed" in result.stdout
@@ -418,7 +534,7 @@ def test_an_instance_group_change_during_deep_health_checks_fails(aws, default_c
     assert calm.status == "PASS" and "starts deep health checks on the new nodes" in calm.detail
 
 
-def test_a_cluster_that_cannot_be_read_warns(default_config_dict) -> None:
+def test_a_cluster_that_cannot_be_read_is_unknown(default_config_dict) -> None:
     """Stubber with the real SageMaker model: DescribeCluster denied."""
     config = parse_config(default_config_dict)
     client = boto3.client("sagemaker", REGION, aws_access_key_id="x", aws_secret_access_key="x")
@@ -429,5 +545,5 @@ def test_a_cluster_that_cannot_be_read_warns(default_config_dict) -> None:
     clients = preflight.Clients(lambda service: pytest.fail(f"unexpected client {service}"))
     clients.put("sagemaker", "cluster", client)
     check = preflight.check_deep_health_checks(clients, config)
-    assert check.status == "WARN" and "AccessDeniedException" in check.detail
+    assert check.status == "UNKNOWN" and "AccessDeniedException" in check.detail
     stub.assert_no_pending_responses()

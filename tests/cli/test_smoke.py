@@ -32,10 +32,12 @@ from day2_fakes import (
     FakeCluster,
     _OpenAiHandler,
     dead_kubeconfig,
+    deployed_at,
     free_port,
     one_line_error,
     openai_server,
     retrieved_line,
+    server_of,
     worker_line,
     worker_startup,
 )
@@ -208,6 +210,7 @@ def test_unreachable_endpoint_is_one_line(cli, config_file, kubeconfig) -> None:
 
 def test_unreachable_kubernetes_api_is_one_line(cli, config_file, tmp_path, cluster) -> None:
     dead = dead_kubeconfig(tmp_path / "dead-kubeconfig")
+    deployed_at(config_file, server_of(dead))
     with _served(cluster) as url:
         result = _smoke(cli, config_file, dead, url)
     assert result.code == 1
@@ -341,3 +344,48 @@ def test_status_and_smoke_read_the_pem_from_one_place(bucket: str, key: str, exp
     status = {"tlsCertificate": {"tlsCertificateOutputS3Bucket": bucket, "tlsCertificateS3Keys": [key]}}
     assert certificate_pem_location(status) == expected
     assert certificate_pem_location({"tlsCertificate": {"tlsCertificateOutputS3Bucket": bucket}}) is None
+
+
+def test_unreadable_decode_logs_keep_the_measurements_and_mark_the_check(cli, config_file, kubeconfig,
+                                                                         cluster) -> None:
+    """The decode pods' log is forbidden (RBAC): TTFT/TPOT of both requests are kept, the transfer check is
+    marked as not made, and the test is incomplete (exit 1), not passed."""
+    with _served(cluster) as url:
+        cluster.forbidden_logs.add(f"decode-{NAME}-5c6b7-fghij")
+        result = _smoke(cli, config_file, kubeconfig, url, "--json")
+    assert result.code == 1
+    report = json.loads(result.out)
+    for request in report["requests"]:
+        assert request["ttft_seconds"] is not None and request["tpot_seconds"] is not None
+        assert request["output_tokens"] > 0 and request["transfer_checked"] is False
+    checks = [u["check"] for u in report["unchecked"]]
+    assert "the KV transfer of each request (the decode pods' log)" in checks
+    assert "403 Forbidden" in report["unchecked"][0]["reason"]
+    assert report["ok"] is False
+    assert one_line_error(result).startswith("error: smoke test incomplete: could not check the KV transfer of each "
+                                             "request (the decode pods' log)")
+
+
+def test_a_failed_long_request_keeps_the_short_ones_measurement(cli, config_file, kubeconfig, cluster,
+                                                                monkeypatch) -> None:
+    from hyperpod_core.errors import CommandFailed
+    from hyperpod_dpd.commands import smoke as smoke_module
+
+    real = smoke_module.stream
+    calls = []
+
+    def second_fails(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) == 2:
+            raise CommandFailed("http://x/v1/chat/completions: stream broken (ConnectionResetError)")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(smoke_module, "stream", second_fails)
+    with _served(cluster) as url:
+        result = _smoke(cli, config_file, kubeconfig, url, "--json")
+    assert result.code == 1
+    short, long = json.loads(result.out)["requests"]
+    assert short["ttft_seconds"] is not None and short["ok"] is True
+    assert long["error"] == "http://x/v1/chat/completions: stream broken (ConnectionResetError)"
+    assert long["ttft_seconds"] is None
+    assert one_line_error(result).startswith("error: smoke test failed: long prompt: request failed")

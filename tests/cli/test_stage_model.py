@@ -97,7 +97,8 @@ def test_stages_the_folder_under_the_prefix_with_full_object_checksums(_invoke, 
         assert manifest["files"][name]["sha256"] == hashlib.sha256(data).hexdigest()
         head = s3.head_object(Bucket=BUCKET, Key=PREFIX + name, ChecksumMode="ENABLED")
         assert head["ContentLength"] == len(data)
-        assert head["Metadata"]["sha256"] == hashlib.sha256(data).hexdigest()
+        if len(data) < staging.PART_SIZE:  # a single PutObject also records the SHA-256 (the manifest has them all)
+            assert head["Metadata"]["sha256"] == hashlib.sha256(data).hexdigest()
     for shard in ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"):
         # Multipart (>= 5 MiB parts): S3 (moto) computes the whole object's CRC64NVME from the parts it received.
         # moto returns no checksum for a single PutObject (real S3 does, and verifies it on write).
@@ -146,7 +147,8 @@ def test_verify_checks_s3_against_the_manifest(_invoke, s3, tmp_path, config_fil
     s3.put_object(Bucket=BUCKET, Key=PREFIX + "tokenizer.json", Body=b'{"changed": true}')
     bad = _invoke("--verify", "--config", str(config_file))
     assert bad.exit_code == 1
-    assert "tokenizer.json: differs" in bad.stderr
+    assert "  BAD  tokenizer.json: differs: S3 holds 17 bytes, no CRC64NVME stored; the manifest says 2 bytes, " \
+           "CRC64NVME " in bad.stdout
 
 
 def test_the_bucket_comes_from_the_environment_outputs_file(_invoke, s3, tmp_path, default_config_dict,
@@ -220,3 +222,168 @@ def test_no_bucket_yet_is_one_line_and_exit_2(_invoke, tmp_path, default_config_
     result = _invoke(str(make_model(tmp_path, shards=1, shard_size=MIB)), "--config", str(path))
     assert result.exit_code == 2
     assert result.stderr.strip().startswith(f"error: no model bucket yet: {tmp_path / 'c.out'}/cdk-outputs.json")
+
+
+# --- verify: the checksums S3 stores, and what else is under the prefix ------------------------------------------
+
+
+def test_verify_prints_the_checksum_s3_stores_for_every_file_and_the_strays(_invoke, s3, tmp_path,
+                                                                            config_file) -> None:
+    src = make_model(tmp_path)
+    assert _invoke(str(src), "--config", str(config_file)).exit_code == 0
+    s3.put_object(Bucket=BUCKET, Key=PREFIX + "model-00003-of-00003.safetensors", Body=b"x" * 10)
+    result = _invoke("--verify", "--config", str(config_file))
+    assert result.exit_code == 0, result.output
+    manifest = json.loads(s3.get_object(Bucket=BUCKET, Key=PREFIX + staging.MANIFEST_NAME)["Body"].read())
+    shard = "model-00001-of-00002.safetensors"
+    want = manifest["files"][shard]
+    assert f"  ok   {shard}: {want['size']} bytes, CRC64NVME {want['crc64nvme']} (full-object)" in result.stdout
+    assert "None" not in result.stdout
+    assert (f"  not in the manifest: {PREFIX}model-00003-of-00003.safetensors (10 bytes)") in result.stdout
+    assert result.stdout.splitlines()[-1] == (f"s3://{BUCKET}/{PREFIX}: 6 of 6 files match the manifest; 1 objects "
+                                              "under the prefix are not in it")
+
+
+# --- resume inside a file ---------------------------------------------------------------------------------------
+
+
+def _with_stack_lifecycle(s3, templates) -> dict:  # type: ignore[no-untyped-def]
+    """The bucket gets the model bucket's lifecycle rules exactly as the platform stack synthesizes them."""
+    buckets = templates["Platform"].find_resources("AWS::S3::Bucket")
+    rules = next(b for lid, b in buckets.items() if lid.startswith("ModelBucket"))[
+        "Properties"]["LifecycleConfiguration"]["Rules"]
+    s3.put_bucket_lifecycle_configuration(Bucket=BUCKET, LifecycleConfiguration={"Rules": [
+        {"ID": r["Id"], "Status": r["Status"], "Filter": {"Prefix": ""},
+         "AbortIncompleteMultipartUpload": r["AbortIncompleteMultipartUpload"]} for r in rules]})
+    return rules[0]
+
+
+def test_the_stated_lifecycle_is_the_platform_stacks(templates) -> None:
+    buckets = templates["Platform"].find_resources("AWS::S3::Bucket")
+    rule = next(b for lid, b in buckets.items() if lid.startswith("ModelBucket"))[
+        "Properties"]["LifecycleConfiguration"]["Rules"][0]
+    assert rule["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"] == staging.STACK_ABORT_DAYS
+
+
+def _recording(monkeypatch, calls: list[tuple[str, int]], interrupt_after: int | None = None) -> None:
+    """The command's S3 client, recording every UploadPart (key, part number); with ``interrupt_after``, the
+    person presses Ctrl-C right after that many parts (the main thread gets KeyboardInterrupt, as from SIGINT) and
+    no later part reaches S3."""
+    import _thread
+
+    from hyperpod_dpd import aws
+
+    real = getattr(aws.client, "unrecorded", aws.client)
+
+    def client(service: str, region: str, session=None):  # type: ignore[no-untyped-def]
+        c = real(service, region, session)
+        if service == "s3":
+            upload_part = c.upload_part
+
+            def recorded(**kwargs):  # type: ignore[no-untyped-def]
+                if interrupt_after is not None and len(calls) >= interrupt_after:
+                    raise RuntimeError("stopped by Ctrl-C")
+                response = upload_part(**kwargs)
+                calls.append((kwargs["Key"].removeprefix(PREFIX), kwargs["PartNumber"]))
+                if interrupt_after is not None and len(calls) == interrupt_after:
+                    _thread.interrupt_main()
+                return response
+            c.upload_part = recorded
+        return c
+
+    client.unrecorded = real  # type: ignore[attr-defined]
+    monkeypatch.setattr(aws, "client", client)
+
+
+def _incomplete(s3) -> dict[str, list[int]]:  # type: ignore[no-untyped-def]
+    out = {}
+    for u in s3.list_multipart_uploads(Bucket=BUCKET, Prefix=PREFIX).get("Uploads", []):
+        parts = s3.list_parts(Bucket=BUCKET, Key=u["Key"], UploadId=u["UploadId"]).get("Parts", [])
+        out[u["Key"].removeprefix(PREFIX)] = sorted(p["PartNumber"] for p in parts)
+    return out
+
+
+def test_an_interrupted_upload_resumes_inside_the_file(_invoke, s3, tmp_path, config_file, templates,
+                                                      monkeypatch) -> None:
+    """moto implements ListMultipartUploads and ListParts (parts listed with size and ETag). Ctrl-C after two parts:
+    one line, exit 130, the uploads stay in S3; the next run uploads only the parts S3 does not hold."""
+    _with_stack_lifecycle(s3, templates)
+    src = make_model(tmp_path, shards=2, shard_size=16 * MIB)  # 16 MiB and 15 MiB: 4 and 3 parts of 5 MiB
+    monkeypatch.setattr(staging, "MAX_CONCURRENCY", 1)  # one part at a time: the interrupt lands after part 2
+    calls: list[tuple[str, int]] = []
+    _recording(monkeypatch, calls, interrupt_after=2)
+    stopped = _invoke(str(src), "--config", str(config_file))
+    assert stopped.exit_code == 130, stopped.output
+    line = stopped.stderr.strip().splitlines()[-1]
+    assert line.startswith("interrupted: 0.01 of 0.03 GiB uploaded, 1 files complete; 2 incomplete uploads stay in S3 "
+                           "(the bucket's lifecycle rule AbortIncompleteMultipartUploads aborts an incomplete upload 7 "
+                           "days after it started)")
+    assert line.endswith(f"; resume with: hyperpod-dpd stage-model {src} --config {config_file}")
+    first = "model-00001-of-00002.safetensors"
+    assert _incomplete(s3) == {first: [1, 2], "model-00002-of-00002.safetensors": []}
+
+    calls.clear()
+    _recording(monkeypatch, calls)
+    resumed = _invoke(str(src), "--config", str(config_file))
+    assert resumed.exit_code == 0, resumed.output
+    assert "1 resumed inside the file (0.01 GiB of their parts already in S3" in resumed.stdout
+    assert sorted(calls) == [(first, 3), (first, 4), ("model-00002-of-00002.safetensors", 1),
+                             ("model-00002-of-00002.safetensors", 2), ("model-00002-of-00002.safetensors", 3)]
+    assert _incomplete(s3) == {}
+    for name in (first, "model-00002-of-00002.safetensors"):
+        data = (src / name).read_bytes()
+        assert s3.get_object(Bucket=BUCKET, Key=PREFIX + name)["Body"].read() == data
+    assert _invoke("--verify", "--config", str(config_file)).exit_code == 0
+
+
+def test_a_listed_part_that_does_not_hold_the_local_bytes_is_uploaded_again(_invoke, s3, tmp_path, config_file,
+                                                                          monkeypatch) -> None:
+    """An incomplete upload whose part 2 holds other bytes of the same size (the file changed since): parts 1 and 3
+    are kept (their ETag, the MD5 of the part, matches), part 2 and the missing part 4 are uploaded."""
+    src = make_model(tmp_path, shards=1, shard_size=16 * MIB)
+    name = "model-00001-of-00001.safetensors"
+    data = (src / name).read_bytes()
+    upload = s3.create_multipart_upload(Bucket=BUCKET, Key=PREFIX + name, ChecksumAlgorithm="CRC64NVME",
+                                        ChecksumType="FULL_OBJECT")["UploadId"]
+    for n, body in ((1, data[:5 * MIB]), (2, os.urandom(5 * MIB)), (3, data[10 * MIB:15 * MIB])):
+        s3.upload_part(Bucket=BUCKET, Key=PREFIX + name, UploadId=upload, PartNumber=n, Body=body)
+    calls: list[tuple[str, int]] = []
+    _recording(monkeypatch, calls)
+    result = _invoke(str(src), "--config", str(config_file))
+    assert result.exit_code == 0, result.output
+    assert sorted(calls) == [(name, 2), (name, 4)]
+    assert s3.get_object(Bucket=BUCKET, Key=PREFIX + name)["Body"].read() == data
+    head = s3.head_object(Bucket=BUCKET, Key=PREFIX + name, ChecksumMode="ENABLED")
+    manifest = json.loads(s3.get_object(Bucket=BUCKET, Key=PREFIX + staging.MANIFEST_NAME)["Body"].read())
+    assert head["ChecksumCRC64NVME"] == manifest["files"][name]["crc64nvme"]
+
+
+def test_an_upload_without_a_full_object_crc64nvme_is_not_resumed(_invoke, s3, tmp_path, config_file,
+                                                                   monkeypatch) -> None:
+    """An incomplete upload another tool started (no CRC64NVME): its parts cannot complete an object with our
+    full-object checksum, so the file is uploaded whole in a new upload."""
+    src = make_model(tmp_path, shards=1, shard_size=11 * MIB)
+    name = "model-00001-of-00001.safetensors"
+    upload = s3.create_multipart_upload(Bucket=BUCKET, Key=PREFIX + name)["UploadId"]
+    s3.upload_part(Bucket=BUCKET, Key=PREFIX + name, UploadId=upload, PartNumber=1,
+                   Body=(src / name).read_bytes()[:5 * MIB])
+    calls: list[tuple[str, int]] = []
+    _recording(monkeypatch, calls)
+    assert _invoke(str(src), "--config", str(config_file)).exit_code == 0
+    assert sorted(calls) == [(name, 1), (name, 2), (name, 3)]
+
+
+def test_ctrl_c_while_computing_checksums_says_nothing_was_uploaded(_invoke, s3, tmp_path, config_file,
+                                                                   monkeypatch) -> None:
+    src = make_model(tmp_path, shards=1, shard_size=MIB)
+
+    def interrupted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(staging, "checksum_all", interrupted)
+    result = _invoke(str(src), "--config", str(config_file))
+    assert result.exit_code == 130
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"interrupted while computing the checksums; nothing was uploaded; resume with: hyperpod-dpd stage-model "
+        f"{src} --config {config_file}")
+    assert _keys(s3) == []

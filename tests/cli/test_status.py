@@ -22,11 +22,13 @@ from day2_fakes import (
     NAMESPACE,
     FakeCluster,
     dead_kubeconfig,
+    deployed_at,
     endpoint_object,
     node,
     one_line_error,
     pod,
     retrieved_line,
+    server_of,
     weights_cache_object,
     worker_line,
     worker_startup,
@@ -353,10 +355,15 @@ def test_unknown_hyperpod_cluster_is_a_failed_row(cli, config_file, kubeconfig, 
     assert result.code == 1
     row = _rows(result.out)[f"hyperpod:cluster {HYPERPOD_CLUSTER}"]
     assert row["state"] == "fail" and "describing HyperPod cluster" in row["detail"]
+    # A cluster that does not exist is not an access problem: the next step is to deploy it.
+    assert row["next_step"].startswith(f"it is not deployed: hyperpod-dpd deploy --config {config_file} (stack "
+                                       "hyperpod-dpd-hyperpod)")
+    assert "access" not in row["next_step"]
 
 
 def test_unreachable_kubernetes_is_one_line(cli, config_file, tmp_path, healthy) -> None:
     dead = dead_kubeconfig(tmp_path / "dead")
+    deployed_at(config_file, server_of(dead))
     result = _status(cli, config_file, dead)
     assert result.code == 1
     assert "Kubernetes API unreachable" in one_line_error(result)
@@ -389,6 +396,7 @@ def test_unreachable_aws_is_a_failed_row_and_one_line(cli, config_file, kubeconf
     assert result.code == 1
     row = _rows(result.out)[f"hyperpod:cluster {HYPERPOD_CLUSTER}"]
     assert row["state"] == "fail" and "Could not connect to the endpoint URL" in row["detail"]
+    assert row["next_step"].startswith("check network access to http://127.0.0.1:")
     assert _rows(result.out)["endpoint:state"]["state"] == "ok"  # the Kubernetes side is still read
     assert one_line_error(result).startswith("error: the endpoint cannot serve: cluster hyperpod-dpd")
 

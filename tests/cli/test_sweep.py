@@ -10,7 +10,9 @@ policy, operator.md S12) plus this deployment's ``spec.tags`` where it propagate
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from typing import Any
 
 import boto3
@@ -145,6 +147,33 @@ def test_yes_deletes_in_order_and_never_touches_the_model_bucket(cli, config_fil
     assert s3.get_object(Bucket="model-bucket", Key="models/Llama-3.3-70B-Instruct/config.json")["Body"].read() == b"{}"
 
 
+class _Terminal(io.StringIO):
+    """stdin as a terminal whose user types the given answer."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("answer", "code", "deleted"), [("n\n", 1, 0), ("y\n", 0, 9)])
+def test_on_a_terminal_it_asks_before_deleting(cli, config_file, world, monkeypatch, answer, code, deleted) -> None:
+    monkeypatch.setattr(sys, "stdin", _Terminal(answer))
+    result = _sweep(cli, config_file)
+    assert result.code == code, result.err
+    assert "delete these 9 resources of hyperpod-dpd in this order? [y/N]" in result.err
+    if not deleted:
+        assert result.err.rstrip().endswith("cancelled: nothing deleted")
+    assert result.out.count("deleted ") == deleted
+    left = boto3.client("elbv2", region_name=REGION).describe_load_balancers()["LoadBalancers"]
+    assert len(left) == (2 if not deleted else 1)
+
+
+def test_dry_run_only_lists_even_on_a_terminal(cli, config_file, world, monkeypatch) -> None:
+    monkeypatch.setattr(sys, "stdin", _Terminal("y\n"))
+    result = _sweep(cli, config_file, "--dry-run")
+    assert result.code == 0 and "[y/N]" not in result.err and "dry run: nothing deleted" in result.out
+    assert len(boto3.client("elbv2", region_name=REGION).describe_load_balancers()["LoadBalancers"]) == 2
+
+
 def _failing(monkeypatch: pytest.MonkeyPatch, service: str, method: str, code: str) -> None:
     real = aws.client
 
@@ -163,7 +192,8 @@ def test_a_failed_lookup_deletes_nothing(cli, config_file, world, monkeypatch) -
     _failing(monkeypatch, "ec2", "describe_network_interfaces", "UnauthorizedOperation")
     result = _sweep(cli, config_file, "--yes")
     assert result.code == 1
-    assert one_line_error(result) == ("error: listing leftovers: UnauthorizedOperation: denied by test")
+    assert one_line_error(result).startswith("error: listing leftovers: UnauthorizedOperation: denied by test; fix: "
+                                             "allow the IAM action of describe_network_interfaces")
     assert boto3.client("sagemaker", region_name=REGION).list_endpoints()["Endpoints"]
     assert len(boto3.client("elbv2", region_name=REGION).describe_load_balancers()["LoadBalancers"]) == 2
 
@@ -212,7 +242,8 @@ def test_unreachable_aws_is_one_line(cli, config_file, aws_env, monkeypatch) -> 
     monkeypatch.setattr(aws, "RETRIES", BotoConfig(retries={"max_attempts": 1}, connect_timeout=2))
     result = _sweep(cli, config_file)
     assert result.code == 1
-    assert one_line_error(result).startswith("error: listing leftovers: Could not connect to the endpoint URL")
+    assert one_line_error(result).startswith(
+        "error: listing leftovers: EndpointConnectionError: Could not connect to the endpoint URL")
 
 
 def test_unknown_environment_is_exit_2(cli, aws_env) -> None:

@@ -171,6 +171,9 @@ def test_kubectl_handler_runs_in_the_vpc(cluster_template) -> None:
 def test_outputs(cluster_template, default_config) -> None:
     cluster_template.has_output(outputs.EKS_CLUSTER_NAME, {"Value": {"Ref": EKS_LOGICAL_ID}})
     cluster_template.has_output(outputs.REGION, {"Value": default_config.region})
+    # AWS::EKS::Cluster return values (CloudFormation User Guide): Arn, Endpoint ("https://...eks.amazonaws.com").
+    cluster_template.has_output(outputs.EKS_CLUSTER_ARN, {"Value": {"Fn::GetAtt": [EKS_LOGICAL_ID, "Arn"]}})
+    cluster_template.has_output(outputs.EKS_API_ENDPOINT, {"Value": {"Fn::GetAtt": [EKS_LOGICAL_ID, "Endpoint"]}})
     cluster_template.has_output("UpdateKubeconfigCommand", {
         "Value": f"aws eks update-kubeconfig --name {default_config.eks.cluster_name} "
                  f"--region {default_config.region}"})

@@ -42,24 +42,6 @@ def finished_requests(metrics_text: str) -> float:
 UNOBSERVED_GRACE_SECONDS = 60.0
 
 
-def api_client(kubeconfig: str | None = None, context: str | None = None) -> Any:
-    """An ApiClient from the kubeconfig (``$KUBECONFIG``/``~/.kube/config``), or in-cluster credentials."""
-    from kubernetes import client, config
-    from kubernetes.config.config_exception import ConfigException
-
-    try:
-        # As hyperpod_dpd.kube.connect: never write refreshed credentials back into the user's kubeconfig.
-        api = config.new_client_from_config(config_file=kubeconfig, context=context, persist_config=False)
-        api.configuration.retries = 1
-        return api
-    except (ConfigException, FileNotFoundError, OSError) as exc:
-        try:
-            config.load_incluster_config()
-            return client.ApiClient()
-        except ConfigException:
-            raise CommandFailed(f"no Kubernetes credentials: {exc} (aws eks update-kubeconfig ...)") from None
-
-
 class Kube:
     """The few calls ``bench`` makes; every API error becomes one :class:`CommandFailed` line."""
 

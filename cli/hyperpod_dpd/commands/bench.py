@@ -11,10 +11,17 @@ counters (vLLM ``/metrics`` through the pod proxy), or else counts the router's 
 and stores them as ``dpd-path.json``: the report marks a DPD run whose requests did not take the path its
 scenario declares as invalid. A run whose folder holds a result file is done: re-running the command resumes
 where it stopped. The endpoint is left in the mode it was found in.
+
+Before anything changes: the config must be the one ``synth`` stamped (``cdk.out/hyperpod-dpd-source.json``: the
+manifests are of this config), the kubeconfig context must talk to this deployment's cluster
+(:mod:`hyperpod_dpd.kube`), and the plan (runs, the endpoint it replaces, the worst-case hours, the API server) is
+shown and confirmed (``--yes`` skips the question; ``--dry-run`` shows the plan only). ``--only PATTERN`` runs the
+runs whose name (``<mode>-<scenario>-c<concurrency>``) matches a shell-style pattern.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import shutil
 import tempfile
@@ -28,13 +35,14 @@ import yaml
 from rich.console import Console
 
 from hyperpod_analysis.report.results import DPD_PATH, METADATA, RUN_FILE, decode_log
-from hyperpod_core import environment
 from hyperpod_core.atomic import replace_dir
 from hyperpod_core.config import Config
 from hyperpod_core.dist_layout import PLACEHOLDERS, PLACEHOLDERS_README, DistLayout
 from hyperpod_core.errors import CommandFailed, UsageError
 from hyperpod_dpd.benchmark.download import download_s3
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption
+from hyperpod_dpd.confirm import DryRunOption, YesOption, confirm
+from hyperpod_dpd.deployment import ContextOption, KubeconfigOption, load
 
 if TYPE_CHECKING:  # the Kubernetes client loads when the command runs, not for --help
     from hyperpod_dpd.benchmark.kube import Kube
@@ -43,9 +51,9 @@ MODES = ("dpd", "colocated")
 EXPERIMENTS = ("aws-reference", "equal-gpu")
 LABEL = "hyperpod-dpd/benchmark"
 
-KubeconfigOption = Annotated[str | None, typer.Option("--kubeconfig", help="Kubeconfig file (default: "
-                                                      "$KUBECONFIG or ~/.kube/config).", show_default=False)]
-ContextOption = Annotated[str | None, typer.Option("--context", help="Kubeconfig context.", show_default=False)]
+OnlyOption = Annotated[list[str] | None, typer.Option(
+    "--only", help="Run only the runs whose name matches (shell pattern, e.g. 'dpd-*-c8'; repeatable, or "
+                   "comma-separated). Default: every run.", show_default=False)]
 PollOption = Annotated[float, typer.Option("--poll-seconds", min=0.0, help="Status poll interval.")]
 ReadyOption = Annotated[float, typer.Option("--ready-timeout", min=1.0,
                                             help="Seconds to wait for the endpoint after a switch.")]
@@ -57,8 +65,7 @@ def register(app: typer.Typer) -> None:
 
 def _docs(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
-        raise UsageError(f"{path} does not exist (synthesize first: python -m hyperpod_k8s.main --config ... "
-                         f"--outdir {path.parent})")
+        raise UsageError(f"{path} does not exist (synthesize first: hyperpod-dpd synth ...)")
     try:
         return [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
     except yaml.YAMLError:
@@ -162,13 +169,30 @@ def _running(out: Console, key: str, seconds: float) -> None:
     out.print(f"  {key}: running for {seconds:.0f} s", highlight=False)
 
 
-def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: KubeconfigOption = None,
-          context: ContextOption = None, poll_seconds: PollOption = 10.0, ready_timeout: ReadyOption = 3600.0) -> None:
-    """Run the benchmark matrix on DPD, switch to the colocated baseline, run it again (resumable)."""
-    from hyperpod_dpd.benchmark.kube import Kube, api_client
+def select(jobs: list[dict[str, Any]], only: list[str] | None) -> list[dict[str, Any]]:
+    """The Jobs whose run name matches one of ``only`` (shell patterns; comma-separated allowed); all without it.
+    A pattern that matches no run is bad input (a typo would otherwise run nothing, or everything)."""
+    patterns = [p.strip() for item in only or [] for p in item.split(",") if p.strip()]
+    if not patterns:
+        return jobs
+    names = [run_key(j)[1] for j in jobs]
+    for p in patterns:
+        if not fnmatch.filter(names, p):
+            shown = ", ".join(names[:6]) + (f", ... ({len(names)} runs)" if len(names) > 6 else "")
+            raise UsageError(f"--only {p!r} matches no run; runs: {shown}")
+    return [j for j, n in zip(jobs, names, strict=True) if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
 
-    e = environment.resolve(config, env)
+
+def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: KubeconfigOption = None,
+          context: ContextOption = None, poll_seconds: PollOption = 10.0, ready_timeout: ReadyOption = 3600.0,
+          only: OnlyOption = None, yes: YesOption = False, dry_run: DryRunOption = False) -> None:
+    """Run the benchmark matrix on DPD, switch to the colocated baseline, run it again (resumable; asks first)."""
+    from hyperpod_dpd.benchmark.kube import Kube
+
+    dep = load(config, env)
+    e = dep.env
     c = e.config
+    e.require_stamp()  # the manifests in dist/ are of the config as it is now
     name, ns = c.endpoint.name, c.endpoint.namespace
     layout = DistLayout.found(e.dist, name, c.endpoint.apply)
     if layout.unresolved:
@@ -178,13 +202,13 @@ def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: Kubeco
     jobs = [d for d in bench_docs if d.get("kind") == "Job"]
     if not jobs:
         raise UsageError(f"{layout.benchmark_file} holds no Job (benchmark section empty?)")
+    jobs = select(jobs, only)
     groups = [(x, m) for x in EXPERIMENTS for m in MODES if any(
         experiment_of(j) == x and run_key(j)[0] == m for j in jobs)]
     manifests = _manifests(layout)
     endpoints = {g: _docs(manifests[g])[0] for g in groups}
     configured = {m: _docs(layout.endpoint_file(m))[0] for m in MODES}  # type: ignore[arg-type]
     results = e.workdir / "benchmark-results"
-    results.mkdir(parents=True, exist_ok=True)
     out = Console(soft_wrap=True)  # one line per step, whatever the terminal width
     todo = {g: [j for j in jobs if (experiment_of(j), run_key(j)[0]) == g and not is_done(results, j)]
             for g in groups}
@@ -194,11 +218,26 @@ def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: Kubeco
     if not any(todo.values()):
         out.print(f"all {total} runs done; next: hyperpod-dpd report --results {results}", highlight=False)
         return
+    ctx = dep.check_context(kubeconfig, context)  # another cluster's context: refused before anything is shown
     left = sum(len(v) for v in todo.values())
     worst = sum(int(j["spec"]["activeDeadlineSeconds"]) for v in todo.values() for j in v) / 3600
+    where = f"{ctx.server} (kubeconfig context {ctx.name})" if ctx else "the kubeconfig's cluster"
     out.print(f"{left} runs to go (stop conditions: {c.benchmark.max_time_per_run_minutes} min or "
               f"{c.benchmark.max_requests_per_run} requests each; at most {worst:.1f} h with set-up)", highlight=False)
-    kube = Kube(api_client(kubeconfig, context))
+    modes = sorted({m for (_, m), v in todo.items() if v}, key=MODES.index)
+    out.print(f"plan: on {where}, endpoint {ns}/{name} is replaced by the {' and then the '.join(modes)} manifest "
+              f"for its runs and restored afterwards; one Job per run in {ns}", highlight=False)
+    if dry_run:
+        for (experiment, mode), group_jobs in todo.items():
+            for job in group_jobs:
+                out.print(f"  {run_key(job)[1]} ({experiment}, {mode}; at most "
+                          f"{int(job['spec']['activeDeadlineSeconds']) / 60:.0f} min)", highlight=False)
+        out.print("dry run: nothing applied", highlight=False)
+        return
+    confirm(f"run {left} benchmark runs (at most {worst:.1f} h) on {where}, replacing endpoint {ns}/{name}?",
+            yes=yes, command="hyperpod-dpd bench", cancelled="no run started; the endpoint is as it was")
+    results.mkdir(parents=True, exist_ok=True)
+    kube = Kube(dep.api_client(kubeconfig, context))
     for doc in bench_docs:
         if doc["kind"] in ("ConfigMap", "ServiceAccount"):
             kube.apply_core(doc)

@@ -5,6 +5,10 @@ the files of the config named (``--env NAME`` or ``--config PATH``):
 
 * ``synth`` runs the main job (:mod:`hyperpod_mainjob.job`) into the environment's folder and stamps
   ``cdk.out/`` with the config's SHA-256;
+* ``deploy``/``destroy`` show what they will do and ask (``--yes``: do not ask; ``destroy --dry-run``: only show);
+  ``destroy`` moves the outputs file aside afterwards (``cdk-outputs.destroyed-<UTC stamp>.json``); ``deploy``
+  refuses templates CloudFormation would refuse (a Helm chart set-up could not fetch:
+  :func:`hyperpod_core.assembly.undeployable`);
 * ``diff``/``deploy``/``destroy`` pass ``--app <that cdk.out>`` (the CDK CLI then deploys the templates as
   synthesized, it does not run the app again) after checking the stamp still matches the config, select stacks
   by their construct IDs (``Network``, ``Cluster``, ... or ``--all``: the CDK CLI's selectors; CloudFormation
@@ -22,6 +26,7 @@ installed wheel they say so in one line (exit 2).
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import re
@@ -39,6 +44,7 @@ from hyperpod_core.assembly import required_parameters
 from hyperpod_core.errors import CommandFailed, UsageError
 from hyperpod_dpd import principal
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption
+from hyperpod_dpd.confirm import DryRunOption, YesOption, confirm
 
 #: Quiet, offline-friendly settings for the CDK CLI (tooling.md §0). Not CDK8S_CHECK_UPGRADE: the CDK CLI reads
 #: every CDK* variable as an option and reports that one as the unknown option "--8SCheckUpgrade".
@@ -201,11 +207,14 @@ HYPERPOD_STACK = "HyperPod"
 def diff(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption = None) -> None:
     """Compare the synthesized templates of THIS config with what is deployed (cdk diff --app <cdk.out>); for
     the HyperPod stack, also whether running deep health checks would refuse an instance-group change."""
+    from hyperpod_core.assembly import undeployable_line
+
     paths.checkout("hyperpod-dpd diff")
     e = environment.resolve(config, env)
     cdk_out = e.require_synthesized().resolve()
     selected = select_stacks(cdk_out, stacks)
-    rc = npx_cdk(["diff", "--app", str(cdk_out), *selected])
+    # `cdk diff` has no --all (aws-cdk's option table): with no stack named it compares every top-level stack.
+    rc = npx_cdk(["diff", "--app", str(cdk_out), *([] if selected == ["--all"] else selected)])
     if rc not in (0,):
         raise CommandFailed(f"cdk diff exited {rc}")
     if "--all" in selected or HYPERPOD_STACK in selected:
@@ -214,6 +223,11 @@ def diff(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption =
         check = preflight.check_deep_health_checks(preflight.make_clients(e.config.region), e.config)
         print(f"{check.status.lower() if check.status == 'PASS' else check.status}: {check.name}: {check.detail}"
               + (f"; fix: {check.fix}" if check.fix else ""))
+    blocked = undeployable_line(cdk_out, selected)
+    if blocked:
+        print(f"FAIL: {blocked}")
+        print(f"next: ./scripts/setup (with that access), then hyperpod-dpd synth {e.selector}")
+        return
     print(f"next: hyperpod-dpd deploy {e.selector}")
 
 
@@ -241,52 +255,124 @@ def _caller_principal(region: str) -> str:
 
 def deploy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption = None,
            approve: Annotated[bool, typer.Option(
-               "--yes", help="Do not ask before IAM/security-group changes (--require-approval never).")] = False,
+               "--yes", "-y", help="Do not ask: neither before deploying nor before IAM/security-group changes "
+                                   "(--require-approval never).")] = False,
            admin_principal_arn: Annotated[str | None, typer.Option(
                "--admin-principal-arn", help="IAM role/user given cluster admin (kubectl) when the config names "
                                              "none. Default: the caller of sts:GetCallerIdentity.",
                show_default=False)] = None,
            ) -> None:
-    """Deploy the templates synthesized from THIS config; write the outputs file next to them."""
+    """Deploy the templates synthesized from THIS config (shows what and asks; --yes does not ask); write the
+    outputs file next to them."""
+    from hyperpod_core.assembly import undeployable_line, with_upstream
+
     paths.checkout("hyperpod-dpd deploy")
     e = environment.resolve(config, env)
     cdk_out = e.require_synthesized().resolve()
     if admin_principal_arn is not None:
         admin_principal_arn = principal_arn(admin_principal_arn)
     selected = select_stacks(cdk_out, stacks)
-    # As many at once as the assembly has stacks: their dependencies decide what runs side by side.
-    args = ["deploy", "--app", str(cdk_out), *selected, "--outputs-file", str(e.outputs_file.resolve()),
-            "--concurrency", str(len(_stack_ids(cdk_out)))]
-    for stack_name, names in required_parameters(cdk_out, selected).items():
+    needed = required_parameters(cdk_out, with_upstream(cdk_out, selected))
+    for stack_name, names in needed.items():
         unknown = [n for n in names if n != ADMIN_PARAMETER]
         if unknown:
             raise UsageError(f"stack {stack_name} needs parameters {', '.join(unknown)} that hyperpod-dpd does not "
                              f"know how to fill; deploy it with npx cdk deploy --app {cdk_out} --parameters ...")
-        arn = admin_principal_arn or _caller_principal(e.config.region)
-        args += ["--parameters", f"{stack_name}:{ADMIN_PARAMETER}={arn}"]
+    blocked = undeployable_line(cdk_out, selected)
+    if blocked:
+        raise CommandFailed(f"{blocked.replace('synthesize again', f'hyperpod-dpd synth {e.selector}')}")
+    ids = _stack_ids(cdk_out)
+    # As many at once as the assembly has stacks: their dependencies decide what runs side by side.
+    args = ["deploy", "--app", str(cdk_out), *selected, "--outputs-file", str(e.outputs_file.resolve()),
+            "--concurrency", str(len(ids))]
+    admin = ""
+    for stack_name in needed:
+        admin = admin_principal_arn or _caller_principal(e.config.region)
+        args += ["--parameters", f"{stack_name}:{ADMIN_PARAMETER}={admin}"]
+    deployed = [ids[sid] for sid in with_upstream(cdk_out, selected if selected != ["--all"] else list(ids))]
+    print(f"deploy: {len(deployed)} stacks of {e.config.name} ({', '.join(deployed)}) from {cdk_out} to "
+          f"{e.config.region}" + (f"; cluster admin {admin}" if admin else "") + f"; outputs to {e.outputs_file}",
+          file=sys.stderr)
+    confirm(f"deploy {len(deployed)} stacks of {e.config.name} to {e.config.region}?", yes=approve,
+            command="hyperpod-dpd deploy", cancelled="nothing deployed")
     if approve:
         args += ["--require-approval", "never"]
     rc = npx_cdk(args)
     if rc:
-        raise CommandFailed(f"cdk deploy exited {rc}; nothing else was changed. Inspect with: "
-                            f"hyperpod-dpd diff {e.selector}")
+        raise CommandFailed(f"cdk deploy exited {rc}: its output above names the stack and the reason; a stack "
+                            "whose update failed was rolled back, stacks deployed before it in this run stay "
+                            f"deployed. See what differs now: hyperpod-dpd diff {e.selector}")
     print(f"wrote {e.outputs_file}")
     print(f"next: hyperpod-dpd synth {e.selector}   # manifests with the deployed bucket, roles, AMP workspace")
     print(f"      hyperpod-dpd stage-model ./<model folder> {e.selector}")
 
 
+def with_downstream(cdk_out: Path, selected: list[str]) -> list[str]:
+    """Construct IDs of ``selected`` and every stack that depends on them (what ``cdk destroy`` removes: it
+    selects a stack's dependents too), in manifest order; every stack for ``--all``."""
+    artifacts = json.loads((cdk_out / "manifest.json").read_text())["artifacts"]
+    ids = list(_stack_ids(cdk_out))
+    if selected == ["--all"]:
+        return ids
+    chosen = set(selected)
+    changed = True
+    while changed:
+        changed = False
+        for sid in ids:
+            if sid not in chosen and chosen & set(artifacts[sid].get("dependencies", [])):
+                chosen.add(sid)
+                changed = True
+    return [sid for sid in ids if sid in chosen]
+
+
+def set_outputs_aside(outputs_file: Path, destroyed: list[str], now: dt.datetime | None = None) -> Path | None:
+    """After a successful destroy: move the outputs file to ``cdk-outputs.destroyed-<UTC stamp>.json`` so that no
+    later command uses the destroyed deployment's names; when stacks remain, the outputs file keeps only theirs."""
+    from hyperpod_core.atomic import write_text_atomic
+
+    if not outputs_file.is_file():
+        return None
+    stamp = (now or dt.datetime.now(dt.UTC)).strftime("%Y%m%dT%H%M%SZ")
+    aside = outputs_file.with_name(f"{outputs_file.stem}.destroyed-{stamp}{outputs_file.suffix}")
+    try:
+        data = json.loads(outputs_file.read_text())
+    except ValueError:
+        data = None
+    remaining = {k: v for k, v in data.items() if k not in destroyed} if isinstance(data, dict) else {}
+    outputs_file.replace(aside)
+    if remaining:
+        write_text_atomic(outputs_file, json.dumps(remaining, indent=2) + "\n")
+    return aside
+
+
 def destroy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption = None,
-            force: Annotated[bool, typer.Option("--force", help="Do not ask for confirmation.")] = False) -> None:
-    """Destroy the stacks of THIS config (the model bucket is kept unless model.delete_on_destroy)."""
+            yes: YesOption = False, dry_run: DryRunOption = False) -> None:
+    """Destroy the stacks of THIS config (shows what and asks; --yes does not ask). The model bucket is kept
+    unless model.delete_on_destroy; the outputs file is moved aside afterwards."""
     paths.checkout("hyperpod-dpd destroy")
     e = environment.resolve(config, env)
     cdk_out = e.require_synthesized().resolve()
-    args = ["destroy", "--app", str(cdk_out), *select_stacks(cdk_out, stacks)]
-    if force:
-        args.append("--force")
-    rc = npx_cdk(args)
+    selected = select_stacks(cdk_out, stacks)
+    ids = _stack_ids(cdk_out)
+    gone = [ids[sid] for sid in reversed(with_downstream(cdk_out, selected))]
+    bucket = ("the model bucket is deleted (model.delete_on_destroy: true)" if e.config.model.delete_on_destroy
+              else "the model bucket is kept (model.delete_on_destroy: false)")
+    print(f"destroy: {len(gone)} stacks of {e.config.name} in {e.config.region}, in this order: {', '.join(gone)}; "
+          f"{bucket if f'{e.config.name}-platform' in gone else 'no bucket is touched'}", file=sys.stderr)
+    if dry_run:
+        print("dry run: nothing destroyed")
+        return
+    confirm(f"destroy {len(gone)} stacks of {e.config.name} in {e.config.region}?", yes=yes,
+            command="hyperpod-dpd destroy", cancelled="nothing destroyed")
+    rc = npx_cdk(["destroy", "--app", str(cdk_out), *selected, "--force"])  # asked above: the CDK CLI need not
     if rc:
-        raise CommandFailed(f"cdk destroy exited {rc}")
+        raise CommandFailed(f"cdk destroy exited {rc}: its output above names the stack that failed; "
+                            f"{e.outputs_file.name} is kept. Run hyperpod-dpd sweep {e.selector} (what blocks a "
+                            f"destroy), then destroy again")
+    aside = set_outputs_aside(e.outputs_file, gone)
+    if aside is not None:
+        print(f"moved {e.outputs_file} to {aside.name}: no later command uses the destroyed stacks' names"
+              + (f" ({e.outputs_file.name} keeps the remaining stacks')" if e.outputs_file.is_file() else ""))
     if not e.config.model.delete_on_destroy and not stacks:
         print("model bucket kept (model.delete_on_destroy: false); remove it with: aws s3 rb s3://<bucket> --force")
     print(f"next: hyperpod-dpd synth {e.selector} && hyperpod-dpd deploy {e.selector}   # to recreate")

@@ -12,7 +12,7 @@ from hyperpod_core import environment
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption, OutputOption, ProfileOption, RegionOption
 from hyperpod_dpd.render import console, emit, output_format
 
-_STYLE = {"PASS": "green", "WARN": "yellow", "FAIL": "bold red"}
+_STYLE = {"PASS": "green", "WARN": "yellow", "FAIL": "bold red", "UNKNOWN": "bold magenta"}
 
 
 def register(app: typer.Typer) -> None:
@@ -21,21 +21,23 @@ def register(app: typer.Typer) -> None:
 
 def preflight(config: ConfigOption = None, env: EnvOption = None, as_json: JsonOption = False,
               output: OutputOption = None, region: RegionOption = None, profile: ProfileOption = None) -> None:
-    """Check credentials, CDK bootstrap, AZ, quotas, training plans, add-on versions, principal, bucket.
+    """Check the templates, credentials, CDK bootstrap, AZ, quotas, training plans, add-on versions, principal,
+    bucket.
 
-    Read-only AWS calls. Exit 1 when any check FAILs (CI: --json).
+    Read-only AWS calls. Exit 1 when any check FAILs or could not be made (UNKNOWN) (CI: --json).
     """
     from hyperpod_dpd import preflight as checks
 
     fmt = output_format(output, as_json)
     e = environment.resolve(config, env)
     region = region or e.config.region
+    templates = checks.check_templates(e)
     if fmt.data:
-        results = checks.run(e.config, checks.make_clients(region))
+        results = [templates, *checks.run(e.config, checks.make_clients(region))]
     else:
         with Console(stderr=True).status(f"preflight: read-only checks in {region} ..."):
-            results = checks.run(e.config, checks.make_clients(region))
-    failed = [c for c in results if c.status == "FAIL"]
+            results = [templates, *checks.run(e.config, checks.make_clients(region))]
+    failed = [c for c in results if c.status in checks.NOT_OK]
     if fmt.data:
         emit(json.loads(checks.as_json(results)), fmt)
     else:
@@ -45,9 +47,13 @@ def preflight(config: ConfigOption = None, env: EnvOption = None, as_json: JsonO
         for c in results:
             table.add_row(c.name, f"[{_STYLE[c.status]}]{c.status}[/]", c.detail, c.fix)
         console().print(table)
-        counts = {s: sum(c.status == s for c in results) for s in ("PASS", "WARN", "FAIL")}
-        print(f"{counts['PASS']} passed, {counts['WARN']} warnings, {counts['FAIL']} failed")
+        counts = {s: sum(c.status == s for c in results) for s in ("PASS", "WARN", "FAIL", "UNKNOWN")}
+        print(f"{counts['PASS']} passed, {counts['WARN']} warnings, {counts['FAIL']} failed, "
+              f"{counts['UNKNOWN']} could not be checked")
         if not failed:
             print(f"next: hyperpod-dpd deploy {e.selector}")
+        elif not counts["FAIL"]:
+            print("not ready to say 'deploy': fix what kept the UNKNOWN checks from completing, then run preflight "
+                  "again")
     if failed:
         raise typer.Exit(1)

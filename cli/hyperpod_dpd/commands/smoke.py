@@ -13,6 +13,10 @@ receiver on decode), the NIXL transport (LIBFABRIC on EFA; UCX is flagged with i
 rate against AWS's 1 GB/s "not on EFA" line; the verdict is ``proven``, ``refuted`` (the command fails) or
 ``unproven`` (a start-up line is missing). A request that took 80 % of the ALB idle timeout
 (``endpoint.load_balancer_idle_timeout_seconds``) is a warning: without streaming it would have been cut.
+
+Every measurement made is kept: when a log cannot be read (or the long request fails after the short one
+answered), the output (``--json`` too) still carries TTFT/TPOT of each request that answered, ``unchecked`` names
+each check that could not be made and why, and the command exits 1 ("incomplete"): a check not made is no pass.
 """
 
 from __future__ import annotations
@@ -104,6 +108,10 @@ class RequestReport:
     findings: list[dict[str, str]] = field(default_factory=list)
     log_lines: int = 0
     """Decoder log lines attributed to this request."""
+    transfer_checked: bool = False
+    """Its decoder log lines were read and judged (False: the log could not be read; see ``unchecked``)."""
+    error: str | None = None
+    """Why the request itself failed (no measurement then)."""
 
 
 def register(app: typer.Typer) -> None:
@@ -153,47 +161,71 @@ def smoke(
         long = RequestReport(name="long", estimated_input_tokens=prompts.long_tokens, expect_transfer=True)
 
         short_start = datetime.now(UTC)
-        short_result = stream(url, chat_payload(model, prompts.short, max_tokens, chat=chat), ca_file=ca_file,
-                              timeout_seconds=timeout)
-        long_result = stream(url, chat_payload(model, prompts.long, max_tokens, chat=chat), ca_file=ca_file,
-                             timeout_seconds=timeout)
-    _record_answer(short, short_result)
-    _record_answer(long, long_result)
+        # The short request first: when it fails nothing was measured and the endpoint does not answer (one line).
+        results = {short.name: stream(url, chat_payload(model, prompts.short, max_tokens, chat=chat),
+                                      ca_file=ca_file, timeout_seconds=timeout)}
+        try:
+            results[long.name] = stream(url, chat_payload(model, prompts.long, max_tokens, chat=chat),
+                                        ca_file=ca_file, timeout_seconds=timeout)
+        except CommandFailed as exc:  # keep the short request's measurement
+            long.error = str(exc)
+            long.findings.append({"severity": "error", "signature": "request failed", "meaning": str(exc),
+                                  "fix": "read 'hyperpod-dpd logs decode' and 'hyperpod-dpd logs router'"})
+    reports = [short, long]
+    for r in reports:
+        if r.name in results:
+            _record_answer(r, results[r.name])
 
+    unchecked: list[dict[str, str]] = []
     time.sleep(log_wait)
     since = math.ceil((datetime.now(UTC) - short_start).total_seconds()) + 30
-    with kube_errors("reading the decode pods' logs"):
-        decoders = kube.role_pods(dep.names, "decode")
-        if not decoders:
-            raise CommandFailed(f"no decode pod {dep.names.role_pod_prefix('decode')}* in {dep.names.namespace}; "
-                                "run 'hyperpod-dpd status'")
-        windows = {target.pod: _window(kube, target, since, short_start) for target in decoders}
-    window = [line for lines in windows.values() for line in lines]
-    _judge(short, attribute(window, short_result.response_id, long_prompt=False, threshold=threshold),
-           c.endpoint.pd_buffer_size_bytes)
-    _judge(long, attribute(window, long_result.response_id, long_prompt=True, threshold=threshold),
-           c.endpoint.pd_buffer_size_bytes)
+    decoders: list[PodTarget] = []
+    windows: dict[str, list[str]] = {}
+    try:
+        with kube_errors("reading the decode pods' logs"):
+            decoders = kube.role_pods(dep.names, "decode")
+            if not decoders:
+                raise CommandFailed(f"no decode pod {dep.names.role_pod_prefix('decode')}* in "
+                                    f"{dep.names.namespace}; run 'hyperpod-dpd status'")
+            windows = {target.pod: _window(kube, target, since, short_start) for target in decoders}
+    except CommandFailed as exc:
+        unchecked.append({"check": "the KV transfer of each request (the decode pods' log)", "reason": str(exc)})
+    else:
+        window = [line for lines in windows.values() for line in lines]
+        for r in reports:
+            if r.name in results:
+                _judge(r, attribute(window, results[r.name].response_id, long_prompt=r is long,
+                                    threshold=threshold), c.endpoint.pd_buffer_size_bytes)
 
-    decisions = _router_decisions(kube, dep, since)
+    decisions, router_error = _router_decisions(kube, dep, since)
+    if router_error:
+        unchecked.append({"check": "the router's decisions (its log)", "reason": router_error})
     _explain_missing_transfer(long, decisions)
 
-    reports = [short, long]
     timeout_s = c.load_balancer_idle_timeout().seconds
     for r in reports:
         _check_idle_timeout(r, timeout_s)
-    with kube_errors("reading the workers' start-up logs"):
-        efa = efa_proof(kube, dep, decoders, windows, since, short_start)
+    try:
+        with kube_errors("reading the workers' start-up logs"):
+            efa = efa_proof(kube, dep, decoders, windows, since, short_start)
+    except CommandFailed as exc:
+        efa = {"verdict": "unknown", "pods": [], "error": str(exc)}
+        unchecked.append({"check": "the KV path over EFA (the workers' start-up logs)", "reason": str(exc)})
+    ok = all(r.ok for r in reports) and efa["verdict"] != "refuted" and not unchecked
     if as_json:
         emit({"url": url, "threshold_tokens": threshold, "requests": [asdict(r) for r in reports],
               "router_decisions": decisions, "idle_timeout_seconds": timeout_s, "efa": efa,
-              "ok": all(r.ok for r in reports) and efa["verdict"] != "refuted"}, fmt)
+              "unchecked": unchecked, "ok": ok}, fmt)
     else:
         _print(url, threshold, reports)
         out = console(highlight=False)
         for d in decisions:
             path = "prefill -> decode" if d["disaggregate"] else "decode only"
             out.print(f"router: {d['estimated_tokens']} estimated tokens vs threshold {d['threshold']}: {path}")
-        _print_efa(out, efa)
+        if efa["verdict"] != "unknown":
+            _print_efa(out, efa)
+        for u in unchecked:
+            out.print(f"[yellow]not checked: {u['check']}[/yellow]: {u['reason']}")
     failed = [(f"{r.name} prompt", f) for r in reports for f in r.findings if f["severity"] == "error"]
     failed += [(f"{p['role']} pod {p['pod']}", f) for p in efa["pods"] for f in p["findings"]
                if f["severity"] == "error"]
@@ -202,6 +234,10 @@ def smoke(
         more = f" (+{len(failed) - 1} more)" if len(failed) > 1 else ""
         raise CommandFailed(f"smoke test failed: {where}: {f['signature']}: {f['meaning']}; "
                             f"fix: {f['fix']}{more}")
+    if unchecked:
+        names = "; ".join(u["check"] for u in unchecked)
+        raise CommandFailed(f"smoke test incomplete: could not check {names} ({unchecked[0]['reason']}); the "
+                            "requests' measurements are in the output")
 
 
 def _window(kube: Kube, target: PodTarget, since_seconds: int, start: datetime) -> list[str]:
@@ -268,9 +304,9 @@ def _print_efa(out: Console, efa: dict[str, Any]) -> None:
                       + (f"\n    fix: {f['fix']}" if f["fix"] and f["severity"] in ("warn", "error") else ""))
 
 
-def _router_decisions(kube: Kube, dep: Deployment, since_seconds: int) -> list[dict[str, Any]]:
-    """The router's ``Conditional routing`` lines of the test's time span (supporting evidence, best effort:
-    a router whose log cannot be read leaves the verdict to the decoder's log)."""
+def _router_decisions(kube: Kube, dep: Deployment, since_seconds: int) -> tuple[list[dict[str, Any]], str]:
+    """The router's ``Conditional routing`` lines of the test's time span (supporting evidence: a router whose log
+    cannot be read leaves the verdict to the decoder's log), and why they could not be read ("" when they were)."""
     from hyperpod_dpd.kube import kube_errors
 
     decisions: list[dict[str, Any]] = []
@@ -281,9 +317,9 @@ def _router_decisions(kube: Kube, dep: Deployment, since_seconds: int) -> list[d
                     d = dpd_logs.routing_decision(line)
                     if d is not None:
                         decisions.append({"estimated_tokens": d[0], "threshold": d[1], "disaggregate": d[2]})
-    except CommandFailed:
-        return []
-    return decisions
+    except CommandFailed as exc:
+        return [], str(exc)
+    return decisions, ""
 
 
 def _explain_missing_transfer(report: RequestReport, decisions: list[dict[str, Any]]) -> None:
@@ -389,6 +425,7 @@ def _judge(report: RequestReport, lines: list[str], pd_buffer_size_bytes: int) -
         report.findings.append(asdict(alloc))
     moved = [t for t in found if t.retrieved_tokens > 0]
     report.log_lines = len(lines)
+    report.transfer_checked = True
     if report.expect_transfer is True and not found:
         report.findings.append({
             "severity": "error", "signature": "no 'Retrieved N out of N required tokens'",
@@ -412,7 +449,7 @@ def _print(url: str, threshold: int, reports: list[RequestReport]) -> None:
         expected = {True: "prefill -> decode", False: "decode only", None: "not checked"}[r.expect_transfer]
         kv = (f"{r.transfers[0]['retrieved_tokens']}/{r.transfers[0]['required_tokens']} tokens"
               + (f", {r.kv_transfer_gbps:g} GB/s" if r.kv_transfer_gbps is not None else "")) if r.transfers \
-            else "none"
+            else "none" if r.transfer_checked else "not checked"
         table.add_row(r.name, str(r.estimated_input_tokens), expected,
                       f"{r.ttft_seconds:.3f}" if r.ttft_seconds is not None else "-",
                       f"{r.tpot_seconds:.4f}" if r.tpot_seconds is not None else "-", str(r.output_tokens), kv,

@@ -1,18 +1,23 @@
-"""``hyperpod-dpd stage-model SRC``: upload a Hugging Face model folder to the config's bucket and prefix."""
+"""``hyperpod-dpd stage-model SRC``: upload a Hugging Face model folder to the config's bucket and prefix.
+
+Ctrl-C stops the upload after the parts in flight, leaves the incomplete uploads in S3 and prints one line with
+what was done, until when S3 keeps the parts (the bucket's lifecycle rule) and the command that resumes (exit 130).
+"""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
 from hyperpod_core import environment
-from hyperpod_core.errors import CommandFailed, UsageError
+from hyperpod_core.errors import EXIT_INTERRUPTED, CommandFailed, UsageError
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption
 
 err = Console(stderr=True)
@@ -57,7 +62,8 @@ def stage_model(
         verify_only: Annotated[bool, typer.Option("--verify", help="Check S3 against the manifest; upload nothing.")]
         = False,
 ) -> None:
-    """Upload the weights to s3://<model bucket>/<model.s3_prefix>: parallel, resumable, checksummed by S3."""
+    """Upload the weights to s3://<model bucket>/<model.s3_prefix>: parallel, resumable (inside a file too),
+    checksummed by S3."""
     from hyperpod_dpd import aws, staging
 
     e = environment.resolve(config, env)
@@ -68,25 +74,27 @@ def stage_model(
     files = staging.scan_model_dir(src) if src is not None else []
     bucket, prefix = model_bucket(e), e.config.model.s3_prefix
     s3 = aws.client("s3", e.config.region)
+    resume_command = f"hyperpod-dpd stage-model {src} {e.selector}" + (" --force" if force else "")
     with aws.aws_errors(f"s3://{bucket}"):
         staging.check_bucket(s3, bucket)
         if verify_only:
-            results = staging.verify(s3, bucket, prefix)
-            bad = [r for r in results if not r.ok]
-            for r in bad:
-                err.print(f"  {r.rel}: {r.detail}", highlight=False)
-            print(f"s3://{bucket}/{prefix}: {len(results) - len(bad)} of {len(results)} files match the manifest")
-            if bad:
-                raise CommandFailed(f"{len(bad)} files in s3://{bucket}/{prefix} do not match the manifest")
+            _verify(s3, bucket, prefix)
             return
         total = sum(f.size for f in files)
-        with _bar("checksums", total) as bar:
-            files = staging.checksum_all(files, lambda n: bar.advance(bar.task_ids[0], n))
+        try:
+            with _bar("checksums", total) as bar:
+                files = staging.checksum_all(files, lambda n: bar.advance(bar.task_ids[0], n))
+        except KeyboardInterrupt:
+            _interrupted("interrupted while computing the checksums; nothing was uploaded", resume_command)
         planned = staging.plan(s3, bucket, prefix, files)
         conflicts = [p for p in planned if p.action == "conflict"]
         todo = [p for p in planned if p.action != "skip"]
+        resumed = [p for p in todo if p.resume is not None and p.resume.parts]
+        in_s3 = sum(p.resume.bytes_done(p.file.size) for p in resumed if p.resume)
         print(f"s3://{bucket}/{prefix}: {len(files)} files, {len(todo)} to upload "
-              f"({sum(p.file.size for p in todo) / 2**30:.2f} GiB), {len(planned) - len(todo)} already there")
+              f"({staging.bytes_to_upload(planned) / 2**30:.2f} GiB), {len(planned) - len(todo)} already there"
+              + (f"; {len(resumed)} resumed inside the file ({in_s3 / 2**30:.2f} GiB of their parts already in S3, "
+                 "each checked against the local bytes)" if resumed else ""))
         if conflicts and not force:
             for p in conflicts:
                 err.print(f"  {p.key}: {p.reason}", highlight=False)
@@ -97,9 +105,50 @@ def stage_model(
                 print(f"  {p.action:<8} {p.key} ({p.reason})")
             print("dry run: nothing written")
             return
-        with _bar("upload", sum(p.file.size for p in todo)) as bar:
-            staging.upload(s3, bucket, planned, lambda n: bar.advance(bar.task_ids[0], n))
+        days = staging.abort_rule_days(s3, bucket, prefix)
+        lifecycle = (f"the bucket's lifecycle rule {days[1] or '(unnamed)'} aborts an incomplete upload {days[0]} "
+                     "days after it started" if days else
+                     f"the platform stack's model bucket aborts an incomplete upload {staging.STACK_ABORT_DAYS} days "
+                     "after it started" if not e.config.model.existing_bucket_name else
+                     "the bucket has no lifecycle rule this command could read that aborts incomplete uploads: their "
+                     "parts stay (and are billed) until resumed or aborted")
+        if any(p.file.size >= staging.PART_SIZE for p in todo):
+            print(f"  an interrupted upload resumes where it stopped (run the same command again); {lifecycle}",
+                  file=sys.stderr)
+        state = staging.Progress()
+        try:
+            with _bar("upload", staging.bytes_to_upload(planned)) as bar:
+                staging.upload(s3, bucket, planned, lambda n: bar.advance(bar.task_ids[0], n), state)
+        except staging.Interrupted as stopped:
+            done = stopped.progress
+            when = (f"until {done.abort_date:%Y-%m-%d %H:%M} UTC (lifecycle rule {done.abort_rule})"
+                    if done.abort_date else f"({lifecycle})")
+            _interrupted(f"interrupted: {done.done_bytes / 2**30:.2f} of {done.total_bytes / 2**30:.2f} GiB uploaded, "
+                         f"{done.files_done} files complete; {len(done.started)} incomplete uploads stay in S3 {when}",
+                         resume_command)
         key = staging.write_manifest(s3, bucket, prefix, files)
     print(f"staged: s3://{bucket}/{prefix} ({len(files)} files, S3-verified CRC64NVME); manifest s3://{bucket}/{key}")
     print(f"next: hyperpod-dpd stage-model --verify {e.selector}   (any time)")
     print(f"      kubectl apply -f {e.dist}/endpoint/   (the endpoint endpoint.apply chooses)")
+
+
+def _interrupted(what: str, resume_command: str) -> NoReturn:
+    """One line on stderr with the command that resumes, and exit 130 (interrupted)."""
+    print(f"{what}; resume with: {resume_command}", file=sys.stderr)
+    raise SystemExit(EXIT_INTERRUPTED)
+
+
+def _verify(s3: Any, bucket: str, prefix: str) -> None:
+    from hyperpod_dpd import staging
+
+    report = staging.verify(s3, bucket, prefix)
+    bad = [r for r in report.files if not r.ok]
+    for r in report.files:
+        print(f"  {'ok' if r.ok else 'BAD':<4} {r.rel}: {r.detail}")
+    for key, size in report.extra:
+        print(f"  not in the manifest: {key} ({size} bytes): not part of the staged model, but the S3 CSI mount "
+              "shows it to vLLM too; delete it if it is stale (aws s3 rm)")
+    print(f"s3://{bucket}/{prefix}: {len(report.files) - len(bad)} of {len(report.files)} files match the manifest"
+          + (f"; {len(report.extra)} objects under the prefix are not in it" if report.extra else ""))
+    if bad:
+        raise CommandFailed(f"{len(bad)} files in s3://{bucket}/{prefix} do not match the manifest (listed above)")

@@ -96,6 +96,7 @@ def status(
     if watch and fmt.data:
         raise UsageError("--watch prints a screen; use --json without --watch")
     dep = load(config, env, region=region)
+    dep.check_context(kubeconfig, context)  # another cluster's context: refused before anything is read
     out = console(highlight=False)
     shown = 0
     while True:
@@ -146,12 +147,20 @@ def alerts_check(dep: Deployment) -> Check:
 
 
 def _guard(section: str, name: str, read: Callable[[], list[Check]], *, blocks_serving: bool = True) -> list[Check]:
-    """The section's checks, or one failed row when its service cannot be read."""
+    """The section's checks, or one failed row when its service cannot be read, with the fix the error's code calls
+    for (:func:`hyperpod_dpd.aws.explain`, :func:`hyperpod_dpd.kube.kube_errors`)."""
     try:
         return read()
     except CommandFailed as exc:
-        return [Check(section=section, name=name, state="fail", detail=str(exc), blocks_serving=blocks_serving,
-                      next_step="fix access (credentials, kubeconfig, network) and run status again")]
+        return [Check(section=section, name=name, state="fail", detail=getattr(exc, "summary", str(exc)),
+                      blocks_serving=blocks_serving,
+                      next_step=getattr(exc, "fix", "") or "read the error above, fix it and run status again")]
+
+
+def _not_deployed(dep: Deployment, stack: str) -> str:
+    """The fix for a cluster that does not exist: deploy its stack (or the names come from the wrong place)."""
+    return (f"it is not deployed: hyperpod-dpd deploy {dep.env.selector} (stack {stack}); names from "
+            f"{dep.outputs_source}, region {dep.region}")
 
 
 def hyperpod_checks(dep: Deployment) -> list[Check]:
@@ -159,7 +168,8 @@ def hyperpod_checks(dep: Deployment) -> list[Check]:
 
     sm = aws.client("sagemaker", dep.region)
     name = dep.hyperpod_cluster
-    with aws.aws_errors(f"describing HyperPod cluster {name}"):
+    with aws.aws_errors(f"describing HyperPod cluster {name}",
+                        missing=_not_deployed(dep, f"{dep.env.config.name}-hyperpod")):
         cluster = sm.describe_cluster(ClusterName=name)
         nodes: list[dict[str, Any]] = []
         for page in sm.get_paginator("list_cluster_nodes").paginate(ClusterName=name):
@@ -207,7 +217,8 @@ def addon_checks(dep: Deployment) -> list[Check]:
     from hyperpod_dpd import aws
 
     eks = aws.client("eks", dep.region)
-    with aws.aws_errors(f"listing the add-ons of EKS cluster {dep.eks_cluster}"):
+    with aws.aws_errors(f"listing the add-ons of EKS cluster {dep.eks_cluster}",
+                        missing=_not_deployed(dep, f"{dep.env.config.name}-cluster")):
         names: list[str] = []
         for page in eks.get_paginator("list_addons").paginate(clusterName=dep.eks_cluster):
             names += page.get("addons", [])

@@ -19,16 +19,18 @@ it (billed load balancers, SageMaker endpoints). Each is tied to this deployment
   (detached) and not requester-managed, and GuardDuty's VPC endpoints (service ``com.amazonaws.<region>.
   guardduty-data``, created by GuardDuty's automated agent, GuardDuty runtime-monitoring-agent-connectivity).
 
-Everything is listed before anything is deleted, so a failed lookup deletes nothing. ``--yes`` deletes in
-dependency order, each step freeing what the next needs: SageMaker endpoints (waited for: an endpoint config
-must not be deleted while an endpoint uses it), endpoint configs, models; load balancers (waited for),
-target groups, certificates; GuardDuty endpoints; network interfaces; security groups (a group cannot be
-deleted while an ENI uses it). S3 is never touched: the model bucket (and its data) stays whatever this
-command finds.
+Everything is listed before anything is deleted, so a failed lookup deletes nothing. On a terminal ``sweep`` then
+asks whether to delete what it listed; ``--yes`` deletes without asking, ``--dry-run`` (or no terminal, or
+``--json``) only lists. It deletes in dependency order, each step freeing what the next needs: SageMaker
+endpoints (waited for: an endpoint config must not be deleted while an endpoint uses it), endpoint configs,
+models; load balancers (waited for), target groups, certificates; GuardDuty endpoints; network interfaces;
+security groups (a group cannot be deleted while an ENI uses it). S3 is never touched: the model bucket (and its
+data) stays whatever this command finds.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
@@ -39,8 +41,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from hyperpod_core.errors import CommandFailed
+from hyperpod_core.errors import CommandFailed, UsageError
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption, OutputOption, ProfileOption, RegionOption
+from hyperpod_dpd.confirm import DryRunOption, confirm
 from hyperpod_dpd.deployment import Deployment, load
 from hyperpod_dpd.render import console, emit, output_format
 
@@ -80,10 +83,12 @@ def register(app: typer.Typer) -> None:
 
 def sweep(
     config: ConfigOption = None, env: EnvOption = None, as_json: JsonOption = False,
-    yes: Annotated[bool, typer.Option("--yes", help="Delete what is listed, in a safe order.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete what is listed, in a safe order, without asking."
+                                      )] = False,
+    dry_run: DryRunOption = False,
     output: OutputOption = None, region: RegionOption = None, profile: ProfileOption = None,
 ) -> None:
-    """List (and with --yes delete) what would block `cdk destroy` or survive it. Never touches S3."""
+    """List what would block `cdk destroy` or survive it, then (asked, or --yes) delete it. Never touches S3."""
     from hyperpod_dpd import aws  # boto3 loads when the command runs, not for --help
 
     fmt = output_format(output, as_json)
@@ -99,10 +104,16 @@ def sweep(
         return
     if not as_json:
         _print(out, dep, found)
+    if yes and dry_run:
+        raise UsageError("pass --yes (delete) or --dry-run (only list), not both")
     if not yes:
-        if items and not as_json:
-            out.print("run again with --yes to delete them in this order")
-        return
+        if not items or dry_run or as_json or not sys.stdin.isatty():
+            if items and not as_json:
+                out.print("dry run: nothing deleted" if dry_run else
+                          "run again with --yes to delete them in this order")
+            return
+        confirm(f"delete these {len(items)} resources of {dep.env.config.name} in this order?", yes=False,
+                command="hyperpod-dpd sweep", cancelled="nothing deleted")
     deleted: list[Item] = []
     for item in items:
         try:

@@ -100,6 +100,8 @@ class ClusterStack(Stack):
         _acknowledge_cdk_managed_functions(self)
         CfnOutput(self, outputs.EKS_CLUSTER_NAME, value=self.cluster.cluster_name)
         CfnOutput(self, outputs.EKS_CLUSTER_ARN, value=self.cluster.cluster_arn)
+        CfnOutput(self, outputs.EKS_API_ENDPOINT, value=self.cluster.cluster_endpoint,
+                  description="The Kubernetes API server; hyperpod-dpd requires the kubeconfig context to point here")
         CfnOutput(self, outputs.REGION, value=self.region)
         CfnOutput(self, "UpdateKubeconfigCommand", value=self.eks.update_kubeconfig_command,
                   description="Point kubectl at the cluster (as the admin principal this deploy named)")
