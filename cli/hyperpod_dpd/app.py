@@ -60,16 +60,18 @@ COMMANDS: dict[str, CommandSpec] = {
                         "<cdk.out>); for the HyperPod stack, also whether running deep health checks would refuse "
                         "an instance-group change."),
     "deploy": CommandSpec("hyperpod_dpd.commands.lifecycle",
-                          "Deploy the templates synthesized from THIS config; write the outputs file next to them."),
+                          "Deploy the templates synthesized from THIS config (shows what and asks; --yes does not "
+                          "ask); write the outputs file next to them."),
     "destroy": CommandSpec("hyperpod_dpd.commands.lifecycle",
-                           "Destroy the stacks of THIS config (the model bucket is kept unless "
-                           "model.delete_on_destroy)."),
+                           "Destroy the stacks of THIS config (shows what and asks; --yes does not ask). The model "
+                           "bucket is kept unless model.delete_on_destroy; the outputs file is moved aside "
+                           "afterwards."),
     "preflight": CommandSpec("hyperpod_dpd.commands.preflight",
-                             "Check credentials, CDK bootstrap, AZ, quotas, training plans, add-on versions, "
-                             "principal, bucket."),
+                             "Check the templates, credentials, CDK bootstrap, AZ, quotas, training plans, add-on "
+                             "versions, principal, bucket."),
     "stage-model": CommandSpec("hyperpod_dpd.commands.stage_model",
-                               "Upload the weights to s3://<model bucket>/<model.s3_prefix>: parallel, resumable, "
-                               "checksummed by S3."),
+                               "Upload the weights to s3://<model bucket>/<model.s3_prefix>: parallel, resumable "
+                               "(inside a file too), checksummed by S3."),
     "status": CommandSpec("hyperpod_dpd.commands.status",
                           "HyperPod nodes, EKS add-ons and the endpoint, each with the next step when it is not "
                           "healthy."),
@@ -79,11 +81,11 @@ COMMANDS: dict[str, CommandSpec] = {
     "logs": CommandSpec("hyperpod_dpd.commands.logs",
                         "Show the logs of one role of this endpoint, with DPD failure signatures highlighted."),
     "sweep": CommandSpec("hyperpod_dpd.commands.sweep",
-                         "List (and with --yes delete) what would block `cdk destroy` or survive it. Never touches "
-                         "S3."),
+                         "List what would block `cdk destroy` or survive it, then (asked, or --yes) delete it. Never "
+                         "touches S3."),
     "bench": CommandSpec("hyperpod_dpd.commands.bench",
                          "Run the benchmark matrix on DPD, switch to the colocated baseline, run it again "
-                         "(resumable)."),
+                         "(resumable; asks first)."),
     "report": CommandSpec("hyperpod_dpd.commands.report",
                           "Compare colocated and DPD from genai-bench result files and write the decision report."),
     "plan": CommandSpec("hyperpod_dpd.commands.plan",

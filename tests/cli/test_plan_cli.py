@@ -14,6 +14,7 @@ from hyperpod_analysis.plan import estimate_scenarios
 from hyperpod_analysis.plan.write import merge_recommendation
 from hyperpod_core.config import load_config
 from hyperpod_core.errors import ConfigError
+from hyperpod_core.sizing import RESERVED_ONLY_INSTANCE_TYPES
 from hyperpod_dpd.app import main
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -206,8 +207,10 @@ def test_every_instance_type_runs_without_a_price(tmp_path: Path, capsys: pytest
                                                   instance_type: str) -> None:
     """Issue 23: latency and throughput always; cost columns only with a price, and a one-line note otherwise."""
     data = yaml.safe_load(DEFAULT.read_text())
-    for g in data["hyperpod"]["instance_groups"]:
+    for i, g in enumerate(data["hyperpod"]["instance_groups"]):
         g["instance_type"] = instance_type
+        if instance_type in RESERVED_ONLY_INSTANCE_TYPES:  # the config requires a training plan for it
+            g["training_plan_arn"] = f"arn:aws:sagemaker:us-west-2:123456789012:training-plan/p5e-{i}"
     data["endpoint"]["instance_type"] = instance_type
     cfg = tmp_path / "c.yaml"
     cfg.write_text(yaml.safe_dump(data))
