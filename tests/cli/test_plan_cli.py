@@ -206,8 +206,10 @@ def test_every_instance_type_runs_without_a_price(tmp_path: Path, capsys: pytest
                                                   instance_type: str) -> None:
     """Issue 23: latency and throughput always; cost columns only with a price, and a one-line note otherwise."""
     data = yaml.safe_load(DEFAULT.read_text())
-    for g in data["hyperpod"]["instance_groups"]:
+    for i, g in enumerate(data["hyperpod"]["instance_groups"]):
         g["instance_type"] = instance_type
+        if instance_type == "ml.p5e.48xlarge":  # reserved capacity only: a training plan per group (config rule)
+            g["training_plan_arn"] = f"arn:aws:sagemaker:us-west-2:123456789012:training-plan/p5e-{i}"
     data["endpoint"]["instance_type"] = instance_type
     cfg = tmp_path / "c.yaml"
     cfg.write_text(yaml.safe_dump(data))
