@@ -72,6 +72,21 @@ def test_recommendation_names_split_replicas_threshold_buffer_and_batch(default_
     assert set(rec["max_num_seqs"]) == {"prefill", "decode"}
 
 
+def test_the_reason_names_the_layout_it_compares_with(default_json: dict[str, Any]) -> None:
+    """The other side's best layout may be in no printed row (a DPD with more prefill nodes than the config's):
+    the reason names it, with the instance-hours the recommendation reports for that side."""
+    import re
+
+    rec = default_json["recommendation"]
+    m = re.fullmatch(r"(DPD|colocated) takes ([\d.]+) instance-hours per 1M output tokens vs ([\d.]+) with "
+                     r"(DPD \d+ prefill \+ \d+ decode|colocated x\d+) \((\d+) nodes\), the best (DPD|colocated) "
+                     r"layout that meets the SLO", rec["reason"])
+    assert m, rec["reason"]
+    other = "colocated" if rec["split"] else "dpd"
+    assert m[6].lower() == other and m[4].lower().startswith(other)
+    assert float(m[3]) == pytest.approx(rec["instance_hours_per_1m_output_tokens"][other], rel=5e-3)
+
+
 def test_table_output_prints_bands_cold_start_and_the_recommended_row(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = _run(capsys, "--config", str(DEFAULT), "--concurrency", "8")
     assert code == 0

@@ -419,8 +419,10 @@ def recommend(inputs: PlanInputs, model: StepModel, traffics: Sequence[Traffic],
     decode_seqs = min(max(inputs.decode_max_num_seqs, 1 << max(0, math.ceil(math.log2(max(per_decoder, 1))))), 256)
     prefill_seqs = max(inputs.prefill_max_num_seqs, math.ceil(MAX_NUM_BATCHED_TOKENS / max(mean_isl, 1)))
     other = best_coloc if split else best_dpd
+    # The other side's best layout by name: it may be none of the printed rows (e.g. DPD with 2 prefill nodes).
     reason = (f"{'DPD' if split else 'colocated'} takes {chosen.node_hours_per_million:.3g} instance-hours per 1M "
-              f"output tokens vs {other.node_hours_per_million:.3g} {'colocated' if split else 'with DPD'}"
+              f"output tokens vs {other.node_hours_per_million:.3g} with {layout_text(other.layout)} "
+              f"({other.nodes} nodes), the best {'colocated' if split else 'DPD'} layout that meets the SLO"
               if other else f"no {'colocated' if split else 'DPD'} layout meets the SLO")
     n = inputs.instance.gpus
     # The router picks the prefiller: prefixaware/kvaware for one, roundrobin for several (operator.md, DPD guide).
