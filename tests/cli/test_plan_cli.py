@@ -72,6 +72,18 @@ def test_recommendation_names_split_replicas_threshold_buffer_and_batch(default_
     assert set(rec["max_num_seqs"]) == {"prefill", "decode"}
 
 
+def test_the_json_example_in_the_docs_is_this_releases_output(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/sizing.md says `--json` prints exactly its example: the same text, two-space indent included."""
+    doc = (REPO_ROOT / "docs" / "sizing.md").read_text(encoding="utf-8")
+    head = "`--json` prints exactly:\n\n```json\n"
+    start = doc.index(head) + len(head)
+    example = doc[start:doc.index("\n```", start)]
+    assert "plan -c config/default.yaml --concurrency 8 --json" in doc
+    code, out, err = _run(capsys, "-c", str(DEFAULT), "--concurrency", "8", "--json")
+    assert code == 0, err
+    assert out.rstrip("\n") == example
+
+
 def test_the_reason_names_the_layout_it_compares_with(default_json: dict[str, Any]) -> None:
     """The other side's best layout may be in no printed row (a DPD with more prefill nodes than the config's):
     the reason names it, with the instance-hours the recommendation reports for that side."""
