@@ -12,7 +12,15 @@ alert receiver"); it publishes as the service principal ``aps.amazonaws.com``, s
   AWS KMS permissions" for event sources from AWS services);
 * an alarm on the topic's own ``NumberOfMessagesPublished`` notices a silent path: the always-firing
   heartbeat alert reaches the topic once a day, so two whole days without any message mean rules, alert
-  manager or policies broke; the alarm then publishes to the same topic through CloudWatch, a separate path.
+  manager or policies broke. The alarm publishes to a **separate small topic** (same key, the same e-mail
+  addresses subscribed) through CloudWatch: published to the watched topic, its own message would count as
+  traffic, reset the alarm and make it flap every 2-3 days while the path stays broken;
+* the e-mail subscriptions of the alert topic drop the daily heartbeat with a filter policy on the
+  ``alert_kind`` message attribute (``{"alert_kind": [{"anything-but": ["heartbeat"]}, {"exists": false}]}``):
+  values of one key are ORed, ``anything-but`` matches only a present attribute and ``"exists": false`` an absent
+  one, and the scope is the message attributes by default (SNS developer guide, "String value matching", "Key
+  matching", "AND/OR logic", "Subscription filter policy scope"). A pager's dead man's switch subscribes without
+  a filter and gets the heartbeat.
 """
 
 from __future__ import annotations
@@ -33,6 +41,13 @@ CLOUDWATCH_PRINCIPAL = "cloudwatch.amazonaws.com"
 #: Heartbeat alarm: one-day periods, alarm when two in a row saw no message (the heartbeat repeats daily).
 SILENCE_PERIOD = Duration.days(1)
 SILENT_PERIODS = 2
+#: The message attribute the alert manager sets (``hyperpod_core.telemetry.alertmanager.ATTRIBUTES``) and the
+#: value of the heartbeat; repeated here because constructs import nothing of ours.
+KIND_ATTRIBUTE = "alert_kind"
+HEARTBEAT_KIND = "heartbeat"
+#: Conditions on ``alert_kind`` of the e-mail subscriptions (ORed): everything but the heartbeat, and messages
+#: without the attribute.
+EMAIL_FILTER_CONDITIONS = ({"anything-but": [HEARTBEAT_KIND]}, {"exists": False})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,12 +63,16 @@ class AlertTopicProps:
 
 
 class AlertTopic(Construct):
-    """Key, topic, access policy, e-mail subscriptions and the silence alarm."""
+    """Key, alert topic, access policy, filtered e-mail subscriptions, and the silence alarm with its own topic."""
 
     key: kms.Key
     topic: sns.Topic
     topic_arn: str
     subscriptions: list[sns.Subscription]
+    """E-mail subscriptions of the alert topic (heartbeat filtered out)."""
+    silence_topic: sns.Topic
+    """Where the silence alarm publishes: never the topic it watches."""
+    silence_subscriptions: list[sns.Subscription]
     silence_alarm: cloudwatch.Alarm
 
     def __init__(self, scope: Construct, construct_id: str, *, props: AlertTopicProps) -> None:
@@ -81,14 +100,10 @@ class AlertTopic(Construct):
             actions=["sns:Publish", "sns:GetTopicAttributes"], resources=[self.topic.topic_arn],
             conditions={"ArnEquals": {"aws:SourceArn": props.workspace_arn},
                         "StringEquals": {"AWS:SourceAccount": Aws.ACCOUNT_ID}}))
-        alarms = f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:{Aws.ACCOUNT_ID}:alarm:*"
-        self.topic.add_to_resource_policy(iam.PolicyStatement(
-            sid="CloudWatchAlarmsPublish", principals=[iam.ServicePrincipal(CLOUDWATCH_PRINCIPAL)],
-            actions=["sns:Publish"], resources=[self.topic.topic_arn],
-            conditions={"ArnLike": {"aws:SourceArn": alarms}, "StringEquals": {"AWS:SourceAccount": Aws.ACCOUNT_ID}}))
         self.subscriptions = [
             sns.Subscription(self, f"Email{i}", topic=self.topic, protocol=sns.SubscriptionProtocol.EMAIL,
-                             endpoint=address)
+                             endpoint=address, filter_policy={
+                                 KIND_ATTRIBUTE: sns.SubscriptionFilter(conditions=list(EMAIL_FILTER_CONDITIONS))})
             for i, address in enumerate(props.email_addresses)]
 
         published = self.topic.metric_number_of_messages_published(period=SILENCE_PERIOD, statistic="Sum")
@@ -100,4 +115,17 @@ class AlertTopic(Construct):
             alarm_description=(f"{props.display_name}: no message on the alert topic for {SILENT_PERIODS} days; the "
                                "daily heartbeat alert stopped arriving, so no alert would either. Check the AMP "
                                "workspace's alert manager and the topic's access and key policies."))
-        self.silence_alarm.add_alarm_action(cloudwatch_actions.SnsAction(self.topic))
+        self.silence_topic = sns.Topic(self, "SilenceTopic", display_name=props.display_name, master_key=self.key,
+                                       enforce_ssl=True)
+        self.silence_topic.add_to_resource_policy(iam.PolicyStatement(
+            sid="CloudWatchAlarmPublish", principals=[iam.ServicePrincipal(CLOUDWATCH_PRINCIPAL)],
+            actions=["sns:Publish"], resources=[self.silence_topic.topic_arn],
+            conditions={"ArnEquals": {"aws:SourceArn": self.silence_alarm.alarm_arn},
+                        "StringEquals": {"AWS:SourceAccount": Aws.ACCOUNT_ID}}))
+        self.silence_subscriptions = [
+            sns.Subscription(self, f"SilenceEmail{i}", topic=self.silence_topic,
+                             protocol=sns.SubscriptionProtocol.EMAIL, endpoint=address)
+            for i, address in enumerate(props.email_addresses)]
+        # Both transitions: "the path went silent" and "the heartbeat is back".
+        self.silence_alarm.add_alarm_action(cloudwatch_actions.SnsAction(self.silence_topic))
+        self.silence_alarm.add_ok_action(cloudwatch_actions.SnsAction(self.silence_topic))

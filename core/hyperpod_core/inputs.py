@@ -94,12 +94,6 @@ def stack_names(config: Config) -> tuple[str, ...]:
     return tuple(f"{config.name}-{suffix}" for suffix in STACK_SUFFIXES)
 
 
-def _config_accounts(config: Config) -> set[str]:
-    """Accounts the config itself names (admin principal, training plans): the outputs must match them."""
-    arns = [config.eks.admin_principal_arn, *(g.training_plan_arn for g in config.hyperpod.instance_groups)]
-    return {m["account"] for a in arns if a and (m := _ARN_PARTS_RE.match(a))}
-
-
 def check_ownership(config: Config, path: Path, data: dict[str, dict[str, object]]) -> None:
     """Refuse an outputs file written by another deployment: stack names, cluster names, account, region.
 
@@ -128,7 +122,7 @@ def check_ownership(config: Config, path: Path, data: dict[str, dict[str, object
                 raise ConfigError(f"{where}: {stack}.{key} is in region {m['region']!r} but config region is "
                                   f"{config.region!r} (outputs file of another deployment?)")
             accounts.setdefault(m["account"], f"{stack}.{key}")
-    expected_accounts = _config_accounts(config)
+    expected_accounts = config.arn_accounts()  # admin principal, training plans: the outputs must match
     if len(accounts) > 1:
         raise ConfigError(f"{where}: outputs name several AWS accounts ({', '.join(sorted(accounts))}); "
                           f"one deployment lives in one account")
@@ -156,7 +150,7 @@ def eks_cluster_arn(config: Config, found: dict[str, tuple[str, str]], where: st
             raise ConfigError(f"{source} must be the ARN of EKS cluster {name!r} in {config.region} "
                               f"(arn:aws:eks:{config.region}:<account>:cluster/{name}), got {value!r}")
         return Resolved(value=value, source=source)
-    accounts = sorted(_config_accounts(config))
+    accounts = sorted(config.arn_accounts())
     if len(accounts) == 1:
         return Resolved(value=f"arn:{_partition(config.region)}:eks:{config.region}:{accounts[0]}:cluster/{name}",
                         source="derived: config region, the account of its ARNs and eks.cluster_name")

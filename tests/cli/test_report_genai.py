@@ -317,24 +317,28 @@ def test_planner_absent_and_present(measured, tmp_path, monkeypatch):
 
     calls = []
 
-    def estimate_scenarios(config, traffic, concurrencies):
-        calls.append((list(traffic), list(concurrencies)))
-        return [{"traffic": t, "concurrency": c,
+    def estimate_experiment(config, experiment, traffic, concurrencies):
+        calls.append((experiment, list(traffic), list(concurrencies)))
+        return [{"experiment": experiment, "traffic": t, "concurrency": c,
                  "colocated": {"ttft_ms": 1.5, "tpot_ms": 2.25, "e2e_p50_ms": 3.5, "output_tokens_per_s": 4.5},
                  "dpd": {"ttft_ms": 5.5, "tpot_ms": 6.25, "e2e_p50_ms": 7.5, "output_tokens_per_s": 8.5},
-                 "improvement_pct": {"tpot": 11.0, "e2e_p50": 22.0, "output_throughput": 33.0}}
+                 "improvement_pct": {"tpot": 11.0, "e2e_p50": 22.0, "output_throughput": 33.0},
+                 "gpus": {"colocated": 16, "dpd": 16}}
                 for t in traffic for c in concurrencies]
 
     monkeypatch.setitem(sys.modules, "hyperpod_analysis.plan",
-                        types.SimpleNamespace(estimate_scenarios=estimate_scenarios))
+                        types.SimpleNamespace(estimate_experiment=estimate_experiment))
     res = CliRunner().invoke(app, ["report", "--config", str(measured["config"]), "--results",
                                    str(measured["results"]), "--out", str(tmp_path / "present")])
     assert res.exit_code == 0, res.output
-    assert len(calls) == 1 and set(calls[0][0]) == set(SCENARIOS.values()) and calls[0][1] == [2, 4]
+    # The measured runs are the equal-gpu experiment: the planner is asked for that experiment's layouts.
+    assert len(calls) == 1 and calls[0][0] == "equal-gpu" and set(calls[0][1]) == set(SCENARIOS.values())
+    assert calls[0][2] == [2, 4]
     md = (tmp_path / "present" / "report.md").read_text()
     assert md.count("+11.0% / +22.0% / +33.0%") == 2 * len(SCENARIOS)
-    assert md.count("| dpd (planner) | - | 5.5 | - | 6.25 | - | 7.5 | - | 8.5 |") == 2 * len(SCENARIOS)
-    assert md.count("| colocated, one node (planner) | - | 1.5 | - | 2.25 | - | 3.5 | - | 4.5 |") == 2 * len(SCENARIOS)
+    assert md.count("DPD vs colocated on as many GPUs") == len(SCENARIOS)
+    assert md.count("| dpd (planner) | 16 | 5.5 | - | 6.25 | - | 7.5 | - | 8.5 |") == 2 * len(SCENARIOS)
+    assert md.count("| colocated (planner) | 16 | 1.5 | - | 2.25 | - | 3.5 | - | 4.5 |") == 2 * len(SCENARIOS)
 
 
 def test_results_from_s3(measured, tmp_path, monkeypatch):

@@ -148,3 +148,53 @@ def test_gpu_normalized_cost_uses_each_modes_gpus_and_the_configured_price():
     from hyperpod_analysis.report.analysis import cost_text
 
     assert cost_text(col, config) == "2.22 GPU-h ($22.22) per 1M output tokens"  # 2.22 GPU-h x $80 / 8 GPUs
+
+
+# --- the planner's estimate beside each experiment: the layouts that experiment measures ---------------------
+
+
+@pytest.mark.parametrize(("experiment", "gpus"), [
+    # AWS's layouts (blog, "Benchmarking performance"): 1P+1D on 2x ml.p5.48xlarge (16 GPUs) vs one node (8 GPUs).
+    ("aws-reference", {"dpd": 16, "colocated": 8}),
+    # The default config's DPD endpoint (1 prefill + 1 decode replica, TP 8) vs colocated on as many GPUs.
+    ("equal-gpu", {"dpd": 16, "colocated": 16}),
+])
+def test_planner_estimate_holds_the_layouts_the_experiment_measures(experiment, gpus):
+    """The estimate drawn beside a cell simulates the GPUs the benchmark manifests give each mode in that
+    experiment (hyperpod_k8s.benchmark.gpus_per_mode): never the one-node colocated estimate beside an equal-GPU
+    measurement."""
+    from hyperpod_analysis.plan import estimate_experiment, estimate_scenarios
+    from hyperpod_core.inputs import resolve_inputs
+    from hyperpod_k8s.benchmark import gpus_per_mode
+
+    config = _config()
+    (row,) = estimate_experiment(config, experiment, ["D(4096,256)"], [8])
+    assert row["experiment"] == experiment and row["gpus"] == gpus
+    assert row["gpus"] == gpus_per_mode(config, resolve_inputs(config, None), experiment)
+    (one_node,) = estimate_scenarios(config, ["D(4096,256)"], [8])  # plan --json: DPD vs one colocated node
+    if experiment == "aws-reference":  # the default endpoint is 1P+1D, AWS's layout: plan's own comparison
+        assert row["colocated"] == one_node["colocated"] and row["improvement_pct"] == one_node["improvement_pct"]
+    else:  # twice the colocated GPUs: more output throughput than one node at the same concurrency, same DPD
+        assert row["dpd"] == one_node["dpd"]
+        assert row["colocated"]["output_tokens_per_s"] > one_node["colocated"]["output_tokens_per_s"]
+        assert row["improvement_pct"]["output_throughput"] < one_node["improvement_pct"]["output_throughput"]
+
+
+def test_an_estimate_of_another_experiment_is_never_drawn_beside_a_cell():
+    from hyperpod_analysis.report.analysis import build_cells
+    from hyperpod_analysis.report.render import measurement_rows
+
+    ms = [_m("colocated", 8, tpot=40.0, experiment="equal-gpu", scenario="s"),
+          _m("dpd", 8, tpot=30.0, experiment="equal-gpu", scenario="s")]
+    row = {"traffic": "D(4096,256)", "concurrency": 8, "colocated": {"tpot_ms": 1.0}, "dpd": {"tpot_ms": 2.0},
+           "improvement_pct": {"tpot": 50.0}, "gpus": {"colocated": 16, "dpd": 16}}
+    (wrong,) = build_cells(ms, [("s", 8)], {("D(4096,256)", 8): {**row, "experiment": "aws-reference"}},
+                           experiment="equal-gpu")
+    assert wrong.estimate is None
+    (right,) = build_cells(ms, [("s", 8)], {("D(4096,256)", 8): {**row, "experiment": "equal-gpu"}},
+                           experiment="equal-gpu")
+    assert right.estimate is not None
+    report = Report(config=_config(), cells=[right], verdicts=[], planner_note="", source="x")
+    planner_rows = [r for r in measurement_rows(report, "s") if r[1].endswith("(planner)")]
+    assert [(r[1], r[2], r[5]) for r in planner_rows] == [("colocated (planner)", "16", "1.00"),
+                                                         ("dpd (planner)", "16", "2.00")]

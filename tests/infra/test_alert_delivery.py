@@ -8,7 +8,12 @@ Expected values:
 * SNS developer guide, "Configuring AWS KMS permissions" (event sources from AWS services and encrypted topics):
   the key policy lets the service principal ``kms:GenerateDataKey*`` and ``kms:Decrypt``;
 * CloudFormation: ``AWS::APS::Workspace.AlertManagerDefinition``; CloudWatch ``AWS/SNS``
-  ``NumberOfMessagesPublished`` (dimension ``TopicName``); Period x EvaluationPeriods at most 7 days.
+  ``NumberOfMessagesPublished`` (dimension ``TopicName``); Period x EvaluationPeriods at most 7 days;
+* SNS developer guide, message filtering: "String value matching" (``anything-but`` matches values not listed and
+  "can be combined with "exists": false"), "Key matching" (``"exists": false`` matches messages without the key,
+  and only when at least one attribute is present), "AND/OR logic" (the values of one key are ORed),
+  "Subscription filter policies" (each key of the policy must match an attribute) and "Subscription filter
+  policy scope" (``MessageAttributes`` by default).
 """
 
 from __future__ import annotations
@@ -72,10 +77,16 @@ def test_the_topic_is_encrypted_with_a_key_aps_and_cloudwatch_may_use(templates)
     assert topic["Properties"]["KmsMasterKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
 
 
+def _policy_of(template: Template, topic_id: str) -> dict:
+    (policy,) = [p for p in template.find_resources("AWS::SNS::TopicPolicy").values()
+                 if p["Properties"]["Topics"] == [{"Ref": topic_id}]]
+    return policy
+
+
 def test_the_topic_policy_admits_this_workspace_only(templates) -> None:
     obs = templates["Observability"]
     ws_id, _ = _one(obs, "AWS::APS::Workspace")
-    _, policy = _one(obs, "AWS::SNS::TopicPolicy")
+    policy = _policy_of(obs, TOPIC_LOGICAL_ID)
     statements = policy["Properties"]["PolicyDocument"]["Statement"]
     (aps,) = [s for s in statements if s.get("Principal") == {"Service": "aps.amazonaws.com"}]
     assert aps["Effect"] == "Allow" and aps["Action"] == ["sns:Publish", "sns:GetTopicAttributes"]
@@ -84,17 +95,33 @@ def test_the_topic_policy_admits_this_workspace_only(templates) -> None:
     assert aps["Resource"] == {"Ref": TOPIC_LOGICAL_ID}
     (tls,) = [s for s in statements if s["Effect"] == "Deny"]
     assert tls["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    # Only the alert manager publishes here: the silence alarm has a topic of its own.
+    assert not [s for s in statements if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}]
 
 
-def test_a_silent_topic_raises_an_alarm_on_the_topic(templates) -> None:
-    """The heartbeat reaches the topic daily; two days without any message mean the path broke."""
-    _, alarm = _one(templates["Observability"], "AWS::CloudWatch::Alarm")
+def test_a_silent_topic_raises_an_alarm_on_a_topic_of_its_own(templates) -> None:
+    """The heartbeat reaches the topic daily; two days without any message mean the path broke. The alarm must not
+    publish to the topic it watches: its own message would count in NumberOfMessagesPublished, end the silence
+    and make the alarm flap every 2-3 days while the path stays broken."""
+    obs = templates["Observability"]
+    alarm_id, alarm = _one(obs, "AWS::CloudWatch::Alarm")
     p = alarm["Properties"]
     assert (p["Namespace"], p["MetricName"], p["Statistic"]) == ("AWS/SNS", "NumberOfMessagesPublished", "Sum")
     assert p["Dimensions"] == [{"Name": "TopicName", "Value": {"Fn::GetAtt": [TOPIC_LOGICAL_ID, "TopicName"]}}]
     assert (p["ComparisonOperator"], p["Threshold"], p["TreatMissingData"]) == ("LessThanThreshold", 1, "breaching")
     assert p["Period"] * p["EvaluationPeriods"] <= 7 * 86400 and p["Period"] >= 3600
-    assert p["AlarmActions"] == [{"Ref": TOPIC_LOGICAL_ID}]
+    (action,) = p["AlarmActions"]
+    assert p["OKActions"] == [action] and action != {"Ref": TOPIC_LOGICAL_ID}
+    silence_id = action["Ref"]
+    topics = obs.find_resources("AWS::SNS::Topic")
+    assert set(topics) == {TOPIC_LOGICAL_ID, silence_id}
+    key_id, _ = _one(obs, "AWS::KMS::Key")  # the same key (its policy admits CloudWatch)
+    assert topics[silence_id]["Properties"]["KmsMasterKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
+    statements = _policy_of(obs, silence_id)["Properties"]["PolicyDocument"]["Statement"]
+    (cw,) = [s for s in statements if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}]
+    assert cw["Action"] == "sns:Publish" and cw["Resource"] == {"Ref": silence_id}
+    assert cw["Condition"] == {"ArnEquals": {"aws:SourceArn": {"Fn::GetAtt": [alarm_id, "Arn"]}},
+                               "StringEquals": {"AWS:SourceAccount": {"Ref": "AWS::AccountId"}}}
 
 
 def test_default_config_has_no_receiver_and_synth_says_so(templates, default_config) -> None:
@@ -108,14 +135,18 @@ def test_default_config_has_no_receiver_and_synth_says_so(templates, default_con
     assert len(notices(default_config)) == 2, "alerts and dashboards: one line each"
 
 
-def test_receivers_subscribe_and_an_existing_topic_joins_the_receiver(default_config_dict) -> None:
+RECEIVERS = {"email_addresses": ["oncall@example.com", "lead@example.com"],
+             "topic_arn": "arn:aws:sns:us-west-2:111122223333:pager"}
+
+
+@pytest.fixture(scope="module")
+def with_receivers(default_config_dict) -> tuple[Template, object]:
+    """One synthesis of the alert path with ``observability.alerts`` set, shared by the tests below."""
     import copy
 
     data = copy.deepcopy(default_config_dict)
-    data["observability"]["alerts"] = {"email_addresses": ["oncall@example.com", "lead@example.com"],
-                                       "topic_arn": "arn:aws:sns:us-west-2:111122223333:pager"}
+    data["observability"]["alerts"] = copy.deepcopy(RECEIVERS)
     config = parse_config(data)
-    assert alerts_notice(config) is None
     app = cdk.App()
     stack = cdk.Stack(app, "Obs", env=cdk.Environment(region="us-west-2"))
     prometheus = ManagedPrometheus(stack, "Prometheus", props=ManagedPrometheusProps(alias="x"))
@@ -124,15 +155,74 @@ def test_receivers_subscribe_and_an_existing_topic_joins_the_receiver(default_co
         email_addresses=config.observability.alerts.email_addresses))
     prometheus.set_alert_manager_definition(alert_manager_definition(
         config, [topic.topic_arn, config.observability.alerts.topic_arn or ""]))
-    t = Template.from_stack(stack)
-    subs = sorted(s["Properties"]["Endpoint"] for s in t.find_resources("AWS::SNS::Subscription").values())
-    assert subs == ["lead@example.com", "oncall@example.com"]
-    assert all(s["Properties"]["Protocol"] == "email" for s in t.find_resources("AWS::SNS::Subscription").values())
+    return Template.from_stack(stack), config
+
+
+def _subscriptions(t: Template, topic_id: str) -> dict[str, dict]:
+    return {s["Properties"]["Endpoint"]: s["Properties"] for s in t.find_resources("AWS::SNS::Subscription").values()
+            if s["Properties"]["TopicArn"] == {"Ref": topic_id}}
+
+
+def test_receivers_subscribe_and_an_existing_topic_joins_the_receiver(with_receivers) -> None:
+    t, config = with_receivers
+    assert alerts_notice(config) is None
+    subs = _subscriptions(t, TOPIC_LOGICAL_ID)
+    assert sorted(subs) == ["lead@example.com", "oncall@example.com"]
+    assert all(s["Protocol"] == "email" for s in subs.values())
     (_, ws), = t.find_resources("AWS::APS::Workspace").items()
     parts = ws["Properties"]["AlertManagerDefinition"]["Fn::Join"][1]
     text = "".join(p if isinstance(p, str) else "<ours>" for p in parts)
     configs = yaml.safe_load(yaml.safe_load(text)["alertmanager_config"])["receivers"][0]["sns_configs"]
     assert [c["topic_arn"] for c in configs] == ["<ours>", "arn:aws:sns:us-west-2:111122223333:pager"]
+
+
+def _sns_delivers(policy: dict, attributes: dict[str, str]) -> bool:
+    """SNS's documented attribute filtering (module docstring): every key of the policy must match; the
+    conditions of one key are ORed; a string matches itself, ``anything-but`` any present value not listed,
+    ``exists`` the presence (true) or absence (false) of the key, absence only when some attribute is present."""
+    def matches(cond: object, key: str) -> bool:
+        if isinstance(cond, str):
+            return attributes.get(key) == cond
+        assert isinstance(cond, dict) and len(cond) == 1, cond
+        ((op, arg),) = cond.items()
+        if op == "anything-but":
+            return key in attributes and attributes[key] not in arg
+        if op == "exists":
+            return (key in attributes) if arg else (key not in attributes and bool(attributes))
+        raise AssertionError(f"operator {op!r} not modelled")
+    return all(any(matches(c, key) for c in conds) for key, conds in policy.items())
+
+
+def test_email_subscriptions_drop_the_heartbeat_and_keep_the_alerts(with_receivers) -> None:
+    """A person gets the alerts, not the daily heartbeat (a pager's dead man's switch subscribes without a filter).
+    The attributes are what the alert manager sets (alertmanager.ATTRIBUTES: alert_kind, alertname)."""
+    from hyperpod_constructs.alert_topic import HEARTBEAT_KIND, KIND_ATTRIBUTE
+    from hyperpod_core.telemetry.alertmanager import ATTRIBUTES
+    from hyperpod_core.telemetry.alerts import HEARTBEAT, KIND_LABEL, alerts
+
+    t, config = with_receivers
+    # The construct repeats the names (constructs import nothing of ours): they must be the alerts' own.
+    assert KIND_ATTRIBUTE == KIND_LABEL and [a.kind for a in alerts(config) if a.name == HEARTBEAT] == [HEARTBEAT_KIND]
+    subs = _subscriptions(t, TOPIC_LOGICAL_ID)
+    assert subs
+    for sub in subs.values():
+        policy = sub["FilterPolicy"]
+        assert policy == {"alert_kind": [{"anything-but": ["heartbeat"]}, {"exists": False}]}
+        assert "FilterPolicyScope" not in sub  # the default scope: message attributes
+        assert set(policy) <= set(ATTRIBUTES)
+        assert not _sns_delivers(policy, {"alert_kind": "heartbeat", "alertname": "DpdAlertingHeartbeat"})
+        assert _sns_delivers(policy, {"alert_kind": "pd", "alertname": "DpdTtftSloBreach"})
+        assert _sns_delivers(policy, {"alert_kind": "availability", "alertname": "DpdEndpointDown"})
+        assert _sns_delivers(policy, {"alertname": "SomethingElse"})  # no alert_kind: kept
+
+
+def test_the_silence_alarm_reaches_the_same_people(with_receivers) -> None:
+    t, _ = with_receivers
+    (alarm,) = t.find_resources("AWS::CloudWatch::Alarm").values()
+    (action,) = alarm["Properties"]["AlarmActions"]
+    silence = _subscriptions(t, action["Ref"])
+    assert sorted(silence) == sorted(RECEIVERS["email_addresses"])
+    assert all(s["Protocol"] == "email" and "FilterPolicy" not in s for s in silence.values())
 
 
 @pytest.mark.parametrize(("field", "value", "message"), [

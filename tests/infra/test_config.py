@@ -246,6 +246,11 @@ FAILING_CASES = [
     ("training_plan_is_in_another_region",
      {"hyperpod.instance_groups[0].training_plan_arn": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p5"},
      "hyperpod.instance_groups[0].training_plan_arn must be a training plan in region us-west-2"),
+    # AMP user guide, "Alert Manager": it routes only to SNS topics in the same account
+    ("alert_topic_is_in_another_account",
+     {"eks.admin_principal_arn": "arn:aws:iam::123456789012:role/admin",
+      "observability.alerts": {"topic_arn": "arn:aws:sns:us-west-2:444455556666:pager"}},
+     "observability.alerts.topic_arn must be a topic of account 123456789012, the one eks.admin_principal_arn"),
     # the model prefix becomes an IAM resource and s3:prefix condition: no wildcards, no path tricks
     ("s3_prefix_has_wildcard", {"model.s3_prefix": "models/*/"}, "model.s3_prefix must hold only S3 safe"),
     ("s3_prefix_climbs_up", {"model.s3_prefix": "models/../other/"}, "model.s3_prefix must hold only S3 safe"),
@@ -260,6 +265,19 @@ FAILING_CASES = [
      {"hyperpod.instance_groups[0].training_plan_arn": "arn:aws:sagemaker:us-west-2:123456789012:training-plan/"
       + "p" * 65}, "must name a training plan of at most 64 characters"),
 ]
+
+
+@pytest.mark.parametrize("changes", [
+    {"observability.alerts": {"topic_arn": "arn:aws:sns:us-west-2:444455556666:pager"}},  # account not known
+    {"eks.admin_principal_arn": "arn:aws:iam::444455556666:role/admin",
+     "observability.alerts": {"topic_arn": "arn:aws:sns:us-west-2:444455556666:pager"}},  # the same account
+], ids=["account_unknown", "same_account"])
+def test_an_alert_topic_of_the_deployments_account_or_an_unknown_one_is_accepted(default_config_dict: dict,
+                                                                                   changes: dict) -> None:
+    data = copy.deepcopy(default_config_dict)
+    for path, value in changes.items():
+        _set(data, path, value)
+    assert parse_config(data).observability.alerts.topic_arn == "arn:aws:sns:us-west-2:444455556666:pager"
 
 
 @pytest.mark.parametrize(("changes", "fragment"), [(c, f) for _, c, f in FAILING_CASES],

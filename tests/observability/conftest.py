@@ -437,6 +437,26 @@ def grafana_substitute(default_config: Config) -> Callable[[str], str]:
     return lambda expr: substitute(expr, default_config)
 
 
+def colocated_of(default_config_dict: dict) -> Config:
+    """The default config with ``endpoint.apply: colocated`` (what ``plan`` recommends for it, docs/sizing.md)."""
+    from hyperpod_core.config import parse_config
+
+    data = json.loads(json.dumps(default_config_dict))
+    data["endpoint"]["apply"] = "colocated"
+    return parse_config(data)
+
+
+@pytest.fixture(scope="session")
+def colocated_config(default_config_dict: dict) -> Config:
+    return colocated_of(default_config_dict)
+
+
+@pytest.fixture(scope="session", params=["dpd", "colocated"])
+def applied_config(request: pytest.FixtureRequest, default_config: Config, colocated_config: Config) -> Config:
+    """The default config once per value of ``endpoint.apply``."""
+    return default_config if request.param == "dpd" else colocated_config
+
+
 def autoscaling_config(default_config_dict: dict) -> Config:
     from hyperpod_core.config import parse_config
 

@@ -25,12 +25,22 @@ EVAL_TIME = "30m"
 
 
 def _pods(config: Config) -> dict[str, str]:
+    """Pod names by the role they play in the scenarios, for the endpoint ``config.endpoint.apply`` deploys.
+
+    DPD: two prefill pods and a decode pod. Colocated: the worker pods (same endpoint name, no role prefix) play
+    both the prefill and the decode role; ``bystander`` is a pod whose saturation is not this endpoint's
+    problem (a DPD prefill pod, or on colocated another endpoint's worker, ``<ep>-extra``)."""
     ep, ns = config.endpoint.name, config.endpoint.namespace
-    return {"prefill": f"prefill-{ep}-6d5f7c8b9-x2k4p", "prefill2": f"prefill-{ep}-6d5f7c8b9-q7w8e",
-            "decode": f"decode-{ep}-5b8c9d7f6-klm2n", "ns": ns,
-            # The router in the operator's namespace (operator.md (e): <iec>-<ns>-router-XXXX) and the colocated
-            # pods (same endpoint name, no role prefix).
-            "router": f"{ep}-{ns}-router-5d4c3b2a1-rt7uv", "worker": f"{ep}-7f6d5c4b3-pq9rs"}
+    common = {"ns": ns,
+              # The router in the operator's namespace (operator.md (e): <iec>-<ns>-router-XXXX) and the colocated
+              # pods (same endpoint name, no role prefix).
+              "router": f"{ep}-{ns}-router-5d4c3b2a1-rt7uv", "worker": f"{ep}-7f6d5c4b3-pq9rs",
+              "dpd_prefill": f"prefill-{ep}-6d5f7c8b9-x2k4p", "dpd_decode": f"decode-{ep}-5b8c9d7f6-klm2n"}
+    if config.endpoint.apply == "dpd":
+        return {**common, "prefill": f"prefill-{ep}-6d5f7c8b9-x2k4p", "prefill2": f"prefill-{ep}-6d5f7c8b9-q7w8e",
+                "decode": f"decode-{ep}-5b8c9d7f6-klm2n", "bystander": f"prefill-{ep}-6d5f7c8b9-x2k4p"}
+    return {**common, "prefill": f"{ep}-7f6d5c4b3-pq9rs", "prefill2": f"{ep}-7f6d5c4b3-zt5wx",
+            "decode": f"{ep}-7f6d5c4b3-pq9rs", "bystander": f"{ep}-extra-7f6d5c4b3-ab1cd"}
 
 
 def _ready(config: Config, pod: str, ready: bool, namespace: str | None = None) -> list[dict]:
@@ -58,27 +68,60 @@ def _hist(metric: m.Metric, pod: str, per_minute_by_le: dict[str, int], config: 
     return [_s(metric, pod, f"0+{n}x40", config, "_bucket", le=le) for le, n in per_minute_by_le.items()]
 
 
-def _scenarios(config: Config) -> dict[str, tuple[list[dict], list[dict], dict[str, str]]]:
-    """alert -> (series that make it fire, series that must not, extra labels of the fired alert)."""
+def _user_ttft(config: Config, leg_s: float, per_minute: int = 60) -> list[dict]:
+    """Every request spends ``leg_s`` in each leg the user waits for: on DPD the prefill leg (E2E on the prefill
+    pods) and the decode TTFT; on colocated the engine's TTFT (one leg). Buckets put the observations just below
+    a boundary at ``leg_s`` (so a leg's p95 stays below it) and _sum/_count carry the exact total."""
     p = _pods(config)
+    legs = ([(m.E2E_LATENCY, p["prefill"]), (m.TIME_TO_FIRST_TOKEN, p["decode"])]
+            if config.endpoint.apply == "dpd" else [(m.TIME_TO_FIRST_TOKEN, p["decode"])])
+    le = f"{leg_s:g}"
+    series: list[dict] = []
+    for metric, pod in legs:
+        series += _hist(metric, pod, {"0.5": 0, le: per_minute, "+Inf": per_minute}, config)
+        series += [_s(metric, pod, f"0+{leg_s * per_minute:g}x40", config, "_sum"),
+                   _s(metric, pod, f"0+{per_minute}x40", config, "_count")]
+    return series
+
+
+def _scenarios(config: Config) -> dict[str, tuple[list[dict], list[dict], dict[str, str]]]:
+    """alert -> (series that make it fire, series that must not, extra labels of the fired alert), for the
+    endpoint ``config.endpoint.apply`` deploys (its pods from :func:`_pods`)."""
+    p = _pods(config)
+    dpd = config.endpoint.apply == "dpd"
+    slo = config.observability.slo.ttft_p95_seconds
     waiting = m.NUM_REQUESTS_WAITING
     operator_ns = "hyperpod-inference-system"
-    return {
-        "DpdEndpointDown": (
-            # The decode pod exists but is not Ready: users' long and short prompts both fail.
-            [*_ready(config, p["prefill"], True), *_ready(config, p["decode"], False),
-             *_ready(config, p["router"], True, operator_ns)],
-            [*_ready(config, p["prefill"], True), *_ready(config, p["decode"], True),
-             *_ready(config, p["router"], True, operator_ns)], {"component": "decode"}),
-        "DpdPrefillLegSlow": (
-            # The prefill leg's E2E on the prefill pods (the router waits for it) is slow; decode may look fine.
-            _hist(m.E2E_LATENCY, p["prefill"], {"0.5": 0, "5": 60, "+Inf": 60}, config),
-            _hist(m.E2E_LATENCY, p["prefill"], {"0.5": 60, "5": 60, "+Inf": 60}, config), {}),
+    router = _ready(config, p["router"], True, operator_ns)
+    if dpd:
+        down = ([*_ready(config, p["prefill"], True), *_ready(config, p["decode"], False), *router],
+                [*_ready(config, p["prefill"], True), *_ready(config, p["decode"], True), *router],
+                {"component": "decode"})
+        # 600 disaggregated requests a minute: 600 prefill legs (all fine) and 600 decode legs, 9 of which fail.
+        # Per request that is 1.5 % (> 1 %); per invocation it would read 0.75 % and stay quiet.
+        errors = ([_s(m.MODEL_INVOCATIONS, p["prefill"], "0+600x40", config),
+                   _s(m.MODEL_ERRORS, p["prefill"], "0x40", config),
+                   _s(m.MODEL_INVOCATIONS, p["decode"], "0+600x40", config),
+                   _s(m.MODEL_ERRORS, p["decode"], "0+9x40", config)],
+                  [_s(m.MODEL_INVOCATIONS, p["prefill"], "0+600x40", config),
+                   _s(m.MODEL_ERRORS, p["prefill"], "0x40", config),
+                   _s(m.MODEL_INVOCATIONS, p["decode"], "0+600x40", config),
+                   _s(m.MODEL_ERRORS, p["decode"], "0+3x40", config)], {})
+    else:
+        down = ([*_ready(config, p["worker"], False), *router], [*_ready(config, p["worker"], True), *router],
+                {"component": "worker"})
+        # Colocated: one invocation per request; 9 of 600 (1.5 %) fail vs 3 of 600 (0.5 %).
+        errors = ([_s(m.MODEL_INVOCATIONS, p["worker"], "0+600x40", config),
+                   _s(m.MODEL_ERRORS, p["worker"], "0+9x40", config)],
+                  [_s(m.MODEL_INVOCATIONS, p["worker"], "0+600x40", config),
+                   _s(m.MODEL_ERRORS, p["worker"], "0+3x40", config)], {})
+    out = {
+        "DpdEndpointDown": down,
         "DpdDecodeKvCacheSaturated": (
             [_s(m.KV_CACHE_USAGE, p["decode"], "0.97x40", config)],
-            # A saturated *prefill* pod is not a decode problem.
+            # A saturated pod that is not ours to watch (a prefill pod; another endpoint) is not this problem.
             [_s(m.KV_CACHE_USAGE, p["decode"], "0.5x40", config),
-             _s(m.KV_CACHE_USAGE, p["prefill"], "0.99x40", config)], {}),
+             _s(m.KV_CACHE_USAGE, p["bystander"], "0.99x40", config)], {}),
         "DpdPrefillQueueGrowing": (
             [_s(waiting, p["prefill"], "0+1x40", config), _s(waiting, p["prefill2"], "0+1x40", config)],
             # Long but steady queue: above the threshold, not growing.
@@ -86,28 +129,16 @@ def _scenarios(config: Config) -> dict[str, tuple[list[dict], list[dict], dict[s
         "DpdTtftSloBreach": (
             _hist(m.TIME_TO_FIRST_TOKEN, p["decode"], {"0.5": 0, "5": 60, "+Inf": 60}, config),
             _hist(m.TIME_TO_FIRST_TOKEN, p["decode"], {"0.5": 60, "5": 60, "+Inf": 60}, config), {}),
+        # Users wait 1.2 x SLO on average (DPD: both legs at 0.6 x SLO; colocated: one leg at 1.2 x SLO) vs 0.8 x.
+        "DpdUserTtftMeanAboveSlo": (
+            _user_ttft(config, (0.6 if dpd else 1.2) * slo), _user_ttft(config, (0.4 if dpd else 0.8) * slo), {}),
         "DpdTpotSloBreach": (
             _hist(m.REQUEST_TPOT, p["decode"], {"0.05": 0, "0.5": 60, "+Inf": 60}, config),
             _hist(m.REQUEST_TPOT, p["decode"], {"0.05": 60, "0.5": 60, "+Inf": 60}, config), {}),
-        "DpdErrorRatioHigh": (
-            # 600 disaggregated requests a minute: 600 prefill legs (all fine) and 600 decode legs, 9 of which fail.
-            # Per request that is 1.5 % (> 1 %); per invocation it would read 0.75 % and stay quiet.
-            [_s(m.MODEL_INVOCATIONS, p["prefill"], "0+600x40", config),
-             _s(m.MODEL_ERRORS, p["prefill"], "0x40", config),
-             _s(m.MODEL_INVOCATIONS, p["decode"], "0+600x40", config),
-             _s(m.MODEL_ERRORS, p["decode"], "0+9x40", config)],
-            [_s(m.MODEL_INVOCATIONS, p["prefill"], "0+600x40", config),
-             _s(m.MODEL_ERRORS, p["prefill"], "0x40", config),
-             _s(m.MODEL_INVOCATIONS, p["decode"], "0+600x40", config),
-             _s(m.MODEL_ERRORS, p["decode"], "0+3x40", config)], {}),
+        "DpdErrorRatioHigh": errors,
         "DpdPodRestartLoop": (
             [_s(m.POD_RESTARTS, p["decode"], "0+1x40", config, container="decode")],
             [_s(m.POD_RESTARTS, p["decode"], "0x10 1x30", config, container="decode")], {"pod": p["decode"]}),
-        "DpdKvTransferIncomplete": (
-            [_s(m.LMCACHE_REQUESTED_TOKENS, p["decode"], "0+1000x40", config),
-             _s(m.LMCACHE_HIT_TOKENS, p["decode"], "0+800x40", config)],
-            [_s(m.LMCACHE_REQUESTED_TOKENS, p["decode"], "0+1000x40", config),
-             _s(m.LMCACHE_HIT_TOKENS, p["decode"], "0+995x40", config)], {}),
         "DpdRequestsAbortedOrFailed": (
             # A failed KV load finishes with "error" (SOURCES.md); "abort" counts too.
             [_s(m.REQUEST_SUCCESS, p["decode"], "0+600x40", config, finished_reason="stop"),
@@ -118,35 +149,69 @@ def _scenarios(config: Config) -> dict[str, tuple[list[dict], list[dict], dict[s
              _s(m.REQUEST_SUCCESS, p["decode"], "0+60x40", config, finished_reason="length"),
              _s(m.REQUEST_SUCCESS, p["decode"], "0+1x40", config, finished_reason="error")], {}),
     }
+    if dpd:  # what only exists with disaggregation
+        out["DpdPrefillLegSlow"] = (
+            # The prefill leg's E2E on the prefill pods (the router waits for it) is slow; decode may look fine.
+            _hist(m.E2E_LATENCY, p["prefill"], {"0.5": 0, "5": 60, "+Inf": 60}, config),
+            _hist(m.E2E_LATENCY, p["prefill"], {"0.5": 60, "5": 60, "+Inf": 60}, config), {})
+        out["DpdKvTransferIncomplete"] = (
+            [_s(m.LMCACHE_REQUESTED_TOKENS, p["decode"], "0+1000x40", config),
+             _s(m.LMCACHE_HIT_TOKENS, p["decode"], "0+800x40", config)],
+            [_s(m.LMCACHE_REQUESTED_TOKENS, p["decode"], "0+1000x40", config),
+             _s(m.LMCACHE_HIT_TOKENS, p["decode"], "0+995x40", config)], {})
+    return out
+
+
+#: Alerts of both modes (the prefill-leg and KV-transfer alerts exist only on DPD).
+COMMON_ALERTS = ("DpdEndpointDown", "DpdDecodeKvCacheSaturated", "DpdPrefillQueueGrowing", "DpdTtftSloBreach",
+                 "DpdUserTtftMeanAboveSlo", "DpdTpotSloBreach", "DpdErrorRatioHigh", "DpdRequestsAbortedOrFailed",
+                 "DpdPodRestartLoop")
+DPD_ONLY_ALERTS = ("DpdPrefillLegSlow", "DpdKvTransferIncomplete")
+
+
+MODES = ("dpd", "colocated")
 
 
 @pytest.fixture(scope="module")
-def rules_file(default_config: Config, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("rules") / "rules.yml"
-    path.write_text(yaml.safe_dump(alert_rule_groups(default_config), sort_keys=False))
-    return path
+def configs(default_config: Config, colocated_config: Config) -> dict[str, Config]:
+    """The default config per value of ``endpoint.apply``."""
+    return {"dpd": default_config, "colocated": colocated_config}
 
 
-def test_promtool_check_rules(rules_file: Path, promtool: str) -> None:
-    out = subprocess.run([promtool, "check", "rules", str(rules_file)], capture_output=True, text=True,
+@pytest.fixture(scope="module")
+def rules_files(configs: dict[str, Config], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = {}
+    for mode, config in configs.items():
+        path = tmp_path_factory.mktemp(f"rules-{mode}") / "rules.yml"
+        path.write_text(yaml.safe_dump(alert_rule_groups(config), sort_keys=False))
+        out[mode] = path
+    return out
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_promtool_check_rules(mode: str, rules_files: dict[str, Path], promtool: str) -> None:
+    out = subprocess.run([promtool, "check", "rules", str(rules_files[mode])], capture_output=True, text=True,
                          timeout=30)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert f"SUCCESS: {len(alerts_of(rules_file))} rules found" in out.stdout
+    assert f"SUCCESS: {len(alerts_of(rules_files[mode]))} rules found" in out.stdout
 
 
 def alerts_of(rules_file: Path) -> list[dict]:
     return [r for g in yaml.safe_load(rules_file.read_text())["groups"] for r in g["rules"]]
 
 
-def test_every_alert_has_a_unit_test_and_a_runbook(default_config: Config) -> None:
-    names = [a.name for a in alerts(default_config)]
+@pytest.mark.parametrize("mode", MODES)
+def test_every_alert_has_a_unit_test_and_a_runbook(mode: str, configs: dict[str, Config]) -> None:
+    config = configs[mode]
+    names = [a.name for a in alerts(config)]
     assert len(names) == len(set(names))
-    assert set(names) == set(_scenarios(default_config)) | {HEARTBEAT}
-    for rule in alert_rule_groups(default_config)["groups"][0]["rules"]:
+    assert set(names) == set(_scenarios(config)) | {HEARTBEAT}
+    assert set(names) == {*COMMON_ALERTS, HEARTBEAT, *(DPD_ONLY_ALERTS if mode == "dpd" else ())}
+    for rule in alert_rule_groups(config)["groups"][0]["rules"]:
         assert rule["annotations"]["runbook"].strip(), rule["alert"]
         assert rule["labels"]["severity"] in ("warning", "critical") or rule["alert"] == HEARTBEAT
         assert rule["labels"]["alert_kind"] in ("pd", "availability", "heartbeat")
-    kinds = {r["alert"]: r["labels"]["alert_kind"] for r in alert_rule_groups(default_config)["groups"][0]["rules"]}
+    kinds = {r["alert"]: r["labels"]["alert_kind"] for r in alert_rule_groups(config)["groups"][0]["rules"]}
     # Only the availability alerts survive an endpoint outage: they name its cause.
     assert {a for a, k in kinds.items() if k != "pd"} == {ENDPOINT_DOWN, "DpdPodRestartLoop", HEARTBEAT}
 
@@ -164,16 +229,15 @@ def _expected(rule: dict, extra_labels: dict[str, str]) -> dict:
     return {"exp_labels": {**rule["labels"], **extra_labels}, "exp_annotations": annotations}
 
 
-@pytest.mark.parametrize("alert", [
-    "DpdEndpointDown", "DpdDecodeKvCacheSaturated", "DpdPrefillQueueGrowing", "DpdTtftSloBreach",
-    "DpdPrefillLegSlow", "DpdTpotSloBreach", "DpdErrorRatioHigh", "DpdRequestsAbortedOrFailed", "DpdPodRestartLoop",
-    "DpdKvTransferIncomplete",
-])
-def test_promtool_unit_test(alert: str, default_config: Config, rules_file: Path, tmp_path: Path,
-                            promtool: str) -> None:
-    fire, quiet, extra_labels = _scenarios(default_config)[alert]
-    (rule,) = [r for r in alerts_of(rules_file) if r["alert"] == alert]
-    _promtool_test(promtool, rules_file, tmp_path, [
+@pytest.mark.parametrize(("mode", "alert"), [*(("dpd", a) for a in (*COMMON_ALERTS, *DPD_ONLY_ALERTS)),
+                                             *(("colocated", a) for a in COMMON_ALERTS)])
+def test_promtool_unit_test(mode: str, alert: str, configs: dict[str, Config], rules_files: dict[str, Path],
+                            tmp_path: Path, promtool: str) -> None:
+    """Each alert fires on the pods of the endpoint ``endpoint.apply`` deploys (colocated: its worker pods) and
+    stays quiet otherwise."""
+    fire, quiet, extra_labels = _scenarios(configs[mode])[alert]
+    (rule,) = [r for r in alerts_of(rules_files[mode]) if r["alert"] == alert]
+    _promtool_test(promtool, rules_files[mode], tmp_path, [
         {"name": f"{alert} fires", "interval": "1m", "input_series": fire,
          "alert_rule_test": [{"eval_time": EVAL_TIME, "alertname": alert,
                               "exp_alerts": [_expected(rule, extra_labels)]}]},
@@ -182,30 +246,72 @@ def test_promtool_unit_test(alert: str, default_config: Config, rules_file: Path
     ])
 
 
-def test_heartbeat_always_fires(default_config: Config, rules_file: Path, tmp_path: Path, promtool: str) -> None:
+@pytest.mark.parametrize(("mode", "other"), [("dpd", "colocated"), ("colocated", "dpd")])
+def test_alerts_watch_only_the_applied_endpoint(mode: str, other: str, configs: dict[str, Config],
+                                                rules_files: dict[str, Path], tmp_path: Path, promtool: str) -> None:
+    """The other mode's pods (a manifest in dist/alternate/, not applied) do not page: what makes an alert fire
+    on the other mode's pods leaves this mode's rules quiet."""
+    cases = [a for a in COMMON_ALERTS if a != ENDPOINT_DOWN]  # endpoint-down has its own test below
+    _promtool_test(promtool, rules_files[mode], tmp_path, [
+        {"name": f"{alert} on {other} pods", "interval": "1m", "input_series": _scenarios(configs[other])[alert][0],
+         "alert_rule_test": [{"eval_time": EVAL_TIME, "alertname": alert, "exp_alerts": []}]} for alert in cases])
+
+
+def test_users_ttft_alert_fires_when_each_leg_is_within_the_slo(default_config: Config,
+                                                                 rules_files: dict[str, Path], tmp_path: Path,
+                                                                 promtool: str) -> None:
+    """Both legs at 0.6 x the TTFT SLO: each leg's p95 is below it (the leg alerts stay quiet), the users wait
+    1.2 x SLO, and only the mean alert sees it (the router waits for the prefill leg, then the decode TTFT:
+    production-stack route_disaggregated_prefill_request; means add)."""
+    slo = default_config.observability.slo.ttft_p95_seconds
+    series = _user_ttft(default_config, 0.6 * slo)
+    quiet = [{"eval_time": EVAL_TIME, "alertname": a, "exp_alerts": []}
+             for a in ("DpdTtftSloBreach", "DpdPrefillLegSlow")]
+    (rule,) = [r for r in alerts_of(rules_files["dpd"]) if r["alert"] == "DpdUserTtftMeanAboveSlo"]
+    assert rule["expr"].endswith(f"> {slo}")
+    _promtool_test(promtool, rules_files["dpd"], tmp_path, [
+        {"name": "0.6 + 0.6 x SLO", "interval": "1m", "input_series": series, "alert_rule_test": [
+            *quiet, {"eval_time": EVAL_TIME, "alertname": "DpdUserTtftMeanAboveSlo",
+                     "exp_alerts": [_expected(rule, {})]}]},
+        {"name": "0.45 + 0.45 x SLO", "interval": "1m", "input_series": _user_ttft(default_config, 0.45 * slo),
+         "alert_rule_test": [*quiet, {"eval_time": EVAL_TIME, "alertname": "DpdUserTtftMeanAboveSlo",
+                                      "exp_alerts": []}]},
+    ])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_heartbeat_always_fires(mode: str, rules_files: dict[str, Path], tmp_path: Path, promtool: str) -> None:
     """With no series at all (a silent cluster), the heartbeat still fires: its absence downstream is the alarm."""
-    (rule,) = [r for r in alerts_of(rules_file) if r["alert"] == HEARTBEAT]
-    _promtool_test(promtool, rules_file, tmp_path, [
+    (rule,) = [r for r in alerts_of(rules_files[mode]) if r["alert"] == HEARTBEAT]
+    _promtool_test(promtool, rules_files[mode], tmp_path, [
         {"name": "heartbeat", "interval": "1m", "input_series": [],
          "alert_rule_test": [{"eval_time": "1m", "alertname": HEARTBEAT, "exp_alerts": [_expected(rule, {})]}]}])
 
 
-def test_endpoint_down_stays_quiet_when_the_other_mode_serves(default_config: Config, rules_file: Path,
-                                                              tmp_path: Path, promtool: str) -> None:
-    """A rollback (the colocated manifest re-applied: same name) or a benchmark switch removes the DPD pods; the
+@pytest.mark.parametrize("mode", MODES)
+def test_endpoint_down_stays_quiet_when_the_other_mode_serves(mode: str, configs: dict[str, Config],
+                                                              rules_files: dict[str, Path], tmp_path: Path,
+                                                              promtool: str) -> None:
+    """A rollback (the other manifest re-applied: same name) or a benchmark switch removes this mode's pods; the
     endpoint still serves, so nobody is paged. With neither mode ready it fires for every missing component."""
-    p = _pods(default_config)
-    operator_ns = "hyperpod-inference-system"
-    colocated = [*_ready(default_config, p["worker"], True), *_ready(default_config, p["router"], True, operator_ns)]
-    (rule,) = [r for r in alerts_of(rules_file) if r["alert"] == ENDPOINT_DOWN]
-    gone = [_expected(rule, {"component": c}) for c in ("prefill", "decode")]
-    _promtool_test(promtool, rules_file, tmp_path, [
-        {"name": "rolled back to colocated", "interval": "1m", "input_series": colocated,
+    config = configs[mode]
+    p = _pods(config)
+    router = _ready(config, p["router"], True, "hyperpod-inference-system")
+    if mode == "dpd":
+        other_serves = [*_ready(config, p["worker"], True), *router]
+        nothing = [*_ready(config, p["worker"], False), *router]
+        missing = ("prefill", "decode")
+    else:
+        other_serves = [*_ready(config, p["dpd_prefill"], True), *_ready(config, p["dpd_decode"], True), *router]
+        nothing = [*_ready(config, p["dpd_prefill"], False), *router]
+        missing = ("worker",)
+    (rule,) = [r for r in alerts_of(rules_files[mode]) if r["alert"] == ENDPOINT_DOWN]
+    _promtool_test(promtool, rules_files[mode], tmp_path, [
+        {"name": "the other mode serves", "interval": "1m", "input_series": other_serves,
          "alert_rule_test": [{"eval_time": EVAL_TIME, "alertname": ENDPOINT_DOWN, "exp_alerts": []}]},
-        {"name": "nothing serves", "interval": "1m",
-         "input_series": [*_ready(default_config, p["worker"], False),
-                          *_ready(default_config, p["router"], True, operator_ns)],
-         "alert_rule_test": [{"eval_time": EVAL_TIME, "alertname": ENDPOINT_DOWN, "exp_alerts": gone}]},
+        {"name": "nothing serves", "interval": "1m", "input_series": nothing,
+         "alert_rule_test": [{"eval_time": EVAL_TIME, "alertname": ENDPOINT_DOWN,
+                              "exp_alerts": [_expected(rule, {"component": c}) for c in missing]}]},
     ])
 
 

@@ -12,6 +12,7 @@ from grafana_foundation_sdk.models.dashboard import Dashboard
 
 from hyperpod_core.config import Config, parse_config
 from hyperpod_core.telemetry.dashboards import dashboards, dpd_overview, dpd_vs_colocated
+from hyperpod_core.telemetry.panels import PER_LEG, USER_TTFT_TITLE
 from hyperpod_core.telemetry.render import render
 from hyperpod_k8s.observability.delivery import (
     dashboard_config_maps,
@@ -50,11 +51,12 @@ def test_overview_shows_every_dpd_signal(default_config: Config) -> None:
 
 
 def _same_signal(title: str) -> str:
-    """A panel title without its side and without DPD's leg qualifier: a DPD request's decode leg is the whole
-    request on the colocated side (the router finishes prefill before it opens the decode request)."""
+    """A panel title without its side and without DPD's leg qualifiers: a DPD request's decode leg is the whole
+    request on the colocated side (the router finishes prefill before it opens the decode request), and DPD's
+    run-summary TTFT p95 is shown per leg."""
     for prefix in ("DPD: ", "Colocated: ", "Decode-leg "):
         title = title.removeprefix(prefix)
-    return title.replace(" (decode leg)", "")
+    return title.replace(" (decode leg)", "").replace(PER_LEG, "")
 
 
 def test_comparison_puts_the_same_panels_side_by_side(default_config: Config) -> None:
@@ -70,6 +72,42 @@ def test_comparison_puts_the_same_panels_side_by_side(default_config: Config) ->
     assert all(sides == ["DPD", "Colocated"] for sides in lines.values()), lines
     colocated_exprs = [q.expr for row in spec.rows for p in row.columns[1] for q in p.queries]
     assert all("$baseline" in e and "$endpoint" not in e for e in colocated_exprs)
+
+
+def test_run_summary_colours_only_a_ttft_p95_users_feel(default_config: Config) -> None:
+    """The DPD decode pods' TTFT leaves out the prefill leg (the router finishes it before it opens the decode
+    request: production-stack route_disaggregated_prefill_request), so DPD's p95 stat shows both legs and is not
+    coloured against the users' SLO; the colocated engine's TTFT is the users' and is."""
+    raw = render(dpd_vs_colocated(default_config))
+    stats = {p["title"]: p for p in raw["panels"] if p["type"] == "stat" and "TTFT p95" in p["title"]}
+    dpd = stats[f"DPD: TTFT p95 over the run{PER_LEG}"]
+    colocated = stats["Colocated: TTFT p95 over the run"]
+    assert "thresholds" not in dpd["fieldConfig"]["defaults"]
+    assert [t["legendFormat"] for t in dpd["targets"]] == ["prefill leg p95", "decode-leg TTFT p95"]
+    prefill_leg, decode_leg = (t["expr"] for t in dpd["targets"])
+    assert "e2e_request_latency_seconds_bucket" in prefill_leg and 'pod_name=~"prefill-$endpoint-' in prefill_leg
+    assert "time_to_first_token_seconds_bucket" in decode_leg and 'pod_name=~"decode-$endpoint-' in decode_leg
+    assert _thresholds(colocated) == [default_config.observability.slo.ttft_p95_seconds]
+
+
+def _p95(values: list[float]) -> float:
+    """Nearest-rank 95th percentile (the smallest value with at least 95 % of the observations at or below)."""
+    ordered = sorted(values)
+    return ordered[-(-95 * len(ordered) // 100) - 1]
+
+
+def test_user_ttft_panel_claims_only_the_lower_bound(default_config: Config) -> None:
+    """Quantiles are not subadditive: X = 10 on 5 % of requests else 1, Y = 10 on another 5 % else 1 gives
+    p95(X) = p95(Y) = 1 and p95(X + Y) = 11, above their sum 2. The lower bound holds for non-negative legs
+    (X + Y >= X pointwise)."""
+    x = [10.0 if i < 5 else 1.0 for i in range(100)]
+    y = [10.0 if 5 <= i < 10 else 1.0 for i in range(100)]
+    both = [a + b for a, b in zip(x, y, strict=True)]
+    assert (_p95(x), _p95(y), _p95(both)) == (1.0, 1.0, 11.0)
+    assert _p95(both) >= max(_p95(x), _p95(y))
+    (panel,) = [p for p in dpd_overview(default_config).panels if p.title == USER_TTFT_TITLE]
+    assert "at least the larger of the two p95s" in panel.description
+    assert "their sum" not in panel.description and "between" not in panel.description
 
 
 def test_each_run_has_its_own_time_window(default_config: Config) -> None:

@@ -1,6 +1,7 @@
 """Colocated vs DPD estimates per scenario and concurrency, and a recommendation that is simulated like them.
 
-Public entry point for other code (the benchmark report): :func:`estimate_scenarios`.
+Public entry points for other code: :func:`estimate_scenarios` (``plan --json``'s scenarios) and
+:func:`estimate_experiment` (the benchmark report: the layouts each experiment measures).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from hyperpod_analysis.plan import terms
 from hyperpod_analysis.plan.engine import EFFICIENCIES, AiConfiguratorEngine, Efficiencies, RooflineEngine, StepModel
@@ -256,6 +257,55 @@ def estimate_scenarios(config: Config | str | Path, traffic: Sequence[str], conc
             for t in traffic for c in concurrencies]
 
 
+Experiment = Literal["aws-reference", "equal-gpu"]
+
+
+def _gpus(inputs: PlanInputs, layout: Layout) -> int:
+    """GPUs the layout's replicas hold (``replicas x tensor parallel``), as the benchmark counts them."""
+    replicas = layout.prefill_replicas + layout.decode_replicas if layout.split else layout.colocated_replicas
+    return replicas * inputs.tp
+
+
+def experiment_layouts(inputs: PlanInputs, experiment: Experiment) -> tuple[Layout, Layout]:
+    """(colocated, DPD) layouts the benchmark's ``experiment`` runs (``hyperpod_k8s.benchmark``):
+
+    * ``aws-reference``: AWS's comparison, 1 prefill + 1 decode replica vs ONE colocated replica
+      (``reference_props``: the same props with only the replica counts changed);
+    * ``equal-gpu``: the configured DPD endpoint vs colocated replicas on as many GPUs (``compare``'s
+      ``colocated_equal_gpus`` when TP fills a node; the colocated manifest holds ``DPD GPUs // TP`` replicas,
+      ``endpoint_props``)."""
+    threshold = inputs.routing_threshold_tokens
+    if experiment == "aws-reference":
+        return (Layout(colocated_replicas=1),
+                Layout(prefill_replicas=1, decode_replicas=1, routing_threshold_tokens=threshold))
+    dpd = Layout(prefill_replicas=inputs.prefill_replicas, decode_replicas=inputs.decode_replicas,
+                 routing_threshold_tokens=threshold)
+    return Layout(colocated_replicas=max(1, _gpus(inputs, dpd) // inputs.tp)), dpd
+
+
+def estimate_experiment(config: Config | str | Path, experiment: Experiment, traffic: Sequence[str],
+                        concurrencies: Sequence[int], *, model: str | None = None,
+                        **overrides: Any) -> list[dict[str, Any]]:
+    """The planner's estimate of the layouts ``experiment`` measures, per scenario and concurrency: the
+    ``scenarios`` entry shape of ``plan --json`` plus ``experiment`` and each side's ``gpus``. The report draws
+    it beside that experiment's cells only, so a one-node estimate never sits beside an equal-GPU measurement."""
+    if not isinstance(config, Config):
+        config = load_config(config)
+    inputs = inputs_from_config(config, model=model, **overrides)
+    sm = step_model(inputs)
+    colocated, dpd = experiment_layouts(inputs, experiment)
+    rows = []
+    for t in traffic:
+        tr = check_traffic(inputs, parse(t))
+        for n in concurrencies:
+            c = run(inputs, sm, tr, colocated, concurrency=n, request_rate=None)
+            d = run(inputs, sm, tr, dpd, concurrency=n, request_rate=None)
+            rows.append({"experiment": experiment, "traffic": tr.text, "concurrency": n, "colocated": _phase(c),
+                         "dpd": _phase(d), "improvement_pct": improvement(c, d),
+                         "gpus": {"colocated": _gpus(inputs, colocated), "dpd": _gpus(inputs, dpd)}})
+    return rows
+
+
 # --- cost -----------------------------------------------------------------------------------------------
 
 
@@ -369,8 +419,10 @@ def recommend(inputs: PlanInputs, model: StepModel, traffics: Sequence[Traffic],
     decode_seqs = min(max(inputs.decode_max_num_seqs, 1 << max(0, math.ceil(math.log2(max(per_decoder, 1))))), 256)
     prefill_seqs = max(inputs.prefill_max_num_seqs, math.ceil(MAX_NUM_BATCHED_TOKENS / max(mean_isl, 1)))
     other = best_coloc if split else best_dpd
+    # The other side's best layout by name: it may be none of the printed rows (e.g. DPD with 2 prefill nodes).
     reason = (f"{'DPD' if split else 'colocated'} takes {chosen.node_hours_per_million:.3g} instance-hours per 1M "
-              f"output tokens vs {other.node_hours_per_million:.3g} {'colocated' if split else 'with DPD'}"
+              f"output tokens vs {other.node_hours_per_million:.3g} with {layout_text(other.layout)} "
+              f"({other.nodes} nodes), the best {'colocated' if split else 'DPD'} layout that meets the SLO"
               if other else f"no {'colocated' if split else 'DPD'} layout meets the SLO")
     n = inputs.instance.gpus
     # The router picks the prefiller: prefixaware/kvaware for one, roundrobin for several (operator.md, DPD guide).

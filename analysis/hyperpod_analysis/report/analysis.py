@@ -91,12 +91,16 @@ class Cell:
 def build_cells(measurements: list[Measurement], cells: list[tuple[str, int]],
                 estimates: dict[tuple[str, int], dict[str, Any]] | None, *, experiment: str = "equal-gpu",
                 invalid: dict[str, str] | None = None) -> list[Cell]:
-    """The cells of ``experiment``; ``invalid`` maps a DPD run folder to why it does not count."""
+    """The cells of ``experiment``; ``invalid`` maps a DPD run folder to why it does not count. ``estimates``
+    (:func:`planner_estimates`) must be the planner's estimate of this experiment's layouts: one of another
+    experiment is never drawn beside these measurements."""
     by = {(m.mode, m.scenario, m.concurrency): m for m in measurements if m.experiment == experiment}
     out = []
     for scenario, n in cells:
         d, c = by[("dpd", scenario, n)], by[("colocated", scenario, n)]
-        est = (estimates or {}).get((d.traffic, n)) if experiment == "equal-gpu" else None
+        est = (estimates or {}).get((d.traffic, n))
+        if est is not None and est.get("experiment") != experiment:
+            est = None
         out.append(Cell(scenario=scenario, traffic=d.traffic, concurrency=n, colocated=c, dpd=d, estimate=est,
                         experiment=experiment, invalid=(invalid or {}).get(d.folder)))
     return out
@@ -159,18 +163,20 @@ def reference_deviations(config: Config, cells: list[Cell]) -> list[str]:
     return out
 
 
-def planner_estimates(config: Config, traffics: list[str], levels: list[int]
+def planner_estimates(config: Config, traffics: list[str], levels: list[int], *, experiment: str = "equal-gpu"
                       ) -> tuple[dict[tuple[str, int], dict[str, Any]] | None, str]:
-    """The sizing planner's estimate per (traffic, concurrency), when ``hyperpod_analysis.plan`` is installed.
+    """The sizing planner's estimate of ``experiment``'s layouts per (traffic, concurrency), when
+    ``hyperpod_analysis.plan`` is installed: equal-gpu, the configured DPD endpoint vs colocated on as many GPUs;
+    aws-reference, 1 prefill + 1 decode replica vs one colocated replica (``estimate_experiment``).
 
     Returns ``(estimates or None, note)``; the note says why there is none.
     """
     try:
-        estimate_scenarios = importlib.import_module("hyperpod_analysis.plan").estimate_scenarios
+        estimate_experiment = importlib.import_module("hyperpod_analysis.plan").estimate_experiment
     except (ImportError, AttributeError):
         return None, "planner not installed (hyperpod_analysis.plan): no estimates"
     try:
-        rows = estimate_scenarios(config, traffics, levels)
+        rows = estimate_experiment(config, experiment, traffics, levels)
     except Exception as exc:  # the planner is optional: its failure must not lose the measurements
         return None, f"planner failed: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
     return ({(str(r["traffic"]), int(r["concurrency"])): r for r in rows},

@@ -200,12 +200,13 @@ def measurement_rows(report: Report, scenario: str) -> list[list[str]]:
                          _fmt(m.output_tokens_per_s), _fmt(m.tokens_per_s_per_gpu), f"{m.error_rate:.1%}",
                          "yes" if slo.ok else "no: " + "; ".join(slo.misses), cost_text(m, report.config),
                          _path_text(c, m)])
-        if c.estimate:  # the planner's estimate next to the measurements of this concurrency
-            for mode, label in (("colocated", "colocated, one node (planner)"), ("dpd", "dpd (planner)")):
+        if c.estimate:  # the planner's estimate of the same layouts, next to the measurements of this concurrency
+            gpus = c.estimate.get("gpus") or {}
+            for mode in ("colocated", "dpd"):
                 e = c.estimate.get(mode) or {}
-                rows.append([str(c.concurrency), label, "-", _est(e, "ttft_ms", 1), "-", _est(e, "tpot_ms", 2), "-",
-                             _est(e, "e2e_p50_ms", 1), "-", _est(e, "output_tokens_per_s", 1), "-", "-", "-", "-",
-                             "-"])
+                rows.append([str(c.concurrency), f"{mode} (planner)", str(gpus.get(mode, "-")), _est(e, "ttft_ms", 1),
+                             "-", _est(e, "tpot_ms", 2), "-", _est(e, "e2e_p50_ms", 1), "-",
+                             _est(e, "output_tokens_per_s", 1), "-", "-", "-", "-", "-"])
     return rows
 
 
@@ -216,16 +217,22 @@ def _est(e: dict[str, Any], key: str, digits: int) -> str:
 MEASUREMENT_HEADER = ["concurrency", "mode", "GPUs", "TTFT mean ms", "TTFT p95 ms", "TPOT mean ms", "TPOT p95 ms",
                       "E2E P50 ms", "E2E P90 ms", "output tok/s", "tok/s per GPU", "errors", "meets SLO", "cost",
                       "DPD path"]
-IMPROVEMENT_HEADER = ["concurrency", "TPOT", "E2E P50", "E2E P90", "TTFT", "output throughput",
-                      "throughput per GPU", "planner TPOT / E2E P50 / throughput (DPD vs one colocated node)",
-                      "AWS H100 (published)"]
+#: What the planner column compares, per experiment: the layouts that experiment measures.
+PLANNER_LAYOUTS = {"equal-gpu": "DPD vs colocated on as many GPUs",
+                   "aws-reference": "1 prefill + 1 decode vs one colocated replica"}
+
+
+def improvement_header(experiment: str) -> list[str]:
+    return ["concurrency", "TPOT", "E2E P50", "E2E P90", "TTFT", "output throughput", "throughput per GPU",
+            f"planner TPOT / E2E P50 / throughput ({PLANNER_LAYOUTS[experiment]})", "AWS H100 (published)"]
 
 
 def improvement_rows(report: Report, scenario: str) -> list[list[str]]:
     rows = []
     for c in report.cells_of(scenario):
         if c.invalid:
-            rows.append([str(c.concurrency), *(["invalid DPD run"] * (len(IMPROVEMENT_HEADER) - 2)), _aws_text(c)])
+            rows.append([str(c.concurrency), *(["invalid DPD run"] * (len(improvement_header(c.experiment)) - 2)),
+                         _aws_text(c)])
             continue
         imp = c.improvement()
         est = "n/a"
@@ -318,7 +325,8 @@ def markdown(report: Report, charts: dict[str, dict[str, str]]) -> str:
             traffic = report.cells_of(s)[0].traffic
             out += ["", f"### {s} `{traffic}`", "", f"![improvement]({charts[s]['improvement']})", "",
                     f"![latency vs throughput]({charts[s]['curves']})", "", "#### DPD improvement over colocated", "",
-                    _md_table(IMPROVEMENT_HEADER, improvement_rows(report, s)), "", "#### Measurements", "",
+                    _md_table(improvement_header(experiment), improvement_rows(report, s)), "", "#### Measurements",
+                    "",
                     _md_table(MEASUREMENT_HEADER, measurement_rows(report, s))]
     return "\n".join(out) + "\n"
 
@@ -351,7 +359,8 @@ def html_page(report: Report, charts: dict[str, dict[str, str]], folder: Path) -
             parts += [f"<h3>{html.escape(s)} <code>{html.escape(report.cells_of(s)[0].traffic)}</code></h3>",
                       img(charts[s]["improvement"]), img(charts[s]["curves"]),
                       "<h4>DPD improvement over colocated</h4>",
-                      _html_table(IMPROVEMENT_HEADER, improvement_rows(report, s)), "<h4>Measurements</h4>",
+                      _html_table(improvement_header(experiment), improvement_rows(report, s)),
+                      "<h4>Measurements</h4>",
                       _html_table(MEASUREMENT_HEADER, measurement_rows(report, s))]
     parts.append("</body></html>")
     return "\n".join(parts)

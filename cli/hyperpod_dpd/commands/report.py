@@ -53,15 +53,14 @@ def report(results: ResultsOption = None, out: OutOption = None, config: ConfigO
         root = download_s3(source, Path(tmp), region or c.region) if source.startswith("s3://") else Path(source)
         measurements = load_results(root, names)
         problems = dpd_path_problems(measurements, paths)
-        built, note = [], "no equal-gpu experiment: no planner estimates"
+        built, note = [], "no experiment: no planner estimates"
         verdicts = []
         for experiment in experiments_of(measurements):
             cells = check_matrix(measurements, experiment)
-            estimates = None
-            if experiment == "equal-gpu":
-                traffic_of = {m.scenario: m.traffic for m in measurements}
-                levels = sorted({n for _, n in cells})
-                estimates, note = planner_estimates(c, list(dict.fromkeys(traffic_of[s] for s, _ in cells)), levels)
+            traffic_of = {m.scenario: m.traffic for m in measurements}
+            levels = sorted({n for _, n in cells})
+            estimates, note = planner_estimates(c, list(dict.fromkeys(traffic_of[s] for s, _ in cells)), levels,
+                                                experiment=experiment)  # the layouts this experiment measures
             these = build_cells(measurements, cells, estimates, experiment=experiment, invalid=problems)
             if experiment == "equal-gpu":
                 scenarios = list(dict.fromkeys(s for s, _ in cells))

@@ -9,6 +9,7 @@ after ``Default:``, what happens when the file leaves it out.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -449,8 +450,10 @@ class AlertsConfig(_Model):
     sends. Default: none."""
     topic_arn: SnsTopicArn | None = None
     """An existing Standard SNS topic in this account and `region` that receives every alert as well (pager or
-    chat integration). Its access policy must let `aps.amazonaws.com` publish (and its KMS key, if encrypted,
-    decrypt); the stack cannot change a topic it does not own (docs/observability.md). Default: none."""
+    chat integration). AMP's alert manager routes only to SNS topics in its own account (AMP user guide, "Alert
+    Manager"): a topic of another account than the one the config's ARNs name (`eks.admin_principal_arn`,
+    training plans) is refused. Its access policy must let `aps.amazonaws.com` publish (and its KMS key, if
+    encrypted, decrypt); the stack cannot change a topic it does not own (docs/observability.md). Default: none."""
 
 
 class ObservabilityConfig(_Model):
@@ -611,6 +614,13 @@ class Config(_Model):
     """Metrics, alerts and dashboards. Default: every key at its default."""
     benchmark: BenchmarkConfig = BenchmarkConfig()
     """The benchmark matrix. Default: every key at its default."""
+
+    def arn_accounts(self) -> set[str]:
+        """AWS accounts the config's own ARNs name (``eks.admin_principal_arn``, training plans): when exactly one,
+        the deployment's account is known without asking AWS."""
+        arns = [self.eks.admin_principal_arn, *(g.training_plan_arn for g in self.hyperpod.instance_groups)]
+        return {parts[4] for a in arns if a and len(parts := a.split(":")) > 5
+                and re.fullmatch(r"[0-9]{12}", parts[4], re.ASCII)}
 
     def benchmark_scenarios(self) -> tuple[BenchmarkScenarioConfig, ...]:
         """``benchmark.scenarios``, else the defaults sized from the endpoint."""

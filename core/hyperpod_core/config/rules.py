@@ -115,6 +115,15 @@ def reserved_only_types_have_a_training_plan(c: Config) -> None:
                   "HyperPod offer for it in any region")
 
 
+def alert_topic_is_in_the_account(c: Config) -> None:
+    """AMP's alert manager routes only to SNS topics in the same account (AMP user guide, "Alert Manager")."""
+    arn, accounts = c.observability.alerts.topic_arn, c.arn_accounts()
+    if arn is not None and len(accounts) == 1 and arn.split(":")[4] not in accounts:
+        _fail("observability.alerts.topic_arn", arn,
+              f"must be a topic of account {min(accounts)}, the one eks.admin_principal_arn and the training plans "
+              "name (AMP's alert manager routes only to SNS topics in its own account)")
+
+
 # --- instance types, parallelism, capacity ----------------------------------------------------------------
 
 def endpoint_instance_type_has_a_group(c: Config) -> None:
@@ -467,7 +476,7 @@ RULES: Final[tuple[Callable[[Config], None], ...]] = (
     router_service_name_fits, instance_group_names_are_unique, existing_bucket_is_kept,
     gpu_az_ids_are_in_the_region, gpu_groups_share_one_az, control_plane_az_ids_are_in_the_region,
     control_plane_az_ids_differ, gpu_subnet_is_in_the_groups_az, training_plans_are_in_the_region,
-    reserved_only_types_have_a_training_plan,
+    reserved_only_types_have_a_training_plan, alert_topic_is_in_the_account,
     endpoint_instance_type_has_a_group, tensor_parallel_divides_the_node, role_gpus_fit_one_node,
     roles_fit_their_pools, roles_fit_all_gpus,
     threshold_is_below_max_model_len, kvaware_routing_has_the_completions_path,
