@@ -370,3 +370,25 @@ def test_a_pattern_that_matches_no_run_is_bad_input(env_folder, tmp_path):
     assert proc.stderr.splitlines() == ["error: --only 'dpd-*-c64' matches no run; runs: dpd-aws-reference-c8, "
                                         "dpd-aws-reference-c16, dpd-aws-reference-c32, colocated-aws-reference-c8, "
                                         "colocated-aws-reference-c16, colocated-aws-reference-c32, ... (10 runs)"]
+
+
+def test_another_clusters_context_is_refused_before_anything_is_applied(env_folder, tmp_path):
+    """Two fake API servers: the outputs file names the first as this cluster's, the current context is the
+    second's. bench replaces the endpoint on the cluster it talks to, so it must not start (hyperpod_dpd.kube)."""
+    _clean(env_folder)
+    this, other = "arn:aws:eks:us-west-2:123456789012:cluster/hyperpod-dpd-eks", "someone-elses"
+    with FakeKube(lambda job: (True, runner_log(job))) as ours, FakeKube(lambda job: (True, "")) as theirs:
+        _live_dpd(ours, env_folder)
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": other,
+            "clusters": [{"name": n, "cluster": {"server": k.url}} for n, k in ((this, ours), (other, theirs))],
+            "contexts": [{"name": n, "context": {"cluster": n, "user": "u"}} for n in (this, other)],
+            "users": [{"name": "u", "user": {"token": "t"}}]}))
+        proc = _bench(env_folder, str(kubeconfig))  # the outputs file names the first cluster's server
+        assert ours.state.events == [] and theirs.state.events == []
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        f"error: kubeconfig context {other!r} points at {theirs.url}, not at EKS cluster hyperpod-dpd-eks of this "
+        f"config ({ours.url}, {env_folder.parent / 'bench.out' / 'cdk-outputs.json'}); run: aws eks update-kubeconfig "
+        f"--name hyperpod-dpd-eks --region us-west-2, or pass --context {this}"]

@@ -3,10 +3,10 @@
 Two fake API servers play two clusters (``day2_fakes.kube_server``): the outputs file names the first as this
 deployment's (``EksApiEndpoint``, as ``cdk deploy --outputs-file`` writes the cluster stack's output); the
 kubeconfig's current context points at the second. Every command that talks to Kubernetes must refuse before it
-sends the second server a single request, and name the fix (``aws eks update-kubeconfig`` for this cluster, or the
-``--context`` that points at it). Kubeconfig entries are in the form ``aws eks update-kubeconfig`` writes (cluster
-and context named by the cluster ARN, user ``exec`` of ``aws --region R eks get-token --cluster-name NAME``: AWS CLI
-``eks update-kubeconfig`` reference).
+sends the second server a single request (``bench``: tests/cli/test_bench.py), and name the fix (``aws eks
+update-kubeconfig`` for this cluster, or the ``--context`` that points at it). Kubeconfig entries are in the form
+``aws eks update-kubeconfig`` writes (cluster and context named by the cluster ARN, user ``exec`` of ``aws
+--region R eks get-token --cluster-name NAME``: AWS CLI ``eks update-kubeconfig`` reference).
 """
 
 from __future__ import annotations
@@ -105,25 +105,6 @@ def test_a_context_that_is_not_in_the_kubeconfig_is_bad_input(cli, config_file, 
     result = cli("logs", "router", "--config", str(config_file), "--kubeconfig", str(kubeconfig), "--context", "nope")
     assert _refusal(result, theirs) == (f"error: --context 'nope' is not in the kubeconfig ({kubeconfig}); its "
                                         f"contexts: {ARN}, {OTHER_ARN}")
-
-
-def test_bench_refuses_before_it_applies_anything(cli, tmp_path, monkeypatch) -> None:
-    """bench replaces the endpoint on the cluster it talks to: on another cluster it must not start."""
-    from fake_kube import FakeKube
-    from test_bench import _deployed_at, _write_env
-
-    cfg = _write_env(tmp_path)
-    with FakeKube(lambda job: (True, "")) as ours, FakeKube(lambda job: (True, "")) as theirs:
-        _deployed_at(cfg, ours.url)
-        kubeconfig = _kubeconfig(tmp_path / "kubeconfig", {ARN: {"server": ours.url},
-                                                           OTHER_ARN: {"server": theirs.url}}, current=OTHER_ARN)
-        monkeypatch.chdir(tmp_path)
-        result = cli("bench", "--config", str(cfg), "--kubeconfig", str(kubeconfig), "--yes")
-        assert result.code == 2, result.err
-        assert theirs.state.events == [] and ours.state.events == []
-    assert one_line_error(result).startswith(f"error: kubeconfig context {OTHER_ARN!r} points at {theirs.url}, not "
-                                             f"at EKS cluster {EKS_CLUSTER}")
-    assert f"or pass --context {ARN}" in result.err
 
 
 # --- the identity rules, one by one -------------------------------------------------------------------------------
