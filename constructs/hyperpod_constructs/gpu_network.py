@@ -112,7 +112,7 @@ class GpuNetwork(Construct):
                 service=ec2.InterfaceVpcEndpointAwsService(service),
                 subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
                 private_dns_enabled=True, open=False,
-                security_groups=[self.interface_endpoint_security_group],  # type: ignore[list-item]
+                security_groups=[self.interface_endpoint_security_group],
             )
 
         self.flow_log_group = logs.LogGroup(

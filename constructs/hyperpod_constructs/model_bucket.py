@@ -99,7 +99,7 @@ class ModelBucket(Construct):
     def acknowledge_read(self, policy: iam.Policy, key_prefix: str = "") -> None:
         """Acknowledge the cdk-nag finding that :meth:`read_statements` causes on ``policy``."""
         if self.created:
-            bucket = Stack.of(self).get_logical_id(self.bucket.node.default_child)  # type: ignore[arg-type]
+            bucket = Stack.of(self).get_logical_id(self.bucket.node.default_child)
             resource = f"<{bucket}.Arn>/{key_prefix}*"
         else:
             resource = f"arn:<AWS::Partition>:s3:::{self.bucket.bucket_name}/{key_prefix}*"

@@ -129,10 +129,10 @@ def _acknowledge_cdk_managed_functions(stack: ClusterStack) -> None:
     acknowledge(provider, "AwsSolutions-L1", "Runtime of CDK's kubectl handler is chosen by aws-cdk-lib 2.275 "
                                              "(pinned in pyproject.toml) to match the kubectl layer")
     handler = provider.node.find_child("Handler")
-    has_ecr_public = stack.get_logical_id(handler.node.find_child("HasEcrPublic"))  # type: ignore[arg-type]
+    has_ecr_public = stack.get_logical_id(handler.node.find_child("HasEcrPublic"))
     ecr_public = ('{"Fn::If":["' + has_ecr_public + '",{"Fn::Join":["",["arn:",{"Ref":"AWS::Partition"},'
                   '":iam::aws:policy/AmazonElasticContainerRegistryPublicReadOnly"]]},{"Ref":"AWS::NoValue"}]}')
     acknowledge(provider, f"AwsSolutions-IAM4[Policy::{ecr_public}]", reason)
-    handler_id = stack.get_logical_id(handler.node.default_child)  # type: ignore[arg-type]
+    handler_id = stack.get_logical_id(handler.node.default_child)
     acknowledge(provider, f"AwsSolutions-IAM5[Resource::<{handler_id}.Arn>:*]",
                 "CDK's provider framework invokes versions of its own handler function (<arn>:*)")

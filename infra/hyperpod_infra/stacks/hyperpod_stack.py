@@ -116,7 +116,7 @@ class HyperPodStack(Stack):
                                "AmazonSageMakerClusterInstanceRolePolicy]",
                     "AmazonSageMakerClusterInstanceRolePolicy is required by HyperPod for its instances")
         region, bucket_id = self.region, self.get_logical_id(
-            self.lifecycle.bucket.node.default_child)  # type: ignore[arg-type]
+            self.lifecycle.bucket.node.default_child)
         for resource, reason in (
             (f"arn:<AWS::Partition>:ec2:{region}:<AWS::AccountId>:network-interface/*",
              "ENI IDs are created by HyperPod and the VPC CNI at run time; scoped to this account and region"),
