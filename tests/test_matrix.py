@@ -98,6 +98,14 @@ COVERAGE: dict[str, Callable[[Config], bool]] = {
                                            if g.pool == "prefill") > 1,
     "benchmark results in S3, with a node-hour price":
         lambda c: c.benchmark.results_s3_uri is not None and c.benchmark.instance_hour_usd is not None,
+    "alerts to e-mail and an existing SNS topic":
+        lambda c: bool(c.observability.alerts.email_addresses) and c.observability.alerts.topic_arn is not None,
+    "the colocated endpoint applied": lambda c: c.endpoint.apply == "colocated",
+    "in-cluster observability manifests": lambda c: c.observability.in_cluster_manifests,
+    "the weights cache off": lambda c: c.endpoint.model_cache.weights_cache is False,
+    "an explicit load balancer idle timeout": lambda c: c.endpoint.load_balancer_idle_timeout_seconds is not None,
+    "tiered storage without the tieredstorage L2 cache": lambda c: c.hyperpod.tiered_storage_memory_percent
+        is not None and c.endpoint.kv_cache.l2_cache_backend != "tieredstorage",
     "longer log retention": lambda c: c.eks.log_retention_days > 30 and c.network.flow_logs_retention_days > 30,
 }
 
