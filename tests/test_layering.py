@@ -198,3 +198,27 @@ def test_the_other_handlers_import_nothing_of_ours() -> None:
     found = [f"{h.relative_to(REPO_ROOT)} imports {m}" for h in handlers if h not in BUNDLING_HANDLERS
              for m in sorted(imported_modules(h)) if _top(m).startswith("hyperpod_")]
     assert found == []
+
+
+def test_bundling_survives_the_ast_depth_bug_by_parsing_on_a_fresh_thread(monkeypatch) -> None:
+    """CPython 3.11.7 raised "SystemError: AST constructor recursion depth mismatch" from bundle's ast.parse in a
+    long-lived xdist worker (a fresh-clone run of the suite); the retry on a fresh thread gives the same imports."""
+    import ast
+    import threading
+
+    from hyperpod_core import bundle
+
+    handler = REPO_ROOT / "constructs" / "hyperpod_constructs" / "endpoint_janitor_handler" / "index.py"
+    expected = bundle.imported_by(handler)
+    real_parse, main = ast.parse, threading.current_thread()
+    refused: list[str] = []
+
+    def flaky(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if threading.current_thread() is main:
+            refused.append(kwargs.get("filename", ""))
+            raise SystemError("AST constructor recursion depth mismatch (before=162, after=32)")
+        return real_parse(*args, **kwargs)
+
+    monkeypatch.setattr(bundle.ast, "parse", flaky)
+    assert bundle.imported_by(handler) == expected and expected
+    assert refused, "every parse went through the retry"

@@ -12,6 +12,7 @@ standard library, boto3/botocore and other bundled modules: that is what the Lam
 from __future__ import annotations
 
 import ast
+import threading
 from pathlib import Path
 
 #: Packages whose modules can be bundled (only ours; third-party code comes from the runtime).
@@ -38,11 +39,35 @@ def _source(module: str) -> Path:
     return path
 
 
+def _parse(path: Path) -> ast.Module:
+    """``ast.parse`` of ``path``. CPython 3.11.7's AST validator can miscount the caller's recursion depth in a
+    long-lived process ("SystemError: AST constructor recursion depth mismatch", seen in the suite's xdist
+    workers); the same parse on a fresh thread's stack does not, so that is retried once there."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        return ast.parse(text, filename=str(path))
+    except SystemError:
+        outcome: list[ast.Module | BaseException] = []
+
+        def parse() -> None:
+            try:
+                outcome.append(ast.parse(text, filename=str(path)))
+            except BaseException as exc:  # handed to the caller's thread
+                outcome.append(exc)
+
+        worker = threading.Thread(target=parse)
+        worker.start()
+        worker.join()
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0] from None
+        return outcome[0]
+
+
 def _imports(path: Path, module: str) -> set[str]:
     """``hyperpod_core`` modules that ``path`` imports (absolute and relative imports)."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+    for node in ast.walk(_parse(path)):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
