@@ -11,6 +11,9 @@ import os
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("CDK_VALIDATION", "false")  # cfn-lint runs once, in its own test
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+# moto's EC2 backend otherwise builds ~1,300 default AMIs for every region it is asked about (0.2 s each time, in
+# every moto test); no test reads an AMI (moto/settings.py, ec2_load_default_amis).
+os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
 
 from pathlib import Path
 
@@ -21,6 +24,29 @@ from hyperpod_core.config import Config, load_config
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG_PATH = REPO_ROOT / "config" / "default.yaml"
+
+
+def _share_botocore_data_loader() -> None:
+    """One botocore data loader for the whole test process, as a long-lived boto3 session has.
+
+    The command line makes a session per command, and every new session's loader parses the service models,
+    endpoints.json and partitions.json again (about 0.2 s per client: most of a moto test's time). Sharing the
+    loader is what botocore does for every client of one session (``Session.register_component("data_loader",
+    ...)``); the models and what the clients do with them are unchanged."""
+    import botocore.session
+
+    made: dict[str | None, object] = {}
+    create = botocore.session.create_loader
+
+    def shared(search_path_string: str | None = None):  # type: ignore[no-untyped-def]
+        if search_path_string not in made:
+            made[search_path_string] = create(search_path_string)
+        return made[search_path_string]
+
+    botocore.session.create_loader = shared  # type: ignore[assignment]
+
+
+_share_botocore_data_loader()
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups (--dist loadgroup)

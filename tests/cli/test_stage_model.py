@@ -268,7 +268,8 @@ def test_the_stated_lifecycle_is_the_platform_stacks(templates) -> None:
 def _recording(monkeypatch, calls: list[tuple[str, int]], interrupt_after: int | None = None) -> None:
     """The command's S3 client, recording every UploadPart (key, part number); with ``interrupt_after``, the
     person presses Ctrl-C right after that many parts (the main thread gets KeyboardInterrupt, as from SIGINT) and
-    no later part reaches S3."""
+    no later part or object reaches S3 (the worker thread may start its next task before the main thread runs
+    again: that task fails, whatever the load on the machine)."""
     import _thread
 
     from hyperpod_dpd import aws
@@ -278,7 +279,12 @@ def _recording(monkeypatch, calls: list[tuple[str, int]], interrupt_after: int |
     def client(service: str, region: str, session=None):  # type: ignore[no-untyped-def]
         c = real(service, region, session)
         if service == "s3":
-            upload_part = c.upload_part
+            upload_part, put_object = c.upload_part, c.put_object
+
+            def put(**kwargs):  # type: ignore[no-untyped-def]
+                if interrupt_after is not None and len(calls) >= interrupt_after:
+                    raise RuntimeError("stopped by Ctrl-C")
+                return put_object(**kwargs)
 
             def recorded(**kwargs):  # type: ignore[no-untyped-def]
                 if interrupt_after is not None and len(calls) >= interrupt_after:
@@ -288,7 +294,7 @@ def _recording(monkeypatch, calls: list[tuple[str, int]], interrupt_after: int |
                 if interrupt_after is not None and len(calls) == interrupt_after:
                     _thread.interrupt_main()
                 return response
-            c.upload_part = recorded
+            c.upload_part, c.put_object = recorded, put
         return c
 
     client.unrecorded = real  # type: ignore[attr-defined]
