@@ -4,12 +4,14 @@ Each entry point must exit 2 (the CDK CLI: non-zero, after our line and its repo
 2), print our one line (``error: ...``) naming the field, never a traceback, and leave its output folders
 (``cdk.out/``, ``dist/``) byte for byte as they were.
 
-Cost (2 cores): the in-process loader and the cdk8s app (the only reader of outputs files; its entry point
-``guarded(main)`` called in this process, as ``python -m`` calls it) take every case; the subprocess entry points
-(``python -m hyperpod_k8s.main``, ``app.py``, ``hyperpod_core.config.__main__``, ``hyperpod-dpd validate``,
-``scripts/synth``) take a fixed sample of 15 that covers every category of the corpus, the CDK CLI and
-``scripts/synth`` (set-up's checks before every run) 5 of them.
-``BAD_INPUT_FULL=1`` runs every case through every entry point (about 4 minutes; run before a release).
+Cost (2 cores): every entry point's own function under the guard its process runs it with (``guarded(main)``
+of ``python -m hyperpod_k8s.main``, ``app.py``, ``hyperpod_core.config.__main__``; ``hyperpod_dpd.app.main`` of
+the console script) takes every case in this process (the cdk8s app, the only reader of outputs files, the
+outputs cases too). The processes themselves (exit code, the streams, the output folders of a real start) take a
+fixed sample of 5 (:data:`SAMPLE`: encodings, duplicate keys, YAML aliases, types, field formats): the same
+functions run there, so a process per case would repeat the in-process verdict at ~0.7 CPU s a case. The CDK
+CLI and ``scripts/synth`` (set-up's checks before every run) take the same 5.
+``BAD_INPUT_FULL=1`` runs every case through every process too (about 4 minutes; run before a release).
 """
 
 from __future__ import annotations
@@ -39,15 +41,11 @@ pytestmark = pytest.mark.xdist_group("repository-root")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FULL = os.environ.get("BAD_INPUT_FULL") == "1"
-#: One case per category of the corpus (encodings, files, YAML tricks, types, ranges, long names, identifiers,
-#: paths, cross-field), for the slow entry points.
-SAMPLE = {"latin1_byte", "utf16_with_bom", "path_is_missing", "duplicate_delete_on_destroy", "alias_bomb",
-          "deep_nesting", "unquoted_yes", "true_as_replica_count", "infinite_threshold", "name_41_chars",
-          "unicode_digit_az_id", "misspelt_region", "s3_prefix_wildcard", "training_plan_other_region",
-          "threshold_not_below_max_len"}
-#: The CDK CLI costs ~3 s per case (node start-up and the app): five of the sample.
-CLI_SAMPLE = {"latin1_byte", "duplicate_delete_on_destroy", "alias_bomb", "true_as_replica_count",
-              "s3_prefix_wildcard"}
+#: The cases every process entry point takes (and the CDK CLI and ``scripts/synth``): an encoding, a duplicate
+#: key, a YAML alias bomb, a type and a field format. Every case goes through each entry point's function in
+#: process.
+SAMPLE = {"latin1_byte", "duplicate_delete_on_destroy", "alias_bomb", "true_as_replica_count",
+          "s3_prefix_wildcard"}
 SOURCE_ROOTS = os.pathsep.join(str(REPO_ROOT / p) for p in ("infra", "constructs", "k8s", "cli"))
 
 
@@ -133,7 +131,7 @@ def _subprocess(args: list[str], **env: str) -> subprocess.CompletedProcess[str]
 
 def test_corpus_covers_at_least_60_kinds() -> None:
     assert len(CASES) >= 60 and len({c.id for c in CASES}) == len(CASES)
-    assert {c.id for c in CASES} >= SAMPLE >= CLI_SAMPLE
+    assert {c.id for c in CASES} >= SAMPLE
 
 
 # --- in process: every case -----------------------------------------------------------------------------
@@ -162,28 +160,86 @@ def _cdk8s_argv(case: Case, path: Path, dist: Path) -> list[str]:
     return ["--outputs-file" if case.kind == "outputs" else "--config", str(path), "--outdir", str(dist)]
 
 
-def test_cdk8s_app_rejects_every_case(tmp_path: Path) -> None:
-    """The cdk8s app's entry point, ``guarded(main)`` as ``python -m hyperpod_k8s.main`` (what ``npx cdk8s
-    synth`` runs) calls it, in this process: config cases, and outputs cases next to the default config. One
-    at a time (stdout and stderr are redirected for the whole process); anything but our exit is a traceback."""
+def _in_process(fn: Callable[[], object], argv: list[str], env: dict[str, str] | None = None
+                ) -> subprocess.CompletedProcess[str]:
+    """``guarded(fn)`` as the entry point's process runs it, in this process, from the repository root with
+    ``sys.argv`` and ``env`` set: exit code, stdout and stderr; anything but our exit is a traceback on stderr.
+    One at a time (stdout, stderr, the working folder and the environment are the whole process's)."""
     from hyperpod_core.errors import guarded
-    from hyperpod_k8s import main
 
-    def run(case: Case, path: Path, cdk_out: Path, dist: Path) -> subprocess.CompletedProcess[str]:
-        argv = _cdk8s_argv(case, path, dist)
-        out, err, code = io.StringIO(), io.StringIO(), 0
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    saved_argv, saved_env = sys.argv, {k: os.environ.get(k) for k in (env or {})}
+    sys.argv = argv
+    os.environ.update(env or {})
+    try:
         with contextlib.chdir(REPO_ROOT), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
-                guarded(lambda: main.main(argv))
+                guarded(fn)
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
             except BaseException:  # what the process would print as a traceback
                 err.write(traceback.format_exc())
                 code = 1
-        return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+    finally:
+        sys.argv = saved_argv
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+
+
+def test_cdk8s_app_rejects_every_case(tmp_path: Path) -> None:
+    """The cdk8s app's entry point, ``guarded(main)`` as ``python -m hyperpod_k8s.main`` (what ``npx cdk8s
+    synth`` runs) calls it: config cases, and outputs cases next to the default config."""
+    from hyperpod_k8s import main
+
+    def run(case: Case, path: Path, cdk_out: Path, dist: Path) -> subprocess.CompletedProcess[str]:
+        argv = _cdk8s_argv(case, path, dist)
+        return _in_process(lambda: main.main(argv), argv)
 
     problems = _run_all(CASES, tmp_path, run, workers=1)
     _report("cdk8s app (in process)", CASES, problems)
+    assert problems == {}
+
+
+def test_cdk_app_rejects_every_case(tmp_path: Path) -> None:
+    """``app.py``'s ``main`` under its guard, as the CDK CLI runs it (config from ``$HYPERPOD_CONFIG``, outdir from
+    ``CDK_OUTDIR``)."""
+    import runpy
+
+    app = runpy.run_path(str(REPO_ROOT / "app.py"), run_name="app_under_test")
+
+    def run(case: Case, path: Path, cdk_out: Path, dist: Path) -> subprocess.CompletedProcess[str]:
+        return _in_process(app["main"], ["app.py"], {"HYPERPOD_CONFIG": str(path), "CDK_OUTDIR": str(cdk_out)})
+
+    problems = _run_all(CONFIG_CASES, tmp_path, run, workers=1)
+    _report("app.py (in process)", CONFIG_CASES, problems)
+    assert problems == {}
+
+
+def test_check_config_rejects_every_case(tmp_path: Path) -> None:
+    from hyperpod_core.config.__main__ import main
+
+    def run(case: Case, path: Path, cdk_out: Path, dist: Path) -> subprocess.CompletedProcess[str]:
+        return _in_process(main, ["hyperpod_core.config", str(path)])
+
+    problems = _run_all(CONFIG_CASES, tmp_path, run, workers=1)
+    _report("check_config (in process)", CONFIG_CASES, problems)
+    assert problems == {}
+
+
+def test_operator_cli_validate_rejects_every_case(tmp_path: Path) -> None:
+    """The console script's ``main`` (its own guard inside) with ``validate --config``."""
+    from hyperpod_dpd.app import main
+
+    def run(case: Case, path: Path, cdk_out: Path, dist: Path) -> subprocess.CompletedProcess[str]:
+        argv = ["validate", "--config", str(path)]
+        return _in_process(lambda: main(argv), ["hyperpod-dpd", *argv])
+
+    problems = _run_all(CONFIG_CASES, tmp_path, run, workers=1)
+    _report("hyperpod-dpd validate (in process)", CONFIG_CASES, problems)
     assert problems == {}
 
 
@@ -236,7 +292,7 @@ def test_operator_cli_validate_rejects(tmp_path: Path) -> None:
 
 def test_cdk_cli_synth_rejects(tmp_path: Path) -> None:
     """``npx cdk synth -c config=...``: our line, then the CLI's report that the app exited with 2."""
-    cases = CONFIG_CASES if FULL else [c for c in CONFIG_CASES if c.id in CLI_SAMPLE]
+    cases = _pick(CONFIG_CASES)
 
     def run(case: Case, path: Path, cdk_out: Path, dist: Path) -> subprocess.CompletedProcess[str]:
         return _subprocess(["npx", "--no-install", "cdk", "synth", "--quiet", "--no-validation", "--no-notices",
@@ -248,10 +304,10 @@ def test_cdk_cli_synth_rejects(tmp_path: Path) -> None:
 
 
 def test_scripts_synth_rejects(tmp_path: Path) -> None:
-    """``./scripts/synth CONFIG`` works on the repository's own cdk.out/ and dist/: they must not change. Five of
-    the sample, like the CDK CLI (each run passes set-up's checks first, ~1.7 s); the loader behind it takes every
+    """``./scripts/synth CONFIG`` works on the repository's own cdk.out/ and dist/: they must not change. The
+    sample, like the CDK CLI (each run passes set-up's checks first, ~1.7 s); the loader behind it takes every
     case in process (``test_loader_rejects``)."""
-    cases = CONFIG_CASES if FULL else [c for c in CONFIG_CASES if c.id in CLI_SAMPLE]
+    cases = _pick(CONFIG_CASES)
     before = (_tree_hash(REPO_ROOT / "cdk.out"), _tree_hash(REPO_ROOT / "dist"))
     problems: dict[str, str] = {}
     for case in cases:  # one at a time: every run shares the repository's folders

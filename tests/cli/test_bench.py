@@ -12,8 +12,9 @@ import contextlib
 import gzip
 import io
 import json
-import subprocess
+import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -125,14 +126,41 @@ def _live_dpd(kube: FakeKube, cfg: Path) -> dict[str, Any]:
     return dpd
 
 
-def _bench(cfg: Path, kubeconfig: str, *extra: str, yes: bool = True) -> subprocess.CompletedProcess[str]:
+@dataclass(frozen=True)
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _hyperpod_dpd(*args: str, cwd: Path) -> Ran:
+    """``hyperpod-dpd ARGS`` run from ``cwd`` with stdin not a terminal, in this process (the entry point and its
+    error guard as the console script runs them; a process per call cost ~1.5 CPU s of start-up each)."""
+    from hyperpod_dpd.app import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_cwd, saved_stdin = Path.cwd(), sys.stdin
+    os.chdir(cwd)
+    sys.stdin = io.StringIO("")  # like stdin=DEVNULL: isatty() is False
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(list(args))
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        os.chdir(saved_cwd)
+        sys.stdin = saved_stdin
+    return Ran(code, out.getvalue(), err.getvalue())
+
+
+def _bench(cfg: Path, kubeconfig: str, *extra: str, yes: bool = True) -> Ran:
     """``hyperpod-dpd bench --yes`` with the outputs file naming the kubeconfig's server as this cluster's."""
     if Path(kubeconfig).is_file():
         _deployed_at(cfg, json.loads(Path(kubeconfig).read_text())["clusters"][0]["cluster"]["server"])
-    return subprocess.run([sys.executable, "-c", "import sys; from hyperpod_dpd.app import main; main(sys.argv[1:])",
-                           "bench", "--config", str(cfg), "--kubeconfig", kubeconfig, "--poll-seconds", "0",
-                           *(("--yes",) if yes else ()), *extra], capture_output=True, text=True, timeout=180,
-                          cwd=cfg.parent, stdin=subprocess.DEVNULL)
+    return _hyperpod_dpd("bench", "--config", str(cfg), "--kubeconfig", kubeconfig, "--poll-seconds", "0",
+                         *(("--yes",) if yes else ()), *extra, cwd=cfg.parent)
 
 
 def _clean(cfg: Path) -> Path:
@@ -207,9 +235,8 @@ def test_a_dpd_run_whose_requests_skipped_prefill_is_invalid_in_the_report(env_f
         _live_dpd(kube, env_folder)
         assert _bench(env_folder, kube.kubeconfig(tmp_path / "kubeconfig")).returncode == 0
     out = tmp_path / "report"
-    proc = subprocess.run([sys.executable, "-c", "import sys; from hyperpod_dpd.app import main; main(sys.argv[1:])",
-                           "report", "--config", str(env_folder), "--results", str(results), "--out", str(out)],
-                          capture_output=True, text=True, timeout=180)
+    proc = _hyperpod_dpd("report", "--config", str(env_folder), "--results", str(results), "--out", str(out),
+                         cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "invalid: aws-reference aws-reference c8: only 0 of 10 requests reached the prefill pods" in proc.stdout
     summary = json.loads((out / "summary.json").read_text())

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow  # pip builds and installs a wheel
+#: pip builds and installs a wheel (~6 CPU s): once, on one xdist worker, for every test of the module.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: What the wheel is built from: pyproject.toml and the source folders it maps (tests/test_layout.py).
