@@ -52,7 +52,9 @@ def _set(**changes: Any) -> bytes:
         for k in keys[:-1]:
             node = node[int(k)] if k.isdigit() else node[k]
         node[int(keys[-1]) if keys[-1].isdigit() else keys[-1]] = value
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True).encode()
+    # libyaml's emitter when PyYAML has it: the same documents, built at collection in every xdist worker.
+    return yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False,
+                     allow_unicode=True).encode()
 
 
 _BOMB = b"a: &a [x, x, x, x, x, x, x, x, x]\n" + b"".join(

@@ -19,6 +19,7 @@ Where the contract comes from (never copied into this repository):
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -68,7 +69,8 @@ def metrics_dir() -> Path:
     return path
 
 
-def _exporter_families(path: Path) -> list[Family]:
+@functools.cache  # the contract files are read once per process (families() is called per series)
+def _exporter_families(path: Path) -> tuple[Family, ...]:
     out = []
     for file_name in EXPORTER_FILES:
         for entry in json.loads((path / file_name).read_text()):
@@ -82,10 +84,11 @@ def _exporter_families(path: Path) -> list[Family]:
                 labels=tuple(dict.fromkeys((*names, *HYPERPOD_PATH_LABELS))),
                 buckets=tuple(float(b) for b in buckets) if isinstance(buckets, list) else None,
                 path="inference", metric_source=lbl.MODEL_CONTAINER, source=f"{file_name} {entry['defined_at']}"))
-    return out
+    return tuple(out)
 
 
-def _sidecar_families(path: Path) -> list[Family]:
+@functools.cache
+def _sidecar_families(path: Path) -> tuple[Family, ...]:
     text = (path / "SOURCES.md").read_text()
     names = sorted(set(re.findall(r"`(model_[a-z_]+)`", text)))
     assert names, "SOURCES.md lists no sidecar metrics"
@@ -100,7 +103,7 @@ def _sidecar_families(path: Path) -> list[Family]:
             kind, exposed, family = "gauge", (name,), name
         out.append(Family(name=family, kind=kind, exposed_as=exposed, labels=SIDECAR_LABELS, buckets=None,
                           path="inference", metric_source=lbl.REVERSE_PROXY, source="SOURCES.md (sidecar)"))
-    return out
+    return tuple(out)
 
 
 def _cluster_families(collector: CollectorLabels) -> list[Family]:

@@ -126,12 +126,10 @@ def simulate(*, model: StepModel, traffic: Traffic, concurrency: int | None, req
         assert prefill is not None and decode is not None
         prefills = [_Engine(prefill, model, prefill_only=True) for _ in range(prefill_replicas)]
         decoders = [_Engine(decode, model) for _ in range(decode_replicas)]
-        engines = prefills + decoders
         link_free = [0.0] * len(prefills)
     else:
         assert colocated is not None
         prefills, decoders = [], [_Engine(colocated, model) for _ in range(colocated_replicas)]
-        engines = decoders
         link_free = []
     buffer_used = 0
     peak_buffer = 0
@@ -296,8 +294,10 @@ def simulate(*, model: StepModel, traffic: Traffic, concurrency: int | None, req
         elif kind == "step":
             engine, work, steps = cast(tuple[_Engine, list[tuple[_Req, int]], int], obj)
             finish_step(engine, work, steps, t)
-            for x in engines:
-                kick(x, t)
+            # Only this engine can have new work now: every other change of an engine's queue (a new request, a
+            # transferred KV arriving) kicks that engine where it happens, and a kick that schedules nothing
+            # changes nothing.
+            kick(engine, t)
         elif kind == "arrive_decode":
             r = cast(_Req, obj)
             r.prefill_left = 1
