@@ -122,7 +122,7 @@ def _cdk8s(entry: Synthesized) -> None:
         if saved_env is not None:
             os.environ[main.OUTPUTS_ENV] = saved_env
     entry.manifests = [d for p in sorted(entry.dist.rglob("*.k8s.yaml"))
-                       for d in yaml.safe_load_all(p.read_text()) if d]
+                       for d in yaml.load_all(p.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d]
 
 
 def synthesize(path: Path, workdir: Path) -> Synthesized:

@@ -13,6 +13,8 @@ import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).parent / "fixtures"
+#: libyaml's safe loader: the same documents, ~10x faster on the 160 kB benchmark chart (parsed per test).
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 #: case -> (config file, CDK outputs file or None). Snapshots live in snapshots/<case>/.
 CASES: dict[str, tuple[Path, Path | None]] = {
@@ -33,7 +35,7 @@ class Synth:
 
     def docs(self, file_suffix: str = "") -> list[dict]:
         return [d for name, text in sorted(self.files.items()) if name.endswith(file_suffix)
-                for d in yaml.safe_load_all(text) if d]
+                for d in yaml.load_all(text, Loader=_LOADER) if d]
 
     def one(self, file_suffix: str) -> dict:
         (doc,) = self.docs(file_suffix)

@@ -22,7 +22,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 def _kinds(folder: Path) -> list[tuple[str, str]]:
     """What ``kubectl apply -f <folder>`` applies: every document of its .yaml/.yml/.json files (not recursive)."""
     docs = [d for p in sorted(folder.iterdir()) if p.suffix in (".yaml", ".yml", ".json")
-            for d in yaml.safe_load_all(p.read_text(encoding="utf-8")) if d]
+            for d in yaml.load_all(p.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            if d]
     return [(d["kind"], d["metadata"]["name"]) for d in docs]
 
 
