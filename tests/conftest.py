@@ -38,9 +38,19 @@ def _share_botocore_data_loader() -> None:
     made: dict[str | None, object] = {}
     create = botocore.session.create_loader
 
+    class SearchPaths(list):  # type: ignore[type-arg]
+        """boto3 appends its own data folder to the loader of every session it creates
+        (``boto3.session.Session._setup_loader``): once is what a fresh loader holds."""
+
+        def append(self, path: str) -> None:  # type: ignore[override]
+            if path not in self:
+                super().append(path)
+
     def shared(search_path_string: str | None = None):  # type: ignore[no-untyped-def]
         if search_path_string not in made:
-            made[search_path_string] = create(search_path_string)
+            loader = create(search_path_string)
+            loader._search_paths = SearchPaths(loader.search_paths)
+            made[search_path_string] = loader
         return made[search_path_string]
 
     botocore.session.create_loader = shared  # type: ignore[assignment]

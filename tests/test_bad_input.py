@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from tests.in_process import shown_warnings
 
 from bad_input_corpus import CASES, CONFIG_CASES, OUTPUTS_CASES, Case, write_case
 from hyperpod_core.config import load_config
@@ -131,7 +132,7 @@ def _subprocess(args: list[str], **env: str) -> subprocess.CompletedProcess[str]
 
 def test_corpus_covers_at_least_60_kinds() -> None:
     assert len(CASES) >= 60 and len({c.id for c in CASES}) == len(CASES)
-    assert {c.id for c in CASES} >= SAMPLE
+    assert {c.id for c in CONFIG_CASES} >= SAMPLE, "the processes take config cases"
 
 
 # --- in process: every case -----------------------------------------------------------------------------
@@ -172,11 +173,12 @@ def _in_process(fn: Callable[[], object], argv: list[str], env: dict[str, str] |
     sys.argv = argv
     os.environ.update(env or {})
     try:
-        with contextlib.chdir(REPO_ROOT), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with contextlib.chdir(REPO_ROOT), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                shown_warnings(err):
             try:
                 guarded(fn)
             except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else 1
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
             except BaseException:  # what the process would print as a traceback
                 err.write(traceback.format_exc())
                 code = 1
@@ -327,3 +329,25 @@ def test_the_harness_sees_a_changed_output_folder(tmp_path: Path) -> None:
     before = _tree_hash(cdk_out)
     shutil.copy(cdk_out / "sentinel.txt", cdk_out / "new.txt")
     assert _tree_hash(cdk_out) != before
+
+
+def test_the_in_process_harness_sees_what_a_process_prints_on_stderr() -> None:
+    """Guards the harness: a warning or a logged error beside our line is more than one line, as it would be on
+    the stderr of the entry point's own process; a DeprecationWarning, hidden there by default, is hidden here."""
+    import logging
+    import warnings
+
+    def noisy() -> None:
+        warnings.warn("old", DeprecationWarning, stacklevel=1)
+        warnings.warn("careful", UserWarning, stacklevel=1)
+        logging.getLogger("some.library").error("logged")
+        logging.getLogger("quiet.library").error("kept")  # its NullHandler: lastResort never prints it
+        raise ConfigError("hyperpod.instance_groups: bad")
+
+    logging.getLogger("quiet.library").addHandler(logging.NullHandler())
+    result = _in_process(noisy, ["entry"])
+    assert result.returncode == 2
+    assert "UserWarning: careful" in result.stderr and "logged\n" in result.stderr
+    assert "old" not in result.stderr and "kept" not in result.stderr
+    case = Case(id="noisy", kind="config", content=b"", fragment="hyperpod.instance_groups")
+    assert (_verdict(case, result) or "").startswith("1 error lines: "), "the extra lines fail the verdict"

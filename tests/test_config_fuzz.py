@@ -26,7 +26,7 @@ def _leaf_paths(node: Any, prefix: tuple = ()) -> list[tuple]:
 
 
 #: Accepted mutations synthesized per run (each ~1.5 s of the suite's five minutes).
-SYNTHESIZED = 1000 if os.environ.get("FUZZ_SYNTH_ALL") == "1" else 4
+SYNTHESIZED = 1000 if os.environ.get("FUZZ_SYNTH_ALL") == "1" else 6
 
 VALUES = st.one_of(
     st.none(), st.booleans(), st.integers(min_value=-10, max_value=70000), st.floats(allow_nan=False),

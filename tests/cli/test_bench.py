@@ -13,6 +13,7 @@ import gzip
 import io
 import json
 import os
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 from fake_kube import FakeKube
+from tests.in_process import shown_warnings, time_limit
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -135,7 +137,8 @@ class Ran:
 
 def _hyperpod_dpd(*args: str, cwd: Path) -> Ran:
     """``hyperpod-dpd ARGS`` run from ``cwd`` with stdin not a terminal, in this process (the entry point and its
-    error guard as the console script runs them; a process per call cost ~1.5 CPU s of start-up each)."""
+    error guard as the console script runs them, warnings and log records on stderr as a process prints them; a
+    process per call cost ~1.5 CPU s of start-up each). ``test_a_failed_run_...`` runs one in a real process."""
     from hyperpod_dpd.app import main
 
     out, err = io.StringIO(), io.StringIO()
@@ -143,7 +146,7 @@ def _hyperpod_dpd(*args: str, cwd: Path) -> Ran:
     os.chdir(cwd)
     sys.stdin = io.StringIO("")  # like stdin=DEVNULL: isatty() is False
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), shown_warnings(err), time_limit(180):
             try:
                 main(list(args))
                 code = 0
@@ -155,12 +158,19 @@ def _hyperpod_dpd(*args: str, cwd: Path) -> Ran:
     return Ran(code, out.getvalue(), err.getvalue())
 
 
-def _bench(cfg: Path, kubeconfig: str, *extra: str, yes: bool = True) -> Ran:
-    """``hyperpod-dpd bench --yes`` with the outputs file naming the kubeconfig's server as this cluster's."""
+def _bench(cfg: Path, kubeconfig: str, *extra: str, yes: bool = True, process: bool = False) -> Ran:
+    """``hyperpod-dpd bench --yes`` with the outputs file naming the kubeconfig's server as this cluster's;
+    ``process``: in a process of its own (the console script's code path, stdin from /dev/null)."""
     if Path(kubeconfig).is_file():
         _deployed_at(cfg, json.loads(Path(kubeconfig).read_text())["clusters"][0]["cluster"]["server"])
-    return _hyperpod_dpd("bench", "--config", str(cfg), "--kubeconfig", kubeconfig, "--poll-seconds", "0",
-                         *(("--yes",) if yes else ()), *extra, cwd=cfg.parent)
+    args = ("bench", "--config", str(cfg), "--kubeconfig", kubeconfig, "--poll-seconds", "0",
+            *(("--yes",) if yes else ()), *extra)
+    if not process:
+        return _hyperpod_dpd(*args, cwd=cfg.parent)
+    proc = subprocess.run([sys.executable, "-c", "import sys; from hyperpod_dpd.app import main; main(sys.argv[1:])",
+                           *args], capture_output=True, text=True, timeout=180, cwd=cfg.parent,
+                          stdin=subprocess.DEVNULL, check=False)
+    return Ran(proc.returncode, proc.stdout, proc.stderr)
 
 
 def _clean(cfg: Path) -> Path:
@@ -269,7 +279,7 @@ def test_a_failed_run_stops_with_one_line_and_the_next_invocation_resumes(env_fo
     with FakeKube(result) as kube:
         _live_dpd(kube, env_folder)
         config = kube.kubeconfig(tmp_path / "kubeconfig")
-        first = _bench(env_folder, config)
+        first = _bench(env_folder, config, process=True)
         assert first.returncode == 1
         assert first.stderr.splitlines() == [
             "error: run colocated-aws-reference-c16 failed (Job llama-3-3-70b-bench-colocated-aws-reference-c16): "

@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -265,16 +266,25 @@ def test_the_stated_lifecycle_is_the_platform_stacks(templates) -> None:
     assert rule["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"] == staging.STACK_ABORT_DAYS
 
 
-def _recording(monkeypatch, calls: list[tuple[str, int]], interrupt_after: int | None = None) -> None:
+def _recording(monkeypatch, calls: list[tuple[str, int]], interrupt_after: int | None = None) -> threading.Event:
     """The command's S3 client, recording every UploadPart (key, part number); with ``interrupt_after``, the
     person presses Ctrl-C right after that many parts (the main thread gets KeyboardInterrupt, as from SIGINT) and
-    no later part or object reaches S3 (the worker thread may start its next task before the main thread runs
-    again: that task fails, whatever the load on the machine)."""
+    no later part or object reaches S3: a worker that starts another call waits until the test sets the returned
+    event (after the command has returned), then fails into a queue nobody reads. Waiting, not failing at once:
+    CPython may run a worker on for a while before the main thread handles the simulated signal, and an immediate
+    failure could reach the main thread first (it did under load)."""
     import _thread
 
     from hyperpod_dpd import aws
 
     real = getattr(aws.client, "unrecorded", aws.client)
+    released = threading.Event()
+
+    def after_interrupt() -> None:
+        if interrupt_after is None or len(calls) < interrupt_after:
+            return
+        released.wait(60)
+        raise RuntimeError("stopped by Ctrl-C")
 
     def client(service: str, region: str, session=None):  # type: ignore[no-untyped-def]
         c = real(service, region, session)
@@ -282,13 +292,11 @@ def _recording(monkeypatch, calls: list[tuple[str, int]], interrupt_after: int |
             upload_part, put_object = c.upload_part, c.put_object
 
             def put(**kwargs):  # type: ignore[no-untyped-def]
-                if interrupt_after is not None and len(calls) >= interrupt_after:
-                    raise RuntimeError("stopped by Ctrl-C")
+                after_interrupt()
                 return put_object(**kwargs)
 
             def recorded(**kwargs):  # type: ignore[no-untyped-def]
-                if interrupt_after is not None and len(calls) >= interrupt_after:
-                    raise RuntimeError("stopped by Ctrl-C")
+                after_interrupt()
                 response = upload_part(**kwargs)
                 calls.append((kwargs["Key"].removeprefix(PREFIX), kwargs["PartNumber"]))
                 if interrupt_after is not None and len(calls) == interrupt_after:
@@ -299,6 +307,7 @@ def _recording(monkeypatch, calls: list[tuple[str, int]], interrupt_after: int |
 
     client.unrecorded = real  # type: ignore[attr-defined]
     monkeypatch.setattr(aws, "client", client)
+    return released
 
 
 def _incomplete(s3) -> dict[str, list[int]]:  # type: ignore[no-untyped-def]
@@ -317,8 +326,9 @@ def test_an_interrupted_upload_resumes_inside_the_file(_invoke, s3, tmp_path, co
     src = make_model(tmp_path, shards=2, shard_size=16 * MIB)  # 16 MiB and 15 MiB: 4 and 3 parts of 5 MiB
     monkeypatch.setattr(staging, "MAX_CONCURRENCY", 1)  # one part at a time: the interrupt lands after part 2
     calls: list[tuple[str, int]] = []
-    _recording(monkeypatch, calls, interrupt_after=2)
+    released = _recording(monkeypatch, calls, interrupt_after=2)
     stopped = _invoke(str(src), "--config", str(config_file))
+    released.set()
     assert stopped.exit_code == 130, stopped.output
     line = stopped.stderr.strip().splitlines()[-1]
     assert line.startswith("interrupted: 0.01 of 0.03 GiB uploaded, 1 files complete; 2 incomplete uploads stay in S3 "
