@@ -268,21 +268,30 @@ def test_the_stated_lifecycle_is_the_platform_stacks(templates) -> None:
 
 def _recording(monkeypatch, calls: list[tuple[str, int]], interrupt_after: int | None = None) -> threading.Event:
     """The command's S3 client, recording every UploadPart (key, part number); with ``interrupt_after``, the
-    person presses Ctrl-C right after that many parts (the main thread gets KeyboardInterrupt, as from SIGINT) and
-    no later part or object reaches S3: a worker that starts another call waits until the test sets the returned
-    event (after the command has returned), then fails into a queue nobody reads. Waiting, not failing at once:
-    CPython may run a worker on for a while before the main thread handles the simulated signal, and an immediate
-    failure could reach the main thread first (it did under load)."""
-    import _thread
+    person presses Ctrl-C once that many parts are done, as the next call starts: a real SIGINT to the main thread
+    (``pthread_kill``: its wait is interrupted at once, as a terminal's Ctrl-C does; ``_thread.interrupt_main``
+    only sets a flag the main thread may not look at for a while), and no later part or object reaches S3: a
+    worker that starts another call waits until the test sets the returned event (after the command has
+    returned), then fails into a queue nobody reads."""
+    import signal
 
     from hyperpod_dpd import aws
+
+    main_thread = threading.main_thread().ident
+    assert main_thread is not None
 
     real = getattr(aws.client, "unrecorded", aws.client)
     released = threading.Event()
 
+    pressed = threading.Event()
+
     def after_interrupt() -> None:
+        """Ctrl-C as the next call after ``interrupt_after`` parts starts (those parts are counted by then)."""
         if interrupt_after is None or len(calls) < interrupt_after:
             return
+        if not pressed.is_set():
+            pressed.set()
+            signal.pthread_kill(main_thread, signal.SIGINT)
         released.wait(60)
         raise RuntimeError("stopped by Ctrl-C")
 
@@ -299,8 +308,6 @@ def _recording(monkeypatch, calls: list[tuple[str, int]], interrupt_after: int |
                 after_interrupt()
                 response = upload_part(**kwargs)
                 calls.append((kwargs["Key"].removeprefix(PREFIX), kwargs["PartNumber"]))
-                if interrupt_after is not None and len(calls) == interrupt_after:
-                    _thread.interrupt_main()
                 return response
             c.upload_part, c.put_object = recorded, put
         return c
@@ -326,6 +333,9 @@ def test_an_interrupted_upload_resumes_inside_the_file(_invoke, s3, tmp_path, co
     src = make_model(tmp_path, shards=2, shard_size=16 * MIB)  # 16 MiB and 15 MiB: 4 and 3 parts of 5 MiB
     monkeypatch.setattr(staging, "MAX_CONCURRENCY", 1)  # one part at a time: the interrupt lands after part 2
     calls: list[tuple[str, int]] = []
+    import signal
+
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, "an earlier test left a SIGINT handler"
     released = _recording(monkeypatch, calls, interrupt_after=2)
     stopped = _invoke(str(src), "--config", str(config_file))
     released.set()
