@@ -325,17 +325,28 @@ def _incomplete(s3) -> dict[str, list[int]]:  # type: ignore[no-untyped-def]
     return out
 
 
+@pytest.fixture
+def ctrl_c_raises() -> Iterator[None]:
+    """Python's own SIGINT handler, as at a terminal. Python keeps SIGINT ignored when it starts with it ignored,
+    as every process a non-interactive shell starts in the background does (POSIX: with job control off,
+    asynchronous commands ignore SIGINT), a CI job's test run for one; the previous disposition comes back after."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def test_an_interrupted_upload_resumes_inside_the_file(_invoke, s3, tmp_path, config_file, templates,
-                                                      monkeypatch) -> None:
+                                                      monkeypatch, ctrl_c_raises) -> None:
     """moto implements ListMultipartUploads and ListParts (parts listed with size and ETag). Ctrl-C after two parts:
     one line, exit 130, the uploads stay in S3; the next run uploads only the parts S3 does not hold."""
     _with_stack_lifecycle(s3, templates)
     src = make_model(tmp_path, shards=2, shard_size=16 * MIB)  # 16 MiB and 15 MiB: 4 and 3 parts of 5 MiB
     monkeypatch.setattr(staging, "MAX_CONCURRENCY", 1)  # one part at a time: the interrupt lands after part 2
     calls: list[tuple[str, int]] = []
-    import signal
-
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, "an earlier test left a SIGINT handler"
     released = _recording(monkeypatch, calls, interrupt_after=2)
     stopped = _invoke(str(src), "--config", str(config_file))
     released.set()
