@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import io
 import logging
+import os
+import subprocess
 import sys
+import traceback
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TextIO
 
 #: Hidden in a process started without -W (Python's default warning filters, ``sys.warnoptions`` empty).
@@ -63,3 +68,34 @@ def time_limit(seconds: float) -> Iterator[None]:
         yield
     finally:
         faulthandler.cancel_dump_traceback_later()
+
+
+def run_entry_point(fn: Callable[[], object], argv: list[str], *, cwd: Path,
+                    env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``fn`` as its process would run it, in this process: ``sys.argv`` and ``env`` set, from ``cwd``, stdin not a
+    terminal (like ``stdin=DEVNULL``), stdout and stderr captured with :func:`shown_warnings`, bounded by
+    :func:`time_limit`. The exit code as the interpreter makes it from ``SystemExit``; any other exception is the
+    traceback a process would print, exit 1. One at a time: argv, env, cwd and the streams are the process's."""
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    saved_argv, saved_stdin = sys.argv, sys.stdin
+    saved_env = {k: os.environ.get(k) for k in (env or {})}
+    sys.argv, sys.stdin = argv, io.StringIO("")
+    os.environ.update(env or {})
+    try:
+        with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                shown_warnings(err), time_limit(180):
+            try:
+                fn()
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            except BaseException:  # what the process would print as a traceback
+                err.write(traceback.format_exc())
+                code = 1
+    finally:
+        sys.argv, sys.stdin = saved_argv, saved_stdin
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())

@@ -16,20 +16,17 @@ CLI and ``scripts/synth`` (set-up's checks before every run), which run ``app.py
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import os
 import shutil
 import subprocess
 import sys
-import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from tests.in_process import shown_warnings
+from tests.in_process import run_entry_point
 
 from bad_input_corpus import CASES, CONFIG_CASES, OUTPUTS_CASES, Case, write_case
 from hyperpod_core.config import load_config
@@ -167,33 +164,10 @@ def _cdk8s_argv(case: Case, path: Path, dist: Path) -> list[str]:
 
 def _in_process(fn: Callable[[], object], argv: list[str], env: dict[str, str] | None = None
                 ) -> subprocess.CompletedProcess[str]:
-    """``guarded(fn)`` as the entry point's process runs it, in this process, from the repository root with
-    ``sys.argv`` and ``env`` set: exit code, stdout and stderr; anything but our exit is a traceback on stderr.
-    One at a time (stdout, stderr, the working folder and the environment are the whole process's)."""
+    """``guarded(fn)`` as the entry point's process runs it, from the repository root (tests/in_process.py)."""
     from hyperpod_core.errors import guarded
 
-    out, err, code = io.StringIO(), io.StringIO(), 0
-    saved_argv, saved_env = sys.argv, {k: os.environ.get(k) for k in (env or {})}
-    sys.argv = argv
-    os.environ.update(env or {})
-    try:
-        with contextlib.chdir(REPO_ROOT), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-                shown_warnings(err):
-            try:
-                guarded(fn)
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-            except BaseException:  # what the process would print as a traceback
-                err.write(traceback.format_exc())
-                code = 1
-    finally:
-        sys.argv = saved_argv
-        for k, v in saved_env.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+    return run_entry_point(lambda: guarded(fn), argv, cwd=REPO_ROOT, env=env)
 
 
 def test_cdk8s_app_rejects_every_case(tmp_path: Path) -> None:

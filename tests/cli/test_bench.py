@@ -12,17 +12,15 @@ import contextlib
 import gzip
 import io
 import json
-import os
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from fake_kube import FakeKube
-from tests.in_process import shown_warnings, time_limit
+from tests.in_process import run_entry_point
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -128,34 +126,16 @@ def _live_dpd(kube: FakeKube, cfg: Path) -> dict[str, Any]:
     return dpd
 
 
-@dataclass(frozen=True)
-class Ran:
-    returncode: int
-    stdout: str
-    stderr: str
+Ran = subprocess.CompletedProcess[str]
 
 
 def _hyperpod_dpd(*args: str, cwd: Path) -> Ran:
-    """``hyperpod-dpd ARGS`` run from ``cwd`` with stdin not a terminal, in this process (the entry point and its
-    error guard as the console script runs them, warnings and log records on stderr as a process prints them; a
-    process per call cost ~1.5 CPU s of start-up each). ``test_a_failed_run_...`` runs one in a real process."""
+    """``hyperpod-dpd ARGS`` from ``cwd`` in this process (tests/in_process.py: the console script's entry point
+    and its error guard, stderr as its process prints it; a process per call cost ~1.5 CPU s of start-up each).
+    ``test_a_failed_run_...`` runs one in a real process."""
     from hyperpod_dpd.app import main
 
-    out, err = io.StringIO(), io.StringIO()
-    saved_cwd, saved_stdin = Path.cwd(), sys.stdin
-    os.chdir(cwd)
-    sys.stdin = io.StringIO("")  # like stdin=DEVNULL: isatty() is False
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), shown_warnings(err), time_limit(180):
-            try:
-                main(list(args))
-                code = 0
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    finally:
-        os.chdir(saved_cwd)
-        sys.stdin = saved_stdin
-    return Ran(code, out.getvalue(), err.getvalue())
+    return run_entry_point(lambda: main(list(args)), ["hyperpod-dpd", *args], cwd=cwd)
 
 
 def _bench(cfg: Path, kubeconfig: str, *extra: str, yes: bool = True, process: bool = False) -> Ran:
@@ -170,7 +150,7 @@ def _bench(cfg: Path, kubeconfig: str, *extra: str, yes: bool = True, process: b
     proc = subprocess.run([sys.executable, "-c", "import sys; from hyperpod_dpd.app import main; main(sys.argv[1:])",
                            *args], capture_output=True, text=True, timeout=180, cwd=cfg.parent,
                           stdin=subprocess.DEVNULL, check=False)
-    return Ran(proc.returncode, proc.stdout, proc.stderr)
+    return proc
 
 
 def _clean(cfg: Path) -> Path:
