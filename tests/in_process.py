@@ -86,8 +86,10 @@ def run_entry_point(fn: Callable[[], object], argv: list[str], *, cwd: Path,
                 shown_warnings(err), time_limit(180):
             try:
                 fn()
-            except SystemExit as exc:
+            except SystemExit as exc:  # the interpreter prints any other code than an int or None, exit 1
                 code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+                if not isinstance(exc.code, int) and exc.code is not None:
+                    print(exc.code, file=err)
             except BaseException:  # what the process would print as a traceback
                 err.write(traceback.format_exc())
                 code = 1

@@ -329,3 +329,17 @@ def test_the_in_process_harness_sees_what_a_process_prints_on_stderr() -> None:
     assert "old" not in result.stderr and "kept" not in result.stderr
     case = Case(id="noisy", kind="config", content=b"", fragment="hyperpod.instance_groups")
     assert (_verdict(case, result) or "").startswith("1 error lines: "), "the extra lines fail the verdict"
+
+
+@pytest.mark.parametrize("code", [None, 0, 3, "a message"], ids=["none", "zero", "three", "text"])
+def test_the_in_process_harness_exits_as_the_interpreter_does(code: object, tmp_path: Path) -> None:
+    """Guards the harness against CPython itself: ``SystemExit(code)`` in a real interpreter gives the same exit
+    code and stderr as in :func:`run_entry_point` (a text code is printed, exit 1; Python's docs, sys.exit)."""
+    real = subprocess.run([sys.executable, "-c", f"raise SystemExit({code!r})"], capture_output=True, text=True,
+                          check=False, timeout=30)
+
+    def leave() -> None:
+        raise SystemExit(code)
+
+    here = run_entry_point(leave, ["entry"], cwd=tmp_path)
+    assert (here.returncode, here.stderr) == (real.returncode, real.stderr)
