@@ -86,10 +86,12 @@ def run_entry_point(fn: Callable[[], object], argv: list[str], *, cwd: Path,
                 shown_warnings(err), time_limit(180):
             try:
                 fn()
-            except SystemExit as exc:  # the interpreter prints any other code than an int or None, exit 1
-                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-                if not isinstance(exc.code, int) and exc.code is not None:
+            except SystemExit as exc:
+                if exc.code is None or isinstance(exc.code, int):
+                    code = exc.code or 0
+                else:  # the interpreter prints any other code, exit 1
                     print(exc.code, file=err)
+                    code = 1
             except BaseException:  # what the process would print as a traceback
                 err.write(traceback.format_exc())
                 code = 1
