@@ -53,11 +53,13 @@ ALLOWED = {
 #: Third-party packages the core never imports: the apps' frameworks.
 NOT_IN_CORE = {"aws_cdk", "cdk8s", "cdk8s_plus_33", "constructs", "cdk_nag", "jsii", "typer", "rich", "kubernetes"}
 #: The core modules that may import boto3/botocore (they run where the runtime provides it).
-BOTO_IN_CORE = ("hyperpod_core.cleanup", "hyperpod_core.eks", "hyperpod_core.bench_runner")
+BOTO_IN_CORE = ("hyperpod_core.cleanup", "hyperpod_core.eks", "hyperpod_core.bench_runner",
+                "hyperpod_core.stack_status")
 #: The Lambda handlers that import core modules; ``hyperpod_core.bundle`` copies those into their assets.
 BUNDLING_HANDLERS = (
     REPO_ROOT / "constructs" / "hyperpod_constructs" / "endpoint_janitor_handler" / "index.py",
     REPO_ROOT / "constructs" / "hyperpod_constructs" / "node_readiness_handler" / "index.py",
+    REPO_ROOT / "constructs" / "hyperpod_constructs" / "adopted_log_groups_handler" / "index.py",
 )
 #: What the AWS Lambda Python runtime provides besides the standard library.
 LAMBDA_RUNTIME = {"boto3", "botocore"}

@@ -7,14 +7,21 @@ blueprints #376), and with it every retry after a rollback. Each group here is a
 Create and Update it creates the group if missing and sets its retention; on Delete, ordered by the caller
 after whatever writes to it is gone, it deletes it (missing is fine). One function and one provider serve all
 the groups of a stack.
+
+A Delete deletes only while the stack is being deleted (or a failed first create rolls back): CloudFormation
+also sends Delete during an update (a resource removed or replaced, a changed logical ID, a failed update that
+added it rolled back), and the live group must survive that (the handler reads the stack's status,
+``cloudformation:DescribeStacks`` on this stack only). Every resource's logical ID is pinned by the caller
+(``logical_id``), so a refactor of construct paths never turns into such a Delete.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import ArnFormat, Aws, CustomResource, Duration, Stack, Token
+from aws_cdk import ArnFormat, Aws, CfnResource, CustomResource, Duration, Stack, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -58,9 +65,14 @@ class AdoptedLogGroupOptions:
 
     log_group_name: str
     """May be a token (e.g. built from a cluster's ARN)."""
+    logical_id: str
+    """The resource's CloudFormation logical ID, pinned (``override_logical_id``): a changed logical ID makes
+    CloudFormation create the new resource and delete the old one, so it must not follow the construct path.
+    Required; for a resource already deployed, the ID it was deployed with."""
     retention: logs.RetentionDays
     delete_on_destroy: bool = True
-    """Delete the group when the resource is deleted. Default: yes."""
+    """Delete the group when the resource is deleted with its stack (a Delete CloudFormation sends during an
+    update keeps it). Default: yes."""
     legacy: LegacyLogGroup | None = None
     """Guard the upgrade from a template that held the group as a plain log group. Default: none."""
     iam_name_pattern: str | None = None
@@ -72,6 +84,10 @@ class AdoptedLogGroupOptions:
 class AdoptedLogGroupsProps:
     """Props of :class:`AdoptedLogGroups`."""
 
+    bundled_modules: Mapping[str, Path]
+    """Modules the handler imports, copied beside it: ``{path inside the asset: source file}`` (the stack-status
+    check, ``hyperpod_core.bundle.imported_by(HANDLER_DIR / "index.py")``). Required: the handler folder holds
+    only the entry point."""
     log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
     """Retention of the handler's and the provider's own log groups. Default: one month."""
 
@@ -88,11 +104,29 @@ class AdoptedLogGroups(Construct):
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
                              description="AdoptedLogGroups: creates, sets the retention of and deletes log groups")
         self.function = lambda_provider.handler_function(
-            self, "Handler", code=lambda_provider.handler_code(HANDLER_DIR), handler="index.on_event",
+            self, "Handler", code=lambda_provider.handler_code(HANDLER_DIR, props.bundled_modules),
+            handler="index.on_event",
             description="AdoptedLogGroups: create-if-missing, retention, delete after the writer",
             timeout=Duration.minutes(2), memory_size=128, log_retention=props.log_retention, role=self.role)
         self.provider = lambda_provider.provider(self, on_event=self.function, log_retention=props.log_retention)
         self._describes = False
+        self._reads_stack_status = False
+
+    def _grant_stack_status(self) -> None:
+        """A Delete deletes only while this stack is being deleted: the handler reads its status (once per role)."""
+        if not self._reads_stack_status:
+            self.role.add_to_policy(iam.PolicyStatement(actions=["cloudformation:DescribeStacks"],
+                                                        resources=[Stack.of(self).stack_id]))
+            self._reads_stack_status = True
+
+    def _resource(self, construct_id: str, logical_id: str, properties: Mapping[str, object]) -> CustomResource:
+        resource = lambda_provider.custom_resource(
+            Construct(self, construct_id), provider=self.provider, resource_type=RESOURCE_TYPE,
+            properties=properties, depends_on=(self.role,))
+        default_child = resource.node.default_child
+        assert isinstance(default_child, CfnResource), resource.node.path
+        default_child.override_logical_id(logical_id)
+        return resource
 
     def _log_group_arns(self, name_or_pattern: str) -> list[str]:
         """The group's ARN as the service authorization reference writes it and as CloudWatch Logs reports it
@@ -111,6 +145,7 @@ class AdoptedLogGroups(Construct):
         actions = ["logs:CreateLogGroup", "logs:PutRetentionPolicy"]
         if options.delete_on_destroy:
             actions.append("logs:DeleteLogGroup")
+            self._grant_stack_status()
         if options.iam_name_pattern is None and Token.is_unresolved(options.log_group_name):
             raise ValueError("iam_name_pattern is required when log_group_name is a token, got None")
         self.role.add_to_policy(iam.PolicyStatement(actions=actions, resources=self._log_group_arns(
@@ -122,21 +157,19 @@ class AdoptedLogGroups(Construct):
             self.role.add_to_policy(iam.PolicyStatement(actions=["cloudformation:DescribeStackResource"],
                                                         resources=[Aws.STACK_ID]))
             properties.update(LegacyLogicalId=options.legacy.logical_id, LegacyRetained=options.legacy.retained)
-        return lambda_provider.custom_resource(
-            Construct(self, construct_id), provider=self.provider, resource_type=RESOURCE_TYPE,
-            properties=properties, depends_on=(self.role,))
+        return self._resource(construct_id, options.logical_id, properties)
 
-    def delete_on_destroy(self, construct_id: str, *, prefix: str) -> CustomResource:
-        """A resource that does nothing on Create and Update and deletes every group named ``prefix*`` on
-        Delete (for groups whose full name is not known before their writer exists)."""
+    def delete_on_destroy(self, construct_id: str, *, prefix: str, logical_id: str) -> CustomResource:
+        """A resource that does nothing on Create and Update and deletes every group named ``prefix*`` on the
+        stack's Delete (for groups whose full name is not known before their writer exists). ``logical_id``: as
+        :attr:`AdoptedLogGroupOptions.logical_id`."""
         self.role.add_to_policy(iam.PolicyStatement(actions=["logs:DeleteLogGroup"],
                                                     resources=self._log_group_arns(f"{prefix}*")))
+        self._grant_stack_status()
         if not self._describes:
             # DescribeLogGroups has no resource type (service authorization reference): '*' only.
             self.role.add_to_policy(iam.PolicyStatement(actions=["logs:DescribeLogGroups"], resources=["*"]))
             acknowledge(self.role, "AwsSolutions-IAM5[Resource::*]",
                         "logs:DescribeLogGroups supports no resource-level permission; it lists names only.")
             self._describes = True
-        return lambda_provider.custom_resource(
-            Construct(self, construct_id), provider=self.provider, resource_type=RESOURCE_TYPE,
-            properties={"DeletePrefix": prefix}, depends_on=(self.role,))
+        return self._resource(construct_id, logical_id, {"DeletePrefix": prefix})

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import cast
 
 from aws_cdk import CfnCondition, CustomResource, Duration, Fn, RemovalPolicy, Stack
@@ -25,6 +27,10 @@ ALL_CONTROL_PLANE_LOGS = (
     eks.ClusterLoggingTypes.API, eks.ClusterLoggingTypes.AUDIT, eks.ClusterLoggingTypes.AUTHENTICATOR,
     eks.ClusterLoggingTypes.CONTROLLER_MANAGER, eks.ClusterLoggingTypes.SCHEDULER,
 )
+#: Logical ID of the control-plane log group's resource, pinned to the one it synthesized to before it was pinned
+#: (``Cluster`` template of config/default.yaml at commit 828b511): a changed logical ID is a Delete of the old
+#: resource during the update (``hyperpod_constructs.adopted_log_groups``). One EKS cluster per stack.
+CONTROL_PLANE_LOG_GROUP_LOGICAL_ID = "EksLogGroupsControlPlaneLogGroup0ED04B0A"
 #: Node label on the system node group; system pods that must not wait for GPU nodes can select it.
 SYSTEM_NODE_LABEL = {"hyperpod-dpd/node-role": "system"}
 
@@ -51,6 +57,9 @@ class EksClusterProps:
     kube_proxy: AddonVersion
     coredns: AddonVersion
     pod_identity_agent: AddonVersion
+    log_group_handler_modules: Mapping[str, Path]
+    """What the control-plane log group's handler bundles (:attr:`AdoptedLogGroupsProps.bundled_modules`:
+    ``hyperpod_core.bundle.imported_by(adopted_log_groups.HANDLER_DIR / "index.py")``)."""
     system_instance_type: str = "m7i.xlarge"
     system_desired_size: int = 2
     """Default: 2 nodes (one per control-plane AZ), so system pods are never Pending without GPU nodes."""
@@ -164,7 +173,7 @@ class EksCluster(Construct):
         props = self.props
         name = f"/aws/eks/{props.cluster_name}/cluster"
         self.log_groups = AdoptedLogGroups(self, "LogGroups", props=AdoptedLogGroupsProps(
-            log_retention=props.log_retention))
+            log_retention=props.log_retention, bundled_modules=props.log_group_handler_modules))
         legacy, legacy_group = None, None
         if props.legacy_log_group_condition is not None:
             # The construct ID of earlier releases: the same logical ID, so CloudFormation sees the same resource.
@@ -177,7 +186,8 @@ class EksCluster(Construct):
             legacy = LegacyLogGroup(logical_id=Stack.of(self).get_logical_id(cfn),
                                     retained=Fn.condition_if(condition_id, "true", "false").to_string())
         self.log_group_resource = self.log_groups.adopt("ControlPlaneLogGroup", AdoptedLogGroupOptions(
-            log_group_name=name, retention=props.log_retention, legacy=legacy))
+            log_group_name=name, logical_id=CONTROL_PLANE_LOG_GROUP_LOGICAL_ID, retention=props.log_retention,
+            legacy=legacy))
         if legacy_group is not None:
             # After the guard: a retained resource is never created where it would collide.
             legacy_group.node.add_dependency(self.log_group_resource)

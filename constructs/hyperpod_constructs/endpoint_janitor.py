@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import CustomResource, Duration, Stack, Token
+from aws_cdk import CfnResource, CustomResource, Duration, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -22,6 +22,12 @@ from hyperpod_constructs.nag import acknowledge
 
 HANDLER_DIR = Path(__file__).parent / "endpoint_janitor_handler"
 RESOURCE_TYPE = "Custom::HyperPodEndpointJanitor"
+#: The custom resource's logical ID, pinned (``override_logical_id``) to the one it synthesized to before it was
+#: pinned (``Platform`` template of config/default.yaml at commit 828b511, construct path
+#: ``Platform/EndpointJanitor/Resource``), so deployed stacks keep it. CloudFormation sends Delete to a resource
+#: whose logical ID changes (the old one, in the update's cleanup phase): a refactor of construct paths must not
+#: change it. One janitor per stack.
+LOGICAL_ID = "EndpointJanitor4EF4A0F0"
 #: EKS access policies only cover built-in API groups, so they cannot grant the operator's CRDs (group
 #: inference.sagemaker.aws.amazon.com) without cluster admin. Instead the access entry maps the role to this
 #: Kubernetes group, and a ClusterRole bound to it allows exactly list/get/delete on those two resources.
@@ -114,8 +120,12 @@ class EndpointJanitor(Construct):
     endpoints' KubernetesManifests live in the same app, let them depend on the janitor, not the reverse:
     they are then deleted first and the janitor only confirms the cleanup.
 
-    Create and Update do nothing. Removing the janitor from a deployed stack counts as a delete: it deletes
-    every inference endpoint in the cluster.
+    Create and Update do nothing. A Delete cleans up only while the stack is being deleted (or a failed first
+    create rolls back): the handler reads the stack's status (``cloudformation:DescribeStacks`` on this stack
+    only; ``hyperpod_core.stack_status``). A Delete CloudFormation sends during an update (the janitor removed
+    from the template or replaced, a failed update that added it rolled back) logs what it skips and succeeds,
+    deleting nothing. The custom resource's logical ID is pinned (:data:`LOGICAL_ID`), so no refactor turns
+    into such a Delete either.
     """
 
     role: iam.Role
@@ -170,6 +180,9 @@ class EndpointJanitor(Construct):
             },
             depends_on=(self.access_entry, self.rbac, self.role, *functions, self.provider, *props.depends_on,
                         *vpc.resource_dependencies))
+        default_child = self.custom_resource.node.default_child
+        assert isinstance(default_child, CfnResource), self.custom_resource.node.path
+        default_child.override_logical_id(LOGICAL_ID)
         self._acknowledge_nag()
 
     def _grant(self, stack: Stack) -> None:
@@ -189,6 +202,8 @@ class EndpointJanitor(Construct):
         controller_tagged = {"StringEquals": {f"aws:ResourceTag/{ALB_CLUSTER_TAG}": cluster_name}}
         statements = [
             iam.PolicyStatement(actions=["eks:DescribeCluster"], resources=[self.props.cluster.cluster_arn]),
+            # A Delete cleans up only while this stack is being deleted: the handler reads its status.
+            iam.PolicyStatement(actions=["cloudformation:DescribeStacks"], resources=[stack.stack_id]),
             # List* and Describe* here support no resource-level permissions (service authorization reference).
             iam.PolicyStatement(
                 actions=["sagemaker:ListEndpoints", "sagemaker:ListEndpointConfigs", "sagemaker:ListModels",

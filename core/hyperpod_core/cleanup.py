@@ -16,7 +16,10 @@ what ties a candidate to this deployment (:meth:`Janitor.owner`, first match win
 4. nothing else: the owner is unknown.
 
 An endpoint whose name this cluster's objects only *declare* (``spec.endpointName``, a JumpStartModel's
-``sageMakerEndpoint.name``) is waited for but not deleted: another deployment may hold that name.
+``sageMakerEndpoint.name``) and that nothing else ties to this deployment is reported, never deleted and never
+waited for: another deployment, or a person, may hold that name (and this deployment's operator then failed to
+create its own). The objects that declare it are waited for (their finalizers are the operator's cleanup); once
+they are gone nobody will delete that endpoint, so waiting for it would only fail the destroy at its deadline.
 
 Only ours is deleted (or waited for); every other candidate is *reported* with the reason, never deleted. A
 tag value starting ``UNRESOLVED-`` (a manifest synthesized before the deploy, ``hyperpod_core.inputs``) names
@@ -27,10 +30,11 @@ Load Balancer Controller the operator runs.
 The operator's finalizers remove these first; the janitor waits for them. What the operator leaves (it is
 gone, or its finalizer finished without removing everything) the janitor deletes itself once no operator
 object is left, or once half of its wait budget is spent, in dependency order: SageMaker endpoints, then (once
-no endpoint of ours is left) endpoint configs and models; load balancers, target groups, certificates; security
-groups. Its IAM policy allows these deletes only on resources carrying the operator's (or the controller's)
-tag and no other deployment's tag. Resources still in use (a certificate on a listener, a group on an ENI)
-are retried on the next poll; what is left at the deadline is named in one failure message.
+no endpoint of ours is left: a reported endpoint never holds them up) endpoint configs and models; load
+balancers, target groups, certificates; security groups. Its IAM policy allows these deletes only on resources
+carrying the operator's (or the controller's) tag and no other deployment's tag. Resources still in use (a
+certificate on a listener, a group on an ENI) are retried on the next poll; what is left at the deadline is named
+in one failure message.
 """
 
 from __future__ import annotations
@@ -109,8 +113,7 @@ class Leftover:
     detail: str = ""
     deletable: bool = False
     """Ours and carrying the tag that lets the janitor delete it itself (operator tag, or the controller's
-    cluster tag); an endpoint counted as ours only by its declared name, without the tag, is left to the
-    operator."""
+    cluster tag). Everything :meth:`Janitor.survey` counts as ours is; the resources it reports are not."""
     why: str = ""
     """What ties it to this deployment, or (in :attr:`Survey.others`) why it is not this deployment's."""
 
@@ -139,8 +142,9 @@ class Survey:
 
     ours: list[Leftover]
     others: list[Leftover]
-    """Carry the operator's tag but are not this deployment's (another deployment's, another cluster's, or of
-    unknown owner): reported, never deleted or waited for."""
+    """Not this deployment's, or not provably so: carrying the operator's tag but another deployment's, another
+    cluster's or of unknown owner, and endpoints whose name this cluster's objects only declare. Reported,
+    never deleted or waited for."""
 
 
 @dataclass(frozen=True)
@@ -279,8 +283,9 @@ class Janitor:
 
         ``named``: resource ids the status of this cluster's objects names (:attr:`DeletionResult.named`): ours.
         ``known_endpoint_names``: endpoint names our objects' ``spec`` declares. A declared name alone is weaker
-        (another deployment may hold that name, and the operator's create then failed): such an endpoint is
-        waited for, not deleted, unless a tag or a status ties it to us as well."""
+        (another deployment, or a person, may hold that name, and the operator's create then failed): such an
+        endpoint is reported (in ``others``), neither deleted nor waited for, unless a tag or a status ties it to
+        us as well."""
         ids = {n.lower() for n in named}
         declared = set(known_endpoint_names)
         ours: list[Leftover] = []
@@ -300,8 +305,12 @@ class Janitor:
                 if o is not None and o.ours:
                     ours.append(Leftover(k.kind, name, arn, detail, deletable=True, why=o.why))
                 elif is_declared and not (o is not None and o.other_owner):
-                    # Waited for and left to the operator: no tag or status of ours allows deleting it.
-                    ours.append(Leftover(k.kind, name, arn, detail, why="declared by this cluster's objects"))
+                    # No tag or status of ours allows deleting it, and once the objects declaring it are gone
+                    # (they are waited for) nobody will: reported, so it never holds up the destroy.
+                    others.append(Leftover(
+                        k.kind, name, arn, detail,
+                        why="its name is declared by this cluster's objects, but no tag or status ties it to this "
+                            "deployment (another deployment or a person may hold the name): not deleted"))
                 elif o is not None:
                     others.append(Leftover(k.kind, name, arn, detail, why=o.why))
         return Survey(ours, others)
@@ -385,12 +394,13 @@ class Janitor:
 
     def delete(self, leftovers: Iterable[Leftover]) -> tuple[list[Leftover], list[str]]:
         """Delete every deletable leftover, in the given order. Endpoint configs and models wait for the next
-        poll while an endpoint of ours was listed. Returns ``(deleted, errors)``; a resource still in use (or
-        already going) is not an error, it is tried again on the next poll."""
+        poll while a deletable endpoint was listed (one being deleted now); an endpoint the janitor may not
+        delete never holds them up. Returns ``(deleted, errors)``; a resource still in use (or already going) is
+        not an error, it is tried again on the next poll."""
         deleted: list[Leftover] = []
         errors: list[str] = []
         leftovers = list(leftovers)
-        endpoints_left = any(x.kind == SAGEMAKER_KINDS[0].kind for x in leftovers)
+        endpoints_left = any(x.kind == SAGEMAKER_KINDS[0].kind and x.deletable for x in leftovers)
         for leftover in leftovers:
             if not leftover.deletable:
                 continue

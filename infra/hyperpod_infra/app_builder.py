@@ -16,6 +16,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 
+from hyperpod_constructs import adopted_log_groups
 from hyperpod_constructs.eks_cluster import AddonVersion, EksClusterProps
 from hyperpod_constructs.function_log_groups import FunctionLogGroups
 from hyperpod_constructs.gpu_network import GpuNetworkProps
@@ -25,7 +26,7 @@ from hyperpod_constructs.hyperpod_resiliency_charts import ResiliencyChart
 from hyperpod_constructs.model_bucket import ModelBucketProps
 from hyperpod_constructs.node_readiness import NodeRequirement
 from hyperpod_constructs.service_timeouts import ServiceTimeouts
-from hyperpod_core import artifacts, pins
+from hyperpod_core import artifacts, bundle, pins
 from hyperpod_core.config import Config
 from hyperpod_core.errors import CommandFailed
 from hyperpod_core.names import DEPLOYMENT_TAG, EndpointNames
@@ -168,6 +169,7 @@ def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> S
                 control_plane_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
                 vpc_cni=_addon(pins.VPC_CNI), kube_proxy=_addon(pins.KUBE_PROXY), coredns=_addon(pins.COREDNS),
                 pod_identity_agent=_addon(pins.POD_IDENTITY_AGENT),
+                log_group_handler_modules=bundle.imported_by(adopted_log_groups.HANDLER_DIR / "index.py"),
                 system_instance_type=e.system_node_group.instance_type,
                 system_desired_size=e.system_node_group.desired_size,
                 endpoint_public_access_cidrs=e.endpoint_public_access_cidrs,

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from janitor_fakes import REGION, FakeClock, FakeKubeApi
+from stack_fakes import stack_in_status
 
 
 @pytest.fixture
@@ -32,7 +33,7 @@ def _moto() -> Iterator[dict[str, Any]]:
             patch.setenv(key, value)
         with mock_aws():
             clients: dict[str, Any] = {name: boto3.client(name, region_name=REGION)
-                                       for name in ("sagemaker", "elbv2", "acm", "ec2", "eks")}
+                                       for name in ("sagemaker", "elbv2", "acm", "ec2", "eks", "cloudformation")}
             ec2 = clients["ec2"]
             vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
             clients["vpc_id"] = vpc
@@ -45,8 +46,13 @@ def _moto() -> Iterator[dict[str, Any]]:
 
 @pytest.fixture
 def aws(_moto: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """moto-backed clients for SageMaker, ELBv2, ACM and EKS; every test starts with none of them."""
-    yield _moto
+    """moto-backed clients for SageMaker, ELBv2, ACM, EKS and CloudFormation; every test starts with none of their
+    resources but ``stack_id``: the stack holding the janitor, being deleted (``DELETE_IN_PROGRESS``), as it is
+    when CloudFormation sends the Delete of a ``cdk destroy``."""
+    cloudformation = _moto["cloudformation"]
+    stack_id = stack_in_status(cloudformation, "dpd-platform", "DELETE_IN_PROGRESS")
+    yield {**_moto, "stack_id": stack_id}
+    cloudformation.delete_stack(StackName=stack_id)
     sm, elb, acm = _moto["sagemaker"], _moto["elbv2"], _moto["acm"]
     for endpoint in sm.list_endpoints(MaxResults=100)["Endpoints"]:
         sm.delete_endpoint(EndpointName=endpoint["EndpointName"])

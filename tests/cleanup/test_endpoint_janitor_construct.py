@@ -13,6 +13,7 @@ from aws_cdk.assertions import Match, Template
 
 from hyperpod_constructs.endpoint_janitor import (
     HANDLER_DIR,
+    LOGICAL_ID,
     RESOURCE_TYPE,
     EndpointJanitor,
     EndpointJanitorProps,
@@ -94,6 +95,24 @@ def test_janitor_is_deleted_before_the_operator_and_its_own_access(built: dict[s
     role_policy = next(k for k, v in template.items()
                        if v["Type"] == "AWS::IAM::Policy" and k.startswith("JanitorRoleDefaultPolicy"))
     assert {_logical_id(built, built["operator"]), access_entry, role_policy} <= depends_on
+
+
+def test_the_logical_id_does_not_depend_on_the_construct_path(built: dict[str, Any]) -> None:
+    """Fails on main (a hash of the construct path). CloudFormation deletes a resource whose logical ID changes (the
+    old one, in the update's cleanup phase), so the janitor keeps the one deployed stacks have whatever its path:
+    here it sits at ``JanitorStack/Janitor``, not ``Platform/EndpointJanitor``."""
+    assert LOGICAL_ID == "EndpointJanitor4EF4A0F0"  # the default config's Platform template at commit 828b511
+    assert list(built["template"].find_resources(RESOURCE_TYPE)) == [LOGICAL_ID]
+
+
+def test_the_janitor_may_read_the_status_of_its_own_stack_only(built: dict[str, Any]) -> None:
+    """Fails on main (no such read). A Delete cleans up only while the stack is being deleted, so the handler reads
+    the status of the stack holding it (DescribeStacks; resource type ``stack``, ARN ``...:stack/<name>/<id>``,
+    which ``AWS::StackId`` is)."""
+    reads = [s for s in _janitor_role_statements(built["template"])
+             if "cloudformation:DescribeStacks" in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])]
+    assert reads == [{"Action": "cloudformation:DescribeStacks", "Effect": "Allow",
+                      "Resource": {"Ref": "AWS::StackId"}}]
 
 
 def test_waiter_polls_every_30_s_for_30_min(built: dict[str, Any]) -> None:

@@ -51,7 +51,7 @@ def test_destroying_a_removes_a_and_leaves_b_and_the_unknown_one_reported(
     a_cluster.add(REGISTRATIONS, "default", "llama", finalizers=(), status=a.registration_status())
     factory = _factory(a_cluster, aws, clock)
     event = {"RequestType": "Delete", "PhysicalResourceId": f"endpoint-janitor-{A.cluster}",
-             "ResourceProperties": dict(PROPS)}
+             "StackId": aws["stack_id"], "ResourceProperties": dict(PROPS)}
     event = {**event, **index.on_event(event, factory=factory, clock=clock)}
     a_cluster.objects.clear()  # the operator is gone: finalizers removed by hand, its AWS resources stayed
 
@@ -74,3 +74,43 @@ def test_destroying_a_removes_a_and_leaves_b_and_the_unknown_one_reported(
     assert f"{b.certificate}): {b_reason}" in reported
     assert f"left alone (not this deployment's): SageMaker model {unknown.model}" in reported
     assert f"{unknown.certificate}): owner unknown" in reported
+
+
+def test_a_hand_made_endpoint_our_object_declares_is_reported_and_does_not_block_the_destroy(
+        aws: dict[str, Any], clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
+    """The review's run (review-4 lifecycle #5). Fails on main: the untagged endpoint was rightly not deleted but
+    counted as "still deleting", so this deployment's endpoint config and model were never deleted and the destroy
+    failed at its deadline, on every retry. A person made ``llama-3-3-70b`` by hand (no tags); this deployment's
+    IEC declares that name (its operator could not create its own under it), and its own endpoint, config, model
+    and certificate carry ``deployment=dpd``."""
+    dpd = Tenant("dpd", "dpd-eks")
+    sm, acm = aws["sagemaker"], aws["acm"]
+    sm.create_model(ModelName="llama-3-3-70b-model", ExecutionRoleArn="arn:aws:iam::123456789012:role/person",
+                    PrimaryContainer={"Image": "123456789012.dkr.ecr.us-west-2.amazonaws.com/vllm:1"})
+    sm.create_endpoint_config(EndpointConfigName="llama-3-3-70b-config", ProductionVariants=[{
+        "VariantName": "AllTraffic", "ModelName": "llama-3-3-70b-model", "InitialInstanceCount": 1,
+        "InstanceType": "ml.m5.large"}])
+    sm.create_endpoint(EndpointName="llama-3-3-70b", EndpointConfigName="llama-3-3-70b-config")
+    ours = operator_creates(sm, acm, "a-full", dpd, propagated=True)
+    cluster = FakeKubeApi()
+    cluster.add("inferenceendpointconfigs", "default", "llama-3-3-70b", spec={"endpointName": "llama-3-3-70b"},
+                status={"tlsCertificate": {"certificateARN": ours.certificate}})
+    props = {"ClusterName": dpd.cluster, "ClusterArn": dpd.cluster_arn, "WaitSeconds": "1500",
+             "DeploymentTagKey": "deployment", "DeploymentTagValue": dpd.name}
+    factory = _factory(cluster, aws, clock)
+    event = {"RequestType": "Delete", "PhysicalResourceId": f"endpoint-janitor-{dpd.cluster}",
+             "StackId": aws["stack_id"], "ResourceProperties": props}
+    event = {**event, **index.on_event(event, factory=factory, clock=clock)}
+    cluster.finalize()  # the operator is gone after the first call
+
+    with caplog.at_level("INFO"):
+        polls = [index.is_complete(event, factory=factory, clock=clock)]
+        while not polls[-1]["IsComplete"] and clock.now < float(event["Data"]["Deadline"]):
+            clock.now += 30
+            polls.append(index.is_complete(event, factory=factory, clock=clock))
+
+    assert polls[-1] == {"IsComplete": True} and len(polls) <= 3  # done within a minute, not at the deadline
+    assert sagemaker_names(sm) == {"llama-3-3-70b", "llama-3-3-70b-config", "llama-3-3-70b-model"}
+    assert certificate_arns(acm) == set()
+    assert "left alone (not this deployment's): SageMaker endpoint llama-3-3-70b" in caplog.text
+    assert "its name is declared by this cluster's objects" in caplog.text

@@ -5,7 +5,10 @@ service-linked role re-creates ``/aws/eks/<cluster>/cluster`` from late log deli
 terraform-aws-eks #2446 and #2763, CloudTrail shows AWSServiceRoleForAmazonEKS; aws-ia/terraform-aws-eks-blueprints
 #376). An ``AWS::Logs::LogGroup`` with that name then fails the next create ("already exists"), and every retry
 after a first-deploy rollback. The handler is driven against moto's CloudWatch Logs (create, delete, describe
-log groups, retention) and, for the upgrade guard, moto's CloudFormation (a stack holding the old resource).
+log groups, retention) and moto's CloudFormation: for the upgrade guard a stack holding the old resource, and for
+every Delete the stack holding the resource, in the status CloudFormation reports while it sends that Delete (set
+on moto's backend: ``tests/cleanup/stack_fakes.py``). A Delete deletes only while the stack is being deleted (or a
+failed first create rolls back), never during an update (``hyperpod_core.stack_status``).
 """
 
 from __future__ import annotations
@@ -17,8 +20,11 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+from botocore.stub import Stubber
+from tests.cleanup.stack_fakes import DELETE_STATUSES, UPDATE_STATUSES, stack_in_status
 
 from hyperpod_constructs.adopted_log_groups_handler import index
+from hyperpod_core.stack_status import StackStatusRefused
 
 REGION = "us-west-2"
 NAME = "/aws/eks/hyperpod-dpd-eks/cluster"
@@ -46,14 +52,21 @@ def aws() -> Iterator[dict[str, Any]]:
             BackendDict.reset()
 
 
-def _event(request: str, *, physical_id: str | None = None, retention: int = 30, **extra: str) -> dict[str, Any]:
-    event: dict[str, Any] = {"RequestType": request, "StackId": "arn:aws:cloudformation:us-west-2:123456789012:"
-                             "stack/hyperpod-dpd-cluster/0", "ResourceProperties": {
+def _event(request: str, *, physical_id: str | None = None, retention: int = 30,
+           stack_id: str = "arn:aws:cloudformation:us-west-2:123456789012:stack/hyperpod-dpd-cluster/0",
+           **extra: str) -> dict[str, Any]:
+    event: dict[str, Any] = {"RequestType": request, "StackId": stack_id,
+                             "LogicalResourceId": "EksLogGroupsControlPlaneLogGroup0ED04B0A", "ResourceProperties": {
                                  "LogGroupName": NAME, "RetentionInDays": str(retention), "DeleteOnDelete": "true",
                                  **extra}}
     if physical_id is not None:
         event["PhysicalResourceId"] = physical_id
     return event
+
+
+def _in(aws: dict[str, Any], status: str, name: str = "hyperpod-dpd-cluster") -> str:
+    """The ``StackId`` of a stack in ``status`` (moto)."""
+    return stack_in_status(aws["cloudformation"], name, status)
 
 
 def _groups(logs: Any, prefix: str = "/aws/") -> dict[str, int | None]:
@@ -79,7 +92,8 @@ def test_create_destroy_create_adopts_the_group_eks_re_created(aws) -> None:
     assert _groups(logs) == {NAME: 30}
 
     # cdk destroy: the cluster goes first, then the group; EKS re-creates it from late deliveries
-    index.on_event(_event("Delete", physical_id=NAME), logs=logs)
+    destroy = _event("Delete", physical_id=NAME, stack_id=_in(aws, "DELETE_IN_PROGRESS"))
+    index.on_event(destroy, logs=logs, cloudformation=aws["cloudformation"])
     assert _groups(logs) == {}
     _eks_writes_late_logs(logs)
     assert _groups(logs) == {NAME: None}
@@ -94,18 +108,23 @@ def test_rollback_then_retry_works(aws) -> None:
     bring it back before the retry, which adopts it. A Delete that follows a failed Create names no group."""
     logs = aws["logs"]
     index.on_event(_event("Create"), logs=logs)
-    index.on_event(_event("Delete", physical_id=NAME), logs=logs)  # rollback of a later resource's failure
+    rollback = _in(aws, "ROLLBACK_IN_PROGRESS")  # the first create failed later on: the whole stack goes
+    index.on_event(_event("Delete", physical_id=NAME, stack_id=rollback), logs=logs,
+                   cloudformation=aws["cloudformation"])
+    assert _groups(logs) == {}
     _eks_writes_late_logs(logs)
     index.on_event(_event("Create"), logs=logs)
     assert _groups(logs) == {NAME: 30}
 
-    index.on_event(_event("Delete", physical_id="c0ffee-request-id"), logs=logs)  # not ours: nothing deleted
+    index.on_event(_event("Delete", physical_id="c0ffee-request-id", stack_id=rollback), logs=logs,
+                   cloudformation=aws["cloudformation"])  # not ours: nothing deleted
     assert _groups(logs) == {NAME: 30}
 
 
 def test_delete_of_a_missing_group_succeeds_and_update_changes_the_retention(aws) -> None:
     logs = aws["logs"]
-    index.on_event(_event("Delete", physical_id=NAME), logs=logs)
+    index.on_event(_event("Delete", physical_id=NAME, stack_id=_in(aws, "DELETE_IN_PROGRESS")), logs=logs,
+                   cloudformation=aws["cloudformation"])
     index.on_event(_event("Create"), logs=logs)
     index.on_event(_event("Update", physical_id=NAME, retention=90), logs=logs)
     assert _groups(logs) == {NAME: 90}
@@ -131,8 +150,66 @@ def test_prefix_cleanup_deletes_only_this_clusters_groups(aws) -> None:
     event = {"RequestType": "Create", "ResourceProperties": {"DeletePrefix": "/aws/sagemaker/Clusters/hyperpod-dpd/"}}
     physical = index.on_event(event, logs=logs)["PhysicalResourceId"]
     assert len(_groups(logs)) == 3  # Create does nothing
-    index.on_event({**event, "RequestType": "Delete", "PhysicalResourceId": physical}, logs=logs)
+    index.on_event({**event, "RequestType": "Delete", "PhysicalResourceId": physical,
+                    "StackId": _in(aws, "DELETE_IN_PROGRESS", "hyperpod-dpd-hyperpod")},
+                   logs=logs, cloudformation=aws["cloudformation"])
     assert _groups(logs) == {theirs: None}
+
+
+# --- a Delete during an update deletes nothing -------------------------------------------------------------------
+# CloudFormation also sends Delete during an update: to a resource that leaves the template or whose logical ID
+# changes (the old one, in UPDATE_COMPLETE_CLEANUP_IN_PROGRESS: "Monitor the progress of a stack update"), and to
+# one a failed update created (User Guide, "Delete" custom resource request type; "Stack status codes").
+
+PREFIX = "/aws/sagemaker/Clusters/hyperpod-dpd/"
+HYPERPOD_GROUP = PREFIX + "abc123"
+
+
+def _live_groups(aws: dict[str, Any], stack_id: str) -> list[dict[str, Any]]:
+    """The control-plane group (adopted, delete-on-delete) and HyperPod's group (under ClusterLogsCleanup's
+    prefix), live; the two Deletes CloudFormation would send them."""
+    index.on_event(_event("Create"), logs=aws["logs"])
+    aws["logs"].create_log_group(logGroupName=HYPERPOD_GROUP)
+    cleanup = {"RequestType": "Delete", "StackId": stack_id, "LogicalResourceId": "LogGroupsClusterLogsCleanup98B580DC",
+               "PhysicalResourceId": index.PREFIX_ID + PREFIX, "ResourceProperties": {"DeletePrefix": PREFIX}}
+    return [_event("Delete", physical_id=NAME, stack_id=stack_id), cleanup]
+
+
+@pytest.mark.parametrize("status", UPDATE_STATUSES)
+def test_a_delete_during_an_update_keeps_the_live_groups(aws, status: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Fails on main: the Deletes of a rollback (or of a changed logical ID) deleted the live EKS audit log group
+    and HyperPod's group. Now they log the skip and succeed, keeping their physical IDs."""
+    for event in _live_groups(aws, _in(aws, status)):
+        with caplog.at_level("INFO"):
+            result = index.on_event(event, logs=aws["logs"], cloudformation=aws["cloudformation"])
+        assert result == {"PhysicalResourceId": event["PhysicalResourceId"]}
+    assert _groups(aws["logs"]) == {NAME: 30, HYPERPOD_GROUP: None}
+    assert f"is {status}, not being deleted" in caplog.text
+    assert f"log group {NAME} is left as it is" in caplog.text
+    assert f"every log group under {PREFIX} is left as it is" in caplog.text
+
+
+@pytest.mark.parametrize("status", DELETE_STATUSES)
+def test_the_stacks_deletion_deletes_the_groups(aws, status: str) -> None:
+    for event in _live_groups(aws, _in(aws, status)):
+        index.on_event(event, logs=aws["logs"], cloudformation=aws["cloudformation"])
+    assert _groups(aws["logs"]) == {}
+
+
+def test_a_refused_status_read_keeps_the_groups_and_fails_the_delete(aws) -> None:
+    """Fail safe and loud (AccessDenied from botocore's Stubber on the real CloudFormation model: moto does not
+    enforce IAM): nothing deleted, and the message says what helps."""
+    cloudformation = boto3.client("cloudformation", region_name=REGION)
+    stubber = Stubber(cloudformation)
+    events = _live_groups(aws, "arn:aws:cloudformation:us-west-2:123456789012:stack/hyperpod-dpd-cluster/0")
+    for _ in events:
+        stubber.add_client_error("describe_stacks", service_error_code="AccessDenied", http_status_code=403)
+    with stubber:
+        for event in events:
+            with pytest.raises(StackStatusRefused, match=r"AccessDenied.*Nothing was deleted.*--retain-resources "
+                                                         + event["LogicalResourceId"]):
+                index.on_event(event, logs=aws["logs"], cloudformation=cloudformation)
+    assert _groups(aws["logs"]) == {NAME: 30, HYPERPOD_GROUP: None}
 
 
 # --- upgrade from the template that held the group as a plain AWS::Logs::LogGroup -----------------------------
@@ -227,3 +304,18 @@ def test_the_old_resource_stays_retained_under_the_upgrade_parameter(templates) 
     assert template["Resources"][adopter]["Properties"]["LegacyLogicalId"] == LEGACY_LOGICAL_ID
     assert template["Resources"][adopter]["Properties"]["LegacyRetained"] == {
         "Fn::If": [legacy["Condition"], "true", "false"]}
+
+
+def test_the_handler_may_read_the_status_of_its_own_stack_only(templates) -> None:
+    """Fails on main (no such read). Every stack with a group deleted on Delete lets its handler read its own status
+    (DescribeStacks; resource type ``stack``, whose ARN ``AWS::StackId`` is), and nothing else's."""
+    for name in ("Cluster", "HyperPod"):
+        resources = templates[name].to_json()["Resources"]
+        roles = {k for k, r in resources.items() if r["Type"] == "AWS::IAM::Role" and "LogGroupsRole" in k}
+        assert roles, name
+        statements = [s for r in resources.values() if r["Type"] == "AWS::IAM::Policy"
+                      and {x.get("Ref") for x in r["Properties"]["Roles"]} & roles
+                      for s in r["Properties"]["PolicyDocument"]["Statement"]]
+        reads = [s for s in statements if "cloudformation:DescribeStacks" in str(s["Action"])]
+        assert reads == [{"Action": "cloudformation:DescribeStacks", "Effect": "Allow",
+                          "Resource": {"Ref": "AWS::StackId"}}], name

@@ -1,9 +1,14 @@
-"""Nothing may replace the GPU cluster by accident.
+"""Nothing may replace the GPU cluster by accident, and no refactor may delete what a custom resource cleans up.
 
 ``ClusterName``, ``VpcConfig`` and ``Orchestrator`` of AWS::SageMaker::Cluster are create-only: a change
 replaces the cluster (all P5 nodes). This test pins them, with the logical IDs of the HyperPod and EKS
 clusters, for the default config. If it fails, the change would replace a running cluster: undo it, or, if
 that is really intended, follow docs/cluster.md ("Changing create-only settings") and update the snapshot.
+
+It also pins the logical IDs of the custom resources whose Delete deletes what outlives them (the endpoint janitor,
+the log-group adopters and ``ClusterLogsCleanup``): a changed logical ID makes CloudFormation create the new
+resource and delete the old one during the update. Their handlers skip a Delete that is not the stack's deletion
+(``hyperpod_core.stack_status``); the pinned IDs mean an upgrade does not even send one. Never change these.
 """
 
 from __future__ import annotations
@@ -15,8 +20,12 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
 from aws_cdk.assertions import Template
+from constructs import Construct
 
+from hyperpod_constructs.adopted_log_groups import HANDLER_DIR as LOG_GROUPS_HANDLER_DIR
+from hyperpod_constructs.adopted_log_groups import AdoptedLogGroupOptions, AdoptedLogGroups, AdoptedLogGroupsProps
 from hyperpod_constructs.hyperpod_cluster import (
     CREATE_ONLY_PROPERTIES,
     LOGICAL_ID,
@@ -24,8 +33,17 @@ from hyperpod_constructs.hyperpod_cluster import (
     HyperPodClusterProps,
     InstanceGroupOptions,
 )
+from hyperpod_core.bundle import imported_by
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "hyperpod_create_only.json"
+#: ``{template: {logical ID: resource type}}`` as config/default.yaml synthesized at commit 828b511, before they
+#: were pinned (``./scripts/synth``, cdk.out/): deployed stacks hold these resources under these IDs.
+PINNED_CUSTOM_RESOURCES = {
+    "Platform": {"EndpointJanitor4EF4A0F0": "Custom::HyperPodEndpointJanitor"},
+    "Cluster": {"EksLogGroupsControlPlaneLogGroup0ED04B0A": "Custom::AdoptedLogGroup"},
+    "HyperPod": {"LogGroupsClusterLogsCleanup98B580DC": "Custom::AdoptedLogGroup",
+                 "LogGroupsClusterLogs07A2C078": "Custom::AdoptedLogGroup"},
+}
 
 
 def _create_only(hyperpod_template) -> dict:
@@ -49,6 +67,27 @@ def test_the_eks_cluster_keeps_its_logical_id_and_name(templates, default_config
     clusters = templates["Cluster"].find_resources("AWS::EKS::Cluster")
     assert list(clusters) == ["EksClusterB2BDED5B"]
     assert clusters["EksClusterB2BDED5B"]["Properties"]["Name"] == default_config.eks.cluster_name
+
+
+@pytest.mark.parametrize("template", sorted(PINNED_CUSTOM_RESOURCES))
+def test_the_destructive_custom_resources_keep_their_deployed_logical_ids(templates, template: str) -> None:
+    types = set(PINNED_CUSTOM_RESOURCES[template].values())
+    found = {k: r["Type"] for k, r in templates[template].to_json()["Resources"].items() if r["Type"] in types}
+    assert found == PINNED_CUSTOM_RESOURCES[template]
+
+
+def test_adopted_log_group_logical_ids_do_not_depend_on_the_construct_path() -> None:
+    """Fails on main (hashes of the construct path): the IDs the caller pins are the IDs in the template."""
+    stack = cdk.Stack(cdk.App(context={"aws:cdk:disable-asset-staging": True}), "S")
+    groups = AdoptedLogGroups(Construct(stack, "Deeply"), "Nested", props=AdoptedLogGroupsProps(
+        bundled_modules=imported_by(LOG_GROUPS_HANDLER_DIR / "index.py")))
+    groups.adopt("Kept", AdoptedLogGroupOptions(log_group_name="/kept", logical_id="PinnedKept",
+                                                retention=logs.RetentionDays.ONE_MONTH, delete_on_destroy=False))
+    groups.adopt("Deleted", AdoptedLogGroupOptions(log_group_name="/deleted", logical_id="PinnedDeleted",
+                                                   retention=logs.RetentionDays.ONE_MONTH))
+    groups.delete_on_destroy("Cleanup", prefix="/prefix/", logical_id="PinnedCleanup")
+    resources = Template.from_stack(stack).find_resources("Custom::AdoptedLogGroup")
+    assert sorted(resources) == ["PinnedCleanup", "PinnedDeleted", "PinnedKept"]
 
 
 @pytest.fixture()

@@ -13,7 +13,13 @@ Update, and on Delete every group whose name starts with the prefix. ``LegacyLog
 
 The physical ID is the group name (``prefix:<prefix>`` for a prefix). A Delete acts only when its physical ID
 is the one its properties give (a renamed group's old resource gets its old properties; the Provider
-framework answers a Delete that follows a failed Create itself). Standard library and boto3 only.
+framework answers a Delete that follows a failed Create itself), and only while the stack is being deleted (or a
+failed first create rolls back): it reads the stack's status from the event's ``StackId`` first
+(``hyperpod_core.stack_status``, bundled beside this file). CloudFormation also sends Delete during an update (a
+resource removed or replaced, its logical ID changed, a failed update that added it rolled back); the live group
+then stays, the skip is logged and the Delete succeeds. A status that cannot be read (after botocore's retries)
+deletes nothing and fails the Delete with a message saying what helps. Standard library and boto3 only, plus
+that bundled module.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ from typing import Any
 import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
+
+from hyperpod_core.stack_status import may_clean_up
 
 LOG = logging.getLogger()
 LOG.setLevel(logging.INFO)
@@ -122,9 +130,14 @@ def on_event(event: dict[str, Any], context: Any = None, *, logs: Any = None,
             adopt(logs, name, int(props["RetentionInDays"]))
         return {"PhysicalResourceId": physical_id}
     current = event.get("PhysicalResourceId")
-    if current == physical_id:
-        if name and props.get("DeleteOnDelete") == "true":
-            delete(logs, name)
-        elif prefix and not name:
+    if current != physical_id:
+        return {"PhysicalResourceId": current or physical_id}
+    # What this Delete would delete: only on the stack's deletion (module docstring).
+    skipped = (f"log group {name}" if name and props.get("DeleteOnDelete") == "true"
+               else f"every log group under {prefix}" if prefix and not name else None)
+    if skipped is not None and may_clean_up(cloudformation or _client("cloudformation"), event, skipped=skipped):
+        if name:
+            delete(logs, str(name))
+        else:
             LOG.info("deleted %s", delete_prefix(logs, str(prefix)))
-    return {"PhysicalResourceId": current or physical_id}
+    return {"PhysicalResourceId": current}

@@ -1,13 +1,22 @@
 """Provider-framework entry points: ``index.on_event`` and ``index.is_complete``.
 
 Create and Update do nothing (they keep the physical id, so an update never triggers a cleanup).
-Delete asks Kubernetes to delete every InferenceEndpointConfig and JumpStartModel, then ``is_complete``
-polls until the objects and the AWS resources the operator made for them are gone. Once no object is left,
-or half the wait budget is spent, it deletes what the operator left of *this deployment* itself (its
-``deployment`` tag, ``DeploymentTagKey``/``DeploymentTagValue``, or named by the status of this cluster's
+A Delete cleans up only while the stack is being deleted (or a failed first create rolls back): both entry points
+read the stack's status first (``hyperpod_core.stack_status``). CloudFormation also sends Delete during an update
+(the janitor removed or replaced, its logical ID changed, a failed update that added it rolled back); then nothing
+is deleted, the skip is logged and the Delete succeeds (``is_complete``: ``IsComplete`` True). A status that
+cannot be read deletes nothing: throttling or a network error is retried on the next poll until the deadline, a
+refusal (access denied) fails the Delete at once with a message saying what helps.
+
+In the stack's deletion, Delete asks Kubernetes to delete every InferenceEndpointConfig and JumpStartModel,
+then ``is_complete`` polls until the objects and the AWS resources the operator made for them are gone. Once no
+object is left, or half the wait budget is spent, it deletes what the operator left of *this deployment* itself
+(its ``deployment`` tag, ``DeploymentTagKey``/``DeploymentTagValue``, or named by the status of this cluster's
 objects: ``hyperpod_core.cleanup``); the operator's resources of other deployments or of unknown owner are
-named in the log each poll and never deleted or waited for. It fails with one message naming the leftovers
-once the wait budget (``WaitSeconds``) is spent.
+named in the log each poll and never deleted or waited for, and so is an endpoint whose name this cluster's
+objects only declare (no tag or status ties it to this deployment): it never holds up the deletion of this
+deployment's endpoint configs and models, and the Delete completes once only such resources are left. It fails
+with one message naming the leftovers once the wait budget (``WaitSeconds``) is spent.
 
 Start-up (DescribeCluster, a token) is retried like every other call: a throttle or a network blip at the
 first poll is retried on the next one until the deadline, never a failed deletion at once.
@@ -29,12 +38,15 @@ from botocore.exceptions import BotoCoreError, ClientError
 from hyperpod_core.cleanup import AwsCaller, AwsUnavailable, Janitor, format_failure
 from hyperpod_core.eks.kube import HttpsTransport, KubeClient, KubeUnavailable
 from hyperpod_core.eks.token import get_token
+from hyperpod_core.stack_status import StackStatusUnavailable, may_clean_up
 
 LOG = logging.getLogger()
 LOG.setLevel(logging.INFO)
 
 #: Errors that may clear up by the next poll; anything else fails the deletion at once.
-TRANSIENT_ERRORS = (KubeUnavailable, AwsUnavailable)
+TRANSIENT_ERRORS = (KubeUnavailable, AwsUnavailable, StackStatusUnavailable)
+#: What a Delete during an update leaves alone (logged).
+SKIPPED = "every InferenceEndpointConfig and JumpStartModel of the cluster (and what the operator made for them)"
 JanitorFactory = Callable[[dict[str, Any]], Janitor]
 
 _BOTO_CONFIG = Config(retries={"mode": "standard", "max_attempts": 4}, connect_timeout=10, read_timeout=30)
@@ -71,6 +83,11 @@ def make_janitor(props: dict[str, Any], *, sleep: Callable[[float], None] = time
         call=call)
 
 
+def cloudformation_client() -> Any:
+    """CloudFormation in the function's region: the stack holding the janitor is there."""
+    return boto3.client("cloudformation", region_name=os.environ["AWS_REGION"], config=_BOTO_CONFIG)
+
+
 def deployment_tag(props: dict[str, Any]) -> tuple[str, str] | None:
     """``(key, value)`` of this deployment's tag from the properties; ``None`` for a janitor without one."""
     key, value = str(props.get("DeploymentTagKey", "")), str(props.get("DeploymentTagValue", ""))
@@ -78,7 +95,8 @@ def deployment_tag(props: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def on_event(event: dict[str, Any], context: Any = None, *, factory: JanitorFactory = make_janitor,
-             clock: Callable[[], float] = time.time) -> dict[str, Any]:
+             clock: Callable[[], float] = time.time, cloudformation: Any = None) -> dict[str, Any]:
+    """``cloudformation``: the client that reads the stack's status. Default: :func:`cloudformation_client`."""
     props = event.get("ResourceProperties") or {}
     request = event["RequestType"]
     physical_id = event.get("PhysicalResourceId") or f"endpoint-janitor-{props['ClusterName']}"
@@ -89,28 +107,34 @@ def on_event(event: dict[str, Any], context: Any = None, *, factory: JanitorFact
     endpoint_names: tuple[str, ...] = ()
     named: tuple[str, ...] = ()
     try:
+        if not may_clean_up(cloudformation or cloudformation_client(), event, skipped=SKIPPED):
+            return {"PhysicalResourceId": physical_id, "Data": _data(started, props, (), ())}
         janitor = factory(props)
         result = janitor.request_deletion()
         endpoint_names, named = result.endpoint_names, result.named
         LOG.info("deletion requested for %d object(s): %s", len(result.requested), list(result.requested))
     except TRANSIENT_ERRORS as err:
-        LOG.warning("deletion request failed, is_complete retries it: %s", err)
+        LOG.warning("could not start the cleanup, is_complete retries it: %s", err)
+    return {"PhysicalResourceId": physical_id, "Data": _data(started, props, endpoint_names, named)}
+
+
+def _data(started: float, props: dict[str, Any], endpoint_names: tuple[str, ...],
+          named: tuple[str, ...]) -> dict[str, str]:
+    """What ``is_complete`` gets from ``on_event``: the start, the deadline and what the objects name."""
     return {
-        "PhysicalResourceId": physical_id,
-        "Data": {
-            "StartedAt": str(started),
-            "Deadline": str(started + float(props.get("WaitSeconds", 1500))),
-            # Capped, whole names only: the whole CloudFormation response must stay under 4 KiB (this Data
-            # included). What does not fit is read again from the objects still listed on each poll, or
-            # reported instead of deleted.
-            "EndpointNames": _joined(endpoint_names, 800),
-            "Named": _joined(named, 1600),
-        },
+        "StartedAt": str(started),
+        "Deadline": str(started + float(props.get("WaitSeconds", 1500))),
+        # Capped, whole names only: the whole CloudFormation response must stay under 4 KiB (this Data
+        # included). What does not fit is read again from the objects still listed on each poll, or
+        # reported instead of deleted.
+        "EndpointNames": _joined(endpoint_names, 800),
+        "Named": _joined(named, 1600),
     }
 
 
 def is_complete(event: dict[str, Any], context: Any = None, *, factory: JanitorFactory = make_janitor,
-                clock: Callable[[], float] = time.time) -> dict[str, Any]:
+                clock: Callable[[], float] = time.time, cloudformation: Any = None) -> dict[str, Any]:
+    """``cloudformation``: as :func:`on_event`'s."""
     if event["RequestType"] != "Delete":
         return {"IsComplete": True}
     props = event.get("ResourceProperties") or {}
@@ -126,6 +150,9 @@ def is_complete(event: dict[str, Any], context: Any = None, *, factory: JanitorF
     cluster_name = str(props.get("ClusterName", "?"))
 
     try:
+        # Read again on every poll: the Delete on_event skipped (or could not decide) must not clean up here.
+        if not may_clean_up(cloudformation or cloudformation_client(), event, skipped=SKIPPED):
+            return {"IsComplete": True}
         janitor = factory(props)
         result = janitor.request_deletion()  # catches objects whose earlier delete was throttled
         objects = janitor.kubernetes_leftovers()

@@ -11,12 +11,19 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_logs as logs
 from constructs import Construct, IDependable
 
+from hyperpod_constructs import adopted_log_groups
 from hyperpod_constructs.adopted_log_groups import AdoptedLogGroupOptions, AdoptedLogGroups, AdoptedLogGroupsProps
 from hyperpod_constructs.hyperpod_cluster import POOL_LABEL, HyperPodCluster, HyperPodClusterProps, InstanceGroupOptions
 from hyperpod_constructs.hyperpod_execution_role import HyperPodExecutionRole, HyperPodExecutionRoleProps
 from hyperpod_constructs.lifecycle_scripts import LifecycleScripts, LifecycleScriptsProps
 from hyperpod_constructs.nag import acknowledge
-from hyperpod_core import outputs, sizing
+from hyperpod_core import bundle, outputs, sizing
+
+#: Logical IDs of the log-group resources, pinned to the ones they synthesized to before they were pinned
+#: (``HyperPod`` template of config/default.yaml at commit 828b511): a changed logical ID is a Delete of the
+#: old resource during the update (``hyperpod_constructs.adopted_log_groups``).
+CLUSTER_LOGS_CLEANUP_LOGICAL_ID = "LogGroupsClusterLogsCleanup98B580DC"
+CLUSTER_LOGS_LOGICAL_ID = "LogGroupsClusterLogs07A2C078"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,16 +106,20 @@ class HyperPodStack(Stack):
         """HyperPod writes ``/aws/sagemaker/Clusters/<name>/<cluster id>`` itself, outside CloudFormation, with
         no expiry (shared/reference/lifecycle-facts.md). Adopted with a retention once the cluster exists (its ID
         is the last part of its ARN); every group under ``/aws/sagemaker/Clusters/<name>/`` is deleted after
-        the cluster is gone (a destroyed cluster of the same name left one too; another name's stay)."""
+        the cluster is gone (a destroyed cluster of the same name left one too; another name's stay): on the stack's
+        deletion only, never on a Delete CloudFormation sends during an update (e.g. after a rename of the
+        cluster, whose old, retained cluster still writes under the old prefix)."""
         prefix = f"/aws/sagemaker/Clusters/{props.cluster_name}/"
         self.log_groups = AdoptedLogGroups(self, "LogGroups", props=AdoptedLogGroupsProps(
-            log_retention=props.log_retention))
-        self.cluster_logs_cleanup = self.log_groups.delete_on_destroy("ClusterLogsCleanup", prefix=prefix)
+            log_retention=props.log_retention,
+            bundled_modules=bundle.imported_by(adopted_log_groups.HANDLER_DIR / "index.py")))
+        self.cluster_logs_cleanup = self.log_groups.delete_on_destroy(
+            "ClusterLogsCleanup", prefix=prefix, logical_id=CLUSTER_LOGS_CLEANUP_LOGICAL_ID)
         self.hyperpod.node.add_dependency(self.cluster_logs_cleanup)
         cluster_id = Fn.select(1, Fn.split("/", self.hyperpod.cluster_arn))
         self.cluster_logs = self.log_groups.adopt("ClusterLogs", AdoptedLogGroupOptions(
-            log_group_name=prefix + cluster_id, iam_name_pattern=prefix + "*", retention=props.log_retention,
-            delete_on_destroy=False))
+            log_group_name=prefix + cluster_id, logical_id=CLUSTER_LOGS_LOGICAL_ID, iam_name_pattern=prefix + "*",
+            retention=props.log_retention, delete_on_destroy=False))
 
     def _acknowledge(self) -> None:
         role = self.execution_role
