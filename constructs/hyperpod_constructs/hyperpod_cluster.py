@@ -31,7 +31,11 @@ class InstanceGroupOptions:
     instance_count: int
     execution_role: iam.IRole
     lifecycle_source_s3_uri: str
-    """``s3://<sagemaker-...bucket>/<prefix>/`` holding ``on_create``."""
+    """``s3://<sagemaker-...bucket>/<prefix>/`` holding ``on_create``. Not create-only (the registry schema lists
+    only :data:`CREATE_ONLY_PROPERTIES`): a new value is an in-place ``UpdateCluster``, which may change "the
+    lifecycle configuration entrypoint script, and the path to the script" of a group (AWS HyperPod EKS guide,
+    "Updating SageMaker HyperPod cluster configuration") and runs the scripts only on nodes created afterwards
+    ("Updating a cluster with new or updated lifecycle scripts")."""
     on_create: str = "on_create.sh"
     subnet: ec2.ISubnet
     """The subnet in the AZ of the capacity; becomes ``OverrideVpcConfig``."""

@@ -16,8 +16,28 @@ from hyperpod_constructs.managed_prometheus import ManagedPrometheus
 ADDON_NAME = "amazon-sagemaker-hyperpod-observability"
 NAMESPACE = "hyperpod-observability"
 COLLECTOR_SERVICE_ACCOUNT = "hyperpod-observability-operator-otel-collector"
-#: Log groups the collector writes (hyperpod-observability-addon-troubleshooting, "Verify Pod Identity").
+#: Log groups the collector may use: AWS prescribes the collector role's CloudWatch Logs permissions on
+#: ``log-group:/aws/sagemaker/Clusters/*`` and ``...:log-stream:*`` (:data:`LOG_SCOPE_SOURCE`).
 CLUSTER_LOG_GROUP_PREFIX = "/aws/sagemaker/Clusters/"
+#: Where AWS states the collector role's log permissions, word for word the same actions and resources.
+LOG_SCOPE_SOURCE = (
+    "AWS's troubleshooting page for the add-on (docs.aws.amazon.com/sagemaker/latest/dg/"
+    "hyperpod-observability-addon-troubleshooting.html, 'Verify Pod Identity association') and AWS's console "
+    "template (aws/sagemaker-hyperpod-cluster-setup, eks/cloudformation/observability-template.yaml @ "
+    "0ab564d78aa5a16eceebdbb981db5f432f8cf25e, HyperPodObservabilityAddonRole) grant these actions on "
+    "log-group:/aws/sagemaker/Clusters/* and its log streams")
+#: The actions of :data:`LOG_SCOPE_SOURCE`: read and write, no delete.
+CLUSTER_LOG_ACTIONS = (
+    "logs:CreateLogGroup", "logs:CreateLogStream", "logs:DescribeLogGroups", "logs:DescribeLogStreams",
+    "logs:PutLogEvents", "logs:GetLogEvents", "logs:FilterLogEvents", "logs:GetLogRecord", "logs:StartQuery",
+    "logs:StopQuery", "logs:GetQueryResults",
+)
+#: Why the scope is not narrowed to this cluster's ``/aws/sagemaker/Clusters/<cluster name>/*``.
+WIDE_LOG_SCOPE_REASON = (
+    f"{LOG_SCOPE_SOURCE}; no AWS source names the groups the collector writes (the add-on's configuration "
+    "carries no HyperPod cluster name), so a scope narrowed to this cluster's groups is unverified and would "
+    "fail silently (AccessDenied in the collector, logs missing). Read and write only, no delete; this "
+    "account and region.")
 #: ``metricsProvider`` levels AWS's console template offers (observability-template.yaml parameters).
 LEVELS = ("DISABLED", "BASIC", "ADVANCED")
 
@@ -44,7 +64,8 @@ class ObservabilityAddon(Construct):
     """The add-on with the given metrics categories on, and its collector's role through EKS Pod Identity.
 
     The role trusts ``pods.eks.amazonaws.com`` for this cluster only (``aws:SourceArn``/``aws:SourceAccount``)
-    and may remote-write to the one workspace and write the ``/aws/sagemaker/Clusters/*`` log groups.
+    and may remote-write to the one workspace and read and write the ``/aws/sagemaker/Clusters/*`` log groups,
+    the scope AWS prescribes (:data:`LOG_SCOPE_SOURCE`; why not narrower: :data:`WIDE_LOG_SCOPE_REASON`).
     """
 
     addon: eks.CfnAddon
@@ -73,12 +94,10 @@ class ObservabilityAddon(Construct):
             sid="PrometheusRemoteWrite", actions=["aps:RemoteWrite"], resources=[props.prometheus.workspace_arn])]
         if props.logging:
             log_group = f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:{CLUSTER_LOG_GROUP_PREFIX}*"
+            # AWS's scope (LOG_SCOPE_SOURCE), kept wide on purpose: WIDE_LOG_SCOPE_REASON.
             statements.append(iam.PolicyStatement(
                 sid="ClusterLogs", resources=[log_group, f"{log_group}:log-stream:*"],
-                actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:DescribeLogGroups",
-                         "logs:DescribeLogStreams", "logs:PutLogEvents", "logs:GetLogEvents",
-                         "logs:FilterLogEvents", "logs:GetLogRecord", "logs:StartQuery", "logs:StopQuery",
-                         "logs:GetQueryResults"]))
+                actions=list(CLUSTER_LOG_ACTIONS)))
         self.collector_policy = iam.Policy(self, "CollectorPolicy", roles=[self.collector_role],
                                            statements=statements)
 

@@ -65,17 +65,31 @@ def _chart(pin: pins.HelmChartPin, artifact: pins.ChartArtifactPin, cache: Path 
                        source=f"{artifact.repository}@{artifact.commit}")
 
 
+#: S3 bucket names: 3-63 characters (S3 user guide, "General purpose bucket naming rules").
+BUCKET_NAME_MAX = 63
+#: The first block of a CloudFormation stack's UUID: 8 hex digits.
+STACK_UUID_HEAD_LENGTH = 8
+
+
 def lifecycle_bucket_name(config: Config) -> str:
-    """``sagemaker-<name>-lc-<account>-<region>``: the managed instance-role policy reads only
-    ``sagemaker-*`` buckets; account and region make it globally unique without a lookup. When ``name`` does not
-    fit the 63-character limit it is shortened and followed by a hash of the whole name, so two deployments
-    whose names share a prefix still get different buckets."""
+    """``sagemaker-<name>-lc-<account>-<stack UUID head>``.
+
+    ``sagemaker-``: ``AmazonSageMakerClusterInstanceRolePolicy`` reads only ``arn:aws:s3:::sagemaker-*`` buckets
+    (its ``DataRetrievalFromS3BucketPermissions``; our execution role's policy grants the read of the scripts
+    too). The account keeps two accounts' names apart. The first block of the HyperPod stack's UUID, from its
+    stack ID, as the operator's role ``SageMakerHyperPodInference-<stack UUID head>`` has it: the same on every
+    synth and for the stack's whole life, new with every new stack, and unknown before the stack exists, so
+    nobody can create the bucket ahead of a deploy or take the name over after a destroy. When ``name`` does not
+    fit the 63 characters it is shortened and followed by a hash of the whole name, so two deployments whose
+    names share a prefix still differ."""
     name = config.name.lower()
-    room = 63 - len("sagemaker-") - len("-lc-") - 12 - 1 - len(config.region)  # 12: the account ID
+    room = (BUCKET_NAME_MAX - len("sagemaker-") - len("-lc-") - 12 - 1  # 12: the account ID
+            - STACK_UUID_HEAD_LENGTH)
     if len(name) > room:
         digest = hashlib.sha256(name.encode()).hexdigest()[:8]
         name = f"{name[:room - 9].rstrip('-')}-{digest}"
-    return f"sagemaker-{name}-lc-{cdk.Aws.ACCOUNT_ID}-{config.region}"
+    stack_uuid_head = cdk.Fn.select(0, cdk.Fn.split("-", cdk.Fn.select(2, cdk.Fn.split("/", cdk.Aws.STACK_ID))))
+    return f"sagemaker-{name}-lc-{cdk.Aws.ACCOUNT_ID}-{stack_uuid_head}"
 
 
 def _alerts(config: Config) -> dict[str, Any]:
@@ -202,7 +216,10 @@ def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> S
             eks_cluster=cluster.cluster, vpc=network.vpc, gpu_subnet=network.gpu_subnet,
             efa_security_group=network.efa_security_group, dependencies=cluster.hyperpod_dependencies,
             log_retention=retention(e.log_retention_days),
-            tiered_storage_memory_percent=config.tiered_storage_percent()),
+            tiered_storage_memory_percent=config.tiered_storage_percent(),
+            # Every group's nodes wait for the instance store: every DPD instance type has one
+            # (sizing.INSTANCE_STORES), and the config accepts no other type for a group.
+            weights_cache=config.resolved_model_cache().weights_cache),
         **common)
     # Our Lambdas call the Kubernetes API from inside the VPC unless the public endpoint is open to all.
     public_api = "0.0.0.0/0" in e.endpoint_public_access_cidrs

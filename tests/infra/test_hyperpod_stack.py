@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
+import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Match
 from tests.infra.conftest import only
 
-from hyperpod_core import outputs
+from hyperpod_constructs import lifecycle_scripts
+from hyperpod_constructs.hyperpod_cluster import CREATE_ONLY_PROPERTIES
+from hyperpod_constructs.lifecycle_scripts import ON_CREATE, SETTINGS, LifecycleScripts, LifecycleScriptsProps, settings
+from hyperpod_core import outputs, sizing
+from hyperpod_infra.app_builder import lifecycle_bucket_name
 
 HYPERPOD_LOGICAL_ID = "HyperPodCluster"
 
@@ -61,16 +69,6 @@ def test_groups_are_p5_with_explicit_threads_ebs_and_deep_health_checks(cluster,
         assert g["ExecutionRole"]["Fn::GetAtt"][0].startswith("ExecutionRole")
 
 
-def test_lifecycle_config_points_at_our_script_in_the_sagemaker_bucket(cluster, hyperpod_template) -> None:
-    bucket_id, bucket = only(hyperpod_template, "AWS::S3::Bucket")
-    name = bucket["Properties"]["BucketName"]["Fn::Join"][1]
-    assert name[0].startswith("sagemaker-")
-    for g in cluster["Properties"]["InstanceGroups"]:
-        assert g["LifeCycleConfig"] == {
-            "OnCreate": "on_create.sh",
-            "SourceS3Uri": {"Fn::Join": ["", ["s3://", {"Ref": bucket_id}, "/lifecycle/"]]}}
-
-
 def test_lifecycle_bucket_is_private_encrypted_tls_only_and_deleted_with_the_stack(hyperpod_template) -> None:
     hyperpod_template.has_resource("AWS::S3::Bucket", {
         "Properties": {
@@ -85,9 +83,143 @@ def test_lifecycle_bucket_is_private_encrypted_tls_only_and_deleted_with_the_sta
     hyperpod_template.resource_count_is("Custom::S3AutoDeleteObjects", 1)
 
 
-def test_on_create_is_deployed_from_this_repository(hyperpod_template) -> None:
+def test_lifecycle_config_points_at_this_version_of_our_scripts(cluster, hyperpod_template, stacks) -> None:
+    """``SourceS3Uri`` is ``s3://<bucket>/lifecycle/<content hash>/``, the folder the deployment writes to: an
+    edited ``on_create.sh`` or setting is a new ``SourceS3Uri``, an ``UpdateCluster`` that ``cdk diff`` shows
+    (lifecycle-review.md #7). Fails on main: ``lifecycle/``, overwritten in place."""
+    bucket_id, _ = only(hyperpod_template, "AWS::S3::Bucket")
+    _, deployment = only(hyperpod_template, "Custom::CDKBucketDeployment")
+    prefix = deployment["Properties"]["DestinationBucketKeyPrefix"]
+    assert re.fullmatch(r"lifecycle/[0-9a-f]{16}/", prefix), prefix
+    assert prefix == f"lifecycle/{stacks.hyperpod.lifecycle.content_hash}/"
+    for g in cluster["Properties"]["InstanceGroups"]:
+        assert g["LifeCycleConfig"] == {
+            "OnCreate": "on_create.sh",
+            "SourceS3Uri": {"Fn::Join": ["", ["s3://", {"Ref": bucket_id}, f"/{prefix}"]]}}
+
+
+def test_the_script_and_its_settings_are_deployed_and_earlier_versions_kept(hyperpod_template, stacks) -> None:
+    """Two sources: the scripts folder and ``on_create.env`` (the default config's p5 groups have the weights
+    cache on). ``RetainOnDelete: true`` keeps the previous prefix when the destination changes: with ``false``
+    aws-cdk-lib's handler deletes it *first* (aws-s3-deployment README, "Retain on Delete": "all files in the
+    previous destination will first be deleted"), while the cluster still names it until CloudFormation has
+    updated it. ``Prune`` only cleans the new prefix (the handler's ``aws s3 sync --delete`` to it)."""
     hyperpod_template.has_resource_properties("Custom::CDKBucketDeployment", {
-        "DestinationBucketKeyPrefix": "lifecycle/", "Prune": True})
+        "Prune": True, "RetainOnDelete": True, "SourceObjectKeys": [Match.any_value(), Match.any_value()]})
+    assert stacks.hyperpod.lifecycle.files[SETTINGS] == settings(weights_cache=True).encode()
+    assert set(stacks.hyperpod.lifecycle.files) == {ON_CREATE, SETTINGS}
+
+
+def test_the_lifecycle_source_is_updated_in_place_never_replacing_the_cluster() -> None:
+    """The registry schema of AWS::SageMaker::Cluster (cfn-lint 1.58's copy for us-west-2) makes only
+    ``ClusterName``, ``VpcConfig`` and ``Orchestrator/Eks`` create-only: a new ``SourceS3Uri`` updates the cluster
+    in place (HyperPod EKS guide, "Updating SageMaker HyperPod cluster configuration": "the lifecycle
+    configuration entrypoint script, and the path to the script" can change), so the content hash in the prefix
+    cannot replace the GPU cluster. The snapshot in test_replacement_guard.py pins the create-only values."""
+    from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+
+    create_only = PROVIDER_SCHEMA_MANAGER.get_resource_schema(
+        "us-west-2", "AWS::SageMaker::Cluster").schema["createOnlyProperties"]
+    assert {p.split("/")[2] for p in create_only} == set(CREATE_ONLY_PROPERTIES)
+    assert not any(p.startswith("/properties/InstanceGroups") for p in create_only)
+
+
+def test_every_group_type_has_the_instance_store_the_script_waits_for() -> None:
+    """One settings file serves every instance group, so with the weights cache on every group's nodes wait for
+    /opt/dlami/nvme: each type a group may have (``DpdInstanceType``) must have an instance store, or its nodes
+    would fail (EC2 instance-store table, ``sizing.INSTANCE_STORES``)."""
+    assert set(sizing.DPD_INSTANCE_TYPES) <= set(sizing.INSTANCE_STORES)
+
+
+@pytest.fixture(scope="module")
+def lifecycle_variants(tmp_path_factory) -> dict[str, LifecycleScripts]:
+    """One bare stack holding the scripts construct for: this repository's script (twice), an edited copy of it,
+    and the weights cache on. No synthesis: the prefix is decided when the construct is built."""
+    edited = tmp_path_factory.mktemp("lifecycle")
+    (edited / ON_CREATE).write_bytes(lifecycle_scripts.SCRIPTS_DIR.joinpath(ON_CREATE).read_bytes() + b"# edited\n")
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-west-2"))
+    made = {}
+    for key, scripts_dir, weights_cache in (("base", None, False), ("again", None, False),
+                                            ("edited", edited, False), ("cache", None, True)):
+        original = lifecycle_scripts.SCRIPTS_DIR
+        lifecycle_scripts.SCRIPTS_DIR = scripts_dir or original
+        try:
+            made[key] = LifecycleScripts(stack, key, props=LifecycleScriptsProps(
+                bucket_name=f"sagemaker-{key}", weights_cache=weights_cache))
+        finally:
+            lifecycle_scripts.SCRIPTS_DIR = original
+    return made
+
+
+def test_an_edited_script_or_setting_gets_a_new_prefix_the_same_content_the_same(lifecycle_variants) -> None:
+    prefixes = {k: c.scripts_prefix for k, c in lifecycle_variants.items()}
+    assert prefixes["again"] == prefixes["base"]  # stable across synths: content only
+    assert len({prefixes["base"], prefixes["edited"], prefixes["cache"]}) == 3
+    assert all(p.startswith("lifecycle/") for p in prefixes.values())  # under the execution role's read scope
+    base = lifecycle_variants["base"]
+    stack = cdk.Stack.of(base)
+    bucket_id = stack.get_logical_id(base.bucket.node.default_child)  # type: ignore[arg-type]
+    assert stack.resolve(base.source_s3_uri) == {
+        "Fn::Join": ["", ["s3://", {"Ref": bucket_id}, f"/{prefixes['base']}"]]}
+
+
+# --- the lifecycle bucket's name (lifecycle-review.md #8) ---------------------------------------------------
+
+#: ``AWS::StackId`` as CloudFormation gives it (CloudFormation user guide, "Pseudo parameters reference":
+#: ``arn:aws:cloudformation:us-west-2:123456789012:stack/teststack/51af3dc0-da77-11e4-872e-1234567db123``).
+STACK_A = "arn:aws:cloudformation:us-west-2:123456789012:stack/dpd-hyperpod/51af3dc0-da77-11e4-872e-1234567db123"
+STACK_B = "arn:aws:cloudformation:us-west-2:123456789012:stack/dpd-hyperpod/1c2fa620-982a-11e3-aff7-50e2416294e0"
+#: S3 user guide, "General purpose bucket naming rules": 3-63 characters, lowercase letters, digits, dots and
+#: hyphens, beginning and ending with a letter or digit, no two adjacent dots, not starting with ``xn--`` or
+#: ``sthree-``. No dots here: a dotted name breaks virtual-hosted-style TLS.
+BUCKET_NAME = re.compile(r"^(?!xn--|sthree-)[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$")
+
+
+def _evaluate(value: Any, refs: dict[str, str]) -> Any:
+    """The value CloudFormation computes for the intrinsics a bucket name uses."""
+    if isinstance(value, str):
+        return value
+    (function, args), = value.items()
+    if function == "Ref":
+        return refs[args]
+    if function == "Fn::Join":
+        return args[0].join(_evaluate(a, refs) for a in args[1])
+    if function == "Fn::Split":
+        return _evaluate(args[1], refs).split(args[0])
+    if function == "Fn::Select":
+        return _evaluate(args[1], refs)[args[0]]
+    raise AssertionError(f"unexpected intrinsic {function}")
+
+
+def _bucket_name(config, stack_id: str) -> str:
+    stack = cdk.Stack(cdk.App(), "HyperPod")
+    return _evaluate(stack.resolve(lifecycle_bucket_name(config)),
+                     {"AWS::AccountId": "123456789012", "AWS::StackId": stack_id})
+
+
+def test_lifecycle_bucket_name_is_unique_per_stack_and_the_same_for_its_life(default_config) -> None:
+    """The first block of the stack's UUID, as the operator's role ``SageMakerHyperPodInference-<stack UUID
+    head>``: unknown before the stack exists, so the name cannot be taken before a deploy or after a destroy.
+    Fails on main: ``sagemaker-<name>-lc-<account>-<region>``, the same for every stack."""
+    name = _bucket_name(default_config, STACK_A)
+    assert name == "sagemaker-hyperpod-dpd-lc-123456789012-51af3dc0"
+    assert _bucket_name(default_config, STACK_A) == name  # every synth, every update of the stack
+    assert _bucket_name(default_config, STACK_B) == "sagemaker-hyperpod-dpd-lc-123456789012-1c2fa620"
+
+
+def test_lifecycle_bucket_name_is_valid_for_the_longest_deployment_name(default_config) -> None:
+    """``name`` holds up to 40 characters (``DeploymentName``); the bucket name stays within 63 and keeps the
+    ``sagemaker-`` prefix ``AmazonSageMakerClusterInstanceRolePolicy`` reads (``arn:aws:s3:::sagemaker-*``);
+    two long names that share their start still differ."""
+    longest = ("Hyperpod-DPD-" + "x" * 40)[:40]
+    other = longest[:-1] + "y"
+    for name in (longest, other):
+        assert re.fullmatch(r"^[A-Za-z]([A-Za-z0-9-]{0,38}[A-Za-z0-9])?$", name) and len(name) == 40
+    names = [_bucket_name(default_config.model_copy(update={"name": n}), STACK_A) for n in (longest, other)]
+    for bucket in names:
+        assert len(bucket) <= 63 and BUCKET_NAME.fullmatch(bucket) and "--" not in bucket, bucket
+        assert bucket.startswith("sagemaker-hyperpod-dpd-") and bucket.endswith("-lc-123456789012-51af3dc0")
+    assert names[0] != names[1]
 
 
 def test_hyperpod_cluster_is_created_after_role_policy_and_scripts(cluster, hyperpod_template) -> None:

@@ -24,12 +24,19 @@
 #      instance-store volumes there itself: AWS's reference script above offers "/opt/sagemaker" or
 #      "/opt/dlami/nvme" as already-mounted disks and only waits for them, and AWS's NVMe samples read weights
 #      from hostPath /opt/dlami/nvme/... So this script neither formats nor assembles the drives (doing so
-#      would race HyperPod's own mount); it logs the mount and its size, or a WARNING naming the setting to
-#      turn off when the path is not a mount point (the cache would then fill the root volume).
+#      would race HyperPod's own mount). With the weights cache on (WEIGHTS_CACHE=true in on_create.env, which
+#      the deployment writes beside this script) it waits for the mount as for /opt/sagemaker and fails the
+#      node, naming the setting to turn off, when it never comes: the cache would otherwise fill the root
+#      volume. With the cache off it only logs what it finds.
+#   6. On any failure (a failing command under `set -e`, or the check above) it logs what failed and waits
+#      60 s before exiting non-zero, so that the CloudWatch agent uploads the log before HyperPod replaces the
+#      node: AWS's updated HyperPod EKS lifecycle script does the same ("Wait 60 seconds when
+#      on_create_main.sh failed to make sure error messages are uploaded to CloudWatch Logs",
+#      awslabs/awsome-distributed-ai PR #916, re-landed as #927).
 #
-# Paths and the wait can be overridden through the environment (the project's tests run this script
-# against a scratch directory with stand-in systemctl/mount commands); HyperPod sets none of them.
-set -euo pipefail
+# Paths, waits and the settings file can be overridden through the environment (the project's tests run this
+# script against a scratch directory with stand-in systemctl/mount/sleep commands); HyperPod sets none of them.
+set -Eeuo pipefail
 
 SECONDARY="${SECONDARY_VOLUME:-/opt/sagemaker}"
 VAR_LIB="${VAR_LIB_DIR:-/var/lib}"
@@ -39,22 +46,77 @@ LIMITS_DIR="${LIMITS_DIR:-/etc/security/limits.d}"
 LOG_DIR="${PROVISION_LOG_DIR:-/var/log/provision}"
 MOUNT_WAIT_SECONDS="${MOUNT_WAIT_SECONDS:-60}"
 INSTANCE_STORE="${INSTANCE_STORE_MOUNT:-/opt/dlami/nvme}"
+FAILURE_LOG_FLUSH_SECONDS="${FAILURE_LOG_FLUSH_SECONDS:-60}"
+# HyperPod downloads the whole SourceS3Uri folder and runs this script from it; the settings sit beside it.
+SETTINGS="${ON_CREATE_SETTINGS:-$(dirname "${BASH_SOURCE[0]}")/on_create.env}"
 
 mkdir -p "$LOG_DIR"
 exec > >(tee -a "$LOG_DIR/provisioning.log") 2>&1
 log() { echo "[on_create] $*"; }
+
+# A failing command ends the script (set -e): name it, then give the CloudWatch agent time to upload the log.
+on_error() { log "ERROR: command '$3' failed with exit code $1 (line $2)"; }
+on_exit() {
+  local status=$?
+  if [ "$status" -ne 0 ]; then
+    log "failed with exit code $status; waiting ${FAILURE_LOG_FLUSH_SECONDS}s for the log upload before exiting"
+    sync || true
+    sleep "$FAILURE_LOG_FLUSH_SECONDS"
+  fi
+  exit "$status"
+}
+trap 'on_error "$?" "$LINENO" "$BASH_COMMAND"' ERR
+trap on_exit EXIT
+
 log "start $(date -u +%FT%TZ) host=$(hostname)"
 
-# HyperPod mounts the secondary volume shortly before or while lifecycle scripts run: wait for it.
-waited=0
-until mountpoint -q "$SECONDARY"; do
-  if [ "$waited" -ge "$MOUNT_WAIT_SECONDS" ]; then
-    break
+WEIGHTS_CACHE=false
+if [ -f "$SETTINGS" ]; then
+  # Written by the deployment (hyperpod_constructs.lifecycle_scripts): KEY=value lines only.
+  # shellcheck source=/dev/null
+  . "$SETTINGS"
+fi
+case "$WEIGHTS_CACHE" in
+  true | false) log "settings: WEIGHTS_CACHE=$WEIGHTS_CACHE" ;;
+  *) log "ERROR: WEIGHTS_CACHE in $SETTINGS must be true or false, got '$WEIGHTS_CACHE'"; exit 1 ;;
+esac
+
+# HyperPod mounts its disks shortly before or while lifecycle scripts run: wait for one, at most
+# MOUNT_WAIT_SECONDS. Returns non-zero when it is still not mounted then.
+wait_for_mount() {
+  local path="$1" what="$2" waited=0
+  until mountpoint -q "$path"; do
+    if [ "$waited" -ge "$MOUNT_WAIT_SECONDS" ]; then
+      return 1
+    fi
+    log "waiting for $path ($what) to be mounted (${waited}s)"
+    sleep 5
+    waited=$((waited + 5))
+  done
+}
+
+secondary_mounted=false
+if wait_for_mount "$SECONDARY" "secondary EBS volume"; then
+  secondary_mounted=true
+fi
+
+# The weights cache's host path: required when the cache is on, checked before anything on the node changes.
+if [ "$WEIGHTS_CACHE" = true ]; then
+  if ! wait_for_mount "$INSTANCE_STORE" "NVMe instance store"; then
+    log "ERROR: $INSTANCE_STORE (NVMe instance store) is not mounted after ${MOUNT_WAIT_SECONDS}s, and the" \
+        "inference operator's weights cache writes there (endpoint.model_cache.weights_cache is on): failing the" \
+        "node instead of filling its root volume; set endpoint.model_cache.weights_cache: false for this" \
+        "instance type"
+    exit 1
   fi
-  log "waiting for $SECONDARY to be mounted (${waited}s)"
-  sleep 5
-  waited=$((waited + 5))
-done
+  log "instance store: $INSTANCE_STORE mounted," \
+      "$(df -h --output=size "$INSTANCE_STORE" 2>/dev/null | tail -n 1 | tr -d ' ' || true) (weights cache on)"
+elif mountpoint -q "$INSTANCE_STORE"; then
+  log "instance store: $INSTANCE_STORE mounted," \
+      "$(df -h --output=size "$INSTANCE_STORE" 2>/dev/null | tail -n 1 | tr -d ' ' || true) (weights cache off)"
+else
+  log "instance store: $INSTANCE_STORE is not a mount point (weights cache off: not needed)"
+fi
 
 log "block devices and mounts:"
 lsblk -o NAME,SIZE,TYPE,MOUNTPOINT || true
@@ -91,10 +153,10 @@ relocate() {
   if ! grep -qs "^$target $source " "$FSTAB"; then
     echo "$target $source none bind,nofail,x-systemd.requires-mounts-for=$SECONDARY 0 0" >> "$FSTAB"
   fi
-  log "$name state: $source -> $target ($(du -sh "$target" 2>/dev/null | cut -f1))"
+  log "$name state: $source -> $target ($(du -sh "$target" 2>/dev/null | cut -f1 || true))"
 }
 
-if mountpoint -q "$SECONDARY"; then
+if [ "$secondary_mounted" = true ]; then
   # Stop what writes to the directories while they move; start again only what was running.
   running=()
   for service in kubelet containerd; do
@@ -113,14 +175,6 @@ else
   # Not fatal: the node still works, but large images then land on the root volume.
   log "WARNING: $SECONDARY (secondary EBS volume) is not mounted after ${MOUNT_WAIT_SECONDS}s;" \
       "containerd and kubelet state stay on the root volume"
-fi
-
-# The weights cache's host path (checked after the wait above, by when HyperPod has mounted its disks).
-if mountpoint -q "$INSTANCE_STORE"; then
-  log "instance store: $INSTANCE_STORE mounted, $(df -h --output=size "$INSTANCE_STORE" 2>/dev/null | tail -n 1 | tr -d ' ')"
-else
-  log "WARNING: $INSTANCE_STORE (NVMe instance store) is not a mount point; the operator's weights cache" \
-      "would write to the root volume: set endpoint.model_cache.weights_cache: false for this node's instance type"
 fi
 
 if command -v fi_info >/dev/null 2>&1; then

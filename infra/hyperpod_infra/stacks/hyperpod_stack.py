@@ -57,13 +57,16 @@ class HyperPodStackProps:
     """Of HyperPod's own log group and of our handlers' groups. Default: one month."""
     tiered_storage_memory_percent: int | None = None
     """HyperPod tiered storage's share of node memory (the ``tieredstorage`` L2 KV cache). Default: off."""
+    weights_cache: bool = False
+    """The operator's NVMe weights cache is on: every node's ``on_create.sh`` waits for the instance store and
+    fails when it never mounts. Default: off."""
 
 
 class HyperPodStack(Stack):
     def __init__(self, scope: Construct, construct_id: str, *, props: HyperPodStackProps, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.lifecycle = LifecycleScripts(self, "Lifecycle", props=LifecycleScriptsProps(
-            bucket_name=props.lifecycle_bucket_name))
+            bucket_name=props.lifecycle_bucket_name, weights_cache=props.weights_cache))
         self.hyperpod = HyperPodCluster(self, "HyperPod", props=HyperPodClusterProps(
             cluster_name=props.cluster_name, eks_cluster_arn=props.eks_cluster.cluster_arn,
             subnet=props.gpu_subnet, security_group=props.efa_security_group,

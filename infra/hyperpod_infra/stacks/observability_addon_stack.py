@@ -22,7 +22,7 @@ from hyperpod_constructs import node_readiness
 from hyperpod_constructs.managed_prometheus import ManagedPrometheus
 from hyperpod_constructs.nag import acknowledge
 from hyperpod_constructs.node_readiness import NodeReadiness, NodeReadinessProps, NodeRequirement
-from hyperpod_constructs.observability_addon import ObservabilityAddon, ObservabilityAddonProps
+from hyperpod_constructs.observability_addon import WIDE_LOG_SCOPE_REASON, ObservabilityAddon, ObservabilityAddonProps
 from hyperpod_core import bundle, pins
 
 
@@ -62,12 +62,7 @@ class ObservabilityAddonStack(Stack):
         self.addon = ObservabilityAddon(self, "HyperPodObservability", props=ObservabilityAddonProps(
             cluster=props.cluster, version=pins.OBSERVABILITY.version, prometheus=props.prometheus,
             metrics_provider=props.metrics_provider, depends_on=tuple(addon_depends_on)))
-        acknowledge(
-            self.addon.collector_policy, "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:"
-            "<AWS::AccountId>:log-group:/aws/sagemaker/Clusters/*]",
-            "The collector writes one log group per HyperPod cluster under /aws/sagemaker/Clusters/, named by "
-            "the service; this is the scope the observability add-on guide prescribes.")
-        acknowledge(
-            self.addon.collector_policy, "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:"
-            "<AWS::AccountId>:log-group:/aws/sagemaker/Clusters/*:log-stream:*]",
-            "Log streams are created per node and pod at run time inside the HyperPod cluster log groups.")
+        for resource in ("", ":log-stream:*"):
+            acknowledge(
+                self.addon.collector_policy, "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:"
+                f"<AWS::AccountId>:log-group:/aws/sagemaker/Clusters/*{resource}]", WIDE_LOG_SCOPE_REASON)
