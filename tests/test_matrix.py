@@ -69,8 +69,9 @@ COVERAGE: dict[str, Callable[[Config], bool]] = {
     "configured admin principal": lambda c: c.eks.admin_principal_arn is not None,
     "two NAT gateways": lambda c: c.network.nat_gateways == 2,
     "FSx for Lustre ports": lambda c: c.network.fsx_lustre,
-    "an existing model bucket": lambda c: c.model.existing_bucket_name is not None,
-    "delete the model bucket on destroy": lambda c: c.model.delete_on_destroy,
+    "an existing model bucket with its KMS key": lambda c: c.model_bucket.existing_name is not None
+        and c.model_bucket.existing_kms_key_arn is not None,
+    "delete the model bucket on destroy": lambda c: c.model_bucket.delete_on_destroy,
     "autoscaling": lambda c: c.endpoint.autoscaling.enabled,
     "observability off": lambda c: not c.observability.enabled,
     "an Amazon Managed Grafana workspace": lambda c: c.observability.grafana_workspace is not None,

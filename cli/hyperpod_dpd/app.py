@@ -64,7 +64,7 @@ COMMANDS: dict[str, CommandSpec] = {
                           "ask); write the outputs file next to them."),
     "destroy": CommandSpec("hyperpod_dpd.commands.lifecycle",
                            "Destroy the stacks of THIS config (shows what and asks; --yes does not ask). The model "
-                           "bucket is kept unless model.delete_on_destroy; the outputs file is moved aside "
+                           "bucket is kept unless model_bucket.delete_on_destroy; the outputs file is moved aside "
                            "afterwards."),
     "preflight": CommandSpec("hyperpod_dpd.commands.preflight",
                              "Check the templates, credentials, CDK bootstrap, AZ, quotas, training plans, add-on "

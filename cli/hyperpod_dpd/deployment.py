@@ -90,7 +90,7 @@ def load(config: str | None, env: str | None, *, region: str | None = None) -> D
         eks_cluster=out(outputs.EKS_CLUSTER_NAME) or c.eks.cluster_name,
         hyperpod_cluster=out(outputs.HYPERPOD_CLUSTER_NAME) or c.hyperpod.cluster_name,
         tls_bucket=out(outputs.TLS_BUCKET_NAME),
-        model_bucket=c.model.existing_bucket_name or out(outputs.MODEL_BUCKET_NAME),
+        model_bucket=c.model_bucket.existing_name or out(outputs.MODEL_BUCKET_NAME),
         outputs_source=f"outputs file {e.outputs_file}" if found else "config (no outputs file)",
         eks_endpoint=out(outputs.EKS_API_ENDPOINT), eks_cluster_arn=None if arn.placeholder else arn.value,
     )

@@ -12,6 +12,9 @@ Read-only AWS calls only. Facts (``/work/shared/reference/operations.md``, "Pref
   (``AvailabilityZoneId`` when the service model has it, else the AZ *name*, mapped to its ID with
   ``ec2.describe_availability_zones``); usable from ``Scheduled``; ``TargetResources`` holds ``hyperpod-cluster``;
 * add-ons: ``eks.describe_addon_versions(addonName, kubernetesVersion)``;
+* an existing model bucket: its region (``GetBucketLocation``), and the key of its default encryption
+  (``GetBucketEncryption``, S3 API Reference) against ``model_bucket.existing_kms_key_arn``
+  (:func:`check_model_bucket_key`);
 * deep health checks: HyperPod refuses ``UpdateCluster`` while deep health checks run (AWS HyperPod EKS deep health
   check page). ``DescribeCluster`` gives the deployed instance groups (compared with the config: a change makes the
   HyperPod stack call ``UpdateCluster``), ``ListClusterNodes`` each node's ``InstanceStatus.Status``
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
@@ -347,7 +351,8 @@ def check_admin_principal(clients: Clients, config: Config) -> Iterator[Check]:
 
 
 def check_model_bucket(clients: Clients, config: Config) -> Iterator[Check]:
-    bucket = config.model.existing_bucket_name
+    """``model_bucket.existing_name``: that it exists in ``region``, then its key (:func:`check_model_bucket_key`)."""
+    bucket = config.model_bucket.existing_name
     if not bucket:
         return
     try:
@@ -355,7 +360,7 @@ def check_model_bucket(clients: Clients, config: Config) -> Iterator[Check]:
     except (ClientError, BotoCoreError) as exc:
         if _code(exc) == "NoSuchBucket":
             yield Check(name="model bucket", status="FAIL", detail=f"s3://{bucket}: {_error(exc)}",
-                        fix="create it, or fix model.existing_bucket_name")
+                        fix="create it, or fix model_bucket.existing_name")
         else:
             yield _unknown("model bucket", f"read the region of s3://{bucket}", exc, "allow s3:GetBucketLocation on it")
         return
@@ -364,6 +369,63 @@ def check_model_bucket(clients: Clients, config: Config) -> Iterator[Check]:
                     fix="use a bucket in the config's region (the S3 CSI mount and cross-region cost)")
         return
     yield Check(name="model bucket", status="PASS", detail=f"s3://{bucket} in {loc}")
+    yield check_model_bucket_key(clients, config)
+
+
+MODEL_BUCKET_KEY = "model bucket key"
+#: A KMS key ARN (``arn:<partition>:kms:<region>:<account>:key/<key id>``), as opposed to a key ID or an alias.
+_KEY_ARN_RE = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/.+", re.ASCII)
+
+
+def check_model_bucket_key(clients: Clients, config: Config) -> Check:
+    """``model_bucket.existing_kms_key_arn`` against the key the bucket's default encryption uses: the readers may
+    decrypt with the configured key only, so a bucket encrypting with another customer managed key fails every read.
+
+    S3 API Reference, GetBucketEncryption: ``ServerSideEncryptionConfiguration.Rules[].
+    ApplyServerSideEncryptionByDefault`` holds ``SSEAlgorithm`` (``AES256``, ``aws:kms``, ``aws:kms:dsse``) and, for
+    the KMS ones, ``KMSMasterKeyID``: "the key ID, key alias, or the Amazon Resource Name (ARN) of the KMS key"; without
+    it S3 uses the AWS managed key ``aws/s3`` (ServerSideEncryptionByDefault). Every bucket has a default encryption
+    (SSE-S3 unless set); a bucket without a configuration (``ServerSideEncryptionConfigurationNotFoundError``, as
+    before 2023 and in moto) is taken as SSE-S3. A key ID or alias is resolved to its key ARN with KMS
+    ``DescribeKey``. Only the default is compared: an object uploaded with another key names it itself."""
+    bucket, configured = config.model_bucket.existing_name, config.model_bucket.existing_kms_key_arn
+    try:
+        rules = clients.get("s3").get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"]
+    except ClientError as exc:
+        if _code(exc) != "ServerSideEncryptionConfigurationNotFoundError":
+            return _unknown(MODEL_BUCKET_KEY, f"read the default encryption of s3://{bucket}", exc,
+                            "allow s3:GetEncryptionConfiguration on it")
+        rules = []
+    except BotoCoreError as exc:
+        return _unknown(MODEL_BUCKET_KEY, f"read the default encryption of s3://{bucket}", exc,
+                        "check credentials and network access to S3")
+    by_default = "ApplyServerSideEncryptionByDefault"
+    default = next((r[by_default] for r in rules if by_default in r), {"SSEAlgorithm": "AES256"})
+    algorithm, key_id = default.get("SSEAlgorithm", "AES256"), default.get("KMSMasterKeyID")
+    uses = "SSE-S3 (AES256)" if not algorithm.startswith("aws:kms") else "the AWS managed key aws/s3"
+    if algorithm.startswith("aws:kms") and key_id:
+        key_arn = key_id
+        if not _KEY_ARN_RE.fullmatch(key_id):
+            try:
+                key_arn = clients.get("kms").describe_key(KeyId=key_id)["KeyMetadata"]["Arn"]
+            except (ClientError, BotoCoreError) as exc:
+                return _unknown(MODEL_BUCKET_KEY, f"resolve {key_id}, the default encryption key of s3://{bucket}",
+                                exc, "allow kms:DescribeKey on it")
+        if key_arn == configured:
+            return Check(name=MODEL_BUCKET_KEY, status="PASS",
+                         detail=f"s3://{bucket} encrypts with {key_arn}, model_bucket.existing_kms_key_arn")
+        have = (f"model_bucket.existing_kms_key_arn is {configured}" if configured
+                else "model_bucket.existing_kms_key_arn is not set")
+        return Check(name=MODEL_BUCKET_KEY, status="FAIL",
+                     detail=f"s3://{bucket} encrypts with the KMS key {key_arn}, but {have}: the readers of the "
+                            "weights get kms:Decrypt on that key only, so every read of a new object would be denied",
+                     fix=f"set model_bucket.existing_kms_key_arn: {key_arn}")
+    if configured:
+        return Check(name=MODEL_BUCKET_KEY, status="WARN",
+                     detail=f"s3://{bucket} encrypts new objects with {uses}, not {configured}: the kms:Decrypt grant "
+                            "serves only objects uploaded with that key",
+                     fix="leave model_bucket.existing_kms_key_arn out unless objects of the bucket use that key")
+    return Check(name=MODEL_BUCKET_KEY, status="PASS", detail=f"s3://{bucket} encrypts with {uses}: no key to grant")
 
 
 # --- deep health checks -----------------------------------------------------------------------------------

@@ -220,7 +220,7 @@ def check_bucket(s3: Any, bucket: str) -> None:
         code = str(exc.response.get("Error", {}).get("Code", ""))
         if code in ("404", "NoSuchBucket", "NotFound"):
             raise CommandFailed(f"bucket {bucket!r} does not exist (deploy the platform stack first, or fix "
-                                f"model.existing_bucket_name)") from None
+                                f"model_bucket.existing_name)") from None
         if code in ("403", "AccessDenied", "Forbidden"):
             raise CommandFailed(f"access denied to bucket {bucket!r} (need s3:ListBucket, s3:GetObject, "
                                 f"s3:PutObject and kms:GenerateDataKey on its key)") from None

@@ -55,7 +55,7 @@ class HyperPodExecutionRole(Construct):
     - ECR pull from repositories in this region; ``ecr:GetAuthorizationToken`` (no resource scope).
     - ``eks-auth:AssumeRoleForPodIdentity`` on our EKS cluster only.
     - ``cloudwatch:DescribeAlarms`` for rolling-update auto-rollback, on this account's alarms.
-    - Read of the lifecycle scripts prefix; read of the model bucket is
+    - Read of the lifecycle scripts prefix; read of the model bucket (with ``kms:Decrypt`` on its key) is
       granted by the platform stack, from ``ModelBucket.read_statements``.
 
     All statements live in one explicit ``AWS::IAM::Policy`` (:attr:`policy`) that the HyperPod cluster

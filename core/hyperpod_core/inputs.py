@@ -6,7 +6,7 @@ Output IDs are the constants of :mod:`hyperpod_core.outputs`; every stack is sea
 Precedence, per value (each resolved value records where it came from, and :meth:`EndpointInputs.lines`
 prints one line per value):
 
-* model bucket: ``model.existing_bucket_name`` in the config, else ``ModelBucketName`` from the outputs
+* model bucket: ``model_bucket.existing_name`` in the config, else ``ModelBucketName`` from the outputs
   file, else the placeholder ``UNRESOLVED-ModelBucketName``. The placeholder is deliberately *not* a valid
   bucket name: a manifest synthesized before ``cdk deploy`` can never read from somebody else's bucket.
   There is no derived bucket name (the CDK side names the bucket itself, scoped to account and region).
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Final
 
 from hyperpod_core import outputs
-from hyperpod_core.config import Config, is_bucket_name
+from hyperpod_core.config import Config, aws_partition, is_bucket_name
 from hyperpod_core.errors import ConfigError, shown
 from hyperpod_core.names import IAM_ROLE_ARN_PATTERN
 
@@ -132,12 +132,6 @@ def check_ownership(config: Config, path: Path, data: dict[str, dict[str, object
                               f"{', '.join(sorted(expected_accounts))} (outputs file of another deployment?)")
 
 
-def _partition(region: str) -> str:
-    """The ARN partition of a region (ARN format, IAM User Guide): ``aws-cn`` for China, ``aws-us-gov`` for
-    GovCloud, ``aws`` for every other region."""
-    return "aws-cn" if region.startswith("cn-") else "aws-us-gov" if region.startswith("us-gov-") else "aws"
-
-
 def eks_cluster_arn(config: Config, found: dict[str, tuple[str, str]], where: str) -> Resolved:
     """The EKS cluster's ARN: from the outputs (``found``, :func:`read_outputs_file`), derived, or a placeholder
     (module docstring). ``where`` names the outputs file in messages."""
@@ -152,7 +146,7 @@ def eks_cluster_arn(config: Config, found: dict[str, tuple[str, str]], where: st
         return Resolved(value=value, source=source)
     accounts = sorted(config.arn_accounts())
     if len(accounts) == 1:
-        return Resolved(value=f"arn:{_partition(config.region)}:eks:{config.region}:{accounts[0]}:cluster/{name}",
+        return Resolved(value=f"arn:{aws_partition(config.region)}:eks:{config.region}:{accounts[0]}:cluster/{name}",
                         source="derived: config region, the account of its ARNs and eks.cluster_name")
     return Resolved(value=PLACEHOLDER_PREFIX + outputs.EKS_CLUSTER_ARN, placeholder=True,
                     source=f"PLACEHOLDER: no {outputs.EKS_CLUSTER_ARN} and no account in the config (pass "
@@ -209,11 +203,12 @@ def resolve_inputs(config: Config, outputs_file: Path | None) -> EndpointInputs:
                           f"{config.region!r} (outputs file of another deployment?)")
 
     bucket = from_outputs(outputs.MODEL_BUCKET_NAME)
-    if config.model.existing_bucket_name is not None:
-        if bucket is not None and bucket.value != config.model.existing_bucket_name:
-            raise ConfigError(f"{bucket.source} is {bucket.value!r} but config model.existing_bucket_name "
-                              f"is {config.model.existing_bucket_name!r}")
-        bucket = Resolved(value=config.model.existing_bucket_name, source="config: model.existing_bucket_name")
+    existing = config.model_bucket.existing_name
+    if existing is not None:
+        if bucket is not None and bucket.value != existing:
+            raise ConfigError(f"{bucket.source} is {bucket.value!r} but config model_bucket.existing_name "
+                              f"is {existing!r}")
+        bucket = Resolved(value=existing, source="config: model_bucket.existing_name")
     if bucket is not None and not is_bucket_name(bucket.value or ""):
         # The name goes into the manifests' S3 model source: never a name S3 could not have created.
         raise ConfigError(f"{bucket.source} must be a valid S3 bucket name (3-63 lowercase letters, digits, "

@@ -25,6 +25,10 @@ talks to Kubernetes requires of the kubeconfig context (``hyperpod_dpd.kube``), 
 HYPERPOD_CLUSTER_NAME: Final = "HyperPodClusterName"
 HYPERPOD_CLUSTER_ARN: Final = "HyperPodClusterArn"
 MODEL_BUCKET_NAME: Final = "ModelBucketName"
+MODEL_BUCKET_KEY_ARN: Final = "ModelBucketKeyArn"
+"""Key ARN of the KMS key that encrypts the model bucket (the created key, or ``model_bucket.existing_kms_key_arn``;
+absent for an existing bucket named without a key). With ``ModelBucketName``, what ``hyperpod-dpd destroy`` prints as
+the ``model_bucket.existing_name`` and ``existing_kms_key_arn`` lines that reuse a kept bucket."""
 TLS_BUCKET_NAME: Final = "TlsCertificatesBucketName"
 AMP_WORKSPACE_ENDPOINT: Final = "AmpWorkspaceEndpoint"
 """``https://aps-workspaces.<region>.amazonaws.com/workspaces/ws-.../`` (KEDA serverAddress base)."""

@@ -334,6 +334,85 @@ def test_destroy_yes_destroys_and_moves_the_outputs_aside(synthesized, fake_npx)
     assert "no later command uses the destroyed stacks' names" in full.stdout
 
 
+#: What a deploy of the demo environment writes for the kept bucket: CloudFormation's generated bucket name and the
+#: key's ARN (outputs ModelBucketName, ModelBucketKeyArn; core/hyperpod_core/outputs.py).
+KEPT_BUCKET = "demo-platform-modelbucket24fa8ca2-1a2b3c4d5e6f"
+KEPT_KEY = "arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+DELETE_HINT = ('to delete the bucket, its key and the access-log bucket instead: docs/platform.md, "Deleting the '
+               'kept model data anyway" (the bucket is versioned: aws s3 rb --force cannot empty it)')
+
+
+def _in_place_of_model_bucket(config_text: str, block: list[str]) -> str:
+    """``config_text`` with ``block`` in place of its ``model_bucket:`` block, as the destroy message says."""
+    import re
+
+    return re.sub(r"\nmodel_bucket:\n(?:[ #].*\n)*", "\n" + "\n".join(block) + "\n", config_text, count=1)
+
+
+def test_destroy_prints_the_kept_bucket_and_key_as_config_lines_that_load(synthesized, fake_npx) -> None:
+    """Issue 30, items 3 and 7: the lines name the kept bucket and key exactly as the outputs file has them, they
+    load into this config, and the deletion hint points at the versioned-bucket procedure, not ``aws s3 rb``."""
+    from hyperpod_core.config import load_config
+
+    cwd, _ = synthesized
+    env, _ = fake_npx
+    target = _copy_env(cwd, "kept", charts_fetched=True)
+    (target / "cdk-outputs.json").write_text(json.dumps({
+        "demo-cluster": {"EksClusterName": "demo-eks"},
+        "demo-platform": {"ModelBucketName": KEPT_BUCKET, "ModelBucketKeyArn": KEPT_KEY}}))
+    result = _cli("destroy", "--env", "kept", "--yes", cwd=cwd, **env)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    at = lines.index("model_bucket:")
+    block = lines[at:at + 3]
+    assert block == ["model_bucket:", f"  existing_name: {KEPT_BUCKET}", f"  existing_kms_key_arn: {KEPT_KEY}"]
+    assert lines[at - 1] == f"to read it again, put these lines into {Path('envs/kept/config.yaml')} (in place of " \
+                            "its model_bucket block):"
+    assert lines[at + 3] == DELETE_HINT
+    assert "### Deleting the kept model data anyway" in (REPO_ROOT / "docs" / "platform.md").read_text()
+    reused = target / "reused.yaml"
+    reused.write_text(_in_place_of_model_bucket((target / "config.yaml").read_text(), block))
+    bucket = load_config(reused).model_bucket
+    assert (bucket.existing_name, bucket.existing_kms_key_arn, bucket.delete_on_destroy) == (KEPT_BUCKET, KEPT_KEY,
+                                                                                           False)
+
+
+@pytest.mark.parametrize(("outputs", "expected"), [
+    ({"demo-platform": {"ModelBucketName": KEPT_BUCKET}},
+     ["model_bucket:", f"  existing_name: {KEPT_BUCKET}",
+      f"  # existing_kms_key_arn: the key of the bucket's default encryption (aws s3api get-bucket-encryption "
+      f"--bucket {KEPT_BUCKET}; no ModelBucketKeyArn output)"]),
+    (None, ["to read it again, set model_bucket.existing_name and existing_kms_key_arn to the platform stack's "
+            "outputs ModelBucketName and ModelBucketKeyArn (not in an outputs file here)"]),
+    ({"demo-platform": {"ModelBucketName": "Not A Bucket", "ModelBucketKeyArn": "alias/x"}},
+     ["to read it again, set model_bucket.existing_name and existing_kms_key_arn to the platform stack's "
+      "outputs ModelBucketName and ModelBucketKeyArn (not in {file})"]),
+], ids=["no-key-output", "no-outputs-file", "values-that-would-not-load"])
+def test_the_kept_bucket_message_prints_only_lines_that_load(tmp_path, default_config_dict, outputs,
+                                                             expected) -> None:
+    """An outputs file from before the ModelBucketKeyArn output, none, or values that would not load: the message
+    says where to find them and never prints a config line that would not load."""
+    import yaml
+
+    from hyperpod_core.config import load_config
+    from hyperpod_dpd.commands.lifecycle import kept_model_bucket
+
+    path = None
+    if outputs is not None:
+        path = tmp_path / "cdk-outputs.destroyed-20260101T000000Z.json"
+        path.write_text(json.dumps(outputs))
+    lines = kept_model_bucket(path, Path("c.yaml")).splitlines()
+    shown = [line.replace("{file}", str(path)) for line in expected]
+    assert lines[0] == "model bucket kept, with its KMS key and its access-log bucket " \
+                       "(model_bucket.delete_on_destroy: false)"
+    assert lines[-1] == DELETE_HINT
+    assert lines[-1 - len(shown):-1] == shown
+    if shown[0] == "model_bucket:":
+        reused = tmp_path / "reused.yaml"
+        reused.write_text(_in_place_of_model_bucket(yaml.safe_dump(default_config_dict, sort_keys=False), shown))
+        assert load_config(reused).model_bucket.existing_name == KEPT_BUCKET
+
+
 def test_a_failed_destroy_keeps_the_outputs(synthesized, fake_npx) -> None:
     cwd, _ = synthesized
     env, _ = fake_npx

@@ -60,7 +60,7 @@ def aws(monkeypatch) -> Iterator[None]:
 def _config(base: dict, **changes: Any):
     data = copy.deepcopy(base)
     data["eks"]["admin_principal_arn"] = admin_arn()
-    data["model"]["existing_bucket_name"] = NAMES["bucket"]
+    data["model_bucket"]["existing_name"] = NAMES["bucket"]
     for g in data["hyperpod"]["instance_groups"]:
         g["training_plan_arn"] = PLAN_ARN
     for path, value in changes.items():
@@ -93,6 +93,9 @@ class World:
         self.bootstrap: str | None = "30"
         self.admin = True
         self.bucket_region: str | None = REGION
+        #: The bucket's ``ApplyServerSideEncryptionByDefault``; ``None``: none put (moto then answers
+        #: ``ServerSideEncryptionConfigurationNotFoundError``, as S3 did for a bucket without one before 2023).
+        self.bucket_encryption: dict[str, str] | None = None
 
     def clients(self, config) -> preflight.Clients:
         if self.bootstrap is not None:
@@ -105,6 +108,10 @@ class World:
             kwargs = {} if self.bucket_region == "us-east-1" else {
                 "CreateBucketConfiguration": {"LocationConstraint": self.bucket_region}}
             boto3.client("s3", self.bucket_region).create_bucket(Bucket=NAMES["bucket"], **kwargs)
+            if self.bucket_encryption is not None:
+                boto3.client("s3", self.bucket_region).put_bucket_encryption(
+                    Bucket=NAMES["bucket"], ServerSideEncryptionConfiguration={"Rules": [
+                        {"ApplyServerSideEncryptionByDefault": self.bucket_encryption, "BucketKeyEnabled": True}]})
         clients = preflight.Clients(lambda service: boto3.client(service, REGION))
         clients.put("service-quotas", "sagemaker", self._quotas("sagemaker", self.sagemaker_quota, config))
         clients.put("service-quotas", "ec2", self._quotas("ec2", {preflight.EIP_QUOTA: self.eip_quota}, config))
@@ -168,7 +175,7 @@ def test_a_ready_account_passes_every_check(aws, default_config_dict) -> None:
     assert set(checks) >= {
         "credentials", "CDK bootstrap", "GPU AZ ID", f"quota sagemaker: {P5_QUOTA}",
         f"quota sagemaker: {preflight.TOTAL_HYPERPOD_QUOTA}", "training plan of prefill", "training plan of decode",
-        "admin principal", "model bucket", "quota vpc: VPCs per Region",
+        "admin principal", "model bucket", preflight.MODEL_BUCKET_KEY, "quota vpc: VPCs per Region",
         "quota vpc: NAT gateways per Availability Zone", f"quota ec2: {preflight.EIP_QUOTA}",
         *(f"add-on {p.name}" for p in preflight.addon_pins())}
     assert checks["GPU AZ ID"].detail == "usw2-az2 is us-west-2a in this account"
@@ -328,6 +335,93 @@ def test_a_model_bucket_elsewhere_or_missing_fails(aws, default_config_dict, reg
     world = World()
     world.bucket_region = region
     assert detail in _fail(_run(world, _config(default_config_dict)), "model bucket").detail
+
+
+# --- the model bucket's key (issue 30, item 3) ----------------------------------------------------------------
+# S3 API Reference, GetBucketEncryption: the bucket's default encryption is ServerSideEncryptionConfiguration.Rules[]
+# .ApplyServerSideEncryptionByDefault, with SSEAlgorithm (AES256 | aws:kms | aws:kms:dsse) and KMSMasterKeyID, which
+# "can be the key ID, key alias, or the Amazon Resource Name (ARN) of the KMS key" (ServerSideEncryptionByDefault);
+# aws:kms without a KMSMasterKeyID is the AWS managed key aws/s3. moto serves GetBucketEncryption, PutBucketEncryption
+# and KMS CreateKey/CreateAlias/DescribeKey.
+
+def _kms_key(alias: str | None = None) -> dict[str, str]:
+    """A customer managed key in moto's KMS: its ``KeyMetadata``."""
+    kms = boto3.client("kms", REGION)
+    meta = kms.create_key(Description="model weights")["KeyMetadata"]
+    if alias:
+        kms.create_alias(AliasName=alias, TargetKeyId=meta["KeyId"])
+    return meta
+
+
+def _key_check(world: World, config) -> preflight.Check:  # type: ignore[no-untyped-def]
+    return _run(world, config)[preflight.MODEL_BUCKET_KEY]
+
+
+@pytest.mark.parametrize("named_by", ["key ARN", "key ID", "alias"])
+def test_a_bucket_encrypted_with_the_configured_key_passes(aws, default_config_dict, named_by) -> None:
+    """The bucket may name its key by ARN, ID or alias: a key ID or alias is resolved to its ARN (DescribeKey)."""
+    alias = f"alias/models-{NAMES['bucket']}"
+    key = _kms_key(alias)
+    world = World()
+    named = {"key ARN": key["Arn"], "key ID": key["KeyId"], "alias": alias}[named_by]
+    world.bucket_encryption = {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": named}
+    check = _key_check(world, _config(default_config_dict, model_bucket__existing_kms_key_arn=key["Arn"]))
+    assert (check.status, check.detail) == (
+        "PASS", f"s3://{NAMES['bucket']} encrypts with {key['Arn']}, model_bucket.existing_kms_key_arn")
+
+
+def test_a_bucket_encrypted_with_another_key_fails_naming_the_bucket_and_both_keys(aws, default_config_dict) -> None:
+    configured, used = _kms_key(), _kms_key()
+    world = World()
+    world.bucket_encryption = {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": used["Arn"]}
+    check = _fail(_run(world, _config(default_config_dict, model_bucket__existing_kms_key_arn=configured["Arn"])),
+                  preflight.MODEL_BUCKET_KEY)
+    assert check.detail.startswith(f"s3://{NAMES['bucket']} encrypts with the KMS key {used['Arn']}, but "
+                                   f"model_bucket.existing_kms_key_arn is {configured['Arn']}: ")
+    assert check.fix == f"set model_bucket.existing_kms_key_arn: {used['Arn']}"
+
+
+def test_a_bucket_encrypted_with_a_customer_managed_key_none_configured_says_what_to_set(aws,
+                                                                                         default_config_dict) -> None:
+    key = _kms_key()
+    world = World()
+    world.bucket_encryption = {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": key["Arn"]}
+    check = _fail(_run(world, _config(default_config_dict)), preflight.MODEL_BUCKET_KEY)
+    assert "but model_bucket.existing_kms_key_arn is not set" in check.detail
+    assert check.fix == f"set model_bucket.existing_kms_key_arn: {key['Arn']}"
+
+
+@pytest.mark.parametrize(("encryption", "uses"), [
+    (None, "SSE-S3 (AES256)"), ({"SSEAlgorithm": "AES256"}, "SSE-S3 (AES256)"),
+    ({"SSEAlgorithm": "aws:kms"}, "the AWS managed key aws/s3")], ids=["no-configuration", "sse-s3", "aws-s3-key"])
+def test_a_bucket_without_a_customer_managed_key_needs_none(aws, default_config_dict, encryption, uses) -> None:
+    """No key configured: PASS. A key configured anyway: WARN (its grant serves only objects uploaded with it)."""
+    world = World()
+    world.bucket_encryption = encryption
+    check = _key_check(world, _config(default_config_dict))
+    assert (check.status, check.detail) == ("PASS", f"s3://{NAMES['bucket']} encrypts with {uses}: no key to grant")
+    key = _kms_key()
+    world.bucket_encryption = None  # the bucket exists already
+    config = _config(default_config_dict, model_bucket__existing_kms_key_arn=key["Arn"])
+    warned = preflight.check_model_bucket_key(preflight.Clients(lambda service: boto3.client(service, REGION)), config)
+    assert warned.status == "WARN" and f"not {key['Arn']}" in warned.detail
+
+
+def test_a_bucket_encryption_that_cannot_be_read_is_unknown(default_config_dict) -> None:
+    """GetBucketEncryption denied (botocore Stubber with the real S3 model): UNKNOWN, the fix names the action."""
+    from botocore.config import Config as BotoConfig
+
+    s3 = boto3.client("s3", REGION, aws_access_key_id="x", aws_secret_access_key="x",
+                      config=BotoConfig(s3={"addressing_style": "path"}))
+    with Stubber(s3) as stub:
+        stub.add_client_error("get_bucket_encryption", "AccessDenied", "Access Denied", 403,
+                              expected_params={"Bucket": "team-models"})
+        clients = preflight.Clients(lambda service: None)
+        clients.put("s3", "", s3)
+        check = preflight.check_model_bucket_key(clients, _config(default_config_dict,
+                                                                  model_bucket__existing_name="team-models"))
+    assert check.status == "UNKNOWN" and check.detail.startswith(
+        "could not read the default encryption of s3://team-models (AccessDenied")
 
 
 def test_too_few_elastic_ips_fails(aws, default_config_dict) -> None:

@@ -64,7 +64,7 @@ def make_model(root: Path, shards: int = 2, shard_size: int = 11 * MIB) -> Path:
 @pytest.fixture
 def config_file(s3, tmp_path, default_config_dict) -> Path:
     data = copy.deepcopy(default_config_dict)
-    data["model"]["existing_bucket_name"] = BUCKET
+    data["model_bucket"]["existing_name"] = BUCKET
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
@@ -186,13 +186,13 @@ def test_a_folder_that_is_not_a_model_is_one_line_and_exit_2(_invoke, s3, tmp_pa
 
 def test_a_missing_bucket_is_one_line_and_exit_1(_invoke, s3, tmp_path, default_config_dict) -> None:
     data = copy.deepcopy(default_config_dict)
-    data["model"]["existing_bucket_name"] = "nobody-made-this"
+    data["model_bucket"]["existing_name"] = "nobody-made-this"
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(data))
     result = _invoke(str(make_model(tmp_path, shards=1, shard_size=MIB)), "--config", str(path))
     assert result.exit_code == 1
     assert result.stderr.strip() == ("error: bucket 'nobody-made-this' does not exist (deploy the platform stack "
-                                     "first, or fix model.existing_bucket_name)")
+                                     "first, or fix model_bucket.existing_name)")
 
 
 def test_denied_access_is_one_line() -> None:

@@ -7,6 +7,7 @@ names the field and what is allowed.
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -45,7 +46,7 @@ def test_default_config_is_the_aws_dpd_walkthrough(default_config: Config) -> No
     assert c.endpoint.tensor_parallel_size == 8 and c.endpoint.max_model_len == 16384
     assert c.endpoint.routing_threshold_tokens == 4096
     assert c.endpoint.image == "lmcache/vllm-openai:v0.4.3"
-    assert c.model.delete_on_destroy is False
+    assert c.model_bucket.delete_on_destroy is False and c.model_bucket.existing_name is None
     assert c.model.s3_prefix == "models/Llama-3.3-70B-Instruct/"
 
 
@@ -62,6 +63,9 @@ def test_az_id_prefix(region: str, prefix: str) -> None:
     assert az_id_prefix(region) == prefix
 
 
+#: A key ARN of the config's region, as the KMS Developer Guide writes one ("Key identifiers (KeyId)").
+KEY_ARN = "arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
 # (case id, {path: value}, fragment expected in the one-line message)
 FAILING_CASES = [
     # naming rules (Kubernetes, SageMaker, EKS, S3)
@@ -77,10 +81,33 @@ FAILING_CASES = [
      "hyperpod.instance_groups[1].name must be"),
     ("instance_group_names_repeat", {"hyperpod.instance_groups[1].name": "prefill"},
      "hyperpod.instance_groups[1].name must be unique"),
-    ("bucket_name_is_invalid", {"model.existing_bucket_name": "My_Bucket"}, "model.existing_bucket_name must be"),
+    ("bucket_name_is_invalid", {"model_bucket.existing_name": "My_Bucket"}, "model_bucket.existing_name must be"),
     ("s3_prefix_has_leading_slash", {"model.s3_prefix": "/models/x/"}, "model.s3_prefix must be"),
-    ("existing_bucket_would_be_deleted", {"model.existing_bucket_name": "my-models", "model.delete_on_destroy": True},
-     "model.delete_on_destroy cannot be true"),
+    ("existing_bucket_would_be_deleted", {"model_bucket.existing_name": "my-models",
+                                          "model_bucket.delete_on_destroy": True},
+     "model_bucket.delete_on_destroy cannot be true for an existing bucket we did not create"),
+    # model_bucket: the key of an existing bucket (issue 30, item 3)
+    ("bucket_key_without_an_existing_bucket", {"model_bucket.existing_kms_key_arn": KEY_ARN},
+     "model_bucket.existing_kms_key_arn must be left out unless model_bucket.existing_name is set"),
+    # KMS Developer Guide, "Specifying KMS keys in IAM policy statements": a key ARN, never an alias
+    ("bucket_key_is_an_alias", {"model_bucket.existing_name": "kept-models",
+                                "model_bucket.existing_kms_key_arn": "arn:aws:kms:us-west-2:111122223333:alias/models"},
+     "model_bucket.existing_kms_key_arn must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<key id>; not an "
+     "alias"),
+    ("bucket_key_is_in_another_region",
+     {"model_bucket.existing_name": "kept-models",
+      "model_bucket.existing_kms_key_arn": KEY_ARN.replace("us-west-2", "us-east-1")},
+     "model_bucket.existing_kms_key_arn must be a key in region us-west-2 (arn:aws:kms:us-west-2:<account>:key/"),
+    ("bucket_key_is_in_another_partition", {"model_bucket.existing_name": "kept-models",
+                                            "model_bucket.existing_kms_key_arn": KEY_ARN.replace("aws:", "aws-cn:", 1)},
+     "model_bucket.existing_kms_key_arn must be a key in region us-west-2 (arn:aws:kms:us-west-2:<account>:key/"),
+    # the deprecated keys are read into model_bucket; setting an old key and its new one is refused
+    ("old_and_new_bucket_name", {"model.existing_bucket_name": "old-models",
+                                 "model_bucket.existing_name": "new-models"},
+     "model.existing_bucket_name must be left out when model_bucket.existing_name is set (it is that key's "
+     "deprecated name: keep model_bucket.existing_name only), got 'old-models'"),
+    ("old_and_new_delete_on_destroy", {"model.delete_on_destroy": True, "model_bucket.delete_on_destroy": False},
+     "model.delete_on_destroy must be left out when model_bucket.delete_on_destroy is set"),
     # region and the single AZ
     ("region_is_invalid", {"region": "uswest2"}, "region must be an AWS region code"),
     ("az_id_is_of_another_region", {"network.gpu_availability_zone_id": "use1-az4"},
@@ -231,8 +258,8 @@ FAILING_CASES = [
     ("enum_value_is_unknown", {"endpoint.routing_strategy": "random"}, "endpoint.routing_strategy:"),
     ("instance_groups_are_empty", {"hyperpod.instance_groups": []}, "hyperpod.instance_groups:"),
     # strict types: no coercion (issue 11: "yes" was true, `true` a replica count, .inf a threshold)
-    ("yes_is_not_a_boolean", {"model.delete_on_destroy": "yes"},
-     "model.delete_on_destroy: Input should be a valid boolean"),
+    ("yes_is_not_a_boolean", {"model_bucket.delete_on_destroy": "yes"},
+     "model_bucket.delete_on_destroy: Input should be a valid boolean"),
     ("true_is_not_a_replica_count", {"endpoint.prefill.replicas": True},
      "endpoint.prefill.replicas: Input should be a valid integer"),
     ("numeric_string_is_not_a_number", {"endpoint.max_model_len": "16384"}, "endpoint.max_model_len: Input should be"),
@@ -293,6 +320,37 @@ def test_fails_when(default_config_dict: dict, changes: dict, fragment: str) -> 
     assert "\n" not in message
 
 
+_DEFAULT_PATH = Path(__file__).resolve().parents[2] / "config" / "default.yaml"
+
+
+def _with_model_bucket(block: str, *, model_lines: str = "") -> str:
+    """config/default.yaml with ``block`` in place of its ``model_bucket`` block and ``model_lines`` added to
+    ``model``."""
+    text = _DEFAULT_PATH.read_text()
+    text = text.replace(text[text.index("\nmodel_bucket:\n"):text.index("\nendpoint:\n")], "\n" + block)
+    return text.replace("  s3_prefix: models/Llama-3.3-70B-Instruct/\n",
+                        "  s3_prefix: models/Llama-3.3-70B-Instruct/\n" + model_lines, 1)
+
+
+_KEPT = f"model_bucket:\n  existing_name: kept-models\n  existing_kms_key_arn: {KEY_ARN}\n"
+
+
+@pytest.mark.parametrize(("model_lines", "old_block", "new_block"), [
+    ("  existing_bucket_name: kept-models\n", "", "model_bucket:\n  existing_name: kept-models\n"),
+    ("  delete_on_destroy: true\n", "", "model_bucket:\n  delete_on_destroy: true\n"),
+    # the old default.yaml's two lines (null, false) beside the lines destroy prints: null is "not set"
+    ("  existing_bucket_name: null\n  delete_on_destroy: false\n", _KEPT, _KEPT),
+], ids=["existing_bucket_name", "delete_on_destroy", "old_defaults_beside_the_new_block"])
+def test_a_file_with_the_deprecated_model_keys_loads_to_the_same_config(tmp_path, model_lines: str, old_block: str,
+                                                                        new_block: str) -> None:
+    """``model.existing_bucket_name`` and ``model.delete_on_destroy`` (deprecated) still load, into ``model_bucket``."""
+    (tmp_path / "old.yaml").write_text(_with_model_bucket(old_block, model_lines=model_lines))
+    (tmp_path / "new.yaml").write_text(_with_model_bucket(new_block))
+    old_config, new_config = load_config(tmp_path / "old.yaml"), load_config(tmp_path / "new.yaml")
+    assert old_config == new_config
+    assert old_config.model_bucket != Config.model_fields["model_bucket"].default
+
+
 def test_fails_when_required_setting_is_missing(default_config_dict: dict) -> None:
     data = copy.deepcopy(default_config_dict)
     del data["hyperpod"]
@@ -324,12 +382,14 @@ _GROUPS = b"hyperpod:\n  instance_groups: [{name: prefill, pool: prefill}, {name
 _BOMB = b"a: &a [x, x, x, x, x, x, x, x, x]\n" + b"".join(
     b"%c: &%c [%s]\n" % (97 + i, 97 + i, b", ".join([b"*%c" % (96 + i)] * 9)) for i in range(1, 10)) + b"name: *j\n"
 FAILING_FILES = [
-    ("duplicate_key_names_both_lines", _GROUPS + b"model:\n  delete_on_destroy: false\n  s3_prefix: m/\n"
-     b"  delete_on_destroy: true\n", "model.delete_on_destroy must appear once, got it at lines 4 and 6"),
-    ("unquoted_yes_is_not_a_boolean", _GROUPS + b"model:\n  delete_on_destroy: yes\n",
-     "model.delete_on_destroy: Input should be a valid boolean, got 'yes'"),
+    ("duplicate_key_names_both_lines", _GROUPS + b"model_bucket:\n  delete_on_destroy: false\n"
+     b"  existing_name: my-models\n  delete_on_destroy: true\n",
+     "model_bucket.delete_on_destroy must appear once, got it at lines 4 and 6"),
+    ("unquoted_yes_is_not_a_boolean", _GROUPS + b"model_bucket:\n  delete_on_destroy: yes\n",
+     "model_bucket.delete_on_destroy: Input should be a valid boolean, got 'yes'"),
     ("unquoted_on_is_not_a_boolean", _GROUPS + b"network:\n  fsx_lustre: on\n", "network.fsx_lustre: Input should"),
-    ("tagged_yes_is_not_a_boolean", _GROUPS + b"model:\n  delete_on_destroy: !!bool yes\n", "is not true or false"),
+    ("tagged_yes_is_not_a_boolean", _GROUPS + b"model_bucket:\n  delete_on_destroy: !!bool yes\n",
+     "is not true or false"),
     ("alias_bomb_is_refused", _GROUPS + _BOMB, "config must expand to at most 20000 YAML nodes"),
     ("file_is_latin1", _GROUPS + b"name: caf\xe9\n", "must be UTF-8 text, got byte 0xe9"),
     ("file_is_utf16", "name: x\n".encode("utf-16"), "must be UTF-8 text"),

@@ -18,6 +18,7 @@ from hyperpod_core.config import types
 
 _PLAN = "arn:aws:sagemaker:us-west-2:123456789012:training-plan/"
 _DIGEST = "@sha256:" + "0123456789abcdef" * 4
+_KEY = "arn:aws:kms:us-west-2:111122223333:key/"
 # (type name, whether the schema says the whole rule, values at or near its edges to start from)
 CASES = [
     ("DeploymentName", True, ["hyperpod-dpd", "a", "a" * 40, "a" * 41, "a-1"]),
@@ -45,6 +46,10 @@ CASES = [
                            "arn:aws:sns:us-west-2:123456789012:alerts.fifo", "arn:aws:sns:us-west-2:123456789012:"
                            + "t" * 256, "arn:aws:sns:us-west-2:12345678901:t"]),
     ("TrainingPlanArn", True, [_PLAN + "p5", _PLAN + "p" * 64, _PLAN + "p" * 65]),
+    ("KmsKeyArn", True, [_KEY + "1234abcd-12ab-34cd-56ef-1234567890ab", _KEY + "mrk-1234abcd12ab34cd56ef1234567890ab",
+                         _KEY.replace(":aws:", ":aws-cn:") + "1234abcd-12ab-34cd-56ef-1234567890ab",
+                         _KEY + "1234ABCD-12ab-34cd-56ef-1234567890ab", _KEY + "mrk-1234abcd12ab34cd56ef1234567890a",
+                         _KEY.replace("key/", "alias/") + "models"]),
     ("IamPrincipalArn", True, ["arn:aws:iam::123456789012:role/Admin", "arn:aws:iam::123456789012:user/p/" + "u" * 64,
                                "arn:aws:iam::123456789012:user/p/" + "u" * 65,
                                "arn:aws-cn:iam::123456789012:role/"]),

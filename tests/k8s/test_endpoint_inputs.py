@@ -64,10 +64,10 @@ def test_values_are_found_in_any_stack(default_config, write_outputs):
 
 def test_existing_bucket_in_config_wins_and_must_agree(default_config_dict, write_outputs):
     data = copy.deepcopy(default_config_dict)
-    data["model"]["existing_bucket_name"] = "team-models"
+    data["model_bucket"]["existing_name"] = "team-models"
     config = parse_config(data)
-    assert resolve_inputs(config, None).model_bucket_name.source == "config: model.existing_bucket_name"
-    with pytest.raises(ConfigError, match=r"model\.existing_bucket_name"):
+    assert resolve_inputs(config, None).model_bucket_name.source == "config: model_bucket.existing_name"
+    with pytest.raises(ConfigError, match=r"model_bucket\.existing_name"):
         resolve_inputs(config, write_outputs(S={"ModelBucketName": "other"}))
 
 

@@ -28,6 +28,7 @@ def test_existing_bucket_creates_no_model_bucket_or_key(existing_bucket) -> None
     assert not any(k.startswith("ModelBucket") for k in t.find_resources("AWS::S3::Bucket"))
     assert t.find_resources("AWS::KMS::Key") == {}
     assert t.find_outputs(outputs.MODEL_BUCKET_NAME)[outputs.MODEL_BUCKET_NAME]["Value"] == "my-weights"
+    assert t.find_outputs(outputs.MODEL_BUCKET_KEY_ARN) == {}, "no key named: no key to output"
 
 
 def test_existing_bucket_scopes_s3_csi_to_that_bucket(existing_bucket) -> None:

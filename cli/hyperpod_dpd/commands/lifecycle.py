@@ -348,15 +348,17 @@ def set_outputs_aside(outputs_file: Path, destroyed: list[str], now: dt.datetime
 def destroy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption = None,
             yes: YesOption = False, dry_run: DryRunOption = False) -> None:
     """Destroy the stacks of THIS config (shows what and asks; --yes does not ask). The model bucket is kept
-    unless model.delete_on_destroy; the outputs file is moved aside afterwards."""
+    unless model_bucket.delete_on_destroy; the outputs file is moved aside afterwards."""
     paths.checkout("hyperpod-dpd destroy")
     e = environment.resolve(config, env)
     cdk_out = e.require_synthesized().resolve()
     selected = select_stacks(cdk_out, stacks)
     ids = _stack_ids(cdk_out)
     gone = [ids[sid] for sid in reversed(with_downstream(cdk_out, selected))]
-    bucket = ("the model bucket is deleted (model.delete_on_destroy: true)" if e.config.model.delete_on_destroy
-              else "the model bucket is kept (model.delete_on_destroy: false)")
+    mb = e.config.model_bucket
+    bucket = (f"the model bucket {mb.existing_name} is not touched (model_bucket.existing_name)" if mb.existing_name
+              else "the model bucket is deleted (model_bucket.delete_on_destroy: true)" if mb.delete_on_destroy
+              else "the model bucket is kept (model_bucket.delete_on_destroy: false)")
     print(f"destroy: {len(gone)} stacks of {e.config.name} in {e.config.region}, in this order: {', '.join(gone)}; "
           f"{bucket if f'{e.config.name}-platform' in gone else 'no bucket is touched'}", file=sys.stderr)
     if dry_run:
@@ -373,6 +375,50 @@ def destroy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOptio
     if aside is not None:
         print(f"moved {e.outputs_file} to {aside.name}: no later command uses the destroyed stacks' names"
               + (f" ({e.outputs_file.name} keeps the remaining stacks')" if e.outputs_file.is_file() else ""))
-    if not e.config.model.delete_on_destroy and not stacks:
-        print("model bucket kept (model.delete_on_destroy: false); remove it with: aws s3 rb s3://<bucket> --force")
+    if f"{e.config.name}-platform" in gone and not mb.existing_name and not mb.delete_on_destroy:
+        print(kept_model_bucket(aside, e.config_path))
     print(f"next: hyperpod-dpd synth {e.selector} && hyperpod-dpd deploy {e.selector}   # to recreate")
+
+
+#: Where docs/platform.md says how to delete what a destroy keeps (a versioned bucket: ``aws s3 rb --force`` fails).
+DELETE_KEPT_DATA = 'docs/platform.md, "Deleting the kept model data anyway"'
+
+
+def kept_model_bucket(outputs_file: Path | None, config_path: Path) -> str:
+    """What ``destroy`` prints when it kept the model bucket: the ``model_bucket`` lines that let the next deployment
+    read it again, from the destroyed deployment's outputs (``ModelBucketName``, ``ModelBucketKeyArn``), and where the
+    deletion procedure is. Only values that load into ``model_bucket`` are printed as config lines."""
+    from pydantic import ValidationError
+
+    from hyperpod_core import outputs
+    from hyperpod_core.config.model import ModelBucketConfig
+    from hyperpod_core.errors import ConfigError
+    from hyperpod_core.inputs import read_outputs_file
+
+    try:
+        found = {k: v for k, (_, v) in read_outputs_file(outputs_file).items()} if outputs_file else {}
+    except ConfigError:
+        found = {}
+
+    def loads(**values: str | None) -> bool:
+        try:
+            ModelBucketConfig.model_validate(values)
+        except ValidationError:
+            return False
+        return True
+
+    name, key = found.get(outputs.MODEL_BUCKET_NAME), found.get(outputs.MODEL_BUCKET_KEY_ARN)
+    lines = ["model bucket kept, with its KMS key and its access-log bucket (model_bucket.delete_on_destroy: false)"]
+    if name and loads(existing_name=name):
+        lines += [f"to read it again, put these lines into {config_path} (in place of its model_bucket block):",
+                  "model_bucket:", f"  existing_name: {name}"]
+        lines.append(f"  existing_kms_key_arn: {key}" if key and loads(existing_name=name, existing_kms_key_arn=key)
+                     else f"  # existing_kms_key_arn: the key of the bucket's default encryption (aws s3api "
+                          f"get-bucket-encryption --bucket {name}; no {outputs.MODEL_BUCKET_KEY_ARN} output)")
+    else:
+        lines.append(f"to read it again, set model_bucket.existing_name and existing_kms_key_arn to the platform "
+                     f"stack's outputs {outputs.MODEL_BUCKET_NAME} and {outputs.MODEL_BUCKET_KEY_ARN} (not in "
+                     f"{outputs_file or 'an outputs file here'})")
+    lines.append(f"to delete the bucket, its key and the access-log bucket instead: {DELETE_KEPT_DATA} (the bucket "
+                 "is versioned: aws s3 rb --force cannot empty it)")
+    return "\n".join(lines)

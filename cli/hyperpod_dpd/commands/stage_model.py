@@ -28,12 +28,12 @@ def register(app: typer.Typer) -> None:
 
 
 def model_bucket(e: environment.Environment) -> str:
-    """``model.existing_bucket_name``, else ``ModelBucketName`` from this environment's outputs file."""
-    if e.config.model.existing_bucket_name:
-        return e.config.model.existing_bucket_name
+    """``model_bucket.existing_name``, else ``ModelBucketName`` from this environment's outputs file."""
+    if e.config.model_bucket.existing_name:
+        return e.config.model_bucket.existing_name
     if not e.outputs_file.is_file():
         raise UsageError(f"no model bucket yet: {e.outputs_file} does not exist (run: hyperpod-dpd deploy "
-                         f"{e.selector}), and model.existing_bucket_name is not set")
+                         f"{e.selector}), and model_bucket.existing_name is not set")
     from hyperpod_core import outputs
     from hyperpod_core.inputs import read_outputs_file
 
@@ -109,7 +109,7 @@ def stage_model(
         lifecycle = (f"the bucket's lifecycle rule {days[1] or '(unnamed)'} aborts an incomplete upload {days[0]} "
                      "days after it started" if days else
                      f"the platform stack's model bucket aborts an incomplete upload {staging.STACK_ABORT_DAYS} days "
-                     "after it started" if not e.config.model.existing_bucket_name else
+                     "after it started" if not e.config.model_bucket.existing_name else
                      "the bucket has no lifecycle rule this command could read that aborts incomplete uploads: their "
                      "parts stay (and are billed) until resumed or aborted")
         if any(p.file.size >= staging.PART_SIZE for p in todo):

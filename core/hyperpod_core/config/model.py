@@ -35,6 +35,7 @@ from hyperpod_core.config.types import (
     GrafanaWorkspaceId,
     IamPrincipalArn,
     InvocationPath,
+    KmsKeyArn,
     KubernetesVersion,
     LabelKey,
     NvmeHostPath,
@@ -53,6 +54,7 @@ from hyperpod_core.config.types import (
     default_control_plane_az_ids,
     unique,
 )
+from hyperpod_core.errors import ConfigError, shown
 
 
 class _Model(BaseModel):
@@ -188,11 +190,14 @@ class ModelConfig(_Model):
     s3_prefix: S3Prefix = "models/Llama-3.3-70B-Instruct/"
     """Key prefix of the model files in the model bucket, ending with '/'. It becomes an IAM resource and an
     `s3:prefix` condition, hence no wildcards. Default: `models/Llama-3.3-70B-Instruct/`."""
-    existing_bucket_name: BucketName | None = None
-    """Use this bucket instead of creating one. Default: none: create a bucket scoped to `<account>-<region>`."""
-    delete_on_destroy: bool = False
-    """Delete the created model bucket and its data on `cdk destroy` (never an existing bucket). Default: keep it
-    (RETAIN)."""
+    existing_bucket_name: Annotated[BucketName | None, Field(
+        deprecated="model.existing_bucket_name is model_bucket.existing_name now")] = None
+    """Deprecated, still read: the former name of `model_bucket.existing_name`; a file that sets it loads as if it
+    set that key (setting both is an error). Default: none."""
+    delete_on_destroy: Annotated[bool | None, Field(
+        deprecated="model.delete_on_destroy is model_bucket.delete_on_destroy now")] = None
+    """Deprecated, still read: the former name of `model_bucket.delete_on_destroy`; a file that sets it loads as if
+    it set that key (setting both is an error). Default: none."""
     parameters_billion: Annotated[float, Field(gt=0, le=10_000)] | None = None
     """Parameters of the model in billions, for the GPU-memory check (weights per GPU + one `max_model_len`
     sequence of KV cache must fit vLLM's share). Set it, with `kv_cache_kib_per_token`, for a model the size table
@@ -204,6 +209,32 @@ class ModelConfig(_Model):
     dtype: Literal["bfloat16", "float16", "float8"] = "bfloat16"
     """Data type of the weights as served (FP8 checkpoints: `float8`), for the GPU-memory check. Default:
     `bfloat16` (the published checkpoints of the models in the table)."""
+
+
+class ModelBucketConfig(_Model):
+    """The S3 bucket the model weights are read from: created by the platform stack, or one that exists. A created
+    bucket is kept on destroy with its KMS key (and its access-log bucket); `hyperpod-dpd destroy` prints the
+    `existing_name` and `existing_kms_key_arn` lines that let the next deployment read it again."""
+
+    existing_name: BucketName | None = None
+    """Read the weights from this bucket, in `region`, instead of creating one: nothing is created, changed or
+    deleted, and the readers may read only below `model.s3_prefix`. Formerly `model.existing_bucket_name` (still
+    read). Default: none: the platform stack creates a bucket, encrypted with a key of its own."""
+    existing_kms_key_arn: KmsKeyArn | None = None
+    """The customer managed KMS key, in `region`, that encrypts the objects of `existing_name` (its key ARN: IAM
+    names a key by its key ARN only). Every reader of the weights gets `kms:Decrypt` on exactly this key;
+    `hyperpod-dpd preflight` compares it with the bucket's default encryption. Only with `existing_name`. Default:
+    none: no `kms:Decrypt` (for a bucket encrypted with SSE-S3 or the AWS managed key `aws/s3`)."""
+    delete_on_destroy: bool = False
+    """Empty (every object version) and delete the created bucket, its key and its access-log bucket on destroy;
+    never a bucket named by `existing_name`. Formerly `model.delete_on_destroy` (still read). Default: keep them
+    (RETAIN), so that a later deployment reads the weights again through `existing_name`."""
+
+
+#: Keys `model_bucket` took over from `model`: ``(key under model, key under model_bucket)``. The old ones stay in
+#: :class:`ModelConfig`, deprecated, and :meth:`Config._move_deprecated_keys` reads them into `model_bucket`.
+MOVED_TO_MODEL_BUCKET: tuple[tuple[str, str], ...] = (
+    ("existing_bucket_name", "existing_name"), ("delete_on_destroy", "delete_on_destroy"))
 
 
 def _merge_defaults(model: type[BaseModel], data: Any, fields: tuple[str, ...]) -> Any:
@@ -608,6 +639,8 @@ class Config(_Model):
     """The HyperPod cluster. Required (its `instance_groups` have no default)."""
     model: ModelConfig = ModelConfig()
     """The model and where its files are. Default: every key at its default."""
+    model_bucket: ModelBucketConfig = ModelBucketConfig()
+    """The S3 bucket of the model files. Default: a bucket the platform stack creates and keeps on destroy."""
     endpoint: EndpointConfig = EndpointConfig()
     """The DPD inference endpoint. Default: every key at its default."""
     observability: ObservabilityConfig = ObservabilityConfig()
@@ -687,6 +720,30 @@ class Config(_Model):
             if isinstance(sub, dict) and sub.get(key) is None:
                 data[section] = {**sub, key: value}
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _move_deprecated_keys(cls, data: Any) -> Any:
+        """Read ``model.existing_bucket_name`` and ``model.delete_on_destroy`` (deprecated) into ``model_bucket``,
+        so a file with the old keys loads to the same config as one with the new; a file that sets an old key and
+        its new one is refused in one line naming both. A key set to ``null`` counts as not set."""
+        if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
+            return data
+        model, bucket = dict(data["model"]), data.get("model_bucket")
+        moved: dict[str, Any] = {}
+        for old, new in MOVED_TO_MODEL_BUCKET:
+            value = model.pop(old, None)
+            if value is None:
+                continue
+            if isinstance(bucket, dict) and bucket.get(new) is not None:
+                raise ConfigError(f"model.{old} must be left out when model_bucket.{new} is set (it is that key's "
+                                  f"deprecated name: keep model_bucket.{new} only), got {shown(value)}")
+            moved[new] = value
+        if bucket is None:
+            bucket = {}
+        if isinstance(bucket, dict):
+            bucket = {**bucket, **moved}
+        return {**data, "model": model, "model_bucket": bucket}
 
     @model_validator(mode="after")
     def _cross_field_rules(self) -> Config:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from hyperpod_core import pins, sizing
-from hyperpod_core.config.types import BENCHMARK_PATH_MARGIN, az_id_prefix, scenario_token_range
+from hyperpod_core.config.types import BENCHMARK_PATH_MARGIN, aws_partition, az_id_prefix, scenario_token_range
 from hyperpod_core.errors import ConfigError, shown
 from hyperpod_core.names import ROLES, EndpointNames, Role
 
@@ -51,8 +51,33 @@ def instance_group_names_are_unique(c: Config) -> None:
 
 
 def existing_bucket_is_kept(c: Config) -> None:
-    if c.model.existing_bucket_name is not None and c.model.delete_on_destroy:
-        _fail("model.delete_on_destroy", True, "cannot be true for an existing bucket we did not create")
+    """We never delete a bucket we did not create (the construct refuses it too: ``ModelBucketProps``)."""
+    if c.model_bucket.existing_name is not None and c.model_bucket.delete_on_destroy:
+        _fail("model_bucket.delete_on_destroy", True,
+              "cannot be true for an existing bucket we did not create (model_bucket.existing_name)")
+
+
+def bucket_key_belongs_to_an_existing_bucket(c: Config) -> None:
+    """A created bucket's key is the platform stack's own: a key named without ``existing_name`` would be unused."""
+    b = c.model_bucket
+    if b.existing_kms_key_arn is not None and b.existing_name is None:
+        _fail("model_bucket.existing_kms_key_arn", b.existing_kms_key_arn,
+              "must be left out unless model_bucket.existing_name is set (a created bucket uses a key of its own)")
+
+
+def bucket_key_is_in_the_region(c: Config) -> None:
+    """The bucket is in ``region`` (preflight checks it), and an S3 bucket's default encryption uses a KMS key of
+    its own region (Amazon S3 User Guide, "Configuring default encryption": only KMS keys "available in the same
+    AWS Region as the bucket")."""
+    arn = c.model_bucket.existing_kms_key_arn
+    if arn is None:
+        return
+    _, partition, _, region = arn.split(":")[:4]
+    want = aws_partition(c.region)
+    if (partition, region) != (want, c.region):
+        _fail("model_bucket.existing_kms_key_arn", arn,
+              f"must be a key in region {c.region} (arn:{want}:kms:{c.region}:<account>:key/<key id>), where the "
+              "bucket is: S3 encrypts a bucket only with a KMS key of its own region")
 
 
 # --- region and the one GPU AZ ----------------------------------------------------------------------------
@@ -474,6 +499,7 @@ def load_balancer_target_is_complete(c: Config) -> None:
 #: Every rule, in the order they run (the first one broken is the one reported).
 RULES: Final[tuple[Callable[[Config], None], ...]] = (
     router_service_name_fits, instance_group_names_are_unique, existing_bucket_is_kept,
+    bucket_key_belongs_to_an_existing_bucket, bucket_key_is_in_the_region,
     gpu_az_ids_are_in_the_region, gpu_groups_share_one_az, control_plane_az_ids_are_in_the_region,
     control_plane_az_ids_differ, gpu_subnet_is_in_the_groups_az, training_plans_are_in_the_region,
     reserved_only_types_have_a_training_plan, alert_topic_is_in_the_account,

@@ -146,6 +146,12 @@ def default_control_plane_az_ids(region: str) -> tuple[str, str]:
     return ids[0], ids[1]
 
 
+def aws_partition(region: str) -> str:
+    """The ARN partition of a region (IAM User Guide, "IAM identifiers", ARN format): ``aws-cn`` for China,
+    ``aws-us-gov`` for GovCloud, ``aws`` for every other region."""
+    return "aws-cn" if region.startswith("cn-") else "aws-us-gov" if region.startswith("us-gov-") else "aws"
+
+
 Region = Annotated[str, one_of(AWS_REGIONS, "must be an AWS region code such as us-west-2")]
 AzId = Annotated[str, matching(AZ_ID_PATTERN, _AZ_ID_ALLOWED)]
 #: An AZ ID, or the empty string, which has always meant the same as leaving the key out.
@@ -369,6 +375,19 @@ S3Prefix = Annotated[str, FieldRule(
 #: ``s3://<bucket>[/<prefix>]``, no white space (Unicode's included, as in the schema's ECMA-262 ``\s``).
 S3Uri = Annotated[str, matching(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?$", "must be s3://<bucket>/<prefix>",
                                 flags=re.NOFLAG)]
+
+
+# --- KMS --------------------------------------------------------------------------------------------------
+
+#: A KMS key ARN (KMS Developer Guide, "Key identifiers (KeyId)": ``arn:<partition>:kms:<region>:<account>:key/<key
+#: ID>``, the key ID a UUID, or ``mrk-`` and 32 hex digits for a multi-Region key). Never an alias or its ARN: an IAM
+#: policy names a KMS key by its key ARN only (KMS Developer Guide, "Specifying KMS keys in IAM policy statements":
+#: "You cannot use a key id, alias name, or alias ARN to identify a KMS key in an IAM policy statement").
+_KMS_KEY_ARN_PATTERN = (r"^arn:aws(-cn|-us-gov)?:kms:[a-z0-9-]+:[0-9]{12}:key/"
+                        r"(mrk-[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$")
+KmsKeyArn = Annotated[str, matching(
+    _KMS_KEY_ARN_PATTERN, "must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<key id>; not an alias: IAM "
+                          "names a key by its key ARN only)")]
 
 
 # --- images and paths -------------------------------------------------------------------------------------

@@ -78,8 +78,9 @@ class PlatformStack(Stack):
             retain_on_destroy=keep_logs, versioned=True, expiration_days=ACCESS_LOG_RETENTION_DAYS))
         # No AwsSolutions-S1 acknowledgement: cdk-nag does not flag a bucket that is a log target.
         self.model = ModelBucket(self, "Model", props=ModelBucketProps(
-            existing_bucket_name=mb.existing_bucket_name, bucket_name=mb.bucket_name,
-            delete_on_destroy=mb.delete_on_destroy, server_access_logs_bucket=self.access_logs.bucket,
+            existing_bucket_name=mb.existing_bucket_name, existing_kms_key_arn=mb.existing_kms_key_arn,
+            bucket_name=mb.bucket_name, delete_on_destroy=mb.delete_on_destroy,
+            server_access_logs_bucket=self.access_logs.bucket,
             server_access_logs_prefix=mb.server_access_logs_prefix,
             abort_incomplete_multipart_upload_days=mb.abort_incomplete_multipart_upload_days))
         self.tls = InfraBucket(self, "TlsCertificates", props=InfraBucketProps(
@@ -132,6 +133,10 @@ class PlatformStack(Stack):
         # Region and cluster names/ARNs are output by the cluster and HyperPod stacks that own them.
         CfnOutput(self, outputs.MODEL_BUCKET_NAME, value=self.model.bucket.bucket_name,
                   description="Upload the weights here, under model.s3_prefix")
+        if self.model.encryption_key is not None:
+            CfnOutput(self, outputs.MODEL_BUCKET_KEY_ARN, value=self.model.encryption_key.key_arn,
+                      description="The model bucket's KMS key: model_bucket.existing_kms_key_arn to read the bucket "
+                                  "again after a destroy kept it")
         CfnOutput(self, outputs.TLS_BUCKET_NAME, value=self.tls.bucket.bucket_name)
         CfnOutput(self, outputs.INFERENCE_EXECUTION_ROLE_ARN, value=self.iam.execution_role.role_arn)
         CfnOutput(self, outputs.KEDA_ROLE_ARN, value=self.iam.keda_role.role_arn)
