@@ -164,7 +164,8 @@ def transfer_finding(t: Transfer) -> Finding:
         return Finding(severity="error", signature=f"Retrieved 0 out of {t.required_tokens}",
                        meaning="the KV cache was recomputed on the decoder, not transferred from the prefiller",
                        fix="check the prefill pod's log for send errors, that both roles run the same image and "
-                           "PYTHONHASHSEED=0, and that the EFA security group allows all traffic to itself")
+                           "model path ('prefill/decode skew' in 'hyperpod-dpd status') with PYTHONHASHSEED=0, and "
+                           "that the EFA security group allows all traffic to itself")
     if t.retrieved_tokens < t.required_tokens:
         return Finding(severity="error",
                        signature=f"Retrieved {t.retrieved_tokens} out of {t.required_tokens}",
@@ -423,8 +424,9 @@ def _empty_retrieval_finding(count: int, lines: list[str], *, on_ucx: bool,
     else:
         cause = ("the prefiller did not send (its log shows why), or the two roles hash prompts differently "
                  "(PYTHONHASHSEED, image or model path differ)")
-        fix = ("read 'hyperpod-dpd logs prefill --signatures'; check both roles run one image with PYTHONHASHSEED=0, "
-               "and that the EFA security group admits all traffic from itself")
+        fix = ("read 'hyperpod-dpd logs prefill --signatures'; check both roles run one image and model path "
+               "('prefill/decode skew' in 'hyperpod-dpd status') with PYTHONHASHSEED=0, and that the EFA security "
+               "group admits all traffic from itself")
     return Finding(severity="error", signature=f"Retrieved 0 out of N ({count} time{'s' if count > 1 else ''})",
                    meaning=f"the decoder recomputed the prompt instead of receiving its KV: {cause}", fix=fix)
 

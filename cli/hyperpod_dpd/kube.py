@@ -8,6 +8,11 @@ line, exit 2) a kubeconfig context that does not talk to this deployment's EKS c
 One place turns client failures into one-line :class:`KubeFailure` messages with the fix their status calls for
 (no kubeconfig, credential plugin failed, unreachable, 401, 403, 404, 5xx, an HTML page from a load balancer).
 Object names come from :mod:`hyperpod_core.names`.
+
+Pods are read through the ``spec.selector`` of the Deployment that runs them (a role's, the router's, the
+operator's), never by a name prefix: ``prefill-llama-`` also starts the pods of endpoint ``llama-3-3-70b``. Each
+role pod carries what the skew guard (:mod:`hyperpod_dpd.skew`) compares: the image and ``--model`` of its vLLM
+container and its ``pod-template-hash``.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,16 +52,48 @@ from hyperpod_dpd.aws import one_line
 WEIGHTS_CACHE_PLURAL = "modelweightscacheconfigs"
 #: Seconds to connect / read one API response; a dead API server fails fast instead of hanging.
 REQUEST_TIMEOUT = (5, 30)
+#: The label the Deployment controller adds to each ReplicaSet of a Deployment and to its pods: the hash of the pod
+#: template they run (Kubernetes docs, "Deployments", section "Pod-template-hash label").
+POD_TEMPLATE_HASH = "pod-template-hash"
+#: The rollout sequence number the Deployment controller writes on a Deployment and on each of its ReplicaSets
+#: (kubernetes/kubernetes ``pkg/controller/deployment/util/deployment_util.go``, ``RevisionAnnotation``: "the
+#: revision annotation of a deployment's replica sets which records its rollout sequence"; Kubernetes docs,
+#: "Deployments": ``kubectl describe deployments`` shows ``deployment.kubernetes.io/revision=2`` after an update).
+REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
 
 
 @dataclass(frozen=True, kw_only=True)
 class PodTarget:
-    """A pod and the container to read the log of."""
+    """A pod and the container to read the log of (for a role pod: what that container runs)."""
 
     namespace: str
     pod: str
     container: str
     ready: bool
+    image: str = ""
+    """The container's image in the pod spec ("" when the pod has no such container)."""
+    model: str = ""
+    """vLLM's ``--model`` on the container's command line: the model path (:func:`model_arg`)."""
+    template_hash: str = ""
+    """The pod's ``pod-template-hash`` label: which pod template of its Deployment it runs."""
+    terminating: bool = False
+    """``metadata.deletionTimestamp`` is set: the pod is on its way out (a finished rollout's old pod)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoleWorkers:
+    """One DPD role as its Deployment runs it: the revision and the pods."""
+
+    role: Role
+    deployment: str
+    """``<role>-<iec>`` (:meth:`hyperpod_core.names.EndpointNames.role_deployment`)."""
+    found: bool
+    """The Deployment exists."""
+    revision: str
+    """The Deployment's :data:`REVISION_ANNOTATION` ("" when unset)."""
+    revisions: dict[str, str]
+    """``pod-template-hash`` -> revision, from the ReplicaSets the Deployment owns."""
+    pods: list[PodTarget]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -286,6 +324,66 @@ def pod_ready(pod: Any) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in conditions)
 
 
+def label_selector(selector: Any) -> str:
+    """A Deployment's ``spec.selector`` (``matchLabels`` and ``matchExpressions``) in the ``labelSelector`` syntax
+    of the list calls (Kubernetes docs, "Labels and Selectors": equality-based and set-based requirements)."""
+    if selector is None:
+        return ""
+    terms = [f"{k}={v}" for k, v in sorted((selector.match_labels or {}).items())]
+    for e in selector.match_expressions or []:
+        values = ",".join(e.values or [])
+        terms.append({"In": f"{e.key} in ({values})", "NotIn": f"{e.key} notin ({values})", "Exists": e.key,
+                      "DoesNotExist": f"!{e.key}"}[e.operator])
+    return ",".join(terms)
+
+
+def model_arg(container: Any) -> str:
+    """vLLM's ``--model`` on a container's command line (``command``, then ``args``; the last one wins, as
+    argparse takes it), "" when there is none. Whether the operator passes ``worker.args`` as the container's
+    ``args`` or inside a shell line is unpublished [I]: an element with blanks is split as a shell would."""
+    argv: list[str] = []
+    for item in [*(container.command or []), *(container.args or [])]:
+        try:
+            argv += shlex.split(item) if any(c.isspace() for c in item) else [item]
+        except ValueError:  # unbalanced quotes: not a shell line after all
+            argv.append(item)
+    found = ""
+    for i, arg in enumerate(argv):
+        if arg == "--model" and i + 1 < len(argv):
+            found = argv[i + 1]
+        elif arg.startswith("--model="):
+            found = arg.split("=", 1)[1]
+    return found
+
+
+def model_source_key(source: Any) -> tuple[str, ...] | None:
+    """What identifies a ``modelSourceConfig`` (CRD: ``modelSourceType`` and the location inside the bucket, file
+    system or Hugging Face repository), ``None`` for none; a trailing ``/`` of ``modelLocation`` does not count."""
+    if not isinstance(source, dict) or not source.get("modelSourceType"):
+        return None
+    s3, fsx, hf = (source.get(k) or {} for k in ("s3Storage", "fsxStorage", "huggingFaceModel"))
+    return (str(source["modelSourceType"]), str(source.get("modelLocation") or "").strip("/"),
+            str(s3.get("bucketName") or ""), str(fsx.get("fileSystemId") or ""), str(hf.get("modelId") or ""),
+            str(hf.get("commitSHA") or ""))
+
+
+def _vllm_container(pod: Any, name: str) -> Any:
+    """The container ``name`` of the pod; else the one whose command line has ``--model`` (the container name is
+    [I]: :mod:`hyperpod_core.names`); ``None`` when neither exists."""
+    containers = (pod.spec.containers if pod.spec else None) or []
+    return (next((c for c in containers if c.name == name), None)
+            or next((c for c in containers if model_arg(c)), None))
+
+
+def _target(pod: Any, namespace: str, container: str) -> PodTarget:
+    spec = _vllm_container(pod, container)
+    return PodTarget(namespace=namespace, pod=pod.metadata.name, container=container, ready=pod_ready(pod),
+                     image=(spec.image or "") if spec is not None else "",
+                     model=model_arg(spec) if spec is not None else "",
+                     template_hash=(pod.metadata.labels or {}).get(POD_TEMPLATE_HASH, ""),
+                     terminating=pod.metadata.deletion_timestamp is not None)
+
+
 class Kube:
     """The few reads the day-2 commands need."""
 
@@ -321,12 +419,15 @@ class Kube:
             raise
         return obj
 
-    def weights_caches(self, names: EndpointNames) -> list[dict[str, Any]] | None:
+    def weights_caches(self, names: EndpointNames, model_source: dict[str, Any] | None = None
+                       ) -> list[dict[str, Any]] | None:
         """The operator's ModelWeightsCacheConfig objects for the endpoint (operator v3.3; the operator creates them
         for ``modelCacheConfig.weightsCache``), or ``None`` when the cluster has no such CRD (an older operator).
 
         Which objects are the endpoint's is not published [I]: those owned by the InferenceEndpointConfig
-        (``ownerReferences``), else those named after it, in its namespace.
+        (``ownerReferences``); else, among those no InferenceEndpointConfig owns, the ones caching the endpoint's
+        ``model_source`` (its ``spec.modelSourceConfig``; the CRD's ``spec.modelSourceConfig`` is "the model source
+        to cache"). Never by name: a name starting with ``llama`` may be endpoint ``llama-3-3-70b``'s.
         """
         try:
             listed: dict[str, Any] = self.custom.list_namespaced_custom_object(
@@ -336,17 +437,46 @@ class Kube:
                 return None
             raise
         items = listed.get("items") or []
-        owned = [o for o in items if any(r.get("kind") == "InferenceEndpointConfig" and r.get("name") == names.name
-                                         for r in (o.get("metadata") or {}).get("ownerReferences") or [])]
-        named = [o for o in items if str((o.get("metadata") or {}).get("name", "")).startswith(names.name)]
-        return owned or named
+
+        def owners(o: dict[str, Any]) -> list[str]:
+            return [str(r.get("name")) for r in (o.get("metadata") or {}).get("ownerReferences") or []
+                    if r.get("kind") == "InferenceEndpointConfig"]
+
+        owned = [o for o in items if names.name in owners(o)]
+        want = model_source_key(model_source)
+        same_model = [o for o in items if not owners(o) and want is not None
+                      and model_source_key((o.get("spec") or {}).get("modelSourceConfig")) == want]
+        return owned or same_model
+
+    def role_workers(self, names: EndpointNames, role: Role) -> RoleWorkers:
+        """The role's Deployment (``<role>-<iec>``), its revision, the revision of each of its pod templates (its
+        ReplicaSets) and its pods (selected by the Deployment's own selector)."""
+        deployment = names.role_deployment(role)
+        found = self._deployment(names.namespace, deployment)
+        if found is None:
+            return RoleWorkers(role=role, deployment=deployment, found=False, revision="", revisions={}, pods=[])
+        d, selector = found
+        pods = [_target(p, names.namespace, names.container(role)) for p in self._selected_pods(names.namespace,
+                                                                                                 selector)]
+        sets = self.apps.list_namespaced_replica_set(names.namespace, label_selector=selector,
+                                                     _request_timeout=REQUEST_TIMEOUT).items if selector else []
+        revisions = {}
+        for rs in sets:
+            meta = rs.metadata
+            if any(r.kind == "Deployment" and r.name == deployment for r in meta.owner_references or []):
+                revisions[(meta.labels or {}).get(POD_TEMPLATE_HASH, "")] = \
+                    (meta.annotations or {}).get(REVISION_ANNOTATION, "")
+        return RoleWorkers(role=role, deployment=deployment, found=True,
+                           revision=((d.metadata.annotations or {}).get(REVISION_ANNOTATION, "")),
+                           revisions=revisions, pods=sorted(pods, key=lambda t: t.pod))
 
     def role_pods(self, names: EndpointNames, role: Role) -> list[PodTarget]:
-        pods = self.core.list_namespaced_pod(names.namespace, label_selector=names.role_selector(role),
-                                             _request_timeout=REQUEST_TIMEOUT).items
-        return sorted((PodTarget(namespace=names.namespace, pod=p.metadata.name, container=names.container(role),
-                                 ready=pod_ready(p))
-                       for p in pods if names.is_role_pod(role, p.metadata.name)), key=lambda t: t.pod)
+        """The pods of the role's Deployment ``<role>-<iec>``, by its own selector; none while it does not exist."""
+        found = self._deployment(names.namespace, names.role_deployment(role))
+        if found is None:
+            return []
+        return sorted((_target(p, names.namespace, names.container(role))
+                       for p in self._selected_pods(names.namespace, found[1])), key=lambda t: t.pod)
 
     def app_pods(self, names: EndpointNames) -> list[PodTarget]:
         """Pods labelled ``app=<iec>`` (a colocated endpoint's); the container is the endpoint's name (I)."""
@@ -356,30 +486,45 @@ class Kube:
                                  ready=pod_ready(p)) for p in pods), key=lambda t: t.pod)
 
     def router_pods(self, names: EndpointNames) -> list[PodTarget]:
-        pods = self.core.list_namespaced_pod(OPERATOR_NAMESPACE, _request_timeout=REQUEST_TIMEOUT).items
+        """The pods of the router Deployment ``<iec>-<ns>-router`` in ``hyperpod-inference-system``, by its own
+        selector; none while it does not exist."""
+        found = self._deployment(OPERATOR_NAMESPACE, names.router_deployment)
+        if found is None:
+            return []
         return sorted((PodTarget(namespace=OPERATOR_NAMESPACE, pod=p.metadata.name, container=ROUTER_CONTAINER,
-                                 ready=pod_ready(p))
-                       for p in pods if p.metadata.name.startswith(names.router_pod_prefix)), key=lambda t: t.pod)
+                                 ready=pod_ready(p)) for p in self._selected_pods(OPERATOR_NAMESPACE, found[1])),
+                      key=lambda t: t.pod)
 
     def operator_pods(self) -> list[PodTarget]:
         """Pods of the operator Deployment (add-on name, else the Helm name), selected by its own selector."""
         for deployment in OPERATOR_DEPLOYMENTS:
-            try:
-                d = self.apps.read_namespaced_deployment(deployment, OPERATOR_NAMESPACE,
-                                                         _request_timeout=REQUEST_TIMEOUT)
-            except ApiException as exc:
-                if exc.status == 404:
-                    continue
-                raise
-            labels = (d.spec.selector.match_labels or {}) if d.spec and d.spec.selector else {}
-            selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
-            pods = self.core.list_namespaced_pod(OPERATOR_NAMESPACE, label_selector=selector,
-                                                 _request_timeout=REQUEST_TIMEOUT).items
+            found = self._deployment(OPERATOR_NAMESPACE, deployment)
+            if found is None:
+                continue
             return sorted((PodTarget(namespace=OPERATOR_NAMESPACE, pod=p.metadata.name,
-                                     container=OPERATOR_CONTAINER, ready=pod_ready(p)) for p in pods),
-                          key=lambda t: t.pod)
+                                     container=OPERATOR_CONTAINER, ready=pod_ready(p))
+                           for p in self._selected_pods(OPERATOR_NAMESPACE, found[1])), key=lambda t: t.pod)
         raise CommandFailed(f"no operator Deployment ({' or '.join(OPERATOR_DEPLOYMENTS)}) in {OPERATOR_NAMESPACE}; "
                             "is the amazon-sagemaker-hyperpod-inference add-on installed?")
+
+    def _deployment(self, namespace: str, name: str) -> tuple[Any, str] | None:
+        """Deployment ``name`` and its selector (:func:`label_selector`), or ``None`` when it does not exist."""
+        try:
+            d = self.apps.read_namespaced_deployment(name, namespace, _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return d, label_selector(d.spec.selector if d.spec else None)
+
+    def _selected_pods(self, namespace: str, selector: str) -> list[Any]:
+        """The pods ``selector`` selects; none for an empty selector, which would select every pod (apps/v1 rejects
+        a Deployment without one: this is a guard, not a case)."""
+        if not selector:
+            return []
+        items: list[Any] = self.core.list_namespaced_pod(namespace, label_selector=selector,
+                                                         _request_timeout=REQUEST_TIMEOUT).items
+        return items
 
     def load_balancer_hosts(self, names: EndpointNames) -> list[str]:
         """Hostnames of the ALB on the operator's Ingress for the endpoint (``names.ingress`` in

@@ -6,9 +6,12 @@ Every name is derived from ``endpoint.name`` / ``endpoint.namespace`` of the con
 * S2 (DPD guide), S13 (AWS ML blog): prefill/decode pods ``prefill-<iec>-XXXX`` / ``decode-<iec>-XXXX`` in the
   endpoint namespace, labelled ``inference.sagemaker.aws.amazon.com/dpd-role=prefill|decode``; the vLLM
   container of each is ``<role>-<iec>`` (S3, DPD troubleshooting: ``kubectl logs <pod> -c <prefill|decode>-
-  <endpoint-name>``).
+  <endpoint-name>``). ``pdSpec`` "creates separate prefill and decode Deployments" (S2). Their names,
+  ``prefill-<iec>`` / ``decode-<iec>``, are [I]: the pod names without what Kubernetes appends (Kubernetes docs,
+  "Deployments": a ReplicaSet is named ``[DEPLOYMENT-NAME]-[HASH]`` and its pods after it).
 * S13/S2: the router runs in ``hyperpod-inference-system`` as pods ``<iec>-<ns>-router-XXXX`` with the container
-  ``router-container``, behind the Service ``<iec>-<ns>-routing-service`` on port 443.
+  ``router-container``, behind the Service ``<iec>-<ns>-routing-service`` on port 443; its Deployment
+  ``<iec>-<ns>-router`` is [I] in the same way.
 * S1 (``config/manager/manager.yaml`` of the operator chart): the operator Deployment is
   ``<namePrefix>controller-manager`` in ``<namePrefix>system``, container ``manager``; the add-on installs it as
   ``hyperpod-inference-controller-manager`` (S4), Helm as ``hyperpod-inference-operator-controller-manager``.
@@ -21,6 +24,9 @@ Every name is derived from ``endpoint.name`` / ``endpoint.namespace`` of the con
   <ingress[:8]>-<hash>`` rule only for that namespace and name).
 * CRD (``shared/crds/v3.3/inferenceendpointconfigs.yaml``, operator v3.3): group
   ``inference.sagemaker.aws.amazon.com``, version ``v1``, plural ``inferenceendpointconfigs``.
+
+Pods are read through their Deployment's own label selector, never by a name prefix: endpoint ``llama``'s prefix
+``prefill-llama-`` also starts the pods of endpoint ``llama-3-3-70b``.
 """
 
 from __future__ import annotations
@@ -80,23 +86,19 @@ class EndpointNames:
     def of(cls, config: Config) -> EndpointNames:
         return cls(name=config.endpoint.name, namespace=config.endpoint.namespace)
 
-    def role_selector(self, role: Role) -> str:
-        """Label selector of one DPD role's pods (all endpoints; filter with :meth:`is_role_pod`)."""
-        return f"{ROLE_LABEL}={role}"
-
-    def role_pod_prefix(self, role: Role) -> str:
-        return f"{role}-{self.name}-"
-
-    def is_role_pod(self, role: Role, pod_name: str) -> bool:
-        return pod_name.startswith(self.role_pod_prefix(role))
+    def role_deployment(self, role: Role) -> str:
+        """The operator's Deployment of one DPD role, in :attr:`namespace`: ``prefill-<iec>`` / ``decode-<iec>``
+        [I] (module docstring). Its ``spec.selector`` picks the role's pods."""
+        return f"{role}-{self.name}"
 
     def container(self, role: Role) -> str:
         """The vLLM container of a role's pod: ``prefill-<iec>`` / ``decode-<iec>``."""
         return f"{role}-{self.name}"
 
     @property
-    def router_pod_prefix(self) -> str:
-        return f"{self.name}-{self.namespace}-router-"
+    def router_deployment(self) -> str:
+        """The router's Deployment ``<iec>-<ns>-router`` in :data:`OPERATOR_NAMESPACE` [I] (module docstring)."""
+        return f"{self.name}-{self.namespace}-router"
 
     @property
     def router_service(self) -> str:

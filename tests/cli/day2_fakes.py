@@ -2,8 +2,10 @@
 and log lines in the real formats.
 
 * The Kubernetes server answers the REST paths the official client calls (custom objects, pods, pod logs,
-  Deployments, Ingresses, nodes) over real HTTP; the client reaches it through a kubeconfig, like a cluster.
-  Its InferenceEndpointConfig objects are checked against the operator CRD (:func:`endpoint_object`).
+  Deployments, ReplicaSets, Ingresses, nodes) over real HTTP; the client reaches it through a kubeconfig, like a
+  cluster. Its InferenceEndpointConfig objects are checked against the operator CRD (:func:`endpoint_object`).
+  The operator's Deployments, ReplicaSets and pods carry the labels and annotations of :func:`role_deployment`,
+  :func:`replica_set` and :func:`role_pod`, each with its source or an [I] where none is published.
 * The OpenAI server streams real server-sent events with chunked transfer encoding, like vLLM's, and, playing
   the decoder, appends LMCache's line for the request to the decode pod's log.
 * LMCache lines are rendered by :func:`lmcache_line` with LMCache 0.4.3's own log format string
@@ -138,9 +140,20 @@ def worker_startup(role: str, *, tp: int = 8, nixl_backends: tuple[str, ...] | N
 # --- Kubernetes objects ----------------------------------------------------------------------------------
 
 
+#: The worker image, ``worker.args`` and role args of the test endpoint (those of the default config's manifest,
+#: ``tests/k8s/snapshots/default/llama-3-3-70b-dpd.k8s.yaml``, shortened).
+IMAGE = "lmcache/vllm-openai:v0.4.3"
+MODEL_PATH = "/opt/ml/model"
+WORKER_ARGS = ("--model", MODEL_PATH, "--host", "0.0.0.0", "--port", "8000", "--tensor-parallel-size", "8")
+ROLE_ARGS = {"prefill": ("--max-num-seqs", "16", "--enforce-eager"), "decode": ("--max-num-seqs", "32")}
+#: The pod-template-hash and pod suffix of each role's first pod (the pod names the tests have always used).
+FIRST_POD = {"prefill": ("7d9f8", "abcde"), "decode": ("5c6b7", "fghij")}
+
+
 def endpoint_object(state: str = "DeploymentComplete", *, tls: bool = True,
                     conditions: list[dict[str, Any]] | None = None,
-                    image_cache: dict[str, Any] | None = None, weights_cache: bool = True) -> dict[str, Any]:
+                    image_cache: dict[str, Any] | None = None, weights_cache: bool = True,
+                    name: str = NAME, model_location: str = "models/Llama-3.3-70B-Instruct/") -> dict[str, Any]:
     """An InferenceEndpointConfig as the operator reports it (status fields of the v1 CRD schema, v3.3:
     ``spec.modelCacheConfig`` as the manifests set it, ``status.imageCacheStatus`` Ready on both nodes unless
     ``image_cache`` says otherwise)."""
@@ -152,7 +165,7 @@ def endpoint_object(state: str = "DeploymentComplete", *, tls: bool = True,
             # The message AWS's DPD guide shows for a ready DPD endpoint (operator.md, "(b) Status").
             "message": "DPD prefill and decode deployments are ready" if state == "DeploymentComplete"
             else "waiting for pods", "lastTransitionTime": "2026-12-01T00:00:00Z"}],
-        "deploymentStatus": {"name": NAME, "lastUpdated": "2026-12-01T00:00:00Z",
+        "deploymentStatus": {"name": name, "lastUpdated": "2026-12-01T00:00:00Z",
                              "status": {"replicas": 1, "readyReplicas": 1 if state == "DeploymentComplete" else 0}},
         "metricsStatus": {"enabled": True, "state": "Enabled"},
         "observedGeneration": 1, "replicas": 1,
@@ -161,20 +174,21 @@ def endpoint_object(state: str = "DeploymentComplete", *, tls: bool = True,
     }
     if tls:
         status["tlsCertificate"] = {
-            "tlsCertificateOutputS3Bucket": "hyperpod-tls-test", "tlsCertificateS3Keys": [f"{NAMESPACE}/{NAME}.pem"],
-            "certificateHealth": "Valid", "certificateName": f"{NAME}-cert", "issuerName": f"{NAME}-issuer",
+            "tlsCertificateOutputS3Bucket": "hyperpod-tls-test", "tlsCertificateS3Keys": [f"{NAMESPACE}/{name}.pem"],
+            "certificateHealth": "Valid", "certificateName": f"{name}-cert", "issuerName": f"{name}-issuer",
             "certificateDomainNames": ["localhost"]}
     return {
         "apiVersion": "inference.sagemaker.aws.amazon.com/v1", "kind": "InferenceEndpointConfig",
-        "metadata": {"name": NAME, "namespace": NAMESPACE},
+        "metadata": {"name": name, "namespace": NAMESPACE},
         "spec": {
             "modelName": "llama-3-3-70b-instruct", "instanceType": "ml.p5.48xlarge",
             "invocationEndpoint": "v1/chat/completions",
-            "modelSourceConfig": {"modelSourceType": "s3", "modelLocation": "models/Llama-3.3-70B-Instruct/",
+            "modelSourceConfig": {"modelSourceType": "s3", "modelLocation": model_location,
                                   "s3Storage": {"bucketName": "model-bucket", "region": "us-west-2"}},
-            "worker": {"image": "lmcache/vllm-openai:v0.4.3", "modelInvocationPort": {"containerPort": 8000},
-                       "modelVolumeMount": {"name": "model-weights"}, "resources": {}},
-            "pdSpec": {"prefillSpec": {"replicas": 1}, "decodingSpec": {"replicas": 1}, "routingThreshold": 4096},
+            "worker": {"image": IMAGE, "args": list(WORKER_ARGS), "modelInvocationPort": {"containerPort": 8000},
+                       "modelVolumeMount": {"name": "model-weights", "mountPath": MODEL_PATH}, "resources": {}},
+            "pdSpec": {"prefillSpec": {"replicas": 1, "args": list(ROLE_ARGS["prefill"])},
+                       "decodingSpec": {"replicas": 1, "args": list(ROLE_ARGS["decode"])}, "routingThreshold": 4096},
             "modelCacheConfig": {"imageCache": {"enabled": True},
                                  "weightsCache": {"enabled": weights_cache, "hostPath": "/opt/dlami/nvme"}},
             "loadBalancer": {"healthCheckPath": "/health", "idleTimeoutSeconds": 1641},
@@ -200,20 +214,22 @@ def node(name: str, pool: str, *, ready: bool = True, health_checks: bool = Fals
 
 
 def weights_cache_object(state: str = "Ready", *, ready: int = 2, target: int = 2, message: str | None = None,
-                         owner: str = NAME) -> dict[str, Any]:
+                         owner: str = NAME, owned: bool = True,
+                         model_location: str = "models/Llama-3.3-70B-Instruct") -> dict[str, Any]:
     """A ModelWeightsCacheConfig as the operator creates it for the endpoint's ``weightsCache`` (v3.3 CRD: spec
     requires ``modelSourceConfig``; status ``state``, ``readyNodes``, ``targetNodes``, ``message``). The owner
-    reference to the InferenceEndpointConfig is how ``status`` finds it [I]."""
+    reference to the InferenceEndpointConfig is how ``status`` finds it [I]; without one (``owned=False``), the
+    model source it caches."""
     status: dict[str, Any] = {"state": state, "readyNodes": ready, "targetNodes": target}
     if message:
         status["message"] = message
+    owners = [{"apiVersion": "inference.sagemaker.aws.amazon.com/v1", "kind": "InferenceEndpointConfig",
+               "name": owner, "uid": "0b8c3f2e-1111-4a2b-9c3d-000000000001"}] if owned else []
     return {
         "apiVersion": "inference.sagemaker.aws.amazon.com/v1", "kind": "ModelWeightsCacheConfig",
-        "metadata": {"name": f"{owner}-weights-cache", "namespace": NAMESPACE, "ownerReferences": [{
-            "apiVersion": "inference.sagemaker.aws.amazon.com/v1", "kind": "InferenceEndpointConfig", "name": owner,
-            "uid": "0b8c3f2e-1111-4a2b-9c3d-000000000001"}]},
+        "metadata": {"name": f"{owner}-weights-cache", "namespace": NAMESPACE, "ownerReferences": owners},
         "spec": {"enabled": True, "hostPath": "/opt/dlami/nvme",
-                 "modelSourceConfig": {"modelSourceType": "s3", "modelLocation": "models/Llama-3.3-70B-Instruct",
+                 "modelSourceConfig": {"modelSourceType": "s3", "modelLocation": model_location,
                                        "s3Storage": {"bucketName": "model-bucket", "region": "us-west-2"}}},
         "status": status,
     }
@@ -225,6 +241,69 @@ def pod(name: str, namespace: str, labels: dict[str, str], *, ready: bool = True
                        "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
 
 
+# The operator's objects for one DPD role. Published: the role label (S2, S13 of shared/reference/operator.md),
+# "pdSpec creates separate prefill and decode Deployments" (S2), pods ``<role>-<iec>-XXXX`` (S2, S13), the vLLM
+# container ``<role>-<iec>`` (S3), role ``args`` "appended after worker.args" (CRD pdSpec). Kubernetes's own
+# (docs "Deployments"; deployment_util.go ``RevisionAnnotation``): ReplicaSets ``<deployment>-<pod-template-hash>``
+# owned by the Deployment, the ``pod-template-hash`` label on ReplicaSet and pods, ``deployment.kubernetes.io/
+# revision`` on Deployment and ReplicaSets. [I]: the Deployment's name ``<role>-<iec>``, its selector (the role
+# label and ``app=<iec>``, the label the HyperPod SDK lists an endpoint's pods by: S1 ``hp_endpoint.py``), the
+# container's ``args`` being worker.args then the role's, and the names of the two sidecars (S2: "vLLM, Nginx
+# reverse proxy, OpenTelemetry collector").
+
+REVISION = "deployment.kubernetes.io/revision"
+
+
+def role_labels(name: str, role: str) -> dict[str, str]:
+    """The role Deployment's selector [I] (the comment above)."""
+    return {"app": name, ROLE_LABEL: role}
+
+
+def _uid(*parts: str) -> str:
+    return "uid-" + "-".join(parts)
+
+
+def role_deployment(name: str, role: str, *, revision: int = 1, namespace: str = NAMESPACE) -> dict[str, Any]:
+    deployment = f"{role}-{name}"
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": deployment, "namespace": namespace, "uid": _uid(namespace, deployment),
+                         "annotations": {REVISION: str(revision)}},
+            "spec": {"replicas": 1, "selector": {"matchLabels": role_labels(name, role)},
+                     "template": {"metadata": {"labels": role_labels(name, role)}, "spec": {"containers": [
+                         {"name": f"{role}-{name}", "image": IMAGE}]}}}}
+
+
+def replica_set(name: str, role: str, template_hash: str, *, revision: int = 1,
+                namespace: str = NAMESPACE) -> dict[str, Any]:
+    deployment = f"{role}-{name}"
+    labels = role_labels(name, role) | {"pod-template-hash": template_hash}
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": f"{deployment}-{template_hash}", "namespace": namespace, "labels": labels,
+                         "annotations": {REVISION: str(revision)},
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment,
+                                              "uid": _uid(namespace, deployment), "controller": True}]},
+            "spec": {"selector": {"matchLabels": labels}}}
+
+
+def role_pod(name: str, role: str, template_hash: str, suffix: str, *, ready: bool = True, image: str = IMAGE,
+             model: str = MODEL_PATH, terminating: bool = False, namespace: str = NAMESPACE) -> dict[str, Any]:
+    """A role pod of the ReplicaSet ``<role>-<name>-<template_hash>``: its vLLM container runs ``image`` with
+    ``--model model`` (worker.args, then the role's)."""
+    rs = f"{role}-{name}-{template_hash}"
+    args = [model if i and WORKER_ARGS[i - 1] == "--model" else a for i, a in enumerate(WORKER_ARGS)]
+    obj = pod(f"{rs}-{suffix}", namespace, role_labels(name, role) | {"pod-template-hash": template_hash},
+              ready=ready)
+    obj["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs,
+                                           "uid": _uid(namespace, rs), "controller": True}]
+    if terminating:
+        obj["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:00Z"
+    obj["spec"] = {"containers": [
+        {"name": "reverse-proxy", "image": "nginx"},  # [I] the sidecars' names and images
+        {"name": f"{role}-{name}", "image": image, "args": args + list(ROLE_ARGS[role])},
+        {"name": "otel-collector", "image": "otel/opentelemetry-collector"}]}
+    return obj
+
+
 @dataclass
 class FakeCluster:
     """What the fake API server serves."""
@@ -232,6 +311,7 @@ class FakeCluster:
     endpoints: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     pods: list[dict[str, Any]] = field(default_factory=list)
     deployments: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    replica_sets: list[dict[str, Any]] = field(default_factory=list)
     ingresses: list[dict[str, Any]] = field(default_factory=list)
     nodes: list[dict[str, Any]] = field(default_factory=list)
     weights_caches: list[dict[str, Any]] = field(default_factory=list)
@@ -250,16 +330,29 @@ class FakeCluster:
         with self.lock:
             self.logs.setdefault((namespace, pod_name, container), []).append((when or time.time(), line))
 
-    def dpd_endpoint(self, state: str = "DeploymentComplete", *, ready: bool = True) -> None:
-        """The objects the operator creates for a DPD endpoint (names: operator.md, section (e))."""
-        self.endpoints[(NAMESPACE, NAME)] = endpoint_object(state)
-        self.weights_caches.append(weights_cache_object())
+    def dpd_endpoint(self, state: str = "DeploymentComplete", *, ready: bool = True, name: str = NAME,
+                     model_location: str = "models/Llama-3.3-70B-Instruct/") -> None:
+        """The objects the operator creates for a DPD endpoint (names: operator.md, section (e)), each role at
+        revision 1 with one pod (:data:`FIRST_POD`)."""
+        self.endpoints[(NAMESPACE, name)] = endpoint_object(state, name=name, model_location=model_location)
+        self.weights_caches.append(weights_cache_object(owner=name, model_location=model_location.rstrip("/")))
+        for role in ("prefill", "decode"):
+            template_hash, suffix = FIRST_POD[role]
+            self.deployments[(NAMESPACE, f"{role}-{name}")] = role_deployment(name, role)
+            self.replica_sets.append(replica_set(name, role, template_hash))
+            self.pods.append(role_pod(name, role, template_hash, suffix, ready=ready))
+        router = f"{name}-{NAMESPACE}-router"  # [I] the router Deployment's name and selector
+        self.deployments[("hyperpod-inference-system", router)] = {
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": router, "namespace": "hyperpod-inference-system"},
+            "spec": {"selector": {"matchLabels": {"app": router}},
+                     "template": {"metadata": {"labels": {"app": router}}, "spec": {"containers": []}}}}
+        self.pods.append(pod(f"{router}-6f7d8-klmno", "hyperpod-inference-system",
+                             {"app": router, "pod-template-hash": "6f7d8"}, ready=ready))
+        if any(p["metadata"]["name"] == "decode-another-endpoint-1-y" for p in self.pods):
+            return  # the objects every endpoint shares are there already
         self.pods += [
-            pod(f"prefill-{NAME}-7d9f8-abcde", NAMESPACE, {"app": NAME, ROLE_LABEL: "prefill"}, ready=ready),
-            pod(f"decode-{NAME}-5c6b7-fghij", NAMESPACE, {"app": NAME, ROLE_LABEL: "decode"}, ready=ready),
-            pod(f"{NAME}-{NAMESPACE}-router-6f7d8-klmno", "hyperpod-inference-system", {"app": "router"},
-                ready=ready),
-            pod(f"other-{NAMESPACE}-router-1-x", "hyperpod-inference-system", {"app": "router"}),
+            pod(f"other-{NAMESPACE}-router-1-x", "hyperpod-inference-system", {"app": f"other-{NAMESPACE}-router"}),
             pod("decode-another-endpoint-1-y", NAMESPACE, {"app": "another-endpoint", ROLE_LABEL: "decode"}),
             pod("hyperpod-inference-controller-manager-6d-abc", "hyperpod-inference-system",
                 {"control-plane": "hyperpod-inference-controller-manager"}),
@@ -269,6 +362,21 @@ class FakeCluster:
             "metadata": {"name": "hyperpod-inference-controller-manager", "namespace": "hyperpod-inference-system"},
             "spec": {"selector": {"matchLabels": {"control-plane": "hyperpod-inference-controller-manager"}},
                      "template": {"metadata": {}, "spec": {"containers": []}}}}
+
+    def roll(self, role: str, template_hash: str, revision: int, *, name: str = NAME, image: str = IMAGE,
+             model: str = MODEL_PATH, ready: bool = True, finished: bool = True) -> str:
+        """A rollout of one role to a new pod template, as the Deployment controller makes it: a new ReplicaSet
+        at ``revision``, the Deployment's revision annotation raised to it, a new pod; ``finished`` removes the old
+        pods (else they keep serving beside the new one). Returns the new pod's name."""
+        self.deployments[(NAMESPACE, f"{role}-{name}")]["metadata"]["annotations"][REVISION] = str(revision)
+        self.replica_sets.append(replica_set(name, role, template_hash, revision=revision))
+        if finished:
+            self.pods = [p for p in self.pods if not _matches(p["metadata"].get("labels", {}),
+                                                              ",".join(f"{k}={v}" for k, v in
+                                                                       role_labels(name, role).items()))]
+        new = role_pod(name, role, template_hash, "n3w0p", ready=ready, image=image, model=model)
+        self.pods.append(new)
+        return str(new["metadata"]["name"])
 
     def gpu_nodes(self) -> None:
         """One schedulable node per pool of config/default.yaml (HyperPod's ``hyperpod-i-<instance>`` names)."""
@@ -330,6 +438,11 @@ class _KubeHandler(QuietHandler):
         if p[:3] == ["apis", "apps", "v1"] and len(p) == 7:
             obj = c.deployments.get((p[4], p[6]))
             return self.send_body(200, obj) if obj else self._not_found()
+        if p[:3] == ["apis", "apps", "v1"] and p[5:] == ["replicasets"]:
+            items = [x for x in c.replica_sets if x["metadata"]["namespace"] == p[4]
+                     and _matches(x["metadata"].get("labels", {}), q.get("labelSelector", ""))]
+            return self.send_body(200, {"kind": "ReplicaSetList", "apiVersion": "apps/v1", "metadata": {},
+                                        "items": items})
         if p[:3] == ["apis", "networking.k8s.io", "v1"] and len(p) == 6:
             items = [x for x in c.ingresses if x["metadata"]["namespace"] == p[4]]
             return self.send_body(200, {"kind": "IngressList", "apiVersion": "networking.k8s.io/v1", "metadata": {},
@@ -405,6 +518,7 @@ class _OpenAiHandler(QuietHandler):
     cluster: FakeCluster
     behaviour: DecoderBehaviour
     decode: tuple[str, str, str]
+    router: str = f"{NAME}-{NAMESPACE}-router-6f7d8-klmno"
 
     def do_POST(self) -> None:
         body = self.read_json()
@@ -417,7 +531,7 @@ class _OpenAiHandler(QuietHandler):
         tokens = max(1, len(prompt) // 4)
         disaggregate = len(prompt) >= b.threshold_chars
         if b.router_logs:  # the DPD guide's router line (operator.md, "Router logs")
-            self.cluster.log("hyperpod-inference-system", f"{NAME}-{NAMESPACE}-router-6f7d8-klmno", "router-container",
+            self.cluster.log("hyperpod-inference-system", self.router, "router-container",
                              f"[INFO] Conditional routing: estimated_tokens={tokens}, "
                              f"threshold={b.threshold_chars // 4}, disaggregate={disaggregate}")
         if b.log_transfer and (disaggregate or b.transfer_short):
@@ -444,10 +558,11 @@ class _OpenAiHandler(QuietHandler):
 
 
 @contextmanager
-def openai_server(cluster: FakeCluster, behaviour: DecoderBehaviour) -> Iterator[str]:
-    """A streaming chat-completions server; yields its ``/v1/chat/completions`` URL."""
-    decode = (NAMESPACE, f"decode-{NAME}-5c6b7-fghij", f"decode-{NAME}")
-    handler = type("Handler", (_OpenAiHandler,), {"cluster": cluster, "behaviour": behaviour, "decode": decode})
+def openai_server(cluster: FakeCluster, behaviour: DecoderBehaviour, *, name: str = NAME) -> Iterator[str]:
+    """A streaming chat-completions server of endpoint ``name``; yields its ``/v1/chat/completions`` URL."""
+    decode = (NAMESPACE, f"decode-{name}-5c6b7-fghij", f"decode-{name}")
+    handler = type("Handler", (_OpenAiHandler,), {"cluster": cluster, "behaviour": behaviour, "decode": decode,
+                                                  "router": f"{name}-{NAMESPACE}-router-6f7d8-klmno"})
     with serving(ThreadingHTTPServer(("127.0.0.1", 0), handler)) as server:
         yield f"{local_url(server)}/v1/chat/completions"
 

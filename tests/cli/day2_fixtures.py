@@ -94,3 +94,13 @@ def cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
         captured = capsys.readouterr()
         return Result(code, captured.out, captured.err)
     return run
+
+
+@pytest.fixture
+def llama_config(config_file: Path) -> Path:
+    """The test config with ``endpoint.name: llama``, whose pods' names start like those of ``llama-3-3-70b``
+    (``prefill-llama-...``): the two endpoints of k8s-review defect 6."""
+    text = config_file.read_text()
+    assert "\n  name: llama-3-3-70b\n" in text  # endpoint.name of config/default.yaml
+    config_file.write_text(text.replace("\n  name: llama-3-3-70b\n", "\n  name: llama\n"))
+    return config_file

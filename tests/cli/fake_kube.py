@@ -12,6 +12,9 @@ batch/v1 jobs; the operator's ``inferenceendpointconfigs`` custom resource). Beh
   vLLM ``/metrics`` the API server's pod proxy serves (``pods/<pod>:<port>/proxy/metrics``; 403 when
   ``proxy_forbidden``), counting ``vllm:request_success_total`` up by ``prefill_requests(job)`` while a Job runs;
   and the router pod in ``hyperpod-inference-system`` whose log holds one ``disaggregate=`` line per request.
+  The prefill pods are those of the Deployment ``prefill-<endpoint>`` (apps/v1), selected by its selector (the
+  role label and ``app=<endpoint>``: [I], as in ``day2_fakes``); beside them run the prefill pods of endpoint
+  ``<endpoint>-p5en``, whose name starts like ours and whose requests are not the benchmark's.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ _ROUTES = (
     (r"/api/v1/namespaces/([^/]+)/(configmaps|serviceaccounts)(?:/([^/]+))?", None),
     (r"/api/v1/namespaces/([^/]+)/pods(?:/([^/]+/log))?", "pods"),
     (r"/apis/batch/v1/namespaces/([^/]+)/jobs(?:/([^/]+))?", "jobs"),
+    (r"/apis/apps/v1/namespaces/([^/]+)/deployments/([^/]+)", "deployments"),
     (r"/apis/inference\.sagemaker\.aws\.amazon\.com/v1/namespaces/([^/]+)/inferenceendpointconfigs(?:/([^/]+))?",
      "iec"),
 )
@@ -42,6 +46,10 @@ KINDS = {"configmaps": "/api/v1/namespaces/{ns}/configmaps", "serviceaccounts":
 
 ROLE_LABEL = "inference.sagemaker.aws.amazon.com/dpd-role"
 OPERATOR_NAMESPACE = "hyperpod-inference-system"
+ENDPOINT = "llama-3-3-70b"
+#: A prefill pod of another endpoint, ``llama-3-3-70b-p5en`` (config/examples/p5en-two-prefill.yaml), in the same
+#: namespace: its name starts with ``prefill-llama-3-3-70b-``, and it served requests that are not the benchmark's.
+OTHER_PREFILL_POD = f"prefill-{ENDPOINT}-p5en-6d5f7c8b9-d3c0y"
 
 
 def _env(job: dict[str, Any]) -> dict[str, str]:
@@ -61,7 +69,9 @@ class State:
         self.lock = threading.Lock()
         self.prefill_requests = prefill_requests
         self.prefill_pods: dict[str, float] = {}
-        """prefill pod name -> vllm:request_success_total (set by the test; endpoint name in the pod name)."""
+        """prefill pod name -> vllm:request_success_total of endpoint :data:`ENDPOINT` (set by the test)."""
+        self.other_prefill_pods: dict[str, float] = {OTHER_PREFILL_POD: 500.0}
+        """The same for endpoint ``<ENDPOINT>-p5en`` (:data:`OTHER_PREFILL_POD`)."""
         self.router_pod: str | None = None
         self.router_log = ""
         self.router_mark = 0
@@ -100,9 +110,10 @@ class _Handler(QuietHandler):
                 pod = (name or "").split(":")[0]
                 if st.proxy_forbidden:
                     return self.send_kube_status(403, "Forbidden", f"pods \"{pod}\" is forbidden: pods/proxy")
-                if pod not in st.prefill_pods:
+                served = st.prefill_pods | st.other_prefill_pods
+                if pod not in served:
                     return self.send_kube_status(404, "NotFound")
-                count = st.prefill_pods[pod]
+                count = served[pod]
                 text = "".join(f'vllm:request_success_total{{engine="0",finished_reason="{r}",model_name="m"}} '
                                f'{count if r == "stop" else 0.0}\n' for r in ("stop", "length", "abort", "error"))
                 return self.send_body(200, "# TYPE vllm:request_success_total counter\n" + text, "text/plain")
@@ -113,6 +124,8 @@ class _Handler(QuietHandler):
                 if pod == st.router_pod:
                     return self.send_body(200, st.router_log[st.router_mark:], "text/plain")
                 return self.send_body(200, st.logs.get(pod.removesuffix("-pod"), ""), "text/plain")
+            if kind == "deployments":
+                return self._deployment(ns or "", name or "")
             obj = st.objects.get(kind or "", {}).get(name or "")
             if obj is None:
                 return self.send_kube_status(404, "NotFound")
@@ -128,12 +141,25 @@ class _Handler(QuietHandler):
         if selector.startswith("job-name="):
             job = selector.removeprefix("job-name=")
             return [{"metadata": {"name": f"{job}-pod", "namespace": ns}}] if job in st.logs else []
-        if selector == f"{ROLE_LABEL}=prefill":
-            return [{"metadata": {"name": p, "namespace": ns, "labels": {ROLE_LABEL: "prefill"}}}
-                    for p in sorted(st.prefill_pods)]
+        if ROLE_LABEL in selector:
+            pods = [(p, ENDPOINT) for p in st.prefill_pods] + [(p, f"{ENDPOINT}-p5en") for p in st.other_prefill_pods]
+            wanted = dict(term.partition("=")[::2] for term in selector.split(","))
+            return [{"metadata": {"name": p, "namespace": ns, "labels": labels}}
+                    for p, endpoint in sorted(pods)
+                    if (labels := {"app": endpoint, ROLE_LABEL: "prefill"}).items() >= wanted.items()]
         if ns == OPERATOR_NAMESPACE and st.router_pod:
             return [{"metadata": {"name": st.router_pod, "namespace": ns}}]
         return []
+
+    def _deployment(self, ns: str, name: str) -> None:
+        """The operator's prefill Deployment of any endpoint (``prefill-<endpoint>``), selecting its pods."""
+        if not name.startswith("prefill-"):
+            return self.send_kube_status(404, "NotFound")
+        labels = {"app": name.removeprefix("prefill-"), ROLE_LABEL: "prefill"}
+        return self.send_body(200, {
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
+            "spec": {"selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels}, "spec": {"containers": []}}}})
 
     def _reconcile_endpoint(self, obj: dict[str, Any]) -> None:
         status = obj.setdefault("status", {})

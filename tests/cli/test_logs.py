@@ -36,8 +36,8 @@ from day2_fakes import (
     lmcache_line,
     nixl_missing_plugin_line,
     one_line_error,
-    pod,
     retrieved_line,
+    role_pod,
     server_of,
     stored_line,
     worker_line,
@@ -264,7 +264,7 @@ def test_operator_pods_come_from_the_deployment_selector(cli, config_file, kubec
 
 def test_follow_merges_several_pods_with_their_names(cli, config_file, kubeconfig, deployed) -> None:
     second = f"prefill-{NAME}-7d9f8-zzzzz"
-    deployed.pods.append(pod(second, NAMESPACE, {"inference.sagemaker.aws.amazon.com/dpd-role": "prefill"}))
+    deployed.pods.append(role_pod(NAME, "prefill", "7d9f8", "zzzzz"))
     deployed.log(NAMESPACE, f"prefill-{NAME}-7d9f8-abcde", f"prefill-{NAME}", "first prefill line")
     deployed.log(NAMESPACE, second, f"prefill-{NAME}", "second prefill line")
     result = _logs(cli, config_file, kubeconfig, "prefill", "--follow")
@@ -297,7 +297,7 @@ def test_since_drops_older_lines_while_reading_or_following(cli, config_file, ku
 def test_no_pods_is_one_line_with_the_next_step(cli, config_file, kubeconfig, cluster) -> None:
     result = _logs(cli, config_file, kubeconfig, "decode")
     assert result.code == 1
-    assert one_line_error(result) == (f"error: no decode pods (decode-{NAME}-* in {NAMESPACE}); "
+    assert one_line_error(result) == (f"error: no decode pods (Deployment decode-{NAME} in {NAMESPACE}); "
                                       "run 'hyperpod-dpd status'")
 
 
@@ -328,3 +328,22 @@ def test_help_lists_the_day2_commands(cli) -> None:
     assert result.code == 0
     for command in ("status", "smoke", "logs", "sweep"):
         assert command in result.out
+
+
+# --- two endpoints whose names share a prefix (issue 33 item 3, k8s-review defect 6) -----------------------------
+
+
+@pytest.mark.parametrize("role", ["prefill", "decode", "router"])
+def test_logs_of_llama_never_read_the_pods_of_llama_3_3_70b(cli, llama_config, kubeconfig, deployed, role) -> None:
+    """``deployed`` runs endpoint llama-3-3-70b (its decode log and router log hold lines); llama runs beside it."""
+    deployed.dpd_endpoint(name="llama")
+    pod_name = {"prefill": "prefill-llama-7d9f8-abcde", "decode": "decode-llama-5c6b7-fghij",
+                "router": "llama-default-router-6f7d8-klmno"}[role]
+    namespace = "hyperpod-inference-system" if role == "router" else NAMESPACE
+    deployed.log(namespace, pod_name, "router-container" if role == "router" else f"{role}-llama", "LLAMA'S OWN LINE")
+    deployed.log(NAMESPACE, f"prefill-{NAME}-7d9f8-abcde", f"prefill-{NAME}", "NOT THIS ENDPOINT")
+    deployed.requests.clear()
+    result = _logs(cli, llama_config, kubeconfig, role)
+    assert result.code == 0, result.err
+    assert result.out.splitlines() == ["LLAMA'S OWN LINE"]
+    assert [r for r in deployed.requests if NAME in r] == []  # not one read of llama-3-3-70b's objects

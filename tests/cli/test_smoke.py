@@ -71,6 +71,11 @@ def test_long_prompt_proves_the_dpd_path_and_short_one_stays_on_the_decoder(cli,
     for r in (short, long):
         assert r["answer"] == "Disaggregated prefill splits prompt processing from token generation."
         assert r["output_tokens"] == 9 and r["ttft_seconds"] > 0 and r["tpot_seconds"] > 0
+    # What each role ran when it was certified (the skew guard, issue 33 item 2).
+    assert report["roles"]["decode"] == {
+        "deployment": f"decode-{NAME}", "found": True, "revision": "1", "images": ["lmcache/vllm-openai:v0.4.3"],
+        "models": ["/opt/ml/model"], "templates": [{"pod_template_hash": "5c6b7", "revision": "1", "pods": 1,
+                                                    "ready": 1}]}
 
 
 @pytest.mark.parametrize("behaviour", [
@@ -389,3 +394,50 @@ def test_a_failed_long_request_keeps_the_short_ones_measurement(cli, config_file
     assert long["error"] == "http://x/v1/chat/completions: stream broken (ConnectionResetError)"
     assert long["ttft_seconds"] is None
     assert one_line_error(result).startswith("error: smoke test failed: long prompt: request failed")
+
+
+# --- the skew guard (issue 33 item 2): no certificate for prefill and decode that differ --------------------------
+# Pods, ReplicaSets and Deployments in the format of day2_fakes.role_pod / replica_set / role_deployment.
+
+
+@pytest.mark.parametrize(("roll", "differs"), [
+    ({"role": "decode", "image": "lmcache/vllm-openai:v0.4.4"},
+     "image differs: prefill runs lmcache/vllm-openai:v0.4.3; decode runs lmcache/vllm-openai:v0.4.4"),
+    ({"role": "decode", "model": "/opt/ml/model/llama-3-3-70b-instruct-r2"},
+     "model path (--model) differs: prefill runs /opt/ml/model; decode runs /opt/ml/model/llama-3-3-70b-instruct-r2"),
+    ({"role": "prefill", "finished": False},
+     "prefill rollout in progress: its pods run 2 pod templates (revision 1 (7d9f8): 1/1 Ready; revision 2 (9a8b7): "
+     "1/1 Ready)"),
+], ids=["image", "model-path", "rollout"])
+def test_a_skewed_endpoint_is_refused_before_any_request(cli, config_file, kubeconfig, cluster, roll,
+                                                         differs) -> None:
+    with _served(cluster) as url:
+        cluster.roll(roll.pop("role"), "9a8b7" if "finished" in roll else "8e0a1", 2, **roll)
+        result = _smoke(cli, config_file, kubeconfig, url, "--json")
+    assert result.code == 1
+    assert one_line_error(result) == (f"error: refusing to certify a skewed endpoint: {differs}; 'hyperpod-dpd "
+                                      "status' shows each role's revision")
+    assert result.out == "" and not cluster.logs  # not one request reached the router or the decoder
+
+
+# --- two endpoints whose names share a prefix (issue 33 item 3, k8s-review defect 6) -----------------------------
+
+
+def test_smoke_of_llama_never_reads_the_pods_of_llama_3_3_70b(cli, llama_config, kubeconfig, cluster) -> None:
+    """llama-3-3-70b runs beside llama; its workers' logs would refute the EFA path (UCX) if they were read."""
+    cluster.dpd_endpoint()
+    for pod_name, role in ((PREFILL_POD, "prefill"), (DECODE_POD, "decode")):
+        for line in worker_startup(role, nixl_backends=None):
+            cluster.log(NAMESPACE, pod_name, f"{role}-{NAME}", line, when=time.time() - 3600)
+    cluster.dpd_endpoint(name="llama")
+    for role, pod_name in (("prefill", "prefill-llama-7d9f8-abcde"), ("decode", "decode-llama-5c6b7-fghij")):
+        for line in worker_startup(role):
+            cluster.log(NAMESPACE, pod_name, f"{role}-llama", line, when=time.time() - 3600)
+    cluster.requests.clear()
+    with openai_server(cluster, DecoderBehaviour(), name="llama") as url:
+        result = _smoke(cli, llama_config, kubeconfig, url, "--json")
+    assert result.code == 0, result.err
+    report = json.loads(result.out)
+    assert report["efa"]["verdict"] == "proven"
+    assert [p["pod"] for p in report["efa"]["pods"]] == ["prefill-llama-7d9f8-abcde", "decode-llama-5c6b7-fghij"]
+    assert [r for r in cluster.requests if NAME in r] == []  # not one read of llama-3-3-70b's objects

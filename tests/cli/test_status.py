@@ -28,6 +28,7 @@ from day2_fakes import (
     one_line_error,
     pod,
     retrieved_line,
+    role_pod,
     server_of,
     weights_cache_object,
     worker_line,
@@ -180,6 +181,15 @@ def test_healthy_endpoint_can_serve(cli, config_file, kubeconfig, healthy) -> No
     assert rows["endpoint:load balancer"]["detail"] == f"{lb['DNSName']} (active)"
     assert rows["endpoint:TLS certificate"]["detail"] == f"s3://hyperpod-tls-test/{NAMESPACE}/{NAME}.pem (Valid)"
     assert all(c["state"] == "ok" for c in report["checks"] if c["section"] != "observability")
+    # The skew guard (issue 33 item 2): what each role runs, on the screen and as data in --json.
+    prefill, decode = rows["endpoint:prefill revision"], rows["endpoint:decode revision"]
+    assert prefill["detail"] == "image lmcache/vllm-openai:v0.4.3, model /opt/ml/model, revision 1 (7d9f8): 1/1 Ready"
+    assert decode["detail"] == "image lmcache/vllm-openai:v0.4.3, model /opt/ml/model, revision 1 (5c6b7): 1/1 Ready"
+    assert prefill["facts"] == {
+        "deployment": f"prefill-{NAME}", "found": True, "revision": "1", "images": ["lmcache/vllm-openai:v0.4.3"],
+        "models": ["/opt/ml/model"], "templates": [{"pod_template_hash": "7d9f8", "revision": "1", "pods": 1,
+                                                    "ready": 1}]}
+    assert rows["endpoint:prefill/decode skew"]["facts"] == {"skewed": False, "findings": []}
 
 
 def test_says_in_one_line_whom_the_alerts_reach(cli, config_file, kubeconfig, healthy) -> None:
@@ -534,3 +544,129 @@ def test_a_log_without_start_up_lines_leaves_the_path_unproven(cli, config_file,
     check = _rows(_status(cli, config_file, kubeconfig, "--json").out)["endpoint:KV path (decode)"]
     assert check["state"] == "warn" and check["detail"].startswith("not proven: ")
     assert "no 'LMCache Configuration' line" in check["detail"]
+
+
+# --- prefill/decode skew (issue 33 item 2) -----------------------------------------------------------------------
+# The pods, ReplicaSets and Deployments are in the format of day2_fakes.role_pod / replica_set / role_deployment:
+# the role label (AWS DPD guide), pod-template-hash and deployment.kubernetes.io/revision (Kubernetes), [I] the rest.
+
+NEW_IMAGE = "lmcache/vllm-openai:v0.4.4"
+NEW_MODEL = "/opt/ml/model/llama-3-3-70b-instruct-r2"
+
+
+@pytest.mark.parametrize(("change", "differs"), [
+    ({"image": NEW_IMAGE}, f"image differs: prefill runs lmcache/vllm-openai:v0.4.3; decode runs {NEW_IMAGE}"),
+    ({"model": NEW_MODEL}, f"model path (--model) differs: prefill runs /opt/ml/model; decode runs {NEW_MODEL}"),
+], ids=["image", "model-path"])
+def test_prefill_and_decode_serving_different_weights_or_engines_cannot_serve(
+        cli, config_file, kubeconfig, healthy, change, differs) -> None:
+    """Decode finished its rollout, prefill has not started (k8s-review defect 1: no surge room in its pool)."""
+    healthy.roll("decode", "8e0a1", 2, **change)
+    result = _status(cli, config_file, kubeconfig, "--json")
+    assert result.code == 1
+    skew = _rows(result.out)["endpoint:prefill/decode skew"]
+    assert skew["state"] == "fail" and skew["blocks_serving"] and skew["detail"] == differs
+    assert skew["facts"]["findings"][0]["kind"] == next(iter(change))
+    line = one_line_error(_status(cli, config_file, kubeconfig))
+    assert line.startswith(f"error: the endpoint cannot serve: prefill/decode skew: {differs}; next: ")
+
+
+def test_a_role_mid_rollout_is_a_warning(cli, config_file, kubeconfig, healthy) -> None:
+    """Pods of two pod templates in one role: the new pod is Pending (no free GPUs), the old one serves."""
+    healthy.roll("prefill", "9a8b7", 2, ready=False, finished=False)
+    result = _status(cli, config_file, kubeconfig, "--json")
+    assert result.code == 0, result.err  # both roles still serve one image and one model path
+    rows = _rows(result.out)
+    expected = "prefill rollout in progress: its pods run 2 pod templates (revision 1 (7d9f8): 1/1 Ready; revision 2 " \
+               "(9a8b7): 0/1 Ready)"
+    assert (rows["endpoint:prefill/decode skew"]["state"], rows["endpoint:prefill/decode skew"]["detail"]) == (
+        "warn", expected)
+    assert rows["endpoint:prefill revision"]["state"] == "warn"
+    assert rows["endpoint:prefill revision"]["next_step"] == f"kubectl rollout status deployment/prefill-{NAME} -n " \
+                                                             f"{NAMESPACE}"
+    assert rows["endpoint:decode revision"]["state"] == "ok"
+
+
+def test_pods_behind_their_deployments_revision_are_a_rollout() -> None:
+    """The Deployment moved to revision 2 and no pod of it exists yet (the pods of revision 1 serve)."""
+    from hyperpod_dpd import skew
+    from hyperpod_dpd.kube import PodTarget, RoleWorkers
+
+    def role(name: str, template: str, revision: str) -> RoleWorkers:
+        pods = [PodTarget(namespace=NAMESPACE, pod=f"{name}-{template}-a", container=name, ready=True,
+                          image="i", model="/opt/ml/model", template_hash=template)]
+        return RoleWorkers(role="decode" if name == "decode" else "prefill", deployment=name, found=True,
+                           revision=revision, revisions={template: "1"}, pods=pods)
+
+    (finding,) = skew.findings({"prefill": role("prefill", "7d9f8", "1"), "decode": role("decode", "5c6b7", "2")})
+    assert (finding.kind, finding.role, finding.message) == (
+        "rollout", "decode", "decode rollout in progress: its pods run revision 1, Deployment decode is at revision 2")
+
+
+def test_both_roles_rolled_to_one_new_model_are_not_skewed(cli, config_file, kubeconfig, healthy) -> None:
+    """A finished rollout's old pod that is still terminating is no second pod template."""
+    for role, template in (("prefill", "9a8b7"), ("decode", "8e0a1")):
+        healthy.roll(role, template, 2, model=NEW_MODEL)
+    healthy.pods.append(role_pod(NAME, "decode", "5c6b7", "old00", terminating=True))
+    result = _status(cli, config_file, kubeconfig, "--json")
+    assert result.code == 0, result.err
+    rows = _rows(result.out)
+    assert rows["endpoint:prefill/decode skew"]["state"] == "ok"
+    assert rows["endpoint:decode revision"]["detail"] == (
+        f"image lmcache/vllm-openai:v0.4.3, model {NEW_MODEL}, revision 2 (8e0a1): 1/1 Ready")
+
+
+# --- two endpoints whose names share a prefix (issue 33 item 3, k8s-review defect 6) -----------------------------
+
+
+def test_status_of_llama_never_reads_the_pods_of_llama_3_3_70b(cli, llama_config, kubeconfig, healthy) -> None:
+    """``healthy`` runs endpoint llama-3-3-70b; endpoint llama runs beside it in the same namespace. Its weights
+    caches are owned by no InferenceEndpointConfig, so the fallback that used to take every name starting with
+    ``llama`` is the one in use."""
+    healthy.weights_caches[:] = [weights_cache_object(owner=NAME, owned=False)]
+    healthy.dpd_endpoint(name="llama", model_location="models/Llama-3.1-8B-Instruct/")
+    healthy.weights_caches[1] = weights_cache_object(owner="llama", owned=False,
+                                                     model_location="models/Llama-3.1-8B-Instruct")
+    for role, (template, suffix) in (("prefill", ("7d9f8", "abcde")), ("decode", ("5c6b7", "fghij"))):
+        for line in worker_startup(role):
+            healthy.log(NAMESPACE, f"{role}-llama-{template}-{suffix}", f"{role}-llama", line)
+    healthy.requests.clear()
+    result = _status(cli, llama_config, kubeconfig, "--json")
+    rows = _rows(result.out)
+    assert rows["endpoint:prefill pods"]["detail"] == "Ready 1/1 (prefill-llama-7d9f8-abcde)"
+    assert rows["endpoint:decode pods"]["detail"] == "Ready 1/1 (decode-llama-5c6b7-fghij)"
+    assert rows["endpoint:router"]["detail"] == "Ready 1/1 (llama-default-routing-service:443)"
+    assert rows["endpoint:weights cache"]["detail"] == "/opt/dlami/nvme: llama-weights-cache Ready, 2/2 nodes"
+    assert rows["endpoint:KV path (decode)"]["detail"] == (
+        "over EFA: decode-llama-5c6b7-fghij: 'pd_role': 'receiver', NIXL LIBFABRIC")
+    assert [r for r in healthy.requests if NAME in r] == []  # not one read of llama-3-3-70b's objects
+
+
+def test_a_deployment_selector_is_read_whole_expressions_too() -> None:
+    """apps/v1 ``spec.selector`` in the list calls' ``labelSelector`` syntax (Kubernetes docs, "Labels and
+    Selectors": ``key=value``, ``key in (a,b)``, ``key notin (a)``, ``key``, ``!key``)."""
+    from kubernetes.client import V1LabelSelector, V1LabelSelectorRequirement
+
+    from hyperpod_dpd.kube import label_selector
+
+    selector = V1LabelSelector(match_labels={"app": "llama", "b": "2"}, match_expressions=[
+        V1LabelSelectorRequirement(key="tier", operator="In", values=["a", "b"]),
+        V1LabelSelectorRequirement(key="zone", operator="NotIn", values=["x"]),
+        V1LabelSelectorRequirement(key="role", operator="Exists"),
+        V1LabelSelectorRequirement(key="old", operator="DoesNotExist")])
+    assert label_selector(selector) == "app=llama,b=2,tier in (a,b),zone notin (x),role,!old"
+
+
+@pytest.mark.parametrize(("command", "args", "model"), [
+    (None, ["--model", "/opt/ml/model", "--port", "8000", "--model", "/opt/ml/model/m-r2"], "/opt/ml/model/m-r2"),
+    (None, ["--model=/opt/ml/model/m"], "/opt/ml/model/m"),
+    (["/bin/sh", "-c", "vllm serve --model '/opt/ml/model/m' --port 8000"], None, "/opt/ml/model/m"),
+    (["vllm", "serve"], ["--port", "8000"], ""),
+], ids=["last-wins", "equals", "shell-line", "none"])
+def test_the_model_path_is_vllms_model_argument(command, args, model) -> None:
+    """argparse takes the last ``--model`` (role args come after worker.args: CRD pdSpec)."""
+    from kubernetes.client import V1Container
+
+    from hyperpod_dpd.kube import model_arg
+
+    assert model_arg(V1Container(name="decode-llama", command=command, args=args)) == model

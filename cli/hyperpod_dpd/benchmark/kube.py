@@ -19,6 +19,7 @@ from hyperpod_core.names import OPERATOR_NAMESPACE, ROUTER_CONTAINER, EndpointNa
 from hyperpod_core.names import PLURAL as IEC_PLURAL
 from hyperpod_core.names import VERSION as IEC_VERSION
 from hyperpod_dpd.kube import REQUEST_TIMEOUT, kube_errors
+from hyperpod_dpd.kube import Kube as DayTwoKube
 
 #: vLLM's finished-request counter (shared/metrics/vllm-0.19.0.json), one series per ``finished_reason``.
 FINISHED_REQUESTS = "vllm:request_success_total"
@@ -52,6 +53,7 @@ class Kube:
         self.custom = client.CustomObjectsApi(api)
         self.batch = client.BatchV1Api(api)
         self.core = client.CoreV1Api(api)
+        self.day2 = DayTwoKube(api)  # the day-2 commands' pod selection (by the role Deployment's selector)
         self.sleep, self.clock = sleep, clock
 
     def _call(self, action: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -189,10 +191,10 @@ class Kube:
         """Finished requests per prefill pod of endpoint ``name``: ``vllm:request_success_total`` from each pod's
         vLLM ``/metrics`` (container port ``port``) through the API server's pod proxy (``pods/proxy``)."""
         names = EndpointNames(name=name, namespace=ns)
-        pods = self._call("listing the prefill pods", self.core.list_namespaced_pod, ns,
-                          label_selector=names.role_selector("prefill"))
+        with kube_errors("listing the prefill pods"):
+            pods = self.day2.role_pods(names, "prefill")
         out: dict[str, float] = {}
-        for pod in sorted(p.metadata.name for p in pods.items if names.is_role_pod("prefill", p.metadata.name)):
+        for pod in (p.pod for p in pods):
             resp = self._call(f"reading the metrics of {pod}", self.core.connect_get_namespaced_pod_proxy_with_path,
                               f"{pod}:{port}", ns, "metrics", _preload_content=False)
             out[pod] = finished_requests(bytes(resp.data).decode("utf-8", "replace"))

@@ -1,9 +1,10 @@
 """``hyperpod-dpd logs ROLE``: the log of the right pods and container for this endpoint, signatures marked.
 
-Roles and where they live (names: :mod:`hyperpod_core.names`): ``prefill``/``decode`` pods in the
-endpoint namespace (vLLM container ``<role>-<endpoint>``), the ``router`` in ``hyperpod-inference-system``
-(container ``router-container``), the ``operator`` Deployment's pods (container ``manager``). Lines carrying a
-known signature (:mod:`hyperpod_dpd.dpd_logs`) are coloured and followed by their meaning and fix.
+Roles and where they live (names: :mod:`hyperpod_core.names`): the pods of the Deployment ``prefill-<endpoint>`` /
+``decode-<endpoint>`` in the endpoint namespace (vLLM container ``<role>-<endpoint>``), of the router's
+``<endpoint>-<namespace>-router`` in ``hyperpod-inference-system`` (container ``router-container``), of the operator
+Deployment (container ``manager``); each picked by its Deployment's own selector, never by a name prefix. Lines
+carrying a known signature (:mod:`hyperpod_dpd.dpd_logs`) are coloured and followed by their meaning and fix.
 """
 
 from __future__ import annotations
@@ -68,11 +69,12 @@ def logs(
         targets = _targets(kube, dep.names, role)
     if not targets:
         if role == "router":
-            where = f"{dep.names.router_pod_prefix}* in {OPERATOR_NAMESPACE}"
+            where = f"Deployment {dep.names.router_deployment} in {OPERATOR_NAMESPACE}"
         elif role == "operator":
             where = f"operator Deployment in {OPERATOR_NAMESPACE}"
         else:
-            where = f"{role}-{dep.names.name}-* in {dep.names.namespace}"
+            deployment = dep.names.role_deployment("prefill" if role == "prefill" else "decode")
+            where = f"Deployment {deployment} in {dep.names.namespace}"
         raise CommandFailed(f"no {role} pods ({where}); run 'hyperpod-dpd status'")
     out = Console(highlight=False, soft_wrap=True)
     prefix = len(targets) > 1

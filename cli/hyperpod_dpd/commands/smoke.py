@@ -1,5 +1,9 @@
 """``hyperpod-dpd smoke``: a short and a long prompt, streamed, then proof from the decoder's log.
 
+First the skew guard (:mod:`hyperpod_dpd.skew`): a test of an endpoint whose prefill and decode serve another image
+or model path, or whose roles are mid-rollout, would certify a state that is about to change or serves wrong
+tokens; the command refuses it (one line, exit 1) before sending a request.
+
 The router disaggregates requests whose estimated input tokens are >= ``pdSpec.routingThreshold``
 (``shared/reference/operations.md``, "Smoke test and status"), so the short prompt must stay below
 ``endpoint.routing_threshold_tokens`` (decoded without a transfer) and the long one well above it (prefilled on
@@ -35,8 +39,8 @@ from rich.console import Console
 from rich.table import Table
 
 from hyperpod_core.errors import CommandFailed, UsageError
-from hyperpod_core.names import certificate_pem_location
-from hyperpod_dpd import dpd_logs
+from hyperpod_core.names import ROLES, certificate_pem_location
+from hyperpod_dpd import dpd_logs, skew
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption, OutputOption, ProfileOption, RegionOption
 from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load
 from hyperpod_dpd.openai_stream import StreamResult, chat_payload, stream
@@ -149,6 +153,8 @@ def smoke(
     dep = load(config, env, region=region)
     c = dep.env.config
     kube = dep.kube(kubeconfig, context)
+    unchecked: list[dict[str, str]] = []
+    roles = _refuse_skew(kube, dep, unchecked)
     with tempfile.TemporaryDirectory(prefix="hyperpod-dpd-smoke-") as tmp:
         if url is None:
             url, ca_file = _load_balancer_url(dep, kube, Path(tmp))
@@ -176,7 +182,6 @@ def smoke(
         if r.name in results:
             _record_answer(r, results[r.name])
 
-    unchecked: list[dict[str, str]] = []
     time.sleep(log_wait)
     since = math.ceil((datetime.now(UTC) - short_start).total_seconds()) + 30
     decoders: list[PodTarget] = []
@@ -185,8 +190,8 @@ def smoke(
         with kube_errors("reading the decode pods' logs"):
             decoders = kube.role_pods(dep.names, "decode")
             if not decoders:
-                raise CommandFailed(f"no decode pod {dep.names.role_pod_prefix('decode')}* in "
-                                    f"{dep.names.namespace}; run 'hyperpod-dpd status'")
+                raise CommandFailed(f"no decode pod (Deployment {dep.names.role_deployment('decode')} in "
+                                    f"{dep.names.namespace}); run 'hyperpod-dpd status'")
             windows = {target.pod: _window(kube, target, since, short_start) for target in decoders}
     except CommandFailed as exc:
         unchecked.append({"check": "the KV transfer of each request (the decode pods' log)", "reason": str(exc)})
@@ -213,7 +218,7 @@ def smoke(
         unchecked.append({"check": "the KV path over EFA (the workers' start-up logs)", "reason": str(exc)})
     ok = all(r.ok for r in reports) and efa["verdict"] != "refuted" and not unchecked
     if as_json:
-        emit({"url": url, "threshold_tokens": threshold, "requests": [asdict(r) for r in reports],
+        emit({"url": url, "threshold_tokens": threshold, "roles": roles, "requests": [asdict(r) for r in reports],
               "router_decisions": decisions, "idle_timeout_seconds": timeout_s, "efa": efa,
               "unchecked": unchecked, "ok": ok}, fmt)
     else:
@@ -238,6 +243,26 @@ def smoke(
         names = "; ".join(u["check"] for u in unchecked)
         raise CommandFailed(f"smoke test incomplete: could not check {names} ({unchecked[0]['reason']}); the "
                             "requests' measurements are in the output")
+
+
+def _refuse_skew(kube: Kube, dep: Deployment, unchecked: list[dict[str, str]]) -> dict[str, Any]:
+    """What each role runs (:func:`hyperpod_dpd.skew.summary`); refused (one line) when prefill and decode differ
+    or a role is mid-rollout (:func:`hyperpod_dpd.skew.findings`). When the Deployments cannot be read, the check
+    goes to ``unchecked`` and the test goes on: its measurements still count, the verdict is "incomplete"."""
+    from hyperpod_dpd.kube import kube_errors
+
+    try:
+        with kube_errors("reading the prefill and decode Deployments"):
+            workers = {role: kube.role_workers(dep.names, role) for role in ROLES}
+    except CommandFailed as exc:
+        unchecked.append({"check": "that prefill and decode run one image, model and pod template",
+                          "reason": str(exc)})
+        return {}
+    found = skew.findings(workers)
+    if found:
+        raise CommandFailed("refusing to certify a skewed endpoint: " + "; ".join(f.message for f in found)
+                            + "; 'hyperpod-dpd status' shows each role's revision")
+    return {role: skew.summary(w) for role, w in workers.items()}
 
 
 def _window(kube: Kube, target: PodTarget, since_seconds: int, start: datetime) -> list[str]:

@@ -14,21 +14,25 @@ Sources of each row:
 * Endpoint: the ``InferenceEndpointConfig`` status of the operator CRD (``state``, ``conditions[]``,
   ``tlsCertificate``; ``shared/crds/v3.3/inferenceendpointconfigs.yaml``), the role pods, the router pods and the
   load balancer on the endpoint's Ingress. Requests get 503 until ``state`` is ``DeploymentComplete``
-  (``shared/reference/operations.md``).
+  (``shared/reference/operations.md``). Pods are those their Deployment's own selector picks
+  (:mod:`hyperpod_dpd.kube`), never those whose name starts like the endpoint's.
+* Skew: per role the image, ``--model`` and pod template (``pod-template-hash``, ``deployment.kubernetes.io/revision``)
+  of its pods, and whether prefill and decode differ (:mod:`hyperpod_dpd.skew`).
 * Cold start (operator v3.3): ``status.imageCacheStatus`` (``state``, ``readyNodes``/``targetNodes``, ``message``)
   and the ``status`` of the operator's ModelWeightsCacheConfig (``shared/crds/v3.3``).
 * KV path: each worker's start-up and recent log lines (:func:`hyperpod_dpd.dpd_logs.efa_findings`): ``pd_role``,
   the NIXL transport, per-rank transfer rates against the 1 GB/s EFA line, ``Retrieved 0 out of N``.
 
 Exit code 0 only when the endpoint can serve: HyperPod cluster ``InService`` with every instance group at its
-target, state ``DeploymentComplete``, every role Ready at its replica count, and a Ready router.
+target, state ``DeploymentComplete``, every role Ready at its replica count, a Ready router, and prefill and decode
+serving one image and one model path.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
@@ -47,12 +51,13 @@ from hyperpod_core.names import (
     Role,
     certificate_pem_location,
 )
+from hyperpod_dpd import skew
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption, OutputOption, ProfileOption, RegionOption
 from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load
 from hyperpod_dpd.render import console, emit, output_format
 
 if TYPE_CHECKING:  # boto3 and the Kubernetes client load in the checks that call them, not for --help
-    from hyperpod_dpd.kube import Kube, NodeState, PodTarget
+    from hyperpod_dpd.kube import Kube, NodeState, PodTarget, RoleWorkers
 
 State = Literal["ok", "warn", "fail"]
 ADDON_PINS: tuple[pins.AddonPin, ...] = (
@@ -75,6 +80,8 @@ class Check:
     next_step: str = ""
     blocks_serving: bool = True
     """A failed check with this flag means the endpoint cannot serve."""
+    facts: dict[str, Any] = field(default_factory=dict)
+    """What the row is about, as data for ``--json`` (the skew rows: each role's image, model path and revision)."""
 
 
 def register(app: typer.Typer) -> None:
@@ -308,9 +315,10 @@ def endpoint_checks(dep: Deployment, kubeconfig: str | None, context: str | None
             return [Check(section="endpoint", name=f"{names.namespace}/{names.name}", state="fail",
                           detail="InferenceEndpointConfig not found",
                           next_step=f"kubectl apply -f {dep.env.dist}/endpoint/")]
-        pods = {role: kube.role_pods(names, role) for role in ROLES}
+        dpd = (obj.get("spec") or {}).get("pdSpec") is not None
+        workers = {role: kube.role_workers(names, role) for role in ROLES} if dpd else {}
         routers = kube.router_pods(names)
-        app_pods = kube.app_pods(names) if (obj.get("spec") or {}).get("pdSpec") is None else []
+        app_pods = [] if dpd else kube.app_pods(names)
         hosts = kube.load_balancer_hosts(names)
     status_ = obj.get("status") or {}
     spec = obj.get("spec") or {}
@@ -327,10 +335,12 @@ def endpoint_checks(dep: Deployment, kubeconfig: str | None, context: str | None
     checks = [Check(section="endpoint", name="state", state="ok" if state == "DeploymentComplete" else "fail",
                     detail=state + (f" ({conditions})" if conditions else ""), next_step=next_state)]
     pd_spec = spec.get("pdSpec")
+    pods = {role: w.pods for role, w in workers.items()}
     if pd_spec is None:
         checks += _colocated_checks(dep, spec, app_pods)
     else:
         checks += _dpd_checks(dep, pd_spec, pods, routers)
+        checks += skew_checks(dep, workers)
     checks.append(load_balancer_check(dep, hosts))
     pem = certificate_pem_location(status_)
     health = (status_.get("tlsCertificate") or {}).get("certificateHealth")
@@ -367,7 +377,7 @@ def cache_checks(dep: Deployment, kube: Kube, spec: dict[str, Any], status_: dic
         return checks
     try:
         with kube_errors("listing the ModelWeightsCacheConfig objects"):
-            found = kube.weights_caches(dep.names)
+            found = kube.weights_caches(dep.names, spec.get("modelSourceConfig"))
     except CommandFailed as exc:
         return [*checks, Check(section="endpoint", name="weights cache", state="warn", detail=str(exc),
                                blocks_serving=False)]
@@ -512,6 +522,46 @@ def _dpd_checks(dep: Deployment, pd_spec: dict[str, Any], pods: dict[Role, list[
                         next_step="" if ready_routers else "the operator creates the router with pdSpec; "
                                                            "'hyperpod-dpd logs router' / 'hyperpod-dpd logs operator'"))
     return checks
+
+
+def skew_checks(dep: Deployment, workers: dict[Role, RoleWorkers]) -> list[Check]:
+    """One row per role with what it runs (image, ``--model``, pod templates and revisions), then one row that
+    compares them (:func:`hyperpod_dpd.skew.findings`). A different image or model path between the serving pods
+    means the endpoint cannot serve correctly (KV caches meet another model's or engine's); a rollout alone is a
+    warning (``smoke`` refuses to certify the endpoint until it is over)."""
+    names = dep.names
+    found = skew.findings(workers)
+    checks = []
+    for role in ROLES:
+        w = workers[role]
+        rolling = [f for f in found if f.role == role]
+        checks.append(Check(section="endpoint", name=f"{role} revision", state="warn" if rolling else "ok",
+                            detail=skew.describe(w), blocks_serving=False, facts=skew.summary(w),
+                            next_step=f"kubectl rollout status deployment/{w.deployment} -n {names.namespace}"
+                            if rolling else ""))
+    rollout = " and ".join(f"'kubectl rollout status deployment/{workers[r].deployment} -n {names.namespace}'"
+                           for r in ROLES)
+    differ = [f for f in found if f.kind != "rollout"]
+    facts = {"skewed": bool(found), "findings": [{"kind": f.kind, "role": f.role, "message": f.message}
+                                                 for f in found]}
+    if differ:
+        return [*checks, Check(
+            section="endpoint", name="prefill/decode skew", state="fail", facts=facts,
+            detail="; ".join(f.message for f in found),
+            next_step=f"decode now continues KV caches of another image or model: let both roles finish their "
+                      f"rollouts ({rollout}); a new pod Pending for GPUs never finishes one "
+                      "(docs/operations.md#skew-guard)")]
+    if found:
+        return [*checks, Check(
+            section="endpoint", name="prefill/decode skew", state="warn", blocks_serving=False, facts=facts,
+            detail="; ".join(f.message for f in found),
+            next_step=f"wait for the rollout ({rollout}); smoke refuses to certify the endpoint until it is over")]
+    idle = [r for r in ROLES if not any(p.ready and not p.terminating for p in workers[r].pods)]
+    if idle:
+        return [*checks, Check(section="endpoint", name="prefill/decode skew", state="warn", blocks_serving=False,
+                               facts=facts, detail=f"not compared: no Ready {' or '.join(idle)} pod")]
+    return [*checks, Check(section="endpoint", name="prefill/decode skew", state="ok", facts=facts,
+                           detail="none: both roles serve one image and one model path, each from one pod template")]
 
 
 def _colocated_checks(dep: Deployment, spec: dict[str, Any], pods: list[PodTarget]) -> list[Check]:
