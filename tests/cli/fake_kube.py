@@ -11,7 +11,12 @@ batch/v1 jobs; the operator's ``inferenceendpointconfigs`` custom resource). Beh
 * the DPD endpoint's pods: prefill pods (label ``inference.sagemaker.aws.amazon.com/dpd-role=prefill``) whose
   vLLM ``/metrics`` the API server's pod proxy serves (``pods/<pod>:<port>/proxy/metrics``; 403 when
   ``proxy_forbidden``), counting ``vllm:request_success_total`` up by ``prefill_requests(job)`` while a Job runs;
-  and the router pod in ``hyperpod-inference-system`` whose log holds one ``disaggregate=`` line per request.
+  and the router pod in ``hyperpod-inference-system`` whose log holds one ``disaggregate=`` line per request;
+* the endpoint's Deployments (``apps/v1``), derived from the live ``InferenceEndpointConfig``: DPD ``prefill-<name>``
+  and ``decode-<name>`` with each role's replicas and GPUs, colocated the Deployment its
+  ``status.deploymentStatus.name`` names. With ``pdSpec.autoScalingSpec`` live, each role holds its
+  ``minReplicaCount`` ready: KEDA scales down to it while the benchmark's queue stays under the target (the
+  configured 600 s scale-down stabilization passes inside one 15-minute run).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ _ROUTES = (
     (r"/api/v1/namespaces/([^/]+)/(configmaps|serviceaccounts)(?:/([^/]+))?", None),
     (r"/api/v1/namespaces/([^/]+)/pods(?:/([^/]+/log))?", "pods"),
     (r"/apis/batch/v1/namespaces/([^/]+)/jobs(?:/([^/]+))?", "jobs"),
+    (r"/apis/apps/v1/namespaces/([^/]+)/deployments/([^/]+)", "deployments"),
     (r"/apis/inference\.sagemaker\.aws\.amazon\.com/v1/namespaces/([^/]+)/inferenceendpointconfigs(?:/([^/]+))?",
      "iec"),
 )
@@ -73,6 +79,10 @@ class State:
         self.logs: dict[str, str] = {}
         self.events: list[tuple[str, str, str]] = []  # (verb, kind, name or detail)
         self.fail_endpoint = False
+        self.ready_override: dict[str, int] = {}
+        """Deployment name -> ready replicas, whatever the endpoint asks for (a pod lost during a run)."""
+        self.applied: list[dict[str, Any]] = []
+        """Every InferenceEndpointConfig body replaced (PUT), in order."""
         self.version = 0
 
     def next_version(self) -> str:
@@ -113,6 +123,11 @@ class _Handler(QuietHandler):
                 if pod == st.router_pod:
                     return self.send_body(200, st.router_log[st.router_mark:], "text/plain")
                 return self.send_body(200, st.logs.get(pod.removesuffix("-pod"), ""), "text/plain")
+            if kind == "deployments":
+                deployment = self._deployment(ns or "", name or "")
+                if deployment is None:
+                    return self.send_kube_status(404, "NotFound")
+                return self.send_body(200, deployment)
             obj = st.objects.get(kind or "", {}).get(name or "")
             if obj is None:
                 return self.send_kube_status(404, "NotFound")
@@ -121,6 +136,34 @@ class _Handler(QuietHandler):
             if kind == "jobs":
                 self._advance_job(obj)
             return self.send_body(200, obj)
+
+    def _deployment(self, ns: str, name: str) -> dict[str, Any] | None:
+        """The Deployment ``name`` of the live endpoint (module docstring), or ``None``."""
+        live = next(iter(self.server.state.objects["iec"].values()), None)
+        if live is None:
+            return None
+        spec, endpoint = live["spec"], live["metadata"]["name"]
+        if "pdSpec" in spec:
+            pd = spec["pdSpec"]
+            scaling = pd.get("autoScalingSpec") or {}
+            roles = {f"prefill-{endpoint}": (pd["prefillSpec"], scaling.get("prefillAutoScaling")),
+                     f"decode-{endpoint}": (pd["decodingSpec"], scaling.get("decodingAutoScaling"))}
+            if name not in roles:
+                return None
+            role, keda = roles[name]
+            replicas, gpus = role["replicas"], role["resources"]["limits"]["nvidia.com/gpu"]
+            ready = keda["minReplicaCount"] if keda else replicas
+        else:
+            if name != (live.get("status", {}).get("deploymentStatus") or {}).get("name"):
+                return None
+            replicas, gpus = spec["replicas"], spec["worker"]["resources"]["limits"]["nvidia.com/gpu"]
+            ready = replicas
+        ready = self.server.state.ready_override.get(name, ready)
+        container = {"name": "worker", "image": "w", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}
+        return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
+                "spec": {"replicas": ready, "selector": {"matchLabels": {"app": name}},
+                         "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [container]}}},
+                "status": {"replicas": ready, "readyReplicas": ready}}
 
     def _pods(self, ns: str | None) -> list[dict[str, Any]]:
         st = self.server.state
@@ -143,6 +186,8 @@ class _Handler(QuietHandler):
         elif status["state"] == "DeploymentInProgress":
             failed = self.server.state.fail_endpoint
             status["state"] = "DeploymentFailed" if failed else "DeploymentComplete"
+            if "pdSpec" not in obj["spec"]:
+                status["deploymentStatus"] = {"name": obj["metadata"]["name"]}
             status["conditions"] = [{"type": "Failed" if failed else "Ready", "status": "True", "reason": "x",
                                      "lastTransitionTime": "2026-12-01T00:00:00Z",
                                      "message": "pods CrashLoopBackOff" if failed else "ready"}]
@@ -199,6 +244,8 @@ class _Handler(QuietHandler):
                                     generation=live["metadata"].get("generation", 1) + 1)
             body["status"] = live.get("status", {})
             st.objects[kind or ""][name or ""] = body
+            if kind == "iec":
+                st.applied.append(body)
             mode = "dpd" if "pdSpec" in (body.get("spec") or {}) else "colocated"
             st.events.append(("replace", kind or "", mode if kind == "iec" else name or ""))
             return self.send_body(200, body)

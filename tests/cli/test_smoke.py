@@ -389,3 +389,27 @@ def test_a_failed_long_request_keeps_the_short_ones_measurement(cli, config_file
     assert long["error"] == "http://x/v1/chat/completions: stream broken (ConnectionResetError)"
     assert long["ttft_seconds"] is None
     assert one_line_error(result).startswith("error: smoke test failed: long prompt: request failed")
+
+
+def test_smoke_asks_for_the_name_the_endpoint_serves(cli, config_file, kubeconfig, cluster, monkeypatch) -> None:
+    """vLLM answers only for a name it serves (``--served-model-name``; the weights' path carries the revision and
+    changes with it), so smoke sends the manifests' served name, ``model.name``, unless ``--model`` says otherwise."""
+    from hyperpod_core.config import load_config
+    from hyperpod_core.inputs import resolve_inputs
+    from hyperpod_k8s.endpoint.props import endpoint_props
+
+    asked: list[str] = []
+    read_json = _OpenAiHandler.read_json
+
+    def recording(self):  # type: ignore[no-untyped-def]
+        body = read_json(self)
+        asked.append(body["model"])
+        return body
+
+    monkeypatch.setattr(_OpenAiHandler, "read_json", recording)
+    config = load_config(config_file)
+    with _served(cluster) as url:
+        assert _smoke(cli, config_file, kubeconfig, url, "--json").code == 0
+    assert asked == [config.model.name] * 2
+    args = endpoint_props(config, resolve_inputs(config, None)).worker_args
+    assert args[args.index("--served-model-name") + 1] == config.model.name
