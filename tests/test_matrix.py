@@ -73,6 +73,7 @@ COVERAGE: dict[str, Callable[[Config], bool]] = {
         and c.model_bucket.existing_kms_key_arn is not None,
     "delete the model bucket on destroy": lambda c: c.model_bucket.delete_on_destroy,
     "autoscaling": lambda c: c.endpoint.autoscaling.enabled,
+    "a model revision named in the config": lambda c: c.model.revision is not None,
     "observability off": lambda c: not c.observability.enabled,
     "an Amazon Managed Grafana workspace": lambda c: c.observability.grafana_workspace is not None,
     "another region": lambda c: c.region != "us-west-2",

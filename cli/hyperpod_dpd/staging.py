@@ -508,10 +508,14 @@ def manifest(files: list[LocalFile]) -> dict[str, Any]:
                                    for f in sorted(files, key=lambda f: f.rel)}}
 
 
+def manifest_body(files: list[LocalFile]) -> bytes:
+    """The manifest object's bytes (deterministic: the same files give the same bytes, hence the same digest)."""
+    return (json.dumps(manifest(files), indent=2) + "\n").encode()
+
+
 def write_manifest(s3: Any, bucket: str, prefix: str, files: list[LocalFile]) -> str:
     key = key_of(prefix, MANIFEST_NAME)
-    s3.put_object(Bucket=bucket, Key=key, Body=(json.dumps(manifest(files), indent=2) + "\n").encode(),
-                  ContentType="application/json")
+    s3.put_object(Bucket=bucket, Key=key, Body=manifest_body(files), ContentType="application/json")
     return key
 
 
@@ -528,6 +532,8 @@ class Verification:
     """Every file of the manifest against the object S3 holds."""
     extra: list[tuple[str, int]]
     """``(key, size)`` of the objects under the prefix the manifest does not name."""
+    manifest_body: bytes = b""
+    """The manifest object's bytes as S3 holds them (their digest is the staged weights' revision)."""
 
 
 def _stored(head: dict[str, Any]) -> str:
@@ -574,4 +580,4 @@ def verify(s3: Any, bucket: str, prefix: str) -> Verification:
         if not page.get("IsTruncated"):
             break
         kwargs["ContinuationToken"] = page["NextContinuationToken"]
-    return Verification(files=out, extra=sorted(extra))
+    return Verification(files=out, extra=sorted(extra), manifest_body=body)

@@ -7,8 +7,10 @@ folder holding both would apply both, the last one winning. The config's ``endpo
 
 * ``endpoint/<name>-<apply>.k8s.yaml``: the endpoint to apply;
 * ``alternate/<name>-<other>.k8s.yaml``: the other mode, applied by hand for a rollback or by ``bench``;
-* ``reference/<name>-reference-1p1d.k8s.yaml`` and ``-1node.k8s.yaml``: the aws-reference experiment's layouts
-  (1 prefill + 1 decode replica; one colocated replica), applied only by ``hyperpod-dpd bench``;
+* ``reference/``: the endpoint layouts only ``hyperpod-dpd bench`` applies: ``<name>-reference-1p1d.k8s.yaml`` and
+  ``-1node.k8s.yaml``, the aws-reference experiment's (1 prefill + 1 decode replica; one colocated replica), and
+  ``<name>-equal-gpu-pinned.k8s.yaml``, the equal-gpu experiment's DPD endpoint: the configured one with its
+  replicas pinned (autoscaling off), so that the GPUs a run records are the GPUs it ran on;
 * ``benchmark/<name>-benchmark.k8s.yaml``: the suspended benchmark Jobs;
 * ``dashboards/*.json``: the dashboards to import into Grafana;
 * ``in-cluster-observability/<name>-observability.k8s.yaml``: PrometheusRule and Grafana-sidecar ConfigMaps,
@@ -39,6 +41,8 @@ PLACEHOLDERS: Final = "placeholders"
 PLACEHOLDERS_README: Final = "README.txt"
 #: File-name suffixes of the aws-reference layouts (not ``-dpd``/``-colocated``, so a file name says its folder).
 REFERENCE_SUFFIX: Final[dict[Mode, str]] = {"dpd": "reference-1p1d", "colocated": "reference-1node"}
+#: File-name suffix of the equal-gpu experiment's DPD layout (replicas pinned; same rule: not ``-dpd``).
+PINNED_SUFFIX: Final = "equal-gpu-pinned"
 
 
 def other(mode: Mode) -> Mode:
@@ -74,6 +78,11 @@ class DistLayout:
         return self.base / REFERENCE / f"{self.name}-{REFERENCE_SUFFIX[mode]}.k8s.yaml"
 
     @property
+    def pinned_file(self) -> Path:
+        """The equal-gpu experiment's DPD layout: the configured DPD endpoint with autoscaling off."""
+        return self.base / REFERENCE / f"{self.name}-{PINNED_SUFFIX}.k8s.yaml"
+
+    @property
     def benchmark_file(self) -> Path:
         return self.base / BENCHMARK / f"{self.name}-benchmark.k8s.yaml"
 
@@ -92,6 +101,8 @@ class DistLayout:
                 return self.endpoint_file(mode)
             if chart_file == self.reference_file(mode).name:
                 return self.reference_file(mode)
+        if chart_file == self.pinned_file.name:
+            return self.pinned_file
         if chart_file == self.benchmark_file.name:
             return self.benchmark_file
         if chart_file == self.in_cluster_file.name:

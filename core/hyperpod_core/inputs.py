@@ -25,6 +25,11 @@ prints one line per value):
   and the ``deployment`` tag (always the config's ``name``) still ties the resources to this deployment.
 * role ARNs (inference execution, KEDA): reported for the record; the InferenceEndpointConfig has no
   field for them (the operator add-on holds them).
+* model revision (the last segment of vLLM's ``--model`` and of the weights' mount path): ``model.revision`` in
+  the config, else ``sha256-<16 hex>`` of the manifest ``hyperpod-dpd stage-model`` staged, read from its local
+  record (:mod:`hyperpod_core.staged_model`, ``staged-model.json`` beside the outputs file) when the record names
+  this config's prefix and bucket, else the placeholder ``UNRESOLVED-ModelRevision``: two stagings under one name
+  must never share an LMCache key, so weights of unknown identity are not deployable.
 
 ``--require-outputs`` turns any placeholder into an error, for the apply path.
 """
@@ -37,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from hyperpod_core import outputs
+from hyperpod_core import outputs, staged_model
 from hyperpod_core.config import Config, aws_partition, is_bucket_name
 from hyperpod_core.errors import ConfigError, shown
 from hyperpod_core.names import IAM_ROLE_ARN_PATTERN
@@ -69,6 +74,7 @@ class EndpointInputs:
     inference_execution_role_arn: Resolved
     keda_role_arn: Resolved
     eks_cluster_arn: Resolved
+    model_revision: Resolved
 
     def lines(self) -> list[str]:
         """``input <name> = <value> (<source>)``, one line per value, for the synth log."""
@@ -80,6 +86,7 @@ class EndpointInputs:
             ("inference_execution_role_arn", self.inference_execution_role_arn),
             ("keda_role_arn", self.keda_role_arn),
             ("eks_cluster_arn", self.eks_cluster_arn),
+            ("model_revision", self.model_revision),
         )
         return [f"input {name} = {r.value if r.value is not None else '-'} ({r.source})" for name, r in rows]
 
@@ -185,8 +192,31 @@ def read_outputs_file(path: Path, config: Config | None = None) -> dict[str, tup
     return found
 
 
-def resolve_inputs(config: Config, outputs_file: Path | None) -> EndpointInputs:
-    """Resolve every deploy-time value for ``config``; ``outputs_file`` ``None`` means there is none."""
+def model_revision(config: Config, staged_model_file: Path | None, bucket: Resolved) -> Resolved:
+    """``model.revision``, else the staged manifest's digest from ``staged_model_file`` (the record of this config's
+    prefix and bucket only), else a placeholder (module docstring)."""
+    if config.model.revision is not None:
+        return Resolved(value=config.model.revision, source="config: model.revision")
+    placeholder = PLACEHOLDER_PREFIX + "ModelRevision"
+    fix = "run: hyperpod-dpd stage-model, or set model.revision"
+    if staged_model_file is None or not staged_model_file.is_file():
+        return Resolved(value=placeholder, placeholder=True,
+                        source=f"PLACEHOLDER: no model.revision and no {staged_model.RECORD_FILE} of staged weights "
+                               f"({fix})")
+    record = staged_model.read(staged_model_file)
+    prefix = config.model.s3_prefix
+    if record.s3_prefix != prefix or (not bucket.placeholder and record.bucket != bucket.value):
+        return Resolved(value=placeholder, placeholder=True,
+                        source=f"PLACEHOLDER: {staged_model_file} records s3://{record.bucket}/{record.s3_prefix}, "
+                               f"not this config's s3://{bucket.value}/{prefix} ({fix})")
+    return Resolved(value=record.revision, source=f"{staged_model_file}: manifest of s3://{record.bucket}/"
+                                                  f"{record.s3_prefix} ({record.files} files, staged by stage-model)")
+
+
+def resolve_inputs(config: Config, outputs_file: Path | None,
+                   staged_model_file: Path | None = None) -> EndpointInputs:
+    """Resolve every deploy-time value for ``config``; ``outputs_file`` ``None`` means there is none;
+    ``staged_model_file``: the record ``stage-model`` wrote (:func:`model_revision`)."""
     found = read_outputs_file(outputs_file, config) if outputs_file is not None else {}
     where = str(outputs_file)
 
@@ -255,6 +285,7 @@ def resolve_inputs(config: Config, outputs_file: Path | None) -> EndpointInputs:
         inference_execution_role_arn=role(outputs.INFERENCE_EXECUTION_ROLE_ARN),
         keda_role_arn=role(outputs.KEDA_ROLE_ARN),
         eks_cluster_arn=eks_cluster_arn(config, found, where),
+        model_revision=model_revision(config, staged_model_file, bucket),
     )
 
 

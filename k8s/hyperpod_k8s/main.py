@@ -7,6 +7,9 @@ Run through ``npx cdk8s synth`` (see ``cdk8s.yaml``) or directly as ``python -m 
 * CDK outputs: ``--outputs-file``, else ``$HYPERPOD_CDK_OUTPUTS``, else ``cdk-outputs.json`` in the working
   directory when it exists, else none (placeholders; see :mod:`hyperpod_core.inputs`).
   ``--require-outputs`` fails instead of writing a placeholder.
+* staged weights (the revision in vLLM's ``--model``; :mod:`hyperpod_core.staged_model`): ``--staged-model-file``,
+  else ``$HYPERPOD_STAGED_MODEL``, else ``staged-model.json`` beside the outputs file (the working directory
+  without one) when it exists, else none: ``model.revision`` or a placeholder.
 
 Where each deploy-time value came from is printed on stderr, one line per value; ``wrote <file>`` lines go
 to stdout. Output is deterministic: the same inputs give byte-identical files.
@@ -33,6 +36,7 @@ from hyperpod_core.errors import ConfigError, guarded
 from hyperpod_core.inputs import EndpointInputs, placeholders, resolve_inputs
 
 OUTPUTS_ENV = "HYPERPOD_CDK_OUTPUTS"
+STAGED_MODEL_ENV = "HYPERPOD_STAGED_MODEL"
 #: ``output`` of cdk8s.yaml: the folder the cdk8s CLI names in ``$CDK8S_OUTDIR`` when ``-o DIR`` is not given.
 CLI_SCRATCH_OUTPUT = ".cdk8s.out"
 
@@ -52,6 +56,21 @@ def outputs_path(cli_value: str | None) -> Path | None:
         return Path(given)
     default = Path(outputs.DEFAULT_OUTPUTS_FILE)
     return default if default.is_file() else None
+
+
+def staged_model_path(cli_value: str | None, outputs_file: Path | None) -> Path | None:
+    """The staged-weights record to read, or ``None``. An explicitly named file must exist; else the one beside the
+    outputs file (``stage-model`` writes it into the environment folder, next to ``cdk-outputs.json``)."""
+    from hyperpod_core.staged_model import RECORD_FILE
+
+    given = cli_value or os.environ.get(STAGED_MODEL_ENV)
+    if given:
+        if not Path(given).is_file():
+            raise ConfigError(f"--staged-model-file / {STAGED_MODEL_ENV} {given!r} does not exist (hyperpod-dpd "
+                              f"stage-model writes {RECORD_FILE} into the environment folder)")
+        return Path(given)
+    beside = (outputs_file.parent if outputs_file is not None else Path(".")) / RECORD_FILE
+    return beside if beside.is_file() else None
 
 
 def layout(config: Config, outdir: Path, inputs: EndpointInputs) -> DistLayout:
@@ -127,13 +146,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--config", help="config YAML (default: $HYPERPOD_CONFIG or config/default.yaml)")
     parser.add_argument("--outputs-file", help=f"cdk deploy --outputs-file JSON (default: ${OUTPUTS_ENV}, "
                                                f"else ./{outputs.DEFAULT_OUTPUTS_FILE} when present)")
+    parser.add_argument("--staged-model-file", help=f"record of the staged weights (default: ${STAGED_MODEL_ENV}, "
+                                                    "else staged-model.json beside the outputs file when present)")
     parser.add_argument("--require-outputs", action="store_true",
                         help="fail instead of writing placeholders for values only cdk deploy knows")
     parser.add_argument("--outdir", default=default_outdir(),
                         help="folder of the manifests (default: npx cdk8s synth -o DIR, else dist)")
     args = parser.parse_args(argv)
     config = load_config(config_path(args.config))
-    inputs = resolve_inputs(config, outputs_path(args.outputs_file))
+    outputs_file = outputs_path(args.outputs_file)
+    inputs = resolve_inputs(config, outputs_file, staged_model_path(args.staged_model_file, outputs_file))
     missing = placeholders(inputs)
     if missing and args.require_outputs:
         raise ConfigError(f"--require-outputs: {', '.join(missing)} unresolved; pass the file written by "

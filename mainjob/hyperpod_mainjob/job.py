@@ -196,7 +196,8 @@ class CfnLint:
 
 
 def run(config_path: Path, cdk_out: Path, dist: Path, outputs_file: Path | None,
-        stamp: Callable[[Path], None] | None = None, stream: Any = None) -> Result:
+        stamp: Callable[[Path], None] | None = None, stream: Any = None,
+        staged_model_file: Path | None = None) -> Result:
     """Synthesize everything for ``config_path``; outputs move into place only when every step passed."""
     paths.checkout(NEEDS_CHECKOUT)
     for key, value in JSII_ENV.items():
@@ -208,7 +209,7 @@ def run(config_path: Path, cdk_out: Path, dist: Path, outputs_file: Path | None,
 
     # Bad input fails here, in well under a second, before any progress line or output.
     config = load_config(config_path)
-    inputs = resolve_inputs(config, outputs_file)
+    inputs = resolve_inputs(config, outputs_file, staged_model_file)
     progress = Progress(3, stream)
     lint = CfnLint(config.region, lint_cache())
     try:
@@ -265,7 +266,11 @@ def main(argv: list[str] | None = None) -> None:
         from hyperpod_core.errors import UsageError
 
         raise UsageError(f"--outputs-file {args.outputs_file!r} does not exist")
-    result = run(env.config_path, env.cdk_out, env.dist, outputs, stamp=env.write_stamp)
+    from hyperpod_core.staged_model import RECORD_FILE
+
+    staged = env.workdir / RECORD_FILE  # what stage-model wrote into this environment's folder
+    result = run(env.config_path, env.cdk_out, env.dist, outputs, stamp=env.write_stamp,
+                 staged_model_file=staged if staged.is_file() else None)
     print("== Endpoint inputs (where each deploy-time value came from)")
     for line in result.input_lines:
         print(f"  {line}")
@@ -299,13 +304,25 @@ def next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
 
 
 def _next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
+    from hyperpod_core.staged_model import RECORD_FILE
+
     apply = f"kubectl apply -f {env.dist}/endpoint/   # exactly one endpoint: {env.config.endpoint.apply}"
+    # The manifests name the weights' revision (vLLM --model): model.revision, or the record stage-model writes.
+    revision_known = env.config.model.revision is not None or (env.workdir / RECORD_FILE).is_file()
     if via_cli or env.name:
         if deployed:
-            return [f"hyperpod-dpd stage-model ./<model folder> {env.selector}", apply]
+            if revision_known:
+                return [apply]
+            return [f"hyperpod-dpd stage-model ./<model folder> {env.selector}   # records the weights' revision "
+                    f"in {env.workdir / RECORD_FILE}", f"hyperpod-dpd synth {env.selector}   # again: the "
+                    "manifests then carry that revision", apply]
         return [f"hyperpod-dpd preflight {env.selector}", f"hyperpod-dpd deploy {env.selector}"]
     if deployed:
-        return [apply]
+        if revision_known:
+            return [apply]
+        return [f"set model.revision in {env.config_path} (or stage with hyperpod-dpd stage-model, which records "
+                f"{env.workdir / RECORD_FILE}), then ./scripts/synth {env.config_path} again: {env.dist}/"
+                "placeholders/ is not deployable until the weights' revision is known", apply]
     from hyperpod_core.assembly import required_parameters
 
     needed = [(stack, name) for stack, names in required_parameters(env.cdk_out, ["--all"]).items()

@@ -14,7 +14,13 @@ batch/v1 jobs; the operator's ``inferenceendpointconfigs`` custom resource). Beh
   and the router pod in ``hyperpod-inference-system`` whose log holds one ``disaggregate=`` line per request.
   The prefill pods are those of the Deployment ``prefill-<endpoint>`` (apps/v1), selected by its selector (the
   role label and ``app=<endpoint>``: [I], as in ``day2_fakes``); beside them run the prefill pods of endpoint
-  ``<endpoint>-p5en``, whose name starts like ours and whose requests are not the benchmark's.
+  ``<endpoint>-p5en``, whose name starts like ours and whose requests are not the benchmark's;
+* the endpoint's Deployments (``apps/v1``), derived from the live ``InferenceEndpointConfig``: DPD ``prefill-<name>``
+  and ``decode-<name>`` with each role's replicas and GPUs, colocated the Deployment its
+  ``status.deploymentStatus.name`` names. With ``pdSpec.autoScalingSpec`` live, each role holds its
+  ``minReplicaCount`` ready: KEDA scales down to it while the benchmark's queue stays under the target (the
+  configured 600 s scale-down stabilization passes inside one 15-minute run). Any other ``prefill-<endpoint>``
+  Deployment (the ``-p5en`` endpoint's) is served with its selector only.
 """
 
 from __future__ import annotations
@@ -83,6 +89,10 @@ class State:
         self.logs: dict[str, str] = {}
         self.events: list[tuple[str, str, str]] = []  # (verb, kind, name or detail)
         self.fail_endpoint = False
+        self.ready_override: dict[str, int] = {}
+        """Deployment name -> ready replicas, whatever the endpoint asks for (a pod lost during a run)."""
+        self.applied: list[dict[str, Any]] = []
+        """Every InferenceEndpointConfig body replaced (PUT), in order."""
         self.version = 0
 
     def next_version(self) -> str:
@@ -125,7 +135,10 @@ class _Handler(QuietHandler):
                     return self.send_body(200, st.router_log[st.router_mark:], "text/plain")
                 return self.send_body(200, st.logs.get(pod.removesuffix("-pod"), ""), "text/plain")
             if kind == "deployments":
-                return self._deployment(ns or "", name or "")
+                deployment = self._deployment(ns or "", name or "")
+                if deployment is None:
+                    return self.send_kube_status(404, "NotFound")
+                return self.send_body(200, deployment)
             obj = st.objects.get(kind or "", {}).get(name or "")
             if obj is None:
                 return self.send_kube_status(404, "NotFound")
@@ -134,6 +147,46 @@ class _Handler(QuietHandler):
             if kind == "jobs":
                 self._advance_job(obj)
             return self.send_body(200, obj)
+
+    def _deployment(self, ns: str, name: str) -> dict[str, Any] | None:
+        """The Deployment ``name`` of the live endpoint, or the selector-only prefill Deployment of another
+        endpoint (module docstring), or ``None``."""
+        live = next(iter(self.server.state.objects["iec"].values()), None)
+        if live is None or (name.startswith("prefill-") and name != f"prefill-{live['metadata']['name']}"):
+            return self._other_prefill(ns, name)
+        spec, endpoint = live["spec"], live["metadata"]["name"]
+        if "pdSpec" in spec:
+            pd = spec["pdSpec"]
+            scaling = pd.get("autoScalingSpec") or {}
+            roles = {f"prefill-{endpoint}": (pd["prefillSpec"], scaling.get("prefillAutoScaling")),
+                     f"decode-{endpoint}": (pd["decodingSpec"], scaling.get("decodingAutoScaling"))}
+            if name not in roles:
+                return None
+            role, keda = roles[name]
+            replicas, gpus = role["replicas"], role["resources"]["limits"]["nvidia.com/gpu"]
+            ready = keda["minReplicaCount"] if keda else replicas
+        else:
+            if name != (live.get("status", {}).get("deploymentStatus") or {}).get("name"):
+                return None
+            replicas, gpus = spec["replicas"], spec["worker"]["resources"]["limits"]["nvidia.com/gpu"]
+            ready = replicas
+        ready = self.server.state.ready_override.get(name, ready)
+        container = {"name": "worker", "image": "w", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}
+        labels = ({"app": endpoint, ROLE_LABEL: name.partition("-")[0]} if "pdSpec" in spec else {"app": name})
+        return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
+                "spec": {"replicas": ready, "selector": {"matchLabels": labels},
+                         "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}}},
+                "status": {"replicas": ready, "readyReplicas": ready}}
+
+    @staticmethod
+    def _other_prefill(ns: str, name: str) -> dict[str, Any] | None:
+        """The operator's prefill Deployment of another endpoint (``prefill-<endpoint>``), selecting its pods."""
+        if not name.startswith("prefill-"):
+            return None
+        labels = {"app": name.removeprefix("prefill-"), ROLE_LABEL: "prefill"}
+        return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
+                "spec": {"selector": {"matchLabels": labels},
+                         "template": {"metadata": {"labels": labels}, "spec": {"containers": []}}}}
 
     def _pods(self, ns: str | None) -> list[dict[str, Any]]:
         st = self.server.state
@@ -151,16 +204,6 @@ class _Handler(QuietHandler):
             return [{"metadata": {"name": st.router_pod, "namespace": ns}}]
         return []
 
-    def _deployment(self, ns: str, name: str) -> None:
-        """The operator's prefill Deployment of any endpoint (``prefill-<endpoint>``), selecting its pods."""
-        if not name.startswith("prefill-"):
-            return self.send_kube_status(404, "NotFound")
-        labels = {"app": name.removeprefix("prefill-"), ROLE_LABEL: "prefill"}
-        return self.send_body(200, {
-            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
-            "spec": {"selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": labels}, "spec": {"containers": []}}}})
-
     def _reconcile_endpoint(self, obj: dict[str, Any]) -> None:
         status = obj.setdefault("status", {})
         gen = obj["metadata"]["generation"]
@@ -169,6 +212,8 @@ class _Handler(QuietHandler):
         elif status["state"] == "DeploymentInProgress":
             failed = self.server.state.fail_endpoint
             status["state"] = "DeploymentFailed" if failed else "DeploymentComplete"
+            if "pdSpec" not in obj["spec"]:
+                status["deploymentStatus"] = {"name": obj["metadata"]["name"]}
             status["conditions"] = [{"type": "Failed" if failed else "Ready", "status": "True", "reason": "x",
                                      "lastTransitionTime": "2026-12-01T00:00:00Z",
                                      "message": "pods CrashLoopBackOff" if failed else "ready"}]
@@ -225,6 +270,8 @@ class _Handler(QuietHandler):
                                     generation=live["metadata"].get("generation", 1) + 1)
             body["status"] = live.get("status", {})
             st.objects[kind or ""][name or ""] = body
+            if kind == "iec":
+                st.applied.append(body)
             mode = "dpd" if "pdSpec" in (body.get("spec") or {}) else "colocated"
             st.events.append(("replace", kind or "", mode if kind == "iec" else name or ""))
             return self.send_body(200, body)

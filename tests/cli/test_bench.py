@@ -69,25 +69,39 @@ def runner_log(job: dict[str, Any]) -> str:
 #: What ``cdk deploy --outputs-file`` writes for the default config (stack names from its ``name``): with it the
 #: manifests are deployable and go to dist/endpoint/ etc. instead of dist/placeholders/.
 OUTPUTS = {"hyperpod-dpd-platform": {"ModelBucketName": "hyperpod-dpd-models-123456789012-us-west-2"},
-           "hyperpod-dpd-cluster": {"EksClusterArn": "arn:aws:eks:us-west-2:123456789012:cluster/hyperpod-dpd-eks"}}
+           "hyperpod-dpd-cluster": {"EksClusterArn": "arn:aws:eks:us-west-2:123456789012:cluster/hyperpod-dpd-eks"},
+           "hyperpod-dpd-observability": {
+               "AmpWorkspaceEndpoint": "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-0123abcd"}}
 PREFILL_POD = "prefill-llama-3-3-70b-6d5f7c8b9-x2k4p"
 ROUTER_POD = "llama-3-3-70b-default-router-5d4c3b2a1-rt7uv"
 
 
-def _write_env(tmp: Path, outputs: bool = True) -> Path:
+def _write_env(tmp: Path, outputs: bool = True, autoscaled: bool = False) -> Path:
     """A config with scenarios of both experiments and its synthesized manifests, laid out as ``--config``
-    expects (``<config>.out/dist``)."""
+    expects (``<config>.out/dist``). With the outputs comes the record of the staged weights (``stage-model``
+    writes it beside them). ``autoscaled``: two prefill replicas that KEDA may scale between 1 and 2 (the
+    equal-gpu experiment only)."""
+    from hyperpod_core import staged_model
     from hyperpod_k8s import main as k8s_main
 
     data = yaml.safe_load((REPO / "config" / "default.yaml").read_text(encoding="utf-8"))
     data["benchmark"] = {"concurrency": [8, 16], "scenarios": [
         {"name": "aws-reference", "traffic": "D(4096,256)", "path": "reference"},
         {"name": "long-in", "traffic": "D(8192,256)", "path": "dpd"}]}
+    if autoscaled:
+        data["hyperpod"]["instance_groups"][0]["instance_count"] = 2
+        data["endpoint"]["prefill"]["replicas"] = 2
+        data["endpoint"]["autoscaling"] = {"enabled": True, "prefill": {"min_replicas": 1, "max_replicas": 2},
+                                           "decode": {"min_replicas": 1, "max_replicas": 1}}
+        data["benchmark"].update(concurrency=[8], experiments=["equal-gpu"])
     cfg = tmp / "bench.yaml"
     cfg.write_text(yaml.safe_dump(data), encoding="utf-8")
     argv = ["--config", str(cfg), "--outdir", str(tmp / "bench.out" / "dist")]
     if outputs:
         (tmp / "cdk-outputs.json").write_text(json.dumps(OUTPUTS), encoding="utf-8")
+        staged_model.write(tmp / staged_model.RECORD_FILE, bucket=OUTPUTS["hyperpod-dpd-platform"]["ModelBucketName"],
+                           s3_prefix=data["model"]["s3_prefix"], manifest_bytes=b'{"format": 1, "files": {}}\n',
+                           files=6)
         argv += ["--outputs-file", str(tmp / "cdk-outputs.json")]
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         k8s_main.main(argv)
@@ -409,3 +423,47 @@ def test_another_clusters_context_is_refused_before_anything_is_applied(env_fold
         f"error: kubeconfig context {other!r} points at {theirs.url}, not at EKS cluster hyperpod-dpd-eks of this "
         f"config ({ours.url}, {env_folder.parent / 'bench.out' / 'cdk-outputs.json'}); run: aws eks update-kubeconfig "
         f"--name hyperpod-dpd-eks --region us-west-2, or pass --context {this}"]
+
+
+# --- a fair benchmark: the replicas a run records are the replicas it ran on (issue 33, item 4) -------------------
+
+
+@pytest.fixture(scope="module")
+def autoscaled_env(tmp_path_factory) -> Path:
+    return _write_env(tmp_path_factory.mktemp("autoscaled"), autoscaled=True)
+
+
+def test_an_autoscaled_endpoint_is_benchmarked_on_pinned_replicas_and_what_ran_is_recorded(autoscaled_env, tmp_path):
+    """The live DPD endpoint autoscales prefill between 1 and 2 replicas (the fake holds each role at its
+    ``minReplicaCount`` while ``autoScalingSpec`` is live, as KEDA does under the benchmark's light load). bench
+    must replace it with the pinned layout for the equal-gpu runs, record the ready replicas of every run, and put
+    the autoscaled endpoint back afterwards."""
+    results = _clean(autoscaled_env)
+    with FakeKube(lambda job: (True, runner_log(job))) as kube:
+        _live_dpd(kube, autoscaled_env)
+        proc = _bench(autoscaled_env, kube.kubeconfig(tmp_path / "kubeconfig"))
+        applied, events = kube.state.applied, kube.state.events
+    assert proc.returncode == 0, proc.stderr
+    assert [e[2] for e in events if e[1] == "iec"] == ["dpd", "colocated", "dpd"]
+    pinned, restored = applied[0]["spec"]["pdSpec"], applied[-1]["spec"]["pdSpec"]
+    assert "autoScalingSpec" not in pinned and pinned["prefillSpec"]["replicas"] == 2
+    assert restored["autoScalingSpec"]["prefillAutoScaling"]["minReplicaCount"] == 1, "the configured one is back"
+    for mode, run in (("dpd", "dpd-long-in-c8"), ("colocated", "colocated-long-in-c8")):
+        record = json.loads((results / mode / run / "serving.json").read_text())
+        assert record["gpus_recorded"] == record["ready_gpus_before"] == record["ready_gpus_after"] == 24, record
+    assert record["after"] == {"llama-3-3-70b": {"replicas": 3, "ready": 3, "gpus_per_pod": 8}}
+    assert "warning" not in proc.stdout
+
+
+def test_a_run_on_fewer_gpus_than_it_records_is_flagged(autoscaled_env, tmp_path):
+    results = _clean(autoscaled_env)
+    with FakeKube(lambda job: (True, runner_log(job))) as kube:
+        _live_dpd(kube, autoscaled_env)
+        kube.state.ready_override["prefill-llama-3-3-70b"] = 1  # a prefill pod lost: 16 GPUs serve
+        proc = _bench(autoscaled_env, kube.kubeconfig(tmp_path / "kubeconfig"), "--only", "dpd-*")
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads((results / "dpd" / "dpd-long-in-c8" / "serving.json").read_text())
+    assert (record["gpus_recorded"], record["ready_gpus_before"], record["ready_gpus_after"]) == (24, 16, 16)
+    assert record["before"]["prefill-llama-3-3-70b"] == {"replicas": 1, "ready": 1, "gpus_per_pod": 8}
+    assert ("  warning: dpd-long-in-c8: 16 GPUs ready before the run, the run records 24 (see serving.json)"
+            in proc.stdout.splitlines())

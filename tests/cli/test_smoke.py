@@ -441,3 +441,27 @@ def test_smoke_of_llama_never_reads_the_pods_of_llama_3_3_70b(cli, llama_config,
     assert report["efa"]["verdict"] == "proven"
     assert [p["pod"] for p in report["efa"]["pods"]] == ["prefill-llama-7d9f8-abcde", "decode-llama-5c6b7-fghij"]
     assert [r for r in cluster.requests if NAME in r] == []  # not one read of llama-3-3-70b's objects
+
+
+def test_smoke_asks_for_the_name_the_endpoint_serves(cli, config_file, kubeconfig, cluster, monkeypatch) -> None:
+    """vLLM answers only for a name it serves (``--served-model-name``; the weights' path carries the revision and
+    changes with it), so smoke sends the manifests' served name, ``model.name``, unless ``--model`` says otherwise."""
+    from hyperpod_core.config import load_config
+    from hyperpod_core.inputs import resolve_inputs
+    from hyperpod_k8s.endpoint.props import endpoint_props
+
+    asked: list[str] = []
+    read_json = _OpenAiHandler.read_json
+
+    def recording(self):  # type: ignore[no-untyped-def]
+        body = read_json(self)
+        asked.append(body["model"])
+        return body
+
+    monkeypatch.setattr(_OpenAiHandler, "read_json", recording)
+    config = load_config(config_file)
+    with _served(cluster) as url:
+        assert _smoke(cli, config_file, kubeconfig, url, "--json").code == 0
+    assert asked == [config.model.name] * 2
+    args = endpoint_props(config, resolve_inputs(config, None)).worker_args
+    assert args[args.index("--served-model-name") + 1] == config.model.name

@@ -245,6 +245,30 @@ def test_verify_prints_the_checksum_s3_stores_for_every_file_and_the_strays(_inv
                                               "under the prefix are not in it")
 
 
+def test_staging_records_the_manifest_digest_the_synth_turns_into_the_revision(_invoke, s3, tmp_path,
+                                                                             config_file) -> None:
+    """The synth is offline: it learns which weights the endpoint mounts from the record stage-model writes into
+    the environment folder (hyperpod_core.staged_model). The digest is the SHA-256 of the manifest object S3 holds,
+    so another shard gives another revision; ``--verify`` writes the same record from S3 alone."""
+    from hyperpod_core import staged_model
+
+    src = make_model(tmp_path, shards=1, shard_size=MIB)  # small: one PutObject per file
+    staged = _invoke(str(src), "--config", str(config_file))
+    assert staged.exit_code == 0, staged.output
+    record = tmp_path / "c.out" / staged_model.RECORD_FILE
+    body = s3.get_object(Bucket=BUCKET, Key=PREFIX + staging.MANIFEST_NAME)["Body"].read()
+    first = staged_model.read(record)
+    assert (first.bucket, first.s3_prefix, first.files) == (BUCKET, PREFIX, 5)
+    assert first.manifest_sha256 == hashlib.sha256(body).hexdigest()
+    assert f"recorded: {record}: revision {first.revision} (SHA-256 of the manifest)" in staged.stdout
+    record.unlink()
+    assert _invoke("--verify", "--config", str(config_file)).exit_code == 0
+    assert staged_model.read(record) == first
+    (src / "model-00001-of-00001.safetensors").write_bytes(os.urandom(MIB))
+    assert _invoke(str(src), "--config", str(config_file), "--force").exit_code == 0
+    assert staged_model.read(record).revision != first.revision
+
+
 # --- resume inside a file ---------------------------------------------------------------------------------------
 
 

@@ -8,6 +8,8 @@ benchmark matrix (genai-bench, D(4096,256), concurrency 8/16/32); pip's hash-che
 
 from __future__ import annotations
 
+import copy
+import itertools
 import re
 import subprocess
 from pathlib import Path
@@ -135,7 +137,7 @@ def test_runs_record_threshold_strategy_and_take_the_path_they_claim(synthesized
             assert high <= e.routing_threshold_tokens * (1 - BENCHMARK_PATH_MARGIN)
         assert env["BENCH_API_BASE"] == (
             f"http://{e.name}-{e.namespace}-routing-service.hyperpod-inference-system.svc.cluster.local:443")
-        assert env["BENCH_API_MODEL"] == "/opt/ml/model"
+        assert env["BENCH_API_MODEL"] == config.model.name  # the served name (test_model_identity.py)
         assert env["ENABLE_UI"] == "false"
         assert "BENCH_RESULTS_S3" not in env, "no results_s3_uri: results go to the pod log"
 
@@ -219,3 +221,61 @@ def test_each_experiment_runs_against_its_own_layout(synthesized, case):
     assert col["spec"]["replicas"] * e.tensor_parallel_size == gpus[("equal-gpu", "dpd")]
 
 
+
+
+# --- a fair benchmark: pinned replicas, the model's own flags on the baseline (issue 33, item 4) ------------------
+
+
+def test_an_autoscaled_config_benchmarks_equal_gpus(synthesized):
+    """p5en-two-prefill autoscales prefill between 1 and 2 replicas; KEDA would drop it to 1 under the benchmark's
+    light load while every run records the configured 24 GPUs (review-4, defect 3). The equal-gpu DPD runs go
+    against the layout ``bench`` applies for them, which must run exactly the replicas the Jobs record."""
+    from hyperpod_core.dist_layout import DistLayout
+
+    config = load_config(CASES["p5en-two-prefill"])
+    e, s = config.endpoint, synthesized["p5en-two-prefill"]
+    configured = s.one("-dpd.k8s.yaml")["spec"]["pdSpec"]
+    assert configured["autoScalingSpec"]["prefillAutoScaling"]["minReplicaCount"] == 1  # the premise
+    from hyperpod_dpd.commands.bench import _manifests
+
+    applied = _manifests(DistLayout.of(Path("dist"), e.name, e.apply))[("equal-gpu", "dpd")].name
+    pd = s.one(applied)["spec"]["pdSpec"]
+    assert "autoScalingSpec" not in pd, "the benchmark's DPD layout must not autoscale"
+    assert (pd["prefillSpec"]["replicas"], pd["decodingSpec"]["replicas"]) == (e.prefill.replicas, e.decode.replicas)
+    dpd_gpus = sum(pd[r]["replicas"] * pd[r]["resources"]["limits"]["nvidia.com/gpu"]
+                   for r in ("prefillSpec", "decodingSpec"))
+    colocated = s.one("-colocated.k8s.yaml")["spec"]
+    colocated_gpus = colocated["replicas"] * colocated["worker"]["resources"]["limits"]["nvidia.com/gpu"]
+    recorded = {(_env(j)["BENCH_MODE"], int(_env(j)["BENCH_GPUS"])) for j in _jobs(synthesized, "p5en-two-prefill")
+                if _env(j)["BENCH_EXPERIMENT"] == "equal-gpu"}
+    assert recorded == {("dpd", dpd_gpus), ("colocated", colocated_gpus)} and dpd_gpus == colocated_gpus == 24
+
+
+def _last(args: list[str], flag: str) -> str | None:
+    values = [v for a, v in itertools.pairwise(args) if a == flag]
+    values += [a.partition("=")[2] for a in args if a.startswith(flag + "=")]
+    return values[-1] if values else None
+
+
+@pytest.mark.parametrize(("role_flags", "flag"), [
+    (["--gpu-memory-utilization", "0.6"], "--gpu-memory-utilization"),
+    (["--gpu-memory-utilization=0.6"], "--gpu-memory-utilization"),
+    (["--kv-cache-memory-bytes", "30000000000"], "--kv-cache-memory-bytes"),
+])
+def test_the_colocated_baseline_runs_the_models_memory_flags_not_decodes(default_config_dict, role_flags, flag):
+    """Decode's own memory flag makes room for the PD buffer (docs/endpoint.md, GPU memory); the colocated baseline
+    has no buffer and must run the model's ``--gpu-memory-utilization`` (review-4, defect 4), with decode's batch
+    size and its other flags."""
+    from hyperpod_core.inputs import resolve_inputs
+    from hyperpod_k8s.endpoint.props import endpoint_props
+
+    data = copy.deepcopy(default_config_dict)
+    data["endpoint"]["decode"]["extra_args"] = [*role_flags, "--enable-chunked-prefill"]
+    config = parse_config(data)
+    p = endpoint_props(config, resolve_inputs(config, None))
+    decode, colocated = [*p.worker_args, *p.decode.args], [*p.worker_args, *p.colocated_args]
+    assert _last(decode, flag) is not None  # DPD's decoder keeps its own
+    assert _last(colocated, flag) == _last(list(p.worker_args), flag)  # the model's (none for kv-cache bytes)
+    assert _last(colocated, "--gpu-memory-utilization") == f"{config.endpoint.gpu_memory_utilization:g}"
+    assert _last(colocated, "--max-num-seqs") == str(config.endpoint.decode.max_num_seqs)
+    assert "--enable-chunked-prefill" in colocated

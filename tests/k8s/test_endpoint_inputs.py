@@ -38,7 +38,7 @@ def _config(base: dict, **endpoint_autoscaling):
 
 def test_without_outputs_file_only_placeholders_and_config(default_config):
     inputs = resolve_inputs(default_config, None)
-    assert placeholders(inputs) == ["model_bucket_name", "eks_cluster_arn"]
+    assert placeholders(inputs) == ["model_bucket_name", "eks_cluster_arn", "model_revision"]
     assert inputs.eks_cluster_arn.value == "UNRESOLVED-EksClusterArn"
     assert inputs.region.source == "config: region"
     assert inputs.amp_workspace_endpoint.value is None
@@ -46,7 +46,8 @@ def test_without_outputs_file_only_placeholders_and_config(default_config):
 
 def test_autoscaling_without_outputs_gets_a_placeholder_workspace(default_config_dict):
     inputs = resolve_inputs(_config(default_config_dict, enabled=True), None)
-    assert placeholders(inputs) == ["model_bucket_name", "amp_workspace_endpoint", "eks_cluster_arn"]
+    assert placeholders(inputs) == ["model_bucket_name", "amp_workspace_endpoint", "eks_cluster_arn",
+                                    "model_revision"]
     assert inputs.amp_workspace_endpoint.value.endswith("/workspaces/ws-UNRESOLVED-AmpWorkspaceEndpoint")
 
 
@@ -59,7 +60,7 @@ def test_values_are_found_in_any_stack(default_config, write_outputs):
     assert inputs.amp_workspace_endpoint.value == AMP
     assert inputs.eks_cluster_arn.value == EKS_ARN
     assert inputs.eks_cluster_arn.source.endswith("hyperpod-dpd-cluster.EksClusterArn")
-    assert placeholders(inputs) == []
+    assert placeholders(inputs) == ["model_revision"]  # no staged weights yet (test_model_revision.py)
 
 
 def test_existing_bucket_in_config_wins_and_must_agree(default_config_dict, write_outputs):
@@ -122,7 +123,8 @@ def test_require_outputs_refuses_placeholders_before_synth(monkeypatch, tmp_path
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(main.OUTPUTS_ENV, raising=False)
-    with pytest.raises(ConfigError, match="--require-outputs: model_bucket_name, eks_cluster_arn unresolved"):
+    with pytest.raises(ConfigError, match="--require-outputs: model_bucket_name, eks_cluster_arn, model_revision "
+                                          "unresolved"):
         main.main(["--require-outputs", "--outdir", str(tmp_path / "dist")])
     assert not (tmp_path / "dist").exists()
 

@@ -44,7 +44,8 @@ def test_dpd_endpoint_is_the_aws_reference_deployment(default):
     assert _flag(args, "--tensor-parallel-size") == "8"
     assert _flag(args, "--max-model-len") == "16384"
     assert _flag(args, "--gpu-memory-utilization") == "0.75"
-    assert spec["worker"]["modelVolumeMount"] == {"name": "model-weights", "mountPath": "/opt/ml/model"}
+    # The weights' mount path is vLLM's --model and carries the model and its revision (test_model_identity.py).
+    assert spec["worker"]["modelVolumeMount"] == {"name": "model-weights", "mountPath": _flag(args, "--model")}
     assert spec["pdSpec"]["routingThreshold"] == 4096
 
 
@@ -159,5 +160,5 @@ def test_synth_reports_where_each_value_came_from(default):
     lines = [line for line in default[0].stderr.splitlines() if line.startswith("input ")]
     assert [line.split(" = ")[0] for line in lines] == [
         "input model_bucket_name", "input region", "input amp_workspace_endpoint", "input gpu_availability_zone",
-        "input inference_execution_role_arn", "input keda_role_arn", "input eks_cluster_arn"]
+        "input inference_execution_role_arn", "input keda_role_arn", "input eks_cluster_arn", "input model_revision"]
     assert "input region = us-west-2 (config: region)" in lines

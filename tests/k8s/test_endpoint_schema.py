@@ -13,7 +13,8 @@ CASE_IDS = ["default", "p5en-two-prefill"]  # the cases of conftest.CASES
 @pytest.mark.parametrize("case", CASE_IDS)
 def test_every_custom_resource_validates_against_the_crd(synthesized, crd_validator, case):
     custom = [d for d in synthesized[case].docs() if crd_validator.knows(d)]
-    assert len(custom) == 4  # the DPD endpoint, the colocated baseline, the two aws-reference layouts
+    # the DPD endpoint, the colocated baseline, the two aws-reference layouts, the equal-gpu pinned DPD layout
+    assert len(custom) == 5
     for doc in custom:
         assert crd_validator.errors(doc) == [], doc["metadata"]["name"]
 

@@ -3,7 +3,9 @@
 * the endpoint: the DPD and the colocated ``InferenceEndpointConfig`` carry the same name, so switching is a
   *replace* (PUT) of the object with the other manifest (a merge patch would keep ``pdSpec``); ready when
   ``status.state`` is ``DeploymentComplete`` for the current generation (CRD status enum);
-* the benchmark Jobs: created one at a time, unsuspended, waited for, their pod log read, then deleted.
+* the benchmark Jobs: created one at a time, unsuspended, waited for, their pod log read, then deleted;
+* what serves a run: the endpoint's Deployments with their desired and ready replicas and the GPUs one pod
+  requests (:meth:`Kube.serving`), read before and after every run.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ def finished_requests(metrics_text: str) -> float:
     return total
 
 
+#: The GPU resource a worker container requests (NVIDIA device plugin).
+GPU_RESOURCE = "nvidia.com/gpu"
+
 #: When the operator reports no ``status.observedGeneration``, a state older than the last apply cannot be told
 #: from a new one; wait this long after an apply before trusting it.
 UNOBSERVED_GRACE_SECONDS = 60.0
@@ -52,6 +57,7 @@ class Kube:
 
         self.custom = client.CustomObjectsApi(api)
         self.batch = client.BatchV1Api(api)
+        self.apps = client.AppsV1Api(api)
         self.core = client.CoreV1Api(api)
         self.day2 = DayTwoKube(api)  # the day-2 commands' pod selection (by the role Deployment's selector)
         self.sleep, self.clock = sleep, clock
@@ -136,6 +142,33 @@ class Kube:
                 raise CommandFailed(f"endpoint {ns}/{name} not ready after {timeout_s:.0f} s (state {state})")
             on_wait(state)
             self.sleep(poll_s)
+
+    def serving(self, ns: str, name: str, mode: str) -> dict[str, dict[str, int]]:
+        """Per Deployment serving endpoint ``name``: ``replicas`` (desired), ``ready`` (``status.readyReplicas``)
+        and ``gpus_per_pod`` (the ``nvidia.com/gpu`` limits of its pod template's containers).
+
+        DPD: the operator's ``prefill-<name>`` and ``decode-<name>`` (their pods are ``<role>-<name>-<ReplicaSet
+        hash>-<suffix>``, hyperpod_core.names: the Deployment name is that prefix, Kubernetes' Deployment ->
+        ReplicaSet -> Pod naming [I: no AWS page names the Deployments]); colocated: the Deployment the endpoint's
+        ``status.deploymentStatus.name`` names (CRD v3.3)."""
+        if mode == "dpd":
+            deployments = [f"{role}-{name}" for role in ("prefill", "decode")]
+        else:
+            status = (self.endpoint(ns, name) or {}).get("status") or {}
+            named = (status.get("deploymentStatus") or {}).get("name")
+            if not named:
+                raise CommandFailed(f"endpoint {ns}/{name} names no Deployment (status.deploymentStatus.name)")
+            deployments = [str(named)]
+        out: dict[str, dict[str, int]] = {}
+        for deployment in deployments:
+            d = self._get_or_none(self.apps.read_namespaced_deployment, deployment, ns)
+            if d is None:
+                raise CommandFailed(f"Deployment {ns}/{deployment} not found")
+            gpus = sum(int((c.resources.limits or {}).get(GPU_RESOURCE, 0)) if c.resources else 0
+                       for c in d.spec.template.spec.containers)
+            out[deployment] = {"replicas": int(d.spec.replicas or 0), "ready": int(d.status.ready_replicas or 0),
+                               "gpus_per_pod": gpus}
+        return out
 
     # --- jobs -------------------------------------------------------------------------------------------
 

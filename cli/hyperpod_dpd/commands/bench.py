@@ -3,14 +3,18 @@
 Reads the synthesized manifests of the environment (:mod:`hyperpod_core.dist_layout`: ``endpoint/`` and
 ``alternate/`` for the equal-GPU experiment, ``reference/`` for the aws-reference one, ``benchmark/`` for the
 Jobs; it refuses ``placeholders/``). For each experiment and mode in turn (aws-reference, then equal-gpu; DPD
-first): applies that layout's endpoint manifest (same name: a replace) unless the live spec already holds it,
+first): applies that layout's endpoint manifest (same name: a replace) unless the live spec already holds it
+(the equal-gpu experiment's DPD layout is the configured endpoint with its replicas pinned, autoscaling off:
+``reference/<name>-equal-gpu-pinned.k8s.yaml``),
 waits for ``DeploymentComplete``, runs every Job of that group one at a time and collects its result files (from
 S3 when ``benchmark.results_s3_uri`` is set, else from the pod log) into
 ``<workdir>/benchmark-results/<mode>/<run>/``. Around every DPD run it reads the prefill pods' finished-request
 counters (vLLM ``/metrics`` through the pod proxy), or else counts the router's ``disaggregate=True`` log lines,
 and stores them as ``dpd-path.json``: the report marks a DPD run whose requests did not take the path its
-scenario declares as invalid. A run whose folder holds a result file is done: re-running the command resumes
-where it stopped. The endpoint is left in the mode it was found in.
+scenario declares as invalid. Before and after every run it reads what serves it (the endpoint's Deployments, their
+ready replicas and GPUs per pod) and stores it as ``serving.json`` beside the GPUs the run records; a difference is
+printed as a warning. A run whose folder holds a result file is done: re-running the command resumes where it
+stopped. The endpoint is left in the mode it was found in.
 
 Before anything changes: the config must be the one ``synth`` stamped (``cdk.out/hyperpod-dpd-source.json``: the
 manifests are of this config), the kubeconfig context must talk to this deployment's cluster
@@ -50,6 +54,8 @@ if TYPE_CHECKING:  # the Kubernetes client loads when the command runs, not for 
 MODES = ("dpd", "colocated")
 EXPERIMENTS = ("aws-reference", "equal-gpu")
 LABEL = "hyperpod-dpd/benchmark"
+#: What served each run (the endpoint's Deployments before and after it), beside its result files.
+SERVING = "serving.json"
 
 OnlyOption = Annotated[list[str] | None, typer.Option(
     "--only", help="Run only the runs whose name matches (shell pattern, e.g. 'dpd-*-c8'; repeatable, or "
@@ -82,6 +88,19 @@ def experiment_of(job: dict[str, Any]) -> str:
     return str(job["metadata"]["labels"].get(f"{LABEL}-experiment", "equal-gpu"))
 
 
+def holds(live_spec: Any, wanted_spec: dict[str, Any]) -> bool:
+    """The live endpoint runs ``wanted_spec``: it covers it (:func:`_covers`), and it is of the same mode with the
+    same autoscaling (a field the manifest leaves out, such as ``pdSpec`` on the colocated one or
+    ``pdSpec.autoScalingSpec`` on a pinned one, must be absent live too: the API server adds neither)."""
+    live = live_spec if isinstance(live_spec, dict) else {}
+    pd_live, pd_wanted = live.get("pdSpec"), wanted_spec.get("pdSpec")
+    if (pd_live is None) != (pd_wanted is None):
+        return False
+    if pd_live is not None and ("autoScalingSpec" in pd_live) != ("autoScalingSpec" in (pd_wanted or {})):
+        return False
+    return _covers(live, wanted_spec)
+
+
 def _covers(live: Any, wanted: Any) -> bool:
     """``live`` holds everything ``wanted`` says (the API server may add defaults; it never drops a field)."""
     if isinstance(wanted, dict):
@@ -96,8 +115,9 @@ def _manifests(layout: DistLayout) -> dict[tuple[str, str], Path]:
     """(experiment, mode) -> the endpoint manifest that group runs against."""
     out: dict[tuple[str, str], Path] = {}
     for mode in MODES:
-        out[("equal-gpu", mode)] = layout.endpoint_file(mode)  # type: ignore[arg-type]
         out[("aws-reference", mode)] = layout.reference_file(mode)  # type: ignore[arg-type]
+    out[("equal-gpu", "dpd")] = layout.pinned_file  # the configured DPD endpoint, autoscaling off
+    out[("equal-gpu", "colocated")] = layout.endpoint_file("colocated")
     return out
 
 
@@ -152,6 +172,30 @@ def dpd_path_record(before: dict[str, float] | str, after: dict[str, float] | st
     reasons = [x for x in (before if isinstance(before, str) else "", after if isinstance(after, str) else "",
                            router if isinstance(router, str) else "") if x]
     return {"source": None, "error": "; ".join(reasons) or "no prefill pod and no router decision found"}
+
+
+def _serving(kube: Kube, ns: str, name: str, mode: str) -> dict[str, dict[str, int]] | str:
+    """What serves the endpoint now (:meth:`Kube.serving`), or why it could not be read."""
+    try:
+        return kube.serving(ns, name, mode)
+    except CommandFailed as exc:
+        return str(exc)
+
+
+def serving_record(gpus: int, before: dict[str, dict[str, int]] | str,
+                   after: dict[str, dict[str, int]] | str) -> dict[str, Any]:
+    """What ``serving.json`` holds: the GPUs the run records (``BENCH_GPUS``, its layout's replicas) and the
+    endpoint's Deployments before and after it, with the GPUs their ready pods held."""
+    record: dict[str, Any] = {"gpus_recorded": gpus, "before": before, "after": after}
+    for when, seen in (("before", before), ("after", after)):
+        if isinstance(seen, dict):
+            record[f"ready_gpus_{when}"] = sum(d["ready"] * d["gpus_per_pod"] for d in seen.values())
+    return record
+
+
+def _gpus_of(job: dict[str, Any]) -> int:
+    env = {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+    return int(env["BENCH_GPUS"])
 
 
 def _failure_line(log: str) -> str:
@@ -248,7 +292,7 @@ def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: Kubeco
             continue
         experiment, mode = group
         live = kube.endpoint(ns, name)
-        if live is None or not _covers(live.get("spec"), endpoints[group]["spec"]):
+        if live is None or not holds(live.get("spec"), endpoints[group]["spec"]):
             out.print(f"switching endpoint {ns}/{name} to {mode} ({experiment}: {manifests[group].name}; re-apply, "
                       "same name)", highlight=False)
             kube.apply_endpoint(endpoints[group])
@@ -259,6 +303,7 @@ def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: Kubeco
             jname = job["metadata"]["name"]
             out.print(f"[{index}/{total}] {key}: running Job {jname}", highlight=False)
             before = _prefill_counts(kube, c) if mode == "dpd" else None
+            serving_before = _serving(kube, ns, name, mode)
             started = time.monotonic()
             kube.start_job(job)
             limit = float(job["spec"]["activeDeadlineSeconds"]) + 300
@@ -266,7 +311,13 @@ def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: Kubeco
             if not ok:
                 tail = _failure_line(kube.job_log(ns, jname))
                 raise CommandFailed(f"run {key} failed (Job {jname}): {tail[:200]}; fix and re-run bench to resume")
-            extra = None
+            record = serving_record(_gpus_of(job), serving_before, _serving(kube, ns, name, mode))
+            for when in ("before", "after"):
+                ready = record.get(f"ready_gpus_{when}")
+                if ready is not None and ready != record["gpus_recorded"]:
+                    out.print(f"  warning: {key}: {ready} GPUs ready {when} the run, the run records "
+                              f"{record['gpus_recorded']} (see {SERVING})", highlight=False)
+            extra: dict[str, Any] = {SERVING: record}
             if before is not None:
                 after = _prefill_counts(kube, c)
                 router: dict[str, int] | str | None = None
@@ -275,12 +326,12 @@ def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: Kubeco
                         router = kube.router_decisions(ns, name, int(time.monotonic() - started) + 60)
                     except CommandFailed as exc:
                         router = str(exc)
-                extra = {DPD_PATH: dpd_path_record(before, after, router)}
+                extra[DPD_PATH] = dpd_path_record(before, after, router)
             _collect(kube, c, job, results, extra)
             kube.delete_job(ns, jname)
             out.print(f"[{index}/{total}] {key}: done", highlight=False)
     live = kube.endpoint(ns, name)
-    if found in MODES and not _covers((live or {}).get("spec"), configured[found]["spec"]):
+    if found in MODES and not holds((live or {}).get("spec"), configured[found]["spec"]):
         out.print(f"restoring endpoint {ns}/{name} to {found}", highlight=False)
         kube.apply_endpoint(configured[found])
     out.print(f"all {total} runs done; next: hyperpod-dpd report --results {results}", highlight=False)

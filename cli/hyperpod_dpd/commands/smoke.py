@@ -49,8 +49,6 @@ from hyperpod_dpd.render import console, emit, output_format
 if TYPE_CHECKING:  # boto3 and the Kubernetes client load when the command runs, not for --help
     from hyperpod_dpd.kube import Kube, PodTarget
 
-#: vLLM serves the model under its ``--model`` path (docs/endpoint.md, section 3).
-DEFAULT_MODEL = "/opt/ml/model"
 #: Characters per token used to size prompts: English text tokenizes at about 4 characters per token with the
 #: Llama 3 tokenizer, so ``len(text) / 4`` slightly over-estimates the real count (safe against max_model_len).
 CHARS_PER_TOKEN = 4
@@ -131,7 +129,9 @@ def smoke(
     ca_file: Annotated[str | None, typer.Option(
         "--ca-file", help="PEM to trust for an https --url (default: system CAs).", show_default=False)] = None,
     kubeconfig: KubeconfigOption = None, context: ContextOption = None,
-    model: Annotated[str, typer.Option(help="Model name sent in the request.")] = DEFAULT_MODEL,
+    model: Annotated[str | None, typer.Option(
+        help="Model name sent in the request. Default: the name the endpoint serves, model.name (vLLM "
+             "--served-model-name; docs/endpoint.md, section 3).", show_default=False)] = None,
     max_tokens: Annotated[int, typer.Option(help="Output tokens per request (2-1024).")] = 64,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for each streamed answer.")] = 300.0,
     log_wait: Annotated[float, typer.Option(help="Seconds to let the decoder flush its log.")] = 3.0,
@@ -152,6 +152,7 @@ def smoke(
     as_json = fmt.data  # below: a JSON or YAML document instead of the table
     dep = load(config, env, region=region)
     c = dep.env.config
+    model = model or c.model.name  # the served name: the same for every revision of the weights
     kube = dep.kube(kubeconfig, context)
     unchecked: list[dict[str, str]] = []
     roles = _refuse_skew(kube, dep, unchecked)

@@ -1,5 +1,10 @@
 """``hyperpod-dpd stage-model SRC``: upload a Hugging Face model folder to the config's bucket and prefix.
 
+Once the manifest is in S3 (and after a ``--verify`` that found every object as the manifest says) it records the
+staged weights in the environment folder (``staged-model.json`` beside ``cdk-outputs.json``,
+:mod:`hyperpod_core.staged_model`): the next synth puts the manifest's digest into vLLM's ``--model``, the model
+identity of every LMCache key.
+
 Ctrl-C stops the upload after the parts in flight, leaves the incomplete uploads in S3 and prints one line with
 what was done, until when S3 keeps the parts (the bucket's lifecycle rule) and the command that resumes (exit 130).
 """
@@ -78,7 +83,7 @@ def stage_model(
     with aws.aws_errors(f"s3://{bucket}"):
         staging.check_bucket(s3, bucket)
         if verify_only:
-            _verify(s3, bucket, prefix)
+            _verify(s3, bucket, prefix, e)
             return
         total = sum(f.size for f in files)
         try:
@@ -127,9 +132,23 @@ def stage_model(
                          f"{done.files_done} files complete; {len(done.started)} incomplete uploads stay in S3 {when}",
                          resume_command)
         key = staging.write_manifest(s3, bucket, prefix, files)
+    recorded = _record(e, bucket, prefix, staging.manifest_body(files), len(files))
     print(f"staged: s3://{bucket}/{prefix} ({len(files)} files, S3-verified CRC64NVME); manifest s3://{bucket}/{key}")
-    print(f"next: hyperpod-dpd stage-model --verify {e.selector}   (any time)")
+    print(recorded)
+    print(f"next: hyperpod-dpd synth {e.selector}   (the manifests then carry this revision)")
     print(f"      kubectl apply -f {e.dist}/endpoint/   (the endpoint endpoint.apply chooses)")
+    print(f"      hyperpod-dpd stage-model --verify {e.selector}   (any time)")
+
+
+def _record(e: environment.Environment, bucket: str, prefix: str, body: bytes, files: int) -> str:
+    """Write the staged-weights record into the environment folder; the line that says so."""
+    from hyperpod_core import staged_model
+
+    path = e.workdir / staged_model.RECORD_FILE
+    staged = staged_model.write(path, bucket=bucket, s3_prefix=prefix, manifest_bytes=body, files=files)
+    note = "" if e.config.model.revision is None else (
+        f"; model.revision {e.config.model.revision!r} in the config takes precedence")
+    return f"recorded: {path}: revision {staged.revision} (SHA-256 of the manifest){note}"
 
 
 def _interrupted(what: str, resume_command: str) -> NoReturn:
@@ -138,7 +157,7 @@ def _interrupted(what: str, resume_command: str) -> NoReturn:
     raise SystemExit(EXIT_INTERRUPTED)
 
 
-def _verify(s3: Any, bucket: str, prefix: str) -> None:
+def _verify(s3: Any, bucket: str, prefix: str, e: environment.Environment) -> None:
     from hyperpod_dpd import staging
 
     report = staging.verify(s3, bucket, prefix)
@@ -148,6 +167,8 @@ def _verify(s3: Any, bucket: str, prefix: str) -> None:
     for key, size in report.extra:
         print(f"  not in the manifest: {key} ({size} bytes): not part of the staged model, but the S3 CSI mount "
               "shows it to vLLM too; delete it if it is stale (aws s3 rm)")
+    if not bad:  # the weights are as the manifest says: record them for the synth
+        print(_record(e, bucket, prefix, report.manifest_body, len(report.files)))
     print(f"s3://{bucket}/{prefix}: {len(report.files) - len(bad)} of {len(report.files)} files match the manifest"
           + (f"; {len(report.extra)} objects under the prefix are not in it" if report.extra else ""))
     if bad:

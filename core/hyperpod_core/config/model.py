@@ -38,6 +38,7 @@ from hyperpod_core.config.types import (
     KmsKeyArn,
     KubernetesVersion,
     LabelKey,
+    ModelRevision,
     NvmeHostPath,
     PinnedImage,
     PrimaryVpcCidr,
@@ -186,7 +187,13 @@ class ModelConfig(_Model):
     """The model the endpoint serves, read from S3."""
 
     name: SageMakerName = "llama-3-3-70b-instruct"
-    """SageMaker model name (also the InferenceEndpointConfig `modelName`). Default: `llama-3-3-70b-instruct`."""
+    """SageMaker model name (also the InferenceEndpointConfig `modelName`) and the name clients send as `model`
+    (vLLM `--served-model-name`). Default: `llama-3-3-70b-instruct`."""
+    revision: ModelRevision | None = None
+    """Which weights these are, in vLLM's `--model` (`/opt/ml/model/<name>/<revision>`, the weights' mount path),
+    and so in every LMCache key: two revisions never share a cached KV. Default: none: the digest of the manifest
+    `hyperpod-dpd stage-model` wrote (`sha256-<16 hex>`, from `staged-model.json` beside the outputs file); with
+    neither, the manifests hold a placeholder and are not deployable."""
     s3_prefix: S3Prefix = "models/Llama-3.3-70B-Instruct/"
     """Key prefix of the model files in the model bucket, ending with '/'. It becomes an IAM resource and an
     `s3:prefix` condition, hence no wildcards. Default: `models/Llama-3.3-70B-Instruct/`."""

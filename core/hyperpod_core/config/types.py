@@ -242,6 +242,13 @@ EksClusterName = Annotated[str, matching(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$",
 SageMakerName = Annotated[str, matching(
     r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
     "must be 1-63 letters, digits or '-' and start and end with a letter or digit")]
+#: A model revision (``model.revision``): one path segment of the weights' mount path and of vLLM's ``--model``
+#: (``/opt/ml/model/<model.name>/<revision>``), so no '/', no ':' (a mountPath must not hold one: the CRD's
+#: ``mountPath`` description), no '@' (LMCache joins its key fields with '@'), never '.' or '..'.
+ModelRevision = Annotated[str, matching(
+    r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
+    "must be 1-64 letters, digits, '.', '_' or '-' starting with a letter or digit (a path segment of vLLM's "
+    "--model)")]
 #: Kubernetes DNS label (RFC 1123): endpoint and namespace names.
 DnsLabel = Annotated[str, matching(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
                                    "must be a Kubernetes DNS label (lowercase a-z, 0-9, '-', at most 63)")]

@@ -16,8 +16,9 @@ Pure functions from config to dicts (the chart in :mod:`hyperpod_k8s.benchmark.c
 * Each run records the routing threshold and strategy it ran under (``bench-run.json``).
 * **Two experiments, labelled** (``benchmark.experiments``): ``aws-reference`` runs the ``path: reference``
   scenarios at AWS's concurrency against AWS's layouts (``reference/``: 1P+1D vs one colocated replica),
-  ``equal-gpu`` the other scenarios against the configured DPD endpoint and its equal-GPU colocated baseline
-  (the decision basis). The experiment is a Job label and goes into ``bench-run.json``.
+  ``equal-gpu`` the other scenarios against the configured DPD endpoint with its replicas pinned (autoscaling off,
+  ``reference/<name>-equal-gpu-pinned``) and its equal-GPU colocated baseline (the decision basis). The experiment
+  is a Job label and goes into ``bench-run.json``; ``BENCH_GPUS`` is the GPUs of the layout the run applies.
 * **Off the GPU nodes**: every HyperPod node carries ``hyperpod-dpd/pool`` (the instance groups' Kubernetes
   labels) and HyperPod nodes carry no taint by default, so the Jobs require that the label does *not* exist
   (node affinity ``DoesNotExist``): they land on the system node group, and their requests fit one of its
@@ -120,13 +121,13 @@ def benchmark_runs(config: Config) -> list[BenchmarkRun]:
 
 
 def gpus_per_mode(config: Config, inputs: EndpointInputs, experiment: Experiment = "equal-gpu") -> dict[Mode, int]:
-    """GPUs each endpoint mode holds in ``experiment`` (the GPU-normalized comparison divides by these)."""
-    from hyperpod_k8s.benchmark.reference import reference_props
+    """GPUs each endpoint mode holds in ``experiment`` (the GPU-normalized comparison divides by these): the
+    replicas of the layout that experiment applies, whose autoscaling is always off
+    (:func:`hyperpod_k8s.benchmark.reference.experiment_props`), so the count is what runs."""
+    from hyperpod_k8s.benchmark.reference import experiment_props
 
     p = endpoint_props(config, inputs)
-    dpd, colocated = p, p
-    if experiment == "aws-reference":
-        dpd, colocated = reference_props(p, "dpd"), reference_props(p, "colocated")
+    dpd, colocated = experiment_props(p, experiment, "dpd"), experiment_props(p, experiment, "colocated")
     return {"dpd": dpd.prefill.replicas * dpd.prefill.gpus + dpd.decode.replicas * dpd.decode.gpus,
             "colocated": colocated.colocated_replicas * colocated.gpus_per_replica}
 
@@ -191,7 +192,8 @@ def job(config: Config, inputs: EndpointInputs, run: BenchmarkRun) -> dict[str, 
         {"name": "BENCH_WARMUP_RATIO", "value": f"{b.warmup_ratio:g}"},
         {"name": "BENCH_COOLDOWN_RATIO", "value": f"{b.cooldown_ratio:g}"},
         {"name": "BENCH_API_BASE", "value": api_base(config)},
-        {"name": "BENCH_API_MODEL", "value": d.MODEL_MOUNT_PATH},  # vLLM serves --model's path as its name
+        # The name the endpoint serves (vLLM --served-model-name), the same for every revision of the weights.
+        {"name": "BENCH_API_MODEL", "value": endpoint_props(config, inputs).served_model_name},
         {"name": "BENCH_ENDPOINT", "value": f"{e.namespace}/{e.name}"},
         {"name": "BENCH_ROUTING_THRESHOLD", "value": str(e.routing_threshold_tokens)},
         {"name": "BENCH_ROUTING_STRATEGY", "value": routing_strategy(config, inputs, run.mode)},

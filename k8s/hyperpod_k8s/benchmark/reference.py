@@ -1,4 +1,5 @@
-"""The aws-reference experiment's endpoint layouts: AWS's published comparison, not the configured endpoint.
+"""The benchmark's own endpoint layouts: AWS's published comparison (aws-reference), and the configured DPD endpoint
+with its replicas pinned (equal-gpu).
 
 AWS compared 1 prefill + 1 decode replica (2 nodes) with **one** colocated node (AWS ML blog "Disaggregated
 prefill and decode for LLM inference on SageMaker HyperPod", 2026-07-10, "Benchmarking performance"). The
@@ -6,18 +7,28 @@ configured endpoint may hold more prefill replicas, and its colocated baseline h
 equal-GPU experiment), so the reference gets its own two manifests, derived from the same props with only the
 replica counts changed (and autoscaling off, as in AWS's run). Same name as the endpoint: ``hyperpod-dpd bench``
 applies them in turn (a replace), never ``kubectl apply -f dist/endpoint/``.
+
+The equal-gpu experiment compares the configured DPD endpoint with colocated replicas on as many GPUs, and each run
+records that count (``BENCH_GPUS``). With autoscaling on, KEDA would scale a role between its ``min_replicas`` and
+``max_replicas`` while the run records the configured replicas' GPUs (at the benchmark's low concurrency prefill
+drops to its minimum after the scale-down stabilization time, 600 s, well inside a 15-minute run). So that
+experiment's DPD layout is the configured one with autoscaling off (:func:`pinned_props`): the operator runs
+exactly the configured replicas, and ``bench`` records the ready replicas before and after every run.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Literal
 
 import cdk8s
 
 from hyperpod_core.config import Config
-from hyperpod_core.dist_layout import REFERENCE_SUFFIX, Mode
+from hyperpod_core.dist_layout import PINNED_SUFFIX, REFERENCE_SUFFIX, Mode
 from hyperpod_core.inputs import EndpointInputs
 from hyperpod_k8s.endpoint.props import EndpointProps, endpoint_props
+
+Experiment = Literal["aws-reference", "equal-gpu"]
 
 
 def has_reference(config: Config) -> bool:
@@ -34,26 +45,51 @@ def reference_props(props: EndpointProps, mode: Mode) -> EndpointProps:
                    decode=replace(props.decode, replicas=1, scaling=None), autoscaling_server_address=None)
 
 
+def has_equal_gpu(config: Config) -> bool:
+    """The equal-gpu experiment runs: selected, and some scenario belongs to it."""
+    return "equal-gpu" in config.benchmark.experiments and any(
+        s.experiment == "equal-gpu" for s in config.benchmark_scenarios())
+
+
+def pinned_props(props: EndpointProps) -> EndpointProps:
+    """``props`` with autoscaling off: each role runs exactly its configured ``replicas`` (module docstring)."""
+    return replace(props, prefill=replace(props.prefill, scaling=None), decode=replace(props.decode, scaling=None),
+                   autoscaling_server_address=None)
+
+
+def experiment_props(props: EndpointProps, experiment: Experiment, mode: Mode) -> EndpointProps:
+    """The layout ``mode`` runs in ``experiment``: AWS's (aws-reference); the pinned DPD endpoint or the configured
+    colocated one (equal-gpu)."""
+    if experiment == "aws-reference":
+        return reference_props(props, mode)
+    return pinned_props(props) if mode == "dpd" else props
+
+
 def reference_chart_id(config: Config, mode: Mode) -> str:
     return f"{config.endpoint.name}-{REFERENCE_SUFFIX[mode]}"
 
 
 def build_reference_charts(app: cdk8s.App, config: Config, inputs: EndpointInputs) -> list[cdk8s.Chart]:
-    """``<name>-reference-1p1d`` and ``<name>-reference-1node`` when the aws-reference experiment runs."""
-    if not has_reference(config):
-        return []
+    """``<name>-reference-1p1d`` and ``<name>-reference-1node`` when the aws-reference experiment runs, and
+    ``<name>-equal-gpu-pinned`` when the equal-gpu one does."""
     from hyperpod_k8s.endpoint.colocated_endpoint import ColocatedEndpoint
     from hyperpod_k8s.endpoint.dpd_endpoint import DpdEndpoint
 
     props = endpoint_props(config, inputs)
+    ns = config.endpoint.namespace
     charts = []
-    modes: tuple[Mode, ...] = ("dpd", "colocated")
-    for mode in modes:
-        chart = cdk8s.Chart(app, reference_chart_id(config, mode), namespace=config.endpoint.namespace,
+    if has_reference(config):
+        modes: tuple[Mode, ...] = ("dpd", "colocated")
+        for mode in modes:
+            chart = cdk8s.Chart(app, reference_chart_id(config, mode), namespace=ns, disable_resource_name_hashes=True)
+            if mode == "dpd":
+                DpdEndpoint(chart, "Endpoint", props=reference_props(props, "dpd"))
+            else:
+                ColocatedEndpoint(chart, "Endpoint", props=reference_props(props, "colocated"))
+            charts.append(chart)
+    if has_equal_gpu(config):
+        chart = cdk8s.Chart(app, f"{config.endpoint.name}-{PINNED_SUFFIX}", namespace=ns,
                             disable_resource_name_hashes=True)
-        if mode == "dpd":
-            DpdEndpoint(chart, "Endpoint", props=reference_props(props, "dpd"))
-        else:
-            ColocatedEndpoint(chart, "Endpoint", props=reference_props(props, "colocated"))
+        DpdEndpoint(chart, "Endpoint", props=pinned_props(props))
         charts.append(chart)
     return charts

@@ -47,7 +47,7 @@ def worker(p: EndpointProps, *, args: tuple[str, ...], env: tuple[tuple[str, str
         model_invocation_port=iec.InferenceEndpointConfigSpecWorkerModelInvocationPort(
             container_port=p.container_port, name="http"),
         model_volume_mount=iec.InferenceEndpointConfigSpecWorkerModelVolumeMount(
-            name=d.MODEL_VOLUME_NAME, mount_path=d.MODEL_MOUNT_PATH),
+            name=d.MODEL_VOLUME_NAME, mount_path=p.model_path),
         resources=iec.InferenceEndpointConfigSpecWorkerResources(
             requests=_quantities(iec.InferenceEndpointConfigSpecWorkerResourcesRequests, resources["requests"]),
             limits=_quantities(iec.InferenceEndpointConfigSpecWorkerResourcesLimits, resources["limits"]),

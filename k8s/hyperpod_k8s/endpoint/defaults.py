@@ -19,8 +19,11 @@ API_VERSION: Final = "inference.sagemaker.aws.amazon.com/v1"
 """The storage version; the only one with ``pdSpec`` [CRD]."""
 
 MODEL_VOLUME_NAME: Final = "model-weights"
-MODEL_MOUNT_PATH: Final = "/opt/ml/model"
-"""Volume name and mount path of the model weights [DPD reference manifest; CRD default mountPath]."""
+MODEL_MOUNT_ROOT: Final = "/opt/ml/model"
+"""Volume name of the model weights, and the folder their mount path is under [DPD reference manifest; CRD default
+mountPath]. The mount path itself is ``<root>/<model.name>/<revision>`` and is vLLM's ``--model``
+(:func:`hyperpod_k8s.endpoint.props.model_path`): LMCache keys its cache on that value, so a bare root would give
+every model and every staging of one the same keys."""
 
 HEALTH_CHECK_PATH: Final = "/health"
 """ALB target-group health check: vLLM serves ``/health`` [DPD reference manifest]; the CRD default

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 from hyperpod_core import names, pins, sizing
 from hyperpod_core.config import Config, EndpointConfig, RoleAutoscalingConfig, RoleConfig
@@ -63,6 +63,12 @@ class EndpointProps:
     creates (certificates, load balancers) is not published [I]. The janitor therefore goes first by what the
     objects' status names; the tags are the second path, for whatever does carry them."""
     model_name: str
+    model_path: str
+    """``worker.modelVolumeMount.mountPath`` and vLLM's ``--model``: ``/opt/ml/model/<model.name>/<revision>``
+    (:func:`model_path`), the model identity LMCache puts into every cache key."""
+    served_model_name: str
+    """vLLM's ``--served-model-name``: the name clients send as ``model`` (``model.name``), the same for every
+    revision."""
     instance_type: str
     invocation_path: str
     image: str
@@ -96,6 +102,8 @@ class EndpointProps:
     # colocated only
     colocated_replicas: int
     colocated_args: tuple[str, ...]
+    """Appended to ``worker_args``: decode's ``--max-num-seqs`` and its other flags, less the memory flags
+    (:func:`colocated_args`)."""
     colocated_environment: tuple[tuple[str, str], ...]
     colocated_routing_strategy: str = "roundrobin"
     """The colocated endpoint's router spreads requests over its replicas: ``prefixaware`` would send the
@@ -103,10 +111,31 @@ class EndpointProps:
     distributes evenly)."""
 
 
-def worker_args(e: EndpointConfig) -> tuple[str, ...]:
-    """vLLM flags both roles (and the colocated baseline) share [DPD reference manifest]."""
+#: Role flags that size GPU memory (vLLM ``CacheConfig`` in ``vllm/config/cache.py``: ``gpu_memory_utilization``,
+#: ``kv_cache_memory_bytes``).
+#: A role's own value makes room for the PD buffer LMCache allocates beside vLLM's share (docs/endpoint.md, GPU
+#: memory); the colocated baseline has no buffer, so it never inherits one.
+MEMORY_FLAGS: Final = (sizing.UTILIZATION_FLAG, "--kv-cache-memory-bytes")
+
+
+def model_path(model_name: str, revision: str) -> str:
+    """``/opt/ml/model/<model.name>/<revision>``: where the weights are mounted and what vLLM's ``--model`` says.
+
+    LMCache 0.4.3 keys every cached chunk on ``--model`` (``integration/vllm/utils.py:259-260``,
+    ``model_name=model_cfg.model``), so the name and the revision (``model.revision`` or the staged manifest's
+    digest) must both be in it. Both are validated path segments (``SageMakerName``, ``ModelRevision``): no '/',
+    ':' or '@', never '.' or '..'; the whole path stays under 150 characters."""
+    return f"{d.MODEL_MOUNT_ROOT}/{model_name}/{revision}"
+
+
+def worker_args(e: EndpointConfig, *, model: str, served_model_name: str) -> tuple[str, ...]:
+    """vLLM flags both roles (and the colocated baseline) share [DPD reference manifest]: ``--model`` is the
+    revision-bearing mount path (:func:`model_path`), ``--served-model-name`` the stable name clients send (vLLM
+    0.19 ``ModelConfig.served_model_name``: "the model name(s) used in the API ... If not specified, the model name
+    will be the same as the ``--model`` argument"; also the ``model_name`` label of vLLM's metrics)."""
     return (
-        "--model", d.MODEL_MOUNT_PATH,
+        "--model", model,
+        "--served-model-name", served_model_name,
         "--host", "0.0.0.0",
         "--port", str(e.container_port),
         "--tensor-parallel-size", str(e.tensor_parallel_size),
@@ -123,6 +152,22 @@ def role_args(r: RoleConfig) -> tuple[str, ...]:
     Decode keeps vLLM's default, CUDA graphs on (no ``--enforce-eager``).
     """
     return ("--max-num-seqs", str(r.max_num_seqs), *r.extra_args)
+
+
+def colocated_args(e: EndpointConfig) -> tuple[str, ...]:
+    """Flags appended after ``worker.args`` on the colocated baseline: decode's ``--max-num-seqs`` and decode's
+    other flags (a colocated engine spends most of its steps decoding), without :data:`MEMORY_FLAGS`: the model's
+    own ``--gpu-memory-utilization`` (in ``worker.args``) holds, never a role's value lowered for the PD buffer."""
+    args, out, i = e.decode.extra_args, [], 0
+    while i < len(args):
+        flag = args[i]
+        if flag in MEMORY_FLAGS:
+            i += 2  # the flag and its value
+            continue
+        if flag.partition("=")[0] not in MEMORY_FLAGS:
+            out.append(flag)
+        i += 1
+    return ("--max-num-seqs", str(e.decode.max_num_seqs), *out)
 
 
 def _node_selector(c: Config, role: Role) -> dict[str, str]:
@@ -163,13 +208,16 @@ def endpoint_props(c: Config, inputs: EndpointInputs) -> EndpointProps:
     total_gpus = e.prefill.replicas * e.prefill.gpus + e.decode.replicas * e.decode.gpus
     server_address = inputs.amp_workspace_endpoint.value if e.autoscaling.enabled else None
     cache = c.resolved_model_cache()
+    path = model_path(c.model.name, inputs.model_revision.value or "")
     return EndpointProps(
         name=e.name, namespace=e.namespace,
         labels={"app.kubernetes.io/name": e.name, "app.kubernetes.io/part-of": c.name,
                 "app.kubernetes.io/managed-by": "cdk8s"},
         tags=((names.DEPLOYMENT_TAG, c.name), (names.EKS_CLUSTER_ARN_TAG, inputs.eks_cluster_arn.value or "")),
-        model_name=c.model.name, instance_type=e.instance_type, invocation_path=e.invocation_path,
-        image=e.image, worker_args=worker_args(e), container_port=e.container_port,
+        model_name=c.model.name, model_path=path, served_model_name=c.model.name,
+        instance_type=e.instance_type, invocation_path=e.invocation_path,
+        image=e.image, worker_args=worker_args(e, model=path, served_model_name=c.model.name),
+        container_port=e.container_port,
         bucket_name=inputs.model_bucket_name.value or "", region=c.region,
         model_location=c.model.s3_prefix.rstrip("/"),
         gpus_per_replica=e.tensor_parallel_size,
@@ -192,10 +240,10 @@ def endpoint_props(c: Config, inputs: EndpointInputs) -> EndpointProps:
         availability_zone=inputs.gpu_availability_zone.value,
         availability_zone_id=c.network.gpu_availability_zone_id,
         autoscaling_server_address=server_address,
-        # Same GPUs in total, whole TP-sized replicas; the colocated engine runs the decode role's flags
-        # (a colocated engine spends most of its steps decoding).
+        # Same GPUs in total, whole TP-sized replicas; the model's flags plus decode's batch size and non-memory
+        # flags (a colocated engine spends most of its steps decoding).
         colocated_replicas=max(1, total_gpus // e.tensor_parallel_size),
-        colocated_args=role_args(e.decode),
+        colocated_args=colocated_args(e),
         colocated_environment=(("PYTHONHASHSEED", d.PYTHONHASHSEED),
                                ("PROMETHEUS_MULTIPROC_DIR", d.PROMETHEUS_MULTIPROC_DIR)),
     )
