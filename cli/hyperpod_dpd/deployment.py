@@ -4,6 +4,13 @@ Cluster and bucket names come from the ``cdk deploy --outputs-file`` file of the
 (output IDs of :mod:`hyperpod_core.outputs`, read with :func:`hyperpod_core.inputs.read_outputs_file`), else from
 the config, which names both clusters itself. The outputs file's ``EksApiEndpoint`` is the one Kubernetes API
 server these commands talk to (:mod:`hyperpod_dpd.kube`: any other kubeconfig context is refused).
+
+The region rule: a deployment lives in one region, its *home* (:func:`home_region`: the outputs file's ``Region``
+when the file exists, else the config's ``region``). Stack names, and so every name derived from ``name``, are
+unique per region only: ``dpd`` in us-west-2 and ``dpd`` in us-east-1 are two deployments. So a command that
+changes or deletes (``deploy``, ``diff``, ``destroy``, ``sweep``) refuses a ``--region`` other than the home, in
+one line and before any AWS call (:func:`require_region`); a reading command (``status``, ``logs``, ``smoke``)
+sends its calls where ``--region`` says, with a note.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import typer
 
 from hyperpod_core import environment, outputs
 from hyperpod_core.environment import Environment
+from hyperpod_core.errors import UsageError
 from hyperpod_core.inputs import eks_cluster_arn, read_outputs_file
 from hyperpod_core.names import EndpointNames
 
@@ -72,12 +80,41 @@ class Deployment:
         return connect(kubeconfig, context, self.identity)
 
 
-def load(config: str | None, env: str | None, *, region: str | None = None) -> Deployment:
-    """The deployment of the config named; ``region`` (``--region``) sends its AWS calls elsewhere than the
-    config's region."""
+def home_region(e: Environment) -> tuple[str, str]:
+    """The region the deployment of ``e`` lives in, and where that was read: the outputs file's ``Region`` when the
+    file exists (:func:`hyperpod_core.inputs.read_outputs_file` refuses one of another deployment, and one whose
+    ``Region`` is not the config's), else the config's ``region``."""
+    if e.outputs_file.is_file():
+        found = read_outputs_file(e.outputs_file, e.config)
+        if outputs.REGION in found:
+            stack, value = found[outputs.REGION]
+            return value, f"{e.outputs_file}: {stack}.{outputs.REGION}"
+    return e.config.region, f"region of {e.config_path}"
+
+
+def require_region(e: Environment, region: str | None, command: str) -> str:
+    """The home region of ``e`` (:func:`home_region`); a ``--region`` naming another one is bad input (exit 2): a
+    command that changes or deletes never acts on a deployment of the same name in another region."""
+    if region is None:  # nothing to compare: the config's region (an outputs file's Region must equal it)
+        return e.config.region
+    home, source = home_region(e)
+    if region != home:
+        raise UsageError(f"--region must be this deployment's region {home} ({source}) for hyperpod-dpd {command}, "
+                         f"which changes or deletes resources, got {region!r} (a deployment of the same name in "
+                         f"{region} is another deployment; name its own config)")
+    return home
+
+
+def load(config: str | None, env: str | None, *, region: str | None = None,
+         changing: str | None = None) -> Deployment:
+    """The deployment of the config named; ``region`` (``--region``) sends a reading command's AWS calls elsewhere
+    than the config's region (with a note). ``changing``: the name of a command that changes or deletes; then
+    ``region`` must be the deployment's own (:func:`require_region`)."""
     e = environment.resolve(config, env)
     c = e.config
-    if region and region != c.region:
+    if changing:
+        region = require_region(e, region, changing)
+    elif region and region != c.region:
         print(f"note: --region {region}: AWS calls go there, while this config deploys to {c.region}", file=sys.stderr)
     found = read_outputs_file(e.outputs_file, e.config) if e.outputs_file.is_file() else {}
 

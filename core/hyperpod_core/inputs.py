@@ -10,9 +10,11 @@ prints one line per value):
   file, else the placeholder ``UNRESOLVED-ModelBucketName``. The placeholder is deliberately *not* a valid
   bucket name: a manifest synthesized before ``cdk deploy`` can never read from somebody else's bucket.
   There is no derived bucket name (the CDK side names the bucket itself, scoped to account and region).
-* region: always ``region`` from the config; an outputs file with a different ``Region`` is an error.
-* ownership: an outputs file whose stack names, cluster names, ARN account or ARN region do not belong to
-  the config is refused before anything is read from it (:func:`check_ownership`).
+* region: always ``region`` from the config; an outputs file with a different ``Region``, or whose AMP workspace
+  endpoint (``https://aps-workspaces.<region>.amazonaws.com/...``) is in another region, is an error.
+* ownership: an outputs file whose stack names, cluster names, ARN account, ARN region, ``Region`` or AMP
+  endpoint region do not belong to the config is refused before anything is read from it
+  (:func:`check_ownership`).
 * AMP workspace endpoint (KEDA ``serverAddress``): ``AmpWorkspaceEndpoint`` from the outputs file, else a
   placeholder workspace ``ws-UNRESOLVED-AmpWorkspaceEndpoint`` (only used when autoscaling is on).
 * GPU availability-zone *name* (``pdSpec.topologySpec.availabilityZone``): ``GpuAvailabilityZone`` from
@@ -52,6 +54,10 @@ GPU_AVAILABILITY_ZONE: Final = outputs.GPU_AVAILABILITY_ZONE
 
 PLACEHOLDER_PREFIX: Final = "UNRESOLVED-"
 _AMP_RE = re.compile(r"^https://aps-workspaces\.[a-z0-9-]+\.amazonaws\.com/workspaces/ws-[a-zA-Z0-9-]+$", re.ASCII)
+#: The region of an AMP workspace endpoint: its host is the data-plane endpoint
+#: ``aps-workspaces.<region>.amazonaws.com`` (AWS General Reference, "Amazon Managed Service for Prometheus
+#: endpoints and quotas").
+_AMP_REGION_RE = re.compile(r"^https://aps-workspaces\.(?P<region>[a-z0-9-]+)\.amazonaws\.com/", re.ASCII)
 _ARN_RE = re.compile(IAM_ROLE_ARN_PATTERN, re.ASCII)
 _AZ_NAME_RE = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$", re.ASCII)
 
@@ -122,6 +128,7 @@ def check_ownership(config: Config, path: Path, data: dict[str, dict[str, object
                 if key == output_id and str(value) != expected:
                     raise ConfigError(f"{where}: {stack}.{key} is {str(value)!r} but config {field} is "
                                       f"{expected!r} (outputs file of another deployment?)")
+            _check_region(config, where, f"{stack}.{key}", key, str(value))
             m = _ARN_PARTS_RE.match(str(value))
             if m is None:
                 continue
@@ -137,6 +144,18 @@ def check_ownership(config: Config, path: Path, data: dict[str, dict[str, object
         if expected_accounts and account not in expected_accounts:
             raise ConfigError(f"{where}: {source} is in account {account} but the config's ARNs name account "
                               f"{', '.join(sorted(expected_accounts))} (outputs file of another deployment?)")
+
+
+def _check_region(config: Config, where: str, source: str, key: str, value: str) -> None:
+    """The outputs that name a region without being an ARN: ``Region`` itself and the AMP workspace endpoint."""
+    region = value if key == outputs.REGION else None
+    if key == outputs.AMP_WORKSPACE_ENDPOINT:
+        m = _AMP_REGION_RE.match(value)
+        region = m["region"] if m else None
+    if region is not None and region != config.region:
+        what = "is" if key == outputs.REGION else "is in region"
+        raise ConfigError(f"{where}: {source} {what} {region!r} but config region is {config.region!r} "
+                          f"(outputs file of another deployment?)")
 
 
 def eks_cluster_arn(config: Config, found: dict[str, tuple[str, str]], where: str) -> Resolved:
@@ -226,11 +245,7 @@ def resolve_inputs(config: Config, outputs_file: Path | None,
         stack, value = found[output_id]
         return Resolved(value=value, source=f"outputs file {where}: {stack}.{output_id}")
 
-    region = Resolved(value=config.region, source="config: region")
-    out_region = from_outputs(outputs.REGION)
-    if out_region is not None and out_region.value != config.region:
-        raise ConfigError(f"{out_region.source} is {out_region.value!r} but config region is "
-                          f"{config.region!r} (outputs file of another deployment?)")
+    region = Resolved(value=config.region, source="config: region")  # an outputs file's Region: check_ownership
 
     bucket = from_outputs(outputs.MODEL_BUCKET_NAME)
     existing = config.model_bucket.existing_name

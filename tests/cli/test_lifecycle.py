@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,80 @@ def fake_npx(tmp_path: Path) -> tuple[dict[str, str], Path]:
     script.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > "{log}"\nexit ${{FAKE_NPX_RC:-0}}\n')
     script.chmod(0o755)
     return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}, log
+
+
+#: A fake ``npx`` that plays the CDK CLI's side of a deploy. It appends its argv to the log (one JSON list a line: a
+#: deploy calls it twice when it checks change sets) and, for ``cdk deploy --method=prepare-change-set`` against a
+#: moto server (``AWS_ENDPOINT_URL``), creates the change set of each stack named as the pinned CLI does
+#: (``CreateChangeSet`` ``ChangeSetType: UPDATE``, a parameter given on the command line with its value, every
+#: other deployed parameter ``UsePreviousValue``: its ``ParameterValues``, node_modules/aws-cdk/lib/index.js). The
+#: template is the deployed one with an output added (moto refuses a change set without changes).
+FAKE_CDK = """#!{python}
+import json, os, sys
+args = sys.argv[1:]
+with open({log!r}, "a") as f:
+    f.write(json.dumps(args) + "\\n")
+if "--method=prepare-change-set" in args and os.environ.get("AWS_ENDPOINT_URL"):
+    import boto3
+    artifacts = json.load(open(os.path.join(args[args.index("--app") + 1], "manifest.json")))["artifacts"]
+    given = {{}}
+    for i, arg in enumerate(args[:-1]):
+        if arg == "--parameters":
+            stack, _, pair = args[i + 1].partition(":")
+            given.setdefault(stack, {{}})[pair.partition("=")[0]] = pair.partition("=")[2]
+    cfn = boto3.client("cloudformation")
+    for sid in [a for a in args if a in artifacts]:
+        stack = artifacts[sid]["properties"]["stackName"]
+        body = dict(cfn.get_template(StackName=stack)["TemplateBody"])
+        body["Outputs"] = {{"ChangedByThisDeploy": {{"Value": "yes"}}}}
+        deployed = cfn.describe_stacks(StackName=stack)["Stacks"][0].get("Parameters", [])
+        parameters = [{{"ParameterKey": p["ParameterKey"], "ParameterValue": given[stack][p["ParameterKey"]]}}
+                      if p["ParameterKey"] in given.get(stack, {{}}) else
+                      {{"ParameterKey": p["ParameterKey"], "UsePreviousValue": True}} for p in deployed]
+        cfn.create_change_set(StackName=stack, ChangeSetName=args[args.index("--change-set-name") + 1],
+                              ChangeSetType="UPDATE", TemplateBody=json.dumps(body), Parameters=parameters)
+sys.exit(int(os.environ.get("FAKE_NPX_RC", "0")))
+"""
+
+
+@pytest.fixture
+def fake_cdk(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """:data:`FAKE_CDK` first on PATH; the log's lines are the argv lists of its calls, in order."""
+    bin_dir, log = tmp_path / "cdk-bin", tmp_path / "npx-calls.jsonl"
+    bin_dir.mkdir()
+    script = bin_dir / "npx"
+    script.write_text(FAKE_CDK.format(python=sys.executable, log=str(log)))
+    script.chmod(0o755)
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}, log
+
+
+def _calls(log: Path) -> list[list[str]]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.is_file() else []
+
+
+@pytest.fixture(scope="module")
+def moto_url() -> Iterator[str]:
+    """One moto server for this module's commands that run as child processes (``AWS_ENDPOINT_URL``)."""
+    from moto.server import ThreadedMotoServer
+
+    from fake_http import free_port
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
+    server.start()
+    yield f"http://127.0.0.1:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def moto_env(moto_url: str) -> Iterator[dict[str, str]]:
+    """The environment of a child process that calls the moto server, which holds this test's state only."""
+    from moto.core.base_backend import BackendDict
+
+    BackendDict.reset()
+    yield {"AWS_ENDPOINT_URL": moto_url, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+           "AWS_EC2_METADATA_DISABLED": "true", "AWS_DEFAULT_REGION": "us-west-2"}
+    BackendDict.reset()
 
 
 #: The rule and parameter ``hyperpod_constructs.chart_assets.refuse_deploy_without`` adds to a stack whose Helm chart
@@ -137,22 +212,24 @@ def test_the_real_cdk_cli_reads_the_assembly_deploy_uses(synthesized) -> None:
         "ObservabilityAddon")
 
 
-def test_deploy_deploys_that_cdk_out_and_writes_outputs_beside_it(synthesized, fake_npx) -> None:
+def test_deploy_deploys_that_cdk_out_and_writes_outputs_beside_it(synthesized, fake_cdk, moto_env) -> None:
+    """A first deploy (no stack exists yet, moto): one CDK CLI call, no change set to check."""
     cwd, _ = synthesized
-    env, log = fake_npx
+    env, log = fake_cdk
     _copy_env(cwd, "fetched", charts_fetched=True)
     admin = "arn:aws:iam::123456789012:role/Admin"
-    result = _cli("deploy", "--env", "fetched", "--yes", "--admin-principal-arn", admin, cwd=cwd, **env)
+    result = _cli("deploy", "--env", "fetched", "--yes", "--admin-principal-arn", admin, "--region", "us-west-2",
+                  cwd=cwd, **env, **moto_env)
     assert result.returncode == 0, result.stderr
     demo = (cwd / "envs" / "fetched").resolve()
     # The cluster stack's required AdminPrincipalArn parameter is filled for the stack that declares it
     # (the CDK CLI keys --parameters by CloudFormation stack name).
     # --concurrency: independent stacks deploy side by side (issue 20 item 6; the CDK CLI's deploy option
     # "Maximum number of simultaneous deployments (dependency permitting) to execute", aws-cdk 2.1148 cli-config).
-    assert log.read_text().splitlines() == [
+    assert _calls(log) == [[
         "--no-install", "cdk", "deploy", "--app", str(demo / "cdk.out"), "--all",
         "--outputs-file", str(demo / "cdk-outputs.json"), "--concurrency", "6",
-        "--parameters", f"demo-cluster:AdminPrincipalArn={admin}", "--require-approval", "never"]
+        "--parameters", f"demo-cluster:AdminPrincipalArn={admin}", "--require-approval", "never"]]
     assert "next: hyperpod-dpd synth --env fetched" in result.stdout
     assert result.stderr.splitlines()[0] == (
         "deploy: 6 stacks of demo (demo-network, demo-observability, demo-cluster, demo-hyperpod, "
@@ -160,12 +237,12 @@ def test_deploy_deploys_that_cdk_out_and_writes_outputs_beside_it(synthesized, f
         "outputs to envs/fetched/cdk-outputs.json")
 
 
-def test_deploy_asks_and_without_a_terminal_wants_yes(synthesized, fake_npx) -> None:
+def test_deploy_asks_and_without_a_terminal_wants_yes(synthesized, fake_npx, moto_env) -> None:
     cwd, _ = synthesized
     env, log = fake_npx
     _copy_env(cwd, "fetched", charts_fetched=True)
     result = _cli("deploy", "--env", "fetched", "--admin-principal-arn", "arn:aws:iam::123456789012:role/Admin",
-                  cwd=cwd, **env)
+                  cwd=cwd, **env, **moto_env)
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1] == (
         "error: hyperpod-dpd deploy asks before it changes anything and stdin is not a terminal: pass --yes to go "
@@ -200,7 +277,7 @@ def test_a_failed_deploy_does_not_claim_nothing_changed(synthesized, fake_npx) -
     assert "stacks deployed before it in this run stay deployed" in result.stderr
 
 
-def test_diff_of_every_stack_passes_no_all(synthesized, fake_npx) -> None:
+def test_diff_of_every_stack_passes_no_all(synthesized, fake_npx, moto_env) -> None:
     """``cdk diff`` has no ``--all`` option (the pinned CLI's option table, node_modules/aws-cdk/lib/cli/
     cli-type-registry.json); with no stack named it compares every top-level stack."""
     cwd, _ = synthesized
@@ -209,18 +286,7 @@ def test_diff_of_every_stack_passes_no_all(synthesized, fake_npx) -> None:
                           .read_text())
     assert "all" not in registry["commands"]["diff"]["options"]
     assert "all" in registry["commands"]["deploy"]["options"] and "all" in registry["commands"]["destroy"]["options"]
-    from moto.server import ThreadedMotoServer
-
-    from fake_http import free_port
-
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)  # SageMaker for the deep-health-check line
-    server.start()
-    try:
-        result = _cli("diff", "--env", "demo", cwd=cwd, **env, AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}",
-                      AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", AWS_DEFAULT_REGION="us-west-2")
-    finally:
-        server.stop()
+    result = _cli("diff", "--env", "demo", cwd=cwd, **env, **moto_env)  # SageMaker for the deep-health-check line
     assert result.returncode == 0, result.stderr
     assert log.read_text().splitlines() == ["--no-install", "cdk", "diff", "--app",
                                             str((cwd / "envs/demo/cdk.out").resolve())]
@@ -235,49 +301,37 @@ def test_the_cdk_cli_takes_the_concurrency_option_deploy_passes() -> None:
            "permitting) to execute.'" in deploy
 
 
-def test_diff_of_the_hyperpod_stack_says_when_deep_health_checks_refuse_the_update(synthesized, fake_npx) -> None:
+def test_diff_of_the_hyperpod_stack_says_when_deep_health_checks_refuse_the_update(synthesized, fake_npx,
+                                                                                 moto_env) -> None:
     """HyperPod refuses UpdateCluster while deep health checks run (AWS HyperPod EKS deep health check page): with a
     node ``DeepHealthCheckInProgress`` (ListClusterNodes) and an instance-group change, ``diff`` says so. A moto
     server plays SageMaker (moto implements DescribeCluster and ListClusterNodes); the node status is set on its
     backend, to a value of the service model's ClusterInstanceStatus."""
+    import boto3
     from moto.core import DEFAULT_ACCOUNT_ID
     from moto.sagemaker.models import sagemaker_backends
-    from moto.server import ThreadedMotoServer
-
-    from fake_http import free_port
 
     cwd, _ = synthesized
     env, _ = fake_npx
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
-    server.start()
-    aws = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "testing",
-           "AWS_SECRET_ACCESS_KEY": "testing", "AWS_EC2_METADATA_DISABLED": "true", "AWS_DEFAULT_REGION": "us-west-2"}
+    aws = moto_env
     backend = sagemaker_backends[DEFAULT_ACCOUNT_ID]["us-west-2"]
-    try:
-        import boto3
-
-        sm = boto3.client("sagemaker", region_name="us-west-2", endpoint_url=aws["AWS_ENDPOINT_URL"],
-                          aws_access_key_id="testing", aws_secret_access_key="testing")
-        backend.clusters.pop("demo", None)
-        sm.create_cluster(ClusterName="demo", VpcConfig={"SecurityGroupIds": ["sg-1"], "Subnets": ["subnet-1"]},
-                          InstanceGroups=[{"InstanceGroupName": g, "InstanceType": "ml.p5.48xlarge",
-                                           "InstanceCount": count, "ThreadsPerCore": 1,
-                                           "OnStartDeepHealthChecks": ["InstanceStress", "InstanceConnectivity"],
-                                           "ExecutionRole": "arn:aws:iam::123456789012:role/hp",
-                                           "LifeCycleConfig": {"SourceS3Uri": "s3://sagemaker-lc/", "OnCreate": "x"}}
-                                          for g, count in (("prefill", 1), ("decode", 2))])
-        backend.clusters["demo"].nodes["decode-1"].status = "DeepHealthCheckInProgress"
-        result = _cli("diff", "HyperPod", "--env", "demo", cwd=cwd, **env, **aws)
-        assert result.returncode == 0, result.stderr
-        assert ("FAIL: deep health checks: 1 node(s) in deep health checks (decode-1 (decode)), and the config "
-                "changes decode: instance_count 2 -> 1: HyperPod refuses UpdateCluster") in result.stdout
-        backend.clusters["demo"].nodes["decode-1"].status = "Running"
-        calm = _cli("diff", "HyperPod", "--env", "demo", cwd=cwd, **env, **aws)
-        assert "pass: deep health checks: no node of demo in deep health checks" in calm.stdout
-    finally:
-        backend.clusters.pop("demo", None)
-        server.stop()
+    sm = boto3.client("sagemaker", region_name="us-west-2", endpoint_url=aws["AWS_ENDPOINT_URL"],
+                      aws_access_key_id="testing", aws_secret_access_key="testing")
+    sm.create_cluster(ClusterName="demo", VpcConfig={"SecurityGroupIds": ["sg-1"], "Subnets": ["subnet-1"]},
+                      InstanceGroups=[{"InstanceGroupName": g, "InstanceType": "ml.p5.48xlarge",
+                                       "InstanceCount": count, "ThreadsPerCore": 1,
+                                       "OnStartDeepHealthChecks": ["InstanceStress", "InstanceConnectivity"],
+                                       "ExecutionRole": "arn:aws:iam::123456789012:role/hp",
+                                       "LifeCycleConfig": {"SourceS3Uri": "s3://sagemaker-lc/", "OnCreate": "x"}}
+                                      for g, count in (("prefill", 1), ("decode", 2))])
+    backend.clusters["demo"].nodes["decode-1"].status = "DeepHealthCheckInProgress"
+    result = _cli("diff", "HyperPod", "--env", "demo", cwd=cwd, **env, **aws)
+    assert result.returncode == 0, result.stderr
+    assert ("FAIL: deep health checks: 1 node(s) in deep health checks (decode-1 (decode)), and the config "
+            "changes decode: instance_count 2 -> 1: HyperPod refuses UpdateCluster") in result.stdout
+    backend.clusters["demo"].nodes["decode-1"].status = "Running"
+    calm = _cli("diff", "HyperPod", "--env", "demo", cwd=cwd, **env, **aws)
+    assert "pass: deep health checks: no node of demo in deep health checks" in calm.stdout
 
 
 @pytest.mark.parametrize(("given", "selector"), [
@@ -539,14 +593,14 @@ def _with_parameters(cwd: Path, name: str, parameters: dict) -> None:
     template.write_text(json.dumps(data))
 
 
-def test_deploy_fills_the_admin_principal_parameter(synthesized, fake_npx) -> None:
+def test_deploy_fills_the_admin_principal_parameter(synthesized, fake_npx, moto_env) -> None:
     """A required ``AdminPrincipalArn`` gets the role of an assumed-role session (an access entry names roles)."""
     cwd, _ = synthesized
     env, log = fake_npx
     _with_parameters(cwd, "admin", {"AdminPrincipalArn": {"Type": "String"}})
     _copy_env(cwd, "admin", charts_fetched=True)
     result = _cli("deploy", "--env", "admin", "--yes", "--admin-principal-arn",
-                  "arn:aws:sts::111122223333:assumed-role/Ops/alice", cwd=cwd, **env)
+                  "arn:aws:sts::111122223333:assumed-role/Ops/alice", cwd=cwd, **env, **moto_env)
     assert result.returncode == 0, result.stderr
     argv = log.read_text().splitlines()
     assert argv[argv.index("--parameters") + 1] == "demo-cluster:AdminPrincipalArn=arn:aws:iam::111122223333:role/Ops"
@@ -597,3 +651,259 @@ def test_synth_says_plainly_when_the_templates_cannot_deploy_yet(synthesized, mo
     assert steps[1].startswith("./scripts/setup   # with access to raw.githubusercontent.com")
     assert steps[2].startswith(f"hyperpod-dpd synth --env {name}")
     assert steps[-1] == f"hyperpod-dpd deploy --env {name}"
+
+
+# --- the region rule (issue 30 item 2) --------------------------------------------------------------------------
+
+def _regional(cwd: Path) -> str:
+    """A copy of the demo environment deployed to us-west-2: its outputs file says ``Region``."""
+    target = _copy_env(cwd, "regional", charts_fetched=True)
+    (target / "cdk-outputs.json").write_text(json.dumps({"demo-network": {"Region": "us-west-2"}}))
+    return "regional"
+
+
+@pytest.fixture
+def no_aws(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every boto3 client the command line would create (``hyperpod_dpd.aws.client``, the only place it does),
+    recorded and refused."""
+    from hyperpod_dpd import aws
+
+    made: list[str] = []
+
+    def refused(service: str, region: str, session: object = None) -> None:
+        made.append(f"{service} in {region}")
+        raise AssertionError(f"AWS client created: {service} in {region}")
+
+    monkeypatch.setattr(aws, "client", refused)
+    return made
+
+
+@pytest.mark.parametrize("command", ["deploy", "diff", "destroy"])
+def test_a_region_other_than_the_deployments_is_refused_before_any_aws_call(
+        synthesized, fake_cdk, no_aws, monkeypatch, run_cli, command) -> None:
+    """Stack names are unique per region only (CloudFormation: "The stack name must be unique in the Region in
+    which you are creating the stack"), so demo in us-east-1 is another deployment: a command that changes or
+    deletes refuses it in one line, exit 2, before any AWS or CDK CLI call. Fails on main: no --region there."""
+    cwd, _ = synthesized
+    env, log = fake_cdk
+    name = _regional(cwd)
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("PATH", env["PATH"])
+    result = run_cli(command, "--env", name, "--region", "us-east-1", *(["--yes"] if command != "diff" else []))
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        f"error: --region must be this deployment's region us-west-2 (envs/{name}/cdk-outputs.json: "
+        f"demo-network.Region) for hyperpod-dpd {command}, which changes or deletes resources, got 'us-east-1' (a "
+        "deployment of the same name in us-east-1 is another deployment; name its own config)"]
+    assert no_aws == [] and _calls(log) == []
+
+
+@pytest.mark.parametrize("args", [
+    ("diff", "Network"), ("deploy", "Network", "--yes"), ("destroy", "Platform", "--yes")])
+def test_profile_reaches_the_cdk_cli_and_boto3(synthesized, fake_cdk, monkeypatch, run_cli, tmp_path, args) -> None:
+    """``--profile NAME`` goes to the CDK CLI as its global ``--profile`` option (aws-cdk's CLI reference, global
+    options: "Use the indicated AWS profile as the default environment"; the pinned CLI's cli-config.js) and to
+    boto3 as AWS_PROFILE; ``--region`` equal to the deployment's is accepted."""
+    cwd, _ = synthesized
+    env, log = fake_cdk
+    _copy_env(cwd, "fetched", charts_fetched=True)
+    config = tmp_path / "aws-config"
+    config.write_text("[profile ops]\nregion = us-west-2\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.setenv("AWS_PROFILE", "unset")  # recorded, so that the value the option sets is undone
+    monkeypatch.delenv("AWS_PROFILE")
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("PATH", env["PATH"])
+    result = run_cli(args[0], *args[1:], "--env", "fetched", "--profile", "ops", "--region", "us-west-2")
+    assert result.exit_code == 0, result.stderr
+    (call,) = _calls(log)
+    assert call[2] == args[0] and call[-2:] == ["--profile", "ops"]
+    assert os.environ["AWS_PROFILE"] == "ops"
+
+
+# --- the cluster admin on an update (issue 30 item 4) ---------------------------------------------------------
+
+ALICE, BOB, CAROL = (f"arn:aws:iam::123456789012:role/{name}" for name in ("Alice", "Bob", "Carol"))
+
+
+def _deployed_cluster_stack(moto_env: dict[str, str], admin: str) -> None:
+    """``demo-cluster`` as a first deploy left it in CloudFormation (moto): its ``AdminPrincipalArn`` is ``admin``."""
+    import boto3
+
+    cfn = boto3.client("cloudformation", region_name="us-west-2", endpoint_url=moto_env["AWS_ENDPOINT_URL"],
+                       aws_access_key_id="testing", aws_secret_access_key="testing")
+    cfn.create_stack(StackName="demo-cluster", TemplateBody=json.dumps({
+        "Parameters": {"AdminPrincipalArn": {"Type": "String"}}, "Resources": {"Queue": {"Type": "AWS::SQS::Queue"}}}),
+        Parameters=[{"ParameterKey": "AdminPrincipalArn", "ParameterValue": admin}])
+
+
+def test_an_update_keeps_the_deployed_cluster_admin(synthesized, fake_cdk, moto_env, monkeypatch, run_cli) -> None:
+    """``AWS::EKS::AccessEntry`` ``PrincipalArn`` is create-only (its resource schema, cfn-lint's copy in the venv),
+    so passing the caller on every deploy replaced the first admin's entry with a second engineer's (or failed 409
+    ResourceInUseException when the caller has an entry). Alice deployed; Bob (an assumed-role session of role Bob)
+    deploys again: the parameter is not passed, so the CDK CLI sends UsePreviousValue (``--previous-parameters``,
+    default true). Fails on main, which passed ``demo-cluster:AdminPrincipalArn=<role Bob>``.
+    ``--admin-principal-arn`` still changes it, on purpose."""
+    import boto3
+
+    cwd, _ = synthesized
+    env, log = fake_cdk
+    _copy_env(cwd, "fetched", charts_fetched=True)
+    _deployed_cluster_stack(moto_env, ALICE)
+    sts = boto3.client("sts", region_name="us-west-2", endpoint_url=moto_env["AWS_ENDPOINT_URL"],
+                       aws_access_key_id="testing", aws_secret_access_key="testing")
+    bob = sts.assume_role(RoleArn=BOB, RoleSessionName="bob")["Credentials"]
+    monkeypatch.chdir(cwd)
+    for var, value in {**env, **moto_env, "AWS_ACCESS_KEY_ID": bob["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": bob[
+            "SecretAccessKey"], "AWS_SESSION_TOKEN": bob["SessionToken"]}.items():
+        monkeypatch.setenv(var, value)  # the command in-process, the fake CDK CLI beside it: one moto server
+
+    kept = run_cli("deploy", "Cluster", "--env", "fetched", "--yes")
+
+    assert kept.exit_code == 0, kept.stderr
+    assert not [a for call in _calls(log) for a in call if "AdminPrincipalArn" in a or a == "--parameters"]
+    prepare, deploy = _calls(log)
+    assert "--method=prepare-change-set" in prepare and "--method=prepare-change-set" not in deploy
+    assert f"; cluster admin {ALICE} (deployed; kept: pass --admin-principal-arn to change it);" in kept.stderr
+
+    changed = run_cli("deploy", "Cluster", "--env", "fetched", "--yes", "--admin-principal-arn", CAROL)
+
+    assert changed.exit_code == 0, changed.stderr
+    prepare, deploy = _calls(log)[2:]
+    for call in (prepare, deploy):
+        assert call[call.index("--parameters"):call.index("--parameters") + 2] == [
+            "--parameters", f"demo-cluster:AdminPrincipalArn={CAROL}"]
+    assert f"; cluster admin {CAROL} (replaces {ALICE}, which loses its access entry);" in changed.stderr
+
+
+# --- no silent replacement (issue 30 item 6) ------------------------------------------------------------------
+
+def test_the_guarded_resources_are_the_synthesized_ones(synthesized) -> None:
+    """The logical IDs the check guards are the templates' own, with the UpdateReplacePolicy the messages state
+    (absent: Delete, CloudFormation's default, User Guide "UpdateReplacePolicy attribute")."""
+    from hyperpod_dpd import change_set
+    from hyperpod_dpd.commands.lifecycle import _stack_ids, _templates
+
+    cwd, _ = synthesized
+    cdk_out = cwd / "envs" / "demo" / "cdk.out"
+    templates = _templates(cdk_out, list(_stack_ids(cdk_out)))
+    assert change_set.guarded_stacks(templates) == ["demo-cluster", "demo-hyperpod", "demo-platform"]
+    hyperpod = templates["demo-hyperpod"]["Resources"]["HyperPodCluster"]
+    bucket = templates["demo-platform"]["Resources"]["ModelBucket24FA8CA2"]
+    eks = [r for r in templates["demo-cluster"]["Resources"].values() if r["Type"] == "AWS::EKS::Cluster"]
+    assert (hyperpod["Type"], hyperpod["UpdateReplacePolicy"]) == ("AWS::SageMaker::Cluster", "Retain")
+    assert (bucket["Type"], bucket["UpdateReplacePolicy"]) == ("AWS::S3::Bucket", "Retain")
+    assert len(eks) == 1 and "UpdateReplacePolicy" not in eks[0]
+
+
+OLD_CLUSTER = "arn:aws:sagemaker:us-west-2:123456789012:cluster/abcdef123456"
+NEW_CLUSTER = "arn:aws:sagemaker:us-west-2:123456789012:cluster/0123456789ab"
+CHANGE_SET = "hyperpod-dpd-replacement-check"
+
+
+def _stack(name: str, **extra: object) -> dict[str, object]:
+    """A ``DescribeStacks`` ``Stacks[]`` entry (API reference, ``Stack``: StackName, CreationTime, StackStatus
+    required)."""
+    import datetime
+
+    return {"StackName": name, "StackId": f"arn:aws:cloudformation:us-west-2:123456789012:stack/{name}/1",
+            "CreationTime": datetime.datetime(2025, 1, 1, tzinfo=datetime.UTC), "StackStatus": "UPDATE_COMPLETE",
+            **extra}
+
+
+def _stubbed_update(replacement: str, now: str | None) -> tuple[dict[str, object], list[object]]:
+    """Stubbed clients (botocore Stubber on boto3's own CloudFormation and SageMaker models) for ``deploy
+    HyperPod`` of a deployed demo: the HyperPod stack's change set shows ``HyperPodCluster`` ``Replacement``
+    ``replacement`` for ``ClusterName`` (``hyperpod.cluster_name`` renamed). ``now``: the physical ID after the
+    update (``None``: the deploy must not get that far)."""
+    import boto3
+    from botocore.stub import Stubber
+    from test_change_set import change, described
+
+    cfn = boto3.client("cloudformation", region_name="us-west-2", aws_access_key_id="x", aws_secret_access_key="x")
+    sm = boto3.client("sagemaker", region_name="us-west-2", aws_access_key_id="x", aws_secret_access_key="x")
+    cfn_stub, sm_stub = Stubber(cfn), Stubber(sm)
+    cfn_stub.add_response("describe_stacks", {"Stacks": [_stack("demo-cluster", Parameters=[
+        {"ParameterKey": "AdminPrincipalArn", "ParameterValue": ALICE}])]}, {"StackName": "demo-cluster"})
+    cfn_stub.add_response("describe_stacks", {"Stacks": [_stack("demo-hyperpod")]}, {"StackName": "demo-hyperpod"})
+    cfn_stub.add_response("describe_change_set", described("demo-cluster", []),
+                          {"StackName": "demo-cluster", "ChangeSetName": CHANGE_SET})
+    cfn_stub.add_response("describe_change_set", described("demo-hyperpod", [change(
+        "HyperPodCluster", "AWS::SageMaker::Cluster", replacement, OLD_CLUSTER,
+        [("ClusterName", "Always" if replacement == "True" else "Conditionally")])]),
+        {"StackName": "demo-hyperpod", "ChangeSetName": CHANGE_SET})
+    for stack in ("demo-cluster", "demo-hyperpod"):
+        cfn_stub.add_response("delete_change_set", {}, {"StackName": stack, "ChangeSetName": CHANGE_SET})
+    if now is not None:
+        import datetime
+
+        cfn_stub.add_response("describe_stack_resource", {"StackResourceDetail": {
+            "StackName": "demo-hyperpod", "LogicalResourceId": "HyperPodCluster", "PhysicalResourceId": now,
+            "ResourceType": "AWS::SageMaker::Cluster", "ResourceStatus": "UPDATE_COMPLETE",
+            "LastUpdatedTimestamp": datetime.datetime(2025, 1, 2, tzinfo=datetime.UTC)}},
+            {"StackName": "demo-hyperpod", "LogicalResourceId": "HyperPodCluster"})
+        if now != OLD_CLUSTER:
+            sm_stub.add_response("delete_cluster", {"ClusterArn": OLD_CLUSTER}, {"ClusterName": OLD_CLUSTER})
+    cfn_stub.activate()
+    sm_stub.activate()
+    return {"cloudformation": cfn, "sagemaker": sm}, [cfn_stub, sm_stub]
+
+
+def _deploy_in_process(synthesized, fake_cdk, monkeypatch, run_cli, clients, *args: str):  # type: ignore[no-untyped-def]
+    from hyperpod_dpd import aws
+
+    cwd, _ = synthesized
+    env, log = fake_cdk
+    _copy_env(cwd, "fetched", charts_fetched=True)
+    monkeypatch.setattr(aws, "client", lambda service, region, session=None: clients[service])
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("PATH", env["PATH"])
+    return run_cli("deploy", "HyperPod", "--env", "fetched", "--admin-principal-arn", ALICE, *args), _calls(log)
+
+
+def test_deploy_refuses_a_replacement_the_change_set_shows(synthesized, fake_cdk, monkeypatch, run_cli) -> None:
+    """A renamed HyperPod cluster (ClusterName is create-only: AWS::SageMaker::Cluster's resource schema) shows
+    ``Replacement: True`` in the HyperPod stack's change set; deploy stops in one line naming the resource and the
+    property, after the CDK CLI prepared the change sets (and before it deploys), and deletes them. Fails on main,
+    which deployed at once."""
+    clients, stubs = _stubbed_update("True", None)
+
+    result, calls = _deploy_in_process(synthesized, fake_cdk, monkeypatch, run_cli, clients, "--yes")
+
+    assert result.exit_code == 1, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [result.stderr.splitlines()[-1]] and "Traceback" not in result.stderr
+    assert errors[0].startswith(
+        f"error: deploy would replace demo-hyperpod: the HyperPod cluster HyperPodCluster (AWS::SageMaker::Cluster "
+        f"{OLD_CLUSTER}) Replacement True (property ClusterName). Nothing was deployed.")
+    assert "pass --allow-replace" in errors[0]
+    cdk_out = str((synthesized[0] / "envs" / "fetched" / "cdk.out").resolve())
+    # --method/--change-set-name/--exclusively: the CDK CLI's deploy options (aws-cdk's cdk deploy reference;
+    # the pinned CLI's cli-config.js) [I: no AWS account, so the real CLI's change set is not run here].
+    assert calls == [["--no-install", "cdk", "deploy", "--app", cdk_out, "Cluster", "HyperPod", "--exclusively",
+                      "--method=prepare-change-set", "--change-set-name", CHANGE_SET, "--concurrency", "2",
+                      "--require-approval", "never", "--parameters", f"demo-cluster:AdminPrincipalArn={ALICE}"]]
+    for stub in stubs:
+        stub.assert_no_pending_responses()
+
+
+@pytest.mark.parametrize(("replacement", "now", "deleted"), [
+    ("True", NEW_CLUSTER, True), ("Conditional", OLD_CLUSTER, False)])
+def test_allow_replace_deploys_then_deletes_the_retained_cluster(synthesized, fake_cdk, monkeypatch, run_cli,
+                                                                 replacement, now, deleted) -> None:
+    """With --allow-replace the deploy goes ahead; afterwards the old HyperPod cluster, which ``UpdateReplacePolicy:
+    Retain`` leaves running, is deleted by its previous physical ID (SageMaker DeleteCluster takes the name or the
+    ARN: its ClusterName pattern in boto3's model), asked once (--yes answers). A ``Conditional`` replacement that
+    did not happen (same physical ID) deletes nothing."""
+    clients, stubs = _stubbed_update(replacement, now)
+
+    result, calls = _deploy_in_process(synthesized, fake_cdk, monkeypatch, run_cli, clients, "--yes",
+                                       "--allow-replace")
+
+    assert result.exit_code == 0, result.stderr
+    assert [c[c.index("--app") + 2] for c in calls] == ["Cluster", "HyperPod"]  # prepared, then deployed
+    assert "--method=prepare-change-set" not in calls[1] and calls[1][-2:] == ["--require-approval", "never"]
+    assert "--allow-replace: demo-hyperpod: the HyperPod cluster HyperPodCluster" in result.stderr
+    assert (f"deleting the old HyperPod cluster {OLD_CLUSTER}" in result.stdout) == deleted
+    for stub in stubs:
+        stub.assert_no_pending_responses()

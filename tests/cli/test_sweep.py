@@ -39,14 +39,14 @@ B = Tenant("team-b", "team-b-eks")
 OPERATOR_A = OPERATOR + A.spec_tags
 
 
-def _world() -> dict[str, Any]:
-    """Our leftovers and look-alikes of other deployments, plus the model bucket with data."""
-    ec2 = boto3.client("ec2", region_name=REGION)
+def _world(region: str = REGION) -> dict[str, Any]:
+    """Our leftovers and look-alikes of other deployments, plus the model bucket with data, in ``region``."""
+    ec2 = boto3.client("ec2", region_name=region)
     ids: dict[str, Any] = {}
     vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
     ec2.create_tags(Resources=[vpc], Tags=[{"Key": "aws:cloudformation:stack-name", "Value": "hyperpod-dpd-network"}])
     other_vpc = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
-    subnets = [ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i}.0/24", AvailabilityZone=f"{REGION}{az}")
+    subnets = [ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i}.0/24", AvailabilityZone=f"{region}{az}")
                ["Subnet"]["SubnetId"] for i, az in enumerate("ab")]
     other_subnet = ec2.create_subnet(VpcId=other_vpc, CidrBlock="10.9.0.0/24")["Subnet"]["SubnetId"]
     ids["sg"] = ec2.create_security_group(
@@ -58,19 +58,19 @@ def _world() -> dict[str, Any]:
     ids["eni"] = ec2.create_network_interface(SubnetId=subnets[0], Description="aws-K8S-i-0abc")[
         "NetworkInterface"]["NetworkInterfaceId"]
     ids["other_eni"] = ec2.create_network_interface(SubnetId=other_subnet)["NetworkInterface"]["NetworkInterfaceId"]
-    ids["gd"] = ec2.create_vpc_endpoint(VpcId=vpc, ServiceName=f"com.amazonaws.{REGION}.guardduty-data",
+    ids["gd"] = ec2.create_vpc_endpoint(VpcId=vpc, ServiceName=f"com.amazonaws.{region}.guardduty-data",
                                         VpcEndpointType="Interface")["VpcEndpoint"]["VpcEndpointId"]
-    elbv2 = boto3.client("elbv2", region_name=REGION)
+    elbv2 = boto3.client("elbv2", region_name=region)
     ids["lb"] = elbv2.create_load_balancer(Name="k8s-default-llama-abc", Subnets=subnets, Tags=OURS)[
         "LoadBalancers"][0]["LoadBalancerArn"]
     ids["other_lb"] = elbv2.create_load_balancer(Name="k8s-other", Subnets=subnets, Tags=THEIRS)[
         "LoadBalancers"][0]["LoadBalancerArn"]
     ids["tg"] = elbv2.create_target_group(Name="k8s-default-llama-tg", Protocol="HTTP", Port=8081, VpcId=vpc,
                                           TargetType="ip", Tags=OURS)["TargetGroups"][0]["TargetGroupArn"]
-    acm = boto3.client("acm", region_name=REGION)
+    acm = boto3.client("acm", region_name=region)
     ids["cert"] = acm.request_certificate(DomainName="llama.example.com", Tags=OPERATOR_A)["CertificateArn"]
     ids["other_cert"] = acm.request_certificate(DomainName="mine.example.com")["CertificateArn"]
-    sm = boto3.client("sagemaker", region_name=REGION)
+    sm = boto3.client("sagemaker", region_name=region)
     role = "arn:aws:iam::123456789012:role/SageMakerHyperPodInference-x"
     container = {"Image": "123456789012.dkr.ecr.us-west-2.amazonaws.com/x:1"}
     sm.create_model(ModelName="llama-3-3-70b-instruct", ExecutionRoleArn=role, PrimaryContainer=container,
@@ -80,8 +80,9 @@ def _world() -> dict[str, Any]:
                 "InstanceType": "ml.m5.large"}]
     sm.create_endpoint_config(EndpointConfigName="llama-config", ProductionVariants=variant, Tags=OPERATOR_A)
     sm.create_endpoint(EndpointName="llama-endpoint", EndpointConfigName="llama-config", Tags=OPERATOR_A)
-    s3 = boto3.client("s3", region_name=REGION)
-    s3.create_bucket(Bucket="model-bucket", CreateBucketConfiguration={"LocationConstraint": REGION})
+    s3 = boto3.client("s3", region_name=region)
+    s3.create_bucket(Bucket="model-bucket", **({"CreateBucketConfiguration": {"LocationConstraint": region}}
+                                                if region != "us-east-1" else {}))  # S3: us-east-1 takes none
     s3.put_object(Bucket="model-bucket", Key="models/Llama-3.3-70B-Instruct/config.json", Body=b"{}")
     return ids
 
@@ -111,7 +112,7 @@ def _listed(out: str) -> list[tuple[str, str]]:
 
 
 def test_lists_only_what_this_deployment_left(cli, config_file, world) -> None:
-    result = _sweep(cli, config_file, "--json")
+    result = _sweep(cli, config_file, "--json", "--region", REGION)  # the deployment's own region: accepted
     assert result.code == 0, result.err
     items = json.loads(result.out)["items"]
     assert _listed(result.out) == EXPECTED
@@ -349,3 +350,56 @@ def test_yes_deletes_users_before_what_they_use(cli, config_file, world, monkeyp
     assert last["delete_load_balancer"] < first["delete_security_group"]
     assert last["delete_endpoint"] < first["delete_endpoint_config"] < first["delete_model"]
     assert last["delete_endpoint_config"] < first["delete_model"]
+
+
+# --- the region rule (issue 30 item 2) ------------------------------------------------------------------------
+
+def _remaining(region: str) -> dict[str, int]:
+    sm, elbv2 = boto3.client("sagemaker", region_name=region), boto3.client("elbv2", region_name=region)
+    ec2, acm = boto3.client("ec2", region_name=region), boto3.client("acm", region_name=region)
+    return {"endpoints": len(sm.list_endpoints()["Endpoints"]), "configs": len(sm.list_endpoint_configs()[
+        "EndpointConfigs"]), "models": len(sm.list_models()["Models"]), "certificates": len(acm.list_certificates()[
+        "CertificateSummaryList"]), "load balancers": len(elbv2.describe_load_balancers()["LoadBalancers"]),
+        "target groups": len(elbv2.describe_target_groups()["TargetGroups"]),
+        "security groups": len(ec2.describe_security_groups(Filters=[
+            {"Name": "tag:elbv2.k8s.aws/cluster", "Values": [EKS_CLUSTER]}])["SecurityGroups"]),
+        "network interfaces": len(ec2.describe_network_interfaces()["NetworkInterfaces"])}
+
+
+def test_sweep_in_another_region_is_refused_and_deletes_nothing(cli, config_file, moto_isolated, monkeypatch) -> None:
+    """The fourth review's run (lifecycle-review.md section 2): a deployment of the same name in us-east-1 (its
+    endpoint, config, model, certificate, ALB, target group, security group, ENI), swept with the us-west-2 config
+    and ``--region us-east-1``. Ownership compares names that are unique per region only, so main deleted all of
+    it; now the region must be the deployment's (its outputs file says us-west-2): one line, exit 2, before any
+    AWS call, and everything in us-east-1 is still there."""
+    _world("us-east-1")
+    before = _remaining("us-east-1")
+    made: list[str] = []
+    real = aws.client
+    monkeypatch.setattr(aws, "client", lambda name, region, session=None: made.append(name) or real(name, region,
+                                                                                                    session))
+    result = _sweep(cli, config_file, "--region", "us-east-1", "--yes", "--json")
+    assert result.code == 2, result.err
+    assert one_line_error(result).startswith(
+        f"error: --region must be this deployment's region us-west-2 ({config_file.with_suffix('.out')}"
+        "/cdk-outputs.json: hyperpod-dpd-cluster.Region) for hyperpod-dpd sweep, which changes or deletes "
+        "resources, got 'us-east-1'")
+    assert made == [] and result.out == ""
+    assert _remaining("us-east-1") == before and before["endpoints"] == 1 and before["load balancers"] == 2
+
+
+def test_an_outputs_file_whose_amp_workspace_is_in_another_region_is_refused(cli, config_file, world) -> None:
+    """The AMP workspace endpoint's host names its region (``aps-workspaces.<region>.amazonaws.com``: AWS General
+    Reference, "Amazon Managed Service for Prometheus endpoints and quotas"); an outputs file whose workspace is in
+    us-east-1 is not this us-west-2 deployment's. Fails on main, which accepted it."""
+    outputs = config_file.with_suffix(".out") / "cdk-outputs.json"
+    data = json.loads(outputs.read_text())
+    data["hyperpod-dpd-platform"]["AmpWorkspaceEndpoint"] = (
+        "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-0123abcd-4567-89ef-0123-456789abcdef/")
+    outputs.write_text(json.dumps(data))
+    result = _sweep(cli, config_file, "--yes", "--json")
+    assert result.code == 2, result.err
+    assert one_line_error(result) == (
+        f"error: outputs file '{outputs}': hyperpod-dpd-platform.AmpWorkspaceEndpoint is in region 'us-east-1' but "
+        "config region is 'us-west-2' (outputs file of another deployment?)")
+    assert len(boto3.client("sagemaker", region_name=REGION).list_endpoints()["Endpoints"]) == 1

@@ -77,6 +77,15 @@ def test_fails_when_outputs_file_is_of_another_region(default_config, write_outp
         resolve_inputs(default_config, write_outputs(S={"Region": "us-east-1"}))
 
 
+def test_fails_when_amp_endpoint_is_in_another_region(default_config, write_outputs):
+    """The endpoint's host is ``aps-workspaces.<region>.amazonaws.com`` (AWS General Reference, "Amazon Managed
+    Service for Prometheus endpoints and quotas"): a us-east-1 workspace is not this us-west-2 deployment's."""
+    other = AMP.replace("us-west-2", "us-east-1")
+    with pytest.raises(ConfigError, match=r"hyperpod-dpd-observability\.AmpWorkspaceEndpoint is in region "
+                                          r"'us-east-1' but config region is 'us-west-2'"):
+        resolve_inputs(default_config, write_outputs(C={"AmpWorkspaceEndpoint": other}))
+
+
 def test_fails_when_amp_endpoint_is_not_a_workspace(default_config, write_outputs):
     with pytest.raises(ConfigError, match="AmpWorkspaceEndpoint must look like"):
         resolve_inputs(default_config, write_outputs(S={"AmpWorkspaceEndpoint": "http://prometheus:9090"}))

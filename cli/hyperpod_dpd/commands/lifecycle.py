@@ -16,6 +16,14 @@ the files of the config named (``--env NAME`` or ``--config PATH``):
   ``cdk.out/``;
 * ``deploy`` passes ``--concurrency`` so that independent stacks deploy side by side (the observability stack
   with the network, the platform with the observability add-on: docs/deploy.md, "Critical path");
+* ``diff``/``deploy``/``destroy`` act only in the deployment's region: a ``--region`` naming another is bad input
+  before any AWS or CDK CLI call (:func:`hyperpod_dpd.deployment.require_region`); ``--profile`` is passed on as
+  the CDK CLI's ``--profile``;
+* on an update ``deploy`` keeps the deployed cluster admin (``AdminPrincipalArn`` is not passed, so the CDK CLI
+  reuses its previous value) unless ``--admin-principal-arn``, and, before it deploys, reads the change set of
+  every deployed stack that holds the HyperPod cluster, the EKS cluster or the model bucket and refuses a
+  replacement unless ``--allow-replace`` (:mod:`hyperpod_dpd.change_set`; docs/deploy.md, "Updating a
+  deployment");
 * ``diff`` of the HyperPod stack also says when an instance-group change would hit running deep health checks
   (HyperPod refuses ``UpdateCluster`` then: :func:`hyperpod_dpd.preflight.check_deep_health_checks`);
 * each prints the exact next command.
@@ -34,7 +42,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -43,7 +51,7 @@ from hyperpod_core import environment, paths
 from hyperpod_core.assembly import required_parameters
 from hyperpod_core.errors import CommandFailed, UsageError
 from hyperpod_dpd import principal
-from hyperpod_dpd.commands.options import ConfigOption, EnvOption
+from hyperpod_dpd.commands.options import ConfigOption, DeploymentRegionOption, EnvOption, ProfileOption
 from hyperpod_dpd.confirm import DryRunOption, YesOption, confirm
 
 #: Quiet, offline-friendly settings for the CDK CLI (tooling.md §0). Not CDK8S_CHECK_UPGRADE: the CDK CLI reads
@@ -189,13 +197,14 @@ def select_stacks(cdk_out: Path, wanted: list[str] | None) -> list[str]:
     return chosen
 
 
-def npx_cdk(args: list[str]) -> int:
-    """Run the pinned CDK CLI from the repository root (where package-lock.json pins it)."""
+def npx_cdk(args: list[str], profile: str | None = None) -> int:
+    """Run the pinned CDK CLI from the repository root (where package-lock.json pins it); ``profile``
+    (``--profile``) becomes the CDK CLI's own ``--profile`` (a global option of every command)."""
     root = paths.checkout(f"hyperpod-dpd {args[0]}")
     npx = shutil.which("npx")
     if npx is None:
         raise CommandFailed("npx not found on PATH (install Node.js 18+ and run ./scripts/setup)")
-    cmd = [npx, "--no-install", "cdk", *args]
+    cmd = [npx, "--no-install", "cdk", *args, *(["--profile", profile] if profile else [])]
     err.print(f"[dim]$ {' '.join(cmd[1:])}[/dim]", highlight=False)
     return subprocess.run(cmd, cwd=root, env={**os.environ, **CLI_ENV}, check=False).returncode
 
@@ -204,23 +213,26 @@ def npx_cdk(args: list[str]) -> int:
 HYPERPOD_STACK = "HyperPod"
 
 
-def diff(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption = None) -> None:
+def diff(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption = None,
+         region: DeploymentRegionOption = None, profile: ProfileOption = None) -> None:
     """Compare the synthesized templates of THIS config with what is deployed (cdk diff --app <cdk.out>); for
     the HyperPod stack, also whether running deep health checks would refuse an instance-group change."""
     from hyperpod_core.assembly import undeployable_line
+    from hyperpod_dpd.deployment import require_region
 
     paths.checkout("hyperpod-dpd diff")
     e = environment.resolve(config, env)
+    home = require_region(e, region, "diff")
     cdk_out = e.require_synthesized().resolve()
     selected = select_stacks(cdk_out, stacks)
     # `cdk diff` has no --all (aws-cdk's option table): with no stack named it compares every top-level stack.
-    rc = npx_cdk(["diff", "--app", str(cdk_out), *([] if selected == ["--all"] else selected)])
+    rc = npx_cdk(["diff", "--app", str(cdk_out), *([] if selected == ["--all"] else selected)], profile)
     if rc not in (0,):
         raise CommandFailed(f"cdk diff exited {rc}")
     if "--all" in selected or HYPERPOD_STACK in selected:
         from hyperpod_dpd import preflight
 
-        check = preflight.check_deep_health_checks(preflight.make_clients(e.config.region), e.config)
+        check = preflight.check_deep_health_checks(preflight.make_clients(home), e.config)
         print(f"{check.status.lower() if check.status == 'PASS' else check.status}: {check.name}: {check.detail}"
               + (f"; fix: {check.fix}" if check.fix else ""))
     blocked = undeployable_line(cdk_out, selected)
@@ -253,21 +265,129 @@ def _caller_principal(region: str) -> str:
     return principal_arn(arn)
 
 
+def _templates(cdk_out: Path, stack_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """``{CloudFormation stack name: template}`` of the stacks ``stack_ids`` (construct IDs) of the assembly."""
+    artifacts = json.loads((cdk_out / "manifest.json").read_text())["artifacts"]
+    out: dict[str, dict[str, Any]] = {}
+    for sid in stack_ids:
+        props = artifacts[sid].get("properties", {})
+        out[props.get("stackName", sid)] = json.loads((cdk_out / props["templateFile"]).read_text())
+    return out
+
+
+def _admin(needed: list[str], state: dict[str, dict[str, Any] | None], given: str | None,
+           region: str) -> tuple[dict[str, str], str]:
+    """The admin principal to pass to each stack of ``needed`` (``{stack name: ARN}``; a stack that keeps its
+    deployed one is left out), and what the summary says of it.
+
+    An access entry's ``PrincipalArn`` is create-only (``AWS::EKS::AccessEntry``: a new value replaces the entry,
+    so the previous admin loses access, and fails 409 ``ResourceInUseException`` when the new principal already has
+    an entry). So on an update the deployed value stays: the parameter is not passed, and the CDK CLI sends
+    ``UsePreviousValue: true`` for a template parameter that is not given but is set on the deployed stack
+    (``--previous-parameters``, default true: aws-cdk's ``cdk deploy`` reference, and the pinned CLI's
+    ``ParameterValues``, node_modules/aws-cdk/lib/index.js). ``--admin-principal-arn`` changes it on purpose; a
+    first deploy takes the caller."""
+    from hyperpod_dpd import change_set
+
+    passed: dict[str, str] = {}
+    said = ""
+    for stack_name in needed:
+        kept = change_set.parameter(state.get(stack_name), ADMIN_PARAMETER)
+        if given is None and kept is not None:
+            said = f"cluster admin {kept} (deployed; kept: pass --admin-principal-arn to change it)"
+            continue
+        admin = passed[stack_name] = given or _caller_principal(region)
+        said = f"cluster admin {admin}" + (f" (replaces {kept}, which loses its access entry)"
+                                           if kept is not None and kept != admin else "")
+    return passed, said
+
+
+def _parameters(admins: dict[str, str], stacks: Any = None) -> list[str]:
+    """``--parameters STACK:AdminPrincipalArn=ARN`` (the CDK CLI keys them by stack name) for ``stacks`` (all)."""
+    return [x for stack_name, admin in admins.items() if stacks is None or stack_name in stacks
+            for x in ("--parameters", f"{stack_name}:{ADMIN_PARAMETER}={admin}")]
+
+
+def _replacements(cdk_out: Path, updated: dict[str, str], admins: dict[str, str], cloudformation: Any,
+                  profile: str | None) -> list[Any]:
+    """What deploying replaces among the guarded resources of the stacks ``updated`` (``{stack name: construct
+    ID}``, all deployed): the pinned CDK CLI creates their change sets without executing them, they are read and
+    deleted (:mod:`hyperpod_dpd.change_set`)."""
+    from hyperpod_dpd import aws, change_set
+
+    # --method=prepare-change-set: "creates a change set without executing it" (the pinned CLI's option table,
+    # node_modules/aws-cdk/lib/cli/cli-config.js; aws-cdk's cdk deploy reference); --exclusively: these stacks
+    # only. Never skipped for an unchanged template, and nothing to approve: nothing runs.
+    rc = npx_cdk(["deploy", "--app", str(cdk_out), *updated.values(), "--exclusively",
+                  "--method=prepare-change-set", "--change-set-name", change_set.CHANGE_SET_NAME,
+                  "--concurrency", str(len(updated)), "--require-approval", "never",
+                  *_parameters(admins, updated)], profile)
+    if rc:
+        raise CommandFailed(f"cdk deploy --method=prepare-change-set exited {rc}: the change set of a stack could not "
+                            "be created (the CDK CLI's output above says which and why), so nothing was deployed. A "
+                            "stack that imports a value a stack before it has not deployed yet cannot have one: "
+                            "deploy that stack first (hyperpod-dpd deploy <stack>), then all")
+    found: list[change_set.Replacement] = []
+    with aws.aws_errors("reading the replacement check's change sets; cloudformation:DescribeChangeSet"):
+        for stack_name in updated:
+            found += change_set.replacements(stack_name, change_set.read(cloudformation, stack_name))
+    with aws.aws_errors("deleting the replacement check's change sets; cloudformation:DeleteChangeSet"):
+        change_set.discard(cloudformation, updated)
+    return found
+
+
+def _delete_retained_clusters(found: list[Any], cloudformation: Any, region: str, yes: bool) -> None:
+    """After a deploy with ``--allow-replace``: delete each HyperPod cluster the update replaced, which
+    ``UpdateReplacePolicy: Retain`` left running, by its previous physical ID (its ARN; ``DeleteCluster`` takes
+    the name or the ARN), asked once (``--yes`` answers)."""
+    from hyperpod_dpd import aws, change_set
+
+    for r in found:
+        if r.guard is not change_set.HYPERPOD_CLUSTER or not r.physical_id:
+            continue
+        with aws.aws_errors(f"reading {r.stack} {r.logical_id}; cloudformation:DescribeStackResource"):
+            now = cloudformation.describe_stack_resource(StackName=r.stack, LogicalResourceId=r.logical_id)[
+                "StackResourceDetail"].get("PhysicalResourceId")
+        if now == r.physical_id:
+            print(f"{r.stack}: {r.logical_id} was not replaced (Replacement {r.replacement}): nothing to delete")
+            continue
+        confirm(f"delete the old HyperPod cluster {r.physical_id}, replaced by {now} and still running?", yes=yes,
+                command="hyperpod-dpd deploy", cancelled=f"the old HyperPod cluster {r.physical_id} keeps running; "
+                f"delete it with: aws sagemaker delete-cluster --cluster-name {r.physical_id} --region {region}")
+        with aws.aws_errors(f"deleting the old HyperPod cluster {r.physical_id}; sagemaker:DeleteCluster"):
+            aws.client("sagemaker", region).delete_cluster(ClusterName=r.physical_id)
+        print(f"deleting the old HyperPod cluster {r.physical_id} (its nodes go with it)")
+
+
 def deploy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption = None,
            approve: Annotated[bool, typer.Option(
                "--yes", "-y", help="Do not ask: neither before deploying nor before IAM/security-group changes "
-                                   "(--require-approval never).")] = False,
+                                   "(--require-approval never), nor before deleting an old HyperPod cluster "
+                                   "(--allow-replace).")] = False,
            admin_principal_arn: Annotated[str | None, typer.Option(
                "--admin-principal-arn", help="IAM role/user given cluster admin (kubectl) when the config names "
-                                             "none. Default: the caller of sts:GetCallerIdentity.",
+                                             "none. Default: the deployed one on an update, the caller of "
+                                             "sts:GetCallerIdentity on the first deploy.",
                show_default=False)] = None,
+           allow_replace: Annotated[bool, typer.Option(
+               "--allow-replace", help="Deploy even when the change set replaces the HyperPod cluster, the EKS "
+                                       "cluster or the model bucket; then delete the old HyperPod cluster (asked "
+                                       "once).")] = False,
+           region: DeploymentRegionOption = None, profile: ProfileOption = None,
            ) -> None:
     """Deploy the templates synthesized from THIS config (shows what and asks; --yes does not ask); write the
-    outputs file next to them."""
+    outputs file next to them.
+
+    Before it deploys a stack that exists, it reads the stack's change set and stops when the HyperPod cluster,
+    the EKS cluster or the model bucket would be replaced (--allow-replace: go ahead).
+    """
     from hyperpod_core.assembly import undeployable_line, with_upstream
+    from hyperpod_dpd import aws, change_set
+    from hyperpod_dpd.deployment import require_region
 
     paths.checkout("hyperpod-dpd deploy")
     e = environment.resolve(config, env)
+    home = require_region(e, region, "deploy")
     cdk_out = e.require_synthesized().resolve()
     if admin_principal_arn is not None:
         admin_principal_arn = principal_arn(admin_principal_arn)
@@ -282,27 +402,39 @@ def deploy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption
     if blocked:
         raise CommandFailed(f"{blocked.replace('synthesize again', f'hyperpod-dpd synth {e.selector}')}")
     ids = _stack_ids(cdk_out)
+    chosen = with_upstream(cdk_out, selected if selected != ["--all"] else list(ids))
+    guarded = change_set.guarded_stacks(_templates(cdk_out, chosen))
+    by_name = {ids[sid]: sid for sid in chosen}
+    state: dict[str, dict[str, Any] | None] = {}
+    cloudformation = aws.client("cloudformation", home) if needed or guarded else None
+    with aws.aws_errors("reading the deployed stacks; cloudformation:DescribeStacks"):
+        for stack_name in dict.fromkeys([*needed, *guarded]):
+            state[stack_name] = change_set.deployed(cloudformation, stack_name)
+    admins, admin = _admin(list(needed), state, admin_principal_arn, home)
     # As many at once as the assembly has stacks: their dependencies decide what runs side by side.
     args = ["deploy", "--app", str(cdk_out), *selected, "--outputs-file", str(e.outputs_file.resolve()),
-            "--concurrency", str(len(ids))]
-    admin = ""
-    for stack_name in needed:
-        admin = admin_principal_arn or _caller_principal(e.config.region)
-        args += ["--parameters", f"{stack_name}:{ADMIN_PARAMETER}={admin}"]
-    deployed = [ids[sid] for sid in with_upstream(cdk_out, selected if selected != ["--all"] else list(ids))]
+            "--concurrency", str(len(ids)), *_parameters(admins)]
+    deployed = [ids[sid] for sid in chosen]
     print(f"deploy: {len(deployed)} stacks of {e.config.name} ({', '.join(deployed)}) from {cdk_out} to "
-          f"{e.config.region}" + (f"; cluster admin {admin}" if admin else "") + f"; outputs to {e.outputs_file}",
-          file=sys.stderr)
-    confirm(f"deploy {len(deployed)} stacks of {e.config.name} to {e.config.region}?", yes=approve,
+          f"{home}" + (f"; {admin}" if admin else "") + f"; outputs to {e.outputs_file}", file=sys.stderr)
+    confirm(f"deploy {len(deployed)} stacks of {e.config.name} to {home}?", yes=approve,
             command="hyperpod-dpd deploy", cancelled="nothing deployed")
+    updated = {name: by_name[name] for name in guarded if state[name] is not None}  # a new stack replaces nothing
+    found = _replacements(cdk_out, updated, admins, cloudformation, profile) if updated else []
+    if found and not allow_replace:
+        raise CommandFailed(change_set.refusal(found))
+    for r in found:
+        print(f"--allow-replace: {r.describe()}; the old one is {r.guard.afterwards}", file=sys.stderr)
     if approve:
         args += ["--require-approval", "never"]
-    rc = npx_cdk(args)
+    rc = npx_cdk(args, profile)
     if rc:
         raise CommandFailed(f"cdk deploy exited {rc}: its output above names the stack and the reason; a stack "
                             "whose update failed was rolled back, stacks deployed before it in this run stay "
                             f"deployed. See what differs now: hyperpod-dpd diff {e.selector}")
     print(f"wrote {e.outputs_file}")
+    if found:
+        _delete_retained_clusters(found, cloudformation, home, approve)
     print(f"next: hyperpod-dpd synth {e.selector}   # manifests with the deployed bucket, roles, AMP workspace")
     print(f"      hyperpod-dpd stage-model ./<model folder> {e.selector}")
 
@@ -346,11 +478,15 @@ def set_outputs_aside(outputs_file: Path, destroyed: list[str], now: dt.datetime
 
 
 def destroy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption = None,
-            yes: YesOption = False, dry_run: DryRunOption = False) -> None:
+            yes: YesOption = False, dry_run: DryRunOption = False,
+            region: DeploymentRegionOption = None, profile: ProfileOption = None) -> None:
     """Destroy the stacks of THIS config (shows what and asks; --yes does not ask). The model bucket is kept
     unless model_bucket.delete_on_destroy; the outputs file is moved aside afterwards."""
+    from hyperpod_dpd.deployment import require_region
+
     paths.checkout("hyperpod-dpd destroy")
     e = environment.resolve(config, env)
+    require_region(e, region, "destroy")
     cdk_out = e.require_synthesized().resolve()
     selected = select_stacks(cdk_out, stacks)
     ids = _stack_ids(cdk_out)
@@ -366,7 +502,7 @@ def destroy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOptio
         return
     confirm(f"destroy {len(gone)} stacks of {e.config.name} in {e.config.region}?", yes=yes,
             command="hyperpod-dpd destroy", cancelled="nothing destroyed")
-    rc = npx_cdk(["destroy", "--app", str(cdk_out), *selected, "--force"])  # asked above: the CDK CLI need not
+    rc = npx_cdk(["destroy", "--app", str(cdk_out), *selected, "--force"], profile)  # --force: asked above
     if rc:
         raise CommandFailed(f"cdk destroy exited {rc}: its output above names the stack that failed; "
                             f"{e.outputs_file.name} is kept. Run hyperpod-dpd sweep {e.selector} (what blocks a "

@@ -19,6 +19,10 @@ it (billed load balancers, SageMaker endpoints). Each is tied to this deployment
   (detached) and not requester-managed, and GuardDuty's VPC endpoints (service ``com.amazonaws.<region>.
   guardduty-data``, created by GuardDuty's automated agent, GuardDuty runtime-monitoring-agent-connectivity).
 
+Only in the deployment's region: every tie above is a name, and names are unique per region only, so ``--region``
+naming another region is refused before any AWS call (:func:`hyperpod_dpd.deployment.require_region`; a deployment
+of the same ``name`` there is another deployment).
+
 Everything is listed before anything is deleted, so a failed lookup deletes nothing. On a terminal ``sweep`` then
 asks whether to delete what it listed; ``--yes`` deletes without asking, ``--dry-run`` (or no terminal, or
 ``--json``) only lists. It deletes in dependency order, each step freeing what the next needs: SageMaker
@@ -42,7 +46,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from hyperpod_core.errors import CommandFailed, UsageError
-from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption, OutputOption, ProfileOption, RegionOption
+from hyperpod_dpd.commands.options import (
+    ConfigOption,
+    DeploymentRegionOption,
+    EnvOption,
+    JsonOption,
+    OutputOption,
+    ProfileOption,
+)
 from hyperpod_dpd.confirm import DryRunOption, confirm
 from hyperpod_dpd.deployment import Deployment, load
 from hyperpod_dpd.render import console, emit, output_format
@@ -86,14 +97,18 @@ def sweep(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete what is listed, in a safe order, without asking."
                                       )] = False,
     dry_run: DryRunOption = False,
-    output: OutputOption = None, region: RegionOption = None, profile: ProfileOption = None,
+    output: OutputOption = None, region: DeploymentRegionOption = None, profile: ProfileOption = None,
 ) -> None:
-    """List what would block `cdk destroy` or survive it, then (asked, or --yes) delete it. Never touches S3."""
+    """List what would block `cdk destroy` or survive it, then (asked, or --yes) delete it. Never touches S3.
+
+    --region, when given, must be the deployment's region: a deployment of the same name in another region is
+    another deployment.
+    """
     from hyperpod_dpd import aws  # boto3 loads when the command runs, not for --help
 
     fmt = output_format(output, as_json)
     as_json = fmt.data  # below: a JSON or YAML document instead of the table
-    dep = load(config, env, region=region)
+    dep = load(config, env, region=region, changing="sweep")  # another region's deployment is not ours
     clients = {s: aws.client(s, dep.region) for s in ("sagemaker", "elbv2", "acm", "ec2")}
     with aws.aws_errors("listing leftovers"):
         found = discover(dep, clients)
