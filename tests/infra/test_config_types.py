@@ -24,6 +24,7 @@ CASES = [
     ("DeploymentName", True, ["hyperpod-dpd", "a", "a" * 40, "a" * 41, "a-1"]),
     ("EksClusterName", True, ["hyperpod-dpd-eks", "0_a-b", "e" * 100, "e" * 101]),
     ("SageMakerName", True, ["llama-3-3-70b-instruct", "a--b", "h" * 63, "h" * 64]),
+    ("ModelRevision", True, ["r1", "sha256-1f6441a8da688874", "v1.2_rc-3", "m" * 64, "m" * 65]),
     ("DnsLabel", True, ["default", "llama-3-3-70b", "n" * 63, "n" * 64]),
     ("ScenarioName", True, ["aws-reference", "x", "s" * 24, "s" * 25]),
     ("LabelKey", True, ["grafana_dashboard", "example.com/name", "a.b-c/x_y", "p" * 253 + "/n", "p" * 254 + "/n"]),
