@@ -319,8 +319,9 @@ def inference_series_absent(t: Target, *, window: str) -> str:
     sidecar's counters appear with the first request). The alerts and panels read these series; without them
     every performance and error alert stays quiet."""
     parts = []
+    components: dict[Role, Component] = {"prefill": "prefill", "decode": "decode", "worker": "worker"}
     for role in t.roles:
-        component: Component = "worker" if role == "worker" else role
+        component = components[role]
         engine = (f"(absent({series(NUM_REQUESTS_RUNNING, t, role)}) and on() "
                   f"({ready_pods(t, component)} >= 1))")
         sidecar = (f"(absent({series(MODEL_INVOCATIONS, t, role)}) and on() "
