@@ -117,8 +117,10 @@ CONFIG_CASES = [
     Case("unknown_section", "config", _set(extras={"a": 1}), "extras is not a known setting"),
     Case("null_for_name", "config", _set(name=None), "name"),
     # --- ranges ---------------------------------------------------------------------------------------------
-    Case("infinite_threshold", "config", _sub("ttft_p95_seconds: 2.0", "ttft_p95_seconds: .inf"),
+    Case("infinite_threshold", "config", _sub("ttft_p95_seconds: 2.5", "ttft_p95_seconds: .inf"),
          "observability.slo.ttft_p95_seconds"),
+    Case("slo_between_buckets", "config", _sub("ttft_p95_seconds: 2.5", "ttft_p95_seconds: 2.0"),
+         "observability.slo.ttft_p95_seconds must be a bucket boundary"),
     Case("nan_ratio", "config", _sub("gpu_memory_utilization: 0.75", "gpu_memory_utilization: .nan"),
          "endpoint.gpu_memory_utilization"),
     Case("negative_count", "config", _set(**{"hyperpod.instance_groups.0.instance_count": -1}),

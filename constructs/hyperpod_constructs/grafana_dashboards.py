@@ -52,7 +52,9 @@ class GrafanaDashboards(Construct):
     15-minute service-account token the workspace API mints. AMG has no CloudFormation resource for either.
 
     The workspace's own IAM role must be allowed to query the AMP workspace (AMG's "Amazon Managed Service
-    for Prometheus" data source permission); the data source signs with it (SigV4, ``ec2`` auth type).
+    for Prometheus" data source permission); the data source signs with it (SigV4, ``ec2_iam_role`` auth type).
+    Its type follows the workspace's Grafana version, which the handler reads with ``grafana:DescribeWorkspace``:
+    core ``prometheus`` before 12, the ``grafana-amazonprometheus-datasource`` plugin from 12 on.
     """
 
     function: lambda_.Function

@@ -107,8 +107,9 @@ def test_write_merges_a_split_recommendation(tmp_path: Path, capsys: pytest.Capt
     cfg = tmp_path / "c.yaml"
     shutil.copy(DEFAULT, cfg)
     before = yaml.safe_load(cfg.read_text())
-    code, out, err = _run(capsys, "--config", str(cfg), "--concurrency", "32", "--tpot-p95", "0.018", "--json",
-                          "--write")
+    # TTFT 2 s given explicitly: the scenario (a split wins) was written against it; the config's default is 2.5 s.
+    code, out, err = _run(capsys, "--config", str(cfg), "--concurrency", "32", "--tpot-p95", "0.018",
+                          "--ttft-p95", "2", "--json", "--write")
     assert code == 0, err
     rec = json.loads(out)["recommendation"]
     assert rec["split"] is True
@@ -177,10 +178,10 @@ def test_write_validates_before_writing(tmp_path: Path) -> None:
     (("--traffic", "D(16000,1024)"), 2, "error: --traffic D(16000,1024) needs prompt + output up to 17024 tokens"),
     (("--engine", "vidur"), 2, "error: --engine must be roofline or aiconfigurator, got 'vidur'"),
     (("--prices", "/nonexistent/prices.yaml"), 2, "error: --prices '/nonexistent/prices.yaml' must be a readable"),
-    (("--request-rate", "50"), 1, "error: no layout meets the SLO (TTFT p95 <= 2 s, TPOT p95 <= 0.1 s) for "
+    (("--request-rate", "50"), 1, "error: no layout meets the SLO (TTFT p95 <= 2.5 s, TPOT p95 <= 0.1 s) for "
      "D(4096,256) at 50 requests/s"),
     (("--tpot-p95", "0.005", "--concurrency", "32"), 1,
-     "error: no layout meets the SLO (TTFT p95 <= 2 s, TPOT p95 <= 0.005 s) for D(4096,256) at concurrency 32"),
+     "error: no layout meets the SLO (TTFT p95 <= 2.5 s, TPOT p95 <= 0.005 s) for D(4096,256) at concurrency 32"),
 ])
 def test_bad_input_is_one_line_with_its_exit_code(capsys: pytest.CaptureFixture[str], args: tuple[str, ...],
                                                   code: int, message: str) -> None:

@@ -166,7 +166,7 @@ FAILING_CASES = [
     ("idle_timeout_is_zero", {"endpoint.load_balancer_idle_timeout_seconds": 0},
      "endpoint.load_balancer_idle_timeout_seconds: Input should be greater than or equal to 1, got 0"),
     ("idle_timeout_cuts_before_the_first_token", {"endpoint.load_balancer_idle_timeout_seconds": 1},
-     "endpoint.load_balancer_idle_timeout_seconds must be at least observability.slo.ttft_p95_seconds (2)"),
+     "endpoint.load_balancer_idle_timeout_seconds must be at least observability.slo.ttft_p95_seconds (2.5)"),
     ("weights_cache_on_the_ebs_volume", {"endpoint.model_cache.weights_cache_host_path": "/opt/sagemaker/cache"},
      "endpoint.model_cache.weights_cache_host_path must be /opt/dlami/nvme or a directory below it"),
     ("weights_cache_path_climbs_out", {"endpoint.model_cache.weights_cache_host_path": "/opt/dlami/nvme/../x"},
@@ -265,6 +265,16 @@ FAILING_CASES = [
     ("numeric_string_is_not_a_number", {"endpoint.max_model_len": "16384"}, "endpoint.max_model_len: Input should be"),
     ("threshold_is_infinite", {"observability.slo.ttft_p95_seconds": float("inf")},
      "observability.slo.ttft_p95_seconds: Input should be a finite number"),
+    # latency objectives are bucket boundaries of the histograms their alerts count (vllm-0.19.0.json: TTFT
+    # ... 1.0, 2.5 ...; E2E request_latency_buckets ... 1.0, 1.5, 2.0, 2.5 ...; TPOT ... 0.1, 0.15 ...)
+    ("ttft_objective_lies_inside_a_bucket", {"observability.slo.ttft_p95_seconds": 2.0},
+     "observability.slo.ttft_p95_seconds must be a bucket boundary of vllm:time_to_first_token_seconds and "
+     "vllm:e2e_request_latency_seconds (the alerts count the requests within it), got 2.0; the nearest are 1 and 2.5"),
+    ("tpot_objective_lies_inside_a_bucket", {"observability.slo.tpot_p95_seconds": 0.12},
+     "observability.slo.tpot_p95_seconds must be a bucket boundary of vllm:request_time_per_output_token_seconds "
+     "(the alerts count the requests within it), got 0.12; the nearest are 0.1 and 0.15"),
+    ("ttft_objective_past_the_last_common_bucket", {"observability.slo.ttft_p95_seconds": 100.0},
+     "got 100.0; the nearest is 40"),
     # ASCII-only identifiers, real regions, regional ARNs
     ("az_id_has_unicode_digit", {"network.gpu_availability_zone_id": "usw2-az\u0662"},
      "network.gpu_availability_zone_id must be an AZ ID"),

@@ -63,8 +63,8 @@ def test_only_the_endpoint_is_written_the_operator_creates_the_cache_objects(syn
 
 
 @pytest.mark.parametrize(("case", "expected"), [
-    ("default", math.ceil(2.0 + 16384 * 0.1)),          # slo 2 s + 16384 tokens x 0.1 s = 1640.4 -> 1641
-    ("p5en-two-prefill", math.ceil(2.0 + 32768 * 0.1)),  # max-model-len 32768 -> 3278.8 -> 3279
+    ("default", math.ceil(2.5 + 16384 * 0.1)),          # slo 2.5 s + 16384 tokens x 0.1 s = 1640.9 -> 1641
+    ("p5en-two-prefill", math.ceil(2.5 + 32768 * 0.1)),  # max-model-len 32768 -> 3279.3 -> 3280
 ])
 def test_idle_timeout_is_the_longest_answer_the_slos_allow(synthesized, iec_schema, case, expected):
     bounds = iec_schema["loadBalancer"]["properties"]["idleTimeoutSeconds"]
@@ -99,11 +99,11 @@ def test_a_timeout_past_the_alb_maximum_is_clamped_with_one_note(default_config_
     from hyperpod_k8s.endpoint.props import cold_start_notes
 
     data = copy.deepcopy(default_config_dict)
-    data["endpoint"]["max_model_len"] = 65536  # 2 + 65536 x 0.1 = 6555.6 s: above the CRD's 4000
+    data["endpoint"]["max_model_len"] = 65536  # 2.5 + 65536 x 0.1 = 6556.1 s: above the CRD's 4000
     c, p = _props(data)
     assert p.load_balancer_idle_timeout_seconds == 4000
     (note,) = cold_start_notes(c)
-    assert note.startswith("endpoint.load_balancer_idle_timeout_seconds clamped to 4000: slo.ttft_p95_seconds 2 "
+    assert note.startswith("endpoint.load_balancer_idle_timeout_seconds clamped to 4000: slo.ttft_p95_seconds 2.5 "
                            "+ endpoint.max_model_len 65536 x slo.tpot_p95_seconds 0.1 = 6556 s")
     assert "\n" not in note
 

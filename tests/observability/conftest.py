@@ -122,7 +122,7 @@ def _label_value(label: str, pod: Pod, config: Config) -> tuple[str, ...]:
         lbl.WORKER_ID: tuple(str(r) for r in range(TP_RANKS)), "role": ("worker",), "gpu": ("0", "1"),
         "container": (pod.name.rsplit("-", 2)[0],), lbl.CONDITION: ("true", "false", "unknown"),
         "cluster_name": (config.hyperpod.cluster_name,), "resource_name": (config.endpoint.name,),
-        "uid": (f"uid-{pod.name}",),
+        "uid": (f"uid-{pod.name}",), **contract.SIDECAR_REQUESTS,
     }
     return values.get(label, (f"{label}-value",))
 

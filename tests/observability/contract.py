@@ -38,12 +38,30 @@ EXPORTER_FILES = ("vllm-0.19.0.json", "lmcache-0.4.3.json")
 #: SOURCES.md: "every inference metric carries cluster identity labels and pod labels including pod_name
 #: and namespace, and metric_source". Cluster identity labels as listed on the same AWS page.
 HYPERPOD_PATH_LABELS = ("namespace", "pod_name", "metric_source", "cluster_id", "cluster_name")
-#: The sidecar's own dimensions (AWS inference observability page, operator.md section d).
+#: The sidecar's own dimensions (AWS inference observability page, operator.md section d), and its request labels
+#: ``method``, ``uri`` and ``status``: AWS's HyperPod inference dashboard filters ``model_invocations_total`` and
+#: ``model_errors_total`` on ``method="POST", uri="/invocations"`` and splits errors by ``{{status}}``
+#: (aws/sagemaker-hyperpod-cluster-setup @ 6e045f89fe89, eks/cloudformation/resources/grafana-lambda-function/
+#: lambda_function/dashboards/templates/inference.json: "Percentage of Successful Requests", "Count of Failed
+#: Requests per Error Code"; operator.md section d: "The 2025 dashboard filters on method="POST", uri="/invocations"").
 SIDECAR_LABELS = ("cluster_id", "cluster_name", "resource_name", "resource_type", "namespace", "model_name",
                   "model_version", "model_container_type", "pod_name", "node_name", "instance_type",
-                  "metric_source", "task_type")
+                  "metric_source", "task_type", "method", "uri", "status")
+#: Values of the sidecar's request labels in the served series: the inference requests AWS's dashboard counts, a
+#: GET (a probe through the proxy) that must not count, and error statuses (inference.json's status=~"2.*").
+SIDECAR_REQUESTS = {"method": ("POST", "GET"), "uri": ("/invocations", "/ping"), "status": ("200", "500")}
 #: finished_reason values (SOURCES.md: stop|length|abort|error|repetition).
 FINISHED_REASONS = ("stop", "length", "abort", "error", "repetition")
+
+
+#: Bucket lists the contract names by the variable that holds them in the exporter's source (its extractor keeps
+#: only literal lists), resolved from that source: vLLM's ``request_latency_buckets`` in ``vllm/v1/metrics/
+#: loggers.py`` (E2E, queue, inference, prefill and decode time; the fourth review read "0.3, 0.5, 0.8, 1.0, 1.5,
+#: 2.0, 2.5, ...", observability-review.md finding 2).
+BUCKET_VARIABLES: dict[str, tuple[float, ...]] = {
+    "request_latency_buckets": (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0,
+                                120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0),
+}
 
 
 @dataclass(frozen=True)
@@ -79,6 +97,8 @@ def _exporter_families(path: Path) -> tuple[Family, ...]:
             if "{" in name or not isinstance(names, list) or entry["kind"] not in ("counter", "gauge", "histogram"):
                 continue
             buckets = entry["buckets"]
+            if isinstance(buckets, str) and buckets in BUCKET_VARIABLES:
+                buckets = list(BUCKET_VARIABLES[buckets])
             out.append(Family(
                 name=name, kind=entry["kind"], exposed_as=tuple(entry["exposed_as"]),
                 labels=tuple(dict.fromkeys((*names, *HYPERPOD_PATH_LABELS))),
@@ -138,8 +158,39 @@ def series_labels(fams: list[Family]) -> dict[str, frozenset[str]]:
     return out
 
 
-def violations(expr: str, contract: dict[str, frozenset[str]]) -> list[str]:
-    """Series and labels ``expr`` names that the contract does not have (empty: the query can return data)."""
+def series_buckets(fams: list[Family]) -> dict[str, tuple[float, ...]]:
+    """``<histogram>_bucket`` -> the contract's literal bucket boundaries (histograms whose list is literal)."""
+    return {f.name + "_bucket": f.buckets for f in fams if f.kind == "histogram" and f.buckets is not None}
+
+
+def raw_buckets() -> dict[str, object]:
+    """Family name -> the contract's ``buckets`` entry as written: a literal list, or the name of the variable
+    that holds it in the exporter's source (``request_latency_buckets``), or ``None``."""
+    path = metrics_dir()
+    return {e["name"]: e["buckets"] for f in EXPORTER_FILES for e in json.loads((path / f).read_text())}
+
+
+def exposed_le(bound: float) -> str:
+    """``le`` as prometheus_client writes it (``floatToGoString``: ``repr`` of the float, e.g. ``1.0``, ``2.5``)."""
+    return repr(float(bound))
+
+
+def _le_problem(series: str, matcher: promql_parser.Matcher, bounds: tuple[float, ...]) -> str | None:
+    """An ``le`` matcher that selects no bucket the exporter writes (a query against an invented boundary)."""
+    written = [exposed_le(b) for b in bounds] + ["+Inf"]
+    if str(matcher.op) == "MatchOp.Equal":
+        hits = [w for w in written if w == matcher.value]
+    elif str(matcher.op) == "MatchOp.Re":
+        hits = [w for w in written if re.fullmatch(matcher.value, w)]
+    else:
+        return None
+    return None if len(hits) == 1 else f'{series}{{le {matcher.op} "{matcher.value}"}} selects {len(hits)} buckets'
+
+
+def violations(expr: str, contract: dict[str, frozenset[str]],
+               buckets: dict[str, tuple[float, ...]] | None = None) -> list[str]:
+    """Series and labels ``expr`` names that the contract does not have (empty: the query can return data); with
+    ``buckets`` (:func:`series_buckets`), also ``le`` matchers that do not select exactly one real bucket."""
     found: list[str] = []
     selectors: list[promql_parser.VectorSelector] = []
     aggregations: list[promql_parser.AggregateExpr] = []
@@ -162,6 +213,10 @@ def violations(expr: str, contract: dict[str, frozenset[str]]) -> list[str]:
         for matcher in sel.matchers.matchers:
             if matcher.name not in labels:
                 found.append(f"{sel.name} has no label {matcher.name!r}")
+            elif matcher.name == lbl.LE and buckets is not None and sel.name in buckets:
+                problem = _le_problem(sel.name, matcher, buckets[sel.name])
+                if problem:
+                    found.append(problem)
     for agg in aggregations:
         for label in (agg.modifier.labels if agg.modifier is not None else []):
             if label not in available:

@@ -13,7 +13,9 @@
   (``worker_id``; every rank counts the same tokens: ``lmcache/observability.py``, 0.4.3).
 * **Reverse-proxy sidecar** of each pod: ``model_invocations_total`` per request that reaches the pod and
   ``model_errors_total`` per failed one (AWS inference observability page; a disaggregated request is two
-  invocations).
+  invocations), by ``method``, ``uri`` and ``status`` as AWS's HyperPod inference dashboard reads them
+  (inference.json: ``method="POST", uri="/invocations"``, errors by ``status``); the router posts to
+  ``/v1/chat/completions``.
 
 Series carry the labels the HyperPod metrics path adds (``namespace``, ``pod_name``, ``metric_source``) and the
 exporters' own; pod names follow the operator's convention. Nothing here is tuned to our queries: it serves
@@ -121,15 +123,16 @@ class Engine:
     def exposition(self) -> list[str]:
         pod = f'namespace="{self.namespace}",pod_name="{self.pod}"'
         engine = f'{pod},metric_source="model-container",model_name="{MODEL}",engine="0"'
-        proxy = f'{pod},metric_source="reverse-proxy",model_name="{MODEL}"'
+        proxy = f'{pod},metric_source="reverse-proxy",model_name="{MODEL}",method="POST",uri="/v1/chat/completions"'
         with self.lock:
             lines = [line for name, h in self.hist.items() for line in h.lines(name, engine)]
             lines += [f'vllm:request_success_total{{{engine},finished_reason="{r}"}} {n}'
                       for r, n in self.finished.items()]
             lines += [f"vllm:prompt_tokens_total{{{engine}}} {self.prompt_tokens}",
                       f"vllm:generation_tokens_total{{{engine}}} {self.generation_tokens}",
-                      f"model_invocations_total{{{proxy}}} {self.invocations}",
-                      f"model_errors_total{{{proxy}}} {self.errors}"]
+                      f'model_invocations_total{{{proxy},status="200"}} {self.invocations - self.errors}',
+                      f'model_invocations_total{{{proxy},status="500"}} {self.errors}',
+                      f'model_errors_total{{{proxy},status="500"}} {self.errors}']
             for rank in range(self.tp_ranks):
                 lmc = f'{pod},metric_source="model-container",model_name="{MODEL}",worker_id="{rank}",role="worker"'
                 lines += [f"lmcache:num_requested_tokens_total{{{lmc}}} {self.kv_requested}",

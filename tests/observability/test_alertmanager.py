@@ -15,8 +15,11 @@ fires to the Alertmanager, which publishes to the (fake) SNS topic: the always-f
 
 from __future__ import annotations
 
+import datetime
+import json
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -124,3 +127,36 @@ def test_pd_alerts_are_inhibited_while_the_endpoint_is_down(alertmanager) -> Non
     assert not found[("DpdTtftSloBreach", "up")], "another endpoint's alert is not"
     assert not found[("DpdPodRestartLoop", "down")], "the restart loop names the cause: never muted"
     assert not found[(ENDPOINT_DOWN, "down")]
+
+
+def test_a_silenced_endpoint_down_never_mutes_the_critical_error_ratio(alertmanager, default_config: Config) -> None:
+    """The fourth review's finding 4, in a real Alertmanager: silence DpdEndpointDown (the natural reaction to a
+    false positive). Alertmanager keeps inhibiting while a silenced source fires, so the silence still mutes the
+    endpoint's warning pd alerts (the runbook says so), but the critical DpdErrorRatioHigh is no inhibition target
+    and reaches people. The alerts carry the labels of the synthesized rules."""
+    rules = {r["alert"]: r for g in alert_rule_groups(default_config)["groups"] for r in g["rules"]}
+    namespace = "silence-test"
+
+    def alert(name: str) -> dict:
+        return {"labels": {"alertname": name, **rules[name]["labels"], "namespace": namespace},
+                "annotations": {"summary": name}}
+
+    now = datetime.datetime.now(datetime.UTC)
+    silence = {"matchers": [{"name": "alertname", "value": ENDPOINT_DOWN, "isRegex": False, "isEqual": True}],
+               "startsAt": now.isoformat(), "endsAt": (now + datetime.timedelta(days=7)).isoformat(),
+               "createdBy": "test", "comment": "false positive"}
+    request = urllib.request.Request(f"{alertmanager.base_url}/api/v2/silences", data=json.dumps(silence).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request, timeout=10) as resp:
+        assert resp.status == 200
+    assert rules["DpdErrorRatioHigh"]["labels"]["severity"] == "critical"
+    alertmanager.post([alert(ENDPOINT_DOWN), alert("DpdTtftSloBreach"), alert("DpdErrorRatioHigh")])
+    deadline = time.monotonic() + DELIVERY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        found = {a["labels"]["alertname"]: a["status"] for a in alertmanager.alerts(namespace=namespace)}
+        if len(found) == 3 and found[ENDPOINT_DOWN]["silencedBy"] and found["DpdTtftSloBreach"]["inhibitedBy"]:
+            break
+        time.sleep(0.2)
+    assert found[ENDPOINT_DOWN]["silencedBy"], "the silence mutes the endpoint-down alert itself"
+    assert found["DpdTtftSloBreach"]["inhibitedBy"], "a warning pd alert stays inhibited (the runbook says so)"
+    assert found["DpdErrorRatioHigh"] == {"state": "active", "silencedBy": [], "inhibitedBy": []}

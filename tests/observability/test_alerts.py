@@ -18,7 +18,14 @@ from tests.observability import contract
 from hyperpod_core.config import Config
 from hyperpod_core.telemetry import catalogue as m
 from hyperpod_core.telemetry import labels as lbl
-from hyperpod_core.telemetry.alerts import ENDPOINT_DOWN, HEARTBEAT, alert_rule_groups, alerts
+from hyperpod_core.telemetry.alerts import (
+    CLUSTER_METRICS_ABSENT,
+    ENDPOINT_DOWN,
+    HEARTBEAT,
+    INFERENCE_METRICS_ABSENT,
+    alert_rule_groups,
+    alerts,
+)
 from hyperpod_core.telemetry.targets import collector_labels
 
 EVAL_TIME = "30m"
@@ -64,24 +71,49 @@ def _s(metric: m.Metric, pod: str, values: str, config: Config, suffix: str = ""
     return {"series": f"{metric.series(suffix)}{{{body}}}", "values": values}
 
 
-def _hist(metric: m.Metric, pod: str, per_minute_by_le: dict[str, int], config: Config) -> list[dict]:
-    return [_s(metric, pod, f"0+{n}x40", config, "_bucket", le=le) for le, n in per_minute_by_le.items()]
+def _hist(metric: m.Metric, pod: str, per_minute: dict[float, int], config: Config) -> list[dict]:
+    """A histogram as the exporter writes it, from the CONTRACT's bucket list only (``contract.py``: the lists
+    of shared/metrics, never the catalogue's): ``per_minute`` maps a latency (seconds) to the requests a minute
+    that take it; every contract boundary's bucket (``le`` as prometheus_client writes it) counts those at or
+    below it, then ``+Inf``, ``_sum`` and ``_count``."""
+    (family,) = [f for f in contract.families(collector_labels(config)) if f.name == metric.family]
+    assert family.buckets, f"the contract has no bucket list for {metric.name}"
+    total = sum(per_minute.values())
+    series = [_s(metric, pod, f"0+{sum(n for v, n in per_minute.items() if v <= b)}x40", config, "_bucket",
+                 le=contract.exposed_le(b)) for b in family.buckets]
+    series.append(_s(metric, pod, f"0+{total}x40", config, "_bucket", le="+Inf"))
+    return [*series, _s(metric, pod, f"0+{sum(v * n for v, n in per_minute.items()):g}x40", config, "_sum"),
+            _s(metric, pod, f"0+{total}x40", config, "_count")]
 
 
 def _user_ttft(config: Config, leg_s: float, per_minute: int = 60) -> list[dict]:
     """Every request spends ``leg_s`` in each leg the user waits for: on DPD the prefill leg (E2E on the prefill
-    pods) and the decode TTFT; on colocated the engine's TTFT (one leg). Buckets put the observations just below
-    a boundary at ``leg_s`` (so a leg's p95 stays below it) and _sum/_count carry the exact total."""
+    pods) and the decode TTFT; on colocated the engine's TTFT (one leg)."""
     p = _pods(config)
     legs = ([(m.E2E_LATENCY, p["prefill"]), (m.TIME_TO_FIRST_TOKEN, p["decode"])]
             if config.endpoint.apply == "dpd" else [(m.TIME_TO_FIRST_TOKEN, p["decode"])])
-    le = f"{leg_s:g}"
-    series: list[dict] = []
-    for metric, pod in legs:
-        series += _hist(metric, pod, {"0.5": 0, le: per_minute, "+Inf": per_minute}, config)
-        series += [_s(metric, pod, f"0+{leg_s * per_minute:g}x40", config, "_sum"),
-                   _s(metric, pod, f"0+{per_minute}x40", config, "_count")]
-    return series
+    return [x for metric, pod in legs for x in _hist(metric, pod, {leg_s: per_minute}, config)]
+
+
+#: The inference requests on the sidecar's labels (AWS's HyperPod inference dashboard: method="POST",
+#: uri="/invocations"; aws/sagemaker-hyperpod-cluster-setup @ 6e045f89fe89, .../templates/inference.json).
+INVOKE = {"method": "POST", "uri": "/invocations", "status": "200"}
+FAILED = {**INVOKE, "status": "500"}
+#: A probe through the proxy: no inference request.
+PROBE = {"method": "GET", "uri": "/ping", "status": "200"}
+
+
+def _visible(config: Config) -> list[dict]:
+    """kube-state-metrics sees the cluster: a ready pod of something else in the endpoint's namespace and the
+    operator's controller in its namespace."""
+    return [*_ready(config, "unrelated-5c4b3a2f1-zz9aa", True),
+            *_ready(config, "hyperpod-inference-operator-6b5c4d3e2-op1qr", True, "hyperpod-inference-system")]
+
+
+def _inference(config: Config, pod: str) -> list[dict]:
+    """A pod's vLLM gauge and sidecar counter, as a healthy pod sends them."""
+    return [_s(m.NUM_REQUESTS_RUNNING, pod, "3x40", config), _s(m.MODEL_INVOCATIONS, pod, "0+60x40", config,
+                                                                **INVOKE)]
 
 
 def _scenarios(config: Config) -> dict[str, tuple[list[dict], list[dict], dict[str, str]]]:
@@ -90,6 +122,7 @@ def _scenarios(config: Config) -> dict[str, tuple[list[dict], list[dict], dict[s
     p = _pods(config)
     dpd = config.endpoint.apply == "dpd"
     slo = config.observability.slo.ttft_p95_seconds
+    tpot = config.observability.slo.tpot_p95_seconds
     waiting = m.NUM_REQUESTS_WAITING
     operator_ns = "hyperpod-inference-system"
     router = _ready(config, p["router"], True, operator_ns)
@@ -99,22 +132,29 @@ def _scenarios(config: Config) -> dict[str, tuple[list[dict], list[dict], dict[s
                 {"component": "decode"})
         # 600 disaggregated requests a minute: 600 prefill legs (all fine) and 600 decode legs, 9 of which fail.
         # Per request that is 1.5 % (> 1 %); per invocation it would read 0.75 % and stay quiet.
-        errors = ([_s(m.MODEL_INVOCATIONS, p["prefill"], "0+600x40", config),
-                   _s(m.MODEL_ERRORS, p["prefill"], "0x40", config),
-                   _s(m.MODEL_INVOCATIONS, p["decode"], "0+600x40", config),
-                   _s(m.MODEL_ERRORS, p["decode"], "0+9x40", config)],
-                  [_s(m.MODEL_INVOCATIONS, p["prefill"], "0+600x40", config),
-                   _s(m.MODEL_ERRORS, p["prefill"], "0x40", config),
-                   _s(m.MODEL_INVOCATIONS, p["decode"], "0+600x40", config),
-                   _s(m.MODEL_ERRORS, p["decode"], "0+3x40", config)], {})
+        errors = ([_s(m.MODEL_INVOCATIONS, p["prefill"], "0+600x40", config, **INVOKE),
+                   _s(m.MODEL_ERRORS, p["prefill"], "0x40", config, **FAILED),
+                   _s(m.MODEL_INVOCATIONS, p["decode"], "0+600x40", config, **INVOKE),
+                   _s(m.MODEL_ERRORS, p["decode"], "0+9x40", config, **FAILED)],
+                  [_s(m.MODEL_INVOCATIONS, p["prefill"], "0+600x40", config, **INVOKE),
+                   _s(m.MODEL_ERRORS, p["prefill"], "0x40", config, **FAILED),
+                   _s(m.MODEL_INVOCATIONS, p["decode"], "0+600x40", config, **INVOKE),
+                   _s(m.MODEL_ERRORS, p["decode"], "0+3x40", config, **FAILED)], {})
+        # Decode is Ready and finishes requests, but its vLLM series do not arrive (prefill's do).
+        absent = ([*_ready(config, p["prefill"], True), *_ready(config, p["decode"], True),
+                   *_inference(config, p["prefill"])],
+                  [*_ready(config, p["prefill"], True), *_ready(config, p["decode"], True),
+                   *_inference(config, p["prefill"]), *_inference(config, p["decode"])], {"component": "decode"})
     else:
         down = ([*_ready(config, p["worker"], False), *router], [*_ready(config, p["worker"], True), *router],
                 {"component": "worker"})
         # Colocated: one invocation per request; 9 of 600 (1.5 %) fail vs 3 of 600 (0.5 %).
-        errors = ([_s(m.MODEL_INVOCATIONS, p["worker"], "0+600x40", config),
-                   _s(m.MODEL_ERRORS, p["worker"], "0+9x40", config)],
-                  [_s(m.MODEL_INVOCATIONS, p["worker"], "0+600x40", config),
-                   _s(m.MODEL_ERRORS, p["worker"], "0+3x40", config)], {})
+        errors = ([_s(m.MODEL_INVOCATIONS, p["worker"], "0+600x40", config, **INVOKE),
+                   _s(m.MODEL_ERRORS, p["worker"], "0+9x40", config, **FAILED)],
+                  [_s(m.MODEL_INVOCATIONS, p["worker"], "0+600x40", config, **INVOKE),
+                   _s(m.MODEL_ERRORS, p["worker"], "0+3x40", config, **FAILED)], {})
+        absent = ([*_ready(config, p["worker"], True)],
+                  [*_ready(config, p["worker"], True), *_inference(config, p["worker"])], {"component": "worker"})
     out = {
         "DpdEndpointDown": down,
         "DpdDecodeKvCacheSaturated": (
@@ -126,15 +166,21 @@ def _scenarios(config: Config) -> dict[str, tuple[list[dict], list[dict], dict[s
             [_s(waiting, p["prefill"], "0+1x40", config), _s(waiting, p["prefill2"], "0+1x40", config)],
             # Long but steady queue: above the threshold, not growing.
             [_s(waiting, p["prefill"], "20x40", config), _s(waiting, p["prefill2"], "20x40", config)], {}),
+        "DpdInferenceMetricsAbsent": absent,
+        # The cluster series do not arrive at all (the inference series do) vs kube-state-metrics sees both namespaces.
+        "DpdClusterMetricsAbsent": (_inference(config, p["decode"]),
+                                    [*_inference(config, p["decode"]), *_visible(config)], {}),
+        # SLO 2.5 s (a boundary of the contract's TTFT buckets): 10 % of requests at 4 s vs all at 2.4 s.
         "DpdTtftSloBreach": (
-            _hist(m.TIME_TO_FIRST_TOKEN, p["decode"], {"0.5": 0, "5": 60, "+Inf": 60}, config),
-            _hist(m.TIME_TO_FIRST_TOKEN, p["decode"], {"0.5": 60, "5": 60, "+Inf": 60}, config), {}),
+            _hist(m.TIME_TO_FIRST_TOKEN, p["decode"], {0.5: 54, 1.6 * slo: 6}, config),
+            _hist(m.TIME_TO_FIRST_TOKEN, p["decode"], {0.96 * slo: 60}, config), {}),
         # Users wait 1.2 x SLO on average (DPD: both legs at 0.6 x SLO; colocated: one leg at 1.2 x SLO) vs 0.8 x.
         "DpdUserTtftMeanAboveSlo": (
             _user_ttft(config, (0.6 if dpd else 1.2) * slo), _user_ttft(config, (0.4 if dpd else 0.8) * slo), {}),
+        # SLO 0.1 s: 10 % of requests at 0.2 s vs all at 0.09 s.
         "DpdTpotSloBreach": (
-            _hist(m.REQUEST_TPOT, p["decode"], {"0.05": 0, "0.5": 60, "+Inf": 60}, config),
-            _hist(m.REQUEST_TPOT, p["decode"], {"0.05": 60, "0.5": 60, "+Inf": 60}, config), {}),
+            _hist(m.REQUEST_TPOT, p["decode"], {0.05: 54, 2 * tpot: 6}, config),
+            _hist(m.REQUEST_TPOT, p["decode"], {0.9 * tpot: 60}, config), {}),
         "DpdErrorRatioHigh": errors,
         "DpdPodRestartLoop": (
             [_s(m.POD_RESTARTS, p["decode"], "0+1x40", config, container="decode")],
@@ -152,8 +198,8 @@ def _scenarios(config: Config) -> dict[str, tuple[list[dict], list[dict], dict[s
     if dpd:  # what only exists with disaggregation
         out["DpdPrefillLegSlow"] = (
             # The prefill leg's E2E on the prefill pods (the router waits for it) is slow; decode may look fine.
-            _hist(m.E2E_LATENCY, p["prefill"], {"0.5": 0, "5": 60, "+Inf": 60}, config),
-            _hist(m.E2E_LATENCY, p["prefill"], {"0.5": 60, "5": 60, "+Inf": 60}, config), {})
+            _hist(m.E2E_LATENCY, p["prefill"], {0.5: 54, 1.6 * slo: 6}, config),
+            _hist(m.E2E_LATENCY, p["prefill"], {0.96 * slo: 60}, config), {})
         out["DpdKvTransferIncomplete"] = (
             [_s(m.LMCACHE_REQUESTED_TOKENS, p["decode"], "0+1000x40", config),
              _s(m.LMCACHE_HIT_TOKENS, p["decode"], "0+800x40", config)],
@@ -163,7 +209,8 @@ def _scenarios(config: Config) -> dict[str, tuple[list[dict], list[dict], dict[s
 
 
 #: Alerts of both modes (the prefill-leg and KV-transfer alerts exist only on DPD).
-COMMON_ALERTS = ("DpdEndpointDown", "DpdDecodeKvCacheSaturated", "DpdPrefillQueueGrowing", "DpdTtftSloBreach",
+COMMON_ALERTS = ("DpdEndpointDown", INFERENCE_METRICS_ABSENT, CLUSTER_METRICS_ABSENT, "DpdDecodeKvCacheSaturated",
+                 "DpdPrefillQueueGrowing", "DpdTtftSloBreach",
                  "DpdUserTtftMeanAboveSlo", "DpdTpotSloBreach", "DpdErrorRatioHigh", "DpdRequestsAbortedOrFailed",
                  "DpdPodRestartLoop")
 DPD_ONLY_ALERTS = ("DpdPrefillLegSlow", "DpdKvTransferIncomplete")
@@ -213,7 +260,8 @@ def test_every_alert_has_a_unit_test_and_a_runbook(mode: str, configs: dict[str,
         assert rule["labels"]["alert_kind"] in ("pd", "availability", "heartbeat")
     kinds = {r["alert"]: r["labels"]["alert_kind"] for r in alert_rule_groups(config)["groups"][0]["rules"]}
     # Only the availability alerts survive an endpoint outage: they name its cause.
-    assert {a for a, k in kinds.items() if k != "pd"} == {ENDPOINT_DOWN, "DpdPodRestartLoop", HEARTBEAT}
+    assert {a for a, k in kinds.items() if k != "pd"} == {ENDPOINT_DOWN, "DpdPodRestartLoop", HEARTBEAT,
+                                                          INFERENCE_METRICS_ABSENT, CLUSTER_METRICS_ABSENT}
 
 
 def _promtool_test(promtool: str, rules_file: Path, tmp_path: Path, tests: list[dict]) -> None:
@@ -251,7 +299,8 @@ def test_alerts_watch_only_the_applied_endpoint(mode: str, other: str, configs: 
                                                 rules_files: dict[str, Path], tmp_path: Path, promtool: str) -> None:
     """The other mode's pods (a manifest in dist/alternate/, not applied) do not page: what makes an alert fire
     on the other mode's pods leaves this mode's rules quiet."""
-    cases = [a for a in COMMON_ALERTS if a != ENDPOINT_DOWN]  # endpoint-down has its own test below
+    # Endpoint-down has its own test below; the cluster series are not any one endpoint's.
+    cases = [a for a in COMMON_ALERTS if a not in (ENDPOINT_DOWN, CLUSTER_METRICS_ABSENT)]
     _promtool_test(promtool, rules_files[mode], tmp_path, [
         {"name": f"{alert} on {other} pods", "interval": "1m", "input_series": _scenarios(configs[other])[alert][0],
          "alert_rule_test": [{"eval_time": EVAL_TIME, "alertname": alert, "exp_alerts": []}]} for alert in cases])
@@ -319,11 +368,16 @@ def test_thresholds_come_from_config(default_config_dict: dict) -> None:
     from hyperpod_core.config import parse_config
 
     data = json.loads(json.dumps(default_config_dict))
-    data["observability"]["slo"].update(ttft_p95_seconds=3.5, tpot_p95_seconds=0.07, error_ratio=0.02,
+    # Latency objectives are bucket boundaries (vllm-0.19.0.json): TTFT and E2E have 5 s, TPOT has 0.075 s. A whole
+    # number matches both spellings of le (1.0 from prometheus_client, 1 after Prometheus 3 / OTel normalise it).
+    data["observability"]["slo"].update(ttft_p95_seconds=5.0, tpot_p95_seconds=0.075, error_ratio=0.02,
                                         kv_cache_usage_ratio=0.85, prefill_queue_per_replica=9)
     exprs = {r["alert"]: r["expr"] for r in alert_rule_groups(parse_config(data))["groups"][0]["rules"]}
-    assert exprs["DpdTtftSloBreach"].endswith("> 3.5")
-    assert exprs["DpdTpotSloBreach"].endswith("> 0.07")
+    assert 'vllm:time_to_first_token_seconds_bucket{' in exprs["DpdTtftSloBreach"]
+    assert 'le=~"5(\\\\.0)?"' in exprs["DpdTtftSloBreach"] and 'le=~"5(\\\\.0)?"' in exprs["DpdPrefillLegSlow"]
+    assert exprs["DpdTtftSloBreach"].endswith("< 0.95")
+    assert 'le="0.075"' in exprs["DpdTpotSloBreach"] and exprs["DpdTpotSloBreach"].endswith("< 0.95")
+    assert "histogram_quantile" not in exprs["DpdTtftSloBreach"] + exprs["DpdTpotSloBreach"]
     assert exprs["DpdErrorRatioHigh"].endswith("> 0.02")
     assert exprs["DpdDecodeKvCacheSaturated"].endswith("> 0.85")
     assert "> 9" in exprs["DpdPrefillQueueGrowing"]
@@ -338,3 +392,79 @@ def test_alert_rule_groups_import_neither_cdk8s_nor_aws_cdk() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env={"PYTHONPATH": f"{root / 'infra'}:{root / 'k8s'}", "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr
+
+
+def test_ttft_slo_alert_counts_the_requests_within_the_objective(default_config: Config, rules_files: dict[str, Path],
+                                                                 tmp_path: Path, promtool: str) -> None:
+    """The fourth review's cases C and D (observability-review.md, section 2), on histograms built from the
+    contract's TTFT buckets (... 1.0, 2.5, 5.0 ...; 60 requests a minute), against the objective 2.5 s. A quantile
+    read from these buckets interpolates inside (1.0, 2.5]: all requests at 1.2 s read as p95 2.425 s. Counting the
+    requests at le="2.5" needs no interpolation:
+    C: every TTFT 1.2 s -> quiet; all at 2.4 s (within 2.5) -> quiet; D restated: 10 % at 4.0 s -> fires."""
+    assert default_config.observability.slo.ttft_p95_seconds == 2.5
+    decode = _pods(default_config)["decode"]
+    (rule,) = [r for r in alerts_of(rules_files["dpd"]) if r["alert"] == "DpdTtftSloBreach"]
+    cases = {"C: every TTFT 1.2 s": ({1.2: 60}, []), "every TTFT 2.4 s": ({2.4: 60}, []),
+             "D: 10 % of TTFTs 4.0 s": ({0.5: 54, 4.0: 6}, [_expected(rule, {})])}
+    _promtool_test(promtool, rules_files["dpd"], tmp_path, [
+        {"name": name, "interval": "1m",
+         "input_series": _hist(m.TIME_TO_FIRST_TOKEN, decode, observations, default_config),
+         "alert_rule_test": [{"eval_time": "20m", "alertname": "DpdTtftSloBreach", "exp_alerts": expected}]}
+        for name, (observations, expected) in cases.items()])
+
+
+def test_error_ratio_counts_only_the_inference_requests(default_config: Config, rules_files: dict[str, Path],
+                                                       tmp_path: Path, promtool: str) -> None:
+    """9 of 600 inference requests a minute fail (1.5 % > 1 %) while 600 probes (GET /ping) pass through the same
+    proxies: counted over all traffic the ratio would read 0.75 % and stay quiet. AWS's HyperPod inference dashboard
+    counts only method="POST", uri="/invocations" (inference.json @ 6e045f89fe89)."""
+    p = _pods(default_config)
+    series = []
+    for pod, errors in ((p["prefill"], 0), (p["decode"], 9)):
+        series += [_s(m.MODEL_INVOCATIONS, pod, "0+600x40", default_config, **INVOKE),
+                   _s(m.MODEL_ERRORS, pod, f"0+{errors}x40", default_config, **FAILED),
+                   _s(m.MODEL_INVOCATIONS, pod, "0+600x40", default_config, **PROBE)]
+    (rule,) = [r for r in alerts_of(rules_files["dpd"]) if r["alert"] == "DpdErrorRatioHigh"]
+    _promtool_test(promtool, rules_files["dpd"], tmp_path, [
+        {"name": "probes beside the inference requests", "interval": "1m", "input_series": series,
+         "alert_rule_test": [{"eval_time": EVAL_TIME, "alertname": "DpdErrorRatioHigh",
+                              "exp_alerts": [_expected(rule, {})]}]}])
+
+
+def test_missing_cluster_series_page_as_such_not_as_an_outage(default_config: Config, rules_files: dict[str, Path],
+                                                              tmp_path: Path, promtool: str) -> None:
+    """No kube-state-metrics series at all (the collector lost them, or writes other labels) while the pods serve:
+    endpoint-down stays quiet (it cannot see the pods, so it must not say they are down, and it is the inhibition
+    source), and DpdClusterMetricsAbsent says what is wrong (fourth review, finding 4)."""
+    p = _pods(default_config)
+    serving = [*_inference(default_config, p["prefill"]), *_inference(default_config, p["decode"])]
+    (rule,) = [r for r in alerts_of(rules_files["dpd"]) if r["alert"] == CLUSTER_METRICS_ABSENT]
+    _promtool_test(promtool, rules_files["dpd"], tmp_path, [
+        {"name": "no cluster series", "interval": "1m", "input_series": serving, "alert_rule_test": [
+            {"eval_time": EVAL_TIME, "alertname": ENDPOINT_DOWN, "exp_alerts": []},
+            {"eval_time": EVAL_TIME, "alertname": CLUSTER_METRICS_ABSENT, "exp_alerts": [_expected(rule, {})]}]}])
+
+
+def test_ready_pods_without_inference_series_page(default_config: Config, rules_files: dict[str, Path],
+                                                  tmp_path: Path, promtool: str) -> None:
+    """The fourth review's finding 3: for an hour every pod (prefill, decode, router) is Ready, restarts stay flat,
+    and no vLLM, LMCache or sidecar series exist: DpdInferenceMetricsAbsent fires for both roles. And when vLLM
+    finishes requests on decode but the sidecar's counters never arrive, it fires for decode."""
+    p = _pods(default_config)
+    router = _ready(default_config, p["router"], True, "hyperpod-inference-system")
+    ready = [*_ready(default_config, p["prefill"], True), *_ready(default_config, p["decode"], True), *router,
+             *(_s(m.POD_RESTARTS, pod, "3x40", default_config, container=role)
+               for pod, role in ((p["prefill"], "prefill"), (p["decode"], "decode")))]
+    no_sidecar = [*ready, *_inference(default_config, p["prefill"]),
+                  _s(m.NUM_REQUESTS_RUNNING, p["decode"], "3x40", default_config),
+                  _s(m.REQUEST_SUCCESS, p["decode"], "0+60x40", default_config, finished_reason="stop")]
+    (rule,) = [r for r in alerts_of(rules_files["dpd"]) if r["alert"] == INFERENCE_METRICS_ABSENT]
+    quiet = [{"eval_time": "39m", "alertname": a, "exp_alerts": []} for a in (*COMMON_ALERTS, *DPD_ONLY_ALERTS)
+             if a != INFERENCE_METRICS_ABSENT]
+    _promtool_test(promtool, rules_files["dpd"], tmp_path, [
+        {"name": "Ready, no inference series", "interval": "1m", "input_series": ready, "alert_rule_test": [
+            *quiet, {"eval_time": "39m", "alertname": INFERENCE_METRICS_ABSENT,
+                     "exp_alerts": [_expected(rule, {"component": c}) for c in ("prefill", "decode")]}]},
+        {"name": "vLLM finishes requests, no sidecar series", "interval": "1m", "input_series": no_sidecar,
+         "alert_rule_test": [{"eval_time": "39m", "alertname": INFERENCE_METRICS_ABSENT,
+                              "exp_alerts": [_expected(rule, {"component": "decode"})]}]}])

@@ -135,7 +135,9 @@ def _thresholds(panel: dict) -> list[float]:
 
 def test_slo_thresholds_from_config_are_drawn_on_the_latency_panels(default_config_dict: dict) -> None:
     data = json.loads(json.dumps(default_config_dict))
-    data["observability"]["slo"].update(ttft_p95_seconds=1.25, tpot_p95_seconds=0.07)
+    # Bucket boundaries (the config refuses others): TTFT 5 s between 2.5 and 7.5, TPOT 75 ms between 50 and 100
+    # (shared/metrics/vllm-0.19.0.json: vllm:time_to_first_token_seconds, vllm:request_time_per_output_token_seconds).
+    data["observability"]["slo"].update(ttft_p95_seconds=5.0, tpot_p95_seconds=0.075)
     config = parse_config(data)
     for spec in dashboards(config):
         panels = {p["title"]: p for p in render(spec)["panels"] if p["type"] != "row"}
@@ -143,10 +145,27 @@ def test_slo_thresholds_from_config_are_drawn_on_the_latency_panels(default_conf
         tpot = [p for t, p in panels.items() if t.endswith("Time per output token / inter-token latency")]
         assert ttft and tpot
         for panel in ttft:
-            assert _thresholds(panel) == [1.25]
+            assert _thresholds(panel) == [5.0]
             assert panel["fieldConfig"]["defaults"]["custom"]["thresholdsStyle"]["mode"] == "dashed"
         for panel in tpot:
-            assert _thresholds(panel) == [0.07]
+            assert _thresholds(panel) == [0.075]
+
+
+def test_every_slo_line_says_its_resolution(default_config: Config) -> None:
+    """A p95 curve is interpolated inside the exporter's buckets; each latency panel with an SLO line says which
+    buckets surround the line (TTFT 1 -> 2.5 -> 5 s, TPOT 0.075 -> 0.1 -> 0.15 s: vllm-0.19.0.json buckets)."""
+    around = {default_config.observability.slo.ttft_p95_seconds: "(1 -> 2.5 -> 5 s around the line)",
+              default_config.observability.slo.tpot_p95_seconds: "(0.075 -> 0.1 -> 0.15 s around the line)"}
+    lines = 0
+    for spec in dashboards(default_config):
+        for panel in render(spec)["panels"]:
+            defaults = panel.get("fieldConfig", {}).get("defaults", {})
+            if defaults.get("unit") != "s" or "thresholds" not in defaults:
+                continue
+            (line,) = _thresholds(panel)
+            assert "Resolution:" in panel["description"] and around[line] in panel["description"], panel["title"]
+            lines += 1
+    assert lines >= 6
 
 
 def test_template_variables_default_to_the_configured_endpoint(default_config: Config) -> None:

@@ -44,12 +44,47 @@ def test_every_catalogue_metric_is_in_the_contract_with_its_labels(
 
 def test_every_query_reads_only_contract_series_and_labels(
         default_config: Config, default_config_dict: dict, contract_series: dict[str, frozenset[str]],
-        grafana_substitute: Callable[[str], str]) -> None:
+        contract_families: list[contract.Family], grafana_substitute: Callable[[str], str]) -> None:
     queries = every_query(default_config, default_config_dict)
     assert len(queries) > 60
-    bad = [f"{where}: {v}" for where, expr in queries for v in contract.violations(grafana_substitute(expr),
-                                                                                    contract_series)]
+    buckets = contract.series_buckets(contract_families)
+    bad = [f"{where}: {v}" for where, expr in queries
+           for v in contract.violations(grafana_substitute(expr), contract_series, buckets)]
     assert not bad, "queries outside the contract:\n" + "\n".join(bad)
+
+
+def test_a_query_on_a_bucket_the_exporter_does_not_write_is_a_violation(
+        contract_series: dict[str, frozenset[str]], contract_families: list[contract.Family]) -> None:
+    """The old TTFT test's invented ``le="1.2"`` is caught; the real 2.5 and a whole number in both spellings
+    (``le=~"5(\\.0)?"``) are not (vllm-0.19.0.json, vllm:time_to_first_token_seconds buckets)."""
+    buckets = contract.series_buckets(contract_families)
+    ttft = "vllm:time_to_first_token_seconds_bucket"
+    assert contract.violations(f'sum(rate({ttft}{{le="1.2"}}[5m]))', contract_series, buckets) == [
+        f'{ttft}{{le MatchOp.Equal "1.2"}} selects 0 buckets']
+    assert contract.violations(f'sum(rate({ttft}{{le="2.5"}}[5m]))', contract_series, buckets) == []
+    assert contract.violations(f'sum(rate({ttft}{{le=~"5(\\\\.0)?"}}[5m]))', contract_series, buckets) == []
+
+
+def test_the_catalogue_buckets_are_the_contracts(contract_families: list[contract.Family]) -> None:
+    """The bucket boundaries kept in core (catalogue.py, the one place the config's SLO check and the alerts read)
+    equal the exporters' lists in shared/metrics. Where the contract names the source variable instead of a list
+    (vLLM's ``request_latency_buckets``), every family the contract gives that variable has the catalogue's one
+    list for it."""
+    listed = {f.name: f.buckets for f in contract_families if f.kind == "histogram" and f.buckets is not None}
+    raw = contract.raw_buckets()
+    checked = 0
+    for metric in m.CATALOGUE:
+        if metric.type != "histogram":
+            continue
+        if metric.family in listed:
+            assert metric.buckets == listed[metric.family], metric.name
+            checked += 1
+        else:  # LMCache's named lists: no SLO is read from them, so the catalogue keeps none
+            assert metric.buckets == (), metric.name
+    assert checked == 6
+    named = {name for name, b in raw.items() if b == "request_latency_buckets"}
+    assert {m.E2E_LATENCY.family, m.QUEUE_TIME.family, m.PREFILL_TIME.family} <= named
+    assert isinstance(raw[m.TIME_TO_FIRST_TOKEN.family], list), "TTFT's list is literal in the contract"
 
 
 @pytest.mark.parametrize(("expr", "expected"), [

@@ -7,6 +7,18 @@ response against botocore's service model. The Grafana side is a small HTTP serv
 implements the Grafana HTTP API endpoints the handler uses (``/api/datasources``, ``/api/folders``,
 ``/api/dashboards``, ``/api/search``, as documented at grafana.com/docs/grafana/latest/developers/http_api),
 driven by the real ``grafana-client`` library.
+
+What the data source must be comes from Grafana's own sources, not from our constants:
+* grafana/grafana-aws-sdk @ bffb8adb3b848a9fe6ea3a79cb8f1697b8003856 (2026-08-06), ``pkg/awsds/settings.go``
+  ``ToAuthType``: the auth types it accepts (anything else: ``invalid auth type``);
+* grafana/grafana-amazonprometheus-datasource @ 7abea3cb5a81df52dff4f516683348d5a80b0c71 (2026-08-20),
+  ``src/plugin.json`` (``"id": "grafana-amazonprometheus-datasource"``) and ``docs/sources/configure.md``,
+  "Provision the data source": the plugin's ``jsonData`` fields;
+* the workspace's Grafana version: ``DescribeWorkspace`` -> ``workspace.grafanaVersion`` (a required member of
+  ``WorkspaceDescription`` in botocore's ``grafana`` service model, ``botocore/data/grafana/2020-08-18/
+  service-2.json``; moto implements no Amazon Managed Grafana API, so botocore's ``Stubber`` answers with that
+  model); AMG 12 dropped SigV4 from the core Prometheus plugin (AMG user guide, "Manually adding the Prometheus
+  data source").
 """
 
 from __future__ import annotations
@@ -36,6 +48,14 @@ from hyperpod_core.telemetry.dashboards import dashboards
 from hyperpod_core.telemetry.render import render, to_json_text
 
 WORKSPACE = "g-0123456789"
+#: grafana-aws-sdk @ bffb8ad, pkg/awsds/settings.go ToAuthType: the accepted auth types.
+AWS_SDK_AUTH_TYPES = ("credentials", "sharedCreds", "keys", "default", "ec2_iam_role", "arn", "grafana_assume_role")
+#: grafana-amazonprometheus-datasource @ 7abea3c, src/plugin.json "id".
+AMP_PLUGIN_ID = "grafana-amazonprometheus-datasource"
+#: The same repository's docs/sources/configure.md, "Provision the data source": every jsonData key its examples
+#: provision (YAML and Terraform), with the spelling they use (``sigv4Service``, lower-case v).
+AMP_PLUGIN_JSON_DATA = {"httpMethod", "sigV4Auth", "sigV4AuthType", "sigV4Region", "sigv4Service", "defaultEditor",
+                        "manageAlerts", "queryStatsEnabled", "assumeRoleArn", "externalId"}
 TOKEN = "glsa_secret_token"
 ACCOUNT_ID = "7"
 
@@ -153,13 +173,14 @@ def _api_factory(endpoint: str, token: str) -> Any:
     return GrafanaApi.from_url(f"http://{endpoint}", credential=token, timeout=10.0)
 
 
-def _stubbed(endpoint: str, *, account_exists: bool) -> tuple[Any, Stubber]:
+def _stubbed(endpoint: str, *, account_exists: bool, grafana_version: str = "10.4") -> tuple[Any, Stubber]:
     client = boto3.client("grafana", region_name="us-west-2", aws_access_key_id="x", aws_secret_access_key="x")
     stub = Stubber(client)
     now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     stub.add_response("describe_workspace", {"workspace": {
         "id": WORKSPACE, "endpoint": endpoint, "status": "ACTIVE", "created": now, "modified": now,
-        "dataSources": ["PROMETHEUS"], "grafanaVersion": "10.4", "authentication": {"providers": ["AWS_SSO"]}}},
+        "dataSources": ["PROMETHEUS"], "grafanaVersion": grafana_version,
+        "authentication": {"providers": ["AWS_SSO"]}}},
         {"workspaceId": WORKSPACE})
     account = {"id": ACCOUNT_ID, "name": index.SERVICE_ACCOUNT, "grafanaRole": "ADMIN", "isDisabled": "false"}
     stub.add_response("list_workspace_service_accounts", {
@@ -190,8 +211,8 @@ def _props(config: Config) -> dict[str, Any]:
 
 
 def _run(request_type: str, props: dict, endpoint: str, *, old: dict | None = None,
-         account_exists: bool = True) -> dict:
-    client, stub = _stubbed(endpoint, account_exists=account_exists)
+         account_exists: bool = True, grafana_version: str = "10.4") -> dict:
+    client, stub = _stubbed(endpoint, account_exists=account_exists, grafana_version=grafana_version)
     event = {"RequestType": request_type, "ResourceProperties": props}
     if old is not None:
         event["OldResourceProperties"] = old
@@ -207,14 +228,66 @@ def test_create_deploys_the_data_source_folder_and_every_dashboard(grafana_serve
     assert result["PhysicalResourceId"] == f"{WORKSPACE}/hyperpod-dpd"
     ds = fake.datasources["hyperpod-dpd-amp"]
     assert ds["type"] == "prometheus" and ds["url"] == props["PrometheusUrl"].rstrip("/")
-    assert ds["jsonData"] == {"httpMethod": "POST", "sigV4Auth": True, "sigV4AuthType": "ec2",
-                              "sigV4Region": "us-west-2"}
     assert fake.folders["hyperpod-dpd"]["title"] == "HyperPod DPD"
     assert set(fake.dashboards) == {d.uid for d in dashboards(default_config)}
     for stored in fake.dashboards.values():
         variables = {v["name"]: v for v in stored["model"]["templating"]["list"]}
         assert variables["datasource"]["current"]["value"] == "hyperpod-dpd-amp"
     assert fake.unauthorized == 0
+
+
+def _datasource_refs(node: Any) -> list[dict]:
+    """Every ``"datasource": {...}`` reference in a dashboard model (panels, targets, variables)."""
+    if isinstance(node, dict):
+        own = [node["datasource"]] if isinstance(node.get("datasource"), dict) else []
+        return own + [r for v in node.values() for r in _datasource_refs(v)]
+    if isinstance(node, list):
+        return [r for v in node for r in _datasource_refs(v)]
+    return []
+
+
+@pytest.mark.parametrize(("grafana_version", "expected_type"), [("10.4", "prometheus"), ("9.4", "prometheus"),
+                                                                ("12.4", AMP_PLUGIN_ID)])
+def test_the_data_source_can_sign_its_queries_on_the_workspaces_grafana(
+        grafana_server, default_config, grafana_version: str, expected_type: str) -> None:
+    """Before Grafana 12 the core Prometheus type with SigV4; from 12 on the Amazon Managed Service for Prometheus
+    plugin's type and provisioning fields. Either way an auth type grafana-aws-sdk accepts (``ec2`` is not one),
+    the workspace's IAM role, and dashboards whose data-source variable lists that type and whose refs name the
+    data source by uid only (or by that type)."""
+    fake, endpoint = grafana_server
+    _run("Create", _props(default_config), endpoint, grafana_version=grafana_version)
+    ds = fake.datasources["hyperpod-dpd-amp"]
+    assert ds["type"] == expected_type and ds["access"] == "proxy"
+    assert ds["jsonData"]["sigV4AuthType"] in AWS_SDK_AUTH_TYPES
+    assert ds["jsonData"]["sigV4AuthType"] == "ec2_iam_role", "AMG's workspace IAM role"
+    assert ds["jsonData"]["sigV4Auth"] is True and ds["jsonData"]["sigV4Region"] == "us-west-2"
+    assert set(ds["jsonData"]) <= AMP_PLUGIN_JSON_DATA, "fields the plugin documents (shared with core Prometheus)"
+    if expected_type == AMP_PLUGIN_ID:
+        assert ds["jsonData"]["sigv4Service"] == "aps"
+    for stored in fake.dashboards.values():
+        variables = {v["name"]: v for v in stored["model"]["templating"]["list"]}
+        assert variables["datasource"]["query"] == expected_type
+        refs = _datasource_refs(stored["model"])
+        assert refs and all(r.get("type", expected_type) == expected_type for r in refs if r.get("uid") ==
+                            "${datasource}")
+
+
+def test_an_upgrade_to_grafana_12_replaces_the_core_data_source(grafana_server, default_config) -> None:
+    """A workspace upgraded from 10 to 12 keeps our old core-Prometheus data source, which can no longer sign:
+    the next deploy replaces it (same uid, so the dashboards keep pointing at it) with the plugin's type."""
+    fake, endpoint = grafana_server
+    props = _props(default_config)
+    _run("Create", props, endpoint, grafana_version="10.4")
+    assert fake.datasources["hyperpod-dpd-amp"]["type"] == "prometheus"
+    _run("Update", props, endpoint, old=props, grafana_version="12.4")
+    assert fake.datasources["hyperpod-dpd-amp"]["type"] == AMP_PLUGIN_ID
+
+
+def test_grafana_version_is_a_required_member_of_describe_workspace() -> None:
+    """botocore's grafana model (2020-08-18): DescribeWorkspace's ``workspace`` always carries ``grafanaVersion``."""
+    model = boto3.client("grafana", region_name="us-west-2").meta.service_model
+    shape = model.operation_model("DescribeWorkspace").output_shape.members["workspace"]
+    assert "grafanaVersion" in shape.required_members
 
 
 def test_update_is_idempotent_and_drops_dashboards_no_longer_shipped(grafana_server, default_config) -> None:

@@ -58,10 +58,11 @@ def test_every_panel_and_autoscaling_query_returns_finite_series(
 def test_every_series_an_alert_reads_exists(prometheus, applied_config: Config, default_config_dict: dict) -> None:
     """An alert expression is empty while all is well, so each of its selectors must match series instead: for
     either endpoint ``endpoint.apply`` deploys (colocated: the worker pods the exporter serves, conftest.py).
-    DPD: heartbeat, endpoint down, 8 performance and error alerts, restart loop; colocated: the same without the
+    DPD: heartbeat, endpoint down, the two absence alerts, 8 performance and error alerts, restart loop; colocated:
+    the same without the
     two that need a prefill leg (DpdPrefillLegSlow, DpdKvTransferIncomplete)."""
     alerts = [(w, e) for w, e in every_query(applied_config, default_config_dict) if w.startswith("alert")]
-    expected = 12 if applied_config.endpoint.apply == "dpd" else 10
+    expected = 14 if applied_config.endpoint.apply == "dpd" else 12
     assert len(alerts) == len(alert_rule_groups(applied_config)["groups"][0]["rules"]) == expected
     missing = [f"{where}: {sel}" for where, expr in alerts for sel in _selectors(expr)
                if not prometheus.query(f"count({sel})")]

@@ -7,6 +7,14 @@ maintained ``grafana-client`` library, does the rest:
 * Create / Update: upsert the data source (uid ``DatasourceUid``, SigV4 with the workspace's IAM role), the
   folder, and every dashboard (``overwrite``), with the dashboards' data-source variable pointing at it;
   on Update, dashboards that are no longer shipped are deleted.
+* The data source follows the workspace's Grafana version (``DescribeWorkspace`` -> ``grafanaVersion``): before 12
+  the core ``prometheus`` type with SigV4; from 12 on, SigV4 is gone from the core plugin (AMG user guide, "Manually
+  adding the Prometheus data source"), so it is the Amazon Managed Service for Prometheus plugin's type, with that
+  plugin's provisioning fields (grafana/grafana-amazonprometheus-datasource, ``docs/sources/configure.md``). A data
+  source of the other type under our uid is replaced. Either way it signs as the workspace's IAM role:
+  ``sigV4AuthType: ec2_iam_role`` (grafana-aws-sdk ``pkg/awsds/settings.go`` ``ToAuthType`` rejects anything else
+  it does not list, such as ``ec2``). The dashboards name the data source by uid only; their data-source variable
+  lists the type created.
 * Delete: delete our dashboards and data source, and the folder only if nothing else is left in it (a
   dashboard a user saved there is theirs).
 
@@ -20,11 +28,18 @@ import logging
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 SERVICE_ACCOUNT = "hyperpod-dpd-dashboards"
 TOKEN_SECONDS = 900
 DATASOURCE_VARIABLE = "datasource"
+CORE_PROMETHEUS = "prometheus"
+AMP_PLUGIN = "grafana-amazonprometheus-datasource"
+#: The first Grafana major version of AMG without SigV4 in the core Prometheus plugin.
+AMP_PLUGIN_FROM_MAJOR = 12
+#: Sign with the workspace's IAM role (AMG: "Workspace IAM role").
+SIGV4_AUTH_TYPE = "ec2_iam_role"
 
 log = logging.getLogger()
 log.setLevel(logging.INFO)
@@ -39,10 +54,27 @@ def _https_api(endpoint: str, token: str) -> Any:
     return GrafanaApi.from_url(f"https://{endpoint}", credential=token, timeout=30.0)
 
 
+@dataclass(frozen=True)
+class Workspace:
+    api: Any
+    """``grafana_client.GrafanaApi`` for the workspace."""
+    grafana_version: str
+    """``DescribeWorkspace`` -> ``workspace.grafanaVersion``, e.g. ``10.4`` or ``12.4``."""
+
+
+def datasource_type(grafana_version: str) -> str:
+    """The data source type that queries AMP with SigV4 on this Grafana version."""
+    major = grafana_version.split(".", 1)[0]
+    if not major.isdigit():
+        raise ValueError(f"workspace grafanaVersion must start with a major version number, got {grafana_version!r}")
+    return AMP_PLUGIN if int(major) >= AMP_PLUGIN_FROM_MAJOR else CORE_PROMETHEUS
+
+
 @contextmanager
-def workspace_api(grafana: Any, workspace_id: str, api_factory: ApiFactory) -> Iterator[Any]:
+def workspace_api(grafana: Any, workspace_id: str, api_factory: ApiFactory) -> Iterator[Workspace]:
     """A Grafana API client for the workspace, authenticated by a token that is deleted on exit."""
-    endpoint = grafana.describe_workspace(workspaceId=workspace_id)["workspace"]["endpoint"]
+    workspace = grafana.describe_workspace(workspaceId=workspace_id)["workspace"]
+    endpoint = workspace["endpoint"]
     accounts = grafana.list_workspace_service_accounts(workspaceId=workspace_id)["serviceAccounts"]
     account = next((a for a in accounts if a["name"] == SERVICE_ACCOUNT), None)
     if account is None:
@@ -53,7 +85,7 @@ def workspace_api(grafana: Any, workspace_id: str, api_factory: ApiFactory) -> I
         workspaceId=workspace_id, serviceAccountId=account["id"], name=f"cfn-{uuid.uuid4().hex[:16]}",
         secondsToLive=TOKEN_SECONDS)["serviceAccountToken"]
     try:
-        yield api_factory(endpoint, token["key"])
+        yield Workspace(api=api_factory(endpoint, token["key"]), grafana_version=workspace["grafanaVersion"])
     finally:
         grafana.delete_workspace_service_account_token(
             workspaceId=workspace_id, serviceAccountId=account["id"], tokenId=token["id"])
@@ -63,20 +95,22 @@ def _not_found(exc: Exception) -> bool:
     return getattr(exc, "status_code", None) == 404
 
 
-def _datasource(props: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "uid": props["DatasourceUid"], "name": props["DatasourceName"], "type": "prometheus", "access": "proxy",
-        "url": props["PrometheusUrl"].rstrip("/"), "isDefault": False,
-        "jsonData": {"httpMethod": "POST", "sigV4Auth": True, "sigV4AuthType": "ec2",
-                     "sigV4Region": props["Region"]},
-    }
+def datasource(props: dict[str, Any], kind: str) -> dict[str, Any]:
+    """The AMP data source of type ``kind`` (:func:`datasource_type`), signing as the workspace's IAM role."""
+    json_data: dict[str, Any] = {"httpMethod": "POST", "sigV4Auth": True, "sigV4AuthType": SIGV4_AUTH_TYPE,
+                                 "sigV4Region": props["Region"]}
+    if kind == AMP_PLUGIN:
+        json_data["sigv4Service"] = "aps"  # the plugin's spelling (its provisioning docs); "aps" is its default
+    return {"uid": props["DatasourceUid"], "name": props["DatasourceName"], "type": kind, "access": "proxy",
+            "url": props["PrometheusUrl"].rstrip("/"), "isDefault": False, "jsonData": json_data}
 
 
-def _dashboard(text: str, props: dict[str, Any]) -> dict[str, Any]:
+def _dashboard(text: str, props: dict[str, Any], kind: str) -> dict[str, Any]:
     model = json.loads(text)
     model.pop("id", None)
     for variable in model.get("templating", {}).get("list", []):
         if variable.get("name") == DATASOURCE_VARIABLE:
+            variable["query"] = kind
             variable["current"] = {"selected": True, "text": props["DatasourceName"], "value": props["DatasourceUid"]}
     return model
 
@@ -85,15 +119,21 @@ def _uids(props: dict[str, Any] | None) -> set[str]:
     return {json.loads(t)["uid"] for t in (props or {}).get("Dashboards", [])}
 
 
-def deploy(api: Any, props: dict[str, Any], old: dict[str, Any] | None = None) -> None:
-    ds = _datasource(props)
+def deploy(api: Any, props: dict[str, Any], old: dict[str, Any] | None = None, *,
+           kind: str = CORE_PROMETHEUS) -> None:
+    ds = datasource(props, kind)
     try:
-        api.datasource.get_datasource_by_uid(ds["uid"])
-        api.datasource.update_datasource_by_uid(ds["uid"], ds)
+        existing = api.datasource.get_datasource_by_uid(ds["uid"])
     except Exception as exc:
         if not _not_found(exc):
             raise
         api.datasource.create_datasource(ds)
+    else:
+        if existing.get("type") == kind:
+            api.datasource.update_datasource_by_uid(ds["uid"], ds)
+        else:  # e.g. the workspace moved to Grafana 12: the core type cannot sign any more
+            api.datasource.delete_datasource_by_uid(ds["uid"])
+            api.datasource.create_datasource(ds)
     folder = props["FolderUid"]
     try:
         api.folder.get_folder(folder)
@@ -103,7 +143,7 @@ def deploy(api: Any, props: dict[str, Any], old: dict[str, Any] | None = None) -
             raise
         api.folder.create_folder(props["FolderTitle"], uid=folder)
     for text in props["Dashboards"]:
-        api.dashboard.update_dashboard({"dashboard": _dashboard(text, props), "folderUid": folder,
+        api.dashboard.update_dashboard({"dashboard": _dashboard(text, props, kind), "folderUid": folder,
                                         "overwrite": True, "message": "hyperpod-dpd deploy"})
     for uid in sorted(_uids(old) - _uids(props)):
         _delete_dashboard(api, uid)
@@ -144,10 +184,12 @@ def on_event(event: dict[str, Any], context: Any, *, grafana: Any = None,
 
         grafana = boto3.client("grafana", region_name=props["Region"])
     log.info("%s dashboards %s in %s", event["RequestType"], sorted(_uids(props)), workspace)
-    with workspace_api(grafana, workspace, api_factory) as api:
+    with workspace_api(grafana, workspace, api_factory) as ws:
         if event["RequestType"] == "Delete":
-            remove(api, props)
+            remove(ws.api, props)
         else:
-            deploy(api, props, event.get("OldResourceProperties"))
+            kind = datasource_type(ws.grafana_version)
+            log.info("Grafana %s: data source type %s", ws.grafana_version, kind)
+            deploy(ws.api, props, event.get("OldResourceProperties"), kind=kind)
     return {"PhysicalResourceId": f"{workspace}/{props['FolderUid']}",
             "Data": {"DatasourceUid": props["DatasourceUid"], "FolderUid": props["FolderUid"]}}

@@ -22,6 +22,7 @@ from hyperpod_core.config.types import (
     BENCHMARK_PATH_MARGIN,
     AzId,
     AzIdOrEmpty,
+    Broken,
     BucketName,
     Cidr,
     ControlPlaneAzId,
@@ -32,6 +33,7 @@ from hyperpod_core.config.types import (
     Ec2InstanceType,
     EksClusterName,
     EmailAddress,
+    FieldRule,
     GrafanaWorkspaceId,
     IamPrincipalArn,
     InvocationPath,
@@ -56,6 +58,7 @@ from hyperpod_core.config.types import (
     unique,
 )
 from hyperpod_core.errors import ConfigError, shown
+from hyperpod_core.telemetry import objectives
 
 
 class _Model(BaseModel):
@@ -421,7 +424,7 @@ class EndpointConfig(_Model):
     the ALB's own default is 60, which cuts a long non-streamed answer or a long wait in the prefill queue).
     Must be at least `observability.slo.ttft_p95_seconds`. Default (`null`): the longest answer the SLOs allow,
     `slo.ttft_p95_seconds + max_model_len x slo.tpot_p95_seconds` rounded up, at most 4000 (a `note:` says when
-    it is clamped); default config: 2 + 16384 x 0.1 = 1641."""
+    it is clamped); default config: 2.5 + 16384 x 0.1 = 1641."""
     apply: Literal["dpd", "colocated"] = "dpd"
     """The endpoint `kubectl apply -f dist/endpoint/` applies: `dpd` or `colocated`. The other manifest (same
     name: applying it replaces this one) goes to `dist/alternate/` for rollback and the benchmark baseline.
@@ -434,13 +437,31 @@ class EndpointConfig(_Model):
         return _merge_defaults(cls, data, ("prefill", "decode"))
 
 
+def _bucket_boundary(field: str) -> FieldRule:
+    """A latency objective the alerts can count requests under: a bucket boundary of each histogram it is read
+    from (``telemetry/objectives.py``); the message names the two nearest boundaries."""
+    bounds = objectives.boundaries(field)
+    allowed = (f"must be a bucket boundary of {objectives.histogram_names(field)} (the alerts count the requests "
+               "within it)")
+
+    def check(value: float) -> None:
+        if float(value) not in bounds:
+            below, above = objectives.nearest(field, value)
+            near = [f"{b:g}" for b in (below, above) if b is not None]
+            raise Broken(allowed, f"; the nearest {'are' if len(near) > 1 else 'is'} {' and '.join(near)}")
+
+    return FieldRule(check, f"{allowed}: one of {', '.join(f'{b:g}' for b in bounds)}", {"enum": list(bounds)})
+
+
 class SloConfig(_Model):
     """Thresholds the alerts fire on; the latency ones are also drawn on the dashboards' latency panels."""
 
-    ttft_p95_seconds: Annotated[float, Field(gt=0)] = 2.0
-    """p95 time to first token above which the alert fires, in seconds. Default: 2.0."""
-    tpot_p95_seconds: Annotated[float, Field(gt=0)] = 0.1
-    """p95 time per output token above which the alert fires, in seconds. Default: 0.1."""
+    ttft_p95_seconds: Annotated[float, Field(gt=0), _bucket_boundary("ttft_p95_seconds")] = 2.5
+    """Time to first token, in seconds, within which 95 % of requests must stay (the alerts fire when fewer do).
+    Must be a bucket boundary of vLLM's TTFT and E2E histograms: 0.5, 1, 2.5, 5, 10, 20 or 40. Default: 2.5."""
+    tpot_p95_seconds: Annotated[float, Field(gt=0), _bucket_boundary("tpot_p95_seconds")] = 0.1
+    """Time per output token, in seconds, within which 95 % of requests must stay. Must be a bucket boundary of
+    vLLM's per-request TPOT histogram (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, ...). Default: 0.1."""
     error_ratio: Annotated[float, Field(gt=0, lt=1)] = 0.01
     """Share of failed requests above which the alert fires. Default: 0.01."""
     kv_cache_usage_ratio: Annotated[float, Field(gt=0, le=1)] = 0.9
@@ -506,7 +527,7 @@ class ObservabilityConfig(_Model):
     """Label key of the dashboard ConfigMaps, for a Grafana sidecar that loads dashboards by label. Default:
     `grafana_dashboard`."""
     slo: SloConfig = SloConfig()
-    """Alert thresholds. Default: TTFT p95 2 s, TPOT p95 0.1 s, errors 1 %, KV cache 90 %, prefill queue 16 per
+    """Alert thresholds. Default: TTFT p95 2.5 s, TPOT p95 0.1 s, errors 1 %, KV cache 90 %, prefill queue 16 per
     replica, KV-transfer miss 5 %, 2 restarts per 15 min."""
     collector_labels: CollectorLabelsConfig = CollectorLabelsConfig()
     """Labels of the DCGM and kube-state-metrics series. Default: `pod` and `namespace`."""

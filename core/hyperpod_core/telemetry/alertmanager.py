@@ -11,7 +11,11 @@ names ``sigv4.region``; ``api_url`` and ``http_config`` are not allowed.
   grouped per alert, namespace and endpoint; the heartbeat on its own route, repeated every
   :data:`HEARTBEAT_REPEAT`, so the topic sees a message at least that often while the path works.
 * **inhibit_rules**: while :data:`~.alerts.ENDPOINT_DOWN` fires for an endpoint, its ``alert_kind="pd"``
-  alerts (latency, queue, KV, errors) are muted: the endpoint being down explains them.
+  warnings (latency, queue, KV, aborted requests) are muted: the endpoint being down explains them. Critical
+  alerts are never targets: Alertmanager keeps inhibiting while the source fires even when a silence mutes the
+  source (a silence mutes notifications, not the alert), so a silenced ``DpdEndpointDown`` must not hide the
+  error ratio. The source fires only when kube-state-metrics reports the namespace's pods (``queries.not_ready``):
+  missing data is ``DpdClusterMetricsAbsent``, which inhibits nothing.
 * **message attributes**: ``alert_kind`` and ``alertname`` ride along as SNS message attributes, so a
   subscriber (a pager's dead man's switch, a chat integration) can filter on them.
 
@@ -29,6 +33,9 @@ from hyperpod_core.config import Config
 from hyperpod_core.telemetry.alerts import ENDPOINT_DOWN, HEARTBEAT, KIND_LABEL
 
 RECEIVER: Final = "dpd-sns"
+SEVERITY_LABEL: Final = "severity"
+#: The only severity the endpoint-down inhibition mutes: a critical alert always reaches people.
+INHIBITED_SEVERITY: Final = "warning"
 GROUP_BY: Final = ("alertname", "namespace", "endpoint")
 #: Alertmanager's defaults for a page-worthy route (prometheus.io, configuration, <route>), stated explicitly.
 GROUP_WAIT: Final = "30s"
@@ -64,7 +71,8 @@ def alertmanager_config(config: Config, topic_arns: Sequence[str]) -> dict[str, 
                         "repeat_interval": HEARTBEAT_REPEAT}],
         },
         "inhibit_rules": [{"source_matchers": [f'alertname="{ENDPOINT_DOWN}"'],
-                           "target_matchers": [f'{KIND_LABEL}="pd"'], "equal": ["namespace", "endpoint"]}],
+                           "target_matchers": [f'{KIND_LABEL}="pd"', f'{SEVERITY_LABEL}="{INHIBITED_SEVERITY}"'],
+                           "equal": ["namespace", "endpoint"]}],
         "receivers": [{"name": RECEIVER, "sns_configs": sns}],
     }
 

@@ -7,9 +7,14 @@ come from ``observability.slo``; every alert carries a one-line runbook; every e
 named queries in ``queries.py``.
 
 Every alert carries the label ``alert_kind``, which the alert manager (``alertmanager.py``) routes and inhibits
-on: ``pd`` (prefill/decode performance and errors: inhibited while the endpoint is down, because a down endpoint
-explains them), ``availability`` (the endpoint is down, or a pod restarts in a loop: never inhibited, they
-name the cause) and ``heartbeat`` (always firing, so that a silent alerting path is noticed).
+on: ``pd`` (prefill/decode performance and errors: the warning ones are inhibited while the endpoint is down,
+because a down endpoint explains them; the critical error ratio never is), ``availability`` (the endpoint is down,
+a pod restarts in a loop, or the inference or cluster series the other alerts read are missing: never inhibited,
+they name the cause) and ``heartbeat`` (always firing, so that a silent alerting path is noticed).
+
+No alert fires on missing data by accident: endpoint-down needs kube-state-metrics to report the namespace's pods,
+and the two ``...MetricsAbsent`` alerts say when the series are missing instead. The latency SLO alerts compare
+the share of requests within the objective, counted at a real bucket boundary, with 95 % (``objectives.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any, Final, Literal
 from hyperpod_core.config import Config
 from hyperpod_core.telemetry import catalogue as m
 from hyperpod_core.telemetry import queries as q
+from hyperpod_core.telemetry.objectives import QUANTILE
 from hyperpod_core.telemetry.targets import dpd_target, target
 
 #: Window of the rates and quantiles in alert expressions.
@@ -33,6 +39,10 @@ AlertKind = Literal["pd", "availability", "heartbeat"]
 KIND_LABEL: Final = "alert_kind"
 ENDPOINT_DOWN: Final = "DpdEndpointDown"
 HEARTBEAT: Final = "DpdAlertingHeartbeat"
+INFERENCE_METRICS_ABSENT: Final = "DpdInferenceMetricsAbsent"
+CLUSTER_METRICS_ABSENT: Final = "DpdClusterMetricsAbsent"
+#: How long series may be missing before the absence alerts fire: a collector or add-on restart is not a page.
+ABSENT_FOR: Final = "15m"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,7 +82,28 @@ def alerts(config: Config) -> tuple[Alert, ...]:
             summary=f"Endpoint {e.namespace}/{e.name} is down: no ready {{{{ $labels.component }}}} pod.",
             runbook="kubectl get inferenceendpointconfig and the pods of the endpoint (and the router in "
                     "hyperpod-inference-system): describe the not-ready pods, read their logs (--previous), "
-                    "check the nodes are Schedulable; hyperpod-dpd status shows the same.",
+                    "check the nodes are Schedulable; hyperpod-dpd status shows the same. While it fires, the "
+                    "endpoint's warning pd alerts are inhibited, also when this alert is silenced (a silence "
+                    "mutes only its own notifications); the critical error-ratio alert never is.",
+        ),
+        Alert(
+            name=INFERENCE_METRICS_ABSENT, severity="warning", for_=ABSENT_FOR, kind="availability",
+            expr=q.inference_series_absent(t, window=WINDOW),
+            summary=f"{e.namespace}/{e.name}: {{{{ $labels.component }}}} pods are Ready (or finish requests) but "
+                    "their vLLM or reverse-proxy series do not reach the workspace: the latency, queue, KV and "
+                    "error alerts cannot fire.",
+            runbook="Check the observability add-on's inferenceMetrics is on, the pods' metrics port and "
+                    "PROMETHEUS_MULTIPROC_DIR (docs/observability.md, Troubleshooting), and count by (__name__) "
+                    "({pod_name=~\"<pod>\"}) in the workspace.",
+        ),
+        Alert(
+            name=CLUSTER_METRICS_ABSENT, severity="warning", for_=ABSENT_FOR, kind="availability",
+            expr=q.cluster_series_absent(t),
+            summary=f"No kube-state-metrics pod series for namespace {e.namespace} or "
+                    f"{q.OPERATOR_NAMESPACE}: endpoint-down and restart alerts cannot fire.",
+            runbook="Check the observability add-on's clusterMetrics is on and which labels the collector writes "
+                    "(count by (namespace, pod) (kube_pod_status_ready) vs observability.collector_labels); "
+                    "an empty namespace (the endpoint deleted) fires it too.",
         ),
         Alert(
             name=HEARTBEAT, severity="info", for_="0m", kind="heartbeat", expr="vector(1)",
@@ -101,12 +132,17 @@ def alerts(config: Config) -> tuple[Alert, ...]:
                  "routing_threshold_tokens so short prompts skip prefill." if is_dpd else
                  "Add colocated replicas, or apply the DPD endpoint (endpoint.apply: dpd) if prefill dominates."),
     )
+    within = f"Fewer than {QUANTILE:.0%} of"
+
+    def share_below_objective(metric: m.Metric, role: q.Role, bound: float) -> str:
+        return f"{q.share_at_most(metric, t, role, bound, window=WINDOW)} < {QUANTILE}"
+
     ttft_p95 = Alert(
         name="DpdTtftSloBreach", severity="warning", for_="10m",
-        expr=f"{q.quantile(0.95, m.TIME_TO_FIRST_TOKEN, t, engine, window=WINDOW)} > {slo.ttft_p95_seconds}",
-        summary=(f"Decode-leg TTFT p95 above {slo.ttft_p95_seconds:g}s (SLO) for 10 minutes (users wait the "
-                 "prefill leg on top: see DpdPrefillLegSlow and DpdUserTtftMeanAboveSlo)." if is_dpd else
-                 f"TTFT p95 above {slo.ttft_p95_seconds:g}s (SLO) for 10 minutes."),
+        expr=share_below_objective(m.TIME_TO_FIRST_TOKEN, engine, slo.ttft_p95_seconds),
+        summary=(f"{within} decode-leg TTFTs within {slo.ttft_p95_seconds:g}s (SLO: p95) for 10 minutes (users "
+                 "wait the prefill leg on top: see DpdPrefillLegSlow and DpdUserTtftMeanAboveSlo)." if is_dpd else
+                 f"{within} TTFTs within {slo.ttft_p95_seconds:g}s (SLO: p95) for 10 minutes."),
         runbook=("Compare prefill queue, prefill time and KV retrieve time on the DPD overview to find "
                  "the slow stage; scale prefill if queueing, check EFA/LMCache if retrieve is slow." if is_dpd else
                  "Check the queue and running sequences: add colocated replicas, or lower max_num_seqs; long "
@@ -129,16 +165,16 @@ def alerts(config: Config) -> tuple[Alert, ...]:
     )
     prefill_leg = Alert(
         name="DpdPrefillLegSlow", severity="warning", for_="10m",
-        expr=f"{q.prefill_leg_quantile(0.95, t, window=WINDOW)} > {slo.ttft_p95_seconds}",
-        summary=f"The prefill leg alone (queue + prefill) takes more than {slo.ttft_p95_seconds:g}s at p95: "
-                "users' TTFT misses the SLO although decode's TTFT may look fine.",
+        expr=share_below_objective(m.E2E_LATENCY, "prefill", slo.ttft_p95_seconds),
+        summary=f"{within} prefill legs alone (queue + prefill) within {slo.ttft_p95_seconds:g}s: users' TTFT "
+                "misses the SLO although decode's TTFT may look fine.",
         runbook="The router waits for the prefill leg before it opens the decode request: check the prefill "
                 "queue and prefill time on the DPD overview; add prefill replicas or lower prefill max_num_seqs.",
     )
     tpot = Alert(
         name="DpdTpotSloBreach", severity="warning", for_="10m",
-        expr=f"{q.quantile(0.95, m.REQUEST_TPOT, t, engine, window=WINDOW)} > {slo.tpot_p95_seconds}",
-        summary=f"TPOT p95 above {slo.tpot_p95_seconds:g}s (SLO) for 10 minutes.",
+        expr=share_below_objective(m.REQUEST_TPOT, engine, slo.tpot_p95_seconds),
+        summary=f"{within} requests with a TPOT within {slo.tpot_p95_seconds:g}s (SLO: p95) for 10 minutes.",
         runbook=("Decode batch too large or preempting: check running sequences and KV usage; lower "
                  "decode max_num_seqs or add decode capacity." if is_dpd else
                  "Batch too large, preempting, or long prefills stalling decode: check running sequences and "
@@ -147,7 +183,7 @@ def alerts(config: Config) -> tuple[Alert, ...]:
     error_ratio = Alert(
         name="DpdErrorRatioHigh", severity="critical", for_="5m",
         expr=f"{q.error_ratio(t, window=WINDOW)} > {slo.error_ratio}",
-        summary=f"More than {slo.error_ratio:.1%} of requests fail" + (
+        summary=f"More than {slo.error_ratio:.1%} of inference requests (POST to the invocation paths) fail" + (
             " (per request: a disaggregated request is two invocations, counted once)." if is_dpd else "."),
         runbook="Read the vLLM and reverse-proxy container logs of the failing pods (kubectl logs -c); "
                 "check router logs for backends marked unhealthy.",

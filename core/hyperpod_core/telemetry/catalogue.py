@@ -58,6 +58,9 @@ class Metric:
     """How the series reach Prometheus, which decides the pod and namespace labels. Default: ``inference``."""
     renamed_from: str | None = None
     """Older name of the same signal and when it changed. Default: no rename we know of."""
+    buckets: tuple[float, ...] = ()
+    """A histogram's finite bucket boundaries (``le``) as the exporter writes them: the only latencies a query
+    can count requests under without interpolating. Default: none (not a histogram, or no SLO is read from it)."""
 
     @property
     def category(self) -> Category:
@@ -74,6 +77,18 @@ class Metric:
         if suffix and self.type != "histogram":
             raise ValueError(f"{self.name} is a {self.type}; only histograms have {suffix!r} series")
         return self.name + suffix
+
+    def le_matcher(self, bound: float) -> str:
+        """``le="2.5"``: the bucket of boundary ``bound``. A whole number matches both spellings, ``1.0``
+        (prometheus_client, the exporter) and ``1`` (Prometheus 3 and OpenTelemetry's remote write normalise
+        ``le``), so a bucket is not lost on the way to the workspace."""
+        bound = float(bound)
+        if bound not in self.buckets:
+            raise ValueError(f"{self.name} has no bucket boundary {bound:g}; its boundaries are "
+                             f"{', '.join(f'{b:g}' for b in self.buckets) or 'not in the catalogue'}")
+        if bound.is_integer():
+            return f'{lbl.LE}=~"{int(bound)}(\\\\.0)?"'
+        return f'{lbl.LE}="{bound!r}"'
 
     def pod_label(self, collector: lbl.CollectorLabels) -> str:
         """The label holding the pod name on this metric's series."""
@@ -121,10 +136,26 @@ KUBE_STATE_METRICS: Final = Source(
     reference="kube-state-metrics docs/metrics/workload/pod-metrics.md; HyperPod cluster metrics page",
 )
 
+# --- histogram buckets (one place; tests/observability/test_definitions.py compares them with the contract) ---
+
+#: ``vllm:time_to_first_token_seconds`` (vLLM 0.19.0 ``vllm/v1/metrics/loggers.py:727``; vllm-0.19.0.json).
+TTFT_BUCKETS: Final = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+                       20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
+#: ``vllm:inter_token_latency_seconds`` and ``vllm:request_time_per_output_token_seconds`` (loggers.py:760 and
+#: :790; shared/metrics/vllm-0.19.0.json).
+PER_TOKEN_BUCKETS: Final = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+                            20.0, 40.0, 80.0)
+#: ``request_latency_buckets`` of vLLM's ``vllm/v1/metrics/loggers.py``: E2E (:843), queue (:853) and prefill (:873)
+#: time. The contract names the variable (its extractor keeps only literal lists); the values are the variable's
+#: in vLLM's source (vllm-project/vllm, ``vllm/v1/metrics/loggers.py``, ``request_latency_buckets = [...]``).
+REQUEST_LATENCY_BUCKETS: Final = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0,
+                                  120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0)
+
 _ENGINE = ("model_name", "engine")
 _LMC = ("model_name", "worker_id", "role")
+#: The sidecar's dimensions (AWS inference observability page) and its request labels (``labels.METHOD``...).
 _SIDECAR = ("cluster_id", "cluster_name", "resource_name", "resource_type", "model_name", "model_version",
-            "model_container_type", "node_name", "instance_type", "task_type")
+            "model_container_type", "node_name", "instance_type", "task_type", lbl.METHOD, lbl.URI, lbl.STATUS)
 _DCGM = ("gpu", "UUID", "device", "modelName", "Hostname", "container")
 _KSM = ("uid", "container")
 
@@ -136,23 +167,27 @@ REQUEST_SUCCESS: Final = Metric(
     help="Finished requests by reason (stop, length, abort, error, repetition); a failed KV load is 'error'.")
 TIME_TO_FIRST_TOKEN: Final = Metric(
     name="vllm:time_to_first_token_seconds", type="histogram", unit="s", source=VLLM, labels=_ENGINE,
+    buckets=TTFT_BUCKETS,
     help="Engine-side TTFT. On decode pods it includes the remote-prefill and KV-transfer wait.")
 INTER_TOKEN_LATENCY: Final = Metric(
     name="vllm:inter_token_latency_seconds", type="histogram", unit="s", source=VLLM, labels=_ENGINE,
-    help="Time between consecutive output tokens (ITL).",
+    help="Time between consecutive output tokens (ITL).", buckets=PER_TOKEN_BUCKETS,
     renamed_from="vllm:time_per_output_token_seconds (deprecated 0.11, hidden 0.12, removed 0.13)")
 REQUEST_TPOT: Final = Metric(
     name="vllm:request_time_per_output_token_seconds", type="histogram", unit="s", source=VLLM,
-    labels=_ENGINE, help="Per-request mean time per output token (TPOT).")
+    labels=_ENGINE, help="Per-request mean time per output token (TPOT).", buckets=PER_TOKEN_BUCKETS)
 E2E_LATENCY: Final = Metric(
     name="vllm:e2e_request_latency_seconds", type="histogram", unit="s", source=VLLM, labels=_ENGINE,
+    buckets=REQUEST_LATENCY_BUCKETS,
     help="End-to-end request latency inside the engine. On prefill pods: the whole prefill leg the router "
          "waits for (queue + prefill, max_tokens=1) before it opens the decode request.")
 PREFILL_TIME: Final = Metric(
     name="vllm:request_prefill_time_seconds", type="histogram", unit="s", source=VLLM, labels=_ENGINE,
+    buckets=REQUEST_LATENCY_BUCKETS,
     help="Time a request spends in the PREFILL phase.")
 QUEUE_TIME: Final = Metric(
     name="vllm:request_queue_time_seconds", type="histogram", unit="s", source=VLLM, labels=_ENGINE,
+    buckets=REQUEST_LATENCY_BUCKETS,
     help="Time a request spends WAITING in the scheduler queue.")
 GENERATION_TOKENS: Final = Metric(
     name="vllm:generation_tokens_total", type="counter", unit="short", source=VLLM, labels=_ENGINE,
@@ -194,10 +229,11 @@ LMCACHE_HIT_TOKENS: Final = Metric(
 
 MODEL_INVOCATIONS: Final = Metric(
     name="model_invocations_total", type="counter", unit="reqps", source=SIDECAR, labels=_SIDECAR,
-    help="Invocations through the pod's reverse proxy.")
+    help="Requests through the pod's reverse proxy, by method, uri and status; the inference requests are "
+         "method=\"POST\" on the invocation paths.")
 MODEL_ERRORS: Final = Metric(
     name="model_errors_total", type="counter", unit="reqps", source=SIDECAR, labels=_SIDECAR,
-    help="Failed invocations through the pod's reverse proxy.")
+    help="Failed requests through the pod's reverse proxy, by method, uri and status.")
 
 # --- DCGM and kube-state-metrics ------------------------------------------------------------------------
 

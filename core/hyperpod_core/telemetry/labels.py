@@ -39,6 +39,16 @@ COMPONENT: Final = "component"
 WORKER_ID: Final = "worker_id"
 """LMCache's label for the TP rank: each rank runs its own engine and counts the same tokens."""
 LE: Final = "le"
+METHOD: Final = "method"
+URI: Final = "uri"
+STATUS: Final = "status"
+"""The reverse-proxy sidecar's request labels: HTTP method, request path and response status. AWS's HyperPod
+inference dashboard (aws/sagemaker-hyperpod-cluster-setup @ 6e045f8, ``eks/cloudformation/resources/
+grafana-lambda-function/lambda_function/dashboards/templates/inference.json``) filters ``model_invocations_total``
+and ``model_errors_total`` on ``method="POST", uri="/invocations"`` and splits errors by ``status``."""
+INVOCATION_METHOD: Final = "POST"
+SAGEMAKER_INVOCATIONS_URI: Final = "/invocations"
+"""The invocation path AWS's dashboard counts; the endpoint's own ``invocation_path`` is counted beside it."""
 
 HYPERPOD_INFERENCE_LABELS: Final = frozenset({NAMESPACE, POD_NAME, METRIC_SOURCE})
 """Labels the HyperPod metrics path adds to every inference series (SOURCES.md) that our queries may use."""

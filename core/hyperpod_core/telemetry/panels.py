@@ -74,6 +74,18 @@ _QUANTILES = (0.5, 0.95, 0.99)
 _POD = lbl.POD_NAME
 
 
+def slo_resolution(metric: m.Metric, bound: float) -> str:
+    """What a p95 curve against an SLO line can tell: ``histogram_quantile`` interpolates inside the bucket that
+    holds the p95, so around the line it is only as fine as the exporter's buckets there."""
+    below = max((b for b in metric.buckets if b < bound), default=0.0)
+    above = min((b for b in metric.buckets if b > bound), default=None)
+    step = f"{below:g} -> {bound:g}" + (f" -> {above:g}" if above is not None else "")
+    return (f"Line: the p95 SLO, {bound:g} s, a bucket boundary of {metric.name}. Resolution: the p95 curves are "
+            f"interpolated inside that histogram's buckets ({step} s around the line), so a curve near the line "
+            f"may sit a bucket away from the true p95; the alert counts the requests within {bound:g} s "
+            "exactly.")
+
+
 def _quantiles(metric: m.Metric, t: Target, role: Role, label: str = "") -> tuple[Query, ...]:
     return tuple(Query(expr=quantile(q, metric, t, role), legend=f"{label}p{round(q * 100)}")
                  for q in _QUANTILES)
@@ -111,7 +123,8 @@ def user_ttft(t: Target, slo: SloConfig) -> PanelSpec:
         return PanelSpec(title=USER_TTFT_TITLE, unit="s", slo=slo.ttft_p95_seconds, queries=(
             Query(expr=user_ttft_mean(t), legend="mean"),
             Query(expr=quantile(0.95, m.TIME_TO_FIRST_TOKEN, t, "worker"), legend="p95"),
-        ), description="TTFT of the colocated engine (prefill and decode in one). Line: the TTFT p95 SLO.")
+        ), description="TTFT of the colocated engine (prefill and decode in one). "
+                       + slo_resolution(m.TIME_TO_FIRST_TOKEN, slo.ttft_p95_seconds))
     return PanelSpec(title=USER_TTFT_TITLE, unit="s", slo=slo.ttft_p95_seconds, queries=(
         Query(expr=user_ttft_mean(t), legend="mean (prefill leg + decode TTFT)"),
         Query(expr=prefill_leg_quantile(0.95, t), legend="prefill leg p95"),
@@ -121,7 +134,8 @@ def user_ttft(t: Target, slo: SloConfig) -> PanelSpec:
                    "the decode TTFT (KV transfer, first token). Means add: the mean is exact over all requests. "
                    "Quantiles do not add: the users' p95 is at least the decode TTFT p95 and, when every request "
                    "is disaggregated, at least the larger of the two p95s shown (the legs are non-negative); the "
-                   "two p95s give no upper bound (quantiles are not subadditive). Line: the TTFT p95 SLO.")
+                   "two p95s give no upper bound (quantiles are not subadditive). "
+                   + slo_resolution(m.TIME_TO_FIRST_TOKEN, slo.ttft_p95_seconds))
 
 
 def latency(t: Target, slo: SloConfig) -> Segment:
@@ -133,7 +147,7 @@ def latency(t: Target, slo: SloConfig) -> Segment:
                   description="TTFT seen by the engine that streams the answer. On DPD the decode pods' TTFT "
                               "starts when the router opens the decode request, after the prefill leg: it holds "
                               "the KV transfer, not the prefill queue and compute (see the panel above). "
-                              "Line: the TTFT p95 SLO."),
+                              + slo_resolution(m.TIME_TO_FIRST_TOKEN, slo.ttft_p95_seconds)),
         PanelSpec(title="Prefill time", unit="s", queries=(
             *_quantiles(m.PREFILL_TIME, t, "prefill"),
             Query(expr=quantile(0.95, m.QUEUE_TIME, t, "prefill"), legend="queue p95"),
@@ -143,7 +157,7 @@ def latency(t: Target, slo: SloConfig) -> Segment:
                       *_quantiles(m.INTER_TOKEN_LATENCY, t, "decode", "ITL "),
                       Query(expr=quantile(0.95, m.REQUEST_TPOT, t, "decode"), legend="TPOT p95"),
                   ), description="ITL between tokens and per-request TPOT on the decode pods. "
-                                 "Line: the TPOT p95 SLO."),
+                                 + slo_resolution(m.REQUEST_TPOT, slo.tpot_p95_seconds)),
         PanelSpec(title=f"End-to-end latency{decode_leg}", unit="s", queries=(
             *_quantiles(m.E2E_LATENCY, t, "decode"),
             Query(expr=mean(m.E2E_LATENCY, t, "decode"), legend="mean"),
@@ -195,8 +209,9 @@ def errors(t: Target, slo: SloConfig) -> Segment:
     return Segment(title="Errors and restarts", panels=(
         PanelSpec(title="Error ratio", unit="percentunit", slo=slo.error_ratio, queries=(
             Query(expr=error_ratio(t), legend="failed / all requests"),
-        ), description="Failed / all requests, from the reverse-proxy sidecar's counters. A disaggregated "
-                       "request is two invocations (prefill leg, decode leg) and counts once."),
+        ), description="Failed / all inference requests (POST to /invocations or the endpoint's invocation path), "
+                       "from the reverse-proxy sidecar's counters. A disaggregated request is two invocations "
+                       "(prefill leg, decode leg) and counts once."),
         PanelSpec(title="Aborted or failed requests", unit="reqps", queries=(
             Query(expr=failed_requests(t, "any", by=(_POD,)), legend=f"{{{{{_POD}}}}}"),
         ), description="Requests that finished with 'abort' (client disconnect, timeout) or 'error' (a failed "
@@ -238,7 +253,8 @@ def run_summary(t: Target, slo: SloConfig) -> Segment:
         ttft_p95 = PanelSpec(title="TTFT p95 over the run", unit="s", kind="stat", slo=slo.ttft_p95_seconds,
                              queries=(Query(expr=over_run(0.95, m.TIME_TO_FIRST_TOKEN), legend="TTFT p95"),),
                              description="TTFT p95 of the colocated engine (the users' TTFT) over the whole "
-                                         "window; red above the SLO.")
+                                         "window; red above the SLO. "
+                                         + slo_resolution(m.TIME_TO_FIRST_TOKEN, slo.ttft_p95_seconds))
     return Segment(title="Run summary (over the run's window)", panels=(
         PanelSpec(title="TTFT mean over the run, as users see it", unit="s", kind="stat", queries=(
             Query(expr=user_ttft_mean(t, window=RUN_RANGE), legend="TTFT mean"),
@@ -246,13 +262,15 @@ def run_summary(t: Target, slo: SloConfig) -> Segment:
         ttft_p95,
         PanelSpec(title="TPOT p95 over the run", unit="s", kind="stat", slo=slo.tpot_p95_seconds, queries=(
             Query(expr=over_run(0.95, m.REQUEST_TPOT), legend="TPOT p95"),
-        ), description="Per-request TPOT p95 over the whole window; red above the SLO."),
+        ), description="Per-request TPOT p95 over the whole window; red above the SLO. "
+                       + slo_resolution(m.REQUEST_TPOT, slo.tpot_p95_seconds)),
         PanelSpec(title="Output tokens per second over the run", unit="short", kind="stat", queries=(
             Query(expr=rate_sum(m.GENERATION_TOKENS, t, "decode", window=RUN_RANGE), legend="tokens/s"),
         ), description="Mean output throughput over the whole window."),
         PanelSpec(title="Error ratio over the run", unit="percentunit", kind="stat", slo=slo.error_ratio, queries=(
             Query(expr=error_ratio(t, window=RUN_RANGE), legend="failed / all requests"),
-        ), description="Failed / all invocations over the whole window; red above the SLO."),
+        ), description="Failed / all inference requests (POST to the invocation paths) over the whole window; red "
+                       "above the SLO."),
     ))
 
 

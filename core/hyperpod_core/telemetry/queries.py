@@ -28,6 +28,7 @@ from hyperpod_core.telemetry.catalogue import (
     LMCACHE_TIME_TO_RETRIEVE,
     MODEL_ERRORS,
     MODEL_INVOCATIONS,
+    NUM_REQUESTS_RUNNING,
     NUM_REQUESTS_WAITING,
     POD_READY,
     POD_RESTARTS,
@@ -56,6 +57,9 @@ class Target:
     kind: EndpointKind
     collector: lbl.CollectorLabels = field(default_factory=lbl.CollectorLabels)
     """Pod and namespace labels of DCGM / kube-state-metrics series. Default: ``pod`` / ``namespace``."""
+    invocation_uris: tuple[str, ...] = (lbl.SAGEMAKER_INVOCATIONS_URI,)
+    """Request paths of the inference requests on the sidecar's ``uri`` label. Default: ``/invocations`` (what
+    AWS's HyperPod inference dashboard counts); ``targets.target`` adds the endpoint's ``invocation_path``."""
 
     @property
     def roles(self) -> tuple[Role, ...]:
@@ -106,6 +110,17 @@ def quantile(q: float, metric: Metric, target: Target, role: Role, *, by: tuple[
         raise ValueError(f"{metric.name} is a {metric.type}; quantiles need a histogram")
     buckets = rate_sum(metric, target, role, by=(lbl.LE, *by), window=window, suffix="_bucket", fn=fn)
     return f"histogram_quantile({q}, {buckets})"
+
+
+def share_at_most(metric: Metric, t: Target, role: Role, bound: float, *, window: str = RATE_INTERVAL,
+                  fn: str = "rate") -> str:
+    """Share of the requests whose observation is at most ``bound``, a bucket boundary of ``metric``:
+    ``sum(rate(_bucket{le="bound"})) / sum(rate(_count))``. Exact (a histogram counts each boundary exactly), unlike
+    a quantile read back from the buckets, which interpolates inside a bucket (``objectives.py``)."""
+    if metric.type != "histogram":
+        raise ValueError(f"{metric.name} is a {metric.type}; shares need a histogram")
+    within = rate_sum(metric, t, role, window=window, suffix="_bucket", matchers=metric.le_matcher(bound), fn=fn)
+    return f"{within} / {rate_sum(metric, t, role, window=window, suffix='_count', fn=fn)}"
 
 
 def mean(metric: Metric, target: Target, role: Role, *, window: str = RATE_INTERVAL) -> str:
@@ -197,19 +212,37 @@ def failed_requests(t: Target, role: Role, *, window: str = RATE_INTERVAL, by: t
                     matchers=f'{lbl.FINISHED_REASON}=~"{reasons}"')
 
 
+def _regex_literal(text: str) -> str:
+    """``text`` as a literal inside a PromQL regular expression string (paths hold only ``[A-Za-z0-9_./-]``)."""
+    return text.replace(".", "\\\\.")
+
+
+def invocation_matchers(t: Target) -> str:
+    """The sidecar series of inference requests: ``method="POST", uri=~"/invocations|/v1/chat/completions"``.
+    AWS's HyperPod inference dashboard counts only ``method="POST", uri="/invocations"`` (``labels.METHOD``); health
+    probes and other paths through the proxy are no inference requests and would dilute the ratio."""
+    uris = "|".join(_regex_literal(u) for u in dict.fromkeys(t.invocation_uris))
+    return f'{lbl.METHOD}="{lbl.INVOCATION_METHOD}", {lbl.URI}=~"{uris}"'
+
+
 def error_ratio(t: Target, *, window: str = RATE_INTERVAL) -> str:
-    """Failed requests / all requests, from the operator's reverse-proxy sidecar counters.
+    """Failed inference requests / all inference requests, from the operator's reverse-proxy sidecar counters,
+    counting only the invocation requests (:func:`invocation_matchers`).
 
     The sidecar counts invocations per pod, so a disaggregated request is two invocations (its prefill leg and
     its decode leg). Per request on DPD (the router's published flow: prefill first, decode only after the
     prefill leg succeeded): requests = decode invocations + prefill legs that failed (those never reached
     decode); failed requests = errors on decode + errors on prefill. Colocated: errors / invocations."""
+    only = invocation_matchers(t)
+
+    def total(metric: Metric, role: Role) -> str:
+        return rate_sum(metric, t, role, window=window, matchers=only)
+
     if t.kind == "colocated":
-        return (f"{rate_sum(MODEL_ERRORS, t, 'worker', window=window)} / "
-                f"{rate_sum(MODEL_INVOCATIONS, t, 'worker', window=window)}")
-    prefill_errors = f"({rate_sum(MODEL_ERRORS, t, 'prefill', window=window)} or vector(0))"
-    decode_errors = f"({rate_sum(MODEL_ERRORS, t, 'decode', window=window)} or vector(0))"
-    requests = f"({rate_sum(MODEL_INVOCATIONS, t, 'decode', window=window)} + {prefill_errors})"
+        return f"{total(MODEL_ERRORS, 'worker')} / {total(MODEL_INVOCATIONS, 'worker')}"
+    prefill_errors = f"({total(MODEL_ERRORS, 'prefill')} or vector(0))"
+    decode_errors = f"({total(MODEL_ERRORS, 'decode')} or vector(0))"
+    requests = f"({total(MODEL_INVOCATIONS, 'decode')} + {prefill_errors})"
     return f"({decode_errors} + {prefill_errors}) / {requests}"
 
 
@@ -218,17 +251,39 @@ Component = Literal["prefill", "decode", "worker", "router"]
 OPERATOR_NAMESPACE: Final = "hyperpod-inference-system"
 
 
+def _namespace_of(t: Target, component: Component) -> str:
+    return OPERATOR_NAMESPACE if component == "router" else t.namespace
+
+
 def ready_pods(t: Target, component: Component) -> str:
     """Pods of ``component`` whose Ready condition is true (kube-state-metrics), summed."""
     if component == "router":
         regex = f"{t.endpoint}-{t.namespace}-router-{POD_SUFFIX}"
-        namespace = OPERATOR_NAMESPACE
     else:
-        regex, namespace = t.pod_regex("decode" if component == "worker" else component), t.namespace
+        regex = t.pod_regex("decode" if component == "worker" else component)
     c = t.collector
-    selector = (f'{{{POD_READY.namespace_label(c)}="{namespace}", {POD_READY.pod_label(c)}=~"{regex}", '
-                f'{lbl.CONDITION}="true"}}')
+    selector = (f'{{{POD_READY.namespace_label(c)}="{_namespace_of(t, component)}", '
+                f'{POD_READY.pod_label(c)}=~"{regex}", {lbl.CONDITION}="true"}}')
     return f"sum({POD_READY.series()}{selector})"
+
+
+def cluster_series(t: Target, namespace: str) -> str:
+    """kube-state-metrics' Ready series of every pod of ``namespace``, in the labels the queries use: present
+    whenever the cluster metrics reach the workspace as expected (any pod there, ready or not)."""
+    c = t.collector
+    return f'{POD_READY.series()}{{{POD_READY.namespace_label(c)}="{namespace}", {POD_READY.pod_label(c)}=~".+"}}'
+
+
+def watched_namespaces(t: Target) -> tuple[str, ...]:
+    """Where the endpoint's components run: its namespace (role pods) and the operator's (the router)."""
+    return (t.namespace, OPERATOR_NAMESPACE)
+
+
+def cluster_series_absent(t: Target) -> str:
+    """One series while kube-state-metrics reports no pod of the endpoint's namespace or of the operator's: the
+    collector lost the cluster metrics, relabels them (``observability.collector_labels``), or nothing runs
+    there. ``count`` folds both namespaces into one series, so it cannot clash with the alert's labels."""
+    return "count(" + " or ".join(f"absent({cluster_series(t, ns)})" for ns in watched_namespaces(t)) + ")"
 
 
 def components(t: Target) -> tuple[Component, ...]:
@@ -238,9 +293,12 @@ def components(t: Target) -> tuple[Component, ...]:
 
 
 def not_ready(t: Target, component: Component) -> str:
-    """One series labelled ``component=<component>`` while no pod of it is ready (absent pods included)."""
-    return (f'label_replace(({ready_pods(t, component)} or vector(0)) < 1, "{lbl.COMPONENT}", "{component}", '
-            f'"", "")')
+    """One series labelled ``component=<component>`` while no pod of it is ready (absent pods included), but only
+    while kube-state-metrics reports pods of its namespace: missing cluster metrics are
+    :func:`cluster_series_absent`'s alert, not an outage."""
+    seen = f"count({cluster_series(t, _namespace_of(t, component))}) > 0"
+    down = f"(({ready_pods(t, component)} or vector(0)) < 1) and on() ({seen})"
+    return f'label_replace({down}, "{lbl.COMPONENT}", "{component}", "", "")'
 
 
 def serving(t: Target) -> str:
@@ -253,6 +311,23 @@ def endpoint_down(applied: Target, other: Target) -> str:
     same endpoint serves instead (a rollback or a benchmark switch re-applies the other manifest)."""
     down = " or ".join(not_ready(applied, c) for c in components(applied))
     return f"({down}) unless on() ({serving(other)})"
+
+
+def inference_series_absent(t: Target, *, window: str) -> str:
+    """One series per role (``component`` label) whose pods are Ready but send no inference series: no vLLM series
+    (its gauges exist from the engine's start), or no sidecar series although vLLM finished requests there (the
+    sidecar's counters appear with the first request). The alerts and panels read these series; without them
+    every performance and error alert stays quiet."""
+    parts = []
+    components: dict[Role, Component] = {"prefill": "prefill", "decode": "decode", "worker": "worker"}
+    for role in t.roles:
+        component = components[role]
+        engine = (f"(absent({series(NUM_REQUESTS_RUNNING, t, role)}) and on() "
+                  f"({ready_pods(t, component)} >= 1))")
+        sidecar = (f"(absent({series(MODEL_INVOCATIONS, t, role)}) and on() "
+                   f"({rate_sum(REQUEST_SUCCESS, t, role, window=window, fn='increase')} > 0))")
+        parts.append(f'label_replace({engine} or {sidecar}, "{lbl.COMPONENT}", "{role}", "", "")')
+    return " or ".join(parts)
 
 
 def pod_restarts(t: Target, *, window: str) -> str:

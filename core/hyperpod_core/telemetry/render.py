@@ -22,7 +22,12 @@ from grafana_foundation_sdk.models import dashboard as gm
 from hyperpod_core.telemetry.dashboards import DATASOURCE_VAR, DashboardSpec, Variable
 from hyperpod_core.telemetry.panels import PanelSpec
 
-_DATASOURCE = gm.DataSourceRef(type_val="prometheus", uid="${" + DATASOURCE_VAR + "}")
+#: Panels and queries name their data source by the variable's uid only, not by plugin type: the same dashboard then
+#: queries a core Prometheus data source (a self-run Grafana, the ConfigMaps) and Amazon Managed Grafana 12+'s
+#: Amazon Managed Service for Prometheus plugin (``grafana-amazonprometheus-datasource``), whose type differs.
+#: The variable lists the data sources of :data:`DATASOURCE_TYPE`; the AMG handler sets it to the type it creates.
+_DATASOURCE = gm.DataSourceRef(uid="${" + DATASOURCE_VAR + "}")
+DATASOURCE_TYPE = "prometheus"
 _PANEL_HEIGHT = 8
 _REF_IDS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -31,7 +36,7 @@ def _variable(v: Variable) -> Any:
     current = gm.VariableOption(selected=True, text=v.default, value=v.default)
     builder: Any
     if v.kind == "datasource":
-        builder = gd.DatasourceVariable(v.name).label(v.label).type("prometheus").current(current)
+        builder = gd.DatasourceVariable(v.name).label(v.label).type(DATASOURCE_TYPE).current(current)
     elif v.kind == "textbox":
         builder = gd.TextBoxVariable(v.name).label(v.label).default_value(v.default).current(current)
     else:
