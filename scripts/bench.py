@@ -108,7 +108,7 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 PHASES = ("start-up", "construct work", "synth", "after synth")
 PHASE_NOTES = {"start-up": "interpreter, imports, config: until cdk.App()",
                "construct work": "cdk.App() until app.synth()",
-               "synth": "app.synth(): aspects (cdk-nag), templates, assets",
+               "synth": "app.synth(): aspects (ours, cdk-nag), templates, assets",
                "after synth": "app.py: findings report; then the exit"}
 
 
