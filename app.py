@@ -2,6 +2,8 @@
 """The only CDK entry point: load config -> build props -> stacks -> synth.
 
 Config file: ``cdk synth -c config=path/to.yaml``, else ``$HYPERPOD_CONFIG``, else ``config/default.yaml``.
+Run by the CDK CLI, it writes where the CLI says (``$CDK_OUTDIR``); run alone (``python app.py``), it writes what
+``npx cdk synth`` would into the checkout's ``cdk.out/``. It leaves nothing in the temp folder.
 A bad config prints one line on stderr and exits 2 before anything is written.
 """
 
@@ -18,7 +20,7 @@ for folder in ("core", "infra", "constructs", "k8s"):
     if source_root not in sys.path:
         sys.path.insert(0, source_root)
 
-from hyperpod_core.errors import guarded  # noqa: E402
+from hyperpod_core.teardown import fast_exit  # noqa: E402
 
 
 def main() -> None:
@@ -33,13 +35,16 @@ def main() -> None:
 
     from hyperpod_infra.app_builder import synthesize
 
-    synthesize(config)
+    if "CDK_OUTDIR" in os.environ:  # run by the CDK CLI: it names the output folder and hands over the context
+        synthesize(config)
+    else:  # run alone: what `npx cdk synth` writes, where it writes it (not a cdk.outXXXX the CDK would leave
+        # in the temp folder)
+        from hyperpod_infra.cdk_cli import cli_context
+
+        synthesize(config, outdir=paths.checkout("app.py") / "cdk.out", context=cli_context(path))
 
 
 if __name__ == "__main__":
-    guarded(main)
-    # Skip the interpreter's teardown (freeing aws-cdk-lib's modules, stopping the jsii kernel gracefully):
-    # ~1 s of a 4 s synth. The assembly is on disk; the node kernel exits when its stdin closes.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    # The exit handlers run (jsii's removes its runtime folder from the temp folder), the interpreter's teardown
+    # (~0.4 s of freeing aws-cdk-lib's modules) does not: the assembly is on disk by then.
+    fast_exit(main)

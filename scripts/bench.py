@@ -2,8 +2,9 @@
 """Benchmark: wall time and peak RSS of the main job and its parts, side by side in one run; start-up of the
 command line against a bare interpreter.
 
-    .venv/bin/python scripts/bench.py [--repeat 3]     # both
-    .venv/bin/python scripts/bench.py --cli            # the command line only (seconds, no set-up)
+    .venv/bin/python scripts/bench.py [--repeat 3] [--pairs 7]   # all of it
+    .venv/bin/python scripts/bench.py --cfn-include [--pairs 7]  # python -O app.py against the CfnInclude floor only
+    .venv/bin/python scripts/bench.py --cli                      # the command line only (seconds, no set-up)
 
 Measures (after set-up, warm caches, one unmeasured warm-up run of each case): the whole main job
 (scripts/synth), `python -O app.py` alone, the cdk8s synth alone, and the floor: an empty CDK app with jsii's
@@ -11,6 +12,13 @@ runtime type checks off (`python -O`: the generated bindings check types only `i
 template validation off (CDK_VALIDATION=false, as in every case: cfn-lint replaces it). Prints wall times,
 peak RSS (largest process of the command's tree, from wait4 rusage) and the ratios against the floor, all
 from one run so that machine load affects them alike; asserts nothing.
+
+The floor of issue 31: ``python -O app.py`` (A) against the same templates rebuilt by the CDK alone (B: each
+template of the assembly A wrote included whole with ``aws_cdk.cloudformation_include.CfnInclude`` into a stack and
+synthesized, :data:`INCLUDE_APP`), timed in pairs A B A B ... in one run: the ratio of each pair, then the median.
+Both run under a wrapper (:data:`PHASED`) that notes when ``cdk.App()`` is called and when ``app.synth()`` starts
+and returns, so each part (start-up, construct work, synth, after synth: the exit) gets its own ratio and what it
+adds to the whole ratio. Target: <= 2.5x.
 
 Targets (issue 12): python app.py <= 2x the floor, the main job <= 5x. The main job is timed twice: as a rerun
 with unchanged templates (cfn-lint's cache of clean results, in a folder of this run, skips them) and with that
@@ -42,6 +50,66 @@ PREVIOUS_MAIN_JOB = (
     " -c config=config/default.yaml >/dev/null; CDK8S_CHECK_UPGRADE=false npx --no-install cdk8s synth"
     " --no-check-upgrade >/dev/null 2>&1; .venv/bin/cfn-lint --config-file .cfnlintrc.yaml --"
     " {out}/cdk.out.previous/*.template.json")
+
+
+#: The floor of issue 31: the same templates rebuilt by the CDK alone. Every template of the cloud assembly that
+#: ``python -O app.py`` wrote (argv[1]) is included whole (``aws_cdk.cloudformation_include.CfnInclude``) into a
+#: stack of its own (no bootstrap-version rule: the templates carry theirs) and synthesized. A plain CDK app, so it
+#: ends with the interpreter's own exit.
+INCLUDE_APP = """\
+import sys
+from pathlib import Path
+
+import aws_cdk as cdk
+from aws_cdk import cloudformation_include as cfn_inc
+
+app = cdk.App()
+for template in sorted(Path(sys.argv[1]).glob("*.template.json")):
+    stack = cdk.Stack(app, template.name.removesuffix(".template.json"),
+                      synthesizer=cdk.DefaultStackSynthesizer(generate_bootstrap_version_rule=False))
+    cfn_inc.CfnInclude(stack, "Template", template_file=str(template))
+app.synth()
+"""
+#: Runs the script argv[1] (argv[2:] its arguments) as ``__main__`` and appends ``<phase> <time.monotonic()>`` to
+#: $BENCH_MARKS when ``cdk.App()`` is called (start-up over: interpreter, imports, config) and when ``app.synth()``
+#: starts (construct work over) and returns (synth over). The parent reads the process's start and end on the same
+#: clock (CLOCK_MONOTONIC is system-wide on Linux), so the time after synth is the rest of the process: the
+#: findings report and the exit.
+PHASED = """\
+import os, runpy, sys, time
+
+import aws_cdk
+
+
+def mark(phase):
+    with open(os.environ["BENCH_MARKS"], "a") as marks:
+        marks.write(f"{phase} {time.monotonic()}\\n")
+
+
+init, synth = aws_cdk.App.__init__, aws_cdk.App.synth
+
+
+def timed_init(self, *args, **kwargs):
+    mark("start-up")
+    init(self, *args, **kwargs)
+
+
+def timed_synth(self, *args, **kwargs):
+    mark("construct work")
+    result = synth(self, *args, **kwargs)
+    mark("synth")
+    return result
+
+
+aws_cdk.App.__init__, aws_cdk.App.synth = timed_init, timed_synth
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+PHASES = ("start-up", "construct work", "synth", "after synth")
+PHASE_NOTES = {"start-up": "interpreter, imports, config: until cdk.App()",
+               "construct work": "cdk.App() until app.synth()",
+               "synth": "app.synth(): aspects (ours, cdk-nag), templates, assets",
+               "after synth": "app.py: findings report; then the exit"}
 
 
 #: Runs one command and prints the peak RSS (KiB) of the largest process in its tree: a fresh wrapper per
@@ -107,10 +175,58 @@ def cli_bench(repeat: int) -> None:
           f"{statistics.median(times['hyperpod-dpd status --help, cache off']) / floor:.1f}x")
 
 
+def phased(script: list[str], env: dict[str, str], marks: Path) -> dict[str, float]:
+    """Wall seconds of one run of ``python -O <script>`` (it must succeed) and of each of :data:`PHASES`."""
+    marks.unlink(missing_ok=True)
+    start = time.monotonic()
+    rc = subprocess.run([PY, "-O", "-c", PHASED, *script], cwd=ROOT, env={**env, "BENCH_MARKS": str(marks)},
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False).returncode
+    end = time.monotonic()
+    if rc != 0:
+        raise SystemExit(f"python -O {' '.join(script)} failed (exit {rc})")
+    at = {phase: float(t) for phase, t in (line.rsplit(" ", 1) for line in marks.read_text().splitlines())}
+    times = [start, at["start-up"], at["construct work"], at["synth"], end]
+    return {"whole process": end - start, **{p: b - a for p, a, b in zip(PHASES, times[:-1], times[1:], strict=True)}}
+
+
+def floor_pairs(env: dict[str, str], tmp: Path, pairs: int) -> None:
+    """``python -O app.py`` (A) against the CfnInclude app of the templates it wrote (B), A B A B ... in one run:
+    the ratio of each pair, then the median; each phase likewise, and what it adds to the ratio ((A - B) of the
+    phase over B's whole process: the excesses sum to the ratio minus 1)."""
+    include = tmp / "include_app.py"
+    include.write_text(INCLUDE_APP)
+    app_out = tmp / "cdk.out.app"
+    a_env, b_env = {**env, "CDK_OUTDIR": str(app_out)}, {**env, "CDK_OUTDIR": str(tmp / "cdk.out.include")}
+    a_cmd, b_cmd = [str(ROOT / "app.py")], [str(include), str(app_out)]
+    marks = tmp / "marks"
+    phased(a_cmd, a_env, marks)  # warm-up, and the templates the floor includes
+    phased(b_cmd, b_env, marks)
+    a_runs, b_runs = [], []
+    for _ in range(pairs):
+        a_runs.append(phased(a_cmd, a_env, marks))
+        b_runs.append(phased(b_cmd, b_env, marks))
+    templates = len(list(app_out.glob("*.template.json")))
+    print(f"\npython -O app.py (A) against its {templates} templates rebuilt by CfnInclude alone (B, the floor), "
+          f"{pairs} pairs A B A B ...: wall seconds, medians")
+    print(f"{'part':<16} {'A':>7} {'B':>7} {'A/B per pair':>13} {'min':>6} {'max':>6} {'adds to A/B':>12}   what")
+    for part in ("whole process", *PHASES):
+        ratios = [a[part] / b[part] for a, b in zip(a_runs, b_runs, strict=True)]
+        excess = [(a[part] - b[part]) / b["whole process"] for a, b in zip(a_runs, b_runs, strict=True)]
+        adds = "" if part == "whole process" else f"{statistics.median(excess):+.2f}x"
+        print(f"{part:<16} {statistics.median(a[part] for a in a_runs):>7.2f} "
+              f"{statistics.median(b[part] for b in b_runs):>7.2f} {statistics.median(ratios):>12.2f}x "
+              f"{min(ratios):>5.2f}x {max(ratios):>5.2f}x {adds:>12}   {PHASE_NOTES.get(part, '')}")
+    ratio = statistics.median(a["whole process"] / b["whole process"] for a, b in zip(a_runs, b_runs, strict=True))
+    print(f"\npython -O app.py / CfnInclude floor: {ratio:.2f}x (median of {pairs} pairs; target <= 2.5x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--pairs", type=int, default=7, help="pairs of python -O app.py and the CfnInclude floor")
     parser.add_argument("--cli", action="store_true", help="time the command line's start-up only")
+    parser.add_argument("--cfn-include", action="store_true",
+                        help="time python -O app.py against the CfnInclude floor only")
     args = parser.parse_args()
     if args.cli:
         cli_bench(max(args.repeat, 5))
@@ -123,6 +239,10 @@ def main() -> None:
            "AWS_EC2_METADATA_DISABLED": "true", "CDK_DISABLE_CLI_TELEMETRY": "true"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # -O reads .opt-1.pyc: let the warm-up run write them
     subprocess.run([str(ROOT / "scripts" / "setup")], cwd=ROOT, check=True)
+    if args.cfn_include:
+        with tempfile.TemporaryDirectory() as tmp:
+            floor_pairs(env, Path(tmp), args.pairs)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         env["HYPERPOD_CFN_LINT_CACHE"] = str(Path(tmp) / "cfn-lint-cache")  # filled by the warm-up run
         empty = Path(tmp) / "empty_app.py"
@@ -156,7 +276,9 @@ def main() -> None:
         previous_ratio = results["CLI-spawned pipeline (previous main job)"] / floor
         print(f"\npython -O app.py / floor: {app_ratio:.2f}x (target <= 2x)")
         print(f"main job / floor:         {job_ratio:.2f}x templates unchanged, {cold_ratio:.2f}x cfn-lint cache off "
-              f"(target <= 5x); CLI-spawned pipeline / floor: {previous_ratio:.2f}x\n")
+              f"(target <= 5x); CLI-spawned pipeline / floor: {previous_ratio:.2f}x")
+        floor_pairs(env, Path(tmp), args.pairs)
+    print()
     cli_bench(max(args.repeat, 5))
 
 

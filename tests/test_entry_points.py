@@ -1,10 +1,17 @@
-"""Every entry point, given a bad config, prints ONE line on stderr, exits 2 and writes nothing."""
+"""Every entry point, given a bad config, prints ONE line on stderr, exits 2 and writes nothing; a good run leaves
+nothing in the temp folder.
+
+The temp folder after a good run is checked where the suite already runs each entry point: the main job
+(``./scripts/synth``'s process) in tests/test_matrix.py, ``hyperpod-dpd synth`` in tests/cli/test_lifecycle.py,
+``npx cdk8s synth`` in tests/cli/test_friction.py, and ``app.py`` here, on a one-stack app.
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -63,6 +70,70 @@ def test_cdk8s_app_takes_config_from_environment(bad_config: Path, tmp_path: Pat
                   HYPERPOD_CONFIG=str(bad_config),
                   PYTHONPATH=os.pathsep.join(str(REPO_ROOT / p) for p in ("infra", "constructs", "k8s")))
     _assert_one_line_exit_2(result)
+
+
+#: ``app.py`` run as its own process (its ``__main__`` block: the guard, the exit) with the app it synthesizes cut
+#: down to one empty stack: aws-cdk-lib is loaded and synthesized by jsii's kernel, whose runtime folder is
+#: unpacked into the temp folder, at a fraction of the whole app's cost. The whole app goes through the same
+#: exit (``hyperpod_core.teardown``) in the main job's test.
+ONE_STACK_APP = """
+import runpy, sys, types
+
+def one_stack(config, **_):
+    import aws_cdk as cdk
+
+    app = cdk.App()
+    cdk.Stack(app, "Probe")
+    app.synth()
+
+sys.modules["hyperpod_infra.app_builder"] = types.SimpleNamespace(synthesize=one_stack)
+sys.argv = ["app.py"]
+runpy.run_path("app.py", run_name="__main__")
+"""
+
+
+def test_cdk_app_leaves_nothing_in_the_temp_folder(tmp_path: Path) -> None:
+    """jsii unpacks its runtime (2.2 MB) into ``$TMPDIR`` and removes it in its exit handler, which a bare
+    ``os._exit`` skipped: every synth left one folder behind."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    result = _run(["-c", ONE_STACK_APP], tmp_path, TMPDIR=str(temp))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "cdk.out" / "Probe.template.json").is_file()
+    assert sorted(p.name for p in temp.iterdir()) == []
+
+
+def test_cdk_app_run_alone_writes_what_cdk_synth_writes_into_cdk_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under the CDK CLI (``$CDK_OUTDIR`` set) the CLI names the folder and the context; ``python app.py`` alone
+    writes the same assembly ``npx cdk synth`` would (cdk.json's context) into the checkout's ``cdk.out/``, not
+    into a ``cdk.outXXXX`` the CDK makes in the temp folder and leaves there (aws-cdk-lib ``App``: without
+    ``outdir`` or ``$CDK_OUTDIR``, a temporary directory)."""
+    import runpy
+
+    from hyperpod_infra.cdk_cli import cli_context
+
+    calls: list[dict[str, object]] = []
+    builder = types.SimpleNamespace(synthesize=lambda config, **kwargs: calls.append(kwargs))
+    monkeypatch.setitem(sys.modules, "hyperpod_infra.app_builder", builder)
+    for name in ("CDK_CONTEXT_JSON", "CONTEXT_OVERFLOW_LOCATION_ENV", "HYPERPOD_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    main = runpy.run_path(str(REPO_ROOT / "app.py"), run_name="app_under_test")["main"]
+    monkeypatch.setenv("CDK_OUTDIR", "cli-out")
+    main()
+    monkeypatch.delenv("CDK_OUTDIR")
+    main()
+    assert calls == [{}, {"outdir": REPO_ROOT / "cdk.out", "context": cli_context(Path("config/default.yaml"))}]
+
+
+@pytest.mark.parametrize("code", [None, 0, 3, "stopped: no templates"])
+def test_the_fast_exit_ends_as_the_interpreter_would(code: object) -> None:
+    """Same exit code and stderr as a plain ``sys.exit(code)``: an int or ``None`` is the code, a text is printed
+    and exits 1."""
+    plain = f"import sys; sys.exit({code!r})"
+    fast = f"import sys; from hyperpod_core.teardown import fast_exit; fast_exit(lambda: sys.exit({code!r}))"
+    expected, got = (subprocess.run([sys.executable, "-c", c], capture_output=True, text=True, timeout=60,
+                                    check=False) for c in (plain, fast))
+    assert (got.returncode, got.stderr) == (expected.returncode, expected.stderr)
 
 
 def test_xdist_groups_are_honoured(request: pytest.FixtureRequest) -> None:

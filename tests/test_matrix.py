@@ -144,9 +144,14 @@ MAIN_JOB_CONFIGS = ["reserved-b200-us-east-1.yaml"]
 @pytest.mark.parametrize("name", MAIN_JOB_CONFIGS)
 def test_the_main_job_ends_in_its_summary(name: str, tmp_path: Path) -> None:
     path = MATRIX_CONFIGS[MATRIX_NAMES.index(name)]
+    temp = tmp_path / "temp"
+    temp.mkdir()
     result = _run(["-O", "-m", "hyperpod_mainjob", "--config", str(path), "--workdir", str(tmp_path)], REPO_ROOT,
-                  HYPERPOD_CFN_LINT_CACHE="off")
+                  HYPERPOD_CFN_LINT_CACHE="off", TMPDIR=str(temp))
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    # Nothing left in the temp folder (Python's tempfile, node's os.tmpdir() and the children read $TMPDIR): not
+    # jsii's runtime folder, not the Lambda code staged for the assets.
+    assert sorted(p.name for p in temp.iterdir()) == []
     out = result.stdout
     for section in ("== CloudFormation", "== Kubernetes", "== Validation", "\nNext:\n"):
         assert section in out, out

@@ -11,11 +11,14 @@ Handler code: :func:`handler_code` copies a handler folder, the modules it impor
 inside the asset: source file}``, e.g. ``hyperpod_core.bundle.imported_by(...)``) and pure-Python
 distributions from the installed environment (:func:`distribution_files`) into one folder named after the
 SHA-256 of what it holds, so the same content is staged once and the asset hash is a function of the content.
+The folders live in a private folder of the synthesizing process under the temp folder (0.2-1.4 MB), removed
+when that process exits (:func:`_stage_root`).
 """
 
 from __future__ import annotations
 
 import ast
+import atexit
 import hashlib
 import os
 import shutil
@@ -105,10 +108,6 @@ def _handler_files(handler_dir: Path) -> dict[str, Path]:
             if p.is_file() and not set(p.relative_to(handler_dir).parts) & set(_SKIP_PARTS) and p.suffix != ".pyc"}
 
 
-#: Staged folders not used for this long are removed when the next one is staged.
-STAGE_KEEP_SECONDS = 7 * 24 * 3600
-
-
 def _digest(files: Mapping[str, Path]) -> str:
     digest = hashlib.sha256()
     for rel in sorted(files):
@@ -116,30 +115,31 @@ def _digest(files: Mapping[str, Path]) -> str:
     return digest.hexdigest()
 
 
+#: This process's staging folder (:func:`_stage_root`) and the process that made it.
+_stage: tuple[Path, int] | None = None
+
+
 def _stage_root() -> Path:
-    """This user's staging folder under the system temp folder: created private (0700), and refused when
-    someone else owns it or it is a link (another user could otherwise plant code in our assets)."""
-    root = Path(tempfile.gettempdir()) / f"hyperpod-lambda-code-{os.getuid()}"
-    root.mkdir(mode=0o700, exist_ok=True)
-    info = root.lstat()
-    if root.is_symlink() or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise ValueError(f"{root} must be a private folder of this user (mode 0700) to stage Lambda code in")
-    return root
+    """This process's staging folder: made on first use under the temp folder, private (``mkdtemp``: mode 0700,
+    a name nobody could have planted), and removed when the process exits, by the exit handler registered here
+    (a normal exit and the entry points' :func:`hyperpod_core.teardown.fast_exit` both run it).
+
+    The CDK copies the staged code into the cloud assembly (``cdk.out/asset.<hash>``) when a function is
+    created, so the folder is not needed once the synth is over; nothing stays in the temp folder. (With asset
+    staging off, ``aws:cdk:disable-asset-staging`` as in the tests' fixtures, the assembly points at this
+    folder instead, so it is good only while the process runs.) A forked child (it inherits the handler) does
+    not remove its parent's folder."""
+    global _stage
+    if _stage is None or _stage[1] != os.getpid() or not _stage[0].is_dir():
+        root = Path(tempfile.mkdtemp(prefix="hyperpod-lambda-code-"))
+        _stage = (root, os.getpid())
+        atexit.register(_remove_stage, root, os.getpid())
+    return _stage[0]
 
 
-def _prune(root: Path, keep: Path) -> None:
-    """Remove staged folders unused for :data:`STAGE_KEEP_SECONDS` (and half-written ones from killed runs)."""
-    import time
-
-    now = time.time()
-    for entry in root.iterdir():
-        try:
-            age = now - entry.lstat().st_mtime
-        except OSError:
-            continue
-        stale = age > STAGE_KEEP_SECONDS or (entry.name.startswith(".stage-") and age > 3600)
-        if entry != keep and stale:
-            shutil.rmtree(entry, ignore_errors=True)
+def _remove_stage(root: Path, owner: int) -> None:
+    if os.getpid() == owner:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 #: What the Lambda Python runtime provides besides the standard library (Lambda developer guide, "Building Lambda
@@ -183,9 +183,9 @@ def staged_handler(handler_dir: Path, modules: Mapping[str, Path] | None = None,
     """The folder holding ``handler_dir``'s files, ``modules`` (``{path inside the asset: file}``) and the
     files of ``distributions``; one path is never filled from two different files.
 
-    Folders are named after the SHA-256 of their content and reused only while what they hold still hashes to
-    their name: a folder changed or emptied since (by hand, by a temp cleaner) is staged again, so the asset is
-    always a function of the sources."""
+    Folders are named after the SHA-256 of their content and reused (within the process) only while what they
+    hold still hashes to their name: a folder changed or emptied since (by hand, by a temp cleaner) is staged
+    again, so the asset is always a function of the sources."""
     files = _handler_files(handler_dir)
     for rel, source in {**(modules or {}), **distribution_files(distributions)}.items():
         if rel in files and files[rel] != source:
@@ -197,9 +197,7 @@ def staged_handler(handler_dir: Path, modules: Mapping[str, Path] | None = None,
     digest = _digest(files)
     root = _stage_root()
     target = root / digest[:32]
-    _prune(root, keep=target)
     if target.is_dir() and _digest(_handler_files(target)) == digest:
-        os.utime(target)
         return target
     tmp = Path(tempfile.mkdtemp(prefix=".stage-", dir=root))
     for rel, source in files.items():
@@ -208,7 +206,7 @@ def staged_handler(handler_dir: Path, modules: Mapping[str, Path] | None = None,
     shutil.rmtree(target, ignore_errors=True)
     try:
         os.replace(tmp, target)
-    except OSError:  # another synth staged the same content at the same moment
+    except OSError:  # another thread staged the same content at the same moment
         shutil.rmtree(tmp, ignore_errors=True)
     return target
 

@@ -32,8 +32,9 @@ from pathlib import Path
 from hyperpod_core import outputs, paths
 from hyperpod_core.config import Config, load_config
 from hyperpod_core.dist_layout import PLACEHOLDERS_README, DistLayout, placeholders_readme
-from hyperpod_core.errors import ConfigError, guarded
+from hyperpod_core.errors import ConfigError
 from hyperpod_core.inputs import EndpointInputs, placeholders, resolve_inputs
+from hyperpod_core.teardown import fast_exit
 
 OUTPUTS_ENV = "HYPERPOD_CDK_OUTPUTS"
 STAGED_MODEL_ENV = "HYPERPOD_STAGED_MODEL"
@@ -180,4 +181,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    guarded(main)
+    # The exit handlers run (jsii's stops its kernel and removes its runtime folder), the interpreter's teardown
+    # does not: ~0.1 s of CPU of the cdk8s app's ~1 s.
+    fast_exit(main)

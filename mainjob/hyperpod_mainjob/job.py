@@ -335,23 +335,3 @@ def _next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
             f"   # deploys exactly the templates just written from {env.config_path}",
             f"./scripts/synth {env.config_path}   # again, with the outputs: {env.dist}/placeholders/ is not "
             f"deployable; this writes {env.dist}/endpoint/"]
-
-
-def fast_exit(fn: Callable[[], None]) -> None:
-    """Run ``fn`` under the error guard, then leave without the interpreter's teardown.
-
-    Freeing aws-cdk-lib's module objects and stopping the jsii kernel gracefully take about 1 s of a 5 s
-    run; everything is on disk by then (outputs were moved into place, children were waited for) and the
-    node kernel exits by itself when its stdin closes.
-    """
-    from hyperpod_core.errors import guarded
-
-    try:
-        guarded(fn)
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-

@@ -217,10 +217,12 @@ def test_plain_cdk8s_cli_is_quiet_and_keeps_dist_on_failure(tmp_path) -> None:
     """
     env = {k: v for k, v in os.environ.items()
            if k not in ("CDK8S_CHECK_UPGRADE", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION")}
-    dist = REPO_ROOT / "dist"
-    ok = subprocess.run(["npx", "--no-install", "cdk8s", "synth"], cwd=REPO_ROOT, env=env, capture_output=True,
-                        text=True, timeout=300, check=False)
+    dist, temp = REPO_ROOT / "dist", tmp_path / "temp"
+    temp.mkdir()
+    ok = subprocess.run(["npx", "--no-install", "cdk8s", "synth"], cwd=REPO_ROOT, env={**env, "TMPDIR": str(temp)},
+                        capture_output=True, text=True, timeout=300, check=False)
     assert ok.returncode == 0, ok.stderr
+    assert sorted(p.name for p in temp.iterdir()) == [], "nothing left in the temp folder"
     assert "new version" not in ok.stderr + ok.stdout and "Error" not in ok.stderr and "!!" not in ok.stderr
     assert "llama-3-3-70b-dpd.k8s.yaml" in ok.stdout  # the CLI lists what the app wrote
     before = {p: p.read_bytes() for p in sorted(dist.rglob("*")) if p.is_file()}

@@ -40,11 +40,13 @@ def _one_line_exit(result: subprocess.CompletedProcess[str], code: int, starts: 
 
 @pytest.fixture(scope="session")
 def synthesized(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    """``hyperpod-dpd init demo`` then ``hyperpod-dpd synth --env demo``, once per session."""
+    """``hyperpod-dpd init demo`` then ``hyperpod-dpd synth --env demo`` (temp folder: ``<cwd>/temp``), once per
+    session."""
     cwd = tmp_path_factory.mktemp("ops")
     init = _cli("init", "demo", cwd=cwd)
     assert init.returncode == 0, init.stderr
-    result = _cli("synth", "--env", "demo", cwd=cwd)
+    (cwd / "temp").mkdir()
+    result = _cli("synth", "--env", "demo", cwd=cwd, TMPDIR=str(cwd / "temp"))
     assert result.returncode == 0, result.stderr[-3000:]
     return cwd, result
 
@@ -186,6 +188,7 @@ def test_synth_writes_only_into_the_environment_folder(synthesized) -> None:
     assert (env / "dist" / "placeholders" / "endpoint" / "llama-3-3-70b-dpd.k8s.yaml").is_file()
     assert not (env / "dist" / "endpoint").exists()
     assert not list(cwd.glob("**/.*.tmp-*")), "no temp folders left behind"
+    assert sorted(p.name for p in (cwd / "temp").iterdir()) == [], "nothing left in the temp folder"
     assert "hyperpod-dpd deploy --env demo" in result.stdout
 
 

@@ -1,10 +1,16 @@
-"""The one synth path (``hyperpod_infra.app_builder.synthesize``, called by app.py and the main job) and the
-CDK CLI's context for the in-process case (``hyperpod_infra.cdk_cli``)."""
+"""The one synth path (``hyperpod_infra.app_builder.synthesize``, called by app.py and the main job), the CDK
+CLI's context for the in-process case (``hyperpod_infra.cdk_cli``), and the floor scripts/bench.py measures that
+path against."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import aws_cdk as cdk
 import pytest
@@ -67,3 +73,39 @@ def test_app_py_reads_the_config_the_cli_hands_over(tmp_path, monkeypatch) -> No
     monkeypatch.delenv("CDK_CONTEXT_JSON")
     monkeypatch.setenv("CONTEXT_OVERFLOW_LOCATION_ENV", str(overflow))
     assert config_from_context() == "b.yaml"
+
+
+def _load_bench() -> Any:
+    spec = importlib.util.spec_from_file_location("bench", REPO_ROOT / "scripts" / "bench.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+def _same_order(template: dict[str, Any]) -> dict[str, Any]:
+    """The template with each ``DependsOn`` as a sorted list: CfnInclude keeps a resource's dependencies, not
+    their order."""
+    for resource in template.get("Resources", {}).values():
+        if "DependsOn" in resource:
+            depends = resource["DependsOn"]
+            resource["DependsOn"] = sorted({depends} if isinstance(depends, str) else set(depends))
+    return template
+
+
+def test_the_bench_floor_rebuilds_the_same_templates(synthesize_matrix, tmp_path: Path) -> None:
+    """scripts/bench.py's floor (issue 31: the same templates through the CDK alone) includes every template the
+    app wrote with ``CfnInclude`` and synthesizes them back unchanged, so the ratio against it measures only what
+    the app adds."""
+    written = synthesize_matrix("default.yaml").require().cdk_out
+    script = tmp_path / "include_app.py"
+    script.write_text(_load_bench().INCLUDE_APP)
+    out = tmp_path / "cdk.out"
+    result = subprocess.run([sys.executable, "-O", str(script), str(written)], capture_output=True, text=True,
+                            timeout=300, check=False, env={**os.environ, "CDK_OUTDIR": str(out)})
+    assert result.returncode == 0, result.stderr[-2000:]
+    templates = sorted(p.name for p in written.glob("*.template.json"))
+    assert len(templates) == 6 and sorted(p.name for p in out.glob("*.template.json")) == templates
+    for name in templates:
+        assert _same_order(json.loads((out / name).read_text())) == _same_order(
+            json.loads((written / name).read_text())), name
