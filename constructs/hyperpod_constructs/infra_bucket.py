@@ -36,7 +36,7 @@ class InfraBucket(Construct):
 
     SSE-S3 rather than SSE-KMS: S3 server access logging can only deliver to SSE-S3 buckets, and the TLS
     certificates the operator writes are public material. On destroy the bucket is auto-emptied (a CDK
-    custom resource) and deleted, unless ``retain_on_destroy``.
+    custom resource) and deleted, unless ``retain_on_destroy``; the bucket policy follows the bucket.
     """
 
     bucket: s3.Bucket
@@ -50,6 +50,7 @@ class InfraBucket(Construct):
         if props.abort_incomplete_multipart_upload_days < 1:
             raise ValueError("abort_incomplete_multipart_upload_days must be >= 1, "
                              f"got {props.abort_incomplete_multipart_upload_days}")
+        removal = RemovalPolicy.RETAIN if props.retain_on_destroy else RemovalPolicy.DESTROY
         self.bucket = s3.Bucket(
             self, "Bucket",
             encryption=s3.BucketEncryption.S3_MANAGED,
@@ -69,6 +70,22 @@ class InfraBucket(Construct):
                                     noncurrent_version_expiration=Duration.days(props.noncurrent_expiration_days))]
                   if props.versioned else []),
             ],
-            removal_policy=RemovalPolicy.RETAIN if props.retain_on_destroy else RemovalPolicy.DESTROY,
+            removal_policy=removal,
             auto_delete_objects=not props.retain_on_destroy,
         )
+        keep_policy_with_bucket(self.bucket, removal)
+
+
+def keep_policy_with_bucket(bucket: s3.Bucket, removal: RemovalPolicy) -> None:
+    """Give ``bucket``'s policy (``AWS::S3::BucketPolicy``) the bucket's own removal policy.
+
+    aws-cdk-lib gives the bucket policy no ``DeletionPolicy``, so CloudFormation deletes it on ``cdk destroy`` even
+    when it keeps the bucket: a kept bucket would lose its ``aws:SecureTransport`` deny, and a kept log bucket the
+    statements that let S3 deliver server access logs to it (S3 API Reference, PutBucketLogging: with the bucket
+    owner enforced setting, "Permissions can only be granted using policies"), so the kept model bucket's logging
+    would stop (CloudFormation User Guide, "DeletionPolicy attribute": "If a resource has no DeletionPolicy
+    attribute, AWS CloudFormation deletes the resource by default"). ``DeletionPolicy`` and ``UpdateReplacePolicy``
+    both follow the bucket's."""
+    if bucket.policy is None:  # every bucket here enforces TLS, so it has a policy; none: nothing to keep
+        return
+    bucket.policy.apply_removal_policy(removal)

@@ -10,6 +10,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from hyperpod_constructs.infra_bucket import keep_policy_with_bucket
 from hyperpod_constructs.nag import acknowledge
 
 
@@ -42,8 +43,10 @@ class ModelBucket(Construct):
     TLS-only policy, server access logs, and a lifecycle rule for incomplete multipart uploads.
 
     Kept on ``cdk destroy`` unless ``delete_on_destroy``: model weights are large and slow to re-upload. The key
-    follows the bucket's removal policy, because a retained bucket is unreadable without its key; a later
-    deployment reads the kept bucket through ``existing_bucket_name`` and ``existing_kms_key_arn``.
+    follows the bucket's removal policy, because a retained bucket is unreadable without its key, and so does the
+    bucket policy, because a retained bucket without it loses its TLS-only deny
+    (:func:`hyperpod_constructs.infra_bucket.keep_policy_with_bucket`); a later deployment reads the kept bucket
+    through ``existing_bucket_name`` and ``existing_kms_key_arn``.
     """
 
     bucket: s3.IBucket
@@ -86,6 +89,7 @@ class ModelBucket(Construct):
             removal_policy=removal,
             auto_delete_objects=props.delete_on_destroy,
         )
+        keep_policy_with_bucket(self.bucket, removal)
 
     def read_statements(self, key_prefix: str = "") -> list[iam.PolicyStatement]:
         """Exactly what reading the weights needs: list (below ``key_prefix``), get objects below it, and

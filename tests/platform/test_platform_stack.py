@@ -80,6 +80,26 @@ def test_access_log_bucket_is_kept_with_the_model_bucket(platform) -> None:
     assert logs["DeletionPolicy"] == "Retain"
 
 
+def _policy_of(template, bucket_logical_id: str) -> dict:
+    (policy,) = [p for p in template.find_resources("AWS::S3::BucketPolicy").values()
+                 if p["Properties"]["Bucket"] == {"Ref": bucket_logical_id}]
+    return policy
+
+
+@pytest.mark.parametrize(("prefix", "kept"), [
+    ("ModelBucket", "Retain"), ("AccessLogsBucket", "Retain"), ("TlsCertificatesBucket", "Delete")])
+def test_a_bucket_policy_is_kept_exactly_when_its_bucket_is(platform, prefix: str, kept: str) -> None:
+    """Fails on main, where the kept buckets' policies had no DeletionPolicy: CloudFormation deletes such a resource
+    with its stack (User Guide, "DeletionPolicy attribute": "If a resource has no DeletionPolicy attribute, AWS
+    CloudFormation deletes the resource by default"), so the kept model bucket lost its aws:SecureTransport deny and
+    the kept log bucket the statements that let S3 deliver the model bucket's access logs, which for a bucket with
+    the bucket owner enforced setting "can only be granted using policies" (S3 API Reference, PutBucketLogging)."""
+    lid, bucket = _bucket(platform, prefix)
+    policy = _policy_of(platform, lid)
+    assert (bucket["DeletionPolicy"], bucket["UpdateReplacePolicy"]) == (kept, kept)
+    assert (policy.get("DeletionPolicy"), policy.get("UpdateReplacePolicy")) == (kept, kept)
+
+
 def test_access_log_bucket_is_versioned_and_expires(platform) -> None:
     """An audit trail that cannot be overwritten unnoticed and does not grow forever (issue 11; checkov
     CKV_AWS_21 asks for versioning)."""

@@ -61,6 +61,16 @@ def test_delete_on_destroy_empties_and_deletes_bucket_key_and_logs(delete_on_des
     assert emptied == set(buckets)
 
 
+def test_delete_on_destroy_deletes_the_bucket_policies_with_their_buckets(delete_on_destroy) -> None:
+    """The other half of test_platform_stack.py's kept-policy test: a bucket that goes takes its policy along
+    (``DeletionPolicy``/``UpdateReplacePolicy`` Delete, as the bucket's)."""
+    t = delete_on_destroy.templates["Platform"]
+    policies = t.find_resources("AWS::S3::BucketPolicy")
+    assert {p["Properties"]["Bucket"]["Ref"] for p in policies.values()} == set(t.find_resources("AWS::S3::Bucket"))
+    assert {(p.get("DeletionPolicy"), p.get("UpdateReplacePolicy")) for p in policies.values()} == {
+        ("Delete", "Delete")}
+
+
 def test_explicit_bucket_name_is_used(delete_on_destroy) -> None:
     t = delete_on_destroy.templates["Platform"]
     t.has_resource_properties("AWS::S3::Bucket", {"BucketName": "dpd-models-example"})
