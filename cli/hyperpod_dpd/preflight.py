@@ -463,9 +463,13 @@ def _cluster_missing(exc: ClientError) -> bool:
     return _code(exc) == "ResourceNotFound" or (_code(exc) == "ValidationException" and "not find" in message)
 
 
-def check_deep_health_checks(clients: Clients, config: Config) -> Check:
+def check_deep_health_checks(clients: Clients, config: Config, *, modified: tuple[str, ...] = ()) -> Check:
     """FAIL when the config changes an instance group while nodes of the cluster are in deep health checks: the
-    HyperPod stack's update would call ``UpdateCluster``, which HyperPod refuses then."""
+    HyperPod stack's update would call ``UpdateCluster``, which HyperPod refuses then.
+
+    ``modified``: the properties of the cluster that the HyperPod stack's change set modifies in place (``deploy``
+    reads them). Any of them is an ``UpdateCluster`` too, also one the config comparison cannot see (a new
+    lifecycle script's ``SourceS3Uri`` in ``InstanceGroups``)."""
     sm = clients.get("sagemaker", "cluster")
     name = config.hyperpod.cluster_name
     try:
@@ -490,12 +494,14 @@ def check_deep_health_checks(clients: Clients, config: Config) -> Check:
     checking = sorted(f"{n.get('InstanceId')} ({n.get('InstanceGroupName')})" for n in nodes
                       if (n.get("InstanceStatus") or {}).get("Status") == IN_DEEP_HEALTH_CHECKS)
     changes = instance_group_changes(config, cluster.get("InstanceGroups") or [])
-    if checking and changes:
+    what = (f"the config changes {'; '.join(changes)}" if changes else
+            f"the change set modifies HyperPodCluster's {', '.join(modified)}" if modified else "")
+    if checking and what:
         shown_nodes = ", ".join(checking[:5]) + (f" and {len(checking) - 5} more" if len(checking) > 5 else "")
         return Check(name=DEEP_HEALTH_CHECK_NAME, status="FAIL",
-                     detail=f"{len(checking)} node(s) in deep health checks ({shown_nodes}), and the config changes "
-                            f"{'; '.join(changes)}: HyperPod refuses UpdateCluster until they finish, so the "
-                            f"{config.name}-hyperpod stack update would fail",
+                     detail=f"{len(checking)} node(s) in deep health checks ({shown_nodes}), and {what}: HyperPod "
+                            f"refuses UpdateCluster until they finish, so the {config.name}-hyperpod stack update "
+                            "would fail",
                      fix="wait until 'hyperpod-dpd status' shows every node Running, then deploy; meanwhile deploy "
                          "only the other stacks")
     if checking:

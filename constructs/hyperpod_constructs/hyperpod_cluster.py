@@ -34,8 +34,9 @@ class InstanceGroupOptions:
     """``s3://<sagemaker-...bucket>/<prefix>/`` holding ``on_create``. Not create-only (the registry schema lists
     only :data:`CREATE_ONLY_PROPERTIES`): a new value is an in-place ``UpdateCluster``, which may change "the
     lifecycle configuration entrypoint script, and the path to the script" of a group (AWS HyperPod EKS guide,
-    "Updating SageMaker HyperPod cluster configuration") and runs the scripts only on nodes created afterwards
-    ("Updating a cluster with new or updated lifecycle scripts")."""
+    "Updating SageMaker HyperPod cluster configuration"). "The UpdateCluster API only runs the lifecycle scripts for
+    new instance groups" (AWS, "Updating a cluster with new or updated lifecycle scripts", Slurm guide): running
+    nodes keep their set-up, and nodes HyperPod creates later in an existing group run the new script [I]."""
     on_create: str = "on_create.sh"
     subnet: ec2.ISubnet
     """The subnet in the AZ of the capacity; becomes ``OverrideVpcConfig``."""

@@ -28,16 +28,28 @@ NO_CHANGES = "The submitted information didn't contain changes. Submit different
 
 
 def change(logical_id: str, resource_type: str, replacement: str, physical_id: str,
-           properties: list[tuple[str, str]], action: str = "Modify") -> dict[str, Any]:
-    """One ``Changes[]`` entry: ``properties`` are ``(Target.Name, Target.RequiresRecreation)`` of the changed
-    properties. ``Evaluation`` is ``Static`` when the new value is known, ``Dynamic`` when CloudFormation learns it
-    during the update (API reference, ``ResourceChangeDetail``)."""
+           properties: list[tuple[str, ...]], action: str = "Modify") -> dict[str, Any]:
+    """One ``Changes[]`` entry: ``properties`` are ``(Target.Name, Target.RequiresRecreation[, ChangeSource,
+    CausingEntity])`` of the changed properties (default ``DirectModification``, which has no ``CausingEntity``).
+    ``Evaluation`` is ``Static`` when the new value is known, ``Dynamic`` when CloudFormation learns it during the
+    update (API reference, ``ResourceChangeDetail``: API_ResourceChangeDetail.html)."""
+    details = []
+    for name, requires, *cause in properties:
+        source, entity = [*cause, None][:2] if cause else ("DirectModification", None)
+        details.append({"Target": {"Attribute": "Properties", "Name": name, "RequiresRecreation": requires},
+                        "Evaluation": "Static" if requires != "Conditionally" else "Dynamic",
+                        "ChangeSource": source, **({"CausingEntity": entity} if entity else {})})
     return {"Type": "Resource", "ResourceChange": {
         "Action": action, "LogicalResourceId": logical_id, "PhysicalResourceId": physical_id,
-        "ResourceType": resource_type, "Replacement": replacement, "Scope": ["Properties"],
-        "Details": [{"Target": {"Attribute": "Properties", "Name": name, "RequiresRecreation": requires},
-                     "Evaluation": "Static" if requires != "Conditionally" else "Dynamic",
-                     "ChangeSource": "DirectModification"} for name, requires in properties]}}
+        "ResourceType": resource_type, "Replacement": replacement, "Scope": ["Properties"], "Details": details}}
+
+
+def removed(logical_id: str, resource_type: str, physical_id: str) -> dict[str, Any]:
+    """A ``Remove`` entry: the resource left the template, or its logical ID changed (API reference,
+    ``ResourceChange``: ``Replacement`` and ``Details`` are for the ``Modify`` action only)."""
+    return {"Type": "Resource", "ResourceChange": {"Action": "Remove", "LogicalResourceId": logical_id,
+                                                    "PhysicalResourceId": physical_id, "ResourceType": resource_type,
+                                                    "Scope": [], "Details": []}}
 
 
 def described(stack: str, changes: list[dict[str, Any]], next_token: str | None = None) -> dict[str, Any]:
@@ -78,14 +90,20 @@ EKS = ("EksClusterB2BDED5B", "AWS::EKS::Cluster", "demo-eks")
 BUCKET = ("ModelBucket24FA8CA2", "AWS::S3::Bucket", "demo-platform-modelbucket24fa8ca2-abc")
 
 
+#: What makes CloudFormation unsure of a new value: an ``Fn::GetAtt`` of a resource the same update modifies
+#: (``ChangeSource`` ``ResourceAttribute``, ``CausingEntity`` the attribute: API_ResourceChangeDetail.html).
+SG_ATTRIBUTE = ("ResourceAttribute", "EfaGroup8A1ECB17.GroupId")
+
+
 @pytest.mark.parametrize(("resource", "replacement", "properties", "named"), [
     # hyperpod.cluster_name renamed: ClusterName is create-only (AWS::SageMaker::Cluster's resource schema).
-    (HYPERPOD, "True", [("ClusterName", "Always")], ("ClusterName",)),
+    (HYPERPOD, "True", [("ClusterName", "Always")], ("ClusterName: DirectModification",)),
     # VpcConfig from a value CloudFormation learns during the update: may replace.
-    (HYPERPOD, "Conditional", [("VpcConfig", "Conditionally"), ("InstanceGroups", "Never")], ("VpcConfig",)),
+    (HYPERPOD, "Conditional", [("VpcConfig", "Conditionally", *SG_ATTRIBUTE), ("InstanceGroups", "Never")],
+     ("VpcConfig: ResourceAttribute EfaGroup8A1ECB17.GroupId",)),
     # eks.cluster_name renamed: Name is create-only (AWS::EKS::Cluster).
-    (EKS, "True", [("Name", "Always")], ("Name",)),
-    (BUCKET, "True", [("BucketName", "Always")], ("BucketName",)),
+    (EKS, "True", [("Name", "Always")], ("Name: DirectModification",)),
+    (BUCKET, "True", [("BucketName", "Always")], ("BucketName: DirectModification",)),
 ], ids=["hyperpod-true", "hyperpod-conditional", "eks-true", "bucket-true"])
 def test_a_guarded_replacement_is_found_with_its_property(resource, replacement, properties, named) -> None:
     logical_id, resource_type, physical_id = resource
@@ -102,9 +120,7 @@ def test_a_guarded_replacement_is_found_with_its_property(resource, replacement,
     # another resource type that is replaced: a Lambda function renamed.
     [change("Handler886CB40B", "AWS::Lambda::Function", "True", "demo-handler", [("FunctionName", "Always")])],
     # the model bucket dropped from the template (model_bucket.existing_name): Remove under its Retain.
-    [{"Type": "Resource", "ResourceChange": {"Action": "Remove", "LogicalResourceId": BUCKET[0],
-                                              "PhysicalResourceId": BUCKET[2], "ResourceType": BUCKET[1],
-                                              "Scope": [], "Details": []}}],
+    [removed(*BUCKET)],
     [],  # nothing changes
 ], ids=["in-place", "other-bucket", "other-type", "bucket-removed", "empty"])
 def test_nothing_else_refuses_a_deploy(changes) -> None:
@@ -123,8 +139,41 @@ def test_the_refusal_is_one_line_naming_resource_and_property() -> None:
     line = change_set.refusal(found)
     assert "\n" not in line
     assert line.startswith(f"deploy would replace demo-hyperpod: the HyperPod cluster HyperPodCluster "
-                           f"(AWS::SageMaker::Cluster {HYPERPOD_ARN}) Replacement True (property ClusterName).")
-    assert "--allow-replace" in line
+                           f"(AWS::SageMaker::Cluster {HYPERPOD_ARN}) Replacement True (property ClusterName: "
+                           "DirectModification).")
+    assert line.endswith("undo it, or pass --allow-replace HyperPodCluster (the old HyperPod cluster is then deleted, "
+                         "asked once)")
+
+
+def test_the_refusal_says_what_makes_a_replacement_conditional() -> None:
+    """Fails on main, which named only the property: ``Conditional`` also refuses an update that replaces nothing
+    (the referenced attribute keeps its value), and only ``ChangeSource``/``CausingEntity`` (API reference,
+    ``ResourceChangeDetail``) let the operator judge it and allow just that resource."""
+    found = _decide("demo-cluster", [change(*EKS[:2], "Conditional", EKS[2],
+                                            [("ResourcesVpcConfig", "Conditionally", *SG_ATTRIBUTE)])])
+    line = change_set.refusal(found)
+    assert ("the EKS cluster EksClusterB2BDED5B (AWS::EKS::Cluster demo-eks) Replacement Conditional (property "
+            "ResourcesVpcConfig: ResourceAttribute EfaGroup8A1ECB17.GroupId)") in line
+    assert "--allow-replace EksClusterB2BDED5B" in line
+
+
+@pytest.mark.parametrize("resource", [HYPERPOD, EKS], ids=["hyperpod", "eks"])
+def test_a_removed_cluster_counts_as_replaced(resource) -> None:
+    """Fails on main, which read only ``Modify``: a ``Remove`` (the logical ID changed, or the resource left the
+    template) deletes a resource whose ``DeletionPolicy`` is ``Delete`` (User Guide, "DeletionPolicy attribute": it
+    "also applies to stack update operations that lead to resources being deleted from stacks"), as both clusters'
+    is (tests/cli/test_lifecycle.py checks the templates)."""
+    (found,) = _decide("demo-x", [removed(*resource)])
+    assert (found.logical_id, found.action, found.replacement) == (resource[0], "Remove", "True")
+    assert "Action Remove (DeletionPolicy Delete: the resource is deleted" in change_set.refusal([found])
+
+
+@pytest.mark.parametrize(("allow", "go"), [
+    (["all"], True), (["HyperPodCluster"], True), (["EksClusterB2BDED5B", "HyperPodCluster"], True),
+    (["EksClusterB2BDED5B"], False), ([], False)])
+def test_allow_replace_names_resources_or_all(allow: list[str], go: bool) -> None:
+    (found,) = _decide("demo-hyperpod", [change(*HYPERPOD[:2], "True", HYPERPOD[2], [("ClusterName", "Always")])])
+    assert change_set.allowed(found, allow) is go
 
 
 def _stacks(status: str) -> dict[str, Any]:

@@ -67,7 +67,8 @@ def fake_npx(tmp_path: Path) -> tuple[dict[str, str], Path]:
 #: moto server (``AWS_ENDPOINT_URL``), creates the change set of each stack named as the pinned CLI does
 #: (``CreateChangeSet`` ``ChangeSetType: UPDATE``, a parameter given on the command line with its value, every
 #: other deployed parameter ``UsePreviousValue``: its ``ParameterValues``, node_modules/aws-cdk/lib/index.js). The
-#: template is the deployed one with an output added (moto refuses a change set without changes).
+#: template is the deployed one with an output added (moto refuses a change set without changes). ``FAKE_DEPLOY_RC``:
+#: the exit code of a deploy that is not a change-set preparation (a deploy that fails after the check).
 FAKE_CDK = """#!{python}
 import json, os, sys
 args = sys.argv[1:]
@@ -92,6 +93,8 @@ if "--method=prepare-change-set" in args and os.environ.get("AWS_ENDPOINT_URL"):
                       {{"ParameterKey": p["ParameterKey"], "UsePreviousValue": True}} for p in deployed]
         cfn.create_change_set(StackName=stack, ChangeSetName=args[args.index("--change-set-name") + 1],
                               ChangeSetType="UPDATE", TemplateBody=json.dumps(body), Parameters=parameters)
+if "--method=prepare-change-set" not in args and os.environ.get("FAKE_DEPLOY_RC"):
+    sys.exit(int(os.environ["FAKE_DEPLOY_RC"]))
 sys.exit(int(os.environ.get("FAKE_NPX_RC", "0")))
 """
 
@@ -814,11 +817,17 @@ def _stack(name: str, **extra: object) -> dict[str, object]:
             **extra}
 
 
-def _stubbed_update(replacement: str, now: str | None) -> tuple[dict[str, object], list[object]]:
+def _stubbed_update(replacement: str, now: str | None, *, platform_deployed: bool = False,
+                    change_set_denied: bool = False, nodes: list[str] | None = None, delete_old: bool = True,
+                    ) -> tuple[dict[str, object], list[object]]:
     """Stubbed clients (botocore Stubber on boto3's own CloudFormation and SageMaker models) for ``deploy
     HyperPod`` of a deployed demo: the HyperPod stack's change set shows ``HyperPodCluster`` ``Replacement``
-    ``replacement`` for ``ClusterName`` (``hyperpod.cluster_name`` renamed). ``now``: the physical ID after the
-    update (``None``: the deploy must not get that far)."""
+    ``replacement`` for ``ClusterName`` (``hyperpod.cluster_name`` renamed; ``False``: an in-place change of
+    ``InstanceGroups``). ``now``: the physical ID after the update (``None``: the deploy must not get that far).
+    ``platform_deployed``: whether the Platform stack, which imports the cluster's ARN export, exists (the replacement
+    check's DescribeStacks). ``change_set_denied``: DescribeChangeSet of the HyperPod stack is refused. ``nodes``: the
+    instance statuses ListClusterNodes returns (the deep health check ``deploy`` makes before an in-place update).
+    ``delete_old``: a changed physical ID is followed by DeleteCluster of the old one (a successful deploy)."""
     import boto3
     from botocore.stub import Stubber
     from test_change_set import change, described
@@ -831,12 +840,28 @@ def _stubbed_update(replacement: str, now: str | None) -> tuple[dict[str, object
     cfn_stub.add_response("describe_stacks", {"Stacks": [_stack("demo-hyperpod")]}, {"StackName": "demo-hyperpod"})
     cfn_stub.add_response("describe_change_set", described("demo-cluster", []),
                           {"StackName": "demo-cluster", "ChangeSetName": CHANGE_SET})
-    cfn_stub.add_response("describe_change_set", described("demo-hyperpod", [change(
-        "HyperPodCluster", "AWS::SageMaker::Cluster", replacement, OLD_CLUSTER,
-        [("ClusterName", "Always" if replacement == "True" else "Conditionally")])]),
-        {"StackName": "demo-hyperpod", "ChangeSetName": CHANGE_SET})
+    if change_set_denied:
+        cfn_stub.add_client_error("describe_change_set", service_error_code="AccessDenied", http_status_code=403,
+                                  service_message="not authorized to perform: cloudformation:DescribeChangeSet",
+                                  expected_params={"StackName": "demo-hyperpod", "ChangeSetName": CHANGE_SET})
+    else:
+        cfn_stub.add_response("describe_change_set", described("demo-hyperpod", [change(
+            "HyperPodCluster", "AWS::SageMaker::Cluster", replacement, OLD_CLUSTER,
+            [("ClusterName", {"True": "Always", "Conditional": "Conditionally"}[replacement])]
+            if replacement != "False" else [("InstanceGroups", "Never")])]),
+            {"StackName": "demo-hyperpod", "ChangeSetName": CHANGE_SET})
     for stack in ("demo-cluster", "demo-hyperpod"):
         cfn_stub.add_response("delete_change_set", {}, {"StackName": stack, "ChangeSetName": CHANGE_SET})
+    if replacement != "False" and not change_set_denied:  # who imports the cluster's ARN export
+        if platform_deployed:
+            cfn_stub.add_response("describe_stacks", {"Stacks": [_stack("demo-platform")]},
+                                  {"StackName": "demo-platform"})
+        else:
+            cfn_stub.add_client_error("describe_stacks", service_error_code="ValidationError",
+                                      service_message="Stack with id demo-platform does not exist",
+                                      expected_params={"StackName": "demo-platform"})
+    if nodes is not None:
+        _health_responses(sm_stub, nodes)
     if now is not None:
         import datetime
 
@@ -845,11 +870,31 @@ def _stubbed_update(replacement: str, now: str | None) -> tuple[dict[str, object
             "ResourceType": "AWS::SageMaker::Cluster", "ResourceStatus": "UPDATE_COMPLETE",
             "LastUpdatedTimestamp": datetime.datetime(2025, 1, 2, tzinfo=datetime.UTC)}},
             {"StackName": "demo-hyperpod", "LogicalResourceId": "HyperPodCluster"})
-        if now != OLD_CLUSTER:
+        if now != OLD_CLUSTER and delete_old:
             sm_stub.add_response("delete_cluster", {"ClusterArn": OLD_CLUSTER}, {"ClusterName": OLD_CLUSTER})
     cfn_stub.activate()
     sm_stub.activate()
     return {"cloudformation": cfn, "sagemaker": sm}, [cfn_stub, sm_stub]
+
+
+def _health_responses(sm_stub: object, statuses: list[str]) -> None:
+    """DescribeCluster (the demo's instance groups as its config has them: no change the config comparison sees)
+    and ListClusterNodes with one decode node per status (``ClusterInstanceStatus`` values of the SageMaker
+    model), as ``preflight.check_deep_health_checks`` reads them."""
+    import datetime
+
+    groups = [{"InstanceGroupName": g, "InstanceType": "ml.p5.48xlarge", "CurrentCount": 1, "TargetCount": 1,
+               "ThreadsPerCore": 1, "OnStartDeepHealthChecks": ["InstanceStress", "InstanceConnectivity"],
+               "ExecutionRole": "arn:aws:iam::123456789012:role/hp",
+               "LifeCycleConfig": {"SourceS3Uri": "s3://sagemaker-lc/lifecycle/0123456789abcdef/",
+                                   "OnCreate": "on_create.sh"}} for g in ("prefill", "decode")]
+    sm_stub.add_response("describe_cluster", {  # type: ignore[attr-defined]
+        "ClusterArn": OLD_CLUSTER, "ClusterName": "demo", "ClusterStatus": "InService", "InstanceGroups": groups},
+        {"ClusterName": "demo"})
+    sm_stub.add_response("list_cluster_nodes", {"NextToken": "", "ClusterNodeSummaries": [  # type: ignore[attr-defined]
+        {"InstanceGroupName": "decode", "InstanceId": f"decode-{i}", "InstanceType": "ml.p5.48xlarge",
+         "LaunchTime": datetime.datetime(2025, 1, 1, tzinfo=datetime.UTC), "InstanceStatus": {"Status": status}}
+        for i, status in enumerate(statuses)]}, {"ClusterName": "demo"})
 
 
 def _deploy_in_process(synthesized, fake_cdk, monkeypatch, run_cli, clients, *args: str):  # type: ignore[no-untyped-def]
@@ -866,9 +911,9 @@ def _deploy_in_process(synthesized, fake_cdk, monkeypatch, run_cli, clients, *ar
 
 def test_deploy_refuses_a_replacement_the_change_set_shows(synthesized, fake_cdk, monkeypatch, run_cli) -> None:
     """A renamed HyperPod cluster (ClusterName is create-only: AWS::SageMaker::Cluster's resource schema) shows
-    ``Replacement: True`` in the HyperPod stack's change set; deploy stops in one line naming the resource and the
-    property, after the CDK CLI prepared the change sets (and before it deploys), and deletes them. Fails on main,
-    which deployed at once."""
+    ``Replacement: True`` in the HyperPod stack's change set; deploy stops in one line naming the resource, the
+    property and what changed it, after the CDK CLI prepared the change sets (and before it deploys), and deletes
+    them. Fails on main, which deployed at once."""
     clients, stubs = _stubbed_update("True", None)
 
     result, calls = _deploy_in_process(synthesized, fake_cdk, monkeypatch, run_cli, clients, "--yes")
@@ -878,8 +923,8 @@ def test_deploy_refuses_a_replacement_the_change_set_shows(synthesized, fake_cdk
     assert errors == [result.stderr.splitlines()[-1]] and "Traceback" not in result.stderr
     assert errors[0].startswith(
         f"error: deploy would replace demo-hyperpod: the HyperPod cluster HyperPodCluster (AWS::SageMaker::Cluster "
-        f"{OLD_CLUSTER}) Replacement True (property ClusterName). Nothing was deployed.")
-    assert "pass --allow-replace" in errors[0]
+        f"{OLD_CLUSTER}) Replacement True (property ClusterName: DirectModification). Nothing was deployed.")
+    assert "pass --allow-replace HyperPodCluster (the old HyperPod cluster is then deleted, asked once)" in errors[0]
     cdk_out = str((synthesized[0] / "envs" / "fetched" / "cdk.out").resolve())
     # --method/--change-set-name/--exclusively: the CDK CLI's deploy options (aws-cdk's cdk deploy reference;
     # the pinned CLI's cli-config.js) [I: no AWS account, so the real CLI's change set is not run here].
@@ -890,23 +935,150 @@ def test_deploy_refuses_a_replacement_the_change_set_shows(synthesized, fake_cdk
         stub.assert_no_pending_responses()
 
 
+@pytest.mark.parametrize("allow", [["HyperPodCluster"], ["all"]])
 @pytest.mark.parametrize(("replacement", "now", "deleted"), [
     ("True", NEW_CLUSTER, True), ("Conditional", OLD_CLUSTER, False)])
 def test_allow_replace_deploys_then_deletes_the_retained_cluster(synthesized, fake_cdk, monkeypatch, run_cli,
-                                                                 replacement, now, deleted) -> None:
-    """With --allow-replace the deploy goes ahead; afterwards the old HyperPod cluster, which ``UpdateReplacePolicy:
-    Retain`` leaves running, is deleted by its previous physical ID (SageMaker DeleteCluster takes the name or the
-    ARN: its ClusterName pattern in boto3's model), asked once (--yes answers). A ``Conditional`` replacement that
-    did not happen (same physical ID) deletes nothing."""
-    clients, stubs = _stubbed_update(replacement, now)
+                                                                 replacement, now, deleted, allow) -> None:
+    """With --allow-replace HyperPodCluster (or all) the deploy goes ahead; afterwards the old HyperPod cluster,
+    which ``UpdateReplacePolicy: Retain`` leaves running, is deleted by its previous physical ID (SageMaker
+    DeleteCluster takes the name or the ARN: its ClusterName pattern in boto3's model), asked once (--yes answers).
+    A ``Conditional`` replacement that did not happen (same physical ID) deletes nothing; as it may be an in-place
+    update, the deep health checks are read first."""
+    clients, stubs = _stubbed_update(replacement, now, nodes=["Running"] if replacement == "Conditional" else None)
 
     result, calls = _deploy_in_process(synthesized, fake_cdk, monkeypatch, run_cli, clients, "--yes",
-                                       "--allow-replace")
+                                       *(x for a in allow for x in ("--allow-replace", a)))
 
     assert result.exit_code == 0, result.stderr
     assert [c[c.index("--app") + 2] for c in calls] == ["Cluster", "HyperPod"]  # prepared, then deployed
     assert "--method=prepare-change-set" not in calls[1] and calls[1][-2:] == ["--require-approval", "never"]
     assert "--allow-replace: demo-hyperpod: the HyperPod cluster HyperPodCluster" in result.stderr
     assert (f"deleting the old HyperPod cluster {OLD_CLUSTER}" in result.stdout) == deleted
+    for stub in stubs:
+        stub.assert_no_pending_responses()
+
+
+def test_allow_replace_of_another_resource_does_not_allow_this_one(synthesized, fake_cdk, monkeypatch,
+                                                                   run_cli) -> None:
+    """``--allow-replace`` takes the logical IDs it allows: allowing the EKS cluster's replacement is no licence to
+    replace the HyperPod cluster. Fails on main, where the flag allowed every guarded resource at once."""
+    clients, stubs = _stubbed_update("True", None)
+
+    result, calls = _deploy_in_process(synthesized, fake_cdk, monkeypatch, run_cli, clients, "--yes",
+                                       "--allow-replace", "EksClusterB2BDED5B")
+
+    assert result.exit_code == 1, result.stderr
+    assert result.stderr.splitlines()[-1].startswith("error: deploy would replace demo-hyperpod: the HyperPod cluster")
+    assert len(calls) == 1  # prepared only
+    for stub in stubs:
+        stub.assert_no_pending_responses()
+
+
+@pytest.mark.parametrize("value", ["HyperPod", "ModelBucket"])
+def test_allow_replace_of_an_unknown_resource_is_one_line_and_exit_2(synthesized, fake_cdk, monkeypatch, run_cli,
+                                                                     value) -> None:
+    """A stack's construct ID (``HyperPod``) is not a resource's logical ID: bad input, before any AWS call."""
+    result, calls = _deploy_in_process(synthesized, fake_cdk, monkeypatch, run_cli, {}, "--yes",
+                                       "--allow-replace", value)
+
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.strip() == (
+        "error: --allow-replace must be all or the logical ID of a resource the replacement check guards "
+        f"(EksClusterB2BDED5B, HyperPodCluster, ModelBucket24FA8CA2), got {value!r}")
+    assert calls == []
+
+
+def test_the_exports_a_guarded_resource_feeds_are_found_in_the_templates(synthesized) -> None:
+    """Which stacks import what a guarded resource exports, read from the synthesized templates (``Outputs`` with
+    ``Export.Name``, ``Fn::ImportValue`` elsewhere): CloudFormation does not let an update modify an exported value
+    another stack imports (User Guide, ``Fn::ImportValue``: "After another stack imports an output value, you can't
+    ... modify the exported output value")."""
+    from hyperpod_dpd import change_set
+    from hyperpod_dpd.commands.lifecycle import _stack_ids, _templates
+
+    cdk_out = synthesized[0] / "envs" / "demo" / "cdk.out"
+    templates = _templates(cdk_out, list(_stack_ids(cdk_out)))
+    assert change_set.importers(templates, "demo-hyperpod", "HyperPodCluster") == ["demo-platform"]
+    assert sorted(change_set.importers(templates, "demo-cluster", "EksClusterB2BDED5B")) == [
+        "demo-hyperpod", "demo-observability-addon", "demo-platform"]
+    assert change_set.importers(templates, "demo-platform", "ModelBucket24FA8CA2") == []
+
+
+@pytest.mark.parametrize("allow", [[], ["--allow-replace", "HyperPodCluster"]], ids=["not-allowed", "allowed"])
+def test_a_replacement_whose_exports_are_imported_is_refused_even_when_allowed(synthesized, fake_cdk, monkeypatch,
+                                                                              run_cli, allow) -> None:
+    """The Platform stack imports the HyperPod cluster's ARN export: while it exists, an update that replaces the
+    cluster fails on the export (after creating the new P5 cluster) and rolls back. Fails on main, which deployed
+    with --allow-replace. The one line names the importing stack and the procedure."""
+    clients, stubs = _stubbed_update("True", None, platform_deployed=True)
+
+    result, calls = _deploy_in_process(synthesized, fake_cdk, monkeypatch, run_cli, clients, "--yes", *allow)
+
+    assert result.exit_code == 1, result.stderr
+    (error,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert error == result.stderr.splitlines()[-1]
+    assert error == ("error: deploy cannot replace demo-hyperpod HyperPodCluster (Replacement True, property "
+                     "ClusterName: DirectModification) while demo-platform import its exports: CloudFormation refuses "
+                     "to modify an exported value in use (Fn::ImportValue), also with --allow-replace. Nothing was "
+                     "deployed. Undo the create-only setting (docs/cluster.md), or: hyperpod-dpd destroy Platform "
+                     "--env fetched, then hyperpod-dpd deploy --env fetched --allow-replace HyperPodCluster")
+    assert len(calls) == 1  # prepared only
+    for stub in stubs:
+        stub.assert_no_pending_responses()
+
+
+def test_the_change_sets_are_deleted_when_reading_them_fails(synthesized, fake_cdk, monkeypatch, run_cli) -> None:
+    """DescribeChangeSet refused (AccessDenied, botocore Stubber on the real model): both change sets are still
+    deleted (DeleteChangeSet), so none is left to be executed by mistake, and the error is one line. Fails on
+    main, which deleted them only after every read succeeded."""
+    clients, stubs = _stubbed_update("True", None, change_set_denied=True)
+
+    result, calls = _deploy_in_process(synthesized, fake_cdk, monkeypatch, run_cli, clients, "--yes")
+
+    assert result.exit_code == 1, result.stderr
+    assert "cloudformation:DescribeChangeSet" in result.stderr.splitlines()[-1]
+    assert len(calls) == 1
+    for stub in stubs:
+        stub.assert_no_pending_responses()  # the two DeleteChangeSet calls were made
+
+
+def test_a_failed_deploy_names_the_old_cluster_it_left_running(synthesized, fake_cdk, monkeypatch, run_cli) -> None:
+    """--allow-replace, and the deploy fails after the HyperPod stack's update replaced the cluster (a later stack
+    failed): the old cluster keeps running outside the stack (``UpdateReplacePolicy: Retain``). Fails on main, which
+    said nothing of it. Nothing is deleted after a failed deploy; the command that deletes it is printed."""
+    clients, stubs = _stubbed_update("True", NEW_CLUSTER, delete_old=False)
+    monkeypatch.setenv("FAKE_DEPLOY_RC", "1")
+
+    result, calls = _deploy_in_process(synthesized, fake_cdk, monkeypatch, run_cli, clients, "--yes",
+                                       "--allow-replace", "HyperPodCluster")
+
+    assert result.exit_code == 1, result.stderr
+    assert (f"note: the old HyperPod cluster {OLD_CLUSTER} was replaced by {NEW_CLUSTER} before the deploy failed "
+            f"and keeps running, and billing, outside the stack; delete it with: aws sagemaker delete-cluster "
+            f"--cluster-name {OLD_CLUSTER} --region us-west-2") in result.stderr
+    assert result.stderr.splitlines()[-1].startswith("error: cdk deploy exited 1")
+    assert len(calls) == 2
+    for stub in stubs:
+        stub.assert_no_pending_responses()
+
+
+def test_deploy_refuses_an_in_place_cluster_update_during_deep_health_checks(synthesized, fake_cdk, monkeypatch,
+                                                                             run_cli) -> None:
+    """The HyperPod stack's change set modifies ``HyperPodCluster`` in place (here ``InstanceGroups``: a new
+    lifecycle script's ``SourceS3Uri``, which the config comparison cannot see) while a node is in deep health
+    checks: HyperPod refuses ``UpdateCluster`` then (AWS HyperPod EKS deep health check page), so deploy stops in
+    one line with the fix. Fails on main, which deployed."""
+    clients, stubs = _stubbed_update("False", None, nodes=["Running", "DeepHealthCheckInProgress"])
+
+    result, calls = _deploy_in_process(synthesized, fake_cdk, monkeypatch, run_cli, clients, "--yes")
+
+    assert result.exit_code == 1, result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "error: 1 node(s) in deep health checks (decode-1 (decode)), and the change set modifies HyperPodCluster's "
+        "InstanceGroups: HyperPod refuses UpdateCluster until they finish, so the demo-hyperpod stack update would "
+        "fail. Nothing was deployed; fix: wait until 'hyperpod-dpd status' shows every node Running, then deploy; "
+        "meanwhile deploy only the other stacks")
+    assert len(calls) == 1
     for stub in stubs:
         stub.assert_no_pending_responses()

@@ -22,8 +22,9 @@ the files of the config named (``--env NAME`` or ``--config PATH``):
 * on an update ``deploy`` keeps the deployed cluster admin (``AdminPrincipalArn`` is not passed, so the CDK CLI
   reuses its previous value) unless ``--admin-principal-arn``, and, before it deploys, reads the change set of
   every deployed stack that holds the HyperPod cluster, the EKS cluster or the model bucket and refuses a
-  replacement unless ``--allow-replace`` (:mod:`hyperpod_dpd.change_set`; docs/deploy.md, "Updating a
-  deployment");
+  replacement unless ``--allow-replace <logical ID>`` (or ``all``), and always while a stack that imports the
+  resource's exports exists (:mod:`hyperpod_dpd.change_set`; docs/deploy.md, "Updating a deployment"); it refuses an
+  in-place update of the HyperPod cluster while nodes are in deep health checks;
 * ``diff`` of the HyperPod stack also says when an instance-group change would hit running deep health checks
   (HyperPod refuses ``UpdateCluster`` then: :func:`hyperpod_dpd.preflight.check_deep_health_checks`);
 * each prints the exact next command.
@@ -308,11 +309,11 @@ def _parameters(admins: dict[str, str], stacks: Any = None) -> list[str]:
             for x in ("--parameters", f"{stack_name}:{ADMIN_PARAMETER}={admin}")]
 
 
-def _replacements(cdk_out: Path, updated: dict[str, str], admins: dict[str, str], cloudformation: Any,
-                  profile: str | None) -> list[Any]:
-    """What deploying replaces among the guarded resources of the stacks ``updated`` (``{stack name: construct
-    ID}``, all deployed): the pinned CDK CLI creates their change sets without executing them, they are read and
-    deleted (:mod:`hyperpod_dpd.change_set`)."""
+def _change_sets(cdk_out: Path, updated: dict[str, str], admins: dict[str, str], cloudformation: Any,
+                 profile: str | None) -> dict[str, list[dict[str, Any]]]:
+    """``{stack name: DescribeChangeSet Changes}`` of what deploying would change in the stacks ``updated`` (``{stack
+    name: construct ID}``, all deployed): the pinned CDK CLI creates their change sets without executing them, they
+    are read and deleted (:mod:`hyperpod_dpd.change_set`)."""
     from hyperpod_dpd import aws, change_set
 
     # --method=prepare-change-set: "creates a change set without executing it" (the pinned CLI's option table,
@@ -327,27 +328,107 @@ def _replacements(cdk_out: Path, updated: dict[str, str], admins: dict[str, str]
                             "be created (the CDK CLI's output above says which and why), so nothing was deployed. A "
                             "stack that imports a value a stack before it has not deployed yet cannot have one: "
                             "deploy that stack first (hyperpod-dpd deploy <stack>), then all")
-    found: list[change_set.Replacement] = []
-    with aws.aws_errors("reading the replacement check's change sets; cloudformation:DescribeChangeSet"):
-        for stack_name in updated:
-            found += change_set.replacements(stack_name, change_set.read(cloudformation, stack_name))
-    with aws.aws_errors("deleting the replacement check's change sets; cloudformation:DeleteChangeSet"):
-        change_set.discard(cloudformation, updated)
-    return found
+    changes: dict[str, list[dict[str, Any]]] = {}
+    try:
+        with aws.aws_errors("reading the replacement check's change sets; cloudformation:DescribeChangeSet"):
+            for stack_name in updated:
+                changes[stack_name] = change_set.read(cloudformation, stack_name)
+    finally:  # also when reading failed: a change set left behind could be executed by mistake
+        with aws.aws_errors("deleting the replacement check's change sets; cloudformation:DeleteChangeSet"):
+            change_set.discard(cloudformation, updated)
+    return changes
+
+
+def _allow_replace(values: list[str] | None, templates: dict[str, dict[str, Any]]) -> list[str]:
+    """``--allow-replace`` values, checked: ``all`` or the logical ID of a guarded resource of the assembly."""
+    from hyperpod_dpd import change_set
+
+    known = list(dict.fromkeys(lid for template in templates.values()
+                               for lid, r in (template.get("Resources") or {}).items()
+                               if change_set.guard_of(str(r.get("Type", "")), lid) is not None))
+    for value in values or []:
+        if value != change_set.ALLOW_ALL and value not in known:
+            raise UsageError(f"--allow-replace must be {change_set.ALLOW_ALL} or the logical ID of a resource the "
+                             f"replacement check guards ({', '.join(known)}), got {value!r}")
+    return list(values or [])
+
+
+def _check_replacements(found: list[Any], templates: dict[str, dict[str, Any]], cloudformation: Any,
+                        allow: list[str], ids: dict[str, str], selector: str) -> None:
+    """Refuse the deploy when ``found`` holds a replacement that ``allow`` does not allow, or one that the stacks
+    importing its exports make impossible (even when allowed); otherwise say what each allowed one does."""
+    from hyperpod_dpd import aws, change_set
+
+    held: dict[Any, list[str]] = {}
+    with aws.aws_errors("reading the stacks that import a replaced resource's exports; cloudformation:DescribeStacks"):
+        for r in found:
+            names = [n for n in change_set.importers(templates, r.stack, r.logical_id)
+                     if change_set.exists(cloudformation, n)]
+            if names:
+                held[r] = names
+    # A certain replacement (or removal) of an imported resource fails late and rolls back: refused even when allowed.
+    blocking = {r: names for r, names in held.items() if r.replacement == "True"}
+    if blocking:
+        raise CommandFailed(change_set.held_by_imports(blocking, {name: sid for sid, name in ids.items()}, selector))
+    refused = [r for r in found if not change_set.allowed(r, allow)]
+    if refused:
+        raise CommandFailed(change_set.refusal(refused))
+    for r in found:
+        then = ("it is deleted" if r.action == change_set.REMOVE else f"the old one is {r.guard.afterwards}")
+        if r in held:  # Conditional: it may not be replaced at all (the ChangeSource says why CloudFormation is unsure)
+            then += (f"; should CloudFormation replace it, the update fails while {', '.join(held[r])} import its "
+                     "exports, and rolls back")
+        print(f"--allow-replace: {r.describe()}; {then}", file=sys.stderr)
+
+
+def _refuse_during_deep_health_checks(config: Any, region: str, modified: tuple[str, ...]) -> None:
+    """The HyperPod stack's change set modifies the HyperPod cluster in place (an ``UpdateCluster``, which HyperPod
+    does not carry out as expected while deep health checks run: AWS HyperPod EKS deep health check page): refuse
+    while nodes are in them (:func:`hyperpod_dpd.preflight.check_deep_health_checks`)."""
+    from hyperpod_dpd import preflight
+
+    check = preflight.check_deep_health_checks(preflight.make_clients(region), config, modified=modified)
+    if check.status == "FAIL":
+        raise CommandFailed(f"{check.detail}. Nothing was deployed; fix: {check.fix}")
+    if check.status != "PASS":
+        print(f"note: {check.name} not checked: {check.detail}" + (f"; fix: {check.fix}" if check.fix else ""),
+              file=sys.stderr)
+
+
+def _old_clusters(found: list[Any], cloudformation: Any) -> list[tuple[Any, str | None, str]]:
+    """``(replacement, physical ID now, error)`` of each HyperPod cluster ``found`` replaces (a Modify with a
+    previous physical ID): ``now`` is ``None`` and ``error`` says why when it could not be read."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from hyperpod_dpd import change_set
+    from hyperpod_dpd.aws import explain
+
+    out: list[tuple[Any, str | None, str]] = []
+    for r in found:
+        if r.guard is not change_set.HYPERPOD_CLUSTER or not r.physical_id or r.action == change_set.REMOVE:
+            continue
+        try:
+            now = cloudformation.describe_stack_resource(StackName=r.stack, LogicalResourceId=r.logical_id)[
+                "StackResourceDetail"].get("PhysicalResourceId")
+        except (BotoCoreError, ClientError) as exc:
+            out.append((r, None, f"{explain(exc).code}: {explain(exc).message}"))
+            continue
+        out.append((r, now, ""))
+    return out
 
 
 def _delete_retained_clusters(found: list[Any], cloudformation: Any, region: str, yes: bool) -> None:
     """After a deploy with ``--allow-replace``: delete each HyperPod cluster the update replaced, which
     ``UpdateReplacePolicy: Retain`` left running, by its previous physical ID (its ARN; ``DeleteCluster`` takes
     the name or the ARN), asked once (``--yes`` answers)."""
-    from hyperpod_dpd import aws, change_set
+    from hyperpod_dpd import aws
 
-    for r in found:
-        if r.guard is not change_set.HYPERPOD_CLUSTER or not r.physical_id:
-            continue
-        with aws.aws_errors(f"reading {r.stack} {r.logical_id}; cloudformation:DescribeStackResource"):
-            now = cloudformation.describe_stack_resource(StackName=r.stack, LogicalResourceId=r.logical_id)[
-                "StackResourceDetail"].get("PhysicalResourceId")
+    for r, now, error in _old_clusters(found, cloudformation):
+        if error:
+            raise CommandFailed(f"reading {r.stack} {r.logical_id} failed ({error}; cloudformation:"
+                                f"DescribeStackResource): if the old HyperPod cluster {r.physical_id} was replaced, "
+                                f"delete it with: aws sagemaker delete-cluster --cluster-name {r.physical_id} "
+                                f"--region {region}")
         if now == r.physical_id:
             print(f"{r.stack}: {r.logical_id} was not replaced (Replacement {r.replacement}): nothing to delete")
             continue
@@ -357,6 +438,24 @@ def _delete_retained_clusters(found: list[Any], cloudformation: Any, region: str
         with aws.aws_errors(f"deleting the old HyperPod cluster {r.physical_id}; sagemaker:DeleteCluster"):
             aws.client("sagemaker", region).delete_cluster(ClusterName=r.physical_id)
         print(f"deleting the old HyperPod cluster {r.physical_id} (its nodes go with it)")
+
+
+def _report_retained_clusters(found: list[Any], cloudformation: Any, region: str) -> None:
+    """After a failed deploy with ``--allow-replace``: a HyperPod stack updated before another stack failed keeps
+    its new cluster, and ``UpdateReplacePolicy: Retain`` the old one running outside the stack. Say which, with the
+    command that deletes it (never deleted here: the deploy failed)."""
+    for r, now, error in _old_clusters(found, cloudformation):
+        hint = f"aws sagemaker delete-cluster --cluster-name {r.physical_id} --region {region}"
+        if error:
+            print(f"note: could not read {r.stack} {r.logical_id} ({error}): if the old HyperPod cluster "
+                  f"{r.physical_id} was replaced, it keeps running outside the stack; delete it with: {hint}",
+                  file=sys.stderr)
+        elif now != r.physical_id:
+            print(f"note: the old HyperPod cluster {r.physical_id} was replaced by {now} before the deploy failed and "
+                  f"keeps running, and billing, outside the stack; delete it with: {hint}", file=sys.stderr)
+        else:  # not replaced, or replaced and rolled back: CloudFormation removes what a failed update created [I]
+            print(f"note: {r.stack} {r.logical_id} is still {r.physical_id} (not replaced, or rolled back); see every "
+                  f"HyperPod cluster with: aws sagemaker list-clusters --region {region}", file=sys.stderr)
 
 
 def deploy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption = None,
@@ -369,17 +468,19 @@ def deploy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption
                                              "none. Default: the deployed one on an update, the caller of "
                                              "sts:GetCallerIdentity on the first deploy.",
                show_default=False)] = None,
-           allow_replace: Annotated[bool, typer.Option(
-               "--allow-replace", help="Deploy even when the change set replaces the HyperPod cluster, the EKS "
-                                       "cluster or the model bucket; then delete the old HyperPod cluster (asked "
-                                       "once).")] = False,
+           allow_replace: Annotated[list[str] | None, typer.Option(
+               "--allow-replace", metavar="RESOURCE|all",
+               help="Deploy even when the change set replaces (or removes) this guarded resource, by logical ID as "
+                    "the refusal names it (HyperPodCluster, the EKS cluster's, ModelBucket24FA8CA2; repeatable), or "
+                    "'all'; then delete the old HyperPod cluster (asked once).", show_default=False)] = None,
            region: DeploymentRegionOption = None, profile: ProfileOption = None,
            ) -> None:
     """Deploy the templates synthesized from THIS config (shows what and asks; --yes does not ask); write the
     outputs file next to them.
 
     Before it deploys a stack that exists, it reads the stack's change set and stops when the HyperPod cluster,
-    the EKS cluster or the model bucket would be replaced (--allow-replace: go ahead).
+    the EKS cluster or the model bucket would be replaced (--allow-replace RESOURCE: go ahead), and when an update
+    of the HyperPod cluster would meet running deep health checks.
     """
     from hyperpod_core.assembly import undeployable_line, with_upstream
     from hyperpod_dpd import aws, change_set
@@ -402,8 +503,10 @@ def deploy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption
     if blocked:
         raise CommandFailed(f"{blocked.replace('synthesize again', f'hyperpod-dpd synth {e.selector}')}")
     ids = _stack_ids(cdk_out)
+    every = _templates(cdk_out, list(ids))  # the whole assembly: the stacks that import a guarded resource's exports
+    allow = _allow_replace(allow_replace, every)
     chosen = with_upstream(cdk_out, selected if selected != ["--all"] else list(ids))
-    guarded = change_set.guarded_stacks(_templates(cdk_out, chosen))
+    guarded = change_set.guarded_stacks({ids[sid]: every[ids[sid]] for sid in chosen})
     by_name = {ids[sid]: sid for sid in chosen}
     state: dict[str, dict[str, Any] | None] = {}
     cloudformation = aws.client("cloudformation", home) if needed or guarded else None
@@ -420,15 +523,19 @@ def deploy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption
     confirm(f"deploy {len(deployed)} stacks of {e.config.name} to {home}?", yes=approve,
             command="hyperpod-dpd deploy", cancelled="nothing deployed")
     updated = {name: by_name[name] for name in guarded if state[name] is not None}  # a new stack replaces nothing
-    found = _replacements(cdk_out, updated, admins, cloudformation, profile) if updated else []
-    if found and not allow_replace:
-        raise CommandFailed(change_set.refusal(found))
-    for r in found:
-        print(f"--allow-replace: {r.describe()}; the old one is {r.guard.afterwards}", file=sys.stderr)
+    changes = _change_sets(cdk_out, updated, admins, cloudformation, profile) if updated else {}
+    found = [r for stack_name, cs in changes.items() for r in change_set.replacements(stack_name, cs)]
+    _check_replacements(found, every, cloudformation, allow, ids, e.selector)
+    modified = change_set.modified_properties(changes.get(ids.get(HYPERPOD_STACK, ""), []),
+                                              str(change_set.HYPERPOD_CLUSTER.logical_id))
+    if modified is not None:
+        _refuse_during_deep_health_checks(e.config, home, modified)
     if approve:
         args += ["--require-approval", "never"]
     rc = npx_cdk(args, profile)
     if rc:
+        if found:
+            _report_retained_clusters(found, cloudformation, home)
         raise CommandFailed(f"cdk deploy exited {rc}: its output above names the stack and the reason; a stack "
                             "whose update failed was rolled back, stacks deployed before it in this run stay "
                             f"deployed. See what differs now: hyperpod-dpd diff {e.selector}")
