@@ -21,9 +21,13 @@ When ``DescribeStacks`` itself fails, nothing is deleted:
 
 - :class:`StackStatusUnavailable` (throttled, a network error or a 5xx, after botocore's own retries) may clear
   up: the janitor tries again on its next poll until its deadline, then fails naming the error;
-- :class:`StackStatusRefused` (access denied, no such stack, an event without ``StackId``) will not clear up by
-  itself: the Delete fails at once with a message saying what to grant, or how to finish a stack deletion
-  without this cleanup.
+- :class:`StackStatusDenied` (access denied) may be IAM's eventual consistency: the handler's policy can be
+  seconds old when a failed first create rolls back and sends the Delete (IAM User Guide, "Troubleshoot IAM":
+  "Changes that I make are not always immediately visible"). The janitor treats it as transient until half its
+  deadline, then fails as for a refusal;
+- :class:`StackStatusRefused` (no such stack, an event without ``StackId``; access denied once it counts as
+  lasting) will not clear up by itself: the Delete fails with a message saying what to grant and, if this is a
+  stack deletion, how to finish it without this cleanup.
 
 Failing loudly is the choice that never deletes live resources during an update and never lets a stack deletion
 go on silently without the cleanup (the janitor's leftovers would then block the network stack's deletion). A
@@ -48,6 +52,8 @@ LOG = logging.getLogger(__name__)
 CLEANUP_STATUSES = frozenset({"DELETE_IN_PROGRESS", "ROLLBACK_IN_PROGRESS"})
 #: Error codes of a throttled call (CloudFormation answers ``Throttling``); worth trying again later.
 THROTTLING_CODES = frozenset({"Throttling", "ThrottlingException", "RequestLimitExceeded"})
+#: Error codes of a call IAM denied (CloudFormation answers ``AccessDenied``).
+DENIED_CODES = frozenset({"AccessDenied", "AccessDeniedException"})
 
 
 class StackStatusUnavailable(Exception):
@@ -57,6 +63,11 @@ class StackStatusUnavailable(Exception):
 class StackStatusRefused(RuntimeError):
     """``DescribeStacks`` was refused (access denied, no such stack) or the event names no stack. Nothing was
     deleted."""
+
+
+class StackStatusDenied(StackStatusRefused):
+    """``DescribeStacks`` was denied: lasting, or a policy too new to be visible yet (module docstring). Nothing
+    was deleted."""
 
 
 def stack_status(cloudformation: Any, stack_id: str) -> str:
@@ -75,7 +86,7 @@ def stack_status(cloudformation: Any, stack_id: str) -> str:
         message = f"DescribeStacks {stack_id}: {code} {error.get('Message', '')}".strip()
         if code in THROTTLING_CODES or http_status >= 500:
             raise StackStatusUnavailable(message) from err
-        raise StackStatusRefused(message) from err
+        raise (StackStatusDenied if code in DENIED_CODES else StackStatusRefused)(message) from err
     if not stacks:
         raise StackStatusRefused(f"DescribeStacks {stack_id}: no such stack")
     return str(stacks[0]["StackStatus"])
@@ -92,12 +103,14 @@ def may_clean_up(cloudformation: Any, event: dict[str, Any], *, skipped: str) ->
         status = stack_status(cloudformation, stack_id)
     except StackStatusRefused as err:
         logical_id = event.get("LogicalResourceId", "<logical id>")
-        raise StackStatusRefused(
+        # The same class (a denial stays a denial): the janitor tells a possibly passing one apart. The retain hint
+        # is for a stack deletion only: during an update, delete-stack would delete the whole stack.
+        raise type(err)(
             f"{err}. Nothing was deleted: {skipped} is deleted only while its stack is being deleted, and the "
             f"stack's status could not be read. Grant cloudformation:DescribeStacks on the stack to the handler's "
-            f"role and retry; or, to finish a stack deletion and keep what this resource would have deleted: "
-            f"aws cloudformation delete-stack --stack-name {stack_id or '<stack>'} --retain-resources "
-            f"{logical_id}") from err
+            f"role and retry; if this is a stack deletion, it can also be finished keeping what this resource "
+            f"would have deleted: aws cloudformation delete-stack --stack-name {stack_id or '<stack>'} "
+            f"--retain-resources {logical_id}") from err
     if status in CLEANUP_STATUSES:
         LOG.info("stack %s is %s: cleaning up %s", stack_id, status, skipped)
         return True

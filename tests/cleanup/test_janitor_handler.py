@@ -213,22 +213,54 @@ def _stubbed_cloudformation() -> tuple[Any, Stubber]:
 def test_a_refused_status_read_deletes_nothing_and_fails_the_delete_at_once(
         kube_api: FakeKubeApi, aws: dict[str, Any], live_endpoints: list[str], clock: FakeClock) -> None:
     """Fail safe and loud: without the status nothing may be deleted (it could be an update), and a stack deletion
-    must not go on without the cleanup (what the operator made would then block the network's deletion). The
-    message says what helps."""
+    must not go on without the cleanup (what the operator made would then block the network's deletion). A stack
+    that does not exist (``ValidationError``) will not appear later: the Delete fails at once. The message says
+    what helps."""
     cloudformation, stubber = _stubbed_cloudformation()
     stubber.add_client_error(
-        "describe_stacks", service_error_code="AccessDenied", http_status_code=403,
-        service_message="User: arn:aws:sts::123456789012:assumed-role/janitor/x is not authorized to perform: "
-                        "cloudformation:DescribeStacks", expected_params={"StackName": aws["stack_id"]})
+        "describe_stacks", service_error_code="ValidationError", http_status_code=400,
+        service_message=f"Stack with id {aws['stack_id']} does not exist",
+        expected_params={"StackName": aws["stack_id"]})
     with stubber, pytest.raises(StackStatusRefused) as failure:
         index.on_event(delete_event(aws["stack_id"]), factory=janitor_factory(kube_api, aws, clock), clock=clock,
                        cloudformation=cloudformation)
 
     assert _deletes(kube_api) == []
     message = str(failure.value)
-    assert "AccessDenied" in message and "Nothing was deleted" in message
+    assert "ValidationError" in message and "Nothing was deleted" in message
     assert "Grant cloudformation:DescribeStacks on the stack" in message
-    assert f"--stack-name {aws['stack_id']} --retain-resources {LOGICAL_ID}" in message
+    assert (f"if this is a stack deletion, it can also be finished keeping what this resource would have deleted: "
+            f"aws cloudformation delete-stack --stack-name {aws['stack_id']} --retain-resources "
+            f"{LOGICAL_ID}") in message
+
+
+def test_a_denied_status_read_is_retried_until_half_the_deadline(
+        kube_api: FakeKubeApi, aws: dict[str, Any], live_endpoints: list[str], clock: FakeClock) -> None:
+    """``AccessDenied`` may be a policy created seconds before (a failed first create rolls back at once) that IAM
+    does not show yet (IAM User Guide, "Troubleshoot IAM": "Changes that I make are not always immediately
+    visible"): the janitor tries again on each poll, deleting nothing, and fails with the refusal's message only
+    once half its deadline has passed. Fails on main, which failed the Delete at the first denial."""
+    cloudformation, stubber = _stubbed_cloudformation()
+    for _ in range(3):
+        stubber.add_client_error(
+            "describe_stacks", service_error_code="AccessDenied", http_status_code=403,
+            service_message="User: arn:aws:sts::123456789012:assumed-role/janitor/x is not authorized to perform: "
+                            "cloudformation:DescribeStacks", expected_params={"StackName": aws["stack_id"]})
+    factory = janitor_factory(kube_api, aws, clock)
+    with stubber:
+        event = {**delete_event(aws["stack_id"]), **index.on_event(
+            delete_event(aws["stack_id"]), factory=factory, clock=clock, cloudformation=cloudformation)}
+        started, deadline = float(event["Data"]["StartedAt"]), float(event["Data"]["Deadline"])
+        clock.now = started + (deadline - started) / 2 - 1
+        assert index.is_complete(event, factory=factory, clock=clock, cloudformation=cloudformation) == {
+            "IsComplete": False}
+        clock.now += 1
+        with pytest.raises(StackStatusRefused) as failure:
+            index.is_complete(event, factory=factory, clock=clock, cloudformation=cloudformation)
+
+    assert _deletes(kube_api) == []
+    assert "AccessDenied" in str(failure.value) and "Nothing was deleted" in str(failure.value)
+    assert f"--retain-resources {LOGICAL_ID}" in str(failure.value)
 
 
 def test_a_throttled_status_read_deletes_nothing_until_the_status_is_known(

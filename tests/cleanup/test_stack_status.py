@@ -17,16 +17,32 @@ from stack_fakes import DELETE_STATUSES, UPDATE_STATUSES, set_stack_status, stac
 
 from hyperpod_core.stack_status import (
     CLEANUP_STATUSES,
+    StackStatusDenied,
     StackStatusRefused,
     StackStatusUnavailable,
     may_clean_up,
 )
 
+#: What CloudFormation removes in a status in which it sends a custom resource Delete, as AWS describes each status
+#: (User Guide, "Stack status codes": https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/
+#: view-stack-events.html#cfn-console-view-stack-data-resources-status-codes). The whole stack: a cleanup may run.
+STACK_REMOVED = {
+    "DELETE_IN_PROGRESS": "Ongoing removal of one or more stacks",
+    "ROLLBACK_IN_PROGRESS": "removal ... after a failed stack creation",
+}
+#: Resources of a stack that stays: the Delete belongs to an update and must delete nothing live.
+RESOURCES_REMOVED_IN_AN_UPDATE = {
+    "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS": "removal of old resources ... after a successful stack update",
+    "UPDATE_ROLLBACK_COMPLETE_CLEANUP_IN_PROGRESS": "removal of new resources ... after a failed stack update",
+}
 
-def test_every_status_named_is_one_cloudformation_reports() -> None:
-    """A misspelt status would never match: each is a ``StackStatus`` value of the real service model."""
-    assert set(CLEANUP_STATUSES) == set(DELETE_STATUSES)
-    assert set(DELETE_STATUSES) | set(UPDATE_STATUSES) <= set(stack_statuses())
+
+def test_the_cleanup_statuses_are_the_ones_aws_describes_as_a_stack_going_away() -> None:
+    """Checked against AWS's descriptions (above) and the real service model's ``StackStatus`` enum (a misspelt
+    status would never match), not against a copy of the project's own constant."""
+    assert set(STACK_REMOVED) | set(RESOURCES_REMOVED_IN_AN_UPDATE) <= set(stack_statuses())
+    assert set(CLEANUP_STATUSES) == set(STACK_REMOVED)
+    assert set(UPDATE_STATUSES) <= set(stack_statuses())
 
 
 def test_only_a_stack_going_away_allows_a_cleanup(aws: dict[str, Any]) -> None:
@@ -44,7 +60,7 @@ def test_only_a_stack_going_away_allows_a_cleanup(aws: dict[str, Any]) -> None:
 @pytest.mark.parametrize(("code", "http_status", "error"), [
     ("Throttling", 400, StackStatusUnavailable),
     ("InternalFailure", 500, StackStatusUnavailable),
-    ("AccessDenied", 403, StackStatusRefused),
+    ("AccessDenied", 403, StackStatusDenied),  # a refusal the janitor may retry (IAM eventual consistency)
 ])
 def test_a_failed_status_read_is_transient_or_refused(aws: dict[str, Any], code: str, http_status: int,
                                                       error: type[Exception]) -> None:

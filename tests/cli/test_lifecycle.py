@@ -800,6 +800,12 @@ def test_the_guarded_resources_are_the_synthesized_ones(synthesized) -> None:
     assert (hyperpod["Type"], hyperpod["UpdateReplacePolicy"]) == ("AWS::SageMaker::Cluster", "Retain")
     assert (bucket["Type"], bucket["UpdateReplacePolicy"]) == ("AWS::S3::Bucket", "Retain")
     assert len(eks) == 1 and "UpdateReplacePolicy" not in eks[0]
+    # What a Remove does (DeletionPolicy; absent: Delete, User Guide "DeletionPolicy attribute"): the guard's
+    # removal_deletes. The bucket's Remove (model_bucket.existing_name) keeps it.
+    assert {g.logical_id or "eks": g.removal_deletes for g in change_set.GUARDED} == {
+        "HyperPodCluster": hyperpod.get("DeletionPolicy", "Delete") == "Delete",
+        "eks": eks[0].get("DeletionPolicy", "Delete") == "Delete",
+        "ModelBucket24FA8CA2": bucket.get("DeletionPolicy", "Delete") == "Delete"}
 
 
 OLD_CLUSTER = "arn:aws:sagemaker:us-west-2:123456789012:cluster/abcdef123456"

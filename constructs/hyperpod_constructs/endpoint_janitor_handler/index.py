@@ -5,8 +5,10 @@ A Delete cleans up only while the stack is being deleted (or a failed first crea
 read the stack's status first (``hyperpod_core.stack_status``). CloudFormation also sends Delete during an update
 (the janitor removed or replaced, its logical ID changed, a failed update that added it rolled back); then nothing
 is deleted, the skip is logged and the Delete succeeds (``is_complete``: ``IsComplete`` True). A status that
-cannot be read deletes nothing: throttling or a network error is retried on the next poll until the deadline, a
-refusal (access denied) fails the Delete at once with a message saying what helps.
+cannot be read deletes nothing: throttling or a network error is retried on the next poll until the deadline;
+access denied until half the deadline (a policy created seconds before, when a failed first create rolls back, may
+not be visible yet: IAM is eventually consistent), then it fails the Delete with a message saying what helps, as
+any other refusal (no such stack) does at once.
 
 In the stack's deletion, Delete asks Kubernetes to delete every InferenceEndpointConfig and JumpStartModel,
 then ``is_complete`` polls until the objects and the AWS resources the operator made for them are gone. Once no
@@ -38,7 +40,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from hyperpod_core.cleanup import AwsCaller, AwsUnavailable, Janitor, format_failure
 from hyperpod_core.eks.kube import HttpsTransport, KubeClient, KubeUnavailable
 from hyperpod_core.eks.token import get_token
-from hyperpod_core.stack_status import StackStatusUnavailable, may_clean_up
+from hyperpod_core.stack_status import StackStatusDenied, StackStatusUnavailable, may_clean_up
 
 LOG = logging.getLogger()
 LOG.setLevel(logging.INFO)
@@ -113,7 +115,7 @@ def on_event(event: dict[str, Any], context: Any = None, *, factory: JanitorFact
         result = janitor.request_deletion()
         endpoint_names, named = result.endpoint_names, result.named
         LOG.info("deletion requested for %d object(s): %s", len(result.requested), list(result.requested))
-    except TRANSIENT_ERRORS as err:
+    except (*TRANSIENT_ERRORS, StackStatusDenied) as err:  # denied: is_complete decides, by the half deadline
         LOG.warning("could not start the cleanup, is_complete retries it: %s", err)
     return {"PhysicalResourceId": physical_id, "Data": _data(started, props, endpoint_names, named)}
 
@@ -164,6 +166,11 @@ def is_complete(event: dict[str, Any], context: Any = None, *, factory: JanitorF
         if aws and now < deadline and (not objects or now >= delete_after):
             LOG.info("deleting %d AWS resource(s) the operator left", sum(x.deletable for x in aws))
             _, errors = janitor.delete(aws)
+    except StackStatusDenied as err:
+        if now < delete_after:  # perhaps a policy not visible yet; past half the budget it counts as lasting
+            LOG.warning("DescribeStacks denied, retrying on the next poll until half the deadline: %s", err)
+            return {"IsComplete": False}
+        raise
     except TRANSIENT_ERRORS as err:
         if now < deadline:
             LOG.warning("check failed, retrying on the next poll: %s", err)
