@@ -68,7 +68,14 @@ def bucket_key_belongs_to_an_existing_bucket(c: Config) -> None:
 def bucket_key_is_in_the_region(c: Config) -> None:
     """The bucket is in ``region`` (preflight checks it), and an S3 bucket's default encryption uses a KMS key of
     its own region (Amazon S3 User Guide, "Configuring default encryption": only KMS keys "available in the same
-    AWS Region as the bucket")."""
+    AWS Region as the bucket").
+
+    The key's account is deliberately not compared with ``Config.arn_accounts()``: S3 takes a key of another
+    account (S3 API Reference, ``ServerSideEncryptionByDefault.KMSMasterKeyID``, in botocore's S3 model: "If you are
+    using encryption with cross-account or Amazon Web Services service operations, you must use a fully qualified
+    KMS key ARN"), and docs/platform.md
+    ("Known limits") supports that case once the other account's key policy admits the readers. A key that is not
+    the bucket's is caught by preflight, which compares it with the bucket's default encryption."""
     arn = c.model_bucket.existing_kms_key_arn
     if arn is None:
         return
