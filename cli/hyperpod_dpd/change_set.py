@@ -143,11 +143,11 @@ def replacements(stack: str, changes: Iterable[Mapping[str, Any]]) -> list[Repla
         guard = guard_of(str(rc.get("ResourceType", "")), str(rc.get("LogicalResourceId", "")))
         if guard is None:
             continue
-        common = {"stack": stack, "logical_id": str(rc["LogicalResourceId"]),
-                  "physical_id": rc.get("PhysicalResourceId") or None, "guard": guard}
+        logical_id, physical_id = str(rc["LogicalResourceId"]), rc.get("PhysicalResourceId") or None
         if rc.get("Action") == REMOVE:  # no Replacement field: it is documented for the Modify action only
             if guard.removal_deletes:
-                found.append(Replacement(**common, replacement="True", properties=(), action=REMOVE))
+                found.append(Replacement(stack=stack, logical_id=logical_id, physical_id=physical_id, guard=guard,
+                                         replacement="True", properties=(), action=REMOVE))
             continue
         if rc.get("Replacement") not in REPLACING:
             continue
@@ -159,7 +159,8 @@ def replacements(stack: str, changes: Iterable[Mapping[str, Any]]) -> list[Repla
                 named = f"{name}: {_cause(detail)}" if _cause(detail) else str(name)
                 if named not in names:
                     names.append(named)
-        found.append(Replacement(**common, replacement=str(rc["Replacement"]), properties=tuple(names)))
+        found.append(Replacement(stack=stack, logical_id=logical_id, physical_id=physical_id, guard=guard,
+                                 replacement=str(rc["Replacement"]), properties=tuple(names)))
     return found
 
 
