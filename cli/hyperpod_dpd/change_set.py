@@ -225,6 +225,17 @@ def importers(templates: Mapping[str, Mapping[str, Any]], stack: str, logical_id
     return [name for name, template in templates.items() if name != stack and exported & _imports(template)]
 
 
+def importers_of(templates: Mapping[str, Mapping[str, Any]], r: Replacement) -> list[str]:
+    """:func:`importers` of what ``r`` replaces. A Remove's resource is no longer in the template: when its logical
+    ID changed, the resource of the same type that takes its place exports what it did (aws-cdk-lib names an export
+    after the logical ID, so the name changes and the old export is removed), and the same stacks import it."""
+    if r.action != REMOVE:
+        return importers(templates, r.stack, r.logical_id)
+    resources = (templates.get(r.stack) or {}).get("Resources") or {}
+    same_type = [lid for lid, res in resources.items() if res.get("Type") == r.guard.resource_type]
+    return list(dict.fromkeys(name for lid in same_type for name in importers(templates, r.stack, lid)))
+
+
 def held_by_imports(held: Mapping[Replacement, list[str]], ids: Mapping[str, str], selector: str) -> str:
     """One line (under the 500 characters an error line keeps): the replacements ``held`` (each with the deployed
     stacks that import its exports) cannot happen while those stacks exist, and the procedure. ``ids``: ``{stack

@@ -1009,6 +1009,11 @@ def test_the_exports_a_guarded_resource_feeds_are_found_in_the_templates(synthes
     assert sorted(change_set.importers(templates, "demo-cluster", "EksClusterB2BDED5B")) == [
         "demo-hyperpod", "demo-observability-addon", "demo-platform"]
     assert change_set.importers(templates, "demo-platform", "ModelBucket24FA8CA2") == []
+    # A Remove (the EKS cluster's logical ID changed): its successor's exports, imported by the same stacks.
+    removed = change_set.Replacement(stack="demo-cluster", logical_id="EksClusterOld0000", physical_id="demo-eks",
+                                     replacement="True", properties=(), guard=change_set.GUARDED[1], action="Remove")
+    assert sorted(change_set.importers_of(templates, removed)) == [
+        "demo-hyperpod", "demo-observability-addon", "demo-platform"]
 
 
 @pytest.mark.parametrize("allow", [[], ["--allow-replace", "HyperPodCluster"]], ids=["not-allowed", "allowed"])

@@ -362,8 +362,7 @@ def _check_replacements(found: list[Any], templates: dict[str, dict[str, Any]], 
     held: dict[Any, list[str]] = {}
     with aws.aws_errors("reading the stacks that import a replaced resource's exports; cloudformation:DescribeStacks"):
         for r in found:
-            names = [n for n in change_set.importers(templates, r.stack, r.logical_id)
-                     if change_set.exists(cloudformation, n)]
+            names = [n for n in change_set.importers_of(templates, r) if change_set.exists(cloudformation, n)]
             if names:
                 held[r] = names
     # A certain replacement (or removal) of an imported resource fails late and rolls back: refused even when allowed.
