@@ -33,7 +33,7 @@ from hyperpod_core import outputs, paths
 from hyperpod_core.config import Config, load_config
 from hyperpod_core.dist_layout import PLACEHOLDERS_README, DistLayout, placeholders_readme
 from hyperpod_core.errors import ConfigError, guarded
-from hyperpod_core.inputs import EndpointInputs, placeholders, resolve_inputs
+from hyperpod_core.inputs import EndpointInputs, placeholders, remedies, resolve_inputs
 
 OUTPUTS_ENV = "HYPERPOD_CDK_OUTPUTS"
 STAGED_MODEL_ENV = "HYPERPOD_STAGED_MODEL"
@@ -158,8 +158,7 @@ def main(argv: list[str] | None = None) -> None:
     inputs = resolve_inputs(config, outputs_file, staged_model_path(args.staged_model_file, outputs_file))
     missing = placeholders(inputs)
     if missing and args.require_outputs:
-        raise ConfigError(f"--require-outputs: {', '.join(missing)} unresolved; pass the file written by "
-                          f"cdk deploy --outputs-file {outputs.DEFAULT_OUTPUTS_FILE}")
+        raise ConfigError(f"--require-outputs: unresolved {'; '.join(remedies(missing))}")
     from hyperpod_k8s.endpoint.props import cold_start_notes, limit_notes
 
     for line in inputs.lines():
@@ -170,9 +169,9 @@ def main(argv: list[str] | None = None) -> None:
         print(f"wrote {path}")
     placed = layout(config, Path(args.outdir), inputs)
     if placed.unresolved:
-        print(f"note: not deployable yet: {', '.join(missing)} unresolved, so the endpoint, reference and benchmark "
-              f"manifests are in {placed.base}/ (see its {PLACEHOLDERS_README}); {placed.root}/endpoint/ is "
-              "written once the deploy outputs are passed", file=sys.stderr)
+        print(f"note: not deployable yet, so the endpoint, reference and benchmark manifests are in {placed.base}/ "
+              f"(see its {PLACEHOLDERS_README}); {placed.root}/endpoint/ is written once every value is resolved: "
+              f"{'; '.join(remedies(missing))}", file=sys.stderr)
     else:
         print(f"apply: kubectl apply -f {placed.endpoint_dir}/   (exactly one endpoint: {config.endpoint.apply}; the "
               f"other mode is in {placed.base / 'alternate'}/)", file=sys.stderr)

@@ -39,6 +39,7 @@ import yaml
 from rich.console import Console
 
 from hyperpod_analysis.report.results import DPD_PATH, METADATA, RUN_FILE, decode_log
+from hyperpod_core import environment
 from hyperpod_core.atomic import replace_dir
 from hyperpod_core.config import Config
 from hyperpod_core.dist_layout import PLACEHOLDERS, PLACEHOLDERS_README, DistLayout
@@ -227,6 +228,16 @@ def select(jobs: list[dict[str, Any]], only: list[str] | None) -> list[dict[str,
     return [j for j, n in zip(jobs, names, strict=True) if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
 
 
+def _unresolved(e: environment.Environment) -> str:
+    """What resolves the placeholders the environment's synth left, per value (:func:`hyperpod_core.inputs.remedy`),
+    then synthesize again."""
+    from hyperpod_core.inputs import placeholders, remedies, resolve_in_folder
+
+    missing = placeholders(resolve_in_folder(e.config, e.workdir))
+    again = f"hyperpod-dpd synth {e.selector}"
+    return f"{'; '.join(remedies(missing))}; then {again}" if missing else f"every value is resolved now: {again}"
+
+
 def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: KubeconfigOption = None,
           context: ContextOption = None, poll_seconds: PollOption = 10.0, ready_timeout: ReadyOption = 3600.0,
           only: OnlyOption = None, yes: YesOption = False, dry_run: DryRunOption = False) -> None:
@@ -241,7 +252,7 @@ def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: Kubeco
     layout = DistLayout.found(e.dist, name, c.endpoint.apply)
     if layout.unresolved:
         raise UsageError(f"{e.dist / PLACEHOLDERS}/ holds manifests with placeholders (see its {PLACEHOLDERS_README}): "
-                         "deploy with --outputs-file, synthesize again, then bench")
+                         f"{_unresolved(e)}, then bench")
     bench_docs = _docs(layout.benchmark_file)
     jobs = [d for d in bench_docs if d.get("kind") == "Job"]
     if not jobs:
