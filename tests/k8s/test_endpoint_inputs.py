@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 import pytest
 
@@ -132,8 +133,8 @@ def test_require_outputs_refuses_placeholders_before_synth(monkeypatch, tmp_path
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(main.OUTPUTS_ENV, raising=False)
-    with pytest.raises(ConfigError, match="--require-outputs: unresolved model_bucket_name, eks_cluster_arn: deploy "
-                                          "with --outputs-file cdk-outputs.json"):
+    with pytest.raises(ConfigError, match=re.escape("--require-outputs: unresolved model_bucket_name, eks_cluster_arn: "
+                                                    "deploy with --outputs-file cdk-outputs.json")):
         main.main(["--require-outputs", "--outdir", str(tmp_path / "dist")])
     assert not (tmp_path / "dist").exists()
 
