@@ -119,6 +119,15 @@ class DistLayout:
         return cls(root=root, name=name, applied=applied, unresolved=(root / PLACEHOLDERS).is_dir())
 
 
+def apply_commands(endpoint_dir: str) -> list[str]:
+    """The two ways to apply ``endpoint/``, each with when it fits. Whether an endpoint of another revision is live
+    cannot be known offline, and a new revision changes both roles' pod templates in place: a pool without a free node
+    keeps the new pod Pending while the old one holds the GPUs (the fourth review's defect 1)."""
+    return [f"kubectl apply -f {endpoint_dir}   # no endpoint live yet, or a spare node per pool",
+            f"kubectl delete -f {endpoint_dir} && kubectl apply -f {endpoint_dir}   # an endpoint of another "
+            "revision is live on every GPU: replace it (one cold start)"]
+
+
 def placeholders_readme(missing: list[str]) -> str:
     """Why ``placeholders/`` exists and, per unresolved value, what resolves it (:func:`hyperpod_core.inputs.remedy`:
     the deploy outputs for the values only ``cdk deploy`` knows, ``stage-model`` or ``model.revision`` for the

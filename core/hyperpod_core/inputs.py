@@ -330,7 +330,7 @@ def remedy(name: str) -> str:
     ``stage-model`` or ``model.revision``; every other value from the deploy outputs."""
     if name == "model_revision":
         return REVISION_REMEDY
-    return f"deploy with --outputs-file {outputs.DEFAULT_OUTPUTS_FILE} (then synthesize again)"
+    return f"deploy with --outputs-file {outputs.DEFAULT_OUTPUTS_FILE}"
 
 
 def remedies(missing: list[str]) -> list[str]:

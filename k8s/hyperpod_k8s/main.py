@@ -31,7 +31,7 @@ from pathlib import Path
 
 from hyperpod_core import outputs, paths
 from hyperpod_core.config import Config, load_config
-from hyperpod_core.dist_layout import PLACEHOLDERS_README, DistLayout, placeholders_readme
+from hyperpod_core.dist_layout import PLACEHOLDERS_README, DistLayout, apply_commands, placeholders_readme
 from hyperpod_core.errors import ConfigError, guarded
 from hyperpod_core.inputs import EndpointInputs, placeholders, remedies, resolve_inputs
 
@@ -173,8 +173,10 @@ def main(argv: list[str] | None = None) -> None:
               f"(see its {PLACEHOLDERS_README}); {placed.root}/endpoint/ is written once every value is resolved: "
               f"{'; '.join(remedies(missing))}", file=sys.stderr)
     else:
-        print(f"apply: kubectl apply -f {placed.endpoint_dir}/   (exactly one endpoint: {config.endpoint.apply}; the "
-              f"other mode is in {placed.base / 'alternate'}/)", file=sys.stderr)
+        print(f"apply: exactly one endpoint ({config.endpoint.apply}; the other mode is in "
+              f"{placed.base / 'alternate'}/), one of:", file=sys.stderr)
+        for line in apply_commands(f"{placed.endpoint_dir}/"):
+            print(f"  {line}", file=sys.stderr)
     _show_to_cdk8s_cli(Path(args.outdir))
 
 

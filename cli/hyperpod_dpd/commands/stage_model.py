@@ -166,18 +166,11 @@ def stage_model(
     else:
         print(_record(e, bucket, base, body, len(files)))
     print(f"next: hyperpod-dpd synth {e.selector}   (the manifests then carry revision {rev})")
-    for line in apply_steps(f"{e.dist}/endpoint/"):
+    from hyperpod_core.dist_layout import apply_commands
+
+    for line in apply_commands(f"{e.dist}/endpoint/"):
         print(f"      {line}")
     print(f"      hyperpod-dpd stage-model --verify {e.selector}   (any time)")
-
-
-def apply_steps(endpoint_dir: str) -> list[str]:
-    """The two ways to apply manifests of a new revision, each with when it fits: whether an endpoint of another
-    revision is live is not known offline, and a new revision changes both roles' pod templates in place (with no
-    free GPU in a pool, its new pod stays Pending while the old one holds the GPUs)."""
-    return [f"kubectl apply -f {endpoint_dir}   # no endpoint live yet, or a spare node per pool",
-            f"kubectl delete -f {endpoint_dir} && kubectl apply -f {endpoint_dir}   # an endpoint of another "
-            "revision is live on every GPU: replace it (one cold start)"]
 
 
 def _record(e: environment.Environment, bucket: str, s3_prefix: str, body: bytes, files: int) -> str:
