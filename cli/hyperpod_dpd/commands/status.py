@@ -17,7 +17,8 @@ Sources of each row:
   (``shared/reference/operations.md``). Pods are those their Deployment's own selector picks
   (:mod:`hyperpod_dpd.kube`), never those whose name starts like the endpoint's.
 * Skew: per role the image, ``--model`` and pod template (``pod-template-hash``, ``deployment.kubernetes.io/revision``)
-  of its pods, and whether prefill and decode differ (:mod:`hyperpod_dpd.skew`).
+  of its pods, and whether prefill and decode differ (:mod:`hyperpod_dpd.skew`); what cannot be compared is a
+  warning, never a match. Revision: the applied ``--model`` against the manifest the environment's synth wrote.
 * Cold start (operator v3.3): ``status.imageCacheStatus`` (``state``, ``readyNodes``/``targetNodes``, ``message``)
   and the ``status`` of the operator's ModelWeightsCacheConfig (``shared/crds/v3.3``).
 * KV path: each worker's start-up and recent log lines (:func:`hyperpod_dpd.dpd_logs.efa_findings`): ``pd_role``,
