@@ -129,16 +129,37 @@ def routing_decision(line: str) -> tuple[int, int, bool] | None:
     return int(m.group("estimated")), int(m.group("threshold")), m.group("disaggregate") == "True"
 
 
-def classify(line: str, *, pd_buffer_size_bytes: int | None = None) -> Finding | None:
-    """The signature in ``line``, if any, with its meaning and fix."""
+#: What a full receive buffer means while prefill and decode run different ``--model`` values: the decoder's keys
+#: never match the KV prefill pushed, so it is never retrieved, hence never freed (LMCache 0.4.3 frees a PD entry on
+#: retrieve, ``lmcache/v1/cache_engine.py:859-863``), and the PD backend never evicts
+#: (``lmcache/v1/storage_backend/pd_backend.py:283``, "no eviction and busy_loop in PD"): it busy-loops on
+#: ``Failed to allocate memory object, retrying...`` (``:536-543``) and transfers stall.
+SKEW_ALLOC_MEANING: Final = ("the decoder's PD buffer is full of KV it never reads: prefill and decode run different "
+                             "--model values (the 'prefill/decode skew' row of 'hyperpod-dpd status'), so the "
+                             "decoder's keys never match what prefill sends, LMCache 0.4.3 never evicts it, and "
+                             "transfers stall while the decoder recomputes")
+SKEW_ALLOC_FIX: Final = ("put both roles on one revision: kubectl delete -f dist/endpoint/ && kubectl apply -f "
+                         "dist/endpoint/ (or restart both roles on one revision); a larger buffer only delays this")
+
+
+def alloc_finding(*, pd_buffer_size_bytes: int | None = None, model_skew: bool = False) -> Finding:
+    """``Failed to allocate memory object``: the receive buffer is too small, or, while the roles run different
+    ``--model`` values (``model_skew``), full of KV the decoder never reads."""
+    if model_skew:
+        return Finding(severity="error", signature=_ALLOC_FAILED, meaning=SKEW_ALLOC_MEANING, fix=SKEW_ALLOC_FIX)
+    now = f" (now {pd_buffer_size_bytes / (1 << 30):g} GiB)" if pd_buffer_size_bytes else ""
+    return Finding(severity="error", signature=_ALLOC_FAILED,
+                   meaning="the decoder's KV receive buffer (PD_BUFFER_SIZE) is too small",
+                   fix=f"raise endpoint.pd_buffer_size_bytes{now} to 16 or 32 GiB and lower "
+                       "endpoint.gpu_memory_utilization with it (the buffer sits outside vLLM's share: 32 GiB on "
+                       "an 80 GB H100 needs <= 0.56; synth names the limit), re-synthesize and re-apply")
+
+
+def classify(line: str, *, pd_buffer_size_bytes: int | None = None, model_skew: bool = False) -> Finding | None:
+    """The signature in ``line``, if any, with its meaning and fix (``model_skew``: :func:`alloc_finding`)."""
     text = strip_ansi(line)
     if _ALLOC_FAILED in text:
-        now = f" (now {pd_buffer_size_bytes / (1 << 30):g} GiB)" if pd_buffer_size_bytes else ""
-        return Finding(severity="error", signature=_ALLOC_FAILED,
-                       meaning="the decoder's KV receive buffer (PD_BUFFER_SIZE) is too small",
-                       fix=f"raise endpoint.pd_buffer_size_bytes{now} to 16 or 32 GiB and lower "
-                           "endpoint.gpu_memory_utilization with it (the buffer sits outside vLLM's share: 32 GiB on "
-                           "an 80 GB H100 needs <= 0.56; synth names the limit), re-synthesize and re-apply")
+        return alloc_finding(pd_buffer_size_bytes=pd_buffer_size_bytes, model_skew=model_skew)
     transfer = parse_transfer(text)
     if transfer is not None:
         return transfer_finding(transfer)
@@ -334,11 +355,13 @@ def _missing_plugin_finding(backend: str) -> Finding:
 
 
 def efa_findings(role: Literal["prefill", "decode"], lines: list[str], *,
-                 pd_buffer_size_bytes: int | None = None) -> list[Finding]:
+                 pd_buffer_size_bytes: int | None = None, model_skew: bool = False) -> list[Finding]:
     """What one worker pod's log says about the KV path: its ranks' ``pd_role``, the NIXL transport, the per-rank
     transfer rates against the 1 GB/s "not on EFA" line, and ``Retrieved 0 out of N`` with its likely cause.
 
     ``lines`` are the pod's start-up lines (for the set-up) and its recent lines (for the transfers) together.
+    ``model_skew``: the roles run different ``--model`` values (``status`` found it), which is then the cause a full
+    receive buffer and recomputed prompts point at (:func:`alloc_finding`).
     """
     findings: list[Finding] = []
     expected = EXPECTED_PD_ROLE[role]
@@ -409,18 +432,23 @@ def efa_findings(role: Literal["prefill", "decode"], lines: list[str], *,
                                     meaning=f"every rank received KV above the {EFA_MIN_GBPS:g} GB/s EFA line"))
         if empty:
             findings.append(_empty_retrieval_finding(empty, lines, on_ucx=on_ucx,
-                                                     pd_buffer_size_bytes=pd_buffer_size_bytes))
+                                                     pd_buffer_size_bytes=pd_buffer_size_bytes, model_skew=model_skew))
+        elif model_skew and allocation_failures(lines):
+            findings.append(alloc_finding(model_skew=True))
     return findings
 
 
 def _empty_retrieval_finding(count: int, lines: list[str], *, on_ucx: bool,
-                             pd_buffer_size_bytes: int | None) -> Finding:
+                             pd_buffer_size_bytes: int | None, model_skew: bool = False) -> Finding:
     """``Retrieved 0 out of N``, with the cause the rest of the log points at first."""
     if on_ucx:
         cause, fix = "the transport is UCX, which fails the cross-node handshake on EFA", LIBFABRIC_FIX
+    elif model_skew:
+        cause, fix = SKEW_ALLOC_MEANING.replace("the decoder's PD buffer is full of KV it never reads: ", ""), \
+            SKEW_ALLOC_FIX
     elif allocation_failures(lines):
-        buffer = classify(_ALLOC_FAILED, pd_buffer_size_bytes=pd_buffer_size_bytes)
-        cause, fix = "the receive buffer was full ('Failed to allocate memory object')", buffer.fix if buffer else ""
+        buffer = alloc_finding(pd_buffer_size_bytes=pd_buffer_size_bytes)
+        cause, fix = "the receive buffer was full ('Failed to allocate memory object')", buffer.fix
     else:
         cause = ("the prefiller did not send (its log shows why), or the two roles hash prompts differently "
                  "(PYTHONHASHSEED, image or model path differ)")

@@ -10,9 +10,14 @@ One place turns client failures into one-line :class:`KubeFailure` messages with
 Object names come from :mod:`hyperpod_core.names`.
 
 Pods are read through the ``spec.selector`` of the Deployment that runs them (a role's, the router's, the
-operator's), never by a name prefix: ``prefill-llama-`` also starts the pods of endpoint ``llama-3-3-70b``. Each
-role pod carries what the skew guard (:mod:`hyperpod_dpd.skew`) compares: the image and ``--model`` of its vLLM
-container and its ``pod-template-hash``.
+operator's), never by a name prefix: ``prefill-llama-`` also starts the pods of endpoint ``llama-3-3-70b``. A role's
+pods take two more guards, since a selector alone may overlap another Deployment's (the operator's selectors are
+unpublished [I]): the published role label ``inference.sagemaker.aws.amazon.com/dpd-role=<role>`` (AWS DPD guide and
+ML blog, ``shared/reference/operator.md`` section (e): the operator sets it on the prefill and decode pods) joins the
+selector, and only pods owned (``ownerReferences``) by a ReplicaSet the role's Deployment owns count (Kubernetes
+docs, "Deployments": a Deployment owns its ReplicaSets, a ReplicaSet its pods). Each role pod carries what the skew
+guard (:mod:`hyperpod_dpd.skew`) compares: the image, ``--model`` and ``--served-model-name`` of its vLLM container
+and its ``pod-template-hash``.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from hyperpod_core.names import (
     OPERATOR_DEPLOYMENTS,
     OPERATOR_NAMESPACE,
     PLURAL,
+    ROLE_LABEL,
     ROUTER_CONTAINER,
     VERSION,
     EndpointNames,
@@ -73,7 +79,10 @@ class PodTarget:
     image: str = ""
     """The container's image in the pod spec ("" when the pod has no such container)."""
     model: str = ""
-    """vLLM's ``--model`` on the container's command line: the model path (:func:`model_arg`)."""
+    """The model vLLM serves, from the container's command line: the model path (:func:`model_arg`); "" when it
+    cannot be read (unknown, never a match)."""
+    served_name: str = ""
+    """vLLM's ``--served-model-name`` (its first value): the name clients send; "" when there is none."""
     template_hash: str = ""
     """The pod's ``pod-template-hash`` label: which pod template of its Deployment it runs."""
     terminating: bool = False
@@ -337,21 +346,53 @@ def label_selector(selector: Any) -> str:
     return ",".join(terms)
 
 
-def model_arg(container: Any) -> str:
-    """vLLM's ``--model`` on a container's command line (``command``, then ``args``; the last one wins, as
-    argparse takes it), "" when there is none. Whether the operator passes ``worker.args`` as the container's
-    ``args`` or inside a shell line is unpublished [I]: an element with blanks is split as a shell would."""
+def _argv(container: Any) -> list[str]:
+    """The container's command line, ``command`` then ``args``. Whether the operator passes ``worker.args`` as the
+    container's ``args`` or inside a shell line is unpublished [I]: an element with blanks is split as a shell
+    would."""
     argv: list[str] = []
     for item in [*(container.command or []), *(container.args or [])]:
         try:
             argv += shlex.split(item) if any(c.isspace() for c in item) else [item]
         except ValueError:  # unbalanced quotes: not a shell line after all
             argv.append(item)
+    return argv
+
+
+def model_arg(container: Any) -> str:
+    """The model vLLM serves, from a container's command line; "" when it cannot be read.
+
+    vLLM's ``serve`` subcommand takes the model as a positional ``model_tag`` that wins over ``--model``
+    (``vllm/entrypoints/cli/serve.py``, ``ServeSubcommand.cmd``: "If model is specified in CLI (as positional arg), it
+    takes precedence", ``args.model = args.model_tag``): the token right after ``serve`` when it is not an option.
+    Else the last ``--model`` (argparse keeps the last of a repeated option). A positional placed after options is
+    not told apart from an option's value without vLLM's parser [I]: the operator's command line is unpublished."""
+    return model_of_argv(_argv(container))
+
+
+def model_of_argv(argv: list[str]) -> str:
+    """:func:`model_arg` of a command line given as a list (a container's, or ``worker.args`` of a manifest)."""
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "serve" and not argv[i + 1].startswith("-"):
+            return argv[i + 1]
     found = ""
     for i, arg in enumerate(argv):
         if arg == "--model" and i + 1 < len(argv):
             found = argv[i + 1]
         elif arg.startswith("--model="):
+            found = arg.split("=", 1)[1]
+    return found
+
+
+def served_name_arg(container: Any) -> str:
+    """The first value of vLLM's ``--served-model-name`` (the name clients send; vLLM 0.19 ``ModelConfig.
+    served_model_name``: "the model name(s) used in the API"), "" when the command line has none."""
+    argv = _argv(container)
+    found = ""
+    for i, arg in enumerate(argv):
+        if arg == "--served-model-name" and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+            found = argv[i + 1]
+        elif arg.startswith("--served-model-name="):
             found = arg.split("=", 1)[1]
     return found
 
@@ -380,8 +421,22 @@ def _target(pod: Any, namespace: str, container: str) -> PodTarget:
     return PodTarget(namespace=namespace, pod=pod.metadata.name, container=container, ready=pod_ready(pod),
                      image=(spec.image or "") if spec is not None else "",
                      model=model_arg(spec) if spec is not None else "",
+                     served_name=served_name_arg(spec) if spec is not None else "",
                      template_hash=(pod.metadata.labels or {}).get(POD_TEMPLATE_HASH, ""),
                      terminating=pod.metadata.deletion_timestamp is not None)
+
+
+def role_selector(selector: str, role: Role) -> str:
+    """The role Deployment's ``selector`` with the published role label added (module docstring), unless the selector
+    names that label already."""
+    return selector if ROLE_LABEL in selector else f"{selector},{ROLE_LABEL}={role}"
+
+
+def _owned_by(meta: Any, kind: str, names: dict[str, str]) -> bool:
+    """``meta``'s ``ownerReferences`` name an object of ``kind`` among ``names`` (name -> uid; a uid is compared when
+    both sides have one)."""
+    return any(r.kind == kind and r.name in names and (not r.uid or not names[r.name] or r.uid == names[r.name])
+               for r in meta.owner_references or [])
 
 
 class Kube:
@@ -449,34 +504,42 @@ class Kube:
         return owned or same_model
 
     def role_workers(self, names: EndpointNames, role: Role) -> RoleWorkers:
-        """The role's Deployment (``<role>-<iec>``), its revision, the revision of each of its pod templates (its
-        ReplicaSets) and its pods (selected by the Deployment's own selector)."""
+        """The role's Deployment (``<role>-<iec>``), its revision, the revision of each of its pod templates (the
+        ReplicaSets it owns) and its pods (:meth:`_role`)."""
+        deployment = names.role_deployment(role)
+        found = self._role(names, role)
+        if found is None:
+            return RoleWorkers(role=role, deployment=deployment, found=False, revision="", revisions={}, pods=[])
+        d, sets, pods = found
+        revisions = {(rs.metadata.labels or {}).get(POD_TEMPLATE_HASH, ""):
+                     (rs.metadata.annotations or {}).get(REVISION_ANNOTATION, "") for rs in sets}
+        return RoleWorkers(role=role, deployment=deployment, found=True,
+                           revision=((d.metadata.annotations or {}).get(REVISION_ANNOTATION, "")),
+                           revisions=revisions, pods=pods)
+
+    def role_pods(self, names: EndpointNames, role: Role) -> list[PodTarget]:
+        """The pods of the role's Deployment ``<role>-<iec>`` (:meth:`_role`); none while it does not exist."""
+        found = self._role(names, role)
+        return found[2] if found is not None else []
+
+    def _role(self, names: EndpointNames, role: Role) -> tuple[Any, list[Any], list[PodTarget]] | None:
+        """Deployment ``<role>-<iec>``, the ReplicaSets it owns, and their pods that its selector and the role label
+        select (module docstring), sorted by name; ``None`` when the Deployment does not exist."""
         deployment = names.role_deployment(role)
         found = self._deployment(names.namespace, deployment)
         if found is None:
-            return RoleWorkers(role=role, deployment=deployment, found=False, revision="", revisions={}, pods=[])
+            return None
         d, selector = found
-        pods = [_target(p, names.namespace, names.container(role)) for p in self._selected_pods(names.namespace,
-                                                                                                 selector)]
-        sets = self.apps.list_namespaced_replica_set(names.namespace, label_selector=selector,
-                                                     _request_timeout=REQUEST_TIMEOUT).items if selector else []
-        revisions = {}
-        for rs in sets:
-            meta = rs.metadata
-            if any(r.kind == "Deployment" and r.name == deployment for r in meta.owner_references or []):
-                revisions[(meta.labels or {}).get(POD_TEMPLATE_HASH, "")] = \
-                    (meta.annotations or {}).get(REVISION_ANNOTATION, "")
-        return RoleWorkers(role=role, deployment=deployment, found=True,
-                           revision=((d.metadata.annotations or {}).get(REVISION_ANNOTATION, "")),
-                           revisions=revisions, pods=sorted(pods, key=lambda t: t.pod))
-
-    def role_pods(self, names: EndpointNames, role: Role) -> list[PodTarget]:
-        """The pods of the role's Deployment ``<role>-<iec>``, by its own selector; none while it does not exist."""
-        found = self._deployment(names.namespace, names.role_deployment(role))
-        if found is None:
-            return []
-        return sorted((_target(p, names.namespace, names.container(role))
-                       for p in self._selected_pods(names.namespace, found[1])), key=lambda t: t.pod)
+        if not selector:
+            return d, [], []
+        sets = [rs for rs in self.apps.list_namespaced_replica_set(names.namespace, label_selector=selector,
+                                                                    _request_timeout=REQUEST_TIMEOUT).items
+                if _owned_by(rs.metadata, "Deployment", {deployment: d.metadata.uid or ""})]
+        owned = {rs.metadata.name: rs.metadata.uid or "" for rs in sets}
+        pods = [_target(p, names.namespace, names.container(role))
+                for p in self._selected_pods(names.namespace, role_selector(selector, role))
+                if _owned_by(p.metadata, "ReplicaSet", owned)]
+        return d, sets, sorted(pods, key=lambda t: t.pod)
 
     def app_pods(self, names: EndpointNames) -> list[PodTarget]:
         """Pods labelled ``app=<iec>`` (a colocated endpoint's); the container is the endpoint's name (I)."""

@@ -1,10 +1,13 @@
 """Do prefill and decode serve one model with one engine? The skew guard of ``status`` and ``smoke``.
 
 Prefill and decode are two Deployments that roll independently: the InferenceEndpointConfig has no rollout
-control, and nothing couples the two (``shared/reference/review-4/k8s-review.md``, defect 1). While they differ,
-the decoder continues KV caches that another model or engine computed. LMCache keys the cache on vLLM's
-``--model`` (the same review, defect 2), so a same-shape model or revision gives plausible but wrong
-continuations, and another vLLM or LMCache build may not read the transfer at all.
+control, and nothing couples the two (``shared/reference/review-4/k8s-review.md``, defect 1). LMCache keys the cache
+on vLLM's ``--model`` (the same review, defect 2): while the roles run different ``--model`` values the decoder
+never finds the keys prefill sends, recomputes every prompt, and the KV prefill pushed stays in the decoder's PD
+buffer, which LMCache 0.4.3 never evicts (``lmcache/v1/storage_backend/pd_backend.py:283``, "no eviction and
+busy_loop in PD"; an entry is freed only when the decoder retrieves it, ``lmcache/v1/cache_engine.py:859-863``):
+the buffer fills and transfers stall on ``Failed to allocate memory object, retrying...`` (``pd_backend.py:536-543``).
+Another vLLM or LMCache build may not read the transfer at all.
 
 Three findings, from each role's Deployment (:class:`hyperpod_dpd.kube.RoleWorkers`):
 
@@ -16,7 +19,9 @@ Three findings, from each role's Deployment (:class:`hyperpod_dpd.kube.RoleWorke
   the old one holds.
 
 Image and model compare Ready pods, the ones that serve. A rollout counts every pod that is not terminating: a
-new pod that is not Ready yet is the rollout that is not finished.
+new pod that is not Ready yet is the rollout that is not finished. What cannot be compared is said, never taken for
+a match (:func:`uncompared`): a role whose Deployment is not found, a role without a Ready pod, a Ready pod whose
+model cannot be read from its command line.
 """
 
 from __future__ import annotations
@@ -59,23 +64,24 @@ def templates(w: RoleWorkers) -> list[dict[str, Any]]:
 
 
 def summary(w: RoleWorkers) -> dict[str, Any]:
-    """What the role runs, for ``--json``: Deployment and revision, the images and model paths of its live pods,
-    and its pod templates."""
+    """What the role runs, for ``--json``: Deployment and revision, the images, model paths and served names of its
+    live pods, and its pod templates."""
     live = _live(w)
     return {"deployment": w.deployment, "found": w.found, "revision": w.revision,
             "images": sorted({p.image for p in live}), "models": sorted({p.model for p in live}),
+            "served_names": sorted({p.served_name for p in live if p.served_name}),
             "templates": templates(w)}
 
 
 def describe(w: RoleWorkers) -> str:
     """One line: ``image X, model Y, revision 3 (5c9d8f7b6d): 1/1 Ready``."""
     if not w.found:
-        return f"no Deployment {w.deployment} yet"
+        return f"Deployment {w.deployment} not found [I: the operator's name for it]"
     live = _live(w)
     if not live:
         return f"Deployment {w.deployment} revision {w.revision or '?'}: no pod"
     images = ", ".join(sorted({p.image or "(no image)" for p in live}))
-    models = ", ".join(sorted({p.model or "(no --model)" for p in live}))
+    models = ", ".join(sorted({p.model or "(model unknown)" for p in live}))
     parts = "; ".join(f"{_template(w, t['pod_template_hash'])}: {t['ready']}/{t['pods']} Ready" for t in templates(w))
     return f"image {images}, model {models}, {parts}"
 
@@ -93,7 +99,8 @@ def findings(workers: dict[Role, RoleWorkers]) -> list[Finding]:
     ready = {role: [p for p in _live(workers[role]) if p.ready] for role in ROLES if role in workers}
     out = [f for f in (
         _differs("image", "image", {r: {p.image or "(no image)" for p in pods} for r, pods in ready.items()}),
-        _differs("model", "model path (--model)", {r: {p.model or "(no --model)" for p in pods}
+        # An unreadable model ("") is unknown, never equal to another unknown: uncompared() says so.
+        _differs("model", "model path (--model)", {r: {p.model for p in pods if p.model}
                                                    for r, pods in ready.items()}),
     ) if f is not None]
     for role in ROLES:
@@ -112,4 +119,23 @@ def findings(workers: dict[Role, RoleWorkers]) -> list[Finding]:
             out.append(Finding(kind="rollout", role=role, message=f"{role} rollout in progress: its pods run "
                                                                   f"revision {running}, Deployment {w.deployment} "
                                                                   f"is at revision {w.revision}"))
+    return out
+
+
+def uncompared(workers: dict[Role, RoleWorkers]) -> list[str]:
+    """Why prefill and decode cannot be compared, one reason each; none when every role has a Deployment and Ready
+    pods whose model is read. A role missing from ``workers`` counts as not found."""
+    out = []
+    for role in ROLES:
+        w = workers.get(role)
+        if w is None or not w.found:
+            name = w.deployment if w is not None else f"{role}-<iec>"
+            out.append(f"Deployment {name} not found [I: the operator's name for it]")
+            continue
+        ready = [p for p in _live(w) if p.ready]
+        if not ready:
+            out.append(f"no Ready {role} pod")
+        unknown = [p.pod for p in ready if not p.model]
+        if unknown:
+            out.append(f"the model of {role} pod {', '.join(unknown)} cannot be read from its vLLM command line")
     return out

@@ -2,9 +2,13 @@
 
 Facts (``/work/shared/reference/operations.md``, "Model staging"):
 
-* the operator mounts ``s3://<bucket>/<model.s3_prefix>`` through the S3 CSI driver; the folder's contents
-  (``config.json``, tokenizer files, ``*.safetensors``, ``model.safetensors.index.json``) sit directly under
-  the prefix;
+* the operator mounts the InferenceEndpointConfig's ``s3://<bucket>/<modelLocation>`` through the S3 CSI driver;
+  the folder's contents (``config.json``, tokenizer files, ``*.safetensors``, ``model.safetensors.index.json``) sit
+  directly under it. That location is content-addressed (:mod:`hyperpod_core.staged_model`):
+  ``<model.s3_prefix><revision>/``, the revision derived from the manifest, which is computed from the local files
+  *before* anything is uploaded. Staging other weights therefore writes under another prefix and never changes what
+  a pod of an applied revision mounts when it restarts or scales out; staging the same weights again finds every
+  object in place (``model.revision`` in the config instead names the location ``model.s3_prefix`` itself);
 * multipart: 64 MiB parts (a 5 GB shard in 80 parts; s3transfer's default is 8 MiB, 600 parts) and 16 parts in
   flight across the files. The upload is created with ``ChecksumAlgorithm=CRC64NVME, ChecksumType=FULL_OBJECT``,
   every part carries its CRC64NVME, and ``CompleteMultipartUpload`` passes the whole file's: S3 computes the checksum
@@ -23,8 +27,9 @@ Facts (``/work/shared/reference/operations.md``, "Model staging"):
 
 A manifest of SHA-256 (the digest Hugging Face records for every LFS file) and CRC64NVME per file is written
 beside the weights as :data:`MANIFEST_NAME`, last, so its presence means the upload completed. ``--verify`` compares
-every object with it (size and the CRC64NVME S3 stores, printed) and lists the objects under the prefix that it does
-not name (the S3 CSI mount shows them to vLLM too).
+every object with it (size and the CRC64NVME S3 stores, printed), checks that the manifest's digest is the revision
+its prefix names, and lists the objects under the prefix that it does not name (the S3 CSI mount shows them to vLLM
+too).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import datetime as dt
 import hashlib
 import json
 import queue
+import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -513,10 +519,39 @@ def manifest_body(files: list[LocalFile]) -> bytes:
     return (json.dumps(manifest(files), indent=2) + "\n").encode()
 
 
-def write_manifest(s3: Any, bucket: str, prefix: str, files: list[LocalFile]) -> str:
+def write_manifest(s3: Any, bucket: str, prefix: str, files: list[LocalFile]) -> tuple[str, bool]:
+    """The manifest object under ``prefix`` (its SHA-256 in the object's metadata); ``(key, written)``: an object of
+    the same digest is left as it is, so staging the same weights again writes nothing."""
     key = key_of(prefix, MANIFEST_NAME)
-    s3.put_object(Bucket=bucket, Key=key, Body=manifest_body(files), ContentType="application/json")
-    return key
+    body = manifest_body(files)
+    sha = hashlib.sha256(body).hexdigest()
+    head = remote_state(s3, bucket, key)
+    if head is not None and (head.get("Metadata") or {}).get("sha256") == sha and \
+            int(head.get("ContentLength", -1)) == len(body):
+        return key, False
+    try:
+        s3.put_object(Bucket=bucket, Key=key, Body=body, ContentType="application/json", Metadata={"sha256": sha})
+    except ClientError as exc:
+        raise _access_denied(bucket, key, exc) from None
+    return key, True
+
+
+def staged_revisions(s3: Any, bucket: str, s3_prefix: str) -> list[str]:
+    """The revisions staged under ``s3_prefix``: its ``sha256-<16 hex>/`` folders that hold a manifest, sorted."""
+    from hyperpod_core.staged_model import REVISION_HEX, REVISION_PREFIX
+
+    pattern = re.compile(rf"^{re.escape(REVISION_PREFIX)}[0-9a-f]{{{REVISION_HEX}}}$")
+    found: list[str] = []
+    kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": s3_prefix, "Delimiter": "/"}
+    while True:
+        page = s3.list_objects_v2(**kwargs)
+        for common in page.get("CommonPrefixes", []):
+            name = str(common["Prefix"])[len(s3_prefix):].rstrip("/")
+            if pattern.fullmatch(name) and remote_state(s3, bucket, key_of(f"{s3_prefix}{name}/", MANIFEST_NAME)):
+                found.append(name)
+        if not page.get("IsTruncated"):
+            return sorted(found)
+        kwargs["ContinuationToken"] = page["NextContinuationToken"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -545,9 +580,13 @@ def _stored(head: dict[str, Any]) -> str:
     return "no CRC64NVME stored" + (f", SHA-256 {sha[:16]}... in its metadata" if sha else "")
 
 
-def verify(s3: Any, bucket: str, prefix: str) -> Verification:
+def verify(s3: Any, bucket: str, prefix: str, revision: str | None = None) -> Verification:
     """Every file of the manifest against what S3 stores (size, full-object CRC64NVME and the recorded SHA-256),
-    each with the checksum S3 holds; and the objects under the prefix that the manifest does not name."""
+    each with the checksum S3 holds; and the objects under the prefix that the manifest does not name. With
+    ``revision`` (a content-addressed prefix), the manifest's own digest must be that revision: a manifest of other
+    weights under it is a failure, not a match."""
+    from hyperpod_core.staged_model import revision_of
+
     key = key_of(prefix, MANIFEST_NAME)
     try:
         body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
@@ -556,6 +595,9 @@ def verify(s3: Any, bucket: str, prefix: str) -> Verification:
         if code in ("NoSuchKey", "404"):
             raise CommandFailed(f"no manifest at s3://{bucket}/{key} (stage the model first)") from None
         raise
+    if revision is not None and revision_of(body) != revision:
+        raise CommandFailed(f"s3://{bucket}/{key} is the manifest of revision {revision_of(body)}, not of {revision} "
+                            "its prefix names: the objects under it are not that revision's; stage the model again")
     files = json.loads(body)["files"]
     out = []
     for rel, want in sorted(files.items()):

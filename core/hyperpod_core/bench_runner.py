@@ -11,15 +11,16 @@ environment variables the cdk8s chart writes (``hyperpod_k8s.benchmark.jobs``):
   stop conditions ``BENCH_MAX_TIME_MINUTES``, ``BENCH_MAX_REQUESTS``; warm-up
   ``BENCH_WARMUP_RATIO``, ``BENCH_COOLDOWN_RATIO``;
 * the endpoint: ``BENCH_API_BASE``, ``BENCH_API_MODEL``; for the record ``BENCH_ENDPOINT``,
-  ``BENCH_ROUTING_THRESHOLD``, ``BENCH_ROUTING_STRATEGY``, ``BENCH_GPUS``, ``BENCH_INSTANCE_TYPE``;
+  ``BENCH_ROUTING_THRESHOLD``, ``BENCH_ROUTING_STRATEGY``, ``BENCH_GPUS``, ``BENCH_INSTANCE_TYPE``,
+  ``BENCH_GPU_MEMORY_UTILIZATION`` (``prefill=<u>,decode=<u>`` or ``colocated=<u>``);
 * the tokenizer: ``BENCH_TOKENIZER`` (a local folder) or ``BENCH_TOKENIZER_S3`` (``s3://`` prefix of the
   model weights; only the tokenizer files are fetched);
 * where results go: ``BENCH_RESULTS_S3`` (``s3://bucket/prefix``) or, when unset, the pod log as
   ``HYPERPOD-BENCH-FILE <name> <base64 gzip>`` lines that ``hyperpod-dpd bench`` decodes;
 * ``BENCH_OUTPUT_DIR``: the local experiment folder (default ``/tmp/bench``).
 
-``bench-run.json`` records what the run ran under (mode, experiment, threshold, routing strategy, GPUs, client
-version).
+``bench-run.json`` records what the run ran under (mode, experiment, threshold, routing strategy, GPUs, each
+engine's GPU-memory utilization, client version).
 Exit code: genai-bench's, or 3 when it wrote no result file.
 """
 
@@ -100,6 +101,16 @@ def genai_bench_command(tokenizer: Path, out_dir: Path) -> list[str]:
     ]
 
 
+def _utilizations(text: str) -> dict[str, float]:
+    """``prefill=0.75,decode=0.75`` -> ``{"prefill": 0.75, "decode": 0.75}`` (each engine's
+    ``--gpu-memory-utilization``; the colocated baseline's raised by the PD buffer's share); empty when unset."""
+    out = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        engine, _, value = item.partition("=")
+        out[engine] = float(value)
+    return out
+
+
 def run_record() -> dict[str, object]:
     from importlib.metadata import version
 
@@ -114,6 +125,7 @@ def run_record() -> dict[str, object]:
         "routing_threshold_tokens": int(_env("BENCH_ROUTING_THRESHOLD")),
         "routing_strategy": _env("BENCH_ROUTING_STRATEGY"), "gpus": int(_env("BENCH_GPUS")),
         "instance_type": _env("BENCH_INSTANCE_TYPE"),
+        "gpu_memory_utilization": _utilizations(os.environ.get("BENCH_GPU_MEMORY_UTILIZATION", "")),
         "warmup_ratio": float(_env("BENCH_WARMUP_RATIO", "0")),
         "max_time_per_run_minutes": int(_env("BENCH_MAX_TIME_MINUTES")),
         "max_requests_per_run": int(_env("BENCH_MAX_REQUESTS")),

@@ -16,10 +16,10 @@ folder holding both would apply both, the last one winning. The config's ``endpo
 * ``in-cluster-observability/<name>-observability.k8s.yaml``: PrometheusRule and Grafana-sidecar ConfigMaps,
   only with ``observability.in_cluster_manifests``.
 
-Without the deploy outputs the endpoint, reference and benchmark manifests still hold placeholders (bucket,
-roles, workspace URL): they go under ``placeholders/`` instead, with a ``README.txt`` saying why, and none of
-the folders above exists, so the apply commands (``kubectl apply -f dist/endpoint/``, ``hyperpod-dpd bench``)
-fail instead of applying them.
+Without the deploy outputs (bucket, workspace URL, cluster ARN) or the staged weights' revision, the endpoint,
+reference and benchmark manifests still hold placeholders: they go under ``placeholders/`` instead, with a
+``README.txt`` saying why and what resolves each value, and none of the folders above exists, so the apply
+commands (``kubectl apply -f dist/endpoint/``, ``hyperpod-dpd bench``) fail instead of applying them.
 """
 
 from __future__ import annotations
@@ -119,9 +119,24 @@ class DistLayout:
         return cls(root=root, name=name, applied=applied, unresolved=(root / PLACEHOLDERS).is_dir())
 
 
+def apply_commands(endpoint_dir: str) -> list[str]:
+    """The two ways to apply ``endpoint/``, each with when it fits. Whether an endpoint of another revision is live
+    cannot be known offline, and a new revision changes both roles' pod templates in place: a pool without a free node
+    keeps the new pod Pending while the old one holds the GPUs (the fourth review's defect 1)."""
+    return [f"kubectl apply -f {endpoint_dir}   # no endpoint live yet, or a spare node per pool",
+            f"kubectl delete -f {endpoint_dir} && kubectl apply -f {endpoint_dir}   # an endpoint of another "
+            "revision is live on every GPU: replace it (one cold start)"]
+
+
 def placeholders_readme(missing: list[str]) -> str:
-    """Why ``placeholders/`` exists and how to get deployable manifests instead."""
-    return ("These manifests are NOT deployable: they still hold placeholders for values only `cdk deploy` knows\n"
-            f"({', '.join(missing)}).\n"
-            "Deploy the stacks with `--outputs-file cdk-outputs.json`, then synthesize again: the manifests then go\n"
-            "to dist/endpoint/, dist/alternate/, dist/reference/ and dist/benchmark/ (docs/endpoint.md).\n")
+    """Why ``placeholders/`` exists and, per unresolved value, what resolves it (:func:`hyperpod_core.inputs.remedy`:
+    the deploy outputs for the values only ``cdk deploy`` knows, ``stage-model`` or ``model.revision`` for the
+    weights' revision)."""
+    from hyperpod_core.inputs import remedies
+
+    return ("These manifests are NOT deployable: they still hold placeholders for "
+            f"{', '.join(missing)}.\n"
+            "Each value, with what resolves it:\n"
+            + "".join(f"  {line}\n" for line in remedies(missing))
+            + "Then synthesize again: the manifests go to dist/endpoint/, dist/alternate/, dist/reference/ and\n"
+              "dist/benchmark/ (docs/endpoint.md).\n")

@@ -31,9 +31,12 @@ prints one line per value):
   the config, else ``sha256-<16 hex>`` of the manifest ``hyperpod-dpd stage-model`` staged, read from its local
   record (:mod:`hyperpod_core.staged_model`, ``staged-model.json`` beside the outputs file) when the record names
   this config's prefix and bucket, else the placeholder ``UNRESOLVED-ModelRevision``: two stagings under one name
-  must never share an LMCache key, so weights of unknown identity are not deployable.
+  must never share an LMCache key, so weights of unknown identity are not deployable. A staged revision is also
+  where the weights are (``<model.s3_prefix><revision>/``, :func:`hyperpod_core.staged_model.weights_prefix`).
 
-``--require-outputs`` turns any placeholder into an error, for the apply path.
+Each placeholder has its own remedy (:func:`remedy`): the deploy outputs come from ``cdk deploy --outputs-file``,
+the revision from ``stage-model`` or ``model.revision``. ``--require-outputs`` turns any placeholder into an
+error, for the apply path.
 """
 
 from __future__ import annotations
@@ -217,7 +220,7 @@ def model_revision(config: Config, staged_model_file: Path | None, bucket: Resol
     if config.model.revision is not None:
         return Resolved(value=config.model.revision, source="config: model.revision")
     placeholder = PLACEHOLDER_PREFIX + "ModelRevision"
-    fix = "run: hyperpod-dpd stage-model, or set model.revision"
+    fix = remedy("model_revision")
     if staged_model_file is None or not staged_model_file.is_file():
         return Resolved(value=placeholder, placeholder=True,
                         source=f"PLACEHOLDER: no model.revision and no {staged_model.RECORD_FILE} of staged weights "
@@ -304,6 +307,35 @@ def resolve_inputs(config: Config, outputs_file: Path | None,
     )
 
 
+def resolve_in_folder(config: Config, folder: Path) -> EndpointInputs:
+    """The inputs as the synth of an environment folder resolves them: its outputs file
+    (:data:`hyperpod_core.outputs.DEFAULT_OUTPUTS_FILE`) and the staged-weights record beside it, each when present."""
+    outputs_file, record = folder / outputs.DEFAULT_OUTPUTS_FILE, folder / staged_model.RECORD_FILE
+    return resolve_inputs(config, outputs_file if outputs_file.is_file() else None,
+                          record if record.is_file() else None)
+
+
 def placeholders(inputs: EndpointInputs) -> list[str]:
     """Names of the values still holding a placeholder."""
     return [name for name, r in vars(inputs).items() if r.placeholder]
+
+
+#: What resolves the placeholder of the staged weights' revision (the one input no deploy writes).
+REVISION_REMEDY: Final = ("run hyperpod-dpd stage-model SRC, which records the staged weights' revision beside the "
+                          "outputs file, or set model.revision")
+
+
+def remedy(name: str) -> str:
+    """What resolves the placeholder of input ``name`` (one of :func:`placeholders`): the revision comes from
+    ``stage-model`` or ``model.revision``; every other value from the deploy outputs."""
+    if name == "model_revision":
+        return REVISION_REMEDY
+    return f"deploy with --outputs-file {outputs.DEFAULT_OUTPUTS_FILE}"
+
+
+def remedies(missing: list[str]) -> list[str]:
+    """One line per remedy, naming the unresolved values it resolves: ``<names>: <remedy>``."""
+    grouped: dict[str, list[str]] = {}
+    for name in missing:
+        grouped.setdefault(remedy(name), []).append(name)
+    return [f"{', '.join(names)}: {fix}" for fix, names in grouped.items()]

@@ -433,6 +433,23 @@ def gpu_memory_fit(instance_type: str, utilization: float, pd_buffer_bytes: int)
                         pd_buffer_gib=pd_buffer_bytes / GIB)
 
 
+def colocated_gpu_memory_utilization(endpoint: EndpointConfig) -> float:
+    """The colocated baseline's ``--gpu-memory-utilization``: ``endpoint.gpu_memory_utilization`` plus the share of
+    one GPU the PD buffer takes on every DPD rank, at most what the GPU-memory rule
+    (:func:`hyperpod_core.config.rules.gpu_memory_holds_the_pd_buffer`) allows without a buffer (the GPU less the
+    runtime margin: :attr:`GpuMemoryFit.max_utilization` at 0 bytes). Two decimals, rounded down.
+
+    A colocated engine has no PD buffer. The endpoint's value may have been lowered to make room for one (the
+    remedy for a larger buffer, docs/endpoint.md); the baseline would otherwise leave that memory idle and hold less
+    KV cache per GPU than a DPD rank's vLLM share and buffer together."""
+    with_buffer = gpu_memory_fit(endpoint.instance_type, endpoint.gpu_memory_utilization,
+                                 endpoint.pd_buffer_size_bytes)
+    without = gpu_memory_fit(endpoint.instance_type, endpoint.gpu_memory_utilization, 0)
+    given = math.floor((with_buffer.utilization + with_buffer.pd_buffer_gib / with_buffer.gpu_memory_gib) * 100
+                       + 1e-9) / 100
+    return min(given, without.max_utilization)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ModelMemory:
     """What a model puts on the GPUs of one engine, whole (not yet split over the tensor-parallel ranks)."""

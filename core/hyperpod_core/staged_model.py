@@ -1,16 +1,24 @@
-"""The local record of the weights ``hyperpod-dpd stage-model`` staged: which bucket, prefix and manifest digest.
+"""The weights ``hyperpod-dpd stage-model`` staged, content-addressed: where they are and what identifies them.
 
 The synth is offline and never reads S3, yet vLLM's ``--model`` (the weights' mount path) must say *which* weights
-it serves: LMCache 0.4.3 puts that value into every cache key (``integration/vllm/utils.py:259-260``
-``model_name=model_cfg.model``; ``v1/token_database.py:214-220`` ``CacheEngineKey(model_name, world_size,
-worker_id, chunk_hash, kv_dtype)``), so a key must change whenever the weights do. ``stage-model`` therefore writes
-:data:`RECORD_FILE` into the environment folder, beside the outputs file, once the manifest is in S3 (and
-``stage-model --verify`` writes it when every object matches the manifest): the SHA-256 of the manifest's bytes.
-The manifest names every file with its SHA-256, so its digest changes with any file of the weights.
+it serves: LMCache 0.4.3 puts that value into every cache key (``integration/vllm/utils.py:260``
+``model_name=model_cfg.model``; ``v1/token_database.py:214-221`` ``CacheEngineKey(model_name, world_size,
+worker_id, chunk_hash, kv_dtype, request_configs)``), so a key must change whenever the weights do. And the revision
+must name the *weights*, not a folder that can change under it: a pod that restarts or scales out mounts whatever the
+S3 location holds at that moment.
 
-The synth reads the record (:func:`hyperpod_core.inputs.resolve_inputs`) and turns it into the revision
-``sha256-<first 16 hex>`` (:attr:`StagedModel.revision`), unless the config gives ``model.revision``. Without
-either, the revision is a placeholder and the manifests are not deployable.
+So ``stage-model`` stages content-addressed. It computes every file's SHA-256 locally, builds the manifest (every
+file with its size, SHA-256 and CRC64NVME; the same files always give the same bytes), and derives the revision
+``sha256-<first 16 hex of the manifest's SHA-256>`` (:func:`revision_of`) *before* it uploads. It then uploads under
+``<model.s3_prefix><revision>/`` (:func:`weights_prefix`), the manifest last, and writes :data:`RECORD_FILE` into
+the environment folder, beside the outputs file, after that. Staging other weights never writes into the prefix of
+a revision an endpoint mounts; staging the same weights again finds them there.
+
+The synth reads the record (:func:`hyperpod_core.inputs.resolve_inputs`) and puts the revision into ``--model`` and
+the weights' S3 location (the InferenceEndpointConfig's ``modelSourceConfig.modelLocation``) alike. When the config
+gives ``model.revision`` the revision is the user's word: the location is ``model.s3_prefix`` as configured, and each
+revision needs a prefix of its own (docs/endpoint.md). Without either, the revision is a placeholder and the
+manifests are not deployable.
 """
 
 from __future__ import annotations
@@ -28,11 +36,35 @@ from hyperpod_core.errors import ConfigError, shown
 #: The record's file name, in the environment folder (``envs/<name>/``, ``<config>.out/``, or the working folder
 #: of ``./scripts/synth``): beside ``cdk-outputs.json``.
 RECORD_FILE: Final = "staged-model.json"
-FORMAT: Final = 1
+#: 2: the weights are under ``<s3_prefix><revision>/``. Format 1 (in place under ``s3_prefix``) is refused.
+FORMAT: Final = 2
 #: Hex digits of the manifest digest the revision carries: 64 bits tell any two stagings apart and keep the path,
 #: the pod args and ``status`` readable.
 REVISION_HEX: Final = 16
+REVISION_PREFIX: Final = "sha256-"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def digest(manifest_bytes: bytes) -> str:
+    return hashlib.sha256(manifest_bytes).hexdigest()
+
+
+def revision_of(manifest_bytes: bytes) -> str:
+    """``sha256-<first 16 hex of the manifest's SHA-256>``: the staged weights' revision (a valid
+    ``model.revision``)."""
+    return f"{REVISION_PREFIX}{digest(manifest_bytes)[:REVISION_HEX]}"
+
+
+def is_staged_revision(value: str) -> bool:
+    """``value`` has the form of a revision ``stage-model`` derives: ``sha256-<16 lowercase hex>``."""
+    return re.fullmatch(rf"{REVISION_PREFIX}[0-9a-f]{{{REVISION_HEX}}}", value) is not None
+
+
+def weights_prefix(s3_prefix: str, revision: str, *, configured: bool) -> str:
+    """The S3 key prefix the weights of ``revision`` are under: ``<s3_prefix><revision>/`` for a staged revision
+    (content-addressed); ``s3_prefix`` itself when the config names the revision (``configured``: ``model.revision``,
+    the user's word, one prefix per revision). ``s3_prefix`` ends with '/' (config type ``S3Prefix``)."""
+    return s3_prefix if configured else f"{s3_prefix}{revision}/"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,26 +73,27 @@ class StagedModel:
 
     bucket: str
     s3_prefix: str
+    """``model.s3_prefix`` at staging time; the weights are under :attr:`location`."""
     manifest_sha256: str
     """SHA-256 (hex) of the manifest object's bytes."""
     files: int
 
     @property
     def revision(self) -> str:
-        """``sha256-<first 16 hex of the manifest digest>``: a valid ``model.revision``."""
-        return f"sha256-{self.manifest_sha256[:REVISION_HEX]}"
+        return f"{REVISION_PREFIX}{self.manifest_sha256[:REVISION_HEX]}"
 
-
-def digest(manifest_bytes: bytes) -> str:
-    return hashlib.sha256(manifest_bytes).hexdigest()
+    @property
+    def location(self) -> str:
+        """``<s3_prefix><revision>/``: where the weights and their manifest are."""
+        return weights_prefix(self.s3_prefix, self.revision, configured=False)
 
 
 def write(path: Path, *, bucket: str, s3_prefix: str, manifest_bytes: bytes, files: int) -> StagedModel:
     """Record the staged weights at ``path`` (atomically); returns what was recorded."""
     staged = StagedModel(bucket=bucket, s3_prefix=s3_prefix, manifest_sha256=digest(manifest_bytes), files=files)
     write_text_atomic(path, json.dumps({"format": FORMAT, "bucket": bucket, "s3_prefix": s3_prefix,
-                                        "manifest_sha256": staged.manifest_sha256, "files": files},
-                                       indent=2, sort_keys=True) + "\n")
+                                        "location": staged.location, "manifest_sha256": staged.manifest_sha256,
+                                        "files": files}, indent=2, sort_keys=True) + "\n")
     return staged
 
 
@@ -73,6 +106,10 @@ def read(path: Path) -> StagedModel:
         raise ConfigError(f"{where} cannot be read: {exc.strerror}") from None
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise ConfigError(f"{where} is not JSON (write it again: hyperpod-dpd stage-model --verify)") from None
+    if isinstance(data, dict) and data.get("format") == 1:
+        raise ConfigError(f"{where} is a format-1 record: its weights were staged in place under s3_prefix, where a "
+                          f"later staging overwrites them; stage them again (hyperpod-dpd stage-model SRC) to put "
+                          f"them under their own prefix <s3_prefix>sha256-<16 hex>/")
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ConfigError(f"{where} must be a format-{FORMAT} record written by hyperpod-dpd stage-model, got "
                           f"{shown(data)}")

@@ -31,9 +31,9 @@ from pathlib import Path
 
 from hyperpod_core import outputs, paths
 from hyperpod_core.config import Config, load_config
-from hyperpod_core.dist_layout import PLACEHOLDERS_README, DistLayout, placeholders_readme
+from hyperpod_core.dist_layout import PLACEHOLDERS_README, DistLayout, apply_commands, placeholders_readme
 from hyperpod_core.errors import ConfigError
-from hyperpod_core.inputs import EndpointInputs, placeholders, resolve_inputs
+from hyperpod_core.inputs import EndpointInputs, placeholders, remedies, resolve_inputs
 from hyperpod_core.teardown import fast_exit
 
 OUTPUTS_ENV = "HYPERPOD_CDK_OUTPUTS"
@@ -159,8 +159,7 @@ def main(argv: list[str] | None = None) -> None:
     inputs = resolve_inputs(config, outputs_file, staged_model_path(args.staged_model_file, outputs_file))
     missing = placeholders(inputs)
     if missing and args.require_outputs:
-        raise ConfigError(f"--require-outputs: {', '.join(missing)} unresolved; pass the file written by "
-                          f"cdk deploy --outputs-file {outputs.DEFAULT_OUTPUTS_FILE}")
+        raise ConfigError(f"--require-outputs: unresolved {'; '.join(remedies(missing))}")
     from hyperpod_k8s.endpoint.props import cold_start_notes, limit_notes
 
     for line in inputs.lines():
@@ -171,12 +170,14 @@ def main(argv: list[str] | None = None) -> None:
         print(f"wrote {path}")
     placed = layout(config, Path(args.outdir), inputs)
     if placed.unresolved:
-        print(f"note: not deployable yet: {', '.join(missing)} unresolved, so the endpoint, reference and benchmark "
-              f"manifests are in {placed.base}/ (see its {PLACEHOLDERS_README}); {placed.root}/endpoint/ is "
-              "written once the deploy outputs are passed", file=sys.stderr)
+        print(f"note: not deployable yet, so the endpoint, reference and benchmark manifests are in {placed.base}/ "
+              f"(see its {PLACEHOLDERS_README}); {placed.root}/endpoint/ is written once every value is resolved: "
+              f"{'; '.join(remedies(missing))}", file=sys.stderr)
     else:
-        print(f"apply: kubectl apply -f {placed.endpoint_dir}/   (exactly one endpoint: {config.endpoint.apply}; the "
-              f"other mode is in {placed.base / 'alternate'}/)", file=sys.stderr)
+        print(f"apply: exactly one endpoint ({config.endpoint.apply}; the other mode is in "
+              f"{placed.base / 'alternate'}/), one of:", file=sys.stderr)
+        for line in apply_commands(f"{placed.endpoint_dir}/"):
+            print(f"  {line}", file=sys.stderr)
     _show_to_cdk8s_cli(Path(args.outdir))
 
 

@@ -304,25 +304,32 @@ def next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
 
 
 def _next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
-    from hyperpod_core.staged_model import RECORD_FILE
+    from hyperpod_core.dist_layout import apply_commands
+    from hyperpod_core.inputs import placeholders, resolve_in_folder
 
-    apply = f"kubectl apply -f {env.dist}/endpoint/   # exactly one endpoint: {env.config.endpoint.apply}"
-    # The manifests name the weights' revision (vLLM --model): model.revision, or the record stage-model writes.
-    revision_known = env.config.model.revision is not None or (env.workdir / RECORD_FILE).is_file()
-    if via_cli or env.name:
-        if deployed:
-            if revision_known:
-                return [apply]
-            return [f"hyperpod-dpd stage-model ./<model folder> {env.selector}   # records the weights' revision "
-                    f"in {env.workdir / RECORD_FILE}", f"hyperpod-dpd synth {env.selector}   # again: the "
-                    "manifests then carry that revision", apply]
-        return [f"hyperpod-dpd preflight {env.selector}", f"hyperpod-dpd deploy {env.selector}"]
+    # Both ways to apply, with when each fits: whether an endpoint of another revision is live is unknown offline.
+    apply = [f"{line}   (exactly one endpoint: {env.config.endpoint.apply})" if i == 0 else line
+             for i, line in enumerate(apply_commands(f"{env.dist}/endpoint/"))]
+    # What the synth could not resolve, read as it reads it: the outputs file and the staged-weights record of this
+    # environment folder (a record of another prefix or bucket still leaves the revision a placeholder).
+    missing = placeholders(resolve_in_folder(env.config, env.workdir)) if deployed else []
+    outputs_missing = [m for m in missing if m != "model_revision"]
+    synth = f"hyperpod-dpd synth {env.selector}" if via_cli or env.name else f"./scripts/synth {env.config_path}"
     if deployed:
-        if revision_known:
-            return [apply]
-        return [f"set model.revision in {env.config_path} (or stage with hyperpod-dpd stage-model, which records "
-                f"{env.workdir / RECORD_FILE}), then ./scripts/synth {env.config_path} again: {env.dist}/"
-                "placeholders/ is not deployable until the weights' revision is known", apply]
+        if not missing:
+            return apply
+        first = []
+        if outputs_missing:
+            deploy = f"hyperpod-dpd deploy {env.selector}" if via_cli or env.name else (
+                f"npx cdk deploy --app {env.cdk_out} --all --outputs-file {env.outputs_file}")
+            first.append(f"{deploy}   # {', '.join(outputs_missing)}: the outputs file lacks them")
+        if "model_revision" in missing:
+            first.append(f"hyperpod-dpd stage-model ./<model folder> {env.selector}   # records the weights' revision "
+                         f"in {env.workdir / 'staged-model.json'} (or set model.revision in {env.config_path})")
+        return [*first, f"{synth}   # again: {env.dist}/placeholders/ is not deployable until "
+                        f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} resolved", *apply]
+    if via_cli or env.name:
+        return [f"hyperpod-dpd preflight {env.selector}", f"hyperpod-dpd deploy {env.selector}"]
     from hyperpod_core.assembly import required_parameters
 
     needed = [(stack, name) for stack, names in required_parameters(env.cdk_out, ["--all"]).items()

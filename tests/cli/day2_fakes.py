@@ -141,10 +141,16 @@ def worker_startup(role: str, *, tp: int = 8, nixl_backends: tuple[str, ...] | N
 
 
 #: The worker image, ``worker.args`` and role args of the test endpoint (those of the default config's manifest,
-#: ``tests/k8s/snapshots/default/llama-3-3-70b-dpd.k8s.yaml``, shortened).
+#: ``tests/k8s/snapshots/default/llama-3-3-70b-dpd.k8s.yaml``, shortened), its weights staged as revision
+#: :data:`REVISION`: mounted at ``/opt/ml/model/<model.name>/<revision>`` (vLLM's ``--model``), read from the
+#: revision's own prefix, served as ``model.name``.
 IMAGE = "lmcache/vllm-openai:v0.4.3"
-MODEL_PATH = "/opt/ml/model"
-WORKER_ARGS = ("--model", MODEL_PATH, "--host", "0.0.0.0", "--port", "8000", "--tensor-parallel-size", "8")
+SERVED_NAME = "llama-3-3-70b-instruct"
+REVISION = "sha256-1f6441a8da688874"
+MODEL_PATH = f"/opt/ml/model/{SERVED_NAME}/{REVISION}"
+MODEL_LOCATION = f"models/Llama-3.3-70B-Instruct/{REVISION}"
+WORKER_ARGS = ("--model", MODEL_PATH, "--served-model-name", SERVED_NAME, "--host", "0.0.0.0", "--port", "8000",
+               "--tensor-parallel-size", "8")
 ROLE_ARGS = {"prefill": ("--max-num-seqs", "16", "--enforce-eager"), "decode": ("--max-num-seqs", "32")}
 #: The pod-template-hash and pod suffix of each role's first pod (the pod names the tests have always used).
 FIRST_POD = {"prefill": ("7d9f8", "abcde"), "decode": ("5c6b7", "fghij")}
@@ -153,7 +159,7 @@ FIRST_POD = {"prefill": ("7d9f8", "abcde"), "decode": ("5c6b7", "fghij")}
 def endpoint_object(state: str = "DeploymentComplete", *, tls: bool = True,
                     conditions: list[dict[str, Any]] | None = None,
                     image_cache: dict[str, Any] | None = None, weights_cache: bool = True,
-                    name: str = NAME, model_location: str = "models/Llama-3.3-70B-Instruct/") -> dict[str, Any]:
+                    name: str = NAME, model_location: str = MODEL_LOCATION + "/") -> dict[str, Any]:
     """An InferenceEndpointConfig as the operator reports it (status fields of the v1 CRD schema, v3.3:
     ``spec.modelCacheConfig`` as the manifests set it, ``status.imageCacheStatus`` Ready on both nodes unless
     ``image_cache`` says otherwise)."""
@@ -215,7 +221,7 @@ def node(name: str, pool: str, *, ready: bool = True, health_checks: bool = Fals
 
 def weights_cache_object(state: str = "Ready", *, ready: int = 2, target: int = 2, message: str | None = None,
                          owner: str = NAME, owned: bool = True,
-                         model_location: str = "models/Llama-3.3-70B-Instruct") -> dict[str, Any]:
+                         model_location: str = MODEL_LOCATION) -> dict[str, Any]:
     """A ModelWeightsCacheConfig as the operator creates it for the endpoint's ``weightsCache`` (v3.3 CRD: spec
     requires ``modelSourceConfig``; status ``state``, ``readyNodes``, ``targetNodes``, ``message``). The owner
     reference to the InferenceEndpointConfig is how ``status`` finds it [I]; without one (``owned=False``), the
@@ -279,6 +285,7 @@ def replica_set(name: str, role: str, template_hash: str, *, revision: int = 1,
     labels = role_labels(name, role) | {"pod-template-hash": template_hash}
     return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
             "metadata": {"name": f"{deployment}-{template_hash}", "namespace": namespace, "labels": labels,
+                         "uid": _uid(namespace, f"{deployment}-{template_hash}"),
                          "annotations": {REVISION: str(revision)},
                          "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment,
                                               "uid": _uid(namespace, deployment), "controller": True}]},
@@ -331,7 +338,7 @@ class FakeCluster:
             self.logs.setdefault((namespace, pod_name, container), []).append((when or time.time(), line))
 
     def dpd_endpoint(self, state: str = "DeploymentComplete", *, ready: bool = True, name: str = NAME,
-                     model_location: str = "models/Llama-3.3-70B-Instruct/") -> None:
+                     model_location: str = MODEL_LOCATION + "/") -> None:
         """The objects the operator creates for a DPD endpoint (names: operator.md, section (e)), each role at
         revision 1 with one pod (:data:`FIRST_POD`)."""
         self.endpoints[(NAMESPACE, name)] = endpoint_object(state, name=name, model_location=model_location)

@@ -13,14 +13,24 @@ batch/v1 jobs; the operator's ``inferenceendpointconfigs`` custom resource). Beh
   ``proxy_forbidden``), counting ``vllm:request_success_total`` up by ``prefill_requests(job)`` while a Job runs;
   and the router pod in ``hyperpod-inference-system`` whose log holds one ``disaggregate=`` line per request.
   The prefill pods are those of the Deployment ``prefill-<endpoint>`` (apps/v1), selected by its selector (the
-  role label and ``app=<endpoint>``: [I], as in ``day2_fakes``); beside them run the prefill pods of endpoint
-  ``<endpoint>-p5en``, whose name starts like ours and whose requests are not the benchmark's;
+  role label and ``app=<endpoint>``: [I], as in ``day2_fakes``) and owned by its ReplicaSet (``ownerReferences``,
+  apps/v1 ReplicaSets listed by selector); beside them run the prefill pods of endpoint ``<endpoint>-p5en``, whose
+  name starts like ours and whose requests are not the benchmark's. The router pods are those of the router
+  Deployment ``<endpoint>-<ns>-router``'s selector [I]; beside ours runs the router of endpoint ``<endpoint>-<ns>``
+  in namespace ``router-x``, whose pod name starts like ours (``<iec>-<ns>-router-``: the operator's names are
+  ambiguous across namespaces) and whose log holds other requests;
 * the endpoint's Deployments (``apps/v1``), derived from the live ``InferenceEndpointConfig``: DPD ``prefill-<name>``
   and ``decode-<name>`` with each role's replicas and GPUs, colocated the Deployment its
   ``status.deploymentStatus.name`` names. With ``pdSpec.autoScalingSpec`` live, each role holds its
   ``minReplicaCount`` ready: KEDA scales down to it while the benchmark's queue stays under the target (the
-  configured 600 s scale-down stabilization passes inside one 15-minute run). Any other ``prefill-<endpoint>``
-  Deployment (the ``-p5en`` endpoint's) is served with its selector only.
+  configured 600 s scale-down stabilization passes inside one 15-minute run). When the spec changes, a role keeps
+  the replicas it had for ``settle_reads`` reads before it runs the new count: KEDA leaves a Deployment at the count
+  it had when its ScaledObject went (``advanced.restoreToOriginalReplicaCount`` "Default: false", KEDA docs,
+  ScaledObject specification), and when the operator sets the Deployment's replicas again is unpublished [I]. Any
+  other ``prefill-<endpoint>`` Deployment (the ``-p5en`` endpoint's) is served with its selector only;
+* KEDA: one ScaledObject (``keda.sh/v1alpha1``) per role while ``autoScalingSpec`` is live, each with the HPA KEDA
+  makes for it (``autoscaling/v2``, ``keda-hpa-<ScaledObject>``). That the operator deletes them when
+  ``autoScalingSpec`` goes is [I]: ``scalers_left_behind`` keeps them (and the role's scaled-down count) after it.
 """
 
 from __future__ import annotations
@@ -39,6 +49,9 @@ from fake_http import QuietHandler, local_url, serving, write_kubeconfig
 IEC = "/apis/inference.sagemaker.aws.amazon.com/v1/namespaces/{ns}/inferenceendpointconfigs"
 _ROUTES = (
     (r"/api/v1/namespaces/([^/]+)/pods/([^/]+)/proxy/metrics", "proxy"),
+    (r"/apis/keda\.sh/v1alpha1/namespaces/([^/]+)/(scaledobjects)", "scaledobjects"),
+    (r"/apis/autoscaling/v2/namespaces/([^/]+)/(horizontalpodautoscalers)", "hpas"),
+    (r"/apis/apps/v1/namespaces/([^/]+)/(replicasets)", "replicasets"),
     (r"/api/v1/namespaces/([^/]+)/(configmaps|serviceaccounts)(?:/([^/]+))?", None),
     (r"/api/v1/namespaces/([^/]+)/pods(?:/([^/]+/log))?", "pods"),
     (r"/apis/batch/v1/namespaces/([^/]+)/jobs(?:/([^/]+))?", "jobs"),
@@ -56,6 +69,11 @@ ENDPOINT = "llama-3-3-70b"
 #: A prefill pod of another endpoint, ``llama-3-3-70b-p5en`` (config/examples/p5en-two-prefill.yaml), in the same
 #: namespace: its name starts with ``prefill-llama-3-3-70b-``, and it served requests that are not the benchmark's.
 OTHER_PREFILL_POD = f"prefill-{ENDPOINT}-p5en-6d5f7c8b9-d3c0y"
+#: The router pod of endpoint ``llama-3-3-70b-default`` in namespace ``router-x``: ``<iec>-<ns>-router-...`` starts
+#: like ours (``llama-3-3-70b-default-router-``), and its log holds requests that are not the benchmark's.
+OTHER_ROUTER_POD = f"{ENDPOINT}-default-router-x-router-7c6b5a4d3-zz9yx"
+OTHER_ROUTER_LOG = "".join("[INFO] Conditional routing: estimated_tokens=9000, threshold=4096, disaggregate=True\n"
+                           for _ in range(40))
 
 
 def _env(job: dict[str, Any]) -> dict[str, str]:
@@ -89,11 +107,21 @@ class State:
         self.logs: dict[str, str] = {}
         self.events: list[tuple[str, str, str]] = []  # (verb, kind, name or detail)
         self.fail_endpoint = False
-        self.ready_override: dict[str, int] = {}
-        """Deployment name -> ready replicas, whatever the endpoint asks for (a pod lost during a run)."""
         self.applied: list[dict[str, Any]] = []
         """Every InferenceEndpointConfig body replaced (PUT), in order."""
         self.version = 0
+        self.settle_reads = 2
+        """Reads of a role Deployment after its replica count changed during which it still runs the old count."""
+        self.shown: dict[str, int] = {}
+        """Deployment name -> the replicas it runs now (:meth:`_Handler._replicas`)."""
+        self.stale: dict[str, int] = {}
+        self.scalers_left_behind = False
+        """The operator leaves its ScaledObjects in place when ``autoScalingSpec`` goes (the [I] not holding)."""
+        self.scaled: set[str] = set()
+        """Deployments a ScaledObject targets (while autoscaling is live, or left behind)."""
+        self.lost_during_run: dict[str, int] = {}
+        """Deployment name -> ready replicas once a Job has started (a pod lost during a run)."""
+        self.job_started = False
 
     def next_version(self) -> str:
         self.version += 1
@@ -133,12 +161,19 @@ class _Handler(QuietHandler):
                 pod = name.split("/")[0]
                 if pod == st.router_pod:
                     return self.send_body(200, st.router_log[st.router_mark:], "text/plain")
+                if pod == OTHER_ROUTER_POD:
+                    return self.send_body(200, OTHER_ROUTER_LOG, "text/plain")
                 return self.send_body(200, st.logs.get(pod.removesuffix("-pod"), ""), "text/plain")
             if kind == "deployments":
                 deployment = self._deployment(ns or "", name or "")
                 if deployment is None:
                     return self.send_kube_status(404, "NotFound")
                 return self.send_body(200, deployment)
+            if kind == "replicasets":
+                return self.send_body(200, {"kind": "ReplicaSetList", "apiVersion": "apps/v1",
+                                            "items": self._replica_sets(ns or "")})
+            if kind in ("scaledobjects", "hpas"):
+                return self.send_body(200, {"kind": "List", "items": self._scalers(ns or "", kind)})
             obj = st.objects.get(kind or "", {}).get(name or "")
             if obj is None:
                 return self.send_kube_status(404, "NotFound")
@@ -148,35 +183,110 @@ class _Handler(QuietHandler):
                 self._advance_job(obj)
             return self.send_body(200, obj)
 
+    @staticmethod
+    def _roles(live: dict[str, Any]) -> dict[str, tuple[dict[str, Any], dict[str, Any] | None]]:
+        """Role Deployment name -> (its pdSpec role, its KEDA scaling or None) of a DPD InferenceEndpointConfig."""
+        pd, endpoint = live["spec"].get("pdSpec"), live["metadata"]["name"]
+        if pd is None:
+            return {}
+        scaling = pd.get("autoScalingSpec") or {}
+        return {f"prefill-{endpoint}": (pd["prefillSpec"], scaling.get("prefillAutoScaling")),
+                f"decode-{endpoint}": (pd["decodingSpec"], scaling.get("decodingAutoScaling"))}
+
+    def _replicas(self, name: str, target: int) -> int:
+        """What the Deployment runs: ``target``, after ``settle_reads`` reads at the count it ran before (never, while
+        a ScaledObject left behind still scales it)."""
+        st = self.server.state
+        shown = st.shown.setdefault(name, target)
+        if shown != target:
+            if name in st.scaled and st.scalers_left_behind:
+                return shown
+            st.stale[name] = st.stale.get(name, st.settle_reads) - 1
+            if st.stale[name] >= 0:
+                return shown
+        st.stale.pop(name, None)
+        st.shown[name] = target
+        return target
+
     def _deployment(self, ns: str, name: str) -> dict[str, Any] | None:
-        """The Deployment ``name`` of the live endpoint, or the selector-only prefill Deployment of another
-        endpoint (module docstring), or ``None``."""
-        live = next(iter(self.server.state.objects["iec"].values()), None)
+        """The Deployment ``name`` of the live endpoint, its router's, or the selector-only prefill Deployment of
+        another endpoint (module docstring), or ``None``."""
+        st = self.server.state
+        live = next(iter(st.objects["iec"].values()), None)
+        if ns == OPERATOR_NAMESPACE:
+            return self._router(name, live)
         if live is None or (name.startswith("prefill-") and name != f"prefill-{live['metadata']['name']}"):
             return self._other_prefill(ns, name)
         spec, endpoint = live["spec"], live["metadata"]["name"]
         if "pdSpec" in spec:
-            pd = spec["pdSpec"]
-            scaling = pd.get("autoScalingSpec") or {}
-            roles = {f"prefill-{endpoint}": (pd["prefillSpec"], scaling.get("prefillAutoScaling")),
-                     f"decode-{endpoint}": (pd["decodingSpec"], scaling.get("decodingAutoScaling"))}
+            roles = self._roles(live)
             if name not in roles:
                 return None
             role, keda = roles[name]
-            replicas, gpus = role["replicas"], role["resources"]["limits"]["nvidia.com/gpu"]
-            ready = keda["minReplicaCount"] if keda else replicas
+            if keda:
+                st.scaled.add(name)
+            gpus = role["resources"]["limits"]["nvidia.com/gpu"]
+            replicas = self._replicas(name, keda["minReplicaCount"] if keda else role["replicas"])
         else:
             if name != (live.get("status", {}).get("deploymentStatus") or {}).get("name"):
                 return None
             replicas, gpus = spec["replicas"], spec["worker"]["resources"]["limits"]["nvidia.com/gpu"]
-            ready = replicas
-        ready = self.server.state.ready_override.get(name, ready)
+        ready = st.lost_during_run.get(name, replicas) if st.job_started else replicas
         container = {"name": "worker", "image": "w", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}
         labels = ({"app": endpoint, ROLE_LABEL: name.partition("-")[0]} if "pdSpec" in spec else {"app": name})
-        return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
-                "spec": {"replicas": ready, "selector": {"matchLabels": labels},
+        return {"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": name, "namespace": ns, "uid": f"uid-{name}"},
+                "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
                          "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}}},
-                "status": {"replicas": ready, "readyReplicas": ready}}
+                "status": {"replicas": replicas, "readyReplicas": ready}}
+
+    @staticmethod
+    def _router(name: str, live: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The router Deployment ``<iec>-<ns>-router`` of the live endpoint [I], selecting ``app=<its name>``."""
+        if live is None or name != f"{live['metadata']['name']}-{live['metadata']['namespace']}-router":
+            return None
+        labels = {"app": name}
+        return {"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": name, "namespace": OPERATOR_NAMESPACE, "uid": f"uid-{name}"},
+                "spec": {"selector": {"matchLabels": labels},
+                         "template": {"metadata": {"labels": labels}, "spec": {"containers": []}}}}
+
+    def _replica_sets(self, ns: str) -> list[dict[str, Any]]:
+        """One ReplicaSet ``<deployment>-rs`` per prefill Deployment (ours and the ``-p5en`` endpoint's), which
+        owns it."""
+        out = []
+        for endpoint in (ENDPOINT, f"{ENDPOINT}-p5en"):
+            deployment = f"prefill-{endpoint}"
+            labels = {"app": endpoint, ROLE_LABEL: "prefill"}
+            out.append({"metadata": {"name": f"{deployment}-rs", "namespace": ns, "uid": f"uid-{deployment}-rs",
+                                     "labels": labels, "ownerReferences": [
+                                         {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment,
+                                          "uid": f"uid-{deployment}", "controller": True}]},
+                        "spec": {"selector": {"matchLabels": labels}}})
+        return out
+
+    def _scalers(self, ns: str, kind: str) -> list[dict[str, Any]]:
+        """KEDA's ScaledObjects (one per role Deployment a ScaledObject targets: live autoscaling, or left behind)
+        and the HPA KEDA makes for each (module docstring); names [I]."""
+        st = self.server.state
+        live = next(iter(st.objects["iec"].values()), None)
+        targets = {name for name, (_, keda) in (self._roles(live) if live else {}).items() if keda}
+        st.scaled |= targets
+        if st.scalers_left_behind:
+            targets |= st.scaled
+        out = []
+        for target in sorted(targets):
+            scaled_object = f"{target}-scaler"
+            if kind == "scaledobjects":
+                out.append({"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+                            "metadata": {"name": scaled_object, "namespace": ns},
+                            "spec": {"scaleTargetRef": {"name": target}, "minReplicaCount": 1}})
+            else:
+                out.append({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+                            "metadata": {"name": f"keda-hpa-{scaled_object}", "namespace": ns},
+                            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+                                     "minReplicas": 1, "maxReplicas": 2}})
+        return out
 
     @staticmethod
     def _other_prefill(ns: str, name: str) -> dict[str, Any] | None:
@@ -194,14 +304,19 @@ class _Handler(QuietHandler):
         if selector.startswith("job-name="):
             job = selector.removeprefix("job-name=")
             return [{"metadata": {"name": f"{job}-pod", "namespace": ns}}] if job in st.logs else []
+        wanted = dict(term.partition("=")[::2] for term in selector.split(",") if term)
         if ROLE_LABEL in selector:
             pods = [(p, ENDPOINT) for p in st.prefill_pods] + [(p, f"{ENDPOINT}-p5en") for p in st.other_prefill_pods]
-            wanted = dict(term.partition("=")[::2] for term in selector.split(","))
-            return [{"metadata": {"name": p, "namespace": ns, "labels": labels}}
+            return [{"metadata": {"name": p, "namespace": ns, "labels": labels, "ownerReferences": [
+                        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"prefill-{endpoint}-rs",
+                         "uid": f"uid-prefill-{endpoint}-rs", "controller": True}]}}
                     for p, endpoint in sorted(pods)
                     if (labels := {"app": endpoint, ROLE_LABEL: "prefill"}).items() >= wanted.items()]
         if ns == OPERATOR_NAMESPACE and st.router_pod:
-            return [{"metadata": {"name": st.router_pod, "namespace": ns}}]
+            routers = {st.router_pod: f"{ENDPOINT}-default-router",
+                       OTHER_ROUTER_POD: f"{ENDPOINT}-default-router-x-router"}
+            return [{"metadata": {"name": p, "namespace": ns, "labels": {"app": app}}}
+                    for p, app in sorted(routers.items()) if {"app": app}.items() >= wanted.items()]
         return []
 
     def _reconcile_endpoint(self, obj: dict[str, Any]) -> None:
@@ -249,6 +364,7 @@ class _Handler(QuietHandler):
             objects[new] = body
             if kind == "jobs":
                 st.router_mark = len(st.router_log)
+                st.job_started = True
                 running = [j for j in st.objects["jobs"].values() if not j["spec"].get("suspend")
                            and not j["status"].get("succeeded") and not j["status"].get("failed")]
                 st.events.append(("create", kind, f"{new} running={len(running)}"))
@@ -266,6 +382,11 @@ class _Handler(QuietHandler):
                 return self.send_kube_status(404, "NotFound")
             if kind == "iec" and body["metadata"].get("resourceVersion") != live["metadata"]["resourceVersion"]:
                 return self.send_kube_status(409, "Conflict")
+            if kind == "iec":  # what the replaced spec ran: its replicas, its ScaledObjects
+                for deployment, (role, keda) in self._roles(live).items():
+                    st.shown.setdefault(deployment, keda["minReplicaCount"] if keda else role["replicas"])
+                    if keda:
+                        st.scaled.add(deployment)
             body["metadata"].update(resourceVersion=st.next_version(),
                                     generation=live["metadata"].get("generation", 1) + 1)
             body["status"] = live.get("status", {})

@@ -220,6 +220,9 @@ def test_runs_each_experiment_dpd_then_colocated_one_job_at_a_time_and_restores_
 
 
 def test_without_pod_proxy_access_the_router_log_tells_the_path(env_folder, tmp_path):
+    """The router's decisions come from the pods of its Deployment's selector: the router of endpoint
+    ``llama-3-3-70b-default`` in namespace ``router-x`` (fake_kube.OTHER_ROUTER_POD) starts like ours and its 40
+    decisions are not the benchmark's."""
     results = _clean(env_folder)
     with FakeKube(lambda job: (True, runner_log(job))) as kube:
         _live_dpd(kube, env_folder)
@@ -258,7 +261,9 @@ def test_manifests_with_placeholders_are_refused(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
         f"error: {tmp_path / 'bench.out' / 'dist' / 'placeholders'}/ holds manifests with placeholders (see its "
-        "README.txt): deploy with --outputs-file, synthesize again, then bench"]
+        "README.txt): model_bucket_name, eks_cluster_arn: deploy with --outputs-file cdk-outputs.json; "
+        "model_revision: run hyperpod-dpd stage-model SRC, which records the staged weights' revision beside the "
+        f"outputs file, or set model.revision; then hyperpod-dpd synth --config {cfg}, then bench"]
 
 
 def test_a_failed_run_stops_with_one_line_and_the_next_invocation_resumes(env_folder, tmp_path):
@@ -436,8 +441,9 @@ def autoscaled_env(tmp_path_factory) -> Path:
 def test_an_autoscaled_endpoint_is_benchmarked_on_pinned_replicas_and_what_ran_is_recorded(autoscaled_env, tmp_path):
     """The live DPD endpoint autoscales prefill between 1 and 2 replicas (the fake holds each role at its
     ``minReplicaCount`` while ``autoScalingSpec`` is live, as KEDA does under the benchmark's light load). bench
-    must replace it with the pinned layout for the equal-gpu runs, record the ready replicas of every run, and put
-    the autoscaled endpoint back afterwards."""
+    must replace it with the pinned layout for the equal-gpu runs, find no scaler left on the roles, wait until the
+    roles run the pinned replicas (KEDA leaves prefill at 1 when its ScaledObject goes: restoreToOriginalReplicaCount
+    defaults to false), record the ready replicas of every run, and put the autoscaled endpoint back afterwards."""
     results = _clean(autoscaled_env)
     with FakeKube(lambda job: (True, runner_log(job))) as kube:
         _live_dpd(kube, autoscaled_env)
@@ -448,22 +454,56 @@ def test_an_autoscaled_endpoint_is_benchmarked_on_pinned_replicas_and_what_ran_i
     pinned, restored = applied[0]["spec"]["pdSpec"], applied[-1]["spec"]["pdSpec"]
     assert "autoScalingSpec" not in pinned and pinned["prefillSpec"]["replicas"] == 2
     assert restored["autoScalingSpec"]["prefillAutoScaling"]["minReplicaCount"] == 1, "the configured one is back"
+    assert ("  waiting for the pinned replicas: prefill-llama-3-3-70b 1 desired, 1 ready, pinned 2"
+            in proc.stdout.splitlines())
     for mode, run in (("dpd", "dpd-long-in-c8"), ("colocated", "colocated-long-in-c8")):
         record = json.loads((results / mode / run / "serving.json").read_text())
         assert record["gpus_recorded"] == record["ready_gpus_before"] == record["ready_gpus_after"] == 24, record
+        assert record["invalid"] is None
     assert record["after"] == {"llama-3-3-70b": {"replicas": 3, "ready": 3, "gpus_per_pod": 8}}
     assert "warning" not in proc.stdout
 
 
-def test_a_run_on_fewer_gpus_than_it_records_is_flagged(autoscaled_env, tmp_path):
+def test_a_scaler_left_on_a_role_is_refused_before_any_run(autoscaled_env, tmp_path):
+    """That the operator deletes its KEDA ScaledObject when ``autoScalingSpec`` goes is unpublished [I]: when one is
+    left, KEDA keeps scaling the role and the runs would not run on the GPUs they record. One line that names it and
+    how to remove or pause it (KEDA's ``autoscaling.keda.sh/paused-replicas``), and no Job."""
+    _clean(autoscaled_env)
+    with FakeKube(lambda job: (True, runner_log(job))) as kube:
+        _live_dpd(kube, autoscaled_env)
+        kube.state.scalers_left_behind = True
+        proc = _bench(autoscaled_env, kube.kubeconfig(tmp_path / "kubeconfig"))
+        events = kube.state.events
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        "error: ScaledObject default/decode-llama-3-3-70b-scaler still scales Deployment decode-llama-3-3-70b after "
+        "the pinned layout was applied: its replicas would not stay at the pinned 1 the runs record; remove it "
+        "(kubectl delete scaledobject decode-llama-3-3-70b-scaler -n default) or pause it at the pinned count (kubectl "
+        "annotate scaledobject decode-llama-3-3-70b-scaler -n default autoscaling.keda.sh/paused-replicas=1; KEDA "
+        "docs, Pausing autoscaling), then run bench again (+3 more)"]
+    assert not [e for e in events if e[:2] == ("create", "jobs")]
+
+
+def test_a_run_on_fewer_gpus_than_it_records_is_invalid_in_the_report(autoscaled_env, tmp_path):
+    """A prefill pod is lost during the DPD run: 16 GPUs served a run that records 24. serving.json marks it invalid
+    and the report shows the cell as invalid, compared with nothing."""
     results = _clean(autoscaled_env)
     with FakeKube(lambda job: (True, runner_log(job))) as kube:
         _live_dpd(kube, autoscaled_env)
-        kube.state.ready_override["prefill-llama-3-3-70b"] = 1  # a prefill pod lost: 16 GPUs serve
-        proc = _bench(autoscaled_env, kube.kubeconfig(tmp_path / "kubeconfig"), "--only", "dpd-*")
+        kube.state.lost_during_run["prefill-llama-3-3-70b"] = 1
+        proc = _bench(autoscaled_env, kube.kubeconfig(tmp_path / "kubeconfig"))
     assert proc.returncode == 0, proc.stderr
     record = json.loads((results / "dpd" / "dpd-long-in-c8" / "serving.json").read_text())
-    assert (record["gpus_recorded"], record["ready_gpus_before"], record["ready_gpus_after"]) == (24, 16, 16)
-    assert record["before"]["prefill-llama-3-3-70b"] == {"replicas": 1, "ready": 1, "gpus_per_pod": 8}
-    assert ("  warning: dpd-long-in-c8: 16 GPUs ready before the run, the run records 24 (see serving.json)"
-            in proc.stdout.splitlines())
+    assert (record["gpus_recorded"], record["ready_gpus_before"], record["ready_gpus_after"]) == (24, 24, 16)
+    assert record["after"]["prefill-llama-3-3-70b"] == {"replicas": 2, "ready": 1, "gpus_per_pod": 8}
+    assert record["invalid"] == "16 GPUs ready after the run, the run records 24"
+    assert ("  warning: dpd-long-in-c8: 16 GPUs ready after the run, the run records 24: marked invalid (see "
+            "serving.json); the report compares it with nothing" in proc.stdout.splitlines())
+    out = tmp_path / "report"
+    report = _hyperpod_dpd("report", "--config", str(autoscaled_env), "--results", str(results), "--out", str(out),
+                           cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert ("  invalid: equal-gpu long-in c8: dpd run: 16 GPUs ready after the run, the run records 24 "
+            "(serving.json)" in report.stdout.splitlines())
+    (cell,) = json.loads((out / "summary.json").read_text())["experiments"]["equal-gpu"]["cells"]
+    assert cell["invalid"] and cell["improvement_pct"] is None

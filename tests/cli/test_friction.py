@@ -357,6 +357,52 @@ def test_the_raw_next_command_passes_the_parameters_the_templates_require(tmp_pa
                              ' --parameters hyperpod-dpd-cluster:AdminPrincipalArn="$ADMIN_ARN"')
 
 
+def _deployed_env(tmp_path: Path, config) -> object:  # type: ignore[no-untyped-def]
+    """An environment folder with the outputs file ``cdk deploy`` writes for the default config and a cdk.out
+    CloudFormation accepts (no stack to refuse)."""
+    from hyperpod_core.environment import Environment
+
+    (tmp_path / "cdk.out").mkdir()
+    (tmp_path / "cdk.out" / "manifest.json").write_text(json.dumps({"artifacts": {}}))
+    (tmp_path / "cdk-outputs.json").write_text(json.dumps({
+        "hyperpod-dpd-platform": {"ModelBucketName": "team-models"},
+        "hyperpod-dpd-cluster": {"EksClusterArn": "arn:aws:eks:us-west-2:111122223333:cluster/hyperpod-dpd-eks"}}))
+    return Environment(config_path=Path("c.yaml"), config=config, workdir=tmp_path)
+
+
+def test_a_record_of_other_weights_makes_staging_the_next_step_not_apply(tmp_path, default_config) -> None:
+    """A staged-weights record of another prefix (model.s3_prefix changed since) leaves the revision a placeholder:
+    the next step is stage-model and a synth, never kubectl apply first (it used to count any record as known)."""
+    from hyperpod_core import staged_model
+    from hyperpod_mainjob.job import next_steps
+
+    env = _deployed_env(tmp_path, default_config)
+    staged_model.write(tmp_path / staged_model.RECORD_FILE, bucket="team-models", s3_prefix="models/other/",
+                       manifest_bytes=b"m", files=1)
+    steps = next_steps(env, deployed=True, via_cli=False)
+    assert steps[0].startswith("hyperpod-dpd stage-model ./<model folder> --config c.yaml   # records the weights' "
+                               "revision")
+    assert steps[1].startswith("./scripts/synth c.yaml   # again: ") and "until model_revision is resolved" in steps[1]
+    assert not any(s.startswith("npx cdk deploy") for s in steps), "the outputs are there: no deploy remedy"
+
+
+def test_with_every_value_resolved_both_ways_to_apply_are_printed_with_when_each_fits(tmp_path,
+                                                                                     default_config) -> None:
+    """Whether an endpoint of another revision is live is unknown offline: apply (first time, or a spare node per
+    pool) and delete-then-apply (another revision live on every GPU), one line each."""
+    from hyperpod_core import staged_model
+    from hyperpod_mainjob.job import next_steps
+
+    env = _deployed_env(tmp_path, default_config)
+    staged_model.write(tmp_path / staged_model.RECORD_FILE, bucket="team-models",
+                       s3_prefix=default_config.model.s3_prefix, manifest_bytes=b"m", files=1)
+    apply, replace = next_steps(env, deployed=True, via_cli=False)
+    endpoint = f"{tmp_path}/dist/endpoint/"
+    assert apply.startswith(f"kubectl apply -f {endpoint}   # no endpoint live yet, or a spare node per pool")
+    assert replace.startswith(f"kubectl delete -f {endpoint} && kubectl apply -f {endpoint}   # an endpoint of "
+                              "another revision is live")
+
+
 def test_schema_write_marks_every_config_file(run_cli, tmp_path, monkeypatch) -> None:
     """A config file added later (e.g. a new example) gets its schema line from ``schema --write``."""
     from hyperpod_dpd import schema

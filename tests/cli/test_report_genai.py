@@ -60,9 +60,12 @@ def _runner_env(mode: str, scenarios: list[str], url: str, tokenizer: Path, out:
             "BENCH_TRAFFIC": ";".join(SCENARIOS[s] for s in scenarios), "BENCH_PATH": "mixed",
             "BENCH_CONCURRENCY": LEVELS,
             "BENCH_MAX_TIME_MINUTES": "1", "BENCH_MAX_REQUESTS": "12", "BENCH_WARMUP_RATIO": "0.1",
-            "BENCH_API_BASE": url, "BENCH_API_MODEL": "/opt/ml/model", "BENCH_ENDPOINT": "default/llama-3-3-70b",
+            "BENCH_API_BASE": url, "BENCH_API_MODEL": "llama-3-3-70b-instruct",
+            "BENCH_ENDPOINT": "default/llama-3-3-70b",
             "BENCH_ROUTING_THRESHOLD": str(THRESHOLD), "BENCH_ROUTING_STRATEGY": "prefixaware",
             "BENCH_GPUS": "16", "BENCH_INSTANCE_TYPE": "ml.p5.48xlarge", "BENCH_TOKENIZER": str(tokenizer),
+            # What the chart writes (hyperpod_k8s.benchmark.manifests.gpu_memory_utilization) for the default config.
+            "BENCH_GPU_MEMORY_UTILIZATION": "prefill=0.75,decode=0.75" if mode == "dpd" else "colocated=0.85",
             "BENCH_OUTPUT_DIR": str(out), **extra}
 
 
@@ -150,6 +153,8 @@ def test_each_run_records_what_it_ran_under(measured):
         assert r["routing_threshold_tokens"] == THRESHOLD and r["routing_strategy"] == "prefixaware"
         assert r["genai_bench_version"] == "0.0.5"
         assert r["concurrency"] == [2, 4]
+        assert r["gpu_memory_utilization"] == ({"prefill": 0.75, "decode": 0.75} if r["mode"] == "dpd"
+                                               else {"colocated": 0.85})
 
 
 def _md_rows(md: str, section: str) -> list[list[str]]:

@@ -26,8 +26,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from day2_fakes import (
+    MODEL_PATH,
     NAME,
     NAMESPACE,
+    SERVED_NAME,
     DecoderBehaviour,
     FakeCluster,
     _OpenAiHandler,
@@ -74,8 +76,8 @@ def test_long_prompt_proves_the_dpd_path_and_short_one_stays_on_the_decoder(cli,
     # What each role ran when it was certified (the skew guard, issue 33 item 2).
     assert report["roles"]["decode"] == {
         "deployment": f"decode-{NAME}", "found": True, "revision": "1", "images": ["lmcache/vllm-openai:v0.4.3"],
-        "models": ["/opt/ml/model"], "templates": [{"pod_template_hash": "5c6b7", "revision": "1", "pods": 1,
-                                                    "ready": 1}]}
+        "models": [MODEL_PATH], "served_names": [SERVED_NAME],
+        "templates": [{"pod_template_hash": "5c6b7", "revision": "1", "pods": 1, "ready": 1}]}
 
 
 @pytest.mark.parametrize("behaviour", [
@@ -403,8 +405,9 @@ def test_a_failed_long_request_keeps_the_short_ones_measurement(cli, config_file
 @pytest.mark.parametrize(("roll", "differs"), [
     ({"role": "decode", "image": "lmcache/vllm-openai:v0.4.4"},
      "image differs: prefill runs lmcache/vllm-openai:v0.4.3; decode runs lmcache/vllm-openai:v0.4.4"),
-    ({"role": "decode", "model": "/opt/ml/model/llama-3-3-70b-instruct-r2"},
-     "model path (--model) differs: prefill runs /opt/ml/model; decode runs /opt/ml/model/llama-3-3-70b-instruct-r2"),
+    ({"role": "decode", "model": f"/opt/ml/model/{SERVED_NAME}/sha256-0a1b2c3d4e5f6a7b"},
+     f"model path (--model) differs: prefill runs {MODEL_PATH}; decode runs /opt/ml/model/{SERVED_NAME}/"
+     "sha256-0a1b2c3d4e5f6a7b"),
     ({"role": "prefill", "finished": False},
      "prefill rollout in progress: its pods run 2 pod templates (revision 1 (7d9f8): 1/1 Ready; revision 2 (9a8b7): "
      "1/1 Ready)"),
@@ -441,6 +444,74 @@ def test_smoke_of_llama_never_reads_the_pods_of_llama_3_3_70b(cli, llama_config,
     assert report["efa"]["verdict"] == "proven"
     assert [p["pod"] for p in report["efa"]["pods"]] == ["prefill-llama-7d9f8-abcde", "decode-llama-5c6b7-fghij"]
     assert [r for r in cluster.requests if NAME in r] == []  # not one read of llama-3-3-70b's objects
+
+
+def _asking(monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
+    """The model name of every request the fake router receives."""
+    asked: list[str] = []
+    read_json = _OpenAiHandler.read_json
+
+    def recording(self):  # type: ignore[no-untyped-def]
+        body = read_json(self)
+        asked.append(body["model"])
+        return body
+
+    monkeypatch.setattr(_OpenAiHandler, "read_json", recording)
+    return asked
+
+
+def _serve_as(cluster: FakeCluster, name: str | None) -> None:
+    """Every role pod's vLLM container serves ``name`` (``--served-model-name``); ``None``: the flag is absent."""
+    for p in cluster.pods:
+        for c in p.get("spec", {}).get("containers", []):
+            if "--served-model-name" in c.get("args", []):
+                i = c["args"].index("--served-model-name")
+                c["args"][i:i + 2] = [] if name is None else ["--served-model-name", name]
+
+
+@pytest.mark.parametrize(("served", "expected"), [("llama-3-3-70b-instruct-legacy", "llama-3-3-70b-instruct-legacy"),
+                                                  (None, "llama-3-3-70b-instruct")], ids=["live-name", "config-name"])
+def test_smoke_asks_for_the_name_the_live_pods_serve(cli, config_file, kubeconfig, cluster, monkeypatch, served,
+                                                     expected) -> None:
+    """An endpoint applied from other manifests than this config's (an older synth, or before the served name
+    existed, when clients sent "/opt/ml/model") answers only to the name its pods serve: smoke reads it from their
+    ``--served-model-name``, else falls back to ``model.name``."""
+    asked = _asking(monkeypatch)
+    with _served(cluster) as url:
+        _serve_as(cluster, served)
+        result = _smoke(cli, config_file, kubeconfig, url, "--json")
+    assert result.code == 0, result.err
+    assert asked == [expected] * 2 and json.loads(result.out)["model"] == expected
+
+
+# --- what cannot be compared or proven is no pass (issue 33 review item 7) -----------------------------------------
+
+
+def test_a_role_without_its_deployment_leaves_the_test_incomplete(cli, config_file, kubeconfig, cluster) -> None:
+    """The prefill Deployment is not where the names say ([I]): the roles cannot be compared and no prefill log can
+    show the EFA path, however clean the decoder's: "incomplete", not certified."""
+    with _served(cluster) as url:
+        _started(cluster)
+        del cluster.deployments[(NAMESPACE, f"prefill-{NAME}")]
+        result = _smoke(cli, config_file, kubeconfig, url, "--json")
+    assert result.code == 1
+    report = json.loads(result.out)
+    assert report["efa"]["verdict"] == "unproven" and report["efa"]["roles_without_pods"] == ["prefill"]
+    assert report["unchecked"][0] == {"check": "that prefill and decode run one image, model and pod template",
+                                      "reason": f"Deployment prefill-{NAME} not found [I: the operator's name for it]"}
+    assert one_line_error(result).startswith("error: smoke test incomplete: could not check that prefill and decode "
+                                             "run one image, model and pod template")
+
+
+def test_a_role_without_a_ready_pod_leaves_the_test_incomplete(cli, config_file, kubeconfig, cluster) -> None:
+    with _served(cluster) as url:
+        _started(cluster)
+        for p in cluster.pods:
+            if p["metadata"]["name"] == PREFILL_POD:
+                p["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+        result = _smoke(cli, config_file, kubeconfig, url, "--json")
+    assert result.code == 1
+    assert json.loads(result.out)["unchecked"][0]["reason"] == "no Ready prefill pod"
 
 
 def test_smoke_asks_for_the_name_the_endpoint_serves(cli, config_file, kubeconfig, cluster, monkeypatch) -> None:

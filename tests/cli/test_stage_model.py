@@ -79,6 +79,14 @@ def _keys(client) -> list[str]:
     return sorted(o["Key"] for o in client.list_objects_v2(Bucket=BUCKET).get("Contents", []))
 
 
+def _where(src: Path) -> str:
+    """The prefix the weights of ``src`` go to, computed here from the files alone: ``<model.s3_prefix>sha256-<first
+    16 hex of the SHA-256 of their manifest>/`` (content-addressed, hyperpod_core.staged_model)."""
+    files = staging.checksum_all(staging.scan_model_dir(src))
+    digest = hashlib.sha256(staging.manifest_body(files)).hexdigest()
+    return f"{PREFIX}sha256-{digest[:16]}/"
+
+
 def test_crc64nvme_matches_the_published_check_value() -> None:
     """CRC-64/NVME of "123456789" is 0xAE8B14860A799888 (the catalogue check value S3 documents)."""
     from awscrt import checksums
@@ -90,54 +98,69 @@ def test_stages_the_folder_under_the_prefix_with_full_object_checksums(_invoke, 
     src = make_model(tmp_path)
     result = _invoke(str(src), "--config", str(config_file))
     assert result.exit_code == 0, result.output
+    where = _where(src)
     local = sorted(p.name for p in src.iterdir())
-    assert _keys(s3) == sorted([PREFIX + n for n in local] + [PREFIX + staging.MANIFEST_NAME])
-    manifest = json.loads(s3.get_object(Bucket=BUCKET, Key=PREFIX + staging.MANIFEST_NAME)["Body"].read())
+    assert _keys(s3) == sorted([where + n for n in local] + [where + staging.MANIFEST_NAME])
+    manifest = json.loads(s3.get_object(Bucket=BUCKET, Key=where + staging.MANIFEST_NAME)["Body"].read())
     for name in local:
         data = (src / name).read_bytes()
         assert manifest["files"][name]["sha256"] == hashlib.sha256(data).hexdigest()
-        head = s3.head_object(Bucket=BUCKET, Key=PREFIX + name, ChecksumMode="ENABLED")
+        head = s3.head_object(Bucket=BUCKET, Key=where + name, ChecksumMode="ENABLED")
         assert head["ContentLength"] == len(data)
         if len(data) < staging.PART_SIZE:  # a single PutObject also records the SHA-256 (the manifest has them all)
             assert head["Metadata"]["sha256"] == hashlib.sha256(data).hexdigest()
     for shard in ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"):
         # Multipart (>= 5 MiB parts): S3 (moto) computes the whole object's CRC64NVME from the parts it received.
         # moto returns no checksum for a single PutObject (real S3 does, and verifies it on write).
-        head = s3.head_object(Bucket=BUCKET, Key=PREFIX + shard, ChecksumMode="ENABLED")
+        head = s3.head_object(Bucket=BUCKET, Key=where + shard, ChecksumMode="ENABLED")
         assert head["ChecksumType"] == "FULL_OBJECT"
         assert head["ChecksumCRC64NVME"] == manifest["files"][shard]["crc64nvme"]
-    assert f"staged: s3://{BUCKET}/models/Llama-3.3-70B-Instruct/" in result.stdout
+    assert f"staged: s3://{BUCKET}/{where} (6 files" in result.stdout
 
 
 def test_a_second_run_uploads_only_what_is_missing(_invoke, s3, tmp_path, config_file) -> None:
+    """Staging the same folder again is idempotent: same revision, same prefix, every object (the manifest too)
+    found in place, nothing written."""
     src = make_model(tmp_path)
     assert _invoke(str(src), "--config", str(config_file)).exit_code == 0
+    where = _where(src)
+    before = {o["Key"]: o["LastModified"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"]}
     again = _invoke(str(src), "--config", str(config_file))
-    assert "0 to upload (0.00 GiB), 6 already there" in again.stdout
-    s3.delete_object(Bucket=BUCKET, Key=PREFIX + "model-00002-of-00002.safetensors")
+    assert f"s3://{BUCKET}/{where}: 6 files, 0 to upload (0.00 GiB), 6 already there" in again.stdout
+    assert "(already there: nothing changed)" in again.stdout
+    assert {o["Key"]: o["LastModified"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"]} == before
+    s3.delete_object(Bucket=BUCKET, Key=where + "model-00002-of-00002.safetensors")
     resumed = _invoke(str(src), "--config", str(config_file))
     assert resumed.exit_code == 0 and "1 to upload" in resumed.stdout
 
 
 def test_different_content_is_not_overwritten_without_force(_invoke, s3, tmp_path, config_file) -> None:
+    """An object under the revision's own prefix that is not what the manifest says (damaged, or written by hand)
+    is never overwritten silently."""
     src = make_model(tmp_path)
-    s3.put_object(Bucket=BUCKET, Key=PREFIX + "config.json", Body=b'{"other": "model"}')
+    where = _where(src)
+    s3.put_object(Bucket=BUCKET, Key=where + "config.json", Body=b'{"other": "model"}')
     refused = _invoke(str(src), "--config", str(config_file))
     assert refused.exit_code == 1
     assert refused.stderr.strip().splitlines()[-1].startswith(
-        f"error: 1 objects under s3://{BUCKET}/{PREFIX} hold different content")
-    assert _keys(s3) == [PREFIX + "config.json"], "nothing uploaded"
+        f"error: 1 objects under s3://{BUCKET}/{where} hold other content than revision {where[len(PREFIX):-1]}'s "
+        "files (listed above; the objects of a revision are never changed in place); pass --force")
+    assert _keys(s3) == [where + "config.json"], "nothing uploaded"
     forced = _invoke(str(src), "--config", str(config_file), "--force")
     assert forced.exit_code == 0, forced.output
-    assert s3.get_object(Bucket=BUCKET, Key=PREFIX + "config.json")["Body"].read() == (src / "config.json").read_bytes()
+    assert s3.get_object(Bucket=BUCKET, Key=where + "config.json")["Body"].read() == (src / "config.json").read_bytes()
 
 
 def test_dry_run_writes_nothing(_invoke, s3, tmp_path, config_file) -> None:
     src = make_model(tmp_path)
     result = _invoke(str(src), "--config", str(config_file), "--dry-run")
     assert result.exit_code == 0, result.output
-    assert "upload   models/Llama-3.3-70B-Instruct/config.json" in result.stdout
+    where = _where(src)
+    assert result.stdout.splitlines()[0] == (f"revision {where[len(PREFIX):-1]}: SHA-256 of the manifest of 6 files; "
+                                             f"its own prefix {where}")
+    assert f"upload   {where}config.json" in result.stdout
     assert _keys(s3) == []
+    assert not (tmp_path / "c.out" / "staged-model.json").exists()
 
 
 def test_verify_checks_s3_against_the_manifest(_invoke, s3, tmp_path, config_file) -> None:
@@ -145,7 +168,7 @@ def test_verify_checks_s3_against_the_manifest(_invoke, s3, tmp_path, config_fil
     assert _invoke(str(src), "--config", str(config_file)).exit_code == 0
     ok = _invoke("--verify", "--config", str(config_file))
     assert ok.exit_code == 0 and "6 of 6 files match the manifest" in ok.stdout
-    s3.put_object(Bucket=BUCKET, Key=PREFIX + "tokenizer.json", Body=b'{"changed": true}')
+    s3.put_object(Bucket=BUCKET, Key=_where(src) + "tokenizer.json", Body=b'{"changed": true}')
     bad = _invoke("--verify", "--config", str(config_file))
     assert bad.exit_code == 1
     assert "  BAD  tokenizer.json: differs: S3 holds 17 bytes, no CRC64NVME stored; the manifest says 2 bytes, " \
@@ -163,7 +186,7 @@ def test_the_bucket_comes_from_the_environment_outputs_file(_invoke, s3, tmp_pat
     src = make_model(tmp_path, shards=1, shard_size=MIB)
     result = _invoke(str(src), "--env", "prod")
     assert result.exit_code == 0, result.output
-    assert PREFIX + "config.json" in _keys(s3)
+    assert _where(src) + "config.json" in _keys(s3)
 
 
 @pytest.mark.parametrize(("mutate", "message"), [
@@ -209,6 +232,9 @@ def test_denied_access_is_one_line() -> None:
     ((), "error: SRC is required: the Hugging Face model folder to upload"),
     (("somewhere", "--verify"), "error: --verify checks what is in S3 against the manifest; pass no SRC"),
     (("not-a-folder",), "error: SRC must be a Hugging Face model folder, got 'not-a-folder' (not a folder)"),
+    (("somewhere", "--revision", "sha256-0123456789abcdef"),
+     "error: --revision 'sha256-0123456789abcdef' goes with --verify; a staging derives its revision from the files"),
+    (("--verify", "--revision", "latest"), "error: --revision must be sha256-<16 lowercase hex digits>, got 'latest'"),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(_invoke, tmp_path, config_file, monkeypatch, args, message) -> None:
     monkeypatch.chdir(tmp_path)
@@ -232,16 +258,17 @@ def test_verify_prints_the_checksum_s3_stores_for_every_file_and_the_strays(_inv
                                                                             config_file) -> None:
     src = make_model(tmp_path)
     assert _invoke(str(src), "--config", str(config_file)).exit_code == 0
-    s3.put_object(Bucket=BUCKET, Key=PREFIX + "model-00003-of-00003.safetensors", Body=b"x" * 10)
+    where = _where(src)
+    s3.put_object(Bucket=BUCKET, Key=where + "model-00003-of-00003.safetensors", Body=b"x" * 10)
     result = _invoke("--verify", "--config", str(config_file))
     assert result.exit_code == 0, result.output
-    manifest = json.loads(s3.get_object(Bucket=BUCKET, Key=PREFIX + staging.MANIFEST_NAME)["Body"].read())
+    manifest = json.loads(s3.get_object(Bucket=BUCKET, Key=where + staging.MANIFEST_NAME)["Body"].read())
     shard = "model-00001-of-00002.safetensors"
     want = manifest["files"][shard]
     assert f"  ok   {shard}: {want['size']} bytes, CRC64NVME {want['crc64nvme']} (full-object)" in result.stdout
     assert "None" not in result.stdout
-    assert (f"  not in the manifest: {PREFIX}model-00003-of-00003.safetensors (10 bytes)") in result.stdout
-    assert result.stdout.splitlines()[-1] == (f"s3://{BUCKET}/{PREFIX}: 6 of 6 files match the manifest; 1 objects "
+    assert (f"  not in the manifest: {where}model-00003-of-00003.safetensors (10 bytes)") in result.stdout
+    assert result.stdout.splitlines()[-1] == (f"s3://{BUCKET}/{where}: 6 of 6 files match the manifest; 1 objects "
                                               "under the prefix are not in it")
 
 
@@ -249,24 +276,94 @@ def test_staging_records_the_manifest_digest_the_synth_turns_into_the_revision(_
                                                                              config_file) -> None:
     """The synth is offline: it learns which weights the endpoint mounts from the record stage-model writes into
     the environment folder (hyperpod_core.staged_model). The digest is the SHA-256 of the manifest object S3 holds,
-    so another shard gives another revision; ``--verify`` writes the same record from S3 alone."""
+    and the weights are under the prefix it names; ``--verify`` writes the same record from S3 alone (the only
+    revision staged, or the one ``--revision`` names when there are several)."""
     from hyperpod_core import staged_model
 
     src = make_model(tmp_path, shards=1, shard_size=MIB)  # small: one PutObject per file
     staged = _invoke(str(src), "--config", str(config_file))
     assert staged.exit_code == 0, staged.output
     record = tmp_path / "c.out" / staged_model.RECORD_FILE
-    body = s3.get_object(Bucket=BUCKET, Key=PREFIX + staging.MANIFEST_NAME)["Body"].read()
     first = staged_model.read(record)
-    assert (first.bucket, first.s3_prefix, first.files) == (BUCKET, PREFIX, 5)
+    body = s3.get_object(Bucket=BUCKET, Key=first.location + staging.MANIFEST_NAME)["Body"].read()
+    assert (first.bucket, first.s3_prefix, first.files, first.location) == (BUCKET, PREFIX, 5, _where(src))
     assert first.manifest_sha256 == hashlib.sha256(body).hexdigest()
-    assert f"recorded: {record}: revision {first.revision} (SHA-256 of the manifest)" in staged.stdout
+    assert first.location == f"{PREFIX}{first.revision}/"
+    assert (f"recorded: {record}: revision {first.revision} (SHA-256 of the manifest), weights under "
+            f"{first.location}") in staged.stdout
     record.unlink()
     assert _invoke("--verify", "--config", str(config_file)).exit_code == 0
     assert staged_model.read(record) == first
     (src / "model-00001-of-00001.safetensors").write_bytes(os.urandom(MIB))
-    assert _invoke(str(src), "--config", str(config_file), "--force").exit_code == 0
-    assert staged_model.read(record).revision != first.revision
+    assert _invoke(str(src), "--config", str(config_file)).exit_code == 0  # other weights: no --force needed
+    second = staged_model.read(record)
+    assert second.revision != first.revision and second.location != first.location
+    record.unlink()
+    several = _invoke("--verify", "--config", str(config_file))
+    assert several.exit_code == 2
+    assert several.stderr.strip() == (f"error: 2 revisions are staged under s3://{BUCKET}/{PREFIX} "
+                                      f"({', '.join(sorted([first.revision, second.revision]))}) and "
+                                      "staged-model.json names none of them: pass --revision")
+    assert _invoke("--verify", "--revision", first.revision, "--config", str(config_file)).exit_code == 0
+    assert staged_model.read(record) == first
+
+
+def test_a_new_staging_never_changes_what_an_applied_revision_mounts(_invoke, s3, tmp_path, config_file) -> None:
+    """The review's scenario (k8s-review finding 1 of the fourth review's follow-up): revision A is applied, other
+    weights are staged, and a pod of A restarts or scales out before the new manifests are applied. It mounts A's
+    location, whose objects the new staging never touched: byte for byte and version for version what A's manifest
+    names."""
+    from hyperpod_core import staged_model
+
+    src = make_model(tmp_path, shards=1, shard_size=MIB)
+    assert _invoke(str(src), "--config", str(config_file)).exit_code == 0
+    a = staged_model.read(tmp_path / "c.out" / staged_model.RECORD_FILE)
+
+    def objects(prefix: str) -> dict[str, tuple[str, object]]:
+        listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix)["Contents"]
+        return {o["Key"]: (o["ETag"], o["LastModified"]) for o in listed}
+
+    before = objects(a.location)
+    bytes_before = {k: s3.get_object(Bucket=BUCKET, Key=k)["Body"].read() for k in before}
+    (src / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "fine_tuned": True}))
+    (src / "model-00001-of-00001.safetensors").write_bytes(os.urandom(MIB))
+    assert _invoke(str(src), "--config", str(config_file)).exit_code == 0
+    b = staged_model.read(tmp_path / "c.out" / staged_model.RECORD_FILE)
+    assert b.location != a.location and not b.location.startswith(a.location)
+    assert objects(a.location) == before
+    assert {k: s3.get_object(Bucket=BUCKET, Key=k)["Body"].read() for k in before} == bytes_before
+    assert _invoke("--verify", "--revision", a.revision, "--config", str(config_file)).exit_code == 0
+
+
+def test_a_manifest_of_other_weights_under_a_revision_prefix_fails_verify(_invoke, s3, tmp_path, config_file) -> None:
+    """The prefix's name is the manifest's digest: a manifest whose digest is another (copied there by hand) does
+    not vouch for that revision."""
+    src = make_model(tmp_path, shards=1, shard_size=MIB)
+    assert _invoke(str(src), "--config", str(config_file)).exit_code == 0
+    where = _where(src)
+    s3.put_object(Bucket=BUCKET, Key=where + staging.MANIFEST_NAME, Body=b'{"format": 1, "files": {}}\n')
+    result = _invoke("--verify", "--revision", where[len(PREFIX):-1], "--config", str(config_file))
+    assert result.exit_code == 1
+    assert result.stderr.strip().startswith(f"error: s3://{BUCKET}/{where}{staging.MANIFEST_NAME} is the manifest of "
+                                            f"revision sha256-")
+
+
+def test_with_model_revision_the_weights_go_to_the_configured_prefix_and_no_record(_invoke, s3, tmp_path,
+                                                                                   default_config_dict) -> None:
+    """``model.revision`` is the user's word: the synth mounts ``model.s3_prefix`` as configured, so stage-model
+    uploads there (docs/endpoint.md: one prefix per revision) and records nothing (the config names the weights)."""
+    data = copy.deepcopy(default_config_dict)
+    data["model_bucket"]["existing_name"] = BUCKET
+    data["model"].update(revision="2025-01-06", s3_prefix="models/llama-2025-01-06/")
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data))
+    src = make_model(tmp_path, shards=1, shard_size=MIB)
+    result = _invoke(str(src), "--config", str(path))
+    assert result.exit_code == 0, result.output
+    assert _keys(s3) == sorted(f"models/llama-2025-01-06/{n}" for n in [*os.listdir(src), staging.MANIFEST_NAME])
+    assert not (tmp_path / "c.out" / "staged-model.json").exists()
+    assert "no record written: model.revision '2025-01-06' in the config names these weights" in result.stdout
+    assert _invoke("--verify", "--config", str(path)).exit_code == 0
 
 
 # --- resume inside a file ---------------------------------------------------------------------------------------
@@ -331,7 +428,7 @@ def _recording(monkeypatch, calls: list[tuple[str, int]], interrupt_after: int |
             def recorded(**kwargs):  # type: ignore[no-untyped-def]
                 after_interrupt()
                 response = upload_part(**kwargs)
-                calls.append((kwargs["Key"].removeprefix(PREFIX), kwargs["PartNumber"]))
+                calls.append((kwargs["Key"].rsplit("/", 1)[-1], kwargs["PartNumber"]))
                 return response
             c.upload_part, c.put_object = recorded, put
         return c
@@ -345,7 +442,7 @@ def _incomplete(s3) -> dict[str, list[int]]:  # type: ignore[no-untyped-def]
     out = {}
     for u in s3.list_multipart_uploads(Bucket=BUCKET, Prefix=PREFIX).get("Uploads", []):
         parts = s3.list_parts(Bucket=BUCKET, Key=u["Key"], UploadId=u["UploadId"]).get("Parts", [])
-        out[u["Key"].removeprefix(PREFIX)] = sorted(p["PartNumber"] for p in parts)
+        out[u["Key"].rsplit("/", 1)[-1]] = sorted(p["PartNumber"] for p in parts)
     return out
 
 
@@ -393,7 +490,7 @@ def test_an_interrupted_upload_resumes_inside_the_file(_invoke, s3, tmp_path, co
     assert _incomplete(s3) == {}
     for name in (first, "model-00002-of-00002.safetensors"):
         data = (src / name).read_bytes()
-        assert s3.get_object(Bucket=BUCKET, Key=PREFIX + name)["Body"].read() == data
+        assert s3.get_object(Bucket=BUCKET, Key=_where(src) + name)["Body"].read() == data
     assert _invoke("--verify", "--config", str(config_file)).exit_code == 0
 
 
@@ -404,18 +501,19 @@ def test_a_listed_part_that_does_not_hold_the_local_bytes_is_uploaded_again(_inv
     src = make_model(tmp_path, shards=1, shard_size=16 * MIB)
     name = "model-00001-of-00001.safetensors"
     data = (src / name).read_bytes()
-    upload = s3.create_multipart_upload(Bucket=BUCKET, Key=PREFIX + name, ChecksumAlgorithm="CRC64NVME",
+    key = _where(src) + name
+    upload = s3.create_multipart_upload(Bucket=BUCKET, Key=key, ChecksumAlgorithm="CRC64NVME",
                                         ChecksumType="FULL_OBJECT")["UploadId"]
     for n, body in ((1, data[:5 * MIB]), (2, os.urandom(5 * MIB)), (3, data[10 * MIB:15 * MIB])):
-        s3.upload_part(Bucket=BUCKET, Key=PREFIX + name, UploadId=upload, PartNumber=n, Body=body)
+        s3.upload_part(Bucket=BUCKET, Key=key, UploadId=upload, PartNumber=n, Body=body)
     calls: list[tuple[str, int]] = []
     _recording(monkeypatch, calls)
     result = _invoke(str(src), "--config", str(config_file))
     assert result.exit_code == 0, result.output
     assert sorted(calls) == [(name, 2), (name, 4)]
-    assert s3.get_object(Bucket=BUCKET, Key=PREFIX + name)["Body"].read() == data
-    head = s3.head_object(Bucket=BUCKET, Key=PREFIX + name, ChecksumMode="ENABLED")
-    manifest = json.loads(s3.get_object(Bucket=BUCKET, Key=PREFIX + staging.MANIFEST_NAME)["Body"].read())
+    assert s3.get_object(Bucket=BUCKET, Key=key)["Body"].read() == data
+    head = s3.head_object(Bucket=BUCKET, Key=key, ChecksumMode="ENABLED")
+    manifest = json.loads(s3.get_object(Bucket=BUCKET, Key=_where(src) + staging.MANIFEST_NAME)["Body"].read())
     assert head["ChecksumCRC64NVME"] == manifest["files"][name]["crc64nvme"]
 
 
@@ -425,8 +523,9 @@ def test_an_upload_without_a_full_object_crc64nvme_is_not_resumed(_invoke, s3, t
     full-object checksum, so the file is uploaded whole in a new upload."""
     src = make_model(tmp_path, shards=1, shard_size=11 * MIB)
     name = "model-00001-of-00001.safetensors"
-    upload = s3.create_multipart_upload(Bucket=BUCKET, Key=PREFIX + name)["UploadId"]
-    s3.upload_part(Bucket=BUCKET, Key=PREFIX + name, UploadId=upload, PartNumber=1,
+    key = _where(src) + name
+    upload = s3.create_multipart_upload(Bucket=BUCKET, Key=key)["UploadId"]
+    s3.upload_part(Bucket=BUCKET, Key=key, UploadId=upload, PartNumber=1,
                    Body=(src / name).read_bytes()[:5 * MIB])
     calls: list[tuple[str, int]] = []
     _recording(monkeypatch, calls)

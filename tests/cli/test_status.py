@@ -18,9 +18,12 @@ from botocore.stub import Stubber
 from day2_fakes import (
     EKS_CLUSTER,
     HYPERPOD_CLUSTER,
+    MODEL_PATH,
     NAME,
     NAMESPACE,
+    SERVED_NAME,
     FakeCluster,
+    alloc_failed_line,
     dead_kubeconfig,
     deployed_at,
     endpoint_object,
@@ -183,12 +186,12 @@ def test_healthy_endpoint_can_serve(cli, config_file, kubeconfig, healthy) -> No
     assert all(c["state"] == "ok" for c in report["checks"] if c["section"] != "observability")
     # The skew guard (issue 33 item 2): what each role runs, on the screen and as data in --json.
     prefill, decode = rows["endpoint:prefill revision"], rows["endpoint:decode revision"]
-    assert prefill["detail"] == "image lmcache/vllm-openai:v0.4.3, model /opt/ml/model, revision 1 (7d9f8): 1/1 Ready"
-    assert decode["detail"] == "image lmcache/vllm-openai:v0.4.3, model /opt/ml/model, revision 1 (5c6b7): 1/1 Ready"
+    assert prefill["detail"] == f"image lmcache/vllm-openai:v0.4.3, model {MODEL_PATH}, revision 1 (7d9f8): 1/1 Ready"
+    assert decode["detail"] == f"image lmcache/vllm-openai:v0.4.3, model {MODEL_PATH}, revision 1 (5c6b7): 1/1 Ready"
     assert prefill["facts"] == {
         "deployment": f"prefill-{NAME}", "found": True, "revision": "1", "images": ["lmcache/vllm-openai:v0.4.3"],
-        "models": ["/opt/ml/model"], "templates": [{"pod_template_hash": "7d9f8", "revision": "1", "pods": 1,
-                                                    "ready": 1}]}
+        "models": [MODEL_PATH], "served_names": [SERVED_NAME],
+        "templates": [{"pod_template_hash": "7d9f8", "revision": "1", "pods": 1, "ready": 1}]}
     assert rows["endpoint:prefill/decode skew"]["facts"] == {"skewed": False, "findings": []}
 
 
@@ -551,12 +554,12 @@ def test_a_log_without_start_up_lines_leaves_the_path_unproven(cli, config_file,
 # the role label (AWS DPD guide), pod-template-hash and deployment.kubernetes.io/revision (Kubernetes), [I] the rest.
 
 NEW_IMAGE = "lmcache/vllm-openai:v0.4.4"
-NEW_MODEL = "/opt/ml/model/llama-3-3-70b-instruct-r2"
+NEW_MODEL = f"/opt/ml/model/{SERVED_NAME}/sha256-0a1b2c3d4e5f6a7b"
 
 
 @pytest.mark.parametrize(("change", "differs"), [
     ({"image": NEW_IMAGE}, f"image differs: prefill runs lmcache/vllm-openai:v0.4.3; decode runs {NEW_IMAGE}"),
-    ({"model": NEW_MODEL}, f"model path (--model) differs: prefill runs /opt/ml/model; decode runs {NEW_MODEL}"),
+    ({"model": NEW_MODEL}, f"model path (--model) differs: prefill runs {MODEL_PATH}; decode runs {NEW_MODEL}"),
 ], ids=["image", "model-path"])
 def test_prefill_and_decode_serving_different_weights_or_engines_cannot_serve(
         cli, config_file, kubeconfig, healthy, change, differs) -> None:
@@ -594,7 +597,7 @@ def test_pods_behind_their_deployments_revision_are_a_rollout() -> None:
 
     def role(name: str, template: str, revision: str) -> RoleWorkers:
         pods = [PodTarget(namespace=NAMESPACE, pod=f"{name}-{template}-a", container=name, ready=True,
-                          image="i", model="/opt/ml/model", template_hash=template)]
+                          image="i", model=MODEL_PATH, template_hash=template)]
         return RoleWorkers(role="decode" if name == "decode" else "prefill", deployment=name, found=True,
                            revision=revision, revisions={template: "1"}, pods=pods)
 
@@ -662,11 +665,108 @@ def test_a_deployment_selector_is_read_whole_expressions_too() -> None:
     (None, ["--model=/opt/ml/model/m"], "/opt/ml/model/m"),
     (["/bin/sh", "-c", "vllm serve --model '/opt/ml/model/m' --port 8000"], None, "/opt/ml/model/m"),
     (["vllm", "serve"], ["--port", "8000"], ""),
-], ids=["last-wins", "equals", "shell-line", "none"])
+    (["vllm", "serve", "/opt/ml/model/m-r2"], ["--model", "/opt/ml/model/m", "--port", "8000"], "/opt/ml/model/m-r2"),
+    (["/bin/sh", "-c", "vllm serve /opt/ml/model/p --model /opt/ml/model/m"], None, "/opt/ml/model/p"),
+], ids=["last-wins", "equals", "shell-line", "none", "positional-wins", "positional-in-a-shell-line"])
 def test_the_model_path_is_vllms_model_argument(command, args, model) -> None:
-    """argparse takes the last ``--model`` (role args come after worker.args: CRD pdSpec)."""
+    """argparse takes the last ``--model`` (role args come after worker.args: CRD pdSpec); ``vllm serve <model_tag>``
+    takes precedence over it (vLLM ``vllm/entrypoints/cli/serve.py``, ``ServeSubcommand.cmd``: "If model is
+    specified in CLI (as positional arg), it takes precedence")."""
     from kubernetes.client import V1Container
 
     from hyperpod_dpd.kube import model_arg
 
     assert model_arg(V1Container(name="decode-llama", command=command, args=args)) == model
+
+
+# --- what the skew guard cannot compare is never a match (issue 33 review items 7 and 9) --------------------------
+
+
+def test_a_role_whose_deployment_is_missing_is_a_warning_and_not_compared(cli, config_file, kubeconfig,
+                                                                           healthy) -> None:
+    """The operator's Deployment names are [I] (hyperpod_core.names): a role that is not found is said so, never
+    taken for "both roles serve one model"."""
+    del healthy.deployments[(NAMESPACE, f"decode-{NAME}")]
+    rows = _rows(_status(cli, config_file, kubeconfig, "--json").out)
+    decode = rows["endpoint:decode revision"]
+    assert decode["state"] == "warn" and decode["detail"] == (f"Deployment decode-{NAME} not found [I: the operator's "
+                                                              "name for it]")
+    skew = rows["endpoint:prefill/decode skew"]
+    assert skew["state"] == "warn" and skew["detail"].startswith(f"not compared: Deployment decode-{NAME} not found")
+
+
+def test_pods_whose_model_cannot_be_read_are_not_compared(cli, config_file, kubeconfig, healthy) -> None:
+    """Two unreadable command lines are two unknowns, not one model (the guard compared "" with "")."""
+    for p in healthy.pods:
+        for c in p.get("spec", {}).get("containers", []):
+            if "args" in c:
+                c["args"] = [a for a in c["args"] if a != MODEL_PATH and a != "--model"]
+    rows = _rows(_status(cli, config_file, kubeconfig, "--json").out)
+    skew = rows["endpoint:prefill/decode skew"]
+    assert skew["state"] == "warn"
+    unread = "cannot be read from its vLLM command line"
+    assert skew["detail"] == (f"not compared: the model of prefill pod prefill-{NAME}-7d9f8-abcde {unread}; the model "
+                              f"of decode pod decode-{NAME}-5c6b7-fghij {unread}")
+
+
+def test_overlapping_selectors_never_mix_the_roles(cli, config_file, kubeconfig, healthy) -> None:
+    """Both role Deployments select ``app=<iec>`` only (the operator's selectors are unpublished [I]), and a pod of
+    another ReplicaSet carries prefill's labels: the role label (published, AWS DPD guide) and ownership by a
+    ReplicaSet of the role's Deployment keep each role's pods its own."""
+    from day2_fakes import pod as plain_pod
+
+    for role in ("prefill", "decode"):
+        healthy.deployments[(NAMESPACE, f"{role}-{NAME}")]["spec"]["selector"] = {"matchLabels": {"app": NAME}}
+    stray = plain_pod(f"prefill-{NAME}-stray-zzzzz", NAMESPACE,
+                      {"app": NAME, "inference.sagemaker.aws.amazon.com/dpd-role": "prefill"})
+    stray["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "someone-else",
+                                             "uid": "uid-x", "controller": True}]
+    healthy.pods.append(stray)
+    rows = _rows(_status(cli, config_file, kubeconfig, "--json").out)
+    assert rows["endpoint:prefill pods"]["detail"] == f"Ready 1/1 (prefill-{NAME}-7d9f8-abcde)"
+    assert rows["endpoint:decode pods"]["detail"] == f"Ready 1/1 (decode-{NAME}-5c6b7-fghij)"
+
+
+# --- the applied revision against the synthesized one (issue 33 review item 11) -----------------------------------
+
+
+def _synthesized(config_file, model: str) -> Any:
+    """A DPD manifest in the environment's dist/endpoint/ whose worker.args carry ``--model model``."""
+    folder = config_file.with_suffix(".out") / "dist" / "endpoint"
+    folder.mkdir(parents=True, exist_ok=True)
+    doc = endpoint_object()
+    doc["spec"]["worker"]["args"] = ["--model", model, "--served-model-name", SERVED_NAME]
+    del doc["status"]
+    path = folder / f"{NAME}-dpd.k8s.yaml"
+    path.write_text(json.dumps(doc), encoding="utf-8")  # YAML is a superset of JSON
+    return path
+
+
+def test_an_applied_revision_other_than_the_synthesized_one_is_flagged(cli, config_file, kubeconfig,
+                                                                       healthy) -> None:
+    """stage-model and synth made a new revision; the live endpoint still runs the old one. Applying it in place
+    changes both roles' pod templates (pods Pending without a spare node per pool), so the row names both ways."""
+    path = _synthesized(config_file, NEW_MODEL)
+    row = _rows(_status(cli, config_file, kubeconfig, "--json").out)["endpoint:revision"]
+    assert row["state"] == "warn" and not row["blocks_serving"]
+    assert row["detail"] == f"applied {MODEL_PATH}; synthesized {NEW_MODEL} ({path})"
+    assert row["next_step"].startswith(f"apply the new revision: kubectl delete -f {path} && kubectl apply -f {path}")
+    _synthesized(config_file, MODEL_PATH)
+    same = _rows(_status(cli, config_file, kubeconfig, "--json").out)["endpoint:revision"]
+    assert same["state"] == "ok" and same["detail"] == f"{MODEL_PATH}, as synthesized ({path})"
+
+
+def test_a_full_buffer_while_the_roles_run_two_models_points_at_the_skew(cli, config_file, kubeconfig,
+                                                                         healthy) -> None:
+    """With different --model values the decoder never reads what prefill pushed and LMCache 0.4.3's PD backend
+    never evicts it (pd_backend.py:283): "Failed to allocate memory object" then means skew, not a small buffer."""
+    decode = healthy.roll("decode", "8e0a1", 2, model=NEW_MODEL)
+    for line in worker_startup("decode"):
+        healthy.log(NAMESPACE, decode, f"decode-{NAME}", line)
+    healthy.log(NAMESPACE, decode, f"decode-{NAME}", alloc_failed_line())
+    rows = _rows(_status(cli, config_file, kubeconfig, "--json").out)
+    assert rows["endpoint:prefill/decode skew"]["state"] == "fail"
+    kv = rows["endpoint:KV path (decode)"]
+    assert kv["state"] == "fail" and "Failed to allocate memory object" in kv["detail"]
+    assert kv["next_step"].startswith("put both roles on one revision: kubectl delete -f dist/endpoint/ && kubectl "
+                                      "apply -f dist/endpoint/")

@@ -262,10 +262,11 @@ def _last(args: list[str], flag: str) -> str | None:
     (["--gpu-memory-utilization=0.6"], "--gpu-memory-utilization"),
     (["--kv-cache-memory-bytes", "30000000000"], "--kv-cache-memory-bytes"),
 ])
-def test_the_colocated_baseline_runs_the_models_memory_flags_not_decodes(default_config_dict, role_flags, flag):
+def test_the_colocated_baseline_runs_its_own_memory_flags_not_decodes(default_config_dict, role_flags, flag):
     """Decode's own memory flag makes room for the PD buffer (docs/endpoint.md, GPU memory); the colocated baseline
-    has no buffer and must run the model's ``--gpu-memory-utilization`` (review-4, defect 4), with decode's batch
-    size and its other flags."""
+    has no buffer and never runs it (review-4, defect 4), with decode's batch size and its other flags. Its
+    utilization is its own: the model's 0.75 plus the 8 GiB buffer's share of an 80 GiB H100 (EC2 accelerated
+    computing: p5.48xlarge, 8 x H100 80 GB), 0.75 + 8/80 = 0.85."""
     from hyperpod_core.inputs import resolve_inputs
     from hyperpod_k8s.endpoint.props import endpoint_props
 
@@ -275,7 +276,42 @@ def test_the_colocated_baseline_runs_the_models_memory_flags_not_decodes(default
     p = endpoint_props(config, resolve_inputs(config, None))
     decode, colocated = [*p.worker_args, *p.decode.args], [*p.worker_args, *p.colocated_args]
     assert _last(decode, flag) is not None  # DPD's decoder keeps its own
-    assert _last(colocated, flag) == _last(list(p.worker_args), flag)  # the model's (none for kv-cache bytes)
-    assert _last(colocated, "--gpu-memory-utilization") == f"{config.endpoint.gpu_memory_utilization:g}"
+    assert _last(colocated, "--kv-cache-memory-bytes") is None
+    assert _last(colocated, "--gpu-memory-utilization") == "0.85"
     assert _last(colocated, "--max-num-seqs") == str(config.endpoint.decode.max_num_seqs)
     assert "--enable-chunked-prefill" in colocated
+
+
+@pytest.mark.parametrize(("endpoint_utilization", "role_utilization", "buffer_gib", "expected"), [
+    # docs/endpoint.md's main remedy for a 32 GiB buffer: the endpoint-level value lowered to 0.56 (the GPU-memory
+    # rule's limit: 0.56 x 80 + 32 + 3 <= 80). The baseline gets the buffer's share back: 0.56 + 32/80 = 0.96.
+    (0.56, None, 32, "0.96"),
+    # Both roles lowered on their own, the endpoint left high: 0.9 + 32/80 = 1.3 would not fit; the baseline gets
+    # what the rule allows without a buffer, the GPU less the 3 GiB margin: floor((80 - 3) / 80, 2) = 0.96.
+    (0.9, "0.55", 32, "0.96"),
+    # The default: 0.75 + 8/80.
+    (0.75, None, 8, "0.85"),
+])
+def test_the_colocated_baseline_gets_back_the_memory_the_pd_buffer_took(default_config_dict, endpoint_utilization,
+                                                                       role_utilization, buffer_gib, expected):
+    """A global ``gpu_memory_utilization`` lowered to make room for a larger PD buffer must not shrink the colocated
+    baseline's KV cache, which has no buffer (the fourth review's defect 4, in its global-lowered form); the value
+    each engine ran with is recorded in every run's ``bench-run.json``."""
+    from hyperpod_core import bench_runner
+    from hyperpod_core.inputs import resolve_inputs
+    from hyperpod_k8s.benchmark.manifests import gpu_memory_utilization
+    from hyperpod_k8s.endpoint.props import endpoint_props
+
+    data = copy.deepcopy(default_config_dict)
+    e = data["endpoint"]
+    e.update(gpu_memory_utilization=endpoint_utilization, pd_buffer_size_bytes=buffer_gib << 30)
+    if role_utilization is not None:
+        for role in ("prefill", "decode"):
+            e[role]["extra_args"] = [*e[role].get("extra_args", []), "--gpu-memory-utilization", role_utilization]
+    config = parse_config(data)  # the GPU-memory rule accepts the DPD roles
+    p = endpoint_props(config, resolve_inputs(config, None))
+    assert _last([*p.worker_args, *p.colocated_args], "--gpu-memory-utilization") == expected
+    role = role_utilization or f"{endpoint_utilization:g}"
+    assert bench_runner._utilizations(gpu_memory_utilization(config, "colocated")) == {"colocated": float(expected)}
+    assert bench_runner._utilizations(gpu_memory_utilization(config, "dpd")) == {"prefill": float(role),
+                                                                               "decode": float(role)}

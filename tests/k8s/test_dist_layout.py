@@ -49,7 +49,8 @@ def test_the_endpoint_folder_holds_exactly_the_configured_endpoint(synthesized):
     assert {s.folders[n] for n in s.files if n.endswith("-colocated.k8s.yaml")} == {"alternate"}
     assert {s.folders[n] for n in s.files if "-reference-" in n} == {"reference"}
     assert {s.folders[n] for n in s.files if n.endswith("-benchmark.k8s.yaml")} == {"benchmark"}
-    assert "apply: kubectl apply -f" in s.stderr and "/endpoint/" in s.stderr
+    assert "apply: exactly one endpoint" in s.stderr and "  kubectl apply -f " in s.stderr and "/endpoint/" in s.stderr
+    assert "  kubectl delete -f " in s.stderr, "a new revision in place: both ways, each with when it fits"
 
 
 def test_placeholders_go_where_no_apply_command_reads(synthesized, tmp_path):

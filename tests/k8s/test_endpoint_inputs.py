@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 import pytest
 
@@ -132,10 +133,32 @@ def test_require_outputs_refuses_placeholders_before_synth(monkeypatch, tmp_path
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(main.OUTPUTS_ENV, raising=False)
-    with pytest.raises(ConfigError, match="--require-outputs: model_bucket_name, eks_cluster_arn, model_revision "
-                                          "unresolved"):
+    with pytest.raises(ConfigError, match=re.escape("--require-outputs: unresolved model_bucket_name, eks_cluster_arn: "
+                                                    "deploy with --outputs-file cdk-outputs.json")):
         main.main(["--require-outputs", "--outdir", str(tmp_path / "dist")])
     assert not (tmp_path / "dist").exists()
+
+
+def test_when_only_the_revision_is_unresolved_the_remedy_is_stage_model_not_the_outputs(monkeypatch, tmp_path,
+                                                                                        write_outputs):
+    """The deploy outputs are there; only the weights' revision is missing. Telling the user to pass the outputs
+    file (again) would be the wrong remedy: each value names its own, in the synth's error, its placeholders
+    README and the main job's next steps."""
+    from hyperpod_core.dist_layout import placeholders_readme
+    from hyperpod_k8s import main
+
+    outputs = write_outputs(B={"ModelBucketName": "my-models"}, S={"EksClusterArn": EKS_ARN})
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(main.STAGED_MODEL_ENV, raising=False)
+    with pytest.raises(ConfigError) as err:
+        main.main(["--require-outputs", "--outputs-file", str(outputs), "--outdir", str(tmp_path / "dist")])
+    assert str(err.value) == ("--require-outputs: unresolved model_revision: run hyperpod-dpd stage-model SRC, which "
+                              "records the staged weights' revision beside the outputs file, or set model.revision")
+    readme = placeholders_readme(["model_revision"])
+    assert "stage-model" in readme and "--outputs-file" not in readme and "Deploy the stacks" not in readme
+    both = placeholders_readme(["model_bucket_name", "model_revision"])
+    assert "  model_bucket_name: deploy with --outputs-file cdk-outputs.json" in both
+    assert "  model_revision: run hyperpod-dpd stage-model SRC" in both
 
 
 def test_a_named_outputs_file_must_exist(monkeypatch, tmp_path):

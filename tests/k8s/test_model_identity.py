@@ -1,18 +1,28 @@
 """Model identity in every KV-cache key: vLLM's ``--model`` carries the model and its revision, clients keep one name.
 
-The key, as LMCache 0.4.3 builds it (the worker image ``lmcache/vllm-openai:v0.4.3``; its wheel's code as quoted in
-``../shared/reference/review-4/k8s-review.md``, defect 2), re-implemented here from that description (nothing of
-LMCache is copied or imported):
+The key, as LMCache 0.4.3 builds it (the worker image ``lmcache/vllm-openai:v0.4.3``), re-implemented here from the
+code of the ``lmcache==0.4.3`` wheel (read with ``pip download lmcache==0.4.3 --no-deps``; nothing of LMCache is
+copied or imported):
 
-* ``lmcache/integration/vllm/utils.py:259-260``: the engine metadata takes ``model_name=model_cfg.model``, vLLM's
-  ``--model`` value (the last one on the command line: argparse keeps the last value of a repeated option);
-* ``lmcache/v1/token_database.py:214-220``: each key is ``CacheEngineKey(model_name, world_size, worker_id,
-  chunk_hash, kv_dtype)``; ``world_size`` is the tensor-parallel size and ``worker_id`` the rank;
-* ``lmcache/v1/token_database.py:64-75``: the chunk hashes start from vLLM's ``NONE_HASH``, the same in every
-  process with the same ``PYTHONHASHSEED`` (every pod here: ``0``), and chain over the token chunks (each hashes the
-  previous hash and the chunk's tokens): they depend on the tokens, never on the model;
-* ``lmcache/utils.py`` ``CacheEngineKey.to_string`` joins the fields with ``@`` (the form a remote L2 such as Redis
-  stores) and ``from_string`` splits on it, so a model name must hold no ``@``.
+* ``lmcache/integration/vllm/utils.py:260``: the engine metadata takes ``model_name=model_cfg.model``, vLLM's
+  ``--model`` value (the last one on the command line: argparse keeps the last value of a repeated option); the
+  served name is a separate field (``:269``, ``served_model_name=model_cfg.served_model_name``) no key reads;
+* ``lmcache/v1/token_database.py:214-221`` (``_make_key_by_hash``): each key is ``CacheEngineKey(model_name,
+  world_size, worker_id, chunk_hash, kv_dtype, request_configs)``; ``world_size`` is the tensor-parallel size and
+  ``worker_id`` the rank;
+* ``lmcache/utils.py:340-387`` (``CacheEngineKey``): ``__post_init__`` (``:350-362``) turns the request configs
+  whose key starts with ``lmcache.tag.`` into ``tags`` (``None`` without any); ``__hash__`` (``:364-374``) hashes
+  ``(model_name, world_size, worker_id, chunk_hash, dtype string, tags)`` and ``__eq__`` (``:376-387``) compares the
+  same six fields: two keys meet only when all six agree, the model name included;
+* ``lmcache/utils.py:389-395`` (``to_string``) joins the fields with ``@`` (the form a remote L2 such as Redis
+  stores, tags appended as ``@name%value``) and ``from_string`` (``:430-448``) splits on it, so a model name must
+  hold no ``@``;
+* ``lmcache/v1/token_database.py:64-81``: the chunk hashes start from vLLM's ``NONE_HASH``, the same in every
+  process with the same ``PYTHONHASHSEED`` (every pod here: ``0``), and chain over the token chunks: they depend on
+  the tokens, never on the model.
+
+The endpoints here send no ``lmcache.tag.*`` request config, so ``tags`` is ``None`` on every key: the model name is
+the only field that tells two same-shape models apart.
 
 vLLM 0.19 ``--served-model-name`` (``vllm/config/model.py``, ``ModelConfig.served_model_name: str | list[str] |
 None``): "The model name(s) used in the API ... If not specified, the model name will be the same as the
@@ -63,16 +73,31 @@ def _chunk_hashes(tokens: list[int], seed: int = 0) -> list[str]:
     return out
 
 
-def lmcache_keys(args: list[str], tokens: list[int], kv_dtype: str) -> set[tuple[str, int, int, str, str]]:
-    """``CacheEngineKey(model_name, world_size, worker_id, chunk_hash, kv_dtype)`` of every rank and chunk for an
-    engine started with ``args``."""
+Key = tuple[str, int, int, str, str, tuple[tuple[str, str], ...] | None]
+
+
+def tags_of(request_configs: dict[str, str] | None) -> tuple[tuple[str, str], ...] | None:
+    """``CacheEngineKey.__post_init__`` (``lmcache/utils.py:350-362``): the ``lmcache.tag.<name>`` request configs
+    as ``(name, value)`` pairs in order, ``None`` when there is none."""
+    tags = [(k.removeprefix("lmcache.tag."), v) for k, v in (request_configs or {}).items()
+            if k.startswith("lmcache.tag.")]
+    return tuple(tags) if tags else None
+
+
+def lmcache_keys(args: list[str], tokens: list[int], kv_dtype: str,
+                 request_configs: dict[str, str] | None = None) -> set[Key]:
+    """What ``CacheEngineKey(model_name, world_size, worker_id, chunk_hash, kv_dtype, request_configs)`` hashes and
+    compares (``lmcache/utils.py:364-387``), for every rank and chunk of an engine started with ``args``."""
     model, world_size = _last(args, "--model"), int(_last(args, "--tensor-parallel-size"))
-    return {(model, world_size, rank, h, kv_dtype) for rank in range(world_size) for h in _chunk_hashes(tokens)}
+    tags = tags_of(request_configs)
+    return {(model, world_size, rank, h, kv_dtype, tags) for rank in range(world_size) for h in _chunk_hashes(tokens)}
 
 
-def key_string(key: tuple[str, int, int, str, str]) -> str:
-    """``CacheEngineKey.to_string``: the fields joined with ``@``."""
-    return "@".join(str(f) for f in key)
+def key_string(key: Key) -> str:
+    """``CacheEngineKey.to_string`` (``lmcache/utils.py:389-395``): the fields joined with ``@``, tags appended as
+    ``@name%value``."""
+    *fields, tags = key
+    return "@".join([*(str(f) for f in fields), *(f"{k}%{v}" for k, v in tags or ())])
 
 
 def _engines(props) -> dict[str, list[str]]:  # type: ignore[no-untyped-def]
@@ -119,7 +144,7 @@ def test_two_models_and_two_revisions_never_share_a_key_and_clients_keep_one_nam
         # Within one endpoint every engine keys alike: decode finds what prefill stored (the PD transfer).
         assert per_engine["prefill"] == per_engine["decode"] == per_engine["colocated"], name
         keys[name] = per_engine["decode"]
-        assert all("@" not in k[0] and len(key_string(k).split("@")) == 5 for k in keys[name]), name
+        assert all("@" not in k[0] and len(key_string(k).split("@")) == 5 and k[5] is None for k in keys[name]), name
     names = list(keys)
     for i, a in enumerate(names):
         for b in names[i + 1:]:
@@ -131,19 +156,47 @@ def test_two_models_and_two_revisions_never_share_a_key_and_clients_keep_one_nam
     assert served["finetune@r1"] == served["finetune@r2"] == "llama-3-3-70b-support-ft"
 
 
+def test_request_tags_are_part_of_the_key_and_none_is_sent(endpoints, default_config_dict):
+    """A tag (``lmcache.tag.*`` request config) separates keys as the model name does (``__eq__`` compares
+    ``tags``); other request configs do not. The endpoints send none, so only ``--model`` separates models."""
+    args = _engines(endpoints["llama@this-week"])["decode"]
+    dtype = default_config_dict["model"].get("dtype", "bfloat16")
+    plain = lmcache_keys(args, TOKENS, dtype)
+    assert lmcache_keys(args, TOKENS, dtype, {"lmcache.other": "x"}) == plain
+    tagged = lmcache_keys(args, TOKENS, dtype, {"lmcache.tag.tenant": "a"})
+    assert not plain & tagged and all(key_string(k).endswith("@tenant%a") for k in tagged)
+
+
 def test_the_staged_manifest_digest_is_the_revision_unless_the_config_names_one(endpoints):
     assert endpoints["llama@last-week"].model_path == (
         f"/opt/ml/model/llama-3-3-70b-instruct/sha256-{staged_model.digest(_manifest('a' * 64))[:16]}")
     assert endpoints["finetune@r2"].model_path == "/opt/ml/model/llama-3-3-70b-support-ft/r2"
 
 
+def test_two_staged_revisions_are_two_s3_locations_so_a_pod_of_one_never_loads_the_other(endpoints):
+    """The revision labels the weights, not just the mount path: a staged revision's S3 location
+    (``modelSourceConfig.modelLocation``) is its own content-addressed prefix, so a pod of revision A that restarts
+    or scales out after B was staged still mounts A's objects; neither location contains the other. A revision the
+    config names keeps ``model.s3_prefix`` (the user gives each revision its own prefix)."""
+    a, b = endpoints["llama@last-week"], endpoints["llama@this-week"]
+    assert a.model_location == f"models/Llama-3.3-70B-Instruct/{a.model_path.rsplit('/', 1)[1]}"
+    assert b.model_location == f"models/Llama-3.3-70B-Instruct/{b.model_path.rsplit('/', 1)[1]}"
+    assert a.model_location != b.model_location
+    assert not (a.model_location + "/").startswith(b.model_location + "/")
+    assert not (b.model_location + "/").startswith(a.model_location + "/")
+    assert endpoints["finetune@r1"].model_location == endpoints["finetune@r2"].model_location == "models/support-ft"
+
+
 @pytest.mark.parametrize("case", ["default", "p5en-two-prefill"])
 def test_the_weights_mount_path_is_the_model_flag_and_a_valid_path(synthesized, case):
     """Every InferenceEndpointConfig mounts the weights where ``--model`` points, at ``/opt/ml/model/<model.name>/
-    <revision>`` (never the bare root), a path the API server and the container runtime accept: the CRD's
-    ``mountPath`` "Must not contain ':'", Kubernetes' ``ValidateVolumeMounts`` wants it non-empty
-    (``pkg/apis/core/validation/validation.go``), the OCI runtime spec a Linux mount destination that is absolute,
-    and Linux at most 255 bytes per component (NAME_MAX) and 4096 in all (PATH_MAX)."""
+    <revision>`` (never the bare root), from the revision's own S3 location, at a path the API server and the
+    container runtime accept: core/v1 ``VolumeMount.mountPath`` "Must not contain ':'" (the v3.3 CRD carries that
+    description on the pod-spec ``volumeMounts`` it embeds, ``shared/crds/v3.3/inferenceendpointconfigs.yaml``
+    line 2360-2363; the IEC's own ``modelVolumeMount.mountPath``, line 5845, says only where the model is loaded
+    from), Kubernetes' ``ValidateVolumeMounts`` wants it non-empty (``pkg/apis/core/validation/validation.go``), the
+    OCI runtime spec a Linux mount destination that is absolute, and Linux at most 255 bytes per component
+    (NAME_MAX) and 4096 in all (PATH_MAX)."""
     s = synthesized[case]
     revision = ("UNRESOLVED-ModelRevision" if case == "default"
                 else staged_model.read(FIXTURES / "staged-model.json").revision)
@@ -153,6 +206,7 @@ def test_the_weights_mount_path_is_the_model_flag_and_a_valid_path(synthesized, 
         spec, worker = doc["spec"], doc["spec"]["worker"]
         path = worker["modelVolumeMount"]["mountPath"]
         assert path == f"/opt/ml/model/{spec['modelName']}/{revision}", doc["metadata"]["name"]
+        assert spec["modelSourceConfig"]["modelLocation"] == f"models/Llama-3.3-70B-Instruct/{revision}"
         roles = [spec["pdSpec"][r]["args"] for r in ("prefillSpec", "decodingSpec")] if "pdSpec" in spec else []
         assert all("--model" not in args and "--served-model-name" not in args for args in roles)
         assert _last(worker["args"], "--model") == path
@@ -191,7 +245,8 @@ def test_without_a_revision_the_manifests_are_not_deployable(default_config):
     inputs = resolve_inputs(default_config, None)
     r = inputs.model_revision
     assert r.placeholder and r.value == "UNRESOLVED-ModelRevision"
-    assert "run: hyperpod-dpd stage-model, or set model.revision" in r.source
+    assert "run hyperpod-dpd stage-model SRC, which records the staged weights' revision beside the outputs file, or " \
+           "set model.revision" in r.source
 
 
 def test_the_config_revision_wins_over_the_record(default_config_dict, tmp_path):
@@ -218,9 +273,12 @@ def test_a_record_of_other_weights_leaves_a_placeholder(default_config, tmp_path
 
 @pytest.mark.parametrize(("content", "fragment"), [
     ("{not json", "is not JSON"),
-    ('{"format": 1, "bucket": "b", "s3_prefix": "p/", "files": 1, "manifest_sha256": "xyz"}',
+    ('{"format": 2, "bucket": "b", "s3_prefix": "p/", "files": 1, "manifest_sha256": "xyz"}',
      "manifest_sha256 must be 64 lowercase hex digits, got 'xyz'"),
-    ('{"format": 2}', "must be a format-1 record written by hyperpod-dpd stage-model"),
+    ('{"format": 3}', "must be a format-2 record written by hyperpod-dpd stage-model"),
+    # Weights staged in place under s3_prefix: a later staging overwrote them, so the record names nothing.
+    ('{"format": 1, "bucket": "b", "s3_prefix": "p/", "files": 1, "manifest_sha256": "' + "a" * 64 + '"}',
+     "is a format-1 record: its weights were staged in place under s3_prefix"),
 ])
 def test_fails_when_the_record_is_not_one(default_config, tmp_path, content, fragment):
     record = tmp_path / "staged-model.json"

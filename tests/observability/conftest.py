@@ -115,9 +115,16 @@ _COUNTER_RATES = {
 }
 
 
-def _label_value(label: str, pod: Pod, config: Config) -> tuple[str, ...]:
+#: The weights' revision of the test endpoint (a staged one: ``sha256-<16 hex>``, hyperpod_core.staged_model).
+REVISION = "sha256-1f6441a8da688874"
+
+
+def _label_value(label: str, pod: Pod, config: Config, metric: str = "") -> tuple[str, ...]:
+    # model_name: LMCache labels its series with vLLM's --model, the mount path /opt/ml/model/<model.name>/<revision>
+    # (lmcache/observability.py:1814-1822, metadata.model_name); vLLM its own with --served-model-name.
+    model = (f"/opt/ml/model/{config.model.name}/{REVISION}" if metric.startswith("lmcache:") else config.model.name)
     values = {
-        "model_name": ("/opt/ml/model",), "engine": ("0",), lbl.FINISHED_REASON: contract.FINISHED_REASONS,
+        "model_name": (model,), "engine": ("0",), lbl.FINISHED_REASON: contract.FINISHED_REASONS,
         # LMCache: one engine per TP rank, each counting the same tokens (lmcache/observability.py, 0.4.3).
         lbl.WORKER_ID: tuple(str(r) for r in range(TP_RANKS)), "role": ("worker",), "gpu": ("0", "1"),
         "container": (pod.name.rsplit("-", 2)[0],), lbl.CONDITION: ("true", "false", "unknown"),
@@ -149,7 +156,7 @@ def exposition(config: Config, families: list[contract.Family], elapsed_s: float
             base = {ns_label: pod.namespace, pod_label: pod.name}
             if fam.metric_source is not None:
                 base[lbl.METRIC_SOURCE] = fam.metric_source
-            for combo in itertools.product(*(_label_value(x, pod, config) for x in own)):
+            for combo in itertools.product(*(_label_value(x, pod, config, fam.name) for x in own)):
                 labels = {**base, **dict(zip(own, combo, strict=True))}
                 if fam.kind == "gauge":
                     value = _GAUGE_VALUES.get(fam.name, 1.0)

@@ -37,7 +37,10 @@ from typing import Any
 from fake_http import QuietHandler, local_url, serving
 
 BUCKETS = (0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0)
-MODEL = "/opt/ml/model"
+#: What clients send and vLLM labels its series with: --served-model-name (model.name); LMCache labels its own with
+#: vLLM's --model, the weights' mount path /opt/ml/model/<model.name>/<revision> (lmcache/observability.py:1814-1822).
+MODEL = "llama-3-3-70b-instruct"
+MODEL_PATH = f"/opt/ml/model/{MODEL}/sha256-1f6441a8da688874"
 REASONS = ("stop", "length", "abort", "error", "repetition")
 
 
@@ -134,7 +137,8 @@ class Engine:
                       f'model_invocations_total{{{proxy},status="500"}} {self.errors}',
                       f'model_errors_total{{{proxy},status="500"}} {self.errors}']
             for rank in range(self.tp_ranks):
-                lmc = f'{pod},metric_source="model-container",model_name="{MODEL}",worker_id="{rank}",role="worker"'
+                lmc = (f'{pod},metric_source="model-container",model_name="{MODEL_PATH}",worker_id="{rank}",'
+                       'role="worker"')
                 lines += [f"lmcache:num_requested_tokens_total{{{lmc}}} {self.kv_requested}",
                           f"lmcache:num_hit_tokens_total{{{lmc}}} {self.kv_hit}"]
         return lines

@@ -170,6 +170,25 @@ def test_hyperpod_role_reads_the_model_prefix_and_decrypts(platform) -> None:
         "Resource": {"Fn::GetAtt": ["ModelKeyE265A28C", "Arn"]}}
 
 
+def test_every_staged_revision_is_inside_what_the_model_readers_may_read(platform) -> None:
+    """stage-model puts each revision under its own ``<model.s3_prefix>sha256-<16 hex>/``
+    (hyperpod_core.staged_model.weights_prefix): the readers' ``s3:prefix`` condition and object ARN (IAM
+    ``StringLike`` and resource ARNs match ``*`` across '/', IAM User Guide, "IAM JSON policy elements: Resource")
+    cover it, its manifest and its shards, with no statement per revision."""
+    import fnmatch
+
+    from hyperpod_core import staged_model
+
+    policy = [r for r in platform.find_resources("AWS::IAM::Policy").values()
+              if r["Properties"]["PolicyName"].startswith("HyperPodExecutionRoleModelRead")]
+    statements = _by_sid(policy[0]["Properties"]["PolicyDocument"]["Statement"])
+    (list_prefix,) = statements["ListModelBucket"]["Condition"]["StringLike"]["s3:prefix"]
+    object_pattern = statements["ReadModelObjects"]["Resource"]["Fn::Join"][1][1].removeprefix("/")
+    location = staged_model.weights_prefix("models/m/", staged_model.revision_of(b"manifest"), configured=False)
+    for key in (location, location + "hyperpod-dpd-manifest.json", location + "model-00001-of-00030.safetensors"):
+        assert fnmatch.fnmatchcase(key, list_prefix) and fnmatch.fnmatchcase(key, object_pattern), key
+
+
 def test_no_role_or_policy_grants_admin_or_wildcard_s3(platform, observability, observability_addon) -> None:
     for template in (platform, observability, observability_addon):
         for r in template.find_resources("AWS::IAM::Policy").values():

@@ -6,7 +6,8 @@ Sign convention (AWS's charts: "higher bars indicate larger DPD advantage"): lat
 Two experiments, never mixed: ``aws-reference`` (AWS's layouts, compared with AWS's published statements, with
 the setup's deviations from AWS's listed next to it) and ``equal-gpu`` (the configured endpoint against colocated
 replicas on as many GPUs: the only basis of the verdicts). A DPD run whose requests did not take the path its
-scenario declares (``dpd-path.json``: the prefill pods' finished requests) is invalid: shown, never compared.
+scenario declares (``dpd-path.json``: the prefill pods' finished requests), and a run of either mode that ran on
+other GPUs than it records (``serving.json``), is invalid: shown, never compared.
 """
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ class Cell:
     estimate: dict[str, Any] | None
     experiment: str = "equal-gpu"
     invalid: str | None = None
-    """Why the DPD run of this cell does not count (its requests did not take the DPD path). Default: valid."""
+    """Why the cell does not count: its DPD run's requests did not take the DPD path, or a run of it ran on other
+    GPUs than it records. Default: valid."""
 
     def improvement(self) -> dict[str, float]:
         c, d = self.colocated, self.dpd
@@ -91,9 +93,9 @@ class Cell:
 def build_cells(measurements: list[Measurement], cells: list[tuple[str, int]],
                 estimates: dict[tuple[str, int], dict[str, Any]] | None, *, experiment: str = "equal-gpu",
                 invalid: dict[str, str] | None = None) -> list[Cell]:
-    """The cells of ``experiment``; ``invalid`` maps a DPD run folder to why it does not count. ``estimates``
-    (:func:`planner_estimates`) must be the planner's estimate of this experiment's layouts: one of another
-    experiment is never drawn beside these measurements."""
+    """The cells of ``experiment``; ``invalid`` maps a run folder (of either mode) to why it does not count.
+    ``estimates`` (:func:`planner_estimates`) must be the planner's estimate of this experiment's layouts: one of
+    another experiment is never drawn beside these measurements."""
     by = {(m.mode, m.scenario, m.concurrency): m for m in measurements if m.experiment == experiment}
     out = []
     for scenario, n in cells:
@@ -101,8 +103,9 @@ def build_cells(measurements: list[Measurement], cells: list[tuple[str, int]],
         est = (estimates or {}).get((d.traffic, n))
         if est is not None and est.get("experiment") != experiment:
             est = None
+        why = [(invalid or {})[m.folder] for m in (d, c) if m.folder in (invalid or {})]
         out.append(Cell(scenario=scenario, traffic=d.traffic, concurrency=n, colocated=c, dpd=d, estimate=est,
-                        experiment=experiment, invalid=(invalid or {}).get(d.folder)))
+                        experiment=experiment, invalid="; ".join(why) or None))
     return out
 
 
@@ -143,6 +146,26 @@ def dpd_path_problems(measurements: list[Measurement], paths: Mapping[str, str])
         elif not expected and prefill > (1 - PATH_SHARE) * completed:
             problems[folder] = (f"{prefill:.0f} of {completed} requests of a direct scenario reached the prefill "
                                 f"pods ({record.get('source')})")
+    return problems
+
+
+def serving_problems(measurements: list[Measurement]) -> dict[str, str]:
+    """Run folder -> why it ran on other GPUs than it records (``serving.json``, written by ``bench``: the ready
+    GPUs before and after the run); valid folders and folders without the file are absent. The GPUs a run records
+    normalize every per-GPU number, so such a run is never compared."""
+    problems: dict[str, str] = {}
+    for m in measurements:
+        record = m.serving
+        if record is None or m.folder in problems:
+            continue
+        why = record.get("invalid")
+        if why is None and "invalid" not in record:  # a record of an older bench: judge it the same way
+            off = [f"{record[f'ready_gpus_{w}']} GPUs ready {w} the run" for w in ("before", "after")
+                   if isinstance(record.get(f"ready_gpus_{w}"), int)
+                   and record[f"ready_gpus_{w}"] != record.get("gpus_recorded")]
+            why = f"{', '.join(off)}, the run records {record.get('gpus_recorded')}" if off else None
+        if why:
+            problems[m.folder] = f"{m.mode} run: {why} (serving.json)"
     return problems
 
 

@@ -2,7 +2,7 @@
 
 One section per experiment, each labelled with its layouts: the equal-GPU comparison (the decision basis, with
 the verdicts) and the AWS reference (AWS's published statements beside it, and how this setup deviates from
-AWS's). AWS's numbers appear only in the reference section. Invalid DPD runs are marked, never compared.
+AWS's). AWS's numbers appear only in the reference section. Invalid runs are marked, never compared.
 
 Written into a temporary folder beside the target and moved into place only when every file is written:
 a failed report never leaves half a report behind.
@@ -122,7 +122,7 @@ def chart_improvement(report: Report, scenario: str, path: Path) -> None:
     if _is_aws_reference(cells[0]):
         _reference_marks(ax, cells, width)
     ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_xticks(list(xs), [f"concurrency {c.concurrency}" + (" (DPD run invalid)" if c.invalid else "")
+    ax.set_xticks(list(xs), [f"concurrency {c.concurrency}" + (" (run invalid)" if c.invalid else "")
                              for c in cells])
     ax.set_ylabel("DPD improvement over colocated (%)")
     ax.set_title(f"{_title(scenario, cells[0].traffic)}: DPD improvement, higher is better")
@@ -231,7 +231,7 @@ def improvement_rows(report: Report, scenario: str) -> list[list[str]]:
     rows = []
     for c in report.cells_of(scenario):
         if c.invalid:
-            rows.append([str(c.concurrency), *(["invalid DPD run"] * (len(improvement_header(c.experiment)) - 2)),
+            rows.append([str(c.concurrency), *(["invalid run"] * (len(improvement_header(c.experiment)) - 2)),
                          _aws_text(c)])
             continue
         imp = c.improvement()
@@ -288,7 +288,8 @@ def _intro(report: Report) -> list[str]:
         "Improvement: latency (colocated - DPD) / colocated, throughput (DPD - colocated) / colocated; "
         "positive = DPD better. Cost = GPU-hours per 1M output tokens at the measured throughput.",
         "A DPD run counts only when the prefill pods' request counters show its requests took the path its "
-        "scenario declares (column 'DPD path'); an invalid run is shown and never compared.",
+        "scenario declares (column 'DPD path'), and a run of either mode only when the GPUs ready before and after "
+        "it are the GPUs it records (serving.json); an invalid run is shown and never compared.",
         f"Results: {report.source}. {report.planner_note}.",
         "Live view during a run: the `dpd-vs-colocated` Grafana dashboard (docs/observability.md).",
     ]
@@ -315,7 +316,7 @@ def _invalid(report: Report) -> list[str]:
 def markdown(report: Report, charts: dict[str, dict[str, str]]) -> str:
     out = ["# DPD vs colocated: benchmark report", "", *[f"- {x}" for x in _intro(report)]]
     if bad := _invalid(report):
-        out += ["", "## Invalid DPD runs", "", *[f"- {x}" for x in bad]]
+        out += ["", "## Invalid runs", "", *[f"- {x}" for x in bad]]
     for experiment in report.experiments():
         out += ["", f"## {experiment_title(report, experiment)}", "",
                 *[f"- {x}" for x in _experiment_notes(report, experiment)]]
@@ -345,7 +346,7 @@ def html_page(report: Report, charts: dict[str, dict[str, str]], folder: Path) -
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>DPD vs colocated</title>"
              f"<style>{css}</style></head><body><h1>DPD vs colocated: benchmark report</h1>", items(_intro(report))]
     if bad := _invalid(report):
-        parts += ["<h2>Invalid DPD runs</h2>", items(bad)]
+        parts += ["<h2>Invalid runs</h2>", items(bad)]
     for experiment in report.experiments():
         parts += [f"<h2>{html.escape(experiment_title(report, experiment))}</h2>",
                   items(_experiment_notes(report, experiment))]

@@ -4,8 +4,10 @@ The files are genai-bench's own (``genai_bench/cli/cli.py`` ``benchmark``: ``exp
 experiment folder and one ``<scenario>_<task>_num_concurrency_<N>_time_<T>s.json`` per run, written by
 ``AggregatedMetricsCollector.save``: ``{"aggregated_metrics": {..., "stats": {<metric>: {mean, p50, p90, p95,
 p99, ...}}}, "individual_request_metrics": [...], "_time_unit": "s"|"ms"}``), plus our ``bench-run.json``
-(what the run ran under, its experiment included; written by the Job's runner) and, for DPD runs, ``dpd-path.json``
-(the prefill pods' finished requests during the run, or the router's decisions; written by ``bench``).
+(what the run ran under, its experiment included; written by the Job's runner), ``serving.json`` (the endpoint's
+Deployments before and after the run, the GPUs their ready pods held against the GPUs the run records, and why the run
+is invalid when they differ; written by ``bench``) and, for DPD runs, ``dpd-path.json`` (the prefill pods' finished
+requests during the run, or the router's decisions; written by ``bench``).
 
 Layout read: any folder tree; every folder holding ``experiment_metadata.json`` is one experiment. Its mode
 comes from ``bench-run.json``, else from the nearest ancestor folder named ``dpd`` or ``colocated``.
@@ -29,6 +31,7 @@ EXPERIMENTS = ("aws-reference", "equal-gpu")
 METADATA = "experiment_metadata.json"
 RUN_RECORD = "bench-run.json"
 DPD_PATH = "dpd-path.json"
+SERVING = "serving.json"
 RUN_FILE = re.compile(r"^.+_num_concurrency_(\d+)_time_\d+s\.json$")
 
 
@@ -56,6 +59,8 @@ class Measurement:
     """``aws-reference`` or ``equal-gpu`` (``bench-run.json``; older results without it: ``equal-gpu``)."""
     dpd_path: dict[str, Any] | None = None
     """``dpd-path.json`` of the run's folder: how many requests the prefill pods finished. Default: none read."""
+    serving: dict[str, Any] | None = None
+    """``serving.json`` of the run's folder: the GPUs ready before and after the run. Default: none read."""
 
     @property
     def cell(self) -> tuple[str, int]:
@@ -100,7 +105,8 @@ def _mode_of(folder: Path, record: dict[str, Any]) -> str:
 
 
 def _load_run(path: Path, mode: str, metadata: dict[str, Any], record: dict[str, Any],
-              names: dict[str, str], dpd_path: dict[str, Any] | None) -> Measurement:
+              names: dict[str, str], dpd_path: dict[str, Any] | None,
+              serving: dict[str, Any] | None = None) -> Measurement:
     data = _read_json(path)
     agg = data.get("aggregated_metrics") if isinstance(data, dict) else None
     if not isinstance(agg, dict) or not isinstance(agg.get("stats"), dict):
@@ -124,7 +130,8 @@ def _load_run(path: Path, mode: str, metadata: dict[str, Any], record: dict[str,
         error_rate=float(agg.get("error_rate") or 0.0), completed=int(agg.get("num_completed_requests") or 0),
         input_tokens_mean=float((stats.get("num_input_tokens") or {}).get("mean") or 0.0),
         output_tokens_mean=float((stats.get("num_output_tokens") or {}).get("mean") or 0.0),
-        source=str(path), record=record, experiment=_experiment_of(record, path), dpd_path=dpd_path)
+        source=str(path), record=record, experiment=_experiment_of(record, path), dpd_path=dpd_path,
+        serving=serving)
 
 
 def _experiment_of(record: dict[str, Any], path: Path) -> str:
@@ -153,13 +160,14 @@ def load_results(root: Path, names: dict[str, str] | None = None) -> list[Measur
         metadata = _read_json(folder / METADATA)
         record = _read_json(folder / RUN_RECORD) if (folder / RUN_RECORD).is_file() else {}
         dpd_path = _read_json(folder / DPD_PATH) if (folder / DPD_PATH).is_file() else None
+        serving = _read_json(folder / SERVING) if (folder / SERVING).is_file() else None
         mode = _mode_of(folder, record)
         runs = sorted(p for p in folder.iterdir() if RUN_FILE.match(p.name))
         if not runs:
             raise UsageError(f"results folder {folder} is partial: {METADATA} but no run file (did the run fail? "
                              f"see its debug_*.json or the Job's log)")
         for path in runs:
-            m = _load_run(path, mode, metadata, record, names, dpd_path)
+            m = _load_run(path, mode, metadata, record, names, dpd_path, serving)
             key = (m.experiment, m.mode, m.scenario, m.concurrency)
             if key in seen:
                 raise UsageError(f"results: {m.mode} {m.scenario} at concurrency {m.concurrency} measured twice "

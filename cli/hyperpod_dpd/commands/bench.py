@@ -6,15 +6,18 @@ Jobs; it refuses ``placeholders/``). For each experiment and mode in turn (aws-r
 first): applies that layout's endpoint manifest (same name: a replace) unless the live spec already holds it
 (the equal-gpu experiment's DPD layout is the configured endpoint with its replicas pinned, autoscaling off:
 ``reference/<name>-equal-gpu-pinned.k8s.yaml``),
-waits for ``DeploymentComplete``, runs every Job of that group one at a time and collects its result files (from
+waits for ``DeploymentComplete`` (and, for a DPD layout without autoscaling, refuses while a KEDA ScaledObject or an
+HPA still targets a role's Deployment, then waits until each role runs exactly its pinned replicas:
+:mod:`hyperpod_dpd.benchmark.kube`), runs every Job of that group one at a time and collects its result files (from
 S3 when ``benchmark.results_s3_uri`` is set, else from the pod log) into
 ``<workdir>/benchmark-results/<mode>/<run>/``. Around every DPD run it reads the prefill pods' finished-request
 counters (vLLM ``/metrics`` through the pod proxy), or else counts the router's ``disaggregate=True`` log lines,
 and stores them as ``dpd-path.json``: the report marks a DPD run whose requests did not take the path its
 scenario declares as invalid. Before and after every run it reads what serves it (the endpoint's Deployments, their
-ready replicas and GPUs per pod) and stores it as ``serving.json`` beside the GPUs the run records; a difference is
-printed as a warning. A run whose folder holds a result file is done: re-running the command resumes where it
-stopped. The endpoint is left in the mode it was found in.
+ready replicas and GPUs per pod) and stores it as ``serving.json`` beside the GPUs the run records; a run whose ready
+GPUs differ from those is marked invalid there (the report shows it and compares it with nothing) and a warning is
+printed. A run whose folder holds a result file is done: re-running the command resumes where it stopped. The
+endpoint is left in the mode it was found in.
 
 Before anything changes: the config must be the one ``synth`` stamped (``cdk.out/hyperpod-dpd-source.json``: the
 manifests are of this config), the kubeconfig context must talk to this deployment's cluster
@@ -39,10 +42,12 @@ import yaml
 from rich.console import Console
 
 from hyperpod_analysis.report.results import DPD_PATH, METADATA, RUN_FILE, decode_log
+from hyperpod_core import environment
 from hyperpod_core.atomic import replace_dir
 from hyperpod_core.config import Config
 from hyperpod_core.dist_layout import PLACEHOLDERS, PLACEHOLDERS_README, DistLayout
 from hyperpod_core.errors import CommandFailed, UsageError
+from hyperpod_core.names import EndpointNames
 from hyperpod_dpd.benchmark.download import download_s3
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption
 from hyperpod_dpd.confirm import DryRunOption, YesOption, confirm
@@ -184,13 +189,43 @@ def _serving(kube: Kube, ns: str, name: str, mode: str) -> dict[str, dict[str, i
 
 def serving_record(gpus: int, before: dict[str, dict[str, int]] | str,
                    after: dict[str, dict[str, int]] | str) -> dict[str, Any]:
-    """What ``serving.json`` holds: the GPUs the run records (``BENCH_GPUS``, its layout's replicas) and the
-    endpoint's Deployments before and after it, with the GPUs their ready pods held."""
+    """What ``serving.json`` holds: the GPUs the run records (``BENCH_GPUS``, its layout's replicas), the endpoint's
+    Deployments before and after it with the GPUs their ready pods held, and ``invalid``: why the run does not count
+    (ready GPUs other than the recorded ones), ``None`` when it does (read by
+    :func:`hyperpod_analysis.report.analysis.serving_problems`)."""
     record: dict[str, Any] = {"gpus_recorded": gpus, "before": before, "after": after}
+    off = []
     for when, seen in (("before", before), ("after", after)):
         if isinstance(seen, dict):
-            record[f"ready_gpus_{when}"] = sum(d["ready"] * d["gpus_per_pod"] for d in seen.values())
+            ready = sum(d["ready"] * d["gpus_per_pod"] for d in seen.values())
+            record[f"ready_gpus_{when}"] = ready
+            if ready != gpus:
+                off.append(f"{ready} GPUs ready {when} the run")
+    record["invalid"] = f"{', '.join(off)}, the run records {gpus}" if off else None
     return record
+
+
+def pin(kube: Kube, out: Console, name: str, manifest: dict[str, Any], timeout_s: float, poll_s: float) -> None:
+    """After a DPD layout without autoscaling was applied: refuse (one line) while a scaler still targets a role's
+    Deployment, then wait until each role runs exactly its pinned replicas (module docstring)."""
+    from hyperpod_dpd.benchmark.kube import PAUSED_REPLICAS
+
+    ns, pd = manifest["metadata"]["namespace"], manifest["spec"]["pdSpec"]
+    names = EndpointNames(name=name, namespace=ns)
+    pinned = {names.role_deployment("prefill"): int(pd["prefillSpec"]["replicas"]),
+              names.role_deployment("decode"): int(pd["decodingSpec"]["replicas"])}
+    left = kube.scalers(ns, list(pinned))
+    if left:
+        kind, obj, target = left[0]
+        fix = (f"remove it (kubectl delete scaledobject {obj} -n {ns}) or pause it at the pinned count (kubectl "
+               f"annotate scaledobject {obj} -n {ns} {PAUSED_REPLICAS}={pinned[target]}; KEDA docs, Pausing "
+               "autoscaling)" if kind == "ScaledObject" else f"remove it (kubectl delete hpa {obj} -n {ns})")
+        more = f" (+{len(left) - 1} more)" if len(left) > 1 else ""
+        raise CommandFailed(f"{kind} {ns}/{obj} still scales Deployment {target} after the pinned layout was applied: "
+                            f"its replicas would not stay at the pinned {pinned[target]} the runs record; {fix}, then "
+                            f"run bench again{more}")
+    kube.wait_replicas(ns, pinned, timeout_s, poll_s,
+                       lambda state: out.print(f"  waiting for the pinned replicas: {state}", highlight=False))
 
 
 def _gpus_of(job: dict[str, Any]) -> int:
@@ -227,6 +262,16 @@ def select(jobs: list[dict[str, Any]], only: list[str] | None) -> list[dict[str,
     return [j for j, n in zip(jobs, names, strict=True) if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
 
 
+def _unresolved(e: environment.Environment) -> str:
+    """What resolves the placeholders the environment's synth left, per value (:func:`hyperpod_core.inputs.remedy`),
+    then synthesize again."""
+    from hyperpod_core.inputs import placeholders, remedies, resolve_in_folder
+
+    missing = placeholders(resolve_in_folder(e.config, e.workdir))
+    again = f"hyperpod-dpd synth {e.selector}"
+    return f"{'; '.join(remedies(missing))}; then {again}" if missing else f"every value is resolved now: {again}"
+
+
 def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: KubeconfigOption = None,
           context: ContextOption = None, poll_seconds: PollOption = 10.0, ready_timeout: ReadyOption = 3600.0,
           only: OnlyOption = None, yes: YesOption = False, dry_run: DryRunOption = False) -> None:
@@ -241,7 +286,7 @@ def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: Kubeco
     layout = DistLayout.found(e.dist, name, c.endpoint.apply)
     if layout.unresolved:
         raise UsageError(f"{e.dist / PLACEHOLDERS}/ holds manifests with placeholders (see its {PLACEHOLDERS_README}): "
-                         "deploy with --outputs-file, synthesize again, then bench")
+                         f"{_unresolved(e)}, then bench")
     bench_docs = _docs(layout.benchmark_file)
     jobs = [d for d in bench_docs if d.get("kind") == "Job"]
     if not jobs:
@@ -297,6 +342,8 @@ def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: Kubeco
                       "same name)", highlight=False)
             kube.apply_endpoint(endpoints[group])
         kube.wait_endpoint_ready(ns, name, ready_timeout, poll_seconds, partial(_waiting, out, mode))
+        if mode == "dpd" and "autoScalingSpec" not in endpoints[group]["spec"]["pdSpec"]:
+            pin(kube, out, name, endpoints[group], ready_timeout, poll_seconds)
         for job in todo[group]:
             index += 1
             _, key = run_key(job)
@@ -312,11 +359,9 @@ def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: Kubeco
                 tail = _failure_line(kube.job_log(ns, jname))
                 raise CommandFailed(f"run {key} failed (Job {jname}): {tail[:200]}; fix and re-run bench to resume")
             record = serving_record(_gpus_of(job), serving_before, _serving(kube, ns, name, mode))
-            for when in ("before", "after"):
-                ready = record.get(f"ready_gpus_{when}")
-                if ready is not None and ready != record["gpus_recorded"]:
-                    out.print(f"  warning: {key}: {ready} GPUs ready {when} the run, the run records "
-                              f"{record['gpus_recorded']} (see {SERVING})", highlight=False)
+            if record["invalid"]:
+                out.print(f"  warning: {key}: {record['invalid']}: marked invalid (see {SERVING}); the report "
+                          "compares it with nothing", highlight=False)
             extra: dict[str, Any] = {SERVING: record}
             if before is not None:
                 after = _prefill_counts(kube, c)

@@ -8,7 +8,13 @@ from typing import Annotated
 
 import typer
 
-from hyperpod_analysis.report.analysis import build_cells, dpd_path_problems, planner_estimates, verdict
+from hyperpod_analysis.report.analysis import (
+    build_cells,
+    dpd_path_problems,
+    planner_estimates,
+    serving_problems,
+    verdict,
+)
 from hyperpod_analysis.report.render import Report, experiment_title, write_report
 from hyperpod_analysis.report.results import check_matrix, experiments_of, load_results
 from hyperpod_core import environment
@@ -41,7 +47,8 @@ def report(results: ResultsOption = None, out: OutOption = None, config: ConfigO
     """Compare colocated and DPD from genai-bench result files and write the decision report.
 
     Each experiment is reported on its own (equal-gpu: the verdicts; aws-reference: beside AWS's published
-    numbers). DPD runs whose requests did not take the DPD path are marked invalid and left out of the verdicts."""
+    numbers). DPD runs whose requests did not take the DPD path, and runs on other GPUs than they record, are marked
+    invalid and left out of the verdicts."""
     fmt = output_format(output, as_json)
     e = environment.resolve(config, env)
     c = e.config
@@ -53,6 +60,8 @@ def report(results: ResultsOption = None, out: OutOption = None, config: ConfigO
         root = download_s3(source, Path(tmp), region or c.region) if source.startswith("s3://") else Path(source)
         measurements = load_results(root, names)
         problems = dpd_path_problems(measurements, paths)
+        for folder, why in serving_problems(measurements).items():
+            problems[folder] = f"{problems[folder]}; {why}" if folder in problems else why
         built, note = [], "no experiment: no planner estimates"
         verdicts = []
         for experiment in experiments_of(measurements):

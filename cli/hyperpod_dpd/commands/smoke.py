@@ -2,7 +2,10 @@
 
 First the skew guard (:mod:`hyperpod_dpd.skew`): a test of an endpoint whose prefill and decode serve another image
 or model path, or whose roles are mid-rollout, would certify a state that is about to change or serves wrong
-tokens; the command refuses it (one line, exit 1) before sending a request.
+tokens; the command refuses it (one line, exit 1) before sending a request. When the roles cannot be compared (a
+role's Deployment not found, no Ready pod, a model that cannot be read), the test goes on and ends "incomplete":
+a comparison not made is no pass. The requests name the model the live pods serve (their ``--served-model-name``),
+else ``model.name``.
 
 The router disaggregates requests whose estimated input tokens are >= ``pdSpec.routingThreshold``
 (``shared/reference/operations.md``, "Smoke test and status"), so the short prompt must stay below
@@ -15,7 +18,8 @@ Then the KV path itself (:func:`efa_proof`): each prefill and decode pod's start
 :data:`STARTUP_LOG_BYTES` of its log) and its lines of this test give every rank's ``pd_role`` (sender on prefill,
 receiver on decode), the NIXL transport (LIBFABRIC on EFA; UCX is flagged with its fix) and the per-rank transfer
 rate against AWS's 1 GB/s "not on EFA" line; the verdict is ``proven``, ``refuted`` (the command fails) or
-``unproven`` (a start-up line is missing). A request that took 80 % of the ALB idle timeout
+``unproven`` (a start-up line is missing, or a role has no pod to read). A request that took 80 % of the ALB
+idle timeout
 (``endpoint.load_balancer_idle_timeout_seconds``) is a warning: without streaming it would have been cut.
 
 Every measurement made is kept: when a log cannot be read (or the long request fails after the short one
@@ -130,8 +134,8 @@ def smoke(
         "--ca-file", help="PEM to trust for an https --url (default: system CAs).", show_default=False)] = None,
     kubeconfig: KubeconfigOption = None, context: ContextOption = None,
     model: Annotated[str | None, typer.Option(
-        help="Model name sent in the request. Default: the name the endpoint serves, model.name (vLLM "
-             "--served-model-name; docs/endpoint.md, section 3).", show_default=False)] = None,
+        help="Model name sent in the request. Default: the name the live pods serve (vLLM --served-model-name), "
+             "else model.name (docs/endpoint.md, section 3).", show_default=False)] = None,
     max_tokens: Annotated[int, typer.Option(help="Output tokens per request (2-1024).")] = 64,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for each streamed answer.")] = 300.0,
     log_wait: Annotated[float, typer.Option(help="Seconds to let the decoder flush its log.")] = 3.0,
@@ -152,10 +156,10 @@ def smoke(
     as_json = fmt.data  # below: a JSON or YAML document instead of the table
     dep = load(config, env, region=region)
     c = dep.env.config
-    model = model or c.model.name  # the served name: the same for every revision of the weights
     kube = dep.kube(kubeconfig, context)
     unchecked: list[dict[str, str]] = []
-    roles = _refuse_skew(kube, dep, unchecked)
+    roles, served = _refuse_skew(kube, dep, unchecked)
+    model = model or served or c.model.name  # the served name: the same for every revision of the weights
     with tempfile.TemporaryDirectory(prefix="hyperpod-dpd-smoke-") as tmp:
         if url is None:
             url, ca_file = _load_balancer_url(dep, kube, Path(tmp))
@@ -219,7 +223,8 @@ def smoke(
         unchecked.append({"check": "the KV path over EFA (the workers' start-up logs)", "reason": str(exc)})
     ok = all(r.ok for r in reports) and efa["verdict"] != "refuted" and not unchecked
     if as_json:
-        emit({"url": url, "threshold_tokens": threshold, "roles": roles, "requests": [asdict(r) for r in reports],
+        emit({"url": url, "model": model, "threshold_tokens": threshold, "roles": roles,
+              "requests": [asdict(r) for r in reports],
               "router_decisions": decisions, "idle_timeout_seconds": timeout_s, "efa": efa,
               "unchecked": unchecked, "ok": ok}, fmt)
     else:
@@ -246,24 +251,31 @@ def smoke(
                             "requests' measurements are in the output")
 
 
-def _refuse_skew(kube: Kube, dep: Deployment, unchecked: list[dict[str, str]]) -> dict[str, Any]:
-    """What each role runs (:func:`hyperpod_dpd.skew.summary`); refused (one line) when prefill and decode differ
-    or a role is mid-rollout (:func:`hyperpod_dpd.skew.findings`). When the Deployments cannot be read, the check
-    goes to ``unchecked`` and the test goes on: its measurements still count, the verdict is "incomplete"."""
+def _refuse_skew(kube: Kube, dep: Deployment, unchecked: list[dict[str, str]]) -> tuple[dict[str, Any], str]:
+    """What each role runs (:func:`hyperpod_dpd.skew.summary`) and the name its Ready pods serve (their
+    ``--served-model-name``, decode's first; "" when none is read); refused (one line) when prefill and decode differ
+    or a role is mid-rollout (:func:`hyperpod_dpd.skew.findings`). When the Deployments cannot be read, or the roles
+    cannot be compared (:func:`hyperpod_dpd.skew.uncompared`: a role not found, no Ready pod, a model not read), the
+    check goes to ``unchecked`` and the test goes on: its measurements still count, the verdict is "incomplete"."""
     from hyperpod_dpd.kube import kube_errors
 
+    check = "that prefill and decode run one image, model and pod template"
     try:
         with kube_errors("reading the prefill and decode Deployments"):
             workers = {role: kube.role_workers(dep.names, role) for role in ROLES}
     except CommandFailed as exc:
-        unchecked.append({"check": "that prefill and decode run one image, model and pod template",
-                          "reason": str(exc)})
-        return {}
+        unchecked.append({"check": check, "reason": str(exc)})
+        return {}, ""
     found = skew.findings(workers)
     if found:
         raise CommandFailed("refusing to certify a skewed endpoint: " + "; ".join(f.message for f in found)
                             + "; 'hyperpod-dpd status' shows each role's revision")
-    return {role: skew.summary(w) for role, w in workers.items()}
+    unknown = skew.uncompared(workers)
+    if unknown:
+        unchecked.append({"check": check, "reason": "; ".join(unknown)})
+    served = next((p.served_name for role in ("decode", "prefill") for p in workers[role].pods
+                   if p.ready and not p.terminating and p.served_name), "")
+    return {role: skew.summary(w) for role, w in workers.items()}, served
 
 
 def _window(kube: Kube, target: PodTarget, since_seconds: int, start: datetime) -> list[str]:
@@ -301,8 +313,10 @@ def efa_proof(kube: Kube, dep: Deployment, decoders: list[PodTarget], windows: d
                          "connectors": sorted(dpd_logs.connectors(head)),
                          "findings": [asdict(f) for f in findings]})
     verdicts = {p["verdict"] for p in pods}
-    verdict = "refuted" if "refuted" in verdicts else "unproven" if "unproven" in verdicts or not pods else "proven"
-    return {"verdict": verdict, "pods": pods}
+    # Over EFA means between the pools: a role without a pod to read proves nothing, however clean the other's log.
+    missing = [role for role, targets in roles if not targets]
+    verdict = ("refuted" if "refuted" in verdicts else "unproven" if "unproven" in verdicts or missing else "proven")
+    return {"verdict": verdict, "pods": pods, "roles_without_pods": missing}
 
 
 def _check_idle_timeout(report: RequestReport, timeout_seconds: int) -> None:
@@ -321,7 +335,8 @@ def _check_idle_timeout(report: RequestReport, timeout_seconds: int) -> None:
 def _print_efa(out: Console, efa: dict[str, Any]) -> None:
     label = {"proven": "[green]proven[/green]", "refuted": "[red]refuted[/red]",
              "unproven": "[yellow]not proven[/yellow]"}[efa["verdict"]]
-    out.print(f"KV path over EFA: {label}")
+    out.print(f"KV path over EFA: {label}" + (f" (no {' or '.join(efa['roles_without_pods'])} pod to read)"
+                                              if efa.get("roles_without_pods") else ""))
     colour = {"ok": "green", "info": "cyan", "warn": "yellow", "error": "red"}
     for p in efa["pods"]:
         for f in p["findings"]:
@@ -446,9 +461,7 @@ def _judge(report: RequestReport, lines: list[str], pd_buffer_size_bytes: int) -
             if f.severity == "error":
                 report.findings.append(asdict(f))
     if dpd_logs.allocation_failures(lines):
-        alloc = dpd_logs.classify("Failed to allocate memory object", pd_buffer_size_bytes=pd_buffer_size_bytes)
-        assert alloc is not None
-        report.findings.append(asdict(alloc))
+        report.findings.append(asdict(dpd_logs.alloc_finding(pd_buffer_size_bytes=pd_buffer_size_bytes)))
     moved = [t for t in found if t.retrieved_tokens > 0]
     report.log_lines = len(lines)
     report.transfer_checked = True

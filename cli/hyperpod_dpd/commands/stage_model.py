@@ -1,12 +1,20 @@
 """``hyperpod-dpd stage-model SRC``: upload a Hugging Face model folder to the config's bucket and prefix.
 
-Once the manifest is in S3 (and after a ``--verify`` that found every object as the manifest says) it records the
-staged weights in the environment folder (``staged-model.json`` beside ``cdk-outputs.json``,
-:mod:`hyperpod_core.staged_model`): the next synth puts the manifest's digest into vLLM's ``--model``, the model
-identity of every LMCache key.
+Content-addressed (:mod:`hyperpod_core.staged_model`): the checksums of every file come first, then the manifest and
+its digest, the revision ``sha256-<16 hex>``; the files go to ``<model.s3_prefix><revision>/``, the manifest last,
+and the record of the staged weights (``staged-model.json`` beside ``cdk-outputs.json``) after it. The next synth
+puts the revision into vLLM's ``--model`` (the model identity of every LMCache key) and the prefix into the
+endpoint's model location: the pods of an applied revision keep loading exactly its objects, whatever is staged
+later. The same folder staged again finds every object in place and writes nothing. With ``model.revision`` in the
+config the upload goes to ``model.s3_prefix`` itself (the revision is the config's word, one prefix per revision)
+and no record is written.
+
+``--verify`` checks S3 against the manifest of the revision ``--revision`` names, else the one the record names,
+else the only one staged, and writes the record when every object matches (a model staged from another machine).
 
 Ctrl-C stops the upload after the parts in flight, leaves the incomplete uploads in S3 and prints one line with
-what was done, until when S3 keeps the parts (the bucket's lifecycle rule) and the command that resumes (exit 130).
+what was done, until when S3 keeps the parts (the bucket's lifecycle rule) and the command that resumes (exit 130):
+the same files give the same revision, hence the same prefix.
 """
 
 from __future__ import annotations
@@ -63,12 +71,18 @@ def stage_model(
                                                         "*.safetensors).", show_default=False)] = None,
         config: ConfigOption = None, env: EnvOption = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would be uploaded; write nothing.")] = False,
-        force: Annotated[bool, typer.Option("--force", help="Overwrite objects that hold different content.")] = False,
+        force: Annotated[bool, typer.Option("--force", help="Overwrite objects under the target prefix that hold "
+                                                            "other content than the manifest says.")] = False,
         verify_only: Annotated[bool, typer.Option("--verify", help="Check S3 against the manifest; upload nothing.")]
         = False,
+        revision: Annotated[str | None, typer.Option(
+            "--revision", help="With --verify: the staged revision to check (sha256-<16 hex>). Default: the one "
+                               "staged-model.json records, else the only one under model.s3_prefix.",
+            show_default=False)] = None,
 ) -> None:
     """Upload the weights to s3://<model bucket>/<model.s3_prefix>: parallel, resumable (inside a file too),
     checksummed by S3."""
+    from hyperpod_core import staged_model
     from hyperpod_dpd import aws, staging
 
     e = environment.resolve(config, env)
@@ -76,14 +90,18 @@ def stage_model(
         raise UsageError("--verify checks what is in S3 against the manifest; pass no SRC")
     if not verify_only and src is None:
         raise UsageError("SRC is required: the Hugging Face model folder to upload")
+    if revision is not None and not verify_only:
+        raise UsageError(f"--revision {revision!r} goes with --verify; a staging derives its revision from the files")
+    if revision is not None and not staged_model.is_staged_revision(revision):
+        raise UsageError(f"--revision must be sha256-<16 lowercase hex digits>, got {revision!r}")
     files = staging.scan_model_dir(src) if src is not None else []
-    bucket, prefix = model_bucket(e), e.config.model.s3_prefix
+    bucket, base, configured = model_bucket(e), e.config.model.s3_prefix, e.config.model.revision
     s3 = aws.client("s3", e.config.region)
     resume_command = f"hyperpod-dpd stage-model {src} {e.selector}" + (" --force" if force else "")
     with aws.aws_errors(f"s3://{bucket}"):
         staging.check_bucket(s3, bucket)
         if verify_only:
-            _verify(s3, bucket, prefix, e)
+            _verify(s3, bucket, e, revision)
             return
         total = sum(f.size for f in files)
         try:
@@ -91,6 +109,13 @@ def stage_model(
                 files = staging.checksum_all(files, lambda n: bar.advance(bar.task_ids[0], n))
         except KeyboardInterrupt:
             _interrupted("interrupted while computing the checksums; nothing was uploaded", resume_command)
+        # The revision before any upload: the manifest's digest names the prefix the files go to.
+        body = staging.manifest_body(files)
+        rev = configured or staged_model.revision_of(body)
+        prefix = staged_model.weights_prefix(base, rev, configured=configured is not None)
+        print(f"revision {rev}: " + (f"model.revision in the config; uploading to model.s3_prefix {base} as "
+                                     "configured (give each revision its own prefix)" if configured else
+                                     f"SHA-256 of the manifest of {len(files)} files; its own prefix {prefix}"))
         planned = staging.plan(s3, bucket, prefix, files)
         conflicts = [p for p in planned if p.action == "conflict"]
         todo = [p for p in planned if p.action != "skip"]
@@ -103,8 +128,10 @@ def stage_model(
         if conflicts and not force:
             for p in conflicts:
                 err.print(f"  {p.key}: {p.reason}", highlight=False)
-            raise CommandFailed(f"{len(conflicts)} objects under s3://{bucket}/{prefix} hold different content "
-                                f"(listed above); pass --force to overwrite them")
+            what = ("pods that restart or scale out would load them" if configured else
+                    "the objects of a revision are never changed in place")
+            raise CommandFailed(f"{len(conflicts)} objects under s3://{bucket}/{prefix} hold other content than "
+                                f"revision {rev}'s files (listed above; {what}); pass --force to overwrite them")
         if dry_run:
             for p in planned:
                 print(f"  {p.action:<8} {p.key} ({p.reason})")
@@ -131,24 +158,28 @@ def stage_model(
             _interrupted(f"interrupted: {done.done_bytes / 2**30:.2f} of {done.total_bytes / 2**30:.2f} GiB uploaded, "
                          f"{done.files_done} files complete; {len(done.started)} incomplete uploads stay in S3 {when}",
                          resume_command)
-        key = staging.write_manifest(s3, bucket, prefix, files)
-    recorded = _record(e, bucket, prefix, staging.manifest_body(files), len(files))
-    print(f"staged: s3://{bucket}/{prefix} ({len(files)} files, S3-verified CRC64NVME); manifest s3://{bucket}/{key}")
-    print(recorded)
-    print(f"next: hyperpod-dpd synth {e.selector}   (the manifests then carry this revision)")
-    print(f"      kubectl apply -f {e.dist}/endpoint/   (the endpoint endpoint.apply chooses)")
+        key, written = staging.write_manifest(s3, bucket, prefix, files)
+    print(f"staged: s3://{bucket}/{prefix} ({len(files)} files, S3-verified CRC64NVME); manifest s3://{bucket}/{key}"
+          + ("" if written else " (already there: nothing changed)"))
+    if configured:
+        print(f"no record written: model.revision {configured!r} in the config names these weights")
+    else:
+        print(_record(e, bucket, base, body, len(files)))
+    print(f"next: hyperpod-dpd synth {e.selector}   (the manifests then carry revision {rev})")
+    from hyperpod_core.dist_layout import apply_commands
+
+    for line in apply_commands(f"{e.dist}/endpoint/"):
+        print(f"      {line}")
     print(f"      hyperpod-dpd stage-model --verify {e.selector}   (any time)")
 
 
-def _record(e: environment.Environment, bucket: str, prefix: str, body: bytes, files: int) -> str:
+def _record(e: environment.Environment, bucket: str, s3_prefix: str, body: bytes, files: int) -> str:
     """Write the staged-weights record into the environment folder; the line that says so."""
     from hyperpod_core import staged_model
 
     path = e.workdir / staged_model.RECORD_FILE
-    staged = staged_model.write(path, bucket=bucket, s3_prefix=prefix, manifest_bytes=body, files=files)
-    note = "" if e.config.model.revision is None else (
-        f"; model.revision {e.config.model.revision!r} in the config takes precedence")
-    return f"recorded: {path}: revision {staged.revision} (SHA-256 of the manifest){note}"
+    staged = staged_model.write(path, bucket=bucket, s3_prefix=s3_prefix, manifest_bytes=body, files=files)
+    return f"recorded: {path}: revision {staged.revision} (SHA-256 of the manifest), weights under {staged.location}"
 
 
 def _interrupted(what: str, resume_command: str) -> NoReturn:
@@ -157,19 +188,47 @@ def _interrupted(what: str, resume_command: str) -> NoReturn:
     raise SystemExit(EXIT_INTERRUPTED)
 
 
-def _verify(s3: Any, bucket: str, prefix: str, e: environment.Environment) -> None:
+def _verify(s3: Any, bucket: str, e: environment.Environment, revision: str | None) -> None:
+    """Check staged weights against their manifest: ``model.s3_prefix`` itself when the config names the revision,
+    else the revision ``--revision`` names, the record names, or the only one staged; record them when they match."""
+    from hyperpod_core import staged_model
     from hyperpod_dpd import staging
 
-    report = staging.verify(s3, bucket, prefix)
+    base, configured = e.config.model.s3_prefix, e.config.model.revision
+    rev: str | None = None
+    if configured is None:
+        rev = revision or _recorded_revision(e, bucket)
+        if rev is None:
+            found = staging.staged_revisions(s3, bucket, base)
+            if not found:
+                raise CommandFailed(f"no staged revision under s3://{bucket}/{base} (stage the model first: "
+                                    f"hyperpod-dpd stage-model SRC {e.selector})")
+            if len(found) > 1:
+                raise UsageError(f"{len(found)} revisions are staged under s3://{bucket}/{base} ({', '.join(found)}) "
+                                 f"and {staged_model.RECORD_FILE} names none of them: pass --revision")
+            rev = found[0]
+    prefix = staged_model.weights_prefix(base, rev or "", configured=configured is not None)
+    report = staging.verify(s3, bucket, prefix, rev)
     bad = [r for r in report.files if not r.ok]
     for r in report.files:
         print(f"  {'ok' if r.ok else 'BAD':<4} {r.rel}: {r.detail}")
     for key, size in report.extra:
         print(f"  not in the manifest: {key} ({size} bytes): not part of the staged model, but the S3 CSI mount "
               "shows it to vLLM too; delete it if it is stale (aws s3 rm)")
-    if not bad:  # the weights are as the manifest says: record them for the synth
-        print(_record(e, bucket, prefix, report.manifest_body, len(report.files)))
+    if not bad and rev is not None:  # the weights are as the manifest says: record them for the synth
+        print(_record(e, bucket, base, report.manifest_body, len(report.files)))
     print(f"s3://{bucket}/{prefix}: {len(report.files) - len(bad)} of {len(report.files)} files match the manifest"
           + (f"; {len(report.extra)} objects under the prefix are not in it" if report.extra else ""))
     if bad:
         raise CommandFailed(f"{len(bad)} files in s3://{bucket}/{prefix} do not match the manifest (listed above)")
+
+
+def _recorded_revision(e: environment.Environment, bucket: str) -> str | None:
+    """The revision ``staged-model.json`` records for this config's bucket and prefix, else ``None``."""
+    from hyperpod_core import staged_model
+
+    path = e.workdir / staged_model.RECORD_FILE
+    if not path.is_file():
+        return None
+    record = staged_model.read(path)
+    return record.revision if (record.bucket, record.s3_prefix) == (bucket, e.config.model.s3_prefix) else None

@@ -17,7 +17,8 @@ Sources of each row:
   (``shared/reference/operations.md``). Pods are those their Deployment's own selector picks
   (:mod:`hyperpod_dpd.kube`), never those whose name starts like the endpoint's.
 * Skew: per role the image, ``--model`` and pod template (``pod-template-hash``, ``deployment.kubernetes.io/revision``)
-  of its pods, and whether prefill and decode differ (:mod:`hyperpod_dpd.skew`).
+  of its pods, and whether prefill and decode differ (:mod:`hyperpod_dpd.skew`); what cannot be compared is a
+  warning, never a match. Revision: the applied ``--model`` against the manifest the environment's synth wrote.
 * Cold start (operator v3.3): ``status.imageCacheStatus`` (``state``, ``readyNodes``/``targetNodes``, ``message``)
   and the ``status`` of the operator's ModelWeightsCacheConfig (``shared/crds/v3.3``).
 * KV path: each worker's start-up and recent log lines (:func:`hyperpod_dpd.dpd_logs.efa_findings`): ``pd_role``,
@@ -341,6 +342,7 @@ def endpoint_checks(dep: Deployment, kubeconfig: str | None, context: str | None
     else:
         checks += _dpd_checks(dep, pd_spec, pods, routers)
         checks += skew_checks(dep, workers)
+    checks += revision_check(dep, spec)
     checks.append(load_balancer_check(dep, hosts))
     pem = certificate_pem_location(status_)
     health = (status_.get("tlsCertificate") or {}).get("certificateHealth")
@@ -353,8 +355,45 @@ def endpoint_checks(dep: Deployment, kubeconfig: str | None, context: str | None
                                    "ok": ""}[tls_state]))
     checks += cache_checks(dep, kube, spec, status_)
     if pd_spec is not None:
-        checks += efa_checks(dep, kube, pods)
+        model_skew = any(f.kind == "model" for f in skew.findings(workers))
+        checks += efa_checks(dep, kube, pods, model_skew=model_skew)
     return checks
+
+
+def revision_check(dep: Deployment, spec: dict[str, Any]) -> list[Check]:
+    """The applied endpoint's weights (``--model`` of its ``worker.args``, which carries the revision) against the
+    manifest of the same mode the environment's last synth wrote (``dist/``); none without that manifest. A new
+    revision is not applied until both roles' pods run it, and applying it in place changes both pod templates: with
+    no free GPU in a pool the new pods stay Pending (docs/endpoint.md, Model identity)."""
+    import yaml
+
+    from hyperpod_core.dist_layout import DistLayout, Mode
+    from hyperpod_dpd.kube import model_of_argv
+
+    mode: Mode = "dpd" if spec.get("pdSpec") is not None else "colocated"
+    layout = DistLayout.found(dep.env.dist, dep.names.name, dep.env.config.endpoint.apply)
+    path = layout.endpoint_file(mode)
+    try:
+        docs = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
+    except (OSError, yaml.YAMLError):
+        return []
+    synthesized = model_of_argv([str(a) for a in ((docs[0].get("spec") or {}).get("worker") or {}).get("args") or []]
+                                ) if docs else ""
+    applied = model_of_argv([str(a) for a in (spec.get("worker") or {}).get("args") or []])
+    if not synthesized:
+        return []
+    facts = {"applied": applied, "synthesized": synthesized}
+    if applied == synthesized:
+        return [Check(section="endpoint", name="revision", state="ok", blocks_serving=False,
+                      detail=f"{applied}, as synthesized ({path})", facts=facts)]
+    if layout.unresolved:
+        fix = f"the synth left placeholders ({path.parent.parent / 'README.txt'}): resolve them, synthesize again"
+    else:
+        fix = (f"apply the new revision: kubectl delete -f {path} && kubectl apply -f {path} (one cold start; in "
+               f"place, kubectl apply -f {path}, only with a spare node per pool: both roles' new pods need GPUs)")
+    return [Check(section="endpoint", name="revision", state="warn", blocks_serving=False,
+                  detail=f"applied {applied or '(model unknown)'}; synthesized {synthesized} ({path})",
+                  next_step=fix, facts=facts)]
 
 
 # --- cold start (operator v3.3 modelCacheConfig) ------------------------------------------------------------
@@ -439,10 +478,12 @@ STARTUP_LOG_BYTES = 4 << 20
 RECENT_LOG_LINES = 2000
 
 
-def efa_checks(dep: Deployment, kube: Kube, pods: dict[Role, list[PodTarget]]) -> list[Check]:
+def efa_checks(dep: Deployment, kube: Kube, pods: dict[Role, list[PodTarget]], *,
+               model_skew: bool = False) -> list[Check]:
     """One row per role: each pod's ``pd_role``, NIXL transport and per-rank transfer rates, proven or refuted
     (:func:`hyperpod_dpd.dpd_logs.efa_findings`). A refuted path still serves (the decoder recomputes), so the
-    row does not block serving, but the endpoint is then not disaggregated in any useful sense."""
+    row does not block serving, but the endpoint is then not disaggregated in any useful sense. ``model_skew``: the
+    roles run different ``--model`` values (the skew row), which is what a full receive buffer then means."""
     from hyperpod_dpd import dpd_logs
     from hyperpod_dpd.kube import kube_errors
 
@@ -457,7 +498,7 @@ def efa_checks(dep: Deployment, kube: Kube, pods: dict[Role, list[PodTarget]]) -
                 for target in pods[role]:
                     lines = (kube.read_log(target, limit_bytes=STARTUP_LOG_BYTES)
                              + kube.read_log(target, tail_lines=RECENT_LOG_LINES))
-                    findings = dpd_logs.efa_findings(role, lines, pd_buffer_size_bytes=buffer)
+                    findings = dpd_logs.efa_findings(role, lines, pd_buffer_size_bytes=buffer, model_skew=model_skew)
                     verdicts.append(dpd_logs.efa_verdict(findings))
                     parts.append(f"{target.pod}: " + ", ".join(
                         f.signature for f in findings if f.severity in ("ok", "error", "warn")))
@@ -527,39 +568,45 @@ def _dpd_checks(dep: Deployment, pd_spec: dict[str, Any], pods: dict[Role, list[
 def skew_checks(dep: Deployment, workers: dict[Role, RoleWorkers]) -> list[Check]:
     """One row per role with what it runs (image, ``--model``, pod templates and revisions), then one row that
     compares them (:func:`hyperpod_dpd.skew.findings`). A different image or model path between the serving pods
-    means the endpoint cannot serve correctly (KV caches meet another model's or engine's); a rollout alone is a
-    warning (``smoke`` refuses to certify the endpoint until it is over)."""
+    means the endpoint cannot serve correctly (the decoder recomputes what prefill sent, and prefill's transfers
+    stall once the decoder's PD buffer is full of KV it never reads); a rollout alone is a warning (``smoke`` refuses
+    to certify the endpoint until it is over), and so is what cannot be compared (:func:`hyperpod_dpd.skew.
+    uncompared`): a role whose Deployment is not found, without a Ready pod, or whose model cannot be read."""
     names = dep.names
     found = skew.findings(workers)
     checks = []
     for role in ROLES:
         w = workers[role]
         rolling = [f for f in found if f.role == role]
-        checks.append(Check(section="endpoint", name=f"{role} revision", state="warn" if rolling else "ok",
-                            detail=skew.describe(w), blocks_serving=False, facts=skew.summary(w),
+        checks.append(Check(section="endpoint", name=f"{role} revision", state="warn" if rolling or not w.found
+                            else "ok", detail=skew.describe(w), blocks_serving=False, facts=skew.summary(w),
                             next_step=f"kubectl rollout status deployment/{w.deployment} -n {names.namespace}"
-                            if rolling else ""))
+                            if rolling else "" if w.found else
+                            f"kubectl get deployments -n {names.namespace} -l "
+                            f"inference.sagemaker.aws.amazon.com/dpd-role={role} (the operator's name for it)"))
     rollout = " and ".join(f"'kubectl rollout status deployment/{workers[r].deployment} -n {names.namespace}'"
                            for r in ROLES)
     differ = [f for f in found if f.kind != "rollout"]
     facts = {"skewed": bool(found), "findings": [{"kind": f.kind, "role": f.role, "message": f.message}
                                                  for f in found]}
     if differ:
+        path = dep.env.dist / "endpoint"
         return [*checks, Check(
             section="endpoint", name="prefill/decode skew", state="fail", facts=facts,
             detail="; ".join(f.message for f in found),
-            next_step=f"decode now continues KV caches of another image or model: let both roles finish their "
-                      f"rollouts ({rollout}); a new pod Pending for GPUs never finishes one "
-                      "(docs/operations.md#skew-guard)")]
+            next_step=f"the decoder recomputes what prefill sends and transfers stall once its PD buffer is full: "
+                      f"let both roles finish their rollouts ({rollout}), or replace the endpoint so both start on one "
+                      f"revision: kubectl delete -f {path}/ && kubectl apply -f {path}/; a new pod Pending for GPUs "
+                      "never finishes a rollout (docs/operations.md#skew-guard)")]
     if found:
         return [*checks, Check(
             section="endpoint", name="prefill/decode skew", state="warn", blocks_serving=False, facts=facts,
             detail="; ".join(f.message for f in found),
             next_step=f"wait for the rollout ({rollout}); smoke refuses to certify the endpoint until it is over")]
-    idle = [r for r in ROLES if not any(p.ready and not p.terminating for p in workers[r].pods)]
-    if idle:
+    unknown = skew.uncompared(workers)
+    if unknown:
         return [*checks, Check(section="endpoint", name="prefill/decode skew", state="warn", blocks_serving=False,
-                               facts=facts, detail=f"not compared: no Ready {' or '.join(idle)} pod")]
+                               facts={**facts, "uncompared": unknown}, detail=f"not compared: {'; '.join(unknown)}")]
     return [*checks, Check(section="endpoint", name="prefill/decode skew", state="ok", facts=facts,
                            detail="none: both roles serve one image and one model path, each from one pod template")]
 

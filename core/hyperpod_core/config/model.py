@@ -194,12 +194,16 @@ class ModelConfig(_Model):
     (vLLM `--served-model-name`). Default: `llama-3-3-70b-instruct`."""
     revision: ModelRevision | None = None
     """Which weights these are, in vLLM's `--model` (`/opt/ml/model/<name>/<revision>`, the weights' mount path),
-    and so in every LMCache key: two revisions never share a cached KV. Default: none: the digest of the manifest
-    `hyperpod-dpd stage-model` wrote (`sha256-<16 hex>`, from `staged-model.json` beside the outputs file); with
-    neither, the manifests hold a placeholder and are not deployable."""
+    and so in every LMCache key: two revisions never share a cached KV. When set, it is your word: the weights are
+    read from `s3_prefix` as configured, so give each revision its own `s3_prefix`. Default: none: the digest of the
+    manifest `hyperpod-dpd stage-model` wrote (`sha256-<16 hex>`, from `staged-model.json` beside the outputs file),
+    whose weights are under `<s3_prefix><revision>/`; with neither, the manifests hold a placeholder and are not
+    deployable."""
     s3_prefix: S3Prefix = "models/Llama-3.3-70B-Instruct/"
-    """Key prefix of the model files in the model bucket, ending with '/'. It becomes an IAM resource and an
-    `s3:prefix` condition, hence no wildcards. Default: `models/Llama-3.3-70B-Instruct/`."""
+    """Key prefix of the model files in the model bucket, ending with '/': `hyperpod-dpd stage-model` stages each
+    revision under its own `<s3_prefix>sha256-<16 hex>/` (with `revision` set, the files sit directly under it). It
+    becomes an IAM resource and an `s3:prefix` condition, hence no wildcards. Default:
+    `models/Llama-3.3-70B-Instruct/`."""
     existing_bucket_name: Annotated[BucketName | None, Field(
         deprecated="model.existing_bucket_name is model_bucket.existing_name now")] = None
     """Deprecated, still read: the former name of `model_bucket.existing_name`; a file that sets it loads as if it

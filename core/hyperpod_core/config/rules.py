@@ -397,7 +397,8 @@ def _utilization_field(c: Config, role: Role) -> str:
 def gpu_memory_holds_the_pd_buffer(c: Config) -> None:
     """vLLM reserves its share first, then LMCache allocates the PD buffer on the same GPU, on every prefill and
     decode rank (lifecycle-facts.md: ``v1/worker/gpu_worker.py``, LMCache ``pd_backend.py``): share + buffer + the
-    runtime margin must fit the GPU."""
+    runtime margin must fit the GPU. The colocated baseline, which has no buffer, gets the share back up to what this
+    rule allows without one (:func:`hyperpod_core.sizing.colocated_gpu_memory_utilization`)."""
     e = c.endpoint
     for role in ROLES:
         utilization = sizing.role_gpu_memory_utilization(e, role)

@@ -243,8 +243,10 @@ SageMakerName = Annotated[str, matching(
     r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
     "must be 1-63 letters, digits or '-' and start and end with a letter or digit")]
 #: A model revision (``model.revision``): one path segment of the weights' mount path and of vLLM's ``--model``
-#: (``/opt/ml/model/<model.name>/<revision>``), so no '/', no ':' (a mountPath must not hold one: the CRD's
-#: ``mountPath`` description), no '@' (LMCache joins its key fields with '@'), never '.' or '..'.
+#: (``/opt/ml/model/<model.name>/<revision>``), so no '/', no ':' (core/v1 ``VolumeMount.mountPath``: "Must not
+#: contain ':'", as the v3.3 CRD's embedded pod-spec ``volumeMounts`` describe it, line 2360-2363; the IEC's
+#: ``modelVolumeMount.mountPath`` becomes such a mount), no '@' (LMCache joins its key fields with '@'), never '.' or
+#: '..'.
 ModelRevision = Annotated[str, matching(
     r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
     "must be 1-64 letters, digits, '.', '_' or '-' starting with a letter or digit (a path segment of vLLM's "

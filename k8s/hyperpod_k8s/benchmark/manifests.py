@@ -13,7 +13,8 @@ Pure functions from config to dicts (the chart in :mod:`hyperpod_k8s.benchmark.c
   on SageMaker HyperPod", 2026-07-10, "Invoke the endpoint": ``ROUTER_URL=http://...-routing-service.
   hyperpod-inference-system.svc.cluster.local:443``), or the load balancer over TLS with the endpoint's PEM
   mounted from a Secret as ``REQUESTS_CA_BUNDLE`` (genai-bench posts with ``requests``).
-* Each run records the routing threshold and strategy it ran under (``bench-run.json``).
+* Each run records the routing threshold and strategy and each engine's ``--gpu-memory-utilization`` it ran under
+  (``bench-run.json``).
 * **Two experiments, labelled** (``benchmark.experiments``): ``aws-reference`` runs the ``path: reference``
   scenarios at AWS's concurrency against AWS's layouts (``reference/``: 1P+1D vs one colocated replica),
   ``equal-gpu`` the other scenarios against the configured DPD endpoint with its replicas pinned (autoscaling off,
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from hyperpod_core import bench_runner
+from hyperpod_core import bench_runner, sizing
 from hyperpod_core.config import Config
 from hyperpod_core.config.model import BenchmarkScenarioConfig
 from hyperpod_core.inputs import EndpointInputs
@@ -132,6 +133,16 @@ def gpus_per_mode(config: Config, inputs: EndpointInputs, experiment: Experiment
             "colocated": colocated.colocated_replicas * colocated.gpus_per_replica}
 
 
+def gpu_memory_utilization(config: Config, mode: Mode) -> str:
+    """What each engine of ``mode`` runs with, for ``bench-run.json``: ``prefill=<u>,decode=<u>`` (each role's
+    last ``--gpu-memory-utilization``) or ``colocated=<u>`` (the baseline's own, raised by the PD buffer's share:
+    :func:`hyperpod_core.sizing.colocated_gpu_memory_utilization`)."""
+    e = config.endpoint
+    if mode == "colocated":
+        return f"colocated={sizing.colocated_gpu_memory_utilization(e):g}"
+    return ",".join(f"{role}={sizing.role_gpu_memory_utilization(e, role):g}" for role in ("prefill", "decode"))
+
+
 def routing_strategy(config: Config, inputs: EndpointInputs, mode: Mode) -> str:
     """The router strategy the run's endpoint uses: the configured one on DPD, the spreading one colocated."""
     p = endpoint_props(config, inputs)
@@ -180,6 +191,7 @@ def job(config: Config, inputs: EndpointInputs, run: BenchmarkRun) -> dict[str, 
     b, e = config.benchmark, config.endpoint
     gpus = gpus_per_mode(config, inputs, run.experiment)[run.mode]
     bucket = inputs.model_bucket_name.value or ""
+    props = endpoint_props(config, inputs)
     env: list[dict[str, str]] = [
         {"name": "BENCH_MODE", "value": run.mode},
         {"name": "BENCH_EXPERIMENT", "value": run.experiment},
@@ -193,13 +205,15 @@ def job(config: Config, inputs: EndpointInputs, run: BenchmarkRun) -> dict[str, 
         {"name": "BENCH_COOLDOWN_RATIO", "value": f"{b.cooldown_ratio:g}"},
         {"name": "BENCH_API_BASE", "value": api_base(config)},
         # The name the endpoint serves (vLLM --served-model-name), the same for every revision of the weights.
-        {"name": "BENCH_API_MODEL", "value": endpoint_props(config, inputs).served_model_name},
+        {"name": "BENCH_API_MODEL", "value": props.served_model_name},
         {"name": "BENCH_ENDPOINT", "value": f"{e.namespace}/{e.name}"},
         {"name": "BENCH_ROUTING_THRESHOLD", "value": str(e.routing_threshold_tokens)},
         {"name": "BENCH_ROUTING_STRATEGY", "value": routing_strategy(config, inputs, run.mode)},
         {"name": "BENCH_GPUS", "value": str(gpus)},
+        {"name": "BENCH_GPU_MEMORY_UTILIZATION", "value": gpu_memory_utilization(config, run.mode)},
         {"name": "BENCH_INSTANCE_TYPE", "value": e.instance_type},
-        {"name": "BENCH_TOKENIZER_S3", "value": f"s3://{bucket}/{config.model.s3_prefix.rstrip('/')}"},
+        # The tokenizer of the weights the endpoint mounts (their revision's own prefix when staged).
+        {"name": "BENCH_TOKENIZER_S3", "value": f"s3://{bucket}/{props.model_location}"},
         {"name": "BENCH_OUTPUT_DIR", "value": "/tmp/bench"},
         {"name": "AWS_REGION", "value": config.region},
         {"name": "ENABLE_UI", "value": "false"},

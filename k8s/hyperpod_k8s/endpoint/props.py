@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from hyperpod_core import names, pins, sizing
+from hyperpod_core import names, pins, sizing, staged_model
 from hyperpod_core.config import Config, EndpointConfig, RoleAutoscalingConfig, RoleConfig
 from hyperpod_core.inputs import EndpointInputs
 from hyperpod_core.telemetry import queries
@@ -77,6 +77,9 @@ class EndpointProps:
     bucket_name: str
     region: str
     model_location: str
+    """``modelSourceConfig.modelLocation``: the weights' key prefix in the bucket, ``<model.s3_prefix><revision>`` for
+    a staged revision (content-addressed: another staging never writes into it), ``model.s3_prefix`` when the config
+    names the revision (:func:`hyperpod_core.staged_model.weights_prefix`)."""
     gpus_per_replica: int
     worker_requests: WorkerRequests
     """``worker.resources``: what the colocated baseline's pods request (DPD pods take their role's)."""
@@ -102,8 +105,8 @@ class EndpointProps:
     # colocated only
     colocated_replicas: int
     colocated_args: tuple[str, ...]
-    """Appended to ``worker_args``: decode's ``--max-num-seqs`` and its other flags, less the memory flags
-    (:func:`colocated_args`)."""
+    """Appended to ``worker_args``: decode's ``--max-num-seqs`` and its other flags, less the memory flags, and the
+    baseline's own ``--gpu-memory-utilization`` (:func:`colocated_args`)."""
     colocated_environment: tuple[tuple[str, str], ...]
     colocated_routing_strategy: str = "roundrobin"
     """The colocated endpoint's router spreads requests over its replicas: ``prefixaware`` would send the
@@ -121,10 +124,15 @@ MEMORY_FLAGS: Final = (sizing.UTILIZATION_FLAG, "--kv-cache-memory-bytes")
 def model_path(model_name: str, revision: str) -> str:
     """``/opt/ml/model/<model.name>/<revision>``: where the weights are mounted and what vLLM's ``--model`` says.
 
-    LMCache 0.4.3 keys every cached chunk on ``--model`` (``integration/vllm/utils.py:259-260``,
+    LMCache 0.4.3 keys every cached chunk on ``--model`` (``integration/vllm/utils.py:260``,
     ``model_name=model_cfg.model``), so the name and the revision (``model.revision`` or the staged manifest's
     digest) must both be in it. Both are validated path segments (``SageMakerName``, ``ModelRevision``): no '/',
-    ':' or '@', never '.' or '..'; the whole path stays under 150 characters."""
+    ':' or '@', never '.' or '..'; the whole path stays under 150 characters.
+
+    [I] A mount path other than the CRD default ``/opt/ml/model`` is what every public operator sample leaves
+    alone; how the operator's weights cache (``modelCacheConfig.weightsCache``) and its prefetch treat another path
+    is not published. The path is kept (the key needs it): check on a cluster that the cached weights are what the
+    pod reads (docs/endpoint.md, Model identity)."""
     return f"{d.MODEL_MOUNT_ROOT}/{model_name}/{revision}"
 
 
@@ -156,8 +164,9 @@ def role_args(r: RoleConfig) -> tuple[str, ...]:
 
 def colocated_args(e: EndpointConfig) -> tuple[str, ...]:
     """Flags appended after ``worker.args`` on the colocated baseline: decode's ``--max-num-seqs`` and decode's
-    other flags (a colocated engine spends most of its steps decoding), without :data:`MEMORY_FLAGS`: the model's
-    own ``--gpu-memory-utilization`` (in ``worker.args``) holds, never a role's value lowered for the PD buffer."""
+    other flags (a colocated engine spends most of its steps decoding), without :data:`MEMORY_FLAGS`, then the
+    baseline's own ``--gpu-memory-utilization``: the endpoint's plus the share the PD buffer takes on a DPD rank
+    (:func:`hyperpod_core.sizing.colocated_gpu_memory_utilization`), never a value lowered for a buffer it has not."""
     args, out, i = e.decode.extra_args, [], 0
     while i < len(args):
         flag = args[i]
@@ -167,7 +176,8 @@ def colocated_args(e: EndpointConfig) -> tuple[str, ...]:
         if flag.partition("=")[0] not in MEMORY_FLAGS:
             out.append(flag)
         i += 1
-    return ("--max-num-seqs", str(e.decode.max_num_seqs), *out)
+    return ("--max-num-seqs", str(e.decode.max_num_seqs), *out,
+            sizing.UTILIZATION_FLAG, f"{sizing.colocated_gpu_memory_utilization(e):g}")
 
 
 def _node_selector(c: Config, role: Role) -> dict[str, str]:
@@ -219,7 +229,8 @@ def endpoint_props(c: Config, inputs: EndpointInputs) -> EndpointProps:
         image=e.image, worker_args=worker_args(e, model=path, served_model_name=c.model.name),
         container_port=e.container_port,
         bucket_name=inputs.model_bucket_name.value or "", region=c.region,
-        model_location=c.model.s3_prefix.rstrip("/"),
+        model_location=staged_model.weights_prefix(c.model.s3_prefix, inputs.model_revision.value or "",
+                                                   configured=c.model.revision is not None).rstrip("/"),
         gpus_per_replica=e.tensor_parallel_size,
         worker_requests=_requests(c, "colocated"),
         scrape_interval_seconds=c.observability.scrape_interval_seconds,
