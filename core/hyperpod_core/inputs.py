@@ -321,8 +321,7 @@ def placeholders(inputs: EndpointInputs) -> list[str]:
 
 
 #: What resolves the placeholder of the staged weights' revision (the one input no deploy writes).
-REVISION_REMEDY: Final = ("run hyperpod-dpd stage-model SRC, which records the staged weights' revision beside the "
-                          "outputs file, or set model.revision")
+REVISION_REMEDY: Final = "run hyperpod-dpd stage-model SRC (it records the revision) or set model.revision"
 
 
 def remedy(name: str) -> str:

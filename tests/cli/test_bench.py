@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 from fake_kube import FakeKube
+from hyperpod_core.errors import MAX_MESSAGE
 from tests.in_process import run_entry_point
 
 REPO = Path(__file__).resolve().parents[2]
@@ -262,8 +263,10 @@ def test_manifests_with_placeholders_are_refused(tmp_path):
     assert proc.stderr.splitlines() == [
         f"error: {tmp_path / 'bench.out' / 'dist' / 'placeholders'}/ holds manifests with placeholders (see its "
         "README.txt): model_bucket_name, eks_cluster_arn: deploy with --outputs-file cdk-outputs.json; "
-        "model_revision: run hyperpod-dpd stage-model SRC, which records the staged weights' revision beside the "
-        f"outputs file, or set model.revision; then hyperpod-dpd synth --config {cfg}, then bench"]
+        "model_revision: run hyperpod-dpd stage-model SRC (it records the revision) or set model.revision; then "
+        f"hyperpod-dpd synth --config {cfg}, then bench"]
+    # One line, never cut (errors.MAX_MESSAGE) even under a long temporary path such as a pytest-xdist worker's.
+    assert len(proc.stderr.splitlines()[0]) <= MAX_MESSAGE, len(proc.stderr.splitlines()[0])
 
 
 def test_a_failed_run_stops_with_one_line_and_the_next_invocation_resumes(env_folder, tmp_path):

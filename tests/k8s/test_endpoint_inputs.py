@@ -152,8 +152,8 @@ def test_when_only_the_revision_is_unresolved_the_remedy_is_stage_model_not_the_
     monkeypatch.delenv(main.STAGED_MODEL_ENV, raising=False)
     with pytest.raises(ConfigError) as err:
         main.main(["--require-outputs", "--outputs-file", str(outputs), "--outdir", str(tmp_path / "dist")])
-    assert str(err.value) == ("--require-outputs: unresolved model_revision: run hyperpod-dpd stage-model SRC, which "
-                              "records the staged weights' revision beside the outputs file, or set model.revision")
+    assert str(err.value) == ("--require-outputs: unresolved model_revision: run hyperpod-dpd stage-model SRC (it "
+                              "records the revision) or set model.revision")
     readme = placeholders_readme(["model_revision"])
     assert "stage-model" in readme and "--outputs-file" not in readme and "Deploy the stacks" not in readme
     both = placeholders_readme(["model_bucket_name", "model_revision"])

@@ -245,8 +245,7 @@ def test_without_a_revision_the_manifests_are_not_deployable(default_config):
     inputs = resolve_inputs(default_config, None)
     r = inputs.model_revision
     assert r.placeholder and r.value == "UNRESOLVED-ModelRevision"
-    assert "run hyperpod-dpd stage-model SRC, which records the staged weights' revision beside the outputs file, or " \
-           "set model.revision" in r.source
+    assert "run hyperpod-dpd stage-model SRC (it records the revision) or set model.revision" in r.source
 
 
 def test_the_config_revision_wins_over_the_record(default_config_dict, tmp_path):
