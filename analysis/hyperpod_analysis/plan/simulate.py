@@ -110,8 +110,9 @@ def simulate(*, model: StepModel, traffic: Traffic, concurrency: int | None, req
     else:
         assert colocated is not None
         prefills, decoders = [], [_Engine(colocated, model) for _ in range(colocated_replicas)]
+    # The requests sent: closed loop, also those of every client still in flight when the run stops.
     run = _Run(traffic=traffic, rng=rng, prefix_reuse=prefix_reuse, dpd=dpd, prefills=prefills, decoders=decoders,
-               clients=clients, total=warm + measure + clients if clients else warm + measure)
+               clients=clients, total=warm + measure + clients)
     if clients:
         for _ in range(clients):
             run.on_arrival(0.0)
