@@ -109,7 +109,18 @@ class EksCluster(Construct):
         self.secrets_key = kms.Key(
             self, "SecretsKey", enable_key_rotation=True, removal_policy=RemovalPolicy.DESTROY,
             pending_window=Duration.days(7), description=f"EKS secrets encryption for {props.cluster_name}")
+        self._cluster()
+        self.oidc_provider = eks.OidcProviderNative(
+            self, "OidcProvider", url=self.cluster.cluster_open_id_connect_issuer_url)
+        self._addons_and_system_nodes()
+        if props.admin_principal_arn is not None:
+            self.cluster.grant_access("Admin", props.admin_principal_arn, [
+                eks.AccessPolicy.from_access_policy_name(
+                    "AmazonEKSClusterAdminPolicy", access_scope_type=eks.AccessScopeType.CLUSTER)])
 
+    def _cluster(self) -> None:
+        """The control plane, after its log group is adopted; its kubectl handler in the private subnets."""
+        props = self.props
         self.kubectl_layer = KubectlV33Layer(self, "KubectlLayer")
         private_subnets = props.vpc.select_subnets(
             subnet_type=props.control_plane_subnets.subnet_type,
@@ -141,13 +152,13 @@ class EksCluster(Construct):
         # Adopted, with retention, before EKS writes to it; deleted only once the cluster is gone.
         cfn_cluster.node.add_dependency(self.log_group_resource)
 
-        self.oidc_provider = eks.OidcProviderNative(
-            self, "OidcProvider", url=self.cluster.cluster_open_id_connect_issuer_url)
-
+    def _addons_and_system_nodes(self) -> None:
+        """The CNI, kube-proxy and the pod identity agent, then the system node group, then CoreDNS (class
+        docstring)."""
+        props = self.props
         self.addons = {}
         for pin in (props.vpc_cni, props.kube_proxy, props.pod_identity_agent):
             self.addons[pin.name] = self._addon(pin)
-
         self.system_nodegroup = self.cluster.add_nodegroup_capacity(
             "SystemNodes",
             instance_types=[ec2.InstanceType(props.system_instance_type)],
@@ -160,14 +171,8 @@ class EksCluster(Construct):
         )
         for addon in self.addons.values():
             self.system_nodegroup.node.add_dependency(addon)
-
         self.addons[props.coredns.name] = self._addon(props.coredns)
         self.addons[props.coredns.name].node.add_dependency(self.system_nodegroup)
-
-        if props.admin_principal_arn is not None:
-            self.cluster.grant_access("Admin", props.admin_principal_arn, [
-                eks.AccessPolicy.from_access_policy_name(
-                    "AmazonEKSClusterAdminPolicy", access_scope_type=eks.AccessScopeType.CLUSTER)])
 
     def _control_plane_log_group(self) -> None:
         props = self.props

@@ -62,13 +62,29 @@ class GpuNetwork(Construct):
         #: Index of the GPU AZ among the control-plane AZs (public subnet i is in cp_azs[i]); None if it is not one.
         self._gpu_az_index = cp_azs.index(props.gpu_availability_zone_id) \
             if props.gpu_availability_zone_id in cp_azs else None
+        self.vpc = self._vpc()
+        self.gpu_subnet = self._gpu_subnet()
+        gpu_cfn = self.gpu_subnet.node.default_child
+        assert isinstance(gpu_cfn, ec2.CfnSubnet)
+        #: The AZ name CloudFormation resolved for the configured AZ ID (a deploy-time token).
+        self.gpu_availability_zone_name: str = gpu_cfn.attr_availability_zone
+        self._endpoints()
+        self.flow_log_group = logs.LogGroup(
+            self, "FlowLogs", retention=props.flow_logs_retention, removal_policy=RemovalPolicy.DESTROY)
+        self.vpc.add_flow_log(
+            "FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(self.flow_log_group),
+            traffic_type=ec2.FlowLogTrafficType.ALL)
+
+    def _vpc(self) -> ec2.Vpc:
+        """The primary CIDR: a public and a private subnet in each control-plane AZ, placed by AZ ID and tagged for
+        the load balancers Kubernetes creates (internet-facing in public, internal in private subnets)."""
+        props = self.props
         nat_subnets = None
         if props.nat_gateways == 1 and self._gpu_az_index is not None:
             # aws-cdk-lib puts a single NAT in the first selected public subnet: select the GPU AZ's.
             nat_subnets = ec2.SubnetSelection(subnet_group_name="public",
                                               subnet_filters=[_SubnetAt(self._gpu_az_index)])
-
-        self.vpc = ec2.Vpc(
+        vpc = ec2.Vpc(
             self, "Vpc",
             ip_addresses=ec2.IpAddresses.cidr(props.vpc_cidr),
             max_azs=2,  # EKS requires control-plane subnets in at least two AZs
@@ -81,29 +97,26 @@ class GpuNetwork(Construct):
                                         cidr_mask=props.private_subnet_cidr_mask),
             ],
         )
-        for subnets in (self.vpc.public_subnets, self.vpc.private_subnets):
+        for subnets in (vpc.public_subnets, vpc.private_subnets):
             for subnet, az_id in zip(subnets, props.control_plane_availability_zone_ids, strict=True):
                 _place_by_az_id(subnet, az_id)
-        for subnet in self.vpc.public_subnets:
+        for subnet in vpc.public_subnets:
             Tags.of(subnet).add("kubernetes.io/role/elb", "1")
-        for subnet in self.vpc.private_subnets:
+        for subnet in vpc.private_subnets:
             Tags.of(subnet).add("kubernetes.io/role/internal-elb", "1")
+        return vpc
 
-        self.gpu_subnet = self._gpu_subnet()
-        gpu_cfn = self.gpu_subnet.node.default_child
-        assert isinstance(gpu_cfn, ec2.CfnSubnet)
-        #: The AZ name CloudFormation resolved for the configured AZ ID (a deploy-time token).
-        self.gpu_availability_zone_name: str = gpu_cfn.attr_availability_zone
-
+    def _endpoints(self) -> None:
+        """The S3 gateway endpoint for the private and GPU subnets, and the interface endpoints."""
         self.vpc.add_gateway_endpoint(
             "S3Endpoint", service=ec2.GatewayVpcEndpointAwsService.S3,
             subnets=[ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
                      ec2.SubnetSelection(subnets=[self.gpu_subnet])],
         )
         self.interface_endpoints: dict[str, ec2.InterfaceVpcEndpoint] = {}
-        self.interface_endpoint_security_group = self._interface_endpoint_group() if props.interface_endpoints \
-            else None
-        for service in props.interface_endpoints:
+        self.interface_endpoint_security_group = self._interface_endpoint_group() \
+            if self.props.interface_endpoints else None
+        for service in self.props.interface_endpoints:
             # One ENI per control-plane AZ; the GPU subnet reaches them through private DNS. open=False: the
             # L2 would admit only the primary CIDR (Peer.ipv4(vpc.vpcCidrBlock), a token cdk-nag's EC23 cannot
             # read); our group admits both CIDRs instead.
@@ -114,12 +127,6 @@ class GpuNetwork(Construct):
                 private_dns_enabled=True, open=False,
                 security_groups=[self.interface_endpoint_security_group],
             )
-
-        self.flow_log_group = logs.LogGroup(
-            self, "FlowLogs", retention=props.flow_logs_retention, removal_policy=RemovalPolicy.DESTROY)
-        self.vpc.add_flow_log(
-            "FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(self.flow_log_group),
-            traffic_type=ec2.FlowLogTrafficType.ALL)
 
     def _interface_endpoint_group(self) -> ec2.SecurityGroup:
         """HTTPS from the primary CIDR (control plane, system nodes) and the GPU CIDR (GPU nodes and pods: STS,

@@ -9,6 +9,7 @@ Names of namespaces and service accounts are the ones the add-on creates (AWS co
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from aws_cdk import Aws, CfnJson, Fn, Stack
 from aws_cdk import aws_iam as iam
@@ -70,12 +71,18 @@ class InferenceIam(Construct):
         if not props.model_read_statements:
             raise ValueError("model_read_statements must not be empty: the S3 CSI driver reads the model bucket")
         self._oidc_provider = props.oidc_provider
+        self._execution_role(props)
+        self._keda_role(props)
+        self._alb_controller_role(props)
+        self._s3_csi_role(props)
+        self._acknowledge_nag(props.tls_certificates_bucket)
 
-        # --- operator execution role ---
+    def _execution_role(self, props: InferenceIamProps) -> None:
+        """The operator's execution role: trusted by SageMaker and the operator's service account."""
         stack_uuid_head = Fn.select(0, Fn.split("-", Fn.select(2, Fn.split("/", Aws.STACK_ID))))
         self.execution_role = iam.Role(
             self, "ExecutionRole",
-            role_name=name or Fn.join("-", [EXECUTION_ROLE_PREFIX, stack_uuid_head]),
+            role_name=props.execution_role_name or Fn.join("-", [EXECUTION_ROLE_PREFIX, stack_uuid_head]),
             description="HyperPod Inference Operator execution role (add-on executionRoleArn)",
             assumed_by=iam.CompositePrincipal(
                 # No condition, as AWS's own template trusts SageMaker (inference-addon-iam-roles-template.yaml)
@@ -99,8 +106,9 @@ class InferenceIam(Construct):
                 resources=[props.tls_certificates_bucket.arn_for_objects("*")]),
         ])
 
-        # --- KEDA (bundled in the add-on): queries the workspace the autoscaling triggers read. The
-        # triggers are Prometheus queries only (hyperpod_k8s endpoint autoscaling), so no CloudWatch. ---
+    def _keda_role(self, props: InferenceIamProps) -> None:
+        """KEDA (bundled in the add-on): queries the workspace the autoscaling triggers read. The triggers are
+        Prometheus queries only (hyperpod_k8s endpoint autoscaling), so no CloudWatch."""
         self.keda_role = iam.Role(
             self, "KedaRole", description="KEDA operator in the HyperPod inference add-on",
             assumed_by=self._irsa_principal("KedaTrust", props.operator_namespace, KEDA_SERVICE_ACCOUNT))
@@ -112,7 +120,8 @@ class InferenceIam(Construct):
                     actions=["aps:QueryMetrics", "aps:GetLabels", "aps:GetSeries", "aps:GetMetricMetadata"],
                     resources=[props.amp_workspace_arn])])
 
-        # --- AWS Load Balancer Controller (bundled in the add-on): the upstream controller policy ---
+    def _alb_controller_role(self, props: InferenceIamProps) -> None:
+        """AWS Load Balancer Controller (bundled in the add-on): the upstream controller policy, narrowed."""
         self.alb_controller_role = iam.Role(
             self, "AlbControllerRole", description="AWS Load Balancer Controller in the HyperPod inference add-on",
             assumed_by=self._irsa_principal("AlbControllerTrust", props.operator_namespace,
@@ -121,13 +130,13 @@ class InferenceIam(Construct):
             self, "AlbControllerPolicy", roles=[self.alb_controller_role],
             statements=load_balancer_controller_statements(vpc_arn=props.vpc_arn))
 
-        # --- Mountpoint for Amazon S3 CSI driver: the model bucket only, read-only ---
+    def _s3_csi_role(self, props: InferenceIamProps) -> None:
+        """Mountpoint for Amazon S3 CSI driver: the model bucket only, read-only."""
         self.s3_csi_role = iam.Role(
             self, "S3CsiRole", description="Mountpoint for Amazon S3 CSI driver: read the model bucket",
             assumed_by=self._irsa_principal("S3CsiTrust", S3_CSI_NAMESPACE, S3_CSI_SERVICE_ACCOUNT))
         self.s3_csi_policy = iam.Policy(
             self, "S3CsiPolicy", roles=[self.s3_csi_role], statements=mount_statements(props.model_read_statements))
-        self._acknowledge_nag(props.tls_certificates_bucket)
 
     def _acknowledge_nag(self, tls_bucket: s3.IBucket) -> None:
         """Each finding on these roles, next to them, with the reason it is what the AWS docs require.
@@ -171,6 +180,103 @@ def mount_statements(read_statements: tuple[iam.PolicyStatement, ...]) -> list[i
             if st.actions == ["s3:ListBucket"] and st.conditions else st for st in read_statements]
 
 
+@dataclass(frozen=True)
+class _Grant:
+    """One statement of the controller's policy, its resources and condition by name (the tables of
+    :func:`load_balancer_controller_statements`)."""
+
+    sid: str
+    resources: tuple[str, ...]
+    actions: tuple[str, ...]
+    condition: str | None = None
+
+
+_CLUSTER_TAG_REQUEST = "aws:RequestTag/elbv2.k8s.aws/cluster"
+_CLUSTER_TAG_RESOURCE = "aws:ResourceTag/elbv2.k8s.aws/cluster"
+#: The upstream policy's conditions, by name; each keeps its ``elbv2.k8s.aws/cluster`` tag conditions.
+_LOAD_BALANCER_CONTROLLER_CONDITIONS: dict[str, dict[str, Any]] = {
+    "elb-service-linked-role": {"StringEquals": {"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"}},
+    # The request tags what it creates with the cluster.
+    "tags-new": {"Null": {_CLUSTER_TAG_REQUEST: "false"}},
+    "tags-new-security-group": {"StringEquals": {"ec2:CreateAction": "CreateSecurityGroup"},
+                                "Null": {_CLUSTER_TAG_REQUEST: "false"}},
+    "tags-new-load-balancer": {"StringEquals": {"elasticloadbalancing:CreateAction": ["CreateTargetGroup",
+                                                                                      "CreateLoadBalancer"]},
+                               "Null": {_CLUSTER_TAG_REQUEST: "false"}},
+    # The resource carries the cluster tag (the controller's own), and the request sets no such tag.
+    "retags-own": {"Null": {_CLUSTER_TAG_REQUEST: "true", _CLUSTER_TAG_RESOURCE: "false"}},
+    # The resource carries the cluster tag: the controller's own.
+    "own": {"Null": {_CLUSTER_TAG_RESOURCE: "false"}},
+}
+#: The AWS Load Balancer Controller's statements, in the order they are granted. Resources name the ARN patterns
+#: of :func:`load_balancer_controller_statements` (``*`` for actions without a resource type).
+_LOAD_BALANCER_CONTROLLER: tuple[_Grant, ...] = (
+    _Grant("CreateElbServiceLinkedRole", ("elb-service-linked-role",), ("iam:CreateServiceLinkedRole",),
+           "elb-service-linked-role"),
+    # Read-only calls without a resource type (service authorization reference): '*' is the only form.
+    _Grant("Describe", ("*",), (
+        "ec2:DescribeAccountAttributes", "ec2:DescribeAddresses", "ec2:DescribeAvailabilityZones",
+        "ec2:DescribeInternetGateways", "ec2:DescribeVpcs", "ec2:DescribeVpcPeeringConnections",
+        "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:DescribeInstances",
+        "ec2:DescribeNetworkInterfaces", "ec2:DescribeTags", "ec2:DescribeCoipPools", "ec2:DescribeIpamPools",
+        "ec2:DescribeRouteTables",
+        "elasticloadbalancing:DescribeLoadBalancers", "elasticloadbalancing:DescribeLoadBalancerAttributes",
+        "elasticloadbalancing:DescribeListeners", "elasticloadbalancing:DescribeListenerCertificates",
+        "elasticloadbalancing:DescribeSSLPolicies", "elasticloadbalancing:DescribeRules",
+        "elasticloadbalancing:DescribeTargetGroups", "elasticloadbalancing:DescribeTargetGroupAttributes",
+        "elasticloadbalancing:DescribeTargetHealth", "elasticloadbalancing:DescribeTags",
+        "elasticloadbalancing:DescribeTrustStores", "elasticloadbalancing:DescribeListenerAttributes",
+        "elasticloadbalancing:DescribeCapacityReservation",
+        "acm:ListCertificates", "iam:ListServerCertificates", "shield:GetSubscriptionState",
+        # no resource type either; protects only what the controller names (its own load balancers)
+        "shield:CreateProtection")),
+    _Grant("DescribeVpcResources", ("vpc", "coip-pool"), ("ec2:GetSecurityGroupsForVpc", "ec2:GetCoipPoolUsage")),
+    _Grant("ListenerCertificatesAndAuth", ("certificate", "server-certificate", "userpool"), (
+        "acm:DescribeCertificate", "iam:GetServerCertificate", "cognito-idp:DescribeUserPoolClient")),
+    _Grant("WebAclOfOwnLoadBalancers", ("waf-regional-webacl", "wafv2-webacl", "app-loadbalancer"), (
+        "waf-regional:GetWebACL", "waf-regional:GetWebACLForResource", "waf-regional:AssociateWebACL",
+        "waf-regional:DisassociateWebACL", "wafv2:GetWebACL", "wafv2:GetWebACLForResource",
+        "wafv2:AssociateWebACL", "wafv2:DisassociateWebACL")),
+    _Grant("ShieldProtections", ("protection",), ("shield:DescribeProtection", "shield:DeleteProtection")),
+    # Upstream grants these on every security group; the nodes' groups carry no controller tag, so the rule
+    # changes are bound to the cluster's VPC instead.
+    _Grant("SecurityGroupIngress", ("security-group",),
+           ("ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"), "in-vpc"),
+    _Grant("CreateSecurityGroupInVpc", ("vpc",), ("ec2:CreateSecurityGroup",)),
+    _Grant("CreateSecurityGroup", ("security-group",), ("ec2:CreateSecurityGroup",), "tags-new"),
+    _Grant("TagNewSecurityGroup", ("security-group",), ("ec2:CreateTags",), "tags-new-security-group"),
+    _Grant("RetagOwnSecurityGroup", ("security-group",), ("ec2:CreateTags", "ec2:DeleteTags"), "retags-own"),
+    _Grant("ManageOwnSecurityGroup", ("security-group",), (
+        "ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress", "ec2:DeleteSecurityGroup"), "own"),
+    _Grant("CreateTaggedLoadBalancer", ("loadbalancer", "targetgroup"),
+           ("elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:CreateTargetGroup"), "tags-new"),
+    _Grant("ManageListenersAndRules", ("loadbalancer", "listener", "listener-rule"), (
+        "elasticloadbalancing:CreateListener", "elasticloadbalancing:DeleteListener",
+        "elasticloadbalancing:CreateRule", "elasticloadbalancing:DeleteRule")),
+    _Grant("RetagOwnLoadBalancer", ("targetgroup", "loadbalancer"),
+           ("elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"), "retags-own"),
+    _Grant("TagListenersAndRules", ("listener", "listener-rule"),
+           ("elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags")),
+    _Grant("ManageOwnLoadBalancer", ("loadbalancer", "targetgroup", "listener"), (
+        "elasticloadbalancing:ModifyLoadBalancerAttributes", "elasticloadbalancing:SetIpAddressType",
+        "elasticloadbalancing:SetSecurityGroups", "elasticloadbalancing:SetSubnets",
+        "elasticloadbalancing:DeleteLoadBalancer", "elasticloadbalancing:ModifyTargetGroup",
+        "elasticloadbalancing:ModifyTargetGroupAttributes", "elasticloadbalancing:DeleteTargetGroup",
+        "elasticloadbalancing:ModifyListenerAttributes", "elasticloadbalancing:ModifyCapacityReservation",
+        "elasticloadbalancing:ModifyIpPools"), "own"),
+    _Grant("TagOnCreate", ("targetgroup", "loadbalancer"), ("elasticloadbalancing:AddTags",),
+           "tags-new-load-balancer"),
+    _Grant("RegisterTargets", ("targetgroup",),
+           ("elasticloadbalancing:RegisterTargets", "elasticloadbalancing:DeregisterTargets")),
+    _Grant("ModifyListenersAndRules", ("listener", "listener-rule"), (
+        "elasticloadbalancing:ModifyListener", "elasticloadbalancing:AddListenerCertificates",
+        "elasticloadbalancing:RemoveListenerCertificates", "elasticloadbalancing:ModifyRule",
+        "elasticloadbalancing:SetRulePriorities")),
+    # SetWebAcl has no resource type in the service authorization reference.
+    _Grant("SetWebAcl", ("*",), ("elasticloadbalancing:SetWebAcl",)),
+)
+
+
 def load_balancer_controller_statements(*, vpc_arn: str, partition: str = Aws.PARTITION,
                                         region: str = Aws.REGION, account: str = Aws.ACCOUNT_ID,
                                         ) -> list[iam.PolicyStatement]:
@@ -180,103 +286,34 @@ def load_balancer_controller_statements(*, vpc_arn: str, partition: str = Aws.PA
     resource the service authorization reference lets us name is an ARN pattern of this account and region
     instead of ``*``; security-group rule changes on untagged groups (the nodes' groups) are limited to the
     cluster's VPC (``ec2:Vpc``). Only actions that have no resource type stay on ``*``.
-    ``tests/platform/test_alb_controller_policy.py`` checks each statement against the published policy."""
+    ``tests/platform/test_alb_controller_policy.py`` checks each statement against the published policy.
+    The statements are :data:`_LOAD_BALANCER_CONTROLLER`; here their resources become ARN patterns."""
     p, r, a = partition, region, account
-    cluster_tag_request = "aws:RequestTag/elbv2.k8s.aws/cluster"
-    cluster_tag_resource = "aws:ResourceTag/elbv2.k8s.aws/cluster"
     elb = f"arn:{p}:elasticloadbalancing:{r}:{a}"
-    sg_arn = f"arn:{p}:ec2:{r}:{a}:security-group/*"
-    lb_arns = [f"{elb}:loadbalancer/net/*/*", f"{elb}:loadbalancer/app/*/*"]
-    tg_arns = [f"{elb}:targetgroup/*/*"]
-    listener_arns = [f"{elb}:listener/net/*/*/*", f"{elb}:listener/app/*/*/*"]
-    rule_arns = [f"{elb}:listener-rule/net/*/*/*", f"{elb}:listener-rule/app/*/*/*"]
-    app_lb_arn = f"{elb}:loadbalancer/app/*/*"
-    s = iam.PolicyStatement
-    return [
-        s(sid="CreateElbServiceLinkedRole", actions=["iam:CreateServiceLinkedRole"],
-          resources=[f"arn:{p}:iam::{a}:role/aws-service-role/elasticloadbalancing.amazonaws.com/"
-                     "AWSServiceRoleForElasticLoadBalancing"],
-          conditions={"StringEquals": {"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"}}),
-        # Read-only calls without a resource type (service authorization reference): '*' is the only form.
-        s(sid="Describe", resources=["*"], actions=[
-            "ec2:DescribeAccountAttributes", "ec2:DescribeAddresses", "ec2:DescribeAvailabilityZones",
-            "ec2:DescribeInternetGateways", "ec2:DescribeVpcs", "ec2:DescribeVpcPeeringConnections",
-            "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:DescribeInstances",
-            "ec2:DescribeNetworkInterfaces", "ec2:DescribeTags", "ec2:DescribeCoipPools", "ec2:DescribeIpamPools",
-            "ec2:DescribeRouteTables",
-            "elasticloadbalancing:DescribeLoadBalancers", "elasticloadbalancing:DescribeLoadBalancerAttributes",
-            "elasticloadbalancing:DescribeListeners", "elasticloadbalancing:DescribeListenerCertificates",
-            "elasticloadbalancing:DescribeSSLPolicies", "elasticloadbalancing:DescribeRules",
-            "elasticloadbalancing:DescribeTargetGroups", "elasticloadbalancing:DescribeTargetGroupAttributes",
-            "elasticloadbalancing:DescribeTargetHealth", "elasticloadbalancing:DescribeTags",
-            "elasticloadbalancing:DescribeTrustStores", "elasticloadbalancing:DescribeListenerAttributes",
-            "elasticloadbalancing:DescribeCapacityReservation",
-            "acm:ListCertificates", "iam:ListServerCertificates", "shield:GetSubscriptionState",
-            # no resource type either; protects only what the controller names (its own load balancers)
-            "shield:CreateProtection"]),
-        s(sid="DescribeVpcResources", actions=["ec2:GetSecurityGroupsForVpc", "ec2:GetCoipPoolUsage"],
-          resources=[vpc_arn, f"arn:{p}:ec2:{r}:{a}:coip-pool/*"]),
-        s(sid="ListenerCertificatesAndAuth", actions=[
-            "acm:DescribeCertificate", "iam:GetServerCertificate", "cognito-idp:DescribeUserPoolClient"],
-          resources=[f"arn:{p}:acm:{r}:{a}:certificate/*", f"arn:{p}:iam::{a}:server-certificate/*",
-                     f"arn:{p}:cognito-idp:{r}:{a}:userpool/*"]),
-        s(sid="WebAclOfOwnLoadBalancers", actions=[
-            "waf-regional:GetWebACL", "waf-regional:GetWebACLForResource", "waf-regional:AssociateWebACL",
-            "waf-regional:DisassociateWebACL", "wafv2:GetWebACL", "wafv2:GetWebACLForResource",
-            "wafv2:AssociateWebACL", "wafv2:DisassociateWebACL"],
-          resources=[f"arn:{p}:waf-regional:{r}:{a}:webacl/*", f"arn:{p}:wafv2:{r}:{a}:regional/webacl/*/*",
-                     app_lb_arn]),
-        s(sid="ShieldProtections", actions=["shield:DescribeProtection", "shield:DeleteProtection"],
-          resources=[f"arn:{p}:shield::{a}:protection/*"]),
-        # Upstream grants these on every security group; the nodes' groups carry no controller tag, so the
-        # rule changes are bound to the cluster's VPC instead.
-        s(sid="SecurityGroupIngress", resources=[sg_arn],
-          actions=["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"],
-          conditions={"ArnEquals": {"ec2:Vpc": vpc_arn}}),
-        s(sid="CreateSecurityGroupInVpc", resources=[vpc_arn], actions=["ec2:CreateSecurityGroup"]),
-        s(sid="CreateSecurityGroup", resources=[sg_arn], actions=["ec2:CreateSecurityGroup"],
-          conditions={"Null": {cluster_tag_request: "false"}}),
-        s(sid="TagNewSecurityGroup", actions=["ec2:CreateTags"], resources=[sg_arn],
-          conditions={"StringEquals": {"ec2:CreateAction": "CreateSecurityGroup"},
-                      "Null": {cluster_tag_request: "false"}}),
-        s(sid="RetagOwnSecurityGroup", actions=["ec2:CreateTags", "ec2:DeleteTags"], resources=[sg_arn],
-          conditions={"Null": {cluster_tag_request: "true", cluster_tag_resource: "false"}}),
-        s(sid="ManageOwnSecurityGroup", resources=[sg_arn],
-          actions=["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress",
-                   "ec2:DeleteSecurityGroup"],
-          conditions={"Null": {cluster_tag_resource: "false"}}),
-        s(sid="CreateTaggedLoadBalancer", resources=[*lb_arns, *tg_arns],
-          actions=["elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:CreateTargetGroup"],
-          conditions={"Null": {cluster_tag_request: "false"}}),
-        s(sid="ManageListenersAndRules", resources=[*lb_arns, *listener_arns, *rule_arns], actions=[
-            "elasticloadbalancing:CreateListener", "elasticloadbalancing:DeleteListener",
-            "elasticloadbalancing:CreateRule", "elasticloadbalancing:DeleteRule"]),
-        s(sid="RetagOwnLoadBalancer", resources=[*tg_arns, *lb_arns],
-          actions=["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
-          conditions={"Null": {cluster_tag_request: "true", cluster_tag_resource: "false"}}),
-        s(sid="TagListenersAndRules", actions=["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
-          resources=[*listener_arns, *rule_arns]),
-        s(sid="ManageOwnLoadBalancer", resources=[*lb_arns, *tg_arns, *listener_arns], actions=[
-            "elasticloadbalancing:ModifyLoadBalancerAttributes", "elasticloadbalancing:SetIpAddressType",
-            "elasticloadbalancing:SetSecurityGroups", "elasticloadbalancing:SetSubnets",
-            "elasticloadbalancing:DeleteLoadBalancer", "elasticloadbalancing:ModifyTargetGroup",
-            "elasticloadbalancing:ModifyTargetGroupAttributes", "elasticloadbalancing:DeleteTargetGroup",
-            "elasticloadbalancing:ModifyListenerAttributes", "elasticloadbalancing:ModifyCapacityReservation",
-            "elasticloadbalancing:ModifyIpPools"],
-          conditions={"Null": {cluster_tag_resource: "false"}}),
-        s(sid="TagOnCreate", actions=["elasticloadbalancing:AddTags"], resources=[*tg_arns, *lb_arns],
-          conditions={"StringEquals": {"elasticloadbalancing:CreateAction": ["CreateTargetGroup",
-                                                                            "CreateLoadBalancer"]},
-                      "Null": {cluster_tag_request: "false"}}),
-        s(sid="RegisterTargets", resources=tg_arns,
-          actions=["elasticloadbalancing:RegisterTargets", "elasticloadbalancing:DeregisterTargets"]),
-        s(sid="ModifyListenersAndRules", resources=[*listener_arns, *rule_arns], actions=[
-            "elasticloadbalancing:ModifyListener", "elasticloadbalancing:AddListenerCertificates",
-            "elasticloadbalancing:RemoveListenerCertificates", "elasticloadbalancing:ModifyRule",
-            "elasticloadbalancing:SetRulePriorities"]),
-        # SetWebAcl has no resource type in the service authorization reference.
-        s(sid="SetWebAcl", resources=["*"], actions=["elasticloadbalancing:SetWebAcl"]),
-    ]
+    arns = {
+        "*": ["*"],
+        "vpc": [vpc_arn],
+        "elb-service-linked-role": [f"arn:{p}:iam::{a}:role/aws-service-role/elasticloadbalancing.amazonaws.com/"
+                                    "AWSServiceRoleForElasticLoadBalancing"],
+        "coip-pool": [f"arn:{p}:ec2:{r}:{a}:coip-pool/*"],
+        "certificate": [f"arn:{p}:acm:{r}:{a}:certificate/*"],
+        "server-certificate": [f"arn:{p}:iam::{a}:server-certificate/*"],
+        "userpool": [f"arn:{p}:cognito-idp:{r}:{a}:userpool/*"],
+        "waf-regional-webacl": [f"arn:{p}:waf-regional:{r}:{a}:webacl/*"],
+        "wafv2-webacl": [f"arn:{p}:wafv2:{r}:{a}:regional/webacl/*/*"],
+        "protection": [f"arn:{p}:shield::{a}:protection/*"],
+        "security-group": [f"arn:{p}:ec2:{r}:{a}:security-group/*"],
+        "loadbalancer": [f"{elb}:loadbalancer/net/*/*", f"{elb}:loadbalancer/app/*/*"],
+        "app-loadbalancer": [f"{elb}:loadbalancer/app/*/*"],
+        "targetgroup": [f"{elb}:targetgroup/*/*"],
+        "listener": [f"{elb}:listener/net/*/*/*", f"{elb}:listener/app/*/*/*"],
+        "listener-rule": [f"{elb}:listener-rule/net/*/*/*", f"{elb}:listener-rule/app/*/*/*"],
+    }
+    conditions = {**_LOAD_BALANCER_CONTROLLER_CONDITIONS, "in-vpc": {"ArnEquals": {"ec2:Vpc": vpc_arn}}}
+    return [iam.PolicyStatement(sid=g.sid, actions=list(g.actions),
+                                resources=[arn for name in g.resources for arn in arns[name]],
+                                conditions=conditions[g.condition] if g.condition else None)
+            for g in _LOAD_BALANCER_CONTROLLER]
 
 
 #: Resource types the controller creates itself (names chosen at run time), and those an Ingress or Service

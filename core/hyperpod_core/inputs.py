@@ -241,16 +241,30 @@ def resolve_inputs(config: Config, outputs_file: Path | None,
     ``staged_model_file``: the record ``stage-model`` wrote (:func:`model_revision`)."""
     found = read_outputs_file(outputs_file, config) if outputs_file is not None else {}
     where = str(outputs_file)
+    bucket = _model_bucket_name(config, found, where)
+    return EndpointInputs(
+        model_bucket_name=bucket,
+        region=Resolved(value=config.region, source="config: region"),  # an outputs file's Region: check_ownership
+        amp_workspace_endpoint=_amp_workspace_endpoint(config, found, where),
+        gpu_availability_zone=_gpu_availability_zone(config, found, where),
+        inference_execution_role_arn=_role_arn(found, where, outputs.INFERENCE_EXECUTION_ROLE_ARN),
+        keda_role_arn=_role_arn(found, where, outputs.KEDA_ROLE_ARN),
+        eks_cluster_arn=eks_cluster_arn(config, found, where),
+        model_revision=model_revision(config, staged_model_file, bucket),
+    )
 
-    def from_outputs(output_id: str) -> Resolved | None:
-        if output_id not in found:
-            return None
-        stack, value = found[output_id]
-        return Resolved(value=value, source=f"outputs file {where}: {stack}.{output_id}")
 
-    region = Resolved(value=config.region, source="config: region")  # an outputs file's Region: check_ownership
+def _from_outputs(found: dict[str, tuple[str, str]], where: str, output_id: str) -> Resolved | None:
+    """Output ``output_id`` of the outputs file ``where`` (``found``: :func:`read_outputs_file`), or None."""
+    if output_id not in found:
+        return None
+    stack, value = found[output_id]
+    return Resolved(value=value, source=f"outputs file {where}: {stack}.{output_id}")
 
-    bucket = from_outputs(outputs.MODEL_BUCKET_NAME)
+
+def _model_bucket_name(config: Config, found: dict[str, tuple[str, str]], where: str) -> Resolved:
+    """``model_bucket.existing_name`` (the outputs must agree), else the output, else a placeholder."""
+    bucket = _from_outputs(found, where, outputs.MODEL_BUCKET_NAME)
     existing = config.model_bucket.existing_name
     if existing is not None:
         if bucket is not None and bucket.value != existing:
@@ -264,47 +278,47 @@ def resolve_inputs(config: Config, outputs_file: Path | None,
     if bucket is None:
         bucket = Resolved(value=PLACEHOLDER_PREFIX + outputs.MODEL_BUCKET_NAME, placeholder=True,
                           source=f"PLACEHOLDER: no {outputs.MODEL_BUCKET_NAME} (pass --outputs-file)")
+    return bucket
 
-    amp = from_outputs(outputs.AMP_WORKSPACE_ENDPOINT)
+
+def _amp_workspace_endpoint(config: Config, found: dict[str, tuple[str, str]], where: str) -> Resolved:
+    """The output without its trailing slash; without it a placeholder workspace when autoscaling needs one."""
+    amp = _from_outputs(found, where, outputs.AMP_WORKSPACE_ENDPOINT)
     if amp is not None:
         normalized = (amp.value or "").rstrip("/")
         if not _AMP_RE.fullmatch(normalized):
             raise ConfigError(f"{amp.source} must look like https://aps-workspaces.<region>.amazonaws.com/"
                               f"workspaces/ws-<id>, got {amp.value!r}")
-        amp = Resolved(value=normalized, source=amp.source)
-    elif config.endpoint.autoscaling.enabled:
-        amp = Resolved(
+        return Resolved(value=normalized, source=amp.source)
+    if config.endpoint.autoscaling.enabled:
+        return Resolved(
             value=(f"https://aps-workspaces.{config.region}.amazonaws.com/workspaces/ws-"
                    f"{PLACEHOLDER_PREFIX}{outputs.AMP_WORKSPACE_ENDPOINT}"),
             placeholder=True, source=f"PLACEHOLDER: no {outputs.AMP_WORKSPACE_ENDPOINT} (pass --outputs-file)")
-    else:
-        amp = Resolved(value=None, source="not needed: endpoint.autoscaling.enabled is false")
+    return Resolved(value=None, source="not needed: endpoint.autoscaling.enabled is false")
 
-    zone = from_outputs(GPU_AVAILABILITY_ZONE)
-    if zone is not None and not (_AZ_NAME_RE.fullmatch(zone.value or "")
-                                 and (zone.value or "").startswith(config.region)):
+
+def _gpu_availability_zone(config: Config, found: dict[str, tuple[str, str]], where: str) -> Resolved:
+    """The GPU subnet's AZ name from the outputs (one of the config's region), else omitted."""
+    zone = _from_outputs(found, where, GPU_AVAILABILITY_ZONE)
+    if zone is None:
+        return Resolved(value=None, source=f"omitted: no {GPU_AVAILABILITY_ZONE} output; sameAZ still holds "
+                                           f"and every GPU node is in {config.network.gpu_availability_zone_id}")
+    if not (_AZ_NAME_RE.fullmatch(zone.value or "") and (zone.value or "").startswith(config.region)):
         raise ConfigError(f"{zone.source} must be an AZ name in {config.region} such as "
                           f"{config.region}a, got {zone.value!r}")
-    if zone is None:
-        zone = Resolved(value=None, source=f"omitted: no {GPU_AVAILABILITY_ZONE} output; sameAZ still holds "
-                                           f"and every GPU node is in {config.network.gpu_availability_zone_id}")
+    return zone
 
-    def role(output_id: str) -> Resolved:
-        r = from_outputs(output_id)
-        if r is None:
-            return Resolved(value=None, source=f"not in outputs (informational: the manifest has no field for "
-                                               f"{output_id})")
-        if not _ARN_RE.fullmatch(r.value or ""):
-            raise ConfigError(f"{r.source} must be an IAM role ARN, got {r.value!r}")
-        return Resolved(value=r.value, source=r.source + " (informational)")
 
-    return EndpointInputs(
-        model_bucket_name=bucket, region=region, amp_workspace_endpoint=amp, gpu_availability_zone=zone,
-        inference_execution_role_arn=role(outputs.INFERENCE_EXECUTION_ROLE_ARN),
-        keda_role_arn=role(outputs.KEDA_ROLE_ARN),
-        eks_cluster_arn=eks_cluster_arn(config, found, where),
-        model_revision=model_revision(config, staged_model_file, bucket),
-    )
+def _role_arn(found: dict[str, tuple[str, str]], where: str, output_id: str) -> Resolved:
+    """A role ARN from the outputs, for the record only (no manifest field takes it)."""
+    r = _from_outputs(found, where, output_id)
+    if r is None:
+        return Resolved(value=None, source=f"not in outputs (informational: the manifest has no field for "
+                                           f"{output_id})")
+    if not _ARN_RE.fullmatch(r.value or ""):
+        raise ConfigError(f"{r.source} must be an IAM role ARN, got {r.value!r}")
+    return Resolved(value=r.value, source=r.source + " (informational)")
 
 
 def resolve_in_folder(config: Config, folder: Path) -> EndpointInputs:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
@@ -143,130 +144,152 @@ def build(app: cdk.App, config: Config, *, chart_cache: Path | None = None) -> S
     """Instantiate every stack for ``config``. Stacks are environment-agnostic in the account, so synth never
     looks anything up; the region is fixed so ARNs and service principals resolve. ``chart_cache``: where
     set-up put the pinned HyperPod charts (default: ``$HYPERPOD_CHART_CACHE`` or ``.cache/charts``)."""
-    env = cdk.Environment(region=config.region)
-    common = {"env": env, "tags": {"project": "hyperpod-dpd", DEPLOYMENT_TAG: config.name}}
-    n = config.network
-    network = NetworkStack(
-        app, "Network", stack_name=f"{config.name}-network",
-        description="HyperPod DPD: VPC, single-AZ GPU subnet, EFA security group",
-        props=NetworkStackProps(
-            network=GpuNetworkProps(
-                vpc_cidr=n.vpc_cidr, gpu_cidr=n.gpu_cidr, gpu_availability_zone_id=n.gpu_availability_zone_id,
-                control_plane_availability_zone_ids=n.control_plane_availability_zone_ids,
-                nat_gateways=n.nat_gateways, interface_endpoints=n.interface_endpoints,
-                flow_logs_retention=retention(n.flow_logs_retention_days)),
-            fsx_lustre=n.fsx_lustre),
-        **common)
-    observability = None
-    if config.observability.enabled:
-        # The workspace, its alert rules and dashboards need nothing of the other stacks: it deploys alongside
-        # the network, and what the platform takes from it (the workspace) is ready long before it is needed.
-        observability = ObservabilityStack(
-            app, "Observability", stack_name=f"{config.name}-observability",
-            description="HyperPod DPD: Amazon Managed Prometheus workspace, alert rules and alert manager, dashboards",
-            props=ObservabilityStackProps(
-                workspace_alias=config.name,
-                # The same alert definitions as the PrometheusRule manifest (hyperpod_core.telemetry), and the
-                # alert manager that sends them to a person (SNS).
-                alert_rule_groups=alert_rule_groups(config), **_alerts(config),
-                # The same dashboards as the sidecar ConfigMaps, into Amazon Managed Grafana when configured.
-                **_grafana(config)),
-            **common)
-    e = config.eks
-    gpu_types = tuple(sorted({g.instance_type for g in config.hyperpod.instance_groups}))
-    cluster = ClusterStack(
-        app, "Cluster", stack_name=f"{config.name}-cluster",
-        description="HyperPod DPD: EKS control plane, core add-ons, system nodes, HyperPod dependencies",
-        props=ClusterStackProps(
-            eks=EksClusterProps(
-                cluster_name=e.cluster_name, kubernetes_version=e.kubernetes_version, vpc=network.vpc,
-                control_plane_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
-                vpc_cni=_addon(pins.VPC_CNI), kube_proxy=_addon(pins.KUBE_PROXY), coredns=_addon(pins.COREDNS),
-                pod_identity_agent=_addon(pins.POD_IDENTITY_AGENT),
-                log_group_handler_modules=bundle.imported_by(adopted_log_groups.HANDLER_DIR / "index.py"),
-                system_instance_type=e.system_node_group.instance_type,
-                system_desired_size=e.system_node_group.desired_size,
-                endpoint_public_access_cidrs=e.endpoint_public_access_cidrs,
-                log_retention=retention(e.log_retention_days), admin_principal_arn=e.admin_principal_arn),
-            gpu_instance_types=gpu_types,
-            nvidia_device_plugin=_chart(pins.NVIDIA_DEVICE_PLUGIN, pins.NVIDIA_DEVICE_PLUGIN_CHART, chart_cache),
-            efa_device_plugin=_chart(pins.EFA_DEVICE_PLUGIN, pins.EFA_DEVICE_PLUGIN_CHART, chart_cache),
-            # Verified local copies fetched at set-up; None where absent (synth then marks the templates
-            # as not deployable: hyperpod_constructs.hyperpod_resiliency_charts).
-            resiliency_charts=tuple(
-                ResiliencyChart(name=c.name, directory=artifacts.verified_chart_dir(c, chart_cache))
-                for c in pins.HYPERPOD_RESILIENCY_CHART_ARTIFACTS),
-            resiliency_source=(f"{pins.HYPERPOD_CHART_REPOSITORY.removeprefix('https://github.com/')}"
-                               f"@{pins.HYPERPOD_CHART_COMMIT}")),
-        **common)
-    h = config.hyperpod
-    hyperpod = HyperPodStack(
-        app, "HyperPod", stack_name=f"{config.name}-hyperpod",
-        description="HyperPod DPD: lifecycle scripts, execution role, HyperPod cluster with P5 instance groups",
-        props=HyperPodStackProps(
-            cluster_name=h.cluster_name, node_recovery=h.node_recovery,
-            node_provisioning_mode=h.node_provisioning_mode,
-            lifecycle_bucket_name=lifecycle_bucket_name(config),
-            instance_groups=tuple(
-                InstanceGroupSpec(
-                    name=g.name, instance_type=g.instance_type, instance_count=g.instance_count, pool=g.pool,
-                    threads_per_core=g.threads_per_core, ebs_volume_size_gb=g.ebs_volume_size_gb,
-                    deep_health_checks=g.deep_health_checks, training_plan_arn=g.training_plan_arn)
-                for g in h.instance_groups),
-            eks_cluster=cluster.cluster, vpc=network.vpc, gpu_subnet=network.gpu_subnet,
-            efa_security_group=network.efa_security_group, dependencies=cluster.hyperpod_dependencies,
-            log_retention=retention(e.log_retention_days),
-            tiered_storage_memory_percent=config.tiered_storage_percent(),
-            # Every group's nodes wait for the instance store: every DPD instance type has one
-            # (sizing.INSTANCE_STORES), and the config accepts no other type for a group.
-            weights_cache=config.resolved_model_cache().weights_cache),
-        **common)
-    # Our Lambdas call the Kubernetes API from inside the VPC unless the public endpoint is open to all.
-    public_api = "0.0.0.0/0" in e.endpoint_public_access_cidrs
+    network = _network_stack(app, config)
+    # The workspace, its alert rules and dashboards need nothing of the other stacks: it deploys alongside the
+    # network, and what the platform takes from it (the workspace) is ready long before it is needed.
+    observability = _observability_stack(app, config) if config.observability.enabled else None
+    cluster = _cluster_stack(app, config, network, chart_cache)
+    hyperpod = _hyperpod_stack(app, config, network, cluster)
     observability_addon = None
     if observability is not None:
-        observability_addon = ObservabilityAddonStack(
-            app, "ObservabilityAddon", stack_name=f"{config.name}-observability-addon",
-            description="HyperPod DPD: HyperPod observability add-on, once the GPU nodes have registered",
-            props=ObservabilityAddonStackProps(
-                cluster=cluster.cluster, prometheus=observability.prometheus,
-                # Every category the add-on offers, on where our queries read it (hyperpod_core.telemetry).
-                metrics_provider=metrics_provider(config.observability.scrape_interval_seconds),
-                # Pod Identity must run, and the add-on needs a node of 4xlarge or more: the HyperPod nodes,
-                # which exist only some time after the HyperPod cluster is "complete" (continuous
-                # provisioning): wait until every pool has a registered node (docs/deploy.md). Nothing else
-                # waits for this stack.
-                addon_depends_on=(cluster.eks.addons[pins.POD_IDENTITY_AGENT.name], hyperpod.hyperpod),
-                wait_for_nodes=tuple(
-                    NodeRequirement(label_key=POOL_LABEL, label_value=pool, description=f"pool {pool}")
-                    for pool in dict.fromkeys(g.pool for g in h.instance_groups)),
-                wait_after=(hyperpod.hyperpod,), hyperpod_cluster_name=h.cluster_name,
-                kube_api_vpc=None if public_api else network.vpc),
-            **common)
-    m, b = config.model, config.model_bucket
-    platform = PlatformStack(
-        app, "Platform", stack_name=f"{config.name}-platform",
-        description="HyperPod DPD: model bucket, HyperPod Inference Operator add-on, its dependencies and IAM",
-        props=PlatformStackProps(
-            cluster=cluster.cluster, oidc_provider=cluster.eks.oidc_provider,
-            hyperpod_cluster_arn=hyperpod.hyperpod.cluster_arn,
-            # Bucket name: generated by CloudFormation; the cdk8s app reads it from the outputs file.
-            model_bucket=ModelBucketProps(existing_bucket_name=b.existing_name,
-                                          existing_kms_key_arn=b.existing_kms_key_arn,
-                                          delete_on_destroy=b.delete_on_destroy),
-            model_key_prefix=m.s3_prefix, hyperpod_execution_role=hyperpod.execution_role.role,
-            prometheus=observability.prometheus if observability is not None else None,
-            benchmark_client=_benchmark_client(config),
-            # The janitor calls the Kubernetes API: from inside the VPC unless the public endpoint is open.
-            janitor_vpc=None if public_api else network.vpc, deployment_name=config.name),
-        **common)
+        observability_addon = _observability_addon_stack(app, config, network, cluster, hyperpod, observability)
+    platform = _platform_stack(app, config, network, cluster, hyperpod, observability)
     stacks = Stacks(network=network, cluster=cluster, hyperpod=hyperpod, platform=platform,
                     observability=observability, observability_addon=observability_addon)
     for stack in stacks.all():  # every custom resource, ours and aws-cdk-lib's: ServiceTimeout < 1 hour
         cdk.Aspects.of(stack).add(ServiceTimeouts())
         # every function, aws-cdk-lib's included, logs into a group of its stack with a retention
-        cdk.Aspects.of(stack).add(FunctionLogGroups(retention(e.log_retention_days)))
+        cdk.Aspects.of(stack).add(FunctionLogGroups(retention(config.eks.log_retention_days)))
     return stacks
+
+
+_S = TypeVar("_S", bound=cdk.Stack)
+
+
+def _stack(stack: Callable[..., _S], app: cdk.App, config: Config, construct_id: str, name_suffix: str, *,
+           description: str, props: object) -> _S:
+    """One stack of the deployment: named ``<name>-<name_suffix>``, in the config's region (and any account),
+    tagged with the project and the deployment."""
+    return stack(app, construct_id, stack_name=f"{config.name}-{name_suffix}",
+                 description=f"HyperPod DPD: {description}", props=props, env=cdk.Environment(region=config.region),
+                 tags={"project": "hyperpod-dpd", DEPLOYMENT_TAG: config.name})
+
+
+def _kube_api_vpc(config: Config, network: NetworkStack) -> ec2.IVpc | None:
+    """Where our Lambdas call the Kubernetes API from: inside the VPC unless the public endpoint is open to all."""
+    return None if "0.0.0.0/0" in config.eks.endpoint_public_access_cidrs else network.vpc
+
+
+def _network_stack(app: cdk.App, config: Config) -> NetworkStack:
+    n = config.network
+    props = NetworkStackProps(
+        network=GpuNetworkProps(
+            vpc_cidr=n.vpc_cidr, gpu_cidr=n.gpu_cidr, gpu_availability_zone_id=n.gpu_availability_zone_id,
+            control_plane_availability_zone_ids=n.control_plane_availability_zone_ids,
+            nat_gateways=n.nat_gateways, interface_endpoints=n.interface_endpoints,
+            flow_logs_retention=retention(n.flow_logs_retention_days)),
+        fsx_lustre=n.fsx_lustre)
+    return _stack(NetworkStack, app, config, "Network", "network", props=props,
+                  description="VPC, single-AZ GPU subnet, EFA security group")
+
+
+def _observability_stack(app: cdk.App, config: Config) -> ObservabilityStack:
+    props = ObservabilityStackProps(
+        workspace_alias=config.name,
+        # The same alert definitions as the PrometheusRule manifest (hyperpod_core.telemetry), and the alert
+        # manager that sends them to a person (SNS).
+        alert_rule_groups=alert_rule_groups(config), **_alerts(config),
+        # The same dashboards as the sidecar ConfigMaps, into Amazon Managed Grafana when configured.
+        **_grafana(config))
+    return _stack(ObservabilityStack, app, config, "Observability", "observability", props=props,
+                  description="Amazon Managed Prometheus workspace, alert rules and alert manager, dashboards")
+
+
+def _cluster_stack(app: cdk.App, config: Config, network: NetworkStack, chart_cache: Path | None) -> ClusterStack:
+    e = config.eks
+    props = ClusterStackProps(
+        eks=EksClusterProps(
+            cluster_name=e.cluster_name, kubernetes_version=e.kubernetes_version, vpc=network.vpc,
+            control_plane_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+            vpc_cni=_addon(pins.VPC_CNI), kube_proxy=_addon(pins.KUBE_PROXY), coredns=_addon(pins.COREDNS),
+            pod_identity_agent=_addon(pins.POD_IDENTITY_AGENT),
+            log_group_handler_modules=bundle.imported_by(adopted_log_groups.HANDLER_DIR / "index.py"),
+            system_instance_type=e.system_node_group.instance_type,
+            system_desired_size=e.system_node_group.desired_size,
+            endpoint_public_access_cidrs=e.endpoint_public_access_cidrs,
+            log_retention=retention(e.log_retention_days), admin_principal_arn=e.admin_principal_arn),
+        gpu_instance_types=tuple(sorted({g.instance_type for g in config.hyperpod.instance_groups})),
+        nvidia_device_plugin=_chart(pins.NVIDIA_DEVICE_PLUGIN, pins.NVIDIA_DEVICE_PLUGIN_CHART, chart_cache),
+        efa_device_plugin=_chart(pins.EFA_DEVICE_PLUGIN, pins.EFA_DEVICE_PLUGIN_CHART, chart_cache),
+        # Verified local copies fetched at set-up; None where absent (synth then marks the templates
+        # as not deployable: hyperpod_constructs.hyperpod_resiliency_charts).
+        resiliency_charts=tuple(
+            ResiliencyChart(name=c.name, directory=artifacts.verified_chart_dir(c, chart_cache))
+            for c in pins.HYPERPOD_RESILIENCY_CHART_ARTIFACTS),
+        resiliency_source=(f"{pins.HYPERPOD_CHART_REPOSITORY.removeprefix('https://github.com/')}"
+                           f"@{pins.HYPERPOD_CHART_COMMIT}"))
+    return _stack(ClusterStack, app, config, "Cluster", "cluster", props=props,
+                  description="EKS control plane, core add-ons, system nodes, HyperPod dependencies")
+
+
+def _hyperpod_stack(app: cdk.App, config: Config, network: NetworkStack, cluster: ClusterStack) -> HyperPodStack:
+    h = config.hyperpod
+    props = HyperPodStackProps(
+        cluster_name=h.cluster_name, node_recovery=h.node_recovery, node_provisioning_mode=h.node_provisioning_mode,
+        lifecycle_bucket_name=lifecycle_bucket_name(config),
+        instance_groups=tuple(
+            InstanceGroupSpec(
+                name=g.name, instance_type=g.instance_type, instance_count=g.instance_count, pool=g.pool,
+                threads_per_core=g.threads_per_core, ebs_volume_size_gb=g.ebs_volume_size_gb,
+                deep_health_checks=g.deep_health_checks, training_plan_arn=g.training_plan_arn)
+            for g in h.instance_groups),
+        eks_cluster=cluster.cluster, vpc=network.vpc, gpu_subnet=network.gpu_subnet,
+        efa_security_group=network.efa_security_group, dependencies=cluster.hyperpod_dependencies,
+        log_retention=retention(config.eks.log_retention_days),
+        tiered_storage_memory_percent=config.tiered_storage_percent(),
+        # Every group's nodes wait for the instance store: every DPD instance type has one
+        # (sizing.INSTANCE_STORES), and the config accepts no other type for a group.
+        weights_cache=config.resolved_model_cache().weights_cache)
+    return _stack(HyperPodStack, app, config, "HyperPod", "hyperpod", props=props,
+                  description="lifecycle scripts, execution role, HyperPod cluster with P5 instance groups")
+
+
+def _observability_addon_stack(app: cdk.App, config: Config, network: NetworkStack, cluster: ClusterStack,
+                               hyperpod: HyperPodStack, observability: ObservabilityStack) -> ObservabilityAddonStack:
+    h = config.hyperpod
+    props = ObservabilityAddonStackProps(
+        cluster=cluster.cluster, prometheus=observability.prometheus,
+        # Every category the add-on offers, on where our queries read it (hyperpod_core.telemetry).
+        metrics_provider=metrics_provider(config.observability.scrape_interval_seconds),
+        # Pod Identity must run, and the add-on needs a node of 4xlarge or more: the HyperPod nodes, which exist
+        # only some time after the HyperPod cluster is "complete" (continuous provisioning): wait until every
+        # pool has a registered node (docs/deploy.md). Nothing else waits for this stack.
+        addon_depends_on=(cluster.eks.addons[pins.POD_IDENTITY_AGENT.name], hyperpod.hyperpod),
+        wait_for_nodes=tuple(
+            NodeRequirement(label_key=POOL_LABEL, label_value=pool, description=f"pool {pool}")
+            for pool in dict.fromkeys(g.pool for g in h.instance_groups)),
+        wait_after=(hyperpod.hyperpod,), hyperpod_cluster_name=h.cluster_name,
+        kube_api_vpc=_kube_api_vpc(config, network))
+    return _stack(ObservabilityAddonStack, app, config, "ObservabilityAddon", "observability-addon", props=props,
+                  description="HyperPod observability add-on, once the GPU nodes have registered")
+
+
+def _platform_stack(app: cdk.App, config: Config, network: NetworkStack, cluster: ClusterStack,
+                    hyperpod: HyperPodStack, observability: ObservabilityStack | None) -> PlatformStack:
+    b = config.model_bucket
+    props = PlatformStackProps(
+        cluster=cluster.cluster, oidc_provider=cluster.eks.oidc_provider,
+        hyperpod_cluster_arn=hyperpod.hyperpod.cluster_arn,
+        # Bucket name: generated by CloudFormation; the cdk8s app reads it from the outputs file.
+        model_bucket=ModelBucketProps(existing_bucket_name=b.existing_name, existing_kms_key_arn=b.existing_kms_key_arn,
+                                      delete_on_destroy=b.delete_on_destroy),
+        model_key_prefix=config.model.s3_prefix, hyperpod_execution_role=hyperpod.execution_role.role,
+        prometheus=observability.prometheus if observability is not None else None,
+        benchmark_client=_benchmark_client(config),
+        # The janitor calls the Kubernetes API: from inside the VPC unless the public endpoint is open.
+        janitor_vpc=_kube_api_vpc(config, network), deployment_name=config.name)
+    return _stack(PlatformStack, app, config, "Platform", "platform", props=props,
+                  description="model bucket, HyperPod Inference Operator add-on, its dependencies and IAM")
 
 
 def synthesize(config: Config, *, outdir: Path | None = None, context: dict[str, Any] | None = None,

@@ -353,8 +353,11 @@ class Candidate:
         return 1 - max(self.worst_ttft_p95_s / inputs.ttft_slo_s, self.worst_tpot_p95_s / inputs.tpot_slo_s)
 
 
-def _evaluate(inputs: PlanInputs, model: StepModel, loads: list[tuple[Traffic, int | None, float | None]],
-              layout: Layout) -> Candidate:
+#: The loads a candidate is evaluated under: (traffic, concurrency, request rate) per scenario.
+_Loads = list[tuple[Traffic, int | None, float | None]]
+
+
+def _evaluate(inputs: PlanInputs, model: StepModel, loads: _Loads, layout: Layout) -> Candidate:
     nodes = layout.nodes(inputs)
     ttft = tpot = 0.0
     tokens = seconds = 0.0
@@ -377,57 +380,80 @@ def recommend(inputs: PlanInputs, model: StepModel, traffics: Sequence[Traffic],
     the estimate cannot tell split from no split. Raises :class:`CommandFailed` when nothing meets the SLOs."""
     from hyperpod_analysis.plan.validation import BANDS
 
-    band = bands or BANDS
     top = max(concurrencies) if concurrencies else None
     loads = [(t, top, request_rate if top is None else None) for t in traffics]
-    per_node = terms.replicas_per_node(inputs.tp, inputs.instance.gpus)
-    candidates = [_evaluate(inputs, model, loads, Layout(colocated_replicas=per_node * n))
-                  for n in range(1, MAX_COLOCATED_NODES + 1)]
-    thresholds = sorted({inputs.routing_threshold_tokens, 1024, 2048, 4096, 8192} - {0})
-    thresholds = [t for t in thresholds if t < inputs.max_model_len]
-    decode_replicas = min(max(inputs.decode_replicas, 1), inputs.max_decode_replicas)
-    for p_nodes in range(1, MAX_PREFILL_NODES + 1):
-        layout = Layout(prefill_replicas=per_node * p_nodes, decode_replicas=decode_replicas,
-                        routing_threshold_tokens=inputs.routing_threshold_tokens)
-        candidates.append(_evaluate(inputs, model, loads, layout))
+    candidates = _candidates(inputs, model, loads)
     feasible = [c for c in candidates if c.meets(inputs)]
     if not feasible:
-        best = min(candidates, key=lambda c: (max(c.worst_ttft_p95_s / inputs.ttft_slo_s,
-                                                   c.worst_tpot_p95_s / inputs.tpot_slo_s), -c.tokens_per_s))
-        raise CommandFailed(
-            f"no layout meets the SLO (TTFT p95 <= {inputs.ttft_slo_s:g} s, TPOT p95 <= {inputs.tpot_slo_s:g} s) for "
-            f"{', '.join(t.text for t in traffics)} at {_load_text(top, request_rate)}: neither colocated on up to "
-            f"{MAX_COLOCATED_NODES} nodes nor DPD with up to {MAX_PREFILL_NODES} prefill nodes; closest: "
-            f"{layout_text(best.layout)} with TTFT p95 {_seconds(best.worst_ttft_p95_s)}, TPOT p95 "
-            f"{1e3 * best.worst_tpot_p95_s:.0f} ms")
-    chosen = min(feasible, key=lambda c: (c.node_hours_per_million, c.nodes))
-    if chosen.layout.split and len(thresholds) > 1:
-        trials = [_evaluate(inputs, model, loads, replace(chosen.layout, routing_threshold_tokens=t))
-                  for t in thresholds]
-        better = [c for c in trials if c.meets(inputs)
-                  and c.node_hours_per_million < chosen.node_hours_per_million * 0.98]
-        if better:
-            chosen = min(better, key=lambda c: c.node_hours_per_million)
+        raise _nothing_meets_the_slo(inputs, candidates, traffics, top, request_rate)
+    chosen = _with_tuned_threshold(inputs, model, loads,
+                                   min(feasible, key=lambda c: (c.node_hours_per_million, c.nodes)))
+    best_coloc, best_dpd = (min((c for c in candidates if c.layout.split == split and c.meets(inputs)),
+                                key=lambda c: c.node_hours_per_million, default=None) for split in (False, True))
+    other = best_coloc if chosen.layout.split else best_dpd
+    uncertain, why = _crosses_line(inputs, chosen, other, candidates, bands or BANDS)
+    return {
+        **_settings(inputs, chosen, max(t.mean_input for t in traffics), top),
+        **_estimates(inputs, model, chosen, best_coloc, best_dpd),
+        "reason": _reason(chosen, other),
+        "uncertain": uncertain,
+        "uncertainty": why,
+        "layout": {"colocated_replicas": chosen.layout.colocated_replicas,
+                   "prefill_replicas": chosen.layout.prefill_replicas,
+                   "decode_replicas": chosen.layout.decode_replicas,
+                   "routing_threshold_tokens": chosen.layout.routing_threshold_tokens},
+    }
+
+
+
+def _candidates(inputs: PlanInputs, model: StepModel, loads: _Loads) -> list[Candidate]:
+    """Colocated on 1 to :data:`MAX_COLOCATED_NODES` nodes, then DPD with 1 to :data:`MAX_PREFILL_NODES` prefill
+    nodes beside the configured decode replicas (at most the operator's limit), each evaluated under ``loads``."""
+    per_node = terms.replicas_per_node(inputs.tp, inputs.instance.gpus)
+    layouts = [Layout(colocated_replicas=per_node * n) for n in range(1, MAX_COLOCATED_NODES + 1)]
+    decode_replicas = min(max(inputs.decode_replicas, 1), inputs.max_decode_replicas)
+    layouts += [Layout(prefill_replicas=per_node * p_nodes, decode_replicas=decode_replicas,
+                       routing_threshold_tokens=inputs.routing_threshold_tokens)
+                for p_nodes in range(1, MAX_PREFILL_NODES + 1)]
+    return [_evaluate(inputs, model, loads, layout) for layout in layouts]
+
+
+def _nothing_meets_the_slo(inputs: PlanInputs, candidates: list[Candidate], traffics: Sequence[Traffic],
+                           top: int | None, request_rate: float | None) -> CommandFailed:
+    """The error when no candidate meets the SLOs, naming the closest one."""
+    best = min(candidates, key=lambda c: (max(c.worst_ttft_p95_s / inputs.ttft_slo_s,
+                                               c.worst_tpot_p95_s / inputs.tpot_slo_s), -c.tokens_per_s))
+    return CommandFailed(
+        f"no layout meets the SLO (TTFT p95 <= {inputs.ttft_slo_s:g} s, TPOT p95 <= {inputs.tpot_slo_s:g} s) for "
+        f"{', '.join(t.text for t in traffics)} at {_load_text(top, request_rate)}: neither colocated on up to "
+        f"{MAX_COLOCATED_NODES} nodes nor DPD with up to {MAX_PREFILL_NODES} prefill nodes; closest: "
+        f"{layout_text(best.layout)} with TTFT p95 {_seconds(best.worst_ttft_p95_s)}, TPOT p95 "
+        f"{1e3 * best.worst_tpot_p95_s:.0f} ms")
+
+
+def _with_tuned_threshold(inputs: PlanInputs, model: StepModel, loads: _Loads, chosen: Candidate) -> Candidate:
+    """A DPD choice at the routing threshold (the configured one, 1024, 2048, 4096 or 8192, below
+    ``max_model_len``) that meets the SLOs with at least 2 % fewer instance-hours; else ``chosen``."""
+    thresholds = sorted({inputs.routing_threshold_tokens, 1024, 2048, 4096, 8192} - {0})
+    thresholds = [t for t in thresholds if t < inputs.max_model_len]
+    if not chosen.layout.split or len(thresholds) <= 1:
+        return chosen
+    trials = [_evaluate(inputs, model, loads, replace(chosen.layout, routing_threshold_tokens=t))
+              for t in thresholds]
+    better = [c for c in trials if c.meets(inputs)
+              and c.node_hours_per_million < chosen.node_hours_per_million * 0.98]
+    return min(better, key=lambda c: c.node_hours_per_million) if better else chosen
+
+
+def _settings(inputs: PlanInputs, chosen: Candidate, mean_isl: float, top: int | None) -> dict[str, Any]:
+    """The recommendation's endpoint settings (what ``plan --write`` merges into the config)."""
     split = chosen.layout.split
-    best_coloc = min((c for c in candidates if not c.layout.split and c.meets(inputs)),
-                     key=lambda c: c.node_hours_per_million, default=None)
-    best_dpd = min((c for c in candidates if c.layout.split and c.meets(inputs)),
-                   key=lambda c: c.node_hours_per_million, default=None)
-    uncertain, why = _crosses_line(inputs, chosen, best_coloc if split else best_dpd, candidates, band)
-    mean_isl = max(t.mean_input for t in traffics)
     per_decoder = math.ceil((top or 1) / max(chosen.layout.decode_replicas, 1)) if top else inputs.decode_max_num_seqs
     decode_seqs = min(max(inputs.decode_max_num_seqs, 1 << max(0, math.ceil(math.log2(max(per_decoder, 1))))), 256)
     prefill_seqs = max(inputs.prefill_max_num_seqs, math.ceil(MAX_NUM_BATCHED_TOKENS / max(mean_isl, 1)))
-    other = best_coloc if split else best_dpd
-    # The other side's best layout by name: it may be none of the printed rows (e.g. DPD with 2 prefill nodes).
-    reason = (f"{'DPD' if split else 'colocated'} takes {chosen.node_hours_per_million:.3g} instance-hours per 1M "
-              f"output tokens vs {other.node_hours_per_million:.3g} with {layout_text(other.layout)} "
-              f"({other.nodes} nodes), the best {'colocated' if split else 'DPD'} layout that meets the SLO"
-              if other else f"no {'colocated' if split else 'DPD'} layout meets the SLO")
     n = inputs.instance.gpus
     # The router picks the prefiller: prefixaware/kvaware for one, roundrobin for several (operator.md, DPD guide).
     strategy = "roundrobin" if split and chosen.layout.prefill_replicas > 1 else inputs.routing_strategy
-    usd = inputs.prices.price(inputs.instance.instance_type)
     return {
         "split": split,
         "instance_type": inputs.instance.instance_type,
@@ -444,6 +470,14 @@ def recommend(inputs: PlanInputs, model: StepModel, traffics: Sequence[Traffic],
             max(chosen.peak_buffer_tokens, int(mean_isl)), inputs.model, inputs.tp)),
         "routing_strategy": strategy,
         "max_num_seqs": {"prefill": prefill_seqs, "decode": decode_seqs},
+    }
+
+
+def _estimates(inputs: PlanInputs, model: StepModel, chosen: Candidate, best_coloc: Candidate | None,
+               best_dpd: Candidate | None) -> dict[str, Any]:
+    """What the recommendation expects: the chosen layout's latencies, and each side's cost at its best."""
+    usd = inputs.prices.price(inputs.instance.instance_type)
+    return {
         "ttft_p95_ms": round(1e3 * chosen.worst_ttft_p95_s, 1),
         "tpot_p95_ms": round(1e3 * chosen.worst_tpot_p95_s, 2),
         "instance_hours_per_1m_output_tokens": {
@@ -455,14 +489,18 @@ def recommend(inputs: PlanInputs, model: StepModel, traffics: Sequence[Traffic],
         "price_usd_per_instance_hour": usd,
         "price_source": f"{inputs.prices.source} ({inputs.prices.as_of})" if usd is not None else None,
         "engine": model.name,
-        "reason": reason,
-        "uncertain": uncertain,
-        "uncertainty": why,
-        "layout": {"colocated_replicas": chosen.layout.colocated_replicas,
-                   "prefill_replicas": chosen.layout.prefill_replicas,
-                   "decode_replicas": chosen.layout.decode_replicas,
-                   "routing_threshold_tokens": chosen.layout.routing_threshold_tokens},
     }
+
+
+def _reason(chosen: Candidate, other: Candidate | None) -> str:
+    """Why this side: its instance-hours against the other side's best layout, named (it may be none of the
+    printed rows, e.g. DPD with 2 prefill nodes)."""
+    split = chosen.layout.split
+    if other is None:
+        return f"no {'colocated' if split else 'DPD'} layout meets the SLO"
+    return (f"{'DPD' if split else 'colocated'} takes {chosen.node_hours_per_million:.3g} instance-hours per 1M "
+            f"output tokens vs {other.node_hours_per_million:.3g} with {layout_text(other.layout)} "
+            f"({other.nodes} nodes), the best {'colocated' if split else 'DPD'} layout that meets the SLO")
 
 
 def _crosses_line(inputs: PlanInputs, chosen: Candidate, other: Candidate | None, candidates: list[Candidate],

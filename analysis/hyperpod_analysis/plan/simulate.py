@@ -22,8 +22,9 @@ import math
 import random
 import statistics
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any
 
 from hyperpod_analysis.plan.engine import StepModel
 from hyperpod_analysis.plan.terms import routed_to_prefill
@@ -101,89 +102,150 @@ def simulate(*, model: StepModel, traffic: Traffic, concurrency: int | None, req
     """Run one layout under one load and return the median and p95 latencies and the output throughput."""
     rng = random.Random(seed)
     clients = concurrency or 0
+    warm, measure = _run_length(clients, request_rate, requests, warmup_ratio)
+    if dpd is not None:
+        assert prefill is not None and decode is not None
+        prefills = [_Engine(prefill, model, prefill_only=True) for _ in range(prefill_replicas)]
+        decoders = [_Engine(decode, model) for _ in range(decode_replicas)]
+    else:
+        assert colocated is not None
+        prefills, decoders = [], [_Engine(colocated, model) for _ in range(colocated_replicas)]
+    # The requests sent: closed loop, also those of every client still in flight when the run stops.
+    run = _Run(traffic=traffic, rng=rng, prefix_reuse=prefix_reuse, dpd=dpd, prefills=prefills, decoders=decoders,
+               clients=clients, total=warm + measure + clients)
+    if clients:
+        for _ in range(clients):
+            run.on_arrival(0.0)
+    else:
+        assert request_rate
+        t = 0.0
+        for _ in range(run.total):
+            t += rng.expovariate(request_rate)
+            run.push(t, run.on_arrival, None)
+    run.until(completed=warm + measure)
+    return _metrics(run.done, warm=warm, measure=measure, clients=clients, request_rate=request_rate,
+                    peak_buffer=run.peak_buffer)
+
+
+def _run_length(clients: int, request_rate: float | None, requests: int, warmup_ratio: float) -> tuple[int, int]:
+    """(warm-up, measured) completions of one run."""
     if clients:
         # genai-bench: at least ``requests`` completions (two cohorts of every client at the least).
         measure = max(requests, 2 * clients)
         warm = int(measure * warmup_ratio)
-        measure -= warm
-        total = warm + measure + clients
-    else:
-        # Open loop: at least a minute of arrivals, so that an offered rate above capacity shows as a growing
-        # queue rather than a short transient.
-        measure = max(128, min(3000, int(60 * (request_rate or 0))))
-        warm = 16
-        total = warm + measure
-    events: list[tuple[float, int, str, object]] = []
-    seq = 0
+        return warm, measure - warm
+    # Open loop: at least a minute of arrivals, so that an offered rate above capacity shows as a growing queue
+    # rather than a short transient.
+    return 16, max(128, min(3000, int(60 * (request_rate or 0))))
 
-    def push(t: float, kind: str, obj: object) -> None:
-        nonlocal seq
-        seq += 1
-        heapq.heappush(events, (t, seq, kind, obj))
 
-    split = dpd is not None
-    if split:
-        assert prefill is not None and decode is not None
-        prefills = [_Engine(prefill, model, prefill_only=True) for _ in range(prefill_replicas)]
-        decoders = [_Engine(decode, model) for _ in range(decode_replicas)]
-        link_free = [0.0] * len(prefills)
-    else:
-        assert colocated is not None
-        prefills, decoders = [], [_Engine(colocated, model) for _ in range(colocated_replicas)]
-        link_free = []
-    buffer_used = 0
-    peak_buffer = 0
-    blocked: deque[tuple[int, _Req]] = deque()
-    issued = 0
-    done: list[_Req] = []
+_Work = list[tuple[_Req, int]]
+"""One step's batch: each request with the tokens it computes in the step (a prefill chunk, or 1 to decode)."""
+_Handler = Callable[[float, Any], None]
 
-    def new_request(t: float) -> None:
-        nonlocal issued
-        if issued >= total:
+
+class _Run:
+    """One run's state, and a handler per event: a request arrives (:meth:`on_arrival`), an engine's step ends
+    (:meth:`on_step_end`), a prefilled request's KV reaches a decoder (:meth:`on_kv_arrival`)."""
+
+    def __init__(self, *, traffic: Traffic, rng: random.Random, prefix_reuse: float, dpd: DpdParams | None,
+                 prefills: list[_Engine], decoders: list[_Engine], clients: int, total: int) -> None:
+        self.traffic, self.rng, self.prefix_reuse, self.dpd = traffic, rng, prefix_reuse, dpd
+        self.prefills, self.decoders = prefills, decoders
+        # clients: closed loop (each sends its next request when its last one ends), 0: open loop; total: the
+        # requests it sends at most.
+        self.clients, self.total = clients, total
+        self.events: list[tuple[float, int, _Handler, Any]] = []
+        self.seq = 0
+        self.now = 0.0
+        self.issued = 0
+        self.done: list[_Req] = []
+        self.link_free = [0.0] * len(prefills)  # when each prefill replica's EFA link is next free
+        # Prefilled requests (with their prefill's link) waiting for room in the decoder's PD buffer.
+        self.blocked: deque[tuple[int, _Req]] = deque()
+        self.buffer_used = 0
+        self.peak_buffer = 0
+
+    def push(self, t: float, handler: _Handler, obj: Any) -> None:
+        self.seq += 1
+        heapq.heappush(self.events, (t, self.seq, handler, obj))
+
+    def until(self, *, completed: int) -> None:
+        """Handle the events in time order until ``completed`` requests have finished (or nothing is left)."""
+        while self.events and len(self.done) < completed:
+            t, _, handler, obj = heapq.heappop(self.events)
+            self.now = t
+            handler(t, obj)
+
+    # --- events ---
+
+    def on_arrival(self, t: float, _: object = None) -> None:
+        """A client sends a request: to the least loaded prefill engine when the router sends it there, else to
+        the least loaded decoder (colocated: the least loaded engine)."""
+        if self.issued >= self.total:
             return
-        isl, osl = traffic.sample(rng)
-        r = _Req(rid=issued, isl=isl, osl=osl, arrive=t)
-        issued += 1
-        shared = traffic.shared_prefix if issued > 1 else 0  # the first request of a P() scenario fills the cache
-        cached = min(max(int(prefix_reuse * isl), shared), isl - 1)
+        isl, osl = self.traffic.sample(self.rng)
+        r = _Req(rid=self.issued, isl=isl, osl=osl, arrive=t)
+        self.issued += 1
+        shared = self.traffic.shared_prefix if self.issued > 1 else 0  # the first of a P() scenario fills the cache
+        cached = min(max(int(self.prefix_reuse * isl), shared), isl - 1)
         r.prefill_left, r.ctx = isl - cached, cached
-        if split and dpd is not None and routed_to_prefill(isl, dpd.routing_threshold_tokens) and prefills:
-            target = min(prefills, key=_Engine.load)
+        if (self.dpd is not None and routed_to_prefill(isl, self.dpd.routing_threshold_tokens)
+                and self.prefills):
+            target = min(self.prefills, key=_Engine.load)
         else:
-            target = min(decoders, key=_Engine.load)
+            target = min(self.decoders, key=_Engine.load)
         target.waiting.append(r)
-        kick(target, t)
+        self.kick(target, t)
 
-    def kick(e: _Engine, t: float) -> None:
+    def on_step_end(self, t: float, step: tuple[_Engine, _Work, int]) -> None:
+        engine, work, steps = step
+        self.finish_step(engine, work, steps, t)
+        # Only this engine can have new work now: every other change of an engine's queue (a new request, a
+        # transferred KV arriving) kicks that engine where it happens, and a kick that schedules nothing changes
+        # nothing.
+        self.kick(engine, t)
+
+    def on_kv_arrival(self, t: float, r: _Req) -> None:
+        """The KV is in the decoder's PD buffer: the decoder computes the last prompt token, then decodes."""
+        r.prefill_left = 1
+        r.ctx = r.isl - 1
+        target = min(self.decoders, key=_Engine.load)
+        target.waiting.append(r)
+        self.kick(target, t)
+
+    # --- engines ---
+
+    def kick(self, e: _Engine, t: float) -> None:
+        """Start the engine's next step unless it is busy or has nothing to do."""
         if e.busy or not (e.waiting or e.running):
             return
-        plan = schedule(e)
+        plan = self.schedule(e)
         if plan is None:
             return
         (dec, dctx, ptok, patt), work = plan
-        dur = step_seconds(e, dec, dctx, ptok, patt)
+        dur = _step_seconds(e, dec, dctx, ptok, patt)
         steps = 1
         if ptok == 0 and not e.waiting:
             # Decode only, nothing waiting: the batch stays the same until a request finishes or another event
             # could add work, so take those steps at once (the same times as one by one, far fewer events).
             left = min(r.osl - r.out for r, _ in work)
-            room = (events[0][0] if events else math.inf) - t
+            room = (self.events[0][0] if self.events else math.inf) - t
             if left > 1 and dur < room:
                 # Every step adds ``dec`` tokens of context, so step k lasts s0 + k*d (a decode step is linear in
                 # the context it reads): take the steps up to the first that ends at or after the next event.
-                d = step_seconds(e, dec, dctx + dec, 0, 0.0) - dur
+                d = _step_seconds(e, dec, dctx + dec, 0, 0.0) - dur
                 steps = left if math.isinf(room) else min(left, _steps_to_reach(room, dur, d))
                 dur = steps * dur + d * steps * (steps - 1) / 2
         e.busy = True
-        push(t + dur, "step", (e, work, steps))
+        self.push(t + dur, self.on_step_end, (e, work, steps))
 
-    def step_seconds(e: _Engine, dec: int, dctx: int, ptok: int, patt: float) -> float:
-        return e.model.step_seconds(decode_tokens=dec, decode_context=dctx, prefill_tokens=ptok,
-                                    prefill_attention=patt, eager=e.spec.eager) + e.spec.connector_seconds_per_step
-
-    def schedule(e: _Engine) -> tuple[tuple[int, int, int, float], list[tuple[_Req, int]]] | None:
+    def schedule(self, e: _Engine) -> tuple[tuple[int, int, int, float], _Work] | None:
+        """vLLM V1's next batch: the running requests first, then waiting ones while the token budget,
+        ``max_num_seqs`` and the KV cache allow. ``((decode tokens, their context, prefill tokens, prefill
+        attention), work)``, or None when nothing fits."""
         budget = e.spec.max_num_batched_tokens
-        work: list[tuple[_Req, int]] = []
+        work: _Work = []
         dec = dctx = ptok = 0
         patt = 0.0
         for r in e.running:
@@ -207,7 +269,7 @@ def simulate(*, model: StepModel, traffic: Traffic, concurrency: int | None, req
             e.waiting.popleft()
             e.running.append(r)
             e.reserved += need
-            release_buffer(e, r)
+            self.release_buffer(e, r)
             n = min(r.prefill_left, budget)
             ptok += n
             patt += n * (r.ctx + n / 2)
@@ -217,15 +279,9 @@ def simulate(*, model: StepModel, traffic: Traffic, concurrency: int | None, req
             return None
         return (dec, dctx, ptok, patt), work
 
-    def release_buffer(e: _Engine, r: _Req) -> None:
-        """A transferred request admitted by the decoder frees its KV from the PD buffer."""
-        nonlocal buffer_used
-        if (dpd is not None and not e.prefill_only and r.first < 0
-                and routed_to_prefill(r.isl, dpd.routing_threshold_tokens)):
-            buffer_used -= r.isl
-            retry_blocked(now_box[0])
-
-    def finish_step(e: _Engine, work: list[tuple[_Req, int]], steps: int, t: float) -> None:
+    def finish_step(self, e: _Engine, work: _Work, steps: int, t: float) -> None:
+        """Account the step's tokens: a finished prefill on a prefill engine goes to EFA, a first token is the
+        TTFT, a request with all its output tokens completes."""
         for r, n in work:
             if r.prefill_left > 0:
                 r.prefill_left -= n
@@ -235,7 +291,7 @@ def simulate(*, model: StepModel, traffic: Traffic, concurrency: int | None, req
                 if e.prefill_only:
                     e.running.remove(r)
                     e.reserved -= r.isl
-                    start_transfer(prefills.index(e), r, t)
+                    self.start_transfer(self.prefills.index(e), r, t)
                     continue
                 r.out += 1
                 r.ctx += 1
@@ -248,63 +304,52 @@ def simulate(*, model: StepModel, traffic: Traffic, concurrency: int | None, req
                 r.done = t
                 e.running.remove(r)
                 e.reserved -= r.isl + r.osl
-                complete(r, t)
+                self.complete(r, t)
         e.busy = False
 
-    def start_transfer(link: int, r: _Req, t: float) -> None:
-        blocked.append((link, r))
-        retry_blocked(t)
+    def complete(self, r: _Req, t: float) -> None:
+        self.done.append(r)
+        if self.clients:
+            self.on_arrival(t)
 
-    def retry_blocked(t: float) -> None:
+    # --- KV transfer ---
+
+    def start_transfer(self, link: int, r: _Req, t: float) -> None:
+        self.blocked.append((link, r))
+        self.retry_blocked(t)
+
+    def release_buffer(self, e: _Engine, r: _Req) -> None:
+        """A transferred request admitted by the decoder frees its KV from the PD buffer."""
+        if (self.dpd is not None and not e.prefill_only and r.first < 0
+                and routed_to_prefill(r.isl, self.dpd.routing_threshold_tokens)):
+            self.buffer_used -= r.isl
+            self.retry_blocked(self.now)
+
+    def retry_blocked(self, t: float) -> None:
         """Start queued KV sends while the decoder's PD buffer has room (one at a time per prefill's link)."""
-        nonlocal buffer_used, peak_buffer
+        dpd = self.dpd
         if dpd is None:
             return
-        while blocked:
-            link, r = blocked[0]
-            if buffer_used + r.isl > dpd.pd_buffer_tokens and buffer_used > 0:
+        while self.blocked:
+            link, r = self.blocked[0]
+            if self.buffer_used + r.isl > dpd.pd_buffer_tokens and self.buffer_used > 0:
                 return
-            blocked.popleft()
-            buffer_used += r.isl
-            peak_buffer = max(peak_buffer, buffer_used)
-            sent = max(t, link_free[link]) + r.isl * dpd.transfer_seconds_per_token
-            link_free[link] = sent
-            push(sent + dpd.handoff_seconds, "arrive_decode", r)
+            self.blocked.popleft()
+            self.buffer_used += r.isl
+            self.peak_buffer = max(self.peak_buffer, self.buffer_used)
+            sent = max(t, self.link_free[link]) + r.isl * dpd.transfer_seconds_per_token
+            self.link_free[link] = sent
+            self.push(sent + dpd.handoff_seconds, self.on_kv_arrival, r)
 
-    def complete(r: _Req, t: float) -> None:
-        done.append(r)
-        if clients:
-            new_request(t)
 
-    now_box = [0.0]
-    if clients:
-        for _ in range(clients):
-            new_request(0.0)
-    else:
-        assert request_rate
-        t = 0.0
-        for _ in range(total):
-            t += rng.expovariate(request_rate)
-            push(t, "arrival", None)
-    while events and len(done) < warm + measure:
-        t, _, kind, obj = heapq.heappop(events)
-        now_box[0] = t
-        if kind == "arrival":
-            new_request(t)
-        elif kind == "step":
-            engine, work, steps = cast(tuple[_Engine, list[tuple[_Req, int]], int], obj)
-            finish_step(engine, work, steps, t)
-            # Only this engine can have new work now: every other change of an engine's queue (a new request, a
-            # transferred KV arriving) kicks that engine where it happens, and a kick that schedules nothing
-            # changes nothing.
-            kick(engine, t)
-        elif kind == "arrive_decode":
-            r = cast(_Req, obj)
-            r.prefill_left = 1
-            r.ctx = r.isl - 1
-            target = min(decoders, key=_Engine.load)
-            target.waiting.append(r)
-            kick(target, t)
+def _step_seconds(e: _Engine, dec: int, dctx: int, ptok: int, patt: float) -> float:
+    return e.model.step_seconds(decode_tokens=dec, decode_context=dctx, prefill_tokens=ptok,
+                                prefill_attention=patt, eager=e.spec.eager) + e.spec.connector_seconds_per_step
+
+
+def _metrics(done: list[_Req], *, warm: int, measure: int, clients: int, request_rate: float | None,
+             peak_buffer: int) -> Metrics:
+    """Latencies over the completions after the warm-up, and the output throughput as genai-bench counts it."""
     finished = sorted(done, key=lambda r: r.done)[:warm + measure]
     window = finished[warm:] if len(finished) - warm >= 2 else finished
     ttft = [r.first - r.arrive for r in window]

@@ -4,7 +4,8 @@
 body of an Amazon Managed Service for Prometheus rule groups namespace (CDK side) and, behind
 ``observability.in_cluster_manifests``, the ``spec`` of a PrometheusRule (cdk8s side). Pure Python. Thresholds
 come from ``observability.slo``; every alert carries a one-line runbook; every expression is built from the
-named queries in ``queries.py``.
+named queries in ``queries.py``. Each rule is one call of a small factory (:class:`_AlertFactory`), which
+picks the wording of the applied endpoint's mode where a text differs (:class:`PerMode`).
 
 Every alert carries the label ``alert_kind``, which the alert manager (``alertmanager.py``) routes and inhibits
 on: ``pd`` (prefill/decode performance and errors: the warning ones are inhibited while the endpoint is down,
@@ -22,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from hyperpod_core.config import Config
+from hyperpod_core.config import Config, SloConfig
 from hyperpod_core.telemetry import catalogue as m
 from hyperpod_core.telemetry import queries as q
 from hyperpod_core.telemetry.objectives import QUANTILE
@@ -58,6 +59,51 @@ class Alert:
     """How the alert manager treats it (module docstring). Default: ``pd``."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class PerMode:
+    """An alert text that differs with the endpoint: its wording on DPD and on colocated."""
+
+    dpd: str
+    colocated: str
+
+
+@dataclass(frozen=True)
+class _AlertFactory:
+    """The alerts of one endpoint, one rule per :meth:`alert` call (the idea of cdk-monitoring-constructs'
+    ``AlarmFactory``: what every rule of the endpoint shares is decided here once): the text of the endpoint's
+    mode, and the roles whose pods the queue and the finished requests are read from."""
+
+    target: q.Target
+
+    @property
+    def dpd(self) -> bool:
+        return self.target.kind == "dpd"
+
+    @property
+    def queue_role(self) -> q.Role:
+        """Where requests wait: prefill on DPD, the workers on colocated."""
+        return "prefill" if self.dpd else "worker"
+
+    @property
+    def engine_role(self) -> q.Role:
+        """Where requests finish and users' TTFT and TPOT are measured: decode on DPD, the workers on colocated."""
+        return "decode" if self.dpd else "worker"
+
+    def alert(self, name: str, *, severity: Severity, for_: str, expr: str, summary: str | PerMode,
+              runbook: str | PerMode, kind: AlertKind = "pd") -> Alert:
+        return Alert(name=name, severity=severity, for_=for_, kind=kind, expr=expr, summary=self._text(summary),
+                     runbook=self._text(runbook))
+
+    def share_below_objective(self, metric: m.Metric, role: q.Role, bound: float) -> str:
+        """True while fewer than :data:`QUANTILE` of the requests take at most ``bound`` seconds."""
+        return f"{q.share_at_most(metric, self.target, role, bound, window=WINDOW)} < {QUANTILE}"
+
+    def _text(self, text: str | PerMode) -> str:
+        if isinstance(text, str):
+            return text
+        return text.dpd if self.dpd else text.colocated
+
+
 def alerts(config: Config) -> tuple[Alert, ...]:
     """The alerts for the endpoint ``config.endpoint.apply`` deploys, thresholds from ``config.observability.slo``.
 
@@ -67,155 +113,178 @@ def alerts(config: Config) -> tuple[Alert, ...]:
     """
     slo = config.observability.slo
     dpd, colocated = dpd_target(config), target(config, "colocated")
-    t, other = (dpd, colocated) if config.endpoint.apply == "dpd" else (colocated, dpd)
-    is_dpd = t.kind == "dpd"
-    queue_role: q.Role = "prefill" if is_dpd else "worker"
-    engine: q.Role = "decode" if is_dpd else "worker"
-    waiting = q.series(m.NUM_REQUESTS_WAITING, t, queue_role)
-    finished = q.rate_sum(m.REQUEST_SUCCESS, t, engine, window=WINDOW)
-    e = config.endpoint
-    pods = "DPD pod" if is_dpd else "colocated worker pod"
-    availability = (
-        Alert(
-            name=ENDPOINT_DOWN, severity="critical", for_="5m", kind="availability",
-            expr=q.endpoint_down(t, other),
-            summary=f"Endpoint {e.namespace}/{e.name} is down: no ready {{{{ $labels.component }}}} pod.",
+    applied, other = (dpd, colocated) if config.endpoint.apply == "dpd" else (colocated, dpd)
+    f = _AlertFactory(applied)
+    return (*_availability(f, other), *_saturation(f, slo), *_latency(f, slo), *_failures(f, slo))
+
+
+def _availability(f: _AlertFactory, other: q.Target) -> tuple[Alert, ...]:
+    """The endpoint is down, the series the other alerts read are missing, and the heartbeat."""
+    t = f.target
+    return (
+        f.alert(
+            ENDPOINT_DOWN, severity="critical", for_="5m", kind="availability", expr=q.endpoint_down(t, other),
+            summary=f"Endpoint {t.namespace}/{t.endpoint} is down: no ready {{{{ $labels.component }}}} pod.",
             runbook="kubectl get inferenceendpointconfig and the pods of the endpoint (and the router in "
                     "hyperpod-inference-system): describe the not-ready pods, read their logs (--previous), "
                     "check the nodes are Schedulable; hyperpod-dpd status shows the same. While it fires, the "
                     "endpoint's warning pd alerts are inhibited, also when this alert is silenced (a silence "
-                    "mutes only its own notifications); the critical error-ratio alert never is.",
-        ),
-        Alert(
-            name=INFERENCE_METRICS_ABSENT, severity="warning", for_=ABSENT_FOR, kind="availability",
+                    "mutes only its own notifications); the critical error-ratio alert never is."),
+        f.alert(
+            INFERENCE_METRICS_ABSENT, severity="warning", for_=ABSENT_FOR, kind="availability",
             expr=q.inference_series_absent(t, window=WINDOW),
-            summary=f"{e.namespace}/{e.name}: {{{{ $labels.component }}}} pods are Ready (or finish requests) but "
-                    "their vLLM or reverse-proxy series do not reach the workspace: the latency, queue, KV and "
+            summary=f"{t.namespace}/{t.endpoint}: {{{{ $labels.component }}}} pods are Ready (or finish requests) "
+                    "but their vLLM or reverse-proxy series do not reach the workspace: the latency, queue, KV and "
                     "error alerts cannot fire.",
             runbook="Check the observability add-on's inferenceMetrics is on, the pods' metrics port and "
                     "PROMETHEUS_MULTIPROC_DIR (docs/observability.md, Troubleshooting), and count by (__name__) "
-                    "({pod_name=~\"<pod>\"}) in the workspace.",
-        ),
-        Alert(
-            name=CLUSTER_METRICS_ABSENT, severity="warning", for_=ABSENT_FOR, kind="availability",
+                    "({pod_name=~\"<pod>\"}) in the workspace."),
+        f.alert(
+            CLUSTER_METRICS_ABSENT, severity="warning", for_=ABSENT_FOR, kind="availability",
             expr=q.cluster_series_absent(t),
-            summary=f"No kube-state-metrics pod series for namespace {e.namespace} or "
+            summary=f"No kube-state-metrics pod series for namespace {t.namespace} or "
                     f"{q.OPERATOR_NAMESPACE}: endpoint-down and restart alerts cannot fire.",
             runbook="Check the observability add-on's clusterMetrics is on and which labels the collector writes "
                     "(count by (namespace, pod) (kube_pod_status_ready) vs observability.collector_labels); "
-                    "an empty namespace (the endpoint deleted) fires it too.",
-        ),
-        Alert(
-            name=HEARTBEAT, severity="info", for_="0m", kind="heartbeat", expr="vector(1)",
+                    "an empty namespace (the endpoint deleted) fires it too."),
+        f.alert(
+            HEARTBEAT, severity="info", for_="0m", kind="heartbeat", expr="vector(1)",
             summary="Always firing: proves rules -> alert manager -> SNS works. Its absence is the alarm.",
             runbook="Nothing to fix while it arrives. When the topic's heartbeat alarm fires instead, check the "
-                    "workspace's alert manager (its logs in CloudWatch) and the topic's access and key policies.",
-        ),
+                    "workspace's alert manager (its logs in CloudWatch) and the topic's access and key policies."),
     )
-    kv_cache = Alert(
-        name="DpdDecodeKvCacheSaturated", severity="warning", for_="10m",
-        expr=f"{q.decode_kv_usage(t)} > {slo.kv_cache_usage_ratio}",
-        summary=f"{'Decode' if is_dpd else 'Worker'} KV-cache usage above {slo.kv_cache_usage_ratio:.0%} for "
-                "10 minutes.",
-        runbook=("Check decode preemptions and running sequences; lower decode max_num_seqs or "
-                 "max_model_len, or give decode more GPUs (tensor parallel / replicas)." if is_dpd else
-                 "Check preemptions and running sequences; lower max_num_seqs or max_model_len, or add "
-                 "colocated replicas."),
-    )
-    queue = Alert(
-        name="DpdPrefillQueueGrowing", severity="warning", for_="10m",
-        expr=f"({q.prefill_queue(t)} / count({waiting}) > {slo.prefill_queue_per_replica}) "
-             f"and (sum(deriv({waiting}[{WINDOW}])) > 0)",
-        summary=f"More than {slo.prefill_queue_per_replica:g} requests waiting per "
-                f"{'prefill' if is_dpd else 'colocated'} replica, and growing.",
-        runbook=("Add prefill replicas (endpoint.prefill.replicas or prefill autoscaling) or raise "
-                 "routing_threshold_tokens so short prompts skip prefill." if is_dpd else
-                 "Add colocated replicas, or apply the DPD endpoint (endpoint.apply: dpd) if prefill dominates."),
-    )
-    within = f"Fewer than {QUANTILE:.0%} of"
 
-    def share_below_objective(metric: m.Metric, role: q.Role, bound: float) -> str:
-        return f"{q.share_at_most(metric, t, role, bound, window=WINDOW)} < {QUANTILE}"
 
-    ttft_p95 = Alert(
-        name="DpdTtftSloBreach", severity="warning", for_="10m",
-        expr=share_below_objective(m.TIME_TO_FIRST_TOKEN, engine, slo.ttft_p95_seconds),
-        summary=(f"{within} decode-leg TTFTs within {slo.ttft_p95_seconds:g}s (SLO: p95) for 10 minutes (users "
-                 "wait the prefill leg on top: see DpdPrefillLegSlow and DpdUserTtftMeanAboveSlo)." if is_dpd else
-                 f"{within} TTFTs within {slo.ttft_p95_seconds:g}s (SLO: p95) for 10 minutes."),
-        runbook=("Compare prefill queue, prefill time and KV retrieve time on the DPD overview to find "
-                 "the slow stage; scale prefill if queueing, check EFA/LMCache if retrieve is slow." if is_dpd else
-                 "Check the queue and running sequences: add colocated replicas, or lower max_num_seqs; long "
-                 "prompts behind long decodes are what DPD separates."),
+def _saturation(f: _AlertFactory, slo: SloConfig) -> tuple[Alert, ...]:
+    """The KV cache is full, and the queue grows."""
+    t = f.target
+    waiting = q.series(m.NUM_REQUESTS_WAITING, t, f.queue_role)
+    return (
+        f.alert(
+            "DpdDecodeKvCacheSaturated", severity="warning", for_="10m",
+            expr=f"{q.decode_kv_usage(t)} > {slo.kv_cache_usage_ratio}",
+            summary=PerMode(
+                dpd=f"Decode KV-cache usage above {slo.kv_cache_usage_ratio:.0%} for 10 minutes.",
+                colocated=f"Worker KV-cache usage above {slo.kv_cache_usage_ratio:.0%} for 10 minutes."),
+            runbook=PerMode(
+                dpd="Check decode preemptions and running sequences; lower decode max_num_seqs or max_model_len, "
+                    "or give decode more GPUs (tensor parallel / replicas).",
+                colocated="Check preemptions and running sequences; lower max_num_seqs or max_model_len, or add "
+                          "colocated replicas.")),
+        f.alert(
+            "DpdPrefillQueueGrowing", severity="warning", for_="10m",
+            expr=f"({q.prefill_queue(t)} / count({waiting}) > {slo.prefill_queue_per_replica}) "
+                 f"and (sum(deriv({waiting}[{WINDOW}])) > 0)",
+            summary=PerMode(
+                dpd=f"More than {slo.prefill_queue_per_replica:g} requests waiting per prefill replica, and "
+                    "growing.",
+                colocated=f"More than {slo.prefill_queue_per_replica:g} requests waiting per colocated replica, "
+                          "and growing."),
+            runbook=PerMode(
+                dpd="Add prefill replicas (endpoint.prefill.replicas or prefill autoscaling) or raise "
+                    "routing_threshold_tokens so short prompts skip prefill.",
+                colocated="Add colocated replicas, or apply the DPD endpoint (endpoint.apply: dpd) if prefill "
+                          "dominates.")),
     )
+
+
+def _latency(f: _AlertFactory, slo: SloConfig) -> tuple[Alert, ...]:
+    """TTFT and TPOT against their objectives; on DPD also the users' mean TTFT over both legs and the prefill
+    leg alone."""
+    t, within, ttft = f.target, f"Fewer than {QUANTILE:.0%} of", slo.ttft_p95_seconds
+    ttft_p95 = f.alert(
+        "DpdTtftSloBreach", severity="warning", for_="10m",
+        expr=f.share_below_objective(m.TIME_TO_FIRST_TOKEN, f.engine_role, ttft),
+        summary=PerMode(
+            dpd=f"{within} decode-leg TTFTs within {ttft:g}s (SLO: p95) for 10 minutes (users wait the prefill "
+                "leg on top: see DpdPrefillLegSlow and DpdUserTtftMeanAboveSlo).",
+            colocated=f"{within} TTFTs within {ttft:g}s (SLO: p95) for 10 minutes."),
+        runbook=PerMode(
+            dpd="Compare prefill queue, prefill time and KV retrieve time on the DPD overview to find the slow "
+                "stage; scale prefill if queueing, check EFA/LMCache if retrieve is slow.",
+            colocated="Check the queue and running sequences: add colocated replicas, or lower max_num_seqs; long "
+                      "prompts behind long decodes are what DPD separates."))
     # Means add, quantiles do not: both legs' p95 may sit below the SLO while users wait for both legs (0.6 +
     # 0.6 x SLO). The users' mean TTFT is exact; above the TTFT target it is a breach whichever leg causes it.
     # (No p95 of the sum exists in the legs' series: a mean above the target is the part that is certain.)
-    user_mean = Alert(
-        name="DpdUserTtftMeanAboveSlo", severity="warning", for_="10m",
-        expr=f"{q.user_ttft_mean(t, window=WINDOW)} > {slo.ttft_p95_seconds}",
-        summary=(f"Users' mean TTFT (prefill leg + decode TTFT) above the {slo.ttft_p95_seconds:g}s TTFT SLO for "
-                 "10 minutes, although each leg alone may stay below it." if is_dpd else
-                 f"Users' mean TTFT above the {slo.ttft_p95_seconds:g}s TTFT SLO for 10 minutes."),
-        runbook=("Find the slow leg on 'Time to first token as users see it' (prefill leg p95 vs decode TTFT "
-                 "p95): scale prefill if its queue grows, check EFA/LMCache if the decode TTFT (KV transfer) is "
-                 "slow." if is_dpd else
-                 "Check the queue and running sequences on the overview: add colocated replicas or lower "
-                 "max_num_seqs."),
-    )
-    prefill_leg = Alert(
-        name="DpdPrefillLegSlow", severity="warning", for_="10m",
-        expr=share_below_objective(m.E2E_LATENCY, "prefill", slo.ttft_p95_seconds),
-        summary=f"{within} prefill legs alone (queue + prefill) within {slo.ttft_p95_seconds:g}s: users' TTFT "
-                "misses the SLO although decode's TTFT may look fine.",
-        runbook="The router waits for the prefill leg before it opens the decode request: check the prefill "
-                "queue and prefill time on the DPD overview; add prefill replicas or lower prefill max_num_seqs.",
-    )
-    tpot = Alert(
-        name="DpdTpotSloBreach", severity="warning", for_="10m",
-        expr=share_below_objective(m.REQUEST_TPOT, engine, slo.tpot_p95_seconds),
+    user_mean = f.alert(
+        "DpdUserTtftMeanAboveSlo", severity="warning", for_="10m",
+        expr=f"{q.user_ttft_mean(t, window=WINDOW)} > {ttft}",
+        summary=PerMode(
+            dpd=f"Users' mean TTFT (prefill leg + decode TTFT) above the {ttft:g}s TTFT SLO for 10 minutes, "
+                "although each leg alone may stay below it.",
+            colocated=f"Users' mean TTFT above the {ttft:g}s TTFT SLO for 10 minutes."),
+        runbook=PerMode(
+            dpd="Find the slow leg on 'Time to first token as users see it' (prefill leg p95 vs decode TTFT p95): "
+                "scale prefill if its queue grows, check EFA/LMCache if the decode TTFT (KV transfer) is slow.",
+            colocated="Check the queue and running sequences on the overview: add colocated replicas or lower "
+                      "max_num_seqs."))
+    prefill_leg = f.alert(
+        "DpdPrefillLegSlow", severity="warning", for_="10m",
+        expr=f.share_below_objective(m.E2E_LATENCY, "prefill", ttft),
+        summary=f"{within} prefill legs alone (queue + prefill) within {ttft:g}s: users' TTFT misses the SLO "
+                "although decode's TTFT may look fine.",
+        runbook="The router waits for the prefill leg before it opens the decode request: check the prefill queue "
+                "and prefill time on the DPD overview; add prefill replicas or lower prefill max_num_seqs.")
+    tpot = f.alert(
+        "DpdTpotSloBreach", severity="warning", for_="10m",
+        expr=f.share_below_objective(m.REQUEST_TPOT, f.engine_role, slo.tpot_p95_seconds),
         summary=f"{within} requests with a TPOT within {slo.tpot_p95_seconds:g}s (SLO: p95) for 10 minutes.",
-        runbook=("Decode batch too large or preempting: check running sequences and KV usage; lower "
-                 "decode max_num_seqs or add decode capacity." if is_dpd else
-                 "Batch too large, preempting, or long prefills stalling decode: check running sequences and "
-                 "KV usage; lower max_num_seqs, add replicas, or consider DPD (hyperpod-dpd plan)."),
+        runbook=PerMode(
+            dpd="Decode batch too large or preempting: check running sequences and KV usage; lower decode "
+                "max_num_seqs or add decode capacity.",
+            colocated="Batch too large, preempting, or long prefills stalling decode: check running sequences and "
+                      "KV usage; lower max_num_seqs, add replicas, or consider DPD (hyperpod-dpd plan)."))
+    return (ttft_p95, user_mean, prefill_leg, tpot) if f.dpd else (ttft_p95, user_mean, tpot)
+
+
+def _failures(f: _AlertFactory, slo: SloConfig) -> tuple[Alert, ...]:
+    """Failed requests, pods restarting in a loop, and on DPD KV transfers that fall short."""
+    t = f.target
+    finished = q.rate_sum(m.REQUEST_SUCCESS, t, f.engine_role, window=WINDOW)
+    failing = (
+        f.alert(
+            "DpdErrorRatioHigh", severity="critical", for_="5m",
+            expr=f"{q.error_ratio(t, window=WINDOW)} > {slo.error_ratio}",
+            summary=PerMode(
+                dpd=f"More than {slo.error_ratio:.1%} of inference requests (POST to the invocation paths) fail "
+                    "(per request: a disaggregated request is two invocations, counted once).",
+                colocated=f"More than {slo.error_ratio:.1%} of inference requests (POST to the invocation paths) "
+                          "fail."),
+            runbook="Read the vLLM and reverse-proxy container logs of the failing pods (kubectl logs -c); check "
+                    "router logs for backends marked unhealthy."),
+        f.alert(
+            "DpdRequestsAbortedOrFailed", severity="warning", for_="10m",
+            expr=f"{q.failed_requests(t, f.engine_role, window=WINDOW)} / {finished} > {slo.error_ratio}",
+            summary=PerMode(
+                dpd=f"More than {slo.error_ratio:.1%} of requests on decode finish with abort or error.",
+                colocated=f"More than {slo.error_ratio:.1%} of requests on the workers finish with abort or "
+                          "error."),
+            runbook=PerMode(
+                dpd="A failed KV load finishes as 'error': check decoder logs 'Retrieved N out of M required "
+                    "tokens', EFA devices and PD_BUFFER_SIZE; 'abort' is a client disconnect or timeout.",
+                colocated="Read the worker logs for the 'error' endings; 'abort' is a client disconnect or "
+                          "timeout.")),
+        f.alert(
+            "DpdPodRestartLoop", severity="critical", for_="5m", kind="availability",
+            expr=f"{q.pod_restarts(t, window=RESTART_WINDOW)} > {slo.pod_restarts_per_15m}",
+            summary=PerMode(
+                dpd=f"A DPD pod restarted more than {slo.pod_restarts_per_15m} times in {RESTART_WINDOW}.",
+                colocated=f"A colocated worker pod restarted more than {slo.pod_restarts_per_15m} times in "
+                          f"{RESTART_WINDOW}."),
+            runbook="kubectl describe pod and kubectl logs --previous: OOM (raise pd_buffer_size_bytes headroom "
+                    "or lower gpu_memory_utilization), failed model load, or failing health checks."),
     )
-    error_ratio = Alert(
-        name="DpdErrorRatioHigh", severity="critical", for_="5m",
-        expr=f"{q.error_ratio(t, window=WINDOW)} > {slo.error_ratio}",
-        summary=f"More than {slo.error_ratio:.1%} of inference requests (POST to the invocation paths) fail" + (
-            " (per request: a disaggregated request is two invocations, counted once)." if is_dpd else "."),
-        runbook="Read the vLLM and reverse-proxy container logs of the failing pods (kubectl logs -c); "
-                "check router logs for backends marked unhealthy.",
-    )
-    aborted = Alert(
-        name="DpdRequestsAbortedOrFailed", severity="warning", for_="10m",
-        expr=f"{q.failed_requests(t, engine, window=WINDOW)} / {finished} > {slo.error_ratio}",
-        summary=f"More than {slo.error_ratio:.1%} of requests on {'decode' if is_dpd else 'the workers'} finish "
-                "with abort or error.",
-        runbook=("A failed KV load finishes as 'error': check decoder logs 'Retrieved N out of M required "
-                 "tokens', EFA devices and PD_BUFFER_SIZE; 'abort' is a client disconnect or timeout." if is_dpd
-                 else "Read the worker logs for the 'error' endings; 'abort' is a client disconnect or timeout."),
-    )
-    restarts = Alert(
-        name="DpdPodRestartLoop", severity="critical", for_="5m", kind="availability",
-        expr=f"{q.pod_restarts(t, window=RESTART_WINDOW)} > {slo.pod_restarts_per_15m}",
-        summary=f"A {pods} restarted more than {slo.pod_restarts_per_15m} times in {RESTART_WINDOW}.",
-        runbook="kubectl describe pod and kubectl logs --previous: OOM (raise pd_buffer_size_bytes "
-                "headroom or lower gpu_memory_utilization), failed model load, or failing health checks.",
-    )
-    kv_transfer = Alert(
-        name="DpdKvTransferIncomplete", severity="warning", for_="10m",
+    if not f.dpd:
+        return failing
+    kv_transfer = f.alert(
+        "DpdKvTransferIncomplete", severity="warning", for_="10m",
         expr=f"1 - {q.kv_hit_ratio(t, window=WINDOW)} > {slo.kv_transfer_miss_ratio}",
         summary=f"Decode receives less than {1 - slo.kv_transfer_miss_ratio:.0%} of the KV tokens it requests "
                 "from prefill.",
-        runbook="KV transfer failing: decode recomputes the prompt. Check EFA devices on both pods, "
-                "decoder logs 'Retrieved N out of M required tokens', and PD_BUFFER_SIZE.",
-    )
-    if not is_dpd:
-        return (*availability, kv_cache, queue, ttft_p95, user_mean, tpot, error_ratio, aborted, restarts)
-    return (*availability, kv_cache, queue, ttft_p95, user_mean, prefill_leg, tpot, error_ratio, aborted,
-            restarts, kv_transfer)
+        runbook="KV transfer failing: decode recomputes the prompt. Check EFA devices on both pods, decoder logs "
+                "'Retrieved N out of M required tokens', and PD_BUFFER_SIZE.")
+    return (*failing, kv_transfer)
 
 
 def alert_rule_groups(config: Config) -> dict[str, Any]:

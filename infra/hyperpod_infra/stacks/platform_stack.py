@@ -70,7 +70,20 @@ class PlatformStack(Stack):
         # S3 log delivery through a bucket policy, not the legacy LogDeliveryWrite ACL (also set in cdk.json;
         # set here so every synth of this stack, tests included, behaves the same). Before any child exists.
         self.node.set_context("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy", True)
-        mb = props.model_bucket
+        self._buckets(props.model_bucket)
+        self._operator(props)
+        # Clean destroy: the janitor deletes the inference endpoints and waits for the operator to remove
+        # their SageMaker endpoints, ALBs and certificates. It depends on the operator (and its dependency
+        # add-ons and roles), so CloudFormation deletes it, and waits, before any of them.
+        self.janitor = EndpointJanitor(self, "EndpointJanitor", props=EndpointJanitorProps(
+            cluster=props.cluster, depends_on=(self.operator, self.iam), vpc=props.janitor_vpc,
+            deployment_tag=(names.DEPLOYMENT_TAG, props.deployment_name) if props.deployment_name else None,
+            bundled_modules=bundle.imported_by(endpoint_janitor.HANDLER_DIR / "index.py")))
+        self._model_readers(props)
+        self._outputs()
+
+    def _buckets(self, mb: ModelBucketProps) -> None:
+        """The model bucket, the TLS certificates bucket, and the access-log bucket of both."""
         # The access-log bucket is the audit trail of the model bucket, so it is kept exactly when that is.
         keep_logs = mb.existing_bucket_name is None and not mb.delete_on_destroy
         # Versioned (the audit trail cannot be overwritten unnoticed) and expiring (it does not grow forever).
@@ -87,6 +100,8 @@ class PlatformStack(Stack):
             server_access_logs_bucket=self.access_logs.bucket, server_access_logs_prefix="tls-certificates/",
             versioned=True))  # an overwritten certificate can be recovered (checkov CKV_AWS_21)
 
+    def _operator(self, props: PlatformStackProps) -> None:
+        """The HyperPod Inference Operator add-on and the IAM of it and of the components it brings."""
         self.iam = InferenceIam(self, "InferenceIam", props=InferenceIamProps(
             oidc_provider=props.oidc_provider, tls_certificates_bucket=self.tls.bucket,
             # The driver mounts the weights' prefix only (the endpoint's S3 model source).
@@ -104,14 +119,9 @@ class PlatformStack(Stack):
             tls_certificates_bucket=self.tls.bucket, keda_role=self.iam.keda_role,
             alb_controller_role=self.iam.alb_controller_role, s3_csi_role=self.iam.s3_csi_role))
 
-        # Clean destroy: the janitor deletes the inference endpoints and waits for the operator to remove
-        # their SageMaker endpoints, ALBs and certificates. It depends on the operator (and its dependency
-        # add-ons and roles), so CloudFormation deletes it, and waits, before any of them.
-        self.janitor = EndpointJanitor(self, "EndpointJanitor", props=EndpointJanitorProps(
-            cluster=props.cluster, depends_on=(self.operator, self.iam), vpc=props.janitor_vpc,
-            deployment_tag=(names.DEPLOYMENT_TAG, props.deployment_name) if props.deployment_name else None,
-            bundled_modules=bundle.imported_by(endpoint_janitor.HANDLER_DIR / "index.py")))
-
+    def _model_readers(self, props: PlatformStackProps) -> None:
+        """Who else reads the weights (below ``model_key_prefix``): the S3 CSI driver, the HyperPod nodes and the
+        benchmark Jobs; each policy's finding acknowledged by the bucket."""
         self.model.acknowledge_read(self.iam.s3_csi_policy, props.model_key_prefix)
         if props.hyperpod_execution_role is not None:
             # The policy lives in this (the bucket's) stack, attached to the role in the HyperPod stack:
@@ -120,7 +130,6 @@ class PlatformStack(Stack):
                 self, "HyperPodExecutionRoleModelRead", roles=[props.hyperpod_execution_role],
                 statements=self.model.read_statements(props.model_key_prefix))
             self.model.acknowledge_read(self.hyperpod_model_read, props.model_key_prefix)
-
         self.benchmark_client = None
         if props.benchmark_client is not None:
             b = props.benchmark_client
@@ -130,7 +139,9 @@ class PlatformStack(Stack):
                 results_bucket=b.results_bucket, results_prefix=b.results_prefix))
             self.model.acknowledge_read(self.benchmark_client.policy, props.model_key_prefix)
 
-        # Region and cluster names/ARNs are output by the cluster and HyperPod stacks that own them.
+    def _outputs(self) -> None:
+        """What the cdk8s app and the operator need. Region and cluster names/ARNs are output by the cluster and
+        HyperPod stacks that own them."""
         CfnOutput(self, outputs.MODEL_BUCKET_NAME, value=self.model.bucket.bucket_name,
                   description="Upload the weights here, under model.s3_prefix")
         if self.model.encryption_key is not None:
