@@ -31,10 +31,10 @@ from hyperpod_dpd.render import console as render_console
 from hyperpod_dpd.render import emit, output_format
 
 ResultsOption = Annotated[str | None, typer.Option(
-    "--results", help="Folder or s3://bucket/prefix holding both modes' genai-bench results "
+    "--results", metavar="PATH", help="Folder or s3://bucket/prefix holding both modes' genai-bench results "
                       "(default: the folder 'bench' collects into).", show_default=False)]
 OutOption = Annotated[Path | None, typer.Option(
-    "--out", help="Report folder (default: <workdir>/benchmark-report).", show_default=False)]
+    "--out", metavar="PATH", help="Report folder (default: <workdir>/benchmark-report).", show_default=False)]
 
 
 def register(app: typer.Typer) -> None:

@@ -68,8 +68,9 @@ def _bar(what: str, total: int) -> Iterator[Progress]:
 
 
 def stage_model(
-        src: Annotated[Path | None, typer.Argument(help="Hugging Face model folder (config.json, tokenizer, "
-                                                        "*.safetensors).", show_default=False)] = None,
+        src: Annotated[Path | None, typer.Argument(
+            metavar="SRC", help="Hugging Face model folder (config.json, tokenizer, *.safetensors).",
+            show_default=False)] = None,
         config: ConfigOption = None, env: EnvOption = None,
         dry_run: Annotated[bool, typer.Option(
             "--dry-run", help="Say what would be uploaded; write nothing. Before the bucket exists: the revision, "
@@ -79,9 +80,9 @@ def stage_model(
         verify_only: Annotated[bool, typer.Option("--verify", help="Check S3 against the manifest; upload nothing.")]
         = False,
         revision: Annotated[str | None, typer.Option(
-            "--revision", help="With --verify: the staged revision to check (sha256-<16 hex>). Default: the one "
-                               "staged-model.json records, else the only one under model.s3_prefix.",
-            show_default=False)] = None,
+            "--revision", metavar="REVISION", show_default=False,
+            help="With --verify: the staged revision to check (sha256-<16 hex>). Default: the one staged-model.json "
+                 "records, else the only one under model.s3_prefix.")] = None,
 ) -> None:
     """Upload the weights to s3://<model bucket>/<model.s3_prefix>: parallel, resumable (inside a file too),
     checksummed by S3."""
