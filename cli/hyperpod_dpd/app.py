@@ -175,6 +175,7 @@ def render_help(path: list[str]) -> str:
     """The ``--help`` page of ``path``, rendered by Click without parsing any option (parsing would build every
     option's converter, which imports pydantic)."""
     root = typer.main.get_command(app)  # with the completion options, as the page without arguments shows them
+    assert isinstance(root, LazyGroup)
     ctx = typer.Context(root, info_name=PROG, **CONTEXT_SETTINGS)
     for name in path:
         command = root.get_command(ctx, name)
