@@ -107,3 +107,17 @@ def test_an_out_folder_that_would_replace_what_is_not_a_report_is_refused(run_cl
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr.startswith(f"error: --out {out} ") and result.stderr.count("\n") == 1
     assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+
+
+def test_without_results_yet_the_line_says_run_bench_and_names_the_sample(run_cli, tmp_path: Path,
+                                                                           default_config_dict) -> None:
+    """No --results and nothing collected yet: the line does not blame an option the user did not pass."""
+    import yaml
+
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(default_config_dict))
+    result = run_cli("report", "--config", str(config))
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (f"error: no benchmark results yet: {tmp_path / 'c.out' / 'benchmark-results'} does not "
+                             f"exist (run: hyperpod-dpd bench --config {config}; to try report on the shipped sample: "
+                             "--results docs/sample-benchmark-report/raw)\n")

@@ -67,6 +67,9 @@ def report(results: ResultsOption = None, out: OutOption = None, config: ConfigO
     c = e.config
     source = results or str(e.workdir / "benchmark-results")
     target = out or e.workdir / "benchmark-report"
+    if results is None and not Path(source).is_dir():
+        raise UsageError(f"no benchmark results yet: {source} does not exist (run: hyperpod-dpd bench {e.selector}; "
+                         "to try report on the shipped sample: --results docs/sample-benchmark-report/raw)")
     _check_out(target, source)
     names = {s.traffic.replace(" ", ""): s.name for s in c.benchmark_scenarios()}
     paths = {s.name: s.path for s in c.benchmark_scenarios()}
