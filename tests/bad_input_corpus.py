@@ -166,6 +166,8 @@ CONFIG_CASES = [
     Case("accented_region", "config", _set(region="us-w\u00e9st-2"), "region"),
     Case("az_name_not_id", "config", _set(network__gpu_availability_zone_id="us-west-2b"),
          "network.gpu_availability_zone_id"),
+    Case("az_id_that_does_not_exist", "config", _set(network__gpu_availability_zone_id="usw2-az9"),
+         "network.gpu_availability_zone_id must be an AZ ID of us-west-2 (usw2-az1, usw2-az2, usw2-az3, usw2-az4)"),
     Case("training_plan_other_region", "config",
          _set(**{"hyperpod.instance_groups.0.training_plan_arn": _PLAN.replace("us-west-2", "eu-west-1") + "p"}),
          "hyperpod.instance_groups[0].training_plan_arn"),

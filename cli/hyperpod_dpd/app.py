@@ -22,9 +22,9 @@ import typer
 import typer.main
 from typer._click.exceptions import NoArgsIsHelpError  # vendored Click: Typer exports no public name for it
 from typer._click.shell_completion import CompletionItem
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperGroup
 
-from hyperpod_core.errors import EXIT_INTERRUPTED, guarded, one_line
+from hyperpod_core.errors import EXIT_INTERRUPTED, guarded, one_line, shown
 from hyperpod_dpd import help_cache
 
 PROG = "hyperpod-dpd"
@@ -93,13 +93,36 @@ COMMANDS: dict[str, CommandSpec] = {
 }
 
 
+class MetavarArgument(TyperArgument):
+    """An argument shown by its metavar alone, as an option's value is: ``NAME`` in the usage line (``[SRC]`` when
+    optional, ``[STACK]...`` when repeatable) and in the Arguments section; Typer would write ``{name}`` and add
+    its Python type (``name <str>``, ``stacks... <list[str]>``). Every argument declares an upper-case ``metavar``
+    (tests/cli/test_cli_conventions.py)."""
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return None
+
+    def _rich_display_name(self) -> str:
+        return self.display_name_raw + ("..." if self.nargs != 1 else "")
+
+    def _usage_display_name(self) -> str:
+        name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+        return name + ("..." if self.nargs != 1 else "")
+
+
 def _commands_of(module: str) -> dict[str, Any]:
-    """The Click commands ``module`` registers, built the way Typer builds them."""
+    """The Click commands ``module`` registers, built the way Typer builds them, arguments shown as
+    :class:`MetavarArgument`."""
     scratch = typer.Typer()
     importlib.import_module(module).register(scratch)
-    return {str(info.name): typer.main.get_command_from_info(info, pretty_exceptions_short=True,
-                                                             rich_markup_mode=None)
-            for info in scratch.registered_commands}
+    commands = {str(info.name): typer.main.get_command_from_info(info, pretty_exceptions_short=True,
+                                                                 rich_markup_mode=None)
+                for info in scratch.registered_commands}
+    for command in commands.values():
+        for param in command.params:
+            if type(param) is TyperArgument:  # Typer builds them itself: no class to pass in
+                param.__class__ = MetavarArgument
+    return commands
 
 
 class LazyGroup(TyperGroup):
@@ -151,7 +174,8 @@ def _root(version: Annotated[bool, typer.Option(
 def render_help(path: list[str]) -> str:
     """The ``--help`` page of ``path``, rendered by Click without parsing any option (parsing would build every
     option's converter, which imports pydantic)."""
-    root = typer.main.get_group(app)
+    root = typer.main.get_command(app)  # with the completion options, as the page without arguments shows them
+    assert isinstance(root, LazyGroup)
     ctx = typer.Context(root, info_name=PROG, **CONTEXT_SETTINGS)
     for name in path:
         command = root.get_command(ctx, name)
@@ -159,6 +183,22 @@ def render_help(path: list[str]) -> str:
         ctx = typer.Context(command, info_name=name, parent=ctx)
     text: str = ctx.get_help()
     return text + "\n"
+
+
+def parse_error(exc: Any) -> str:
+    """The parser's message in our words: Typer converts values with pydantic, whose messages carry its own prefix
+    ("Value error, ...") or leave the value out ("Input should be a valid integer"); the line names the option, what
+    it allows and the value given."""
+    cause = exc.__cause__ or exc.__context__
+    errors = getattr(cause, "errors", None)
+    if isinstance(exc, typer.BadParameter) and callable(errors) and errors():
+        first = errors()[0]
+        text = str(first.get("msg", "")).removeprefix("Value error, ")
+        if text.startswith("Input should be "):
+            allowed = text.removeprefix("Input should be ").split(", unable to parse")[0]
+            text = f"must be {allowed}, got {shown(first.get('input'))}"
+        exc.message = text
+    return str(exc.format_message())
 
 
 def _run(args: list[str]) -> None:
@@ -179,7 +219,7 @@ def _run(args: list[str]) -> None:
     except typer.TyperException as exc:  # Click's usage errors and bad parameters
         ctx = getattr(exc, "ctx", None)
         hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
-        print(f"error: {' '.join(one_line(exc.format_message()).split())}{hint}", file=sys.stderr)
+        print(f"error: {' '.join(one_line(parse_error(exc)).split())}{hint}", file=sys.stderr)
         raise SystemExit(getattr(exc, "exit_code", 2)) from None
     except typer.Abort:
         print("error: aborted", file=sys.stderr)

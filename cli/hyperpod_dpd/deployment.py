@@ -33,9 +33,10 @@ if TYPE_CHECKING:  # the Kubernetes client loads when a command connects, not fo
     from hyperpod_dpd.kube import ClusterIdentity, Kube, KubeContext
 
 KubeconfigOption = Annotated[str | None, typer.Option(
-    "--kubeconfig", help="kubeconfig file (default $KUBECONFIG or ~/.kube/config).", show_default=False)]
+    "--kubeconfig", metavar="PATH", help="kubeconfig file (default $KUBECONFIG or ~/.kube/config).",
+    show_default=False)]
 ContextOption = Annotated[str | None, typer.Option(
-    "--context", help="kubeconfig context (default: the current one).", show_default=False)]
+    "--context", metavar="NAME", help="kubeconfig context (default: the current one).", show_default=False)]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from hyperpod_core import outputs, paths
@@ -122,15 +122,25 @@ def default_outdir(environ: Mapping[str, str] = os.environ) -> str:
     return given if given and os.path.normpath(given) != CLI_SCRATCH_OUTPUT else "dist"
 
 
-def _show_to_cdk8s_cli(outdir: Path) -> None:
-    """Under ``npx cdk8s synth``: point the CLI's output folder (``$CDK8S_OUTDIR``) at ``outdir``.
+def _show_to_cdk8s_cli(outdir: Path, written: Sequence[Path] = ()) -> None:
+    """Under ``npx cdk8s synth``: point the CLI's output folder (``$CDK8S_OUTDIR``) at ``outdir``, and name on stderr
+    the files of ``written`` the CLI does not list.
 
     The cdk8s CLI deletes its output folder *before* running the app, so ``cdk8s.yaml`` names a scratch
     folder (``.cdk8s.out``) as the CLI's output and passes ``--outdir dist`` to the app, which replaces
-    ``dist/`` atomically; this link lets the CLI list the manifests it expects to find.
+    ``dist/`` atomically; this link lets the CLI list the manifests it expects to find. The CLI lists ``*.yaml``
+    files only and keeps the app's stdout (our ``wrote`` lines) to itself (cdk8s-cli ``lib/util.js``:
+    ``findManifests``, ``shell``), so the dashboards' JSON would go unmentioned.
     """
     cli_outdir = os.environ.get("CDK8S_OUTDIR")
-    if not cli_outdir or Path(cli_outdir).resolve() == outdir.resolve():
+    if not cli_outdir:
+        return
+    unlisted = [p for p in written if p.suffix != ".yaml"]
+    if unlisted:
+        print("also written (the cdk8s CLI lists *.yaml only):", file=sys.stderr)
+        for path in unlisted:
+            print(f"  - {path}", file=sys.stderr)
+    if Path(cli_outdir).resolve() == outdir.resolve():
         return
     link = Path(cli_outdir)
     if link.is_symlink() or link.is_file():
@@ -166,7 +176,8 @@ def main(argv: list[str] | None = None) -> None:
         print(line, file=sys.stderr)
     for note in (*limit_notes(config), *cold_start_notes(config)):
         print(f"note: {note}", file=sys.stderr)
-    for path in synth(config, Path(args.outdir), inputs):
+    written = synth(config, Path(args.outdir), inputs)
+    for path in written:
         print(f"wrote {path}")
     placed = layout(config, Path(args.outdir), inputs)
     if placed.unresolved:
@@ -178,7 +189,7 @@ def main(argv: list[str] | None = None) -> None:
               f"{placed.base / 'alternate'}/), one of:", file=sys.stderr)
         for line in apply_commands(f"{placed.endpoint_dir}/"):
             print(f"  {line}", file=sys.stderr)
-    _show_to_cdk8s_cli(Path(args.outdir))
+    _show_to_cdk8s_cli(Path(args.outdir), written)
 
 
 if __name__ == "__main__":

@@ -56,6 +56,54 @@ def test_flags_show_no_type_and_values_their_metavar(run_cli: Callable[..., Any]
     assert re.search(r"-c, --config PATH\s", page) and re.search(r"-o, --output table\|json\|yaml\s", page)
 
 
+#: A metavar: a placeholder in capitals (PATH, NAME, INSTANCE_TYPE=USD, STACK...), or the values allowed, separated
+#: by '|' (table|json|yaml, RESOURCE|all): what kubectl, cdk and Click's own pages show.
+METAVAR = re.compile(r"^(?:[A-Z][A-Z0-9_]*(?:=[A-Z][A-Z0-9_]*)?|[A-Za-z0-9-]+(?:\|[A-Za-z0-9-]+)+)(?:\.\.\.)?$")
+#: Python's type names as Typer writes them when a parameter has no metavar (``<str>``, ``<list[str]>``,
+#: ``<float range>``, ``<path>``).
+PYTHON_TYPE = re.compile(r"\b(str|int|float|bool|list|dict|tuple|path|range)\b")
+
+
+def _entries(page: str) -> list[str]:
+    """The name column of the Arguments and Options sections of a rendered help page (option names with their
+    metavar, or an argument's metavar)."""
+    out, section = [], None
+    for line in page.splitlines():
+        if line and not line.startswith(" "):
+            section = line.rstrip(":")
+        elif section in ("Arguments", "Options") and re.match(r"^  \S", line):
+            out.append(re.split(r"\s{2,}", line.strip())[0])
+    return out
+
+
+@pytest.mark.parametrize("path", [[], *([name] for name in COMMANDS)], ids=lambda p: " ".join(p) or "top")
+def test_every_help_page_shows_metavars_in_one_style_and_no_python_type(path: list[str]) -> None:
+    """Every option that takes a value, and every argument, shows an upper-case placeholder (or the values allowed),
+    never a Python type, and the usage line names arguments the same way (issue 31, newcomer friction 15)."""
+    from hyperpod_dpd.app import render_help
+
+    page = render_help(path)
+    usage = page.splitlines()[0]
+    assert "<" not in usage and "{" not in usage, usage
+    for entry in _entries(page):
+        shown = [w for w in re.split(r",? ", entry) if not w.startswith("-")]
+        assert "<" not in entry and not PYTHON_TYPE.search(" ".join(shown)), (path, entry)
+        assert all(METAVAR.match(w) for w in shown), (path, entry)
+    for module in {COMMANDS[name].module for name in path}:
+        for name, command in _commands_of(module).items():
+            for param in command.params:
+                if not getattr(param, "is_flag", False) and not param.hidden:
+                    assert param.metavar and METAVAR.match(param.metavar), (name, param.name, param.metavar)
+
+
+def test_help_lists_the_same_options_as_the_page_shown_without_arguments(run_cli: Callable[..., Any]) -> None:
+    """``hyperpod-dpd --help`` and ``hyperpod-dpd`` alone show the same page: completion options included."""
+    asked, bare = run_cli("--help"), run_cli()
+    assert (asked.exit_code, bare.exit_code) == (0, 2)
+    assert asked.stdout == bare.stderr
+    assert "--install-completion" in asked.stdout and "--show-completion" in asked.stdout
+
+
 def test_version_is_the_package_version() -> None:
     version = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
     result = subprocess.run([sys.executable, "-m", "hyperpod_dpd", "--version"], capture_output=True, text=True,
@@ -79,8 +127,12 @@ def test_shell_completion_installs_and_completes_command_names() -> None:
     (("status", "--bogus"), "error: No such option: --bogus (see: hyperpod-dpd status --help)"),
     (("nosuch",), "error: No such command 'nosuch'. (see: hyperpod-dpd --help)"),
     (("logs",), "error: Missing argument 'ROLE'. (see: hyperpod-dpd logs --help)"),
-    (("validate", "--output", "xml"), "error: Invalid value for '--output' / '-o': Value error, 'xml' is not one of "
-                                      "'table', 'json', 'yaml'. (see: hyperpod-dpd validate --help)"),
+    (("validate", "--output", "xml"), "error: Invalid value for '--output' / '-o': 'xml' is not one of 'table', "
+                                      "'json', 'yaml'. (see: hyperpod-dpd validate --help)"),
+    (("smoke", "--max-tokens", "many"), "error: Invalid value for '--max-tokens': must be a valid integer, got 'many' "
+                                        "(see: hyperpod-dpd smoke --help)"),
+    (("bench", "--poll-seconds", "-1"), "error: Invalid value for '--poll-seconds': must be greater than or equal to "
+                                        "0, got '-1' (see: hyperpod-dpd bench --help)"),
     (("validate", "--config", str(DEFAULT), "--json", "-o", "yaml"),
      "error: --json means --output json, got --output yaml as well"),
 ])

@@ -163,6 +163,35 @@ def test_dry_run_writes_nothing(_invoke, s3, tmp_path, config_file) -> None:
     assert not (tmp_path / "c.out" / "staged-model.json").exists()
 
 
+def test_dry_run_without_a_bucket_lists_the_upload_offline(_invoke, tmp_path, default_config_dict,
+                                                           monkeypatch) -> None:
+    """Before any deploy (no outputs file, no model_bucket.existing_name): --dry-run lists the files, their sizes,
+    the revision they would get and their S3 keys under it, from the local files alone; no AWS client is made."""
+    from hyperpod_dpd import aws
+
+    def no_aws(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"an AWS client was made: {args}")
+
+    monkeypatch.setattr(aws, "client", no_aws)
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(default_config_dict))
+    src = make_model(tmp_path, shards=1, shard_size=MIB)
+    result = _invoke(str(src), "--config", str(path), "--dry-run")
+    assert result.exit_code == 0, result.output
+    where = _where(src)  # the revision computed here, from the manifest of the files' SHA-256s
+    lines = result.stdout.splitlines()
+    assert lines[0] == (f"revision {where[len(PREFIX):-1]}: SHA-256 of the manifest of 5 files; its own prefix "
+                        f"{where}")
+    assert lines[1] == (f"no model bucket yet ({tmp_path / 'c.out' / 'cdk-outputs.json'} does not exist, and "
+                        "model_bucket.existing_name is not set): S3 was not read")
+    total = sum(p.stat().st_size for p in src.iterdir())
+    assert lines[2] == f"s3://<model bucket>/{where}: 5 files, {total:,} bytes, then {staging.MANIFEST_NAME}"
+    rows = {ln.split()[0]: ln.split()[1] for ln in lines[3:-1]}  # key under the prefix -> size in bytes
+    assert rows == {p.name: f"{p.stat().st_size:,}" for p in src.iterdir()}
+    assert lines[-1] == "dry run: nothing written, no AWS call"
+    assert not (tmp_path / "c.out").exists()
+
+
 def test_verify_checks_s3_against_the_manifest(_invoke, s3, tmp_path, config_file) -> None:
     src = make_model(tmp_path)
     assert _invoke(str(src), "--config", str(config_file)).exit_code == 0

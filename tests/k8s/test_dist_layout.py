@@ -109,3 +109,27 @@ def test_npx_cdk8s_synth_o_dir_writes_to_dir_and_without_it_to_dist(tmp_path, mo
     monkeypatch.setenv("CDK8S_OUTDIR", str(out))
     main._show_to_cdk8s_cli(out)  # -o DIR: the app wrote DIR itself, nothing to link
     assert out.is_dir() and not out.is_symlink()
+
+
+def test_under_the_cdk8s_cli_the_files_it_does_not_list_are_named_on_stderr(tmp_path, monkeypatch, capsys):
+    """``npx cdk8s synth`` lists the ``*.yaml`` files under its output folder only (cdk8s-cli ``lib/util.js``
+    ``findManifests``: ``file.name.endsWith('.yaml')``) and keeps the app's stdout to itself (``shell``: stdio
+    ``['inherit', 'pipe', 'inherit']``), so the app names the other files it wrote (the dashboards' JSON) on stderr,
+    in the CLI's list form (newcomer friction 24)."""
+    from hyperpod_k8s import main
+
+    cli = REPO / "node_modules" / "cdk8s-cli" / "lib" / "util.js"
+    if cli.is_file():  # the premise, read from the pinned CLI itself
+        source = cli.read_text(encoding="utf-8")
+        assert "file.name.endsWith('.yaml')" in source and "stdio: ['inherit', 'pipe', 'inherit']" in source
+    out = tmp_path / "out"
+    out.mkdir()
+    written = [out / "endpoint" / "e-dpd.k8s.yaml", out / "dashboards" / "dpd-overview-e.json",
+               out / "dashboards" / "dpd-vs-colocated-e.json"]
+    monkeypatch.setenv("CDK8S_OUTDIR", str(out))  # npx cdk8s synth -o out
+    main._show_to_cdk8s_cli(out, written)
+    assert capsys.readouterr().err.splitlines() == [
+        "also written (the cdk8s CLI lists *.yaml only):", f"  - {written[1]}", f"  - {written[2]}"]
+    monkeypatch.delenv("CDK8S_OUTDIR")  # python -m hyperpod_k8s.main: its stdout lists every file
+    main._show_to_cdk8s_cli(out, written)
+    assert capsys.readouterr().err == ""

@@ -63,10 +63,12 @@ LABEL = "hyperpod-dpd/benchmark"
 SERVING = "serving.json"
 
 OnlyOption = Annotated[list[str] | None, typer.Option(
-    "--only", help="Run only the runs whose name matches (shell pattern, e.g. 'dpd-*-c8'; repeatable, or "
-                   "comma-separated). Default: every run.", show_default=False)]
-PollOption = Annotated[float, typer.Option("--poll-seconds", min=0.0, help="Status poll interval.")]
-ReadyOption = Annotated[float, typer.Option("--ready-timeout", min=1.0,
+    "--only", metavar="PATTERN", show_default=False,
+    help="Run only the runs whose name matches (shell pattern, e.g. 'dpd-*-c8'; repeatable, or comma-separated). "
+         "Default: every run.")]
+PollOption = Annotated[float, typer.Option("--poll-seconds", metavar="SECONDS", min=0.0,
+                                           help="Status poll interval.")]
+ReadyOption = Annotated[float, typer.Option("--ready-timeout", metavar="SECONDS", min=1.0,
                                             help="Seconds to wait for the endpoint after a switch.")]
 
 

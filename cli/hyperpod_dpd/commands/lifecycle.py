@@ -62,8 +62,9 @@ CLI_ENV = {"CDK_DISABLE_CLI_TELEMETRY": "true", "CDK_DISABLE_VERSION_CHECK": "1"
            "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
 
 StacksArg = Annotated[list[str] | None, typer.Argument(
+    metavar="STACK", show_default=False,
     help="Stacks: construct IDs (Network, Observability, Cluster, HyperPod, Platform, ObservabilityAddon) or "
-         "CloudFormation names (<name>-network, ...). Default: all.", show_default=False)]
+         "CloudFormation names (<name>-network, ...). Default: all.")]
 
 err = Console(stderr=True)
 
@@ -79,9 +80,10 @@ def register(app: typer.Typer) -> None:
 
 # --- init / schema ----------------------------------------------------------------------------------------
 
-def init(name: Annotated[str, typer.Argument(help="Environment name: envs/NAME/ (also the stack-name prefix).")],
+def init(name: Annotated[str, typer.Argument(metavar="NAME",
+                                             help="Environment name: envs/NAME/ (also the stack-name prefix).")],
          from_config: Annotated[Path | None, typer.Option(
-             "--from", help="Config to start from. Default: config/default.yaml of the checkout.",
+             "--from", metavar="PATH", help="Config to start from. Default: config/default.yaml of the checkout.",
              show_default=False)] = None,
          ) -> None:
     """Create envs/NAME/config.yaml from a config (default: config/default.yaml), named NAME."""
@@ -151,7 +153,8 @@ def schema(check: Annotated[bool, typer.Option(
 
 def synth(config: ConfigOption = None, env: EnvOption = None,
           outputs_file: Annotated[Path | None, typer.Option(
-              "--outputs-file", help="Deploy outputs to read (default: the environment's cdk-outputs.json).")] = None,
+              "--outputs-file", metavar="PATH",
+              help="Deploy outputs to read (default: the environment's cdk-outputs.json).")] = None,
           ) -> None:
     """Synthesize and validate the templates and manifests of THIS config into its own folder."""
     paths.checkout("hyperpod-dpd synth")
@@ -463,10 +466,9 @@ def deploy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption
                                    "(--require-approval never), nor before deleting an old HyperPod cluster "
                                    "(--allow-replace).")] = False,
            admin_principal_arn: Annotated[str | None, typer.Option(
-               "--admin-principal-arn", help="IAM role/user given cluster admin (kubectl) when the config names "
-                                             "none. Default: the deployed one on an update, the caller of "
-                                             "sts:GetCallerIdentity on the first deploy.",
-               show_default=False)] = None,
+               "--admin-principal-arn", metavar="ARN", show_default=False,
+               help="IAM role/user given cluster admin (kubectl) when the config names none. Default: the deployed "
+                    "one on an update, the caller of sts:GetCallerIdentity on the first deploy.")] = None,
            allow_replace: Annotated[list[str] | None, typer.Option(
                "--allow-replace", metavar="RESOURCE|all",
                help="Deploy even when the change set replaces (or removes) this guarded resource, by logical ID as "

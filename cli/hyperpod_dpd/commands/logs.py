@@ -45,7 +45,8 @@ def logs(
     config: ConfigOption = None, env: EnvOption = None,
     kubeconfig: KubeconfigOption = None, context: ContextOption = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep streaming new lines.")] = False,
-    tail: Annotated[int, typer.Option(help="Lines to show from the end of each log (0-100000).")] = 200,
+    tail: Annotated[int, typer.Option(
+        metavar="LINES", help="Lines to show from the end of each log (0-100000).")] = 200,
     signatures_only: Annotated[bool, typer.Option(
         "--signatures-only", help="Show only lines with a known DPD signature.")] = False,
     previous: Annotated[bool, typer.Option(

@@ -29,30 +29,39 @@ def plan(
     config: ConfigOption = None,
     env: EnvOption = None,
     traffic: Annotated[list[str] | None, typer.Option(
-        "--traffic", "-t", help="genai-bench scenario: D(in,out), N(mean,std)/(mean,std), U(min,max)/(min,max), "
-        "P(prefix,suffix)/out. Repeatable. Default: D(4096,256).", show_default=False)] = None,
+        "--traffic", "-t", metavar="SCENARIO", show_default=False,
+        help="genai-bench scenario: D(in,out), N(mean,std)/(mean,std), U(min,max)/(min,max), P(prefix,suffix)/out. "
+             "Repeatable. Default: D(4096,256).")] = None,
     concurrency: Annotated[str | None, typer.Option(
-        help="Comma-separated concurrency levels (closed loop, like genai-bench). Default: 8,16,32.",
-        show_default=False)] = None,
+        metavar="LEVELS", show_default=False,
+        help="Comma-separated concurrency levels (closed loop, like genai-bench). Default: 8,16,32.")] = None,
     request_rate: Annotated[float | None, typer.Option(
-        help="Open-loop Poisson request rate (requests/s) instead of --concurrency.", show_default=False)] = None,
-    prefix_reuse: Annotated[float, typer.Option(help="Share of prompt tokens found in the prefix cache (0-1).")] = 0.0,
+        metavar="RATE", show_default=False,
+        help="Open-loop Poisson request rate (requests/s) instead of --concurrency.")] = None,
+    prefix_reuse: Annotated[float, typer.Option(
+        metavar="SHARE", help="Share of prompt tokens found in the prefix cache (0-1).")] = 0.0,
     model: Annotated[str | None, typer.Option(
-        help="Known model name or a Hugging Face config.json (file or folder). Default: the config's model.name.",
-        show_default=False)] = None,
+        metavar="MODEL", show_default=False,
+        help="Known model name or a Hugging Face config.json (file or folder). Default: the config's model.name.")] \
+        = None,
     ttft_p95: Annotated[float | None, typer.Option(
-        help="TTFT p95 SLO in seconds. Default: observability.slo.ttft_p95_seconds.", show_default=False)] = None,
+        metavar="SECONDS", show_default=False,
+        help="TTFT p95 SLO in seconds. Default: observability.slo.ttft_p95_seconds.")] = None,
     tpot_p95: Annotated[float | None, typer.Option(
-        help="TPOT p95 SLO in seconds. Default: observability.slo.tpot_p95_seconds.", show_default=False)] = None,
+        metavar="SECONDS", show_default=False,
+        help="TPOT p95 SLO in seconds. Default: observability.slo.tpot_p95_seconds.")] = None,
     price: Annotated[list[str] | None, typer.Option(
-        help="INSTANCE_TYPE=USD per instance-hour; overrides the pinned table. Repeatable.",
-        show_default=False)] = None,
+        metavar="INSTANCE_TYPE=USD", show_default=False,
+        help="INSTANCE_TYPE=USD per instance-hour; overrides the pinned table. Repeatable.")] = None,
     prices: Annotated[Path | None, typer.Option(
-        help="YAML/JSON file mapping instance types to USD per instance-hour.", show_default=False)] = None,
+        metavar="PATH", show_default=False,
+        help="YAML/JSON file mapping instance types to USD per instance-hour.")] = None,
     kv_transfer_gbps: Annotated[float, typer.Option(
-        help="Measured effective KV-transfer rate over EFA, GB/s (Dynamo measured 9.6 on p5.48xlarge).")] =
+        metavar="GBPS",
+        help="Measured effective KV-transfer rate over EFA, GB/s (Dynamo measured 9.6 on p5.48xlarge).")] = \
         terms.MEASURED_KV_TRANSFER_BYTES_PER_S / 1e9,
-    engine: Annotated[str, typer.Option(help="roofline (built in) or aiconfigurator (extra 'plan').")] = "roofline",
+    engine: Annotated[str, typer.Option(
+        metavar="ENGINE", help="roofline (built in) or aiconfigurator (extra 'plan').")] = "roofline",
     write: Annotated[bool, typer.Option(
         "--write", help="Merge the recommendation into the config file (validated first, replaced atomically).")] =
         False,

@@ -18,6 +18,7 @@ from hyperpod_analysis.report.analysis import (
 from hyperpod_analysis.report.render import Report, experiment_title, write_report
 from hyperpod_analysis.report.results import check_matrix, experiments_of, load_results
 from hyperpod_core import environment
+from hyperpod_core.errors import UsageError
 from hyperpod_dpd.benchmark.download import download_s3
 from hyperpod_dpd.commands.options import (
     ConfigOption,
@@ -31,14 +32,26 @@ from hyperpod_dpd.render import console as render_console
 from hyperpod_dpd.render import emit, output_format
 
 ResultsOption = Annotated[str | None, typer.Option(
-    "--results", help="Folder or s3://bucket/prefix holding both modes' genai-bench results "
+    "--results", metavar="PATH", help="Folder or s3://bucket/prefix holding both modes' genai-bench results "
                       "(default: the folder 'bench' collects into).", show_default=False)]
 OutOption = Annotated[Path | None, typer.Option(
-    "--out", help="Report folder (default: <workdir>/benchmark-report).", show_default=False)]
+    "--out", metavar="PATH", help="Report folder (default: <workdir>/benchmark-report).", show_default=False)]
 
 
 def register(app: typer.Typer) -> None:
     app.command("report")(report)
+
+
+def _check_out(target: Path, source: str) -> None:
+    """The report replaces ``target`` whole (:func:`hyperpod_analysis.report.render.write_report`, atomically): refuse
+    a folder that holds the results, and one that holds anything but a previous report (``report.md``)."""
+    where = target.resolve()
+    if not source.startswith("s3://") and (where == Path(source).resolve() or where in Path(source).resolve().parents):
+        raise UsageError(f"--out {target} holds the results (--results {source}) and the report replaces it whole: "
+                         "name another folder")
+    if where.is_file() or (where.is_dir() and any(where.iterdir()) and not (where / "report.md").is_file()):
+        raise UsageError(f"--out {target} is not a report folder (no report.md) and the report replaces it whole: "
+                         "name a new or empty folder, or a previous report's")
 
 
 def report(results: ResultsOption = None, out: OutOption = None, config: ConfigOption = None,
@@ -54,6 +67,10 @@ def report(results: ResultsOption = None, out: OutOption = None, config: ConfigO
     c = e.config
     source = results or str(e.workdir / "benchmark-results")
     target = out or e.workdir / "benchmark-report"
+    if results is None and not Path(source).is_dir():
+        raise UsageError(f"no benchmark results yet: {source} does not exist (run: hyperpod-dpd bench {e.selector}; "
+                         "to try report on the shipped sample: --results docs/sample-benchmark-report/raw)")
+    _check_out(target, source)
     names = {s.traffic.replace(" ", ""): s.name for s in c.benchmark_scenarios()}
     paths = {s.name: s.path for s in c.benchmark_scenarios()}
     with tempfile.TemporaryDirectory(prefix="hyperpod-report-") as tmp:

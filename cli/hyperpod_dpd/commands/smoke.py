@@ -127,18 +127,23 @@ def register(app: typer.Typer) -> None:
 def smoke(
     config: ConfigOption = None, env: EnvOption = None, as_json: JsonOption = False,
     url: Annotated[str | None, typer.Option(
-        "--url", help="Call this URL (e.g. http://localhost:8443/v1/chat/completions after 'kubectl port-forward "
-                      "-n hyperpod-inference-system svc/<name>-<ns>-routing-service 8443:443') instead of the load "
-                      "balancer.", show_default=False)] = None,
+        "--url", metavar="URL", show_default=False,
+        help="Call this URL (e.g. http://localhost:8443/v1/chat/completions after 'kubectl port-forward -n "
+             "hyperpod-inference-system svc/<name>-<ns>-routing-service 8443:443') instead of the load "
+             "balancer.")] = None,
     ca_file: Annotated[str | None, typer.Option(
-        "--ca-file", help="PEM to trust for an https --url (default: system CAs).", show_default=False)] = None,
+        "--ca-file", metavar="PATH", help="PEM to trust for an https --url (default: system CAs).",
+        show_default=False)] = None,
     kubeconfig: KubeconfigOption = None, context: ContextOption = None,
     model: Annotated[str | None, typer.Option(
-        help="Model name sent in the request. Default: the name the live pods serve (vLLM --served-model-name), "
-             "else model.name (docs/endpoint.md, section 3).", show_default=False)] = None,
-    max_tokens: Annotated[int, typer.Option(help="Output tokens per request (2-1024).")] = 64,
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for each streamed answer.")] = 300.0,
-    log_wait: Annotated[float, typer.Option(help="Seconds to let the decoder flush its log.")] = 3.0,
+        metavar="NAME", show_default=False,
+        help="Model name sent in the request. Default: the name the live pods serve (vLLM --served-model-name), else "
+             "model.name (docs/endpoint.md, section 3).")] = None,
+    max_tokens: Annotated[int, typer.Option(metavar="N", help="Output tokens per request (2-1024).")] = 64,
+    timeout: Annotated[float, typer.Option(
+        metavar="SECONDS", help="Seconds to wait for each streamed answer.")] = 300.0,
+    log_wait: Annotated[float, typer.Option(
+        metavar="SECONDS", help="Seconds to let the decoder flush its log.")] = 3.0,
     output: OutputOption = None, region: RegionOption = None, profile: ProfileOption = None,
 ) -> None:
     """Send a short and a long prompt (streamed), measure TTFT/TPOT, prove the DPD path from the decode log."""

@@ -7,7 +7,8 @@ puts the revision into vLLM's ``--model`` (the model identity of every LMCache k
 endpoint's model location: the pods of an applied revision keep loading exactly its objects, whatever is staged
 later. The same folder staged again finds every object in place and writes nothing. With ``model.revision`` in the
 config the upload goes to ``model.s3_prefix`` itself (the revision is the config's word, one prefix per revision)
-and no record is written.
+and no record is written. ``--dry-run`` before the bucket exists (no outputs file, no ``model_bucket.existing_name``)
+lists the revision, the files, their sizes and keys, from the local files alone, without any AWS call.
 
 ``--verify`` checks S3 against the manifest of the revision ``--revision`` names, else the one the record names,
 else the only one staged, and writes the record when every object matches (a model staged from another machine).
@@ -67,18 +68,21 @@ def _bar(what: str, total: int) -> Iterator[Progress]:
 
 
 def stage_model(
-        src: Annotated[Path | None, typer.Argument(help="Hugging Face model folder (config.json, tokenizer, "
-                                                        "*.safetensors).", show_default=False)] = None,
+        src: Annotated[Path | None, typer.Argument(
+            metavar="SRC", help="Hugging Face model folder (config.json, tokenizer, *.safetensors).",
+            show_default=False)] = None,
         config: ConfigOption = None, env: EnvOption = None,
-        dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would be uploaded; write nothing.")] = False,
+        dry_run: Annotated[bool, typer.Option(
+            "--dry-run", help="Say what would be uploaded; write nothing. Before the bucket exists: the revision, "
+                              "files, sizes and keys, from the local files alone (no AWS call).")] = False,
         force: Annotated[bool, typer.Option("--force", help="Overwrite objects under the target prefix that hold "
                                                             "other content than the manifest says.")] = False,
         verify_only: Annotated[bool, typer.Option("--verify", help="Check S3 against the manifest; upload nothing.")]
         = False,
         revision: Annotated[str | None, typer.Option(
-            "--revision", help="With --verify: the staged revision to check (sha256-<16 hex>). Default: the one "
-                               "staged-model.json records, else the only one under model.s3_prefix.",
-            show_default=False)] = None,
+            "--revision", metavar="REVISION", show_default=False,
+            help="With --verify: the staged revision to check (sha256-<16 hex>). Default: the one staged-model.json "
+                 "records, else the only one under model.s3_prefix.")] = None,
 ) -> None:
     """Upload the weights to s3://<model bucket>/<model.s3_prefix>: parallel, resumable (inside a file too),
     checksummed by S3."""
@@ -95,27 +99,20 @@ def stage_model(
     if revision is not None and not staged_model.is_staged_revision(revision):
         raise UsageError(f"--revision must be sha256-<16 lowercase hex digits>, got {revision!r}")
     files = staging.scan_model_dir(src) if src is not None else []
-    bucket, base, configured = model_bucket(e), e.config.model.s3_prefix, e.config.model.revision
-    s3 = aws.client("s3", e.config.region)
+    base, configured = e.config.model.s3_prefix, e.config.model.revision
     resume_command = f"hyperpod-dpd stage-model {src} {e.selector}" + (" --force" if force else "")
+    if dry_run and not verify_only and (unknown := _bucket_unknown(e)) is not None:
+        _dry_run_offline(_checksummed(files, resume_command), base, configured, unknown)
+        return
+    bucket = model_bucket(e)
+    s3 = aws.client("s3", e.config.region)
     with aws.aws_errors(f"s3://{bucket}"):
         staging.check_bucket(s3, bucket)
         if verify_only:
             _verify(s3, bucket, e, revision)
             return
-        total = sum(f.size for f in files)
-        try:
-            with _bar("checksums", total) as bar:
-                files = staging.checksum_all(files, lambda n: bar.advance(bar.task_ids[0], n))
-        except KeyboardInterrupt:
-            _interrupted("interrupted while computing the checksums; nothing was uploaded", resume_command)
-        # The revision before any upload: the manifest's digest names the prefix the files go to.
-        body = staging.manifest_body(files)
-        rev = configured or staged_model.revision_of(body)
-        prefix = staged_model.weights_prefix(base, rev, configured=configured is not None)
-        print(f"revision {rev}: " + (f"model.revision in the config; uploading to model.s3_prefix {base} as "
-                                     "configured (give each revision its own prefix)" if configured else
-                                     f"SHA-256 of the manifest of {len(files)} files; its own prefix {prefix}"))
+        files = _checksummed(files, resume_command)
+        body, rev, prefix = _revision(files, base, configured)
         planned = staging.plan(s3, bucket, prefix, files)
         conflicts = [p for p in planned if p.action == "conflict"]
         todo = [p for p in planned if p.action != "skip"]
@@ -171,6 +168,61 @@ def stage_model(
     for line in apply_commands(f"{e.dist}/endpoint/"):
         print(f"      {line}")
     print(f"      hyperpod-dpd stage-model --verify {e.selector}   (any time)")
+
+
+def _bucket_unknown(e: environment.Environment) -> str | None:
+    """Why no model bucket is known yet, or ``None`` when :func:`model_bucket` finds one."""
+    if e.config.model_bucket.existing_name:
+        return None
+    if not e.outputs_file.is_file():
+        return f"{e.outputs_file} does not exist, and model_bucket.existing_name is not set"
+    from hyperpod_core import outputs
+    from hyperpod_core.inputs import read_outputs_file
+
+    if outputs.MODEL_BUCKET_NAME not in read_outputs_file(e.outputs_file, e.config):
+        return f"{e.outputs_file} has no {outputs.MODEL_BUCKET_NAME}"
+    return None
+
+
+def _checksummed(files: list[Any], resume_command: str) -> list[Any]:
+    """``files`` with their SHA-256 and CRC64NVME (a progress bar on stderr); Ctrl-C ends the command (exit 130)."""
+    from hyperpod_dpd import staging
+
+    try:
+        with _bar("checksums", sum(f.size for f in files)) as bar:
+            return staging.checksum_all(files, lambda n: bar.advance(bar.task_ids[0], n))
+    except KeyboardInterrupt:
+        _interrupted("interrupted while computing the checksums; nothing was uploaded", resume_command)
+
+
+def _revision(files: list[Any], base: str, configured: str | None) -> tuple[bytes, str, str]:
+    """The manifest's bytes, the revision and the key prefix the files go to, decided before any upload (the
+    manifest's digest names the prefix), and the line that says so."""
+    from hyperpod_core import staged_model
+    from hyperpod_dpd import staging
+
+    body = staging.manifest_body(files)
+    rev = configured or staged_model.revision_of(body)
+    prefix = staged_model.weights_prefix(base, rev, configured=configured is not None)
+    print(f"revision {rev}: " + (f"model.revision in the config; uploading to model.s3_prefix {base} as "
+                                 "configured (give each revision its own prefix)" if configured else
+                                 f"SHA-256 of the manifest of {len(files)} files; its own prefix {prefix}"))
+    return body, rev, prefix
+
+
+def _dry_run_offline(files: list[Any], base: str, configured: str | None, unknown: str) -> None:
+    """``--dry-run`` before the bucket exists: what would be uploaded, from the local files alone (no AWS call).
+    The keys are under the revision's prefix; what S3 already holds is compared only once there is a bucket."""
+    from hyperpod_dpd import staging
+
+    _, _, prefix = _revision(files, base, configured)
+    print(f"no model bucket yet ({unknown}): S3 was not read")
+    print(f"s3://<model bucket>/{prefix}: {len(files)} files, {sum(f.size for f in files):,} bytes, then "
+          f"{staging.MANIFEST_NAME}")
+    width = max((len(f.rel) for f in files), default=0)
+    for f in sorted(files, key=lambda f: f.rel):
+        print(f"  {f.rel:<{width}}  {f.size:>15,} bytes")
+    print("dry run: nothing written, no AWS call")
 
 
 def _record(e: environment.Environment, bucket: str, s3_prefix: str, body: bytes, files: int) -> str:

@@ -93,8 +93,9 @@ def status(
     config: ConfigOption = None, env: EnvOption = None, as_json: JsonOption = False,
     kubeconfig: KubeconfigOption = None, context: ContextOption = None,
     watch: Annotated[bool, typer.Option("--watch", "-w", help="Refresh until interrupted.")] = False,
-    interval: Annotated[float, typer.Option(help="Seconds between refreshes with --watch (2-3600).")] = 10.0,
-    refreshes: Annotated[int, typer.Option(hidden=True, help="Stop --watch after this many screens.")] = 0,
+    interval: Annotated[float, typer.Option(metavar="SECONDS",
+                                             help="Seconds between refreshes with --watch (2-3600).")] = 10.0,
+    refreshes: Annotated[int, typer.Option(metavar="N", hidden=True, help="Stop --watch after this many screens.")] = 0,
     output: OutputOption = None, region: RegionOption = None, profile: ProfileOption = None,
 ) -> None:
     """HyperPod nodes, EKS add-ons and the endpoint, each with the next step when it is not healthy."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from hyperpod_core import environment
+from hyperpod_core.config.az_ids import published_az_ids
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption, OutputOption
 from hyperpod_dpd.render import console, emit, output_format
 
@@ -30,4 +31,7 @@ def validate(config: ConfigOption = None, env: EnvOption = None, output: OutputO
     out.print(f"config {e.config_path}: ok ({c.region}, AZ ID {c.network.gpu_availability_zone_id})")
     for g in groups:
         out.print(f"  instance group {g['name']}: {g['instance_count']}x {g['instance_type']} ({g['pool']})")
+    if published_az_ids(c.region) is None:
+        out.print(f"  AZ IDs: {c.region} is not in the offline table of published AZ IDs (its region prefix is "
+                  "checked); preflight checks them in your account")
     out.print(f"  files of this config: {e.workdir}/")

@@ -14,7 +14,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from hyperpod_core import pins, sizing
-from hyperpod_core.config.types import BENCHMARK_PATH_MARGIN, aws_partition, az_id_prefix, scenario_token_range
+from hyperpod_core.config.az_ids import published_az_ids
+from hyperpod_core.config.types import (
+    BENCHMARK_PATH_MARGIN,
+    EKS_UNSUPPORTED_AZ_IDS,
+    aws_partition,
+    az_id_prefix,
+    scenario_token_range,
+)
 from hyperpod_core.errors import ConfigError, shown
 from hyperpod_core.names import ROLES, EndpointNames, Role
 
@@ -89,10 +96,20 @@ def bucket_key_is_in_the_region(c: Config) -> None:
 
 # --- region and the one GPU AZ ----------------------------------------------------------------------------
 
-def _in_region(c: Config, field: str, az: str) -> None:
-    prefix = az_id_prefix(c.region)
-    if not az.startswith(prefix + "-"):
-        _fail(field, az, f"must be an AZ ID of {c.region} such as {prefix}-az1")
+def _in_region(c: Config, field: str, az: str, *, control_plane: bool = False) -> None:
+    """``az`` is one of the AZ IDs AWS publishes for the region (:mod:`hyperpod_core.config.az_ids`; for a
+    control-plane subnet, one where EKS creates control planes); for a region the table does not hold, one with the
+    region's prefix."""
+    published = published_az_ids(c.region)
+    if published is None:
+        prefix = az_id_prefix(c.region)
+        if not az.startswith(prefix + "-"):
+            _fail(field, az, f"must be an AZ ID of {c.region} such as {prefix}-az1")
+        return
+    allowed = [i for i in published if not (control_plane and i in EKS_UNSUPPORTED_AZ_IDS)]
+    if az not in allowed:
+        where = " where EKS creates control planes" if control_plane else ""
+        _fail(field, az, f"must be an AZ ID of {c.region}{where} ({', '.join(allowed)})")
 
 
 def gpu_az_ids_are_in_the_region(c: Config) -> None:
@@ -115,7 +132,7 @@ def gpu_groups_share_one_az(c: Config) -> None:
 
 def control_plane_az_ids_are_in_the_region(c: Config) -> None:
     for i, az in enumerate(c.network.control_plane_availability_zone_ids):
-        _in_region(c, f"network.control_plane_availability_zone_ids[{i}]", az)
+        _in_region(c, f"network.control_plane_availability_zone_ids[{i}]", az, control_plane=True)
 
 
 def control_plane_az_ids_differ(c: Config) -> None:

@@ -23,6 +23,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 from hyperpod_core import pins, sizing
+from hyperpod_core.config.az_ids import published_az_ids
 from hyperpod_core.names import IAM_PRINCIPAL_ARN_PATTERN
 
 #: The pydantic error type of a broken field rule; its context holds ``allowed``, ``value`` and ``detail``.
@@ -136,13 +137,15 @@ def az_id_prefix(region: str) -> str:
 
 
 def default_control_plane_az_ids(region: str) -> tuple[str, str]:
-    """The first two AZ IDs of ``region`` (``<prefix>-az1``, ``-az2``, ...) that EKS supports.
+    """The first two AZ IDs of ``region`` that EKS supports: from the AZ IDs AWS publishes
+    (:mod:`hyperpod_core.config.az_ids`), else ``<prefix>-az1``, ``-az2``, ...
 
-    AZ IDs, unlike names, mean the same physical AZ in every account; ``az1``..``az3`` exist in every
-    commercial region. Override ``network.control_plane_availability_zone_ids`` where yours differ.
+    AZ IDs, unlike names, mean the same physical AZ in every account. Override
+    ``network.control_plane_availability_zone_ids`` where yours differ.
     """
     prefix = az_id_prefix(region)
-    ids = [f"{prefix}-az{i}" for i in range(1, 7) if f"{prefix}-az{i}" not in EKS_UNSUPPORTED_AZ_IDS]
+    candidates = published_az_ids(region) or tuple(f"{prefix}-az{i}" for i in range(1, 7))
+    ids = [i for i in candidates if i not in EKS_UNSUPPORTED_AZ_IDS]
     return ids[0], ids[1]
 
 

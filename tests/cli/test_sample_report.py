@@ -1,0 +1,123 @@
+"""``report`` renders offline from the raw genai-bench result set shipped in docs/sample-benchmark-report/raw/, and the
+committed report beside it is exactly what it writes (issue 31 item 5, newcomer friction 12: ``report --results
+docs/sample-benchmark-report`` found no experiment).
+
+The raw set is real genai-bench 0.0.5 output (the benchmark Jobs' runner against a local streaming server) with the
+files ``bench`` adds per run (``bench-run.json``, ``serving.json``, ``dpd-path.json``), written by
+scripts/sample_benchmark_results.py, which also regenerates the report; after a change to the report, run it with
+``--render-only`` and commit the result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pytest
+from typer.testing import CliRunner
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "docs" / "sample-benchmark-report"
+RAW = SAMPLE / "raw"
+REGENERATE = ".venv/bin/python scripts/sample_benchmark_results.py --render-only"
+#: The raw set stays small: the run files hold every request's metrics.
+MAX_RAW_BYTES = 400 * 1024
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``hyperpod-dpd report --config config/default.yaml --results docs/sample-benchmark-report/raw --out OUT`` from
+    the checkout root, with every network connection refused."""
+    from hyperpod_dpd.app import app
+
+    out = tmp_path_factory.mktemp("sample") / "report"
+
+    def offline(*args: Any, **kwargs: Any) -> None:
+        raise OSError("the report must render offline")
+
+    saved = Path.cwd()
+    os.chdir(REPO)  # the report names its source as given: the committed one says docs/sample-benchmark-report/raw
+    try:
+        with mock.patch.object(socket.socket, "connect", offline):
+            result = CliRunner().invoke(app, ["report", "--config", "config/default.yaml", "--results",
+                                              "docs/sample-benchmark-report/raw", "--out", str(out)])
+    finally:
+        os.chdir(saved)
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def _without_images(html: str) -> str:
+    """The page with its embedded PNGs left out (their bytes depend on the font rasterizer; the charts' names and
+    the tables are compared)."""
+    return re.sub(r'src="data:image/png;base64,[^"]*"', 'src="data:image/png;base64,..."', html)
+
+
+def test_the_committed_report_is_what_report_writes_from_the_shipped_raw_set(rendered: Path) -> None:
+    for name in ("report.md", "summary.json"):
+        assert (rendered / name).read_text(encoding="utf-8") == (SAMPLE / name).read_text(encoding="utf-8"), \
+            f"docs/sample-benchmark-report/{name} is stale: run {REGENERATE}"
+    assert _without_images((rendered / "report.html").read_text(encoding="utf-8")) == \
+        _without_images((SAMPLE / "report.html").read_text(encoding="utf-8")), f"report.html is stale: {REGENERATE}"
+    charts = sorted(p.name for p in (rendered / "charts").iterdir())
+    assert charts == sorted(p.name for p in (SAMPLE / "charts").iterdir())
+    assert all((SAMPLE / "charts" / c).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for c in charts)
+
+
+def test_the_raw_set_holds_what_bench_writes_per_run_and_the_report_shows_it(rendered: Path) -> None:
+    """One folder per run, ``<mode>/<mode>-<scenario>-c<N>/``, as ``bench`` collects them: genai-bench's metadata and
+    run file, the run's record, what served it and, for DPD runs, the prefill request count; small enough to ship."""
+    folders = sorted(p.parent for p in RAW.rglob("experiment_metadata.json"))
+    assert len(folders) == 8 and {f.parent.name for f in folders} == {"dpd", "colocated"}
+    for folder in folders:
+        record = json.loads((folder / "bench-run.json").read_text(encoding="utf-8"))
+        scenario = next(iter(record["scenarios"].values()))
+        assert folder.name == f"{record['mode']}-{scenario}-c{record['concurrency'][0]}"
+        assert record["genai_bench_version"] == "0.0.5"  # k8s/hyperpod_k8s/benchmark/genai-bench.lock.txt
+        assert [p.name for p in folder.glob("*_num_concurrency_*_time_*s.json")]
+        serving = json.loads((folder / "serving.json").read_text(encoding="utf-8"))
+        assert serving["invalid"] is None and serving["gpus_recorded"] == record["gpus"]
+        assert (folder / "dpd-path.json").is_file() == (record["mode"] == "dpd")
+    assert sum(p.stat().st_size for p in RAW.rglob("*") if p.is_file()) < MAX_RAW_BYTES
+    md = (rendered / "report.md").read_text(encoding="utf-8")
+    dpd_rows = [row for row in md.splitlines() if row.startswith("| ") and "| dpd |" in row]
+    assert len(dpd_rows) == 4 and all("| ok: " in row and " requests on prefill (" in row for row in dpd_rows)
+    assert "## Invalid runs" not in md and "Results: docs/sample-benchmark-report/raw." in md
+
+
+@pytest.mark.parametrize("where", ["the results' parent", "the results folder", "a folder that is not a report"])
+def test_an_out_folder_that_would_replace_what_is_not_a_report_is_refused(run_cli, tmp_path: Path, where: str) -> None:
+    """``report`` replaces ``--out`` whole (atomically); a folder that holds the results, or anything but a previous
+    report, is refused before anything is read: one line, exit 2, every file kept."""
+    import shutil
+
+    shutil.copytree(RAW, tmp_path / "sample" / "raw")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    out = {"the results' parent": tmp_path / "sample", "the results folder": tmp_path / "sample" / "raw",
+           "a folder that is not a report": tmp_path / "other"}[where]
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    result = run_cli("report", "--config", str(REPO / "config" / "default.yaml"), "--results",
+                     str(tmp_path / "sample" / "raw"), "--out", str(out))
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr.startswith(f"error: --out {out} ") and result.stderr.count("\n") == 1
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+
+
+def test_without_results_yet_the_line_says_run_bench_and_names_the_sample(run_cli, tmp_path: Path,
+                                                                           default_config_dict) -> None:
+    """No --results and nothing collected yet: the line does not blame an option the user did not pass."""
+    import yaml
+
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(default_config_dict))
+    result = run_cli("report", "--config", str(config))
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (f"error: no benchmark results yet: {tmp_path / 'c.out' / 'benchmark-results'} does not "
+                             f"exist (run: hyperpod-dpd bench --config {config}; to try report on the shipped sample: "
+                             "--results docs/sample-benchmark-report/raw)\n")
