@@ -89,7 +89,7 @@ def synth(config: Config, outdir: Path, inputs: EndpointInputs) -> list[Path]:
 
     from hyperpod_core.atomic import staged_dir
     from hyperpod_k8s.charts import build_charts
-    from hyperpod_k8s.observability import write_dashboard_files
+    from hyperpod_k8s.observability.delivery import write_dashboard_files
 
     with staged_dir(outdir) as tmp:
         charts = tmp / ".charts"

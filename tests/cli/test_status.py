@@ -51,9 +51,10 @@ pytest_plugins = ("day2_fixtures",)
 
 
 def test_fake_weights_cache_objects_validate_against_the_v33_crd() -> None:
+    from tests.k8s.crd_schema import CrdValidator
+
     from hyperpod_core import pins
     from hyperpod_k8s.crd_source import resolve_crd
-    from hyperpod_k8s.endpoint.crd_schema import CrdValidator
 
     validator = CrdValidator.from_file(resolve_crd(pins.MODEL_WEIGHTS_CACHE_CONFIG_CRD))
     for obj in (weights_cache_object(), weights_cache_object("Failed", ready=0, message="no space left on device")):
@@ -65,8 +66,9 @@ def test_fake_weights_cache_objects_validate_against_the_v33_crd() -> None:
 
 @pytest.mark.parametrize("state", ["DeploymentComplete", "DeploymentInProgress", "DeploymentFailed"])
 def test_fake_endpoint_objects_validate_against_the_operator_crd(state: str) -> None:
+    from tests.k8s.crd_schema import CrdValidator
+
     from hyperpod_k8s.crd_source import resolve_crd
-    from hyperpod_k8s.endpoint.crd_schema import CrdValidator
 
     validator = CrdValidator.from_file(resolve_crd())
     obj = endpoint_object(state)

@@ -72,7 +72,8 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Synth]:
 
 @pytest.fixture(scope="session")
 def crd_validator():
+    from tests.k8s.crd_schema import CrdValidator
+
     from hyperpod_k8s.crd_source import resolve_crd
-    from hyperpod_k8s.endpoint.crd_schema import CrdValidator
 
     return CrdValidator.from_file(resolve_crd())

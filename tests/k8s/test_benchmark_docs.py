@@ -10,7 +10,7 @@ from pathlib import Path
 from hyperpod_analysis.report.analysis import PATH_SHARE
 from hyperpod_core.config.model import AWS_REFERENCE_CONCURRENCY, BenchmarkConfig
 from hyperpod_core.dist_layout import REFERENCE, REFERENCE_SUFFIX
-from hyperpod_k8s.benchmark.manifests import GPU_POOL_LABEL, LIMITS, REQUESTS
+from hyperpod_k8s.benchmark.benchmark_chart import GPU_POOL_LABEL, LIMITS, REQUESTS
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "benchmark.md").read_text(encoding="utf-8")
 #: The prose with its line breaks folded, so a phrase may wrap anywhere.
@@ -47,5 +47,5 @@ def test_the_dpd_path_rule_states_the_reports_threshold() -> None:
 
 def test_the_jobs_node_affinity_and_requests_are_described() -> None:
     assert f"`{GPU_POOL_LABEL} DoesNotExist`" in TEXT
-    assert f"requests {REQUESTS['cpu']} CPU and {REQUESTS['memory'].removesuffix('Gi')} GiB" in TEXT
-    assert f"limits {LIMITS['cpu']} CPU, {LIMITS['memory'].removesuffix('Gi')} GiB" in TEXT
+    assert f"requests {REQUESTS.cpu} CPU and {REQUESTS.memory_gib} GiB" in TEXT
+    assert f"limits {LIMITS.cpu} CPU, {LIMITS.memory_gib} GiB" in TEXT

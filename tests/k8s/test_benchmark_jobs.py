@@ -82,7 +82,7 @@ def test_the_reference_experiment_runs_at_aws_concurrency_whatever_the_matrix_sa
     data = yaml.safe_load(CASES["default"].read_text(encoding="utf-8"))
     data["benchmark"] = {"concurrency": [4]}
     config = parse_config(data)
-    from hyperpod_k8s.benchmark.manifests import benchmark_runs
+    from hyperpod_k8s.benchmark.props import benchmark_runs
 
     levels = {(r.experiment, r.concurrency) for r in benchmark_runs(config)}
     assert levels == {("aws-reference", 8), ("aws-reference", 16), ("aws-reference", 32), ("equal-gpu", 4)}
@@ -107,7 +107,7 @@ def test_jobs_run_only_off_the_gpu_nodes_with_requests_a_system_node_holds(synth
         assert terms == [{"matchExpressions": [{"key": "hyperpod-dpd/pool", "operator": "DoesNotExist"}]}]
         requests = pod["containers"][0]["resources"]["requests"]
         assert int(requests["cpu"]) * 1000 <= cpu_millis / 2
-        assert int(requests["memory"].removesuffix("Gi")) * 1024 <= memory_mib / 2
+        assert int(requests["memory"].removesuffix("Mi")) <= memory_mib / 2  # cdk8s-plus writes memory in Mi
 
 
 def test_default_matrix_is_aws_reference_plus_the_four_checklist_shapes():
@@ -174,18 +174,21 @@ def test_lock_is_closed_under_dependencies():
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-def test_load_balancer_target_mounts_the_endpoint_pem_as_requests_ca_bundle(tmp_path):
+def test_load_balancer_target_mounts_the_endpoint_pem_as_requests_ca_bundle():
+    """The chart alone, in a bare cdk8s app, from the props of a load-balancer config."""
+    import cdk8s
     import kubernetes_validate
 
     from hyperpod_core.inputs import resolve_inputs
-    from hyperpod_k8s.benchmark.manifests import benchmark_manifests
+    from hyperpod_k8s.benchmark.benchmark_chart import BenchmarkChart
+    from hyperpod_k8s.benchmark.props import benchmark_props
 
     data = yaml.safe_load(CASES["default"].read_text(encoding="utf-8"))
     data["benchmark"] = {"target": "load_balancer", "load_balancer_url": "https://dpd.example.com",
                          "ca_secret_name": "llama-ca", "results_s3_uri": "s3://my-results/bench/"}
     config = parse_config(data)
-    docs = benchmark_manifests(config, resolve_inputs(config, None))
-    job = next(d for d in docs if d["kind"] == "Job")
+    chart = BenchmarkChart(cdk8s.App(), "bench", props=benchmark_props(config, resolve_inputs(config, None)))
+    job = next(d for d in chart.to_json() if d["kind"] == "Job")
     kubernetes_validate.validate(job, "1.33", strict=True)
     env = _env(job)
     assert env["BENCH_API_BASE"] == "https://dpd.example.com"
@@ -193,6 +196,8 @@ def test_load_balancer_target_mounts_the_endpoint_pem_as_requests_ca_bundle(tmp_
     assert env["BENCH_RESULTS_S3"] == "s3://my-results/bench"
     volumes = job["spec"]["template"]["spec"]["volumes"]
     assert {"name": "endpoint-ca", "secret": {"secretName": "llama-ca"}} in volumes
+    mounts = job["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
+    assert {"name": "endpoint-ca", "mountPath": "/etc/bench-ca", "readOnly": True} in mounts
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -299,7 +304,7 @@ def test_the_colocated_baseline_gets_back_the_memory_the_pd_buffer_took(default_
     each engine ran with is recorded in every run's ``bench-run.json``."""
     from hyperpod_core import bench_runner
     from hyperpod_core.inputs import resolve_inputs
-    from hyperpod_k8s.benchmark.manifests import gpu_memory_utilization
+    from hyperpod_k8s.benchmark.props import gpu_memory_utilization
     from hyperpod_k8s.endpoint.props import endpoint_props
 
     data = copy.deepcopy(default_config_dict)

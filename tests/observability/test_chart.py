@@ -1,28 +1,20 @@
-"""The cdk8s chart: only with ``observability.in_cluster_manifests`` does synth write the dashboard ConfigMaps and
-the PrometheusRule (HyperPod's add-on installs neither prometheus-operator's CRDs nor a Grafana sidecar:
-lifecycle-facts.md), deterministically."""
+"""The ``<endpoint>-observability`` chart, built alone in a bare cdk8s app from explicit props: only with
+``observability.in_cluster_manifests`` are there props at all (HyperPod's add-on installs neither prometheus-operator's
+CRDs nor a Grafana sidecar: lifecycle-facts.md); the dashboards become sidecar ConfigMaps (Kubernetes 1.33 schema,
+kubernetes-validate strict) and the alerts a PrometheusRule with the rule groups AMP gets."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import yaml
+import kubernetes_validate
+import pytest
 
 from hyperpod_core.config import Config, parse_config
 from hyperpod_core.telemetry.alerts import alert_rule_groups
+from hyperpod_core.telemetry.dashboards import dashboards
 from hyperpod_k8s.observability.delivery import dashboard_files
-
-
-def _synth(config: Config, outdir: Path) -> list[Path]:
-    import cdk8s
-
-    from hyperpod_k8s.observability import build_observability_charts
-
-    app = cdk8s.App(outdir=str(outdir), yaml_output_type=cdk8s.YamlOutputType.FILE_PER_CHART)
-    build_observability_charts(app, config)
-    app.synth()
-    return sorted(outdir.glob("*.k8s.yaml"))
+from hyperpod_k8s.observability.props import ObservabilityChartProps, PrometheusRuleSpec, observability_props
 
 
 def _in_cluster(default_config_dict: dict) -> Config:
@@ -31,30 +23,72 @@ def _in_cluster(default_config_dict: dict) -> Config:
     return parse_config(data)
 
 
-def test_by_default_nothing_needs_prometheus_operator(default_config: Config, tmp_path: Path) -> None:
+def _docs(props: ObservabilityChartProps) -> list[dict]:
+    import cdk8s
+
+    from hyperpod_k8s.observability.observability_chart import ObservabilityChart
+
+    return ObservabilityChart(cdk8s.App(), "observability", props=props).to_json()
+
+
+@pytest.fixture(scope="module")
+def in_cluster(default_config_dict: dict) -> Config:
+    return _in_cluster(default_config_dict)
+
+
+@pytest.fixture(scope="module")
+def docs(in_cluster: Config) -> list[dict]:
+    props = observability_props(in_cluster)
+    assert props is not None
+    return _docs(props)
+
+
+def test_by_default_nothing_needs_prometheus_operator(default_config: Config) -> None:
     assert default_config.observability.in_cluster_manifests is False
-    assert _synth(default_config, tmp_path) == []
+    assert observability_props(default_config) is None
 
 
-def test_synth_writes_dashboards_and_alerts_when_asked(default_config_dict: dict, tmp_path: Path) -> None:
-    default_config = _in_cluster(default_config_dict)
-    (path,) = _synth(default_config, tmp_path / "a")
-    assert path.name == f"{default_config.endpoint.name}-observability.k8s.yaml"
-    docs = list(yaml.safe_load_all(path.read_text()))
-    kinds = sorted(d["kind"] for d in docs)
-    assert kinds == ["ConfigMap", "ConfigMap", "PrometheusRule"]
-    shipped = {k: v for d in docs if d["kind"] == "ConfigMap" for k, v in d["data"].items()}
-    assert shipped == dashboard_files(default_config)
-    assert all(json.loads(v) for v in shipped.values())
-    (rule,) = [d for d in docs if d["kind"] == "PrometheusRule"]
-    assert rule["spec"] == alert_rule_groups(default_config)
-    (again,) = _synth(default_config, tmp_path / "b")
-    assert again.read_bytes() == path.read_bytes()
-
-
-def test_nothing_is_synthesized_when_observability_is_disabled(default_config_dict: dict,
-                                                              tmp_path: Path) -> None:
+def test_nothing_is_wanted_when_observability_is_disabled(default_config_dict: dict) -> None:
     data = json.loads(json.dumps(default_config_dict))
     data["observability"].update(enabled=False, in_cluster_manifests=True)
     data["endpoint"]["autoscaling"]["enabled"] = False
-    assert _synth(parse_config(data), tmp_path) == []
+    assert observability_props(parse_config(data)) is None
+
+
+def test_the_chart_holds_the_dashboards_and_the_alerts(in_cluster: Config, docs: list[dict]) -> None:
+    assert sorted(d["kind"] for d in docs) == ["ConfigMap", "ConfigMap", "PrometheusRule"]
+    shipped = {k: v for d in docs if d["kind"] == "ConfigMap" for k, v in d["data"].items()}
+    assert shipped == dashboard_files(in_cluster)
+    (rule,) = [d for d in docs if d["kind"] == "PrometheusRule"]
+    assert (rule["apiVersion"], rule["metadata"]["namespace"]) == ("monitoring.coreos.com/v1", "default")
+    assert rule["spec"] == alert_rule_groups(in_cluster)
+    assert _docs(observability_props(in_cluster)) == docs, "the same props give the same objects"  # type: ignore[arg-type]
+
+
+def test_config_maps_are_valid_and_labelled_for_the_grafana_sidecar(in_cluster: Config, docs: list[dict]) -> None:
+    maps = [d for d in docs if d["kind"] == "ConfigMap"]
+    assert len(maps) == len(dashboards(in_cluster))
+    for cm in maps:
+        kubernetes_validate.validate(cm, "1.33", strict=True)
+        assert cm["metadata"]["labels"] == {in_cluster.observability.grafana_sidecar_label: "1"}
+        (name, text), = cm["data"].items()
+        assert name.endswith(".json") and json.loads(text)["uid"] == name.removesuffix(".json")
+        assert len(text.encode()) < 1_000_000  # ConfigMap size limit
+        # cdk8s-plus's one default on a ConfigMap, kept: the Kubernetes default (the sidecar reloads changed maps).
+        assert cm["immutable"] is False
+
+
+def test_fails_validation_when_a_config_map_is_malformed(docs: list[dict]) -> None:
+    cm = next(d for d in docs if d["kind"] == "ConfigMap")
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate({**cm, "data": {"x.json": 1}}, "1.33", strict=True)
+
+
+def test_fails_when_a_rule_has_a_field_a_prometheus_rule_has_not(in_cluster: Config) -> None:
+    """The rule groups are typed on their way into the PrometheusRule: a misspelt field is refused by name instead
+    of being written into a manifest the operator would reject (prometheus-operator ``Rule``: alert, expr, for,
+    labels, annotations)."""
+    doc = alert_rule_groups(in_cluster)
+    doc["groups"][0]["rules"][0] = {**doc["groups"][0]["rules"][0], "expression": "up == 0"}
+    with pytest.raises(TypeError, match="expression"):
+        PrometheusRuleSpec.from_rule_file(doc)

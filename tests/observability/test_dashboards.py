@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import kubernetes_validate
-import pytest
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import Dashboard
 
@@ -14,12 +12,7 @@ from hyperpod_core.config import Config, parse_config
 from hyperpod_core.telemetry.dashboards import dashboards, dpd_overview, dpd_vs_colocated
 from hyperpod_core.telemetry.panels import PER_LEG, USER_TTFT_TITLE
 from hyperpod_core.telemetry.render import render
-from hyperpod_k8s.observability.delivery import (
-    dashboard_config_maps,
-    dashboard_files,
-    prometheus_rule,
-    write_dashboard_files,
-)
+from hyperpod_k8s.observability.delivery import dashboard_files, write_dashboard_files
 
 OVERVIEW_PANELS = {
     "Request rate", "Tokens per second", "Time to first token as users see it", "Time to first token (decode leg)",
@@ -193,31 +186,6 @@ def test_dashboard_files_are_byte_identical_across_runs(default_config: Config, 
     second = write_dashboard_files(default_config, tmp_path / "b")
     assert [p.name for p in first] == [p.name for p in second] == sorted(dashboard_files(default_config))
     assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]
-
-
-def test_config_maps_are_valid_and_labelled_for_the_grafana_sidecar(default_config: Config) -> None:
-    maps = dashboard_config_maps(default_config)
-    assert len(maps) == len(dashboards(default_config))
-    for cm in maps:
-        kubernetes_validate.validate(cm, "1.33", strict=True)
-        assert cm["metadata"]["labels"] == {default_config.observability.grafana_sidecar_label: "1"}
-        (name, text), = cm["data"].items()
-        assert name.endswith(".json") and json.loads(text)["uid"] == name.removesuffix(".json")
-        assert len(text.encode()) < 1_000_000  # ConfigMap size limit
-
-
-def test_fails_validation_when_a_config_map_is_malformed(default_config: Config) -> None:
-    cm = dashboard_config_maps(default_config)[0]
-    with pytest.raises(kubernetes_validate.ValidationError):
-        kubernetes_validate.validate({**cm, "data": {"x.json": 1}}, "1.33", strict=True)
-
-
-def test_prometheus_rule_wraps_the_same_rule_groups(default_config: Config) -> None:
-    from hyperpod_core.telemetry.alerts import alert_rule_groups
-
-    rule = prometheus_rule(default_config)
-    assert (rule["apiVersion"], rule["kind"]) == ("monitoring.coreos.com/v1", "PrometheusRule")
-    assert rule["spec"] == alert_rule_groups(default_config)
 
 
 def test_docs_list_every_panel_query_and_metric_source(default_config: Config) -> None:

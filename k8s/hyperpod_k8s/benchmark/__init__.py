@@ -1,14 +1,19 @@
-"""The colocated-vs-DPD benchmark: genai-bench Jobs (one per run) in the ``<endpoint>-benchmark`` chart."""
+"""The colocated-vs-DPD benchmark: genai-bench Jobs (one per run) in the ``<endpoint>-benchmark`` chart.
 
-from hyperpod_k8s.benchmark.manifests import (
+The props (:mod:`.props`) are plain Python; the chart (:mod:`.benchmark_chart`) imports cdk8s-plus, so importing
+this package never starts jsii.
+"""
+
+from hyperpod_k8s.benchmark.props import (
     LOCK_FILE,
     MODES,
     RUNNER_FILE,
+    BenchmarkChartProps,
     BenchmarkRun,
-    benchmark_manifests,
+    benchmark_props,
     benchmark_runs,
     gpus_per_mode,
 )
 
-__all__ = ["LOCK_FILE", "MODES", "RUNNER_FILE", "BenchmarkRun", "benchmark_manifests", "benchmark_runs",
-           "gpus_per_mode"]
+__all__ = ["LOCK_FILE", "MODES", "RUNNER_FILE", "BenchmarkChartProps", "BenchmarkRun", "benchmark_props",
+           "benchmark_runs", "gpus_per_mode"]

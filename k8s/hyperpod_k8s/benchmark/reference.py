@@ -21,12 +21,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Literal
 
-import cdk8s
-
 from hyperpod_core.config import Config
 from hyperpod_core.dist_layout import PINNED_SUFFIX, REFERENCE_SUFFIX, Mode
-from hyperpod_core.inputs import EndpointInputs
-from hyperpod_k8s.endpoint.props import EndpointProps, endpoint_props
+from hyperpod_k8s.endpoint.props import EndpointChartProps, EndpointProps
 
 Experiment = Literal["aws-reference", "equal-gpu"]
 
@@ -69,27 +66,15 @@ def reference_chart_id(config: Config, mode: Mode) -> str:
     return f"{config.endpoint.name}-{REFERENCE_SUFFIX[mode]}"
 
 
-def build_reference_charts(app: cdk8s.App, config: Config, inputs: EndpointInputs) -> list[cdk8s.Chart]:
-    """``<name>-reference-1p1d`` and ``<name>-reference-1node`` when the aws-reference experiment runs, and
-    ``<name>-equal-gpu-pinned`` when the equal-gpu one does."""
-    from hyperpod_k8s.endpoint.colocated_endpoint import ColocatedEndpoint
-    from hyperpod_k8s.endpoint.dpd_endpoint import DpdEndpoint
-
-    props = endpoint_props(config, inputs)
-    ns = config.endpoint.namespace
-    charts = []
+def reference_layouts(config: Config, props: EndpointProps) -> list[tuple[str, EndpointChartProps]]:
+    """``(chart id, props)`` of ``<name>-reference-1p1d`` and ``<name>-reference-1node`` when the aws-reference
+    experiment runs, and of ``<name>-equal-gpu-pinned`` when the equal-gpu one does."""
+    layouts = []
     if has_reference(config):
         modes: tuple[Mode, ...] = ("dpd", "colocated")
-        for mode in modes:
-            chart = cdk8s.Chart(app, reference_chart_id(config, mode), namespace=ns, disable_resource_name_hashes=True)
-            if mode == "dpd":
-                DpdEndpoint(chart, "Endpoint", props=reference_props(props, "dpd"))
-            else:
-                ColocatedEndpoint(chart, "Endpoint", props=reference_props(props, "colocated"))
-            charts.append(chart)
+        layouts += [(reference_chart_id(config, mode),
+                     EndpointChartProps(mode=mode, endpoint=reference_props(props, mode))) for mode in modes]
     if has_equal_gpu(config):
-        chart = cdk8s.Chart(app, f"{config.endpoint.name}-{PINNED_SUFFIX}", namespace=ns,
-                            disable_resource_name_hashes=True)
-        DpdEndpoint(chart, "Endpoint", props=pinned_props(props))
-        charts.append(chart)
-    return charts
+        layouts.append((f"{config.endpoint.name}-{PINNED_SUFFIX}",
+                        EndpointChartProps(mode="dpd", endpoint=pinned_props(props))))
+    return layouts

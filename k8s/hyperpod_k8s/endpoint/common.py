@@ -10,6 +10,11 @@ from hyperpod_k8s.endpoint import defaults as d
 from hyperpod_k8s.endpoint.props import EndpointProps, WorkerRequests
 from hyperpod_k8s.imports.com.amazon.aws.sagemaker import inference as iec
 
+_STRATEGY = iec.InferenceEndpointConfigSpecIntelligentRoutingSpecRoutingStrategy
+#: ``intelligentRoutingSpec.routingStrategy``: the config's names -> the CRD enum [CRD].
+ROUTING_STRATEGIES: dict[str, Any] = {"prefixaware": _STRATEGY.PREFIXAWARE, "kvaware": _STRATEGY.KVAWARE,
+                                      "session": _STRATEGY.SESSION, "roundrobin": _STRATEGY.ROUNDROBIN}
+
 
 def metadata(p: EndpointProps, mode: str) -> cdk8s.ApiObjectMetadata:
     return cdk8s.ApiObjectMetadata(
@@ -49,13 +54,13 @@ def worker(p: EndpointProps, *, args: tuple[str, ...], env: tuple[tuple[str, str
         model_volume_mount=iec.InferenceEndpointConfigSpecWorkerModelVolumeMount(
             name=d.MODEL_VOLUME_NAME, mount_path=p.model_path),
         resources=iec.InferenceEndpointConfigSpecWorkerResources(
-            requests=_quantities(iec.InferenceEndpointConfigSpecWorkerResourcesRequests, resources["requests"]),
-            limits=_quantities(iec.InferenceEndpointConfigSpecWorkerResourcesLimits, resources["limits"]),
+            requests=quantities(iec.InferenceEndpointConfigSpecWorkerResourcesRequests, resources["requests"]),
+            limits=quantities(iec.InferenceEndpointConfigSpecWorkerResourcesLimits, resources["limits"]),
         ),
     )
 
 
-def _quantities(cls: Any, values: dict[str, int | str]) -> dict[str, Any]:
+def quantities(cls: Any, values: dict[str, int | str]) -> dict[str, Any]:
     """Typed int-or-string quantities (``from_number`` / ``from_string`` of the generated class)."""
     return {k: cls.from_number(v) if isinstance(v, int) else cls.from_string(v) for k, v in values.items()}
 
@@ -97,6 +102,5 @@ def shared_spec(p: EndpointProps) -> dict[str, Any]:
             enable_l1_cache=p.kv_cache_l1, enable_l2_cache=p.kv_cache_l2, l2_cache_spec=kv_l2),
         "intelligent_routing_spec": iec.InferenceEndpointConfigSpecIntelligentRoutingSpec(
             enabled=True,
-            routing_strategy=iec.InferenceEndpointConfigSpecIntelligentRoutingSpecRoutingStrategy[
-                p.routing_strategy.upper()]),
+            routing_strategy=ROUTING_STRATEGIES[p.routing_strategy]),
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from constructs import Construct
@@ -11,35 +12,70 @@ from hyperpod_k8s.endpoint import defaults as d
 from hyperpod_k8s.endpoint.props import EndpointProps, RoleProps, RoleScaling
 from hyperpod_k8s.imports.com.amazon.aws.sagemaker import inference as iec
 
-_PD = "InferenceEndpointConfigSpecPdSpec"
+
+@dataclass(frozen=True, kw_only=True)
+class _RoleClasses:
+    """The generated classes of one ``pdSpec`` role: the CRD gives prefill and decode each their own."""
+
+    spec: Any
+    resources: Any
+    requests: Any
+    limits: Any
 
 
-def _role_spec(cls_prefix: str, role: RoleProps) -> Any:
-    """``prefillSpec`` / ``decodingSpec`` from the generated ``<prefix>`` / ``<prefix>Resources*`` classes."""
+@dataclass(frozen=True, kw_only=True)
+class _ScalingClasses:
+    """The generated classes of one role's ``autoScalingSpec`` entry."""
+
+    scaling: Any
+    trigger: Any
+    metric_type: Any
+
+
+_PREFILL = _RoleClasses(
+    spec=iec.InferenceEndpointConfigSpecPdSpecPrefillSpec,
+    resources=iec.InferenceEndpointConfigSpecPdSpecPrefillSpecResources,
+    requests=iec.InferenceEndpointConfigSpecPdSpecPrefillSpecResourcesRequests,
+    limits=iec.InferenceEndpointConfigSpecPdSpecPrefillSpecResourcesLimits)
+_DECODE = _RoleClasses(
+    spec=iec.InferenceEndpointConfigSpecPdSpecDecodingSpec,
+    resources=iec.InferenceEndpointConfigSpecPdSpecDecodingSpecResources,
+    requests=iec.InferenceEndpointConfigSpecPdSpecDecodingSpecResourcesRequests,
+    limits=iec.InferenceEndpointConfigSpecPdSpecDecodingSpecResourcesLimits)
+_PREFILL_SCALING = _ScalingClasses(
+    scaling=iec.InferenceEndpointConfigSpecPdSpecAutoScalingSpecPrefillAutoScaling,
+    trigger=iec.InferenceEndpointConfigSpecPdSpecAutoScalingSpecPrefillAutoScalingPrometheusTrigger,
+    metric_type=iec.InferenceEndpointConfigSpecPdSpecAutoScalingSpecPrefillAutoScalingPrometheusTriggerMetricType)
+_DECODE_SCALING = _ScalingClasses(
+    scaling=iec.InferenceEndpointConfigSpecPdSpecAutoScalingSpecDecodingAutoScaling,
+    trigger=iec.InferenceEndpointConfigSpecPdSpecAutoScalingSpecDecodingAutoScalingPrometheusTrigger,
+    metric_type=iec.InferenceEndpointConfigSpecPdSpecAutoScalingSpecDecodingAutoScalingPrometheusTriggerMetricType)
+
+
+def _role_spec(classes: _RoleClasses, role: RoleProps) -> Any:
+    """``prefillSpec`` / ``decodingSpec``."""
     resources = common.gpu_resources(role.gpus, role.requests)
-    cls, res_cls = getattr(iec, cls_prefix), getattr(iec, f"{cls_prefix}Resources")
-    return cls(
+    return classes.spec(
         replicas=role.replicas,
         args=list(role.args),
         node_selector=role.node_selector or None,
-        resources=res_cls(
-            requests=common._quantities(getattr(iec, f"{cls_prefix}ResourcesRequests"), resources["requests"]),
-            limits=common._quantities(getattr(iec, f"{cls_prefix}ResourcesLimits"), resources["limits"]),
+        resources=classes.resources(
+            requests=common.quantities(classes.requests, resources["requests"]),
+            limits=common.quantities(classes.limits, resources["limits"]),
         ),
     )
 
 
-def _scaling_spec(cls_prefix: str, scaling: RoleScaling, server_address: str, trigger_name: str) -> Any:
-    trigger_cls = getattr(iec, f"{cls_prefix}PrometheusTrigger")
-    metric_type = getattr(iec, f"{cls_prefix}PrometheusTriggerMetricType")[scaling.metric_type.upper()]
-    return getattr(iec, cls_prefix)(
+def _scaling_spec(classes: _ScalingClasses, scaling: RoleScaling, server_address: str, trigger_name: str) -> Any:
+    metric_type = {"Average": classes.metric_type.AVERAGE, "Value": classes.metric_type.VALUE}[scaling.metric_type]
+    return classes.scaling(
         min_replica_count=scaling.min_replicas,
         max_replica_count=scaling.max_replicas,
         polling_interval=d.POLLING_INTERVAL_SECONDS,
         cooldown_period=d.COOLDOWN_SECONDS,
         scale_up_stabilization_time=d.SCALE_UP_STABILIZATION_SECONDS,
         scale_down_stabilization_time=d.SCALE_DOWN_STABILIZATION_SECONDS,
-        prometheus_trigger=trigger_cls(
+        prometheus_trigger=classes.trigger(
             name=trigger_name,
             query=scaling.query, server_address=server_address, target_value=scaling.target_value,
             metric_type=metric_type, use_cached_metrics=False,
@@ -61,14 +97,12 @@ class DpdEndpoint(Construct):
         if p.prefill.scaling is not None and p.decode.scaling is not None:
             server = p.autoscaling_server_address or ""
             autoscaling = iec.InferenceEndpointConfigSpecPdSpecAutoScalingSpec(
-                prefill_auto_scaling=_scaling_spec(f"{_PD}AutoScalingSpecPrefillAutoScaling", p.prefill.scaling,
-                                                   server, "prefill-queue"),
-                decoding_auto_scaling=_scaling_spec(f"{_PD}AutoScalingSpecDecodingAutoScaling", p.decode.scaling,
-                                                    server, "decode-kv-cache"),
+                prefill_auto_scaling=_scaling_spec(_PREFILL_SCALING, p.prefill.scaling, server, "prefill-queue"),
+                decoding_auto_scaling=_scaling_spec(_DECODE_SCALING, p.decode.scaling, server, "decode-kv-cache"),
             )
         pd_spec = iec.InferenceEndpointConfigSpecPdSpec(
-            prefill_spec=_role_spec(f"{_PD}PrefillSpec", p.prefill),
-            decoding_spec=_role_spec(f"{_PD}DecodingSpec", p.decode),
+            prefill_spec=_role_spec(_PREFILL, p.prefill),
+            decoding_spec=_role_spec(_DECODE, p.decode),
             routing_threshold=p.routing_threshold_tokens,
             topology_spec=iec.InferenceEndpointConfigSpecPdSpecTopologySpec(
                 same_az=True, availability_zone=p.availability_zone),

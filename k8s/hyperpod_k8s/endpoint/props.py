@@ -7,6 +7,7 @@ from typing import Final, Literal
 
 from hyperpod_core import names, pins, sizing, staged_model
 from hyperpod_core.config import Config, EndpointConfig, RoleAutoscalingConfig, RoleConfig
+from hyperpod_core.dist_layout import Mode
 from hyperpod_core.inputs import EndpointInputs
 from hyperpod_core.telemetry import queries
 from hyperpod_core.telemetry.targets import dpd_target
@@ -112,6 +113,16 @@ class EndpointProps:
     """The colocated endpoint's router spreads requests over its replicas: ``prefixaware`` would send the
     benchmark's shared-prefix prompts to one replica and leave the others idle (operator docs: ``roundrobin``
     distributes evenly)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EndpointChartProps:
+    """One endpoint layout's chart (:class:`hyperpod_k8s.endpoint.endpoint_chart.EndpointChart`)."""
+
+    mode: Mode
+    """``dpd``: the disaggregated endpoint (``pdSpec``); ``colocated``: the same model without it (the baseline and
+    the rollback)."""
+    endpoint: EndpointProps
 
 
 #: Role flags that size GPU memory (vLLM ``CacheConfig`` in ``vllm/config/cache.py``: ``gpu_memory_utilization``,

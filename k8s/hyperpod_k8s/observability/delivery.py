@@ -1,26 +1,18 @@
 """Delivery of the dashboards and alerts, separate from their definition (:mod:`hyperpod_core.telemetry`).
 
 * Plain JSON files for import into Grafana (``dist/dashboards/``): :func:`write_dashboard_files`.
-* For clusters that run prometheus-operator and a Grafana sidecar (``observability.in_cluster_manifests``):
-  ConfigMaps for the sidecar and a PrometheusRule, as manifest dicts here (pure, testable without jsii), put
-  into a cdk8s chart by ``chart.py``.
+* For clusters that run prometheus-operator and a Grafana sidecar (``observability.in_cluster_manifests``): the
+  same files in ConfigMaps for the sidecar, and the alerts as a PrometheusRule (``observability_chart.py``, from
+  the props ``props.py`` maps the config to).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Final
 
 from hyperpod_core.config import Config
-from hyperpod_core.telemetry.alerts import alert_rule_groups
 from hyperpod_core.telemetry.dashboards import dashboards
 from hyperpod_core.telemetry.render import render, to_json_text
-
-#: Folder the Grafana sidecar files the dashboards under (kube-prometheus-stack: folderAnnotation).
-GRAFANA_FOLDER_ANNOTATION: Final = "grafana_folder"
-GRAFANA_FOLDER: Final = "DPD"
-#: The k8s-sidecar default: any value of the label selects the ConfigMap; "1" is the convention.
-GRAFANA_SIDECAR_LABEL_VALUE: Final = "1"
 
 
 def dashboard_files(config: Config) -> dict[str, str]:
@@ -37,35 +29,3 @@ def write_dashboard_files(config: Config, outdir: Path) -> list[Path]:
         path.write_text(text, encoding="utf-8")
         written.append(path)
     return sorted(written)
-
-
-def dashboard_config_maps(config: Config) -> list[dict[str, Any]]:
-    """One ConfigMap per dashboard, labelled for the Grafana sidecar."""
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {
-                "name": f"grafana-dashboard-{name.removesuffix('.json')}"[:63].rstrip("-"),
-                "namespace": config.endpoint.namespace,
-                "labels": {config.observability.grafana_sidecar_label: GRAFANA_SIDECAR_LABEL_VALUE},
-                "annotations": {GRAFANA_FOLDER_ANNOTATION: GRAFANA_FOLDER},
-            },
-            "data": {name: text},
-        }
-        for name, text in dashboard_files(config).items()
-    ]
-
-
-def prometheus_rule(config: Config) -> dict[str, Any]:
-    """The alerts as a prometheus-operator PrometheusRule (monitoring.coreos.com/v1)."""
-    return {
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "PrometheusRule",
-        "metadata": {
-            "name": f"{config.endpoint.name}-dpd-alerts",
-            "namespace": config.endpoint.namespace,
-            "labels": {"app.kubernetes.io/part-of": "hyperpod-dpd", "app.kubernetes.io/component": "alerts"},
-        },
-        "spec": alert_rule_groups(config),
-    }

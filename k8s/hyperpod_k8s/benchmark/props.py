@@ -1,7 +1,7 @@
-"""The benchmark matrix as Kubernetes manifests: one suspended Job per run, a ConfigMap, a ServiceAccount.
+"""Config -> the typed props of the ``<endpoint>-benchmark`` chart (:class:`BenchmarkChartProps`), a pure function.
 
-Pure functions from config to dicts (the chart in :mod:`hyperpod_k8s.benchmark.chart` only places them);
-``hyperpod-dpd bench`` reads the synthesized file and resumes the Jobs one at a time.
+:class:`~hyperpod_k8s.benchmark.benchmark_chart.BenchmarkChart` builds one suspended Job per run, a ConfigMap and a
+ServiceAccount from these props; ``hyperpod-dpd bench`` reads the synthesized file and resumes the Jobs one at a time.
 
 * **One Job per run** (mode x scenario x concurrency), created ``suspend: true``: applying the file starts
   nothing; ``bench`` unsuspends one Job at a time, against the endpoint mode it has just applied.
@@ -20,24 +20,19 @@ Pure functions from config to dicts (the chart in :mod:`hyperpod_k8s.benchmark.c
   ``equal-gpu`` the other scenarios against the configured DPD endpoint with its replicas pinned (autoscaling off,
   ``reference/<name>-equal-gpu-pinned``) and its equal-GPU colocated baseline (the decision basis). The experiment
   is a Job label and goes into ``bench-run.json``; ``BENCH_GPUS`` is the GPUs of the layout the run applies.
-* **Off the GPU nodes**: every HyperPod node carries ``hyperpod-dpd/pool`` (the instance groups' Kubernetes
-  labels) and HyperPod nodes carry no taint by default, so the Jobs require that the label does *not* exist
-  (node affinity ``DoesNotExist``): they land on the system node group, and their requests fit one of its
-  ``m7i.xlarge`` nodes next to the cluster add-ons.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 from hyperpod_core import bench_runner, sizing
 from hyperpod_core.config import Config
 from hyperpod_core.config.model import BenchmarkScenarioConfig
 from hyperpod_core.inputs import EndpointInputs
 from hyperpod_core.names import EndpointNames
-from hyperpod_k8s.endpoint import defaults as d
 from hyperpod_k8s.endpoint.props import endpoint_props
 
 Mode = Literal["dpd", "colocated"]
@@ -51,19 +46,11 @@ RUNNER_FILE: Final = Path(bench_runner.__file__)
 RUNNER_KEY: Final = "runner.py"
 
 ROUTER_PORT: Final = 443
-CA_MOUNT: Final = "/etc/bench-ca"
 LABEL_PREFIX: Final = "hyperpod-dpd/benchmark"
 #: Head room of a Job beyond its stop condition: venv install, tokenizer download, genai-bench start-up.
 JOB_OVERHEAD_SECONDS: Final = 1800
 Experiment = Literal["aws-reference", "equal-gpu"]
 EXPERIMENTS: Final[tuple[Experiment, ...]] = ("aws-reference", "equal-gpu")
-#: The label every HyperPod node of this project carries (``hyperpod_constructs.hyperpod_cluster.POOL_LABEL``).
-GPU_POOL_LABEL: Final = d.POOL_NODE_LABEL
-#: The client's requests: one genai-bench process with up to 32 streams (tokenizing, SSE parsing) needs about a
-#: core and under 2 GiB; they fit a system node (m7i.xlarge: 4 vCPU, 16 GiB, EC2 general purpose specs) beside
-#: CoreDNS, the load balancer controller and the DaemonSets. Limits let a burst use the rest of the node.
-REQUESTS: Final = {"cpu": "1", "memory": "2Gi"}
-LIMITS: Final = {"cpu": "3", "memory": "6Gi"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,116 +146,96 @@ def _labels(config: Config, run: BenchmarkRun | None = None) -> dict[str, str]:
     return labels
 
 
-def config_map(config: Config) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": resource_name(config), "namespace": config.endpoint.namespace,
-                     "labels": _labels(config)},
-        "data": {LOCK_FILE.name: LOCK_FILE.read_text(encoding="utf-8"),
-                 RUNNER_KEY: RUNNER_FILE.read_text(encoding="utf-8")},
-    }
-
-
-def service_account(config: Config) -> dict[str, Any]:
-    """The Jobs' identity; the platform stack gives it an EKS Pod Identity association with S3 read on the model
-    prefix (tokenizer) and write on ``benchmark.results_s3_uri`` (docs/benchmark.md)."""
-    return {
-        "apiVersion": "v1", "kind": "ServiceAccount",
-        "metadata": {"name": resource_name(config), "namespace": config.endpoint.namespace,
-                     "labels": _labels(config)},
-        "automountServiceAccountToken": False,
-    }
-
-
-def _install_and_run() -> str:
-    return ("set -eu; python -m venv /tmp/venv; "
-            f"/tmp/venv/bin/python -m pip install --quiet --no-cache-dir --require-hashes --no-deps "
-            f"-r /bench/{LOCK_FILE.name}; "
-            f"exec /tmp/venv/bin/python /bench/{RUNNER_KEY}")
-
-
-def job(config: Config, inputs: EndpointInputs, run: BenchmarkRun) -> dict[str, Any]:
+def environment(config: Config, inputs: EndpointInputs, run: BenchmarkRun) -> tuple[tuple[str, str], ...]:
+    """The runner's environment for ``run`` (:mod:`hyperpod_core.bench_runner` reads it), in this order."""
     b, e = config.benchmark, config.endpoint
-    gpus = gpus_per_mode(config, inputs, run.experiment)[run.mode]
     bucket = inputs.model_bucket_name.value or ""
     props = endpoint_props(config, inputs)
-    env: list[dict[str, str]] = [
-        {"name": "BENCH_MODE", "value": run.mode},
-        {"name": "BENCH_EXPERIMENT", "value": run.experiment},
-        {"name": "BENCH_SCENARIO", "value": run.scenario},
-        {"name": "BENCH_TRAFFIC", "value": run.traffic},
-        {"name": "BENCH_PATH", "value": run.path},
-        {"name": "BENCH_CONCURRENCY", "value": str(run.concurrency)},
-        {"name": "BENCH_MAX_TIME_MINUTES", "value": str(b.max_time_per_run_minutes)},
-        {"name": "BENCH_MAX_REQUESTS", "value": str(b.max_requests_per_run)},
-        {"name": "BENCH_WARMUP_RATIO", "value": f"{b.warmup_ratio:g}"},
-        {"name": "BENCH_COOLDOWN_RATIO", "value": f"{b.cooldown_ratio:g}"},
-        {"name": "BENCH_API_BASE", "value": api_base(config)},
+    env: list[tuple[str, str]] = [
+        ("BENCH_MODE", run.mode),
+        ("BENCH_EXPERIMENT", run.experiment),
+        ("BENCH_SCENARIO", run.scenario),
+        ("BENCH_TRAFFIC", run.traffic),
+        ("BENCH_PATH", run.path),
+        ("BENCH_CONCURRENCY", str(run.concurrency)),
+        ("BENCH_MAX_TIME_MINUTES", str(b.max_time_per_run_minutes)),
+        ("BENCH_MAX_REQUESTS", str(b.max_requests_per_run)),
+        ("BENCH_WARMUP_RATIO", f"{b.warmup_ratio:g}"),
+        ("BENCH_COOLDOWN_RATIO", f"{b.cooldown_ratio:g}"),
+        ("BENCH_API_BASE", api_base(config)),
         # The name the endpoint serves (vLLM --served-model-name), the same for every revision of the weights.
-        {"name": "BENCH_API_MODEL", "value": props.served_model_name},
-        {"name": "BENCH_ENDPOINT", "value": f"{e.namespace}/{e.name}"},
-        {"name": "BENCH_ROUTING_THRESHOLD", "value": str(e.routing_threshold_tokens)},
-        {"name": "BENCH_ROUTING_STRATEGY", "value": routing_strategy(config, inputs, run.mode)},
-        {"name": "BENCH_GPUS", "value": str(gpus)},
-        {"name": "BENCH_GPU_MEMORY_UTILIZATION", "value": gpu_memory_utilization(config, run.mode)},
-        {"name": "BENCH_INSTANCE_TYPE", "value": e.instance_type},
+        ("BENCH_API_MODEL", props.served_model_name),
+        ("BENCH_ENDPOINT", f"{e.namespace}/{e.name}"),
+        ("BENCH_ROUTING_THRESHOLD", str(e.routing_threshold_tokens)),
+        ("BENCH_ROUTING_STRATEGY", routing_strategy(config, inputs, run.mode)),
+        ("BENCH_GPUS", str(gpus_per_mode(config, inputs, run.experiment)[run.mode])),
+        ("BENCH_GPU_MEMORY_UTILIZATION", gpu_memory_utilization(config, run.mode)),
+        ("BENCH_INSTANCE_TYPE", e.instance_type),
         # The tokenizer of the weights the endpoint mounts (their revision's own prefix when staged).
-        {"name": "BENCH_TOKENIZER_S3", "value": f"s3://{bucket}/{props.model_location}"},
-        {"name": "BENCH_OUTPUT_DIR", "value": "/tmp/bench"},
-        {"name": "AWS_REGION", "value": config.region},
-        {"name": "ENABLE_UI", "value": "false"},
-        {"name": "HF_HUB_OFFLINE", "value": "1"},
-        {"name": "HOME", "value": "/tmp"},
-        {"name": "MPLCONFIGDIR", "value": "/tmp/matplotlib"},
-        {"name": "PIP_DISABLE_PIP_VERSION_CHECK", "value": "1"},
+        ("BENCH_TOKENIZER_S3", f"s3://{bucket}/{props.model_location}"),
+        # Everything the runner, pip and genai-bench write goes below /tmp, the Job's writable emptyDir (the root
+        # filesystem is read-only: BenchmarkChart).
+        ("BENCH_OUTPUT_DIR", "/tmp/bench"),
+        ("AWS_REGION", config.region),
+        ("ENABLE_UI", "false"),
+        ("HF_HUB_OFFLINE", "1"),
+        ("HOME", "/tmp"),
+        ("MPLCONFIGDIR", "/tmp/matplotlib"),
+        ("PIP_DISABLE_PIP_VERSION_CHECK", "1"),
     ]
     if b.results_s3_uri:
-        env.append({"name": "BENCH_RESULTS_S3", "value": b.results_s3_uri.rstrip("/")})
-    mounts: list[dict[str, Any]] = [{"name": "bench", "mountPath": "/bench", "readOnly": True},
-                                    {"name": "tmp", "mountPath": "/tmp"}]
-    volumes: list[dict[str, Any]] = [{"name": "bench", "configMap": {"name": resource_name(config)}},
-                                     {"name": "tmp", "emptyDir": {"sizeLimit": "8Gi"}}]
-    if b.target == "load_balancer" and b.ca_secret_name:
-        env.append({"name": "REQUESTS_CA_BUNDLE", "value": f"{CA_MOUNT}/ca.pem"})
-        mounts.append({"name": "endpoint-ca", "mountPath": CA_MOUNT, "readOnly": True})
-        volumes.append({"name": "endpoint-ca", "secret": {"secretName": b.ca_secret_name}})
-    labels = _labels(config, run)
-    return {
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": run.job_name, "namespace": e.namespace, "labels": labels,
-                     "annotations": {f"{LABEL_PREFIX}-traffic": run.traffic, f"{LABEL_PREFIX}-path": run.path}},
-        "spec": {
-            "suspend": True,
-            "backoffLimit": 0,
-            "activeDeadlineSeconds": b.max_time_per_run_minutes * 60 + JOB_OVERHEAD_SECONDS,
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "serviceAccountName": resource_name(config),
-                    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-                        "nodeSelectorTerms": [{"matchExpressions": [
-                            {"key": GPU_POOL_LABEL, "operator": "DoesNotExist"}]}]}}},
-                    "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000,
-                                        "seccompProfile": {"type": "RuntimeDefault"}},
-                    "containers": [{
-                        "name": "genai-bench",
-                        "image": b.client_image,
-                        "command": ["/bin/sh", "-c", _install_and_run()],
-                        "env": env,
-                        "resources": {"requests": dict(REQUESTS), "limits": dict(LIMITS)},
-                        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                                            "capabilities": {"drop": ["ALL"]}},
-                        "volumeMounts": mounts,
-                    }],
-                    "volumes": volumes,
-                },
-            },
-        },
-    }
+        env.append(("BENCH_RESULTS_S3", b.results_s3_uri.rstrip("/")))
+    return tuple(env)
 
 
-def benchmark_manifests(config: Config, inputs: EndpointInputs) -> list[dict[str, Any]]:
-    """ConfigMap, ServiceAccount, then one Job per run in execution order."""
-    return [config_map(config), service_account(config),
-            *(job(config, inputs, r) for r in benchmark_runs(config))]
+@dataclass(frozen=True, kw_only=True)
+class BenchmarkJobProps:
+    """One suspended Job: one run of the matrix."""
+
+    name: str
+    """``metadata.name``: ``<endpoint>-bench-<mode>-<scenario>-c<n>`` (at most 63 characters: a config rule)."""
+    labels: dict[str, str]
+    """On the Job and its pod template: the chart's labels plus the run's mode, experiment, scenario, concurrency."""
+    annotations: dict[str, str]
+    environment: tuple[tuple[str, str], ...]
+    """The runner's environment variables, in order (:func:`environment`)."""
+    active_deadline_seconds: int
+    """The run's time limit plus :data:`JOB_OVERHEAD_SECONDS`."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchmarkChartProps:
+    """Everything the ``<endpoint>-benchmark`` chart writes; derived from the config by :func:`benchmark_props`."""
+
+    namespace: str
+    resource_name: str
+    """Name of the ConfigMap and of the ServiceAccount the Jobs run as: ``<endpoint>-benchmark``."""
+    labels: dict[str, str]
+    """On the ConfigMap and the ServiceAccount."""
+    files: tuple[tuple[str, str], ...]
+    """The ConfigMap's data, mounted read-only at ``/bench``: the hash-pinned lock and the runner, ``(key, text)``."""
+    client_image: str
+    """``benchmark.client_image``, pinned by digest (a config rule)."""
+    jobs: tuple[BenchmarkJobProps, ...]
+    """One per run, in execution order (:func:`benchmark_runs`)."""
+    ca_secret_name: str | None = None
+    """A Secret whose ``ca.pem`` is mounted as ``REQUESTS_CA_BUNDLE``. Default: none (the in-cluster router over
+    plain HTTP; only ``benchmark.target: load_balancer`` talks TLS)."""
+
+
+def benchmark_props(config: Config, inputs: EndpointInputs) -> BenchmarkChartProps:
+    """The ConfigMap, the ServiceAccount, then one Job per run in execution order."""
+    b = config.benchmark
+    jobs = tuple(
+        BenchmarkJobProps(
+            name=run.job_name, labels=_labels(config, run),
+            annotations={f"{LABEL_PREFIX}-traffic": run.traffic, f"{LABEL_PREFIX}-path": run.path},
+            environment=environment(config, inputs, run),
+            active_deadline_seconds=b.max_time_per_run_minutes * 60 + JOB_OVERHEAD_SECONDS)
+        for run in benchmark_runs(config))
+    return BenchmarkChartProps(
+        namespace=config.endpoint.namespace, resource_name=resource_name(config), labels=_labels(config),
+        files=((LOCK_FILE.name, LOCK_FILE.read_text(encoding="utf-8")),
+               (RUNNER_KEY, RUNNER_FILE.read_text(encoding="utf-8"))),
+        client_image=b.client_image, jobs=jobs,
+        ca_secret_name=b.ca_secret_name if b.target == "load_balancer" else None)

@@ -1,4 +1,9 @@
-"""Validate custom resources against a CRD's ``openAPIV3Schema`` the way the API server would.
+"""Validate custom resources against a CRD's ``openAPIV3Schema`` the way the API server would (a test helper).
+
+The typed bindings (``cdk8s import``) check field names and required fields when a manifest is built, not
+``pattern``, ``enum``, ``minimum`` or list-map keys; this checks the synthesized manifests for those. It lives with
+the tests because no existing validator takes a CRD: kubernetes-validate reads only the Kubernetes schemas it
+bundles (``kubernetes_validate.utils.validate``: ``kubernetes-json-schema/v<version>-local[-strict]/``).
 
 ``jsonschema`` knows JSON Schema, not the Kubernetes dialect. :func:`to_json_schema` translates the
 structural-schema extensions so that a plain Draft 7 validator gives the API server's verdict:
