@@ -21,13 +21,13 @@ from hyperpod_infra.app_builder import lifecycle_bucket_name
 
 
 @pytest.fixture(scope="module")
-def hyperpod_template(hyperpod_alone):
+def template(hyperpod_alone):
     return hyperpod_alone.template
 
 
 @pytest.fixture(scope="module")
-def cluster(hyperpod_template) -> dict:
-    logical_id, resource = only(hyperpod_template, "AWS::SageMaker::Cluster")
+def cluster(template) -> dict:
+    logical_id, resource = only(template, "AWS::SageMaker::Cluster")
     assert logical_id == LOGICAL_ID  # fixed whatever the construct path (test_replacement_guard.py)
     return resource
 
@@ -55,8 +55,8 @@ def test_every_group_is_pinned_to_the_gpu_subnet_efa_and_eks_cluster_security_gr
     assert cluster["Properties"]["VpcConfig"] == groups[0]["OverrideVpcConfig"]
 
 
-def test_every_group_has_its_type_count_threads_ebs_health_checks_and_pool_label(cluster, hyperpod_template) -> None:
-    (role_id,) = hyperpod_template.find_resources("AWS::IAM::Role", {"Properties": {"AssumeRolePolicyDocument": {
+def test_every_group_has_its_type_count_threads_ebs_health_checks_and_pool_label(cluster, template) -> None:
+    (role_id,) = template.find_resources("AWS::IAM::Role", {"Properties": {"AssumeRolePolicyDocument": {
         "Statement": [Match.object_like({"Principal": {"Service": "sagemaker.amazonaws.com"}})]}}})
     for g, spec in zip(cluster["Properties"]["InstanceGroups"], stand_ins.INSTANCE_GROUPS, strict=True):
         assert g["InstanceType"] == spec.instance_type
@@ -69,8 +69,8 @@ def test_every_group_has_its_type_count_threads_ebs_health_checks_and_pool_label
         assert g["ExecutionRole"] == {"Fn::GetAtt": [role_id, "Arn"]}
 
 
-def test_lifecycle_bucket_is_private_encrypted_tls_only_and_deleted_with_the_stack(hyperpod_template) -> None:
-    hyperpod_template.has_resource("AWS::S3::Bucket", {
+def test_lifecycle_bucket_is_private_encrypted_tls_only_and_deleted_with_the_stack(template) -> None:
+    template.has_resource("AWS::S3::Bucket", {
         "Properties": {
             "BucketName": stand_ins.LIFECYCLE_BUCKET_NAME,
             "BucketEncryption": {"ServerSideEncryptionConfiguration": [
@@ -78,18 +78,18 @@ def test_lifecycle_bucket_is_private_encrypted_tls_only_and_deleted_with_the_sta
             "PublicAccessBlockConfiguration": {"BlockPublicAcls": True, "BlockPublicPolicy": True,
                                                "IgnorePublicAcls": True, "RestrictPublicBuckets": True}},
         "DeletionPolicy": "Delete"})
-    hyperpod_template.has_resource_properties("AWS::S3::BucketPolicy", {"PolicyDocument": {"Statement": [
+    template.has_resource_properties("AWS::S3::BucketPolicy", {"PolicyDocument": {"Statement": [
         Match.object_like({"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}}),
         Match.any_value()]}})
-    hyperpod_template.resource_count_is("Custom::S3AutoDeleteObjects", 1)
+    template.resource_count_is("Custom::S3AutoDeleteObjects", 1)
 
 
-def test_lifecycle_config_points_at_this_version_of_our_scripts(cluster, hyperpod_template, hyperpod_alone) -> None:
+def test_lifecycle_config_points_at_this_version_of_our_scripts(cluster, template, hyperpod_alone) -> None:
     """``SourceS3Uri`` is ``s3://<bucket>/lifecycle/<content hash>/``, the folder the deployment writes to: an
     edited ``on_create.sh`` or setting is a new ``SourceS3Uri``, an ``UpdateCluster`` that ``cdk diff`` shows
     (lifecycle-review.md #7). Fails on main: ``lifecycle/``, overwritten in place."""
-    bucket_id, _ = only(hyperpod_template, "AWS::S3::Bucket")
-    _, deployment = only(hyperpod_template, "Custom::CDKBucketDeployment")
+    bucket_id, _ = only(template, "AWS::S3::Bucket")
+    _, deployment = only(template, "Custom::CDKBucketDeployment")
     prefix = deployment["Properties"]["DestinationBucketKeyPrefix"]
     assert re.fullmatch(r"lifecycle/[0-9a-f]{16}/", prefix), prefix
     assert prefix == f"lifecycle/{hyperpod_alone.stack.lifecycle.content_hash}/"
@@ -99,13 +99,13 @@ def test_lifecycle_config_points_at_this_version_of_our_scripts(cluster, hyperpo
             "SourceS3Uri": {"Fn::Join": ["", ["s3://", {"Ref": bucket_id}, f"/{prefix}"]]}}
 
 
-def test_the_script_and_its_settings_are_deployed_and_earlier_versions_kept(hyperpod_template, hyperpod_alone) -> None:
+def test_the_script_and_its_settings_are_deployed_and_earlier_versions_kept(template, hyperpod_alone) -> None:
     """Two sources: the scripts folder and ``on_create.env`` (the weights cache is on). ``RetainOnDelete: true``
     keeps the previous prefix when the destination changes: with ``false`` aws-cdk-lib's handler deletes it
     *first* (aws-s3-deployment README, "Retain on Delete": "all files in the previous destination will first be
     deleted"), while the cluster still names it until CloudFormation has updated it. ``Prune`` only cleans the new
     prefix (the handler's ``aws s3 sync --delete`` to it)."""
-    hyperpod_template.has_resource_properties("Custom::CDKBucketDeployment", {
+    template.has_resource_properties("Custom::CDKBucketDeployment", {
         "Prune": True, "RetainOnDelete": True, "SourceObjectKeys": [Match.any_value(), Match.any_value()]})
     assert hyperpod_alone.stack.lifecycle.files[SETTINGS] == settings(weights_cache=True).encode()
     assert set(hyperpod_alone.stack.lifecycle.files) == {ON_CREATE, SETTINGS}
@@ -223,13 +223,13 @@ def test_lifecycle_bucket_name_is_valid_for_the_longest_deployment_name(default_
     assert names[0] != names[1]
 
 
-def test_hyperpod_cluster_is_created_after_role_policy_and_scripts(cluster, hyperpod_template) -> None:
+def test_hyperpod_cluster_is_created_after_role_policy_and_scripts(cluster, template) -> None:
     depends = set(cluster["DependsOn"])
-    roles = hyperpod_template.find_resources("AWS::IAM::Role", {"Properties": {"AssumeRolePolicyDocument": {
+    roles = template.find_resources("AWS::IAM::Role", {"Properties": {"AssumeRolePolicyDocument": {
         "Statement": [Match.object_like({"Principal": {"Service": "sagemaker.amazonaws.com"}})]}}})
     (role_id,) = roles
-    policies = hyperpod_template.find_resources("AWS::IAM::Policy", {"Properties": {"Roles": [{"Ref": role_id}]}})
-    deployment = hyperpod_template.find_resources("Custom::CDKBucketDeployment")
+    policies = template.find_resources("AWS::IAM::Policy", {"Properties": {"Roles": [{"Ref": role_id}]}})
+    deployment = template.find_resources("Custom::CDKBucketDeployment")
     assert role_id in depends
     assert set(policies) <= depends and policies
     assert set(deployment) <= depends
@@ -245,11 +245,11 @@ def test_hyperpod_cluster_waits_for_what_the_cluster_stack_installs(hyperpod_alo
 
 
 @pytest.fixture(scope="module")
-def role_statements(hyperpod_template) -> dict[str, dict]:
-    roles = hyperpod_template.find_resources("AWS::IAM::Role", {"Properties": {"AssumeRolePolicyDocument": {
+def role_statements(template) -> dict[str, dict]:
+    roles = template.find_resources("AWS::IAM::Role", {"Properties": {"AssumeRolePolicyDocument": {
         "Statement": [Match.object_like({"Principal": {"Service": "sagemaker.amazonaws.com"}})]}}})
     (role_id,) = roles
-    policies = hyperpod_template.find_resources("AWS::IAM::Policy", {"Properties": {"Roles": [{"Ref": role_id}]}})
+    policies = template.find_resources("AWS::IAM::Policy", {"Properties": {"Roles": [{"Ref": role_id}]}})
     statements = [s for p in policies.values() for s in p["Properties"]["PolicyDocument"]["Statement"]]
     return {s["Sid"]: s for s in statements}
 
@@ -264,8 +264,8 @@ def _actions(statement: dict) -> list[str]:
     return a if isinstance(a, list) else [a]
 
 
-def test_execution_role_has_the_managed_instance_policy(hyperpod_template) -> None:
-    hyperpod_template.has_resource_properties("AWS::IAM::Role", {
+def test_execution_role_has_the_managed_instance_policy(template) -> None:
+    template.has_resource_properties("AWS::IAM::Role", {
         "AssumeRolePolicyDocument": {"Statement": [Match.object_like({
             "Principal": {"Service": "sagemaker.amazonaws.com"}})]},
         "ManagedPolicyArns": [{"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
@@ -309,8 +309,8 @@ def test_pod_identity_is_scoped_to_our_eks_cluster(role_statements, hyperpod_alo
     assert _resources(s) == [stand_ins.arn(hyperpod_alone.stack, "eks", "cluster", stand_ins.CLUSTER_NAME)]
 
 
-def test_lifecycle_read_is_scoped_to_the_script_prefix(role_statements, hyperpod_template) -> None:
-    bucket_id, _ = only(hyperpod_template, "AWS::S3::Bucket")
+def test_lifecycle_read_is_scoped_to_the_script_prefix(role_statements, template) -> None:
+    bucket_id, _ = only(template, "AWS::S3::Bucket")
     get = role_statements["ReadLifecycleScripts"]
     assert _actions(get) == ["s3:GetObject"]
     assert _resources(get) == [{"Fn::Join": ["", [{"Fn::GetAtt": [bucket_id, "Arn"]}, "/lifecycle/*"]]}]
@@ -333,6 +333,6 @@ def test_every_arn_wildcard_is_limited_to_this_region(role_statements) -> None:
                     assert f":{stand_ins.REGION}:" in text, sid
 
 
-def test_outputs(hyperpod_template) -> None:
-    hyperpod_template.has_output(outputs.HYPERPOD_CLUSTER_NAME, {"Value": stand_ins.HYPERPOD_CLUSTER_NAME})
-    hyperpod_template.has_output(outputs.HYPERPOD_CLUSTER_ARN, {"Value": {"Fn::GetAtt": [LOGICAL_ID, "ClusterArn"]}})
+def test_outputs(template) -> None:
+    template.has_output(outputs.HYPERPOD_CLUSTER_NAME, {"Value": stand_ins.HYPERPOD_CLUSTER_NAME})
+    template.has_output(outputs.HYPERPOD_CLUSTER_ARN, {"Value": {"Fn::GetAtt": [LOGICAL_ID, "ClusterArn"]}})

@@ -105,14 +105,6 @@ def test_outputs_file_has_everything_the_endpoint_manifests_need(templates) -> N
         assert ids.count(oid) == 1, oid
 
 
-def test_load_balancer_subnet_tags(templates) -> None:
-    """The operator's ALB needs kubernetes.io/role/elb on public subnets (tagged by the network stack)."""
-    subnets = templates["Network"].find_resources("AWS::EC2::Subnet").values()
-    tags = [{t["Key"]: t["Value"] for t in s["Properties"].get("Tags", [])} for s in subnets]
-    assert sum(t.get("kubernetes.io/role/elb") == "1" for t in tags) >= 2
-    assert sum(t.get("kubernetes.io/role/internal-elb") == "1" for t in tags) >= 2
-
-
 def test_observability_disabled_leaves_its_stacks_and_alert_rules_out(synthesize_matrix) -> None:
     """The config matrix's example with observability off: no workspace stack, no add-on stack, no alert rules in
     any stack (autoscaling, which needs the workspace, is off there too)."""
