@@ -3,10 +3,11 @@
 STYLE rule 12: a construct is tested alone, in a bare ``App`` + ``Stack`` with explicit props (aws-eks-v2's
 ``test/addon.test.ts``). What it takes from elsewhere (the VPC and its subnets, a security group, the EKS cluster
 with its kubectl provider, the OIDC provider, a role) is imported here by attributes, so every value it puts in
-its template is a literal the test names: no config, no ``app_builder``, no other stack of ours and no cross-stack
-export whose name hashes a construct path. Where the unit under test is a stack (a thin composition: STYLE
-principle 1), the stand-ins live in a stack of their own, :class:`Given`, and the builders below give each stack
-of ours its explicit props.
+its template is a literal the test names: no config, no ``app_builder`` and no other stack of ours. Where the unit
+under test is a stack (a thin composition: STYLE principle 1), the stand-ins live in a stack of their own,
+:class:`Given`, and the builders below give each stack of ours its explicit props. The one stand-in that is a
+resource (the Prometheus workspace) is read through its export by value (:func:`exported_value`), never by the
+export's name, which hashes construct paths.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from hyperpod_infra.stacks.cluster_stack import ClusterStack, ClusterStackProps
 from hyperpod_infra.stacks.hyperpod_stack import HyperPodStack, HyperPodStackProps, InstanceGroupSpec
 from hyperpod_infra.stacks.network_stack import NetworkStack, NetworkStackProps
 from hyperpod_infra.stacks.observability_addon_stack import ObservabilityAddonStack, ObservabilityAddonStackProps
-from hyperpod_infra.stacks.platform_stack import BenchmarkClientSpec, PlatformStack, PlatformStackProps
+from hyperpod_infra.stacks.platform_stack import PlatformStack, PlatformStackProps
 
 REGION = "us-west-2"
 ACCOUNT = "111122223333"
@@ -272,13 +273,12 @@ DEPLOYMENT_NAME = "team-a"
 
 
 def platform_stack(scope: cdk.App, name: str, *, given: Given, observability: bool = True,
-                   model_bucket: ModelBucketProps | None = None, janitor_in_vpc: bool = False,
-                   benchmark_client: BenchmarkClientSpec | None = None) -> PlatformStack:
-    """``PlatformStack`` for the HyperPod cluster :data:`HYPERPOD_CLUSTER_ARN`; a created model bucket unless
-    ``model_bucket``; KEDA scoped to the given workspace unless ``observability`` is off."""
+                   model_bucket: ModelBucketProps | None = None) -> PlatformStack:
+    """``PlatformStack`` for the HyperPod cluster :data:`HYPERPOD_CLUSTER_ARN`, the janitor outside the VPC, no
+    benchmark client; a created model bucket unless ``model_bucket``; KEDA scoped to the given workspace unless
+    ``observability`` is off."""
     return PlatformStack(scope, name, env=env(), props=PlatformStackProps(
         cluster=given.cluster, oidc_provider=given.oidc_provider, hyperpod_cluster_arn=HYPERPOD_CLUSTER_ARN,
         model_bucket=model_bucket or ModelBucketProps(), model_key_prefix=MODEL_KEY_PREFIX,
         hyperpod_execution_role=given.hyperpod_role, prometheus=given.prometheus if observability else None,
-        benchmark_client=benchmark_client, janitor_vpc=given.vpc if janitor_in_vpc else None,
         deployment_name=DEPLOYMENT_NAME))
