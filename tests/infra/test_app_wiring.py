@@ -20,7 +20,7 @@ from tests.infra.stand_ins import exported_value
 
 from hyperpod_constructs.hyperpod_cluster import POOL_LABEL
 from hyperpod_constructs.lifecycle_scripts import SETTINGS, settings
-from hyperpod_core import outputs, pins
+from hyperpod_core import artifacts, outputs, pins
 from hyperpod_core.telemetry.alerts import alert_rule_groups
 
 
@@ -112,14 +112,17 @@ def test_the_device_plugins_run_on_the_configured_instance_types(templates, defa
     assert values[pins.EFA_DEVICE_PLUGIN.chart]["supportedInstanceLabels"]["values"] == types
 
 
-def test_unfetched_charts_name_their_pinned_sources(templates) -> None:
-    """Offline (this machine): the rule that refuses the deploy names each chart's pinned repository and commit."""
-    cluster = templates["Cluster"].to_json()
-    (rule,) = [r for k, r in cluster["Rules"].items() if k != "CheckBootstrapVersion"]
-    text = json.dumps(rule)
-    artifact = pins.NVIDIA_DEVICE_PLUGIN_CHART
-    assert f"nvidia-device-plugin ({artifact.repository}@{artifact.commit[:8]}" in text
-    assert f"{pins.HYPERPOD_CHART_COMMIT}" in text
+def test_the_deploy_is_refused_exactly_while_a_pinned_chart_is_not_fetched(templates) -> None:
+    """The charts set-up fetched (none offline, as on this machine) are the ones the app ships; the rule that
+    refuses the deploy names each missing one by its pinned repository and commit, and is absent when none is."""
+    missing = [c for c in pins.CHART_ARTIFACTS if artifacts.verified_chart_dir(c) is None]
+    rules = [r for k, r in templates["Cluster"].to_json().get("Rules", {}).items() if k != "CheckBootstrapVersion"]
+    if not missing:
+        assert rules == []
+        return
+    (rule,) = rules
+    for chart in missing:
+        assert f"{chart.repository}@{chart.commit}" in json.dumps(rule), chart.name
 
 
 def test_the_control_plane_and_the_kubectl_handler_use_the_networks_private_subnets(templates, default_config) -> None:
