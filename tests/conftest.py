@@ -107,6 +107,43 @@ def templates(stacks) -> dict:
     return {stack.node.id: Template.from_stack(stack) for stack in stacks.all()}
 
 
+# --- stacks alone: bare apps with explicit props and stand-ins (tests/infra/stand_ins.py), for the construct and
+# stack tests of every folder; the default app above is for whole-app facts only ------------------------------
+
+
+@pytest.fixture(scope="session")
+def observability_alone(default_config: Config):
+    """``ObservabilityStack`` alone: the workspace, the default config's alert rules and alert manager (to the
+    stack's topic only: no e-mail, no existing topic), no Grafana workspace."""
+    from aws_cdk.assertions import Template
+    from tests.infra import stand_ins
+
+    from hyperpod_core.telemetry.alertmanager import alert_manager_definition
+    from hyperpod_core.telemetry.alerts import alert_rule_groups
+    from hyperpod_infra.stacks.observability_stack import ObservabilityStack, ObservabilityStackProps
+
+    stack = ObservabilityStack(stand_ins.app(), "Observability", env=stand_ins.env(), props=ObservabilityStackProps(
+        workspace_alias=stand_ins.WORKSPACE_ALIAS, alert_rule_groups=alert_rule_groups(default_config),
+        alert_manager_definition=lambda arns: alert_manager_definition(default_config, arns)))
+    return stand_ins.Alone(stack, Template.from_stack(stack), None)
+
+
+@pytest.fixture(scope="session")
+def platform_alone():
+    """``PlatformStack`` (``"Platform"``: a created model bucket, KEDA scoped to the given workspace, the janitor
+    outside the VPC) and ``ObservabilityAddonStack`` (``"ObservabilityAddon"``: waiting for a node of the pools
+    ``prefill`` and ``decode``) alone, given the stand-ins and a workspace (``"Given"``); one app, one synth."""
+    from aws_cdk.assertions import Template
+    from tests.infra import stand_ins
+
+    app = stand_ins.app()
+    given = stand_ins.given(app)
+    built = {"Platform": stand_ins.platform_stack(app, "Platform", given=given),
+             "ObservabilityAddon": stand_ins.observability_addon_stack(app, "ObservabilityAddon", given=given)}
+    alone = {name: stand_ins.Alone(stack, Template.from_stack(stack), given) for name, stack in built.items()}
+    return {**alone, "Given": stand_ins.Alone(given.stack, Template.from_stack(given.stack), given)}
+
+
 # --- the config matrix: every config under config/, synthesized once per session (tests/matrix.py) --------
 
 

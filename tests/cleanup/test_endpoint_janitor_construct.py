@@ -1,4 +1,5 @@
-"""EndpointJanitor synthesizes a scoped, ordered, nag-clean custom resource."""
+"""EndpointJanitor alone (a bare stack, the stand-in EKS cluster of tests/infra/stand_ins.py) synthesizes a scoped,
+ordered, nag-clean custom resource; in a VPC, its functions reach the cluster API through a group of its own."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk.assertions import Match, Template
+from tests.infra import stand_ins
 
 from hyperpod_constructs.endpoint_janitor import (
     HANDLER_DIR,
@@ -31,34 +33,27 @@ HANDLER_ACTIONS_WITHOUT_RESOURCE_SCOPE = {
 DEPLOYMENT_TAG = ("deployment", "team-a")
 
 
-def _cluster(stack: cdk.Stack) -> eks.Cluster:
-    from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
-
-    return eks.Cluster(stack, "Eks", version=eks.KubernetesVersion.V1_33, default_capacity=0,
-                       default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
-                       kubectl_provider_options=eks.KubectlProviderOptions(
-                           kubectl_layer=KubectlV33Layer(stack, "Kubectl")))
-
-
 def _build(app: cdk.App) -> dict[str, Any]:
-    stack = cdk.Stack(app, "JanitorStack")
-    cluster = _cluster(stack)
+    """``JanitorStack``: the janitor outside a VPC, after an operator add-on, with a deployment tag;
+    ``JanitorInVpcStack``: in the VPC, with a longer wait and poll."""
+    stack = stand_ins.stack(app, "JanitorStack")
+    cluster = stand_ins.cluster(stack, in_vpc=stand_ins.vpc(stack))
     operator = eks.CfnAddon(stack, "InferenceOperator", cluster_name=cluster.cluster_name,
                             addon_name="amazon-sagemaker-hyperpod-inference")
     janitor = EndpointJanitor(stack, "Janitor", props=EndpointJanitorProps(
         cluster=cluster, depends_on=[operator], bundled_modules=BUNDLED, deployment_tag=DEPLOYMENT_TAG))
 
-    vpc_stack = cdk.Stack(app, "JanitorInVpcStack")
-    vpc_cluster = _cluster(vpc_stack)
+    vpc_stack = stand_ins.stack(app, "JanitorInVpcStack")
+    vpc = stand_ins.vpc(vpc_stack)
     EndpointJanitor(vpc_stack, "Janitor", props=EndpointJanitorProps(
-        cluster=vpc_cluster, vpc=vpc_cluster.vpc, timeout=cdk.Duration.minutes(45),
+        cluster=stand_ins.cluster(vpc_stack, in_vpc=vpc), vpc=vpc, timeout=cdk.Duration.minutes(45),
         query_interval=cdk.Duration.seconds(60), bundled_modules=BUNDLED))
     return {"stack": stack, "cluster": cluster, "janitor": janitor, "operator": operator, "vpc_stack": vpc_stack}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def built() -> dict[str, Any]:
-    built = _build(cdk.App(context={"aws:cdk:disable-asset-staging": True}))
+    built = _build(stand_ins.app())
     built["template"] = Template.from_stack(built["stack"])
     built["vpc_template"] = Template.from_stack(built["vpc_stack"])
     return built
@@ -78,9 +73,11 @@ def _janitor_role_statements(template: Template) -> list[dict[str, Any]]:
 def test_custom_resource_carries_cluster_and_wait_budget(built: dict[str, Any]) -> None:
     built["template"].has_resource_properties(RESOURCE_TYPE, {
         "ServiceToken": Match.any_value(),
-        "ClusterName": {"Ref": Match.string_like_regexp("^Eks")},
-        "ClusterArn": {"Fn::GetAtt": [Match.string_like_regexp("^Eks"), "Arn"]},
+        "ClusterName": stand_ins.CLUSTER_NAME,
+        "ClusterArn": stand_ins.arn(built["stack"], "eks", "cluster", stand_ins.CLUSTER_NAME),
         "WaitSeconds": "1740",  # 30 min minus two 30 s polls, so our message beats the framework's
+        # its own wait plus 5 minutes, not the aspect's default (test_service_timeouts.py: kept by the aspect)
+        "ServiceTimeout": str((30 + 5) * 60),
         "DeploymentTagKey": "deployment", "DeploymentTagValue": "team-a",
     })
     built["vpc_template"].has_resource_properties(RESOURCE_TYPE, {"DeploymentTagKey": Match.absent()})
@@ -170,12 +167,11 @@ def test_deletes_are_allowed_only_on_resources_carrying_the_operators_or_control
             assert statements[sid]["Condition"] == expected, sid
             assert json.dumps(statements[sid]["Resource"]).endswith(f':{resource}"]]}}'), sid
     statements = {s.get("Sid"): s for s in _janitor_role_statements(built["template"])}
-    cluster_ref = {"Ref": Match.string_like_regexp("^Eks")}
     for sid in ("DeleteControllerLoadBalancers", "DeleteControllerSecurityGroups"):
-        (key, value), = statements[sid]["Condition"]["StringEquals"].items()
-        assert key == "aws:ResourceTag/elbv2.k8s.aws/cluster"
-        assert Match.object_like(cluster_ref) and value["Ref"].startswith("Eks")
-    assert "ec2:Vpc" in statements["RevokeControllerRules"]["Condition"]["ArnEquals"]
+        assert statements[sid]["Condition"]["StringEquals"] == {
+            "aws:ResourceTag/elbv2.k8s.aws/cluster": stand_ins.CLUSTER_NAME}
+    assert statements["RevokeControllerRules"]["Condition"]["ArnEquals"] == {
+        "ec2:Vpc": stand_ins.arn(built["stack"], "ec2", "vpc", stand_ins.VPC_ID)}
     deletes = [s for s in statements.values() if any(":Delete" in a or ":Revoke" in a for a in
                                                      (s["Action"] if isinstance(s["Action"], list) else [s["Action"]]))]
     assert deletes and all("Condition" in s for s in deletes)
@@ -213,11 +209,32 @@ def test_in_a_vpc_the_functions_get_a_security_group_allowed_to_the_cluster(buil
         "VpcConfig": {"SecurityGroupIds": [{"Fn::GetAtt": [Match.string_like_regexp("^JanitorSecurityGroup"),
                                                            "GroupId"]}],
                       "SubnetIds": Match.any_value()}})
+    # The rule to the cluster API is the janitor's (its stack's), naming the cluster security group: in the app the
+    # cluster stack never depends on the platform stack (tests/infra/test_restricted_endpoint.py).
     template.has_resource_properties("AWS::EC2::SecurityGroupIngress", {
-        "IpProtocol": "tcp", "FromPort": 443, "ToPort": 443,
+        "IpProtocol": "tcp", "FromPort": 443, "ToPort": 443, "GroupId": stand_ins.CLUSTER_SECURITY_GROUP,
         "SourceSecurityGroupId": {"Fn::GetAtt": [Match.string_like_regexp("^JanitorSecurityGroup"), "GroupId"]},
     })
     template.has_resource_properties(RESOURCE_TYPE, {"WaitSeconds": "2580", "ServiceTimeout": "3000"})
+    functions = template.find_resources("AWS::Lambda::Function", {"Properties": {"Handler": "index.is_complete"}})
+    assert [k for k, f in functions.items() if "VpcConfig" in f["Properties"]] == [
+        k for k in functions if k.startswith("Janitor") and "EniWaiter" not in k]
+
+
+def test_in_a_vpc_destroy_waits_for_the_functions_interfaces_before_deleting_their_group(
+        built: dict[str, Any]) -> None:
+    """Lambda releases a deleted function's VPC ENIs minutes later; until then the group (and the VPC)
+    cannot be deleted (Lambda developer guide, VPC networking). The functions depend on the waiter, the
+    waiter on the group: CloudFormation deletes functions -> waits -> group."""
+    resources = built["vpc_template"].to_json()["Resources"]
+    (waiter_id,) = [k for k, v in resources.items() if v["Type"] == "Custom::LambdaEniWaiter"]
+    group_id = next(k for k, v in resources.items()
+                    if v["Type"] == "AWS::EC2::SecurityGroup" and k.startswith("JanitorSecurityGroup"))
+    assert resources[waiter_id]["Properties"]["SecurityGroupId"] == {"Fn::GetAtt": [group_id, "GroupId"]}
+    for handler in ("index.on_event", "index.is_complete"):
+        (fn,) = [v for k, v in resources.items() if k.startswith("Janitor") and "EniWaiter" not in k
+                 and v["Type"] == "AWS::Lambda::Function" and v["Properties"]["Handler"] == handler]
+        assert waiter_id in fn["DependsOn"]
 
 
 def test_outside_a_vpc_no_security_group_is_made(built: dict[str, Any]) -> None:
@@ -247,25 +264,9 @@ def test_fails_when_vpc_options_come_without_a_vpc(built: dict[str, Any]) -> Non
 
 @pytest.mark.slow
 def test_janitor_resources_pass_cdk_nag() -> None:
-    from hyperpod_infra.nag import acknowledge, add_nag
+    from hyperpod_infra.nag import add_nag
 
-    app = cdk.App(context={"aws:cdk:disable-asset-staging": True})
+    app = stand_ins.app()
     add_nag(app)
-    built = _build(app)
-    for stack in (built["stack"], built["vpc_stack"]):  # findings of the test fixture's own cluster
-        cluster = stack.node.find_child("Eks")
-        acknowledge(cluster, "AwsSolutions::AwsSolutions-VPC7", "test fixture")
-        acknowledge(cluster, "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
-                             "AmazonEKSClusterPolicy]", "test fixture")
-        # The fixture's kubectl provider (needed for the janitor's RBAC manifest) is aws-cdk-lib's own.
-        handler = cluster.node.find_child("KubectlProvider").node.find_child("Handler")
-        has_ecr = stack.get_logical_id(handler.node.find_child("HasEcrPublic"))
-        handler_id = stack.get_logical_id(handler.node.default_child)
-        for finding in [f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{p}]" for p in (
-                "service-role/AWSLambdaBasicExecutionRole", "service-role/AWSLambdaVPCAccessExecutionRole",
-                "AmazonEC2ContainerRegistryReadOnly")] + [
-                "AwsSolutions-IAM4[Policy::" + '{"Fn::If":["' + has_ecr + '",{"Fn::Join":["",["arn:",{"Ref":'
-                '"AWS::Partition"},":iam::aws:policy/AmazonElasticContainerRegistryPublicReadOnly"]]},'
-                '{"Ref":"AWS::NoValue"}]}]', "AwsSolutions-L1", f"AwsSolutions-IAM5[Resource::<{handler_id}.Arn>:*]"]:
-            acknowledge(cluster, f"AwsSolutions::{finding}", "test fixture: aws-cdk-lib's kubectl provider")
+    _build(app)
     app.synth()  # raises on any unacknowledged finding

@@ -22,6 +22,7 @@ import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 from tests.cleanup.stack_fakes import DELETE_STATUSES, UPDATE_STATUSES, stack_in_status
+from tests.infra import stand_ins
 
 from hyperpod_constructs.adopted_log_groups_handler import index
 from hyperpod_core.stack_status import StackStatusRefused
@@ -273,26 +274,25 @@ def test_retain_on_a_stack_that_never_held_the_old_resource_is_refused(aws) -> N
 
 # --- the templates ---------------------------------------------------------------------------------------------
 
-def _cluster(templates) -> dict[str, Any]:
-    return templates["Cluster"].to_json()
-
-
-def test_the_control_plane_group_is_adopted_before_the_cluster_and_deleted_after_it(templates) -> None:
-    t = _cluster(templates)["Resources"]
+def test_the_control_plane_group_is_adopted_before_the_cluster_and_deleted_after_it(cluster_alone) -> None:
+    """The cluster stack alone (``cluster_alone``)."""
+    t = cluster_alone["Cluster"].template.to_json()["Resources"]
+    name = f"/aws/eks/{stand_ins.CLUSTER_NAME}/cluster"
     (adopter,) = [k for k, r in t.items() if r["Type"] == "Custom::AdoptedLogGroup"]
-    assert t[adopter]["Properties"]["LogGroupName"] == NAME and t[adopter]["Properties"]["DeleteOnDelete"] == "true"
+    assert t[adopter]["Properties"]["LogGroupName"] == name and t[adopter]["Properties"]["DeleteOnDelete"] == "true"
     (cluster,) = [r for r in t.values() if r["Type"] == "AWS::EKS::Cluster"]
     assert adopter in cluster["DependsOn"]  # created before, deleted after (reverse order on delete)
     plain = [k for k, r in t.items() if r["Type"] == "AWS::Logs::LogGroup"
-             and r["Properties"].get("LogGroupName") == NAME and "Condition" not in r]
+             and r["Properties"].get("LogGroupName") == name and "Condition" not in r]
     assert plain == []
 
 
 def test_the_old_resource_stays_retained_under_the_upgrade_parameter(templates) -> None:
-    """Same logical ID and properties as the deployed template, DeletionPolicy and UpdateReplacePolicy Retain,
+    """The default app: the deployed template's resource (logical ID and properties, word for word: a pin of
+    deployed state, as tests/infra/test_replacement_guard.py's), DeletionPolicy and UpdateReplacePolicy Retain,
     only while ``LegacyControlPlaneLogGroup=retain`` (default ``none``: a fresh create has no such resource),
     and after the guard that refuses both mistakes."""
-    template = _cluster(templates)
+    template = templates["Cluster"].to_json()
     legacy = template["Resources"][LEGACY_LOGICAL_ID]
     assert (legacy["Type"], legacy["Properties"]) == (LEGACY_RESOURCE["Type"], LEGACY_RESOURCE["Properties"])
     assert (legacy["DeletionPolicy"], legacy["UpdateReplacePolicy"]) == ("Retain", "Retain")
@@ -306,11 +306,12 @@ def test_the_old_resource_stays_retained_under_the_upgrade_parameter(templates) 
         "Fn::If": [legacy["Condition"], "true", "false"]}
 
 
-def test_the_handler_may_read_the_status_of_its_own_stack_only(templates) -> None:
+def test_the_handler_may_read_the_status_of_its_own_stack_only(cluster_alone, hyperpod_alone) -> None:
     """Fails on main (no such read). Every stack with a group deleted on Delete lets its handler read its own status
-    (DescribeStacks; resource type ``stack``, whose ARN ``AWS::StackId`` is), and nothing else's."""
-    for name in ("Cluster", "HyperPod"):
-        resources = templates[name].to_json()["Resources"]
+    (DescribeStacks; resource type ``stack``, whose ARN ``AWS::StackId`` is), and nothing else's. The cluster and
+    HyperPod stacks alone."""
+    for name, template in (("Cluster", cluster_alone["Cluster"].template), ("HyperPod", hyperpod_alone.template)):
+        resources = template.to_json()["Resources"]
         roles = {k for k, r in resources.items() if r["Type"] == "AWS::IAM::Role" and "LogGroupsRole" in k}
         assert roles, name
         statements = [s for r in resources.values() if r["Type"] == "AWS::IAM::Policy"

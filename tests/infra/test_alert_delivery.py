@@ -39,8 +39,13 @@ def _one(template: Template, kind: str) -> tuple[str, dict]:
     return item
 
 
-def test_the_workspace_sends_every_alert_to_the_stack_topic(templates) -> None:
-    obs = templates["Observability"]
+@pytest.fixture(scope="module")
+def obs(observability_alone) -> Template:
+    """The observability stack alone (root conftest), no receivers given."""
+    return observability_alone.template
+
+
+def test_the_workspace_sends_every_alert_to_the_stack_topic(obs) -> None:
     _, ws = _one(obs, "AWS::APS::Workspace")
     parts = ws["Properties"]["AlertManagerDefinition"]["Fn::Join"][1]
     assert {"Ref": TOPIC_LOGICAL_ID} in parts, "the topic's logical ID is pinned: a new ID is a new topic"
@@ -51,12 +56,12 @@ def test_the_workspace_sends_every_alert_to_the_stack_topic(templates) -> None:
     assert config["route"]["receiver"] == config["receivers"][0]["name"]
 
 
-def test_the_definition_in_the_template_passes_amtool(templates, tmp_path) -> None:
+def test_the_definition_in_the_template_passes_amtool(obs, tmp_path) -> None:
     import shutil
 
     amtool = shutil.which("amtool")
     assert amtool, "amtool missing: apt-get install prometheus-alertmanager"
-    (_, ws), = templates["Observability"].find_resources("AWS::APS::Workspace").items()
+    (_, ws), = obs.find_resources("AWS::APS::Workspace").items()
     parts = ws["Properties"]["AlertManagerDefinition"]["Fn::Join"][1]
     text = "".join(p if isinstance(p, str) else "arn:aws:sns:us-west-2:111122223333:t" for p in parts)
     path = tmp_path / "am.yml"
@@ -65,8 +70,7 @@ def test_the_definition_in_the_template_passes_amtool(templates, tmp_path) -> No
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-def test_the_topic_is_encrypted_with_a_key_aps_and_cloudwatch_may_use(templates) -> None:
-    obs = templates["Observability"]
+def test_the_topic_is_encrypted_with_a_key_aps_and_cloudwatch_may_use(obs) -> None:
     key_id, key = _one(obs, "AWS::KMS::Key")
     assert key["Properties"]["EnableKeyRotation"] is True
     services = {s["Principal"]["Service"]: s["Action"] for s in key["Properties"]["KeyPolicy"]["Statement"]
@@ -83,8 +87,7 @@ def _policy_of(template: Template, topic_id: str) -> dict:
     return policy
 
 
-def test_the_topic_policy_admits_this_workspace_only(templates) -> None:
-    obs = templates["Observability"]
+def test_the_topic_policy_admits_this_workspace_only(obs) -> None:
     ws_id, _ = _one(obs, "AWS::APS::Workspace")
     policy = _policy_of(obs, TOPIC_LOGICAL_ID)
     statements = policy["Properties"]["PolicyDocument"]["Statement"]
@@ -99,11 +102,10 @@ def test_the_topic_policy_admits_this_workspace_only(templates) -> None:
     assert not [s for s in statements if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}]
 
 
-def test_a_silent_topic_raises_an_alarm_on_a_topic_of_its_own(templates) -> None:
+def test_a_silent_topic_raises_an_alarm_on_a_topic_of_its_own(obs) -> None:
     """The heartbeat reaches the topic daily; two days without any message mean the path broke. The alarm must not
     publish to the topic it watches: its own message would count in NumberOfMessagesPublished, end the silence
     and make the alarm flap every 2-3 days while the path stays broken."""
-    obs = templates["Observability"]
     alarm_id, alarm = _one(obs, "AWS::CloudWatch::Alarm")
     p = alarm["Properties"]
     assert (p["Namespace"], p["MetricName"], p["Statistic"]) == ("AWS/SNS", "NumberOfMessagesPublished", "Sum")
@@ -124,8 +126,7 @@ def test_a_silent_topic_raises_an_alarm_on_a_topic_of_its_own(templates) -> None
                                "StringEquals": {"AWS:SourceAccount": {"Ref": "AWS::AccountId"}}}
 
 
-def test_default_config_has_no_receiver_and_synth_says_so(templates, default_config) -> None:
-    obs = templates["Observability"]
+def test_default_config_has_no_receiver_and_synth_says_so(obs, default_config) -> None:
     assert obs.find_resources("AWS::SNS::Subscription") == {}
     assert alerts_notice(default_config) == (
         "alerts reach no one: observability.alerts names no email_addresses and no topic_arn (the alert manager "

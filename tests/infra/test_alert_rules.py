@@ -1,5 +1,7 @@
 """The alert rules reach Amazon Managed Prometheus as a rule groups namespace, from the same definitions as
-the PrometheusRule manifest, and the delivered file passes promtool."""
+the PrometheusRule manifest, and the delivered file passes promtool. The observability stack alone (root conftest
+``observability_alone``, given the default config's rule groups); no namespace when observability is off:
+tests/platform/test_platform_app.py (the config matrix)."""
 
 from __future__ import annotations
 
@@ -8,22 +10,22 @@ import subprocess
 
 import pytest
 import yaml
-from aws_cdk.assertions import Template
+from tests.infra import stand_ins
 
 from hyperpod_constructs.alert_rules import AlertRules, AlertRulesProps
 from hyperpod_core.telemetry.alerts import alert_rule_groups
 
 
 @pytest.fixture(scope="module")
-def namespace(templates) -> dict:
-    (ns,) = Template.find_resources(templates["Observability"], "AWS::APS::RuleGroupsNamespace").values()
+def namespace(observability_alone) -> dict:
+    (ns,) = observability_alone.template.find_resources("AWS::APS::RuleGroupsNamespace").values()
     return ns["Properties"]
 
 
-def test_namespace_targets_our_workspace(namespace, templates) -> None:
-    (workspace,) = templates["Observability"].find_resources("AWS::APS::Workspace")
+def test_namespace_targets_our_workspace(namespace, observability_alone) -> None:
+    (workspace,) = observability_alone.template.find_resources("AWS::APS::Workspace")
     assert namespace["Workspace"] == {"Fn::GetAtt": [workspace, "Arn"]}
-    assert namespace["Name"] == "hyperpod-dpd-dpd-alerts"
+    assert namespace["Name"] == f"{stand_ins.WORKSPACE_ALIAS}-dpd-alerts"
 
 
 def test_namespace_holds_exactly_the_shared_alert_definitions(namespace, default_config) -> None:
@@ -39,21 +41,6 @@ def test_delivered_rule_file_passes_promtool(namespace, tmp_path) -> None:
     rules.write_text(namespace["Data"])
     result = subprocess.run([promtool, "check", "rules", str(rules)], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
-
-
-def test_no_namespace_without_observability(default_config_dict) -> None:
-    import copy
-
-    import aws_cdk as cdk
-
-    from hyperpod_core.config import parse_config
-    from hyperpod_infra.app_builder import build
-
-    data = copy.deepcopy(default_config_dict)
-    data["observability"]["enabled"] = False
-    stacks = build(cdk.App(context={"aws:cdk:disable-asset-staging": True}), parse_config(data))
-    assert stacks.observability is None
-    assert all(Template.from_stack(s).find_resources("AWS::APS::RuleGroupsNamespace") == {} for s in stacks.all())
 
 
 @pytest.mark.parametrize(("rule_groups", "name", "message"), [

@@ -1,75 +1,80 @@
-"""The EKS cluster stack: control plane settings cdk-nag cannot check for aws_eks_v2, add-ons, ordering."""
+"""The EKS cluster stack alone (``cluster_alone``: explicit props, a stand-in VPC): control plane settings cdk-nag
+cannot check for aws_eks_v2, add-ons, ordering, the human admin, outputs. The default config reaching this stack:
+tests/infra/test_app_wiring.py."""
 
 from __future__ import annotations
 
+import json
 import re
 
-from tests.infra.conftest import only
+import pytest
+from tests.infra import stand_ins
+from tests.infra.conftest import ADMIN_PRINCIPAL_ARN, only
 
 from hyperpod_core import outputs, pins
 
-EKS_LOGICAL_ID = "EksClusterB2BDED5B"
+
+@pytest.fixture(scope="module")
+def cluster(cluster_alone):
+    return cluster_alone["Cluster"].template
 
 
-def _cluster(t) -> dict:
-    logical_id, cluster = only(t, "AWS::EKS::Cluster")
-    assert logical_id == EKS_LOGICAL_ID  # a new logical ID would replace the control plane
-    return cluster["Properties"]
+def _cluster(t) -> tuple[str, dict]:
+    logical_id, resource = only(t, "AWS::EKS::Cluster")
+    return logical_id, resource["Properties"]
 
 
-def test_kubernetes_version_is_pinned_and_supported_by_hyperpod(cluster_template) -> None:
-    props = _cluster(cluster_template)
-    assert props["Version"] == pins.KUBERNETES_VERSION
-    assert props["Version"] in pins.SUPPORTED_KUBERNETES_VERSIONS
+def test_kubernetes_version_is_the_given_one_and_the_pin_is_supported_by_hyperpod(cluster) -> None:
+    assert _cluster(cluster)[1]["Version"] == stand_ins.KUBERNETES_VERSION == pins.KUBERNETES_VERSION
+    assert pins.KUBERNETES_VERSION in pins.SUPPORTED_KUBERNETES_VERSIONS
 
 
-def test_authentication_mode_is_one_hyperpod_accepts(cluster_template) -> None:
-    assert _cluster(cluster_template)["AccessConfig"]["AuthenticationMode"] in ("API", "API_AND_CONFIG_MAP")
+def test_authentication_mode_is_one_hyperpod_accepts(cluster) -> None:
+    assert _cluster(cluster)[1]["AccessConfig"]["AuthenticationMode"] in ("API", "API_AND_CONFIG_MAP")
 
 
-def test_endpoint_is_public_and_private_with_the_configured_allow_list(cluster_template, default_config) -> None:
-    vpc = _cluster(cluster_template)["ResourcesVpcConfig"]
+def test_endpoint_is_public_and_private_with_the_given_allow_list(cluster) -> None:
+    vpc = _cluster(cluster)[1]["ResourcesVpcConfig"]
     assert vpc["EndpointPrivateAccess"] is True
     assert vpc["EndpointPublicAccess"] is True
-    assert vpc["PublicAccessCidrs"] == list(default_config.eks.endpoint_public_access_cidrs)
+    assert vpc["PublicAccessCidrs"] == list(stand_ins.PUBLIC_ACCESS_CIDRS)
 
 
-def test_every_control_plane_log_type_goes_to_our_log_group_with_retention(cluster_template, default_config):
-    logging = _cluster(cluster_template)["Logging"]["ClusterLogging"]["EnabledTypes"]
+def test_every_control_plane_log_type_goes_to_our_log_group_with_retention(cluster) -> None:
+    eks_id, props = _cluster(cluster)
+    logging = props["Logging"]["ClusterLogging"]["EnabledTypes"]
     assert sorted(t["Type"] for t in logging) == ["api", "audit", "authenticator", "controllerManager", "scheduler"]
     # adopted (create-if-missing, retention, deleted after the cluster): tests/infra/test_adopted_log_groups.py
-    adopters = cluster_template.find_resources("Custom::AdoptedLogGroup", {"Properties": {
-        "LogGroupName": f"/aws/eks/{default_config.eks.cluster_name}/cluster",
-        "RetentionInDays": str(default_config.eks.log_retention_days), "DeleteOnDelete": "true"}})
+    adopters = cluster.find_resources("Custom::AdoptedLogGroup", {"Properties": {
+        "LogGroupName": f"/aws/eks/{stand_ins.CLUSTER_NAME}/cluster",
+        "RetentionInDays": str(stand_ins.LOG_RETENTION_DAYS), "DeleteOnDelete": "true"}})
     assert len(adopters) == 1
-    assert next(iter(adopters)) in cluster_template.find_resources("AWS::EKS::Cluster")[EKS_LOGICAL_ID]["DependsOn"]
+    assert next(iter(adopters)) in cluster.find_resources("AWS::EKS::Cluster")[eks_id]["DependsOn"]
 
 
-def test_secrets_are_encrypted_with_a_rotating_kms_key(cluster_template) -> None:
-    enc = _cluster(cluster_template)["EncryptionConfig"]
+def test_secrets_are_encrypted_with_a_rotating_kms_key(cluster) -> None:
+    enc = _cluster(cluster)[1]["EncryptionConfig"]
     assert enc[0]["Resources"] == ["secrets"]
     key_id = enc[0]["Provider"]["KeyArn"]["Fn::GetAtt"][0]
-    assert cluster_template.find_resources("AWS::KMS::Key")[key_id]["Properties"]["EnableKeyRotation"] is True
+    assert cluster.find_resources("AWS::KMS::Key")[key_id]["Properties"]["EnableKeyRotation"] is True
 
 
-def test_auto_mode_is_off(cluster_template) -> None:
-    props = _cluster(cluster_template)
-    assert props.get("ComputeConfig", {}).get("Enabled", False) is False
+def test_auto_mode_is_off(cluster) -> None:
+    assert _cluster(cluster)[1].get("ComputeConfig", {}).get("Enabled", False) is False
 
 
-def test_cluster_subnets_are_the_private_subnets_in_two_azs(cluster_template, templates) -> None:
-    subnets = _cluster(cluster_template)["ResourcesVpcConfig"]["SubnetIds"]
-    assert len(subnets) == 2
-    assert all("private" in s["Fn::ImportValue"].lower() for s in subnets)
+def test_cluster_subnets_are_the_private_subnets_in_two_azs(cluster) -> None:
+    assert _cluster(cluster)[1]["ResourcesVpcConfig"]["SubnetIds"] == list(stand_ins.PRIVATE_SUBNETS)
 
 
-def test_an_oidc_provider_points_at_the_cluster_issuer(cluster_template) -> None:
-    _, oidc = only(cluster_template, "AWS::IAM::OIDCProvider")
-    assert oidc["Properties"]["Url"] == {"Fn::GetAtt": [EKS_LOGICAL_ID, "OpenIdConnectIssuerUrl"]}
+def test_an_oidc_provider_points_at_the_cluster_issuer(cluster) -> None:
+    eks_id, _ = _cluster(cluster)
+    _, oidc = only(cluster, "AWS::IAM::OIDCProvider")
+    assert oidc["Properties"]["Url"] == {"Fn::GetAtt": [eks_id, "OpenIdConnectIssuerUrl"]}
 
 
-def test_core_addons_are_pinned_and_overwrite_unmanaged_copies(cluster_template) -> None:
-    addons = cluster_template.find_resources("AWS::EKS::Addon")
+def test_core_addons_are_pinned_and_overwrite_unmanaged_copies(cluster) -> None:
+    addons = cluster.find_resources("AWS::EKS::Addon")
     versions = {a["Properties"]["AddonName"]: a["Properties"]["AddonVersion"] for a in addons.values()}
     assert versions == {p.name: p.version for p in (pins.VPC_CNI, pins.KUBE_PROXY, pins.COREDNS,
                                                     pins.POD_IDENTITY_AGENT)}
@@ -81,57 +86,47 @@ def test_vpc_cni_meets_hyperpods_minimum() -> None:
     assert (major, minor, patch) >= (1, 18, 3)
 
 
-def test_system_node_group_exists_and_waits_for_the_cni(cluster_template, default_config) -> None:
-    logical_id, ng = only(cluster_template, "AWS::EKS::Nodegroup")
+def test_system_node_group_exists_and_waits_for_the_cni(cluster) -> None:
+    logical_id, ng = only(cluster, "AWS::EKS::Nodegroup")
     props = ng["Properties"]
-    ngc = default_config.eks.system_node_group
-    assert props["InstanceTypes"] == [ngc.instance_type]
-    assert props["ScalingConfig"]["MinSize"] == ngc.desired_size >= 1
-    addon_ids = {a["Properties"]["AddonName"]: i
-                 for i, a in cluster_template.find_resources("AWS::EKS::Addon").items()}
+    assert props["InstanceTypes"] == [stand_ins.SYSTEM_INSTANCE_TYPE]
+    assert props["ScalingConfig"]["MinSize"] == stand_ins.SYSTEM_DESIRED_SIZE
+    assert props["ScalingConfig"]["DesiredSize"] == stand_ins.SYSTEM_DESIRED_SIZE
+    addon_ids = {a["Properties"]["AddonName"]: i for i, a in cluster.find_resources("AWS::EKS::Addon").items()}
     assert {addon_ids["vpc-cni"], addon_ids["kube-proxy"], addon_ids["eks-pod-identity-agent"]} <= set(
         ng["DependsOn"])
-    coredns = cluster_template.find_resources("AWS::EKS::Addon")[addon_ids["coredns"]]
+    coredns = cluster.find_resources("AWS::EKS::Addon")[addon_ids["coredns"]]
     assert logical_id in coredns["DependsOn"]  # CoreDNS needs a node, or it stays DEGRADED
 
 
-def test_without_a_configured_principal_the_deploy_must_name_one(cluster_template) -> None:
-    """The default config names no admin: a required parameter (no default) becomes the access entry, so the
-    person who deploys gets kubectl access (the README passes the caller) and a deploy without it fails fast."""
-    entries = cluster_template.find_resources("AWS::EKS::AccessEntry")
+def test_without_a_configured_principal_the_deploy_must_name_one(cluster) -> None:
+    """No admin named: a required parameter (no default) becomes the access entry, so the person who deploys
+    gets kubectl access (the README passes the caller) and a deploy without it fails fast."""
+    entries = cluster.find_resources("AWS::EKS::AccessEntry")
     # CDK's kubectl handler (it installs every chart, the resiliency sub-charts included) and the human admin.
     assert len(entries) == 2
     human = [e for e in entries.values() if e["Properties"]["PrincipalArn"] == {"Ref": "AdminPrincipalArn"}]
     assert len(human) == 1
     assert "AmazonEKSClusterAdminPolicy" in str(human[0]["Properties"]["AccessPolicies"])
-    parameter = cluster_template.to_json()["Parameters"]["AdminPrincipalArn"]
+    parameter = cluster.to_json()["Parameters"]["AdminPrincipalArn"]
     assert "Default" not in parameter and parameter["Type"] == "String"
     assert re.fullmatch(parameter["AllowedPattern"], "arn:aws:iam::123456789012:role/Admin")
     assert not re.fullmatch(parameter["AllowedPattern"], "arn:aws:sts::123456789012:assumed-role/Admin/me")
 
 
-def test_admin_principal_gets_a_cluster_admin_access_entry(default_config) -> None:
-    import aws_cdk as cdk
-    from aws_cdk.assertions import Template
-
-    from hyperpod_infra.app_builder import build
-
-    admin = "arn:aws:iam::123456789012:role/Admin"
-    config = default_config.model_copy(update={"eks": default_config.eks.model_copy(
-        update={"admin_principal_arn": admin})})
-    stacks = build(cdk.App(context={"aws:cdk:disable-asset-staging": True}), config)
-    entries = Template.from_stack(stacks.cluster).find_resources(
-        "AWS::EKS::AccessEntry", {"Properties": {"PrincipalArn": admin}})
+def test_admin_principal_gets_a_cluster_admin_access_entry(cluster_alone) -> None:
+    with_admin = cluster_alone["ClusterWithAdmin"].template
+    entries = with_admin.find_resources("AWS::EKS::AccessEntry", {"Properties": {"PrincipalArn": ADMIN_PRINCIPAL_ARN}})
     assert len(entries) == 1
     (policy,) = next(iter(entries.values()))["Properties"]["AccessPolicies"]
     assert policy["AccessScope"] == {"Type": "cluster"}
     assert "AmazonEKSClusterAdminPolicy" in str(policy["PolicyArn"])
-    assert "AdminPrincipalArn" not in Template.from_stack(stacks.cluster).to_json().get("Parameters", {})
+    assert "AdminPrincipalArn" not in with_admin.to_json().get("Parameters", {})
 
 
-def test_device_plugins_come_from_verified_chart_assets_at_pinned_versions(cluster_template) -> None:
+def test_device_plugins_come_from_verified_chart_assets_at_pinned_versions(cluster) -> None:
     """Set-up fetches the charts (test_resiliency_charts.py); the deploy reads them from S3, not GitHub."""
-    charts = cluster_template.find_resources("Custom::AWSCDK-EKS-HelmChart")
+    charts = cluster.find_resources("Custom::AWSCDK-EKS-HelmChart")
     by_release = {c["Properties"]["Release"]: c["Properties"] for c in charts.values()}
     for pin in (pins.NVIDIA_DEVICE_PLUGIN, pins.EFA_DEVICE_PLUGIN):
         props = by_release[pin.chart]
@@ -141,39 +136,38 @@ def test_device_plugins_come_from_verified_chart_assets_at_pinned_versions(clust
     assert pins.NVIDIA_DEVICE_PLUGIN_CHART.base_url.endswith("/deployments/helm/nvidia-device-plugin/")
 
 
-def test_device_plugins_schedule_on_hyperpod_gpu_nodes_and_tolerate_health_checks(cluster_template) -> None:
-    import json
-
-    charts = cluster_template.find_resources("Custom::AWSCDK-EKS-HelmChart")
+def test_device_plugins_schedule_on_hyperpod_gpu_nodes_and_tolerate_health_checks(cluster) -> None:
+    charts = cluster.find_resources("Custom::AWSCDK-EKS-HelmChart")
     values = {c["Properties"]["Release"]: json.loads(c["Properties"]["Values"]) for c in charts.values()}
     nvidia = values[pins.NVIDIA_DEVICE_PLUGIN.chart]
     term = nvidia["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"][0]["matchExpressions"][0]
-    assert term["key"] == "node.kubernetes.io/instance-type" and "ml.p5.48xlarge" in term["values"]
+    assert term["key"] == "node.kubernetes.io/instance-type"
+    assert term["values"] == sorted(stand_ins.GPU_INSTANCE_TYPES)
     efa = values[pins.EFA_DEVICE_PLUGIN.chart]
-    assert efa["supportedInstanceLabels"]["values"] == ["ml.p5.48xlarge"]
+    assert efa["supportedInstanceLabels"]["values"] == sorted(stand_ins.GPU_INSTANCE_TYPES)
     for v in (nvidia, efa):
         assert {"key": "sagemaker.amazonaws.com/node-health-status", "operator": "Equal",
                 "value": "Unschedulable", "effect": "NoSchedule"} in v["tolerations"]
 
 
-def test_helm_timeouts_stay_under_the_handler_lambda_limit(cluster_template) -> None:
-    for chart in cluster_template.find_resources("Custom::AWSCDK-EKS-HelmChart").values():
+def test_helm_timeouts_stay_under_the_handler_lambda_limit(cluster) -> None:
+    for chart in cluster.find_resources("Custom::AWSCDK-EKS-HelmChart").values():
         assert chart["Properties"]["Timeout"] == "300s"
 
 
-def test_kubectl_handler_runs_in_the_vpc(cluster_template) -> None:
-    functions = cluster_template.find_resources("AWS::Lambda::Function")
+def test_kubectl_handler_runs_in_the_vpc(cluster) -> None:
+    functions = cluster.find_resources("AWS::Lambda::Function")
     handler = next(f for i, f in functions.items() if i.startswith("EksClusterKubectlProviderHandler"))
-    assert len(handler["Properties"]["VpcConfig"]["SubnetIds"]) == 2
+    assert handler["Properties"]["VpcConfig"]["SubnetIds"] == list(stand_ins.PRIVATE_SUBNETS)
 
 
-def test_outputs(cluster_template, default_config) -> None:
-    cluster_template.has_output(outputs.EKS_CLUSTER_NAME, {"Value": {"Ref": EKS_LOGICAL_ID}})
-    cluster_template.has_output(outputs.REGION, {"Value": default_config.region})
+def test_outputs(cluster) -> None:
+    eks_id, _ = _cluster(cluster)
+    cluster.has_output(outputs.EKS_CLUSTER_NAME, {"Value": {"Ref": eks_id}})
+    cluster.has_output(outputs.REGION, {"Value": stand_ins.REGION})
     # AWS::EKS::Cluster return values (CloudFormation User Guide): Arn, Endpoint ("https://...eks.amazonaws.com").
-    cluster_template.has_output(outputs.EKS_CLUSTER_ARN, {"Value": {"Fn::GetAtt": [EKS_LOGICAL_ID, "Arn"]}})
-    cluster_template.has_output(outputs.EKS_API_ENDPOINT, {"Value": {"Fn::GetAtt": [EKS_LOGICAL_ID, "Endpoint"]}})
-    cluster_template.has_output("UpdateKubeconfigCommand", {
-        "Value": f"aws eks update-kubeconfig --name {default_config.eks.cluster_name} "
-                 f"--region {default_config.region}"})
+    cluster.has_output(outputs.EKS_CLUSTER_ARN, {"Value": {"Fn::GetAtt": [eks_id, "Arn"]}})
+    cluster.has_output(outputs.EKS_API_ENDPOINT, {"Value": {"Fn::GetAtt": [eks_id, "Endpoint"]}})
+    cluster.has_output("UpdateKubeconfigCommand", {
+        "Value": f"aws eks update-kubeconfig --name {stand_ins.CLUSTER_NAME} --region {stand_ins.REGION}"})

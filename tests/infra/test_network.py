@@ -1,16 +1,40 @@
-"""Fine-grained assertions on the network stack of the default config."""
+"""The network stack alone (``network_alone``: explicit props, one NAT, no interface endpoint) and its variants
+(one app, one synth). The default config reaching this stack: tests/infra/test_app_wiring.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from aws_cdk.assertions import Match, Template
+from aws_cdk.assertions import Annotations, Match, Template
+from tests.conftest import REPO_ROOT
+from tests.infra import stand_ins
+
+from hyperpod_core.config import load_config
+
+#: The suggested list of docs/config.md (network.interface_endpoints).
+SUGGESTED_INTERFACE_ENDPOINTS = ["ecr.api", "ecr.dkr", "sts", "eks-auth", "sagemaker.api", "logs", "aps-workspaces"]
 
 
 @pytest.fixture(scope="module")
-def network(templates) -> Template:
-    return templates["Network"]
+def network(network_alone) -> Template:
+    return network_alone.template
+
+
+@pytest.fixture(scope="module")
+def variants() -> dict:
+    """``WithOptions``: two interface endpoints, the FSx for Lustre ports, two NATs; ``GpuAzElsewhere``: the GPU
+    AZ outside the control-plane AZs; ``Private``: the interface endpoints docs/config.md suggests for a private
+    cluster. One app, one synth."""
+    app = stand_ins.app()
+    built = {
+        "WithOptions": stand_ins.network_stack(app, "WithOptions", interface_endpoints=("eks-auth", "sagemaker.api"),
+                                               fsx_lustre=True, nat_gateways=2),
+        "GpuAzElsewhere": stand_ins.network_stack(app, "GpuAzElsewhere", gpu_availability_zone_id="usw2-az3"),
+        "Private": stand_ins.network_stack(app, "Private",
+                                           interface_endpoints=tuple(SUGGESTED_INTERFACE_ENDPOINTS)),
+    }
+    return {name: (stack, Template.from_stack(stack)) for name, stack in built.items()}
 
 
 def _efa_ingress(t: Template) -> list[dict]:
@@ -24,38 +48,37 @@ def _subnets(t: Template) -> dict:
     return t.find_resources("AWS::EC2::Subnet")
 
 
-def test_vpc_uses_the_configured_primary_cidr(network: Template) -> None:
-    network.has_resource_properties("AWS::EC2::VPC", {"CidrBlock": "10.0.0.0/16",
+def test_vpc_uses_the_given_primary_cidr(network: Template) -> None:
+    network.has_resource_properties("AWS::EC2::VPC", {"CidrBlock": stand_ins.VPC_CIDR,
                                                       "EnableDnsHostnames": True, "EnableDnsSupport": True})
 
 
 def _gpu_subnet_id(t: Template) -> str:
-    (gpu_id,) = [k for k, s in _subnets(t).items() if s["Properties"]["CidrBlock"] == "10.1.0.0/16"]
+    (gpu_id,) = [k for k, s in _subnets(t).items() if s["Properties"]["CidrBlock"] == stand_ins.GPU_CIDR]
     return gpu_id
 
 
-def test_control_plane_subnets_span_two_azs_placed_by_az_id(network: Template, default_config) -> None:
+def test_control_plane_subnets_span_two_azs_placed_by_az_id(network: Template) -> None:
     """AZ IDs, not Fn::GetAZs indexes: an index can land in an AZ EKS does not support (EKS user guide)."""
     by_az: dict[str, list[str]] = {}
     for sid, s in _subnets(network).items():
         assert "AvailabilityZone" not in s["Properties"]
         if sid != _gpu_subnet_id(network):
             by_az.setdefault(s["Properties"]["AvailabilityZoneId"], []).append(sid)
-    # public + private in each of the two configured (here: derived) AZ IDs
-    assert sorted(by_az) == sorted(default_config.network.control_plane_availability_zone_ids) == [
-        "usw2-az1", "usw2-az2"]
+    # public + private in each of the two given AZ IDs
+    assert sorted(by_az) == sorted(stand_ins.CONTROL_PLANE_AZ_IDS)
     assert all(len(ids) == 2 for ids in by_az.values())
 
 
-def test_gpu_subnet_is_the_secondary_cidr_in_the_configured_az_id(network: Template) -> None:
+def test_gpu_subnet_is_the_secondary_cidr_in_the_given_az_id(network: Template) -> None:
     gpu = [_subnets(network)[_gpu_subnet_id(network)]]
     props = gpu[0]["Properties"]
-    assert props["AvailabilityZoneId"] == "usw2-az2"
+    assert props["AvailabilityZoneId"] == stand_ins.GPU_AZ_ID
     assert "AvailabilityZone" not in props
-    assert props["CidrBlock"] == "10.1.0.0/16"
+    assert props["CidrBlock"] == stand_ins.GPU_CIDR
     assert props.get("MapPublicIpOnLaunch", False) is False
     assert {"Key": "kubernetes.io/role/internal-elb", "Value": "1"} in props["Tags"]
-    cidr_blocks = network.find_resources("AWS::EC2::VPCCidrBlock", {"Properties": {"CidrBlock": "10.1.0.0/16"}})
+    cidr_blocks = network.find_resources("AWS::EC2::VPCCidrBlock", {"Properties": {"CidrBlock": stand_ins.GPU_CIDR}})
     assert len(cidr_blocks) == 1
     assert set(cidr_blocks) <= set(gpu[0].get("DependsOn", []))
 
@@ -70,7 +93,7 @@ def test_gpu_subnet_routes_to_the_internet_through_nat(network: Template) -> Non
         "RouteTableId": table, "DestinationCidrBlock": "0.0.0.0/0", "NatGatewayId": Match.any_value()})
 
 
-def test_one_nat_gateway_by_default(network: Template) -> None:
+def test_one_nat_gateway_when_one_is_asked_for(network: Template) -> None:
     network.resource_count_is("AWS::EC2::NatGateway", 1)
 
 
@@ -86,9 +109,10 @@ def _gpu_nat_az_id(t: Template) -> str:
 
 def test_the_one_nat_gateway_is_in_the_gpu_az(network: Template) -> None:
     """The GPU nodes pull the largest images; a NAT in another AZ costs cross-AZ transfer on every pull and
-    takes egress down with that AZ (shared/reference/lifecycle-facts.md, "Networking"). The default's GPU AZ
-    usw2-az2 is the second control-plane AZ, where aws-cdk-lib would not put a single NAT."""
-    assert _gpu_nat_az_id(network) == "usw2-az2"
+    takes egress down with that AZ (shared/reference/lifecycle-facts.md, "Networking"). The GPU AZ usw2-az2 is the
+    second control-plane AZ, where aws-cdk-lib would not put a single NAT."""
+    assert stand_ins.CONTROL_PLANE_AZ_IDS.index(stand_ins.GPU_AZ_ID) == 1
+    assert _gpu_nat_az_id(network) == stand_ins.GPU_AZ_ID
 
 
 def test_public_and_private_subnets_are_tagged_for_load_balancers(network: Template) -> None:
@@ -105,14 +129,14 @@ def test_s3_gateway_endpoint_serves_private_and_gpu_route_tables(network: Templa
     assert len(props["RouteTableIds"]) == 3  # two private control-plane subnets + the GPU subnet
 
 
-def test_no_interface_endpoints_by_default(network: Template) -> None:
+def test_no_interface_endpoints_unless_asked_for(network: Template) -> None:
     assert network.find_resources("AWS::EC2::VPCEndpoint", {"Properties": {"VpcEndpointType": "Interface"}}) == {}
 
 
 def test_flow_logs_go_to_a_log_group_with_retention(network: Template) -> None:
     network.has_resource_properties("AWS::EC2::FlowLog", {
         "ResourceType": "VPC", "TrafficType": "ALL", "LogDestinationType": "cloud-watch-logs"})
-    network.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 30})
+    network.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": stand_ins.LOG_RETENTION_DAYS})
 
 
 def test_efa_security_group_allows_all_traffic_from_and_to_itself(network: Template) -> None:
@@ -131,7 +155,7 @@ def test_efa_security_group_allows_all_traffic_from_and_to_itself(network: Templ
 
 def test_efa_security_group_admits_cluster_traffic_from_both_vpc_cidrs_only(network: Template) -> None:
     ingress = _efa_ingress(network)
-    assert {r["CidrIp"] for r in ingress} == {"10.0.0.0/16", "10.1.0.0/16"}
+    assert {r["CidrIp"] for r in ingress} == {stand_ins.VPC_CIDR, stand_ins.GPU_CIDR}
     assert all(r["CidrIp"] != "0.0.0.0/0" for r in ingress)
     assert all(r["IpProtocol"] in ("tcp", "udp") for r in ingress)
 
@@ -141,66 +165,24 @@ def test_fsx_ports_are_closed_unless_enabled(network: Template) -> None:
     assert not any(r.get("FromPort") == 988 for r in ingress)
 
 
-def test_optional_network_features(default_config_dict) -> None:
-    """Interface endpoints and FSx ports appear when the config asks for them."""
-    import copy
-
-    import aws_cdk as cdk
-
-    from hyperpod_core.config import parse_config
-    from hyperpod_infra.app_builder import build
-
-    data = copy.deepcopy(default_config_dict)
-    data["network"].update(interface_endpoints=["eks-auth", "sagemaker.api"], fsx_lustre=True, nat_gateways=2)
-    stacks = build(cdk.App(context={"aws:cdk:disable-asset-staging": True}), parse_config(data))
-    t = Template.from_stack(stacks.network)
+def test_optional_network_features(variants) -> None:
+    """Interface endpoints and FSx ports appear when asked for; with two NATs the GPU subnet uses its own AZ's."""
+    _, t = variants["WithOptions"]
     interfaces = t.find_resources("AWS::EC2::VPCEndpoint", {"Properties": {"VpcEndpointType": "Interface"}})
     assert len(interfaces) == 2
     assert all(p["Properties"]["PrivateDnsEnabled"] for p in interfaces.values())
     t.resource_count_is("AWS::EC2::NatGateway", 2)
-    assert _gpu_nat_az_id(t) == data["network"]["gpu_availability_zone_id"]  # the NAT of its own AZ
+    assert _gpu_nat_az_id(t) == stand_ins.GPU_AZ_ID  # the NAT of its own AZ
     ingress = _efa_ingress(t)
     assert {r.get("FromPort") for r in ingress} >= {988, 1018}
 
 
-def test_gpu_az_outside_the_control_plane_azs_routes_through_the_first_nat_and_says_so(default_config_dict) -> None:
+def test_gpu_az_outside_the_control_plane_azs_routes_through_the_first_nat_and_says_so(variants) -> None:
     """No public subnet is in the GPU AZ then, so no NAT can be: the route crosses AZs and synth warns."""
-    import copy
-
-    import aws_cdk as cdk
-    from aws_cdk.assertions import Annotations
-
-    from hyperpod_core.config import parse_config
-    from hyperpod_infra.app_builder import build
-
-    data = copy.deepcopy(default_config_dict)
-    data["network"]["gpu_availability_zone_id"] = "usw2-az3"
-    for g in data["hyperpod"]["instance_groups"]:
-        g["availability_zone_id"] = "usw2-az3"
-    stacks = build(cdk.App(context={"aws:cdk:disable-asset-staging": True}), parse_config(data))
-    t = Template.from_stack(stacks.network)
-    assert _gpu_nat_az_id(t) == "usw2-az1"
-    Annotations.from_stack(stacks.network).has_warning(
-        "/Network/Network", Match.string_like_regexp(".*usw2-az3 is not one of .*cross-AZ.*"))
-
-
-@pytest.fixture(scope="module")
-def private_assembly(default_config_dict, tmp_path_factory):
-    """The default config with the interface endpoints docs/config.md suggests for a private cluster,
-    synthesized once the way ./scripts/synth does it (every stack, cdk-nag; unacknowledged findings fail)."""
-    import copy
-
-    from hyperpod_core.config import parse_config
-    from hyperpod_infra.app_builder import synthesize
-
-    data = copy.deepcopy(default_config_dict)
-    data["network"]["interface_endpoints"] = SUGGESTED_INTERFACE_ENDPOINTS
-    return synthesize(parse_config(data), outdir=tmp_path_factory.mktemp("private"),
-                      context={"aws:cdk:disable-asset-staging": True})
-
-
-#: The suggested list of docs/config.md (network.interface_endpoints).
-SUGGESTED_INTERFACE_ENDPOINTS = ["ecr.api", "ecr.dkr", "sts", "eks-auth", "sagemaker.api", "logs", "aps-workspaces"]
+    stack, t = variants["GpuAzElsewhere"]
+    assert _gpu_nat_az_id(t) == stand_ins.CONTROL_PLANE_AZ_IDS[0]
+    Annotations.from_stack(stack).has_warning(
+        "/GpuAzElsewhere/Network", Match.string_like_regexp(".*usw2-az3 is not one of .*cross-AZ.*"))
 
 
 def test_suggested_endpoints_are_the_documented_ones() -> None:
@@ -208,22 +190,21 @@ def test_suggested_endpoints_are_the_documented_ones() -> None:
     assert "[" + ", ".join(SUGGESTED_INTERFACE_ENDPOINTS) + "]" in docs
 
 
-def test_private_cluster_synthesizes_with_no_unacknowledged_finding(private_assembly) -> None:
-    """It stopped on six AwsSolutions-EC23 findings: the L2 endpoint group's ingress names the VPC CIDR as a
-    token, which the rule cannot evaluate (issue 20)."""
-    import json
+def test_the_private_cluster_example_has_the_suggested_endpoints() -> None:
+    """So the config matrix synthesizes them with cdk-nag (tests/infra/test_validation.py,
+    ``test_cdk_nag_has_no_unacknowledged_findings[private-cluster.yaml]``): it stopped on six AwsSolutions-EC23
+    findings, the L2 endpoint group's ingress naming the VPC CIDR as a token, which the rule cannot evaluate
+    (issue 20)."""
+    config = load_config(REPO_ROOT / "config" / "examples" / "private-cluster.yaml")
+    assert list(config.network.interface_endpoints) == SUGGESTED_INTERFACE_ENDPOINTS
 
-    report = json.loads((private_assembly / "nag-findings.json").read_text())
-    assert report["unacknowledged"] == 0
 
-
-def test_interface_endpoints_admit_https_from_both_cidrs(private_assembly) -> None:
+def test_interface_endpoints_admit_https_from_both_cidrs(variants) -> None:
     """aws-cdk-lib's InterfaceVpcEndpoint opens its port to ``vpc.vpcCidrBlock`` only (2.275,
     aws-ec2/lib/vpc-endpoint.js); the GPU nodes live in the secondary CIDR and resolve STS, ECR, eks-auth, logs,
     sagemaker.api and AMP to these endpoints (private DNS)."""
-    import json
-
-    t = json.loads((private_assembly / "Network.template.json").read_text())["Resources"]
+    _, template = variants["Private"]
+    t = template.to_json()["Resources"]
     endpoints = {k: r for k, r in t.items() if r["Type"] == "AWS::EC2::VPCEndpoint"
                  and r["Properties"].get("VpcEndpointType") == "Interface"}
     assert len(endpoints) == len(SUGGESTED_INTERFACE_ENDPOINTS)
@@ -231,7 +212,7 @@ def test_interface_endpoints_admit_https_from_both_cidrs(private_assembly) -> No
         (group,) = endpoint["Properties"]["SecurityGroupIds"]
         ingress = t[group["Fn::GetAtt"][0]]["Properties"]["SecurityGroupIngress"]
         assert {(r["CidrIp"], r["FromPort"], r["ToPort"]) for r in ingress} == {
-            ("10.0.0.0/16", 443, 443), ("10.1.0.0/16", 443, 443)}, key
+            (stand_ins.VPC_CIDR, 443, 443), (stand_ins.GPU_CIDR, 443, 443)}, key
 
 
 def test_gpu_az_name_is_an_output_resolved_from_the_subnet(network: Template) -> None:

@@ -16,6 +16,7 @@ import json
 import urllib.parse
 
 import pytest
+from tests.infra import stand_ins
 
 from hyperpod_constructs.hyperpod_cluster import POOL_LABEL
 from hyperpod_constructs.node_readiness_handler import index
@@ -113,27 +114,28 @@ def test_delete_never_waits() -> None:
     assert index.is_complete(_event("Delete"), factory=lambda _: pytest.fail("no API call")) == {"IsComplete": True}
 
 
-# -- wiring in the synthesized default deployment --------------------------------------------------------
+# -- the observability add-on stack alone (root conftest ``platform_alone``); the app's wiring of it to the
+# HyperPod stack and the config's pools: tests/infra/test_app_wiring.py ------------------------------------------
 
-def test_the_addon_waits_for_registered_nodes_of_every_pool_after_the_hyperpod_cluster(templates, stacks) -> None:
-    t = templates["ObservabilityAddon"]
+def test_the_addon_waits_for_registered_nodes_of_every_pool_after_the_hyperpod_cluster(platform_alone) -> None:
+    alone = platform_alone["ObservabilityAddon"]
+    t = alone.template
     resources = t.to_json()["Resources"]
     (wait_id,) = t.find_resources("Custom::NodeReadiness")
     wait = resources[wait_id]
     requirements = json.loads(wait["Properties"]["Requirements"])
-    assert {(r["LabelKey"], r["LabelValue"]) for r in requirements} == {(POOL_LABEL, "prefill"),
-                                                                         (POOL_LABEL, "decode")}
+    assert {(r["LabelKey"], r["LabelValue"]) for r in requirements} == {(POOL_LABEL, p) for p in stand_ins.POOLS}
     (addon,) = t.find_resources("AWS::EKS::Addon").values()
     assert wait_id in addon["DependsOn"]
     assert {r["MinRegistered"] for r in requirements} == {1}
-    # The wait starts after the HyperPod cluster (another stack: a stack dependency).
-    assert stacks.hyperpod in stacks.observability_addon.dependencies
-    assert stacks.hyperpod.hyperpod in stacks.observability_addon.node_readiness.props.depends_on
+    assert wait["Properties"]["HyperPodClusterName"] == stand_ins.HYPERPOD_CLUSTER_NAME
+    # The wait starts after the HyperPod cluster (in the app: another stack, so a stack dependency).
+    assert alone.given.hyperpod_cluster in alone.stack.node_readiness.props.depends_on
     assert int(wait["Properties"]["ServiceTimeout"]) < 3600
 
 
-def test_the_wait_reads_nodes_only(templates) -> None:
-    t = templates["ObservabilityAddon"]
+def test_the_wait_reads_nodes_only(platform_alone) -> None:
+    t = platform_alone["ObservabilityAddon"].template
     t.has_resource_properties("AWS::EKS::AccessEntry", {"Type": "STANDARD",
                                                         "KubernetesGroups": ["hyperpod-dpd:node-readiness"]})
     from hyperpod_constructs.node_readiness import rbac_manifests

@@ -63,6 +63,12 @@ def test_a_replacement_never_deletes_the_running_cluster(hyperpod_template) -> N
     assert resource["DeletionPolicy"] == "Delete"  # `cdk destroy` still removes the billable cluster
 
 
+def test_the_model_bucket_and_its_key_keep_their_logical_ids(templates) -> None:
+    """Stateful resources: a changed logical ID would replace the bucket (and orphan the weights) and its key."""
+    assert "ModelBucket24FA8CA2" in templates["Platform"].find_resources("AWS::S3::Bucket")
+    assert "ModelKeyE265A28C" in templates["Platform"].find_resources("AWS::KMS::Key")
+
+
 def test_the_eks_cluster_keeps_its_logical_id_and_name(templates, default_config) -> None:
     clusters = templates["Cluster"].find_resources("AWS::EKS::Cluster")
     assert list(clusters) == ["EksClusterB2BDED5B"]

@@ -17,6 +17,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from tests.infra import stand_ins
 
 from hyperpod_core import artifacts, pins
 from hyperpod_core.errors import ConfigError
@@ -33,9 +34,15 @@ def _resiliency_releases(template) -> dict[str, dict]:
     return {k: v for k, v in charts.items() if "ResiliencyCharts" in k}
 
 
-def test_every_pinned_sub_chart_is_a_helm_release_from_an_s3_asset(templates) -> None:
+@pytest.fixture(scope="module")
+def cluster(cluster_alone):
+    """The cluster stack alone (``cluster_alone``), its charts not fetched."""
+    return cluster_alone["Cluster"].template
+
+
+def test_every_pinned_sub_chart_is_a_helm_release_from_an_s3_asset(cluster) -> None:
     """Fails on main: one custom resource downloaded the charts from codeload.github.com at deploy time."""
-    releases = _resiliency_releases(templates["Cluster"])
+    releases = _resiliency_releases(cluster)
     # The resiliency sub-charts the HyperPod dependencies chart turns on (shared/reference/provisioning.md
     # section 1.3: health-monitoring-agent, deep-health-check, job-auto-restart, hyperpod-patching "on").
     assert sorted(r["Properties"]["Release"] for r in releases.values()) == sorted(PUBLISHED_RESILIENCY_CHARTS)
@@ -44,14 +51,14 @@ def test_every_pinned_sub_chart_is_a_helm_release_from_an_s3_asset(templates) ->
         assert props["ChartAssetURL"]["Fn::Sub"].startswith("s3://cdk-hnb659fds-assets-")
         assert not {"Repository", "Chart", "Version", "Commit"} & set(props)
         assert props["Namespace"] == "kube-system"
-        assert json.loads(props["Values"]) == {"region": "us-west-2"}
-    assert not templates["Cluster"].find_resources("Custom::HyperPodResiliencyCharts")
+        assert json.loads(props["Values"]) == {"region": stand_ins.REGION}
+    assert not cluster.find_resources("Custom::HyperPodResiliencyCharts")
 
 
 def test_nothing_in_any_template_downloads_from_github_at_deploy_time(templates) -> None:
-    """Nothing names github.com, github.io (the device plugins' Helm repositories), the archive/raw hosts or
-    the HyperPod CLI repository. Fails on main: the installer's properties named the repository it downloaded
-    at deploy time, and the device plugins came from nvidia.github.io and aws.github.io."""
+    """The default app, every stack: nothing names github.com, github.io (the device plugins' Helm repositories),
+    the archive/raw hosts or the HyperPod CLI repository. Fails on main: the installer's properties named the
+    repository it downloaded at deploy time, and the device plugins came from nvidia.github.io and aws.github.io."""
     text = json.dumps({name: t.to_json()["Resources"] for name, t in templates.items()})
     for host in ("codeload.github.com", "raw.githubusercontent.com", "github.com", "github.io",
                  "aws/sagemaker-hyperpod-cli"):
@@ -61,33 +68,34 @@ def test_nothing_in_any_template_downloads_from_github_at_deploy_time(templates)
     assert all("ChartAssetURL" in c["Properties"] and "Repository" not in c["Properties"] for c in charts.values())
 
 
-def test_sub_charts_install_in_order_and_before_the_hyperpod_cluster(templates, stacks) -> None:
-    releases = _resiliency_releases(templates["Cluster"])
+def test_sub_charts_install_in_order_as_part_of_the_hyperpod_dependencies(cluster, cluster_alone) -> None:
+    """In order, and inside the construct the HyperPod cluster waits for (that wait, across stacks:
+    tests/infra/test_app_wiring.py)."""
+    releases = _resiliency_releases(cluster)
     ids = list(releases)
     for previous, current in itertools.pairwise(ids):
         assert previous in releases[current]["DependsOn"]
-    deps = stacks.cluster.hyperpod_dependencies
-    assert stacks.cluster.resiliency_charts.node.scope is deps
-    assert deps in stacks.hyperpod.hyperpod.node.dependencies
+    stack = cluster_alone["Cluster"].stack
+    assert stack.resiliency_charts.node.scope is stack.hyperpod_dependencies
 
 
-def test_helm_runs_bounded_without_wait_well_inside_the_handler_lambda(templates) -> None:
+def test_helm_runs_bounded_without_wait_well_inside_the_handler_lambda(cluster) -> None:
     """helm gets its own --timeout and no --wait (the kubectl handler runs one helm per resource in a
-    15-minute Lambda); CloudFormation's side is bounded by ServiceTimeout (test_service_timeouts.py)."""
-    for release in _resiliency_releases(templates["Cluster"]).values():
+    15-minute Lambda); CloudFormation's side is bounded by ServiceTimeout, which the app's aspect sets on every
+    custom resource of every stack (test_service_timeouts.py)."""
+    for release in _resiliency_releases(cluster).values():
         props = release["Properties"]
         assert props["Timeout"] == "300s"
         assert props.get("Wait") in (None, False)
-        assert int(props["ServiceTimeout"]) < 3600
-    handlers = templates["Cluster"].find_resources("AWS::Lambda::Function")
+    handlers = cluster.find_resources("AWS::Lambda::Function")
     (kubectl,) = [f for k, f in handlers.items() if k.startswith("EksClusterKubectlProviderHandler")]
     assert kubectl["Properties"]["Timeout"] == 900
 
 
-def test_no_cluster_admin_access_entry_of_our_own_for_chart_installs(templates) -> None:
+def test_no_cluster_admin_access_entry_of_our_own_for_chart_installs(cluster) -> None:
     """Fails on main: the installer Lambda had its own AmazonEKSClusterAdminPolicy entry for the life of the
     cluster. The kubectl provider (whose entry aws_eks_v2 creates anyway) installs the charts now."""
-    entries = templates["Cluster"].find_resources("AWS::EKS::AccessEntry")
+    entries = cluster.find_resources("AWS::EKS::AccessEntry")
     assert not [k for k in entries if "Resiliency" in k]
 
 
@@ -155,13 +163,13 @@ def test_a_delete_after_a_failed_create_runs_no_uninstall() -> None:
     assert "ignoring DELETE event caused by a failed CREATE event" in code
 
 
-def test_without_fetched_charts_the_templates_synthesize_but_cannot_be_deployed(templates) -> None:
+def test_without_fetched_charts_the_templates_synthesize_but_cannot_be_deployed(cluster) -> None:
     """Offline synth (CI, this machine): a stand-in asset (not upstream content) and a rule whose
     assertion no parameter value can satisfy, so CloudFormation refuses every create/update of the stack
     with the message, before it touches a resource."""
-    cluster = templates["Cluster"].to_json()
-    (rule,) = [r for k, r in cluster["Rules"].items() if k != "CheckBootstrapVersion"]
-    parameter = cluster["Parameters"]["HyperPodChartsFetched"]
+    template = cluster.to_json()
+    (rule,) = [r for k, r in template["Rules"].items() if k != "CheckBootstrapVersion"]
+    parameter = template["Parameters"]["HyperPodChartsFetched"]
     assert parameter["AllowedValues"] == ["no"]
     assert len(rule["Assertions"]) == 3  # each device plugin, and the four sub-charts together
     for assertion in rule["Assertions"]:

@@ -18,6 +18,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
+from tests.infra import stand_ins
 
 from hyperpod_constructs.lambda_eni_waiter_handler import index
 
@@ -116,13 +117,13 @@ def test_at_the_deadline_it_names_what_is_left() -> None:
         index.is_complete(event, ec2=ec2, clock=lambda: clock[0])
 
 
-def test_the_waiter_goes_before_the_gpu_subnet_and_the_efa_group(templates) -> None:
+def test_the_waiter_goes_before_the_gpu_subnet_and_the_efa_group(network_alone) -> None:
     """Its properties name both, so CloudFormation deletes it first and the subnet and group only after its
-    Delete (the wait) has finished; its deletes are limited to the GPU subnet."""
-    t = templates["Network"].to_json()["Resources"]
+    Delete (the wait) has finished; its deletes are limited to the GPU subnet. The network stack alone."""
+    t = network_alone.template.to_json()["Resources"]
     (waiter,) = [r for r in t.values() if r["Type"] == "Custom::SubnetEniWaiter"]
     gpu = next(k for k, r in t.items()
-               if r["Type"] == "AWS::EC2::Subnet" and r["Properties"]["CidrBlock"] == "10.1.0.0/16")
+               if r["Type"] == "AWS::EC2::Subnet" and r["Properties"]["CidrBlock"] == stand_ins.GPU_CIDR)
     efa = next(k for k, r in t.items() if r["Type"] == "AWS::EC2::SecurityGroup"
                and r["Properties"]["GroupDescription"].startswith("HyperPod GPU nodes"))
     assert waiter["Properties"]["SubnetId"] == {"Ref": gpu}

@@ -347,22 +347,30 @@ def test_bundle_is_pure_python_and_imports_in_a_clean_interpreter(tmp_path: Path
     assert out.stdout.startswith("GrafanaApi") and str(code) in out.stdout
 
 
-def test_synth_deploys_the_dashboards_into_the_configured_workspace(default_config_dict: dict) -> None:
+@pytest.fixture(scope="module")
+def with_grafana(default_config) -> tuple[Any, dict[str, str]]:
+    """The observability stack alone with a Grafana workspace, given the default config's dashboards."""
     import aws_cdk as cdk
-    from aws_cdk.assertions import Match, Template
+    from aws_cdk.assertions import Template
+    from tests.infra import stand_ins
 
-    from hyperpod_infra.app_builder import build
+    from hyperpod_infra.stacks.observability_stack import ObservabilityStack, ObservabilityStackProps
 
-    data = copy.deepcopy(default_config_dict)
-    data["observability"]["grafana_workspace"] = {"workspace_id": WORKSPACE}
-    config = parse_config(data)
-    stacks = build(cdk.App(context={"aws:cdk:disable-asset-staging": True}), config)
-    assert stacks.observability is not None
-    template = Template.from_stack(stacks.observability)
+    shipped = {spec.uid: to_json_text(render(spec)) for spec in dashboards(default_config)}
+    stack = ObservabilityStack(stand_ins.app(), "Observability", env=cdk.Environment(region=stand_ins.REGION),
+                               props=ObservabilityStackProps(workspace_alias=stand_ins.WORKSPACE_ALIAS,
+                                                             grafana_workspace_id=WORKSPACE, dashboards=shipped))
+    return Template.from_stack(stack), shipped
+
+
+def test_synth_deploys_the_dashboards_into_the_given_workspace(with_grafana) -> None:
+    from aws_cdk.assertions import Match
+
+    template, shipped = with_grafana
     (resource,) = template.find_resources("Custom::GrafanaDashboards").values()
     props = resource["Properties"]
     assert props["WorkspaceId"] == WORKSPACE and props["FolderTitle"] == "HyperPod DPD"
-    assert [json.loads(t)["uid"] for t in props["Dashboards"]] == sorted(d.uid for d in dashboards(config))
+    assert props["Dashboards"] == [shipped[uid] for uid in sorted(shipped)]
     (workspace,) = template.find_resources("AWS::APS::Workspace")
     assert props["PrometheusUrl"] == {"Fn::GetAtt": [workspace, "PrometheusEndpoint"]}
     template.has_resource_properties("AWS::IAM::Policy", {"PolicyDocument": {"Statement": Match.array_with([
@@ -371,10 +379,25 @@ def test_synth_deploys_the_dashboards_into_the_configured_workspace(default_conf
                                f"/workspaces/{WORKSPACE}$")])]}})])}})
 
 
-def test_no_grafana_resources_unless_a_workspace_is_configured(templates) -> None:
-    from aws_cdk.assertions import Template
+def test_no_grafana_resources_unless_a_workspace_is_given(observability_alone) -> None:
+    assert observability_alone.template.find_resources("Custom::GrafanaDashboards") == {}
 
-    assert Template.find_resources(templates["Observability"], "Custom::GrafanaDashboards") == {}
+
+#: The config of the matrix that names a Grafana workspace (config/examples/).
+WITH_GRAFANA = "kvaware-redis-evaluation.yaml"
+
+
+def test_the_config_matrix_delivers_the_configured_dashboards_to_the_configured_workspace(synthesize_matrix) -> None:
+    """Whole app: ``observability.grafana_workspace`` reaches the resource (workspace, folder, every dashboard of
+    the config). That config's templates pass cdk-nag and cfn-lint with every other matrix config
+    (tests/infra/test_validation.py)."""
+    s = synthesize_matrix(WITH_GRAFANA).require()
+    grafana = s.config.observability.grafana_workspace
+    assert grafana is not None
+    (props,) = [r["Properties"] for r in s.templates[f"{s.config.name}-observability"]["Resources"].values()
+                if r["Type"] == "Custom::GrafanaDashboards"]
+    assert (props["WorkspaceId"], props["FolderTitle"]) == (grafana.workspace_id, grafana.folder)
+    assert [json.loads(t)["uid"] for t in props["Dashboards"]] == sorted(d.uid for d in dashboards(s.config))
 
 
 @pytest.mark.parametrize("workspace_id", ["ws-0123456789", "g-012345678", "g-0123456789X"])
@@ -385,28 +408,3 @@ def test_fails_when_the_workspace_id_is_malformed(default_config_dict: dict, wor
     data["observability"]["grafana_workspace"] = {"workspace_id": workspace_id}
     with pytest.raises(ConfigError, match=r"observability\.grafana_workspace\.workspace_id"):
         parse_config(data)
-
-
-@pytest.mark.slow
-def test_cdk_nag_and_cfn_lint_pass_with_a_grafana_workspace(default_config_dict: dict, tmp_path: Path) -> None:
-    import aws_cdk as cdk
-    from tests.infra.test_validation import CFN_LINT, REPO_ROOT, _nag_findings
-
-    from hyperpod_infra.app_builder import build
-    from hyperpod_infra.nag import add_nag
-
-    data = copy.deepcopy(default_config_dict)
-    data["observability"]["grafana_workspace"] = {"workspace_id": WORKSPACE}
-    app = cdk.App(outdir=str(tmp_path), context={"aws:cdk:disable-asset-staging": True})
-    stacks = build(app, parse_config(data))
-    add_nag(app)
-    try:
-        app.synth()
-    except RuntimeError as exc:
-        assert "ValidationFailed" in str(exc)
-        pytest.fail("cdk-nag findings:\n" + "\n".join(_nag_findings(tmp_path)))
-    assert stacks.observability is not None
-    template = tmp_path / f"{stacks.observability.artifact_id}.template.json"
-    result = subprocess.run([str(CFN_LINT), "--config-file", str(REPO_ROOT / ".cfnlintrc.yaml"), "--", str(template)],
-                            capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stdout + result.stderr

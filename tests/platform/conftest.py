@@ -1,26 +1,20 @@
-"""Session fixtures for the platform tests; the app itself is built by ``platform_harness``."""
+"""The platform and observability stacks alone (root conftest: ``platform_alone``, ``observability_alone``)."""
 
 from __future__ import annotations
 
 import pytest
-from platform_harness import PlatformApp, make_platform_app
 
 
 @pytest.fixture(scope="session")
-def platform_app() -> PlatformApp:
-    return make_platform_app()
+def platform(platform_alone):
+    return platform_alone["Platform"].template
 
 
 @pytest.fixture(scope="session")
-def platform(platform_app):
-    return platform_app.templates["Platform"]
+def observability(observability_alone):
+    return observability_alone.template
 
 
 @pytest.fixture(scope="session")
-def observability(platform_app):
-    return platform_app.templates["Observability"]
-
-
-@pytest.fixture(scope="session")
-def observability_addon(platform_app):
-    return platform_app.templates["ObservabilityAddon"]
+def observability_addon(platform_alone):
+    return platform_alone["ObservabilityAddon"].template

@@ -1,10 +1,19 @@
-"""The platform and observability stacks as ``build()`` wires them for config/default.yaml."""
+"""The platform and observability stacks as the app wires them: whole-app facts of config/default.yaml (the
+session's default app: stack names and order, stack dependencies, cross-stack references read by value through
+the exporting stack's output) and of the config matrix. What each stack does alone: test_platform_stack.py,
+test_platform_observability.py, test_platform_iam.py."""
 
 from __future__ import annotations
 
 import json
 
+from aws_cdk.assertions import Match
+from tests.infra.stand_ins import exported_value
+
 from hyperpod_core import outputs
+
+#: The config of the matrix that turns observability off (config/examples/).
+OBSERVABILITY_OFF = "reserved-b200-us-east-1.yaml"
 
 
 def test_stack_ids_names_and_order(stacks, default_config) -> None:
@@ -36,12 +45,30 @@ def test_nothing_the_platform_needs_waits_for_gpu_nodes(stacks, templates) -> No
     assert stacks.observability.dependencies == []
     dependants = [s for s in stacks.all() if stacks.observability_addon in s.dependencies]
     assert dependants == []
+    assert stacks.platform not in stacks.observability_addon.dependencies
+
+
+def test_every_platform_addon_targets_the_cluster_stacks_eks_cluster(templates) -> None:
+    (eks,) = templates["Cluster"].find_resources("AWS::EKS::Cluster")
+    addons = templates["Platform"].find_resources("AWS::EKS::Addon").values()
+    assert len(addons) == 5  # the operator and its four dependencies
+    for addon in addons:
+        assert exported_value(templates, addon["Properties"]["ClusterName"]) == ("Cluster", {"Ref": eks})
+
+
+def _operator_configuration(templates) -> list:
+    (operator,) = [r for r in templates["Platform"].find_resources("AWS::EKS::Addon").values()
+                   if r["Properties"]["AddonName"] == "amazon-sagemaker-hyperpod-inference"]
+    return operator["Properties"]["ConfigurationValues"]["Fn::Join"][1]
 
 
 def test_operator_gets_the_real_hyperpod_cluster_arn(templates) -> None:
-    operator = [r for r in templates["Platform"].find_resources("AWS::EKS::Addon").values()
-                if r["Properties"]["AddonName"] == "amazon-sagemaker-hyperpod-inference"]
-    assert "ExportsOutputFnGetAttHyperPodClusterClusterArn" in json.dumps(operator[0]["Properties"])
+    """The ``hyperpodClusterArn`` the operator is configured with is the HyperPod stack's cluster (read by value:
+    the output the import names)."""
+    parts = _operator_configuration(templates)
+    (arn,) = [parts[i + 1] for i, p in enumerate(parts) if isinstance(p, str) and p.endswith('"hyperpodClusterArn":"')]
+    hyperpod_id = next(iter(templates["HyperPod"].find_resources("AWS::SageMaker::Cluster")))
+    assert exported_value(templates, arn) == ("HyperPod", {"Fn::GetAtt": [hyperpod_id, "ClusterArn"]})
 
 
 def test_hyperpod_instances_read_only_the_model_prefix(templates, stacks, default_config) -> None:
@@ -49,7 +76,11 @@ def test_hyperpod_instances_read_only_the_model_prefix(templates, stacks, defaul
     assert stacks.hyperpod in stacks.platform.dependencies and stacks.platform not in stacks.hyperpod.dependencies
     (policy,) = [r["Properties"] for k, r in templates["Platform"].find_resources("AWS::IAM::Policy").items()
                  if k.startswith("HyperPodExecutionRoleModelRead")]
-    assert "hyperpod-dpd-hyperpod:ExportsOutputRefExecutionRole" in json.dumps(policy["Roles"])
+    (role,) = policy["Roles"]
+    (execution_role,) = templates["HyperPod"].find_resources("AWS::IAM::Role", {"Properties": {
+        "AssumeRolePolicyDocument": {"Statement": [Match.object_like({
+            "Principal": {"Service": "sagemaker.amazonaws.com"}})]}}})
+    assert exported_value(templates, role) == ("HyperPod", {"Ref": execution_role})
     text = json.dumps(policy["PolicyDocument"])
     assert f"/{default_config.model.s3_prefix}*" in text and "kms:Decrypt" in text
 
@@ -60,7 +91,8 @@ def test_irsa_roles_trust_the_cluster_oidc_provider(templates) -> None:
            for s in r["Properties"]["AssumeRolePolicyDocument"]["Statement"]
            if s["Action"] == "sts:AssumeRoleWithWebIdentity"]
     assert len(web) == 4
-    assert all("OidcProvider" in json.dumps(s["Principal"]) for s in web)
+    (oidc,) = templates["Cluster"].find_resources("AWS::IAM::OIDCProvider")
+    assert all(exported_value(templates, s["Principal"]["Federated"]) == ("Cluster", {"Ref": oidc}) for s in web)
 
 
 def test_outputs_file_has_everything_the_endpoint_manifests_need(templates) -> None:
@@ -73,24 +105,11 @@ def test_outputs_file_has_everything_the_endpoint_manifests_need(templates) -> N
         assert ids.count(oid) == 1, oid
 
 
-def test_load_balancer_subnet_tags(templates) -> None:
-    """The operator's ALB needs kubernetes.io/role/elb on public subnets (tagged by the network stack)."""
-    subnets = templates["Network"].find_resources("AWS::EC2::Subnet").values()
-    tags = [{t["Key"]: t["Value"] for t in s["Properties"].get("Tags", [])} for s in subnets]
-    assert sum(t.get("kubernetes.io/role/elb") == "1" for t in tags) >= 2
-    assert sum(t.get("kubernetes.io/role/internal-elb") == "1" for t in tags) >= 2
-
-
-def test_observability_disabled_leaves_the_stack_out(default_config_dict) -> None:
-    import aws_cdk as cdk
-
-    from hyperpod_core.config import parse_config
-    from hyperpod_infra.app_builder import build
-
-    data = {**default_config_dict, "observability": {**default_config_dict.get("observability", {}),
-                                                     "enabled": False}}
-    data["endpoint"] = {**data.get("endpoint", {}),
-                        "autoscaling": {**data.get("endpoint", {}).get("autoscaling", {}), "enabled": False}}
-    built = build(cdk.App(context={"aws:cdk:disable-asset-staging": True}), parse_config(data))
-    assert built.observability is None and built.observability_addon is None
-    assert not {"Observability", "ObservabilityAddon"} & {s.node.id for s in built.all()}
+def test_observability_disabled_leaves_its_stacks_and_alert_rules_out(synthesize_matrix) -> None:
+    """The config matrix's example with observability off: no workspace stack, no add-on stack, no alert rules in
+    any stack (autoscaling, which needs the workspace, is off there too)."""
+    s = synthesize_matrix(OBSERVABILITY_OFF).require()
+    assert s.config.observability.enabled is False
+    assert set(s.templates) == {f"{s.config.name}-{stack}" for stack in ("network", "cluster", "hyperpod", "platform")}
+    assert not [k for t in s.templates.values() for k, r in t["Resources"].items()
+                if r["Type"] == "AWS::APS::RuleGroupsNamespace"]

@@ -1,12 +1,14 @@
-"""Every IAM role of the platform and observability stacks, statement by statement."""
+"""Every IAM role of the platform and observability add-on stacks alone (root conftest ``platform_alone``: the
+stand-ins of tests/infra/stand_ins.py), statement by statement."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from tests.infra import stand_ins
 
 from hyperpod_constructs.inference_iam import load_balancer_controller_statements
-
-VPC_IMPORT = {"Fn::ImportValue": "TestCluster:ExportsOutputRefEksDefaultVpcEE124DFD715899C2"}
 
 
 def _role(template, prefix: str) -> dict:
@@ -33,17 +35,19 @@ def _irsa_conditions(template, trust_prefix: str) -> dict:
     return found[0]["Properties"]["Value"]
 
 
+#: The issuer of the stand-in OIDC provider (its ARN after ``oidc-provider/``), the key prefix of the conditions.
+ISSUER = stand_ins.OIDC_PROVIDER_ARN.split(":oidc-provider/")[1]
+
+
 def _assert_irsa_trust(template, role_prefix: str, trust_prefix: str, subject: str) -> None:
     trust = _role(template, role_prefix)["AssumeRolePolicyDocument"]["Statement"]
     web = [s for s in trust if s["Action"] == "sts:AssumeRoleWithWebIdentity"]
     assert len(web) == 1
-    assert web[0]["Principal"] == {"Federated": {"Fn::ImportValue": "TestCluster:ExportsOutputRefOidc70BFA75F1E2B3F97"}}
+    assert web[0]["Principal"] == {"Federated": stand_ins.OIDC_PROVIDER_ARN}
     assert web[0]["Condition"] == {"StringEquals": {"Fn::GetAtt": [
         next(k for k in template.find_resources("Custom::AWSCDKCfnJson") if k.startswith(trust_prefix)), "Value"]}}
-    value = _irsa_conditions(template, trust_prefix)
-    joined = value["Fn::Join"][1] if isinstance(value, dict) else [value]
-    text = "".join(p for p in joined if isinstance(p, str))
-    assert f'":sub":"{subject}"' in text and '":aud":"sts.amazonaws.com"' in text
+    assert json.loads(_irsa_conditions(template, trust_prefix)) == {
+        f"{ISSUER}:sub": subject, f"{ISSUER}:aud": "sts.amazonaws.com"}
 
 
 # --- operator execution role ---------------------------------------------------------------------------
@@ -93,15 +97,16 @@ def test_keda_role_trusts_only_the_keda_operator(platform) -> None:
     assert "ManagedPolicyArns" not in _role(platform, "InferenceIamKedaRole")
 
 
-def test_keda_queries_only_our_workspace(platform) -> None:
+def test_keda_queries_only_our_workspace(platform, platform_alone) -> None:
     """The autoscaling triggers are Prometheus queries only: no CloudWatch permissions (issue 11)."""
-    assert _by_sid(_policy(platform, "InferenceIamKedaPolicy")) == {
+    statements = _by_sid(_policy(platform, "InferenceIamKedaPolicy"))
+    resource = statements["PrometheusTriggers"].pop("Resource")
+    assert statements == {
         "PrometheusTriggers": {
             "Sid": "PrometheusTriggers", "Effect": "Allow",
-            "Action": ["aps:GetLabels", "aps:GetMetricMetadata", "aps:GetSeries", "aps:QueryMetrics"],
-            "Resource": {"Fn::ImportValue":
-                         "Observability:ExportsOutputFnGetAttPrometheusWorkspaceF3098DB6ArnF49E480B"}},
+            "Action": ["aps:GetLabels", "aps:GetMetricMetadata", "aps:GetSeries", "aps:QueryMetrics"]},
     }
+    assert stand_ins.given_workspace_attribute(platform_alone["Given"].template, resource) == "Arn"
 
 
 # --- ALB controller ------------------------------------------------------------------------------------
@@ -111,14 +116,14 @@ def test_alb_controller_role_trusts_only_its_service_account(platform) -> None:
                        "system:serviceaccount:hyperpod-inference-system:aws-load-balancer-controller")
 
 
-def test_alb_controller_policy_is_the_published_controller_policy(platform) -> None:
+def test_alb_controller_policy_is_the_published_controller_policy(platform, platform_alone) -> None:
     statements = _by_sid(_policy(platform, "InferenceIamAlbControllerPolicy"))
     assert list(statements) == [s.sid for s in load_balancer_controller_statements(vpc_arn="arn:aws:ec2:::vpc/x")]
     assert statements["CreateElbServiceLinkedRole"]["Condition"] == {
         "StringEquals": {"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"}}
     # Every mutating statement on existing resources is bound to the controller's cluster tag.
-    assert statements["SecurityGroupIngress"]["Condition"] == {"ArnEquals": {"ec2:Vpc": {"Fn::Join": ["", [
-        "arn:", {"Ref": "AWS::Partition"}, ":ec2:us-west-2:", {"Ref": "AWS::AccountId"}, ":vpc/", VPC_IMPORT]]}}}
+    assert statements["SecurityGroupIngress"]["Condition"] == {"ArnEquals": {"ec2:Vpc": stand_ins.arn(
+        platform_alone["Platform"].stack, "ec2", "vpc", stand_ins.VPC_ID)}}
     for sid in ("ManageOwnSecurityGroup", "ManageOwnLoadBalancer"):
         assert statements[sid]["Condition"] == {"Null": {"aws:ResourceTag/elbv2.k8s.aws/cluster": "false"}}
     for sid in ("CreateTaggedLoadBalancer",):
@@ -160,7 +165,7 @@ def test_hyperpod_role_reads_the_model_prefix_and_decrypts(platform) -> None:
               if r["Properties"]["PolicyName"].startswith("HyperPodExecutionRoleModelRead")]
     assert len(policy) == 1
     p = policy[0]["Properties"]
-    assert p["Roles"] == [{"Fn::ImportValue": "TestCluster:ExportsOutputRefHyperPodRole22EEC91749109848"}]
+    assert p["Roles"] == [stand_ins.HYPERPOD_ROLE_NAME]
     statements = _by_sid(p["PolicyDocument"]["Statement"])
     assert statements["ListModelBucket"]["Condition"] == {"StringLike": {"s3:prefix": ["models/m/*"]}}
     assert statements["ReadModelObjects"]["Resource"] == {"Fn::Join": ["", [
@@ -199,21 +204,22 @@ def test_no_role_or_policy_grants_admin_or_wildcard_s3(platform, observability, 
 
 # --- observability collector ---------------------------------------------------------------------------
 
-def test_collector_role_trusts_pod_identity_for_this_cluster_only(observability_addon) -> None:
+def test_collector_role_trusts_pod_identity_for_this_cluster_only(observability_addon, platform_alone) -> None:
     trust = _role(observability_addon, "HyperPodObservabilityCollectorRole")["AssumeRolePolicyDocument"]["Statement"]
     assert trust == [{
         "Action": ["sts:AssumeRole", "sts:TagSession"], "Effect": "Allow",
         "Principal": {"Service": "pods.eks.amazonaws.com"},
         "Condition": {"StringEquals": {
             "aws:SourceAccount": {"Ref": "AWS::AccountId"},
-            "aws:SourceArn": {"Fn::ImportValue": "TestCluster:ExportsOutputFnGetAttEks3DB0AF90ArnBDC518EF"}}}}]
+            "aws:SourceArn": stand_ins.arn(platform_alone["ObservabilityAddon"].stack, "eks", "cluster",
+                                           stand_ins.CLUSTER_NAME)}}}]
 
 
-def test_collector_writes_only_our_workspace_and_cluster_logs(observability_addon) -> None:
+def test_collector_writes_only_our_workspace_and_cluster_logs(observability_addon, platform_alone) -> None:
     statements = _by_sid(_policy(observability_addon, "HyperPodObservabilityCollectorPolicy"))
-    assert statements["PrometheusRemoteWrite"] == {
-        "Sid": "PrometheusRemoteWrite", "Effect": "Allow", "Action": "aps:RemoteWrite",
-        "Resource": {"Fn::ImportValue": "Observability:ExportsOutputFnGetAttPrometheusWorkspaceF3098DB6ArnF49E480B"}}
+    write = statements["PrometheusRemoteWrite"]
+    assert stand_ins.given_workspace_attribute(platform_alone["Given"].template, write.pop("Resource")) == "Arn"
+    assert write == {"Sid": "PrometheusRemoteWrite", "Effect": "Allow", "Action": "aps:RemoteWrite"}
     logs = statements["ClusterLogs"]
     assert all(a.startswith("logs:") for a in logs["Action"])
     rendered = [r["Fn::Join"][1][-1] for r in logs["Resource"]]

@@ -1,10 +1,12 @@
-"""Observability stack (the managed Prometheus workspace) and the observability add-on stack (the HyperPod
-observability add-on, which writes to the workspace)."""
+"""The observability stack (the managed Prometheus workspace) and the observability add-on stack (the HyperPod
+observability add-on, which writes to a workspace) alone (root conftest ``observability_alone``,
+``platform_alone``). How the app wires them to each other and to the platform: test_platform_app.py."""
 
 from __future__ import annotations
 
 import json
-import re
+
+from tests.infra import stand_ins
 
 from hyperpod_core import outputs, pins
 
@@ -17,7 +19,7 @@ def _addon(template) -> tuple[str, dict]:
 def test_workspace_is_created_and_deleted_with_the_stack(observability) -> None:
     ws = observability.find_resources("AWS::APS::Workspace")
     assert list(ws) == ["PrometheusWorkspaceF3098DB6"]
-    assert ws["PrometheusWorkspaceF3098DB6"]["Properties"] == {"Alias": "test-dpd"}
+    assert ws["PrometheusWorkspaceF3098DB6"]["Properties"]["Alias"] == stand_ins.WORKSPACE_ALIAS
     assert ws["PrometheusWorkspaceF3098DB6"]["DeletionPolicy"] == "Delete"
 
 
@@ -31,26 +33,27 @@ def test_addon_pinned_and_associated_with_the_collector_role(observability_addon
         "ServiceAccount": "hyperpod-observability-operator-otel-collector"}]
 
 
-def test_addon_waits_for_its_role_policy_and_the_pod_identity_agent(observability_addon, platform_app) -> None:
+def test_addon_waits_for_its_role_policy_and_the_pod_identity_agent(observability_addon, platform_alone) -> None:
     _, addon = _addon(observability_addon)
     policy = next(k for k in observability_addon.find_resources("AWS::IAM::Policy")
                   if k.startswith("HyperPodObservabilityCollectorPolicy"))
     assert policy in addon["DependsOn"]
-    # The agent lives in the cluster stack: the dependency becomes a stack dependency.
-    assert platform_app.cluster_stack in platform_app.observability_addon.dependencies
+    # The agent lives in another stack (in the app: the cluster stack): the dependency becomes a stack dependency.
+    assert platform_alone["Given"].stack in platform_alone["ObservabilityAddon"].stack.dependencies
 
 
-def test_addon_configuration_passes_every_metrics_category(observability_addon) -> None:
+def test_addon_configuration_passes_every_metrics_category(observability_addon, platform_alone) -> None:
     _, addon = _addon(observability_addon)
     parts = addon["Properties"]["ConfigurationValues"]["Fn::Join"][1]
+    given = platform_alone["Given"].template
 
     def name(token: dict) -> str:
         if "Ref" in token:
             return token["Ref"]
         if "Fn::GetAtt" in token:
             return ".".join(token["Fn::GetAtt"])
-        if "Fn::ImportValue" in token:  # the workspace is the observability stack's: an export
-            return "import:" + token["Fn::ImportValue"]
+        if "Fn::ImportValue" in token:  # the workspace is another stack's: an export, read by value
+            return "given-workspace." + stand_ins.given_workspace_attribute(given, token)
         return "<" + json.dumps(token) + ">"
 
     cfg = json.loads("".join(p if isinstance(p, str) else name(p) for p in parts))
@@ -59,13 +62,12 @@ def test_addon_configuration_passes_every_metrics_category(observability_addon) 
                                            "scalingMetrics", "clusterMetrics", "nodeMetrics",
                                            "acceleratedComputeMetrics", "networkMetrics"}
     for category in ("inferenceMetrics", "clusterMetrics", "acceleratedComputeMetrics"):
-        assert cfg["metricsProvider"][category] == {"level": "BASIC", "scrapeInterval": 30}
+        assert cfg["metricsProvider"][category] == {"level": "BASIC",
+                                                    "scrapeInterval": stand_ins.SCRAPE_INTERVAL_SECONDS}
     assert cfg["logging"] == {"enabled": True}
-    assert cfg["ampWorkspace"]["arn"].startswith("import:Observability:ExportsOutputFnGetAttPrometheusWorkspace")
-    assert "Arn" in cfg["ampWorkspace"]["arn"]
-    endpoint = cfg["ampWorkspace"]["prometheusEndpoint"]
-    assert endpoint.startswith("https://aps-workspaces.AWS::Region.AWS::URLSuffix/workspaces/")
-    assert re.search(r"import:Observability:ExportsOutputFnGetAttPrometheusWorkspace\w*WorkspaceId\w*$", endpoint)
+    assert cfg["ampWorkspace"]["arn"] == "given-workspace.Arn"
+    assert cfg["ampWorkspace"]["prometheusEndpoint"] == (
+        "https://aps-workspaces.AWS::Region.AWS::URLSuffix/workspaces/given-workspace.WorkspaceId")
 
 
 def test_outputs_for_the_workspace(observability) -> None:
@@ -73,18 +75,6 @@ def test_outputs_for_the_workspace(observability) -> None:
     assert found[outputs.AMP_WORKSPACE_ENDPOINT]["Value"] == {
         "Fn::GetAtt": ["PrometheusWorkspaceF3098DB6", "PrometheusEndpoint"]}
     assert found[outputs.AMP_WORKSPACE_ARN]["Value"] == {"Fn::GetAtt": ["PrometheusWorkspaceF3098DB6", "Arn"]}
-
-
-def test_platform_depends_on_observability_not_the_reverse(platform_app) -> None:
-    assert platform_app.observability in platform_app.platform.dependencies
-    assert platform_app.platform not in platform_app.observability.dependencies
-
-
-def test_the_workspace_stack_needs_nothing_and_the_platform_not_the_addon(platform_app) -> None:
-    """Issue 20 item 6: the platform needs no GPU node, so nothing it needs sits behind the node wait."""
-    assert platform_app.observability.dependencies == []
-    assert platform_app.observability_addon not in platform_app.platform.dependencies
-    assert platform_app.platform not in platform_app.observability_addon.dependencies
 
 
 # --- the collector's CloudWatch Logs scope (lifecycle-review.md #10) --------------------------------------------
@@ -112,14 +102,14 @@ def test_the_collector_gets_aws_s_log_actions_on_aws_s_scope_and_no_delete(obser
         for suffix in ("", ":log-stream:*")]
 
 
-def test_the_wider_log_scope_is_acknowledged_with_the_aws_source_that_sets_it(platform_app) -> None:
+def test_the_wider_log_scope_is_acknowledged_with_the_aws_source_that_sets_it(platform_alone) -> None:
     """No AWS source names the log groups the collector writes, so the scope stays AWS's
     ``/aws/sagemaker/Clusters/*`` rather than this cluster's groups; each of its two cdk-nag findings is
     acknowledged with the sources that prescribe it and why narrowing is not safe. Fails on main: the reason
     named no source ("the scope the observability add-on guide prescribes")."""
     from hyperpod_constructs.nag import recorded_acknowledgements
 
-    policy = platform_app.observability_addon.addon.collector_policy
+    policy = platform_alone["ObservabilityAddon"].stack.addon.collector_policy
     reasons = {a.rule_id.split("log-group:", 1)[1]: a.reason for a in recorded_acknowledgements()
                if a.scope is policy and "log-group:" in a.rule_id}
     assert set(reasons) == {"/aws/sagemaker/Clusters/*]", "/aws/sagemaker/Clusters/*:log-stream:*]"}

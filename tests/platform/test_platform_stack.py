@@ -1,10 +1,13 @@
-"""Platform stack: model and infra buckets, the operator add-on and its dependencies, outputs."""
+"""The platform stack alone (root conftest ``platform_alone``: explicit props, the stand-ins of
+tests/infra/stand_ins.py): model and infra buckets, the operator add-on and its dependencies, outputs. Its
+variants: test_platform_variants.py; what the default config and the other stacks hand it: test_platform_app.py."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from tests.infra import stand_ins
 
 from hyperpod_core import outputs, pins
 
@@ -24,12 +27,6 @@ def _bucket(template, logical_prefix: str) -> tuple[str, dict]:
 
 
 # --- model bucket --------------------------------------------------------------------------------------
-
-def test_model_bucket_logical_id_is_stable(platform) -> None:
-    """Stateful resource: a changed logical ID would replace the bucket (and orphan the weights)."""
-    assert "ModelBucket24FA8CA2" in platform.find_resources("AWS::S3::Bucket")
-    assert "ModelKeyE265A28C" in platform.find_resources("AWS::KMS::Key")
-
 
 def test_model_bucket_is_sse_kms_with_rotating_key(platform) -> None:
     _, bucket = _bucket(platform, "ModelBucket")
@@ -166,7 +163,7 @@ def test_operator_configuration_values(platform) -> None:
     assert set(cfg) == {"executionRoleArn", "tlsCertificateS3Bucket", "hyperpodClusterArn", "alb", "keda"}
     assert "InferenceIamExecutionRole6504C577" in cfg["executionRoleArn"]
     assert "TlsCertificatesBucket830516A0" in cfg["tlsCertificateS3Bucket"]
-    assert cfg["hyperpodClusterArn"] == "arn:aws:sagemaker:us-west-2:111122223333:cluster/abc123"
+    assert cfg["hyperpodClusterArn"] == stand_ins.HYPERPOD_CLUSTER_ARN
     assert cfg["alb"]["enabled"] is True and cfg["alb"]["serviceAccount"]["create"] is True
     assert "InferenceIamAlbControllerRole" in cfg["alb"]["serviceAccount"]["roleArn"]
     irsa = cfg["keda"]["auth"]["aws"]["irsa"]
@@ -176,7 +173,7 @@ def test_operator_configuration_values(platform) -> None:
 
 def test_every_addon_targets_the_cluster_and_overwrites_conflicts(platform) -> None:
     for _, r in _addons(platform).values():
-        assert r["Properties"]["ClusterName"] == {"Fn::ImportValue": "TestCluster:ExportsOutputRefEks3DB0AF90A6310115"}
+        assert r["Properties"]["ClusterName"] == stand_ins.CLUSTER_NAME
         assert r["Properties"]["ResolveConflicts"] == "OVERWRITE"
 
 

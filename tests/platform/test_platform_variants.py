@@ -1,30 +1,46 @@
-"""Config-driven variants (one synth each) and the validation rules of the constructs."""
+"""Variants of the platform stack alone (one app, one synth: an existing bucket, a bucket deleted on destroy,
+both without a workspace) and the validation rules of its constructs. cdk-nag on the platform stacks of every
+config, these variants included (reserved-b200: an existing bucket; kvaware: delete on destroy):
+tests/infra/test_validation.py."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from aws_cdk.assertions import Template
+from tests.infra import stand_ins
 
+from hyperpod_constructs.model_bucket import ModelBucketProps
 from hyperpod_core import outputs
 
 
 @pytest.fixture(scope="module")
-def existing_bucket():
-    from platform_harness import make_platform_app
-
-    return make_platform_app(existing_bucket_name="my-weights", observability=False)
+def variants() -> dict[str, Template]:
+    app = stand_ins.app()
+    given = stand_ins.given(app)
+    built = {
+        "ExistingBucket": stand_ins.platform_stack(app, "ExistingBucket", given=given, observability=False,
+                                                   model_bucket=ModelBucketProps(existing_bucket_name="my-weights")),
+        "DeleteOnDestroy": stand_ins.platform_stack(app, "DeleteOnDestroy", given=given, observability=False,
+                                                    model_bucket=ModelBucketProps(
+                                                        delete_on_destroy=True, bucket_name="dpd-models-example")),
+    }
+    return {name: Template.from_stack(stack) for name, stack in built.items()}
 
 
 @pytest.fixture(scope="module")
-def delete_on_destroy():
-    from platform_harness import make_platform_app
+def existing_bucket(variants) -> Template:
+    return variants["ExistingBucket"]
 
-    return make_platform_app(delete_on_destroy=True, bucket_name="dpd-models-example", observability=False)
+
+@pytest.fixture(scope="module")
+def delete_on_destroy(variants) -> Template:
+    return variants["DeleteOnDestroy"]
 
 
 def test_existing_bucket_creates_no_model_bucket_or_key(existing_bucket) -> None:
-    t = existing_bucket.templates["Platform"]
+    t = existing_bucket
     assert not any(k.startswith("ModelBucket") for k in t.find_resources("AWS::S3::Bucket"))
     assert t.find_resources("AWS::KMS::Key") == {}
     assert t.find_outputs(outputs.MODEL_BUCKET_NAME)[outputs.MODEL_BUCKET_NAME]["Value"] == "my-weights"
@@ -32,7 +48,7 @@ def test_existing_bucket_creates_no_model_bucket_or_key(existing_bucket) -> None
 
 
 def test_existing_bucket_scopes_s3_csi_to_that_bucket(existing_bucket) -> None:
-    t = existing_bucket.templates["Platform"]
+    t = existing_bucket
     (doc,) = [r["Properties"]["PolicyDocument"] for k, r in t.find_resources("AWS::IAM::Policy").items()
               if k.startswith("InferenceIamS3CsiPolicy")]
     rendered = json.dumps(doc)
@@ -41,19 +57,18 @@ def test_existing_bucket_scopes_s3_csi_to_that_bucket(existing_bucket) -> None:
 
 
 def test_existing_bucket_means_access_logs_are_not_kept(existing_bucket) -> None:
-    t = existing_bucket.templates["Platform"]
+    t = existing_bucket
     (logs,) = [r for k, r in t.find_resources("AWS::S3::Bucket").items() if k.startswith("AccessLogs")]
     assert logs["DeletionPolicy"] == "Delete"
 
 
 def test_observability_off_keda_gets_no_policy(existing_bucket) -> None:
-    t = existing_bucket.templates["Platform"]
+    t = existing_bucket
     assert not [k for k in t.find_resources("AWS::IAM::Policy") if k.startswith("InferenceIamKedaPolicy")]
-    assert existing_bucket.observability is None
 
 
 def test_delete_on_destroy_empties_and_deletes_bucket_key_and_logs(delete_on_destroy) -> None:
-    t = delete_on_destroy.templates["Platform"]
+    t = delete_on_destroy
     buckets = t.find_resources("AWS::S3::Bucket")
     assert all(b["DeletionPolicy"] == "Delete" for b in buckets.values())
     assert all(k["DeletionPolicy"] == "Delete" for k in t.find_resources("AWS::KMS::Key").values())
@@ -64,7 +79,7 @@ def test_delete_on_destroy_empties_and_deletes_bucket_key_and_logs(delete_on_des
 def test_delete_on_destroy_deletes_the_bucket_policies_with_their_buckets(delete_on_destroy) -> None:
     """The other half of test_platform_stack.py's kept-policy test: a bucket that goes takes its policy along
     (``DeletionPolicy``/``UpdateReplacePolicy`` Delete, as the bucket's)."""
-    t = delete_on_destroy.templates["Platform"]
+    t = delete_on_destroy
     policies = t.find_resources("AWS::S3::BucketPolicy")
     assert {p["Properties"]["Bucket"]["Ref"] for p in policies.values()} == set(t.find_resources("AWS::S3::Bucket"))
     assert {(p.get("DeletionPolicy"), p.get("UpdateReplacePolicy")) for p in policies.values()} == {
@@ -72,17 +87,8 @@ def test_delete_on_destroy_deletes_the_bucket_policies_with_their_buckets(delete
 
 
 def test_explicit_bucket_name_is_used(delete_on_destroy) -> None:
-    t = delete_on_destroy.templates["Platform"]
+    t = delete_on_destroy
     t.has_resource_properties("AWS::S3::Bucket", {"BucketName": "dpd-models-example"})
-
-
-def test_cdk_nag_is_clean_on_the_platform_stacks(tmp_path) -> None:
-    from platform_harness import make_platform_app
-
-    a = make_platform_app(outdir=str(tmp_path), nag=True)
-    a.app.synth()  # raises ValidationFailed on any unacknowledged finding
-    report = json.loads((tmp_path / "validation-report.json").read_text())
-    assert [v for p in report["pluginReports"] for v in p.get("violations", [])] == []
 
 
 # --- construct validation (one test per rule) ----------------------------------------------------------
