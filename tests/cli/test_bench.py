@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 import yaml
 from fake_kube import FakeKube
-from hyperpod_core.errors import MAX_MESSAGE
 from tests.in_process import run_entry_point
+
+from hyperpod_core.errors import MAX_MESSAGE
 
 REPO = Path(__file__).resolve().parents[2]
 
