@@ -256,14 +256,16 @@ def test_a_dpd_run_whose_requests_skipped_prefill_is_invalid_in_the_report(env_f
 
 
 def test_manifests_with_placeholders_are_refused(tmp_path):
+    """The hint names the command that writes the outputs, into the file bench reads. Fails on main: "deploy with
+    --outputs-file", an option hyperpod-dpd deploy did not have (the fourth review's friction 11)."""
     cfg = _write_env(tmp_path, outputs=False)
-    proc = _bench(cfg, str(tmp_path / "none"))
+    proc = _hyperpod_dpd("bench", "--config", cfg.name, "--kubeconfig", "none", "--yes", cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
-        f"error: {tmp_path / 'bench.out' / 'dist' / 'placeholders'}/ holds manifests with placeholders (see its "
-        "README.txt): model_bucket_name, eks_cluster_arn: deploy with --outputs-file cdk-outputs.json; "
-        "model_revision: run hyperpod-dpd stage-model SRC, which records the staged weights' revision beside the "
-        f"outputs file, or set model.revision; then hyperpod-dpd synth --config {cfg}, then bench"]
+        "error: bench.out/dist/placeholders/ holds manifests with placeholders (see its README.txt): "
+        f"model_bucket_name, eks_cluster_arn: hyperpod-dpd deploy --config {cfg.name}; model_revision: run "
+        "hyperpod-dpd stage-model SRC, which records the staged weights' revision beside the outputs file, or set "
+        f"model.revision; then hyperpod-dpd synth --config {cfg.name}, then bench"]
 
 
 def test_a_failed_run_stops_with_one_line_and_the_next_invocation_resumes(env_folder, tmp_path):

@@ -18,6 +18,7 @@ from hyperpod_analysis.report.analysis import (
 from hyperpod_analysis.report.render import Report, experiment_title, write_report
 from hyperpod_analysis.report.results import check_matrix, experiments_of, load_results
 from hyperpod_core import environment
+from hyperpod_core.errors import UsageError
 from hyperpod_dpd.benchmark.download import download_s3
 from hyperpod_dpd.commands.options import (
     ConfigOption,
@@ -53,6 +54,9 @@ def report(results: ResultsOption = None, out: OutOption = None, config: ConfigO
     e = environment.resolve(config, env)
     c = e.config
     source = results or str(e.workdir / "benchmark-results")
+    if results is None and not Path(source).is_dir():  # the user named no folder: say what makes one
+        raise UsageError(f"no results yet: {source}/ does not exist; run: hyperpod-dpd bench {e.selector} (or "
+                         "pass --results DIR|s3://bucket/prefix)")
     target = out or e.workdir / "benchmark-report"
     names = {s.traffic.replace(" ", ""): s.name for s in c.benchmark_scenarios()}
     paths = {s.name: s.path for s in c.benchmark_scenarios()}
