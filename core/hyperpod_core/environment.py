@@ -102,9 +102,10 @@ def check_output_folder(config_path: Path, folder: Path, kind: str, flag: str) -
         return
     own, _ = folder_of(config_path)
     if own.resolve() != root.resolve():
-        raise UsageError(f"{shown(folder)}/ holds the files of {paths.DEFAULT_CONFIG}, not of {config_path}, whose "
-                         f"files live in {own}/ (README, Deploy): pass {flag} {own / kind}, or use hyperpod-dpd "
-                         f"synth --config {config_path}")
+        named = shown(config_path)
+        raise UsageError(f"{shown(folder)}/ holds the files of {paths.DEFAULT_CONFIG}, not of {named}, whose files "
+                         f"live in {own}/ (README, Deploy): pass {flag} {own / kind}, or use hyperpod-dpd synth "
+                         f"--config {named}")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -436,6 +436,8 @@ def test_the_readme_says_what_the_cdk_cli_adds_to_a_bad_config() -> None:
     assert ".catch(async (err) => {" in handler and "process.exitCode = 1;" in handler
     readme = " ".join(README.read_text().split())
     assert "Subprocess exited with error 2`, and exits **1**: the CDK CLI ends every failure with exit code 1" in readme
+    assert ("`npx cdk8s synth` prints `Synthesizing application` on stdout, then the same one line, and exits 2"
+            in readme)
 
 
 # --- 5. conventions -------------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import shutil
 from pathlib import Path
 
 import yaml
@@ -30,7 +31,9 @@ def _kinds(folder: Path) -> list[tuple[str, str]]:
 def _synth(config: Path, outdir: Path, outputs: Path | None) -> str:
     from hyperpod_k8s import main
 
-    argv = ["--config", str(config), "--outdir", str(outdir)] + (["--outputs-file", str(outputs)] if outputs else [])
+    copy = outdir.parent / f"cdk8s-{config.name}"  # outside the checkout: no stray cdk-outputs.json of its folder
+    shutil.copy(config, copy)
+    argv = ["--config", str(copy), "--outdir", str(outdir)] + (["--outputs-file", str(outputs)] if outputs else [])
     err = io.StringIO()
     saved_cwd = Path.cwd()
     os.chdir(outdir.parent)
