@@ -14,6 +14,9 @@ os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 # moto's EC2 backend otherwise builds ~1,300 default AMIs for every region it is asked about (0.2 s each time, in
 # every moto test); no test reads an AMI (moto/settings.py, ec2_load_default_amis).
 os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+# Environments (``--env NAME``, ``init``) live in the checkout's envs/ by default; the tests keep theirs in an envs/
+# of the folder they run in, never the checkout's (tests of the default unset it).
+os.environ.setdefault("HYPERPOD_ENVS_DIR", "envs")
 
 from pathlib import Path
 

@@ -19,6 +19,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -112,11 +113,15 @@ def _cdk8s(entry: Synthesized) -> None:
     """The cdk8s entry point as ``python -m hyperpod_k8s.main --config <path>`` runs it, without outputs file."""
     from hyperpod_k8s import main
 
+    # A copy outside the checkout: its folder (hyperpod_core.environment.folder_of) holds no cdk-outputs.json, so no
+    # stray outputs file of the checkout's is read.
+    config = entry.dist.parent / f"cdk8s-{entry.path.name}"
+    shutil.copy(entry.path, config)
     saved_env, saved_cwd = os.environ.pop(main.OUTPUTS_ENV, None), Path.cwd()
-    os.chdir(entry.dist.parent)  # no stray ./cdk-outputs.json is read
+    os.chdir(entry.dist.parent)
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            main.main(["--config", str(entry.path), "--outdir", str(entry.dist)])
+            main.main(["--config", str(config), "--outdir", str(entry.dist)])
     finally:
         os.chdir(saved_cwd)
         if saved_env is not None:

@@ -110,19 +110,24 @@ def test_cdk_app_run_alone_writes_what_cdk_synth_writes_into_cdk_out(monkeypatch
     ``outdir`` or ``$CDK_OUTDIR``, a temporary directory)."""
     import runpy
 
+    from hyperpod_core import environment
     from hyperpod_infra.cdk_cli import cli_context
 
     calls: list[dict[str, object]] = []
     builder = types.SimpleNamespace(synthesize=lambda config, **kwargs: calls.append(kwargs))
     monkeypatch.setitem(sys.modules, "hyperpod_infra.app_builder", builder)
+    monkeypatch.setattr(environment, "stamp", lambda cdk_out, path, config: calls.append({"stamp": cdk_out}))
     for name in ("CDK_CONTEXT_JSON", "CONTEXT_OVERFLOW_LOCATION_ENV", "HYPERPOD_CONFIG"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(REPO_ROOT)
     main = runpy.run_path(str(REPO_ROOT / "app.py"), run_name="app_under_test")["main"]
     monkeypatch.setenv("CDK_OUTDIR", "cli-out")
     main()
     monkeypatch.delenv("CDK_OUTDIR")
     main()
-    assert calls == [{}, {"outdir": REPO_ROOT / "cdk.out", "context": cli_context(Path("config/default.yaml"))}]
+    assert calls == [{}, {"stamp": Path("cli-out")},
+                     {"outdir": Path("cdk.out"), "context": cli_context(Path("config/default.yaml"))},
+                     {"stamp": Path("cdk.out")}]
 
 
 @pytest.mark.parametrize("code", [None, 0, 3, "stopped: no templates"])

@@ -8,15 +8,16 @@ server these commands talk to (:mod:`hyperpod_dpd.kube`: any other kubeconfig co
 The region rule: a deployment lives in one region, its *home* (:func:`home_region`: the outputs file's ``Region``
 when the file exists, else the config's ``region``). Stack names, and so every name derived from ``name``, are
 unique per region only: ``dpd`` in us-west-2 and ``dpd`` in us-east-1 are two deployments. So a command that
-changes or deletes (``deploy``, ``diff``, ``destroy``, ``sweep``) refuses a ``--region`` other than the home, in
-one line and before any AWS call (:func:`require_region`); a reading command (``status``, ``logs``, ``smoke``)
-sends its calls where ``--region`` says, with a note.
+changes or deletes (``deploy``, ``diff``, ``destroy``, ``sweep``, ``stage-model``, ``bench``) refuses a ``--region``
+other than the home, in one line and before any AWS call (:func:`require_region`); a reading command (``status``,
+``logs``, ``smoke``) sends its calls where ``--region`` says, with a note.
 """
 
 from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -107,11 +108,12 @@ def require_region(e: Environment, region: str | None, command: str) -> str:
 
 
 def load(config: str | None, env: str | None, *, region: str | None = None,
-         changing: str | None = None) -> Deployment:
+         changing: str | None = None, outputs_file: Path | None = None) -> Deployment:
     """The deployment of the config named; ``region`` (``--region``) sends a reading command's AWS calls elsewhere
     than the config's region (with a note). ``changing``: the name of a command that changes or deletes; then
-    ``region`` must be the deployment's own (:func:`require_region`)."""
-    e = environment.resolve(config, env)
+    ``region`` must be the deployment's own (:func:`require_region`). ``outputs_file`` (``--outputs-file``): the
+    deploy outputs to read instead of the config folder's ``cdk-outputs.json``."""
+    e = environment.resolve(config, env, outputs_file=outputs_file)
     c = e.config
     if changing:
         region = require_region(e, region, changing)

@@ -79,9 +79,22 @@ def modeline(config_file: Path) -> str:
     return f"# yaml-language-server: $schema={rel}"
 
 
+#: What a synth writes and no config is: a Kubernetes manifest (``*.k8s.yaml``, the cdk8s app's only YAML), or anything
+#: in a folder of synthesized files (``cdk.out``, ``dist``, ``<name>.out``), wherever a synth was pointed.
+_GENERATED_SUFFIX = ".k8s.yaml"
+_GENERATED_FOLDERS = ("cdk.out", "dist")
+
+
+def _generated(path: Path, root: Path) -> bool:
+    folders = path.relative_to(root).parts[:-1]
+    return path.name.endswith(_GENERATED_SUFFIX) or any(
+        part in _GENERATED_FOLDERS or part.endswith(".out") for part in folders)
+
+
 def config_files() -> list[Path]:
-    """The config files kept in the repository (``config/**/*.yaml``)."""
-    return sorted(committed()[0].parent.rglob("*.yaml"))
+    """The config files kept in the repository (``config/**/*.yaml``), never a generated file that sits there."""
+    root = committed()[0].parent
+    return sorted(p for p in root.rglob("*.yaml") if not _generated(p, root))
 
 
 def committed() -> tuple[Path, Path]:

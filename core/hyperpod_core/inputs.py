@@ -338,17 +338,18 @@ def placeholders(inputs: EndpointInputs) -> list[str]:
 REVISION_REMEDY: Final = "run hyperpod-dpd stage-model SRC (it records the revision) or set model.revision"
 
 
-def remedy(name: str) -> str:
+def remedy(name: str, deploy: str | None = None) -> str:
     """What resolves the placeholder of input ``name`` (one of :func:`placeholders`): the revision comes from
-    ``stage-model`` or ``model.revision``; every other value from the deploy outputs."""
+    ``stage-model`` or ``model.revision``; every other value from the deploy outputs (``deploy``: the command that
+    writes them, when the caller knows it)."""
     if name == "model_revision":
         return REVISION_REMEDY
-    return f"deploy with --outputs-file {outputs.DEFAULT_OUTPUTS_FILE}"
+    return deploy or f"deploy with --outputs-file {outputs.DEFAULT_OUTPUTS_FILE}"
 
 
-def remedies(missing: list[str]) -> list[str]:
+def remedies(missing: list[str], deploy: str | None = None) -> list[str]:
     """One line per remedy, naming the unresolved values it resolves: ``<names>: <remedy>``."""
     grouped: dict[str, list[str]] = {}
     for name in missing:
-        grouped.setdefault(remedy(name), []).append(name)
+        grouped.setdefault(remedy(name, deploy), []).append(name)
     return [f"{', '.join(names)}: {fix}" for fix, names in grouped.items()]

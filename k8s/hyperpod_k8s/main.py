@@ -4,11 +4,14 @@ Run through ``npx cdk8s synth`` (see ``cdk8s.yaml``) or directly as ``python -m 
 
 * config: ``--config``, else ``$HYPERPOD_CONFIG``, else ``config/default.yaml``: the same file the CDK app
   reads, so the two cannot disagree.
-* CDK outputs: ``--outputs-file``, else ``$HYPERPOD_CDK_OUTPUTS``, else ``cdk-outputs.json`` in the working
-  directory when it exists, else none (placeholders; see :mod:`hyperpod_core.inputs`).
+* the config's folder (:func:`hyperpod_core.environment.folder_of`: the checkout's root for ``config/default.yaml``,
+  ``envs/NAME/`` for an environment, ...): the manifests go to its ``dist/`` unless ``--outdir`` or ``npx cdk8s
+  synth -o DIR`` names another folder (never the checkout's ``dist/`` for another config than the default);
+* CDK outputs: ``--outputs-file``, else ``$HYPERPOD_CDK_OUTPUTS``, else ``cdk-outputs.json`` in the config's folder
+  when it exists, else none (placeholders; see :mod:`hyperpod_core.inputs`).
   ``--require-outputs`` fails instead of writing a placeholder.
 * staged weights (the revision in vLLM's ``--model``; :mod:`hyperpod_core.staged_model`): ``--staged-model-file``,
-  else ``$HYPERPOD_STAGED_MODEL``, else ``staged-model.json`` beside the outputs file (the working directory
+  else ``$HYPERPOD_STAGED_MODEL``, else ``staged-model.json`` beside the outputs file (in the config's folder
   without one) when it exists, else none: ``model.revision`` or a placeholder.
 
 Where each deploy-time value came from is printed on stderr, one line per value; ``wrote <file>`` lines go
@@ -29,7 +32,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from hyperpod_core import outputs, paths
+from hyperpod_core import environment, outputs, paths
 from hyperpod_core.config import Config, load_config
 from hyperpod_core.dist_layout import PLACEHOLDERS_README, DistLayout, apply_commands, placeholders_readme
 from hyperpod_core.errors import ConfigError
@@ -47,21 +50,23 @@ def config_path(cli_value: str | None) -> Path:
     return Path(given) if given else paths.checkout("the default config (or name one: --config)") / paths.DEFAULT_CONFIG
 
 
-def outputs_path(cli_value: str | None) -> Path | None:
-    """The outputs file to read, or ``None``. An explicitly named file must exist."""
+def outputs_path(cli_value: str | None, folder: Path = Path(".")) -> Path | None:
+    """The outputs file to read, or ``None``. An explicitly named file must exist; else ``cdk-outputs.json`` in
+    ``folder`` (the config's) when it exists."""
     given = cli_value or os.environ.get(OUTPUTS_ENV)
     if given:
         if not Path(given).is_file():
-            raise ConfigError(f"--outputs-file / {OUTPUTS_ENV} {given!r} does not exist "
-                              f"(write it with: cdk deploy --all --outputs-file {outputs.DEFAULT_OUTPUTS_FILE})")
+            raise ConfigError(f"--outputs-file / {OUTPUTS_ENV} {given!r} does not exist (write it with: cdk deploy "
+                              f"--all --outputs-file {folder / outputs.DEFAULT_OUTPUTS_FILE})")
         return Path(given)
-    default = Path(outputs.DEFAULT_OUTPUTS_FILE)
+    default = folder / outputs.DEFAULT_OUTPUTS_FILE
     return default if default.is_file() else None
 
 
-def staged_model_path(cli_value: str | None, outputs_file: Path | None) -> Path | None:
+def staged_model_path(cli_value: str | None, outputs_file: Path | None, folder: Path = Path(".")) -> Path | None:
     """The staged-weights record to read, or ``None``. An explicitly named file must exist; else the one beside the
-    outputs file (``stage-model`` writes it into the environment folder, next to ``cdk-outputs.json``)."""
+    outputs file, else in ``folder`` (``stage-model`` writes it into the config's folder, next to
+    ``cdk-outputs.json``)."""
     from hyperpod_core.staged_model import RECORD_FILE
 
     given = cli_value or os.environ.get(STAGED_MODEL_ENV)
@@ -70,7 +75,7 @@ def staged_model_path(cli_value: str | None, outputs_file: Path | None) -> Path 
             raise ConfigError(f"--staged-model-file / {STAGED_MODEL_ENV} {given!r} does not exist (hyperpod-dpd "
                               f"stage-model writes {RECORD_FILE} into the environment folder)")
         return Path(given)
-    beside = (outputs_file.parent if outputs_file is not None else Path(".")) / RECORD_FILE
+    beside = (outputs_file.parent if outputs_file is not None else folder) / RECORD_FILE
     return beside if beside.is_file() else None
 
 
@@ -113,13 +118,14 @@ def synth(config: Config, outdir: Path, inputs: EndpointInputs) -> list[Path]:
     return sorted(outdir / p.relative_to(tmp) for p in written)
 
 
-def default_outdir(environ: Mapping[str, str] = os.environ) -> str:
-    """Where the manifests go without ``--outdir``: the folder ``npx cdk8s synth -o DIR`` names, else ``dist``.
+def default_outdir(environ: Mapping[str, str] = os.environ) -> str | None:
+    """Where the manifests go without ``--outdir``: the folder ``npx cdk8s synth -o DIR`` names, else ``None`` (the
+    config's ``dist/``).
 
     The cdk8s CLI passes its output folder as ``$CDK8S_OUTDIR``: ``-o DIR``, or cdk8s.yaml's scratch folder, which
-    stands for ``dist/`` (:func:`_show_to_cdk8s_cli`)."""
+    stands for the config's ``dist/`` (:func:`_show_to_cdk8s_cli`)."""
     given = environ.get("CDK8S_OUTDIR")
-    return given if given and os.path.normpath(given) != CLI_SCRATCH_OUTPUT else "dist"
+    return given if given and os.path.normpath(given) != CLI_SCRATCH_OUTPUT else None
 
 
 def _show_to_cdk8s_cli(outdir: Path, written: Sequence[Path] = ()) -> None:
@@ -156,17 +162,24 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Synthesize the DPD endpoint manifests with cdk8s.")
     parser.add_argument("--config", help="config YAML (default: $HYPERPOD_CONFIG or config/default.yaml)")
     parser.add_argument("--outputs-file", help=f"cdk deploy --outputs-file JSON (default: ${OUTPUTS_ENV}, "
-                                               f"else ./{outputs.DEFAULT_OUTPUTS_FILE} when present)")
+                                               f"else {outputs.DEFAULT_OUTPUTS_FILE} in the config's folder when "
+                                               "present)")
     parser.add_argument("--staged-model-file", help=f"record of the staged weights (default: ${STAGED_MODEL_ENV}, "
                                                     "else staged-model.json beside the outputs file when present)")
     parser.add_argument("--require-outputs", action="store_true",
                         help="fail instead of writing placeholders for values only cdk deploy knows")
     parser.add_argument("--outdir", default=default_outdir(),
-                        help="folder of the manifests (default: npx cdk8s synth -o DIR, else dist)")
+                        help="folder of the manifests (default: npx cdk8s synth -o DIR, else the config's dist/)")
     args = parser.parse_args(argv)
-    config = load_config(config_path(args.config))
-    outputs_file = outputs_path(args.outputs_file)
-    inputs = resolve_inputs(config, outputs_file, staged_model_path(args.staged_model_file, outputs_file))
+    path = config_path(args.config)
+    config = load_config(path)
+    folder = environment.folder_of(path)[0]
+    if args.outdir is None:
+        args.outdir = str(folder / "dist")
+    else:  # the checkout's dist/ is the default config's
+        environment.check_output_folder(path, Path(args.outdir), "dist", "-o" if default_outdir() else "--outdir")
+    outputs_file = outputs_path(args.outputs_file, folder)
+    inputs = resolve_inputs(config, outputs_file, staged_model_path(args.staged_model_file, outputs_file, folder))
     missing = placeholders(inputs)
     if missing and args.require_outputs:
         raise ConfigError(f"--require-outputs: unresolved {'; '.join(remedies(missing))}")

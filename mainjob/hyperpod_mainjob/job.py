@@ -1,8 +1,10 @@
 """The main job in one process: config -> CloudFormation templates -> cfn-lint || Kubernetes manifests -> summary.
 
-    python -O -m hyperpod_mainjob --config PATH --workdir DIR [--outputs-file PATH]
+    python -O -m hyperpod_mainjob --config PATH | --env NAME [--outputs-file PATH]
 
-``scripts/synth`` (workdir ``.``) and ``hyperpod-dpd synth`` (the environment's folder) both run this. What
+``scripts/synth`` and ``hyperpod-dpd synth`` both run this, into the config's one folder
+(:func:`hyperpod_core.environment.folder_of`: the checkout's root for ``config/default.yaml``, ``envs/NAME/`` for an
+environment, ``out/...`` for another config of the checkout). What
 used to be four processes (the CDK CLI around ``python app.py``, the cdk8s CLI around ``python -m
 hyperpod_k8s.main``, cfn-lint, the summary) is one Python process with one jsii kernel:
 
@@ -243,23 +245,26 @@ def run(config_path: Path, cdk_out: Path, dist: Path, outputs_file: Path | None,
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="The main job: synthesize, validate and summarize one config.")
     parser.add_argument("--config", default=None)
-    parser.add_argument("--workdir", default=None, help="folder for cdk.out/ and dist/ (default: the config's)")
+    parser.add_argument("--workdir", default=None,
+                        help="folder for cdk.out/ and dist/ (default: the config's, hyperpod_core.environment."
+                             "folder_of; another folder is for tests: no command finds it)")
     parser.add_argument("--outputs-file", default=None,
-                        help="cdk deploy outputs (default: <workdir>/cdk-outputs.json when present)")
+                        help="cdk deploy outputs (default: cdk-outputs.json in the config's folder when present)")
     parser.add_argument("--env", default=None, help="environment name (envs/NAME/), instead of --config")
     parser.add_argument("--via-cli", action="store_true", help="print next steps as hyperpod-dpd commands")
     args = parser.parse_args(argv)
 
+    import dataclasses
+
     from hyperpod_core import environment
-    from hyperpod_core.config import load_config
     from hyperpod_mainjob import summary
 
     if bool(args.env) == bool(args.config):
         parser.error("pass exactly one of --config PATH or --env NAME")
     paths.checkout(NEEDS_CHECKOUT)
-    env = environment.resolve(None, args.env) if args.env else environment.Environment(
-        config_path=Path(args.config), config=load_config(args.config),
-        workdir=Path(args.workdir) if args.workdir else Path(args.config).with_suffix(".out"))
+    env = environment.resolve(args.config, args.env)
+    if args.workdir:
+        env = dataclasses.replace(env, workdir=Path(args.workdir))
     outputs = Path(args.outputs_file) if args.outputs_file else (
         env.outputs_file if env.outputs_file.is_file() else None)
     if args.outputs_file and not outputs.is_file():  # type: ignore[union-attr]

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+from lifecycle_fixtures import cli_process
 
 # Help pages are rendered, not read from the user's cache (tests that test the cache name their own folder).
 os.environ.setdefault("HYPERPOD_DPD_HELP_CACHE", "off")
@@ -39,3 +42,16 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., Ran]:
         return Ran(code, out, err)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def demo_env(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """``hyperpod-dpd init demo`` then ``hyperpod-dpd synth --env demo`` in a temp folder ``cwd`` (environments in
+    ``cwd/envs``, the temp folder ``cwd/temp``), once per session: ``(cwd, the synth's result)``."""
+    cwd = tmp_path_factory.mktemp("ops")
+    init = cli_process("init", "demo", cwd=cwd)
+    assert init.returncode == 0, init.stderr
+    (cwd / "temp").mkdir()
+    result = cli_process("synth", "--env", "demo", cwd=cwd, TMPDIR=str(cwd / "temp"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return cwd, result

@@ -258,15 +258,17 @@ def test_a_dpd_run_whose_requests_skipped_prefill_is_invalid_in_the_report(env_f
 
 
 def test_manifests_with_placeholders_are_refused(tmp_path):
+    """The hint names the command that writes the outputs, into the file bench reads. Fails on main: "deploy with
+    --outputs-file", an option hyperpod-dpd deploy did not have (the fourth review's friction 11)."""
     cfg = _write_env(tmp_path, outputs=False)
-    proc = _bench(cfg, str(tmp_path / "none"))
+    proc = _hyperpod_dpd("bench", "--config", cfg.name, "--kubeconfig", "none", "--yes", cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
-        f"error: {tmp_path / 'bench.out' / 'dist' / 'placeholders'}/ holds manifests with placeholders (see its "
-        "README.txt): model_bucket_name, eks_cluster_arn: deploy with --outputs-file cdk-outputs.json; "
-        "model_revision: run hyperpod-dpd stage-model SRC (it records the revision) or set model.revision; then "
-        f"hyperpod-dpd synth --config {cfg}, then bench"]
-    # One line, never cut (errors.MAX_MESSAGE) even under a long temporary path such as a pytest-xdist worker's.
+        "error: bench.out/dist/placeholders/ holds manifests with placeholders (see its README.txt): "
+        f"model_bucket_name, eks_cluster_arn: hyperpod-dpd deploy --config {cfg.name}; model_revision: run "
+        "hyperpod-dpd stage-model SRC (it records the revision) or set model.revision; then hyperpod-dpd synth "
+        f"--config {cfg.name}, then bench"]
+    # One line, never cut (errors.MAX_MESSAGE).
     assert len(proc.stderr.splitlines()[0]) <= MAX_MESSAGE, len(proc.stderr.splitlines()[0])
 
 

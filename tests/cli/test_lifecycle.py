@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from lifecycle_fixtures import cli_process, copy_env
 
 #: These tests run the entry points in the repository itself (its cdk.out/ and dist/, scripts/setup): one
 #: xdist worker runs them all, one after another (scripts/test: --dist loadgroup).
@@ -25,10 +26,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = REPO_ROOT / "config" / "default.yaml"
 
 
-def _cli(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items() if k != "HYPERPOD_CONFIG"} | env
-    return subprocess.run([sys.executable, "-m", "hyperpod_dpd", *args], cwd=cwd, env=full_env,
-                          capture_output=True, text=True, timeout=600, check=False, stdin=subprocess.DEVNULL)
+_cli = cli_process
 
 
 def _one_line_exit(result: subprocess.CompletedProcess[str], code: int, starts: str) -> None:
@@ -39,16 +37,18 @@ def _one_line_exit(result: subprocess.CompletedProcess[str], code: int, starts: 
 
 
 @pytest.fixture(scope="session")
-def synthesized(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    """``hyperpod-dpd init demo`` then ``hyperpod-dpd synth --env demo`` (temp folder: ``<cwd>/temp``), once per
-    session."""
-    cwd = tmp_path_factory.mktemp("ops")
-    init = _cli("init", "demo", cwd=cwd)
-    assert init.returncode == 0, init.stderr
-    (cwd / "temp").mkdir()
-    result = _cli("synth", "--env", "demo", cwd=cwd, TMPDIR=str(cwd / "temp"))
-    assert result.returncode == 0, result.stderr[-3000:]
-    return cwd, result
+def synthesized(demo_env: tuple[Path, subprocess.CompletedProcess[str]],
+                ) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The demo environment (``demo_env``, tests/cli/conftest.py): ``(cwd, the synth's result)``."""
+    return demo_env
+
+
+@pytest.fixture(autouse=True)
+def credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Credentials for the AWS credential chain (no AWS call is made with them): diff, deploy and destroy stop before
+    the CDK CLI runs when the chain finds none (the tests of that delete them)."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
 
 
 @pytest.fixture
@@ -139,33 +139,9 @@ def moto_env(moto_url: str) -> Iterator[dict[str, str]]:
     BackendDict.reset()
 
 
-#: The rule and parameter ``hyperpod_constructs.chart_assets.refuse_deploy_without`` adds to a stack whose Helm chart
-#: set-up could not fetch: CloudFormation then refuses every create and update of it.
-CHART_RULE, CHART_PARAMETER = "HyperPodChartsFetchedRule", "HyperPodChartsFetched"
-
-
 def _copy_env(cwd: Path, name: str, *, charts_fetched: bool) -> Path:
-    """A copy of the demo environment as set-up with (or without) access to the charts' sources leaves it: the
-    Cluster template without (or with) the rule that refuses the deploy."""
-    target = cwd / "envs" / name
-    if not target.exists():
-        shutil.copytree(cwd / "envs" / "demo", target)
-    path = target / "cdk.out" / "Cluster.template.json"
-    template = json.loads(path.read_text())
-    if charts_fetched:
-        template.get("Rules", {}).pop(CHART_RULE, None)
-        template.get("Parameters", {}).pop(CHART_PARAMETER, None)
-    else:
-        template.setdefault("Parameters", {})[CHART_PARAMETER] = {"Type": "String", "Default": "no",
-                                                                  "AllowedValues": ["no"]}
-        template.setdefault("Rules", {})[CHART_RULE] = {"Assertions": [{
-            "Assert": {"Fn::Equals": [{"Ref": CHART_PARAMETER}, "yes"]},
-            "AssertDescription": "Helm charts nvidia-device-plugin (NVIDIA/k8s-device-plugin@cb6e45e) were not "
-                                 "fetched when this template was synthesized; run ./scripts/setup with access to "
-                                 "raw.githubusercontent.com (or set HYPERPOD_CHART_CACHE), synthesize again, then "
-                                 "deploy"}]}
-    path.write_text(json.dumps(template))
-    return target
+    """A copy of the demo environment as set-up with (or without) access to the charts' sources leaves it."""
+    return copy_env(cwd / "envs" / "demo", cwd / "envs" / name, charts_fetched=charts_fetched)
 
 
 def test_init_names_the_environment_and_points_at_the_schema(synthesized) -> None:
@@ -278,7 +254,7 @@ def test_a_failed_deploy_does_not_claim_nothing_changed(synthesized, fake_npx) -
     result = _cli("deploy", "Network", "--env", "fetched", "--yes", cwd=cwd, **env, FAKE_NPX_RC="1")
     assert result.returncode == 1
     assert result.stderr.splitlines()[-1].startswith(
-        "error: cdk deploy exited 1: its output above names the stack and the reason")
+        "error: cdk deploy exited 1: no output (its whole output: envs/fetched/cdk-deploy.log)")
     assert "nothing else was changed" not in result.stderr
     assert "stacks deployed before it in this run stay deployed" in result.stderr
 
@@ -517,11 +493,22 @@ def test_a_destroy_the_user_declines_is_cancelled_not_failed(synthesized, fake_n
 def test_deploy_refuses_a_config_changed_since_synth(synthesized, fake_npx) -> None:
     cwd, _ = synthesized
     env, log = fake_npx
+    from hyperpod_core.config import load_config
+    from hyperpod_core.environment import stamp
+
     shutil.copytree(cwd / "envs" / "demo", cwd / "envs" / "edited")
     cfg = cwd / "envs" / "edited" / "config.yaml"
+    stamp(cwd / "envs" / "edited" / "cdk.out", cfg, load_config(cfg))  # as a synth of envs/edited/ stamps it
     cfg.write_text(cfg.read_text().replace("max_model_len: 16384", "max_model_len: 8192"))
     result = _cli("deploy", "--env", "edited", cwd=cwd, **env)
     _one_line_exit(result, 2, "error: envs/edited/config.yaml changed since envs/edited/cdk.out was synthesized")
+    # Another config's templates (a copied folder whose config was then edited) are named as such.
+    shutil.copytree(cwd / "envs" / "demo", cwd / "envs" / "copied")
+    cfg = cwd / "envs" / "copied" / "config.yaml"
+    cfg.write_text(cfg.read_text().replace("max_model_len: 16384", "max_model_len: 8192"))
+    result = _cli("deploy", "--env", "copied", cwd=cwd, **env)
+    _one_line_exit(result, 2, f"error: envs/copied/cdk.out holds the templates of "
+                              f"{(cwd / 'envs' / 'demo' / 'config.yaml').resolve()}, not of envs/copied/config.yaml")
     assert not log.exists(), "the CDK CLI must not run"
 
 
@@ -633,7 +620,7 @@ def test_deploy_parameter_bad_input_is_one_line_and_exit_2(synthesized, fake_npx
 ])
 def test_principal_arn_of_a_caller(caller: str, principal: str) -> None:
     """STS GetCallerIdentity ARN forms (IAM user guide, 'IAM identifiers')."""
-    from hyperpod_dpd.commands.lifecycle import principal_arn
+    from hyperpod_dpd.deploy_guards import principal_arn
 
     assert principal_arn(caller) == principal
 
@@ -788,11 +775,12 @@ def test_the_guarded_resources_are_the_synthesized_ones(synthesized) -> None:
     """The logical IDs the check guards are the templates' own, with the UpdateReplacePolicy the messages state
     (absent: Delete, CloudFormation's default, User Guide "UpdateReplacePolicy attribute")."""
     from hyperpod_dpd import change_set
-    from hyperpod_dpd.commands.lifecycle import _stack_ids, _templates
+    from hyperpod_dpd.cdk_cli import stack_ids
+    from hyperpod_dpd.cdk_cli import templates as assembly_templates
 
     cwd, _ = synthesized
     cdk_out = cwd / "envs" / "demo" / "cdk.out"
-    templates = _templates(cdk_out, list(_stack_ids(cdk_out)))
+    templates = assembly_templates(cdk_out, list(stack_ids(cdk_out)))
     assert change_set.guarded_stacks(templates) == ["demo-cluster", "demo-hyperpod", "demo-platform"]
     hyperpod = templates["demo-hyperpod"]["Resources"]["HyperPodCluster"]
     bucket = templates["demo-platform"]["Resources"]["ModelBucket24FA8CA2"]
@@ -1001,10 +989,11 @@ def test_the_exports_a_guarded_resource_feeds_are_found_in_the_templates(synthes
     another stack imports (User Guide, ``Fn::ImportValue``: "After another stack imports an output value, you can't
     ... modify the exported output value")."""
     from hyperpod_dpd import change_set
-    from hyperpod_dpd.commands.lifecycle import _stack_ids, _templates
+    from hyperpod_dpd.cdk_cli import stack_ids
+    from hyperpod_dpd.cdk_cli import templates as assembly_templates
 
     cdk_out = synthesized[0] / "envs" / "demo" / "cdk.out"
-    templates = _templates(cdk_out, list(_stack_ids(cdk_out)))
+    templates = assembly_templates(cdk_out, list(stack_ids(cdk_out)))
     assert change_set.importers(templates, "demo-hyperpod", "HyperPodCluster") == ["demo-platform"]
     assert sorted(change_set.importers(templates, "demo-cluster", "EksClusterB2BDED5B")) == [
         "demo-hyperpod", "demo-observability-addon", "demo-platform"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,7 +46,10 @@ class Synth:
 def _run(config: Path, outputs_file: Path | None, outdir: Path) -> Synth:
     from hyperpod_k8s import main
 
-    argv = ["--config", str(config), "--outdir", str(outdir)]
+    # A copy outside the checkout: its folder (hyperpod_core.environment.folder_of) holds no cdk-outputs.json, so no
+    # stray outputs file of the checkout's is read.
+    shutil.copy(config, outdir.parent / f"cdk8s-{config.name}")
+    argv = ["--config", str(outdir.parent / f"cdk8s-{config.name}"), "--outdir", str(outdir)]
     if outputs_file is not None:
         argv += ["--outputs-file", str(outputs_file)]
     out, err = io.StringIO(), io.StringIO()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import shutil
 from pathlib import Path
 
 import yaml
@@ -30,7 +31,9 @@ def _kinds(folder: Path) -> list[tuple[str, str]]:
 def _synth(config: Path, outdir: Path, outputs: Path | None) -> str:
     from hyperpod_k8s import main
 
-    argv = ["--config", str(config), "--outdir", str(outdir)] + (["--outputs-file", str(outputs)] if outputs else [])
+    copy = outdir.parent / f"cdk8s-{config.name}"  # outside the checkout: no stray cdk-outputs.json of its folder
+    shutil.copy(config, copy)
+    argv = ["--config", str(copy), "--outdir", str(outdir)] + (["--outputs-file", str(outputs)] if outputs else [])
     err = io.StringIO()
     saved_cwd = Path.cwd()
     os.chdir(outdir.parent)
@@ -89,7 +92,8 @@ def test_endpoint_apply_colocated_swaps_the_folders(tmp_path):
 
 def test_npx_cdk8s_synth_o_dir_writes_to_dir_and_without_it_to_dist(tmp_path, monkeypatch):
     """The cdk8s CLI names its output folder in ``$CDK8S_OUTDIR``: ``-o DIR`` (its documented output flag), or
-    ``output`` of cdk8s.yaml, the scratch folder that stands for dist/ (linked to it after the app wrote dist/)."""
+    ``output`` of cdk8s.yaml, the scratch folder that stands for the config's dist/ (linked to it after the app wrote
+    it)."""
     from hyperpod_k8s import main
 
     scratch = yaml.safe_load((REPO / "cdk8s.yaml").read_text())["output"]
@@ -97,7 +101,8 @@ def test_npx_cdk8s_synth_o_dir_writes_to_dir_and_without_it_to_dist(tmp_path, mo
     assert "--outdir" not in yaml.safe_load((REPO / "cdk8s.yaml").read_text())["app"]
     assert main.default_outdir({"CDK8S_OUTDIR": str(tmp_path / "out")}) == str(tmp_path / "out")
     assert main.default_outdir({"CDK8S_OUTDIR": scratch}) == main.default_outdir({"CDK8S_OUTDIR": f"./{scratch}"})
-    assert main.default_outdir({"CDK8S_OUTDIR": scratch}) == main.default_outdir({}) == "dist"
+    # No -o: None, the config's own dist/ (hyperpod_core.environment.folder_of; the root's for config/default.yaml).
+    assert main.default_outdir({"CDK8S_OUTDIR": scratch}) == main.default_outdir({}) is None
 
     dist, link = tmp_path / "dist", tmp_path / scratch
     dist.mkdir()

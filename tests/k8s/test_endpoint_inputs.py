@@ -129,13 +129,16 @@ def test_fails_when_the_cluster_arn_output_is_not_this_clusters(default_config, 
 
 
 def test_require_outputs_refuses_placeholders_before_synth(monkeypatch, tmp_path, capsys):
+    from hyperpod_core import paths
     from hyperpod_k8s import main
 
+    config = tmp_path / "c.yaml"  # outside the checkout: its folder holds no cdk-outputs.json
+    config.write_bytes((paths.checkout("the test") / paths.DEFAULT_CONFIG).read_bytes())
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(main.OUTPUTS_ENV, raising=False)
     with pytest.raises(ConfigError, match=re.escape("--require-outputs: unresolved model_bucket_name, eks_cluster_arn: "
                                                     "deploy with --outputs-file cdk-outputs.json")):
-        main.main(["--require-outputs", "--outdir", str(tmp_path / "dist")])
+        main.main(["--require-outputs", "--config", str(config), "--outdir", str(tmp_path / "dist")])
     assert not (tmp_path / "dist").exists()
 
 

@@ -49,7 +49,13 @@ from hyperpod_core.dist_layout import PLACEHOLDERS, PLACEHOLDERS_README, DistLay
 from hyperpod_core.errors import CommandFailed, UsageError
 from hyperpod_core.names import EndpointNames
 from hyperpod_dpd.benchmark.download import download_s3
-from hyperpod_dpd.commands.options import ConfigOption, EnvOption
+from hyperpod_dpd.commands.options import (
+    ConfigOption,
+    DeploymentRegionOption,
+    EnvOption,
+    OutputsFileOption,
+    ProfileOption,
+)
 from hyperpod_dpd.confirm import DryRunOption, YesOption, confirm
 from hyperpod_dpd.deployment import ContextOption, KubeconfigOption, load
 
@@ -271,16 +277,28 @@ def _unresolved(e: environment.Environment) -> str:
 
     missing = placeholders(resolve_in_folder(e.config, e.workdir))
     again = f"hyperpod-dpd synth {e.selector}"
-    return f"{'; '.join(remedies(missing))}; then {again}" if missing else f"every value is resolved now: {again}"
+    return (f"{'; '.join(remedies(missing, f'hyperpod-dpd deploy {e.selector}'))}; then {again}" if missing
+            else f"every value is resolved now: {again}")
+
+
+def _list_runs(out: Console, todo: dict[tuple[str, str], list[dict[str, Any]]]) -> None:
+    """``--dry-run``: the runs to go, each with its experiment, mode and time limit."""
+    for (experiment, mode), group_jobs in todo.items():
+        for job in group_jobs:
+            out.print(f"  {run_key(job)[1]} ({experiment}, {mode}; at most "
+                      f"{int(job['spec']['activeDeadlineSeconds']) / 60:.0f} min)", highlight=False)
+    out.print("dry run: nothing applied", highlight=False)
 
 
 def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: KubeconfigOption = None,
           context: ContextOption = None, poll_seconds: PollOption = 10.0, ready_timeout: ReadyOption = 3600.0,
-          only: OnlyOption = None, yes: YesOption = False, dry_run: DryRunOption = False) -> None:
+          only: OnlyOption = None, yes: YesOption = False, dry_run: DryRunOption = False,
+          region: DeploymentRegionOption = None, profile: ProfileOption = None,
+          outputs_file: OutputsFileOption = None) -> None:
     """Run the benchmark matrix on DPD, switch to the colocated baseline, run it again (resumable; asks first)."""
     from hyperpod_dpd.benchmark.kube import Kube
 
-    dep = load(config, env)
+    dep = load(config, env, region=region, changing="bench", outputs_file=outputs_file)
     e = dep.env
     c = e.config
     e.require_stamp()  # the manifests in dist/ are of the config as it is now
@@ -319,11 +337,7 @@ def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: Kubeco
     out.print(f"plan: on {where}, endpoint {ns}/{name} is replaced by the {' and then the '.join(modes)} manifest "
               f"for its runs and restored afterwards; one Job per run in {ns}", highlight=False)
     if dry_run:
-        for (experiment, mode), group_jobs in todo.items():
-            for job in group_jobs:
-                out.print(f"  {run_key(job)[1]} ({experiment}, {mode}; at most "
-                          f"{int(job['spec']['activeDeadlineSeconds']) / 60:.0f} min)", highlight=False)
-        out.print("dry run: nothing applied", highlight=False)
+        _list_runs(out, todo)
         return
     confirm(f"run {left} benchmark runs (at most {worst:.1f} h) on {where}, replacing endpoint {ns}/{name}?",
             yes=yes, command="hyperpod-dpd bench", cancelled="no run started; the endpoint is as it was")

@@ -18,7 +18,10 @@ the files of the config named (``--env NAME`` or ``--config PATH``):
   with the network, the platform with the observability add-on: docs/deploy.md, "Critical path");
 * ``diff``/``deploy``/``destroy`` act only in the deployment's region: a ``--region`` naming another is bad input
   before any AWS or CDK CLI call (:func:`hyperpod_dpd.deployment.require_region`); ``--profile`` is passed on as
-  the CDK CLI's ``--profile``;
+  the CDK CLI's ``--profile``; without AWS credentials they stop in one line before the CDK CLI runs;
+* the CDK CLI runs as :mod:`hyperpod_dpd.cdk_cli` runs it: the command echoed as it can be pasted, its whole output
+  kept in ``cdk-<command>.log`` in the config's folder, a failure as one line naming that file;
+* the checks ``deploy`` makes around the CDK CLI are in :mod:`hyperpod_dpd.deploy_guards`;
 * on an update ``deploy`` keeps the deployed cluster admin (``AdminPrincipalArn`` is not passed, so the CDK CLI
   reuses its previous value) unless ``--admin-principal-arn``, and, before it deploys, reads the change set of
   every deployed stack that holds the HyperPod cluster, the EKS cluster or the model bucket and refuses a
@@ -39,35 +42,32 @@ import datetime as dt
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from hyperpod_core import environment, paths
 from hyperpod_core.assembly import required_parameters
 from hyperpod_core.errors import CommandFailed, UsageError
-from hyperpod_dpd import principal
-from hyperpod_dpd.commands.options import ConfigOption, DeploymentRegionOption, EnvOption, ProfileOption
+from hyperpod_dpd import cdk_cli
+from hyperpod_dpd.commands.options import (
+    ConfigOption,
+    DeploymentRegionOption,
+    DeployOutputsFileOption,
+    EnvOption,
+    OutputsFileOption,
+    ProfileOption,
+)
 from hyperpod_dpd.confirm import DryRunOption, YesOption, confirm
-
-#: Quiet, offline-friendly settings for the CDK CLI (tooling.md §0). Not CDK8S_CHECK_UPGRADE: the CDK CLI reads
-#: every CDK* variable as an option and reports that one as the unknown option "--8SCheckUpgrade".
-CLI_ENV = {"CDK_DISABLE_CLI_TELEMETRY": "true", "CDK_DISABLE_VERSION_CHECK": "1",
-           "AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED": "true",
-           "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
 
 StacksArg = Annotated[list[str] | None, typer.Argument(
     metavar="STACK", show_default=False,
     help="Stacks: construct IDs (Network, Observability, Cluster, HyperPod, Platform, ObservabilityAddon) or "
          "CloudFormation names (<name>-network, ...). Default: all.")]
-
-err = Console(stderr=True)
-
 
 def register(app: typer.Typer) -> None:
     app.command("init")(init)
@@ -95,7 +95,7 @@ def init(name: Annotated[str, typer.Argument(metavar="NAME",
     from_config = from_config or root / paths.DEFAULT_CONFIG
     environment.check_env_name(name)
     load_config(from_config)  # the template itself must be valid
-    target = environment.ENVS_DIR / name / "config.yaml"
+    target = environment.envs_dir() / name / environment.ENV_CONFIG  # the checkout's envs/, from any folder
     if target.exists():
         raise UsageError(f"environment {name!r} exists already ({target}); edit it, or pick another name")
     lines = [line for line in from_config.read_text().splitlines() if not line.startswith("# yaml-language-server")]
@@ -165,7 +165,7 @@ def synth(config: ConfigOption = None, env: EnvOption = None,
     cmd += ["--env", e.name] if e.name else ["--config", str(e.config_path)]
     if outputs_file is not None:
         cmd += ["--outputs-file", str(outputs_file)]
-    child_env = {**os.environ, **CLI_ENV, "CDK_VALIDATION": "false"}
+    child_env = {**os.environ, **cdk_cli.CLI_ENV, "CDK_VALIDATION": "false"}
     child_env.pop("PYTHONDONTWRITEBYTECODE", None)  # -O needs its own cached bytecode
     rc = subprocess.run(cmd, env=child_env, check=False).returncode
     if rc:
@@ -174,65 +174,30 @@ def synth(config: ConfigOption = None, env: EnvOption = None,
 
 # --- diff / deploy / destroy -----------------------------------------------------------------------------
 
-def _stack_ids(cdk_out: Path) -> dict[str, str]:
-    """``{construct ID: CloudFormation stack name}`` of the synthesized assembly, in manifest order."""
-    manifest = json.loads((cdk_out / "manifest.json").read_text())
-    out: dict[str, str] = {}
-    for artifact_id, artifact in manifest["artifacts"].items():
-        if artifact.get("type") == "aws:cloudformation:stack":
-            out[artifact_id] = artifact.get("properties", {}).get("stackName", artifact_id)
-    return out
-
-
-def select_stacks(cdk_out: Path, wanted: list[str] | None) -> list[str]:
-    """CDK CLI selectors for ``wanted``: construct IDs as given, CloudFormation names translated; ``--all``."""
-    ids = _stack_ids(cdk_out)
-    if not wanted:
-        return ["--all"]
-    by_name = {name: sid for sid, name in ids.items()}
-    by_lower = {sid.lower(): sid for sid in ids}
-    chosen = []
-    for w in wanted:
-        sid = w if w in ids else by_name.get(w) or by_lower.get(w.lower())
-        if sid is None:
-            allowed = ", ".join(f"{sid} ({name})" for sid, name in ids.items())
-            raise UsageError(f"stack must be one of {allowed}, got {w!r}")
-        chosen.append(sid)
-    return chosen
-
-
-def npx_cdk(args: list[str], profile: str | None = None) -> int:
-    """Run the pinned CDK CLI from the repository root (where package-lock.json pins it); ``profile``
-    (``--profile``) becomes the CDK CLI's own ``--profile`` (a global option of every command)."""
-    root = paths.checkout(f"hyperpod-dpd {args[0]}")
-    npx = shutil.which("npx")
-    if npx is None:
-        raise CommandFailed("npx not found on PATH (install Node.js 18+ and run ./scripts/setup)")
-    cmd = [npx, "--no-install", "cdk", *args, *(["--profile", profile] if profile else [])]
-    err.print(f"[dim]$ {' '.join(cmd[1:])}[/dim]", highlight=False)
-    return subprocess.run(cmd, cwd=root, env={**os.environ, **CLI_ENV}, check=False).returncode
-
-
 #: Construct ID of the stack that holds the HyperPod cluster (hyperpod_infra.app_builder.build).
 HYPERPOD_STACK = "HyperPod"
 
 
 def diff(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption = None,
-         region: DeploymentRegionOption = None, profile: ProfileOption = None) -> None:
+         region: DeploymentRegionOption = None, profile: ProfileOption = None,
+         outputs_file: OutputsFileOption = None) -> None:
     """Compare the synthesized templates of THIS config with what is deployed (cdk diff --app <cdk.out>); for
     the HyperPod stack, also whether running deep health checks would refuse an instance-group change."""
     from hyperpod_core.assembly import undeployable_line
     from hyperpod_dpd.deployment import require_region
 
     paths.checkout("hyperpod-dpd diff")
-    e = environment.resolve(config, env)
+    e = environment.resolve(config, env, outputs_file=outputs_file)
     home = require_region(e, region, "diff")
     cdk_out = e.require_synthesized().resolve()
-    selected = select_stacks(cdk_out, stacks)
+    selected = cdk_cli.select_stacks(cdk_out, stacks)
+    cdk_cli.require_credentials("diff")
     # `cdk diff` has no --all (aws-cdk's option table): with no stack named it compares every top-level stack.
-    rc = npx_cdk(["diff", "--app", str(cdk_out), *([] if selected == ["--all"] else selected)], profile)
-    if rc not in (0,):
-        raise CommandFailed(f"cdk diff exited {rc}")
+    ran = cdk_cli.run(["diff", "--app", str(cdk_out), *([] if selected == ["--all"] else selected)],
+                      cdk_cli.log_file(e.workdir, "diff"), profile)
+    if ran.rc:
+        raise cdk_cli.failure("diff", ran, f"fix that, then run hyperpod-dpd diff {e.selector} again")
+    sys.stdout.write(ran.output)  # the differences: what this command is for
     if "--all" in selected or HYPERPOD_STACK in selected:
         from hyperpod_dpd import preflight
 
@@ -247,217 +212,68 @@ def diff(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption =
     print(f"next: hyperpod-dpd deploy {e.selector}")
 
 
-#: The cluster stack's parameter for the IAM principal given cluster admin through an EKS access entry (when
-#: the config does not name one in eks.admin_principal_arn).
-ADMIN_PARAMETER = "AdminPrincipalArn"
+@dataclass(frozen=True, kw_only=True)
+class _Plan:
+    """What a deploy deploys, from the synthesized assembly alone (no AWS call)."""
+
+    cdk_out: Path
+    selected: list[str]
+    """The CDK CLI's selectors (construct IDs, or ``--all``)."""
+    ids: dict[str, str]
+    """``{construct ID: stack name}`` of the whole assembly."""
+    every: dict[str, dict[str, Any]]
+    """``{stack name: template}`` of the whole assembly: the stacks that import a guarded resource's exports."""
+    chosen: list[str]
+    """The construct IDs deployed: the selected stacks and the stacks they depend on."""
+    needed: dict[str, list[str]]
+    """``{stack name: parameters without a default}`` of the deployed stacks."""
+    guarded: list[str]
+    """The deployed stacks that hold a guarded resource (:mod:`hyperpod_dpd.change_set`)."""
 
 
-def principal_arn(caller_arn: str) -> str:
-    """:func:`hyperpod_dpd.principal.principal_arn`, with bad input as a usage error (exit 2)."""
-    try:
-        return principal.principal_arn(caller_arn)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def _caller_principal(region: str) -> str:
-    from hyperpod_dpd import aws
-
-    with aws.aws_errors("cannot find who deploys (pass --admin-principal-arn, or set eks.admin_principal_arn)"
-                        "; sts:GetCallerIdentity"):
-        arn = aws.client("sts", region).get_caller_identity()["Arn"]
-    return principal_arn(arn)
-
-
-def _templates(cdk_out: Path, stack_ids: list[str]) -> dict[str, dict[str, Any]]:
-    """``{CloudFormation stack name: template}`` of the stacks ``stack_ids`` (construct IDs) of the assembly."""
-    artifacts = json.loads((cdk_out / "manifest.json").read_text())["artifacts"]
-    out: dict[str, dict[str, Any]] = {}
-    for sid in stack_ids:
-        props = artifacts[sid].get("properties", {})
-        out[props.get("stackName", sid)] = json.loads((cdk_out / props["templateFile"]).read_text())
-    return out
-
-
-def _admin(needed: list[str], state: dict[str, dict[str, Any] | None], given: str | None,
-           region: str) -> tuple[dict[str, str], str]:
-    """The admin principal to pass to each stack of ``needed`` (``{stack name: ARN}``; a stack that keeps its
-    deployed one is left out), and what the summary says of it.
-
-    An access entry's ``PrincipalArn`` is create-only (``AWS::EKS::AccessEntry``: a new value replaces the entry,
-    so the previous admin loses access, and fails 409 ``ResourceInUseException`` when the new principal already has
-    an entry). So on an update the deployed value stays: the parameter is not passed, and the CDK CLI sends
-    ``UsePreviousValue: true`` for a template parameter that is not given but is set on the deployed stack
-    (``--previous-parameters``, default true: aws-cdk's ``cdk deploy`` reference, and the pinned CLI's
-    ``ParameterValues``, node_modules/aws-cdk/lib/index.js). ``--admin-principal-arn`` changes it on purpose; a
-    first deploy takes the caller."""
+def _plan(e: environment.Environment, cdk_out: Path, stacks: list[str] | None) -> _Plan:
+    """The stacks to deploy and their parameters; refuses a parameter hyperpod-dpd cannot fill (exit 2) and templates
+    CloudFormation would refuse (:func:`hyperpod_core.assembly.undeployable_line`, exit 1)."""
+    from hyperpod_core.assembly import undeployable_line, with_upstream
     from hyperpod_dpd import change_set
+    from hyperpod_dpd.deploy_guards import ADMIN_PARAMETER
 
-    passed: dict[str, str] = {}
-    said = ""
-    for stack_name in needed:
-        kept = change_set.parameter(state.get(stack_name), ADMIN_PARAMETER)
-        if given is None and kept is not None:
-            said = f"cluster admin {kept} (deployed; kept: pass --admin-principal-arn to change it)"
-            continue
-        admin = passed[stack_name] = given or _caller_principal(region)
-        said = f"cluster admin {admin}" + (f" (replaces {kept}, which loses its access entry)"
-                                           if kept is not None and kept != admin else "")
-    return passed, said
-
-
-def _parameters(admins: dict[str, str], stacks: Any = None) -> list[str]:
-    """``--parameters STACK:AdminPrincipalArn=ARN`` (the CDK CLI keys them by stack name) for ``stacks`` (all)."""
-    return [x for stack_name, admin in admins.items() if stacks is None or stack_name in stacks
-            for x in ("--parameters", f"{stack_name}:{ADMIN_PARAMETER}={admin}")]
-
-
-def _change_sets(cdk_out: Path, updated: dict[str, str], admins: dict[str, str], cloudformation: Any,
-                 profile: str | None) -> dict[str, list[dict[str, Any]]]:
-    """``{stack name: DescribeChangeSet Changes}`` of what deploying would change in the stacks ``updated`` (``{stack
-    name: construct ID}``, all deployed): the pinned CDK CLI creates their change sets without executing them, they
-    are read and deleted (:mod:`hyperpod_dpd.change_set`)."""
-    from hyperpod_dpd import aws, change_set
-
-    # --method=prepare-change-set: "creates a change set without executing it" (the pinned CLI's option table,
-    # node_modules/aws-cdk/lib/cli/cli-config.js; aws-cdk's cdk deploy reference); --exclusively: these stacks
-    # only. Never skipped for an unchanged template, and nothing to approve: nothing runs.
-    rc = npx_cdk(["deploy", "--app", str(cdk_out), *updated.values(), "--exclusively",
-                  "--method=prepare-change-set", "--change-set-name", change_set.CHANGE_SET_NAME,
-                  "--concurrency", str(len(updated)), "--require-approval", "never",
-                  *_parameters(admins, updated)], profile)
-    if rc:
-        raise CommandFailed(f"cdk deploy --method=prepare-change-set exited {rc}: the change set of a stack could not "
-                            "be created (the CDK CLI's output above says which and why), so nothing was deployed. A "
-                            "stack that imports a value a stack before it has not deployed yet cannot have one: "
-                            "deploy that stack first (hyperpod-dpd deploy <stack>), then all")
-    changes: dict[str, list[dict[str, Any]]] = {}
-    try:
-        with aws.aws_errors("reading the replacement check's change sets; cloudformation:DescribeChangeSet"):
-            for stack_name in updated:
-                changes[stack_name] = change_set.read(cloudformation, stack_name)
-    finally:  # also when reading failed: a change set left behind could be executed by mistake
-        with aws.aws_errors("deleting the replacement check's change sets; cloudformation:DeleteChangeSet"):
-            change_set.discard(cloudformation, updated)
-    return changes
+    selected = cdk_cli.select_stacks(cdk_out, stacks)
+    needed = required_parameters(cdk_out, with_upstream(cdk_out, selected))
+    for stack_name, names in needed.items():
+        unknown = [n for n in names if n != ADMIN_PARAMETER]
+        if unknown:
+            raise UsageError(f"stack {stack_name} needs parameters {', '.join(unknown)} that hyperpod-dpd does not "
+                             f"know how to fill; deploy it with npx cdk deploy --app {cdk_out} --parameters ...")
+    blocked = undeployable_line(cdk_out, selected)
+    if blocked:
+        raise CommandFailed(f"{blocked.replace('synthesize again', f'hyperpod-dpd synth {e.selector}')}")
+    ids = cdk_cli.stack_ids(cdk_out)
+    every = cdk_cli.templates(cdk_out, list(ids))
+    chosen = with_upstream(cdk_out, selected if selected != ["--all"] else list(ids))
+    return _Plan(cdk_out=cdk_out, selected=selected, ids=ids, every=every, chosen=chosen, needed=needed,
+                 guarded=change_set.guarded_stacks({ids[sid]: every[ids[sid]] for sid in chosen}))
 
 
-def _allow_replace(values: list[str] | None, templates: dict[str, dict[str, Any]]) -> list[str]:
-    """``--allow-replace`` values, checked: ``all`` or the logical ID of a guarded resource of the assembly."""
+def _replacements(e: environment.Environment, plan: _Plan, state: dict[str, dict[str, Any] | None],
+                  admins: dict[str, str], cloudformation: Any, allow: list[str], home: str,
+                  profile: str | None) -> list[Any]:
+    """The guarded resources the deploy replaces (checked: refused unless allowed), from the change sets of the
+    deployed stacks that hold one; refuses an in-place HyperPod cluster update during deep health checks."""
     from hyperpod_dpd import change_set
+    from hyperpod_dpd import deploy_guards as guards
 
-    known = list(dict.fromkeys(lid for template in templates.values()
-                               for lid, r in (template.get("Resources") or {}).items()
-                               if change_set.guard_of(str(r.get("Type", "")), lid) is not None))
-    for value in values or []:
-        if value != change_set.ALLOW_ALL and value not in known:
-            raise UsageError(f"--allow-replace must be {change_set.ALLOW_ALL} or the logical ID of a resource the "
-                             f"replacement check guards ({', '.join(known)}), got {value!r}")
-    return list(values or [])
-
-
-def _check_replacements(found: list[Any], templates: dict[str, dict[str, Any]], cloudformation: Any,
-                        allow: list[str], ids: dict[str, str], selector: str) -> None:
-    """Refuse the deploy when ``found`` holds a replacement that ``allow`` does not allow, or one that the stacks
-    importing its exports make impossible (even when allowed); otherwise say what each allowed one does."""
-    from hyperpod_dpd import aws, change_set
-
-    held: dict[Any, list[str]] = {}
-    with aws.aws_errors("reading the stacks that import a replaced resource's exports; cloudformation:DescribeStacks"):
-        for r in found:
-            names = [n for n in change_set.importers_of(templates, r) if change_set.exists(cloudformation, n)]
-            if names:
-                held[r] = names
-    # A certain replacement (or removal) of an imported resource fails late and rolls back: refused even when allowed.
-    blocking = {r: names for r, names in held.items() if r.replacement == "True"}
-    if blocking:
-        raise CommandFailed(change_set.held_by_imports(blocking, {name: sid for sid, name in ids.items()}, selector))
-    refused = [r for r in found if not change_set.allowed(r, allow)]
-    if refused:
-        raise CommandFailed(change_set.refusal(refused))
-    for r in found:
-        then = ("it is deleted" if r.action == change_set.REMOVE else f"the old one is {r.guard.afterwards}")
-        if r in held:  # Conditional: it may not be replaced at all (the ChangeSource says why CloudFormation is unsure)
-            then += (f"; should CloudFormation replace it, the update fails while {', '.join(held[r])} import its "
-                     "exports, and rolls back")
-        print(f"--allow-replace: {r.describe()}; {then}", file=sys.stderr)
-
-
-def _refuse_during_deep_health_checks(config: Any, region: str, modified: tuple[str, ...]) -> None:
-    """The HyperPod stack's change set modifies the HyperPod cluster in place (an ``UpdateCluster``, which HyperPod
-    does not carry out as expected while deep health checks run: AWS HyperPod EKS deep health check page): refuse
-    while nodes are in them (:func:`hyperpod_dpd.preflight.check_deep_health_checks`)."""
-    from hyperpod_dpd import preflight
-
-    check = preflight.check_deep_health_checks(preflight.make_clients(region), config, modified=modified)
-    if check.status == "FAIL":
-        raise CommandFailed(f"{check.detail}. Nothing was deployed; fix: {check.fix}")
-    if check.status != "PASS":
-        print(f"note: {check.name} not checked: {check.detail}" + (f"; fix: {check.fix}" if check.fix else ""),
-              file=sys.stderr)
-
-
-def _old_clusters(found: list[Any], cloudformation: Any) -> list[tuple[Any, str | None, str]]:
-    """``(replacement, physical ID now, error)`` of each HyperPod cluster ``found`` replaces (a Modify with a
-    previous physical ID): ``now`` is ``None`` and ``error`` says why when it could not be read."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    from hyperpod_dpd import change_set
-    from hyperpod_dpd.aws import explain
-
-    out: list[tuple[Any, str | None, str]] = []
-    for r in found:
-        if r.guard is not change_set.HYPERPOD_CLUSTER or not r.physical_id or r.action == change_set.REMOVE:
-            continue
-        try:
-            now = cloudformation.describe_stack_resource(StackName=r.stack, LogicalResourceId=r.logical_id)[
-                "StackResourceDetail"].get("PhysicalResourceId")
-        except (BotoCoreError, ClientError) as exc:
-            out.append((r, None, f"{explain(exc).code}: {explain(exc).message}"))
-            continue
-        out.append((r, now, ""))
-    return out
-
-
-def _delete_retained_clusters(found: list[Any], cloudformation: Any, region: str, yes: bool) -> None:
-    """After a deploy with ``--allow-replace``: delete each HyperPod cluster the update replaced, which
-    ``UpdateReplacePolicy: Retain`` left running, by its previous physical ID (its ARN; ``DeleteCluster`` takes
-    the name or the ARN), asked once (``--yes`` answers)."""
-    from hyperpod_dpd import aws
-
-    for r, now, error in _old_clusters(found, cloudformation):
-        if error:
-            raise CommandFailed(f"reading {r.stack} {r.logical_id} failed ({error}; cloudformation:"
-                                f"DescribeStackResource): if the old HyperPod cluster {r.physical_id} was replaced, "
-                                f"delete it with: aws sagemaker delete-cluster --cluster-name {r.physical_id} "
-                                f"--region {region}")
-        if now == r.physical_id:
-            print(f"{r.stack}: {r.logical_id} was not replaced (Replacement {r.replacement}): nothing to delete")
-            continue
-        confirm(f"delete the old HyperPod cluster {r.physical_id}, replaced by {now} and still running?", yes=yes,
-                command="hyperpod-dpd deploy", cancelled=f"the old HyperPod cluster {r.physical_id} keeps running; "
-                f"delete it with: aws sagemaker delete-cluster --cluster-name {r.physical_id} --region {region}")
-        with aws.aws_errors(f"deleting the old HyperPod cluster {r.physical_id}; sagemaker:DeleteCluster"):
-            aws.client("sagemaker", region).delete_cluster(ClusterName=r.physical_id)
-        print(f"deleting the old HyperPod cluster {r.physical_id} (its nodes go with it)")
-
-
-def _report_retained_clusters(found: list[Any], cloudformation: Any, region: str) -> None:
-    """After a failed deploy with ``--allow-replace``: a HyperPod stack updated before another stack failed keeps
-    its new cluster, and ``UpdateReplacePolicy: Retain`` the old one running outside the stack. Say which, with the
-    command that deletes it (never deleted here: the deploy failed)."""
-    for r, now, error in _old_clusters(found, cloudformation):
-        hint = f"aws sagemaker delete-cluster --cluster-name {r.physical_id} --region {region}"
-        if error:
-            print(f"note: could not read {r.stack} {r.logical_id} ({error}): if the old HyperPod cluster "
-                  f"{r.physical_id} was replaced, it keeps running outside the stack; delete it with: {hint}",
-                  file=sys.stderr)
-        elif now != r.physical_id:
-            print(f"note: the old HyperPod cluster {r.physical_id} was replaced by {now} before the deploy failed and "
-                  f"keeps running, and billing, outside the stack; delete it with: {hint}", file=sys.stderr)
-        else:  # not replaced, or replaced and rolled back: CloudFormation removes what a failed update created [I]
-            print(f"note: {r.stack} {r.logical_id} is still {r.physical_id} (not replaced, or rolled back); see every "
-                  f"HyperPod cluster with: aws sagemaker list-clusters --region {region}", file=sys.stderr)
+    by_name = {plan.ids[sid]: sid for sid in plan.chosen}
+    updated = {name: by_name[name] for name in plan.guarded if state[name] is not None}  # a new stack replaces nothing
+    changes = guards.change_sets(plan.cdk_out, updated, admins, cloudformation, profile,
+                                 cdk_cli.log_file(e.workdir, "deploy")) if updated else {}
+    found = [r for stack_name, cs in changes.items() for r in change_set.replacements(stack_name, cs)]
+    guards.check_replacements(found, plan.every, cloudformation, allow, plan.ids, e.selector)
+    modified = change_set.modified_properties(changes.get(plan.ids.get(HYPERPOD_STACK, ""), []),
+                                              str(change_set.HYPERPOD_CLUSTER.logical_id))
+    if modified is not None:
+        guards.refuse_during_deep_health_checks(e.config, home, modified)
+    return found
 
 
 def deploy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption = None,
@@ -475,6 +291,7 @@ def deploy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption
                     "the refusal names it (HyperPodCluster, the EKS cluster's, ModelBucket24FA8CA2; repeatable), or "
                     "'all'; then delete the old HyperPod cluster (asked once).", show_default=False)] = None,
            region: DeploymentRegionOption = None, profile: ProfileOption = None,
+           outputs_file: DeployOutputsFileOption = None,
            ) -> None:
     """Deploy the templates synthesized from THIS config (shows what and asks; --yes does not ask); write the
     outputs file next to them.
@@ -483,86 +300,45 @@ def deploy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption
     the EKS cluster or the model bucket would be replaced (--allow-replace RESOURCE: go ahead), and when an update
     of the HyperPod cluster would meet running deep health checks.
     """
-    from hyperpod_core.assembly import undeployable_line, with_upstream
     from hyperpod_dpd import aws, change_set
+    from hyperpod_dpd import deploy_guards as guards
     from hyperpod_dpd.deployment import require_region
 
     paths.checkout("hyperpod-dpd deploy")
-    e = environment.resolve(config, env)
+    e = environment.resolve(config, env, outputs_file=outputs_file)
     home = require_region(e, region, "deploy")
     cdk_out = e.require_synthesized().resolve()
-    if admin_principal_arn is not None:
-        admin_principal_arn = principal_arn(admin_principal_arn)
-    selected = select_stacks(cdk_out, stacks)
-    needed = required_parameters(cdk_out, with_upstream(cdk_out, selected))
-    for stack_name, names in needed.items():
-        unknown = [n for n in names if n != ADMIN_PARAMETER]
-        if unknown:
-            raise UsageError(f"stack {stack_name} needs parameters {', '.join(unknown)} that hyperpod-dpd does not "
-                             f"know how to fill; deploy it with npx cdk deploy --app {cdk_out} --parameters ...")
-    blocked = undeployable_line(cdk_out, selected)
-    if blocked:
-        raise CommandFailed(f"{blocked.replace('synthesize again', f'hyperpod-dpd synth {e.selector}')}")
-    ids = _stack_ids(cdk_out)
-    every = _templates(cdk_out, list(ids))  # the whole assembly: the stacks that import a guarded resource's exports
-    allow = _allow_replace(allow_replace, every)
-    chosen = with_upstream(cdk_out, selected if selected != ["--all"] else list(ids))
-    guarded = change_set.guarded_stacks({ids[sid]: every[ids[sid]] for sid in chosen})
-    by_name = {ids[sid]: sid for sid in chosen}
-    state: dict[str, dict[str, Any] | None] = {}
-    cloudformation = aws.client("cloudformation", home) if needed or guarded else None
+    given_admin = None if admin_principal_arn is None else guards.principal_arn(admin_principal_arn)
+    plan = _plan(e, cdk_out, stacks)
+    allow = guards.allow_replace(allow_replace, plan.every)
+    cdk_cli.require_credentials("deploy")
+    cloudformation = aws.client("cloudformation", home) if plan.needed or plan.guarded else None
     with aws.aws_errors("reading the deployed stacks; cloudformation:DescribeStacks"):
-        for stack_name in dict.fromkeys([*needed, *guarded]):
-            state[stack_name] = change_set.deployed(cloudformation, stack_name)
-    admins, admin = _admin(list(needed), state, admin_principal_arn, home)
-    # As many at once as the assembly has stacks: their dependencies decide what runs side by side.
-    args = ["deploy", "--app", str(cdk_out), *selected, "--outputs-file", str(e.outputs_file.resolve()),
-            "--concurrency", str(len(ids)), *_parameters(admins)]
-    deployed = [ids[sid] for sid in chosen]
+        state = {name: change_set.deployed(cloudformation, name) for name in dict.fromkeys(
+            [*plan.needed, *plan.guarded])}
+    admins, admin = guards.admins_to_pass(list(plan.needed), state, given_admin, home)
+    deployed = [plan.ids[sid] for sid in plan.chosen]
     print(f"deploy: {len(deployed)} stacks of {e.config.name} ({', '.join(deployed)}) from {cdk_out} to "
           f"{home}" + (f"; {admin}" if admin else "") + f"; outputs to {e.outputs_file}", file=sys.stderr)
     confirm(f"deploy {len(deployed)} stacks of {e.config.name} to {home}?", yes=approve,
             command="hyperpod-dpd deploy", cancelled="nothing deployed")
-    updated = {name: by_name[name] for name in guarded if state[name] is not None}  # a new stack replaces nothing
-    changes = _change_sets(cdk_out, updated, admins, cloudformation, profile) if updated else {}
-    found = [r for stack_name, cs in changes.items() for r in change_set.replacements(stack_name, cs)]
-    _check_replacements(found, every, cloudformation, allow, ids, e.selector)
-    modified = change_set.modified_properties(changes.get(ids.get(HYPERPOD_STACK, ""), []),
-                                              str(change_set.HYPERPOD_CLUSTER.logical_id))
-    if modified is not None:
-        _refuse_during_deep_health_checks(e.config, home, modified)
-    if approve:
-        args += ["--require-approval", "never"]
-    rc = npx_cdk(args, profile)
-    if rc:
+    found = _replacements(e, plan, state, admins, cloudformation, allow, home, profile)
+    # As many at once as the assembly has stacks: their dependencies decide what runs side by side.
+    ran = cdk_cli.run(["deploy", "--app", str(cdk_out), *plan.selected, "--outputs-file",
+                       str(e.outputs_file.resolve()), "--concurrency", str(len(plan.ids)),
+                       *guards.parameter_args(admins), *(["--require-approval", "never"] if approve else [])],
+                      cdk_cli.log_file(e.workdir, "deploy"), profile)
+    if ran.rc:
         if found:
-            _report_retained_clusters(found, cloudformation, home)
-        raise CommandFailed(f"cdk deploy exited {rc}: its output above names the stack and the reason; a stack "
-                            "whose update failed was rolled back, stacks deployed before it in this run stay "
-                            f"deployed. See what differs now: hyperpod-dpd diff {e.selector}")
+            guards.report_retained_clusters(found, cloudformation, home)
+        raise cdk_cli.failure("deploy", ran, "a stack whose update failed was rolled back, stacks deployed before it "
+                                             f"in this run stay deployed; see what differs now: hyperpod-dpd diff "
+                                             f"{e.selector}")
     print(f"wrote {e.outputs_file}")
     if found:
-        _delete_retained_clusters(found, cloudformation, home, approve)
+        guards.delete_retained_clusters(found, cloudformation, home, approve)
     print(f"next: hyperpod-dpd synth {e.selector}   # manifests with the deployed bucket, roles, AMP workspace")
     print(f"      hyperpod-dpd stage-model ./<model folder> {e.selector}")
-
-
-def with_downstream(cdk_out: Path, selected: list[str]) -> list[str]:
-    """Construct IDs of ``selected`` and every stack that depends on them (what ``cdk destroy`` removes: it
-    selects a stack's dependents too), in manifest order; every stack for ``--all``."""
-    artifacts = json.loads((cdk_out / "manifest.json").read_text())["artifacts"]
-    ids = list(_stack_ids(cdk_out))
-    if selected == ["--all"]:
-        return ids
-    chosen = set(selected)
-    changed = True
-    while changed:
-        changed = False
-        for sid in ids:
-            if sid not in chosen and chosen & set(artifacts[sid].get("dependencies", [])):
-                chosen.add(sid)
-                changed = True
-    return [sid for sid in ids if sid in chosen]
 
 
 def set_outputs_aside(outputs_file: Path, destroyed: list[str], now: dt.datetime | None = None) -> Path | None:
@@ -587,18 +363,21 @@ def set_outputs_aside(outputs_file: Path, destroyed: list[str], now: dt.datetime
 
 def destroy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption = None,
             yes: YesOption = False, dry_run: DryRunOption = False,
-            region: DeploymentRegionOption = None, profile: ProfileOption = None) -> None:
+            region: DeploymentRegionOption = None, profile: ProfileOption = None,
+            outputs_file: OutputsFileOption = None) -> None:
     """Destroy the stacks of THIS config (shows what and asks; --yes does not ask). The model bucket is kept
     unless model_bucket.delete_on_destroy; the outputs file is moved aside afterwards."""
     from hyperpod_dpd.deployment import require_region
 
     paths.checkout("hyperpod-dpd destroy")
-    e = environment.resolve(config, env)
+    e = environment.resolve(config, env, outputs_file=outputs_file)
     require_region(e, region, "destroy")
     cdk_out = e.require_synthesized().resolve()
-    selected = select_stacks(cdk_out, stacks)
-    ids = _stack_ids(cdk_out)
-    gone = [ids[sid] for sid in reversed(with_downstream(cdk_out, selected))]
+    selected = cdk_cli.select_stacks(cdk_out, stacks)
+    ids = cdk_cli.stack_ids(cdk_out)
+    gone = [ids[sid] for sid in reversed(cdk_cli.with_downstream(cdk_out, selected))]
+    if not dry_run:
+        cdk_cli.require_credentials("destroy")
     mb = e.config.model_bucket
     bucket = (f"the model bucket {mb.existing_name} is not touched (model_bucket.existing_name)" if mb.existing_name
               else "the model bucket is deleted (model_bucket.delete_on_destroy: true)" if mb.delete_on_destroy
@@ -610,11 +389,11 @@ def destroy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOptio
         return
     confirm(f"destroy {len(gone)} stacks of {e.config.name} in {e.config.region}?", yes=yes,
             command="hyperpod-dpd destroy", cancelled="nothing destroyed")
-    rc = npx_cdk(["destroy", "--app", str(cdk_out), *selected, "--force"], profile)  # --force: asked above
-    if rc:
-        raise CommandFailed(f"cdk destroy exited {rc}: its output above names the stack that failed; "
-                            f"{e.outputs_file.name} is kept. Run hyperpod-dpd sweep {e.selector} (what blocks a "
-                            f"destroy), then destroy again")
+    ran = cdk_cli.run(["destroy", "--app", str(cdk_out), *selected, "--force"],  # --force: asked above
+                      cdk_cli.log_file(e.workdir, "destroy"), profile)
+    if ran.rc:
+        raise cdk_cli.failure("destroy", ran, f"{e.outputs_file.name} is kept. Run hyperpod-dpd sweep {e.selector} "
+                                              "(what blocks a destroy), then destroy again")
     aside = set_outputs_aside(e.outputs_file, gone)
     if aside is not None:
         print(f"moved {e.outputs_file} to {aside.name}: no later command uses the destroyed stacks' names"

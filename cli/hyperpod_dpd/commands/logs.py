@@ -22,7 +22,7 @@ from rich.markup import escape
 from hyperpod_core.errors import CommandFailed, UsageError
 from hyperpod_core.names import OPERATOR_NAMESPACE, EndpointNames
 from hyperpod_dpd import dpd_logs
-from hyperpod_dpd.commands.options import ConfigOption, EnvOption, ProfileOption, RegionOption
+from hyperpod_dpd.commands.options import ConfigOption, EnvOption, OutputsFileOption, ProfileOption, RegionOption
 from hyperpod_dpd.deployment import ContextOption, KubeconfigOption, load
 
 if TYPE_CHECKING:  # the Kubernetes client loads when the command runs, not for --help
@@ -54,7 +54,7 @@ def logs(
     since: Annotated[str | None, typer.Option(
         "--since", metavar="DURATION", help="Only lines newer than this, e.g. 30s, 5m, 1h30m (with --tail: both).",
         show_default=False)] = None,
-    region: RegionOption = None, profile: ProfileOption = None,
+    region: RegionOption = None, profile: ProfileOption = None, outputs_file: OutputsFileOption = None,
 ) -> None:
     """Show the logs of one role of this endpoint, with DPD failure signatures highlighted."""
     from hyperpod_dpd.kube import kube_errors
@@ -64,7 +64,7 @@ def logs(
     if not 0 <= tail <= 100_000:
         raise UsageError(f"--tail must be between 0 and 100000, got {tail}")
     since_seconds = None if since is None else duration_seconds(since)
-    dep = load(config, env, region=region)
+    dep = load(config, env, region=region, outputs_file=outputs_file)
     kube = dep.kube(kubeconfig, context)
     with kube_errors(f"listing the {role} pods"):
         targets = _targets(kube, dep.names, role)

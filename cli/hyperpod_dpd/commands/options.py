@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -47,3 +48,21 @@ DeploymentRegionOption = Annotated[str | None, typer.Option(
 ProfileOption = Annotated[str | None, typer.Option(
     "--profile", metavar="NAME", show_default=False, callback=_use_profile,
     help="AWS named profile (the same as AWS_PROFILE=NAME). Default: the usual credential chain.")]
+
+
+def _existing_outputs_file(value: Path | None) -> Path | None:
+    if value is not None and not value.is_file():
+        raise UsageError(f"--outputs-file {str(value)!r} does not exist")
+    return value
+
+
+#: ``--outputs-file`` of a command that reads the deploy outputs: the file ``npx cdk deploy --outputs-file`` wrote, when
+#: it is not the config's own ``cdk-outputs.json`` (:func:`hyperpod_core.environment.folder_of`).
+OutputsFileOption = Annotated[Path | None, typer.Option(
+    "--outputs-file", metavar="PATH", show_default=False, callback=_existing_outputs_file,
+    help="Deploy outputs to read (cdk deploy --outputs-file). Default: cdk-outputs.json in the config's folder.")]
+#: ``--outputs-file`` of ``deploy``: where the CDK CLI writes the outputs.
+DeployOutputsFileOption = Annotated[Path | None, typer.Option(
+    "--outputs-file", metavar="PATH", show_default=False,
+    help="Where to write the deploy outputs. Default: cdk-outputs.json in the config's folder, where every other "
+         "command reads them.")]

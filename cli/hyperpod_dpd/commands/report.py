@@ -66,6 +66,9 @@ def report(results: ResultsOption = None, out: OutOption = None, config: ConfigO
     e = environment.resolve(config, env)
     c = e.config
     source = results or str(e.workdir / "benchmark-results")
+    if results is None and not Path(source).is_dir():  # the user named no folder: say what makes one
+        raise UsageError(f"no results yet: {source}/ does not exist; run: hyperpod-dpd bench {e.selector} (or "
+                         "pass --results DIR|s3://bucket/prefix)")
     target = out or e.workdir / "benchmark-report"
     if results is None and not Path(source).is_dir():
         raise UsageError(f"no benchmark results yet: {source} does not exist (run: hyperpod-dpd bench {e.selector}; "

@@ -45,7 +45,15 @@ from rich.table import Table
 from hyperpod_core.errors import CommandFailed, UsageError
 from hyperpod_core.names import ROLES, certificate_pem_location
 from hyperpod_dpd import dpd_logs, skew
-from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption, OutputOption, ProfileOption, RegionOption
+from hyperpod_dpd.commands.options import (
+    ConfigOption,
+    EnvOption,
+    JsonOption,
+    OutputOption,
+    OutputsFileOption,
+    ProfileOption,
+    RegionOption,
+)
 from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load
 from hyperpod_dpd.openai_stream import StreamResult, chat_payload, stream
 from hyperpod_dpd.render import console, emit, output_format
@@ -145,6 +153,7 @@ def smoke(
     log_wait: Annotated[float, typer.Option(
         metavar="SECONDS", help="Seconds to let the decoder flush its log.")] = 3.0,
     output: OutputOption = None, region: RegionOption = None, profile: ProfileOption = None,
+    outputs_file: OutputsFileOption = None,
 ) -> None:
     """Send a short and a long prompt (streamed), measure TTFT/TPOT, prove the DPD path from the decode log."""
     from hyperpod_dpd.kube import kube_errors
@@ -159,7 +168,7 @@ def smoke(
         raise UsageError(f"--timeout must be > 0 and --log-wait >= 0, got {timeout} and {log_wait}")
     fmt = output_format(output, as_json)
     as_json = fmt.data  # below: a JSON or YAML document instead of the table
-    dep = load(config, env, region=region)
+    dep = load(config, env, region=region, outputs_file=outputs_file)
     c = dep.env.config
     kube = dep.kube(kubeconfig, context)
     unchecked: list[dict[str, str]] = []

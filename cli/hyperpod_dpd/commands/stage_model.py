@@ -32,7 +32,13 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 
 from hyperpod_core import environment
 from hyperpod_core.errors import EXIT_INTERRUPTED, CommandFailed, UsageError
-from hyperpod_dpd.commands.options import ConfigOption, EnvOption
+from hyperpod_dpd.commands.options import (
+    ConfigOption,
+    DeploymentRegionOption,
+    EnvOption,
+    OutputsFileOption,
+    ProfileOption,
+)
 
 err = Console(stderr=True)
 
@@ -56,6 +62,20 @@ def model_bucket(e: environment.Environment) -> str:
         raise UsageError(f"{e.outputs_file} has no {outputs.MODEL_BUCKET_NAME} (deploy the platform stack: "
                          f"hyperpod-dpd deploy Platform {e.selector})")
     return found[outputs.MODEL_BUCKET_NAME][1]
+
+
+def _check_arguments(src: Path | None, verify_only: bool, revision: str | None) -> None:
+    """SRC to upload, or ``--verify`` (with ``--revision``, or not) without one."""
+    from hyperpod_core import staged_model
+
+    if verify_only and src is not None:
+        raise UsageError("--verify checks what is in S3 against the manifest; pass no SRC")
+    if not verify_only and src is None:
+        raise UsageError("SRC is required: the Hugging Face model folder to upload")
+    if revision is not None and not verify_only:
+        raise UsageError(f"--revision {revision!r} goes with --verify; a staging derives its revision from the files")
+    if revision is not None and not staged_model.is_staged_revision(revision):
+        raise UsageError(f"--revision must be sha256-<16 lowercase hex digits>, got {revision!r}")
 
 
 @contextmanager
@@ -83,21 +103,16 @@ def stage_model(
             "--revision", metavar="REVISION", show_default=False,
             help="With --verify: the staged revision to check (sha256-<16 hex>). Default: the one staged-model.json "
                  "records, else the only one under model.s3_prefix.")] = None,
+        region: DeploymentRegionOption = None, profile: ProfileOption = None, outputs_file: OutputsFileOption = None,
 ) -> None:
     """Upload the weights to s3://<model bucket>/<model.s3_prefix>: parallel, resumable (inside a file too),
     checksummed by S3."""
-    from hyperpod_core import staged_model
     from hyperpod_dpd import aws, staging
+    from hyperpod_dpd.deployment import require_region
 
-    e = environment.resolve(config, env)
-    if verify_only and src is not None:
-        raise UsageError("--verify checks what is in S3 against the manifest; pass no SRC")
-    if not verify_only and src is None:
-        raise UsageError("SRC is required: the Hugging Face model folder to upload")
-    if revision is not None and not verify_only:
-        raise UsageError(f"--revision {revision!r} goes with --verify; a staging derives its revision from the files")
-    if revision is not None and not staged_model.is_staged_revision(revision):
-        raise UsageError(f"--revision must be sha256-<16 lowercase hex digits>, got {revision!r}")
+    e = environment.resolve(config, env, outputs_file=outputs_file)
+    home = require_region(e, region, "stage-model")  # the model bucket lives in the deployment's region
+    _check_arguments(src, verify_only, revision)
     files = staging.scan_model_dir(src) if src is not None else []
     base, configured = e.config.model.s3_prefix, e.config.model.revision
     resume_command = f"hyperpod-dpd stage-model {src} {e.selector}" + (" --force" if force else "")
@@ -105,7 +120,7 @@ def stage_model(
         _dry_run_offline(_checksummed(files, resume_command), base, configured, unknown)
         return
     bucket = model_bucket(e)
-    s3 = aws.client("s3", e.config.region)
+    s3 = aws.client("s3", home)
     with aws.aws_errors(f"s3://{bucket}"):
         staging.check_bucket(s3, bucket)
         if verify_only:

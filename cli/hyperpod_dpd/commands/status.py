@@ -53,7 +53,15 @@ from hyperpod_core.names import (
     certificate_pem_location,
 )
 from hyperpod_dpd import skew
-from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption, OutputOption, ProfileOption, RegionOption
+from hyperpod_dpd.commands.options import (
+    ConfigOption,
+    EnvOption,
+    JsonOption,
+    OutputOption,
+    OutputsFileOption,
+    ProfileOption,
+    RegionOption,
+)
 from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load
 from hyperpod_dpd.render import console, emit, output_format
 
@@ -97,6 +105,7 @@ def status(
                                              help="Seconds between refreshes with --watch (2-3600).")] = 10.0,
     refreshes: Annotated[int, typer.Option(metavar="N", hidden=True, help="Stop --watch after this many screens.")] = 0,
     output: OutputOption = None, region: RegionOption = None, profile: ProfileOption = None,
+    outputs_file: OutputsFileOption = None,
 ) -> None:
     """HyperPod nodes, EKS add-ons and the endpoint, each with the next step when it is not healthy."""
     if not 2 <= interval <= 3600:
@@ -104,7 +113,7 @@ def status(
     fmt = output_format(output, as_json)
     if watch and fmt.data:
         raise UsageError("--watch prints a screen; use --json without --watch")
-    dep = load(config, env, region=region)
+    dep = load(config, env, region=region, outputs_file=outputs_file)
     dep.check_context(kubeconfig, context)  # another cluster's context: refused before anything is read
     out = console(highlight=False)
     shown = 0

@@ -52,6 +52,7 @@ from hyperpod_dpd.commands.options import (
     EnvOption,
     JsonOption,
     OutputOption,
+    OutputsFileOption,
     ProfileOption,
 )
 from hyperpod_dpd.confirm import DryRunOption, confirm
@@ -98,6 +99,7 @@ def sweep(
                                       )] = False,
     dry_run: DryRunOption = False,
     output: OutputOption = None, region: DeploymentRegionOption = None, profile: ProfileOption = None,
+    outputs_file: OutputsFileOption = None,
 ) -> None:
     """List what would block `cdk destroy` or survive it, then (asked, or --yes) delete it. Never touches S3.
 
@@ -108,7 +110,8 @@ def sweep(
 
     fmt = output_format(output, as_json)
     as_json = fmt.data  # below: a JSON or YAML document instead of the table
-    dep = load(config, env, region=region, changing="sweep")  # another region's deployment is not ours
+    # another region's deployment is not ours
+    dep = load(config, env, region=region, changing="sweep", outputs_file=outputs_file)
     clients = {s: aws.client(s, dep.region) for s in ("sagemaker", "elbv2", "acm", "ec2")}
     with aws.aws_errors("listing leftovers"):
         found = discover(dep, clients)
