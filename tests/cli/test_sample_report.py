@@ -118,6 +118,6 @@ def test_without_results_yet_the_line_says_run_bench_and_names_the_sample(run_cl
     config.write_text(yaml.safe_dump(default_config_dict))
     result = run_cli("report", "--config", str(config))
     assert (result.exit_code, result.stdout) == (2, "")
-    assert result.stderr == (f"error: no benchmark results yet: {tmp_path / 'c.out' / 'benchmark-results'} does not "
-                             f"exist (run: hyperpod-dpd bench --config {config}; to try report on the shipped sample: "
-                             "--results docs/sample-benchmark-report/raw)\n")
+    assert result.stderr == (f"error: no results yet: {tmp_path / 'c.out' / 'benchmark-results'}/ does not exist; "
+                             f"run: hyperpod-dpd bench --config {config} (or pass --results DIR|s3://bucket/prefix; "
+                             "the shipped sample: --results docs/sample-benchmark-report/raw)\n")

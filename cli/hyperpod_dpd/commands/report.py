@@ -68,11 +68,9 @@ def report(results: ResultsOption = None, out: OutOption = None, config: ConfigO
     source = results or str(e.workdir / "benchmark-results")
     if results is None and not Path(source).is_dir():  # the user named no folder: say what makes one
         raise UsageError(f"no results yet: {source}/ does not exist; run: hyperpod-dpd bench {e.selector} (or "
-                         "pass --results DIR|s3://bucket/prefix)")
+                         "pass --results DIR|s3://bucket/prefix; the shipped sample: --results "
+                         "docs/sample-benchmark-report/raw)")
     target = out or e.workdir / "benchmark-report"
-    if results is None and not Path(source).is_dir():
-        raise UsageError(f"no benchmark results yet: {source} does not exist (run: hyperpod-dpd bench {e.selector}; "
-                         "to try report on the shipped sample: --results docs/sample-benchmark-report/raw)")
     _check_out(target, source)
     names = {s.traffic.replace(" ", ""): s.name for s in c.benchmark_scenarios()}
     paths = {s.name: s.path for s in c.benchmark_scenarios()}
