@@ -1082,3 +1082,15 @@ def test_deploy_refuses_an_in_place_cluster_update_during_deep_health_checks(syn
     assert len(calls) == 1
     for stub in stubs:
         stub.assert_no_pending_responses()
+
+
+def test_deploy_never_leaves_the_cdk_cli_a_question_it_cannot_ask(tmp_path) -> None:
+    """Without --yes the person answered our question; the CDK CLI then runs several stacks at once with its output in
+    a log file, where its own IAM/security-group question ("--require-approval", which the CDK CLI asks only at
+    concurrency 1 on a terminal: aws-cdk CLI reference, deploy options) would fail the deploy. So it is always told
+    not to ask."""
+    from hyperpod_dpd.commands.lifecycle import deploy_args
+
+    args = deploy_args(tmp_path / "cdk.out", ["--all"], tmp_path / "cdk-outputs.json", 6, [])
+    assert args[args.index("--concurrency") + 1] == "6"
+    assert args[-2:] == ["--require-approval", "never"]

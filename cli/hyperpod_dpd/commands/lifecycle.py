@@ -276,11 +276,21 @@ def _replacements(e: environment.Environment, plan: _Plan, state: dict[str, dict
     return found
 
 
+def deploy_args(cdk_out: Path, selected: list[str], outputs_file: Path, stacks: int,
+                parameters: list[str]) -> list[str]:
+    """The CDK CLI's ``deploy`` arguments. As many stacks at once as the assembly has (their dependencies decide what
+    runs side by side), so the CDK CLI cannot ask its own IAM/security-group question ("--require-approval" needs
+    concurrency 1 and a terminal, and its output goes to the log file): it is always told not to ask, after our own
+    question (or ``--yes``). The security changes are what ``hyperpod-dpd diff`` shows before a deploy."""
+    return ["deploy", "--app", str(cdk_out), *selected, "--outputs-file", str(outputs_file.resolve()),
+            "--concurrency", str(stacks), *parameters, "--require-approval", "never"]
+
+
 def deploy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption = None,
            approve: Annotated[bool, typer.Option(
-               "--yes", "-y", help="Do not ask: neither before deploying nor before IAM/security-group changes "
-                                   "(--require-approval never), nor before deleting an old HyperPod cluster "
-                                   "(--allow-replace).")] = False,
+               "--yes", "-y", help="Do not ask: neither before deploying nor before deleting an old HyperPod "
+                                   "cluster (--allow-replace). IAM/security-group changes are never asked about "
+                                   "separately: review them with hyperpod-dpd diff first.")] = False,
            admin_principal_arn: Annotated[str | None, typer.Option(
                "--admin-principal-arn", metavar="ARN", show_default=False,
                help="IAM role/user given cluster admin (kubectl) when the config names none. Default: the deployed "
@@ -320,13 +330,12 @@ def deploy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption
     deployed = [plan.ids[sid] for sid in plan.chosen]
     print(f"deploy: {len(deployed)} stacks of {e.config.name} ({', '.join(deployed)}) from {cdk_out} to "
           f"{home}" + (f"; {admin}" if admin else "") + f"; outputs to {e.outputs_file}", file=sys.stderr)
-    confirm(f"deploy {len(deployed)} stacks of {e.config.name} to {home}?", yes=approve,
+    confirm(f"deploy {len(deployed)} stacks of {e.config.name} to {home} (IAM and security-group changes "
+            f"included: hyperpod-dpd diff {e.selector} lists them)?", yes=approve,
             command="hyperpod-dpd deploy", cancelled="nothing deployed")
     found = _replacements(e, plan, state, admins, cloudformation, allow, home, profile)
-    # As many at once as the assembly has stacks: their dependencies decide what runs side by side.
-    ran = cdk_cli.run(["deploy", "--app", str(cdk_out), *plan.selected, "--outputs-file",
-                       str(e.outputs_file.resolve()), "--concurrency", str(len(plan.ids)),
-                       *guards.parameter_args(admins), *(["--require-approval", "never"] if approve else [])],
+    ran = cdk_cli.run(deploy_args(cdk_out, plan.selected, e.outputs_file, len(plan.ids),
+                                  guards.parameter_args(admins)),
                       cdk_cli.log_file(e.workdir, "deploy"), profile)
     if ran.rc:
         if found:
