@@ -15,11 +15,13 @@ from hyperpod_core.telemetry.render import render
 from hyperpod_k8s.observability.delivery import dashboard_files, write_dashboard_files
 
 OVERVIEW_PANELS = {
-    "Request rate", "Tokens per second", "Time to first token as users see it", "Time to first token (decode leg)",
+    "Request rate", "Tokens per second", "Time to first token as users see it (lower bound)",
+    "Time to first token (decode leg)",
     "Prefill time", "Time per output token / inter-token latency", "End-to-end latency (decode leg)", "Prefill queue",
     "Decode running sequences", "Decode KV-cache usage", "Decode preemptions", "KV retrieve time on decode",
     "KV transfer throughput", "KV hit ratio", "Error ratio", "Aborted or failed requests",
-    "Pod restarts (1h)", "GPU utilisation per role", "GPU memory used per role",
+    "Pod restarts (1h)", "GPU utilisation per role", "GPU memory used per role", "USD per 1M tokens",
+    "Idle GPU share",
 }
 
 
@@ -101,6 +103,19 @@ def test_user_ttft_panel_claims_only_the_lower_bound(default_config: Config) -> 
     (panel,) = [p for p in dpd_overview(default_config).panels if p.title == USER_TTFT_TITLE]
     assert "at least the larger of the two p95s" in panel.description
     assert "their sum" not in panel.description and "between" not in panel.description
+
+
+def test_the_users_ttft_is_called_a_lower_bound(default_config: Config) -> None:
+    """vLLM measures TTFT and E2E from the engine's own arrival_time (vLLM docs/design/metrics.md, "Frontend Stats
+    Collection"), so the sum of the legs leaves out the router, the proxies, the hops and the first chunk's way
+    back (fourth review, observability finding 6): no panel may call it exact."""
+    panels = [p for d in (dpd_overview(default_config), dpd_vs_colocated(default_config)) for p in d.panels
+              if "as users see it" in p.title]
+    assert len(panels) == 5  # the overview's, and each comparison side's panel and run-summary stat
+    for panel in panels:
+        assert panel.title.endswith("(lower bound)"), panel.title
+        assert "A lower bound: vLLM measures each interval inside the engine" in panel.description
+        assert "docs/design/metrics.md" in panel.description and "is exact" not in panel.description
 
 
 def test_each_run_has_its_own_time_window(default_config: Config) -> None:

@@ -1,4 +1,4 @@
-"""Facts the planner needs, each with its source: model shapes, GPU/instance hardware, instance prices.
+"""Facts the planner needs, each with its source: model shapes, GPU/instance hardware, price flags.
 
 GPUs per node come from the project's instance table (``hyperpod_core.sizing``); the planner adds
 only what that table does not hold and the estimate needs (the GPU model and the node's EFA bandwidth).
@@ -15,6 +15,10 @@ from typing import Any
 
 from hyperpod_core.errors import UsageError
 from hyperpod_core.models import DTYPE_BYTES, MODEL_ALIASES, MODELS, ModelShape
+
+# The one price table is the core's (the planner, the report and the dashboards read it), re-exported here.
+from hyperpod_core.prices import PINNED_PRICES as PINNED_PRICES
+from hyperpod_core.prices import PriceTable as PriceTable
 from hyperpod_core.sizing import INSTANCE_FACTS
 
 
@@ -136,27 +140,6 @@ def instance_facts(instance_type: str) -> InstanceFacts:
 
 
 # --- prices ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class PriceTable:
-    usd_per_instance_hour: dict[str, float]
-    source: str
-    as_of: str
-
-    def price(self, instance_type: str) -> float | None:
-        """USD per instance-hour, or None when no price is pinned or given (cost columns are then left out)."""
-        return self.usd_per_instance_hour.get(instance_type)
-
-
-#: On-demand SageMaker price of one ml.p5.48xlarge hour in us-west-2 as returned by the AWS Price List API on
-#: 2026-09-12 (the SageMaker training rate, recorded in a public repository's cost table; HyperPod cluster
-#: instances are priced per instance-hour on the same page, check yours). Other types are not pinned (no public page
-#: gives their price): pass --price for cost columns.
-PINNED_PRICES = PriceTable(
-    usd_per_instance_hour={"ml.p5.48xlarge": 63.296},
-    source="AWS Price List API, AmazonSageMaker, us-west-2 on-demand (https://aws.amazon.com/sagemaker/ai/pricing/)",
-    as_of="2026-09-12")
 
 
 def load_price_file(path: Path) -> dict[str, float]:

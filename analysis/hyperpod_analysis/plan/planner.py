@@ -26,6 +26,7 @@ from hyperpod_analysis.plan.simulate import DpdParams, EngineSpec, Metrics, simu
 from hyperpod_analysis.plan.traffic import Traffic, parse
 from hyperpod_core.config import Config, load_config
 from hyperpod_core.errors import CommandFailed, UsageError
+from hyperpod_core.prices import configured_table
 
 #: vLLM's default token budget per step for the OpenAI server on >= 70 GiB GPUs (``max_num_batched_tokens``).
 MAX_NUM_BATCHED_TOKENS = 8192
@@ -87,7 +88,8 @@ def inputs_from_config(config: Config, *, model: str | None = None, **overrides:
         prefill_replicas=e.prefill.replicas, decode_replicas=e.decode.replicas,
         max_decode_replicas=pins.DPD_MAX_DECODE_REPLICAS, routing_strategy=e.routing_strategy,
         ttft_slo_s=config.observability.slo.ttft_p95_seconds, tpot_slo_s=config.observability.slo.tpot_p95_seconds,
-        requests_per_run=config.benchmark.max_requests_per_run, warmup_ratio=config.benchmark.warmup_ratio)
+        requests_per_run=config.benchmark.max_requests_per_run, warmup_ratio=config.benchmark.warmup_ratio,
+        prices=configured_table(e.instance_type, config.benchmark.instance_hour_usd))
     return replace(inputs, **overrides)
 
 

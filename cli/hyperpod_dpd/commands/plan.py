@@ -11,12 +11,13 @@ from rich.table import Table
 
 from hyperpod_analysis.plan import planner, terms, validation
 from hyperpod_analysis.plan.coldstart import cold_start, cold_start_line
-from hyperpod_analysis.plan.facts import PINNED_PRICES, PriceTable, load_price_file, parse_price_flag
+from hyperpod_analysis.plan.facts import PriceTable, load_price_file, parse_price_flag
 from hyperpod_analysis.plan.traffic import parse
 from hyperpod_analysis.plan.write import merge_recommendation, unused_nodes
 from hyperpod_core import environment
 from hyperpod_core.config import load_config
 from hyperpod_core.errors import UsageError
+from hyperpod_core.prices import configured_table
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption, OutputOption
 from hyperpod_dpd.render import OutputFormat, console, emit, output_format
 
@@ -92,7 +93,9 @@ def plan(
         if slo is not None and slo <= 0:
             raise UsageError(f"{name} must be a positive number of seconds, got {slo!r}")
     overrides: dict[str, Any] = {"prefix_reuse": prefix_reuse, "kv_transfer_bytes_per_s": kv_transfer_gbps * 1e9,
-                                 "engine": engine, "prices": _prices(price, prices)}
+                                 "engine": engine,
+                                 "prices": _prices(price, prices, configured_table(e.config.endpoint.instance_type,
+                                                                                  e.config.benchmark.instance_hour_usd))}
     if ttft_p95 is not None:
         overrides["ttft_slo_s"] = ttft_p95
     if tpot_p95 is not None:
@@ -138,9 +141,10 @@ def _levels(text: str) -> list[int]:
     return levels
 
 
-def _prices(flags: list[str] | None, path: Path | None) -> PriceTable:
-    table = dict(PINNED_PRICES.usd_per_instance_hour)
-    source, as_of = PINNED_PRICES.source, PINNED_PRICES.as_of
+def _prices(flags: list[str] | None, path: Path | None, base: PriceTable) -> PriceTable:
+    """``base`` (the pinned table with ``benchmark.instance_hour_usd`` over it) under the file and the flags."""
+    table = dict(base.usd_per_instance_hour)
+    source, as_of = base.source, base.as_of
     if path is not None:
         table.update(load_price_file(path))
         source, as_of = f"{path} over {source}", "as given"

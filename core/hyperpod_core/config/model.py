@@ -650,8 +650,9 @@ class BenchmarkConfig(_Model):
     other scenarios: the configured DPD endpoint against colocated replicas on as many GPUs, the decision
     basis). Default: both."""
     instance_hour_usd: Annotated[float, Field(gt=0)] | None = None
-    """Price of one `endpoint.instance_type` node-hour; the report then adds USD per 1M output tokens (it always
-    shows GPU-hours per 1M output tokens). Default: none."""
+    """Price of one `endpoint.instance_type` node-hour in USD: the report (unless `--price`), `plan` (unless
+    `--price`/`--prices`) and the dashboards' cost row price at it before the pinned price table
+    (`hyperpod_core.prices`). Default: none (the pinned price; without one, costs in GPU-hours only)."""
 
 
 class Config(_Model):

@@ -205,8 +205,9 @@ def _latency(f: _AlertFactory, slo: SloConfig) -> tuple[Alert, ...]:
             colocated="Check the queue and running sequences: add colocated replicas, or lower max_num_seqs; long "
                       "prompts behind long decodes are what DPD separates."))
     # Means add, quantiles do not: both legs' p95 may sit below the SLO while users wait for both legs (0.6 +
-    # 0.6 x SLO). The users' mean TTFT is exact; above the TTFT target it is a breach whichever leg causes it.
-    # (No p95 of the sum exists in the legs' series: a mean above the target is the part that is certain.)
+    # 0.6 x SLO). The users' mean TTFT is the legs' sum, a lower bound (router, proxies and hops are not in it);
+    # above the TTFT target it is a breach whichever leg causes it. (No p95 of the sum exists in the legs' series:
+    # a mean above the target is the part that is certain.)
     user_mean = f.alert(
         "DpdUserTtftMeanAboveSlo", severity="warning", for_="10m",
         expr=f"{q.user_ttft_mean(t, window=WINDOW)} > {ttft}",
@@ -215,7 +216,8 @@ def _latency(f: _AlertFactory, slo: SloConfig) -> tuple[Alert, ...]:
                 "although each leg alone may stay below it.",
             colocated=f"Users' mean TTFT above the {ttft:g}s TTFT SLO for 10 minutes."),
         runbook=PerMode(
-            dpd="Find the slow leg on 'Time to first token as users see it' (prefill leg p95 vs decode TTFT p95): "
+            dpd="Find the slow leg on 'Time to first token as users see it (lower bound)' (prefill leg p95 vs decode "
+                "TTFT p95): "
                 "scale prefill if its queue grows, check EFA/LMCache if the decode TTFT (KV transfer) is slow.",
             colocated="Check the queue and running sequences on the overview: add colocated replicas or lower "
                       "max_num_seqs."))

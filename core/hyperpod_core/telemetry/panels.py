@@ -14,15 +14,18 @@ from dataclasses import dataclass, replace
 from typing import Final, Literal
 
 from hyperpod_core.config import SloConfig
+from hyperpod_core.prices import InstancePrice
 from hyperpod_core.telemetry import catalogue as m
 from hyperpod_core.telemetry import labels as lbl
 from hyperpod_core.telemetry.queries import (
     Role,
     Target,
+    cost_per_million_tokens,
     decode_kv_usage,
     error_ratio,
     failed_requests,
     gauge,
+    idle_gpu_share,
     kv_hit_ratio,
     kv_retrieve_speed,
     kv_tokens_received,
@@ -113,29 +116,35 @@ def traffic(t: Target, slo: SloConfig) -> Segment:
 #: Suffix of DPD's run-summary TTFT p95 stat, which shows each leg's p95 (the users' p95 is not in the series).
 PER_LEG: Final = " (per leg)"
 #: Title of the user-facing TTFT panel (tests find it by this title).
-USER_TTFT_TITLE: Final = "Time to first token as users see it"
+USER_TTFT_TITLE: Final = "Time to first token as users see it (lower bound)"
+#: What every user-TTFT panel says it leaves out (vLLM measures each interval from its own ``arrival_time``).
+LOWER_BOUND: Final = ("A lower bound: vLLM measures each interval inside the engine, from its own arrival_time "
+                      "(vLLM docs/design/metrics.md, 'Frontend Stats Collection'), so the router, the reverse "
+                      "proxies, the network hops, the load balancer and streaming the first chunk back are "
+                      "not in it; the benchmark report's client TTFT is the end-to-end value.")
 
 
 def user_ttft(t: Target, slo: SloConfig) -> PanelSpec:
-    """The TTFT the client feels. On DPD the router finishes the prefill leg before it opens the decode request,
-    so the user's TTFT is the prefill leg (queue + prefill) plus the decode TTFT (KV transfer, first token)."""
+    """The engines' share of the TTFT the client feels, a lower bound of it. On DPD the router finishes the
+    prefill leg before it opens the decode request, so it is the prefill leg (queue + prefill) plus the decode TTFT
+    (KV transfer, first token)."""
     if t.kind == "colocated":
         return PanelSpec(title=USER_TTFT_TITLE, unit="s", slo=slo.ttft_p95_seconds, queries=(
             Query(expr=user_ttft_mean(t), legend="mean"),
             Query(expr=quantile(0.95, m.TIME_TO_FIRST_TOKEN, t, "worker"), legend="p95"),
-        ), description="TTFT of the colocated engine (prefill and decode in one). "
+        ), description="TTFT of the colocated engine (prefill and decode in one). " + LOWER_BOUND + " "
                        + slo_resolution(m.TIME_TO_FIRST_TOKEN, slo.ttft_p95_seconds))
     return PanelSpec(title=USER_TTFT_TITLE, unit="s", slo=slo.ttft_p95_seconds, queries=(
         Query(expr=user_ttft_mean(t), legend="mean (prefill leg + decode TTFT)"),
         Query(expr=prefill_leg_quantile(0.95, t), legend="prefill leg p95"),
         Query(expr=quantile(0.95, m.TIME_TO_FIRST_TOKEN, t, "decode"), legend="decode TTFT p95"),
     ), description="The router runs the prefill leg to completion before it opens the decode request, so a "
-                   "disaggregated request's TTFT is its prefill leg (queue + prefill, on the prefill pods) plus "
-                   "the decode TTFT (KV transfer, first token). Means add: the mean is exact over all requests. "
-                   "Quantiles do not add: the users' p95 is at least the decode TTFT p95 and, when every request "
-                   "is disaggregated, at least the larger of the two p95s shown (the legs are non-negative); the "
-                   "two p95s give no upper bound (quantiles are not subadditive). "
-                   + slo_resolution(m.TIME_TO_FIRST_TOKEN, slo.ttft_p95_seconds))
+                   "disaggregated request's TTFT holds its prefill leg (queue + prefill, on the prefill pods) and "
+                   "the decode TTFT (KV transfer, first token). Means add: the mean is the sum of the two legs' "
+                   "means over all requests. " + LOWER_BOUND + " Quantiles do not add: the users' p95 is at least "
+                   "the decode TTFT p95 and, when every request is disaggregated, at least the larger of the two "
+                   "p95s shown (the legs are non-negative); the two p95s give no upper bound (quantiles are not "
+                   "subadditive). " + slo_resolution(m.TIME_TO_FIRST_TOKEN, slo.ttft_p95_seconds))
 
 
 def latency(t: Target, slo: SloConfig) -> Segment:
@@ -242,13 +251,13 @@ def run_summary(t: Target, slo: SloConfig) -> Segment:
 
     if t.kind == "dpd":
         # Neither leg's p95 is the users' p95, so neither is coloured against the SLO (a green decode leg would
-        # say "met" while users wait the prefill leg on top); the exact, comparable number is the mean above.
+        # say "met" while users wait the prefill leg on top); the comparable number is the mean above.
         ttft_p95 = PanelSpec(title=f"TTFT p95 over the run{PER_LEG}", unit="s", kind="stat", queries=(
             Query(expr=prefill_leg_quantile(0.95, t, window=RUN_RANGE, fn="increase"), legend="prefill leg p95"),
             Query(expr=over_run(0.95, m.TIME_TO_FIRST_TOKEN), legend="decode-leg TTFT p95"),
         ), description="The two legs' p95 over the whole window, not coloured: the users' p95 is at least the "
                        "decode-leg p95 and, when every request is disaggregated, at least the larger of the two; "
-                       "it has no upper bound from them. Compare the mean above, which is exact on both sides.")
+                       "it has no upper bound from them. Compare the mean above, the legs' sum on both sides.")
     else:
         ttft_p95 = PanelSpec(title="TTFT p95 over the run", unit="s", kind="stat", slo=slo.ttft_p95_seconds,
                              queries=(Query(expr=over_run(0.95, m.TIME_TO_FIRST_TOKEN), legend="TTFT p95"),),
@@ -256,9 +265,10 @@ def run_summary(t: Target, slo: SloConfig) -> Segment:
                                          "window; red above the SLO. "
                                          + slo_resolution(m.TIME_TO_FIRST_TOKEN, slo.ttft_p95_seconds))
     return Segment(title="Run summary (over the run's window)", panels=(
-        PanelSpec(title="TTFT mean over the run, as users see it", unit="s", kind="stat", queries=(
+        PanelSpec(title="TTFT mean over the run, as users see it (lower bound)", unit="s", kind="stat", queries=(
             Query(expr=user_ttft_mean(t, window=RUN_RANGE), legend="TTFT mean"),
-        ), description="Mean TTFT over the whole window; on DPD the prefill leg plus the decode TTFT (means add)."),
+        ), description="Mean TTFT over the whole window; on DPD the prefill leg plus the decode TTFT (means add). "
+                       + LOWER_BOUND),
         ttft_p95,
         PanelSpec(title="TPOT p95 over the run", unit="s", kind="stat", slo=slo.tpot_p95_seconds, queries=(
             Query(expr=over_run(0.95, m.REQUEST_TPOT), legend="TPOT p95"),
@@ -272,6 +282,37 @@ def run_summary(t: Target, slo: SloConfig) -> Segment:
         ), description="Failed / all inference requests (POST to the invocation paths) over the whole window; red "
                        "above the SLO."),
     ))
+
+
+def cost_per_token(price: InstancePrice | None) -> SegmentBuilder:
+    """The cost row at ``price`` (``hyperpod_core.prices.instance_price``: ``benchmark.instance_hour_usd``, else the
+    pinned table), in GPU-hours without one: what 1M input and 1M output tokens cost, and the idle share."""
+    per_gpu_hour = price.usd_per_gpu_hour if price is not None else 1.0
+    unit, what = ("currencyUSD", "USD") if price is not None else ("short", "GPU-hours")
+    priced = (f"Price: {price.text()}." if price is not None else
+              "No price for the instance type (benchmark.instance_hour_usd unset, not in the pinned table): "
+              "GPU-hours.")
+
+    def build(t: Target, slo: SloConfig) -> Segment:
+        split = ("The prefill pods' GPUs go to input tokens, the decode pods' to output tokens." if t.kind == "dpd"
+                 else "The workers' GPUs split by the input tokens' share of engine step time: the share of the "
+                      "workers' busy time spent in requests' prefill intervals "
+                      "(vllm:request_prefill_time_seconds), capped at 1.")
+        return Segment(title="Cost per token", panels=(
+            PanelSpec(title=f"{what} per 1M tokens", unit=unit, queries=(
+                Query(expr=cost_per_million_tokens(t, "input", per_gpu_hour), legend="input tokens"),
+                Query(expr=cost_per_million_tokens(t, "output", per_gpu_hour), legend="output tokens"),
+            ), description=f"What 1M input and 1M output tokens cost at the current rate: GPUs (DCGM, one series "
+                           f"per GPU) x {what} per GPU-hour / 3600 / tokens per second (input: every prompt once, "
+                           f"on the pods that finish the requests). {split} Idle GPUs are paid for too (panel "
+                           f"beside). {priced}"),
+            PanelSpec(title="Idle GPU share", unit="percentunit", queries=(
+                Query(expr=idle_gpu_share(t), legend="GPUs of pods with no request running"),
+            ), description="Share of the endpoint's GPUs whose pod runs no request (vllm:num_requests_running == "
+                           "0): over a time range, the idle share of its GPU-hours."),
+        ))
+
+    return build
 
 
 #: Segments that mean the same on a DPD and a colocated endpoint (the comparison dashboard).

@@ -22,6 +22,8 @@ from typing import Final, Literal
 from hyperpod_core.telemetry import labels as lbl
 from hyperpod_core.telemetry.catalogue import (
     E2E_LATENCY,
+    GENERATION_TOKENS,
+    GPU_UTIL,
     KV_CACHE_USAGE,
     LMCACHE_HIT_TOKENS,
     LMCACHE_REQUESTED_TOKENS,
@@ -32,6 +34,8 @@ from hyperpod_core.telemetry.catalogue import (
     NUM_REQUESTS_WAITING,
     POD_READY,
     POD_RESTARTS,
+    PREFILL_TIME,
+    PROMPT_TOKENS,
     REQUEST_SUCCESS,
     TIME_TO_FIRST_TOKEN,
     Metric,
@@ -183,14 +187,18 @@ def kv_retrieve_speed(t: Target, *, window: str = RATE_INTERVAL) -> str:
 
 
 def user_ttft_mean(t: Target, *, window: str = RATE_INTERVAL, fn: str = "rate") -> str:
-    """Mean time to first token as the client sees it.
+    """A lower bound of the mean time to first token the client sees: the engines' share of it.
 
     DPD: the router runs the prefill leg to completion (``max_tokens=1``) before it opens the decode request
     (production-stack ``request_service/request.py``, ``route_disaggregated_prefill_request``), so the decode
     pods' TTFT leaves out the prefill queue and compute. Means add: (sum of prefill-leg E2E + sum of decode
     TTFT) / requests. Every request finishes on decode; only the disaggregated ones also ran on prefill, so the
     sum over the prefill legs divided by all requests is right for mixed traffic too. Colocated: the engine's
-    TTFT. Quantiles do not add; see :func:`prefill_leg_quantile`."""
+    TTFT. Each interval starts at the engine's own ``arrival_time`` (vLLM ``docs/design/metrics.md``, "Frontend
+    Stats Collection": TTFT "relative to when the request was first received by the frontend", E2E "between
+    frontend arrival_time and the frontend receiving the final token"), so the router's work, the reverse proxies,
+    the hops between them, the load balancer and streaming the first chunk back are not in it: the client's TTFT
+    (the benchmark report's) is this plus those. Quantiles do not add; see :func:`prefill_leg_quantile`."""
     ttft_sum = rate_sum(TIME_TO_FIRST_TOKEN, t, "decode", window=window, suffix="_sum", fn=fn)
     ttft_count = rate_sum(TIME_TO_FIRST_TOKEN, t, "decode", window=window, suffix="_count", fn=fn)
     if t.kind == "colocated":
@@ -244,6 +252,73 @@ def error_ratio(t: Target, *, window: str = RATE_INTERVAL) -> str:
     decode_errors = f"({total(MODEL_ERRORS, 'decode')} or vector(0))"
     requests = f"({total(MODEL_INVOCATIONS, 'decode')} + {prefill_errors})"
     return f"({decode_errors} + {prefill_errors}) / {requests}"
+
+
+# --- cost per token: GPU-seconds of a role's pods over the tokens they served -----------------------------
+
+
+def role_gpus(t: Target, role: Role) -> str:
+    """GPUs the role's pods hold: DCGM exports one series per GPU, labelled with the pod it is assigned to."""
+    return f"count({series(GPU_UTIL, t, role)})"
+
+
+def input_tokens(t: Target, *, window: str = RATE_INTERVAL) -> str:
+    """Input tokens per second, every request's prompt once: the decode pods (colocated: the workers) count each
+    request they finish, its prompt included when its KV came from prefill (vLLM ``vllm/v1/metrics/stats.py``
+    ``PromptTokenStats``: computed + local cache hits + external KV transfer - recomputed = total, the
+    ``vllm:prompt_tokens_total`` increment)."""
+    return rate_sum(PROMPT_TOKENS, t, "decode", window=window)
+
+
+def output_tokens(t: Target, *, window: str = RATE_INTERVAL) -> str:
+    """Output tokens per second (the decode pods; colocated: the workers)."""
+    return rate_sum(GENERATION_TOKENS, t, "decode", window=window)
+
+
+def busy_pods(t: Target, role: Role, *, window: str = RATE_INTERVAL) -> str:
+    """Pods of ``role`` running at least one request, averaged over ``window`` (a subquery over the gauge)."""
+    running = series(NUM_REQUESTS_RUNNING, t, role)
+    return f"sum(avg_over_time(({running} > bool 0)[{window}:]))"
+
+
+def prefill_step_share(t: Target, *, window: str = RATE_INTERVAL) -> str:
+    """Colocated: the input tokens' share of engine step time, as the share of the workers' busy time that some
+    request spent in its prefill interval (vLLM ``vllm:request_prefill_time_seconds``: from the request's
+    scheduling to its first token; vLLM ``docs/design/metrics.md``, "Interval Calculations"). A step that carries
+    a prefill chunk is the chunk's (a chunk of hundreds of tokens outweighs the decode batch's one token each);
+    the other steps are the output tokens'. Overlapping prefill intervals are capped at 1."""
+    prefill = rate_sum(PREFILL_TIME, t, "worker", window=window, suffix="_sum")
+    return f"clamp_max({prefill} / {busy_pods(t, 'worker', window=window)}, 1)"
+
+
+def cost_per_million_tokens(t: Target, tokens: Literal["input", "output"], per_gpu_hour: float, *,
+                            window: str = RATE_INTERVAL) -> str:
+    """What 1M ``tokens`` cost at ``per_gpu_hour`` (USD per GPU-hour, or 1 for GPU-hours) of the pods' GPUs.
+
+    DPD: the prefill pods' GPUs go to input tokens, the decode pods' to output tokens. Colocated: the workers'
+    GPUs split by :func:`prefill_step_share`. Idle pods cost as much as busy ones: their share is
+    :func:`idle_gpu_share`."""
+    rate = input_tokens(t, window=window) if tokens == "input" else output_tokens(t, window=window)
+    if t.kind == "dpd":
+        gpus = role_gpus(t, "prefill" if tokens == "input" else "decode")
+        return f"{gpus} * {per_gpu_hour:g} / 3600 * 1e6 / {rate}"
+    share = prefill_step_share(t, window=window)
+    part = share if tokens == "input" else f"(1 - {share})"
+    return f"{role_gpus(t, 'worker')} * {per_gpu_hour:g} / 3600 * 1e6 * {part} / {rate}"
+
+
+def idle_gpus(t: Target, role: Role) -> str:
+    """GPUs of the role's pods that run no request (``vllm:num_requests_running == 0``): idle pods x GPUs per pod
+    (the role's pods share one Deployment's template, so each holds the same GPUs); 0 when every pod is busy."""
+    running = f"max by ({lbl.POD_NAME}) ({series(NUM_REQUESTS_RUNNING, t, role)})"  # a pod's busiest engine
+    return f"(count({running} == 0) or vector(0)) * {role_gpus(t, role)} / count({running})"
+
+
+def idle_gpu_share(t: Target) -> str:
+    """Share of the endpoint's GPUs whose pod runs no request: over time, the idle share of its GPU-hours."""
+    idle = " + ".join(f"{idle_gpus(t, r)}" for r in t.roles)
+    total = " + ".join(role_gpus(t, r) for r in t.roles)
+    return f"({idle}) / ({total})"
 
 
 Component = Literal["prefill", "decode", "worker", "router"]
