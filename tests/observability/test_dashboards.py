@@ -162,8 +162,8 @@ def test_slo_thresholds_from_config_are_drawn_on_the_latency_panels(default_conf
 def test_every_slo_line_says_its_resolution(default_config: Config) -> None:
     """A p95 curve is interpolated inside the exporter's buckets; each latency panel with an SLO line says which
     buckets surround the line (TTFT 1 -> 2.5 -> 5 s, TPOT 0.075 -> 0.1 -> 0.15 s: vllm-0.19.0.json buckets)."""
-    around = {default_config.observability.slo.ttft_p95_seconds: "(1 -> 2.5 -> 5 s around the line)",
-              default_config.observability.slo.tpot_p95_seconds: "(0.075 -> 0.1 -> 0.15 s around the line)"}
+    around = {default_config.observability.slo.ttft_p95_seconds: "1 -> 2.5 -> 5 s",
+              default_config.observability.slo.tpot_p95_seconds: "0.075 -> 0.1 -> 0.15 s"}
     lines = 0
     for spec in dashboards(default_config):
         for panel in render(spec)["panels"]:
@@ -174,6 +174,26 @@ def test_every_slo_line_says_its_resolution(default_config: Config) -> None:
             assert "Resolution:" in panel["description"] and around[line] in panel["description"], panel["title"]
             lines += 1
     assert lines >= 6
+
+
+def test_the_users_ttft_line_names_the_resolution_of_both_legs(default_config: Config) -> None:
+    """DPD's users'-TTFT panel draws the prefill leg's p95 from vllm:e2e_request_latency_seconds and the decode TTFT's
+    from vllm:time_to_first_token_seconds: its SLO line's resolution is each histogram's, the buckets on either side
+    of the line taken from the contract (vllm-0.19.0.json; E2E's request_latency_buckets: ... 2.0, 2.5, 5.0 ...)."""
+    from tests.observability import contract
+
+    from hyperpod_core.telemetry import catalogue as m
+    from hyperpod_core.telemetry.targets import collector_labels
+
+    slo = default_config.observability.slo.ttft_p95_seconds
+    buckets = {f.name: f.buckets for f in contract.families(collector_labels(default_config))}
+    (panel,) = [p for p in dpd_overview(default_config).panels if p.title == USER_TTFT_TITLE]
+    assert [q.legend for q in panel.queries][1:] == ["prefill leg p95", "decode TTFT p95"]
+    for metric in (m.TIME_TO_FIRST_TOKEN, m.E2E_LATENCY):
+        bounds = buckets[metric.family]
+        assert bounds is not None
+        below, above = max(b for b in bounds if b < slo), min(b for b in bounds if b > slo)
+        assert f"{metric.name}: {below:g} -> {slo:g} -> {above:g} s" in panel.description, metric.name
 
 
 def test_template_variables_default_to_the_configured_endpoint(default_config: Config) -> None:

@@ -77,16 +77,27 @@ _QUANTILES = (0.5, 0.95, 0.99)
 _POD = lbl.POD_NAME
 
 
-def slo_resolution(metric: m.Metric, bound: float) -> str:
+def slo_resolution(bound: float, *metrics: m.Metric) -> str:
     """What a p95 curve against an SLO line can tell: ``histogram_quantile`` interpolates inside the bucket that
-    holds the p95, so around the line it is only as fine as the exporter's buckets there."""
-    below = max((b for b in metric.buckets if b < bound), default=0.0)
-    above = min((b for b in metric.buckets if b > bound), default=None)
-    step = f"{below:g} -> {bound:g}" + (f" -> {above:g}" if above is not None else "")
-    return (f"Line: the p95 SLO, {bound:g} s, a bucket boundary of {metric.name}. Resolution: the p95 curves are "
-            f"interpolated inside that histogram's buckets ({step} s around the line), so a curve near the line "
-            f"may sit a bucket away from the true p95; the alert counts the requests within {bound:g} s "
-            "exactly.")
+    holds the p95, so around the line it is only as fine as the buckets of the histogram the curve reads there.
+    A panel whose curves read several histograms (DPD's users' TTFT: the decode TTFT and the prefill leg's E2E)
+    names each one's."""
+
+    def step(metric: m.Metric) -> str:
+        below = max((b for b in metric.buckets if b < bound), default=0.0)
+        above = min((b for b in metric.buckets if b > bound), default=None)
+        return f"{below:g} -> {bound:g}" + (f" -> {above:g}" if above is not None else "") + " s"
+
+    if len(metrics) == 1:
+        (metric,) = metrics
+        where = f"a bucket boundary of {metric.name}"
+        around = f"the p95 curves are interpolated inside that histogram's buckets ({step(metric)} around the line)"
+    else:
+        where = "a bucket boundary of " + " and ".join(x.name for x in metrics)
+        around = ("each p95 curve is interpolated inside the buckets of the histogram it reads ("
+                  + "; ".join(f"{x.name}: {step(x)}" for x in metrics) + " around the line)")
+    return (f"Line: the p95 SLO, {bound:g} s, {where}. Resolution: {around}, so a curve near the line may sit a "
+            f"bucket away from the true p95; the alert counts the requests within {bound:g} s exactly.")
 
 
 def _quantiles(metric: m.Metric, t: Target, role: Role, label: str = "") -> tuple[Query, ...]:
@@ -133,7 +144,7 @@ def user_ttft(t: Target, slo: SloConfig) -> PanelSpec:
             Query(expr=user_ttft_mean(t), legend="mean"),
             Query(expr=quantile(0.95, m.TIME_TO_FIRST_TOKEN, t, "worker"), legend="p95"),
         ), description="TTFT of the colocated engine (prefill and decode in one). " + LOWER_BOUND + " "
-                       + slo_resolution(m.TIME_TO_FIRST_TOKEN, slo.ttft_p95_seconds))
+                       + slo_resolution(slo.ttft_p95_seconds, m.TIME_TO_FIRST_TOKEN))
     return PanelSpec(title=USER_TTFT_TITLE, unit="s", slo=slo.ttft_p95_seconds, queries=(
         Query(expr=user_ttft_mean(t), legend="mean (prefill leg + decode TTFT)"),
         Query(expr=prefill_leg_quantile(0.95, t), legend="prefill leg p95"),
@@ -144,7 +155,7 @@ def user_ttft(t: Target, slo: SloConfig) -> PanelSpec:
                    "means over all requests. " + LOWER_BOUND + " Quantiles do not add: the users' p95 is at least "
                    "the decode TTFT p95 and, when every request is disaggregated, at least the larger of the two "
                    "p95s shown (the legs are non-negative); the two p95s give no upper bound (quantiles are not "
-                   "subadditive). " + slo_resolution(m.TIME_TO_FIRST_TOKEN, slo.ttft_p95_seconds))
+                   "subadditive). " + slo_resolution(slo.ttft_p95_seconds, m.TIME_TO_FIRST_TOKEN, m.E2E_LATENCY))
 
 
 def latency(t: Target, slo: SloConfig) -> Segment:
@@ -156,7 +167,7 @@ def latency(t: Target, slo: SloConfig) -> Segment:
                   description="TTFT seen by the engine that streams the answer. On DPD the decode pods' TTFT "
                               "starts when the router opens the decode request, after the prefill leg: it holds "
                               "the KV transfer, not the prefill queue and compute (see the panel above). "
-                              + slo_resolution(m.TIME_TO_FIRST_TOKEN, slo.ttft_p95_seconds)),
+                              + slo_resolution(slo.ttft_p95_seconds, m.TIME_TO_FIRST_TOKEN)),
         PanelSpec(title="Prefill time", unit="s", queries=(
             *_quantiles(m.PREFILL_TIME, t, "prefill"),
             Query(expr=quantile(0.95, m.QUEUE_TIME, t, "prefill"), legend="queue p95"),
@@ -166,7 +177,7 @@ def latency(t: Target, slo: SloConfig) -> Segment:
                       *_quantiles(m.INTER_TOKEN_LATENCY, t, "decode", "ITL "),
                       Query(expr=quantile(0.95, m.REQUEST_TPOT, t, "decode"), legend="TPOT p95"),
                   ), description="ITL between tokens and per-request TPOT on the decode pods. "
-                                 + slo_resolution(m.REQUEST_TPOT, slo.tpot_p95_seconds)),
+                                 + slo_resolution(slo.tpot_p95_seconds, m.REQUEST_TPOT)),
         PanelSpec(title=f"End-to-end latency{decode_leg}", unit="s", queries=(
             *_quantiles(m.E2E_LATENCY, t, "decode"),
             Query(expr=mean(m.E2E_LATENCY, t, "decode"), legend="mean"),
@@ -218,9 +229,9 @@ def errors(t: Target, slo: SloConfig) -> Segment:
     return Segment(title="Errors and restarts", panels=(
         PanelSpec(title="Error ratio", unit="percentunit", slo=slo.error_ratio, queries=(
             Query(expr=error_ratio(t), legend="failed / all requests"),
-        ), description="Failed / all inference requests (POST to /invocations or the endpoint's invocation path), "
-                       "from the reverse-proxy sidecar's counters. A disaggregated request is two invocations "
-                       "(prefill leg, decode leg) and counts once."),
+        ), description="Failed / all inference requests (every POST through the reverse-proxy sidecar but probes "
+                       "and control calls, whatever path the client posts to), from the sidecar's counters. A "
+                       "disaggregated request is two invocations (prefill leg, decode leg) and counts once."),
         PanelSpec(title="Aborted or failed requests", unit="reqps", queries=(
             Query(expr=failed_requests(t, "any", by=(_POD,)), legend=f"{{{{{_POD}}}}}"),
         ), description="Requests that finished with 'abort' (client disconnect, timeout) or 'error' (a failed "
@@ -263,7 +274,7 @@ def run_summary(t: Target, slo: SloConfig) -> Segment:
                              queries=(Query(expr=over_run(0.95, m.TIME_TO_FIRST_TOKEN), legend="TTFT p95"),),
                              description="TTFT p95 of the colocated engine (the users' TTFT) over the whole "
                                          "window; red above the SLO. "
-                                         + slo_resolution(m.TIME_TO_FIRST_TOKEN, slo.ttft_p95_seconds))
+                                         + slo_resolution(slo.ttft_p95_seconds, m.TIME_TO_FIRST_TOKEN))
     return Segment(title="Run summary (over the run's window)", panels=(
         PanelSpec(title="TTFT mean over the run, as users see it (lower bound)", unit="s", kind="stat", queries=(
             Query(expr=user_ttft_mean(t, window=RUN_RANGE), legend="TTFT mean"),
@@ -273,14 +284,14 @@ def run_summary(t: Target, slo: SloConfig) -> Segment:
         PanelSpec(title="TPOT p95 over the run", unit="s", kind="stat", slo=slo.tpot_p95_seconds, queries=(
             Query(expr=over_run(0.95, m.REQUEST_TPOT), legend="TPOT p95"),
         ), description="Per-request TPOT p95 over the whole window; red above the SLO. "
-                       + slo_resolution(m.REQUEST_TPOT, slo.tpot_p95_seconds)),
+                       + slo_resolution(slo.tpot_p95_seconds, m.REQUEST_TPOT)),
         PanelSpec(title="Output tokens per second over the run", unit="short", kind="stat", queries=(
             Query(expr=rate_sum(m.GENERATION_TOKENS, t, "decode", window=RUN_RANGE), legend="tokens/s"),
         ), description="Mean output throughput over the whole window."),
         PanelSpec(title="Error ratio over the run", unit="percentunit", kind="stat", slo=slo.error_ratio, queries=(
             Query(expr=error_ratio(t, window=RUN_RANGE), legend="failed / all requests"),
-        ), description="Failed / all inference requests (POST to the invocation paths) over the whole window; red "
-                       "above the SLO."),
+        ), description="Failed / all inference requests (every POST but probes and control calls) over the whole "
+                       "window; red above the SLO."),
     ))
 
 
