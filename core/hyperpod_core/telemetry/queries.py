@@ -61,9 +61,6 @@ class Target:
     kind: EndpointKind
     collector: lbl.CollectorLabels = field(default_factory=lbl.CollectorLabels)
     """Pod and namespace labels of DCGM / kube-state-metrics series. Default: ``pod`` / ``namespace``."""
-    invocation_uris: tuple[str, ...] = (lbl.SAGEMAKER_INVOCATIONS_URI,)
-    """Request paths of the inference requests on the sidecar's ``uri`` label. Default: ``/invocations`` (what
-    AWS's HyperPod inference dashboard counts); ``targets.target`` adds the endpoint's ``invocation_path``."""
 
     @property
     def roles(self) -> tuple[Role, ...]:
@@ -220,28 +217,24 @@ def failed_requests(t: Target, role: Role, *, window: str = RATE_INTERVAL, by: t
                     matchers=f'{lbl.FINISHED_REASON}=~"{reasons}"')
 
 
-def _regex_literal(text: str) -> str:
-    """``text`` as a literal inside a PromQL regular expression string (paths hold only ``[A-Za-z0-9_./-]``)."""
-    return text.replace(".", "\\\\.")
-
-
-def invocation_matchers(t: Target) -> str:
-    """The sidecar series of inference requests: ``method="POST", uri=~"/invocations|/v1/chat/completions"``.
-    AWS's HyperPod inference dashboard counts only ``method="POST", uri="/invocations"`` (``labels.METHOD``); health
-    probes and other paths through the proxy are no inference requests and would dilute the ratio."""
-    uris = "|".join(_regex_literal(u) for u in dict.fromkeys(t.invocation_uris))
-    return f'{lbl.METHOD}="{lbl.INVOCATION_METHOD}", {lbl.URI}=~"{uris}"'
+def invocation_matchers() -> str:
+    """The sidecar series of inference requests: ``method="POST", uri!~"/ping|/health.*|..."``, every ``POST`` but to
+    the paths that are no inference request (``labels.NON_INFERENCE_URIS``). AWS's HyperPod inference dashboard
+    counts ``method="POST", uri="/invocations"``, but the router posts both legs to the path the client used, so
+    an allow-list of paths can miss every real request; probes (``GET``, or ``POST /ping``), scrapes and the
+    router's control calls would dilute the ratio."""
+    return f'{lbl.METHOD}="{lbl.INVOCATION_METHOD}", {lbl.URI}!~"{"|".join(lbl.NON_INFERENCE_URIS)}"'
 
 
 def error_ratio(t: Target, *, window: str = RATE_INTERVAL) -> str:
     """Failed inference requests / all inference requests, from the operator's reverse-proxy sidecar counters,
-    counting only the invocation requests (:func:`invocation_matchers`).
+    counting only the inference requests (:func:`invocation_matchers`).
 
     The sidecar counts invocations per pod, so a disaggregated request is two invocations (its prefill leg and
     its decode leg). Per request on DPD (the router's published flow: prefill first, decode only after the
     prefill leg succeeded): requests = decode invocations + prefill legs that failed (those never reached
     decode); failed requests = errors on decode + errors on prefill. Colocated: errors / invocations."""
-    only = invocation_matchers(t)
+    only = invocation_matchers()
 
     def total(metric: Metric, role: Role) -> str:
         return rate_sum(metric, t, role, window=window, matchers=only)
@@ -330,35 +323,41 @@ def _namespace_of(t: Target, component: Component) -> str:
     return OPERATOR_NAMESPACE if component == "router" else t.namespace
 
 
-def ready_pods(t: Target, component: Component) -> str:
-    """Pods of ``component`` whose Ready condition is true (kube-state-metrics), summed."""
+def ready_series(t: Target, component: Component) -> str:
+    """kube-state-metrics' ``kube_pod_status_ready{condition="true"}`` of the pods of ``component``: 1 while a pod
+    is Ready. A pod without a Ready condition (Pending, e.g. unschedulable) has no such series at all."""
     if component == "router":
         regex = f"{t.endpoint}-{t.namespace}-router-{POD_SUFFIX}"
     else:
         regex = t.pod_regex("decode" if component == "worker" else component)
     c = t.collector
-    selector = (f'{{{POD_READY.namespace_label(c)}="{_namespace_of(t, component)}", '
-                f'{POD_READY.pod_label(c)}=~"{regex}", {lbl.CONDITION}="true"}}')
-    return f"sum({POD_READY.series()}{selector})"
+    return (f'{POD_READY.series()}{{{POD_READY.namespace_label(c)}="{_namespace_of(t, component)}", '
+            f'{POD_READY.pod_label(c)}=~"{regex}", {lbl.CONDITION}="true"}}')
 
 
-def cluster_series(t: Target, namespace: str) -> str:
-    """kube-state-metrics' Ready series of every pod of ``namespace``, in the labels the queries use: present
-    whenever the cluster metrics reach the workspace as expected (any pod there, ready or not)."""
+def ready_pods(t: Target, component: Component) -> str:
+    """Pods of ``component`` whose Ready condition is true (kube-state-metrics), summed."""
+    return f"sum({ready_series(t, component)})"
+
+
+def cluster_series(t: Target) -> str:
+    """kube-state-metrics' Ready series of every pod of the cluster, in the labels the queries use.
+
+    Whether the cluster metrics arrive is a question about the cluster, not about one namespace: kube-system always
+    runs pods, while the endpoint's namespace is empty before the endpoint is applied and its pods may have no
+    Ready condition yet. kube-state-metrics writes ``kube_pod_status_ready`` only for a pod whose status holds a
+    Ready condition (kubernetes/kube-state-metrics, ``internal/store/pod.go``,
+    ``createPodStatusReadyFamilyGenerator``: it loops over ``Status.Conditions`` and emits only ``PodReady``), and a
+    Pending pod the scheduler cannot place has only ``PodScheduled=False``. Both labels must be non-empty, so a
+    collector that renames the namespace or pod label (``observability.collector_labels``) counts as not seen."""
     c = t.collector
-    return f'{POD_READY.series()}{{{POD_READY.namespace_label(c)}="{namespace}", {POD_READY.pod_label(c)}=~".+"}}'
-
-
-def watched_namespaces(t: Target) -> tuple[str, ...]:
-    """Where the endpoint's components run: its namespace (role pods) and the operator's (the router)."""
-    return (t.namespace, OPERATOR_NAMESPACE)
+    return f'{POD_READY.series()}{{{POD_READY.namespace_label(c)}=~".+", {POD_READY.pod_label(c)}=~".+"}}'
 
 
 def cluster_series_absent(t: Target) -> str:
-    """One series while kube-state-metrics reports no pod of the endpoint's namespace or of the operator's: the
-    collector lost the cluster metrics, relabels them (``observability.collector_labels``), or nothing runs
-    there. ``count`` folds both namespaces into one series, so it cannot clash with the alert's labels."""
-    return "count(" + " or ".join(f"absent({cluster_series(t, ns)})" for ns in watched_namespaces(t)) + ")"
+    """One series while kube-state-metrics reports no pod anywhere in the cluster: the add-on's ``clusterMetrics``
+    is off, or the collector relabels (``observability.collector_labels``). An empty namespace is no such case."""
+    return f"absent({cluster_series(t)})"
 
 
 def components(t: Target) -> tuple[Component, ...]:
@@ -368,10 +367,10 @@ def components(t: Target) -> tuple[Component, ...]:
 
 
 def not_ready(t: Target, component: Component) -> str:
-    """One series labelled ``component=<component>`` while no pod of it is ready (absent pods included), but only
-    while kube-state-metrics reports pods of its namespace: missing cluster metrics are
-    :func:`cluster_series_absent`'s alert, not an outage."""
-    seen = f"count({cluster_series(t, _namespace_of(t, component))}) > 0"
+    """One series labelled ``component=<component>`` while no pod of it is ready, absent and Pending pods included
+    (a Pending pod has no Ready series: :func:`cluster_series`), but only while kube-state-metrics reports the
+    cluster's pods: missing cluster metrics are :func:`cluster_series_absent`'s alert, not an outage."""
+    seen = f"count({cluster_series(t)}) > 0"
     down = f"(({ready_pods(t, component)} or vector(0)) < 1) and on() ({seen})"
     return f'label_replace({down}, "{lbl.COMPONENT}", "{component}", "", "")'
 
@@ -388,19 +387,35 @@ def endpoint_down(applied: Target, other: Target) -> str:
     return f"({down}) unless on() ({serving(other)})"
 
 
+_ROLE_COMPONENT: Final[dict[Role, Component]] = {"prefill": "prefill", "decode": "decode", "worker": "worker"}
+
+
+def _ready_pods_by_name(t: Target, role: Role) -> str:
+    """One series per Ready pod of ``role``, labelled like the inference series (``namespace``, ``pod_name``), so it
+    can be compared pod by pod with them (kube-state-metrics writes its own labels, ``collector_labels``)."""
+    c = t.collector
+    ready = f"{ready_series(t, _ROLE_COMPONENT[role])} == 1"
+    renamed = f'label_replace({ready}, "{lbl.POD_NAME}", "$1", "{POD_READY.pod_label(c)}", "(.+)")'
+    if POD_READY.namespace_label(c) != lbl.NAMESPACE:
+        renamed = f'label_replace({renamed}, "{lbl.NAMESPACE}", "$1", "{POD_READY.namespace_label(c)}", "(.+)")'
+    return f"max by ({lbl.NAMESPACE}, {lbl.POD_NAME}) ({renamed})"
+
+
 def inference_series_absent(t: Target, *, window: str) -> str:
-    """One series per role (``component`` label) whose pods are Ready but send no inference series: no vLLM series
-    (its gauges exist from the engine's start), or no sidecar series although vLLM finished requests there (the
-    sidecar's counters appear with the first request). The alerts and panels read these series; without them
-    every performance and error alert stays quiet."""
+    """One series per pod (``pod_name``, and ``component`` = its role) that is Ready but sends no inference series:
+    no vLLM series (its gauges exist from the engine's start), or no sidecar series of inference requests
+    (:func:`invocation_matchers`) although vLLM finished requests there (the sidecar's counters appear with the
+    first request). Pod by pod, so one replica that goes silent among healthy ones is seen (an ``absent()`` over
+    the role's pods would wait for all of them). The alerts and panels read these series; without them the
+    performance and error alerts are blind to that pod."""
+    by_pod = (lbl.NAMESPACE, lbl.POD_NAME)
+    on = f"on({', '.join(by_pod)})"
     parts = []
-    components: dict[Role, Component] = {"prefill": "prefill", "decode": "decode", "worker": "worker"}
     for role in t.roles:
-        component = components[role]
-        engine = (f"(absent({series(NUM_REQUESTS_RUNNING, t, role)}) and on() "
-                  f"({ready_pods(t, component)} >= 1))")
-        sidecar = (f"(absent({series(MODEL_INVOCATIONS, t, role)}) and on() "
-                   f"({rate_sum(REQUEST_SUCCESS, t, role, window=window, fn='increase')} > 0))")
+        engine = f"({_ready_pods_by_name(t, role)} unless {on} {series(NUM_REQUESTS_RUNNING, t, role)})"
+        finishing = rate_sum(REQUEST_SUCCESS, t, role, by=by_pod, window=window, fn="increase")
+        sidecar = (f"(({finishing} > 0) unless {on} "
+                   f"{series(MODEL_INVOCATIONS, t, role, matchers=invocation_matchers())})")
         parts.append(f'label_replace({engine} or {sidecar}, "{lbl.COMPONENT}", "{role}", "", "")')
     return " or ".join(parts)
 
