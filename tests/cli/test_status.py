@@ -676,7 +676,7 @@ def test_the_model_path_is_vllms_model_argument(command, args, model) -> None:
     specified in CLI (as positional arg), it takes precedence")."""
     from kubernetes.client import V1Container
 
-    from hyperpod_dpd.kube import model_arg
+    from hyperpod_dpd.vllm_args import model_arg
 
     assert model_arg(V1Container(name="decode-llama", command=command, args=args)) == model
 

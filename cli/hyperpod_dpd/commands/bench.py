@@ -21,7 +21,7 @@ endpoint is left in the mode it was found in.
 
 Before anything changes: the config must be the one ``synth`` stamped (``cdk.out/hyperpod-dpd-source.json``: the
 manifests are of this config), the kubeconfig context must talk to this deployment's cluster
-(:mod:`hyperpod_dpd.kube`), and the plan (runs, the endpoint it replaces, the worst-case hours, the API server) is
+(:mod:`hyperpod_dpd.kubeconfig`), and the plan (runs, the endpoint it replaces, the worst-case hours, the API server) is
 shown and confirmed (``--yes`` skips the question; ``--dry-run`` shows the plan only). ``--only PATTERN`` runs the
 runs whose name (``<mode>-<scenario>-c<concurrency>``) matches a shell-style pattern.
 """

@@ -378,7 +378,7 @@ def revision_check(dep: Deployment, spec: dict[str, Any]) -> list[Check]:
     import yaml
 
     from hyperpod_core.dist_layout import DistLayout, Mode
-    from hyperpod_dpd.kube import model_of_argv
+    from hyperpod_dpd.vllm_args import model_of_argv
 
     mode: Mode = "dpd" if spec.get("pdSpec") is not None else "colocated"
     layout = DistLayout.found(dep.env.dist, dep.names.name, dep.env.config.endpoint.apply)
