@@ -107,13 +107,13 @@ def stage_model(
 ) -> None:
     """Upload the weights to s3://<model bucket>/<model.s3_prefix>: parallel, resumable (inside a file too),
     checksummed by S3."""
-    from hyperpod_dpd import aws, staging
+    from hyperpod_dpd import aws, model_folder, staging
     from hyperpod_dpd.deployment import require_region
 
     e = environment.resolve(config, env, outputs_file=outputs_file)
     home = require_region(e, region, "stage-model")  # the model bucket lives in the deployment's region
     _check_arguments(src, verify_only, revision)
-    files = staging.scan_model_dir(src) if src is not None else []
+    files = model_folder.scan_model_dir(src) if src is not None else []
     base, configured = e.config.model.s3_prefix, e.config.model.revision
     resume_command = f"hyperpod-dpd stage-model {src} {e.selector}" + (" --force" if force else "")
     if dry_run and not verify_only and (unknown := _bucket_unknown(e)) is not None:
@@ -201,11 +201,11 @@ def _bucket_unknown(e: environment.Environment) -> str | None:
 
 def _checksummed(files: list[Any], resume_command: str) -> list[Any]:
     """``files`` with their SHA-256 and CRC64NVME (a progress bar on stderr); Ctrl-C ends the command (exit 130)."""
-    from hyperpod_dpd import staging
+    from hyperpod_dpd import model_folder
 
     try:
         with _bar("checksums", sum(f.size for f in files)) as bar:
-            return staging.checksum_all(files, lambda n: bar.advance(bar.task_ids[0], n))
+            return model_folder.checksum_all(files, lambda n: bar.advance(bar.task_ids[0], n))
     except KeyboardInterrupt:
         _interrupted("interrupted while computing the checksums; nothing was uploaded", resume_command)
 
@@ -214,9 +214,9 @@ def _revision(files: list[Any], base: str, configured: str | None) -> tuple[byte
     """The manifest's bytes, the revision and the key prefix the files go to, decided before any upload (the
     manifest's digest names the prefix), and the line that says so."""
     from hyperpod_core import staged_model
-    from hyperpod_dpd import staging
+    from hyperpod_dpd import model_folder
 
-    body = staging.manifest_body(files)
+    body = model_folder.manifest_body(files)
     rev = configured or staged_model.revision_of(body)
     prefix = staged_model.weights_prefix(base, rev, configured=configured is not None)
     print(f"revision {rev}: " + (f"model.revision in the config; uploading to model.s3_prefix {base} as "
@@ -228,12 +228,12 @@ def _revision(files: list[Any], base: str, configured: str | None) -> tuple[byte
 def _dry_run_offline(files: list[Any], base: str, configured: str | None, unknown: str) -> None:
     """``--dry-run`` before the bucket exists: what would be uploaded, from the local files alone (no AWS call).
     The keys are under the revision's prefix; what S3 already holds is compared only once there is a bucket."""
-    from hyperpod_dpd import staging
+    from hyperpod_dpd import model_folder
 
     _, _, prefix = _revision(files, base, configured)
     print(f"no model bucket yet ({unknown}): S3 was not read")
     print(f"s3://<model bucket>/{prefix}: {len(files)} files, {sum(f.size for f in files):,} bytes, then "
-          f"{staging.MANIFEST_NAME}")
+          f"{model_folder.MANIFEST_NAME}")
     width = max((len(f.rel) for f in files), default=0)
     for f in sorted(files, key=lambda f: f.rel):
         print(f"  {f.rel:<{width}}  {f.size:>15,} bytes")
@@ -259,14 +259,14 @@ def _verify(s3: Any, bucket: str, e: environment.Environment, revision: str | No
     """Check staged weights against their manifest: ``model.s3_prefix`` itself when the config names the revision,
     else the revision ``--revision`` names, the record names, or the only one staged; record them when they match."""
     from hyperpod_core import staged_model
-    from hyperpod_dpd import staging
+    from hyperpod_dpd import staging_verify
 
     base, configured = e.config.model.s3_prefix, e.config.model.revision
     rev: str | None = None
     if configured is None:
         rev = revision or _recorded_revision(e, bucket)
         if rev is None:
-            found = staging.staged_revisions(s3, bucket, base)
+            found = staging_verify.staged_revisions(s3, bucket, base)
             if not found:
                 raise CommandFailed(f"no staged revision under s3://{bucket}/{base} (stage the model first: "
                                     f"hyperpod-dpd stage-model SRC {e.selector})")
@@ -275,7 +275,7 @@ def _verify(s3: Any, bucket: str, e: environment.Environment, revision: str | No
                                  f"and {staged_model.RECORD_FILE} names none of them: pass --revision")
             rev = found[0]
     prefix = staged_model.weights_prefix(base, rev or "", configured=configured is not None)
-    report = staging.verify(s3, bucket, prefix, rev)
+    report = staging_verify.verify(s3, bucket, prefix, rev)
     bad = [r for r in report.files if not r.ok]
     for r in report.files:
         print(f"  {'ok' if r.ok else 'BAD':<4} {r.rel}: {r.detail}")
