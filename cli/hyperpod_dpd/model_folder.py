@@ -103,7 +103,7 @@ def checksum_all(files: list[LocalFile], progress: Callable[[int], None] | None 
     return run_pool([partial(checksum, f, progress, stop) for f in files], workers, stop)
 
 
-def _read_range(path: Path, offset: int, length: int) -> tuple[str, str]:
+def read_range(path: Path, offset: int, length: int) -> tuple[str, str]:
     """CRC64NVME (base64, as S3 gives it) and MD5 (hex) of ``length`` bytes of ``path`` from ``offset``."""
     from awscrt import checksums
 

@@ -43,7 +43,7 @@ from typing import Any, Literal
 from botocore.exceptions import ClientError
 
 from hyperpod_core.errors import CommandFailed
-from hyperpod_dpd.model_folder import MANIFEST_NAME, MIB, LocalFile, _read_range, manifest_body
+from hyperpod_dpd.model_folder import MANIFEST_NAME, MIB, LocalFile, manifest_body, read_range
 from hyperpod_dpd.work_pool import run_pool
 
 #: Large parts for multi-GB shards: 64 MiB keeps a 5 GB shard at 80 parts (s3transfer default: 8 MiB, 600).
@@ -211,7 +211,7 @@ def find_resume(s3: Any, bucket: str, key: str, f: LocalFile, uploads: list[dict
         length = min(part_size, f.size - offset)
         if length <= 0 or int(part["Size"]) != length:
             continue
-        crc, md5 = _read_range(f.path, offset, length)
+        crc, md5 = read_range(f.path, offset, length)
         listed_crc = part.get("ChecksumCRC64NVME")
         if (listed_crc == crc) if listed_crc else str(part.get("ETag", "")).strip('"') == md5:
             verified[n] = {"ETag": str(part["ETag"]), "ChecksumCRC64NVME": crc}
@@ -260,91 +260,13 @@ def upload(s3: Any, bucket: str, planned: list[PlannedFile], progress: Callable[
     parts (:data:`MAX_CONCURRENCY` in flight over all files), resuming an interrupted upload where S3 holds one.
     Each object carries its full-object CRC64NVME, which S3 checks. On an interrupt (Ctrl-C) the workers stop after
     their current part, nothing is aborted, and :class:`Interrupted` tells what S3 holds."""
-    from s3transfer.utils import ReadFileChunk
-
     state = state or Progress()
     todo = [p for p in planned if p.action != "skip"]
     state.total_bytes = bytes_to_upload(planned)
-    lock = state.lock
-    parts_of: dict[str, dict[int, dict[str, str]]] = {}
-    left: dict[str, int] = {}
-    stop = threading.Event()
-
-    def advanced(n: int) -> None:
-        with lock:
-            state.done_bytes += n
-        if progress is not None:
-            progress(n)
-
-    def put(p: PlannedFile) -> None:
-        with ReadFileChunk.from_filename(str(p.file.path), 0, p.file.size) as body:
-            try:
-                s3.put_object(Bucket=bucket, Key=p.key, Body=body, ChecksumCRC64NVME=p.file.crc64nvme,
-                              Metadata={"sha256": p.file.sha256})
-            except ClientError as exc:
-                raise _access_denied(bucket, p.key, exc) from None
-        advanced(p.file.size)
-        with lock:
-            state.files_done += 1
-
-    def complete(p: PlannedFile, upload_id: str) -> None:
-        parts = [{"PartNumber": n, **meta} for n, meta in sorted(parts_of[p.key].items())]
-        try:
-            s3.complete_multipart_upload(Bucket=bucket, Key=p.key, UploadId=upload_id,
-                                         MultipartUpload={"Parts": parts}, ChecksumCRC64NVME=p.file.crc64nvme,
-                                         ChecksumType="FULL_OBJECT")
-        except ClientError as exc:
-            raise _access_denied(bucket, p.key, exc) from None
-        with lock:
-            state.files_done += 1
-            state.started.pop(p.key, None)
-
-    def part(p: PlannedFile, upload_id: str, part_size: int, n: int) -> None:
-        offset = (n - 1) * part_size
-        length = min(part_size, p.file.size - offset)
-        with ReadFileChunk.from_filename(str(p.file.path), offset, length) as body:
-            try:
-                response = s3.upload_part(Bucket=bucket, Key=p.key, UploadId=upload_id, PartNumber=n, Body=body,
-                                          ChecksumAlgorithm="CRC64NVME")
-            except ClientError as exc:
-                raise _access_denied(bucket, p.key, exc) from None
-        meta = {"ETag": str(response["ETag"])}
-        if response.get("ChecksumCRC64NVME"):
-            meta["ChecksumCRC64NVME"] = str(response["ChecksumCRC64NVME"])
-        advanced(length)
-        with lock:
-            parts_of[p.key][n] = meta
-            left[p.key] -= 1
-            last = left[p.key] == 0
-        if last and not stop.is_set():  # interrupted: the upload stays incomplete, to be resumed
-            complete(p, upload_id)
-
-    tasks: list[Callable[[], Any]] = []
-    for p in todo:
-        if p.file.size < PART_SIZE:
-            tasks.append(partial(put, p))
-            continue
-        if p.resume is not None:
-            upload_id, part_size = p.resume.upload_id, p.resume.part_size
-            parts_of[p.key] = dict(p.resume.parts)
-        else:
-            try:
-                created = s3.create_multipart_upload(Bucket=bucket, Key=p.key, ChecksumAlgorithm="CRC64NVME",
-                                                     ChecksumType="FULL_OBJECT")
-            except ClientError as exc:
-                raise _access_denied(bucket, p.key, exc) from None
-            upload_id, part_size = created["UploadId"], PART_SIZE
-            parts_of[p.key] = {}
-            if created.get("AbortDate"):
-                state.abort_date, state.abort_rule = created["AbortDate"], str(created.get("AbortRuleId", ""))
-        state.started[p.key] = upload_id
-        numbers = [n for n in range(1, -(-p.file.size // part_size) + 1) if n not in parts_of[p.key]]
-        left[p.key] = len(numbers)
-        if not numbers:  # every part was already there: only the completion was missing
-            tasks.append(partial(complete, p, upload_id))
-        tasks += [partial(part, p, upload_id, part_size, n) for n in numbers]
+    run = _Upload(s3, bucket, state, progress)
+    tasks = [task for p in todo for task in run.tasks(p)]
     try:
-        run_pool(tasks, MAX_CONCURRENCY, stop)
+        run_pool(tasks, MAX_CONCURRENCY, run.stop)
     except KeyboardInterrupt:
         raise Interrupted(state) from None
     for p in todo:  # S3 verified the checksum on write; read back what it stored
@@ -352,6 +274,101 @@ def upload(s3: Any, bucket: str, planned: list[PlannedFile], progress: Callable[
         if head is None or not same_content(p.file, head):
             raise CommandFailed(f"s3://{bucket}/{p.key}: stored size/CRC64NVME differ from the local file")
     return state
+
+
+class _Upload:
+    """One :func:`upload`: its tasks (a ``PutObject``, an ``UploadPart``, a ``CompleteMultipartUpload``) and what
+    they share: the parts done per key, the parts left, the progress and the stop signal."""
+
+    def __init__(self, s3: Any, bucket: str, state: Progress, progress: Callable[[int], None] | None) -> None:
+        self.s3, self.bucket, self.state, self.progress = s3, bucket, state, progress
+        self.parts_of: dict[str, dict[int, dict[str, str]]] = {}
+        self.left: dict[str, int] = {}
+        self.stop = threading.Event()
+
+    def tasks(self, p: PlannedFile) -> list[Callable[[], Any]]:
+        """One ``PutObject`` below :data:`PART_SIZE`; else the parts S3 does not hold yet of the file's multipart upload
+        (resumed, or created here), or only its completion when S3 holds them all."""
+        if p.file.size < PART_SIZE:
+            return [partial(self.put, p)]
+        if p.resume is not None:
+            upload_id, part_size = p.resume.upload_id, p.resume.part_size
+            self.parts_of[p.key] = dict(p.resume.parts)
+        else:
+            upload_id, part_size = self.create(p), PART_SIZE
+        self.state.started[p.key] = upload_id
+        numbers = [n for n in range(1, -(-p.file.size // part_size) + 1) if n not in self.parts_of[p.key]]
+        self.left[p.key] = len(numbers)
+        tasks: list[Callable[[], Any]] = []
+        if not numbers:  # every part was already there: only the completion was missing
+            tasks.append(partial(self.complete, p, upload_id))
+        return tasks + [partial(self.part, p, upload_id, part_size, n) for n in numbers]
+
+    def create(self, p: PlannedFile) -> Any:
+        """A new multipart upload of ``p`` with a full-object CRC64NVME; its upload id."""
+        try:
+            created = self.s3.create_multipart_upload(Bucket=self.bucket, Key=p.key, ChecksumAlgorithm="CRC64NVME",
+                                                      ChecksumType="FULL_OBJECT")
+        except ClientError as exc:
+            raise _access_denied(self.bucket, p.key, exc) from None
+        self.parts_of[p.key] = {}
+        if created.get("AbortDate"):
+            self.state.abort_date, self.state.abort_rule = created["AbortDate"], str(created.get("AbortRuleId", ""))
+        return created["UploadId"]
+
+    def advanced(self, n: int) -> None:
+        with self.state.lock:
+            self.state.done_bytes += n
+        if self.progress is not None:
+            self.progress(n)
+
+    def put(self, p: PlannedFile) -> None:
+        from s3transfer.utils import ReadFileChunk
+
+        with ReadFileChunk.from_filename(str(p.file.path), 0, p.file.size) as body:
+            try:
+                self.s3.put_object(Bucket=self.bucket, Key=p.key, Body=body, ChecksumCRC64NVME=p.file.crc64nvme,
+                                   Metadata={"sha256": p.file.sha256})
+            except ClientError as exc:
+                raise _access_denied(self.bucket, p.key, exc) from None
+        self.advanced(p.file.size)
+        with self.state.lock:
+            self.state.files_done += 1
+
+    def complete(self, p: PlannedFile, upload_id: str) -> None:
+        parts = [{"PartNumber": n, **meta} for n, meta in sorted(self.parts_of[p.key].items())]
+        try:
+            self.s3.complete_multipart_upload(Bucket=self.bucket, Key=p.key, UploadId=upload_id,
+                                              MultipartUpload={"Parts": parts}, ChecksumCRC64NVME=p.file.crc64nvme,
+                                              ChecksumType="FULL_OBJECT")
+        except ClientError as exc:
+            raise _access_denied(self.bucket, p.key, exc) from None
+        with self.state.lock:
+            self.state.files_done += 1
+            self.state.started.pop(p.key, None)
+
+    def part(self, p: PlannedFile, upload_id: str, part_size: int, n: int) -> None:
+        """Part ``n``; the last part of the file completes its upload (unless the upload was stopped)."""
+        from s3transfer.utils import ReadFileChunk
+
+        offset = (n - 1) * part_size
+        length = min(part_size, p.file.size - offset)
+        with ReadFileChunk.from_filename(str(p.file.path), offset, length) as body:
+            try:
+                response = self.s3.upload_part(Bucket=self.bucket, Key=p.key, UploadId=upload_id, PartNumber=n,
+                                               Body=body, ChecksumAlgorithm="CRC64NVME")
+            except ClientError as exc:
+                raise _access_denied(self.bucket, p.key, exc) from None
+        meta = {"ETag": str(response["ETag"])}
+        if response.get("ChecksumCRC64NVME"):
+            meta["ChecksumCRC64NVME"] = str(response["ChecksumCRC64NVME"])
+        self.advanced(length)
+        with self.state.lock:
+            self.parts_of[p.key][n] = meta
+            self.left[p.key] -= 1
+            last = self.left[p.key] == 0
+        if last and not self.stop.is_set():  # interrupted: the upload stays incomplete, to be resumed
+            self.complete(p, upload_id)
 
 
 def abort_rule_days(s3: Any, bucket: str, prefix: str) -> tuple[int, str] | None:
