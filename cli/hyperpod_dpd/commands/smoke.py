@@ -349,7 +349,7 @@ def _window(kube: Kube, target: PodTarget, since_seconds: int, start: datetime) 
     return lines
 
 
-#: The first bytes of a worker's log hold every rank's LMCache set-up (status.py: the same budget).
+#: The first bytes of a worker's log hold every rank's LMCache set-up (hyperpod_dpd.status.kv_path: the same budget).
 STARTUP_LOG_BYTES = 4 << 20
 #: A measured request this close to the ALB idle timeout would be cut if its bytes stopped flowing (no streaming).
 IDLE_TIMEOUT_WARN_RATIO = 0.8

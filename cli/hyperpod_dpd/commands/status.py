@@ -1,6 +1,6 @@
 """``hyperpod-dpd status``: one screen saying whether the endpoint can serve, and what to do when it cannot.
 
-Sources of each row:
+Sources of each row (the rows are built per area in :mod:`hyperpod_dpd.status`):
 
 * HyperPod: SageMaker ``DescribeCluster`` (``ClusterStatus``, ``InstanceGroups[].CurrentCount/TargetCount``),
   ``ListClusterNodes`` and ``DescribeClusterNode`` (``InstanceStatus.Status``, ``Placement``).
