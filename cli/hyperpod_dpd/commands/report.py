@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -92,7 +93,7 @@ def report(results: ResultsOption = None, out: OutOption = None, config: ConfigO
     _print_summary(report_data, files, target)
 
 
-def _analyse(c: Config, measurements: list[Measurement], paths: dict[str, str], source: str) -> Report:
+def _analyse(c: Config, measurements: list[Measurement], paths: Mapping[str, str], source: str) -> Report:
     """Each experiment's cells (runs marked invalid when their requests took another path than their scenario
     declares, or ran on other GPUs than they record) beside the planner's estimates, and the equal-gpu verdicts."""
     problems = dpd_path_problems(measurements, paths)
