@@ -25,13 +25,14 @@ from pathlib import Path
 
 import pytest
 
-from hyperpod_core.bundle import imported_by
+from hyperpod_infra.bundle import imported_by
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 #: Package -> its source folder.
 PACKAGES = {
     "hyperpod_core": REPO_ROOT / "core" / "hyperpod_core",
+    "hyperpod_runtime": REPO_ROOT / "runtime" / "hyperpod_runtime",
     "hyperpod_constructs": REPO_ROOT / "constructs" / "hyperpod_constructs",
     "hyperpod_infra": REPO_ROOT / "infra" / "hyperpod_infra",
     "hyperpod_k8s": REPO_ROOT / "k8s" / "hyperpod_k8s",
@@ -42,19 +43,19 @@ PACKAGES = {
 #: Which of our packages each may import (besides itself).
 ALLOWED = {
     "hyperpod_core": set(),
+    "hyperpod_runtime": set(),
     "hyperpod_constructs": set(),
     "hyperpod_infra": {"hyperpod_core", "hyperpod_constructs"},
-    "hyperpod_k8s": {"hyperpod_core"},
-    "hyperpod_analysis": {"hyperpod_core"},
-    "hyperpod_dpd": {"hyperpod_core", "hyperpod_analysis"},
+    "hyperpod_k8s": {"hyperpod_core", "hyperpod_runtime"},
+    "hyperpod_analysis": {"hyperpod_core", "hyperpod_runtime"},
+    "hyperpod_dpd": {"hyperpod_core", "hyperpod_analysis", "hyperpod_runtime"},
     "hyperpod_mainjob": {"hyperpod_core", "hyperpod_infra", "hyperpod_k8s"},
     "app": {"hyperpod_core", "hyperpod_infra"},
 }
 #: Third-party packages the core never imports: the apps' frameworks.
 NOT_IN_CORE = {"aws_cdk", "cdk8s", "cdk8s_plus_33", "constructs", "cdk_nag", "jsii", "typer", "rich", "kubernetes"}
 #: The core modules that may import boto3/botocore (they run where the runtime provides it).
-BOTO_IN_CORE = ("hyperpod_core.cleanup", "hyperpod_core.eks", "hyperpod_core.bench_runner",
-                "hyperpod_core.stack_status")
+BOTO_IN_CORE = ()
 #: The Lambda handlers that import core modules; ``hyperpod_core.bundle`` copies those into their assets.
 BUNDLING_HANDLERS = (
     REPO_ROOT / "constructs" / "hyperpod_constructs" / "endpoint_janitor_handler" / "index.py",
@@ -179,7 +180,7 @@ def test_what_a_handler_bundles_needs_only_what_the_lambda_runtime_has(handler: 
     """The handler and every module bundled beside it import only the standard library, boto3/botocore and
     modules that are bundled too: the Python Lambda runtime has nothing else."""
     bundled = imported_by(handler)
-    assert any(rel.startswith("hyperpod_core/") for rel in bundled), "the handler bundles core modules"
+    assert any(rel.startswith("hyperpod_runtime/") for rel in bundled), "the handler bundles runtime modules"
     bundled_modules = {str(Path(rel).with_suffix("")).replace("/", ".").removesuffix(".__init__") for rel in bundled}
     own = {p.stem for p in handler.parent.glob("*.py")}
     found = []
@@ -208,7 +209,7 @@ def test_bundling_survives_the_ast_depth_bug_by_parsing_on_a_fresh_thread(monkey
     import ast
     import threading
 
-    from hyperpod_core import bundle
+    from hyperpod_infra import bundle
 
     handler = REPO_ROOT / "constructs" / "hyperpod_constructs" / "endpoint_janitor_handler" / "index.py"
     expected = bundle.imported_by(handler)

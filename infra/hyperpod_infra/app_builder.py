@@ -27,7 +27,7 @@ from hyperpod_constructs.hyperpod_resiliency_charts import ResiliencyChart
 from hyperpod_constructs.model_bucket import ModelBucketProps
 from hyperpod_constructs.node_readiness import NodeRequirement
 from hyperpod_constructs.service_timeouts import ServiceTimeouts
-from hyperpod_core import artifacts, bundle, pins
+from hyperpod_core import artifacts, pins
 from hyperpod_core.config import Config
 from hyperpod_core.errors import CommandFailed
 from hyperpod_core.names import DEPLOYMENT_TAG, EndpointNames
@@ -37,6 +37,7 @@ from hyperpod_core.telemetry.collection import metrics_provider
 from hyperpod_core.telemetry.dashboards import dashboards
 from hyperpod_core.telemetry.notices import notices
 from hyperpod_core.telemetry.render import render, to_json_text
+from hyperpod_infra import bundle
 from hyperpod_infra.nag import add_nag, write_findings_report
 from hyperpod_infra.stacks.cluster_stack import ClusterStack, ClusterStackProps
 from hyperpod_infra.stacks.hyperpod_stack import HyperPodStack, HyperPodStackProps, InstanceGroupSpec

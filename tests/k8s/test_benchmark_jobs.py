@@ -22,7 +22,7 @@ from hyperpod_core.config import BENCHMARK_PATH_MARGIN, load_config, parse_confi
 
 REPO = Path(__file__).resolve().parents[2]
 LOCK = REPO / "k8s" / "hyperpod_k8s" / "benchmark" / "genai-bench.lock.txt"
-RUNNER = REPO / "core" / "hyperpod_core" / "bench_runner.py"
+RUNNER = REPO / "runtime" / "hyperpod_runtime" / "bench_runner.py"
 BENCH_VENV = REPO / ".bench-venv"
 CASES = {"default": REPO / "config" / "default.yaml",
          "p5en-two-prefill": REPO / "config" / "examples" / "p5en-two-prefill.yaml"}
@@ -302,10 +302,10 @@ def test_the_colocated_baseline_gets_back_the_memory_the_pd_buffer_took(default_
     """A global ``gpu_memory_utilization`` lowered to make room for a larger PD buffer must not shrink the colocated
     baseline's KV cache, which has no buffer (the fourth review's defect 4, in its global-lowered form); the value
     each engine ran with is recorded in every run's ``bench-run.json``."""
-    from hyperpod_core import bench_runner
     from hyperpod_core.inputs import resolve_inputs
     from hyperpod_k8s.benchmark.props import gpu_memory_utilization
     from hyperpod_k8s.endpoint.props import endpoint_props
+    from hyperpod_runtime import bench_runner
 
     data = copy.deepcopy(default_config_dict)
     e = data["endpoint"]

@@ -17,7 +17,8 @@ from hyperpod_constructs.hyperpod_cluster import POOL_LABEL, HyperPodCluster, Hy
 from hyperpod_constructs.hyperpod_execution_role import HyperPodExecutionRole, HyperPodExecutionRoleProps
 from hyperpod_constructs.lifecycle_scripts import LifecycleScripts, LifecycleScriptsProps
 from hyperpod_constructs.nag import acknowledge
-from hyperpod_core import bundle, outputs, sizing
+from hyperpod_core import outputs, sizing
+from hyperpod_infra import bundle
 
 #: Logical IDs of the log-group resources, pinned to the ones they synthesized to before they were pinned
 #: (``HyperPod`` template of config/default.yaml at commit 828b511): a changed logical ID is a Delete of the

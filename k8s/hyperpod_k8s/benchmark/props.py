@@ -28,12 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from hyperpod_core import bench_runner, sizing
+from hyperpod_core import sizing
 from hyperpod_core.config import Config
 from hyperpod_core.config.model import BenchmarkScenarioConfig
 from hyperpod_core.inputs import EndpointInputs
 from hyperpod_core.names import EndpointNames
 from hyperpod_k8s.endpoint.props import endpoint_props
+from hyperpod_runtime import bench_runner
 
 Mode = Literal["dpd", "colocated"]
 MODES: Final[tuple[Mode, ...]] = ("dpd", "colocated")
@@ -147,7 +148,7 @@ def _labels(config: Config, run: BenchmarkRun | None = None) -> dict[str, str]:
 
 
 def environment(config: Config, inputs: EndpointInputs, run: BenchmarkRun) -> tuple[tuple[str, str], ...]:
-    """The runner's environment for ``run`` (:mod:`hyperpod_core.bench_runner` reads it), in this order."""
+    """The runner's environment for ``run`` (:mod:`hyperpod_runtime.bench_runner` reads it), in this order."""
     b, e = config.benchmark, config.endpoint
     bucket = inputs.model_bucket_name.value or ""
     props = endpoint_props(config, inputs)
