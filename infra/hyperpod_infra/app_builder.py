@@ -137,7 +137,7 @@ def _benchmark_client(config: Config) -> BenchmarkClientSpec:
     bucket, _, prefix = uri.removeprefix("s3://").partition("/") if uri else (None, "", "")
     # The runner writes <prefix>/<mode>/<run>/<file> with the prefix's slashes stripped (benchmark/runner.py).
     return BenchmarkClientSpec(namespace=config.endpoint.namespace,
-                               service_account=EndpointNames.of(config).benchmark_resource,
+                               service_account=EndpointNames.of(config.endpoint).benchmark_resource,
                                results_bucket=bucket, results_prefix=prefix.strip("/"))
 
 
@@ -249,7 +249,7 @@ def _hyperpod_stack(app: cdk.App, config: Config, network: NetworkStack, cluster
         log_retention=retention(config.eks.log_retention_days),
         tiered_storage_memory_percent=config.tiered_storage_percent(),
         # Every group's nodes wait for the instance store: every DPD instance type has one
-        # (sizing.INSTANCE_STORES), and the config accepts no other type for a group.
+        # (instances.INSTANCE_STORES), and the config accepts no other type for a group.
         weights_cache=config.resolved_model_cache().weights_cache)
     return _stack(HyperPodStack, app, config, "HyperPod", "hyperpod", props=props,
                   description="lifecycle scripts, execution role, HyperPod cluster with P5 instance groups")

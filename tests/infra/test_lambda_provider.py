@@ -251,8 +251,8 @@ def test_a_handler_without_the_modules_it_imports_is_refused() -> None:
     from hyperpod_constructs.endpoint_janitor import HANDLER_DIR
     from hyperpod_infra.bundle import imported_by
 
-    with pytest.raises(ValueError, match=r"index\.py imports hyperpod_runtime, which neither the Lambda runtime nor the "
-                                         "asset provides"):
+    with pytest.raises(ValueError, match=r"index\.py imports hyperpod_runtime, which neither the Lambda runtime nor "
+                                         "the asset provides"):
         lambda_provider.staged_handler(HANDLER_DIR, {})
     staged = lambda_provider.staged_handler(HANDLER_DIR, imported_by(HANDLER_DIR / "index.py"))
     assert (staged / "hyperpod_runtime" / "cleanup.py").is_file()

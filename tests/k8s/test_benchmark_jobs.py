@@ -97,7 +97,7 @@ def test_jobs_run_only_off_the_gpu_nodes_with_requests_a_system_node_holds(synth
     The requests fit an m7i.xlarge system node: 4 vCPU and 16 GiB (EC2 general purpose instance specs), minus
     kubeReserved (nodeadm: 80m and 11 MiB x 58 pods + 255 MiB; maxPods 58 from eni-max-pods) and the eviction
     threshold, leaving at least half of it to the cluster's own pods."""
-    from hyperpod_core.sizing import EVICTION_HARD_MEMORY_MIB, kube_reserved_cpu_millis, kube_reserved_memory_mib
+    from hyperpod_core.fit import EVICTION_HARD_MEMORY_MIB, kube_reserved_cpu_millis, kube_reserved_memory_mib
 
     cpu_millis = 4000 - kube_reserved_cpu_millis(4)
     memory_mib = 16 * 1024 - kube_reserved_memory_mib(58) - EVICTION_HARD_MEMORY_MIB

@@ -20,7 +20,7 @@ from typing import Any
 
 from hyperpod_analysis.report.results import Measurement
 from hyperpod_core.config import Config
-from hyperpod_core.sizing import DPD_INSTANCE_GPUS
+from hyperpod_core.instances import DPD_INSTANCE_GPUS
 
 #: AWS's published H100 result for D(4096,256), the reference line of the report.
 #: Source: AWS ML blog "Disaggregated prefill and decode for LLM inference on SageMaker HyperPod" (2026-07-10,

@@ -28,9 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from hyperpod_core import sizing
 from hyperpod_core.config import Config
-from hyperpod_core.config.model import BenchmarkScenarioConfig
+from hyperpod_core.config.benchmark import BenchmarkScenarioConfig
 from hyperpod_core.inputs import EndpointInputs
 from hyperpod_core.names import EndpointNames
 from hyperpod_k8s.endpoint.props import endpoint_props
@@ -73,7 +72,7 @@ class BenchmarkRun:
 
 
 def router_service_url(config: Config) -> str:
-    return f"http://{EndpointNames.of(config).router_service_host}:{ROUTER_PORT}"
+    return f"http://{EndpointNames.of(config.endpoint).router_service_host}:{ROUTER_PORT}"
 
 
 def api_base(config: Config) -> str:
@@ -85,7 +84,7 @@ def api_base(config: Config) -> str:
 
 def resource_name(config: Config) -> str:
     """Name of the ConfigMap and ServiceAccount: ``<endpoint>-benchmark``."""
-    return EndpointNames.of(config).benchmark_resource
+    return EndpointNames.of(config.endpoint).benchmark_resource
 
 
 def scenarios_of(config: Config, experiment: Experiment) -> list[BenchmarkScenarioConfig]:
@@ -124,11 +123,11 @@ def gpus_per_mode(config: Config, inputs: EndpointInputs, experiment: Experiment
 def gpu_memory_utilization(config: Config, mode: Mode) -> str:
     """What each engine of ``mode`` runs with, for ``bench-run.json``: ``prefill=<u>,decode=<u>`` (each role's
     last ``--gpu-memory-utilization``) or ``colocated=<u>`` (the baseline's own, raised by the PD buffer's share:
-    :func:`hyperpod_core.sizing.colocated_gpu_memory_utilization`)."""
+    :meth:`hyperpod_core.config.endpoint.EndpointConfig.colocated_gpu_memory_utilization`)."""
     e = config.endpoint
     if mode == "colocated":
-        return f"colocated={sizing.colocated_gpu_memory_utilization(e):g}"
-    return ",".join(f"{role}={sizing.role_gpu_memory_utilization(e, role):g}" for role in ("prefill", "decode"))
+        return f"colocated={e.colocated_gpu_memory_utilization():g}"
+    return ",".join(f"{role}={e.role_gpu_memory_utilization(role):g}" for role in ("prefill", "decode"))
 
 
 def routing_strategy(config: Config, inputs: EndpointInputs, mode: Mode) -> str:
