@@ -127,7 +127,7 @@ def load(config: str | None, env: str | None, *, region: str | None = None,
 
     arn = eks_cluster_arn(c, found, str(e.outputs_file))
     return Deployment(
-        env=e, names=EndpointNames.of(c), region=region or c.region,
+        env=e, names=EndpointNames.of(c.endpoint), region=region or c.region,
         eks_cluster=out(outputs.EKS_CLUSTER_NAME) or c.eks.cluster_name,
         hyperpod_cluster=out(outputs.HYPERPOD_CLUSTER_NAME) or c.hyperpod.cluster_name,
         tls_bucket=out(outputs.TLS_BUCKET_NAME),

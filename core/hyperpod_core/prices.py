@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Final
 
-from hyperpod_core.sizing import INSTANCE_FACTS
+from hyperpod_core.instances import INSTANCE_FACTS
 
 
 @dataclass(frozen=True, kw_only=True)

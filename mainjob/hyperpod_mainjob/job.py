@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from hyperpod_core import paths
+from hyperpod_mainjob.lint_worker import SETTINGS_FILE
 
 #: What the main job needs a checkout for (cdk.json's feature flags, .cfnlintrc.yaml, the chart and CRD copies
 #: set-up fetched); named in the one-line error when run from an installed wheel.
@@ -120,7 +121,7 @@ def lint_cache() -> Path | None:
 
 def cfn_lint_settings() -> Path:
     """The checkout's ``.cfnlintrc.yaml``: the settings every cfn-lint run of the templates uses."""
-    return paths.checkout(NEEDS_CHECKOUT) / ".cfnlintrc.yaml"
+    return paths.checkout(NEEDS_CHECKOUT) / SETTINGS_FILE
 
 
 class CfnLint:

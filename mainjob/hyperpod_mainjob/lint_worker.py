@@ -20,6 +20,9 @@ from typing import Any
 
 #: Processes that lint (the worker and its forks): the templates are split between them by size.
 FORKS = 2
+#: The settings every cfn-lint run of the templates uses (the main job's, the summary's own), at the root of the
+#: checkout.
+SETTINGS_FILE = ".cfnlintrc.yaml"
 
 
 def main() -> int:

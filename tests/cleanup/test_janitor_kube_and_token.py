@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 from janitor_fakes import CLUSTER, REGION, FakeClock, FakeKubeApi
 
-from hyperpod_core.eks.kube import (
+from hyperpod_runtime.eks.kube import (
     KubeAccessDenied,
     KubeClient,
     KubeError,
     KubeUnavailable,
     Response,
 )
-from hyperpod_core.eks.token import get_token
+from hyperpod_runtime.eks.token import get_token
 
 
 def test_list_follows_continue_tokens_across_all_namespaces(kube_api: FakeKubeApi) -> None:
@@ -125,7 +125,7 @@ class _FakeUrlopen:
 def test_https_transport_sends_the_token_and_refreshes_it_once_on_401(monkeypatch: pytest.MonkeyPatch) -> None:
     import urllib.request
 
-    from hyperpod_core.eks.kube import HttpsTransport
+    from hyperpod_runtime.eks.kube import HttpsTransport
 
     tokens = iter(["k8s-aws-v1.first", "k8s-aws-v1.second"])
     fake = _FakeUrlopen([401, 200])
@@ -145,7 +145,7 @@ def test_https_transport_maps_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     import urllib.error
     import urllib.request
 
-    from hyperpod_core.eks.kube import HttpsTransport
+    from hyperpod_runtime.eks.kube import HttpsTransport
 
     monkeypatch.setattr(urllib.request, "urlopen", _FakeUrlopen([404, urllib.error.URLError("timed out")]))
     transport = HttpsTransport("https://eks.example", _self_signed_pem(), lambda: "k8s-aws-v1.t")

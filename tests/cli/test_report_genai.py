@@ -1,7 +1,7 @@
 """The real genai-bench client against a local streaming server, through the Job's own runner, then the report.
 
 * Client: genai-bench from ``.bench-venv`` (scripts/setup --tests; the hash-pinned lock the Jobs install), started by
-  ``core/hyperpod_core/bench_runner.py`` exactly as a Job starts it, with a tiny word-level tokenizer built
+  ``runtime/hyperpod_runtime/bench_runner.py`` exactly as a Job starts it, with a tiny word-level tokenizer built
   offline (``HF_HUB_OFFLINE=1``); results travel through the pod-log format (``HYPERPOD-BENCH-FILE``) that
   ``bench`` decodes.
 * Server: ``bench_server.StreamingServer``, one per mode, latencies shaped per role.
@@ -30,7 +30,7 @@ from typer.testing import CliRunner
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH_PY = REPO / ".bench-venv" / "bin" / "python"
-RUNNER = REPO / "core" / "hyperpod_core" / "bench_runner.py"
+RUNNER = REPO / "runtime" / "hyperpod_runtime" / "bench_runner.py"
 THRESHOLD = 4096
 #: Two shapes, scaled down so that the whole module stays within a minute: long prompts (DPD path, above the
 #: threshold by more than the config's margin) and short ones (straight to decode).

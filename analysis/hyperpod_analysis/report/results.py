@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hyperpod_core.bench_runner import FILE_MARKER  # the pod-log format the Jobs write
 from hyperpod_core.errors import UsageError
+from hyperpod_runtime.bench_runner import FILE_MARKER  # the pod-log format the Jobs write
 
 MODES = ("dpd", "colocated")
 EXPERIMENTS = ("aws-reference", "equal-gpu")
