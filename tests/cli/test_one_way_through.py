@@ -449,10 +449,26 @@ def test_stage_model_and_bench_take_region_and_profile(run_cli, checkout_copy, t
     (the README's raw deploy) would make the message name that file instead of the config."""
     _one_line(run_cli(*args, "--config", "config/default.yaml", "--region", "us-east-1"), 2,
               "error: --region must be this deployment's region us-west-2 (region of config/default.yaml) for "
-              f"hyperpod-dpd {args[0]}, which changes or deletes resources, got 'us-east-1'")
+              f"hyperpod-dpd {args[0]}, which ")
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
     _one_line(run_cli(*args, "--config", "config/default.yaml", "--profile", "nope"), 2,
               "error: --profile must be a profile of the AWS config files")
+
+
+@pytest.mark.parametrize(("args", "what"), [
+    (("preflight",), "which checks what a deploy of this config needs in its region (quotas, AZ, bootstrap, add-ons)"),
+    (("diff",), "which compares its deployed stacks with these templates"),
+    (("deploy", "--yes"), "which creates, updates and deletes its stacks"),
+    (("destroy", "--yes"), "which deletes its stacks"),
+    (("sweep", "--dry-run"), "which deletes what its operator and load balancer controller left"),
+    (("stage-model", "./model"), "which uploads to its model bucket"),
+    (("bench", "--dry-run"), "which runs benchmark Jobs on its endpoint and writes their results")])
+def test_the_region_rule_says_what_each_command_does_in_that_region(run_cli, default_config_copy, args, what) -> None:
+    """Fails on main: ``preflight --region eu-west-1`` checked a us-west-2 config in eu-west-1 (exit 1 on its
+    checks, not 2), and ``diff`` was refused as a command "which changes or deletes resources"."""
+    line = _one_line(run_cli(*args, "--config", str(default_config_copy), "--region", "eu-west-1"), 2,
+                     "error: --region must be this deployment's region us-west-2 ")
+    assert f"for hyperpod-dpd {args[0]}, {what}, got 'eu-west-1' (a deployment of the same name in eu-west-1 " in line
 
 
 def test_init_writes_the_checkouts_envs_from_any_folder(run_cli, monkeypatch, tmp_path) -> None:
