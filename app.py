@@ -55,6 +55,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from hyperpod_core import node_banner
+
+    node_banner.silence()  # before the first jsii import
     # The exit handlers run (jsii's removes its runtime folder from the temp folder), the interpreter's teardown
     # (~0.4 s of freeing aws-cdk-lib's modules) does not: the assembly is on disk by then.
     fast_exit(main)

@@ -7,6 +7,10 @@ make synth fast and quiet are set here, before any test module imports them.
 from __future__ import annotations
 
 import os
+import shutil
+import sys
+from collections.abc import Iterator
+from typing import Any
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("CDK_VALIDATION", "false")  # cfn-lint runs once, in its own test
@@ -22,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from tests import matrix
+from tests.checkout import CHECKOUT_LAYOUT, copy_checkout, in_the_checkouts_layout
 
 from hyperpod_core.config import Config, load_config
 
@@ -77,6 +82,68 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         reason = name and matrix.known_failure(name, getattr(item, "originalname", item.name))
         if reason:
             item.add_marker(pytest.mark.xfail(strict=True, reason=reason))
+
+
+#: Commands that resolve a config only to name its folder, reading nothing in it: on the checkout's layout they give
+#: the same result whatever a developer left there.
+NAMES_THE_FOLDER_ONLY = frozenset({"hyperpod_dpd.commands.validate", "hyperpod_dpd.commands.plan"})
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_test_reads_the_checkouts_layout() -> Iterator[None]:
+    """Guard: every entry point finds a config's folder through ``hyperpod_core.environment`` (``resolve``,
+    ``folder_of``); in this process, resolving to the real checkout's layout fails the test, naming the fix, unless
+    the caller only names the folder (:data:`NAMES_THE_FOLDER_ONLY`). Session-wide, so fixtures are guarded too.
+    (Child processes are not seen: their tests name a config outside the checkout or explicit folders.)"""
+    from hyperpod_core import environment
+
+    resolve, folder_of = environment.resolve, environment.folder_of
+
+    def refuse(folder: Path, caller: str) -> None:
+        if caller not in NAMES_THE_FOLDER_ONLY and in_the_checkouts_layout(folder):
+            pytest.fail(f"{caller} resolved a config to {folder.resolve()}, the checkout's own layout (a developer's "
+                        f"{', '.join(CHECKOUT_LAYOUT)}): run it in the checkout_copy fixture (tests/conftest.py), on "
+                        "a config outside the checkout or with explicit paths", pytrace=False)
+
+    def guarded_resolve(*args: Any, **kwargs: Any) -> environment.Environment:
+        found = resolve(*args, **kwargs)
+        refuse(found.workdir, sys._getframe(1).f_globals.get("__name__", "?"))
+        return found
+
+    def guarded_folder_of(config_path: Path) -> tuple[Path, str | None]:
+        found = folder_of(config_path)
+        caller = sys._getframe(1).f_globals.get("__name__", "?")
+        if caller != environment.__name__:  # resolve's own call: judged by its caller
+            refuse(found[0], caller)
+        return found
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(environment, "resolve", guarded_resolve)
+        mp.setattr(environment, "folder_of", guarded_folder_of)
+        yield
+
+
+@pytest.fixture
+def default_config_copy(tmp_path: Path) -> Path:
+    """``config/default.yaml`` copied outside the checkout (``<tmp>/default-config/default.yaml``): its folder is
+    ``default.out/`` beside it, so a command run on it reads nothing a developer synthesized or deployed."""
+    path = tmp_path / "default-config" / "default.yaml"
+    path.parent.mkdir()
+    shutil.copy(DEFAULT_CONFIG_PATH, path)
+    return path
+
+
+@pytest.fixture
+def checkout_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A checkout of the test's own (:func:`tests.checkout.copy_checkout`), the current folder, with
+    ``hyperpod_core.paths.CHECKOUT`` pointing at it. A test that runs a command on ``config/default.yaml`` (whose
+    folder is the checkout's root) runs it here, independent of what the developer synthesized or deployed."""
+    from hyperpod_core import paths
+
+    root = copy_checkout(tmp_path / "checkout")
+    monkeypatch.setattr(paths, "CHECKOUT", root)
+    monkeypatch.chdir(root)
+    return root
 
 
 @pytest.fixture(scope="session")

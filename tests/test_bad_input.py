@@ -159,7 +159,13 @@ def test_outputs_reader_rejects(case: Case, tmp_path: Path, default_config) -> N
 
 
 def _cdk8s_argv(case: Case, path: Path, dist: Path) -> list[str]:
-    return ["--outputs-file" if case.kind == "outputs" else "--config", str(path), "--outdir", str(dist)]
+    """A config case as ``--config``; an outputs case as ``--outputs-file`` of the default config, copied beside it
+    (outside the checkout: no developer's files of the default config's folder are read)."""
+    if case.kind != "outputs":
+        return ["--config", str(path), "--outdir", str(dist)]
+    config = path.parent / "default.yaml"
+    shutil.copy(REPO_ROOT / "config" / "default.yaml", config)
+    return ["--config", str(config), "--outputs-file", str(path), "--outdir", str(dist)]
 
 
 def _in_process(fn: Callable[[], object], argv: list[str], env: dict[str, str] | None = None
@@ -172,7 +178,7 @@ def _in_process(fn: Callable[[], object], argv: list[str], env: dict[str, str] |
 
 def test_cdk8s_app_rejects_every_case(tmp_path: Path) -> None:
     """The cdk8s app's entry point, ``guarded(main)`` as ``python -m hyperpod_k8s.main`` (what ``npx cdk8s
-    synth`` runs) calls it: config cases, and outputs cases next to the default config."""
+    synth`` runs) calls it: config cases, and outputs cases with the default config."""
     from hyperpod_k8s import main
 
     def run(case: Case, path: Path, cdk_out: Path, dist: Path) -> subprocess.CompletedProcess[str]:

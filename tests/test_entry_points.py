@@ -23,9 +23,15 @@ pytestmark = pytest.mark.xdist_group("repository-root")
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
+#: What silences jsii's banner about an unsupported Node.js (scripts/env.sh, scripts/npx-env.cjs, the suite's conftest).
+_SILENCE = "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"
+
+
 def _run(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20", "CDK_VALIDATION": "false",
+    full_env = {**os.environ, _SILENCE: "20", "CDK_VALIDATION": "false",
                 "CDK_OUTDIR": str(tmp_path / "cdk.out"), **env}
+    if not full_env[_SILENCE]:  # as a plain shell runs the entry point: without scripts/env.sh
+        del full_env[_SILENCE]
     return subprocess.run([sys.executable, *args], cwd=REPO_ROOT, env=full_env, capture_output=True, text=True,
                           timeout=120, check=False)
 
@@ -94,16 +100,32 @@ runpy.run_path("app.py", run_name="__main__")
 
 def test_cdk_app_leaves_nothing_in_the_temp_folder(tmp_path: Path) -> None:
     """jsii unpacks its runtime (2.2 MB) into ``$TMPDIR`` and removes it in its exit handler, which a bare
-    ``os._exit`` skipped: every synth left one folder behind."""
+    ``os._exit`` skipped: every synth left one folder behind. Run as a plain shell runs it (no scripts/env.sh), it
+    prints no jsii banner about the Node.js (``b'!!!...'``, 11 lines on Node 20; set-up says it in one line)."""
     temp = tmp_path / "temp"
     temp.mkdir()
-    result = _run(["-c", ONE_STACK_APP], tmp_path, TMPDIR=str(temp))
+    result = _run(["-c", ONE_STACK_APP], tmp_path, TMPDIR=str(temp), **{_SILENCE: ""})
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "cdk.out" / "Probe.template.json").is_file()
     assert sorted(p.name for p in temp.iterdir()) == []
+    assert "!!" not in result.stderr and result.stderr == "", result.stderr
 
 
-def test_cdk_app_run_alone_writes_what_cdk_synth_writes_into_cdk_out(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cdk8s_app_run_alone_prints_no_jsii_banner(tmp_path: Path) -> None:
+    """``python -m hyperpod_k8s.main`` from a plain shell (no scripts/env.sh, no npx preload): no jsii banner, and
+    nothing left in the temp folder. A config outside the checkout: no developer's cdk-outputs.json is read."""
+    config, temp = tmp_path / "my.yaml", tmp_path / "temp"
+    config.write_text((REPO_ROOT / "config" / "default.yaml").read_text())
+    temp.mkdir()
+    result = _run(["-m", "hyperpod_k8s.main", "--config", str(config), "--outdir", str(tmp_path / "dist")], tmp_path,
+                  TMPDIR=str(temp), **{_SILENCE: ""})
+    assert result.returncode == 0, result.stderr
+    assert "!!" not in result.stderr and "b'" not in result.stderr, result.stderr
+    assert sorted(p.name for p in temp.iterdir()) == []
+
+
+def test_cdk_app_run_alone_writes_what_cdk_synth_writes_into_cdk_out(monkeypatch: pytest.MonkeyPatch,
+                                                                     checkout_copy: Path) -> None:
     """Under the CDK CLI (``$CDK_OUTDIR`` set) the CLI names the folder and the context; ``python app.py`` alone
     writes the same assembly ``npx cdk synth`` would (cdk.json's context) into the checkout's ``cdk.out/``, not
     into a ``cdk.outXXXX`` the CDK makes in the temp folder and leaves there (aws-cdk-lib ``App``: without
@@ -119,7 +141,6 @@ def test_cdk_app_run_alone_writes_what_cdk_synth_writes_into_cdk_out(monkeypatch
     monkeypatch.setattr(environment, "stamp", lambda cdk_out, path, config: calls.append({"stamp": cdk_out}))
     for name in ("CDK_CONTEXT_JSON", "CONTEXT_OVERFLOW_LOCATION_ENV", "HYPERPOD_CONFIG"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(REPO_ROOT)
     main = runpy.run_path(str(REPO_ROOT / "app.py"), run_name="app_under_test")["main"]
     monkeypatch.setenv("CDK_OUTDIR", "cli-out")
     main()

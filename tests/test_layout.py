@@ -46,3 +46,30 @@ def test_the_checkout_is_found_from_the_sources(monkeypatch) -> None:
     monkeypatch.setattr(paths, "CHECKOUT", None)  # as installed from a wheel (tests/cli/test_wheel.py)
     with pytest.raises(UsageError, match=r"^hyperpod-dpd synth needs the repository checkout "):  # exit 2
         paths.checkout("hyperpod-dpd synth")
+
+
+# --- no test reads the checkout's own layout (tests/checkout.py, the guard in tests/conftest.py) -------------------
+
+def test_a_test_that_resolves_the_checkouts_layout_fails_naming_the_copy() -> None:
+    """A developer's root cdk-outputs.json (the README's raw deploy), envs/ or out/ must not change a test's result:
+    resolving a config to the checkout's own folders fails the test (a command run on ``config/default.yaml`` from
+    the repository root did: the region rule then named the outputs file's Region, not the config's)."""
+    from hyperpod_core import environment
+
+    with pytest.raises(pytest.fail.Exception, match="checkout_copy fixture"):
+        environment.resolve(str(REPO_ROOT / "config" / "default.yaml"))  # the root: cdk.out/, cdk-outputs.json
+    for config in (REPO_ROOT / "envs" / "prod" / "config.yaml",  # envs/prod/ ($HYPERPOD_ENVS_DIR is the checkout's)
+                   REPO_ROOT / "config" / "examples" / "p5en-two-prefill.yaml"):  # out/config/examples/...
+        with pytest.raises(pytest.fail.Exception, match="checkout_copy fixture"), pytest.MonkeyPatch.context() as mp:
+            mp.setenv("HYPERPOD_ENVS_DIR", str(REPO_ROOT / "envs"))
+            environment.folder_of(config)
+
+
+def test_the_checkout_copy_has_the_code_and_none_of_the_layout(checkout_copy: Path) -> None:
+    from tests.checkout import CHECKOUT_LAYOUT
+
+    from hyperpod_core import environment
+
+    assert environment.resolve("config/default.yaml").workdir == Path(".")  # the copy's root: allowed
+    assert (checkout_copy / "cdk.json").resolve() == REPO_ROOT / "cdk.json"
+    assert not any((checkout_copy / name).exists() for name in CHECKOUT_LAYOUT)

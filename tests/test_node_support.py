@@ -73,11 +73,14 @@ def test_set_up_says_in_one_line_what_jsii_says_in_its_banner() -> None:
 
 
 def test_set_up_silences_the_banner_only_after_saying_it() -> None:
-    """scripts/env.sh silences jsii's banner for this Node's major version; app.py and the main job do not."""
+    """scripts/env.sh silences jsii's banner for this Node's major version; the Python entry points run without it
+    (``python app.py``, ``python -m hyperpod_k8s.main``) silence it through one module, hyperpod_core.node_banner
+    (tests/test_entry_points.py runs both without the variable), and spell the variable nowhere else."""
     sourced = subprocess.run(["bash", "-c", ". scripts/env.sh; echo $JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"],
                              cwd=REPO, capture_output=True, text=True, timeout=60, check=True)
     assert sourced.stdout.strip() == _node("--version").stdout.strip().lstrip("v").split(".")[0]
     setup = (REPO / "scripts" / "setup").read_text()
     assert "node scripts/node-support.cjs" in setup
-    for path in ("app.py", "mainjob/hyperpod_mainjob/job.py"):
+    for path in ("app.py", "mainjob/hyperpod_mainjob/job.py", "k8s/hyperpod_k8s/main.py",
+                 "cli/hyperpod_dpd/cdk_cli.py"):
         assert "JSII_SILENCE_WARNING" not in (REPO / path).read_text(), path

@@ -25,14 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hyperpod_core import paths
+from hyperpod_core import node_banner, paths
 from hyperpod_core.errors import CommandFailed, UsageError
 
 #: Quiet, offline-friendly settings for the CDK CLI (tooling.md §0). Not CDK8S_CHECK_UPGRADE: the CDK CLI reads
 #: every CDK* variable as an option and reports that one as the unknown option "--8SCheckUpgrade".
 CLI_ENV = {"CDK_DISABLE_CLI_TELEMETRY": "true", "CDK_DISABLE_VERSION_CHECK": "1",
            "AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED": "true",
-           "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+           node_banner.VARIABLE: node_banner.SILENCED_MAJORS}
 #: The CLI's lines shown while it runs: a stack starting, done or failed (its other lines go to the log only).
 _PROGRESS = re.compile(r"(deploying|destroying)\.\.\. \[\d+/\d+\]|^\s*[\u2705\u274c]")
 _FAILED = "\u274c"

@@ -8,9 +8,10 @@ server these commands talk to (:mod:`hyperpod_dpd.kubeconfig`: any other kubecon
 The region rule: a deployment lives in one region, its *home* (:func:`home_region`: the outputs file's ``Region``
 when the file exists, else the config's ``region``). Stack names, and so every name derived from ``name``, are
 unique per region only: ``dpd`` in us-west-2 and ``dpd`` in us-east-1 are two deployments. So a command that
-changes or deletes (``deploy``, ``diff``, ``destroy``, ``sweep``, ``stage-model``, ``bench``) refuses a ``--region``
-other than the home, in one line and before any AWS call (:func:`require_region`); a reading command (``status``,
-``logs``, ``smoke``) sends its calls where ``--region`` says, with a note.
+changes, deletes or checks a deployment (``deploy``, ``diff``, ``destroy``, ``sweep``, ``stage-model``, ``bench``,
+``preflight``) refuses a ``--region`` other than the home, in one line naming what it does there and before any AWS
+call (:func:`require_region`); a reading command (``status``, ``logs``, ``smoke``) sends its calls where ``--region``
+says, with a note.
 """
 
 from __future__ import annotations
@@ -95,16 +96,29 @@ def home_region(e: Environment) -> tuple[str, str]:
     return e.config.region, f"region of {e.config_path}"
 
 
+#: What each command that keeps to the deployment's region does there (the reason in :func:`require_region`'s line).
+ACTS_ON = {
+    "deploy": "which creates, updates and deletes its stacks",
+    "diff": "which compares its deployed stacks with these templates",
+    "destroy": "which deletes its stacks",
+    "sweep": "which deletes what its operator and load balancer controller left",
+    "stage-model": "which uploads to its model bucket",
+    "bench": "which runs benchmark Jobs on its endpoint and writes their results",
+    "preflight": "which checks what a deploy of this config needs in its region (quotas, AZ, bootstrap, add-ons)",
+}
+
+
 def require_region(e: Environment, region: str | None, command: str) -> str:
     """The home region of ``e`` (:func:`home_region`); a ``--region`` naming another one is bad input (exit 2): a
-    command that changes or deletes never acts on a deployment of the same name in another region."""
+    command that changes, deletes or checks a deployment (:data:`ACTS_ON`) never acts on a deployment of the same
+    name in another region."""
     if region is None:  # nothing to compare: the config's region (an outputs file's Region must equal it)
         return e.config.region
     home, source = home_region(e)
     if region != home:
         raise UsageError(f"--region must be this deployment's region {home} ({source}) for hyperpod-dpd {command}, "
-                         f"which changes or deletes resources, got {region!r} (a deployment of the same name in "
-                         f"{region} is another deployment; name its own config)")
+                         f"{ACTS_ON[command]}, got {region!r} (a deployment of the same name in {region} is another "
+                         "deployment; name its own config)")
     return home
 
 

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from hyperpod_core import paths, pins
 from hyperpod_core.config import Config
@@ -520,13 +520,33 @@ def check_deep_health_checks(clients: Clients, config: Config, *, modified: tupl
 
 # --- all ----------------------------------------------------------------------------------------------------
 
+class _NoCredentials:
+    """A client every call of which raises ``NoCredentialsError``, as botocore's does without credentials (before
+    anything is sent): what the checks would call without running any."""
+
+    def __getattr__(self, operation: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            raise NoCredentialsError
+
+        return call
+
+
 def run(config: Config, clients: Clients, now: dt.datetime | None = None) -> list[Check]:
-    """Every check, in the order a deploy would hit them. Without credentials only that check is reported."""
+    """Every check, in the order a deploy would hit them. Without working credentials, the credentials check FAILs
+    and every other check of this config is listed ``UNKNOWN``, ``not run: ...`` (no AWS call is made): the user sees
+    what preflight would check."""
     identity, account = check_identity(clients, config)
-    checks = [identity]
     if account is None:
-        return checks
-    checks.append(check_bootstrap(clients, config, account))
+        why = "no credentials" if identity.detail.startswith("NoCredentialsError") else "the credentials check failed"
+        not_run = _account_checks(config, Clients(lambda service: _NoCredentials()), "000000000000", now)
+        return [identity, *(Check(name=c.name, status="UNKNOWN", detail=f"not run: {why}",
+                                  fix="fix the credentials row, then run preflight again") for c in not_run)]
+    return [identity, *_account_checks(config, clients, account, now)]
+
+
+def _account_checks(config: Config, clients: Clients, account: str, now: dt.datetime | None) -> list[Check]:
+    """The checks after the credentials one, of ``account``."""
+    checks = [check_bootstrap(clients, config, account)]
     try:
         zones = zone_ids(clients)
     except (ClientError, BotoCoreError) as exc:

@@ -206,6 +206,9 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
+    from hyperpod_core import node_banner
+
+    node_banner.silence()  # before the first jsii import
     # The exit handlers run (jsii's stops its kernel and removes its runtime folder), the interpreter's teardown
     # does not: ~0.1 s of CPU of the cdk8s app's ~1 s.
     fast_exit(main)

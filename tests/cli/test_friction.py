@@ -217,8 +217,14 @@ def test_plain_cdk8s_cli_is_quiet_and_keeps_dist_on_failure(tmp_path) -> None:
     """
     env = {k: v for k, v in os.environ.items()
            if k not in ("CDK8S_CHECK_UPGRADE", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION")}
-    dist, temp = REPO_ROOT / "dist", tmp_path / "temp"
+    # The default config, copied outside the checkout: its folder is my.out/ beside it, not the checkout's root (a
+    # developer's dist/ and cdk-outputs.json stay out of the test).
+    config, temp = tmp_path / "my.yaml", tmp_path / "temp"
+    good = (REPO_ROOT / "config/default.yaml").read_text()
+    config.write_text(good)
+    dist = tmp_path / "my.out" / "dist"
     temp.mkdir()
+    env["HYPERPOD_CONFIG"] = str(config)
     ok = subprocess.run(["npx", "--no-install", "cdk8s", "synth"], cwd=REPO_ROOT, env={**env, "TMPDIR": str(temp)},
                         capture_output=True, text=True, timeout=300, check=False)
     assert ok.returncode == 0, ok.stderr
@@ -226,12 +232,10 @@ def test_plain_cdk8s_cli_is_quiet_and_keeps_dist_on_failure(tmp_path) -> None:
     assert "new version" not in ok.stderr + ok.stdout and "Error" not in ok.stderr and "!!" not in ok.stderr
     assert "llama-3-3-70b-dpd.k8s.yaml" in ok.stdout  # the CLI lists what the app wrote
     before = {p: p.read_bytes() for p in sorted(dist.rglob("*")) if p.is_file()}
-    bad = tmp_path / "bad.yaml"
-    bad.write_text((REPO_ROOT / "config/default.yaml").read_text().replace("max_model_len: 16384",
-                                                                           "max_model_len: 1024"))
-    failed = subprocess.run(["npx", "--no-install", "cdk8s", "synth"], cwd=REPO_ROOT,
-                            env={**env, "HYPERPOD_CONFIG": str(bad)}, capture_output=True, text=True, timeout=300,
-                            check=False)
+    assert before
+    config.write_text(good.replace("max_model_len: 16384", "max_model_len: 1024"))
+    failed = subprocess.run(["npx", "--no-install", "cdk8s", "synth"], cwd=REPO_ROOT, env=env,
+                            capture_output=True, text=True, timeout=300, check=False)
     assert failed.returncode != 0
     assert {p: p.read_bytes() for p in sorted(dist.rglob("*")) if p.is_file()} == before
 

@@ -90,10 +90,9 @@ def _calls(log: Path) -> list[list[str]]:
     ("config/default.yaml", "."),  # the README's raw CLIs: cdk.out/, dist/, cdk-outputs.json at the root
     ("config/examples/p5en-two-prefill.yaml", "out/config/examples/p5en-two-prefill"),
 ])
-def test_a_config_of_the_checkout_has_one_folder_never_in_config(run_cli, monkeypatch, config, folder) -> None:
+def test_a_config_of_the_checkout_has_one_folder_never_in_config(run_cli, checkout_copy, config, folder) -> None:
     """Fails on main: ``--config config/default.yaml`` put its files in ``config/default.out/``, which breaks
     ``schema --check`` and is not where ``./scripts/synth`` and the raw CLIs write (friction 1 and 2)."""
-    monkeypatch.chdir(REPO_ROOT)
     result = run_cli("validate", "--config", config, "--json")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["workdir"] == folder
@@ -157,13 +156,15 @@ def _synth_cli_argv(monkeypatch: pytest.MonkeyPatch, run_cli: Any, *args: str) -
     return calls[0][calls[0].index("hyperpod_mainjob") + 1:]
 
 
-def test_scripts_synth_and_synth_config_write_the_same_folder(run_cli, monkeypatch) -> None:
+def test_scripts_synth_and_synth_config_write_the_same_folder(run_cli, checkout_copy, monkeypatch) -> None:
     """Fails on main: ``./scripts/synth PATH`` wrote the root's cdk.out/ and dist/ for any config, ``hyperpod-dpd synth
     --config PATH`` wrote ``PATH.out/``."""
+    from hyperpod_core import paths
+
     config = "config/examples/p5en-two-prefill.yaml"
-    monkeypatch.chdir(REPO_ROOT)
     cli_argv = _synth_cli_argv(monkeypatch, run_cli, "--config", config)
-    monkeypatch.chdir(REPO_ROOT)
+    monkeypatch.chdir(checkout_copy)  # _synth_cli_argv undid the copy
+    monkeypatch.setattr(paths, "CHECKOUT", checkout_copy)
     by_script = _main_job_folders(monkeypatch, _scripts_synth_argv(config))
     by_cli = _main_job_folders(monkeypatch, cli_argv)
     assert by_script == by_cli == (Path("out/config/examples/p5en-two-prefill/cdk.out"),
@@ -249,11 +250,10 @@ def test_the_cdk8s_app_writes_into_the_configs_folder_and_reads_its_outputs(monk
 @pytest.mark.parametrize("args", [
     ("status",), ("smoke",), ("logs", "decode"), ("sweep",), ("bench",), ("stage-model", "./model"), ("diff",),
     ("destroy",), ("synth",)])
-def test_every_command_that_reads_the_outputs_takes_outputs_file(run_cli, tmp_path, monkeypatch, args) -> None:
+def test_every_command_that_reads_the_outputs_takes_outputs_file(run_cli, checkout_copy, args) -> None:
     """Fails on main: only ``synth`` had ``--outputs-file`` (friction 2), so the outputs of a raw ``npx cdk deploy
     --outputs-file F`` could not be named."""
-    monkeypatch.chdir(tmp_path)
-    result = run_cli(*args, "--config", str(DEFAULT), "--outputs-file", "nope.json")
+    result = run_cli(*args, "--config", "config/default.yaml", "--outputs-file", "nope.json")
     _one_line(result, 2, "error: --outputs-file 'nope.json' does not exist")
 
 
@@ -443,16 +443,32 @@ def test_the_readme_says_what_the_cdk_cli_adds_to_a_bad_config() -> None:
 # --- 5. conventions -------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("args", [("stage-model", "./model"), ("bench",)])
-def test_stage_model_and_bench_take_region_and_profile(run_cli, tmp_path, monkeypatch, args) -> None:
+def test_stage_model_and_bench_take_region_and_profile(run_cli, checkout_copy, tmp_path, monkeypatch, args) -> None:
     """Fails on main: ``No such option: --region`` / ``--profile`` (friction 6). Both change the deployment (an upload,
-    the endpoint), so ``--region`` must be its own."""
-    monkeypatch.chdir(tmp_path)
-    _one_line(run_cli(*args, "--config", str(DEFAULT), "--region", "us-east-1"), 2,
-              f"error: --region must be this deployment's region us-west-2 (region of {DEFAULT}) for hyperpod-dpd "
-              f"{args[0]}, which changes or deletes resources, got 'us-east-1'")
+    the endpoint), so ``--region`` must be its own. In a checkout of its own: a developer's root ``cdk-outputs.json``
+    (the README's raw deploy) would make the message name that file instead of the config."""
+    _one_line(run_cli(*args, "--config", "config/default.yaml", "--region", "us-east-1"), 2,
+              "error: --region must be this deployment's region us-west-2 (region of config/default.yaml) for "
+              f"hyperpod-dpd {args[0]}, which ")
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
-    _one_line(run_cli(*args, "--config", str(DEFAULT), "--profile", "nope"), 2,
+    _one_line(run_cli(*args, "--config", "config/default.yaml", "--profile", "nope"), 2,
               "error: --profile must be a profile of the AWS config files")
+
+
+@pytest.mark.parametrize(("args", "what"), [
+    (("preflight",), "which checks what a deploy of this config needs in its region (quotas, AZ, bootstrap, add-ons)"),
+    (("diff",), "which compares its deployed stacks with these templates"),
+    (("deploy", "--yes"), "which creates, updates and deletes its stacks"),
+    (("destroy", "--yes"), "which deletes its stacks"),
+    (("sweep", "--dry-run"), "which deletes what its operator and load balancer controller left"),
+    (("stage-model", "./model"), "which uploads to its model bucket"),
+    (("bench", "--dry-run"), "which runs benchmark Jobs on its endpoint and writes their results")])
+def test_the_region_rule_says_what_each_command_does_in_that_region(run_cli, default_config_copy, args, what) -> None:
+    """Fails on main: ``preflight --region eu-west-1`` checked a us-west-2 config in eu-west-1 (exit 1 on its
+    checks, not 2), and ``diff`` was refused as a command "which changes or deletes resources"."""
+    line = _one_line(run_cli(*args, "--config", str(default_config_copy), "--region", "eu-west-1"), 2,
+                     "error: --region must be this deployment's region us-west-2 ")
+    assert f"for hyperpod-dpd {args[0]}, {what}, got 'eu-west-1' (a deployment of the same name in eu-west-1 " in line
 
 
 def test_init_writes_the_checkouts_envs_from_any_folder(run_cli, monkeypatch, tmp_path) -> None:

@@ -444,14 +444,24 @@ def test_credentials_of_another_account_fail(aws, default_config_dict) -> None:
     assert check.status == "FAIL" and "the config's ARNs name 999999999999" in check.detail
 
 
-def test_no_credentials_is_the_only_check(monkeypatch, default_config) -> None:
+def test_no_credentials_lists_every_other_check_as_not_run(monkeypatch, default_config) -> None:
+    """Without credentials the credentials check FAILs and the others are listed, UNKNOWN, ``not run: no
+    credentials``, with no AWS call but the credentials one. Fails on main: the credentials row was the only one
+    (the fourth review's newcomer run, friction 19: "2 of its 11 checks")."""
     for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    results = preflight.run(default_config, preflight.make_clients(REGION))
-    assert [(c.name, c.status) for c in results] == [("credentials", "FAIL")]
+    made: list[str] = []
+    real = preflight.make_clients(REGION)
+    results = preflight.run(default_config, preflight.Clients(lambda service: made.append(service) or real.get(service)))
+    assert made == ["sts"]
+    assert (results[0].name, results[0].status) == ("credentials", "FAIL")
+    assert {(c.status, c.detail) for c in results[1:]} == {("UNKNOWN", "not run: no credentials")}
+    names = [c.name for c in results[1:]]
+    assert names[:2] == ["CDK bootstrap", "GPU AZ ID"] and names[-1] == "deep health checks"
+    assert f"quota sagemaker: {P5_QUOTA}" in names and "add-on vpc-cni" in names and len(names) >= 9
 
 
 # --- the command --------------------------------------------------------------------------------------------

@@ -92,8 +92,9 @@ def test_report_prices_at_the_flag_before_the_config(run_cli, tmp_path: Path, fl
 
 
 @pytest.mark.parametrize("value", ["-3", "0", "nan"])
-def test_fails_when_the_price_is_not_a_positive_amount(run_cli, tmp_path: Path, value: str) -> None:
-    result = run_cli("report", "--config", str(REPO / "config" / "default.yaml"), "--results", str(SAMPLE_RAW),
+def test_fails_when_the_price_is_not_a_positive_amount(run_cli, tmp_path: Path, value: str,
+                                                      default_config_copy: Path) -> None:
+    result = run_cli("report", "--config", str(default_config_copy), "--results", str(SAMPLE_RAW),
                      "--out", str(tmp_path / "r"), "--price", value)
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr == f"error: --price must be a positive USD amount per instance-hour, got {float(value)!r}\n"
@@ -174,10 +175,11 @@ def test_idle_share_counts_replicas_beyond_the_concurrency_and_prefill_beyond_it
     assert cost.idle_share == pytest.approx(16 * (1 - 1.0 * 0.4 / 2) / 24)
 
 
-def test_the_report_shows_cost_per_input_and_output_token_and_the_idle_share(run_cli, tmp_path: Path) -> None:
+def test_the_report_shows_cost_per_input_and_output_token_and_the_idle_share(run_cli, tmp_path: Path,
+                                                                             default_config_copy: Path) -> None:
     """The shipped raw set: long prompts went through prefill, short ones straight to decode (the prefill pods
     idle); the pinned price without --price or benchmark.instance_hour_usd."""
-    result = run_cli("report", "--config", str(REPO / "config" / "default.yaml"), "--results", str(SAMPLE_RAW),
+    result = run_cli("report", "--config", str(default_config_copy), "--results", str(SAMPLE_RAW),
                      "--out", str(tmp_path / "r"))
     assert result.exit_code == 0, result.output
     md = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")

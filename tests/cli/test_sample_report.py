@@ -33,17 +33,21 @@ MAX_RAW_BYTES = 400 * 1024
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``hyperpod-dpd report --config config/default.yaml --results docs/sample-benchmark-report/raw --out OUT`` from
     the checkout root, with every network connection refused."""
+    from tests.checkout import copy_checkout
+
+    from hyperpod_core import paths
     from hyperpod_dpd.app import app
 
     out = tmp_path_factory.mktemp("sample") / "report"
+    checkout = copy_checkout(tmp_path_factory.mktemp("checkout") / "checkout")  # the default config's folder: its root
 
     def offline(*args: Any, **kwargs: Any) -> None:
         raise OSError("the report must render offline")
 
     saved = Path.cwd()
-    os.chdir(REPO)  # the report names its source as given: the committed one says docs/sample-benchmark-report/raw
+    os.chdir(checkout)  # the report names its source as given: the committed one says docs/sample-benchmark-report/raw
     try:
-        with mock.patch.object(socket.socket, "connect", offline):
+        with mock.patch.object(socket.socket, "connect", offline), mock.patch.object(paths, "CHECKOUT", checkout):
             result = CliRunner().invoke(app, ["report", "--config", "config/default.yaml", "--results",
                                               "docs/sample-benchmark-report/raw", "--out", str(out)])
     finally:
@@ -112,7 +116,8 @@ def test_the_sample_shows_n_named_statistics_and_cost_per_token_and_decides_noth
 
 
 @pytest.mark.parametrize("where", ["the results' parent", "the results folder", "a folder that is not a report"])
-def test_an_out_folder_that_would_replace_what_is_not_a_report_is_refused(run_cli, tmp_path: Path, where: str) -> None:
+def test_an_out_folder_that_would_replace_what_is_not_a_report_is_refused(run_cli, tmp_path: Path, where: str,
+                                                                          default_config_copy: Path) -> None:
     """``report`` replaces ``--out`` whole (atomically); a folder that holds the results, or anything but a previous
     report, is refused before anything is read: one line, exit 2, every file kept."""
     import shutil
@@ -123,7 +128,7 @@ def test_an_out_folder_that_would_replace_what_is_not_a_report_is_refused(run_cl
     out = {"the results' parent": tmp_path / "sample", "the results folder": tmp_path / "sample" / "raw",
            "a folder that is not a report": tmp_path / "other"}[where]
     before = sorted(str(p) for p in tmp_path.rglob("*"))
-    result = run_cli("report", "--config", str(REPO / "config" / "default.yaml"), "--results",
+    result = run_cli("report", "--config", str(default_config_copy), "--results",
                      str(tmp_path / "sample" / "raw"), "--out", str(out))
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr.startswith(f"error: --out {out} ") and result.stderr.count("\n") == 1

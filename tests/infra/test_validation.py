@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import re
 import subprocess
 import sys
@@ -333,11 +334,18 @@ CHECKOV = REPO_ROOT / ".tools" / "checkov" / "bin" / "checkov"
 CHECKOV_CONFIG = REPO_ROOT / ".checkov.yaml"
 
 
+#: checkov's temp folder: its HCL parser (lark) writes a grammar cache, ``.lark_cache_*.tmp``, into the temp folder
+#: and never removes it; kept beside checkov's venv, the cache is reused by every run and the system's temp folder
+#: keeps nothing.
+CHECKOV_TMPDIR = CHECKOV.parents[1] / "tmp"
+
+
 def _checkov(*args: str, cwd: Path = REPO_ROOT) -> list[dict]:
     """Run checkov; it also reads ``.checkov.yaml`` from ``cwd`` by itself."""
     assert CHECKOV.is_file(), f"{CHECKOV} missing: run ./scripts/setup --tests (it installs checkov in its own venv)"
+    CHECKOV_TMPDIR.mkdir(exist_ok=True)
     result = subprocess.run([str(CHECKOV), *args, "-o", "json"], capture_output=True, text=True, check=False,
-                            timeout=600, cwd=cwd)
+                            timeout=600, cwd=cwd, env={**os.environ, "TMPDIR": str(CHECKOV_TMPDIR)})
     assert result.returncode in (0, 1), result.stderr[-2000:]
     reports: list[dict] = []
     decoder, text, at = json.JSONDecoder(), result.stdout, 0

@@ -143,7 +143,7 @@ def test_require_outputs_refuses_placeholders_before_synth(monkeypatch, tmp_path
 
 
 def test_when_only_the_revision_is_unresolved_the_remedy_is_stage_model_not_the_outputs(monkeypatch, tmp_path,
-                                                                                        write_outputs):
+                                                                                        write_outputs, checkout_copy):
     """The deploy outputs are there; only the weights' revision is missing. Telling the user to pass the outputs
     file (again) would be the wrong remedy: each value names its own, in the synth's error, its placeholders
     README and the main job's next steps."""
@@ -151,8 +151,7 @@ def test_when_only_the_revision_is_unresolved_the_remedy_is_stage_model_not_the_
     from hyperpod_k8s import main
 
     outputs = write_outputs(B={"ModelBucketName": "my-models"}, S={"EksClusterArn": EKS_ARN})
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv(main.STAGED_MODEL_ENV, raising=False)
+    monkeypatch.delenv(main.STAGED_MODEL_ENV, raising=False)  # the default config, of a checkout of its own
     with pytest.raises(ConfigError) as err:
         main.main(["--require-outputs", "--outputs-file", str(outputs), "--outdir", str(tmp_path / "dist")])
     assert str(err.value) == ("--require-outputs: unresolved model_revision: run hyperpod-dpd stage-model SRC (it "

@@ -39,12 +39,13 @@ def _use_profile(value: str | None) -> str | None:
 RegionOption = Annotated[str | None, typer.Option(
     "--region", metavar="REGION", show_default=False,
     help="AWS region of the calls this command makes. Default: the config's region.")]
-#: ``--region`` of a command that changes or deletes (``deploy``, ``diff``, ``destroy``, ``sweep``): only the
-#: deployment's own region is accepted (:func:`hyperpod_dpd.deployment.require_region`).
+#: ``--region`` of a command that changes, deletes or checks a deployment (``deploy``, ``diff``, ``destroy``,
+#: ``sweep``, ``stage-model``, ``bench``, ``preflight``): only the deployment's own region is accepted
+#: (:func:`hyperpod_dpd.deployment.require_region`).
 DeploymentRegionOption = Annotated[str | None, typer.Option(
     "--region", metavar="REGION", show_default=False,
-    help="The deployment's region (its outputs file's Region, else the config's region); this command changes or "
-         "deletes, so another region is refused: a deployment of the same name there is another deployment.")]
+    help="The deployment's region (its outputs file's Region, else the config's region); this command acts on that "
+         "deployment, so another region is refused: a deployment of the same name there is another deployment.")]
 ProfileOption = Annotated[str | None, typer.Option(
     "--profile", metavar="NAME", show_default=False, callback=_use_profile,
     help="AWS named profile (the same as AWS_PROFILE=NAME). Default: the usual credential chain.")]

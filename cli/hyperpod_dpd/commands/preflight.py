@@ -9,7 +9,14 @@ from rich.console import Console
 from rich.table import Table
 
 from hyperpod_core import environment
-from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption, OutputOption, ProfileOption, RegionOption
+from hyperpod_dpd.commands.options import (
+    ConfigOption,
+    DeploymentRegionOption,
+    EnvOption,
+    JsonOption,
+    OutputOption,
+    ProfileOption,
+)
 from hyperpod_dpd.render import console, emit, output_format
 
 _STYLE = {"PASS": "green", "WARN": "yellow", "FAIL": "bold red", "UNKNOWN": "bold magenta"}
@@ -20,17 +27,20 @@ def register(app: typer.Typer) -> None:
 
 
 def preflight(config: ConfigOption = None, env: EnvOption = None, as_json: JsonOption = False,
-              output: OutputOption = None, region: RegionOption = None, profile: ProfileOption = None) -> None:
+              output: OutputOption = None, region: DeploymentRegionOption = None,
+              profile: ProfileOption = None) -> None:
     """Check the templates, credentials, CDK bootstrap, AZ, quotas, training plans, add-on versions, principal,
     bucket.
 
-    Read-only AWS calls. Exit 1 when any check FAILs or could not be made (UNKNOWN) (CI: --json).
+    Read-only AWS calls, in the deployment's region (--region must be that one). Exit 1 when any check FAILs or could
+    not be made (UNKNOWN) (CI: --json).
     """
     from hyperpod_dpd import preflight as checks
+    from hyperpod_dpd.deployment import require_region
 
     fmt = output_format(output, as_json)
     e = environment.resolve(config, env)
-    region = region or e.config.region
+    region = require_region(e, region, "preflight")  # its checks are of the deployment's region
     templates = checks.check_templates(e)
     if fmt.data:
         results = [templates, *checks.run(e.config, checks.make_clients(region))]
