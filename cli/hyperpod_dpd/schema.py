@@ -48,6 +48,18 @@ def config_schema() -> dict[str, Any]:
         definition["required"] = [r for r in definition.get("required", []) if r != field]
         if not definition["required"]:
             definition.pop("required")
+    # One endpoint with every key at its default, as a file would write it (not the model's full dump).
+    schema["properties"]["endpoints"]["default"] = [{}]
+    # The one-endpoint shape (Config._one_endpoint_file): a top-level model and endpoint instead of endpoints; the
+    # model folds the two into endpoints[0] before validation, so they are keys of the file but not of the model.
+    schema["properties"]["model"] = {
+        "$ref": "#/$defs/ModelConfig",
+        "description": "One-endpoint shape: the model of the only endpoint (the same as endpoints[0].model). Only "
+                       "without endpoints. Default: every key at its default."}
+    schema["properties"]["endpoint"] = {
+        "$ref": "#/$defs/EndpointConfig",
+        "description": "One-endpoint shape: the only endpoint (the same as endpoints: [<this, with model>]). Only "
+                       "without endpoints; its model is the top-level model. Default: every key at its default."}
     # A section whose every field may now be left out may itself be left out (the validator builds it).
     optional = {f"#/$defs/{name}" for name, d in schema["$defs"].items() if not d.get("required")}
     schema["required"] = [r for r in schema.get("required", [])
@@ -133,6 +145,10 @@ class ConfigKey:
     description: str
 
 
+#: Top-level keys of the one-endpoint shape: the same sections as ``endpoints[]`` and ``endpoints[].model``.
+ONE_ENDPOINT_SHAPE = ("model", "endpoint")
+
+
 def config_keys(schema: dict[str, Any] | None = None) -> list[ConfigKey]:
     """Every key a config file may hold, in the model's order, with the effective default: a role's fields take
     the defaults of the role (``endpoint.prefill.max_num_seqs`` is 16, ``endpoint.decode.max_num_seqs`` 32)."""
@@ -173,6 +189,8 @@ def _keys(schema: dict[str, Any], obj: dict[str, Any], prefix: str,
                                  else "(required)" if key in required and not has_default
                                  else _yaml(default) if has_default else ""),
                         description=prop.get("description", ""))
+        if not prefix and key in ONE_ENDPOINT_SHAPE:
+            continue  # its keys are those of endpoints[] (endpoints[].model), listed once there
         if section is not None:
             yield from _keys(schema, section, path, default if isinstance(default, dict) else None)
         elif item_section is not None:

@@ -225,12 +225,14 @@ def model_revision(config: Config, staged_model_file: Path | None, bucket: Resol
         return Resolved(value=placeholder, placeholder=True,
                         source=f"PLACEHOLDER: no model.revision and no {staged_model.RECORD_FILE} of staged weights "
                                f"({fix})")
-    record = staged_model.read(staged_model_file)
     prefix = config.model.s3_prefix
-    if record.s3_prefix != prefix or (not bucket.placeholder and record.bucket != bucket.value):
+    record = staged_model.find(staged_model_file, s3_prefix=prefix,
+                               bucket=None if bucket.placeholder else bucket.value)
+    if record is None:
+        held = ", ".join(f"s3://{m.bucket}/{m.s3_prefix}" for m in staged_model.read_all(staged_model_file))
         return Resolved(value=placeholder, placeholder=True,
-                        source=f"PLACEHOLDER: {staged_model_file} records s3://{record.bucket}/{record.s3_prefix}, "
-                               f"not this config's s3://{bucket.value}/{prefix} ({fix})")
+                        source=f"PLACEHOLDER: {staged_model_file} records {held}, not this config's "
+                               f"s3://{bucket.value}/{prefix} ({fix})")
     return Resolved(value=record.revision, source=f"{staged_model_file}: manifest of s3://{record.bucket}/"
                                                   f"{record.s3_prefix} ({record.files} files, staged by stage-model)")
 

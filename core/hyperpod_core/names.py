@@ -65,6 +65,11 @@ ROLES: Final[tuple[Role, ...]] = ("prefill", "decode")
 #: Node label the HyperPod instance groups carry with their ``pool`` (``KubernetesConfig.Labels``; the cdk8s roles'
 #: nodeSelector and the node wait select by it).
 POOL_NODE_LABEL: Final = "hyperpod-dpd/pool"
+#: Node label the platform stack puts on an instance group that an endpoint's role names (``instance_group``), with
+#: the group's name, through the same ``KubernetesConfig.Labels`` (SageMaker HyperPod, "Custom Kubernetes labels and
+#: taints": HyperPod applies them to every node of the group and keeps them through replacement and scaling); the
+#: role's nodeSelector selects it.
+INSTANCE_GROUP_NODE_LABEL: Final = "hyperpod-dpd/instance-group"
 #: The taint HyperPod keeps on a node while its deep health checks run (HyperPod EKS prerequisites:
 #: ``sagemaker.amazonaws.com/node-health-status=Unschedulable:NoSchedule``): the node may be Ready, yet nothing
 #: without a toleration schedules on it.
@@ -121,6 +126,16 @@ class EndpointNames:
     def ingress(self) -> str:
         """The operator's Ingress for the endpoint's ALB, in :data:`OPERATOR_NAMESPACE` (module docstring)."""
         return f"alb-{self.name}-{self.namespace}"
+
+    def derived(self) -> tuple[tuple[str, str, str], ...]:
+        """Every object name derived from this endpoint, as ``(kind, namespace, name)``: the operator's router
+        Deployment, Service and Ingress in :data:`OPERATOR_NAMESPACE`, its role Deployments and our benchmark
+        ConfigMap/ServiceAccount in the endpoint's namespace. Two endpoints of one cluster must share none."""
+        return (("Deployment", OPERATOR_NAMESPACE, self.router_deployment),
+                ("Service", OPERATOR_NAMESPACE, self.router_service),
+                ("Ingress", OPERATOR_NAMESPACE, self.ingress),
+                *(("Deployment", self.namespace, self.role_deployment(role)) for role in ROLES),
+                ("ServiceAccount", self.namespace, self.benchmark_resource))
 
     @property
     def benchmark_resource(self) -> str:

@@ -36,8 +36,11 @@ from hyperpod_core.errors import ConfigError, shown
 #: The record's file name, in the environment folder (``envs/<name>/``, ``<config>.out/``, or the working folder
 #: of ``./scripts/synth``): beside ``cdk-outputs.json``.
 RECORD_FILE: Final = "staged-model.json"
-#: 2: the weights are under ``<s3_prefix><revision>/``. Format 1 (in place under ``s3_prefix``) is refused.
-FORMAT: Final = 2
+#: 3: one entry per model location (bucket and ``s3_prefix``: the endpoints of a fleet each stage their own), in
+#: ``models``. 2: one such entry at the top level (still read, as a one-entry record). The weights are under
+#: ``<s3_prefix><revision>/``. Format 1 (in place under ``s3_prefix``) is refused.
+FORMAT: Final = 3
+ONE_MODEL_FORMAT: Final = 2
 #: Hex digits of the manifest digest the revision carries: 64 bits tell any two stagings apart and keep the path,
 #: the pod args and ``status`` readable.
 REVISION_HEX: Final = 16
@@ -88,17 +91,44 @@ class StagedModel:
         return weights_prefix(self.s3_prefix, self.revision, configured=False)
 
 
+def _entry(staged: StagedModel) -> dict[str, object]:
+    return {"bucket": staged.bucket, "s3_prefix": staged.s3_prefix, "location": staged.location,
+            "manifest_sha256": staged.manifest_sha256, "files": staged.files}
+
+
 def write(path: Path, *, bucket: str, s3_prefix: str, manifest_bytes: bytes, files: int) -> StagedModel:
-    """Record the staged weights at ``path`` (atomically); returns what was recorded."""
+    """Record the staged weights at ``path`` (atomically), replacing the entry of the same bucket and prefix and
+    keeping the others (the fleet's other models); returns what was recorded."""
     staged = StagedModel(bucket=bucket, s3_prefix=s3_prefix, manifest_sha256=digest(manifest_bytes), files=files)
-    write_text_atomic(path, json.dumps({"format": FORMAT, "bucket": bucket, "s3_prefix": s3_prefix,
-                                        "location": staged.location, "manifest_sha256": staged.manifest_sha256,
-                                        "files": files}, indent=2, sort_keys=True) + "\n")
+    kept = [m for m in (read_all(path) if path.is_file() else ())
+            if (m.bucket, m.s3_prefix) != (bucket, s3_prefix)]
+    models = sorted([*kept, staged], key=lambda m: (m.bucket, m.s3_prefix))
+    write_text_atomic(path, json.dumps({"format": FORMAT, "models": [_entry(m) for m in models]},
+                                       indent=2, sort_keys=True) + "\n")
     return staged
 
 
+def find(path: Path, *, s3_prefix: str, bucket: str | None) -> StagedModel | None:
+    """The entry of ``path`` for ``s3_prefix`` in ``bucket`` (any bucket when ``None``: the bucket is not known
+    offline), or ``None``."""
+    for m in read_all(path):
+        if m.s3_prefix == s3_prefix and bucket in (None, m.bucket):
+            return m
+    return None
+
+
 def read(path: Path) -> StagedModel:
-    """The record at ``path``; a file that is not one is bad input (one line naming it)."""
+    """The only entry of the record at ``path`` (:func:`read_all`); a record of several models is bad input here
+    (name the model: :func:`find`)."""
+    models = read_all(path)
+    if len(models) != 1:
+        raise ConfigError(f"staged-model record {str(path)!r} must hold one model here, got {len(models)} ("
+                          + ", ".join(f"s3://{m.bucket}/{m.s3_prefix}" for m in models) + "): name the endpoint")
+    return models[0]
+
+
+def read_all(path: Path) -> tuple[StagedModel, ...]:
+    """Every entry of the record at ``path``; a file that is not one is bad input (one line naming it)."""
     where = f"staged-model record {str(path)!r}"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -110,9 +140,17 @@ def read(path: Path) -> StagedModel:
         raise ConfigError(f"{where} is a format-1 record: its weights were staged in place under s3_prefix, where a "
                           f"later staging overwrites them; stage them again (hyperpod-dpd stage-model SRC) to put "
                           f"them under their own prefix <s3_prefix>sha256-<16 hex>/")
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+    if isinstance(data, dict) and data.get("format") == ONE_MODEL_FORMAT:
+        return (_model(where, data),)
+    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("models"), list):
         raise ConfigError(f"{where} must be a format-{FORMAT} record written by hyperpod-dpd stage-model, got "
                           f"{shown(data)}")
+    return tuple(_model(f"{where} models[{i}]", m) for i, m in enumerate(data["models"]))
+
+
+def _model(where: str, data: object) -> StagedModel:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where} must be a mapping, got {shown(data)}")
     sha, bucket, prefix, files = (data.get(k) for k in ("manifest_sha256", "bucket", "s3_prefix", "files"))
     if not isinstance(sha, str) or not _SHA256.fullmatch(sha):
         raise ConfigError(f"{where}: manifest_sha256 must be 64 lowercase hex digits, got {shown(sha)}")

@@ -274,7 +274,8 @@ def test_a_record_of_other_weights_leaves_a_placeholder(default_config, tmp_path
     ("{not json", "is not JSON"),
     ('{"format": 2, "bucket": "b", "s3_prefix": "p/", "files": 1, "manifest_sha256": "xyz"}',
      "manifest_sha256 must be 64 lowercase hex digits, got 'xyz'"),
-    ('{"format": 3}', "must be a format-2 record written by hyperpod-dpd stage-model"),
+    ('{"format": 3}', "must be a format-3 record written by hyperpod-dpd stage-model"),
+    ('{"format": 4, "models": []}', "must be a format-3 record written by hyperpod-dpd stage-model"),
     # Weights staged in place under s3_prefix: a later staging overwrote them, so the record names nothing.
     ('{"format": 1, "bucket": "b", "s3_prefix": "p/", "files": 1, "manifest_sha256": "' + "a" * 64 + '"}',
      "is a format-1 record: its weights were staged in place under s3_prefix"),
@@ -298,3 +299,22 @@ def test_synth_reads_the_record_beside_the_outputs_file_and_a_named_one_must_exi
     with pytest.raises(ConfigError, match=re.escape("--staged-model-file / HYPERPOD_STAGED_MODEL 'nope.json' does "
                                                     "not exist")):
         main.staged_model_path("nope.json", outputs)
+
+
+def test_a_record_keeps_every_models_entry_and_each_endpoint_reads_its_own(tmp_path) -> None:
+    """Format 3: staging a second model keeps the first one's entry (a format-2 record held one model, so staging
+    the fleet's second model lost the first one's revision); re-staging one location replaces only its entry; a
+    format-2 record still reads as one entry."""
+    from hyperpod_core import staged_model
+
+    record = tmp_path / "staged-model.json"
+    record.write_text('{"format": 2, "bucket": "b", "s3_prefix": "big/", "files": 3, "manifest_sha256": "'
+                      + "a" * 64 + '"}', encoding="utf-8")
+    assert [m.s3_prefix for m in staged_model.read_all(record)] == ["big/"]
+    small = staged_model.write(record, bucket="b", s3_prefix="small/", manifest_bytes=b"s", files=1)
+    again = staged_model.write(record, bucket="b", s3_prefix="big/", manifest_bytes=b"B", files=4)
+    assert staged_model.find(record, s3_prefix="small/", bucket="b") == small
+    assert staged_model.find(record, s3_prefix="big/", bucket=None) == again
+    assert staged_model.find(record, s3_prefix="big/", bucket="other") is None
+    with pytest.raises(ConfigError, match="must hold one model here, got 2"):
+        staged_model.read(record)

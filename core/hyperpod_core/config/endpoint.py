@@ -1,6 +1,6 @@
-"""The endpoint's sections: the model it serves (`model`) and the DPD endpoint with its colocated baseline
-(`endpoint`: roles, autoscaling, KV cache, cold start). Kept apart from the cluster's sections: the endpoint is the
-unit a deployment may one day repeat.
+"""The endpoint's sections: one entry of `endpoints` (the DPD endpoint with its colocated baseline: roles,
+autoscaling, KV cache, cold start) and the model it serves (its `model`). Kept apart from the cluster's sections:
+the endpoint is the unit a deployment repeats (docs/endpoint.md, "Several endpoints").
 """
 
 from __future__ import annotations
@@ -11,12 +11,14 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from hyperpod_core import fit, pins
+from hyperpod_core.config.observability import SloConfig
 from hyperpod_core.config.section import Section, merge_defaults
 from hyperpod_core.config.types import (
     BucketName,
     DnsLabel,
     DpdInstanceType,
     InvocationPath,
+    KmsKeyArn,
     ModelRevision,
     NvmeHostPath,
     PinnedImage,
@@ -43,6 +45,13 @@ class ModelConfig(Section):
     revision under its own `<s3_prefix>sha256-<16 hex>/` (with `revision` set, the files sit directly under it). It
     becomes an IAM resource and an `s3:prefix` condition, hence no wildcards. Default:
     `models/Llama-3.3-70B-Instruct/`."""
+    bucket: BucketName | None = None
+    """Read this model's weights from this bucket, in `region`, instead of the deployment's (`model_bucket`): the
+    endpoint's readers get read access below `s3_prefix` of this bucket only; nothing is created or changed in it.
+    Stage with `hyperpod-dpd stage-model --endpoint NAME` as usual. Default: none: the deployment's bucket."""
+    kms_key_arn: KmsKeyArn | None = None
+    """The customer managed KMS key, in `region`, that encrypts the objects of `bucket` (its key ARN); the endpoint's
+    readers get `kms:Decrypt` on exactly this key. Only with `bucket`. Default: none (SSE-S3 or `aws/s3`)."""
     existing_bucket_name: Annotated[BucketName | None, Field(
         deprecated="model.existing_bucket_name is model_bucket.existing_name now")] = None
     """Deprecated, still read: the former name of `model_bucket.existing_name`; a file that sets it loads as if it
@@ -103,6 +112,11 @@ class RoleConfig(Section):
     come from the node"; p5, ThreadsPerCore 1: 86). A larger value is rejected."""
     memory_gib: Annotated[int, Field(ge=1)] | None = None
     """Memory request of one worker in GiB. Default and limit: as for `cpu` (p5, ThreadsPerCore 1: 1843)."""
+    instance_group: SageMakerName | None = None
+    """The one HyperPod instance group (`hyperpod.instance_groups[].name`) the role's workers run on: the workers
+    get a nodeSelector on the group's node label `hyperpod-dpd/instance-group`, which the platform stack puts on
+    that group (`KubernetesConfig.Labels`). Its instance type must be `instance_type`. Default: none: the groups
+    of the role's pool (`pool: <role>`, else `shared`) of `instance_type`, as one endpoint alone has always run."""
 
 
 class RoleAutoscalingConfig(Section):
@@ -190,11 +204,15 @@ class IdleTimeout:
 
 
 class EndpointConfig(Section):
-    """The DPD inference endpoint (the operator's InferenceEndpointConfig) and its colocated baseline."""
+    """One DPD inference endpoint (the operator's InferenceEndpointConfig) and its colocated baseline: an entry of
+    `endpoints`."""
 
     name: DnsLabel = "llama-3-3-70b"
-    """Name of the InferenceEndpointConfig; the operator derives its pod, Service and Ingress names from it.
-    Default: `llama-3-3-70b`."""
+    """Name of the InferenceEndpointConfig, unique in the deployment (the command line's `--endpoint NAME`, its
+    folder `dist/<name>/`); the operator derives its pod, Service and Ingress names from it, which must be unique
+    across the deployment too. Default: `llama-3-3-70b`."""
+    model: ModelConfig = ModelConfig()
+    """The model this endpoint serves and where its files are. Default: every key at its default."""
     namespace: DnsLabel = "default"
     """Kubernetes namespace of the endpoint. Default: `default`."""
     image: PinnedImage = pins.DPD_WORKER_IMAGE
@@ -244,6 +262,9 @@ class EndpointConfig(Section):
     Must be at least `observability.slo.ttft_p95_seconds`. Default (`null`): the longest answer the SLOs allow,
     `slo.ttft_p95_seconds + max_model_len x slo.tpot_p95_seconds` rounded up, at most 4000 (a `note:` says when
     it is clamped); default config: 2.5 + 16384 x 0.1 = 1641."""
+    slo: SloConfig | None = None
+    """This endpoint's own alert and dashboard thresholds: the keys it names replace those of
+    `observability.slo` for this endpoint (the others keep theirs). Default: none: `observability.slo`."""
     apply: Literal["dpd", "colocated"] = "dpd"
     """The endpoint `kubectl apply -f dist/endpoint/` applies: `dpd` or `colocated`. The other manifest (same
     name: applying it replaces this one) goes to `dist/alternate/` for rollback and the benchmark baseline.

@@ -116,9 +116,17 @@ def _freeze(value: Any) -> Any:
     return value
 
 
-def _one_line(exc: ValidationError) -> str:
+def _as_written(loc: tuple[Any, ...], one_endpoint: bool) -> tuple[Any, ...]:
+    """A file in the one-endpoint shape (top-level ``model:`` and ``endpoint:``) loads as ``endpoints[0]``: name
+    the key as the file wrote it (``endpoint.x``, ``model.x``)."""
+    if not one_endpoint or loc[:2] != ("endpoints", 0):
+        return loc
+    return ("model", *loc[3:]) if loc[2:3] == ("model",) else ("endpoint", *loc[2:])
+
+
+def _one_line(exc: ValidationError, one_endpoint: bool = False) -> str:
     err = exc.errors(include_url=False)[0]
-    loc = _key_path(tuple(err["loc"]))
+    loc = _key_path(_as_written(tuple(err["loc"]), one_endpoint))
     if err["type"] == "extra_forbidden":
         return f"{shown(loc, 120)[1:-1]} is not a known setting (check the spelling; see docs/config.md)"
     if err["type"] == "missing":
@@ -140,7 +148,7 @@ def parse_config(data: Any) -> Config:
         rules.check(config)
         return config
     except ValidationError as exc:
-        raise ConfigError(_one_line(exc)) from None
+        raise ConfigError(_one_line(exc, "endpoints" not in data)) from None
     except RecursionError:
         raise ConfigError("config is nested too deeply") from None
 

@@ -11,23 +11,22 @@ it out.
 
 from __future__ import annotations
 
-import math
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
-from hyperpod_core import fit, pins
+from hyperpod_core import fit
 from hyperpod_core.config.benchmark import (
     AWS_REFERENCE_CONCURRENCY,
     BenchmarkConfig,
     BenchmarkScenarioConfig,
-    default_scenarios,
 )
 from hyperpod_core.config.cluster import EksConfig, HyperPodConfig, NetworkConfig
 from hyperpod_core.config.endpoint import EndpointConfig, IdleTimeout, ModelConfig, ResolvedModelCache
-from hyperpod_core.config.observability import ObservabilityConfig
+from hyperpod_core.config.observability import ObservabilityConfig, SloConfig
 from hyperpod_core.config.section import Section
+from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.config.types import (
     AWS_REGIONS,
     BucketName,
@@ -37,7 +36,6 @@ from hyperpod_core.config.types import (
     default_control_plane_az_ids,
 )
 from hyperpod_core.errors import ConfigError, shown
-from hyperpod_core.instances import weights_cache_unavailable
 
 
 class ModelBucketConfig(Section):
@@ -71,6 +69,9 @@ MOVED_TO_MODEL_BUCKET: tuple[tuple[str, str], ...] = (
 #: "InstanceMemoryAllocationPercentage": 20}``); the SageMaker API publishes no default (ClusterTieredStorageConfig).
 TIERED_STORAGE_DEFAULT_PERCENT = 20
 
+#: Most endpoints one deployment serves (each is an InferenceEndpointConfig with its own load balancer).
+MAX_ENDPOINTS = 20
+
 
 class Config(Section):
     """The whole deployment. `config/default.yaml` is the AWS DPD walkthrough."""
@@ -87,16 +88,65 @@ class Config(Section):
     """The EKS cluster. Default: every key at its default."""
     hyperpod: HyperPodConfig
     """The HyperPod cluster. Required (its `instance_groups` have no default)."""
-    model: ModelConfig = ModelConfig()
-    """The model and where its files are. Default: every key at its default."""
     model_bucket: ModelBucketConfig = ModelBucketConfig()
     """The S3 bucket of the model files. Default: a bucket the platform stack creates and keeps on destroy."""
-    endpoint: EndpointConfig = EndpointConfig()
-    """The DPD inference endpoint. Default: every key at its default."""
+    endpoints: Annotated[tuple[EndpointConfig, ...], Field(min_length=1, max_length=MAX_ENDPOINTS)] = (
+        EndpointConfig(),)
+    """The inference endpoints the cluster serves (1 to 20), each with its own `model`; their roles share the
+    instance groups (their GPUs at peak must fit them). A file may instead hold one endpoint in the one-endpoint
+    shape: a top-level `model:` and `endpoint:` (as before several endpoints), which loads as `endpoints:
+    [<endpoint with its model>]`. Default: one endpoint with every key at its default."""
     observability: ObservabilityConfig = ObservabilityConfig()
     """Metrics, alerts and dashboards. Default: every key at its default."""
     benchmark: BenchmarkConfig = BenchmarkConfig()
-    """The benchmark matrix. Default: every key at its default."""
+    """The benchmark matrix, run against each endpoint. Default: every key at its default."""
+
+    _one_endpoint_shape: bool = PrivateAttr(default=False)
+
+    # --- the endpoints --------------------------------------------------------------------------------------
+
+    def specs(self) -> tuple[EndpointSpec, ...]:
+        """Every endpoint with the cluster facts it needs, in the file's order."""
+        tiered = self.tiered_storage_percent()
+        shape = self._one_endpoint_shape
+        return tuple(
+            EndpointSpec(endpoint=e, at="endpoint" if shape else f"endpoints[{i}]", deployment=self.name,
+                         region=self.region, instance_groups=self.hyperpod.instance_groups,
+                         tiered_storage_percent=tiered, observability=self.observability,
+                         slo=_endpoint_slo(self.observability.slo, e.slo), benchmark=self.benchmark)
+            for i, e in enumerate(self.endpoints))
+
+    def spec(self, name: str | None = None) -> EndpointSpec:
+        """The endpoint ``name``; with ``None``, the only one. A name the fleet does not hold, or ``None`` with
+        several endpoints, is a :class:`ConfigError` naming the endpoints there are."""
+        specs = self.specs()
+        if name is None and len(specs) == 1:
+            return specs[0]
+        for s in specs:
+            if s.name == name:
+                return s
+        names = ", ".join(s.name for s in specs)
+        if name is None:
+            raise ConfigError(f"endpoint must be named: this config serves {len(specs)} endpoints ({names})")
+        raise ConfigError(f"endpoint must be one of this config's endpoints ({names}), got {shown(name)}")
+
+    @property
+    def endpoint(self) -> EndpointConfig:
+        """The only endpoint of a one-endpoint fleet (code that serves several takes :meth:`specs`)."""
+        return self._only().endpoint
+
+    @property
+    def model(self) -> ModelConfig:
+        """The model of the only endpoint of a one-endpoint fleet."""
+        return self._only().model
+
+    def _only(self) -> EndpointSpec:
+        if len(self.endpoints) != 1:
+            raise TypeError(f"Config.endpoint is the only endpoint of a one-endpoint fleet; this one has "
+                            f"{len(self.endpoints)}: take Config.specs()")
+        return self.specs()[0]
+
+    # --- deployment-wide derived settings -------------------------------------------------------------------
 
     def arn_accounts(self) -> set[str]:
         """AWS accounts the config's own ARNs name (``eks.admin_principal_arn``, training plans): when exactly one,
@@ -105,62 +155,54 @@ class Config(Section):
         return {parts[4] for a in arns if a and len(parts := a.split(":")) > 5
                 and re.fullmatch(r"[0-9]{12}", parts[4], re.ASCII)}
 
-    def benchmark_scenarios(self) -> tuple[BenchmarkScenarioConfig, ...]:
-        """``benchmark.scenarios``, else the defaults sized from the endpoint."""
-        return self.benchmark.scenarios or default_scenarios(self.endpoint)
-
-    def resolved_model_cache(self) -> ResolvedModelCache:
-        """``endpoint.model_cache`` with the weights cache's default decided by the instance type."""
-        m = self.endpoint.model_cache
-        unavailable = weights_cache_unavailable(self.endpoint.instance_type)
-        weights = m.weights_cache if m.weights_cache is not None else unavailable is None
-        return ResolvedModelCache(
-            image_cache=m.image_cache, weights_cache=weights, weights_cache_host_path=m.weights_cache_host_path,
-            weights_cache_off_reason=unavailable if m.weights_cache is None and not weights else None)
-
-    def load_balancer_idle_timeout(self) -> IdleTimeout:
-        """``endpoint.load_balancer_idle_timeout_seconds``, else the longest answer the SLOs allow (clamped)."""
-        e, slo = self.endpoint, self.observability.slo
-        if e.load_balancer_idle_timeout_seconds is not None:
-            return IdleTimeout(seconds=e.load_balancer_idle_timeout_seconds, derived_seconds=None)
-        derived = slo.ttft_p95_seconds + e.max_model_len * slo.tpot_p95_seconds
-        low, high = pins.LOAD_BALANCER_IDLE_TIMEOUT_RANGE_SECONDS
-        # Rounded first: 2 + 16384 x 0.1 is 1640.4000000000001 in floating point, and an exact product must not
-        # gain a second from the last bit.
-        return IdleTimeout(seconds=min(max(math.ceil(round(derived, 6)), low), high), derived_seconds=derived)
-
     def tiered_storage_percent(self) -> int | None:
         """The share of node memory HyperPod's tiered storage takes, or ``None`` when it stays off:
-        ``hyperpod.tiered_storage_memory_percent``, else 20 when the endpoint's L2 cache is ``tieredstorage``."""
+        ``hyperpod.tiered_storage_memory_percent``, else 20 when some endpoint's L2 cache is ``tieredstorage``."""
         if self.hyperpod.tiered_storage_memory_percent is not None:
             return self.hyperpod.tiered_storage_memory_percent
-        kv = self.endpoint.kv_cache
-        return TIERED_STORAGE_DEFAULT_PERCENT if kv.enable_l2_cache and kv.l2_cache_backend == "tieredstorage" \
-            else None
+        tiered = any(e.kv_cache.enable_l2_cache and e.kv_cache.l2_cache_backend == "tieredstorage"
+                     for e in self.endpoints)
+        return TIERED_STORAGE_DEFAULT_PERCENT if tiered else None
+
+    # --- one-endpoint shorthands (the only endpoint's spec) -------------------------------------------------
+
+    def benchmark_scenarios(self) -> tuple[BenchmarkScenarioConfig, ...]:
+        """:meth:`EndpointSpec.benchmark_scenarios` of the only endpoint."""
+        return self._only().benchmark_scenarios()
+
+    def resolved_model_cache(self) -> ResolvedModelCache:
+        """:meth:`EndpointSpec.resolved_model_cache` of the only endpoint."""
+        return self._only().resolved_model_cache()
+
+    def load_balancer_idle_timeout(self) -> IdleTimeout:
+        """:meth:`EndpointSpec.load_balancer_idle_timeout` of the only endpoint."""
+        return self._only().load_balancer_idle_timeout()
 
     def worker_budget(self, role: Literal["prefill", "decode", "colocated"]) -> fit.PodRequests:
-        """The most one worker of ``role`` may request: the smallest node budget among the instance groups of
-        ``endpoint.instance_type`` it can land on (its pool and ``shared``; any pool for the colocated baseline),
-        shared by as many workers as the node has GPUs for."""
-        e = self.endpoint
-        pools: tuple[str, ...] = ("prefill", "decode", "shared") if role == "colocated" else (role, "shared")
-        groups = [g for g in self.hyperpod.instance_groups if g.instance_type == e.instance_type and g.pool in pools]
-        groups = groups or [g for g in self.hyperpod.instance_groups if g.instance_type == e.instance_type]
-        return fit.worker_budget(e.instance_type, e.tensor_parallel_size, (g.threads_per_core for g in groups),
-                                 self.tiered_storage_percent() or 0)
+        """:meth:`EndpointSpec.worker_budget` of the only endpoint."""
+        return self._only().worker_budget(role)
 
     def worker_requests(self, role: Literal["prefill", "decode", "colocated"]) -> fit.PodRequests:
-        """CPU and memory requests of one worker of ``role``: the configured ones, else the node budget. The
-        colocated baseline runs the decode role's engine and takes its requests."""
-        budget = self.worker_budget(role)
-        r = self.endpoint.decode if role == "colocated" else getattr(self.endpoint, role)
-        return fit.PodRequests(cpu=min(r.cpu or budget.cpu, budget.cpu),
-                               memory_gib=min(r.memory_gib or budget.memory_gib, budget.memory_gib))
+        """:meth:`EndpointSpec.worker_requests` of the only endpoint."""
+        return self._only().worker_requests(role)
 
     def benchmark_concurrency(self, scenario: BenchmarkScenarioConfig) -> tuple[int, ...]:
-        """The levels ``scenario`` runs at: AWS's published ones in the aws-reference experiment, else
-        ``benchmark.concurrency``."""
+        """:meth:`EndpointSpec.benchmark_concurrency` (the same for every endpoint)."""
         return AWS_REFERENCE_CONCURRENCY if scenario.experiment == "aws-reference" else self.benchmark.concurrency
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _one_endpoint_file(cls, data: Any, handler: Any) -> Any:
+        """A file in the one-endpoint shape (top-level ``model:`` and ``endpoint:``, no ``endpoints:``) loads as
+        ``endpoints: [<endpoint with model>]``; remembered so that messages name its keys as written. A file that
+        mixes the shapes is refused in one line."""
+        shape = False
+        if isinstance(data, dict):
+            data, shape = _fold_one_endpoint(_move_deprecated_keys(data))
+        config = handler(data)
+        if shape and isinstance(config, Config):
+            config._one_endpoint_shape = True
+        return config
 
     @model_validator(mode="before")
     @classmethod
@@ -190,27 +232,59 @@ class Config(Section):
                 data[section] = {**sub, key: value}
         return data
 
-    @model_validator(mode="before")
-    @classmethod
-    def _move_deprecated_keys(cls, data: Any) -> Any:
-        """Read ``model.existing_bucket_name`` and ``model.delete_on_destroy`` (deprecated) into ``model_bucket``,
-        so a file with the old keys loads to the same config as one with the new; a file that sets an old key and
-        its new one is refused in one line naming both. A key set to ``null`` counts as not set."""
-        if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
-            return data
-        model, bucket = dict(data["model"]), data.get("model_bucket")
-        moved: dict[str, Any] = {}
-        for old, new in MOVED_TO_MODEL_BUCKET:
-            value = model.pop(old, None)
-            if value is None:
-                continue
-            if isinstance(bucket, dict) and bucket.get(new) is not None:
-                raise ConfigError(f"model.{old} must be left out when model_bucket.{new} is set (it is that key's "
-                                  f"deprecated name: keep model_bucket.{new} only), got {shown(value)}")
-            moved[new] = value
-        if bucket is None:
-            bucket = {}
-        if isinstance(bucket, dict):
-            bucket = {**bucket, **moved}
-        return {**data, "model": model, "model_bucket": bucket}
 
+
+
+
+def _fold_one_endpoint(data: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """``data`` with a top-level ``model:``/``endpoint:`` folded into ``endpoints``, and whether it was in that
+    shape. ``model.existing_bucket_name``/``model.delete_on_destroy`` were read into ``model_bucket`` before."""
+    has_model, has_endpoint = data.get("model") is not None, data.get("endpoint") is not None
+    if "endpoints" in data:
+        for key, present in (("model", has_model), ("endpoint", has_endpoint)):
+            if present:
+                raise ConfigError(f"{key} must be left out when endpoints is set (each entry of endpoints holds its "
+                                  f"own {'model' if key == 'model' else 'endpoint keys'}: endpoints[].model), got "
+                                  f"a top-level {key} block")
+        return data, False
+    endpoint = data.get("endpoint") if has_endpoint else {}
+    if not isinstance(endpoint, dict):
+        return data, False  # not a mapping: the endpoints field reports its type
+    if has_model and endpoint.get("model") is not None:
+        raise ConfigError("endpoint.model must be left out when the top-level model is set (one model per "
+                          "endpoint: keep one of them), got both")
+    folded = dict(endpoint)
+    if has_model:
+        folded["model"] = data["model"]
+    rest = {k: v for k, v in data.items() if k not in ("model", "endpoint")}
+    return {**rest, "endpoints": (folded,)}, True
+
+
+def _endpoint_slo(deployment: SloConfig, own: SloConfig | None) -> SloConfig:
+    """``deployment`` with the keys ``own`` names replaced."""
+    if own is None or not own.model_fields_set:
+        return deployment
+    return deployment.model_copy(update={k: getattr(own, k) for k in own.model_fields_set})
+
+
+def _move_deprecated_keys(data: Any) -> Any:
+    """Read ``model.existing_bucket_name`` and ``model.delete_on_destroy`` (deprecated) into ``model_bucket``,
+    so a file with the old keys loads to the same config as one with the new; a file that sets an old key and
+    its new one is refused in one line naming both. A key set to ``null`` counts as not set."""
+    if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
+        return data
+    model, bucket = dict(data["model"]), data.get("model_bucket")
+    moved: dict[str, Any] = {}
+    for old, new in MOVED_TO_MODEL_BUCKET:
+        value = model.pop(old, None)
+        if value is None:
+            continue
+        if isinstance(bucket, dict) and bucket.get(new) is not None:
+            raise ConfigError(f"model.{old} must be left out when model_bucket.{new} is set (it is that key's "
+                              f"deprecated name: keep model_bucket.{new} only), got {shown(value)}")
+        moved[new] = value
+    if bucket is None:
+        bucket = {}
+    if isinstance(bucket, dict):
+        bucket = {**bucket, **moved}
+    return {**data, "model": model, "model_bucket": bucket}

@@ -17,6 +17,7 @@ from typing import Any, Final
 from hyperpod_core import fit, instances, pins
 from hyperpod_core.config.az_ids import published_az_ids
 from hyperpod_core.config.model import Config
+from hyperpod_core.config.spec import EndpointSpec, group_gpus
 from hyperpod_core.config.types import (
     BENCHMARK_PATH_MARGIN,
     EKS_UNSUPPORTED_AZ_IDS,
@@ -41,11 +42,55 @@ def _fail(field: str, value: Any, allowed: str) -> None:
 
 # --- names ------------------------------------------------------------------------------------------------
 
-def router_service_name_fits(c: Config) -> None:
+def router_service_name_fits(s: EndpointSpec) -> None:
     """The operator names the router Service ``<name>-<namespace>-routing-service``: a DNS label."""
-    if len(EndpointNames.of(c.endpoint).router_service) > 63:
-        _fail("endpoint.name", c.endpoint.name,
-              "plus endpoint.namespace must stay under 63 characters in '<name>-<namespace>-routing-service'")
+    if len(EndpointNames.of(s.endpoint).router_service) > 63:
+        _fail(f"{s.at}.name", s.endpoint.name,
+              f"plus {s.at}.namespace must stay under 63 characters in '<name>-<namespace>-routing-service'")
+
+
+def endpoint_names_are_unique(c: Config) -> None:
+    """One name per endpoint: the command line's ``--endpoint NAME`` and ``dist/<name>/``."""
+    seen: set[str] = set()
+    for i, e in enumerate(c.endpoints):
+        if e.name in seen:
+            _fail(f"endpoints[{i}].name", e.name, "must be unique among endpoints")
+        seen.add(e.name)
+
+
+def derived_names_are_unique(c: Config) -> None:
+    """The names the operator and we derive from an endpoint (the router Deployment and Service and the Ingress in
+    the operator's namespace: ``<name>-<namespace>-...``; the role Deployments and the benchmark ServiceAccount in
+    the endpoint's namespace) must not collide across endpoints: ``chat-prod`` in ``team`` and ``chat`` in
+    ``prod-team`` both give ``chat-prod-team-routing-service`` (fourth review, k8s defect 7)."""
+    owner: dict[tuple[str, str, str], str] = {}
+    for sp in c.specs():
+        for key in sp.names.derived():
+            other = owner.setdefault(key, sp.name)
+            if other != sp.name:
+                kind, namespace, name = key
+                _fail(sp.field("name"), sp.name,
+                      f"in namespace {sp.namespace!r} must not derive the {kind} {name!r} in {namespace!r}, which "
+                      f"endpoint {other!r} derives too: rename one of them")
+
+
+def endpoint_models_keep_the_bucket_keys_out(s: EndpointSpec) -> None:
+    """``model.existing_bucket_name``/``model.delete_on_destroy`` are deprecated names of deployment-wide keys:
+    read from the top-level ``model`` only, never from an entry of ``endpoints``."""
+    if s.at == "endpoint":
+        return
+    for old, new in (("existing_bucket_name", "existing_name"), ("delete_on_destroy", "delete_on_destroy")):
+        if getattr(s.model, old) is not None:
+            _fail(s.model_field(old), getattr(s.model, old),
+                  f"must be left out of an endpoint's model (the deployment's bucket is model_bucket.{new}; a "
+                  f"model in another bucket names it in {s.model_field('bucket')})")
+
+
+def model_key_belongs_to_its_bucket(s: EndpointSpec) -> None:
+    if s.model.kms_key_arn is not None and s.model.bucket is None:
+        _fail(s.model_field("kms_key_arn"), s.model.kms_key_arn,
+              f"must be left out unless {s.model_field('bucket')} is set (the deployment's bucket's key is "
+              "model_bucket.existing_kms_key_arn)")
 
 
 def instance_group_names_are_unique(c: Config) -> None:
@@ -174,142 +219,181 @@ def alert_topic_is_in_the_account(c: Config) -> None:
 
 # --- instance types, parallelism, capacity ----------------------------------------------------------------
 
-def endpoint_instance_type_has_a_group(c: Config) -> None:
-    if c.endpoint.instance_type not in {g.instance_type for g in c.hyperpod.instance_groups}:
-        _fail("endpoint.instance_type", c.endpoint.instance_type,
+def endpoint_instance_type_has_a_group(s: EndpointSpec) -> None:
+    if s.endpoint.instance_type not in {g.instance_type for g in s.instance_groups}:
+        _fail(f"{s.at}.instance_type", s.endpoint.instance_type,
               "must be the instance type of at least one hyperpod.instance_groups entry")
 
 
-def tensor_parallel_divides_the_node(c: Config) -> None:
-    e = c.endpoint
+def tensor_parallel_divides_the_node(s: EndpointSpec) -> None:
+    e = s.endpoint
     per_node = instances.DPD_INSTANCE_GPUS[e.instance_type]
     if per_node % e.tensor_parallel_size:
-        _fail("endpoint.tensor_parallel_size", e.tensor_parallel_size,
+        _fail(f"{s.at}.tensor_parallel_size", e.tensor_parallel_size,
               f"must divide the {per_node} GPUs of one {e.instance_type} (1, 2, 4 or 8)")
 
 
-def role_gpus_fit_one_node(c: Config) -> None:
-    e = c.endpoint
+def role_gpus_fit_one_node(s: EndpointSpec) -> None:
+    e = s.endpoint
     per_node = instances.DPD_INSTANCE_GPUS[e.instance_type]
     for role in ROLES:
         gpus = getattr(e, role).gpus
         if gpus > per_node:
-            _fail(f"endpoint.{role}.gpus", gpus, f"must fit one {e.instance_type} node (<= {per_node})")
+            _fail(f"{s.at}.{role}.gpus", gpus, f"must fit one {e.instance_type} node (<= {per_node})")
         if gpus != e.tensor_parallel_size:
-            _fail(f"endpoint.{role}.gpus", gpus,
-                  f"must equal endpoint.tensor_parallel_size ({e.tensor_parallel_size}): one vLLM engine per pod")
+            _fail(f"{s.at}.{role}.gpus", gpus,
+                  f"must equal {s.at}.tensor_parallel_size ({e.tensor_parallel_size}): one vLLM engine per pod")
 
 
-def roles_fit_their_pools(c: Config) -> None:
-    e = c.endpoint
+def role_instance_groups_exist(s: EndpointSpec) -> None:
+    """A role's ``instance_group`` names a group of the cluster, of the endpoint's instance type."""
+    groups = {g.name: g for g in s.instance_groups}
+    for role in ROLES:
+        named = getattr(s.endpoint, role).instance_group
+        if named is None:
+            continue
+        if named not in groups:
+            _fail(f"{s.at}.{role}.instance_group", named,
+                  f"must name one of hyperpod.instance_groups ({', '.join(groups)})")
+        if groups[named].instance_type != s.endpoint.instance_type:
+            _fail(f"{s.at}.{role}.instance_group", named,
+                  f"must name a group of {s.at}.instance_type {s.endpoint.instance_type} (its nodes are "
+                  f"{groups[named].instance_type})")
+
+
+def roles_fit_their_pools(s: EndpointSpec) -> None:
+    e = s.endpoint
     for role in ROLES:
         r = getattr(e, role)
-        need, have = e.peak_replicas(role) * r.gpus, c.hyperpod.pool_gpus(role)
+        need, have = s.peak_gpus(role), sum(group_gpus(g) for g in s.role_groups(role))
         if need > have:
-            _fail(f"endpoint.{role}.replicas", r.replicas,
-                  f"needs {need} GPUs at peak but instance groups for the {role} pool (and 'shared') hold {have}")
+            where = (f"instance group {r.instance_group!r} holds" if r.instance_group is not None
+                     else f"instance groups for the {role} pool (and 'shared') hold")
+            _fail(f"{s.at}.{role}.replicas", r.replicas, f"needs {need} GPUs at peak but {where} {have}")
 
 
-def roles_fit_all_gpus(c: Config) -> None:
-    e = c.endpoint
-    peak_total = sum(e.peak_replicas(role) * getattr(e, role).gpus for role in ROLES)
-    total = sum(g.instance_count * instances.DPD_INSTANCE_GPUS[g.instance_type] for g in c.hyperpod.instance_groups)
+def roles_fit_all_gpus(s: EndpointSpec) -> None:
+    e = s.endpoint
+    peak_total = s.peak_gpus("prefill") + s.peak_gpus("decode")
+    total = sum(group_gpus(g) for g in s.instance_groups)
     if peak_total > total:
-        _fail("endpoint", f"{peak_total} GPUs",
+        _fail(s.field(), f"{peak_total} GPUs",
               f"prefill + decode must fit the {total} GPUs of all hyperpod.instance_groups")
+    del e
+
+
+def endpoints_fit_the_groups_together(c: Config) -> None:
+    """Every endpoint's roles at their peak fit the instance groups they may land on, all endpoints together: for
+    each set of groups a role may use (:meth:`EndpointSpec.role_groups`), the GPUs of every role confined to it
+    fit its nodes (Hall's condition over those sets and their union)."""
+    specs = c.specs()
+    roles = [(sp, role, frozenset(g.name for g in sp.role_groups(role)), sp.peak_gpus(role))
+             for sp in specs for role in ROLES]
+    gpus = {g.name: group_gpus(g) for g in c.hyperpod.instance_groups}
+    sets = sorted({placement for _, _, placement, _ in roles}, key=lambda p: (len(p), sorted(p)))
+    for placement in [*sets, frozenset().union(*sets)]:
+        confined = [(sp, role, need) for sp, role, p, need in roles if p <= placement]
+        need, have = sum(n for _, _, n in confined), sum(gpus[g] for g in placement)
+        if need > have:
+            holders = ", ".join(f"{sp.name} {role} {n}" for sp, role, n in confined)
+            groups = [g.name for g in c.hyperpod.instance_groups if g.name in placement]
+            _fail(f"instance group{'s' if len(groups) > 1 else ''} {', '.join(groups)}", f"{need} GPUs at peak",
+                  f"must hold every endpoint's roles that run only there ({holders}) in {have} GPUs: add "
+                  "nodes, lower replicas or autoscaling maxima, or pin a role to another group "
+                  "(endpoints[].<role>.instance_group)")
 
 
 # --- routing and the operator's limits --------------------------------------------------------------------
 
-def threshold_is_below_max_model_len(c: Config) -> None:
-    e = c.endpoint
+def threshold_is_below_max_model_len(s: EndpointSpec) -> None:
+    e = s.endpoint
     if e.routing_threshold_tokens >= e.max_model_len:
-        _fail("endpoint.routing_threshold_tokens", e.routing_threshold_tokens,
-              f"must be below endpoint.max_model_len ({e.max_model_len}) or no prompt is ever disaggregated")
+        _fail(f"{s.at}.routing_threshold_tokens", e.routing_threshold_tokens,
+              f"must be below {s.at}.max_model_len ({e.max_model_len}) or no prompt is ever disaggregated")
 
 
-def kvaware_routing_has_the_completions_path(c: Config) -> None:
-    e = c.endpoint
+def kvaware_routing_has_the_completions_path(s: EndpointSpec) -> None:
+    e = s.endpoint
     if e.routing_strategy == "kvaware" and (
             not e.invocation_path.endswith("completions") or "chat" in e.invocation_path):
-        _fail("endpoint.routing_strategy", e.routing_strategy,
-              "'kvaware' needs endpoint.invocation_path 'v1/completions' (not chat), per the operator docs")
+        _fail(f"{s.at}.routing_strategy", e.routing_strategy,
+              f"'kvaware' needs {s.at}.invocation_path 'v1/completions' (not chat), per the operator docs")
 
 
-def decode_replicas_within_the_operator_limit(c: Config) -> None:
+def decode_replicas_within_the_operator_limit(s: EndpointSpec) -> None:
     """Decode only (the role type is shared with prefill, so this bound cannot be its field type)."""
-    if c.endpoint.decode.replicas > pins.DPD_MAX_DECODE_REPLICAS:
-        _fail("endpoint.decode.replicas", c.endpoint.decode.replicas,
+    if s.endpoint.decode.replicas > pins.DPD_MAX_DECODE_REPLICAS:
+        _fail(f"{s.at}.decode.replicas", s.endpoint.decode.replicas,
               f"must be <= {pins.DPD_MAX_DECODE_REPLICAS}: operator v{pins.INFERENCE_OPERATOR_APP_VERSION} "
               "runs a single decoder with several prefillers (DPD guide, Limitations)")
 
 
-def l2_cache_has_a_backend(c: Config) -> None:
-    kv = c.endpoint.kv_cache
+def l2_cache_has_a_backend(s: EndpointSpec) -> None:
+    kv = s.endpoint.kv_cache
     if kv.enable_l2_cache and kv.l2_cache_backend is None:
-        _fail("endpoint.kv_cache.l2_cache_backend", None, "must be 'redis' or 'tieredstorage' when L2 is on")
+        _fail(f"{s.at}.kv_cache.l2_cache_backend", None, "must be 'redis' or 'tieredstorage' when L2 is on")
 
 
 # --- cold start and the load balancer (operator v3.3) ------------------------------------------------------
 
-def weights_cache_has_an_instance_store(c: Config) -> None:
+def weights_cache_has_an_instance_store(s: EndpointSpec) -> None:
     """The NVMe weights cache needs instance storage on the endpoint's instance type (EC2 instance-store table)."""
-    unavailable = instances.weights_cache_unavailable(c.endpoint.instance_type)
-    if c.endpoint.model_cache.weights_cache is True and unavailable is not None:
-        _fail("endpoint.model_cache.weights_cache", True, f"must be false or null: {unavailable}")
+    unavailable = instances.weights_cache_unavailable(s.endpoint.instance_type)
+    if s.endpoint.model_cache.weights_cache is True and unavailable is not None:
+        _fail(f"{s.at}.model_cache.weights_cache", True, f"must be false or null: {unavailable}")
 
 
-def idle_timeout_outlasts_the_first_token(c: Config) -> None:
+def idle_timeout_outlasts_the_first_token(s: EndpointSpec) -> None:
     """No byte flows before the first token, so an idle timeout below the TTFT objective cuts requests the SLO
     still calls good."""
-    timeout, ttft = c.endpoint.load_balancer_idle_timeout_seconds, c.observability.slo.ttft_p95_seconds
+    timeout, ttft = s.endpoint.load_balancer_idle_timeout_seconds, s.slo.ttft_p95_seconds
     if timeout is not None and timeout < ttft:
-        _fail("endpoint.load_balancer_idle_timeout_seconds", timeout,
+        _fail(f"{s.at}.load_balancer_idle_timeout_seconds", timeout,
               f"must be at least observability.slo.ttft_p95_seconds ({ttft:g}): the ALB closes a connection that "
               "carries no bytes that long, and none flow before the first token")
 
 
 # --- autoscaling ------------------------------------------------------------------------------------------
 
-def autoscaling_min_is_not_above_max(c: Config) -> None:
-    a = c.endpoint.autoscaling
+def autoscaling_min_is_not_above_max(s: EndpointSpec) -> None:
+    a = s.endpoint.autoscaling
     for role in ROLES:
         r = getattr(a, role)
         if r.min_replicas > r.max_replicas:
-            _fail(f"endpoint.autoscaling.{role}.min_replicas", r.min_replicas,
-                  f"must be <= endpoint.autoscaling.{role}.max_replicas ({r.max_replicas})")
+            _fail(f"{s.at}.autoscaling.{role}.min_replicas", r.min_replicas,
+                  f"must be <= {s.at}.autoscaling.{role}.max_replicas ({r.max_replicas})")
 
 
-def decode_autoscaling_within_the_operator_limit(c: Config) -> None:
+def decode_autoscaling_within_the_operator_limit(s: EndpointSpec) -> None:
     """Decode only, as :func:`decode_replicas_within_the_operator_limit`."""
-    a = c.endpoint.autoscaling
+    a = s.endpoint.autoscaling
     if a.decode.max_replicas > pins.DPD_MAX_DECODE_REPLICAS:
-        _fail("endpoint.autoscaling.decode.max_replicas", a.decode.max_replicas,
+        _fail(f"{s.at}.autoscaling.decode.max_replicas", a.decode.max_replicas,
               f"must be <= {pins.DPD_MAX_DECODE_REPLICAS} (operator v{pins.INFERENCE_OPERATOR_APP_VERSION} "
               "runs a single decoder)")
 
 
-def prefill_does_not_outscale_decode(c: Config) -> None:
+def prefill_does_not_outscale_decode(s: EndpointSpec) -> None:
     """Prefill scaled past what the decoders admit only moves the queue to the decoders and back."""
-    a, e = c.endpoint.autoscaling, c.endpoint
+    a, e = s.endpoint.autoscaling, s.endpoint
     prefill_seqs, decode_seqs = (a.prefill.max_replicas * e.prefill.max_num_seqs,
                                  a.decode.max_replicas * e.decode.max_num_seqs)
     if a.enabled and prefill_seqs > decode_seqs:
-        _fail("endpoint.autoscaling.prefill.max_replicas", a.prefill.max_replicas,
-              f"x endpoint.prefill.max_num_seqs ({prefill_seqs} sequences) must not exceed "
-              f"endpoint.autoscaling.decode.max_replicas x endpoint.decode.max_num_seqs ({decode_seqs})")
+        _fail(f"{s.at}.autoscaling.prefill.max_replicas", a.prefill.max_replicas,
+              f"x {s.at}.prefill.max_num_seqs ({prefill_seqs} sequences) must not exceed "
+              f"{s.at}.autoscaling.decode.max_replicas x {s.at}.decode.max_num_seqs ({decode_seqs})")
 
 
-def decode_target_is_a_ratio(c: Config) -> None:
+def decode_target_is_a_ratio(s: EndpointSpec) -> None:
     """Decode only: its target is a KV-cache usage ratio (prefill's is a queue length)."""
-    target = c.endpoint.autoscaling.decode.target_value
+    target = s.endpoint.autoscaling.decode.target_value
     if not 0 < target <= 1:
-        _fail("endpoint.autoscaling.decode.target_value", target, "is a KV-cache usage ratio and must be in (0, 1]")
+        _fail(f"{s.at}.autoscaling.decode.target_value", target, "is a KV-cache usage ratio and must be in (0, 1]")
 
 
-def autoscaling_has_metrics(c: Config) -> None:
-    if c.endpoint.autoscaling.enabled and not c.observability.enabled:
-        _fail("endpoint.autoscaling.enabled", True,
+def autoscaling_has_metrics(s: EndpointSpec) -> None:
+    if s.endpoint.autoscaling.enabled and not s.observability.enabled:
+        _fail(f"{s.at}.autoscaling.enabled", True,
               "needs observability.enabled (KEDA scales on metrics in the managed Prometheus workspace)")
 
 
@@ -374,54 +458,55 @@ def gpu_subnet_holds_the_nodes(c: Config) -> None:
               f"headroom) but has {usable} usable")
 
 
-def worker_requests_fit_the_node(c: Config) -> None:
+def worker_requests_fit_the_node(s: EndpointSpec) -> None:
     """Worker requests must fit the node: at most ``fit.WORKER_SHARE_PERCENT`` of it for all its workers, and
     what allocatable (kubelet reservation) leaves after the DaemonSets, the router and the sidecars."""
-    e = c.endpoint
-    tpc = sorted({g.threads_per_core for g in c.hyperpod.instance_groups if g.instance_type == e.instance_type})
+    e = s.endpoint
+    tpc = sorted({g.threads_per_core for g in s.role_groups('prefill') + s.role_groups('decode')}
+                 or {g.threads_per_core for g in s.instance_groups if g.instance_type == e.instance_type})
     pods = fit.workers_per_node(e.instance_type, e.tensor_parallel_size)
     where = (f"one {e.instance_type} (threads_per_core {'/'.join(map(str, tpc))}) leaves each of its {pods} "
              f"worker(s)")
     share = f"{fit.WORKER_SHARE_PERCENT} % of the node, the rest for kubelet, DaemonSets, router and sidecars"
-    if (tiered := c.tiered_storage_percent()) is not None:
+    if (tiered := s.tiered_storage_percent) is not None:
         share += f"; {tiered} % of its memory is HyperPod tiered storage's"
     for role in ROLES:
-        r, budget = getattr(e, role), c.worker_budget(role)
+        r, budget = getattr(e, role), s.worker_budget(role)
         if r.cpu is not None and r.cpu > budget.cpu:
-            _fail(f"endpoint.{role}.cpu", r.cpu, f"must be <= {budget.cpu}: {where} {budget.cpu} CPUs ({share})")
+            _fail(f"{s.at}.{role}.cpu", r.cpu, f"must be <= {budget.cpu}: {where} {budget.cpu} CPUs ({share})")
         if r.memory_gib is not None and r.memory_gib > budget.memory_gib:
-            _fail(f"endpoint.{role}.memory_gib", r.memory_gib,
+            _fail(f"{s.at}.{role}.memory_gib", r.memory_gib,
                   f"must be <= {budget.memory_gib}: {where} {budget.memory_gib} GiB ({share})")
 
 
 # --- GPU memory -------------------------------------------------------------------------------------------
 
-def model_size_is_complete(c: Config) -> None:
+def model_size_is_complete(s: EndpointSpec) -> None:
     """A model described by size needs both numbers: the weights and the KV cache per token."""
-    m = c.model
+    m = s.model
     if (m.parameters_billion is None) != (m.kv_cache_kib_per_token is None):
-        missing = "model.kv_cache_kib_per_token" if m.kv_cache_kib_per_token is None else "model.parameters_billion"
-        given = "model.parameters_billion" if missing.endswith("per_token") else "model.kv_cache_kib_per_token"
+        missing = s.model_field('kv_cache_kib_per_token' if m.kv_cache_kib_per_token is None else 'parameters_billion')
+        given = s.model_field('parameters_billion' if missing.endswith('per_token') else 'kv_cache_kib_per_token')
         _fail(missing, None, f"must be set with {given} (the GPU-memory check needs the weights and the KV cache)")
 
 
-def _utilization_field(c: Config, role: Role) -> str:
-    own = c.endpoint.role_gpu_memory_utilization(role) != c.endpoint.gpu_memory_utilization
-    return f"endpoint.{role}.extra_args {fit.UTILIZATION_FLAG}" if own else "endpoint.gpu_memory_utilization"
+def _utilization_field(s: EndpointSpec, role: Role) -> str:
+    own = s.endpoint.role_gpu_memory_utilization(role) != s.endpoint.gpu_memory_utilization
+    return f"{s.at}.{role}.extra_args {fit.UTILIZATION_FLAG}" if own else f"{s.at}.gpu_memory_utilization"
 
 
-def gpu_memory_holds_the_pd_buffer(c: Config) -> None:
+def gpu_memory_holds_the_pd_buffer(s: EndpointSpec) -> None:
     """vLLM reserves its share first, then LMCache allocates the PD buffer on the same GPU, on every prefill and
     decode rank (lifecycle-facts.md: ``v1/worker/gpu_worker.py``, LMCache ``pd_backend.py``): share + buffer + the
     runtime margin must fit the GPU. The colocated baseline, which has no buffer, gets the share back up to what this
     rule allows without one (:meth:`EndpointConfig.colocated_gpu_memory_utilization`)."""
-    e = c.endpoint
+    e = s.endpoint
     for role in ROLES:
         utilization = e.role_gpu_memory_utilization(role)
         gpu = fit.gpu_memory_fit(e.instance_type, utilization, e.pd_buffer_size_bytes)
         if not gpu.fits:
-            knob = _utilization_field(c, role)
-            _fail("endpoint.pd_buffer_size_bytes", e.pd_buffer_size_bytes,
+            knob = _utilization_field(s, role)
+            _fail(f"{s.at}.pd_buffer_size_bytes", e.pd_buffer_size_bytes,
                   f"({gpu.pd_buffer_gib:g} GiB per rank) plus {role}'s vLLM share ({utilization:g} x "
                   f"{gpu.gpu_memory_gib:.1f} GiB {gpu.gpu} = {gpu.vllm_share_gib:.1f} GiB) and the "
                   f"{gpu.margin_gib:g} GiB CUDA-graph/runtime margin must fit the GPU ("
@@ -429,11 +514,11 @@ def gpu_memory_holds_the_pd_buffer(c: Config) -> None:
                   f"lower {knob} to <= {gpu.max_utilization:.2f} or the buffer to <= {gpu.max_pd_buffer_gib} GiB")
 
 
-def gpu_memory_holds_the_model(c: Config) -> None:
+def gpu_memory_holds_the_model(s: EndpointSpec) -> None:
     """vLLM's share of one GPU must hold that GPU's weights and the KV cache of one ``max_model_len`` sequence, or
     the engine does not start. Checked when the model's size is known (:meth:`ModelConfig.memory`)."""
-    e = c.endpoint
-    memory = c.model.memory(e.tensor_parallel_size)
+    e = s.endpoint
+    memory = s.model.memory(e.tensor_parallel_size)
     if memory is None:
         return
     gpu = instances.INSTANCE_FACTS[e.instance_type].gpu
@@ -444,69 +529,69 @@ def gpu_memory_holds_the_model(c: Config) -> None:
         if engine.fits:
             continue
         needed = math.ceil(engine.needed_gib / gpu.memory_gib * 100) / 100
-        knob = _utilization_field(c, role)
+        knob = _utilization_field(s, role)
         _fail(knob, utilization,
               f"gives {role} {engine.vllm_share_gib:.1f} GiB per {gpu.short_name} ({gpu.memory_gib:.1f} GiB), which "
               f"must hold {engine.weights_gib:.1f} GiB of {memory.name} weights per GPU (tensor_parallel_size "
-              f"{e.tensor_parallel_size}) and {engine.kv_gib:.1f} GiB of KV cache for one endpoint.max_model_len "
-              f"({e.max_model_len}) sequence: raise it to >= {needed:.2f}, raise endpoint.tensor_parallel_size or "
-              "lower endpoint.max_model_len")
+              f"{e.tensor_parallel_size}) and {engine.kv_gib:.1f} GiB of KV cache for one {s.at}.max_model_len "
+              f"({e.max_model_len}) sequence: raise it to >= {needed:.2f}, raise {s.at}.tensor_parallel_size or "
+              f"lower {s.at}.max_model_len")
 
 
 # --- benchmark --------------------------------------------------------------------------------------------
 
-def scenario_job_names_fit(c: Config) -> None:
+def scenario_job_names_fit(s: EndpointSpec) -> None:
     """The longest Job name, ``<endpoint>-bench-colocated-<scenario>-c<concurrency>``, is a DNS label."""
-    for i, s in enumerate(c.benchmark_scenarios()):
-        name = f"{c.endpoint.name}-bench-colocated-{s.name}-c{max(c.benchmark_concurrency(s))}"
+    for i, sc in enumerate(s.benchmark_scenarios()):
+        name = f"{s.endpoint.name}-bench-colocated-{sc.name}-c{max(s.benchmark_concurrency(sc))}"
         if len(name) > 63:
-            _fail(f"benchmark.scenarios[{i}].name", s.name,
-                  f"must keep the Job name {name!r} within 63 characters (with endpoint.name)")
+            _fail(f"benchmark.scenarios[{i}].name", sc.name,
+                  f"must keep the Job name {name!r} within 63 characters (with {s.at}.name)")
 
 
-def scenario_names_are_unique(c: Config) -> None:
+def scenario_names_are_unique(s: EndpointSpec) -> None:
     names: set[str] = set()
-    for i, s in enumerate(c.benchmark_scenarios()):
-        if s.name in names:
-            _fail(f"benchmark.scenarios[{i}].name", s.name, "must be a unique DNS label of at most 24 characters")
-        names.add(s.name)
+    for i, sc in enumerate(s.benchmark_scenarios()):
+        if sc.name in names:
+            _fail(f"benchmark.scenarios[{i}].name", sc.name, "must be a unique DNS label of at most 24 characters")
+        names.add(sc.name)
 
 
-def scenarios_fit_max_model_len(c: Config) -> None:
-    for i, s in enumerate(c.benchmark_scenarios()):
-        _, in_max, out_max = scenario_token_range(s.traffic)
-        if in_max + out_max > c.endpoint.max_model_len:
-            _fail(f"benchmark.scenarios[{i}].traffic", s.traffic,
-                  f"input plus output tokens must fit endpoint.max_model_len ({c.endpoint.max_model_len})")
+def scenarios_fit_max_model_len(s: EndpointSpec) -> None:
+    for i, sc in enumerate(s.benchmark_scenarios()):
+        _, in_max, out_max = scenario_token_range(sc.traffic)
+        if in_max + out_max > s.endpoint.max_model_len:
+            _fail(f"benchmark.scenarios[{i}].traffic", sc.traffic,
+                  f"input plus output tokens must fit {s.at}.max_model_len ({s.endpoint.max_model_len})")
 
 
-def scenario_prompts_take_their_path(c: Config) -> None:
-    """A ``dpd`` scenario's prompts stay well above the routing threshold, a ``direct`` one's well below."""
-    t = c.endpoint.routing_threshold_tokens
+def scenario_prompts_take_their_path(s: EndpointSpec) -> None:
+    """A ``dpd`` scenario'sc prompts stay well above the routing threshold, a ``direct`` one'sc well below."""
+    t = s.endpoint.routing_threshold_tokens
     low, high = t * (1 + BENCHMARK_PATH_MARGIN), t * (1 - BENCHMARK_PATH_MARGIN)
-    for i, s in enumerate(c.benchmark_scenarios()):
-        in_min, in_max, _ = scenario_token_range(s.traffic)
-        if s.path == "dpd" and in_min < low:
-            _fail(f"benchmark.scenarios[{i}].traffic", s.traffic,
-                  f"takes path 'dpd', so its prompts must be at least {int(low)} tokens (endpoint.routing_threshold_"
+    for i, sc in enumerate(s.benchmark_scenarios()):
+        in_min, in_max, _ = scenario_token_range(sc.traffic)
+        if sc.path == "dpd" and in_min < low:
+            _fail(f"benchmark.scenarios[{i}].traffic", sc.traffic,
+                  f"takes path 'dpd', so its prompts must be at least {int(low)} tokens ({s.at}.routing_threshold_"
                   f"tokens {t} + {BENCHMARK_PATH_MARGIN:.0%}: the router estimates tokens)")
-        if s.path == "direct" and in_max > high:
-            _fail(f"benchmark.scenarios[{i}].traffic", s.traffic,
-                  f"takes path 'direct', so its prompts must be at most {int(high)} tokens (endpoint.routing_"
+        if sc.path == "direct" and in_max > high:
+            _fail(f"benchmark.scenarios[{i}].traffic", sc.traffic,
+                  f"takes path 'direct', so its prompts must be at most {int(high)} tokens ({s.at}.routing_"
                   f"threshold_tokens {t} - {BENCHMARK_PATH_MARGIN:.0%})")
 
 
-def some_scenario_fits(c: Config) -> None:
-    if not c.benchmark_scenarios():
+def some_scenario_fits(s: EndpointSpec) -> None:
+    if not s.benchmark_scenarios():
         _fail("benchmark.scenarios", [], "must name at least one scenario (none of the defaults fits this endpoint)")
 
 
-def experiments_select_a_scenario(c: Config) -> None:
+def experiments_select_a_scenario(s: EndpointSpec) -> None:
     """``benchmark.experiments`` must leave at least one scenario to run."""
-    chosen = [s for s in c.benchmark_scenarios() if s.experiment in c.benchmark.experiments]
+    chosen = [sc for sc in s.benchmark_scenarios() if sc.experiment in s.benchmark.experiments]
     if not chosen:
-        have = sorted({s.experiment for s in c.benchmark_scenarios()})
-        _fail("benchmark.experiments", list(c.benchmark.experiments),
+        have = sorted({sc.experiment for sc in s.benchmark_scenarios()})
+        _fail("benchmark.experiments", list(s.benchmark.experiments),
               f"must select an experiment some scenario belongs to ({', '.join(have)}; `path: reference` "
               "scenarios are aws-reference, the others equal-gpu)")
 
@@ -524,15 +609,18 @@ def load_balancer_target_is_complete(c: Config) -> None:
               "must name the Secret holding the endpoint's TLS PEM (ca.pem) when benchmark.target is load_balancer")
 
 
-#: Every rule, in the order they run (the first one broken is the one reported).
-RULES: Final[tuple[Callable[[Config], None], ...]] = (
-    router_service_name_fits, instance_group_names_are_unique, existing_bucket_is_kept,
+#: Every rule, in the order they run (the first one broken is the one reported). A rule that takes an
+#: :class:`EndpointSpec` (:data:`ENDPOINT_RULES`) runs for each endpoint in the file's order.
+RULES: Final[tuple[Callable[[Config], None] | Callable[[EndpointSpec], None], ...]] = (
+    endpoint_names_are_unique, router_service_name_fits, derived_names_are_unique,
+    endpoint_models_keep_the_bucket_keys_out, model_key_belongs_to_its_bucket,
+    instance_group_names_are_unique, existing_bucket_is_kept,
     bucket_key_belongs_to_an_existing_bucket, bucket_key_is_in_the_region,
     gpu_az_ids_are_in_the_region, gpu_groups_share_one_az, control_plane_az_ids_are_in_the_region,
     control_plane_az_ids_differ, gpu_subnet_is_in_the_groups_az, training_plans_are_in_the_region,
     reserved_only_types_have_a_training_plan, alert_topic_is_in_the_account,
-    endpoint_instance_type_has_a_group, tensor_parallel_divides_the_node, role_gpus_fit_one_node,
-    roles_fit_their_pools, roles_fit_all_gpus,
+    endpoint_instance_type_has_a_group, role_instance_groups_exist, tensor_parallel_divides_the_node,
+    role_gpus_fit_one_node, roles_fit_their_pools, roles_fit_all_gpus, endpoints_fit_the_groups_together,
     threshold_is_below_max_model_len, kvaware_routing_has_the_completions_path,
     decode_replicas_within_the_operator_limit, l2_cache_has_a_backend,
     weights_cache_has_an_instance_store, idle_timeout_outlasts_the_first_token,
@@ -543,9 +631,26 @@ RULES: Final[tuple[Callable[[Config], None], ...]] = (
     scenario_job_names_fit, scenario_names_are_unique, scenarios_fit_max_model_len, scenario_prompts_take_their_path,
     some_scenario_fits, experiments_select_a_scenario, load_balancer_target_is_complete,
 )
+#: The rules of one endpoint (they take an :class:`EndpointSpec`).
+ENDPOINT_RULES: Final = frozenset({
+    router_service_name_fits, endpoint_models_keep_the_bucket_keys_out, model_key_belongs_to_its_bucket,
+    endpoint_instance_type_has_a_group, role_instance_groups_exist, tensor_parallel_divides_the_node,
+    role_gpus_fit_one_node, roles_fit_their_pools, roles_fit_all_gpus, threshold_is_below_max_model_len,
+    kvaware_routing_has_the_completions_path, decode_replicas_within_the_operator_limit, l2_cache_has_a_backend,
+    weights_cache_has_an_instance_store, idle_timeout_outlasts_the_first_token, autoscaling_min_is_not_above_max,
+    decode_autoscaling_within_the_operator_limit, prefill_does_not_outscale_decode, decode_target_is_a_ratio,
+    autoscaling_has_metrics, worker_requests_fit_the_node, model_size_is_complete, gpu_memory_holds_the_pd_buffer,
+    gpu_memory_holds_the_model, scenario_job_names_fit, scenario_names_are_unique, scenarios_fit_max_model_len,
+    scenario_prompts_take_their_path, some_scenario_fits, experiments_select_a_scenario,
+})
 
 
 def check(c: Config) -> None:
     """Run every rule; the first broken one raises :class:`ConfigError`."""
+    specs = c.specs()
     for rule in RULES:
-        rule(c)
+        if rule in ENDPOINT_RULES:
+            for s in specs:
+                rule(s)  # type: ignore[arg-type]
+        else:
+            rule(c)  # type: ignore[arg-type]
