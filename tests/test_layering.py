@@ -61,8 +61,10 @@ BUNDLING_HANDLERS = (
     REPO_ROOT / "constructs" / "hyperpod_constructs" / "node_readiness_handler" / "index.py",
     REPO_ROOT / "constructs" / "hyperpod_constructs" / "adopted_log_groups_handler" / "index.py",
 )
-#: What the AWS Lambda Python runtime provides besides the standard library.
-LAMBDA_RUNTIME = {"boto3", "botocore"}
+#: What the AWS Lambda Python runtime provides besides the standard library: the SDK for Python ("Building Lambda
+#: functions with Python") and urllib3, which botocore requires (its metadata: ``urllib3>=1.25.4,!=2.2.0,<3``) and
+#: imports to send every request (``botocore/httpsession.py``).
+LAMBDA_RUNTIME = {"boto3", "botocore", "urllib3"}
 
 
 #: The cdk8s bindings generated from the operator CRD (git-ignored, never edited). The v3.3 module is 1.6 MB of

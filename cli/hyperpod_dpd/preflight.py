@@ -130,13 +130,9 @@ def quota_index(clients: Clients, service_code: str) -> dict[str, dict[str, Any]
     if service_code not in clients.quota_names:
         sq = clients.get("service-quotas", service_code)
         found: dict[str, dict[str, Any]] = {}
-        kwargs: dict[str, Any] = {"ServiceCode": service_code, "MaxResults": 100}
-        while True:
-            page = sq.list_aws_default_service_quotas(**kwargs)
+        for page in sq.get_paginator("list_aws_default_service_quotas").paginate(ServiceCode=service_code,
+                                                                                  MaxResults=100):
             found.update({q["QuotaName"]: q for q in page.get("Quotas", []) if "QuotaName" in q})
-            if not page.get("NextToken"):
-                break
-            kwargs["NextToken"] = page["NextToken"]
         clients.quota_names[service_code] = found
     return clients.quota_names[service_code]
 
@@ -475,13 +471,8 @@ def check_deep_health_checks(clients: Clients, config: Config, *, modified: tupl
     try:
         cluster = sm.describe_cluster(ClusterName=name)
         nodes: list[dict[str, Any]] = []
-        kwargs: dict[str, Any] = {"ClusterName": name}
-        while True:
-            page = sm.list_cluster_nodes(**kwargs)
+        for page in sm.get_paginator("list_cluster_nodes").paginate(ClusterName=name):
             nodes += page.get("ClusterNodeSummaries", [])
-            if not page.get("NextToken"):
-                break
-            kwargs["NextToken"] = page["NextToken"]
     except ClientError as exc:
         if _cluster_missing(exc):
             return Check(name=DEEP_HEALTH_CHECK_NAME, status="PASS",

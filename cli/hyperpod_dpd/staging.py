@@ -284,14 +284,9 @@ def incomplete_uploads(s3: Any, bucket: str, prefix: str) -> dict[str, list[dict
     """``{key: [upload]}`` of the multipart uploads started and neither completed nor aborted under ``prefix``
     (``ListMultipartUploads``, all pages), newest first."""
     found: dict[str, list[dict[str, Any]]] = {}
-    kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
-    while True:
-        page = s3.list_multipart_uploads(**kwargs)
+    for page in s3.get_paginator("list_multipart_uploads").paginate(Bucket=bucket, Prefix=prefix):
         for upload in page.get("Uploads", []):
             found.setdefault(upload["Key"], []).append(upload)
-        if not page.get("IsTruncated"):
-            break
-        kwargs.update(KeyMarker=page.get("NextKeyMarker", ""), UploadIdMarker=page.get("NextUploadIdMarker", ""))
     epoch = dt.datetime.min.replace(tzinfo=dt.UTC)
     for uploads in found.values():
         uploads.sort(key=lambda u: u.get("Initiated") or epoch, reverse=True)
@@ -301,13 +296,9 @@ def incomplete_uploads(s3: Any, bucket: str, prefix: str) -> dict[str, list[dict
 def list_parts(s3: Any, bucket: str, key: str, upload_id: str) -> list[dict[str, Any]]:
     """Every part S3 holds for an upload (``ListParts``, all pages)."""
     parts: list[dict[str, Any]] = []
-    kwargs: dict[str, Any] = {"Bucket": bucket, "Key": key, "UploadId": upload_id}
-    while True:
-        page = s3.list_parts(**kwargs)
+    for page in s3.get_paginator("list_parts").paginate(Bucket=bucket, Key=key, UploadId=upload_id):
         parts += page.get("Parts", [])
-        if not page.get("IsTruncated"):
-            return parts
-        kwargs["PartNumberMarker"] = page["NextPartNumberMarker"]
+    return parts
 
 
 def _read_range(path: Path, offset: int, length: int) -> tuple[str, str]:
@@ -542,16 +533,12 @@ def staged_revisions(s3: Any, bucket: str, s3_prefix: str) -> list[str]:
 
     pattern = re.compile(rf"^{re.escape(REVISION_PREFIX)}[0-9a-f]{{{REVISION_HEX}}}$")
     found: list[str] = []
-    kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": s3_prefix, "Delimiter": "/"}
-    while True:
-        page = s3.list_objects_v2(**kwargs)
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=s3_prefix, Delimiter="/"):
         for common in page.get("CommonPrefixes", []):
             name = str(common["Prefix"])[len(s3_prefix):].rstrip("/")
             if pattern.fullmatch(name) and remote_state(s3, bucket, key_of(f"{s3_prefix}{name}/", MANIFEST_NAME)):
                 found.append(name)
-        if not page.get("IsTruncated"):
-            return sorted(found)
-        kwargs["ContinuationToken"] = page["NextContinuationToken"]
+    return sorted(found)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -615,11 +602,6 @@ def verify(s3: Any, bucket: str, prefix: str, revision: str | None = None) -> Ve
             out.append(Verified(rel=rel, ok=True, detail=f"{want['size']} bytes, {_stored(head)}"))
     named = {key_of(prefix, rel) for rel in files} | {key}
     extra: list[tuple[str, int]] = []
-    kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
-    while True:
-        page = s3.list_objects_v2(**kwargs)
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         extra += [(o["Key"], int(o.get("Size", 0))) for o in page.get("Contents", []) if o["Key"] not in named]
-        if not page.get("IsTruncated"):
-            break
-        kwargs["ContinuationToken"] = page["NextContinuationToken"]
     return Verification(files=out, extra=sorted(extra), manifest_body=body)
