@@ -36,6 +36,11 @@ def _python_files() -> list[Path]:
 
 
 @functools.cache
+def _parsed(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+@functools.cache
 def paginated_operations() -> dict[str, frozenset[str]]:
     """``{operation as a boto3 method name: its paginator's request tokens}`` over every service botocore has
     paginators for (an operation name shared by services gets the union of their tokens)."""
@@ -71,7 +76,7 @@ def _strings_and_names(node: ast.AST) -> tuple[set[str], set[str]]:
 def hand_paginated(path: Path) -> list[str]:
     """``<file>:<line> <function>: <operation> with <token>`` for each function that pages an operation by hand."""
     paginated = paginated_operations()
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = _parsed(path)
     found = []
     for function in ast.walk(tree):
         if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -113,3 +118,52 @@ def test_the_paginator_table_is_what_can_paginate_says(service: str, operation: 
 
     client = boto3.client(service, region_name="us-west-2", aws_access_key_id="k", aws_secret_access_key="s")
     assert (operation in paginated_operations()) == client.can_paginate(operation)
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """Modules ``path`` imports when it runs (at module level or in a function), not those under
+    ``if TYPE_CHECKING:`` (annotations only)."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                for other in child.orelse:
+                    visit(other)
+                continue
+            if isinstance(child, ast.Import):
+                found.update(a.name for a in child.names)
+            elif isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
+                found.add(child.module)
+            visit(child)
+
+    visit(_parsed(path))
+    return found
+
+
+def _is_kube_layer(path: Path) -> bool:
+    """The command line's Kubernetes layer: ``hyperpod_dpd/kube.py``, or the modules it is split into
+    (``kube_*.py`` beside it, or a ``hyperpod_dpd/kube/`` package)."""
+    cli = REPO_ROOT / "cli" / "hyperpod_dpd"
+    return (path.parent == cli and (path.stem == "kube" or path.stem.startswith("kube_"))) or \
+        path.is_relative_to(cli / "kube")
+
+
+def kubernetes_importers(paths: list[Path]) -> list[str]:
+    return [str(p.relative_to(REPO_ROOT)) for p in paths if not _is_kube_layer(p)
+            and any(m.split(".")[0] == "kubernetes" for m in _runtime_imports(p))]
+
+
+def test_one_kubernetes_access_layer_in_the_command_line() -> None:
+    """Only ``hyperpod_dpd.kube`` builds clients of the official ``kubernetes`` package; ``bench`` and every other
+    command call Kubernetes through it (the Lambdas' small client, ``hyperpod_core.eks.kube``, says why it is not
+    the official one)."""
+    assert kubernetes_importers(_python_files()) == []
+
+
+def test_the_kubernetes_check_sees_lazy_imports_and_skips_annotations(tmp_path: Path) -> None:
+    typed_only = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from kubernetes.client import ApiClient\n"
+    probe, typed = tmp_path / "probe.py", tmp_path / "typed.py"
+    probe.write_text(typed_only + "def f():\n    from kubernetes import client\n")
+    typed.write_text(typed_only)
+    assert _runtime_imports(probe) == {"typing", "kubernetes"} and _runtime_imports(typed) == {"typing"}
