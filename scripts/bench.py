@@ -32,7 +32,6 @@ the help cache (a folder of this run, filled by the warm-up) and rendered (cache
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -40,6 +39,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from hyperpod_core.errors import guarded, run_app
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = str(ROOT / ".venv" / "bin" / "python")
@@ -220,16 +224,19 @@ def floor_pairs(env: dict[str, str], tmp: Path, pairs: int) -> None:
     print(f"\npython -O app.py / CfnInclude floor: {ratio:.2f}x (median of {pairs} pairs; target <= 2.5x)")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--pairs", type=int, default=7, help="pairs of python -O app.py and the CfnInclude floor")
-    parser.add_argument("--cli", action="store_true", help="time the command line's start-up only")
-    parser.add_argument("--cfn-include", action="store_true",
-                        help="time python -O app.py against the CfnInclude floor only")
-    args = parser.parse_args()
-    if args.cli:
-        cli_bench(max(args.repeat, 5))
+app = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]})
+
+
+@app.command(help="\n\n".join(f"\b\n{paragraph}" for paragraph in __doc__.split("\n\n")))  # as written
+def _bench(repeat: Annotated[int, typer.Option(metavar="N")] = 3,
+           pairs: Annotated[int, typer.Option(
+               metavar="N", help="pairs of python -O app.py and the CfnInclude floor")] = 7,
+           cli: Annotated[bool, typer.Option("--cli", help="time the command line's start-up only")] = False,
+           cfn_include: Annotated[bool, typer.Option(
+               "--cfn-include", help="time python -O app.py against the CfnInclude floor only")] = False) -> None:
+    if cli:
+        cli_bench(max(repeat, 5))
         return
     # scripts/setup (run first) says in one line when this Node.js is past jsii's support; as scripts/env.sh does,
     # jsii's banner is then silenced for its major version.
@@ -239,9 +246,9 @@ def main() -> None:
            "AWS_EC2_METADATA_DISABLED": "true", "CDK_DISABLE_CLI_TELEMETRY": "true"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # -O reads .opt-1.pyc: let the warm-up run write them
     subprocess.run([str(ROOT / "scripts" / "setup")], cwd=ROOT, check=True)
-    if args.cfn_include:
+    if cfn_include:
         with tempfile.TemporaryDirectory() as tmp:
-            floor_pairs(env, Path(tmp), args.pairs)
+            floor_pairs(env, Path(tmp), pairs)
         return
     with tempfile.TemporaryDirectory() as tmp:
         env["HYPERPOD_CFN_LINT_CACHE"] = str(Path(tmp) / "cfn-lint-cache")  # filled by the warm-up run
@@ -263,7 +270,7 @@ def main() -> None:
             case_env = {**env, "CDK_OUTDIR": str(Path(tmp) / "cdk.out")} if "app" in name else env
             run(cmd, case_env)  # warm-up: bytecode and jsii package cache
             walls, rss = [], 0.0
-            for _ in range(args.repeat):
+            for _ in range(repeat):
                 wall, peak = run(cmd, case_env)
                 walls.append(wall)
                 rss = max(rss, peak)
@@ -277,10 +284,14 @@ def main() -> None:
         print(f"\npython -O app.py / floor: {app_ratio:.2f}x (target <= 2x)")
         print(f"main job / floor:         {job_ratio:.2f}x templates unchanged, {cold_ratio:.2f}x cfn-lint cache off "
               f"(target <= 5x); CLI-spawned pipeline / floor: {previous_ratio:.2f}x")
-        floor_pairs(env, Path(tmp), args.pairs)
+        floor_pairs(env, Path(tmp), pairs)
     print()
-    cli_bench(max(args.repeat, 5))
+    cli_bench(max(repeat, 5))
+
+
+def main(argv: list[str] | None = None) -> None:
+    run_app(app, argv, "scripts/bench.py")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    guarded(main)

@@ -167,3 +167,18 @@ def test_the_kubernetes_check_sees_lazy_imports_and_skips_annotations(tmp_path: 
     probe.write_text(typed_only + "def f():\n    from kubernetes import client\n")
     typed.write_text(typed_only)
     assert _runtime_imports(probe) == {"typing", "kubernetes"} and _runtime_imports(typed) == {"typing"}
+
+
+#: Argument parsers other than Typer's.
+OTHER_PARSERS = {"argparse", "optparse", "getopt"}
+
+
+def test_one_command_line_framework_for_every_entry_point() -> None:
+    """Every entry point that takes options parses them with Typer (``hyperpod_core.errors.run_app`` runs it under
+    the one-line guard). What reads ``sys.argv`` itself takes one positional value at most and says why it may:
+    ``hyperpod_core.config``'s and ``telemetry.reference``'s file (the core imports no framework),
+    ``lint_worker``'s (a child the main job starts), ``scripts/admin-principal-arn``'s (standard library only: it
+    runs before the venv exists)."""
+    found = [f"{p.relative_to(REPO_ROOT)} imports {m}" for p in _python_files()
+             for m in sorted(_runtime_imports(p)) if m.split(".")[0] in OTHER_PARSERS]
+    assert found == []

@@ -24,7 +24,6 @@ intact. Progress lines (one per step, with its duration) go to stderr; the summa
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
@@ -33,9 +32,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 from hyperpod_core import paths
+from hyperpod_core.errors import UsageError, run_app
 
 #: What the main job needs a checkout for (cdk.json's feature flags, .cfnlintrc.yaml, the chart and CRD copies
 #: set-up fetched); named in the one-line error when run from an installed wheel.
@@ -242,35 +244,44 @@ def run(config_path: Path, cdk_out: Path, dist: Path, outputs_file: Path | None,
                   lint_output=lint_output, input_lines=inputs.lines(), lint_unchanged=lint.unchanged)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="The main job: synthesize, validate and summarize one config.")
-    parser.add_argument("--config", default=None)
-    parser.add_argument("--workdir", default=None,
-                        help="folder for cdk.out/ and dist/ (default: the config's, hyperpod_core.environment."
-                             "folder_of; another folder is for tests: no command finds it)")
-    parser.add_argument("--outputs-file", default=None,
-                        help="cdk deploy outputs (default: cdk-outputs.json in the config's folder when present)")
-    parser.add_argument("--env", default=None, help="environment name (envs/NAME/), instead of --config")
-    parser.add_argument("--via-cli", action="store_true", help="print next steps as hyperpod-dpd commands")
-    args = parser.parse_args(argv)
+PROG = "python -m hyperpod_mainjob"
+app = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]})
 
+
+def main(argv: list[str] | None = None) -> None:
+    """The entry point: the command line of :func:`_main_job` (``argv``, else the process's)."""
+    run_app(app, argv, PROG)
+
+
+@app.command(help="The main job: synthesize, validate and summarize one config.")
+def _main_job(
+        config: Annotated[str | None, typer.Option(metavar="PATH")] = None,
+        workdir: Annotated[str | None, typer.Option(
+            metavar="DIR", help="folder for cdk.out/ and dist/ (default: the config's, hyperpod_core.environment."
+                                "folder_of; another folder is for tests: no command finds it)")] = None,
+        outputs_file: Annotated[str | None, typer.Option(
+            metavar="PATH", help="cdk deploy outputs (default: cdk-outputs.json in the config's folder when present)")
+        ] = None,
+        env_name: Annotated[str | None, typer.Option(
+            "--env", metavar="NAME", help="environment name (envs/NAME/), instead of --config")] = None,
+        via_cli: Annotated[bool, typer.Option("--via-cli", help="print next steps as hyperpod-dpd commands")] = False,
+) -> None:
     import dataclasses
 
     from hyperpod_core import environment
     from hyperpod_mainjob import summary
 
-    if bool(args.env) == bool(args.config):
-        parser.error("pass exactly one of --config PATH or --env NAME")
+    if bool(env_name) == bool(config):
+        raise UsageError("pass exactly one of --config PATH or --env NAME")
     paths.checkout(NEEDS_CHECKOUT)
-    env = environment.resolve(args.config, args.env)
-    if args.workdir:
-        env = dataclasses.replace(env, workdir=Path(args.workdir))
-    outputs = Path(args.outputs_file) if args.outputs_file else (
+    env = environment.resolve(config, env_name)
+    if workdir:
+        env = dataclasses.replace(env, workdir=Path(workdir))
+    outputs = Path(outputs_file) if outputs_file else (
         env.outputs_file if env.outputs_file.is_file() else None)
-    if args.outputs_file and not outputs.is_file():  # type: ignore[union-attr]
-        from hyperpod_core.errors import UsageError
-
-        raise UsageError(f"--outputs-file {args.outputs_file!r} does not exist")
+    if outputs_file and not outputs.is_file():  # type: ignore[union-attr]
+        raise UsageError(f"--outputs-file {outputs_file!r} does not exist")
     from hyperpod_core.staged_model import RECORD_FILE
 
     staged = env.workdir / RECORD_FILE  # what stage-model wrote into this environment's folder
@@ -292,7 +303,7 @@ def main(argv: list[str] | None = None) -> None:
     summary.print_summary(cdk_out=result.cdk_out, dist=result.dist, config=str(env.config_path),
                           lint_rc=result.lint_rc, lint_output=result.lint_output,
                           lint_unchanged=result.lint_unchanged,
-                          next_steps=next_steps(env, deployed=outputs is not None, via_cli=args.via_cli))
+                          next_steps=next_steps(env, deployed=outputs is not None, via_cli=via_cli))
 
 
 def next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
