@@ -26,8 +26,7 @@ cache off (every template linted, as after a change to every stack). For compari
 pipeline the main job replaced (CDK and cdk8s CLIs spawned around Python, cfn-lint in series).
 
 Command line (issue 24): ``hyperpod-dpd --help``, a subcommand's ``--help`` and ``validate`` against a bare
-``python -c pass`` of the same interpreter, each timed directly (no wrapper process), the help pages both from
-the help cache (a folder of this run, filled by the warm-up) and rendered (cache off). Target: --help <= 6x.
+``python -c pass`` of the same interpreter, each timed directly (no wrapper process). Target: --help <= 6x.
 """
 
 from __future__ import annotations
@@ -150,23 +149,18 @@ def cli_bench(repeat: int) -> None:
     """Start-up of ``hyperpod-dpd`` against ``python -c pass``, in one run (medians of ``repeat``, interleaved
     so that machine load affects every case alike)."""
     cli = str(ROOT / ".venv" / "bin" / "hyperpod-dpd")
-    with tempfile.TemporaryDirectory() as tmp:
-        cached = {**os.environ, "HYPERPOD_DPD_HELP_CACHE": str(Path(tmp) / "help")}
-        rendered = {**os.environ, "HYPERPOD_DPD_HELP_CACHE": "off"}
-        cases = {
-            "python -c pass (floor)": ([PY, "-c", "pass"], cached),
-            "hyperpod-dpd --help": ([cli, "--help"], cached),
-            "hyperpod-dpd status --help": ([cli, "status", "--help"], cached),
-            "hyperpod-dpd --help, cache off": ([cli, "--help"], rendered),
-            "hyperpod-dpd status --help, cache off": ([cli, "status", "--help"], rendered),
-            "hyperpod-dpd validate -c config/default.yaml": ([cli, "validate", "-c", "config/default.yaml"], cached),
-        }
-        times: dict[str, list[float]] = {name: [] for name in cases}
-        for cmd, env in cases.values():
-            wall(cmd, env)  # warm-up: bytecode, the help cache
-        for _ in range(repeat):
-            for name, (cmd, env) in cases.items():
-                times[name].append(wall(cmd, env))
+    cases = {
+        "python -c pass (floor)": [PY, "-c", "pass"],
+        "hyperpod-dpd --help": [cli, "--help"],
+        "hyperpod-dpd status --help": [cli, "status", "--help"],
+        "hyperpod-dpd validate -c config/default.yaml": [cli, "validate", "-c", "config/default.yaml"],
+    }
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for cmd in cases.values():
+        wall(cmd, dict(os.environ))  # warm-up: bytecode
+    for _ in range(repeat):
+        for name, cmd in cases.items():
+            times[name].append(wall(cmd, dict(os.environ)))
     floor = statistics.median(times["python -c pass (floor)"])
     print(f"{'command line start-up':<48} {'wall s (median)':>16} {'min':>6} {'max':>6} {'/ floor':>8}")
     for name, walls in times.items():
@@ -174,9 +168,7 @@ def cli_bench(repeat: int) -> None:
         print(f"{name:<48} {median:>16.3f} {min(walls):>6.3f} {max(walls):>6.3f} {median / floor:>7.1f}x")
     ratio = statistics.median(times["hyperpod-dpd --help"]) / floor
     sub = statistics.median(times["hyperpod-dpd status --help"]) / floor
-    print(f"\nhyperpod-dpd --help / python -c pass: {ratio:.1f}x, status --help {sub:.1f}x (target <= 6x); "
-          f"rendered (cache off): {statistics.median(times['hyperpod-dpd --help, cache off']) / floor:.1f}x and "
-          f"{statistics.median(times['hyperpod-dpd status --help, cache off']) / floor:.1f}x")
+    print(f"\nhyperpod-dpd --help / python -c pass: {ratio:.1f}x (target <= 6x), status --help {sub:.1f}x")
 
 
 def phased(script: list[str], env: dict[str, str], marks: Path) -> dict[str, float]:
