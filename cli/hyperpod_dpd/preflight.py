@@ -38,8 +38,11 @@ from typing import Any, Literal
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hyperpod_core import paths, pins
+from hyperpod_core.assembly import undeployable_line
 from hyperpod_core.config import Config
 from hyperpod_core.environment import Environment
+from hyperpod_core.errors import UsageError
+from hyperpod_dpd import aws
 from hyperpod_dpd.aws import explain
 
 Status = Literal["PASS", "WARN", "FAIL", "UNKNOWN"]
@@ -62,8 +65,6 @@ class Check:
 
 def make_clients(region: str) -> Clients:
     """Real clients (bounded retries) in ``region``."""
-    from hyperpod_dpd import aws
-
     return Clients(lambda service: aws.client(service, region))
 
 
@@ -551,9 +552,6 @@ def check_templates(env: Environment) -> Check:
     """The environment's synthesized templates: of the config as it is now, and deployable (CloudFormation refuses a
     template holding the stand-in of a Helm chart set-up could not fetch: :func:`hyperpod_core.assembly.undeployable`).
     Local files only."""
-    from hyperpod_core.assembly import undeployable_line
-    from hyperpod_core.errors import UsageError
-
     try:
         cdk_out = env.require_synthesized()
     except UsageError as exc:

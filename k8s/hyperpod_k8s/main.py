@@ -27,6 +27,7 @@ them go under ``placeholders/`` and ``endpoint/`` does not exist, so ``kubectl a
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -35,10 +36,12 @@ from typing import Annotated
 import typer
 
 from hyperpod_core import environment, outputs, paths
+from hyperpod_core.atomic import staged_dir
 from hyperpod_core.config import Config, load_config
 from hyperpod_core.dist_layout import PLACEHOLDERS_README, DistLayout, apply_commands, placeholders_readme
 from hyperpod_core.errors import ConfigError, run_app
 from hyperpod_core.inputs import EndpointInputs, placeholders, remedies, resolve_inputs
+from hyperpod_core.staged_model import RECORD_FILE
 from hyperpod_core.teardown import fast_exit
 
 OUTPUTS_ENV = "HYPERPOD_CDK_OUTPUTS"
@@ -69,8 +72,6 @@ def staged_model_path(cli_value: str | None, outputs_file: Path | None, folder: 
     """The staged-weights record to read, or ``None``. An explicitly named file must exist; else the one beside the
     outputs file, else in ``folder`` (``stage-model`` writes it into the config's folder, next to
     ``cdk-outputs.json``)."""
-    from hyperpod_core.staged_model import RECORD_FILE
-
     given = cli_value or os.environ.get(STAGED_MODEL_ENV)
     if given:
         if not Path(given).is_file():
@@ -94,7 +95,6 @@ def synth(config: Config, outdir: Path, inputs: EndpointInputs) -> list[Path]:
     """
     import cdk8s  # jsii starts here, after the config is known to be valid
 
-    from hyperpod_core.atomic import staged_dir
     from hyperpod_k8s.charts import build_charts
     from hyperpod_k8s.observability.delivery import write_dashboard_files
 
@@ -154,8 +154,6 @@ def _show_to_cdk8s_cli(outdir: Path, written: Sequence[Path] = ()) -> None:
     if link.is_symlink() or link.is_file():
         link.unlink()
     elif link.exists():
-        import shutil
-
         shutil.rmtree(link)
     link.symlink_to(outdir.resolve(), target_is_directory=True)
 

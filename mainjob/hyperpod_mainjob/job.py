@@ -24,7 +24,10 @@ intact. Progress lines (one per step, with its duration) go to stderr; the summa
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -36,8 +39,19 @@ from typing import Annotated, Any
 
 import typer
 
-from hyperpod_core import paths
-from hyperpod_core.errors import UsageError, run_app
+from hyperpod_core import environment, paths
+from hyperpod_core.assembly import required_parameters, undeployable_line
+from hyperpod_core.atomic import staged_dir
+from hyperpod_core.config import load_config
+from hyperpod_core.dist_layout import apply_commands
+from hyperpod_core.errors import CommandFailed, UsageError, run_app
+from hyperpod_core.inputs import placeholders, resolve_in_folder, resolve_inputs
+from hyperpod_core.staged_model import RECORD_FILE
+from hyperpod_core.telemetry.notices import notices
+from hyperpod_infra.cdk_cli import cli_context
+from hyperpod_k8s.endpoint.props import cold_start_notes, limit_notes
+from hyperpod_k8s.main import synth as synth_manifests
+from hyperpod_mainjob import summary
 
 #: What the main job needs a checkout for (cdk.json's feature flags, .cfnlintrc.yaml, the chart and CRD copies
 #: set-up fetched); named in the one-line error when run from an installed wheel.
@@ -85,7 +99,6 @@ def synth_templates(config: Any, config_path: Path, outdir: Path) -> None:
     """The CDK app of ``config`` synthesized into ``outdir`` as ``cdk synth -c config=<config_path>`` would:
     the one synth path (:func:`hyperpod_infra.app_builder.synthesize`) with the CLI's context."""
     from hyperpod_infra.app_builder import synthesize
-    from hyperpod_infra.cdk_cli import cli_context
 
     synthesize(config, outdir=outdir, context=cli_context(config_path), announce=False)
 
@@ -96,8 +109,6 @@ def reuse_assets(previous: Path, outdir: Path) -> None:
     The CDK stages an asset only when ``asset.<hash>`` is not there yet, so unchanged assets (the 57 MB of
     kubectl and AWS CLI layers) are not copied again. Same hash, same bytes; a failure just means a copy.
     """
-    import shutil
-
     for asset in previous.glob("asset.*"):
         try:
             if asset.is_dir():
@@ -146,7 +157,6 @@ class CfnLint:
         """Where a clean result for ``template`` is recorded (``None`` without a cache)."""
         if self.cache is None:
             return None
-        import hashlib
         from importlib.metadata import version
 
         digest = hashlib.sha256()
@@ -206,10 +216,6 @@ def run(config_path: Path, cdk_out: Path, dist: Path, outputs_file: Path | None,
     paths.checkout(NEEDS_CHECKOUT)
     for key, value in JSII_ENV.items():
         os.environ.setdefault(key, value)
-    from hyperpod_core.atomic import staged_dir
-    from hyperpod_core.config import load_config
-    from hyperpod_core.errors import CommandFailed
-    from hyperpod_core.inputs import resolve_inputs
 
     # Bad input fails here, in well under a second, before any progress line or output.
     config = load_config(config_path)
@@ -224,7 +230,6 @@ def run(config_path: Path, cdk_out: Path, dist: Path, outputs_file: Path | None,
                 if stamp is not None:
                     stamp(tmp_out)
             lint.send(tmp_out)
-            from hyperpod_k8s.main import synth as synth_manifests
 
             with staged_dir(dist) as tmp_dist:
                 with progress.step(f"Kubernetes manifests (cdk8s app in-process) -> {dist}/"):
@@ -267,11 +272,6 @@ def _main_job(
             "--env", metavar="NAME", help="environment name (envs/NAME/), instead of --config")] = None,
         via_cli: Annotated[bool, typer.Option("--via-cli", help="print next steps as hyperpod-dpd commands")] = False,
 ) -> None:
-    import dataclasses
-
-    from hyperpod_core import environment
-    from hyperpod_mainjob import summary
-
     if bool(env_name) == bool(config):
         raise UsageError("pass exactly one of --config PATH or --env NAME")
     paths.checkout(NEEDS_CHECKOUT)
@@ -282,7 +282,6 @@ def _main_job(
         env.outputs_file if env.outputs_file.is_file() else None)
     if outputs_file and not outputs.is_file():  # type: ignore[union-attr]
         raise UsageError(f"--outputs-file {outputs_file!r} does not exist")
-    from hyperpod_core.staged_model import RECORD_FILE
 
     staged = env.workdir / RECORD_FILE  # what stage-model wrote into this environment's folder
     result = run(env.config_path, env.cdk_out, env.dist, outputs, stamp=env.write_stamp,
@@ -290,11 +289,9 @@ def _main_job(
     print("== Endpoint inputs (where each deploy-time value came from)")
     for line in result.input_lines:
         print(f"  {line}")
-    from hyperpod_k8s.endpoint.props import cold_start_notes, limit_notes
 
     for note in (*limit_notes(env.config), *cold_start_notes(env.config)):
         print(f"  note: {note}")
-    from hyperpod_core.telemetry.notices import notices
 
     if lines := notices(env.config):
         print("== Alerts and dashboards")
@@ -309,8 +306,6 @@ def _main_job(
 def next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
     """The exact commands that come next (each acts on the ``cdk.out`` just written, of this config only); first
     how to make the templates deployable when CloudFormation would refuse them (:func:`undeployable_line`)."""
-    from hyperpod_core.assembly import undeployable_line
-
     blocked = undeployable_line(env.cdk_out, ["--all"])
     first = [f"NOT DEPLOYABLE YET: {blocked}",
              "./scripts/setup   # with access to raw.githubusercontent.com (or HYPERPOD_CHART_CACHE): fetches them",
@@ -320,9 +315,6 @@ def next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
 
 
 def _next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
-    from hyperpod_core.dist_layout import apply_commands
-    from hyperpod_core.inputs import placeholders, resolve_in_folder
-
     # Both ways to apply, with when each fits: whether an endpoint of another revision is live is unknown offline.
     apply = [f"{line}   (exactly one endpoint: {env.config.endpoint.apply})" if i == 0 else line
              for i, line in enumerate(apply_commands(f"{env.dist}/endpoint/"))]
@@ -346,7 +338,6 @@ def _next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
                         f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} resolved", *apply]
     if via_cli or env.name:
         return [f"hyperpod-dpd preflight {env.selector}", f"hyperpod-dpd deploy {env.selector}"]
-    from hyperpod_core.assembly import required_parameters
 
     needed = [(stack, name) for stack, names in required_parameters(env.cdk_out, ["--all"]).items()
               for name in names]

@@ -18,14 +18,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from cfnlint.config import ConfigMixIn
+from cfnlint.runner import Runner
+
 #: Processes that lint (the worker and its forks): the templates are split between them by size.
 FORKS = 2
 
 
 def main() -> int:
-    from cfnlint.config import ConfigMixIn
-    from cfnlint.runner import Runner
-
     rc_file, region = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory() as tmp:
         warm = Path(tmp) / "warm.json"

@@ -46,6 +46,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from hyperpod_core.errors import CommandFailed, UsageError
+from hyperpod_core.inputs import eks_cluster_arn, read_outputs_file
+from hyperpod_core.names import DEPLOYMENT_TAG
 from hyperpod_dpd.commands.options import (
     ConfigOption,
     DeploymentRegionOption,
@@ -157,8 +159,6 @@ def sweep(
 def discover(dep: Deployment, clients: dict[str, Any]) -> Found:
     """Every leftover of this deployment, in deletion order, and the operator's resources left alone."""
     from hyperpod_core.cleanup import ALB_CLUSTER_TAG, Janitor
-    from hyperpod_core.inputs import eks_cluster_arn, read_outputs_file
-    from hyperpod_core.names import DEPLOYMENT_TAG
 
     sm, elbv2, acm, ec2 = clients["sagemaker"], clients["elbv2"], clients["acm"], clients["ec2"]
     config = dep.env.config
