@@ -120,3 +120,13 @@ def test_https_transport_maps_errors(kube_api: FakeKubeApi, cluster_ca: tuple[st
     gone = f"https://127.0.0.1:{free_port()}"
     with pytest.raises(KubeUnavailable, match=rf"cannot reach the EKS API server {re.escape(gone)}"):
         HttpsTransport(gone, cluster_ca[0], lambda: "k8s-aws-v1.t").request("GET", "/apis/x")
+
+
+def test_a_transport_without_retries_sends_each_request_once(
+        kube_api: FakeKubeApi, cluster_ca: tuple[str, str], tmp_path: Path) -> None:
+    """``retries=False`` (the node-readiness handler's: its next poll is the retry) answers the first 503."""
+    kube_api.script += [Response(503)] * 3
+    with served_over_https(kube_api, *cluster_ca, tmp_path) as url:
+        response = HttpsTransport(url, cluster_ca[0], lambda: "k8s-aws-v1.t", retries=False).request("GET", "/x")
+    assert response.status == 503 and len(kube_api.calls) == 1
+

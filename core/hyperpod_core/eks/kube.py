@@ -88,13 +88,15 @@ class KubeUnavailable(KubeError):
 
 
 class HttpsTransport:
-    """urllib3 transport that trusts only the cluster CA, sends an EKS bearer token and retries throttling
-    (:data:`RETRY`)."""
+    """urllib3 transport that trusts only the cluster CA, sends an EKS bearer token and retries throttling.
+
+    ``retries``: urllib3's retries of each request. Default: :data:`RETRY`; ``False`` sends each request once
+    (a caller whose next poll is its retry)."""
 
     def __init__(self, endpoint: str, ca_pem: str, token_provider: Callable[[], str], *,
-                 timeout_seconds: float = 20.0) -> None:
+                 timeout_seconds: float = 20.0, retries: Retry | bool = RETRY) -> None:
         self._endpoint = endpoint.rstrip("/")
-        self._pool = urllib3.PoolManager(ssl_context=ssl.create_default_context(cadata=ca_pem), retries=RETRY,
+        self._pool = urllib3.PoolManager(ssl_context=ssl.create_default_context(cadata=ca_pem), retries=retries,
                                          timeout=timeout_seconds)
         self._token_provider = token_provider
         self._token: str | None = None
