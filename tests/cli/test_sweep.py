@@ -420,3 +420,25 @@ def test_botocore_retries_throttling_but_never_an_in_use_error(code: str, attemp
     with pytest.raises(ClientError, match=code):
         ec2.delete_security_group(GroupId="sg-0123456789abcdef0")
     assert len(failed) == attempts
+
+
+def test_throttling_that_outlasts_the_retries_is_one_line(cli, config_file, world, monkeypatch) -> None:
+    """The janitor's survey leaves a lasting throttle to its next poll (``AwsUnavailable``); sweep says it in one
+    line, as any other AWS error, after botocore's retries (``aws.RETRIES``: 6 attempts)."""
+    import botocore.endpoint
+
+    real, throttled = aws.client, []
+
+    def client(name: str, region: str, session: Any = None) -> Any:
+        c = real(name, region, session)
+        if name == "sagemaker":
+            throttled.append(fail_first(c, "ListEndpoints", times=100))
+        return c
+
+    monkeypatch.setattr(aws, "client", client)
+    monkeypatch.setattr(botocore.endpoint.time, "sleep", lambda _: None)
+    result = _sweep(cli, config_file, "--yes")
+    assert result.code == 1
+    assert one_line_error(result).startswith("error: listing leftovers: ThrottlingException: Rate exceeded")
+    assert len(throttled[0]) == 6
+    assert boto3.client("sagemaker", region_name=REGION).list_endpoints()["Endpoints"]

@@ -111,6 +111,7 @@ def sweep(
     --region, when given, must be the deployment's region: a deployment of the same name in another region is
     another deployment.
     """
+    from hyperpod_core.cleanup import AwsUnavailable
     from hyperpod_dpd import aws  # boto3 loads when the command runs, not for --help
 
     fmt = output_format(output, as_json)
@@ -119,7 +120,10 @@ def sweep(
     dep = load(config, env, region=region, changing="sweep", outputs_file=outputs_file)
     clients = {s: aws.client(s, dep.region) for s in ("sagemaker", "elbv2", "acm", "ec2")}
     with aws.aws_errors("listing leftovers"):
-        found = discover(dep, clients)
+        try:
+            found = discover(dep, clients)
+        except AwsUnavailable as exc:  # throttled after botocore's retries: the throttling error, in one line
+            raise exc.__cause__ or exc from None
     items, alone = found.items, [asdict(i) for i in found.left_alone]
     out = console(highlight=False)
     if as_json and not yes:
