@@ -17,7 +17,7 @@ from pathlib import Path
 
 # app.py sits at the root of the checkout: put the source roots on sys.path so it runs with or without
 # `pip install -e .`; everything else asks hyperpod_core.paths where the checkout is.
-for folder in ("core", "infra", "constructs", "k8s"):
+for folder in ("core", "runtime", "infra", "constructs", "k8s"):
     source_root = str(Path(__file__).resolve().parent / folder)
     if source_root not in sys.path:
         sys.path.insert(0, source_root)

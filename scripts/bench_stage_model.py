@@ -66,7 +66,7 @@ def _bench(shards: Annotated[int, typer.Option(metavar="N")] = 4,
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
 
-    from hyperpod_dpd import staging
+    from hyperpod_dpd import model_folder, staging
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
@@ -75,7 +75,7 @@ def _bench(shards: Annotated[int, typer.Option(metavar="N")] = 4,
         s3 = boto3.client("s3", endpoint_url=f"http://localhost:{port}", region_name="us-east-1")
         with tempfile.TemporaryDirectory() as tmp:
             src = make_model(Path(tmp), shards, shard_mib)
-            files = staging.scan_model_dir(src)
+            files = model_folder.scan_model_dir(src)
             total = sum(f.size for f in files)
             print(f"{len(files)} files, {total / 2**20:.0f} MiB, local S3 at http://localhost:{port} (moto)")
 
@@ -89,7 +89,7 @@ def _bench(shards: Annotated[int, typer.Option(metavar="N")] = 4,
 
             def stage() -> tuple[float, int]:
                 start = time.perf_counter()
-                checked = staging.checksum_all(files)
+                checked = model_folder.checksum_all(files)
                 planned = staging.plan(s3, "bench-stage", "m/", checked)
                 staging.upload(s3, "bench-stage", planned)
                 staging.write_manifest(s3, "bench-stage", "m/", checked)

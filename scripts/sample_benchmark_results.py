@@ -12,8 +12,8 @@ What it does, step by step, the way ``hyperpod-dpd bench`` does it on a cluster:
 1. synthesizes the config's manifests (``python -m hyperpod_k8s.main``, into a temp folder) and reads the benchmark
    Jobs from them; ``--only`` picks runs by name as ``bench --only`` does (default: two equal-GPU shapes of the
    default config, one above and one below the routing threshold, at concurrency 8 and 16);
-2. runs each Job's runner (``core/hyperpod_core/bench_runner.py``) with the Job's own ``BENCH_*`` environment, except
-   where a cluster is needed: the endpoint is ``tests/cli/bench_server.py``'s local OpenAI-compatible streaming
+2. runs each Job's runner (``runtime/hyperpod_runtime/bench_runner.py``) with the Job's own ``BENCH_*`` environment,
+   except where a cluster is needed: the endpoint is ``tests/cli/bench_server.py``'s local OpenAI-compatible streaming
    server (one per mode, latencies shaped per role; numbers say nothing about GPUs), the tokenizer a word-level one
    built offline, and the stop conditions are ``--max-requests`` requests or one minute;
 3. collects each run as ``bench`` does (``hyperpod_dpd.commands.bench``: the runner's pod-log lines decoded, then
@@ -47,7 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "docs" / "sample-benchmark-report"
 RAW = SAMPLE / "raw"
 BENCH_PY = REPO / ".bench-venv" / "bin" / "python"
-RUNNER = REPO / "core" / "hyperpod_core" / "bench_runner.py"
+RUNNER = REPO / "runtime" / "hyperpod_runtime" / "bench_runner.py"
 #: The default selection: ``<mode>-<scenario>-c<N>`` of the default config's Jobs (shell patterns, as bench --only).
 DEFAULT_RUNS = ("*-long-in-short-out-c8", "*-long-in-short-out-c16", "*-short-in-short-out-c8",
                 "*-short-in-short-out-c16")

@@ -22,8 +22,7 @@ from typing import Any
 import pytest
 from tests.matrix import DEFAULT_CONFIG_PATH, MATRIX_NAMES
 
-from hyperpod_core import pins
-from hyperpod_core import sizing as facts
+from hyperpod_core import fit, instances, pins
 from hyperpod_core.config import EKS_UNSUPPORTED_AZ_IDS, Config
 
 # --- published data ---------------------------------------------------------------------------------------
@@ -308,16 +307,16 @@ def test_the_instance_table_holds_the_published_p5_shape() -> None:
     (shared/reference/deploy-facts.md, "Compute": ml.p5.48xlarge 192 vCPUs, 96 cores; 2,048 GiB per
     p5/p5e/p5en node; EC2 accelerated-computing specifications: 8 GPUs)."""
     for instance_type in ("ml.p5.48xlarge", "ml.p5e.48xlarge", "ml.p5en.48xlarge"):
-        row = facts.INSTANCE_FACTS[instance_type]
+        row = instances.INSTANCE_FACTS[instance_type]
         assert (row.vcpus, row.cores, row.memory_gib, row.gpus) == (192, 96, 2048, 8), instance_type
-    assert facts.node_budget("ml.p5.48xlarge", 1).cpus == 96  # ThreadsPerCore 1 exposes the 96 cores
+    assert fit.node_budget("ml.p5.48xlarge", 1).cpus == 96  # ThreadsPerCore 1 exposes the 96 cores
 
 
 def test_worker_requests_fit_the_nodes_they_select(deployment) -> None:
     """Pod requests <= node allocatable minus what runs there first (deploy-facts.md, "Compute"): CPUs are
     vCPUs x ThreadsPerCore / 2 of the instance (EC2 specifications and CPU options, ``ThreadsPerCore`` read
     from the HyperPod template), minus ``kubeReserved`` (awslabs/amazon-eks-ami nodeadm formula) and the
-    reservations of ``hyperpod_core.sizing.RESERVATIONS``: DaemonSets (the operator's v3.3 image cache included),
+    reservations of ``hyperpod_core.fit.RESERVATIONS``: DaemonSets (the operator's v3.3 image cache included),
     the router pod, the sidecars of each model pod, and with ``TieredStorageConfig`` on, the share of memory its
     daemon takes (SageMaker API ClusterTieredStorageConfig, ``InstanceMemoryAllocationPercentage``)."""
     (cluster,) = [r for t in deployment.templates.values() for r in t["Resources"].values()
@@ -329,9 +328,9 @@ def test_worker_requests_fit_the_nodes_they_select(deployment) -> None:
         nodes = _groups_for(deployment, instance_type, s.get("nodeSelector") or {})
         gpus = int(requests["nvidia.com/gpu"])
         for g in nodes:
-            budget = facts.node_budget(instance_type, int(g["ThreadsPerCore"]))
-            pods = facts.INSTANCE_FACTS[instance_type].gpus // gpus
-            (node_cpu, node_mem), (pod_cpu, pod_mem) = facts.reserved("node"), facts.reserved("worker")
+            budget = fit.node_budget(instance_type, int(g["ThreadsPerCore"]))
+            pods = instances.INSTANCE_FACTS[instance_type].gpus // gpus
+            (node_cpu, node_mem), (pod_cpu, pod_mem) = fit.reserved("node"), fit.reserved("worker")
             cpu = pods * (_quantity_millis(requests["cpu"]) + pod_cpu) + node_cpu
             mem = (pods * (_quantity_mib(requests["memory"]) + pod_mem) + node_mem
                    + budget.memory_mib * tiered_percent // 100)
@@ -369,7 +368,7 @@ def test_the_daemonset_budget_covers_the_published_agent_requests() -> None:
     four node pods, which publish none, of at least 500m and 1 GiB each."""
     cpu = sum(row[1] for row in PUBLISHED_AGENT_REQUESTS)
     mem = sum(row[2] for row in PUBLISHED_AGENT_REQUESTS)
-    (agents,) = [r for r in facts.RESERVATIONS if r.name.startswith("DaemonSets of the pinned")]
+    (agents,) = [r for r in fit.RESERVATIONS if r.name.startswith("DaemonSets of the pinned")]
     assert agents.cpu_millis - cpu >= 4 * 500, f"{agents.cpu_millis}m budget, {cpu}m published"
     assert agents.memory_mib - mem >= 4 * 1024, f"{agents.memory_mib}Mi budget, {mem}Mi published"
 
@@ -1003,12 +1002,12 @@ def test_workers_request_at_most_90_percent_of_their_node(deployment) -> None:
                 f"{name} {role} on {g['InstanceGroupName']}: {pods} x {requests['memory']} > 90 % of {memory_gib}Gi")
 
 
-#: GPU memory per GPU (GiB as the datasheets' "GB" are binary HBM sizes): EC2 P5 page (p5 640 GB for 8 H100; p5e and
-#: p5en 1128 GB for 8 H200), EC2 P6 page (p6-b200 1440 GB for 8 B200), NVIDIA datasheets (H100 SXM 80 GB, H200 141 GB,
-#: B200 180 GB); B300: 288 GB HBM3e of which HyperPod's MIG table gives a pod 269 (aws/sagemaker-hyperpod-cli).
+#: GPU memory per GPU in GiB as the driver reports it (``nvidia-smi`` ``memory.total``, MiB / 1024): H100 80GB HBM3
+#: 81,559 MiB (NVIDIA/nccl#1264), H200 143,771 MiB (NVIDIA/cuda-samples#311), B200 183,359 MiB
+#: (NVIDIA/TensorRT-LLM#10278), B300 275,040 MiB (NVIDIA AIConfigurator ``systems/b300_sxm.yaml``).
 PUBLISHED_GPU_MEMORY_GIB: dict[str, float] = {
-    "ml.p5.48xlarge": 640 / 8, "ml.p5e.48xlarge": 1128 / 8, "ml.p5en.48xlarge": 1128 / 8,
-    "ml.p6-b200.48xlarge": 1440 / 8, "ml.p6-b300.48xlarge": 269}
+    "ml.p5.48xlarge": 81_559 / 1024, "ml.p5e.48xlarge": 143_771 / 1024, "ml.p5en.48xlarge": 143_771 / 1024,
+    "ml.p6-b200.48xlarge": 183_359 / 1024, "ml.p6-b300.48xlarge": 275_040 / 1024}
 
 
 def _flag(args: list[str], flag: str) -> str | None:
@@ -1035,7 +1034,7 @@ def test_vllm_share_and_pd_buffer_fit_the_gpu(deployment) -> None:
         utilization = float(_flag([*spec["worker"]["args"], *(s.get("args") or [])], "--gpu-memory-utilization")
                             or 0.9)  # vLLM's default
         gpu = PUBLISHED_GPU_MEMORY_GIB[instance_type]
-        used = utilization * gpu + int(env["PD_BUFFER_SIZE"]) / (1 << 30) + facts.GPU_RUNTIME_MARGIN_GIB
+        used = utilization * gpu + int(env["PD_BUFFER_SIZE"]) / (1 << 30) + fit.GPU_RUNTIME_MARGIN_GIB
         assert used <= gpu + 1e-9, f"{name} {role}: {utilization} x {gpu} GiB + buffer + margin = {used:.1f} GiB"
         checked += 1
     assert checked >= 2

@@ -1,18 +1,21 @@
 """The arrows between our packages point one way (README "Layout"), checked on the source with an AST walk of
-every module, so an import inside a function (a lazy import) counts too:
+every module, so an import inside a function (a lazy import) or under ``if TYPE_CHECKING`` counts too:
 
     app.py            -> core, infra
     hyperpod_mainjob  -> core, infra, k8s
-    hyperpod_dpd      -> core, analysis      (runs the main job as a subprocess, by module name)
-    hyperpod_analysis -> core
-    hyperpod_k8s      -> core
-    hyperpod_infra    -> core, constructs
-    hyperpod_constructs -> nothing of ours   (its Lambda handlers' hyperpod_core imports are bundled, see below)
+    hyperpod_dpd      -> core, analysis, runtime  (runs the main job as a subprocess, by module name; sweep runs
+                                                   the janitor's logic)
+    hyperpod_analysis -> core, runtime       (the report reads the benchmark runner's pod-log format)
+    hyperpod_k8s      -> core, runtime       (the benchmark chart ships the runner's source in a ConfigMap)
+    hyperpod_infra    -> core, constructs    (its bundler finds the runtime modules a handler imports on disk)
+    hyperpod_constructs -> nothing of ours   (its Lambda handlers import only runtime modules, bundled beside them)
     hyperpod_core     -> nothing but itself
+    hyperpod_runtime  -> nothing but itself
 
-``hyperpod_core`` is plain Python: no CDK, cdk8s, constructs, Typer, Rich or Kubernetes client; boto3/botocore
-only in the modules that run where boto3 is all there is (the Lambda-side cleanup and EKS client, the
-benchmark runner in its pod).
+``hyperpod_core`` is plain Python: no CDK, cdk8s, constructs, Typer, Rich or Kubernetes client, no boto3.
+``hyperpod_runtime`` runs in a Lambda function or the benchmark pod: the standard library and boto3/botocore (and
+urllib3, which botocore requires) only.
+And no import circle between two files anywhere (:func:`import_cycles`).
 """
 
 from __future__ import annotations
@@ -21,17 +24,19 @@ import ast
 import re
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
-from hyperpod_core.bundle import imported_by
+from hyperpod_infra.bundle import imported_by
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 #: Package -> its source folder.
 PACKAGES = {
     "hyperpod_core": REPO_ROOT / "core" / "hyperpod_core",
+    "hyperpod_runtime": REPO_ROOT / "runtime" / "hyperpod_runtime",
     "hyperpod_constructs": REPO_ROOT / "constructs" / "hyperpod_constructs",
     "hyperpod_infra": REPO_ROOT / "infra" / "hyperpod_infra",
     "hyperpod_k8s": REPO_ROOT / "k8s" / "hyperpod_k8s",
@@ -42,20 +47,20 @@ PACKAGES = {
 #: Which of our packages each may import (besides itself).
 ALLOWED = {
     "hyperpod_core": set(),
+    "hyperpod_runtime": set(),
     "hyperpod_constructs": set(),
     "hyperpod_infra": {"hyperpod_core", "hyperpod_constructs"},
-    "hyperpod_k8s": {"hyperpod_core"},
-    "hyperpod_analysis": {"hyperpod_core"},
-    "hyperpod_dpd": {"hyperpod_core", "hyperpod_analysis"},
+    "hyperpod_k8s": {"hyperpod_core", "hyperpod_runtime"},
+    "hyperpod_analysis": {"hyperpod_core", "hyperpod_runtime"},
+    "hyperpod_dpd": {"hyperpod_core", "hyperpod_analysis", "hyperpod_runtime"},
     "hyperpod_mainjob": {"hyperpod_core", "hyperpod_infra", "hyperpod_k8s"},
     "app": {"hyperpod_core", "hyperpod_infra"},
 }
-#: Third-party packages the core never imports: the apps' frameworks.
-NOT_IN_CORE = {"aws_cdk", "cdk8s", "cdk8s_plus_33", "constructs", "cdk_nag", "jsii", "typer", "rich", "kubernetes"}
-#: The core modules that may import boto3/botocore (they run where the runtime provides it).
-BOTO_IN_CORE = ("hyperpod_core.cleanup", "hyperpod_core.eks", "hyperpod_core.bench_runner",
-                "hyperpod_core.stack_status")
-#: The Lambda handlers that import core modules; ``hyperpod_core.bundle`` copies those into their assets.
+#: Third-party packages the core never imports: the apps' frameworks, and boto3 (the code that calls AWS where boto3
+#: is all there is lives in hyperpod_runtime; the command line has its own clients).
+NOT_IN_CORE = {"aws_cdk", "cdk8s", "cdk8s_plus_33", "constructs", "cdk_nag", "jsii", "typer", "rich", "kubernetes",
+               "boto3", "botocore"}
+#: The Lambda handlers that import runtime modules; ``hyperpod_infra.bundle`` copies those into their assets.
 BUNDLING_HANDLERS = (
     REPO_ROOT / "constructs" / "hyperpod_constructs" / "endpoint_janitor_handler" / "index.py",
     REPO_ROOT / "constructs" / "hyperpod_constructs" / "node_readiness_handler" / "index.py",
@@ -136,17 +141,40 @@ def test_app_py_imports_only_core_and_infra() -> None:
     assert ours == ALLOWED["app"]
 
 
-def test_the_core_imports_no_framework_and_boto3_only_where_the_runtime_has_it() -> None:
+def test_the_core_imports_no_framework_and_no_boto3() -> None:
     folder = PACKAGES["hyperpod_core"]
+    found = [f"{_module_name('hyperpod_core', folder, path)} imports {imported}"
+             for path in sorted(folder.rglob("*.py")) for imported in sorted(imported_modules(path))
+             if _top(imported) in NOT_IN_CORE]
+    assert found == []
+
+
+def runtime_violations(folder: Path) -> list[str]:
+    """``<module> imports <module>`` for every import of a runtime module that is neither the standard library,
+    boto3/botocore/urllib3 (:data:`LAMBDA_RUNTIME`) nor the runtime itself."""
     found = []
     for path in sorted(folder.rglob("*.py")):
-        module = _module_name("hyperpod_core", folder, path)
-        for imported in imported_modules(path):
+        for imported in sorted(imported_modules(path)):
             top = _top(imported)
-            boto_allowed = any(module == m or module.startswith(f"{m}.") for m in BOTO_IN_CORE)
-            if top in NOT_IN_CORE or (top in LAMBDA_RUNTIME and not boto_allowed):
-                found.append(f"{module} imports {imported}")
-    assert found == []
+            if top not in sys.stdlib_module_names and top not in LAMBDA_RUNTIME and top != folder.name:
+                found.append(f"{_module_name(folder.name, folder, path)} imports {imported}")
+    return found
+
+
+def test_the_runtime_needs_only_what_a_lambda_function_or_the_benchmark_pod_has() -> None:
+    """Every runtime module may be bundled into a Lambda asset or shipped into the benchmark pod: the standard
+    library, boto3/botocore and urllib3 (the Lambda Python runtime's; the runner's pod installs genai-bench[aws],
+    whose boto3 brings them) and the runtime itself, nothing else of ours or anyone's."""
+    assert runtime_violations(PACKAGES["hyperpod_runtime"]) == []
+
+
+def test_a_runtime_module_that_imports_the_core_is_reported(tmp_path: Path) -> None:
+    """Guards the rule above: the core is not on a Lambda's path."""
+    folder = tmp_path / "hyperpod_runtime"
+    folder.mkdir()
+    (folder / "ok.py").write_text("import json\nimport boto3\nfrom hyperpod_runtime.eks import kube\n")
+    (folder / "bad.py").write_text("def f():\n    from hyperpod_core.names import GROUP\n")
+    assert runtime_violations(folder) == ["hyperpod_runtime.bad imports hyperpod_core.names"]
 
 
 def test_building_the_cdk_app_loads_none_of_the_apps_above_it() -> None:
@@ -178,10 +206,10 @@ def test_an_upward_import_is_reported(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("handler", BUNDLING_HANDLERS, ids=lambda p: p.parent.name)
 def test_what_a_handler_bundles_needs_only_what_the_lambda_runtime_has(handler: Path) -> None:
-    """The handler and every module bundled beside it import only the standard library, boto3/botocore and
+    """The handler and every module bundled beside it import only the standard library, boto3/botocore/urllib3 and
     modules that are bundled too: the Python Lambda runtime has nothing else."""
     bundled = imported_by(handler)
-    assert any(rel.startswith("hyperpod_core/") for rel in bundled), "the handler bundles core modules"
+    assert any(rel.startswith("hyperpod_runtime/") for rel in bundled), "the handler bundles runtime modules"
     bundled_modules = {str(Path(rel).with_suffix("")).replace("/", ".").removesuffix(".__init__") for rel in bundled}
     own = {p.stem for p in handler.parent.glob("*.py")}
     found = []
@@ -194,13 +222,25 @@ def test_what_a_handler_bundles_needs_only_what_the_lambda_runtime_has(handler: 
     assert found == []
 
 
-def test_the_other_handlers_import_nothing_of_ours() -> None:
-    """A handler that is not bundled with core modules (its construct names none) must import none of ours:
-    its asset holds only its own folder. Every ``*_handler/index.py`` is either a bundling one or such."""
+def test_what_runs_in_a_lambda_or_a_pod_lives_in_the_runtime() -> None:
+    """Every module bundled beside a handler, and the runner the benchmark chart ships in a ConfigMap, is a runtime
+    module: the core holds none of the code that runs elsewhere."""
+    from hyperpod_k8s.benchmark.props import RUNNER_FILE
+
+    shipped = [RUNNER_FILE, *(path for h in BUNDLING_HANDLERS for path in imported_by(h).values())]
+    assert [str(p) for p in shipped if not p.resolve().is_relative_to(PACKAGES["hyperpod_runtime"])] == []
+    assert {p.name for p in shipped} >= {"bench_runner.py", "cleanup.py", "stack_status.py", "kube.py", "token.py"}
+
+
+def test_the_handlers_import_only_runtime_modules_of_ours() -> None:
+    """A bundling handler imports runtime modules only (what the bundler can put beside it); a handler that is not
+    bundled (its construct names none) imports none of ours: its asset holds only its own folder. Every
+    ``*_handler/*.py`` is either."""
     handlers = sorted((REPO_ROOT / "constructs" / "hyperpod_constructs").glob("*_handler/index.py"))
     assert set(BUNDLING_HANDLERS) <= set(handlers) and len(handlers) > len(BUNDLING_HANDLERS)
-    found = [f"{h.relative_to(REPO_ROOT)} imports {m}" for h in handlers if h not in BUNDLING_HANDLERS
-             for m in sorted(imported_modules(h)) if _top(m).startswith("hyperpod_")]
+    found = [f"{p.relative_to(REPO_ROOT)} imports {m}" for h in handlers for p in sorted(h.parent.glob("*.py"))
+             for m in sorted(imported_modules(p)) if _top(m).startswith("hyperpod_")
+             and (h not in BUNDLING_HANDLERS or _top(m) != "hyperpod_runtime")]
     assert found == []
 
 
@@ -210,7 +250,7 @@ def test_bundling_survives_the_ast_depth_bug_by_parsing_on_a_fresh_thread(monkey
     import ast
     import threading
 
-    from hyperpod_core import bundle
+    from hyperpod_infra import bundle
 
     handler = REPO_ROOT / "constructs" / "hyperpod_constructs" / "endpoint_janitor_handler" / "index.py"
     expected = bundle.imported_by(handler)
@@ -226,3 +266,109 @@ def test_bundling_survives_the_ast_depth_bug_by_parsing_on_a_fresh_thread(monkey
     monkeypatch.setattr(bundle.ast, "parse", flaky)
     assert bundle.imported_by(handler) == expected and expected
     assert refused, "every parse went through the retry"
+
+
+# --- no import circle between files ------------------------------------------------------------------------
+
+def _sources() -> dict[str, Path]:
+    """``{module name: file}`` of every module of our packages (``__init__`` as the package; the generated bindings
+    are not ours) and ``app``: the files whose imports make the graph."""
+    modules = {_module_name(package, folder, path): path for package, folder in PACKAGES.items()
+               for path in folder.rglob("*.py") if not path.is_relative_to(GENERATED_BINDINGS)}
+    return {**modules, "app": REPO_ROOT / "app.py"}
+
+
+def file_imports(path: Path, module: str, known: Iterable[str]) -> set[str]:
+    """The modules of ``known`` that ``path`` (module ``module``) imports, wherever the import sits (module level,
+    a function body, ``if TYPE_CHECKING``). ``from P import n`` names the module ``P.n`` when that is one, else ``P``
+    (its ``__init__``); ``import P.Q`` names ``P.Q``; relative imports are resolved from ``module``."""
+    known = set(known)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            candidates = [[a.name] for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, *([base] if base else [])])
+            candidates = [[f"{base}.{a.name}", base] for a in node.names]
+        else:
+            continue
+        for names in candidates:
+            for name in names:  # the first that is a module of ours, else its nearest package
+                while name and name not in known:
+                    name = name.rpartition(".")[0]
+                if name:
+                    if name != module:
+                        found.add(name)
+                    break
+    return found
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return sorted(cycles)
+
+
+def test_no_import_circle_between_files() -> None:
+    """STYLE "Layout": no import circle between files, counting lazy and ``TYPE_CHECKING`` imports: each names what
+    it needs from below it. A circle is reported with every import that ties it."""
+    sources = _sources()
+    graph = {m: file_imports(path, m, sources) for m, path in sources.items()}
+    cycles = import_cycles(graph)
+    assert [[f"{m} -> {', '.join(sorted(graph[m] & set(c)))}" for m in c] for c in cycles] == []
+
+
+def test_the_circle_finder_sees_lazy_and_type_checking_imports(tmp_path: Path) -> None:
+    """Guards the finder: a circle closed by an import inside a function or under ``if TYPE_CHECKING`` is one;
+    a package that imports its own modules is none (importing ``pkg.mod`` names ``pkg.mod``, not ``pkg``)."""
+    files = {"pkg/__init__.py": "from pkg.a import A\n", "pkg/a.py": "from pkg import b\nA = 1\n",
+             "pkg/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.c import C\n",
+             "pkg/c.py": "def f():\n    from pkg.a import A\n", "pkg/d.py": "from . import a\n"}
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    modules = {"pkg": "pkg/__init__.py", "pkg.a": "pkg/a.py", "pkg.b": "pkg/b.py", "pkg.c": "pkg/c.py",
+               "pkg.d": "pkg/d.py"}
+    graph = {m: file_imports(tmp_path / rel, m, modules) for m, rel in modules.items()}
+    assert graph["pkg.d"] == {"pkg.a"}
+    assert import_cycles(graph) == [["pkg.a", "pkg.b", "pkg.c"]]

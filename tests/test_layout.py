@@ -13,9 +13,9 @@ from hyperpod_core.errors import UsageError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: Container folder -> the one import package it holds (pyproject.toml's packages.find ``where``).
-PACKAGES = {"core": "hyperpod_core", "infra": "hyperpod_infra", "constructs": "hyperpod_constructs",
-            "k8s": "hyperpod_k8s", "cli": "hyperpod_dpd", "analysis": "hyperpod_analysis",
-            "mainjob": "hyperpod_mainjob"}
+PACKAGES = {"core": "hyperpod_core", "runtime": "hyperpod_runtime", "infra": "hyperpod_infra",
+            "constructs": "hyperpod_constructs", "k8s": "hyperpod_k8s", "cli": "hyperpod_dpd",
+            "analysis": "hyperpod_analysis", "mainjob": "hyperpod_mainjob"}
 
 
 def test_import_constructs_is_the_library_not_our_folder() -> None:

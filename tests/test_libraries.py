@@ -19,7 +19,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: Every folder of ours that holds code (the generated cdk8s bindings excluded: they call no AWS API).
-CODE = ("core", "infra", "constructs", "k8s", "cli", "analysis", "mainjob", "scripts")
+CODE = ("core", "runtime", "infra", "constructs", "k8s", "cli", "analysis", "mainjob", "scripts")
 GENERATED = REPO_ROOT / "k8s" / "hyperpod_k8s" / "imports"
 
 
@@ -142,10 +142,11 @@ def _runtime_imports(path: Path) -> set[str]:
 
 
 def _is_kube_layer(path: Path) -> bool:
-    """The command line's Kubernetes layer: ``hyperpod_dpd/kube.py``, or the modules it is split into
-    (``kube_*.py`` beside it, or a ``hyperpod_dpd/kube/`` package)."""
+    """The command line's Kubernetes layer: ``hyperpod_dpd/kube.py`` and ``kubeconfig.py`` (the context check and
+    the connection, split out of it), or further modules it is split into (``kube_*.py`` beside it, or a
+    ``hyperpod_dpd/kube/`` package)."""
     cli = REPO_ROOT / "cli" / "hyperpod_dpd"
-    return (path.parent == cli and (path.stem == "kube" or path.stem.startswith("kube_"))) or \
+    return (path.parent == cli and (path.stem in ("kube", "kubeconfig") or path.stem.startswith("kube_"))) or \
         path.is_relative_to(cli / "kube")
 
 
@@ -156,7 +157,7 @@ def kubernetes_importers(paths: list[Path]) -> list[str]:
 
 def test_one_kubernetes_access_layer_in_the_command_line() -> None:
     """Only ``hyperpod_dpd.kube`` builds clients of the official ``kubernetes`` package; ``bench`` and every other
-    command call Kubernetes through it (the Lambdas' small client, ``hyperpod_core.eks.kube``, says why it is not
+    command call Kubernetes through it (the Lambdas' small client, ``hyperpod_runtime.eks.kube``, says why it is not
     the official one)."""
     assert kubernetes_importers(_python_files()) == []
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from tests.matrix import MATRIX_CONFIGS, MATRIX_GROUP, MATRIX_NAMES, REPO_ROOT
 
-from hyperpod_core import sizing
+from hyperpod_core import instances
 from hyperpod_core.config import Config, load_config
 from hyperpod_core.config.types import default_control_plane_az_ids
 
@@ -183,19 +183,19 @@ def _hyperpod_offers() -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for region, schema in json.loads(data.read_text()).items():
         for instance_type in json.dumps(schema).split('"'):
-            if instance_type in sizing.DPD_INSTANCE_TYPES:
+            if instance_type in instances.DPD_INSTANCE_TYPES:
                 found.setdefault(instance_type, []).append(region)
     return found
 
 
-@pytest.mark.parametrize("instance_type", sizing.DPD_INSTANCE_TYPES)
+@pytest.mark.parametrize("instance_type", instances.DPD_INSTANCE_TYPES)
 def test_every_dpd_instance_type_is_offered_on_demand_or_needs_a_training_plan(instance_type: str) -> None:
-    """The config accepts ``sizing.DPD_INSTANCE_TYPES``. AWS's price list (cfn-lint's E3644 data) offers each for
+    """The config accepts ``instances.DPD_INSTANCE_TYPES``. AWS's price list (cfn-lint's E3644 data) offers each for
     HyperPod clusters on demand in some region, except the reserved-only ones (``RESERVED_ONLY_INSTANCE_TYPES``:
     no on-demand offer anywhere, while the SageMaker API's ClusterInstanceType and ReservedCapacityInstanceType
     enums list them), which the config accepts only with a training plan."""
     offered = bool(_hyperpod_offers().get(instance_type))
-    assert offered != (instance_type in sizing.RESERVED_ONLY_INSTANCE_TYPES), (instance_type, offered)
+    assert offered != (instance_type in instances.RESERVED_ONLY_INSTANCE_TYPES), (instance_type, offered)
 
 
 def test_a_reserved_only_type_needs_a_training_plan_and_then_lints_clean(default_config_dict: dict,

@@ -36,6 +36,7 @@ from hyperpod_core.errors import CommandFailed
 if TYPE_CHECKING:
     import boto3
     from botocore.config import Config as BotoConfig
+    from botocore.exceptions import ClientError
 
 
 def _retries() -> BotoConfig:
@@ -148,45 +149,50 @@ def explain(exc: BaseException, *, missing: str = "") -> Explained:
         return Explained(code="NoRegionError", message="no AWS region", kind="other",
                          fix="set the config's region (or AWS_DEFAULT_REGION)")
     if isinstance(exc, bx.ClientError):
-        err = exc.response.get("Error") or {}
-        status = int((exc.response.get("ResponseMetadata") or {}).get("HTTPStatusCode") or 0)
-        code = str(err.get("Code") or "") or (str(status) if status else "Unknown")
-        if code == "Unknown" and status:
-            code = str(status)
-        message, is_html = one_line(str(err.get("Message") or ""))
-        if is_html:
-            return Explained(code=code, message=f"an HTML page answered: {message}", html=True, kind="unreachable",
-                             fix="a proxy or load balancer answered instead of AWS: check HTTPS_PROXY, "
-                                 "AWS_ENDPOINT_URL and the network path to AWS")
-        if code in EXPIRED_CODES:
-            return Explained(code=code, message=message, kind="expired",
-                             fix="the session expired: aws sso login (or refresh the credentials of AWS_PROFILE)")
-        if code in INVALID_CREDENTIAL_CODES:
-            return Explained(code=code, message=message, kind="invalid-credentials",
-                             fix="these credentials are not valid here: check AWS_PROFILE/AWS_ACCESS_KEY_ID and "
-                                 "the region's partition (aws sts get-caller-identity)")
-        if code in DENIED_CODES or status == 403:
-            action = re.search(r"perform:? ([a-z0-9-]+:[A-Za-z0-9*]+)", message)
-            what = action[1] if action else f"the IAM action of {exc.operation_name}"
-            return Explained(code=code, message=message, kind="denied",
-                             fix=f"allow {what} for your IAM principal (or use a role that has it)")
-        if code in MISSING_CODES or status == 404 or (
-                code == "ValidationException" and _MISSING_MESSAGE.search(message)):
-            return Explained(code=code, message=message, kind="missing", fix=not_found_fix)
-        if code in THROTTLED_CODES or status == 429:
-            return Explained(code=code, message=message, kind="throttled",
-                             fix="AWS throttled the calls after 5 attempts: run it again in a minute")
-        if code in SERVICE_CODES or status >= 500:
-            return Explained(code=code, message=message or f"HTTP {status}", kind="service",
-                             fix="an AWS-side error: run it again; if it persists, check the AWS Health Dashboard")
-        if code == "OptInRequired":
-            return Explained(code=code, message=message, kind="denied",
-                             fix="enable the region (or subscribe to the service) for the account first")
-        return Explained(code=code, message=message, kind="other", fix="")
+        return _client_error(exc, not_found_fix)
     if isinstance(exc, bx.BotoCoreError):
         return Explained(code=type(exc).__name__, message=one_line(str(exc))[0], kind="other", fix="")
     return Explained(code=type(exc).__name__, message=one_line(str(exc) or type(exc).__name__)[0], kind="other",
                      fix="")
+
+
+def _client_error(exc: ClientError, not_found_fix: str) -> Explained:
+    """:func:`explain` of an error the service answered: by its code, else its HTTP status."""
+    err = exc.response.get("Error") or {}
+    status = int((exc.response.get("ResponseMetadata") or {}).get("HTTPStatusCode") or 0)
+    code = str(err.get("Code") or "") or (str(status) if status else "Unknown")
+    if code == "Unknown" and status:
+        code = str(status)
+    message, is_html = one_line(str(err.get("Message") or ""))
+    if is_html:
+        return Explained(code=code, message=f"an HTML page answered: {message}", html=True, kind="unreachable",
+                         fix="a proxy or load balancer answered instead of AWS: check HTTPS_PROXY, "
+                             "AWS_ENDPOINT_URL and the network path to AWS")
+    if code in EXPIRED_CODES:
+        return Explained(code=code, message=message, kind="expired",
+                         fix="the session expired: aws sso login (or refresh the credentials of AWS_PROFILE)")
+    if code in INVALID_CREDENTIAL_CODES:
+        return Explained(code=code, message=message, kind="invalid-credentials",
+                         fix="these credentials are not valid here: check AWS_PROFILE/AWS_ACCESS_KEY_ID and "
+                             "the region's partition (aws sts get-caller-identity)")
+    if code in DENIED_CODES or status == 403:
+        action = re.search(r"perform:? ([a-z0-9-]+:[A-Za-z0-9*]+)", message)
+        what = action[1] if action else f"the IAM action of {exc.operation_name}"
+        return Explained(code=code, message=message, kind="denied",
+                         fix=f"allow {what} for your IAM principal (or use a role that has it)")
+    if code in MISSING_CODES or status == 404 or (
+            code == "ValidationException" and _MISSING_MESSAGE.search(message)):
+        return Explained(code=code, message=message, kind="missing", fix=not_found_fix)
+    if code in THROTTLED_CODES or status == 429:
+        return Explained(code=code, message=message, kind="throttled",
+                         fix="AWS throttled the calls after 5 attempts: run it again in a minute")
+    if code in SERVICE_CODES or status >= 500:
+        return Explained(code=code, message=message or f"HTTP {status}", kind="service",
+                         fix="an AWS-side error: run it again; if it persists, check the AWS Health Dashboard")
+    if code == "OptInRequired":
+        return Explained(code=code, message=message, kind="denied",
+                         fix="enable the region (or subscribe to the service) for the account first")
+    return Explained(code=code, message=message, kind="other", fix="")
 
 
 def client(service: str, region: str, session: boto3.Session | None = None) -> Any:

@@ -3,7 +3,7 @@
 Cluster and bucket names come from the ``cdk deploy --outputs-file`` file of the environment when it exists
 (output IDs of :mod:`hyperpod_core.outputs`, read with :func:`hyperpod_core.inputs.read_outputs_file`), else from
 the config, which names both clusters itself. The outputs file's ``EksApiEndpoint`` is the one Kubernetes API
-server these commands talk to (:mod:`hyperpod_dpd.kube`: any other kubeconfig context is refused).
+server these commands talk to (:mod:`hyperpod_dpd.kubeconfig`: any other kubeconfig context is refused).
 
 The region rule: a deployment lives in one region, its *home* (:func:`home_region`: the outputs file's ``Region``
 when the file exists, else the config's ``region``). Stack names, and so every name derived from ``name``, are
@@ -31,7 +31,8 @@ from hyperpod_core.names import EndpointNames
 if TYPE_CHECKING:  # the Kubernetes client loads when a command connects, not for --help
     from kubernetes.client import ApiClient
 
-    from hyperpod_dpd.kube import ClusterIdentity, Kube, KubeContext
+    from hyperpod_dpd.kube import Kube
+    from hyperpod_dpd.kubeconfig import ClusterIdentity, KubeContext
 
 KubeconfigOption = Annotated[str | None, typer.Option(
     "--kubeconfig", metavar="PATH", help="kubeconfig file (default $KUBECONFIG or ~/.kube/config).",
@@ -58,7 +59,7 @@ class Deployment:
 
     @property
     def identity(self) -> ClusterIdentity:
-        from hyperpod_dpd.kube import ClusterIdentity
+        from hyperpod_dpd.kubeconfig import ClusterIdentity
 
         return ClusterIdentity(name=self.eks_cluster, region=self.region, endpoint=self.eks_endpoint,
                                arn=self.eks_cluster_arn,
@@ -66,18 +67,18 @@ class Deployment:
                                else f"no outputs file ({self.env.outputs_file})")
 
     def check_context(self, kubeconfig: str | None, context: str | None) -> KubeContext | None:
-        """Refuse a kubeconfig context of another cluster (:func:`hyperpod_dpd.kube.check_context`)."""
-        from hyperpod_dpd.kube import check_context
+        """Refuse a kubeconfig context of another cluster (:func:`hyperpod_dpd.kubeconfig.check_context`)."""
+        from hyperpod_dpd.kubeconfig import check_context
 
         return check_context(kubeconfig, context, self.identity)
 
     def api_client(self, kubeconfig: str | None, context: str | None) -> ApiClient:
-        from hyperpod_dpd.kube import api_client
+        from hyperpod_dpd.kubeconfig import api_client
 
         return api_client(kubeconfig, context, self.identity)
 
     def kube(self, kubeconfig: str | None, context: str | None) -> Kube:
-        from hyperpod_dpd.kube import connect
+        from hyperpod_dpd.kubeconfig import connect
 
         return connect(kubeconfig, context, self.identity)
 
@@ -126,7 +127,7 @@ def load(config: str | None, env: str | None, *, region: str | None = None,
 
     arn = eks_cluster_arn(c, found, str(e.outputs_file))
     return Deployment(
-        env=e, names=EndpointNames.of(c), region=region or c.region,
+        env=e, names=EndpointNames.of(c.endpoint), region=region or c.region,
         eks_cluster=out(outputs.EKS_CLUSTER_NAME) or c.eks.cluster_name,
         hyperpod_cluster=out(outputs.HYPERPOD_CLUSTER_NAME) or c.hyperpod.cluster_name,
         tls_bucket=out(outputs.TLS_BUCKET_NAME),

@@ -363,78 +363,94 @@ def efa_findings(role: Literal["prefill", "decode"], lines: list[str], *,
     ``model_skew``: the roles run different ``--model`` values (``status`` found it), which is then the cause a full
     receive buffer and recomputed prompts point at (:func:`alloc_finding`).
     """
-    findings: list[Finding] = []
-    expected = EXPECTED_PD_ROLE[role]
     setups = worker_setups(lines)
+    findings = _setup_findings(role, setups)
+    findings += [_missing_plugin_finding(backend) for backend in sorted(missing_plugins(lines))]
+    rates = rank_rates(lines, side="receiver" if role == "decode" else "sender")
+    on_ucx = bool(setups) and EFA_BACKEND not in {b for s in setups for b in s.transport}
+    findings += _transport_findings(setups, rates, on_ucx=on_ucx)
+    if role == "decode":
+        findings += _receiver_findings(rates, lines, on_ucx=on_ucx, pd_buffer_size_bytes=pd_buffer_size_bytes,
+                                       model_skew=model_skew)
+    return findings
+
+
+def _setup_findings(role: Literal["prefill", "decode"], setups: list[WorkerSetup]) -> list[Finding]:
+    """The ranks' LMCache set-up: P/D on, and each rank in the role its pool needs (:data:`EXPECTED_PD_ROLE`)."""
+    expected = EXPECTED_PD_ROLE[role]
     if not setups:
-        findings.append(Finding(
+        return [Finding(
             severity="warn", signature="no 'LMCache Configuration' line",
             meaning=f"the {role} log read holds no LMCache start-up line: its pd_role and NIXL transport are unknown",
             fix=f"read the pod's whole log ('hyperpod-dpd logs {role} --tail 100000 --signatures') or restart it "
-                "so the engine logs its set-up again"))
-    else:
-        disabled = [s for s in setups if s.enable_pd is False]
-        wrong = [s for s in setups if s.pd_role != expected]
-        ranks = ", ".join(_rank_name(s.rank) for s in (disabled or wrong))
-        if disabled:
-            findings.append(Finding(
-                severity="error", signature="'enable_pd': False",
-                meaning=f"LMCache P/D is off on the {role} pod ({ranks}): the KV cache never moves between pools",
-                fix="the operator turns it on with pdSpec: check that the applied InferenceEndpointConfig has "
-                    "spec.pdSpec (kubectl get inferenceendpointconfig -o yaml) and re-apply the -dpd manifest"))
-        elif wrong:
-            roles = sorted({str(s.pd_role) for s in wrong})
-            findings.append(Finding(
-                severity="error", signature=f"'pd_role': {', '.join(map(repr, roles))}",
-                meaning=f"the {role} pod's engines are set up as {', '.join(roles)}, not '{expected}' ({ranks})",
-                fix="a prefill worker must be the sender, a decode worker the receiver (AWS DPD troubleshooting); "
-                    "check pdSpec and the pod's dpd-role label, then re-apply the -dpd manifest"))
-        else:
-            findings.append(Finding(severity="ok", signature=f"'pd_role': '{expected}'",
-                                    meaning=f"{len(setups)} rank(s) set up as the {expected}"))
-    for backend in sorted(missing_plugins(lines)):
-        findings.append(_missing_plugin_finding(backend))
+                "so the engine logs its set-up again")]
+    disabled = [s for s in setups if s.enable_pd is False]
+    wrong = [s for s in setups if s.pd_role != expected]
+    ranks = ", ".join(_rank_name(s.rank) for s in (disabled or wrong))
+    if disabled:
+        return [Finding(
+            severity="error", signature="'enable_pd': False",
+            meaning=f"LMCache P/D is off on the {role} pod ({ranks}): the KV cache never moves between pools",
+            fix="the operator turns it on with pdSpec: check that the applied InferenceEndpointConfig has "
+                "spec.pdSpec (kubectl get inferenceendpointconfig -o yaml) and re-apply the -dpd manifest")]
+    if wrong:
+        roles = sorted({str(s.pd_role) for s in wrong})
+        return [Finding(
+            severity="error", signature=f"'pd_role': {', '.join(map(repr, roles))}",
+            meaning=f"the {role} pod's engines are set up as {', '.join(roles)}, not '{expected}' ({ranks})",
+            fix="a prefill worker must be the sender, a decode worker the receiver (AWS DPD troubleshooting); "
+                "check pdSpec and the pod's dpd-role label, then re-apply the -dpd manifest")]
+    return [Finding(severity="ok", signature=f"'pd_role': '{expected}'",
+                    meaning=f"{len(setups)} rank(s) set up as the {expected}")]
 
-    rates = rank_rates(lines, side="receiver" if role == "decode" else "sender")
-    transports = {b for s in setups for b in s.transport}
-    on_ucx = bool(setups) and EFA_BACKEND not in transports
-    slow = [r for r in rates if r.min_gbps is not None and r.min_gbps < EFA_MIN_GBPS]
-    empty = sum(r.empty for r in rates)
-    moved = [r for r in rates if r.min_gbps is not None]
+
+def _transport_findings(setups: list[WorkerSetup], rates: list[RankRate], *, on_ucx: bool) -> list[Finding]:
+    """The NIXL transport the ranks set up: libfabric (EFA), or UCX, which the rates then judge."""
     if setups and not on_ucx:
-        findings.append(Finding(severity="ok", signature=f"NIXL {EFA_BACKEND}",
-                                meaning="the KV transport is libfabric, the EFA provider"))
-    elif on_ucx:
-        where = "" if any(s.nixl_backends for s in setups) else " (LMCache's default: nixl_backends unset)"
-        severity: Severity
-        if slow or empty:
-            severity, why = "error", "the transfers show it (below the EFA line, or recomputed)"
-        elif not moved:
-            severity, why = "error", "and no transfer in this log shows that it works"
-        else:
-            floor = min(r.min_gbps or 0.0 for r in moved)
-            severity, why = "warn", f"it moves KV at >= {floor:g} GB/s here, but fails the EFA handshake elsewhere"
+        return [Finding(severity="ok", signature=f"NIXL {EFA_BACKEND}",
+                        meaning="the KV transport is libfabric, the EFA provider")]
+    if not on_ucx:
+        return []
+    transports = {b for s in setups for b in s.transport}
+    slow = [r for r in rates if r.min_gbps is not None and r.min_gbps < EFA_MIN_GBPS]
+    moved = [r for r in rates if r.min_gbps is not None]
+    where = "" if any(s.nixl_backends for s in setups) else " (LMCache's default: nixl_backends unset)"
+    severity: Severity
+    if slow or sum(r.empty for r in rates):
+        severity, why = "error", "the transfers show it (below the EFA line, or recomputed)"
+    elif not moved:
+        severity, why = "error", "and no transfer in this log shows that it works"
+    else:
+        floor = min(r.min_gbps or 0.0 for r in moved)
+        severity, why = "warn", f"it moves KV at >= {floor:g} GB/s here, but fails the EFA handshake elsewhere"
+    return [Finding(severity=severity, signature=f"NIXL {'+'.join(sorted(transports))}{where}",
+                    meaning=f"the KV transport is UCX, not libfabric: {why}", fix=LIBFABRIC_FIX)]
+
+
+def _receiver_findings(rates: list[RankRate], lines: list[str], *, on_ucx: bool, pd_buffer_size_bytes: int | None,
+                       model_skew: bool) -> list[Finding]:
+    """The decoder's ranks: each one below the EFA line, else the floor they all clear; ``Retrieved 0 out of N``
+    with its likely cause, or a full receive buffer when the roles run different models."""
+    findings: list[Finding] = []
+    slow = [r for r in rates if r.min_gbps is not None and r.min_gbps < EFA_MIN_GBPS]
+    moved = [r for r in rates if r.min_gbps is not None]
+    empty = sum(r.empty for r in rates)
+    for r in slow:
         findings.append(Finding(
-            severity=severity, signature=f"NIXL {'+'.join(sorted(transports))}{where}",
-            meaning=f"the KV transport is UCX, not libfabric: {why}",
-            fix=LIBFABRIC_FIX))
-    if role == "decode":
-        for r in slow:
-            findings.append(Finding(
-                severity="error", signature=f"{_rank_name(r.rank)}: {r.min_gbps:g} GB/s",
-                meaning=f"{_rank_name(r.rank)} received KV below {EFA_MIN_GBPS:g} GB/s: not over EFA RDMA",
-                fix=(LIBFABRIC_FIX if on_ucx else
-                     "check that the pod got vpc.amazonaws.com/efa devices, the EFA device plugin runs on the node, "
-                     "and both pools sit in one AZ behind the EFA security group")))
-        if moved and not slow:
-            floor = min(r.min_gbps or 0.0 for r in moved)
-            findings.append(Finding(severity="ok", signature=f"{len(moved)} rank(s) >= {floor:g} GB/s",
-                                    meaning=f"every rank received KV above the {EFA_MIN_GBPS:g} GB/s EFA line"))
-        if empty:
-            findings.append(_empty_retrieval_finding(empty, lines, on_ucx=on_ucx,
-                                                     pd_buffer_size_bytes=pd_buffer_size_bytes, model_skew=model_skew))
-        elif model_skew and allocation_failures(lines):
-            findings.append(alloc_finding(model_skew=True))
+            severity="error", signature=f"{_rank_name(r.rank)}: {r.min_gbps:g} GB/s",
+            meaning=f"{_rank_name(r.rank)} received KV below {EFA_MIN_GBPS:g} GB/s: not over EFA RDMA",
+            fix=(LIBFABRIC_FIX if on_ucx else
+                 "check that the pod got vpc.amazonaws.com/efa devices, the EFA device plugin runs on the node, "
+                 "and both pools sit in one AZ behind the EFA security group")))
+    if moved and not slow:
+        floor = min(r.min_gbps or 0.0 for r in moved)
+        findings.append(Finding(severity="ok", signature=f"{len(moved)} rank(s) >= {floor:g} GB/s",
+                                meaning=f"every rank received KV above the {EFA_MIN_GBPS:g} GB/s EFA line"))
+    if empty:
+        findings.append(_empty_retrieval_finding(empty, lines, on_ucx=on_ucx,
+                                                 pd_buffer_size_bytes=pd_buffer_size_bytes, model_skew=model_skew))
+    elif model_skew and allocation_failures(lines):
+        findings.append(alloc_finding(model_skew=True))
     return findings
 
 

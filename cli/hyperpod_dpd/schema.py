@@ -27,7 +27,7 @@ COMMITTED = paths.CHECKOUT / "config" / "schema.json" if paths.CHECKOUT else Non
 #: ``docs/config.md``, the reference page generated with it (:func:`render_docs`).
 DOCS = paths.CHECKOUT / "docs" / "config.md" if paths.CHECKOUT else None
 
-#: Models whose fields are merged with per-role defaults before validation (config/model.py ``_merge_defaults``):
+#: Models whose fields are merged with per-role defaults before validation (config/section.py ``merge_defaults``):
 #: a user's mapping may name any subset of their fields, so none is required in the file.
 _MERGED_WITH_DEFAULTS = ("RoleConfig", "RoleAutoscalingConfig")
 #: Fields a config may leave ``null`` (or out): the model fills them from ``name`` and ``region`` before

@@ -25,34 +25,27 @@ Facts (``/work/shared/reference/operations.md``, "Model staging"):
 * ``aws s3 sync`` compares size and mtime only; here an object is skipped only when its size *and* its
   CRC64NVME (returned by ``HeadObject`` with ``ChecksumMode=ENABLED``) match the local file.
 
-A manifest of SHA-256 (the digest Hugging Face records for every LFS file) and CRC64NVME per file is written
-beside the weights as :data:`MANIFEST_NAME`, last, so its presence means the upload completed. ``--verify`` compares
-every object with it (size and the CRC64NVME S3 stores, printed), checks that the manifest's digest is the revision
-its prefix names, and lists the objects under the prefix that it does not name (the S3 CSI mount shows them to vLLM
-too).
+The manifest of the files (:mod:`hyperpod_dpd.model_folder`) is written beside the weights as
+:data:`~hyperpod_dpd.model_folder.MANIFEST_NAME`, last, so its presence means the upload completed
+(:mod:`hyperpod_dpd.staging_verify` checks S3 against it).
 """
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import hashlib
-import json
-import queue
-import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import Any, Literal
 
 from botocore.exceptions import ClientError
 
-from hyperpod_core.errors import CommandFailed, UsageError
+from hyperpod_core.errors import CommandFailed
+from hyperpod_dpd.model_folder import MANIFEST_NAME, MIB, LocalFile, manifest_body, read_range
+from hyperpod_dpd.work_pool import run_pool
 
-MIB = 1024 * 1024
-MANIFEST_NAME = "hyperpod-dpd-manifest.json"
 #: Large parts for multi-GB shards: 64 MiB keeps a 5 GB shard at 80 parts (s3transfer default: 8 MiB, 600).
 PART_SIZE = 64 * MIB
 MAX_CONCURRENCY = 16
@@ -63,20 +56,8 @@ MAX_PARTS = 10_000
 #: ``AbortIncompleteMultipartUploads``, hyperpod_constructs.model_bucket; tests/cli/test_stage_model.py compares the
 #: synthesized template): what is said when the bucket's own rule cannot be read.
 STACK_ABORT_DAYS = 7
-_READ = 8 * MIB
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json", "tiktoken.model")
 
 Action = Literal["upload", "skip", "conflict"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class LocalFile:
-    rel: str
-    path: Path
-    size: int
-    sha256: str = ""
-    crc64nvme: str = ""
-    """Base64 of the big-endian CRC64NVME, the form S3 uses in ``ChecksumCRC64NVME``."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,115 +85,8 @@ class PlannedFile:
     resume: Resume | None = None
 
 
-# --- the folder -------------------------------------------------------------------------------------------
-
-def scan_model_dir(src: Path) -> list[LocalFile]:
-    """Every file of a Hugging Face model folder, after checking it is one (config, tokenizer, all shards)."""
-    if not src.is_dir():
-        raise UsageError(f"SRC must be a Hugging Face model folder, got {str(src)!r} (not a folder)")
-    what = f"SRC {str(src)!r} is not a Hugging Face model folder"
-    config = src / "config.json"
-    if not config.is_file():
-        raise UsageError(f"{what}: config.json missing")
-    try:
-        json.loads(config.read_text())
-    except (OSError, ValueError):
-        raise UsageError(f"{what}: config.json is not valid JSON") from None
-    if not any((src / name).is_file() for name in TOKENIZER_FILES):
-        raise UsageError(f"{what}: no tokenizer (one of {', '.join(TOKENIZER_FILES)})")
-    index = src / "model.safetensors.index.json"
-    if index.is_file():
-        try:
-            shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            raise UsageError(f"{what}: model.safetensors.index.json has no weight_map") from None
-        missing = [s for s in shards if not (src / s).is_file()]
-        if missing:
-            raise UsageError(f"{what}: {len(missing)} of {len(shards)} shards named by model.safetensors.index.json "
-                             f"missing ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})")
-    elif not (src / "model.safetensors").is_file():
-        raise UsageError(f"{what}: no model.safetensors and no model.safetensors.index.json")
-    files = []
-    for path in sorted(src.rglob("*")):
-        rel = path.relative_to(src)
-        if path.is_file() and not any(part.startswith(".") for part in rel.parts) and rel.name != MANIFEST_NAME:
-            files.append(LocalFile(rel=rel.as_posix(), path=path, size=path.stat().st_size))
-    return files
 
 
-def _b64(crc: int) -> str:
-    return base64.b64encode(crc.to_bytes(8, "big")).decode()
-
-
-class Stopped(Exception):
-    """The work was stopped (interrupted) before it finished."""
-
-
-def checksum(f: LocalFile, progress: Callable[[int], None] | None = None,
-             stop: threading.Event | None = None) -> LocalFile:
-    """``f`` with its SHA-256 and CRC64NVME, from one read of the file."""
-    from awscrt import checksums
-
-    sha, crc = hashlib.sha256(), 0
-    with f.path.open("rb") as fh:
-        while chunk := fh.read(_READ):
-            if stop is not None and stop.is_set():
-                raise Stopped(f.rel)
-            sha.update(chunk)
-            crc = checksums.crc64nvme(chunk, crc)
-            if progress is not None:
-                progress(len(chunk))
-    return LocalFile(rel=f.rel, path=f.path, size=f.size, sha256=sha.hexdigest(), crc64nvme=_b64(crc))
-
-
-def checksum_all(files: list[LocalFile], progress: Callable[[int], None] | None = None,
-                 workers: int = 4) -> list[LocalFile]:
-    """Checksums of every file, several files at a time (hashlib and the CRT release the GIL). On an interrupt the
-    workers stop at their next chunk (daemon threads: the process does not wait for a file to finish)."""
-    stop = threading.Event()
-    return run_pool([partial(checksum, f, progress, stop) for f in files], workers, stop)
-
-
-def run_pool(tasks: list[Callable[[], Any]], workers: int, stop: threading.Event) -> list[Any]:
-    """Run ``tasks`` on ``workers`` daemon threads; their results in order. The first failure (or an interrupt of
-    the calling thread) sets ``stop`` and is raised; tasks not started then never start."""
-    todo: queue.Queue[tuple[int, Callable[[], Any]]] = queue.Queue()
-    for item in enumerate(tasks):
-        todo.put(item)
-    done: queue.Queue[tuple[int, Any, BaseException | None]] = queue.Queue()
-
-    def work() -> None:
-        while not stop.is_set():
-            try:
-                i, task = todo.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                done.put((i, task(), None))
-            except BaseException as exc:  # handed to the calling thread
-                done.put((i, None, exc))
-
-    for _ in range(min(workers, len(tasks))):
-        threading.Thread(target=work, daemon=True).start()
-    results: list[Any] = [None] * len(tasks)
-    try:
-        for _ in tasks:
-            while True:
-                try:
-                    i, value, error = done.get(timeout=0.2)  # a timeout keeps the thread interruptible
-                    break
-                except queue.Empty:
-                    continue
-            if error is not None:
-                raise error
-            results[i] = value
-    except BaseException:
-        stop.set()
-        raise
-    return results
-
-
-# --- S3 ------------------------------------------------------------------------------------------------------
 
 def key_of(prefix: str, rel: str) -> str:
     return f"{prefix}{rel}"
@@ -301,20 +175,6 @@ def list_parts(s3: Any, bucket: str, key: str, upload_id: str) -> list[dict[str,
     return parts
 
 
-def _read_range(path: Path, offset: int, length: int) -> tuple[str, str]:
-    """CRC64NVME (base64, as S3 gives it) and MD5 (hex) of ``length`` bytes of ``path`` from ``offset``."""
-    from awscrt import checksums
-
-    crc, md5 = 0, hashlib.md5(usedforsecurity=False)
-    with path.open("rb") as fh:
-        fh.seek(offset)
-        left = length
-        while left > 0 and (chunk := fh.read(min(_READ, left))):
-            crc = checksums.crc64nvme(chunk, crc)
-            md5.update(chunk)
-            left -= len(chunk)
-    return _b64(crc), md5.hexdigest()
-
 
 def find_resume(s3: Any, bucket: str, key: str, f: LocalFile, uploads: list[dict[str, Any]]) -> Resume | None:
     """The newest incomplete upload of ``key`` this command can finish (created with a full-object CRC64NVME, as
@@ -342,7 +202,7 @@ def find_resume(s3: Any, bucket: str, key: str, f: LocalFile, uploads: list[dict
         length = min(part_size, f.size - offset)
         if length <= 0 or int(part["Size"]) != length:
             continue
-        crc, md5 = _read_range(f.path, offset, length)
+        crc, md5 = read_range(f.path, offset, length)
         listed_crc = part.get("ChecksumCRC64NVME")
         if (listed_crc == crc) if listed_crc else str(part.get("ETag", "")).strip('"') == md5:
             verified[n] = {"ETag": str(part["ETag"]), "ChecksumCRC64NVME": crc}
@@ -391,91 +251,13 @@ def upload(s3: Any, bucket: str, planned: list[PlannedFile], progress: Callable[
     parts (:data:`MAX_CONCURRENCY` in flight over all files), resuming an interrupted upload where S3 holds one.
     Each object carries its full-object CRC64NVME, which S3 checks. On an interrupt (Ctrl-C) the workers stop after
     their current part, nothing is aborted, and :class:`Interrupted` tells what S3 holds."""
-    from s3transfer.utils import ReadFileChunk
-
     state = state or Progress()
     todo = [p for p in planned if p.action != "skip"]
     state.total_bytes = bytes_to_upload(planned)
-    lock = state.lock
-    parts_of: dict[str, dict[int, dict[str, str]]] = {}
-    left: dict[str, int] = {}
-    stop = threading.Event()
-
-    def advanced(n: int) -> None:
-        with lock:
-            state.done_bytes += n
-        if progress is not None:
-            progress(n)
-
-    def put(p: PlannedFile) -> None:
-        with ReadFileChunk.from_filename(str(p.file.path), 0, p.file.size) as body:
-            try:
-                s3.put_object(Bucket=bucket, Key=p.key, Body=body, ChecksumCRC64NVME=p.file.crc64nvme,
-                              Metadata={"sha256": p.file.sha256})
-            except ClientError as exc:
-                raise _access_denied(bucket, p.key, exc) from None
-        advanced(p.file.size)
-        with lock:
-            state.files_done += 1
-
-    def complete(p: PlannedFile, upload_id: str) -> None:
-        parts = [{"PartNumber": n, **meta} for n, meta in sorted(parts_of[p.key].items())]
-        try:
-            s3.complete_multipart_upload(Bucket=bucket, Key=p.key, UploadId=upload_id,
-                                         MultipartUpload={"Parts": parts}, ChecksumCRC64NVME=p.file.crc64nvme,
-                                         ChecksumType="FULL_OBJECT")
-        except ClientError as exc:
-            raise _access_denied(bucket, p.key, exc) from None
-        with lock:
-            state.files_done += 1
-            state.started.pop(p.key, None)
-
-    def part(p: PlannedFile, upload_id: str, part_size: int, n: int) -> None:
-        offset = (n - 1) * part_size
-        length = min(part_size, p.file.size - offset)
-        with ReadFileChunk.from_filename(str(p.file.path), offset, length) as body:
-            try:
-                response = s3.upload_part(Bucket=bucket, Key=p.key, UploadId=upload_id, PartNumber=n, Body=body,
-                                          ChecksumAlgorithm="CRC64NVME")
-            except ClientError as exc:
-                raise _access_denied(bucket, p.key, exc) from None
-        meta = {"ETag": str(response["ETag"])}
-        if response.get("ChecksumCRC64NVME"):
-            meta["ChecksumCRC64NVME"] = str(response["ChecksumCRC64NVME"])
-        advanced(length)
-        with lock:
-            parts_of[p.key][n] = meta
-            left[p.key] -= 1
-            last = left[p.key] == 0
-        if last and not stop.is_set():  # interrupted: the upload stays incomplete, to be resumed
-            complete(p, upload_id)
-
-    tasks: list[Callable[[], Any]] = []
-    for p in todo:
-        if p.file.size < PART_SIZE:
-            tasks.append(partial(put, p))
-            continue
-        if p.resume is not None:
-            upload_id, part_size = p.resume.upload_id, p.resume.part_size
-            parts_of[p.key] = dict(p.resume.parts)
-        else:
-            try:
-                created = s3.create_multipart_upload(Bucket=bucket, Key=p.key, ChecksumAlgorithm="CRC64NVME",
-                                                     ChecksumType="FULL_OBJECT")
-            except ClientError as exc:
-                raise _access_denied(bucket, p.key, exc) from None
-            upload_id, part_size = created["UploadId"], PART_SIZE
-            parts_of[p.key] = {}
-            if created.get("AbortDate"):
-                state.abort_date, state.abort_rule = created["AbortDate"], str(created.get("AbortRuleId", ""))
-        state.started[p.key] = upload_id
-        numbers = [n for n in range(1, -(-p.file.size // part_size) + 1) if n not in parts_of[p.key]]
-        left[p.key] = len(numbers)
-        if not numbers:  # every part was already there: only the completion was missing
-            tasks.append(partial(complete, p, upload_id))
-        tasks += [partial(part, p, upload_id, part_size, n) for n in numbers]
+    run = _Upload(s3, bucket, state, progress)
+    tasks = [task for p in todo for task in run.tasks(p)]
     try:
-        run_pool(tasks, MAX_CONCURRENCY, stop)
+        run_pool(tasks, MAX_CONCURRENCY, run.stop)
     except KeyboardInterrupt:
         raise Interrupted(state) from None
     for p in todo:  # S3 verified the checksum on write; read back what it stored
@@ -483,6 +265,101 @@ def upload(s3: Any, bucket: str, planned: list[PlannedFile], progress: Callable[
         if head is None or not same_content(p.file, head):
             raise CommandFailed(f"s3://{bucket}/{p.key}: stored size/CRC64NVME differ from the local file")
     return state
+
+
+class _Upload:
+    """One :func:`upload`: its tasks (a ``PutObject``, an ``UploadPart``, a ``CompleteMultipartUpload``) and what
+    they share: the parts done per key, the parts left, the progress and the stop signal."""
+
+    def __init__(self, s3: Any, bucket: str, state: Progress, progress: Callable[[int], None] | None) -> None:
+        self.s3, self.bucket, self.state, self.progress = s3, bucket, state, progress
+        self.parts_of: dict[str, dict[int, dict[str, str]]] = {}
+        self.left: dict[str, int] = {}
+        self.stop = threading.Event()
+
+    def tasks(self, p: PlannedFile) -> list[Callable[[], Any]]:
+        """One ``PutObject`` below :data:`PART_SIZE`; else the parts S3 does not hold yet of the file's multipart upload
+        (resumed, or created here), or only its completion when S3 holds them all."""
+        if p.file.size < PART_SIZE:
+            return [partial(self.put, p)]
+        if p.resume is not None:
+            upload_id, part_size = p.resume.upload_id, p.resume.part_size
+            self.parts_of[p.key] = dict(p.resume.parts)
+        else:
+            upload_id, part_size = self.create(p), PART_SIZE
+        self.state.started[p.key] = upload_id
+        numbers = [n for n in range(1, -(-p.file.size // part_size) + 1) if n not in self.parts_of[p.key]]
+        self.left[p.key] = len(numbers)
+        tasks: list[Callable[[], Any]] = []
+        if not numbers:  # every part was already there: only the completion was missing
+            tasks.append(partial(self.complete, p, upload_id))
+        return tasks + [partial(self.part, p, upload_id, part_size, n) for n in numbers]
+
+    def create(self, p: PlannedFile) -> Any:
+        """A new multipart upload of ``p`` with a full-object CRC64NVME; its upload id."""
+        try:
+            created = self.s3.create_multipart_upload(Bucket=self.bucket, Key=p.key, ChecksumAlgorithm="CRC64NVME",
+                                                      ChecksumType="FULL_OBJECT")
+        except ClientError as exc:
+            raise _access_denied(self.bucket, p.key, exc) from None
+        self.parts_of[p.key] = {}
+        if created.get("AbortDate"):
+            self.state.abort_date, self.state.abort_rule = created["AbortDate"], str(created.get("AbortRuleId", ""))
+        return created["UploadId"]
+
+    def advanced(self, n: int) -> None:
+        with self.state.lock:
+            self.state.done_bytes += n
+        if self.progress is not None:
+            self.progress(n)
+
+    def put(self, p: PlannedFile) -> None:
+        from s3transfer.utils import ReadFileChunk
+
+        with ReadFileChunk.from_filename(str(p.file.path), 0, p.file.size) as body:
+            try:
+                self.s3.put_object(Bucket=self.bucket, Key=p.key, Body=body, ChecksumCRC64NVME=p.file.crc64nvme,
+                                   Metadata={"sha256": p.file.sha256})
+            except ClientError as exc:
+                raise _access_denied(self.bucket, p.key, exc) from None
+        self.advanced(p.file.size)
+        with self.state.lock:
+            self.state.files_done += 1
+
+    def complete(self, p: PlannedFile, upload_id: str) -> None:
+        parts = [{"PartNumber": n, **meta} for n, meta in sorted(self.parts_of[p.key].items())]
+        try:
+            self.s3.complete_multipart_upload(Bucket=self.bucket, Key=p.key, UploadId=upload_id,
+                                              MultipartUpload={"Parts": parts}, ChecksumCRC64NVME=p.file.crc64nvme,
+                                              ChecksumType="FULL_OBJECT")
+        except ClientError as exc:
+            raise _access_denied(self.bucket, p.key, exc) from None
+        with self.state.lock:
+            self.state.files_done += 1
+            self.state.started.pop(p.key, None)
+
+    def part(self, p: PlannedFile, upload_id: str, part_size: int, n: int) -> None:
+        """Part ``n``; the last part of the file completes its upload (unless the upload was stopped)."""
+        from s3transfer.utils import ReadFileChunk
+
+        offset = (n - 1) * part_size
+        length = min(part_size, p.file.size - offset)
+        with ReadFileChunk.from_filename(str(p.file.path), offset, length) as body:
+            try:
+                response = self.s3.upload_part(Bucket=self.bucket, Key=p.key, UploadId=upload_id, PartNumber=n,
+                                               Body=body, ChecksumAlgorithm="CRC64NVME")
+            except ClientError as exc:
+                raise _access_denied(self.bucket, p.key, exc) from None
+        meta = {"ETag": str(response["ETag"])}
+        if response.get("ChecksumCRC64NVME"):
+            meta["ChecksumCRC64NVME"] = str(response["ChecksumCRC64NVME"])
+        self.advanced(length)
+        with self.state.lock:
+            self.parts_of[p.key][n] = meta
+            self.left[p.key] -= 1
+            last = self.left[p.key] == 0
+        if last and not self.stop.is_set():  # interrupted: the upload stays incomplete, to be resumed
+            self.complete(p, upload_id)
 
 
 def abort_rule_days(s3: Any, bucket: str, prefix: str) -> tuple[int, str] | None:
@@ -500,15 +377,6 @@ def abort_rule_days(s3: Any, bucket: str, prefix: str) -> tuple[int, str] | None
     return None
 
 
-def manifest(files: list[LocalFile]) -> dict[str, Any]:
-    return {"format": 1, "files": {f.rel: {"size": f.size, "sha256": f.sha256, "crc64nvme": f.crc64nvme}
-                                   for f in sorted(files, key=lambda f: f.rel)}}
-
-
-def manifest_body(files: list[LocalFile]) -> bytes:
-    """The manifest object's bytes (deterministic: the same files give the same bytes, hence the same digest)."""
-    return (json.dumps(manifest(files), indent=2) + "\n").encode()
-
 
 def write_manifest(s3: Any, bucket: str, prefix: str, files: list[LocalFile]) -> tuple[str, bool]:
     """The manifest object under ``prefix`` (its SHA-256 in the object's metadata); ``(key, written)``: an object of
@@ -525,83 +393,3 @@ def write_manifest(s3: Any, bucket: str, prefix: str, files: list[LocalFile]) ->
     except ClientError as exc:
         raise _access_denied(bucket, key, exc) from None
     return key, True
-
-
-def staged_revisions(s3: Any, bucket: str, s3_prefix: str) -> list[str]:
-    """The revisions staged under ``s3_prefix``: its ``sha256-<16 hex>/`` folders that hold a manifest, sorted."""
-    from hyperpod_core.staged_model import REVISION_HEX, REVISION_PREFIX
-
-    pattern = re.compile(rf"^{re.escape(REVISION_PREFIX)}[0-9a-f]{{{REVISION_HEX}}}$")
-    found: list[str] = []
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=s3_prefix, Delimiter="/"):
-        for common in page.get("CommonPrefixes", []):
-            name = str(common["Prefix"])[len(s3_prefix):].rstrip("/")
-            if pattern.fullmatch(name) and remote_state(s3, bucket, key_of(f"{s3_prefix}{name}/", MANIFEST_NAME)):
-                found.append(name)
-    return sorted(found)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Verified:
-    rel: str
-    ok: bool
-    detail: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class Verification:
-    files: list[Verified]
-    """Every file of the manifest against the object S3 holds."""
-    extra: list[tuple[str, int]]
-    """``(key, size)`` of the objects under the prefix the manifest does not name."""
-    manifest_body: bytes = b""
-    """The manifest object's bytes as S3 holds them (their digest is the staged weights' revision)."""
-
-
-def _stored(head: dict[str, Any]) -> str:
-    crc = head.get("ChecksumCRC64NVME")
-    kind = head.get("ChecksumType")
-    if crc:
-        return f"CRC64NVME {crc}" + (f" ({kind.lower().replace('_', '-')})" if kind else "")
-    sha = (head.get("Metadata") or {}).get("sha256")
-    return "no CRC64NVME stored" + (f", SHA-256 {sha[:16]}... in its metadata" if sha else "")
-
-
-def verify(s3: Any, bucket: str, prefix: str, revision: str | None = None) -> Verification:
-    """Every file of the manifest against what S3 stores (size, full-object CRC64NVME and the recorded SHA-256),
-    each with the checksum S3 holds; and the objects under the prefix that the manifest does not name. With
-    ``revision`` (a content-addressed prefix), the manifest's own digest must be that revision: a manifest of other
-    weights under it is a failure, not a match."""
-    from hyperpod_core.staged_model import revision_of
-
-    key = key_of(prefix, MANIFEST_NAME)
-    try:
-        body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-    except ClientError as exc:
-        code = str(exc.response.get("Error", {}).get("Code", ""))
-        if code in ("NoSuchKey", "404"):
-            raise CommandFailed(f"no manifest at s3://{bucket}/{key} (stage the model first)") from None
-        raise
-    if revision is not None and revision_of(body) != revision:
-        raise CommandFailed(f"s3://{bucket}/{key} is the manifest of revision {revision_of(body)}, not of {revision} "
-                            "its prefix names: the objects under it are not that revision's; stage the model again")
-    files = json.loads(body)["files"]
-    out = []
-    for rel, want in sorted(files.items()):
-        head = remote_state(s3, bucket, key_of(prefix, rel))
-        f = LocalFile(rel=rel, path=Path(rel), size=want["size"], sha256=want["sha256"], crc64nvme=want["crc64nvme"])
-        if head is None:
-            out.append(Verified(rel=rel, ok=False, detail="missing"))
-        elif not same_content(f, head):
-            out.append(Verified(rel=rel, ok=False, detail=f"differs: S3 holds {head.get('ContentLength')} bytes, "
-                                                         f"{_stored(head)}; the manifest says {want['size']} bytes, "
-                                                         f"CRC64NVME {want['crc64nvme']}"))
-        elif head.get("Metadata", {}).get("sha256") not in (None, want["sha256"]):
-            out.append(Verified(rel=rel, ok=False, detail="recorded SHA-256 differs from the manifest"))
-        else:
-            out.append(Verified(rel=rel, ok=True, detail=f"{want['size']} bytes, {_stored(head)}"))
-    named = {key_of(prefix, rel) for rel in files} | {key}
-    extra: list[tuple[str, int]] = []
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-        extra += [(o["Key"], int(o.get("Size", 0))) for o in page.get("Contents", []) if o["Key"] not in named]
-    return Verification(files=out, extra=sorted(extra), manifest_body=body)

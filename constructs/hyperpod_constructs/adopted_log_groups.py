@@ -86,7 +86,7 @@ class AdoptedLogGroupsProps:
 
     bundled_modules: Mapping[str, Path]
     """Modules the handler imports, copied beside it: ``{path inside the asset: source file}`` (the stack-status
-    check, ``hyperpod_core.bundle.imported_by(HANDLER_DIR / "index.py")``). Required: the handler folder holds
+    check, ``hyperpod_infra.bundle.imported_by(HANDLER_DIR / "index.py")``). Required: the handler folder holds
     only the entry point."""
     log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
     """Retention of the handler's and the provider's own log groups. Default: one month."""

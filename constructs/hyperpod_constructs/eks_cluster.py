@@ -59,7 +59,7 @@ class EksClusterProps:
     pod_identity_agent: AddonVersion
     log_group_handler_modules: Mapping[str, Path]
     """What the control-plane log group's handler bundles (:attr:`AdoptedLogGroupsProps.bundled_modules`:
-    ``hyperpod_core.bundle.imported_by(adopted_log_groups.HANDLER_DIR / "index.py")``)."""
+    ``hyperpod_infra.bundle.imported_by(adopted_log_groups.HANDLER_DIR / "index.py")``)."""
     system_instance_type: str = "m7i.xlarge"
     system_desired_size: int = 2
     """Default: 2 nodes (one per control-plane AZ), so system pods are never Pending without GPU nodes."""

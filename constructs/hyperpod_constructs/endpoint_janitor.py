@@ -95,7 +95,7 @@ class EndpointJanitorProps:
     """Retention of the janitor's log groups (handlers and provider framework). Default: one month."""
     bundled_modules: Mapping[str, Path]
     """Modules the handler imports, copied beside it: ``{path inside the asset: source file}`` (the cleanup
-    logic and the EKS client, ``hyperpod_core.bundle.imported_by(HANDLER_DIR / "index.py")``). Required: the
+    logic and the EKS client, ``hyperpod_infra.bundle.imported_by(HANDLER_DIR / "index.py")``). Required: the
     handler folder holds only the entry point."""
 
 
@@ -122,7 +122,7 @@ class EndpointJanitor(Construct):
 
     Create and Update do nothing. A Delete cleans up only while the stack is being deleted (or a failed first
     create rolls back): the handler reads the stack's status (``cloudformation:DescribeStacks`` on this stack
-    only; ``hyperpod_core.stack_status``). A Delete CloudFormation sends during an update (the janitor removed
+    only; ``hyperpod_runtime.stack_status``). A Delete CloudFormation sends during an update (the janitor removed
     from the template or replaced, a failed update that added it rolled back) logs what it skips and succeeds,
     deleting nothing. The custom resource's logical ID is pinned (:data:`LOGICAL_ID`), so no refactor turns
     into such a Delete either.

@@ -8,7 +8,7 @@ constructs have always used (``<Id>Logs``, ``Provider``, ``ProviderLogs``, ``Res
 contract, so there is no extra nesting level.
 
 Handler code: :func:`handler_code` copies a handler folder, the modules it imports from elsewhere (``{path
-inside the asset: source file}``, e.g. ``hyperpod_core.bundle.imported_by(...)``) and pure-Python
+inside the asset: source file}``, e.g. ``hyperpod_infra.bundle.imported_by(...)``) and pure-Python
 distributions from the installed environment (:func:`distribution_files`) into one folder named after the
 SHA-256 of what it holds, so the same content is staged once and the asset hash is a function of the content.
 The folders live in a private folder of the synthesizing process under the temp folder (0.2-1.4 MB), removed

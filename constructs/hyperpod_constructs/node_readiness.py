@@ -73,7 +73,7 @@ class NodeReadinessProps:
     """Default: one month."""
     bundled_modules: Mapping[str, Path]
     """Modules the handler imports, copied beside it: ``{path inside the asset: source file}`` (the EKS
-    client, ``hyperpod_core.bundle.imported_by(HANDLER_DIR / "index.py")``). Required: the handler folder holds
+    client, ``hyperpod_infra.bundle.imported_by(HANDLER_DIR / "index.py")``). Required: the handler folder holds
     only the entry point."""
 
 

@@ -1,4 +1,7 @@
-"""Reading a synthesized cloud assembly (``cdk.out/``): what ``cdk deploy --app <cdk.out>`` will need."""
+"""Reading a synthesized cloud assembly (``cdk.out/``): what ``cdk deploy --app <cdk.out>`` will need.
+
+Two edges read it: the main job (its next steps) and the command line (``deploy``, ``preflight``); the command line
+runs the main job as a child process and imports none of it, so the one copy lives here, below both."""
 
 from __future__ import annotations
 

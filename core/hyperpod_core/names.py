@@ -32,10 +32,7 @@ Pods are read through their Deployment's own label selector, never by a name pre
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Literal
-
-if TYPE_CHECKING:  # names stays standard-library only (scripts/admin-principal-arn runs it without the venv)
-    from hyperpod_core.config import Config
+from typing import Final, Literal, Protocol
 
 #: An IAM role or user ARN (IAM User Guide, "IAM identifiers": path and name of at most 512 characters of
 #: ``[A-Za-z0-9+=,.@_/-]``), written so that CloudFormation's AllowedPattern (the cluster stack's
@@ -75,6 +72,16 @@ NODE_HEALTH_TAINT_KEY: Final = "sagemaker.amazonaws.com/node-health-status"
 NODE_HEALTH_UNSCHEDULABLE: Final = "Unschedulable"
 
 
+class NamedEndpoint(Protocol):
+    """What the names derive from: an endpoint's ``name`` and ``namespace`` (the config's ``endpoint`` section)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def namespace(self) -> str: ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class EndpointNames:
     """The operator's object names for the endpoint ``name`` in ``namespace``."""
@@ -83,8 +90,8 @@ class EndpointNames:
     namespace: str
 
     @classmethod
-    def of(cls, config: Config) -> EndpointNames:
-        return cls(name=config.endpoint.name, namespace=config.endpoint.namespace)
+    def of(cls, endpoint: NamedEndpoint) -> EndpointNames:
+        return cls(name=endpoint.name, namespace=endpoint.namespace)
 
     def role_deployment(self, role: Role) -> str:
         """The operator's Deployment of one DPD role, in :attr:`namespace`: ``prefill-<iec>`` / ``decode-<iec>``

@@ -27,7 +27,7 @@ from hyperpod_constructs.hyperpod_resiliency_charts import ResiliencyChart
 from hyperpod_constructs.model_bucket import ModelBucketProps
 from hyperpod_constructs.node_readiness import NodeRequirement
 from hyperpod_constructs.service_timeouts import ServiceTimeouts
-from hyperpod_core import artifacts, bundle, pins
+from hyperpod_core import artifacts, pins
 from hyperpod_core.config import Config
 from hyperpod_core.errors import CommandFailed
 from hyperpod_core.names import DEPLOYMENT_TAG, EndpointNames
@@ -37,6 +37,7 @@ from hyperpod_core.telemetry.collection import metrics_provider
 from hyperpod_core.telemetry.dashboards import dashboards
 from hyperpod_core.telemetry.notices import notices
 from hyperpod_core.telemetry.render import render, to_json_text
+from hyperpod_infra import bundle
 from hyperpod_infra.nag import add_nag, write_findings_report
 from hyperpod_infra.stacks.cluster_stack import ClusterStack, ClusterStackProps
 from hyperpod_infra.stacks.hyperpod_stack import HyperPodStack, HyperPodStackProps, InstanceGroupSpec
@@ -136,7 +137,7 @@ def _benchmark_client(config: Config) -> BenchmarkClientSpec:
     bucket, _, prefix = uri.removeprefix("s3://").partition("/") if uri else (None, "", "")
     # The runner writes <prefix>/<mode>/<run>/<file> with the prefix's slashes stripped (benchmark/runner.py).
     return BenchmarkClientSpec(namespace=config.endpoint.namespace,
-                               service_account=EndpointNames.of(config).benchmark_resource,
+                               service_account=EndpointNames.of(config.endpoint).benchmark_resource,
                                results_bucket=bucket, results_prefix=prefix.strip("/"))
 
 
@@ -248,7 +249,7 @@ def _hyperpod_stack(app: cdk.App, config: Config, network: NetworkStack, cluster
         log_retention=retention(config.eks.log_retention_days),
         tiered_storage_memory_percent=config.tiered_storage_percent(),
         # Every group's nodes wait for the instance store: every DPD instance type has one
-        # (sizing.INSTANCE_STORES), and the config accepts no other type for a group.
+        # (instances.INSTANCE_STORES), and the config accepts no other type for a group.
         weights_cache=config.resolved_model_cache().weights_cache)
     return _stack(HyperPodStack, app, config, "HyperPod", "hyperpod", props=props,
                   description="lifecycle scripts, execution role, HyperPod cluster with P5 instance groups")

@@ -52,6 +52,7 @@ from hyperpod_infra.cdk_cli import cli_context
 from hyperpod_k8s.endpoint.props import cold_start_notes, limit_notes
 from hyperpod_k8s.main import synth as synth_manifests
 from hyperpod_mainjob import summary
+from hyperpod_mainjob.lint_worker import SETTINGS_FILE
 
 #: What the main job needs a checkout for (cdk.json's feature flags, .cfnlintrc.yaml, the chart and CRD copies
 #: set-up fetched); named in the one-line error when run from an installed wheel.
@@ -133,7 +134,7 @@ def lint_cache() -> Path | None:
 
 def cfn_lint_settings() -> Path:
     """The checkout's ``.cfnlintrc.yaml``: the settings every cfn-lint run of the templates uses."""
-    return paths.checkout(NEEDS_CHECKOUT) / ".cfnlintrc.yaml"
+    return paths.checkout(NEEDS_CHECKOUT) / SETTINGS_FILE
 
 
 class CfnLint:

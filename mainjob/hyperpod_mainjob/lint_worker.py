@@ -18,14 +18,19 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from cfnlint.config import ConfigMixIn
-from cfnlint.runner import Runner
-
 #: Processes that lint (the worker and its forks): the templates are split between them by size.
 FORKS = 2
+#: The settings every cfn-lint run of the templates uses (the main job's, the summary's own), at the root of the
+#: checkout.
+SETTINGS_FILE = ".cfnlintrc.yaml"
 
 
 def main() -> int:
+    # Here, not at module level: the main job and its summary import SETTINGS_FILE from this module, and cfn-lint's
+    # import (about 0.37 s, python -X importtime) belongs in this child, where it overlaps the synth.
+    from cfnlint.config import ConfigMixIn
+    from cfnlint.runner import Runner
+
     rc_file, region = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory() as tmp:
         warm = Path(tmp) / "warm.json"

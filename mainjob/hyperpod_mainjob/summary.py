@@ -17,7 +17,9 @@ from typing import Annotated
 import typer
 import yaml
 
+from hyperpod_core import paths
 from hyperpod_core.errors import guarded, run_app
+from hyperpod_mainjob.lint_worker import SETTINGS_FILE
 
 
 def _stacks(cdk_out: Path) -> dict[str, collections.Counter[str]]:
@@ -33,11 +35,10 @@ def _stacks(cdk_out: Path) -> dict[str, collections.Counter[str]]:
 
 
 def _cfn_lint(cdk_out: Path) -> tuple[int, str]:
-    from hyperpod_mainjob.job import cfn_lint_settings
-
+    settings = paths.checkout("python -m hyperpod_mainjob.summary") / SETTINGS_FILE
     templates = sorted(str(p) for p in cdk_out.glob("*.template.json"))
     lint = Path(sys.executable).with_name("cfn-lint")
-    result = subprocess.run([str(lint), "--config-file", str(cfn_lint_settings()), "--", *templates],
+    result = subprocess.run([str(lint), "--config-file", str(settings), "--", *templates],
                             capture_output=True, text=True, check=False)
     return result.returncode, result.stdout.strip()
 

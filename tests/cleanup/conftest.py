@@ -10,7 +10,7 @@ import pytest
 from janitor_fakes import REGION, FakeClock, FakeKubeApi, self_signed_certificate, served_over_https
 from stack_fakes import stack_in_status
 
-from hyperpod_core.eks.kube import HttpsTransport, KubeClient
+from hyperpod_runtime.eks.kube import HttpsTransport, KubeClient
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from hyperpod_core.eks.kube import GROUP, VERSION, Response
+from hyperpod_runtime.eks.kube import GROUP, VERSION, Response
 
 REGION = "us-west-2"
 ACCOUNT = "123456789012"  # moto's default account

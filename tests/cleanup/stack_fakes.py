@@ -1,5 +1,5 @@
 """A CloudFormation stack in a chosen status, in moto, for the handlers whose Delete acts only while their stack
-is being deleted (``hyperpod_core.stack_status``).
+is being deleted (``hyperpod_runtime.stack_status``).
 
 moto's CloudFormation creates a stack in ``CREATE_COMPLETE`` and has no API that holds one in an ``*_IN_PROGRESS``
 status, so :func:`set_stack_status` sets the status on moto's backend object (``moto.cloudformation.models.Stack.
@@ -16,7 +16,7 @@ from typing import Any
 TEMPLATE = json.dumps({"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}})
 #: What CloudFormation's stack is in while it sends a Delete that is part of an update: a replaced or removed
 #: resource is deleted after the update, in UPDATE_COMPLETE_CLEANUP_IN_PROGRESS, a failed update's new resources in
-#: UPDATE_ROLLBACK_COMPLETE_CLEANUP_IN_PROGRESS (the sources are in ``hyperpod_core.stack_status``).
+#: UPDATE_ROLLBACK_COMPLETE_CLEANUP_IN_PROGRESS (the sources are in ``hyperpod_runtime.stack_status``).
 UPDATE_STATUSES = ("UPDATE_IN_PROGRESS", "UPDATE_ROLLBACK_IN_PROGRESS", "UPDATE_ROLLBACK_COMPLETE_CLEANUP_IN_PROGRESS",
                    "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS")
 #: The stack is going away: being deleted, or a failed first create rolling back (User Guide, "Stack status codes").

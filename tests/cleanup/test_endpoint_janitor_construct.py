@@ -20,7 +20,7 @@ from hyperpod_constructs.endpoint_janitor import (
     EndpointJanitor,
     EndpointJanitorProps,
 )
-from hyperpod_core.bundle import imported_by
+from hyperpod_infra.bundle import imported_by
 
 #: What the platform stack bundles: the modules the handler imports.
 BUNDLED = imported_by(HANDLER_DIR / "index.py")

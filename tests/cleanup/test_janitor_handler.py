@@ -14,9 +14,9 @@ from stack_fakes import DELETE_STATUSES, UPDATE_STATUSES, set_stack_status
 
 from aws_faults import fail_first
 from hyperpod_constructs.endpoint_janitor_handler import index
-from hyperpod_core.cleanup import THROTTLING_CODES, Janitor
-from hyperpod_core.eks.kube import KubeClient, Response
-from hyperpod_core.stack_status import StackStatusRefused
+from hyperpod_runtime.cleanup import THROTTLING_CODES, Janitor
+from hyperpod_runtime.eks.kube import KubeClient, Response
+from hyperpod_runtime.stack_status import StackStatusRefused
 
 WAIT_SECONDS = 1500
 PROPS = {"ClusterName": CLUSTER, "ClusterArn": f"arn:aws:eks:us-west-2:123456789012:cluster/{CLUSTER}",

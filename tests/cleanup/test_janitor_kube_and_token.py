@@ -13,7 +13,7 @@ import pytest
 from janitor_fakes import CLUSTER, REGION, FakeClock, FakeKubeApi, self_signed_certificate, served_over_https
 
 from fake_http import free_port
-from hyperpod_core.eks.kube import (
+from hyperpod_runtime.eks.kube import (
     HttpsTransport,
     KubeAccessDenied,
     KubeClient,
@@ -21,7 +21,7 @@ from hyperpod_core.eks.kube import (
     KubeUnavailable,
     Response,
 )
-from hyperpod_core.eks.token import get_token
+from hyperpod_runtime.eks.token import get_token
 
 
 def test_list_follows_continue_tokens_across_all_namespaces(kube_api: FakeKubeApi) -> None:

@@ -1,4 +1,4 @@
-"""The one check both destructive handlers make before a Delete deletes anything (``hyperpod_core.stack_status``).
+"""The one check both destructive handlers make before a Delete deletes anything (``hyperpod_runtime.stack_status``).
 
 Statuses come from the CloudFormation service model botocore ships; the stack is moto's, its status set on moto's
 backend object (``stack_fakes``); refused and throttled calls come from botocore's Stubber on the same real model.
@@ -15,7 +15,7 @@ from botocore.stub import Stubber
 from janitor_fakes import REGION
 from stack_fakes import DELETE_STATUSES, UPDATE_STATUSES, set_stack_status, stack_statuses
 
-from hyperpod_core.stack_status import (
+from hyperpod_runtime.stack_status import (
     CLEANUP_STATUSES,
     StackStatusDenied,
     StackStatusRefused,

@@ -17,8 +17,8 @@ import pytest
 from janitor_fakes import REGISTRATIONS, FakeClock, FakeKubeApi
 
 from hyperpod_constructs.endpoint_janitor_handler import index
-from hyperpod_core.cleanup import Janitor
-from hyperpod_core.eks.kube import KubeClient
+from hyperpod_runtime.cleanup import Janitor
+from hyperpod_runtime.eks.kube import KubeClient
 from two_deployments import Tenant, certificate_arns, operator_creates, sagemaker_names
 
 A = Tenant("team-a", "team-a-eks")

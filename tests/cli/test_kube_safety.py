@@ -22,7 +22,7 @@ import pytest
 from day2_fakes import EKS_CLUSTER, FakeCluster, deployed_at, kube_server, one_line_error
 
 from fake_http import QuietHandler, local_url, serving
-from hyperpod_dpd.kube import ClusterIdentity, KubeContext, is_cluster
+from hyperpod_dpd.kubeconfig import ClusterIdentity, KubeContext, is_cluster
 
 pytest_plugins = ("day2_fixtures",)
 

@@ -14,7 +14,7 @@ from hyperpod_analysis.plan import estimate_scenarios
 from hyperpod_analysis.plan.write import merge_recommendation
 from hyperpod_core.config import load_config
 from hyperpod_core.errors import ConfigError
-from hyperpod_core.sizing import RESERVED_ONLY_INSTANCE_TYPES
+from hyperpod_core.instances import RESERVED_ONLY_INSTANCE_TYPES
 from hyperpod_dpd.app import main
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 from hyperpod_analysis.plan import terms
-from hyperpod_analysis.plan.facts import GPUS, MODELS, PLANNER_INSTANCE_FACTS, resolve_model
+from hyperpod_analysis.plan.facts import MODELS, resolve_model
 from hyperpod_analysis.plan.traffic import parse
 from hyperpod_core.errors import UsageError
+from hyperpod_core.instances import DPD_INSTANCE_GPUS, GPUS, INSTANCE_FACTS
 
 LLAMA_70B = MODELS["meta-llama/Llama-3.3-70B-Instruct"]
 LLAMA_8B = MODELS["meta-llama/Llama-3.1-8B-Instruct"]
-P5 = PLANNER_INSTANCE_FACTS["ml.p5.48xlarge"]
+P5 = INSTANCE_FACTS["ml.p5.48xlarge"]
 
 
 def test_kv_bytes_per_token_of_llama_3_3_70b() -> None:
@@ -122,12 +123,13 @@ def test_bad_scenarios_name_the_syntax(text: str) -> None:
         parse(text)
 
 
-def test_planner_knows_every_dpd_instance_type() -> None:
-    """The config's DPD instance types, each with its GPU from the datasheet table."""
-    from hyperpod_core.sizing import DPD_INSTANCE_GPUS
+def test_planner_knows_every_dpd_instance_type_from_the_one_instance_table() -> None:
+    """The config's DPD instance types, each the row of the core's instance table the config's rules read (one
+    table: the planner keeps no GPU or EFA figures of its own)."""
+    from hyperpod_analysis.plan.facts import instance_facts
 
-    assert set(PLANNER_INSTANCE_FACTS) == set(DPD_INSTANCE_GPUS)
-    assert PLANNER_INSTANCE_FACTS["ml.p6-b300.48xlarge"].gpu.name == "B300 288GB"
+    assert all(instance_facts(t) is INSTANCE_FACTS[t] for t in DPD_INSTANCE_GPUS)
+    assert instance_facts("ml.p6-b300.48xlarge").gpu.name == "B300 288GB"
 
 
 def test_qwen3_head_dim_comes_from_config_json() -> None:

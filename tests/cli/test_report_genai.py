@@ -1,7 +1,7 @@
 """The real genai-bench client against a local streaming server, through the Job's own runner, then the report.
 
 * Client: genai-bench from ``.bench-venv`` (scripts/setup --tests; the hash-pinned lock the Jobs install), started by
-  ``core/hyperpod_core/bench_runner.py`` exactly as a Job starts it, with a tiny word-level tokenizer built
+  ``runtime/hyperpod_runtime/bench_runner.py`` exactly as a Job starts it, with a tiny word-level tokenizer built
   offline (``HF_HUB_OFFLINE=1``); results travel through the pod-log format (``HYPERPOD-BENCH-FILE``) that
   ``bench`` decodes.
 * Server: ``bench_server.StreamingServer``, one per mode, latencies shaped per role.
@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,7 @@ from typer.testing import CliRunner
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH_PY = REPO / ".bench-venv" / "bin" / "python"
-RUNNER = REPO / "core" / "hyperpod_core" / "bench_runner.py"
+RUNNER = REPO / "runtime" / "hyperpod_runtime" / "bench_runner.py"
 THRESHOLD = 4096
 #: Two shapes, scaled down so that the whole module stays within a minute: long prompts (DPD path, above the
 #: threshold by more than the config's margin) and short ones (straight to decode).
@@ -75,6 +76,12 @@ def _run(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
                           timeout=240)
 
 
+#: The client starts: colocated runs every shape at once; DPD runs each shape on its own, against its own server,
+#: because one prefill request count cannot tell which of two paths a folder's requests took (the report refuses a
+#: DPD folder whose scenarios declare different paths).
+STARTS = (("colocated", tuple(SCENARIOS)), ("dpd", ("long-in",)), ("dpd", ("short-in",)))
+
+
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
     """Both modes x both shapes, two concurrency levels each; results decoded from the runner's stdout."""
@@ -84,25 +91,26 @@ def measured(tmp_path_factory):
     tokenizer = build_tokenizer(BENCH_PY, tmp / "tokenizer")
     results = tmp / "benchmark-results"
     logs: dict[str, str] = {}
-    with StreamingServer(Shape("dpd", threshold=THRESHOLD)) as dpd, \
-            StreamingServer(Shape("colocated", threshold=THRESHOLD)) as colocated:
-        servers = {"dpd": dpd, "colocated": colocated}
+    with ExitStack() as stack:
+        servers = {(mode, scenarios): stack.enter_context(StreamingServer(Shape(mode, threshold=THRESHOLD)))
+                   for mode, scenarios in STARTS}
 
-        def one_mode(mode: str) -> None:  # one client start per mode: every shape and level
-            key = f"{mode}-{'+'.join(SCENARIOS)}-c{LEVELS.replace(',', '-')}"
-            proc = _run(_runner_env(mode, list(SCENARIOS), servers[mode].url, tokenizer, tmp / "work" / key),
+        def one_start(start: tuple[str, tuple[str, ...]]) -> None:  # one client start: its shapes at every level
+            mode, scenarios = start
+            key = f"{mode}-{'+'.join(scenarios)}-c{LEVELS.replace(',', '-')}"
+            proc = _run(_runner_env(mode, list(scenarios), servers[start].url, tokenizer, tmp / "work" / key),
                         tmp / "work" / key)
             assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
             logs[key] = proc.stdout
             assert decode_log(proc.stdout, results / mode / key)
+            if mode == "dpd":  # what bench reads after a DPD run: the requests the prefill side served (the fake's)
+                (results / mode / key / "dpd-path.json").write_text(json.dumps(
+                    {"source": "bench_server prefill count", "prefill_requests": servers[start].disaggregated}),
+                    encoding="utf-8")
 
-        with ThreadPoolExecutor(2) as pool:
-            list(pool.map(one_mode, ["dpd", "colocated"]))
-        # What bench reads after a DPD run: the requests the prefill side served (here: the fake's count).
-        (dpd_folder,) = (results / "dpd").iterdir()
-        (dpd_folder / "dpd-path.json").write_text(json.dumps(
-            {"source": "bench_server prefill count", "prefill_requests": dpd.disaggregated}), encoding="utf-8")
-        requests = {m: s.requests for m, s in servers.items()}
+        with ThreadPoolExecutor(len(STARTS)) as pool:
+            list(pool.map(one_start, STARTS))
+        requests = {start: s.requests for start, s in servers.items()}
     return {"results": results, "config": _config_yaml(tmp), "logs": logs, "requests": requests, "tmp": tmp}
 
 
@@ -136,9 +144,11 @@ def test_real_client_wrote_real_format_files_for_every_cell(measured):
 
 def test_each_run_records_what_it_ran_under(measured):
     records = [json.loads(p.read_text()) for p in measured["results"].rglob("bench-run.json")]
-    assert len(records) == 2
+    assert len(records) == len(STARTS)
     for r in records:
-        assert r["scenarios"] == {t: n for n, t in SCENARIOS.items()}
+        names = next(scenarios for mode, scenarios in STARTS if mode == r["mode"] and set(scenarios) ==
+                     set(r["scenarios"].values()))
+        assert r["scenarios"] == {SCENARIOS[n]: n for n in names}
         assert r["routing_threshold_tokens"] == THRESHOLD and r["routing_strategy"] == "prefixaware"
         assert r["genai_bench_version"] == "0.0.5"
         assert r["concurrency"] == [2, 4]
@@ -147,7 +157,7 @@ def test_each_run_records_what_it_ran_under(measured):
 
 
 def _md_rows(md: str, section: str) -> list[list[str]]:
-    part = md.split(f"### {section} ")[1].split("#### Measurements")[1].split("\n### ")[0]
+    part = md.split(f"### {section} ")[1].split("#### Measurements")[1].split("#### Cost per token")[0]
     return [[c.strip() for c in ln.strip("|").split("|")] for ln in part.splitlines()
             if ln.startswith("| ") and not ln.startswith("| concurrency")]
 
@@ -159,18 +169,24 @@ def test_measurement_tables_equal_the_result_files(measured, report):
         rows = {(r[0], r[1]): r for r in _md_rows(md, scenario)}
         for mode in ("dpd", "colocated"):
             for f in _run_files(measured["results"] / mode):
-                agg = json.loads(f.read_text(encoding="utf-8"))["aggregated_metrics"]
+                data = json.loads(f.read_text(encoding="utf-8"))
+                agg = data["aggregated_metrics"]
                 if agg["scenario"] != traffic:
                     continue
                 s = agg["stats"]
                 row = rows[(str(agg["num_concurrency"]), mode)]
-                assert row[3] == f"{s['ttft']['mean'] * 1000:.1f}"
-                assert row[4] == f"{s['ttft']['p95'] * 1000:.1f}"
-                assert row[5] == f"{s['tpot']['mean'] * 1000:.2f}"
-                assert row[7] == f"{s['e2e_latency']['p50'] * 1000:.1f}"
-                assert row[8] == f"{s['e2e_latency']['p90'] * 1000:.1f}"
-                assert row[9] == f"{agg['mean_output_throughput_tokens_per_s']:.1f}"
-                assert row[10] == f"{agg['mean_output_throughput_tokens_per_s'] / 16:.1f}"
+                # n: the requests genai-bench's statistics cover, its completed requests after the first
+                # int(all x warmup_ratio) (aggregated_metrics_collector.py, aggregate_metrics_data; BENCH_WARMUP_RATIO)
+                every = data["individual_request_metrics"]
+                warm = int(len(every) * 0.1)
+                assert row[3] == str(sum(1 for i, r in enumerate(every) if i >= warm and not r.get("error_code")))
+                assert row[4] == f"{s['ttft']['mean'] * 1000:.1f}"
+                assert row[5] == f"{s['ttft']['p95'] * 1000:.1f}"
+                assert row[6] == f"{s['tpot']['mean'] * 1000:.2f}"
+                assert row[8] == f"{s['e2e_latency']['p50'] * 1000:.1f}"
+                assert row[9] == f"{s['e2e_latency']['p90'] * 1000:.1f}"
+                assert row[10] == f"{agg['mean_output_throughput_tokens_per_s']:.1f}"
+                assert row[11] == f"{agg['mean_output_throughput_tokens_per_s'] / 16:.1f}"
                 checked += 1
     assert checked == 8
 
@@ -204,7 +220,7 @@ def test_html_is_self_contained(report):
     assert page.count("<img ") == 2 * len(SCENARIOS)
     assert page.count('src="data:image/png;base64,') == 2 * len(SCENARIOS)
     assert "http://" not in page.replace("https://aws.amazon.com", "")
-    assert page.count("<table>") == 2 * len(SCENARIOS)
+    assert page.count("<table>") == 3 * len(SCENARIOS)  # improvements, measurements, cost per token
 
 
 # --- bad inputs ---------------------------------------------------------------------------------------------
@@ -331,8 +347,9 @@ def test_planner_absent_and_present(measured, tmp_path, monkeypatch):
     md = (tmp_path / "present" / "report.md").read_text()
     assert md.count("+11.0% / +22.0% / +33.0%") == 2 * len(SCENARIOS)
     assert md.count("DPD vs colocated on as many GPUs") == len(SCENARIOS)
-    assert md.count("| dpd (planner) | 16 | 5.5 | - | 6.25 | - | 7.5 | - | 8.5 |") == 2 * len(SCENARIOS)
-    assert md.count("| colocated (planner) | 16 | 1.5 | - | 2.25 | - | 3.5 | - | 4.5 |") == 2 * len(SCENARIOS)
+    assert md.count("| dpd (planner, p50) | 16 | - | 5.5 | - | 6.25 | - | 7.5 | - | 8.5 |") == 2 * len(SCENARIOS)
+    assert md.count("| colocated (planner, p50) | 16 | - | 1.5 | - | 2.25 | - | 3.5 | - | 4.5 |") == \
+        2 * len(SCENARIOS)
 
 
 def test_results_from_s3(measured, tmp_path, monkeypatch):

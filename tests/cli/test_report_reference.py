@@ -28,13 +28,16 @@ def _config(**benchmark):
 
 
 def _m(mode: str, n: int, *, tpot: float, ttft: float = 500.0, tput: float = 1000.0, errors: float = 0.0,
-       gpus: int = 16, experiment: str = "aws-reference", scenario: str = "aws-reference") -> Measurement:
+       gpus: int = 16, experiment: str = "aws-reference", scenario: str = "aws-reference",
+       requests: int = 288) -> Measurement:
+    """A run of the default size: 320 requests, 10 % warm-up (``benchmark.max_requests_per_run``, ``warmup_ratio``)."""
     e2e = ttft + 255 * tpot
     return Measurement(mode=mode, scenario=scenario, traffic="D(4096,256)", concurrency=n, gpus=gpus,
                        ttft_ms={"mean": ttft, "p95": ttft}, tpot_ms={"mean": tpot, "p95": tpot},
                        e2e_ms={"p50": e2e, "p90": e2e, "mean": e2e}, output_tokens_per_s=tput,
-                       requests_per_s=1.0, error_rate=errors, completed=10, input_tokens_mean=4096,
-                       output_tokens_mean=256, source=f"/r/{experiment}/{mode}-{scenario}-c{n}/run.json",
+                       requests_per_s=1.0, error_rate=errors, completed=10, n=requests, input_tokens_mean=4096,
+                       output_tokens_mean=256, input_tokens_per_s=tput * 16,
+                       source=f"/r/{experiment}/{mode}-{scenario}-c{n}/run.json",
                        experiment=experiment, record={"routing_strategy": "prefixaware"})
 
 
@@ -146,8 +149,10 @@ def test_gpu_normalized_cost_uses_each_modes_gpus_and_the_configured_price():
     assert col.gpu_hours_per_million_output_tokens() == pytest.approx(dpd.gpu_hours_per_million_output_tokens())
     assert col.gpu_hours_per_million_output_tokens() == pytest.approx(8 * 1e6 / (1000 * 3600))
     from hyperpod_analysis.report.analysis import cost_text
+    from hyperpod_core.prices import instance_price
 
-    assert cost_text(col, config) == "2.22 GPU-h ($22.22) per 1M output tokens"  # 2.22 GPU-h x $80 / 8 GPUs
+    price = instance_price(config.endpoint.instance_type, configured=config.benchmark.instance_hour_usd)
+    assert cost_text(col, price) == "2.22 GPU-h ($22.22) per 1M output tokens"  # 2.22 GPU-h x $80 / 8 GPUs
 
 
 # --- the planner's estimate beside each experiment: the layouts that experiment measures ---------------------
@@ -195,6 +200,6 @@ def test_an_estimate_of_another_experiment_is_never_drawn_beside_a_cell():
                            experiment="equal-gpu")
     assert right.estimate is not None
     report = Report(config=_config(), cells=[right], verdicts=[], planner_note="", source="x")
-    planner_rows = [r for r in measurement_rows(report, "s") if r[1].endswith("(planner)")]
-    assert [(r[1], r[2], r[5]) for r in planner_rows] == [("colocated (planner)", "16", "1.00"),
-                                                         ("dpd (planner)", "16", "2.00")]
+    planner_rows = [r for r in measurement_rows(report, "s") if "(planner" in r[1]]
+    assert [(r[1], r[2], r[6]) for r in planner_rows] == [("colocated (planner, p50)", "16", "1.00"),
+                                                         ("dpd (planner, p50)", "16", "2.00")]

@@ -85,9 +85,30 @@ def test_the_raw_set_holds_what_bench_writes_per_run_and_the_report_shows_it(ren
         assert (folder / "dpd-path.json").is_file() == (record["mode"] == "dpd")
     assert sum(p.stat().st_size for p in RAW.rglob("*") if p.is_file()) < MAX_RAW_BYTES
     md = (rendered / "report.md").read_text(encoding="utf-8")
-    dpd_rows = [row for row in md.splitlines() if row.startswith("| ") and "| dpd |" in row]
+    tables = [part.split("#### Cost per token")[0] for part in md.split("#### Measurements")[1:]]
+    dpd_rows = [row for t in tables for row in t.splitlines() if row.startswith("| ") and "| dpd |" in row]
+    # one folder per cell: each row's own count, never "folder-level"; the short prompts' rows show none on prefill
     assert len(dpd_rows) == 4 and all("| ok: " in row and " requests on prefill (" in row for row in dpd_rows)
+    assert not any("folder-level" in row for row in dpd_rows)
+    assert [row for row in dpd_rows if "| ok: 0 requests on prefill" in row] == dpd_rows[2:]
     assert "## Invalid runs" not in md and "Results: docs/sample-benchmark-report/raw." in md
+
+
+def test_the_sample_shows_n_named_statistics_and_cost_per_token_and_decides_nothing_from_few_requests(
+        rendered: Path) -> None:
+    """The raw set's runs hold about 30 requests each after warm-up: fewer than a p95 needs (MIN_REQUESTS), so
+    every row says n and is not judged, and no verdict is drawn; the costs use the pinned price."""
+    summary = json.loads((rendered / "summary.json").read_text(encoding="utf-8"))
+    assert summary["min_requests"] == 100 and summary["price"]["usd_per_instance_hour"] == 63.296
+    cells = summary["experiments"]["equal-gpu"]["cells"]
+    runs = [c[mode] for c in cells for mode in ("colocated", "dpd")]
+    assert all(20 <= r["n"] < 100 and r["slo_judged"] is False for r in runs)
+    assert all(r["cost_per_token"]["usd_per_million_input_tokens"] > 0 for r in runs)
+    assert all(v["split"] is None and "too few requests for a p95" in v["reason"]
+               for v in summary["experiments"]["equal-gpu"]["verdicts"])
+    md = (rendered / "report.md").read_text(encoding="utf-8")
+    assert "| n | client TTFT (mean) ms | client TTFT (p95) ms | TPOT (mean) ms | TPOT (p95) ms | E2E (p50) ms |" in md
+    assert md.count("#### Cost per token") == 2
 
 
 @pytest.mark.parametrize("where", ["the results' parent", "the results folder", "a folder that is not a report"])

@@ -22,7 +22,7 @@ from botocore.stub import Stubber
 from moto import mock_aws
 
 from hyperpod_core.errors import CommandFailed
-from hyperpod_dpd import staging
+from hyperpod_dpd import model_folder, staging
 
 REGION = "us-west-2"
 BUCKET = "team-models"
@@ -82,8 +82,8 @@ def _keys(client) -> list[str]:
 def _where(src: Path) -> str:
     """The prefix the weights of ``src`` go to, computed here from the files alone: ``<model.s3_prefix>sha256-<first
     16 hex of the SHA-256 of their manifest>/`` (content-addressed, hyperpod_core.staged_model)."""
-    files = staging.checksum_all(staging.scan_model_dir(src))
-    digest = hashlib.sha256(staging.manifest_body(files)).hexdigest()
+    files = model_folder.checksum_all(model_folder.scan_model_dir(src))
+    digest = hashlib.sha256(model_folder.manifest_body(files)).hexdigest()
     return f"{PREFIX}sha256-{digest[:16]}/"
 
 
@@ -100,8 +100,8 @@ def test_stages_the_folder_under_the_prefix_with_full_object_checksums(_invoke, 
     assert result.exit_code == 0, result.output
     where = _where(src)
     local = sorted(p.name for p in src.iterdir())
-    assert _keys(s3) == sorted([where + n for n in local] + [where + staging.MANIFEST_NAME])
-    manifest = json.loads(s3.get_object(Bucket=BUCKET, Key=where + staging.MANIFEST_NAME)["Body"].read())
+    assert _keys(s3) == sorted([where + n for n in local] + [where + model_folder.MANIFEST_NAME])
+    manifest = json.loads(s3.get_object(Bucket=BUCKET, Key=where + model_folder.MANIFEST_NAME)["Body"].read())
     for name in local:
         data = (src / name).read_bytes()
         assert manifest["files"][name]["sha256"] == hashlib.sha256(data).hexdigest()
@@ -185,7 +185,7 @@ def test_dry_run_without_a_bucket_lists_the_upload_offline(_invoke, tmp_path, de
     assert lines[1] == (f"no model bucket yet ({tmp_path / 'c.out' / 'cdk-outputs.json'} does not exist, and "
                         "model_bucket.existing_name is not set): S3 was not read")
     total = sum(p.stat().st_size for p in src.iterdir())
-    assert lines[2] == f"s3://<model bucket>/{where}: 5 files, {total:,} bytes, then {staging.MANIFEST_NAME}"
+    assert lines[2] == f"s3://<model bucket>/{where}: 5 files, {total:,} bytes, then {model_folder.MANIFEST_NAME}"
     rows = {ln.split()[0]: ln.split()[1] for ln in lines[3:-1]}  # key under the prefix -> size in bytes
     assert rows == {p.name: f"{p.stat().st_size:,}" for p in src.iterdir()}
     assert lines[-1] == "dry run: nothing written, no AWS call"
@@ -291,7 +291,7 @@ def test_verify_prints_the_checksum_s3_stores_for_every_file_and_the_strays(_inv
     s3.put_object(Bucket=BUCKET, Key=where + "model-00003-of-00003.safetensors", Body=b"x" * 10)
     result = _invoke("--verify", "--config", str(config_file))
     assert result.exit_code == 0, result.output
-    manifest = json.loads(s3.get_object(Bucket=BUCKET, Key=where + staging.MANIFEST_NAME)["Body"].read())
+    manifest = json.loads(s3.get_object(Bucket=BUCKET, Key=where + model_folder.MANIFEST_NAME)["Body"].read())
     shard = "model-00001-of-00002.safetensors"
     want = manifest["files"][shard]
     assert f"  ok   {shard}: {want['size']} bytes, CRC64NVME {want['crc64nvme']} (full-object)" in result.stdout
@@ -314,7 +314,7 @@ def test_staging_records_the_manifest_digest_the_synth_turns_into_the_revision(_
     assert staged.exit_code == 0, staged.output
     record = tmp_path / "c.out" / staged_model.RECORD_FILE
     first = staged_model.read(record)
-    body = s3.get_object(Bucket=BUCKET, Key=first.location + staging.MANIFEST_NAME)["Body"].read()
+    body = s3.get_object(Bucket=BUCKET, Key=first.location + model_folder.MANIFEST_NAME)["Body"].read()
     assert (first.bucket, first.s3_prefix, first.files, first.location) == (BUCKET, PREFIX, 5, _where(src))
     assert first.manifest_sha256 == hashlib.sha256(body).hexdigest()
     assert first.location == f"{PREFIX}{first.revision}/"
@@ -370,11 +370,11 @@ def test_a_manifest_of_other_weights_under_a_revision_prefix_fails_verify(_invok
     src = make_model(tmp_path, shards=1, shard_size=MIB)
     assert _invoke(str(src), "--config", str(config_file)).exit_code == 0
     where = _where(src)
-    s3.put_object(Bucket=BUCKET, Key=where + staging.MANIFEST_NAME, Body=b'{"format": 1, "files": {}}\n')
+    s3.put_object(Bucket=BUCKET, Key=where + model_folder.MANIFEST_NAME, Body=b'{"format": 1, "files": {}}\n')
     result = _invoke("--verify", "--revision", where[len(PREFIX):-1], "--config", str(config_file))
     assert result.exit_code == 1
-    assert result.stderr.strip().startswith(f"error: s3://{BUCKET}/{where}{staging.MANIFEST_NAME} is the manifest of "
-                                            f"revision sha256-")
+    assert result.stderr.strip().startswith(f"error: s3://{BUCKET}/{where}{model_folder.MANIFEST_NAME} is the manifest "
+                                            f"of revision sha256-")
 
 
 def test_with_model_revision_the_weights_go_to_the_configured_prefix_and_no_record(_invoke, s3, tmp_path,
@@ -389,7 +389,7 @@ def test_with_model_revision_the_weights_go_to_the_configured_prefix_and_no_reco
     src = make_model(tmp_path, shards=1, shard_size=MIB)
     result = _invoke(str(src), "--config", str(path))
     assert result.exit_code == 0, result.output
-    assert _keys(s3) == sorted(f"models/llama-2025-01-06/{n}" for n in [*os.listdir(src), staging.MANIFEST_NAME])
+    assert _keys(s3) == sorted(f"models/llama-2025-01-06/{n}" for n in [*os.listdir(src), model_folder.MANIFEST_NAME])
     assert not (tmp_path / "c.out" / "staged-model.json").exists()
     assert "no record written: model.revision '2025-01-06' in the config names these weights" in result.stdout
     assert _invoke("--verify", "--config", str(path)).exit_code == 0
@@ -542,7 +542,7 @@ def test_a_listed_part_that_does_not_hold_the_local_bytes_is_uploaded_again(_inv
     assert sorted(calls) == [(name, 2), (name, 4)]
     assert s3.get_object(Bucket=BUCKET, Key=key)["Body"].read() == data
     head = s3.head_object(Bucket=BUCKET, Key=key, ChecksumMode="ENABLED")
-    manifest = json.loads(s3.get_object(Bucket=BUCKET, Key=_where(src) + staging.MANIFEST_NAME)["Body"].read())
+    manifest = json.loads(s3.get_object(Bucket=BUCKET, Key=_where(src) + model_folder.MANIFEST_NAME)["Body"].read())
     assert head["ChecksumCRC64NVME"] == manifest["files"][name]["crc64nvme"]
 
 
@@ -569,7 +569,7 @@ def test_ctrl_c_while_computing_checksums_says_nothing_was_uploaded(_invoke, s3,
     def interrupted(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(staging, "checksum_all", interrupted)
+    monkeypatch.setattr(model_folder, "checksum_all", interrupted)
     result = _invoke(str(src), "--config", str(config_file))
     assert result.exit_code == 130
     assert result.stderr.strip().splitlines()[-1] == (

@@ -42,7 +42,7 @@ from moto.sagemaker.models import sagemaker_backends
 
 from hyperpod_core import pins
 from hyperpod_dpd import aws
-from hyperpod_dpd.commands.status import ADDON_PINS
+from hyperpod_dpd.status.cluster import ADDON_PINS
 
 pytest_plugins = ("day2_fixtures",)
 
@@ -483,7 +483,7 @@ def test_a_cache_that_is_not_ready_warns_but_serves(cli, config_file, kubeconfig
 
 def test_an_operator_older_than_v33_is_named_for_either_cache() -> None:
     """No ``status.imageCacheStatus`` and no ModelWeightsCacheConfig CRD: both arrived with v3.3 (add-on v1.4.0)."""
-    from hyperpod_dpd.commands.status import _image_cache_check, _weights_cache_check
+    from hyperpod_dpd.status.cold_start import _image_cache_check, _weights_cache_check
 
     image = _image_cache_check({"imageCache": {"enabled": True}}, None)
     assert image.state == "warn" and image.detail == "on, but the endpoint has no status.imageCacheStatus"
@@ -676,7 +676,7 @@ def test_the_model_path_is_vllms_model_argument(command, args, model) -> None:
     specified in CLI (as positional arg), it takes precedence")."""
     from kubernetes.client import V1Container
 
-    from hyperpod_dpd.kube import model_arg
+    from hyperpod_dpd.vllm_args import model_arg
 
     assert model_arg(V1Container(name="decode-llama", command=command, args=args)) == model
 

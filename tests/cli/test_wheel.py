@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: What the wheel is built from: pyproject.toml and the source folders it maps (tests/test_layout.py).
-SOURCES = ("core", "infra", "constructs", "k8s", "cli", "analysis", "mainjob")
+SOURCES = ("core", "runtime", "infra", "constructs", "k8s", "cli", "analysis", "mainjob")
 
 
 def _run(cmd: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -31,8 +31,9 @@ from hyperpod_constructs.hyperpod_resiliency_charts import ResiliencyChart
 from hyperpod_constructs.managed_prometheus import ManagedPrometheus, ManagedPrometheusProps
 from hyperpod_constructs.model_bucket import ModelBucketProps
 from hyperpod_constructs.node_readiness import NodeRequirement
-from hyperpod_core import bundle, pins
+from hyperpod_core import pins
 from hyperpod_core.telemetry.collection import metrics_provider
+from hyperpod_infra import bundle
 from hyperpod_infra.stacks.cluster_stack import ClusterStack, ClusterStackProps
 from hyperpod_infra.stacks.hyperpod_stack import HyperPodStack, HyperPodStackProps, InstanceGroupSpec
 from hyperpod_infra.stacks.network_stack import NetworkStack, NetworkStackProps

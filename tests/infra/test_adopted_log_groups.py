@@ -8,7 +8,7 @@ after a first-deploy rollback. The handler is driven against moto's CloudWatch L
 log groups, retention) and moto's CloudFormation: for the upgrade guard a stack holding the old resource, and for
 every Delete the stack holding the resource, in the status CloudFormation reports while it sends that Delete (set
 on moto's backend: ``tests/cleanup/stack_fakes.py``). A Delete deletes only while the stack is being deleted (or a
-failed first create rolls back), never during an update (``hyperpod_core.stack_status``).
+failed first create rolls back), never during an update (``hyperpod_runtime.stack_status``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from tests.cleanup.stack_fakes import DELETE_STATUSES, UPDATE_STATUSES, stack_in
 from tests.infra import stand_ins
 
 from hyperpod_constructs.adopted_log_groups_handler import index
-from hyperpod_core.stack_status import StackStatusRefused
+from hyperpod_runtime.stack_status import StackStatusRefused
 
 REGION = "us-west-2"
 NAME = "/aws/eks/hyperpod-dpd-eks/cluster"

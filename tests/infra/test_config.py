@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from hyperpod_core import sizing
+from hyperpod_core import fit, instances
 from hyperpod_core.config import (
     Config,
     ConfigError,
@@ -214,16 +214,18 @@ FAILING_CASES = [
     ("decode_memory_one_above_the_share", {"endpoint.decode.memory_gib": 1844},
      "router and sidecars), got 1844"),
     # GPU memory adds up (issue 20 item 5; lifecycle-facts.md: on an 80 GB H100 at 0.75 a 32 GiB PD buffer does not
-    # fit unless utilization drops to about 0.55)
+    # fit unless utilization drops to about 0.55). The H100's memory is what its driver reports: 81,559 MiB = 79.6 GiB
+    # (PUBLISHED_DRIVER_MEMORY_MIB below): 0.75 x 79.6 = 59.7 GiB, + 32 + 3 = 94.7 GiB; a 16.9 GiB buffer is the most
+    # beside 59.7 GiB and the margin, so 16 whole GiB.
     ("pd_buffer_does_not_fit_beside_vllm", {"endpoint.pd_buffer_size_bytes": 32 << 30},
-     "endpoint.pd_buffer_size_bytes (32 GiB per rank) plus prefill's vLLM share (0.75 x 80 GiB H100 = 60.0 GiB) and "
-     "the 3 GiB CUDA-graph/runtime margin must fit the GPU (95.0 GiB > 80 GiB): lower "
-     "endpoint.gpu_memory_utilization to <= 0.56 or the buffer to <= 17 GiB, got 34359738368"),
+     "endpoint.pd_buffer_size_bytes (32 GiB per rank) plus prefill's vLLM share (0.75 x 79.6 GiB H100 = 59.7 GiB) "
+     "and the 3 GiB CUDA-graph/runtime margin must fit the GPU (94.7 GiB > 79.6 GiB): lower "
+     "endpoint.gpu_memory_utilization to <= 0.56 or the buffer to <= 16 GiB, got 34359738368"),
     ("decode_utilization_override_leaves_no_room",
      {"endpoint.pd_buffer_size_bytes": 16 << 30, "endpoint.decode.extra_args": ["--gpu-memory-utilization", "0.8"]},
-     "lower endpoint.decode.extra_args --gpu-memory-utilization to <= 0.76 or the buffer to <= 13 GiB"),
+     "lower endpoint.decode.extra_args --gpu-memory-utilization to <= 0.76 or the buffer to <= 12 GiB"),
     ("weights_do_not_fit_the_share", {"endpoint.gpu_memory_utilization": 0.2},
-     "endpoint.gpu_memory_utilization gives prefill 16.0 GiB per H100 (80 GiB), which must hold 16.4 GiB of "
+     "endpoint.gpu_memory_utilization gives prefill 15.9 GiB per H100 (79.6 GiB), which must hold 16.4 GiB of "
      "meta-llama/Llama-3.3-70B-Instruct weights per GPU (tensor_parallel_size 8) and 0.6 GiB of KV cache for one "
      "endpoint.max_model_len (16384) sequence: raise it to >= 0.22"),
     ("long_context_does_not_fit_the_share",
@@ -464,7 +466,7 @@ def test_realistic_variants_are_accepted(default_config_dict: dict) -> None:
                                                                      "target_value": 8}}
     data["endpoint"]["kv_cache"] = {"enable_l2_cache": True, "l2_cache_backend": "redis"}
     c = parse_config(data)
-    assert sizing.pool_gpus(c, "prefill") == 16
+    assert c.hyperpod.pool_gpus("prefill") == 16
 
 
 #: Rows of the Amazon VPC User Guide's table "IPv4 CIDR block association restrictions" (VPC CIDR blocks):
@@ -522,17 +524,17 @@ def test_worker_requests_come_from_the_node_not_a_constant(default_config_dict: 
     96 CPUs and 2048 GiB, EC2 specifications and CPU options: 86 CPUs and 1843 GiB); ThreadsPerCore 2 doubles the
     CPUs (192 -> 172); TP 4 puts two workers on a node, which share the 86."""
     c = parse_config(default_config_dict)
-    assert sizing.worker_requests(c, "prefill") == sizing.PodRequests(cpu=86, memory_gib=1843)
-    assert sizing.worker_requests(c, "decode") == sizing.PodRequests(cpu=86, memory_gib=1843)
+    assert c.worker_requests("prefill") == fit.PodRequests(cpu=86, memory_gib=1843)
+    assert c.worker_requests("decode") == fit.PodRequests(cpu=86, memory_gib=1843)
     two = _mutated(default_config_dict, **{"hyperpod.instance_groups[0].threads_per_core": 2,
                                            "hyperpod.instance_groups[1].threads_per_core": 2})
-    assert sizing.worker_requests(parse_config(two), "prefill").cpu == 172
+    assert parse_config(two).worker_requests("prefill").cpu == 172
     tp4 = _mutated(default_config_dict, **{"endpoint.tensor_parallel_size": 4, "endpoint.prefill.gpus": 4,
                                            "endpoint.decode.gpus": 4})
-    assert sizing.worker_requests(parse_config(tp4), "decode") == sizing.PodRequests(cpu=43, memory_gib=921)
+    assert parse_config(tp4).worker_requests("decode") == fit.PodRequests(cpu=43, memory_gib=921)
     smaller = parse_config(_mutated(default_config_dict, **{"endpoint.prefill.cpu": 64,
                                                            "endpoint.prefill.memory_gib": 512}))
-    requests = sizing.worker_requests(smaller, "prefill")
+    requests = smaller.worker_requests("prefill")
     assert (requests.cpu, requests.memory_gib) == (64, 512)
 
 
@@ -547,10 +549,10 @@ def test_tiered_storage_takes_its_share_of_node_memory_from_the_workers(default_
         "endpoint.kv_cache.enable_l2_cache": True, "endpoint.kv_cache.l2_cache_backend": "tieredstorage",
         }))
     assert tiered.tiered_storage_percent() == 20
-    assert sizing.worker_requests(tiered, "decode") == sizing.PodRequests(cpu=86, memory_gib=1573)
+    assert tiered.worker_requests("decode") == fit.PodRequests(cpu=86, memory_gib=1573)
     ten = parse_config(_mutated(default_config_dict, **{"hyperpod.tiered_storage_memory_percent": 10}))
     assert ten.tiered_storage_percent() == 10  # set on its own, it turns tiered storage on
-    assert sizing.worker_requests(ten, "decode").memory_gib == 1771  # min(1843, (2017820 - 203423) MiB / 1024)
+    assert ten.worker_requests("decode").memory_gib == 1771  # min(1843, (2017820 - 203423) MiB / 1024)
     with pytest.raises(ConfigError, match=r"endpoint\.decode\.memory_gib must be <= 1573"):
         parse_config(_mutated(default_config_dict, **{
             "endpoint.kv_cache.enable_l2_cache": True, "endpoint.kv_cache.l2_cache_backend": "tieredstorage",
@@ -566,27 +568,39 @@ def test_the_pd_buffer_anchors_on_an_80_gb_h100(default_config_dict: dict, buffe
     drops to about 0.55 (AWS's tuning table: lower decode's utilization when raising the buffer)."""
     data = _mutated(default_config_dict, **{"endpoint.pd_buffer_size_bytes": buffer_gib << 30,
                                             "endpoint.gpu_memory_utilization": utilization})
-    fit = sizing.gpu_memory_fit("ml.p5.48xlarge", utilization, buffer_gib << 30)
+    gpu = fit.gpu_memory_fit("ml.p5.48xlarge", utilization, buffer_gib << 30)
     if fits:
         parse_config(data)
     else:
         with pytest.raises(ConfigError, match=r"^endpoint.pd_buffer_size_bytes \(32 GiB per rank\)"):
             parse_config(data)
-    assert fit.fits is fits
+    assert gpu.fits is fits
     if buffer_gib == 16:
-        assert 3.5 <= fit.left_gib <= 4.5  # "16 GiB leaves ~4 GiB"
+        assert 3.5 <= gpu.left_gib <= 4.5  # "16 GiB leaves ~4 GiB"
     if buffer_gib == 32:
-        assert 0.53 <= fit.max_utilization <= 0.58  # "unless utilization drops to about 0.55"
+        assert 0.53 <= gpu.max_utilization <= 0.58  # "unless utilization drops to about 0.55"
 
 
-def test_the_gpu_memory_table_holds_the_published_sizes() -> None:
-    """EC2 P5 page: p5 640 GB HBM3 (8 x 80 GB H100), p5e/p5en 1128 GB HBM3e (8 x 141 GB H200); EC2 P6 page: p6-b200
-    1440 GB HBM3e (8 x 180 GB B200); NVIDIA H100 SXM / H200 datasheets (80 GB, 141 GB)."""
-    per_node = {"ml.p5.48xlarge": 640, "ml.p5e.48xlarge": 1128, "ml.p5en.48xlarge": 1128, "ml.p6-b200.48xlarge": 1440}
-    for instance_type, total in per_node.items():
-        row = sizing.INSTANCE_FACTS[instance_type]
-        assert row.gpus * row.gpu_memory_gib == total, instance_type
-    assert 260 <= sizing.INSTANCE_FACTS["ml.p6-b300.48xlarge"].gpu_memory_gib <= 288  # 288 GB HBM3e, ~269 usable
+#: GPU memory as the driver reports it (``nvidia-smi`` ``memory.total``, MiB), as published: H100 80GB HBM3 81,559
+#: (NVIDIA/nccl#1264, 8 x H100 SXM, driver 550.54.15; modal-labs/modal-client#2797), H200 143,771
+#: (NVIDIA/cuda-samples#311, driver 550.54.15), B200 183,359 (NVIDIA/TensorRT-LLM#10278, driver 580.95.05), B300 SXM6
+#: AC 275,040 (NVIDIA AIConfigurator ``systems/b300_sxm.yaml``: "275040MiB reported by nvidia-smi").
+PUBLISHED_DRIVER_MEMORY_MIB = {"ml.p5.48xlarge": 81_559, "ml.p5e.48xlarge": 143_771, "ml.p5en.48xlarge": 143_771,
+                               "ml.p6-b200.48xlarge": 183_359, "ml.p6-b300.48xlarge": 275_040}
+#: What the datasheets and EC2 print per GPU, in GB: EC2 P5 page (p5 640 GB HBM3 for 8 H100; p5e/p5en 1128 GB HBM3e
+#: for 8 H200), EC2 P6 page (p6-b200 1440 GB for 8 B200), NVIDIA HGX B300 (288 GB HBM3e per GPU).
+DATASHEET_GB = {"ml.p5.48xlarge": 640 / 8, "ml.p5e.48xlarge": 1128 / 8, "ml.p5en.48xlarge": 1128 / 8,
+                "ml.p6-b200.48xlarge": 1440 / 8, "ml.p6-b300.48xlarge": 288}
+
+
+def test_gpu_memory_is_what_the_driver_reports_with_its_source() -> None:
+    """The GPU-memory rules and the planner size vLLM's share from what a process can use, which is below the
+    datasheet's "GB" read as GiB (an H200 reports 143,771 MiB, not 141 x 1024), each figure with its source."""
+    for instance_type, mib in PUBLISHED_DRIVER_MEMORY_MIB.items():
+        gpu = instances.INSTANCE_FACTS[instance_type].gpu
+        assert gpu.memory_mib == mib, instance_type
+        assert f"[SMI] {mib:,} MiB" in gpu.source, instance_type
+        assert gpu.memory_gib < DATASHEET_GB[instance_type], instance_type
 
 
 def test_kv_cache_per_token_is_derived_from_the_model_shape(default_config: Config) -> None:
@@ -596,7 +610,7 @@ def test_kv_cache_per_token_is_derived_from_the_model_shape(default_config: Conf
     shape = MODELS["meta-llama/Llama-3.3-70B-Instruct"]
     assert shape.kv_bytes_per_token == 320 * 1024
     assert shape.kv_bytes_per_token_per_rank(8) == 40 * 1024
-    memory = sizing.model_memory(default_config)
+    memory = default_config.model.memory(8)
     assert memory is not None and memory.kv_bytes_per_token_per_rank == 40 * 1024
     assert memory.weight_bytes / 1e9 == pytest.approx(141.1, abs=0.1)  # 70.6B parameters in bf16
 
@@ -604,10 +618,10 @@ def test_kv_cache_per_token_is_derived_from_the_model_shape(default_config: Conf
 def test_a_model_the_table_does_not_know_is_checked_from_its_fields(default_config_dict: dict) -> None:
     """Unknown by name and folder: no weights check unless the config gives the size; then the fields count."""
     unknown = {"model.name": "my-finetune", "model.s3_prefix": "models/my-finetune/"}
-    assert sizing.model_memory(parse_config(_mutated(default_config_dict, **unknown))) is None
+    assert parse_config(_mutated(default_config_dict, **unknown)).model.memory(8) is None
     sized = parse_config(_mutated(default_config_dict, **unknown, **{"model.parameters_billion": 70.6,
                                                                      "model.kv_cache_kib_per_token": 320.0}))
-    memory = sizing.model_memory(sized)
+    memory = sized.model.memory(8)
     assert memory is not None and memory.kv_bytes_per_token_per_rank == 40 * 1024
 
 
@@ -641,7 +655,7 @@ def test_fails_when_the_weights_cache_is_forced_on_a_type_without_instance_store
                                                                                  monkeypatch) -> None:
     """Every DPD instance type has an instance store today (EC2 instance-store table); drop p5's entry to see
     the rule that guards a type without one."""
-    monkeypatch.delitem(sizing.INSTANCE_STORES, "ml.p5.48xlarge")
+    monkeypatch.delitem(instances.INSTANCE_STORES, "ml.p5.48xlarge")
     forced = _mutated(default_config_dict, endpoint__model_cache__weights_cache=True)
     with pytest.raises(ConfigError, match=r"^endpoint\.model_cache\.weights_cache must be false or null: "
                                           r"ml\.p5\.48xlarge has no NVMe instance store \(EC2 instance-store "

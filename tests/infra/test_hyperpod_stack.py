@@ -16,7 +16,7 @@ from tests.infra.conftest import only
 from hyperpod_constructs import lifecycle_scripts
 from hyperpod_constructs.hyperpod_cluster import CREATE_ONLY_PROPERTIES, LOGICAL_ID
 from hyperpod_constructs.lifecycle_scripts import ON_CREATE, SETTINGS, LifecycleScripts, LifecycleScriptsProps, settings
-from hyperpod_core import outputs, sizing
+from hyperpod_core import instances, outputs
 from hyperpod_infra.app_builder import lifecycle_bucket_name
 
 
@@ -128,8 +128,8 @@ def test_the_lifecycle_source_is_updated_in_place_never_replacing_the_cluster() 
 def test_every_group_type_has_the_instance_store_the_script_waits_for() -> None:
     """One settings file serves every instance group, so with the weights cache on every group's nodes wait for
     /opt/dlami/nvme: each type a group may have (``DpdInstanceType``) must have an instance store, or its nodes
-    would fail (EC2 instance-store table, ``sizing.INSTANCE_STORES``)."""
-    assert set(sizing.DPD_INSTANCE_TYPES) <= set(sizing.INSTANCE_STORES)
+    would fail (EC2 instance-store table, ``instances.INSTANCE_STORES``)."""
+    assert set(instances.DPD_INSTANCE_TYPES) <= set(instances.INSTANCE_STORES)
 
 
 @pytest.fixture(scope="module")

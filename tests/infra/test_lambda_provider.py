@@ -246,16 +246,16 @@ def test_eni_waiter_timeout_keeps_its_service_timeout_below_the_hour(minutes: fl
 
 
 def test_a_handler_without_the_modules_it_imports_is_refused() -> None:
-    """The janitor's entry point imports the cleanup logic from hyperpod_core: staged without it, the function
+    """The janitor's entry point imports the cleanup logic from hyperpod_runtime: staged without it, the function
     would synthesize and then fail on import in the middle of a stack delete."""
     from hyperpod_constructs.endpoint_janitor import HANDLER_DIR
-    from hyperpod_core.bundle import imported_by
+    from hyperpod_infra.bundle import imported_by
 
-    with pytest.raises(ValueError, match=r"index\.py imports hyperpod_core, which neither the Lambda runtime nor the "
-                                         "asset provides"):
+    with pytest.raises(ValueError, match=r"index\.py imports hyperpod_runtime, which neither the Lambda runtime nor "
+                                         "the asset provides"):
         lambda_provider.staged_handler(HANDLER_DIR, {})
     staged = lambda_provider.staged_handler(HANDLER_DIR, imported_by(HANDLER_DIR / "index.py"))
-    assert (staged / "hyperpod_core" / "cleanup.py").is_file()
+    assert (staged / "hyperpod_runtime" / "cleanup.py").is_file()
 
 
 def test_an_optional_import_guarded_by_try_is_not_required(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from tests.infra import stand_ins
 
 from hyperpod_constructs.hyperpod_cluster import POOL_LABEL
 from hyperpod_constructs.node_readiness_handler import index
-from hyperpod_core.eks.kube import Response
+from hyperpod_runtime.eks.kube import Response
 
 
 class FakeNodesApi:

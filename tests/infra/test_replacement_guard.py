@@ -8,7 +8,7 @@ that is really intended, follow docs/cluster.md ("Changing create-only settings"
 It also pins the logical IDs of the custom resources whose Delete deletes what outlives them (the endpoint janitor,
 the log-group adopters and ``ClusterLogsCleanup``): a changed logical ID makes CloudFormation create the new
 resource and delete the old one during the update. Their handlers skip a Delete that is not the stack's deletion
-(``hyperpod_core.stack_status``); the pinned IDs mean an upgrade does not even send one. Never change these.
+(``hyperpod_runtime.stack_status``); the pinned IDs mean an upgrade does not even send one. Never change these.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from hyperpod_constructs.hyperpod_cluster import (
     HyperPodClusterProps,
     InstanceGroupOptions,
 )
-from hyperpod_core.bundle import imported_by
+from hyperpod_infra.bundle import imported_by
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "hyperpod_create_only.json"
 #: ``{template: {logical ID: resource type}}`` as config/default.yaml synthesized at commit 828b511, before they

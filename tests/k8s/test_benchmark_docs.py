@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from hyperpod_analysis.report.analysis import PATH_SHARE
-from hyperpod_core.config.model import AWS_REFERENCE_CONCURRENCY, BenchmarkConfig
+from hyperpod_core.config.benchmark import AWS_REFERENCE_CONCURRENCY, BenchmarkConfig
 from hyperpod_core.dist_layout import REFERENCE, REFERENCE_SUFFIX
 from hyperpod_k8s.benchmark.benchmark_chart import GPU_POOL_LABEL, LIMITS, REQUESTS
 

@@ -61,7 +61,7 @@ def test_it_reads_the_model_prefix_and_writes_nothing_without_a_results_location
 @pytest.fixture(scope="module", params=["s3://team-results/dpd/runs/", "s3://team-results/dpd/runs"])
 def with_results(tmp_path_factory, request) -> dict:
     """With or without a trailing slash: the runner writes ``dpd/runs/<mode>/...`` either way
-    (``hyperpod_core.bench_runner.publish``), so ``dpd/runs-other/`` must stay out of reach."""
+    (``hyperpod_runtime.bench_runner.publish``), so ``dpd/runs-other/`` must stay out of reach."""
     import aws_cdk as cdk
     from aws_cdk.assertions import Template
 

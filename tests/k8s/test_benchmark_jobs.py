@@ -22,7 +22,7 @@ from hyperpod_core.config import BENCHMARK_PATH_MARGIN, load_config, parse_confi
 
 REPO = Path(__file__).resolve().parents[2]
 LOCK = REPO / "k8s" / "hyperpod_k8s" / "benchmark" / "genai-bench.lock.txt"
-RUNNER = REPO / "core" / "hyperpod_core" / "bench_runner.py"
+RUNNER = REPO / "runtime" / "hyperpod_runtime" / "bench_runner.py"
 BENCH_VENV = REPO / ".bench-venv"
 CASES = {"default": REPO / "config" / "default.yaml",
          "p5en-two-prefill": REPO / "config" / "examples" / "p5en-two-prefill.yaml"}
@@ -97,7 +97,7 @@ def test_jobs_run_only_off_the_gpu_nodes_with_requests_a_system_node_holds(synth
     The requests fit an m7i.xlarge system node: 4 vCPU and 16 GiB (EC2 general purpose instance specs), minus
     kubeReserved (nodeadm: 80m and 11 MiB x 58 pods + 255 MiB; maxPods 58 from eni-max-pods) and the eviction
     threshold, leaving at least half of it to the cluster's own pods."""
-    from hyperpod_core.sizing import EVICTION_HARD_MEMORY_MIB, kube_reserved_cpu_millis, kube_reserved_memory_mib
+    from hyperpod_core.fit import EVICTION_HARD_MEMORY_MIB, kube_reserved_cpu_millis, kube_reserved_memory_mib
 
     cpu_millis = 4000 - kube_reserved_cpu_millis(4)
     memory_mib = 16 * 1024 - kube_reserved_memory_mib(58) - EVICTION_HARD_MEMORY_MIB
@@ -270,8 +270,8 @@ def _last(args: list[str], flag: str) -> str | None:
 def test_the_colocated_baseline_runs_its_own_memory_flags_not_decodes(default_config_dict, role_flags, flag):
     """Decode's own memory flag makes room for the PD buffer (docs/endpoint.md, GPU memory); the colocated baseline
     has no buffer and never runs it (review-4, defect 4), with decode's batch size and its other flags. Its
-    utilization is its own: the model's 0.75 plus the 8 GiB buffer's share of an 80 GiB H100 (EC2 accelerated
-    computing: p5.48xlarge, 8 x H100 80 GB), 0.75 + 8/80 = 0.85."""
+    utilization is its own: the model's 0.75 plus the 8 GiB buffer's share of an H100 (p5.48xlarge, 8 x H100 80 GB:
+    81,559 MiB = 79.6 GiB as its driver reports it, NVIDIA/nccl#1264), 0.75 + 8/79.6 = 0.85."""
     from hyperpod_core.inputs import resolve_inputs
     from hyperpod_k8s.endpoint.props import endpoint_props
 
@@ -289,12 +289,13 @@ def test_the_colocated_baseline_runs_its_own_memory_flags_not_decodes(default_co
 
 @pytest.mark.parametrize(("endpoint_utilization", "role_utilization", "buffer_gib", "expected"), [
     # docs/endpoint.md's main remedy for a 32 GiB buffer: the endpoint-level value lowered to 0.56 (the GPU-memory
-    # rule's limit: 0.56 x 80 + 32 + 3 <= 80). The baseline gets the buffer's share back: 0.56 + 32/80 = 0.96.
+    # rule's limit on an H100's 79.6 GiB: 0.56 x 79.6 + 32 + 3 <= 79.6). The baseline gets the buffer's share back:
+    # 0.56 + 32/79.6 = 0.96.
     (0.56, None, 32, "0.96"),
-    # Both roles lowered on their own, the endpoint left high: 0.9 + 32/80 = 1.3 would not fit; the baseline gets
-    # what the rule allows without a buffer, the GPU less the 3 GiB margin: floor((80 - 3) / 80, 2) = 0.96.
+    # Both roles lowered on their own, the endpoint left high: 0.9 + 32/79.6 = 1.3 would not fit; the baseline gets
+    # what the rule allows without a buffer, the GPU less the 3 GiB margin: floor((79.6 - 3) / 79.6, 2) = 0.96.
     (0.9, "0.55", 32, "0.96"),
-    # The default: 0.75 + 8/80.
+    # The default: 0.75 + 8/79.6.
     (0.75, None, 8, "0.85"),
 ])
 def test_the_colocated_baseline_gets_back_the_memory_the_pd_buffer_took(default_config_dict, endpoint_utilization,
@@ -302,10 +303,10 @@ def test_the_colocated_baseline_gets_back_the_memory_the_pd_buffer_took(default_
     """A global ``gpu_memory_utilization`` lowered to make room for a larger PD buffer must not shrink the colocated
     baseline's KV cache, which has no buffer (the fourth review's defect 4, in its global-lowered form); the value
     each engine ran with is recorded in every run's ``bench-run.json``."""
-    from hyperpod_core import bench_runner
     from hyperpod_core.inputs import resolve_inputs
     from hyperpod_k8s.benchmark.props import gpu_memory_utilization
     from hyperpod_k8s.endpoint.props import endpoint_props
+    from hyperpod_runtime import bench_runner
 
     data = copy.deepcopy(default_config_dict)
     e = data["endpoint"]

@@ -108,7 +108,7 @@ def _engines(props) -> dict[str, list[str]]:  # type: ignore[no-untyped-def]
 
 
 def _manifest(shard_sha256: str) -> bytes:
-    """The bytes of a stage-model manifest (hyperpod_dpd.staging.manifest) naming one shard."""
+    """The bytes of a stage-model manifest (hyperpod_dpd.model_folder.manifest) naming one shard."""
     files = {"model-00001-of-00001.safetensors": {"size": 10, "sha256": shard_sha256, "crc64nvme": "AAAAAAAAAAA="}}
     return (json.dumps({"format": 1, "files": files}, indent=2) + "\n").encode()
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import shutil
 import subprocess
 import threading
@@ -435,7 +436,8 @@ def substitute(expr: str, config: Config) -> str:
     }
     for var, value in values.items():
         expr = expr.replace(var, value)
-    assert "$" not in expr, f"unsubstituted variable in {expr!r}"
+    # A Grafana variable starts with a letter or underscore; "$1" is label_replace's capture group.
+    assert not re.search(r"\$\{?[A-Za-z_]", expr), f"unsubstituted variable in {expr!r}"
     return expr
 
 

@@ -33,7 +33,13 @@ from hyperpod_core.telemetry.alertmanager import (
     alert_manager_definition,
     alertmanager_text,
 )
-from hyperpod_core.telemetry.alerts import ENDPOINT_DOWN, HEARTBEAT, KIND_LABEL, alert_rule_groups
+from hyperpod_core.telemetry.alerts import (
+    ENDPOINT_DOWN,
+    HEARTBEAT,
+    INFERENCE_METRICS_ABSENT,
+    KIND_LABEL,
+    alert_rule_groups,
+)
 
 pytestmark = pytest.mark.slow
 DELIVERY_TIMEOUT_S = 30.0
@@ -133,7 +139,8 @@ def test_a_silenced_endpoint_down_never_mutes_the_critical_error_ratio(alertmana
     """The fourth review's finding 4, in a real Alertmanager: silence DpdEndpointDown (the natural reaction to a
     false positive). Alertmanager keeps inhibiting while a silenced source fires, so the silence still mutes the
     endpoint's warning pd alerts (the runbook says so), but the critical DpdErrorRatioHigh is no inhibition target
-    and reaches people. The alerts carry the labels of the synthesized rules."""
+    and reaches people, nor is DpdInferenceMetricsAbsent, critical because it says that alert is blind. The alerts
+    carry the labels of the synthesized rules."""
     rules = {r["alert"]: r for g in alert_rule_groups(default_config)["groups"] for r in g["rules"]}
     namespace = "silence-test"
 
@@ -150,13 +157,16 @@ def test_a_silenced_endpoint_down_never_mutes_the_critical_error_ratio(alertmana
     with urllib.request.urlopen(request, timeout=10) as resp:
         assert resp.status == 200
     assert rules["DpdErrorRatioHigh"]["labels"]["severity"] == "critical"
-    alertmanager.post([alert(ENDPOINT_DOWN), alert("DpdTtftSloBreach"), alert("DpdErrorRatioHigh")])
+    assert rules[INFERENCE_METRICS_ABSENT]["labels"]["severity"] == "critical"
+    alertmanager.post([alert(ENDPOINT_DOWN), alert("DpdTtftSloBreach"), alert("DpdErrorRatioHigh"),
+                       alert(INFERENCE_METRICS_ABSENT)])
     deadline = time.monotonic() + DELIVERY_TIMEOUT_S
     while time.monotonic() < deadline:
         found = {a["labels"]["alertname"]: a["status"] for a in alertmanager.alerts(namespace=namespace)}
-        if len(found) == 3 and found[ENDPOINT_DOWN]["silencedBy"] and found["DpdTtftSloBreach"]["inhibitedBy"]:
+        if len(found) == 4 and found[ENDPOINT_DOWN]["silencedBy"] and found["DpdTtftSloBreach"]["inhibitedBy"]:
             break
         time.sleep(0.2)
     assert found[ENDPOINT_DOWN]["silencedBy"], "the silence mutes the endpoint-down alert itself"
     assert found["DpdTtftSloBreach"]["inhibitedBy"], "a warning pd alert stays inhibited (the runbook says so)"
     assert found["DpdErrorRatioHigh"] == {"state": "active", "silencedBy": [], "inhibitedBy": []}
+    assert found[INFERENCE_METRICS_ABSENT] == {"state": "active", "silencedBy": [], "inhibitedBy": []}

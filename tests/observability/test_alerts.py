@@ -71,19 +71,26 @@ def _s(metric: m.Metric, pod: str, values: str, config: Config, suffix: str = ""
     return {"series": f"{metric.series(suffix)}{{{body}}}", "values": values}
 
 
-def _hist(metric: m.Metric, pod: str, per_minute: dict[float, int], config: Config) -> list[dict]:
+def _grow(per_minute: float, busy_minutes: int = 40) -> str:
+    """A counter's values for 40 minutes: ``per_minute`` more each minute for ``busy_minutes``, then flat (idle)."""
+    grows = f"0+{per_minute:g}x{busy_minutes}"
+    return grows if busy_minutes == 40 else f"{grows} {per_minute * busy_minutes:g}x{39 - busy_minutes}"
+
+
+def _hist(metric: m.Metric, pod: str, per_minute: dict[float, float], config: Config, *,
+          busy_minutes: int = 40) -> list[dict]:
     """A histogram as the exporter writes it, from the CONTRACT's bucket list only (``contract.py``: the lists
     of shared/metrics, never the catalogue's): ``per_minute`` maps a latency (seconds) to the requests a minute
-    that take it; every contract boundary's bucket (``le`` as prometheus_client writes it) counts those at or
-    below it, then ``+Inf``, ``_sum`` and ``_count``."""
+    that take it (for ``busy_minutes``, then none); every contract boundary's bucket (``le`` as prometheus_client
+    writes it) counts those at or below it, then ``+Inf``, ``_sum`` and ``_count``."""
     (family,) = [f for f in contract.families(collector_labels(config)) if f.name == metric.family]
     assert family.buckets, f"the contract has no bucket list for {metric.name}"
     total = sum(per_minute.values())
-    series = [_s(metric, pod, f"0+{sum(n for v, n in per_minute.items() if v <= b)}x40", config, "_bucket",
-                 le=contract.exposed_le(b)) for b in family.buckets]
-    series.append(_s(metric, pod, f"0+{total}x40", config, "_bucket", le="+Inf"))
-    return [*series, _s(metric, pod, f"0+{sum(v * n for v, n in per_minute.items()):g}x40", config, "_sum"),
-            _s(metric, pod, f"0+{total}x40", config, "_count")]
+    series = [_s(metric, pod, _grow(sum(n for v, n in per_minute.items() if v <= b), busy_minutes), config,
+                 "_bucket", le=contract.exposed_le(b)) for b in family.buckets]
+    series.append(_s(metric, pod, _grow(total, busy_minutes), config, "_bucket", le="+Inf"))
+    return [*series, _s(metric, pod, _grow(sum(v * n for v, n in per_minute.items()), busy_minutes), config, "_sum"),
+            _s(metric, pod, _grow(total, busy_minutes), config, "_count")]
 
 
 def _user_ttft(config: Config, leg_s: float, per_minute: int = 60) -> list[dict]:
@@ -144,7 +151,8 @@ def _scenarios(config: Config) -> dict[str, tuple[list[dict], list[dict], dict[s
         absent = ([*_ready(config, p["prefill"], True), *_ready(config, p["decode"], True),
                    *_inference(config, p["prefill"])],
                   [*_ready(config, p["prefill"], True), *_ready(config, p["decode"], True),
-                   *_inference(config, p["prefill"]), *_inference(config, p["decode"])], {"component": "decode"})
+                   *_inference(config, p["prefill"]), *_inference(config, p["decode"])],
+                  {"component": "decode", "pod_name": p["decode"]})
     else:
         down = ([*_ready(config, p["worker"], False), *router], [*_ready(config, p["worker"], True), *router],
                 {"component": "worker"})
@@ -154,7 +162,8 @@ def _scenarios(config: Config) -> dict[str, tuple[list[dict], list[dict], dict[s
                   [_s(m.MODEL_INVOCATIONS, p["worker"], "0+600x40", config, **INVOKE),
                    _s(m.MODEL_ERRORS, p["worker"], "0+3x40", config, **FAILED)], {})
         absent = ([*_ready(config, p["worker"], True)],
-                  [*_ready(config, p["worker"], True), *_inference(config, p["worker"])], {"component": "worker"})
+                  [*_ready(config, p["worker"], True), *_inference(config, p["worker"])],
+                  {"component": "worker", "pod_name": p["worker"]})
     out = {
         "DpdEndpointDown": down,
         "DpdDecodeKvCacheSaturated": (
@@ -272,8 +281,10 @@ def _promtool_test(promtool: str, rules_file: Path, tmp_path: Path, tests: list[
 
 
 def _expected(rule: dict, extra_labels: dict[str, str]) -> dict:
-    annotations = {k: v.replace("{{ $labels.component }}", extra_labels.get("component", ""))
-                   for k, v in rule["annotations"].items()}
+    annotations = dict(rule["annotations"])
+    for label in ("component", "pod_name"):
+        annotations = {k: v.replace(f"{{{{ $labels.{label} }}}}", extra_labels.get(label, ""))
+                       for k, v in annotations.items()}
     return {"exp_labels": {**rule["labels"], **extra_labels}, "exp_annotations": annotations}
 
 
@@ -317,7 +328,7 @@ def test_users_ttft_alert_fires_when_each_leg_is_within_the_slo(default_config: 
     quiet = [{"eval_time": EVAL_TIME, "alertname": a, "exp_alerts": []}
              for a in ("DpdTtftSloBreach", "DpdPrefillLegSlow")]
     (rule,) = [r for r in alerts_of(rules_files["dpd"]) if r["alert"] == "DpdUserTtftMeanAboveSlo"]
-    assert rule["expr"].endswith(f"> {slo}")
+    assert f"> {slo}) and on() (" in rule["expr"]
     _promtool_test(promtool, rules_files["dpd"], tmp_path, [
         {"name": "0.6 + 0.6 x SLO", "interval": "1m", "input_series": series, "alert_rule_test": [
             *quiet, {"eval_time": EVAL_TIME, "alertname": "DpdUserTtftMeanAboveSlo",
@@ -369,14 +380,14 @@ def test_thresholds_come_from_config(default_config_dict: dict) -> None:
 
     data = json.loads(json.dumps(default_config_dict))
     # Latency objectives are bucket boundaries (vllm-0.19.0.json): TTFT and E2E have 5 s, TPOT has 0.075 s. A whole
-    # number matches both spellings of le (1.0 from prometheus_client, 1 after Prometheus 3 / OTel normalise it).
+    # number matches both spellings of le (1.0 from prometheus_client and Prometheus 3, 1 from OTel's translator).
     data["observability"]["slo"].update(ttft_p95_seconds=5.0, tpot_p95_seconds=0.075, error_ratio=0.02,
                                         kv_cache_usage_ratio=0.85, prefill_queue_per_replica=9)
     exprs = {r["alert"]: r["expr"] for r in alert_rule_groups(parse_config(data))["groups"][0]["rules"]}
     assert 'vllm:time_to_first_token_seconds_bucket{' in exprs["DpdTtftSloBreach"]
     assert 'le=~"5(\\\\.0)?"' in exprs["DpdTtftSloBreach"] and 'le=~"5(\\\\.0)?"' in exprs["DpdPrefillLegSlow"]
-    assert exprs["DpdTtftSloBreach"].endswith("< 0.95")
-    assert 'le="0.075"' in exprs["DpdTpotSloBreach"] and exprs["DpdTpotSloBreach"].endswith("< 0.95")
+    assert "< 0.95) and on() (" in exprs["DpdTtftSloBreach"]
+    assert 'le="0.075"' in exprs["DpdTpotSloBreach"] and "< 0.95) and on() (" in exprs["DpdTpotSloBreach"]
     assert "histogram_quantile" not in exprs["DpdTtftSloBreach"] + exprs["DpdTpotSloBreach"]
     assert exprs["DpdErrorRatioHigh"].endswith("> 0.02")
     assert exprs["DpdDecodeKvCacheSaturated"].endswith("> 0.85")
@@ -464,7 +475,174 @@ def test_ready_pods_without_inference_series_page(default_config: Config, rules_
     _promtool_test(promtool, rules_files["dpd"], tmp_path, [
         {"name": "Ready, no inference series", "interval": "1m", "input_series": ready, "alert_rule_test": [
             *quiet, {"eval_time": "39m", "alertname": INFERENCE_METRICS_ABSENT,
-                     "exp_alerts": [_expected(rule, {"component": c}) for c in ("prefill", "decode")]}]},
+                     "exp_alerts": [_expected(rule, {"component": c, "pod_name": p[c]})
+                                    for c in ("prefill", "decode")]}]},
         {"name": "vLLM finishes requests, no sidecar series", "interval": "1m", "input_series": no_sidecar,
          "alert_rule_test": [{"eval_time": "39m", "alertname": INFERENCE_METRICS_ABSENT,
-                              "exp_alerts": [_expected(rule, {"component": "decode"})]}]}])
+                              "exp_alerts": [_expected(rule, {"component": "decode", "pod_name": p["decode"]})]}]}])
+
+
+def _rules_of(config: Config, tmp_path: Path) -> Path:
+    path = tmp_path / "rules.yml"
+    path.write_text(yaml.safe_dump(alert_rule_groups(config), sort_keys=False))
+    return path
+
+
+def test_error_ratio_counts_chat_traffic_on_a_completions_endpoint(default_config_dict: dict, tmp_path: Path,
+                                                                   promtool: str) -> None:
+    """config/examples/kvaware-redis-evaluation.yaml declares invocation_path v1/completions, and genai-bench posts
+    to /v1/chat/completions; the router posts both legs to the path the client used (vllm-project/production-stack
+    @ a6c01db, src/vllm_router/services/request_service/request.py, send_request_to_prefiller and
+    send_request_to_decode: client.post(endpoint, ...)). 20 % of the decode legs fail: DpdErrorRatioHigh fires,
+    and the sidecar does count the pods' inference requests, so DpdInferenceMetricsAbsent stays quiet. GET /ping
+    probes pass through the same proxies."""
+    from hyperpod_core.config import parse_config
+
+    data = json.loads(json.dumps(default_config_dict))
+    data["endpoint"]["invocation_path"] = "v1/completions"
+    config = parse_config(data)
+    rules = _rules_of(config, tmp_path)
+    p = _pods(config)
+    chat = {"method": "POST", "uri": "/v1/chat/completions", "status": "200"}
+    series = [*_visible(config), *_ready(config, p["router"], True, "hyperpod-inference-system")]
+    for pod in (p["prefill"], p["decode"]):
+        series += [*_ready(config, pod, True), _s(m.NUM_REQUESTS_RUNNING, pod, "3x40", config),
+                   _s(m.REQUEST_SUCCESS, pod, "0+48x40", config, finished_reason="stop"),
+                   _s(m.MODEL_INVOCATIONS, pod, "0+60x40", config, **chat),
+                   _s(m.MODEL_INVOCATIONS, pod, "0+6x40", config, **PROBE)]
+    series.append(_s(m.MODEL_ERRORS, p["decode"], "0+12x40", config, **{**chat, "status": "500"}))
+    (rule,) = [r for r in alerts_of(rules) if r["alert"] == "DpdErrorRatioHigh"]
+    _promtool_test(promtool, rules, tmp_path, [
+        {"name": "chat traffic on a completions endpoint", "interval": "1m", "input_series": series,
+         "alert_rule_test": [
+             {"eval_time": EVAL_TIME, "alertname": "DpdErrorRatioHigh", "exp_alerts": [_expected(rule, {})]},
+             {"eval_time": EVAL_TIME, "alertname": INFERENCE_METRICS_ABSENT, "exp_alerts": []}]}])
+
+
+def test_probes_alone_are_no_inference_requests(default_config: Config, rules_files: dict[str, Path],
+                                                tmp_path: Path, promtool: str) -> None:
+    """vLLM finishes requests on decode, but the decode sidecar's only series are probes (GET /ping, and POST /ping,
+    which vLLM's SageMaker route also takes: vllm-project/vllm @ 09cb327, vllm/entrypoints/sagemaker/
+    api_router.py): the sidecar counts none of the pod's inference requests, so the error ratio is blind to it and
+    DpdInferenceMetricsAbsent fires for that pod; the probes make no error ratio."""
+    p = _pods(default_config)
+    series = [*_ready(default_config, p["prefill"], True), *_ready(default_config, p["decode"], True),
+              *_inference(default_config, p["prefill"]),
+              _s(m.NUM_REQUESTS_RUNNING, p["decode"], "3x40", default_config),
+              _s(m.REQUEST_SUCCESS, p["decode"], "0+60x40", default_config, finished_reason="stop"),
+              _s(m.MODEL_INVOCATIONS, p["decode"], "0+6x40", default_config, **PROBE),
+              _s(m.MODEL_INVOCATIONS, p["decode"], "0+6x40", default_config, **{**PROBE, "method": "POST"}),
+              _s(m.MODEL_ERRORS, p["decode"], "0+6x40", default_config, **{**PROBE, "status": "500"})]
+    (rule,) = [r for r in alerts_of(rules_files["dpd"]) if r["alert"] == INFERENCE_METRICS_ABSENT]
+    _promtool_test(promtool, rules_files["dpd"], tmp_path, [
+        {"name": "probes only on decode", "interval": "1m", "input_series": series, "alert_rule_test": [
+            {"eval_time": "39m", "alertname": INFERENCE_METRICS_ABSENT,
+             "exp_alerts": [_expected(rule, {"component": "decode", "pod_name": p["decode"]})]},
+            {"eval_time": "39m", "alertname": "DpdErrorRatioHigh", "exp_alerts": []}]}])
+
+
+@pytest.mark.parametrize("collector", ["default", "relabelled"])
+def test_one_silent_replica_among_ready_ones_pages(collector: str, default_config_dict: dict, tmp_path: Path,
+                                                   promtool: str) -> None:
+    """Two decode pods are Ready and one of them ships no inference series (vLLM's or the sidecar's): an absent()
+    over the role's pod pattern sees the healthy one and stays quiet; the comparison pod by pod names the silent
+    one. The healthy pods keep it quiet for themselves. Also with a collector that writes kube-state-metrics' pod
+    and namespace as exported_pod / exported_namespace (observability.collector_labels)."""
+    from hyperpod_core.config import parse_config
+
+    data = json.loads(json.dumps(default_config_dict))
+    if collector == "relabelled":
+        data["observability"]["collector_labels"] = {"kube_state_metrics_pod": "exported_pod",
+                                                     "kube_state_metrics_namespace": "exported_namespace"}
+    config = parse_config(data)
+    rules = _rules_of(config, tmp_path)
+    p = _pods(config)
+    silent = f"decode-{config.endpoint.name}-5b8c9d7f6-zz7yy"
+    series = [*_ready(config, p["prefill"], True), *_ready(config, p["decode"], True),
+              *_ready(config, silent, True), *_inference(config, p["prefill"]), *_inference(config, p["decode"])]
+    (rule,) = [r for r in alerts_of(rules) if r["alert"] == INFERENCE_METRICS_ABSENT]
+    _promtool_test(promtool, rules, tmp_path, [
+        {"name": "one of two decode pods silent", "interval": "1m", "input_series": series, "alert_rule_test": [
+            {"eval_time": "39m", "alertname": INFERENCE_METRICS_ABSENT,
+             "exp_alerts": [_expected(rule, {"component": "decode", "pod_name": silent})]}]}])
+
+
+def test_endpoint_down_fires_while_the_pods_are_pending(default_config: Config, rules_files: dict[str, Path],
+                                                        tmp_path: Path, promtool: str) -> None:
+    """GPU capacity is lost and the recreated prefill and decode pods stay Pending (unschedulable). kube-state-metrics
+    writes kube_pod_status_ready only for a pod whose status holds a Ready condition (kubernetes/kube-state-metrics,
+    internal/store/pod.go, createPodStatusReadyFamilyGenerator), so those pods have no Ready series, and nothing
+    else runs in the endpoint's namespace. The cluster is visible (kube-system, the operator, the router): the
+    endpoint is down, DpdEndpointDown fires (critical) once its 5 minutes have passed, and no series is missing."""
+    p = _pods(default_config)
+    series = [*_ready(default_config, "coredns-6b5c4d3e2-dn5sq", True, "kube-system"),
+              *_ready(default_config, "hyperpod-inference-operator-6b5c4d3e2-op1qr", True, "hyperpod-inference-system"),
+              *_ready(default_config, p["router"], True, "hyperpod-inference-system")]
+    (rule,) = [r for r in alerts_of(rules_files["dpd"]) if r["alert"] == ENDPOINT_DOWN]
+    assert rule["labels"]["severity"] == "critical" and rule["for"] == "5m"
+    _promtool_test(promtool, rules_files["dpd"], tmp_path, [
+        {"name": "role pods pending", "interval": "1m", "input_series": series, "alert_rule_test": [
+            {"eval_time": "4m", "alertname": ENDPOINT_DOWN, "exp_alerts": []},
+            {"eval_time": "6m", "alertname": ENDPOINT_DOWN,
+             "exp_alerts": [_expected(rule, {"component": c}) for c in ("prefill", "decode")]},
+            {"eval_time": EVAL_TIME, "alertname": CLUSTER_METRICS_ABSENT, "exp_alerts": []}]}])
+
+
+def test_an_empty_endpoint_namespace_is_no_missing_cluster_metric(default_config: Config,
+                                                                  rules_files: dict[str, Path], tmp_path: Path,
+                                                                  promtool: str) -> None:
+    """Before the endpoint is applied (or after it is deleted) its namespace holds no pod, which is normal: the
+    cluster metrics arrive from every other namespace, so DpdClusterMetricsAbsent stays quiet. Nothing serves, so
+    DpdEndpointDown names every component."""
+    series = [*_ready(default_config, "coredns-6b5c4d3e2-dn5sq", True, "kube-system"),
+              *_ready(default_config, "hyperpod-inference-operator-6b5c4d3e2-op1qr", True, "hyperpod-inference-system")]
+    (rule,) = [r for r in alerts_of(rules_files["dpd"]) if r["alert"] == ENDPOINT_DOWN]
+    _promtool_test(promtool, rules_files["dpd"], tmp_path, [
+        {"name": "endpoint not applied", "interval": "1m", "input_series": series, "alert_rule_test": [
+            {"eval_time": EVAL_TIME, "alertname": CLUSTER_METRICS_ABSENT, "exp_alerts": []},
+            {"eval_time": EVAL_TIME, "alertname": ENDPOINT_DOWN,
+             "exp_alerts": [_expected(rule, {"component": c}) for c in ("prefill", "decode", "router")]}]}])
+
+
+#: The latency alerts: each fires when a fifth of the requests are slow (``_slow_traffic``).
+LATENCY_ALERTS = ("DpdTtftSloBreach", "DpdPrefillLegSlow", "DpdUserTtftMeanAboveSlo", "DpdTpotSloBreach")
+
+
+def _slow_traffic(config: Config, per_minute: float, busy_minutes: int = 40) -> list[dict]:
+    """``per_minute`` requests a minute, a fifth of them slow (TTFT and prefill leg 10 s, TPOT 0.2 s): every latency
+    alert's condition holds (share within the objective 80 %; users' mean TTFT 2 x 2.4 s over a 2.5 s SLO)."""
+    p = _pods(config)
+    fast, slow = 0.8 * per_minute, 0.2 * per_minute
+    return [*_hist(m.TIME_TO_FIRST_TOKEN, p["decode"], {0.5: fast, 10.0: slow}, config, busy_minutes=busy_minutes),
+            *_hist(m.E2E_LATENCY, p["prefill"], {0.5: fast, 10.0: slow}, config, busy_minutes=busy_minutes),
+            *_hist(m.REQUEST_TPOT, p["decode"], {0.05: fast, 0.2: slow}, config, busy_minutes=busy_minutes)]
+
+
+def test_latency_alerts_judge_no_window_of_a_few_requests(default_config: Config, rules_files: dict[str, Path],
+                                                          tmp_path: Path, promtool: str) -> None:
+    """One request a minute, one in five slow: 5 requests in the 5-minute window, fewer than MIN_REQUESTS (20, the
+    fewest for which one slow request alone cannot breach a p95 objective: 19 of 20 is 95 %), so nothing pages. The
+    same shape at 12 requests a minute (60 in the window) pages every latency alert."""
+    rules = {r["alert"]: r for r in alerts_of(rules_files["dpd"])}
+    _promtool_test(promtool, rules_files["dpd"], tmp_path, [
+        {"name": "5 requests in 5 minutes, one slow", "interval": "1m",
+         "input_series": _slow_traffic(default_config, 1),
+         "alert_rule_test": [{"eval_time": EVAL_TIME, "alertname": a, "exp_alerts": []} for a in LATENCY_ALERTS]},
+        {"name": "60 requests in 5 minutes, a fifth slow", "interval": "1m",
+         "input_series": _slow_traffic(default_config, 12),
+         "alert_rule_test": [{"eval_time": EVAL_TIME, "alertname": a, "exp_alerts": [_expected(rules[a], {})]}
+                             for a in LATENCY_ALERTS]}])
+
+
+def test_an_idle_endpoint_stays_quiet(default_config: Config, rules_files: dict[str, Path], tmp_path: Path,
+                                      promtool: str) -> None:
+    """Slow, failing traffic for 10 minutes, then none for 30: the counters stay flat, every ratio is 0/0 (no
+    value), and neither the latency alerts nor the error ratio page an idle endpoint."""
+    p = _pods(default_config)
+    series = [*_slow_traffic(default_config, 60, busy_minutes=10),
+              _s(m.MODEL_INVOCATIONS, p["decode"], _grow(60, 10), default_config, **INVOKE),
+              _s(m.MODEL_ERRORS, p["decode"], _grow(30, 10), default_config, **FAILED)]
+    _promtool_test(promtool, rules_files["dpd"], tmp_path, [
+        {"name": "idle for 30 minutes", "interval": "1m", "input_series": series,
+         "alert_rule_test": [{"eval_time": "40m", "alertname": a, "exp_alerts": []}
+                             for a in (*LATENCY_ALERTS, "DpdErrorRatioHigh")]}])

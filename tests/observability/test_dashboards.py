@@ -15,11 +15,13 @@ from hyperpod_core.telemetry.render import render
 from hyperpod_k8s.observability.delivery import dashboard_files, write_dashboard_files
 
 OVERVIEW_PANELS = {
-    "Request rate", "Tokens per second", "Time to first token as users see it", "Time to first token (decode leg)",
+    "Request rate", "Tokens per second", "Time to first token as users see it (lower bound)",
+    "Time to first token (decode leg)",
     "Prefill time", "Time per output token / inter-token latency", "End-to-end latency (decode leg)", "Prefill queue",
     "Decode running sequences", "Decode KV-cache usage", "Decode preemptions", "KV retrieve time on decode",
     "KV transfer throughput", "KV hit ratio", "Error ratio", "Aborted or failed requests",
-    "Pod restarts (1h)", "GPU utilisation per role", "GPU memory used per role",
+    "Pod restarts (1h)", "GPU utilisation per role", "GPU memory used per role", "USD per 1M tokens",
+    "Idle GPU share",
 }
 
 
@@ -103,6 +105,19 @@ def test_user_ttft_panel_claims_only_the_lower_bound(default_config: Config) -> 
     assert "their sum" not in panel.description and "between" not in panel.description
 
 
+def test_the_users_ttft_is_called_a_lower_bound(default_config: Config) -> None:
+    """vLLM measures TTFT and E2E from the engine's own arrival_time (vLLM docs/design/metrics.md, "Frontend Stats
+    Collection"), so the sum of the legs leaves out the router, the proxies, the hops and the first chunk's way
+    back (fourth review, observability finding 6): no panel may call it exact."""
+    panels = [p for d in (dpd_overview(default_config), dpd_vs_colocated(default_config)) for p in d.panels
+              if "as users see it" in p.title]
+    assert len(panels) == 5  # the overview's, and each comparison side's panel and run-summary stat
+    for panel in panels:
+        assert panel.title.endswith("(lower bound)"), panel.title
+        assert "A lower bound: vLLM measures each interval inside the engine" in panel.description
+        assert "docs/design/metrics.md" in panel.description and "is exact" not in panel.description
+
+
 def test_each_run_has_its_own_time_window(default_config: Config) -> None:
     """The runs are sequential (the colocated manifest replaces the DPD one), so each column is shifted by its
     own variable: Grafana's per-panel timeShift interpolates dashboard variables."""
@@ -147,8 +162,8 @@ def test_slo_thresholds_from_config_are_drawn_on_the_latency_panels(default_conf
 def test_every_slo_line_says_its_resolution(default_config: Config) -> None:
     """A p95 curve is interpolated inside the exporter's buckets; each latency panel with an SLO line says which
     buckets surround the line (TTFT 1 -> 2.5 -> 5 s, TPOT 0.075 -> 0.1 -> 0.15 s: vllm-0.19.0.json buckets)."""
-    around = {default_config.observability.slo.ttft_p95_seconds: "(1 -> 2.5 -> 5 s around the line)",
-              default_config.observability.slo.tpot_p95_seconds: "(0.075 -> 0.1 -> 0.15 s around the line)"}
+    around = {default_config.observability.slo.ttft_p95_seconds: "1 -> 2.5 -> 5 s",
+              default_config.observability.slo.tpot_p95_seconds: "0.075 -> 0.1 -> 0.15 s"}
     lines = 0
     for spec in dashboards(default_config):
         for panel in render(spec)["panels"]:
@@ -159,6 +174,26 @@ def test_every_slo_line_says_its_resolution(default_config: Config) -> None:
             assert "Resolution:" in panel["description"] and around[line] in panel["description"], panel["title"]
             lines += 1
     assert lines >= 6
+
+
+def test_the_users_ttft_line_names_the_resolution_of_both_legs(default_config: Config) -> None:
+    """DPD's users'-TTFT panel draws the prefill leg's p95 from vllm:e2e_request_latency_seconds and the decode TTFT's
+    from vllm:time_to_first_token_seconds: its SLO line's resolution is each histogram's, the buckets on either side
+    of the line taken from the contract (vllm-0.19.0.json; E2E's request_latency_buckets: ... 2.0, 2.5, 5.0 ...)."""
+    from tests.observability import contract
+
+    from hyperpod_core.telemetry import catalogue as m
+    from hyperpod_core.telemetry.targets import collector_labels
+
+    slo = default_config.observability.slo.ttft_p95_seconds
+    buckets = {f.name: f.buckets for f in contract.families(collector_labels(default_config))}
+    (panel,) = [p for p in dpd_overview(default_config).panels if p.title == USER_TTFT_TITLE]
+    assert [q.legend for q in panel.queries][1:] == ["prefill leg p95", "decode TTFT p95"]
+    for metric in (m.TIME_TO_FIRST_TOKEN, m.E2E_LATENCY):
+        bounds = buckets[metric.family]
+        assert bounds is not None
+        below, above = max(b for b in bounds if b < slo), min(b for b in bounds if b > slo)
+        assert f"{metric.name}: {below:g} -> {slo:g} -> {above:g} s" in panel.description, metric.name
 
 
 def test_template_variables_default_to_the_configured_endpoint(default_config: Config) -> None:

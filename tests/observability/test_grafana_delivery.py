@@ -68,13 +68,22 @@ class FakeGrafana:
         self.folders: dict[str, dict] = {}
         self.dashboards: dict[str, dict] = {}
         self.unauthorized = 0
+        self.ids = 0
+
+    def _next_id(self) -> int:
+        self.ids += 1
+        return self.ids
 
     def handle(self, method: str, path: str, body: Any) -> tuple[int, Any]:
         routes = [
             ("GET", r"/api/datasources/uid/([^/]+)", lambda u: self._get(self.datasources, u)),
-            ("PUT", r"/api/datasources/uid/([^/]+)", lambda u: self._put(self.datasources, u, body)),
+            # Grafana updates the row of the data source's id (pkg/api/datasources.go UpdateDataSourceByUID), and
+            # gives a created one the next id.
+            ("PUT", r"/api/datasources/uid/([^/]+)",
+             lambda u: self._put(self.datasources, u, {**body, "id": self.datasources.get(u, {}).get("id")})),
             ("DELETE", r"/api/datasources/uid/([^/]+)", lambda u: self._delete(self.datasources, u)),
-            ("POST", r"/api/datasources", lambda: self._post(self.datasources, body["uid"], body)),
+            ("POST", r"/api/datasources", lambda: self._post(self.datasources, body["uid"],
+                                                            {**body, "id": self._next_id()})),
             ("GET", r"/api/folders/([^/]+)", lambda u: self._get(self.folders, u)),
             ("PUT", r"/api/folders/([^/]+)", lambda u: self._put(self.folders, u, {**self.folders.get(u, {}), **body})),
             ("DELETE", r"/api/folders/([^/]+)", lambda u: self._delete_folder(u)),
@@ -272,15 +281,29 @@ def test_the_data_source_can_sign_its_queries_on_the_workspaces_grafana(
                             "${datasource}")
 
 
-def test_an_upgrade_to_grafana_12_replaces_the_core_data_source(grafana_server, default_config) -> None:
-    """A workspace upgraded from 10 to 12 keeps our old core-Prometheus data source, which can no longer sign:
-    the next deploy replaces it (same uid, so the dashboards keep pointing at it) with the plugin's type."""
+def test_an_upgrade_to_grafana_12_changes_the_data_sources_type_in_place(grafana_server, default_config) -> None:
+    """A workspace upgraded from 10 to 12 keeps our old core-Prometheus data source, which can no longer sign: the
+    next deploy gives it the plugin's type by updating it (same uid and id, so the dashboards keep pointing at it and
+    its permissions stay). Grafana's PUT /api/datasources/uid/:uid takes the type with the rest and rewrites the
+    existing row (grafana/grafana @ db64da7, pkg/api/datasources.go UpdateDataSourceByUID; @ ea500b8,
+    pkg/services/datasources/service/store.go UpdateDataSource: ``Type: cmd.Type``). Here Grafana refuses to create
+    data sources after the first deploy: deleting and re-creating would leave none."""
     fake, endpoint = grafana_server
     props = _props(default_config)
     _run("Create", props, endpoint, grafana_version="10.4")
-    assert fake.datasources["hyperpod-dpd-amp"]["type"] == "prometheus"
+    before = fake.datasources["hyperpod-dpd-amp"]
+    assert before["type"] == "prometheus"
+    serve = fake.handle
+
+    def refuse_creates(method: str, path: str, body: Any) -> tuple[int, Any]:
+        if (method, path.split("?", 1)[0]) == ("POST", "/api/datasources"):
+            return 500, {"message": "data source quota reached"}
+        return serve(method, path, body)
+
+    fake.handle = refuse_creates  # type: ignore[method-assign]
     _run("Update", props, endpoint, old=props, grafana_version="12.4")
-    assert fake.datasources["hyperpod-dpd-amp"]["type"] == AMP_PLUGIN_ID
+    after = fake.datasources["hyperpod-dpd-amp"]
+    assert after["type"] == AMP_PLUGIN_ID and after["id"] == before["id"]
 
 
 def test_grafana_version_is_a_required_member_of_describe_workspace() -> None:

@@ -22,8 +22,9 @@ import math
 from dataclasses import dataclass
 from typing import Protocol
 
-from hyperpod_analysis.plan.facts import GpuFacts, ModelShape
+from hyperpod_analysis.plan.facts import ModelShape
 from hyperpod_core.errors import CommandFailed, UsageError
+from hyperpod_core.instances import GpuFacts
 
 
 class StepModel(Protocol):

@@ -1,7 +1,7 @@
-"""Facts the planner needs, each with its source: model shapes, GPU/instance hardware, instance prices.
+"""Facts the planner needs, each with its source: model shapes, GPU/instance hardware, price flags.
 
-GPUs per node come from the project's instance table (``hyperpod_core.sizing``); the planner adds
-only what that table does not hold and the estimate needs (the GPU model and the node's EFA bandwidth).
+The hardware is the project's one instance table (``hyperpod_core.instances``: GPUs per node, each GPU's usable
+memory as the driver reports it, its bandwidths and peak, the node's EFA bandwidth); the planner adds none of its own.
 Model shapes are the core's table (``hyperpod_core.models``: the few fields of each model's published
 Hugging Face ``config.json``), shared with the config's GPU-memory rules; a config.json path is read here.
 """
@@ -9,13 +9,16 @@ Hugging Face ``config.json``), shared with the config's GPU-memory rules; a conf
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hyperpod_core.errors import UsageError
+from hyperpod_core.instances import INSTANCE_FACTS, InstanceFacts
 from hyperpod_core.models import DTYPE_BYTES, MODEL_ALIASES, MODELS, ModelShape
-from hyperpod_core.sizing import INSTANCE_FACTS
+
+# The one price table is the core's (the planner, the report and the dashboards read it), re-exported here.
+from hyperpod_core.prices import PINNED_PRICES as PINNED_PRICES
+from hyperpod_core.prices import PriceTable as PriceTable
 
 
 def resolve_model(spec: str) -> ModelShape:
@@ -67,96 +70,16 @@ def _model_from_config_json(path: Path) -> ModelShape:
 # --- hardware -------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class GpuFacts:
-    """Datasheet figures of one GPU (per GPU, not per board); every number is the vendor's, none is fitted."""
-
-    name: str
-    hbm_bytes: int
-    hbm_bytes_per_s: float
-    bf16_dense_flops: float
-    """Dense BF16 tensor-core peak (the datasheets print the 2:4-sparse figure, twice this)."""
-    nvlink_bytes_per_s: float
-    """Per GPU, one direction (half the datasheet's bidirectional figure)."""
-    source: str
-
-
-_H100 = "NVIDIA H100 datasheet, SXM column (nvidia.com/en-us/data-center/h100/): 80 GB HBM3, 3.35 TB/s, BF16 " \
-        "1,979 TFLOPS with sparsity, NVLink 900 GB/s"
-_H200 = "NVIDIA H200 datasheet, SXM column (nvidia.com/en-us/data-center/h200/): 141 GB HBM3e, 4.8 TB/s, BF16 " \
-        "1,979 TFLOPS with sparsity, NVLink 900 GB/s"
-_B200 = "NVIDIA HGX B200 specifications (nvidia.com/en-us/data-center/hgx/): 8 GPUs, 1.4 TB HBM3e (AWS p6-b200: " \
-        "1,440 GB), 8 TB/s per GPU, FP16/BF16 36 PFLOPS with sparsity per board, NVLink 5 1.8 TB/s per GPU"
-_B300 = "NVIDIA HGX B300 specifications (nvidia.com/en-us/data-center/hgx/): 8 GPUs, 288 GB HBM3e each (2.3 TB), " \
-        "8 TB/s per GPU, FP16/BF16 36 PFLOPS with sparsity per board, NVLink 5 1.8 TB/s per GPU"
-
-#: The four GPUs of the DPD instance types, from their datasheets (the source says which figure is which). Memory
-#: is what the driver reports (80 / 141 / 180 GiB; B300 275,040 MiB by nvidia-smi), as AIConfigurator 0.12.0's
-#: ``systems/<gpu>_sxm.yaml`` records it, since vLLM sizes its KV cache from that.
-GPUS: dict[str, GpuFacts] = {g.name: g for g in (
-    GpuFacts(name="H100 SXM 80GB", hbm_bytes=80 << 30, hbm_bytes_per_s=3.35e12, bf16_dense_flops=989.5e12,
-             nvlink_bytes_per_s=450e9, source=_H100),
-    GpuFacts(name="H200 SXM 141GB", hbm_bytes=141 << 30, hbm_bytes_per_s=4.8e12, bf16_dense_flops=989.5e12,
-             nvlink_bytes_per_s=450e9, source=_H200),
-    GpuFacts(name="B200 180GB", hbm_bytes=180 << 30, hbm_bytes_per_s=8.0e12, bf16_dense_flops=36e15 / 8 / 2,
-             nvlink_bytes_per_s=900e9, source=_B200),
-    GpuFacts(name="B300 288GB", hbm_bytes=275040 << 20, hbm_bytes_per_s=8.0e12, bf16_dense_flops=36e15 / 8 / 2,
-             nvlink_bytes_per_s=900e9, source=_B300),
-)}
-H100_SXM, H200_SXM, B200_SXM, B300_SXM = (GPUS[n] for n in GPUS)
-
-
-@dataclass(frozen=True, kw_only=True)
-class InstanceFacts:
-    instance_type: str
-    gpus: int
-    gpu: GpuFacts
-    efa_bytes_per_s: float
-    """Aggregate EFA network bandwidth of the node (vendor figure, bits/8)."""
-    source: str
-
-
-_EC2 = "aws.amazon.com/ec2/instance-types/p5/ and /p6/: network bandwidth"
-#: GPUs from the project's instance table (hyperpod_core.sizing), the GPU model and the node's EFA bandwidth
-#: (p5/p5e/p5en/p6-b200: 3,200 Gbps; p6-b300: 6,400 Gbps).
-PLANNER_INSTANCE_FACTS: dict[str, InstanceFacts] = {
-    name: InstanceFacts(instance_type=name, gpus=INSTANCE_FACTS[name].gpus, gpu=gpu, efa_bytes_per_s=gbps * 1e9 / 8,
-                        source=f"{INSTANCE_FACTS[name].source}; EFA {gbps:,} Gbps: {_EC2}")
-    for name, gpu, gbps in (("ml.p5.48xlarge", H100_SXM, 3200), ("ml.p5e.48xlarge", H200_SXM, 3200),
-                            ("ml.p5en.48xlarge", H200_SXM, 3200), ("ml.p6-b200.48xlarge", B200_SXM, 3200),
-                            ("ml.p6-b300.48xlarge", B300_SXM, 6400))
-}
-
-
 def instance_facts(instance_type: str) -> InstanceFacts:
-    if instance_type not in PLANNER_INSTANCE_FACTS:
+    """The instance type's row of the project's one instance table (:mod:`hyperpod_core.instances`: the node, its
+    GPU's usable memory, bandwidths and peak, the node's EFA bandwidth)."""
+    if instance_type not in INSTANCE_FACTS:
         raise UsageError(f"endpoint.instance_type must be one the planner knows "
-                         f"({', '.join(PLANNER_INSTANCE_FACTS)}), got {instance_type!r}")
-    return PLANNER_INSTANCE_FACTS[instance_type]
+                         f"({', '.join(INSTANCE_FACTS)}), got {instance_type!r}")
+    return INSTANCE_FACTS[instance_type]
 
 
 # --- prices ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class PriceTable:
-    usd_per_instance_hour: dict[str, float]
-    source: str
-    as_of: str
-
-    def price(self, instance_type: str) -> float | None:
-        """USD per instance-hour, or None when no price is pinned or given (cost columns are then left out)."""
-        return self.usd_per_instance_hour.get(instance_type)
-
-
-#: On-demand SageMaker price of one ml.p5.48xlarge hour in us-west-2 as returned by the AWS Price List API on
-#: 2026-09-12 (the SageMaker training rate, recorded in a public repository's cost table; HyperPod cluster
-#: instances are priced per instance-hour on the same page, check yours). Other types are not pinned (no public page
-#: gives their price): pass --price for cost columns.
-PINNED_PRICES = PriceTable(
-    usd_per_instance_hour={"ml.p5.48xlarge": 63.296},
-    source="AWS Price List API, AmazonSageMaker, us-west-2 on-demand (https://aws.amazon.com/sagemaker/ai/pricing/)",
-    as_of="2026-09-12")
 
 
 def load_price_file(path: Path) -> dict[str, float]:

@@ -14,18 +14,13 @@ from typing import Any, Literal
 
 from hyperpod_analysis.plan import terms
 from hyperpod_analysis.plan.engine import EFFICIENCIES, AiConfiguratorEngine, Efficiencies, RooflineEngine, StepModel
-from hyperpod_analysis.plan.facts import (
-    PINNED_PRICES,
-    InstanceFacts,
-    ModelShape,
-    PriceTable,
-    instance_facts,
-    resolve_model,
-)
+from hyperpod_analysis.plan.facts import PINNED_PRICES, ModelShape, PriceTable, instance_facts, resolve_model
 from hyperpod_analysis.plan.simulate import DpdParams, EngineSpec, Metrics, simulate
 from hyperpod_analysis.plan.traffic import Traffic, parse
 from hyperpod_core.config import Config, load_config
 from hyperpod_core.errors import CommandFailed, UsageError
+from hyperpod_core.instances import InstanceFacts
+from hyperpod_core.prices import configured_table
 
 #: vLLM's default token budget per step for the OpenAI server on >= 70 GiB GPUs (``max_num_batched_tokens``).
 MAX_NUM_BATCHED_TOKENS = 8192
@@ -36,6 +31,10 @@ RESERVED_BYTES_PER_GPU = 3.5 * (1 << 30)
 MAX_PREFILL_NODES = 4
 MAX_COLOCATED_NODES = 6
 IMPROVEMENT_KEYS = ("tpot", "e2e_p50", "output_throughput")
+#: The uncertainty of each estimate, recorded from :func:`hyperpod_analysis.plan.validation.validate` (the test
+#: recomputes it): the largest left-out error of each improvement metric, in points, and the root-mean-square
+#: left-out error of the step times, in percent. :func:`recommend` calls a split uncertain within them.
+BANDS: dict[str, float] = {"tpot": 9.1, "e2e_p50": 4.8, "output_throughput": 16.3, "time_pct": 8.5}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,7 +86,8 @@ def inputs_from_config(config: Config, *, model: str | None = None, **overrides:
         prefill_replicas=e.prefill.replicas, decode_replicas=e.decode.replicas,
         max_decode_replicas=pins.DPD_MAX_DECODE_REPLICAS, routing_strategy=e.routing_strategy,
         ttft_slo_s=config.observability.slo.ttft_p95_seconds, tpot_slo_s=config.observability.slo.tpot_p95_seconds,
-        requests_per_run=config.benchmark.max_requests_per_run, warmup_ratio=config.benchmark.warmup_ratio)
+        requests_per_run=config.benchmark.max_requests_per_run, warmup_ratio=config.benchmark.warmup_ratio,
+        prices=configured_table(e.instance_type, config.benchmark.instance_hour_usd))
     return replace(inputs, **overrides)
 
 
@@ -121,7 +121,7 @@ def step_model(inputs: PlanInputs) -> StepModel:
 
 def kv_capacity_tokens(inputs: PlanInputs, *, pd_buffer: bool) -> int:
     """KV-cache tokens one engine holds: (HBM x utilization - weights - reserve [- PD buffer]) per GPU."""
-    per_gpu = inputs.instance.gpu.hbm_bytes * inputs.gpu_memory_utilization - inputs.model.weight_bytes / inputs.tp \
+    per_gpu = inputs.instance.gpu.memory_bytes * inputs.gpu_memory_utilization - inputs.model.weight_bytes / inputs.tp \
         - RESERVED_BYTES_PER_GPU - (inputs.pd_buffer_size_bytes if pd_buffer else 0)
     tokens = int(per_gpu * inputs.tp / terms.kv_bytes_per_token(inputs.model))
     if tokens < inputs.max_model_len:
@@ -376,10 +376,8 @@ def _evaluate(inputs: PlanInputs, model: StepModel, loads: _Loads, layout: Layou
 def recommend(inputs: PlanInputs, model: StepModel, traffics: Sequence[Traffic], concurrencies: Sequence[int],
               request_rate: float | None = None, bands: dict[str, float] | None = None) -> dict[str, Any]:
     """The layout with the fewest instance-hours per 1M output tokens (the cheapest at any one price) that meets
-    the SLOs at the highest load of every scenario; split when it is DPD. ``bands`` (validation.BANDS) say when
-    the estimate cannot tell split from no split. Raises :class:`CommandFailed` when nothing meets the SLOs."""
-    from hyperpod_analysis.plan.validation import BANDS
-
+    the SLOs at the highest load of every scenario; split when it is DPD. ``bands`` (default :data:`BANDS`) say
+    when the estimate cannot tell split from no split. Raises :class:`CommandFailed` when nothing meets the SLOs."""
     top = max(concurrencies) if concurrencies else None
     loads = [(t, top, request_rate if top is None else None) for t in traffics]
     candidates = _candidates(inputs, model, loads)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 
-from hyperpod_analysis.plan.facts import InstanceFacts, ModelShape
+from hyperpod_analysis.plan.facts import ModelShape
 from hyperpod_core.errors import UsageError
+from hyperpod_core.instances import InstanceFacts
 
 GIB = 1 << 30
 

@@ -26,16 +26,17 @@ from typing import Any
 
 from hyperpod_analysis.plan import planner
 from hyperpod_analysis.plan.engine import EFFICIENCIES, Efficiencies, RooflineEngine
-from hyperpod_analysis.plan.facts import GPUS, MODELS, instance_facts, resolve_model
+from hyperpod_analysis.plan.facts import MODELS, instance_facts, resolve_model
 from hyperpod_analysis.plan.traffic import parse
+from hyperpod_core.instances import GPUS
 
 TOLERANCE_POINTS = 10.0
 
-#: The uncertainty of each estimate, from :func:`validate` (the test recomputes it): the largest left-out error of
-#: each improvement metric, in points, and the root-mean-square left-out error of the step times, in percent.
-BANDS: dict[str, float] = {"tpot": 9.1, "e2e_p50": 4.8, "output_throughput": 16.3, "time_pct": 8.5}
+#: The planner's bands (:data:`hyperpod_analysis.plan.planner.BANDS`), which :func:`validate` recomputes (the test
+#: compares the two).
+BANDS = planner.BANDS
 
-_GPU = {g.name.split()[0]: g for g in GPUS.values()}
+_GPU = {g.short_name: g for g in GPUS.values()}
 _MODEL = {"70B": MODELS["meta-llama/Llama-3.1-70B-Instruct"], "8B": MODELS["meta-llama/Llama-3.1-8B-Instruct"]}
 
 #: AIConfigurator 0.12.0 (``aiconfigurator.cli.api.cli_estimate``, backend vllm, its bundled silicon data):

@@ -1,4 +1,4 @@
-"""Colocated vs DPD, cell by cell: % improvements, GPU-normalized throughput, cost, SLO checks and a verdict.
+"""Colocated vs DPD, cell by cell: % improvements, GPU-normalized throughput, cost per token, SLO checks, a verdict.
 
 Sign convention (AWS's charts: "higher bars indicate larger DPD advantage"): latency improvement =
 (colocated - dpd) / colocated, throughput improvement = (dpd - colocated) / colocated, both in percent.
@@ -7,7 +7,8 @@ Two experiments, never mixed: ``aws-reference`` (AWS's layouts, compared with AW
 the setup's deviations from AWS's listed next to it) and ``equal-gpu`` (the configured endpoint against colocated
 replicas on as many GPUs: the only basis of the verdicts). A DPD run whose requests did not take the path its
 scenario declares (``dpd-path.json``: the prefill pods' finished requests), and a run of either mode that ran on
-other GPUs than it records (``serving.json``), is invalid: shown, never compared.
+other GPUs than it records (``serving.json``), is invalid: shown, never compared. A run whose statistics cover fewer
+than :data:`MIN_REQUESTS` requests is shown with its n and neither checked against the SLO nor used in a verdict.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 from hyperpod_analysis.report.results import Measurement
 from hyperpod_core.config import Config
-from hyperpod_core.sizing import DPD_INSTANCE_GPUS
+from hyperpod_core.prices import InstancePrice
 
 #: AWS's published H100 result for D(4096,256), the reference line of the report.
 #: Source: AWS ML blog "Disaggregated prefill and decode for LLM inference on SageMaker HyperPod" (2026-07-10,
@@ -49,10 +50,18 @@ AWS_REFERENCE_SETUP: dict[str, Any] = {
 #: A DPD run is valid when at least this share of the requests that should reach the prefill pods did; a
 #: ``direct`` run when at most 1 - this share of its requests went there.
 PATH_SHARE = 0.9
+#: Fewest requests behind a run's statistics for its SLO check and its verdict. The SLO is a p95: with n requests
+#: the number at or below the true p95 is Binomial(n, 0.95), so below 59 even the slowest request is not an upper
+#: bound of the p95 with 95 % confidence (0.95^59 < 0.05), and of 100 sorted, the 90th and the 99th bound it on both
+#: sides (P(90 <= B < 99) = 0.951: a distribution-free 95 % interval, five requests above the p95). The default
+#: run (``benchmark.max_requests_per_run`` 320, warm-up 10 %) has 288.
+MIN_REQUESTS = 100
 
 METRICS = ("tpot", "e2e_p50", "e2e_p90", "ttft", "output_throughput")
-LABELS = {"tpot": "TPOT (mean)", "e2e_p50": "E2E P50", "e2e_p90": "E2E P90", "ttft": "TTFT (mean)",
-          "output_throughput": "Output throughput", "output_throughput_per_gpu": "Output tokens/s per GPU"}
+#: Each improvement with the statistic it compares (``Cell.improvement``); throughput is tokens over the run's
+#: duration, no statistic over requests.
+LABELS = {"tpot": "TPOT (mean)", "e2e_p50": "E2E (p50)", "e2e_p90": "E2E (p90)", "ttft": "client TTFT (mean)",
+          "output_throughput": "output throughput", "output_throughput_per_gpu": "output tokens/s per GPU"}
 
 
 def pct_lower_is_better(colocated: float, dpd: float) -> float:
@@ -119,11 +128,15 @@ def expected_path(m: Measurement, paths: Mapping[str, str]) -> str:
 def dpd_path_problems(measurements: list[Measurement], paths: Mapping[str, str]) -> dict[str, str]:
     """DPD run folder -> why its requests did not provably take the declared path (valid folders are absent).
 
-    After each DPD run ``bench`` stores the prefill pods' finished requests during the run (``dpd-path.json``).
+    After each DPD run ``bench`` stores the prefill pods' finished requests during the run (``dpd-path.json``,
+    one count per run folder: a Job of the benchmark manifests runs one scenario at one concurrency, so one cell).
     The requests of the scenarios that declare the DPD path must have reached them (at least :data:`PATH_SHARE`
     of those the run completed; warm-up requests only add), and a run of only ``direct`` scenarios must have
     left them nearly idle. D(4096,256) sits at the routing threshold, and the router's token estimate is its own:
-    without this check a "DPD" run may have measured decode alone."""
+    without this check a "DPD" run may have measured decode alone. A folder whose runs declare different paths
+    (a runner given ``BENCH_SCENARIO="a;b"``) is not verified: its one count is the same whether the long prompts
+    went through prefill and the short ones straight to decode, or the other way round. A folder of several runs
+    on one path is judged on their sum, and the report marks its count ``folder-level``."""
     folders: dict[str, list[Measurement]] = {}
     for m in measurements:
         if m.mode == "dpd":
@@ -136,6 +149,13 @@ def dpd_path_problems(measurements: list[Measurement], paths: Mapping[str, str])
             continue
         if record.get("error") or record.get("prefill_requests") is None:
             problems[folder] = f"DPD path not verified: {record.get('error') or 'no prefill request count'}"
+            continue
+        declared = {m.scenario: expected_path(m, paths) for m in runs}
+        if len(set(declared.values())) > 1:  # one count over both paths: long prompts direct and short ones
+            # through prefill would add up to the same number as the declared routing
+            problems[folder] = ("DPD path not verified: one prefill request count for scenarios that declare "
+                                f"different paths ({', '.join(f'{s}: {p}' for s, p in sorted(declared.items()))}) "
+                                "cannot tell which requests took which path; run each path in its own Job")
             continue
         prefill = float(record["prefill_requests"])
         expected = sum(m.completed for m in runs if expected_path(m, paths) == "dpd")
@@ -230,14 +250,186 @@ def slo_check(m: Measurement, config: Config) -> SloCheck:
     return SloCheck(ok=not misses, misses=misses)
 
 
-def cost_text(m: Measurement, config: Config) -> str:
-    gpu_h = m.gpu_hours_per_million_output_tokens()
-    price = config.benchmark.instance_hour_usd
-    text = f"{gpu_h:.2f} GPU-h"
-    if price is not None:
-        usd = gpu_h * price / DPD_INSTANCE_GPUS.get(config.endpoint.instance_type, 8)
-        text += f" (${usd:.2f})"
-    return text + " per 1M output tokens"
+def judged(m: Measurement) -> bool:
+    """Whether the run's statistics cover enough requests (:data:`MIN_REQUESTS`) to check a p95 SLO with them."""
+    return m.n >= MIN_REQUESTS
+
+
+def gpu_hours_text(gpu_hours: float | None, price: InstancePrice | None) -> str:
+    """``2.22 GPU-h ($17.58)``: GPU-hours, and their price when there is one."""
+    if gpu_hours is None or math.isnan(gpu_hours):
+        return "n/a"
+    if math.isinf(gpu_hours):
+        return "inf GPU-h"
+    usd = f" (${gpu_hours * price.usd_per_gpu_hour:.2f})" if price is not None else ""
+    return f"{gpu_hours:.2f} GPU-h{usd}"
+
+
+def cost_text(m: Measurement, price: InstancePrice | None) -> str:
+    """All the run's GPU-hours per 1M output tokens: what the verdict compares (same price on both sides)."""
+    return f"{gpu_hours_text(m.gpu_hours_per_million_output_tokens(), price)} per 1M output tokens"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RolePods:
+    """A role's ready pods when the run started (``serving.json``)."""
+
+    replicas: int
+    gpus: int
+
+
+def role_pods(m: Measurement) -> dict[str, RolePods] | None:
+    """``prefill``/``decode`` (DPD) or ``colocated``: the ready pods and their GPUs, from the run's
+    ``serving.json`` (before the run, else after); None without one."""
+    for when in ("before", "after"):
+        seen = (m.serving or {}).get(when)
+        if not isinstance(seen, dict) or not seen:
+            continue
+        out: dict[str, RolePods] = {}
+        for deployment, d in seen.items():
+            role = deployment.split("-", 1)[0] if m.mode == "dpd" else "colocated"
+            if role not in ("prefill", "decode", "colocated"):
+                continue
+            had = out.get(role, RolePods(replicas=0, gpus=0))
+            out[role] = RolePods(replicas=had.replicas + int(d["ready"]),
+                                 gpus=had.gpus + int(d["ready"]) * int(d["gpus_per_pod"]))
+        return out
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TokenCost:
+    """What one run's GPU-hours bought: GPU-hours per 1M input and per 1M output tokens, and the idle share.
+
+    The run's GPU-hours (all its GPUs over its duration) are split between the two token classes: on DPD the
+    prefill pods' go to input tokens and the decode pods' to output tokens; colocated, by the input tokens' share
+    of engine step time (:func:`step_time_input_shares`). Idle GPU-hours stay in the class whose pods idled."""
+
+    input_share: float | None
+    """Share of the run's GPU-hours charged to input tokens. None: unknown (then both costs are n/a)."""
+    basis: str
+    """How the GPU-hours were split, in words."""
+    input_gpu_hours: float | None
+    """GPU-hours per 1M input tokens."""
+    output_gpu_hours: float | None
+    """GPU-hours per 1M output tokens."""
+    idle_share: float | None
+    """At least this share of the run's GPU-hours went to pods with no request running (``num_requests_running
+    == 0``); None: unknown."""
+
+
+def _per_million(gpus: float, tokens_per_s: float) -> float | None:
+    return gpus * 1e6 / (tokens_per_s * 3600) if tokens_per_s > 0 else None
+
+
+def _busy(requests_in_flight: float, replicas: int) -> float:
+    """Share of the time a role's pods run a request, at most: ``requests_in_flight`` (Little's law: rate x time
+    each request spends there) spread over ``replicas`` pods, a pod with two requests counting once."""
+    return min(1.0, requests_in_flight / replicas) if replicas > 0 else 0.0
+
+
+def token_cost(m: Measurement, *, input_share: float | None, share_basis: str,
+               prefill_requests: float | None) -> TokenCost:
+    """The run's :class:`TokenCost`. ``input_share``/``share_basis``: the colocated split (ignored for DPD);
+    ``prefill_requests``: the requests the prefill pods served during this run (DPD; None: unknown).
+
+    Idle share, a lower bound from what the run records: in a closed-loop run at concurrency c, the decode pods
+    (and colocated replicas) hold at most c requests, so at least ``1 - c / replicas`` of their time is idle; a
+    prefill pod holds a request at most for its TTFT (the client's TTFT holds the prefill leg, the KV transfer
+    and the hops), so the prefill pods are busy at most ``prefill requests/s x mean TTFT / replicas``."""
+    pods = role_pods(m)
+    busy: dict[str, float] = {}
+    if m.mode == "dpd":
+        if pods is None or not {"prefill", "decode"} <= set(pods):
+            return TokenCost(input_share=None, basis="GPUs per role unknown (no serving.json)",
+                             input_gpu_hours=None, output_gpu_hours=None, idle_share=None)
+        prefill, decode = pods["prefill"], pods["decode"]
+        input_share = prefill.gpus / (prefill.gpus + decode.gpus)
+        share_basis = f"prefill {prefill.gpus} GPUs -> input, decode {decode.gpus} GPUs -> output"
+        busy["decode"] = _busy(m.concurrency, decode.replicas)
+        if prefill_requests is not None and m.run_seconds > 0:
+            busy["prefill"] = _busy(prefill_requests / m.run_seconds * m.ttft_ms["mean"] / 1000, prefill.replicas)
+    elif pods is not None and "colocated" in pods:
+        busy["colocated"] = _busy(m.concurrency, pods["colocated"].replicas)
+    idle = (sum(pods[r].gpus * (1 - b) for r, b in busy.items()) / sum(p.gpus for p in pods.values())
+            if pods and len(busy) == len(pods) else None)
+    if input_share is None:
+        return TokenCost(input_share=None, basis=share_basis, input_gpu_hours=None, output_gpu_hours=None,
+                         idle_share=idle)
+    return TokenCost(input_share=input_share, basis=share_basis,
+                     input_gpu_hours=_per_million(m.gpus * input_share, m.input_tokens_per_s),
+                     output_gpu_hours=_per_million(m.gpus * (1 - input_share), m.output_tokens_per_s),
+                     idle_share=idle)
+
+
+def _input_share(model: Any, *, isl: int, osl: int, batch: int, eager: bool, chunk: int) -> float:
+    """Input tokens' share of one request's engine time in the step model: its prompt as prefill-only steps of at
+    most ``chunk`` tokens, against its other ``osl - 1`` tokens as 1/``batch`` of a decode-only step each (the
+    running batch at the mean context, prompt plus half the output)."""
+    prefill, done = 0.0, 0
+    while done < isl:
+        n = min(chunk, isl - done)
+        prefill += model.step_seconds(decode_tokens=0, decode_context=0, prefill_tokens=n,
+                                      prefill_attention=n * (done + n / 2), eager=eager)
+        done += n
+    step = model.step_seconds(decode_tokens=batch, decode_context=batch * (isl + osl // 2), prefill_tokens=0,
+                              prefill_attention=0.0, eager=eager)
+    decode = max(osl - 1, 0) * step / batch
+    return prefill / (prefill + decode) if prefill + decode > 0 else 0.0
+
+
+def step_time_input_shares(config: Config, measurements: list[Measurement]) -> tuple[dict[str, float], str]:
+    """Colocated run (by ``source``) -> input tokens' share of engine step time, from the planner's step model
+    (``hyperpod_analysis.plan``: the configured model, instance and tensor parallel size); with the note that
+    says how, or why there is none.
+
+    The run records no engine-side timing (the client sees requests, not steps), so the share is the model's:
+    each request's prefill costs its prompt's prefill-only steps, each further output token 1/B of a decode-only
+    step at B = the run's concurrency per replica, and the engine's time splits in that ratio."""
+    try:
+        planner = importlib.import_module("hyperpod_analysis.plan.planner")
+    except ImportError:
+        return {}, "colocated GPU-hours not split between input and output: planner not installed"
+    try:
+        inputs = planner.inputs_from_config(config)
+        model = planner.step_model(inputs)
+        out: dict[str, float] = {}
+        for m in measurements:
+            if m.mode != "colocated":
+                continue
+            pods = role_pods(m)
+            replicas = pods["colocated"].replicas if pods and "colocated" in pods else max(1, m.gpus // inputs.tp)
+            out[m.source] = _input_share(model, isl=round(m.input_tokens_mean), osl=round(m.output_tokens_mean),
+                                         batch=max(1, round(m.concurrency / max(replicas, 1))),
+                                         eager=inputs.decode_eager, chunk=planner.MAX_NUM_BATCHED_TOKENS)
+    except Exception as exc:  # the planner is optional: its failure must not lose the measurements
+        why = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return {}, ("colocated GPU-hours not split between input and output: planner failed: "
+                    f"{type(exc).__name__}: {why}")
+    return out, (f"colocated GPU-hours split by the input tokens' share of engine step time in the planner's "
+                 f"{model.name} step model (docs/benchmark.md, 'Cost per token')")
+
+
+def token_costs(measurements: list[Measurement], config: Config) -> tuple[dict[str, TokenCost], str]:
+    """Every run (by ``source``) -> its :class:`TokenCost`, and how the colocated runs were split. A DPD run's
+    prefill requests are its share of its folder's count (``dpd-path.json``) by completed requests: one folder
+    holds one declared path (:func:`dpd_path_problems`)."""
+    shares, note = step_time_input_shares(config, measurements)
+    folders: dict[str, list[Measurement]] = {}
+    for m in measurements:
+        folders.setdefault(m.folder, []).append(m)
+    out: dict[str, TokenCost] = {}
+    for m in measurements:
+        record = m.dpd_path or {}
+        prefill: float | None = None
+        if m.mode == "dpd" and record.get("prefill_requests") is not None:
+            completed = sum(x.completed for x in folders[m.folder])
+            prefill = float(record["prefill_requests"]) * m.completed / completed if completed else None
+        share = shares.get(m.source)
+        basis = (f"step model: input tokens {share:.0%} of engine time" if share is not None
+                 else "not split (no step model)")
+        out[m.source] = token_cost(m, input_share=share, share_basis=basis, prefill_requests=prefill)
+    return out, note
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -248,16 +440,32 @@ class Verdict:
     reason: str
 
 
-def verdict(scenario: str, cells: list[Cell], config: Config) -> Verdict:
+def verdict(scenario: str, cells: list[Cell], config: Config, price: InstancePrice | None = None) -> Verdict:
     """Per shape: the cheapest SLO-meeting load of each mode (GPU-hours per 1M output tokens) decides.
 
-    Only valid cells count; none valid: no verdict."""
+    Only valid cells whose runs cover at least :data:`MIN_REQUESTS` requests count (the others are named in the
+    reason); none left: no verdict."""
     bad = [c for c in cells if c.invalid]
-    cells = [c for c in cells if not c.invalid]
+    few = [c for c in cells if not c.invalid and not (judged(c.dpd) and judged(c.colocated))]
+    cells = [c for c in cells if not c.invalid and judged(c.dpd) and judged(c.colocated)]
+    if not cells and few:
+        fewest = min(few, key=lambda c: min(c.dpd.n, c.colocated.n))
+        n = min(fewest.dpd.n, fewest.colocated.n)
+        return Verdict(scenario=scenario, split=None,
+                       reason=f"too few requests for a p95: n = {n} at concurrency {fewest.concurrency} (the fewest), "
+                              f"below {MIN_REQUESTS} in every cell (docs/benchmark.md); re-run with more requests "
+                              "per run (benchmark.max_requests_per_run) before deciding")
     if not cells:
         return Verdict(scenario=scenario, split=None,
                        reason=f"no valid DPD run ({bad[0].invalid if bad else 'no cell'}); re-run after fixing "
                               "the routing (e.g. endpoint.routing_threshold_tokens) before deciding")
+    left_out = "".join(f"; concurrency {c.concurrency} left out (n = {min(c.dpd.n, c.colocated.n)} < "
+                       f"{MIN_REQUESTS})" for c in few)
+    found = _verdict(scenario, cells, config, price)
+    return Verdict(scenario=scenario, split=found.split, reason=found.reason + left_out)
+
+
+def _verdict(scenario: str, cells: list[Cell], config: Config, price: InstancePrice | None) -> Verdict:
     best: dict[str, Measurement | None] = {}
     for mode in ("dpd", "colocated"):
         ok = [getattr(c, mode) for c in cells if slo_check(getattr(c, mode), config).ok]
@@ -274,16 +482,16 @@ def verdict(scenario: str, cells: list[Cell], config: Config) -> Verdict:
         miss = "; ".join(slo_check(top.colocated, config).misses)
         return Verdict(scenario=scenario, split=True,
                        reason=f"only DPD meets observability.slo (colocated at concurrency {top.concurrency}: "
-                              f"{miss}); DPD at concurrency {d.concurrency}: {cost_text(d, config)}")
+                              f"{miss}); DPD at concurrency {d.concurrency}: {cost_text(d, price)}")
     if d is None:
         miss = "; ".join(slo_check(top.dpd, config).misses)
         return Verdict(scenario=scenario, split=False,
                        reason=f"DPD misses observability.slo ({miss} at concurrency {top.concurrency}); "
-                              f"colocated meets it: {cost_text(c, config)} at concurrency {c.concurrency}")
+                              f"colocated meets it: {cost_text(c, price)} at concurrency {c.concurrency}")
     dc, cc = d.gpu_hours_per_million_output_tokens(), c.gpu_hours_per_million_output_tokens()
     margin = config.benchmark.split_min_saving
     split = dc < cc * (1 - margin)
-    costs = (f"DPD {cost_text(d, config)} (concurrency {d.concurrency}) vs colocated {cost_text(c, config)} "
+    costs = (f"DPD {cost_text(d, price)} (concurrency {d.concurrency}) vs colocated {cost_text(c, price)} "
              f"(concurrency {c.concurrency})")
     if split:
         why = "DPD is cheaper per output token"

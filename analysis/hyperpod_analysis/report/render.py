@@ -15,7 +15,7 @@ import html
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +23,19 @@ from hyperpod_analysis.report.analysis import (
     AWS_H100_REFERENCE,
     LABELS,
     METRICS,
+    MIN_REQUESTS,
     Cell,
+    TokenCost,
     Verdict,
-    cost_text,
+    gpu_hours_text,
+    judged,
     reference_deviations,
     slo_check,
 )
 from hyperpod_analysis.report.results import Measurement
 from hyperpod_core.atomic import staged_dir
 from hyperpod_core.config import Config
+from hyperpod_core.prices import InstancePrice, no_price_line
 
 COLORS = {"tpot": "#1f77b4", "e2e_p50": "#2ca02c", "e2e_p90": "#98df8a", "ttft": "#d62728",
           "output_throughput": "#ff7f0e", "dpd": "#1f77b4", "colocated": "#7f7f7f"}
@@ -45,6 +49,13 @@ class Report:
     verdicts: list[Verdict]
     planner_note: str
     source: str
+    price: InstancePrice | None = None
+    """What an instance-hour costs (``hyperpod_core.prices.instance_price``). Default: none (GPU-hours only)."""
+    costs: dict[str, TokenCost] = field(default_factory=dict)
+    """Each run's cost per token, by its ``source`` (:func:`~hyperpod_analysis.report.analysis.token_costs`).
+    Default: none computed."""
+    cost_note: str = ""
+    """How the colocated runs' GPU-hours were split between input and output tokens. Default: not said."""
 
     def experiments(self) -> list[str]:
         """The experiments present, the decision basis first."""
@@ -59,6 +70,9 @@ class Report:
 
     def experiment_cells(self, experiment: str) -> list[Cell]:
         return [c for c in self.cells if c.experiment == experiment]
+
+    def measurements(self) -> list[Measurement]:
+        return [m for c in self.cells for m in (c.colocated, c.dpd)]
 
 
 EXPERIMENT_ORDER = ("equal-gpu", "aws-reference")
@@ -166,9 +180,9 @@ def chart_curves(report: Report, scenario: str, path: Path) -> None:
             a1.annotate(f"c{m.concurrency}", (m.output_tokens_per_s, m.tpot_ms["mean"]), fontsize=7)
             a2.annotate(f"c{m.concurrency}", (m.tokens_per_s_per_gpu, m.e2e_ms["p50"]), fontsize=7)
     a1.set_xlabel("output tokens/s (endpoint)")
-    a1.set_ylabel("TPOT mean (ms)")
+    a1.set_ylabel("TPOT (mean), ms")
     a2.set_xlabel("output tokens/s per GPU")
-    a2.set_ylabel("E2E P50 (ms)")
+    a2.set_ylabel("E2E (p50), ms")
     a1.legend(fontsize=8)
     a2.legend(fontsize=8)
     fig.suptitle(f"{_title(scenario, cells[0].traffic)}: latency vs throughput")
@@ -180,33 +194,44 @@ def chart_curves(report: Report, scenario: str, path: Path) -> None:
 # --- tables ---------------------------------------------------------------------------------------------
 
 
-def _path_text(c: Cell, m: Measurement) -> str:
+def _path_text(report: Report, c: Cell, m: Measurement) -> str:
+    """The DPD-path evidence of the run: its folder's prefill request count, marked ``folder-level`` when that
+    count covers the runs of more than one row (one Job measured several concurrency levels)."""
     if m.mode != "dpd":
         return "-"
     if c.invalid:
         return f"INVALID: {c.invalid}"
     record = m.dpd_path or {}
-    return f"ok: {float(record.get('prefill_requests', 0)):.0f} requests on prefill ({record.get('source')})"
+    rows = sorted({(x.scenario, x.concurrency) for x in report.measurements() if x.folder == m.folder})
+    scope = (f" folder-level, over {len(rows)} rows ({', '.join(f'{s} c{n}' for s, n in rows)}):"
+             if len(rows) > 1 else "")
+    return (f"ok:{scope} {float(record.get('prefill_requests', 0)):.0f} requests on prefill "
+            f"({record.get('source')})")
+
+
+def _slo_text(m: Measurement, config: Config) -> str:
+    if not judged(m):
+        return f"not judged (n < {MIN_REQUESTS})"
+    slo = slo_check(m, config)
+    return "yes" if slo.ok else "no: " + "; ".join(slo.misses)
 
 
 def measurement_rows(report: Report, scenario: str) -> list[list[str]]:
     rows = []
     for c in report.cells_of(scenario):
         for m in (c.colocated, c.dpd):
-            slo = slo_check(m, report.config)
-            rows.append([str(m.concurrency), m.mode, str(m.gpus), _fmt(m.ttft_ms["mean"]),
+            rows.append([str(m.concurrency), m.mode, str(m.gpus), str(m.n), _fmt(m.ttft_ms["mean"]),
                          _fmt(m.ttft_ms.get("p95", math.nan)), _fmt(m.tpot_ms["mean"], 2),
                          _fmt(m.tpot_ms.get("p95", math.nan), 2), _fmt(m.e2e_ms["p50"]), _fmt(m.e2e_ms["p90"]),
                          _fmt(m.output_tokens_per_s), _fmt(m.tokens_per_s_per_gpu), f"{m.error_rate:.1%}",
-                         "yes" if slo.ok else "no: " + "; ".join(slo.misses), cost_text(m, report.config),
-                         _path_text(c, m)])
+                         _slo_text(m, report.config), _path_text(report, c, m)])
         if c.estimate:  # the planner's estimate of the same layouts, next to the measurements of this concurrency
             gpus = c.estimate.get("gpus") or {}
             for mode in ("colocated", "dpd"):
                 e = c.estimate.get(mode) or {}
-                rows.append([str(c.concurrency), f"{mode} (planner)", str(gpus.get(mode, "-")), _est(e, "ttft_ms", 1),
-                             "-", _est(e, "tpot_ms", 2), "-", _est(e, "e2e_p50_ms", 1), "-",
-                             _est(e, "output_tokens_per_s", 1), "-", "-", "-", "-", "-"])
+                rows.append([str(c.concurrency), f"{mode} (planner, p50)", str(gpus.get(mode, "-")), "-",
+                             _est(e, "ttft_ms", 1), "-", _est(e, "tpot_ms", 2), "-", _est(e, "e2e_p50_ms", 1), "-",
+                             _est(e, "output_tokens_per_s", 1), "-", "-", "-", "-"])
     return rows
 
 
@@ -214,17 +239,19 @@ def _est(e: dict[str, Any], key: str, digits: int) -> str:
     return _fmt(float(e[key]), digits) if isinstance(e.get(key), int | float) else "n/a"
 
 
-MEASUREMENT_HEADER = ["concurrency", "mode", "GPUs", "TTFT mean ms", "TTFT p95 ms", "TPOT mean ms", "TPOT p95 ms",
-                      "E2E P50 ms", "E2E P90 ms", "output tok/s", "tok/s per GPU", "errors", "meets SLO", "cost",
-                      "DPD path"]
+#: Every column that shows a statistic names it; the planner's rows hold its medians in the (mean) columns and say
+#: so in their mode ("(planner, p50)"). TTFT is the benchmark client's, end to end.
+MEASUREMENT_HEADER = ["concurrency", "mode", "GPUs", "n", "client TTFT (mean) ms", "client TTFT (p95) ms",
+                      "TPOT (mean) ms", "TPOT (p95) ms", "E2E (p50) ms", "E2E (p90) ms", "output tok/s",
+                      "tok/s per GPU", "errors", "meets SLO", "DPD path"]
 #: What the planner column compares, per experiment: the layouts that experiment measures.
 PLANNER_LAYOUTS = {"equal-gpu": "DPD vs colocated on as many GPUs",
                    "aws-reference": "1 prefill + 1 decode vs one colocated replica"}
 
 
 def improvement_header(experiment: str) -> list[str]:
-    return ["concurrency", "TPOT", "E2E P50", "E2E P90", "TTFT", "output throughput", "throughput per GPU",
-            f"planner TPOT / E2E P50 / throughput ({PLANNER_LAYOUTS[experiment]})", "AWS H100 (published)"]
+    return ["concurrency", *(LABELS[k] for k in METRICS), LABELS["output_throughput_per_gpu"],
+            f"planner TPOT (p50) / E2E (p50) / throughput ({PLANNER_LAYOUTS[experiment]})", "AWS H100 (published)"]
 
 
 def improvement_rows(report: Report, scenario: str) -> list[list[str]]:
@@ -241,6 +268,27 @@ def improvement_rows(report: Report, scenario: str) -> list[list[str]]:
             est = " / ".join(_pct(float(e[k])) if k in e else "n/a" for k in ("tpot", "e2e_p50", "output_throughput"))
         rows.append([str(c.concurrency), *(_pct(imp[k]) for k in METRICS), _pct(imp["output_throughput_per_gpu"]),
                      est, _aws_text(c)])
+    return rows
+
+
+COST_HEADER = ["concurrency", "mode", "GPU-hours split", "idle GPU-hours (at least)", "per 1M input tokens",
+               "per 1M output tokens", "all GPU-hours per 1M output tokens (the verdict's measure)"]
+
+
+def cost_rows(report: Report, scenario: str) -> list[list[str]]:
+    """Per run: GPU-hours (and USD with a price) per 1M input and per 1M output tokens, and the idle share."""
+    rows = []
+    for c in report.cells_of(scenario):
+        for m in (c.colocated, c.dpd):
+            cost = report.costs.get(m.source)
+            every_gpu = gpu_hours_text(m.gpu_hours_per_million_output_tokens(), report.price)
+            if cost is None:
+                rows.append([str(m.concurrency), m.mode, "-", "-", "-", "-", every_gpu])
+                continue
+            idle = "n/a" if cost.idle_share is None else f"{cost.idle_share:.0%}"
+            rows.append([str(m.concurrency), m.mode, cost.basis, idle,
+                         gpu_hours_text(cost.input_gpu_hours, report.price),
+                         gpu_hours_text(cost.output_gpu_hours, report.price), every_gpu])
     return rows
 
 
@@ -280,16 +328,32 @@ def _verdict_text(v: Verdict) -> str:
 def _intro(report: Report) -> list[str]:
     c = report.config
     e, slo = c.endpoint, c.observability.slo
+    price = (f"Price: {report.price.text()}." if report.price is not None
+             else f"Price: {no_price_line(e.instance_type)}.")
     return [
         f"Endpoint `{e.namespace}/{e.name}` ({e.instance_type}); routing threshold {e.routing_threshold_tokens} "
         f"tokens; DPD routing strategy `{e.routing_strategy}`, colocated `roundrobin` (spreads over its replicas).",
         f"SLO (`observability.slo`): TTFT p95 <= {slo.ttft_p95_seconds:g} s, TPOT p95 <= "
         f"{slo.tpot_p95_seconds * 1000:g} ms, errors <= {slo.error_ratio:.0%}.",
+        "Statistics are genai-bench's over each run's requests after its warm-up share (column n counts them); "
+        "every column says which statistic it shows. A run is checked against the SLO, and a cell takes part in a "
+        f"verdict, only with n >= {MIN_REQUESTS} (of {MIN_REQUESTS} sorted latencies, the 90th and the 99th "
+        "bound the p95 with 95 % confidence; docs/benchmark.md).",
+        "TTFT is the benchmark client's, end to end: from sending the request to the first streamed token, through "
+        "the Service or load balancer, the router, the sidecars and every hop. The dashboards' 'Time to first "
+        "token as users see it' adds only vLLM's in-engine intervals (each from the engine's own arrival_time: "
+        "vLLM docs/design/metrics.md, 'Frontend Stats Collection') and is a lower bound of it.",
         "Improvement: latency (colocated - DPD) / colocated, throughput (DPD - colocated) / colocated; "
-        "positive = DPD better. Cost = GPU-hours per 1M output tokens at the measured throughput.",
+        "positive = DPD better.",
+        f"{price} Cost per token: a run's GPU-hours (its GPUs x its duration) per 1M tokens; on DPD the prefill "
+        "pods' go to input tokens and the decode pods' to output tokens; "
+        f"{report.cost_note or 'colocated: not split'}. "
+        "Idle: at least this share of the GPU-hours went to pods with no request running (docs/benchmark.md, "
+        "'Cost per token').",
         "A DPD run counts only when the prefill pods' request counters show its requests took the path its "
-        "scenario declares (column 'DPD path'), and a run of either mode only when the GPUs ready before and after "
-        "it are the GPUs it records (serving.json); an invalid run is shown and never compared.",
+        "scenario declares (column 'DPD path'; 'folder-level' when one count covers several rows), and a run of "
+        "either mode only when the GPUs ready before and after it are the GPUs it records (serving.json); an "
+        "invalid run is shown and never compared.",
         f"Results: {report.source}. {report.planner_note}.",
         "Live view during a run: the `dpd-vs-colocated` Grafana dashboard (docs/observability.md).",
     ]
@@ -328,7 +392,8 @@ def markdown(report: Report, charts: dict[str, dict[str, str]]) -> str:
                     f"![latency vs throughput]({charts[s]['curves']})", "", "#### DPD improvement over colocated", "",
                     _md_table(improvement_header(experiment), improvement_rows(report, s)), "", "#### Measurements",
                     "",
-                    _md_table(MEASUREMENT_HEADER, measurement_rows(report, s))]
+                    _md_table(MEASUREMENT_HEADER, measurement_rows(report, s)), "", "#### Cost per token", "",
+                    _md_table(COST_HEADER, cost_rows(report, s))]
     return "\n".join(out) + "\n"
 
 
@@ -362,17 +427,34 @@ def html_page(report: Report, charts: dict[str, dict[str, str]], folder: Path) -
                       "<h4>DPD improvement over colocated</h4>",
                       _html_table(improvement_header(experiment), improvement_rows(report, s)),
                       "<h4>Measurements</h4>",
-                      _html_table(MEASUREMENT_HEADER, measurement_rows(report, s))]
+                      _html_table(MEASUREMENT_HEADER, measurement_rows(report, s)),
+                      "<h4>Cost per token</h4>",
+                      _html_table(COST_HEADER, cost_rows(report, s))]
     parts.append("</body></html>")
     return "\n".join(parts)
 
 
 def summary(report: Report) -> dict[str, Any]:
+    def cost(x: Measurement) -> dict[str, Any] | None:
+        c = report.costs.get(x.source)
+        if c is None:
+            return None
+        usd = report.price.usd_per_gpu_hour if report.price is not None else None
+        return {"basis": c.basis, "input_share": c.input_share, "idle_share_at_least": c.idle_share,
+                "gpu_hours_per_million_input_tokens": c.input_gpu_hours,
+                "gpu_hours_per_million_output_tokens": c.output_gpu_hours,
+                "usd_per_million_input_tokens": None if usd is None or c.input_gpu_hours is None
+                else c.input_gpu_hours * usd,
+                "usd_per_million_output_tokens": None if usd is None or c.output_gpu_hours is None
+                else c.output_gpu_hours * usd}
+
     def m(x: Measurement) -> dict[str, Any]:
-        return {"gpus": x.gpus, "ttft_ms": x.ttft_ms, "tpot_ms": x.tpot_ms, "e2e_ms": x.e2e_ms,
-                "output_tokens_per_s": x.output_tokens_per_s, "tokens_per_s_per_gpu": x.tokens_per_s_per_gpu,
+        return {"gpus": x.gpus, "n": x.n, "slo_judged": judged(x), "ttft_ms": x.ttft_ms, "tpot_ms": x.tpot_ms,
+                "e2e_ms": x.e2e_ms, "output_tokens_per_s": x.output_tokens_per_s,
+                "input_tokens_per_s": x.input_tokens_per_s, "tokens_per_s_per_gpu": x.tokens_per_s_per_gpu,
                 "error_rate": x.error_rate, "gpu_hours_per_million_output_tokens":
-                    x.gpu_hours_per_million_output_tokens(), "dpd_path": x.dpd_path, "source": x.source}
+                    x.gpu_hours_per_million_output_tokens(), "cost_per_token": cost(x), "dpd_path": x.dpd_path,
+                "source": x.source}
 
     experiments: dict[str, Any] = {}
     for experiment in report.experiments():
@@ -392,7 +474,11 @@ def summary(report: Report) -> dict[str, Any]:
                                       for k, v in AWS_H100_REFERENCE.items()}
             entry["deviations"] = reference_deviations(report.config, cells)
         experiments[experiment] = entry
-    return {"experiments": experiments, "invalid_runs": _invalid(report), "planner": report.planner_note}
+    price = None if report.price is None else {
+        "instance_type": report.price.instance_type, "usd_per_instance_hour": report.price.usd_per_instance_hour,
+        "usd_per_gpu_hour": report.price.usd_per_gpu_hour, "source": report.price.source}
+    return {"experiments": experiments, "invalid_runs": _invalid(report), "planner": report.planner_note,
+            "min_requests": MIN_REQUESTS, "price": price, "cost_split": report.cost_note}
 
 
 def write_report(report: Report, out: Path) -> list[Path]:

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hyperpod_core.bench_runner import FILE_MARKER  # the pod-log format the Jobs write
 from hyperpod_core.errors import UsageError
+from hyperpod_runtime.bench_runner import FILE_MARKER  # the pod-log format the Jobs write
 
 MODES = ("dpd", "colocated")
 EXPERIMENTS = ("aws-reference", "equal-gpu")
@@ -51,8 +51,15 @@ class Measurement:
     requests_per_s: float
     error_rate: float
     completed: int
+    """Requests that completed (genai-bench ``num_completed_requests``, warm-up included)."""
+    n: int
+    """Requests the latency statistics cover: the completed ones after genai-bench left out the warm-up and
+    cool-down share (its ``sum / mean`` of ``e2e_latency``, both over exactly those requests)."""
     input_tokens_mean: float
     output_tokens_mean: float
+    input_tokens_per_s: float
+    """Input tokens of those requests per second of the run (genai-bench ``mean_input_throughput_tokens_per_s``,
+    counted like its output throughput)."""
     source: str
     record: dict[str, Any] = field(default_factory=dict)
     experiment: str = "equal-gpu"
@@ -70,6 +77,11 @@ class Measurement:
     def folder(self) -> str:
         """The experiment folder (one Job) the run file came from."""
         return str(Path(self.source).parent)
+
+    @property
+    def run_seconds(self) -> float:
+        """The run's duration (genai-bench: completed requests / requests per second)."""
+        return self.completed / self.requests_per_s if self.requests_per_s > 0 else 0.0
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
@@ -92,6 +104,17 @@ def _stat_ms(stats: dict[str, Any], name: str, scale: float, path: Path) -> dict
     if "mean" not in out:
         raise UsageError(f"results file {path} has no {name} statistics (a run where no request completed?)")
     return out
+
+
+def _sample_size(stats: dict[str, Any], completed: int) -> int:
+    """How many requests genai-bench's statistics are over: it computes ``sum`` and ``mean`` of every metric over
+    the same requests (``aggregated_metrics_collector.py`` ``aggregate_metrics_data``: the completed requests
+    between the warm-up and the cool-down share), so ``sum / mean`` counts them; ``completed`` when either is
+    missing."""
+    e2e = stats.get("e2e_latency") or {}
+    if e2e.get("sum") is None or not e2e.get("mean"):
+        return completed
+    return round(float(e2e["sum"]) / float(e2e["mean"]))
 
 
 def _mode_of(folder: Path, record: dict[str, Any]) -> str:
@@ -121,15 +144,17 @@ def _load_run(path: Path, mode: str, metadata: dict[str, Any], record: dict[str,
         raise UsageError(f"results {path.parent}: GPU count unknown (bench-run.json gpus or genai-bench "
                          f"--server-gpu-count)")
     scenario = str((record.get("scenarios") or {}).get(traffic) or names.get(traffic.replace(" ", ""), traffic))
+    completed = int(agg.get("num_completed_requests") or 0)
     return Measurement(
         mode=mode, scenario=scenario, traffic=traffic, concurrency=int(agg["num_concurrency"]), gpus=int(gpus),
         ttft_ms=_stat_ms(stats, "ttft", scale, path), tpot_ms=_stat_ms(stats, "tpot", scale, path),
         e2e_ms=_stat_ms(stats, "e2e_latency", scale, path),
         output_tokens_per_s=float(agg.get("mean_output_throughput_tokens_per_s") or 0.0),
         requests_per_s=float(agg.get("requests_per_second") or 0.0),
-        error_rate=float(agg.get("error_rate") or 0.0), completed=int(agg.get("num_completed_requests") or 0),
+        error_rate=float(agg.get("error_rate") or 0.0), completed=completed, n=_sample_size(stats, completed),
         input_tokens_mean=float((stats.get("num_input_tokens") or {}).get("mean") or 0.0),
         output_tokens_mean=float((stats.get("num_output_tokens") or {}).get("mean") or 0.0),
+        input_tokens_per_s=float(agg.get("mean_input_throughput_tokens_per_s") or 0.0),
         source=str(path), record=record, experiment=_experiment_of(record, path), dpd_path=dpd_path,
         serving=serving)
 

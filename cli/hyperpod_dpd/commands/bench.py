@@ -21,7 +21,7 @@ endpoint is left in the mode it was found in.
 
 Before anything changes: the config must be the one ``synth`` stamped (``cdk.out/hyperpod-dpd-source.json``: the
 manifests are of this config), the kubeconfig context must talk to this deployment's cluster
-(:mod:`hyperpod_dpd.kube`), and the plan (runs, the endpoint it replaces, the worst-case hours, the API server) is
+(:mod:`hyperpod_dpd.kubeconfig`), and the plan (runs, the endpoint it replaces, the worst-case hours, the API server) is
 shown and confirmed (``--yes`` skips the question; ``--dry-run`` shows the plan only). ``--only PATTERN`` runs the
 runs whose name (``<mode>-<scenario>-c<concurrency>``) matches a shell-style pattern.
 """
@@ -33,6 +33,7 @@ import json
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -290,20 +291,42 @@ def _list_runs(out: Console, todo: dict[tuple[str, str], list[dict[str, Any]]]) 
     out.print("dry run: nothing applied", highlight=False)
 
 
-def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: KubeconfigOption = None,
-          context: ContextOption = None, poll_seconds: PollOption = 10.0, ready_timeout: ReadyOption = 3600.0,
-          only: OnlyOption = None, yes: YesOption = False, dry_run: DryRunOption = False,
-          region: DeploymentRegionOption = None, profile: ProfileOption = None,
-          outputs_file: OutputsFileOption = None) -> None:
-    """Run the benchmark matrix on DPD, switch to the colocated baseline, run it again (resumable; asks first)."""
-    from hyperpod_dpd.benchmark.kube import Kube
+@dataclass(frozen=True, kw_only=True)
+class Matrix:
+    """What bench runs: the benchmark manifest's documents, each (experiment, mode) group with the endpoint manifest it
+    runs against, and the runs still to go."""
 
-    dep = load(config, env, region=region, changing="bench", outputs_file=outputs_file)
-    e = dep.env
+    docs: list[dict[str, Any]]
+    """Every document of the benchmark manifest (the Jobs, their ConfigMap and ServiceAccount)."""
+    jobs: list[dict[str, Any]]
+    """The Jobs ``--only`` selects, each one run."""
+    groups: list[tuple[str, str]]
+    """(experiment, mode) of the selected runs, in the order they run."""
+    manifests: dict[tuple[str, str], Path]
+    endpoints: dict[tuple[str, str], dict[str, Any]]
+    """(experiment, mode) -> the endpoint that group runs against."""
+    configured: dict[str, dict[str, Any]]
+    """Mode -> the configured endpoint (what the endpoint is restored to)."""
+    results: Path
+    todo: dict[tuple[str, str], list[dict[str, Any]]]
+    """(experiment, mode) -> its runs without results yet."""
+    done: int
+    """Selected runs that have their results already."""
+
+    @property
+    def left(self) -> int:
+        return sum(len(v) for v in self.todo.values())
+
+    @property
+    def worst_hours(self) -> float:
+        return sum(int(j["spec"]["activeDeadlineSeconds"]) for v in self.todo.values() for j in v) / 3600
+
+
+def _matrix(e: environment.Environment, only: list[str] | None) -> Matrix:
+    """The runs of the manifests the environment's synth wrote (refused while they hold placeholders)."""
     c = e.config
     e.require_stamp()  # the manifests in dist/ are of the config as it is now
-    name, ns = c.endpoint.name, c.endpoint.namespace
-    layout = DistLayout.found(e.dist, name, c.endpoint.apply)
+    layout = DistLayout.found(e.dist, c.endpoint.name, c.endpoint.apply)
     if layout.unresolved:
         raise UsageError(f"{e.dist / PLACEHOLDERS}/ holds manifests with placeholders (see its {PLACEHOLDERS_README}): "
                          f"{_unresolved(e)}, then bench")
@@ -318,81 +341,126 @@ def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: Kubeco
     endpoints = {g: _docs(manifests[g])[0] for g in groups}
     configured = {m: _docs(layout.endpoint_file(m))[0] for m in MODES}  # type: ignore[arg-type]
     results = e.workdir / "benchmark-results"
-    out = Console(soft_wrap=True)  # one line per step, whatever the terminal width
     todo = {g: [j for j in jobs if (experiment_of(j), run_key(j)[0]) == g and not is_done(results, j)]
             for g in groups}
-    total, done = len(jobs), sum(1 for j in jobs if is_done(results, j))
-    if done:
-        out.print(f"resuming: {done} of {total} runs already have results in {results}/", highlight=False)
-    if not any(todo.values()):
-        out.print(f"all {total} runs done; next: hyperpod-dpd report --results {results}", highlight=False)
-        return
-    ctx = dep.check_context(kubeconfig, context)  # another cluster's context: refused before anything is shown
-    left = sum(len(v) for v in todo.values())
-    worst = sum(int(j["spec"]["activeDeadlineSeconds"]) for v in todo.values() for j in v) / 3600
-    where = f"{ctx.server} (kubeconfig context {ctx.name})" if ctx else "the kubeconfig's cluster"
-    out.print(f"{left} runs to go (stop conditions: {c.benchmark.max_time_per_run_minutes} min or "
-              f"{c.benchmark.max_requests_per_run} requests each; at most {worst:.1f} h with set-up)", highlight=False)
-    modes = sorted({m for (_, m), v in todo.items() if v}, key=MODES.index)
+    return Matrix(docs=bench_docs, jobs=jobs, groups=groups, manifests=manifests, endpoints=endpoints,
+                  configured=configured, results=results, todo=todo,
+                  done=sum(1 for j in jobs if is_done(results, j)))
+
+
+def _show_plan(out: Console, c: Config, m: Matrix, where: str) -> None:
+    """The runs to go with their stop conditions and worst-case time, and which endpoint they replace where."""
+    name, ns = c.endpoint.name, c.endpoint.namespace
+    out.print(f"{m.left} runs to go (stop conditions: {c.benchmark.max_time_per_run_minutes} min or "
+              f"{c.benchmark.max_requests_per_run} requests each; at most {m.worst_hours:.1f} h with set-up)",
+              highlight=False)
+    modes = sorted({mode for (_, mode), v in m.todo.items() if v}, key=MODES.index)
     out.print(f"plan: on {where}, endpoint {ns}/{name} is replaced by the {' and then the '.join(modes)} manifest "
               f"for its runs and restored afterwards; one Job per run in {ns}", highlight=False)
-    if dry_run:
-        _list_runs(out, todo)
+
+
+def _switch(kube: Kube, out: Console, c: Config, m: Matrix, group: tuple[str, str], timeout_s: float,
+            poll_s: float) -> None:
+    """Make the endpoint run ``group``'s manifest (replaced, unless the live spec holds it already) and wait until it
+    serves; a DPD layout without autoscaling also waits for its pinned replicas (:func:`pin`)."""
+    experiment, mode = group
+    name, ns = c.endpoint.name, c.endpoint.namespace
+    wanted = m.endpoints[group]
+    live = kube.endpoint(ns, name)
+    if live is None or not holds(live.get("spec"), wanted["spec"]):
+        out.print(f"switching endpoint {ns}/{name} to {mode} ({experiment}: {m.manifests[group].name}; re-apply, "
+                  "same name)", highlight=False)
+        kube.apply_endpoint(wanted)
+    kube.wait_endpoint_ready(ns, name, timeout_s, poll_s, partial(_waiting, out, mode))
+    if mode == "dpd" and "autoScalingSpec" not in wanted["spec"]["pdSpec"]:
+        pin(kube, out, name, wanted, timeout_s, poll_s)
+
+
+def _run(kube: Kube, out: Console, c: Config, job: dict[str, Any], results: Path, step: str, poll_s: float) -> None:
+    """One run: its Job started and waited for, its result files collected beside what served it (and, on DPD, the
+    path its requests took), the Job deleted. A failed Job ends the command (one line)."""
+    name, ns = c.endpoint.name, c.endpoint.namespace
+    mode, key = run_key(job)
+    jname = job["metadata"]["name"]
+    out.print(f"{step} {key}: running Job {jname}", highlight=False)
+    before = _prefill_counts(kube, c) if mode == "dpd" else None
+    serving_before = _serving(kube, ns, name, mode)
+    started = time.monotonic()
+    kube.start_job(job)
+    limit = float(job["spec"]["activeDeadlineSeconds"]) + 300
+    ok = kube.wait_job(ns, jname, limit, poll_s, partial(_running, out, key))
+    if not ok:
+        tail = _failure_line(kube.job_log(ns, jname))
+        raise CommandFailed(f"run {key} failed (Job {jname}): {tail[:200]}; fix and re-run bench to resume")
+    record = serving_record(_gpus_of(job), serving_before, _serving(kube, ns, name, mode))
+    if record["invalid"]:
+        out.print(f"  warning: {key}: {record['invalid']}: marked invalid (see {SERVING}); the report "
+                  "compares it with nothing", highlight=False)
+    extra: dict[str, Any] = {SERVING: record}
+    if before is not None:
+        extra[DPD_PATH] = _dpd_path(kube, c, before, started)
+    _collect(kube, c, job, results, extra)
+    kube.delete_job(ns, jname)
+    out.print(f"{step} {key}: done", highlight=False)
+
+
+def _dpd_path(kube: Kube, c: Config, before: dict[str, float] | str, started: float) -> dict[str, Any]:
+    """:func:`dpd_path_record` of a run that started at ``started`` (monotonic): the prefill pods' counters, else the
+    router's decisions of the run's time span."""
+    after = _prefill_counts(kube, c)
+    router: dict[str, int] | str | None = None
+    if not (isinstance(before, dict) and isinstance(after, dict) and after):
+        try:
+            router = kube.router_decisions(c.endpoint.namespace, c.endpoint.name,
+                                           int(time.monotonic() - started) + 60)
+        except CommandFailed as exc:
+            router = str(exc)
+    return dpd_path_record(before, after, router)
+
+
+def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: KubeconfigOption = None,
+          context: ContextOption = None, poll_seconds: PollOption = 10.0, ready_timeout: ReadyOption = 3600.0,
+          only: OnlyOption = None, yes: YesOption = False, dry_run: DryRunOption = False,
+          region: DeploymentRegionOption = None, profile: ProfileOption = None,
+          outputs_file: OutputsFileOption = None) -> None:
+    """Run the benchmark matrix on DPD, switch to the colocated baseline, run it again (resumable; asks first)."""
+    from hyperpod_dpd.benchmark.kube import Kube
+
+    dep = load(config, env, region=region, changing="bench", outputs_file=outputs_file)
+    c = dep.env.config
+    name, ns = c.endpoint.name, c.endpoint.namespace
+    m = _matrix(dep.env, only)
+    out = Console(soft_wrap=True)  # one line per step, whatever the terminal width
+    total = len(m.jobs)
+    if m.done:
+        out.print(f"resuming: {m.done} of {total} runs already have results in {m.results}/", highlight=False)
+    if not any(m.todo.values()):
+        out.print(f"all {total} runs done; next: hyperpod-dpd report --results {m.results}", highlight=False)
         return
-    confirm(f"run {left} benchmark runs (at most {worst:.1f} h) on {where}, replacing endpoint {ns}/{name}?",
+    ctx = dep.check_context(kubeconfig, context)  # another cluster's context: refused before anything is shown
+    where = f"{ctx.server} (kubeconfig context {ctx.name})" if ctx else "the kubeconfig's cluster"
+    _show_plan(out, c, m, where)
+    if dry_run:
+        _list_runs(out, m.todo)
+        return
+    confirm(f"run {m.left} benchmark runs (at most {m.worst_hours:.1f} h) on {where}, replacing endpoint {ns}/{name}?",
             yes=yes, command="hyperpod-dpd bench", cancelled="no run started; the endpoint is as it was")
-    results.mkdir(parents=True, exist_ok=True)
+    m.results.mkdir(parents=True, exist_ok=True)
     kube = Kube(dep.api_client(kubeconfig, context))
-    for doc in bench_docs:
+    for doc in m.docs:
         if doc["kind"] in ("ConfigMap", "ServiceAccount"):
             kube.apply_core(doc)
     found = kube.live_mode(ns, name)
-    index = done
-    for group in groups:
-        if not todo[group]:
+    index = m.done
+    for group in m.groups:
+        if not m.todo[group]:
             continue
-        experiment, mode = group
-        live = kube.endpoint(ns, name)
-        if live is None or not holds(live.get("spec"), endpoints[group]["spec"]):
-            out.print(f"switching endpoint {ns}/{name} to {mode} ({experiment}: {manifests[group].name}; re-apply, "
-                      "same name)", highlight=False)
-            kube.apply_endpoint(endpoints[group])
-        kube.wait_endpoint_ready(ns, name, ready_timeout, poll_seconds, partial(_waiting, out, mode))
-        if mode == "dpd" and "autoScalingSpec" not in endpoints[group]["spec"]["pdSpec"]:
-            pin(kube, out, name, endpoints[group], ready_timeout, poll_seconds)
-        for job in todo[group]:
+        _switch(kube, out, c, m, group, ready_timeout, poll_seconds)
+        for job in m.todo[group]:
             index += 1
-            _, key = run_key(job)
-            jname = job["metadata"]["name"]
-            out.print(f"[{index}/{total}] {key}: running Job {jname}", highlight=False)
-            before = _prefill_counts(kube, c) if mode == "dpd" else None
-            serving_before = _serving(kube, ns, name, mode)
-            started = time.monotonic()
-            kube.start_job(job)
-            limit = float(job["spec"]["activeDeadlineSeconds"]) + 300
-            ok = kube.wait_job(ns, jname, limit, poll_seconds, partial(_running, out, key))
-            if not ok:
-                tail = _failure_line(kube.job_log(ns, jname))
-                raise CommandFailed(f"run {key} failed (Job {jname}): {tail[:200]}; fix and re-run bench to resume")
-            record = serving_record(_gpus_of(job), serving_before, _serving(kube, ns, name, mode))
-            if record["invalid"]:
-                out.print(f"  warning: {key}: {record['invalid']}: marked invalid (see {SERVING}); the report "
-                          "compares it with nothing", highlight=False)
-            extra: dict[str, Any] = {SERVING: record}
-            if before is not None:
-                after = _prefill_counts(kube, c)
-                router: dict[str, int] | str | None = None
-                if not (isinstance(before, dict) and isinstance(after, dict) and after):
-                    try:
-                        router = kube.router_decisions(ns, name, int(time.monotonic() - started) + 60)
-                    except CommandFailed as exc:
-                        router = str(exc)
-                extra[DPD_PATH] = dpd_path_record(before, after, router)
-            _collect(kube, c, job, results, extra)
-            kube.delete_job(ns, jname)
-            out.print(f"[{index}/{total}] {key}: done", highlight=False)
+            _run(kube, out, c, job, m.results, f"[{index}/{total}]", poll_seconds)
     live = kube.endpoint(ns, name)
-    if found in MODES and not holds((live or {}).get("spec"), configured[found]["spec"]):
+    if found in MODES and not holds((live or {}).get("spec"), m.configured[found]["spec"]):
         out.print(f"restoring endpoint {ns}/{name} to {found}", highlight=False)
-        kube.apply_endpoint(configured[found])
-    out.print(f"all {total} runs done; next: hyperpod-dpd report --results {results}", highlight=False)
+        kube.apply_endpoint(m.configured[found])
+    out.print(f"all {total} runs done; next: hyperpod-dpd report --results {m.results}", highlight=False)

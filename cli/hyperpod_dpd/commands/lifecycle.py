@@ -72,6 +72,20 @@ StacksArg = Annotated[list[str] | None, typer.Argument(
     metavar="STACK", show_default=False,
     help="Stacks: construct IDs (Network, Observability, Cluster, HyperPod, Platform, ObservabilityAddon) or "
          "CloudFormation names (<name>-network, ...). Default: all.")]
+#: ``--yes`` of ``deploy``: it also stands for the question before an old HyperPod cluster is deleted.
+DeployYesOption = Annotated[bool, typer.Option(
+    "--yes", "-y", help="Do not ask: neither before deploying nor before deleting an old HyperPod cluster "
+                        "(--allow-replace). IAM/security-group changes are never asked about separately: review "
+                        "them with hyperpod-dpd diff first.")]
+AdminPrincipalOption = Annotated[str | None, typer.Option(
+    "--admin-principal-arn", metavar="ARN", show_default=False,
+    help="IAM role/user given cluster admin (kubectl) when the config names none. Default: the deployed one on an "
+         "update, the caller of sts:GetCallerIdentity on the first deploy.")]
+AllowReplaceOption = Annotated[list[str] | None, typer.Option(
+    "--allow-replace", metavar="RESOURCE|all", show_default=False,
+    help="Deploy even when the change set replaces (or removes) this guarded resource, by logical ID as the refusal "
+         "names it (HyperPodCluster, the EKS cluster's, ModelBucket24FA8CA2; repeatable), or 'all'; then delete the "
+         "old HyperPod cluster (asked once).")]
 
 def register(app: typer.Typer) -> None:
     app.command("init")(init)
@@ -286,22 +300,9 @@ def deploy_args(cdk_out: Path, selected: list[str], outputs_file: Path, stacks: 
 
 
 def deploy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption = None,
-           approve: Annotated[bool, typer.Option(
-               "--yes", "-y", help="Do not ask: neither before deploying nor before deleting an old HyperPod "
-                                   "cluster (--allow-replace). IAM/security-group changes are never asked about "
-                                   "separately: review them with hyperpod-dpd diff first.")] = False,
-           admin_principal_arn: Annotated[str | None, typer.Option(
-               "--admin-principal-arn", metavar="ARN", show_default=False,
-               help="IAM role/user given cluster admin (kubectl) when the config names none. Default: the deployed "
-                    "one on an update, the caller of sts:GetCallerIdentity on the first deploy.")] = None,
-           allow_replace: Annotated[list[str] | None, typer.Option(
-               "--allow-replace", metavar="RESOURCE|all",
-               help="Deploy even when the change set replaces (or removes) this guarded resource, by logical ID as "
-                    "the refusal names it (HyperPodCluster, the EKS cluster's, ModelBucket24FA8CA2; repeatable), or "
-                    "'all'; then delete the old HyperPod cluster (asked once).", show_default=False)] = None,
-           region: DeploymentRegionOption = None, profile: ProfileOption = None,
-           outputs_file: DeployOutputsFileOption = None,
-           ) -> None:
+           approve: DeployYesOption = False, admin_principal_arn: AdminPrincipalOption = None,
+           allow_replace: AllowReplaceOption = None, region: DeploymentRegionOption = None,
+           profile: ProfileOption = None, outputs_file: DeployOutputsFileOption = None) -> None:
     """Deploy the templates synthesized from THIS config (shows what and asks; --yes does not ask); write the
     outputs file next to them.
 

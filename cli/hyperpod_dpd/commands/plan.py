@@ -11,14 +11,51 @@ from rich.table import Table
 
 from hyperpod_analysis.plan import planner, terms, validation
 from hyperpod_analysis.plan.coldstart import cold_start, cold_start_line
-from hyperpod_analysis.plan.facts import PINNED_PRICES, PriceTable, load_price_file, parse_price_flag
+from hyperpod_analysis.plan.facts import PriceTable, load_price_file, parse_price_flag
 from hyperpod_analysis.plan.traffic import parse
 from hyperpod_analysis.plan.write import merge_recommendation, unused_nodes
 from hyperpod_core import environment
 from hyperpod_core.config import load_config
 from hyperpod_core.errors import UsageError
+from hyperpod_core.prices import configured_table
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption, OutputOption
 from hyperpod_dpd.render import OutputFormat, console, emit, output_format
+
+TrafficOption = Annotated[list[str] | None, typer.Option(
+    "--traffic", "-t", metavar="SCENARIO", show_default=False,
+    help="genai-bench scenario: D(in,out), N(mean,std)/(mean,std), U(min,max)/(min,max), P(prefix,suffix)/out. "
+         "Repeatable. Default: D(4096,256).")]
+ConcurrencyOption = Annotated[str | None, typer.Option(
+    metavar="LEVELS", show_default=False,
+    help="Comma-separated concurrency levels (closed loop, like genai-bench). Default: 8,16,32.")]
+RequestRateOption = Annotated[float | None, typer.Option(
+    metavar="RATE", show_default=False, help="Open-loop Poisson request rate (requests/s) instead of --concurrency.")]
+PrefixReuseOption = Annotated[float, typer.Option(
+    metavar="SHARE", help="Share of prompt tokens found in the prefix cache (0-1).")]
+ModelOption = Annotated[str | None, typer.Option(
+    metavar="MODEL", show_default=False,
+    help="Known model name or a Hugging Face config.json (file or folder). Default: the config's model.name.")]
+TtftOption = Annotated[float | None, typer.Option(
+    metavar="SECONDS", show_default=False,
+    help="TTFT p95 SLO in seconds. Default: observability.slo.ttft_p95_seconds.")]
+TpotOption = Annotated[float | None, typer.Option(
+    metavar="SECONDS", show_default=False,
+    help="TPOT p95 SLO in seconds. Default: observability.slo.tpot_p95_seconds.")]
+PriceOption = Annotated[list[str] | None, typer.Option(
+    metavar="INSTANCE_TYPE=USD", show_default=False,
+    help="INSTANCE_TYPE=USD per instance-hour; overrides the pinned table. Repeatable.")]
+PricesOption = Annotated[Path | None, typer.Option(
+    metavar="PATH", show_default=False, help="YAML/JSON file mapping instance types to USD per instance-hour.")]
+KvTransferOption = Annotated[float, typer.Option(
+    metavar="GBPS",
+    help="Measured effective KV-transfer rate over EFA, GB/s (Dynamo measured 9.6 on p5.48xlarge).")]
+EngineOption = Annotated[str, typer.Option(
+    metavar="ENGINE", help="roofline (built in) or aiconfigurator (extra 'plan').")]
+WriteOption = Annotated[bool, typer.Option(
+    "--write", help="Merge the recommendation into the config file (validated first, replaced atomically).")]
+CalibrationOption = Annotated[bool, typer.Option(
+    "--calibration", help="Print the leave-one-out validation against the published data (predicted vs "
+    "published, error per point) and the six efficiencies, then exit.")]
 
 
 def register(app: typer.Typer) -> None:
@@ -26,50 +63,13 @@ def register(app: typer.Typer) -> None:
 
 
 def plan(
-    config: ConfigOption = None,
-    env: EnvOption = None,
-    traffic: Annotated[list[str] | None, typer.Option(
-        "--traffic", "-t", metavar="SCENARIO", show_default=False,
-        help="genai-bench scenario: D(in,out), N(mean,std)/(mean,std), U(min,max)/(min,max), P(prefix,suffix)/out. "
-             "Repeatable. Default: D(4096,256).")] = None,
-    concurrency: Annotated[str | None, typer.Option(
-        metavar="LEVELS", show_default=False,
-        help="Comma-separated concurrency levels (closed loop, like genai-bench). Default: 8,16,32.")] = None,
-    request_rate: Annotated[float | None, typer.Option(
-        metavar="RATE", show_default=False,
-        help="Open-loop Poisson request rate (requests/s) instead of --concurrency.")] = None,
-    prefix_reuse: Annotated[float, typer.Option(
-        metavar="SHARE", help="Share of prompt tokens found in the prefix cache (0-1).")] = 0.0,
-    model: Annotated[str | None, typer.Option(
-        metavar="MODEL", show_default=False,
-        help="Known model name or a Hugging Face config.json (file or folder). Default: the config's model.name.")] \
-        = None,
-    ttft_p95: Annotated[float | None, typer.Option(
-        metavar="SECONDS", show_default=False,
-        help="TTFT p95 SLO in seconds. Default: observability.slo.ttft_p95_seconds.")] = None,
-    tpot_p95: Annotated[float | None, typer.Option(
-        metavar="SECONDS", show_default=False,
-        help="TPOT p95 SLO in seconds. Default: observability.slo.tpot_p95_seconds.")] = None,
-    price: Annotated[list[str] | None, typer.Option(
-        metavar="INSTANCE_TYPE=USD", show_default=False,
-        help="INSTANCE_TYPE=USD per instance-hour; overrides the pinned table. Repeatable.")] = None,
-    prices: Annotated[Path | None, typer.Option(
-        metavar="PATH", show_default=False,
-        help="YAML/JSON file mapping instance types to USD per instance-hour.")] = None,
-    kv_transfer_gbps: Annotated[float, typer.Option(
-        metavar="GBPS",
-        help="Measured effective KV-transfer rate over EFA, GB/s (Dynamo measured 9.6 on p5.48xlarge).")] = \
-        terms.MEASURED_KV_TRANSFER_BYTES_PER_S / 1e9,
-    engine: Annotated[str, typer.Option(
-        metavar="ENGINE", help="roofline (built in) or aiconfigurator (extra 'plan').")] = "roofline",
-    write: Annotated[bool, typer.Option(
-        "--write", help="Merge the recommendation into the config file (validated first, replaced atomically).")] =
-        False,
-    show_calibration: Annotated[bool, typer.Option(
-        "--calibration", help="Print the leave-one-out validation against the published data (predicted vs "
-        "published, error per point) and the six efficiencies, then exit.")] = False,
-    as_json: JsonOption = False,
-    output: OutputOption = None,
+    config: ConfigOption = None, env: EnvOption = None, traffic: TrafficOption = None,
+    concurrency: ConcurrencyOption = None, request_rate: RequestRateOption = None,
+    prefix_reuse: PrefixReuseOption = 0.0, model: ModelOption = None, ttft_p95: TtftOption = None,
+    tpot_p95: TpotOption = None, price: PriceOption = None, prices: PricesOption = None,
+    kv_transfer_gbps: KvTransferOption = terms.MEASURED_KV_TRANSFER_BYTES_PER_S / 1e9,
+    engine: EngineOption = "roofline", write: WriteOption = False, show_calibration: CalibrationOption = False,
+    as_json: JsonOption = False, output: OutputOption = None,
 ) -> None:
     """Estimate colocated vs disaggregated prefill/decode for your traffic and recommend a layout."""
     fmt = output_format(output, as_json)
@@ -78,26 +78,12 @@ def plan(
         return
     e = environment.resolve(config, env)
     scenarios = [parse(t) for t in (traffic or ["D(4096,256)"])]
-    if request_rate is not None and concurrency is not None:
-        raise UsageError(f"pass either --concurrency or --request-rate, not both, got {concurrency!r} and "
-                         f"{request_rate!r}")
-    if request_rate is not None and request_rate <= 0:
-        raise UsageError(f"--request-rate must be a positive number of requests per second, got {request_rate!r}")
-    levels = [] if request_rate is not None else _levels(concurrency or "8,16,32")
-    if not 0 <= prefix_reuse < 1:
-        raise UsageError(f"--prefix-reuse must be in [0, 1), got {prefix_reuse!r}")
-    if kv_transfer_gbps <= 0:
-        raise UsageError(f"--kv-transfer-gbps must be positive, got {kv_transfer_gbps!r}")
-    for name, slo in (("--ttft-p95", ttft_p95), ("--tpot-p95", tpot_p95)):
-        if slo is not None and slo <= 0:
-            raise UsageError(f"{name} must be a positive number of seconds, got {slo!r}")
-    overrides: dict[str, Any] = {"prefix_reuse": prefix_reuse, "kv_transfer_bytes_per_s": kv_transfer_gbps * 1e9,
-                                 "engine": engine, "prices": _prices(price, prices)}
-    if ttft_p95 is not None:
-        overrides["ttft_slo_s"] = ttft_p95
-    if tpot_p95 is not None:
-        overrides["tpot_slo_s"] = tpot_p95
-    inputs = planner.inputs_from_config(e.config, model=model, **overrides)
+    levels = _loads(concurrency, request_rate)
+    overrides = _overrides(prefix_reuse=prefix_reuse, kv_transfer_gbps=kv_transfer_gbps, ttft_p95=ttft_p95,
+                           tpot_p95=tpot_p95)
+    base = configured_table(e.config.endpoint.instance_type, e.config.benchmark.instance_hour_usd)
+    inputs = planner.inputs_from_config(e.config, model=model, engine=engine, prices=_prices(price, prices, base),
+                                        **overrides)
     for t in scenarios:
         planner.check_traffic(inputs, t)
     sm = planner.step_model(inputs)
@@ -115,6 +101,39 @@ def plan(
             print(note, file=sys.stderr)
     else:
         _print_tables(inputs, comparisons, rec, notes)
+    _write(e, rec, write)
+
+
+def _loads(concurrency: str | None, request_rate: float | None) -> list[int]:
+    """The concurrency levels to estimate; none for an open-loop ``--request-rate``."""
+    if request_rate is not None and concurrency is not None:
+        raise UsageError(f"pass either --concurrency or --request-rate, not both, got {concurrency!r} and "
+                         f"{request_rate!r}")
+    if request_rate is not None and request_rate <= 0:
+        raise UsageError(f"--request-rate must be a positive number of requests per second, got {request_rate!r}")
+    return [] if request_rate is not None else _levels(concurrency or "8,16,32")
+
+
+def _overrides(*, prefix_reuse: float, kv_transfer_gbps: float, ttft_p95: float | None,
+               tpot_p95: float | None) -> dict[str, Any]:
+    """What the options change in the planner's inputs (checked first)."""
+    if not 0 <= prefix_reuse < 1:
+        raise UsageError(f"--prefix-reuse must be in [0, 1), got {prefix_reuse!r}")
+    if kv_transfer_gbps <= 0:
+        raise UsageError(f"--kv-transfer-gbps must be positive, got {kv_transfer_gbps!r}")
+    for name, slo in (("--ttft-p95", ttft_p95), ("--tpot-p95", tpot_p95)):
+        if slo is not None and slo <= 0:
+            raise UsageError(f"{name} must be a positive number of seconds, got {slo!r}")
+    overrides: dict[str, Any] = {"prefix_reuse": prefix_reuse, "kv_transfer_bytes_per_s": kv_transfer_gbps * 1e9}
+    if ttft_p95 is not None:
+        overrides["ttft_slo_s"] = ttft_p95
+    if tpot_p95 is not None:
+        overrides["tpot_slo_s"] = tpot_p95
+    return overrides
+
+
+def _write(e: environment.Environment, rec: dict[str, Any], write: bool) -> None:
+    """``--write``: merge a split into the config file; then warn about nodes the recommendation leaves unused."""
     written = e.config
     if write and not rec["split"]:
         print("not written: the recommendation is colocated; set endpoint.apply: colocated (dist/endpoint/ then "
@@ -138,9 +157,10 @@ def _levels(text: str) -> list[int]:
     return levels
 
 
-def _prices(flags: list[str] | None, path: Path | None) -> PriceTable:
-    table = dict(PINNED_PRICES.usd_per_instance_hour)
-    source, as_of = PINNED_PRICES.source, PINNED_PRICES.as_of
+def _prices(flags: list[str] | None, path: Path | None, base: PriceTable) -> PriceTable:
+    """``base`` (the pinned table with ``benchmark.instance_hour_usd`` over it) under the file and the flags."""
+    table = dict(base.usd_per_instance_hour)
+    source, as_of = base.source, base.as_of
     if path is not None:
         table.update(load_price_file(path))
         source, as_of = f"{path} over {source}", "as given"

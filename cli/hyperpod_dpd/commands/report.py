@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -13,12 +15,14 @@ from hyperpod_analysis.report.analysis import (
     dpd_path_problems,
     planner_estimates,
     serving_problems,
+    token_costs,
     verdict,
 )
 from hyperpod_analysis.report.render import Report, experiment_title, write_report
-from hyperpod_analysis.report.results import check_matrix, experiments_of, load_results
+from hyperpod_analysis.report.results import Measurement, check_matrix, experiments_of, load_results
 from hyperpod_core import environment
 from hyperpod_core.errors import UsageError
+from hyperpod_core.prices import InstancePrice, instance_price, no_price_line
 from hyperpod_dpd.benchmark.download import download_s3
 from hyperpod_dpd.commands.options import (
     ConfigOption,
@@ -31,11 +35,17 @@ from hyperpod_dpd.commands.options import (
 from hyperpod_dpd.render import console as render_console
 from hyperpod_dpd.render import emit, output_format
 
+if TYPE_CHECKING:
+    from hyperpod_core.config import Config
+
 ResultsOption = Annotated[str | None, typer.Option(
     "--results", metavar="PATH", help="Folder or s3://bucket/prefix holding both modes' genai-bench results "
                       "(default: the folder 'bench' collects into).", show_default=False)]
 OutOption = Annotated[Path | None, typer.Option(
     "--out", metavar="PATH", help="Report folder (default: <workdir>/benchmark-report).", show_default=False)]
+PriceOption = Annotated[float | None, typer.Option(
+    "--price", metavar="USD", help="USD per instance-hour of endpoint.instance_type, for the cost columns "
+                      "(default: benchmark.instance_hour_usd, else the pinned price table).", show_default=False)]
 
 
 def register(app: typer.Typer) -> None:
@@ -56,15 +66,19 @@ def _check_out(target: Path, source: str) -> None:
 
 def report(results: ResultsOption = None, out: OutOption = None, config: ConfigOption = None,
            env: EnvOption = None, output: OutputOption = None, as_json: JsonOption = False,
-           region: RegionOption = None, profile: ProfileOption = None) -> None:
+           region: RegionOption = None, profile: ProfileOption = None, price: PriceOption = None) -> None:
     """Compare colocated and DPD from genai-bench result files and write the decision report.
 
     Each experiment is reported on its own (equal-gpu: the verdicts; aws-reference: beside AWS's published
     numbers). DPD runs whose requests did not take the DPD path, and runs on other GPUs than they record, are marked
-    invalid and left out of the verdicts."""
+    invalid and left out of the verdicts, as are runs of fewer than 100 requests. Cost per 1M input and output tokens
+    at --price, else benchmark.instance_hour_usd, else the pinned price table."""
     fmt = output_format(output, as_json)
+    if price is not None and not (price > 0 and math.isfinite(price)):
+        raise UsageError(f"--price must be a positive USD amount per instance-hour, got {price!r}")
     e = environment.resolve(config, env)
     c = e.config
+    cost = instance_price(c.endpoint.instance_type, given=price, configured=c.benchmark.instance_hour_usd)
     source = results or str(e.workdir / "benchmark-results")
     if results is None and not Path(source).is_dir():  # the user named no folder: say what makes one
         raise UsageError(f"no results yet: {source}/ does not exist; run: hyperpod-dpd bench {e.selector} (or "
@@ -76,42 +90,59 @@ def report(results: ResultsOption = None, out: OutOption = None, config: ConfigO
     paths = {s.name: s.path for s in c.benchmark_scenarios()}
     with tempfile.TemporaryDirectory(prefix="hyperpod-report-") as tmp:
         root = download_s3(source, Path(tmp), region or c.region) if source.startswith("s3://") else Path(source)
-        measurements = load_results(root, names)
-        problems = dpd_path_problems(measurements, paths)
-        for folder, why in serving_problems(measurements).items():
-            problems[folder] = f"{problems[folder]}; {why}" if folder in problems else why
-        built, note = [], "no experiment: no planner estimates"
-        verdicts = []
-        for experiment in experiments_of(measurements):
-            cells = check_matrix(measurements, experiment)
-            traffic_of = {m.scenario: m.traffic for m in measurements}
-            levels = sorted({n for _, n in cells})
-            estimates, note = planner_estimates(c, list(dict.fromkeys(traffic_of[s] for s, _ in cells)), levels,
-                                                experiment=experiment)  # the layouts this experiment measures
-            these = build_cells(measurements, cells, estimates, experiment=experiment, invalid=problems)
-            if experiment == "equal-gpu":
-                scenarios = list(dict.fromkeys(s for s, _ in cells))
-                verdicts = [verdict(s, [x for x in these if x.scenario == s], c) for s in scenarios]
-            built += these
-        report_data = Report(config=c, cells=built, verdicts=verdicts, planner_note=note, source=source)
+        report_data = _analyse(c, load_results(root, names), paths, source, cost)
         files = write_report(report_data, target)
     if fmt.data:
         emit({"source": source, "report": str(target), "files": [str(f) for f in files],
               "experiments": {x: experiment_title(report_data, x) for x in report_data.experiments()},
               "invalid": [{"experiment": x.experiment, "scenario": x.scenario, "concurrency": x.concurrency,
-                           "why": x.invalid} for x in built if x.invalid],
-              "verdicts": [{"scenario": v.scenario, "split": v.split, "reason": v.reason} for v in verdicts]}, fmt)
+                           "why": x.invalid} for x in report_data.cells if x.invalid],
+              "verdicts": [{"scenario": v.scenario, "split": v.split, "reason": v.reason}
+                           for v in report_data.verdicts],
+              "price": None if cost is None else {"usd_per_instance_hour": cost.usd_per_instance_hour,
+                                                  "source": cost.source}}, fmt)
         return
+    _print_summary(report_data, files, target)
+
+
+def _analyse(c: Config, measurements: list[Measurement], paths: Mapping[str, str], source: str,
+             cost: InstancePrice | None) -> Report:
+    """Each experiment's cells (runs marked invalid when their requests took another path than their scenario
+    declares, or ran on other GPUs than they record) beside the planner's estimates, and the equal-gpu verdicts."""
+    costs, cost_note = token_costs(measurements, c)
+    problems = dpd_path_problems(measurements, paths)
+    for folder, why in serving_problems(measurements).items():
+        problems[folder] = f"{problems[folder]}; {why}" if folder in problems else why
+    built, note = [], "no experiment: no planner estimates"
+    verdicts = []
+    for experiment in experiments_of(measurements):
+        cells = check_matrix(measurements, experiment)
+        traffic_of = {m.scenario: m.traffic for m in measurements}
+        levels = sorted({n for _, n in cells})
+        estimates, note = planner_estimates(c, list(dict.fromkeys(traffic_of[s] for s, _ in cells)), levels,
+                                            experiment=experiment)  # the layouts this experiment measures
+        these = build_cells(measurements, cells, estimates, experiment=experiment, invalid=problems)
+        if experiment == "equal-gpu":
+            scenarios = list(dict.fromkeys(s for s, _ in cells))
+            verdicts = [verdict(s, [x for x in these if x.scenario == s], c, cost) for s in scenarios]
+        built += these
+    return Report(config=c, cells=built, verdicts=verdicts, planner_note=note, source=source, price=cost,
+                  costs=costs, cost_note=cost_note)
+
+
+def _print_summary(report_data: Report, files: list[Path], target: Path) -> None:
     console = render_console(soft_wrap=True)  # one line per finding, whatever the terminal width
+    if report_data.price is None:
+        console.print(no_price_line(report_data.config.endpoint.instance_type), highlight=False)
     for experiment in report_data.experiments():
         console.print(experiment_title(report_data, experiment), highlight=False)
-    for cell in built:
+    for cell in report_data.cells:
         if cell.invalid:
             console.print(f"  invalid: {cell.experiment} {cell.scenario} c{cell.concurrency}: {cell.invalid}",
                           highlight=False)
-    if not verdicts:
+    if not report_data.verdicts:
         console.print("no verdict: the equal-gpu experiment (the decision basis) was not run", highlight=False)
-    for v in verdicts:
+    for v in report_data.verdicts:
         word = {True: "split", False: "stay colocated", None: "no verdict"}[v.split]
         console.print(f"{v.scenario}: [bold]{word}[/bold] - {v.reason}", highlight=False)
     console.print(f"wrote {len(files)} files to {target}/ (report.html, report.md, charts/)", highlight=False)

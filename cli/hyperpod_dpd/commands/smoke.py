@@ -128,46 +128,38 @@ class RequestReport:
     """Why the request itself failed (no measurement then)."""
 
 
+UrlOption = Annotated[str | None, typer.Option(
+    "--url", metavar="URL", show_default=False,
+    help="Call this URL (e.g. http://localhost:8443/v1/chat/completions after 'kubectl port-forward -n "
+         "hyperpod-inference-system svc/<name>-<ns>-routing-service 8443:443') instead of the load "
+         "balancer.")]
+CaFileOption = Annotated[str | None, typer.Option(
+    "--ca-file", metavar="PATH", help="PEM to trust for an https --url (default: system CAs).", show_default=False)]
+ModelOption = Annotated[str | None, typer.Option(
+    metavar="NAME", show_default=False,
+    help="Model name sent in the request. Default: the name the live pods serve (vLLM --served-model-name), else "
+         "model.name (docs/endpoint.md, section 3).")]
+MaxTokensOption = Annotated[int, typer.Option(metavar="N", help="Output tokens per request (2-1024).")]
+TimeoutOption = Annotated[float, typer.Option(metavar="SECONDS", help="Seconds to wait for each streamed answer.")]
+LogWaitOption = Annotated[float, typer.Option(metavar="SECONDS", help="Seconds to let the decoder flush its log.")]
+
+
 def register(app: typer.Typer) -> None:
     app.command("smoke")(smoke)
 
 
 def smoke(
-    config: ConfigOption = None, env: EnvOption = None, as_json: JsonOption = False,
-    url: Annotated[str | None, typer.Option(
-        "--url", metavar="URL", show_default=False,
-        help="Call this URL (e.g. http://localhost:8443/v1/chat/completions after 'kubectl port-forward -n "
-             "hyperpod-inference-system svc/<name>-<ns>-routing-service 8443:443') instead of the load "
-             "balancer.")] = None,
-    ca_file: Annotated[str | None, typer.Option(
-        "--ca-file", metavar="PATH", help="PEM to trust for an https --url (default: system CAs).",
-        show_default=False)] = None,
-    kubeconfig: KubeconfigOption = None, context: ContextOption = None,
-    model: Annotated[str | None, typer.Option(
-        metavar="NAME", show_default=False,
-        help="Model name sent in the request. Default: the name the live pods serve (vLLM --served-model-name), else "
-             "model.name (docs/endpoint.md, section 3).")] = None,
-    max_tokens: Annotated[int, typer.Option(metavar="N", help="Output tokens per request (2-1024).")] = 64,
-    timeout: Annotated[float, typer.Option(
-        metavar="SECONDS", help="Seconds to wait for each streamed answer.")] = 300.0,
-    log_wait: Annotated[float, typer.Option(
-        metavar="SECONDS", help="Seconds to let the decoder flush its log.")] = 3.0,
-    output: OutputOption = None, region: RegionOption = None, profile: ProfileOption = None,
-    outputs_file: OutputsFileOption = None,
+    config: ConfigOption = None, env: EnvOption = None, as_json: JsonOption = False, url: UrlOption = None,
+    ca_file: CaFileOption = None, kubeconfig: KubeconfigOption = None, context: ContextOption = None,
+    model: ModelOption = None, max_tokens: MaxTokensOption = 64, timeout: TimeoutOption = 300.0,
+    log_wait: LogWaitOption = 3.0, output: OutputOption = None, region: RegionOption = None,
+    profile: ProfileOption = None, outputs_file: OutputsFileOption = None,
 ) -> None:
     """Send a short and a long prompt (streamed), measure TTFT/TPOT, prove the DPD path from the decode log."""
     from hyperpod_dpd.kube import kube_errors
 
-    if not 2 <= max_tokens <= 1024:
-        raise UsageError(f"--max-tokens must be between 2 and 1024, got {max_tokens}")
-    if url is not None and not url.startswith(("http://", "https://")):
-        raise UsageError(f"--url must start with http:// or https://, got {url!r}")
-    if ca_file is not None and not Path(ca_file).is_file():
-        raise UsageError(f"--ca-file {ca_file!r} does not exist")
-    if timeout <= 0 or log_wait < 0:
-        raise UsageError(f"--timeout must be > 0 and --log-wait >= 0, got {timeout} and {log_wait}")
+    _check_arguments(max_tokens=max_tokens, url=url, ca_file=ca_file, timeout=timeout, log_wait=log_wait)
     fmt = output_format(output, as_json)
-    as_json = fmt.data  # below: a JSON or YAML document instead of the table
     dep = load(config, env, region=region, outputs_file=outputs_file)
     c = dep.env.config
     kube = dep.kube(kubeconfig, context)
@@ -177,32 +169,100 @@ def smoke(
     with tempfile.TemporaryDirectory(prefix="hyperpod-dpd-smoke-") as tmp:
         if url is None:
             url, ca_file = _load_balancer_url(dep, kube, Path(tmp))
-        threshold = c.endpoint.routing_threshold_tokens
-        prompts = build_prompts(threshold=threshold, max_model_len=c.endpoint.max_model_len,
-                                max_tokens=max_tokens, nonce=uuid.uuid4().hex[:12])
-        chat = "chat" in c.endpoint.invocation_path
-        short = RequestReport(name="short", estimated_input_tokens=prompts.short_tokens,
-                              expect_transfer=False if threshold >= MIN_THRESHOLD_FOR_SHORT_CHECK else None)
-        long = RequestReport(name="long", estimated_input_tokens=prompts.long_tokens, expect_transfer=True)
-
-        short_start = datetime.now(UTC)
-        # The short request first: when it fails nothing was measured and the endpoint does not answer (one line).
-        results = {short.name: stream(url, chat_payload(model, prompts.short, max_tokens, chat=chat),
-                                      ca_file=ca_file, timeout_seconds=timeout)}
-        try:
-            results[long.name] = stream(url, chat_payload(model, prompts.long, max_tokens, chat=chat),
-                                        ca_file=ca_file, timeout_seconds=timeout)
-        except CommandFailed as exc:  # keep the short request's measurement
-            long.error = str(exc)
-            long.findings.append({"severity": "error", "signature": "request failed", "meaning": str(exc),
-                                  "fix": "read 'hyperpod-dpd logs decode' and 'hyperpod-dpd logs router'"})
-    reports = [short, long]
-    for r in reports:
-        if r.name in results:
-            _record_answer(r, results[r.name])
+        sent = _send(dep, url, ca_file, model, max_tokens=max_tokens, timeout=timeout)
 
     time.sleep(log_wait)
-    since = math.ceil((datetime.now(UTC) - short_start).total_seconds()) + 30
+    since = math.ceil((datetime.now(UTC) - sent.start).total_seconds()) + 30
+    decoders, windows = _judge_transfers(kube, dep, sent, since, unchecked)
+    decisions, router_error = _router_decisions(kube, dep, since)
+    if router_error:
+        unchecked.append({"check": "the router's decisions (its log)", "reason": router_error})
+    _explain_missing_transfer(sent.long, decisions)
+    timeout_s = c.load_balancer_idle_timeout().seconds
+    for r in sent.reports:
+        _check_idle_timeout(r, timeout_s)
+    try:
+        with kube_errors("reading the workers' start-up logs"):
+            efa = efa_proof(kube, dep, decoders, windows, since, sent.start)
+    except CommandFailed as exc:
+        efa = {"verdict": "unknown", "pods": [], "error": str(exc)}
+        unchecked.append({"check": "the KV path over EFA (the workers' start-up logs)", "reason": str(exc)})
+    ok = all(r.ok for r in sent.reports) and efa["verdict"] != "refuted" and not unchecked
+    threshold = c.endpoint.routing_threshold_tokens
+    if fmt.data:  # a JSON or YAML document instead of the table
+        emit({"url": url, "model": model, "threshold_tokens": threshold, "roles": roles,
+              "requests": [asdict(r) for r in sent.reports],
+              "router_decisions": decisions, "idle_timeout_seconds": timeout_s, "efa": efa,
+              "unchecked": unchecked, "ok": ok}, fmt)
+    else:
+        _print(url, threshold, sent.reports)
+        _print_evidence(decisions, efa, unchecked)
+    _verdict(sent.reports, efa, unchecked)
+
+
+def _check_arguments(*, max_tokens: int, url: str | None, ca_file: str | None, timeout: float,
+                     log_wait: float) -> None:
+    if not 2 <= max_tokens <= 1024:
+        raise UsageError(f"--max-tokens must be between 2 and 1024, got {max_tokens}")
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise UsageError(f"--url must start with http:// or https://, got {url!r}")
+    if ca_file is not None and not Path(ca_file).is_file():
+        raise UsageError(f"--ca-file {ca_file!r} does not exist")
+    if timeout <= 0 or log_wait < 0:
+        raise UsageError(f"--timeout must be > 0 and --log-wait >= 0, got {timeout} and {log_wait}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sent:
+    """The two requests of the test, each with its answer recorded, and the streams of those that answered."""
+
+    short: RequestReport
+    long: RequestReport
+    results: dict[str, StreamResult]
+    """Request name -> its stream; a request that failed has none (its report says why)."""
+    start: datetime
+    """When the short request started: the decoder's lines of the test are those logged since."""
+
+    @property
+    def reports(self) -> list[RequestReport]:
+        return [self.short, self.long]
+
+
+def _send(dep: Deployment, url: str, ca_file: str | None, model: str, *, max_tokens: int, timeout: float) -> Sent:
+    """The short prompt, then the long one (module docstring), streamed to ``url``."""
+    c = dep.env.config
+    threshold = c.endpoint.routing_threshold_tokens
+    prompts = build_prompts(threshold=threshold, max_model_len=c.endpoint.max_model_len,
+                            max_tokens=max_tokens, nonce=uuid.uuid4().hex[:12])
+    chat = "chat" in c.endpoint.invocation_path
+    short = RequestReport(name="short", estimated_input_tokens=prompts.short_tokens,
+                          expect_transfer=False if threshold >= MIN_THRESHOLD_FOR_SHORT_CHECK else None)
+    long = RequestReport(name="long", estimated_input_tokens=prompts.long_tokens, expect_transfer=True)
+
+    start = datetime.now(UTC)
+    # The short request first: when it fails nothing was measured and the endpoint does not answer (one line).
+    results = {short.name: stream(url, chat_payload(model, prompts.short, max_tokens, chat=chat),
+                                  ca_file=ca_file, timeout_seconds=timeout)}
+    try:
+        results[long.name] = stream(url, chat_payload(model, prompts.long, max_tokens, chat=chat),
+                                    ca_file=ca_file, timeout_seconds=timeout)
+    except CommandFailed as exc:  # keep the short request's measurement
+        long.error = str(exc)
+        long.findings.append({"severity": "error", "signature": "request failed", "meaning": str(exc),
+                              "fix": "read 'hyperpod-dpd logs decode' and 'hyperpod-dpd logs router'"})
+    sent = Sent(short=short, long=long, results=results, start=start)
+    for r in sent.reports:
+        if r.name in results:
+            _record_answer(r, results[r.name])
+    return sent
+
+
+def _judge_transfers(kube: Kube, dep: Deployment, sent: Sent, since: int,
+                     unchecked: list[dict[str, str]]) -> tuple[list[PodTarget], dict[str, list[str]]]:
+    """Judge each answered request by the decoder lines of the test that are its own (:func:`attribute`); the decode
+    pods and their lines of the test, as far as they were read (a log that cannot be read goes to ``unchecked``)."""
+    from hyperpod_dpd.kube import kube_errors
+
     decoders: list[PodTarget] = []
     windows: dict[str, list[str]] = {}
     try:
@@ -211,46 +271,33 @@ def smoke(
             if not decoders:
                 raise CommandFailed(f"no decode pod (Deployment {dep.names.role_deployment('decode')} in "
                                     f"{dep.names.namespace}); run 'hyperpod-dpd status'")
-            windows = {target.pod: _window(kube, target, since, short_start) for target in decoders}
+            windows = {target.pod: _window(kube, target, since, sent.start) for target in decoders}
     except CommandFailed as exc:
         unchecked.append({"check": "the KV transfer of each request (the decode pods' log)", "reason": str(exc)})
-    else:
-        window = [line for lines in windows.values() for line in lines]
-        for r in reports:
-            if r.name in results:
-                _judge(r, attribute(window, results[r.name].response_id, long_prompt=r is long,
-                                    threshold=threshold), c.endpoint.pd_buffer_size_bytes)
+        return decoders, windows
+    window = [line for lines in windows.values() for line in lines]
+    endpoint = dep.env.config.endpoint
+    for r in sent.reports:
+        if r.name in sent.results:
+            _judge(r, attribute(window, sent.results[r.name].response_id, long_prompt=r is sent.long,
+                                threshold=endpoint.routing_threshold_tokens), endpoint.pd_buffer_size_bytes)
+    return decoders, windows
 
-    decisions, router_error = _router_decisions(kube, dep, since)
-    if router_error:
-        unchecked.append({"check": "the router's decisions (its log)", "reason": router_error})
-    _explain_missing_transfer(long, decisions)
 
-    timeout_s = c.load_balancer_idle_timeout().seconds
-    for r in reports:
-        _check_idle_timeout(r, timeout_s)
-    try:
-        with kube_errors("reading the workers' start-up logs"):
-            efa = efa_proof(kube, dep, decoders, windows, since, short_start)
-    except CommandFailed as exc:
-        efa = {"verdict": "unknown", "pods": [], "error": str(exc)}
-        unchecked.append({"check": "the KV path over EFA (the workers' start-up logs)", "reason": str(exc)})
-    ok = all(r.ok for r in reports) and efa["verdict"] != "refuted" and not unchecked
-    if as_json:
-        emit({"url": url, "model": model, "threshold_tokens": threshold, "roles": roles,
-              "requests": [asdict(r) for r in reports],
-              "router_decisions": decisions, "idle_timeout_seconds": timeout_s, "efa": efa,
-              "unchecked": unchecked, "ok": ok}, fmt)
-    else:
-        _print(url, threshold, reports)
-        out = console(highlight=False)
-        for d in decisions:
-            path = "prefill -> decode" if d["disaggregate"] else "decode only"
-            out.print(f"router: {d['estimated_tokens']} estimated tokens vs threshold {d['threshold']}: {path}")
-        if efa["verdict"] != "unknown":
-            _print_efa(out, efa)
-        for u in unchecked:
-            out.print(f"[yellow]not checked: {u['check']}[/yellow]: {u['reason']}")
+def _print_evidence(decisions: list[dict[str, Any]], efa: dict[str, Any], unchecked: list[dict[str, str]]) -> None:
+    """Below the table: the router's decisions, the KV path over EFA and each check that could not be made."""
+    out = console(highlight=False)
+    for d in decisions:
+        path = "prefill -> decode" if d["disaggregate"] else "decode only"
+        out.print(f"router: {d['estimated_tokens']} estimated tokens vs threshold {d['threshold']}: {path}")
+    if efa["verdict"] != "unknown":
+        _print_efa(out, efa)
+    for u in unchecked:
+        out.print(f"[yellow]not checked: {u['check']}[/yellow]: {u['reason']}")
+
+
+def _verdict(reports: list[RequestReport], efa: dict[str, Any], unchecked: list[dict[str, str]]) -> None:
+    """Fail (one line) on the first error of a request or a worker pod, else when a check could not be made."""
     failed = [(f"{r.name} prompt", f) for r in reports for f in r.findings if f["severity"] == "error"]
     failed += [(f"{p['role']} pod {p['pod']}", f) for p in efa["pods"] for f in p["findings"]
                if f["severity"] == "error"]
@@ -302,7 +349,7 @@ def _window(kube: Kube, target: PodTarget, since_seconds: int, start: datetime) 
     return lines
 
 
-#: The first bytes of a worker's log hold every rank's LMCache set-up (status.py: the same budget).
+#: The first bytes of a worker's log hold every rank's LMCache set-up (hyperpod_dpd.status.kv_path: the same budget).
 STARTUP_LOG_BYTES = 4 << 20
 #: A measured request this close to the ALB idle timeout would be cut if its bytes stopped flowing (no streaming).
 IDLE_TIMEOUT_WARN_RATIO = 0.8

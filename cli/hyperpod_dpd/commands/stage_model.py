@@ -87,33 +87,35 @@ def _bar(what: str, total: int) -> Iterator[Progress]:
         yield progress
 
 
+SrcArgument = Annotated[Path | None, typer.Argument(
+    metavar="SRC", help="Hugging Face model folder (config.json, tokenizer, *.safetensors).", show_default=False)]
+StageDryRunOption = Annotated[bool, typer.Option(
+    "--dry-run", help="Say what would be uploaded; write nothing. Before the bucket exists: the revision, "
+                      "files, sizes and keys, from the local files alone (no AWS call).")]
+ForceOption = Annotated[bool, typer.Option(
+    "--force", help="Overwrite objects under the target prefix that hold other content than the manifest says.")]
+VerifyOption = Annotated[bool, typer.Option("--verify", help="Check S3 against the manifest; upload nothing.")]
+RevisionOption = Annotated[str | None, typer.Option(
+    "--revision", metavar="REVISION", show_default=False,
+    help="With --verify: the staged revision to check (sha256-<16 hex>). Default: the one staged-model.json "
+         "records, else the only one under model.s3_prefix.")]
+
+
 def stage_model(
-        src: Annotated[Path | None, typer.Argument(
-            metavar="SRC", help="Hugging Face model folder (config.json, tokenizer, *.safetensors).",
-            show_default=False)] = None,
-        config: ConfigOption = None, env: EnvOption = None,
-        dry_run: Annotated[bool, typer.Option(
-            "--dry-run", help="Say what would be uploaded; write nothing. Before the bucket exists: the revision, "
-                              "files, sizes and keys, from the local files alone (no AWS call).")] = False,
-        force: Annotated[bool, typer.Option("--force", help="Overwrite objects under the target prefix that hold "
-                                                            "other content than the manifest says.")] = False,
-        verify_only: Annotated[bool, typer.Option("--verify", help="Check S3 against the manifest; upload nothing.")]
-        = False,
-        revision: Annotated[str | None, typer.Option(
-            "--revision", metavar="REVISION", show_default=False,
-            help="With --verify: the staged revision to check (sha256-<16 hex>). Default: the one staged-model.json "
-                 "records, else the only one under model.s3_prefix.")] = None,
-        region: DeploymentRegionOption = None, profile: ProfileOption = None, outputs_file: OutputsFileOption = None,
+        src: SrcArgument = None, config: ConfigOption = None, env: EnvOption = None,
+        dry_run: StageDryRunOption = False, force: ForceOption = False, verify_only: VerifyOption = False,
+        revision: RevisionOption = None, region: DeploymentRegionOption = None, profile: ProfileOption = None,
+        outputs_file: OutputsFileOption = None,
 ) -> None:
     """Upload the weights to s3://<model bucket>/<model.s3_prefix>: parallel, resumable (inside a file too),
     checksummed by S3."""
-    from hyperpod_dpd import aws, staging
+    from hyperpod_dpd import aws, model_folder, staging
     from hyperpod_dpd.deployment import require_region
 
     e = environment.resolve(config, env, outputs_file=outputs_file)
     home = require_region(e, region, "stage-model")  # the model bucket lives in the deployment's region
     _check_arguments(src, verify_only, revision)
-    files = staging.scan_model_dir(src) if src is not None else []
+    files = model_folder.scan_model_dir(src) if src is not None else []
     base, configured = e.config.model.s3_prefix, e.config.model.revision
     resume_command = f"hyperpod-dpd stage-model {src} {e.selector}" + (" --force" if force else "")
     if dry_run and not verify_only and (unknown := _bucket_unknown(e)) is not None:
@@ -128,48 +130,13 @@ def stage_model(
             return
         files = _checksummed(files, resume_command)
         body, rev, prefix = _revision(files, base, configured)
-        planned = staging.plan(s3, bucket, prefix, files)
-        conflicts = [p for p in planned if p.action == "conflict"]
-        todo = [p for p in planned if p.action != "skip"]
-        resumed = [p for p in todo if p.resume is not None and p.resume.parts]
-        in_s3 = sum(p.resume.bytes_done(p.file.size) for p in resumed if p.resume)
-        print(f"s3://{bucket}/{prefix}: {len(files)} files, {len(todo)} to upload "
-              f"({staging.bytes_to_upload(planned) / 2**30:.2f} GiB), {len(planned) - len(todo)} already there"
-              + (f"; {len(resumed)} resumed inside the file ({in_s3 / 2**30:.2f} GiB of their parts already in S3, "
-                 "each checked against the local bytes)" if resumed else ""))
-        if conflicts and not force:
-            for p in conflicts:
-                err.print(f"  {p.key}: {p.reason}", highlight=False)
-            what = ("pods that restart or scale out would load them" if configured else
-                    "the objects of a revision are never changed in place")
-            raise CommandFailed(f"{len(conflicts)} objects under s3://{bucket}/{prefix} hold other content than "
-                                f"revision {rev}'s files (listed above; {what}); pass --force to overwrite them")
+        planned = _plan(s3, bucket, prefix, files, rev, configured=configured, force=force)
         if dry_run:
             for p in planned:
                 print(f"  {p.action:<8} {p.key} ({p.reason})")
             print("dry run: nothing written")
             return
-        days = staging.abort_rule_days(s3, bucket, prefix)
-        lifecycle = (f"the bucket's lifecycle rule {days[1] or '(unnamed)'} aborts an incomplete upload {days[0]} "
-                     "days after it started" if days else
-                     f"the platform stack's model bucket aborts an incomplete upload {staging.STACK_ABORT_DAYS} days "
-                     "after it started" if not e.config.model_bucket.existing_name else
-                     "the bucket has no lifecycle rule this command could read that aborts incomplete uploads: their "
-                     "parts stay (and are billed) until resumed or aborted")
-        if any(p.file.size >= staging.PART_SIZE for p in todo):
-            print(f"  an interrupted upload resumes where it stopped (run the same command again); {lifecycle}",
-                  file=sys.stderr)
-        state = staging.Progress()
-        try:
-            with _bar("upload", staging.bytes_to_upload(planned)) as bar:
-                staging.upload(s3, bucket, planned, lambda n: bar.advance(bar.task_ids[0], n), state)
-        except staging.Interrupted as stopped:
-            done = stopped.progress
-            when = (f"until {done.abort_date:%Y-%m-%d %H:%M} UTC (lifecycle rule {done.abort_rule})"
-                    if done.abort_date else f"({lifecycle})")
-            _interrupted(f"interrupted: {done.done_bytes / 2**30:.2f} of {done.total_bytes / 2**30:.2f} GiB uploaded, "
-                         f"{done.files_done} files complete; {len(done.started)} incomplete uploads stay in S3 {when}",
-                         resume_command)
+        _upload(s3, bucket, prefix, planned, e, resume_command)
         key, written = staging.write_manifest(s3, bucket, prefix, files)
     print(f"staged: s3://{bucket}/{prefix} ({len(files)} files, S3-verified CRC64NVME); manifest s3://{bucket}/{key}"
           + ("" if written else " (already there: nothing changed)"))
@@ -177,6 +144,66 @@ def stage_model(
         print(f"no record written: model.revision {configured!r} in the config names these weights")
     else:
         print(_record(e, bucket, base, body, len(files)))
+    _next_steps(e, rev)
+
+
+def _plan(s3: Any, bucket: str, prefix: str, files: list[Any], rev: str, *, configured: str | None,
+          force: bool) -> list[Any]:
+    """What each file needs (:func:`hyperpod_dpd.staging.plan`), summed up in one line; objects under the prefix that
+    hold other content are refused (listed) without ``--force``."""
+    from hyperpod_dpd import staging
+
+    planned = staging.plan(s3, bucket, prefix, files)
+    conflicts = [p for p in planned if p.action == "conflict"]
+    todo = [p for p in planned if p.action != "skip"]
+    resumed = [p for p in todo if p.resume is not None and p.resume.parts]
+    in_s3 = sum(p.resume.bytes_done(p.file.size) for p in resumed if p.resume)
+    print(f"s3://{bucket}/{prefix}: {len(files)} files, {len(todo)} to upload "
+          f"({staging.bytes_to_upload(planned) / 2**30:.2f} GiB), {len(planned) - len(todo)} already there"
+          + (f"; {len(resumed)} resumed inside the file ({in_s3 / 2**30:.2f} GiB of their parts already in S3, "
+             "each checked against the local bytes)" if resumed else ""))
+    if conflicts and not force:
+        for p in conflicts:
+            err.print(f"  {p.key}: {p.reason}", highlight=False)
+        what = ("pods that restart or scale out would load them" if configured else
+                "the objects of a revision are never changed in place")
+        raise CommandFailed(f"{len(conflicts)} objects under s3://{bucket}/{prefix} hold other content than "
+                            f"revision {rev}'s files (listed above; {what}); pass --force to overwrite them")
+    return planned
+
+
+def _upload(s3: Any, bucket: str, prefix: str, planned: list[Any], e: environment.Environment,
+            resume_command: str) -> None:
+    """Upload what :func:`_plan` found missing, with a progress bar. Ctrl-C ends the command (exit 130) with one line:
+    what was uploaded, and until when S3 keeps the incomplete uploads (the bucket's lifecycle rule)."""
+    from hyperpod_dpd import staging
+
+    todo = [p for p in planned if p.action != "skip"]
+    days = staging.abort_rule_days(s3, bucket, prefix)
+    lifecycle = (f"the bucket's lifecycle rule {days[1] or '(unnamed)'} aborts an incomplete upload {days[0]} "
+                 "days after it started" if days else
+                 f"the platform stack's model bucket aborts an incomplete upload {staging.STACK_ABORT_DAYS} days "
+                 "after it started" if not e.config.model_bucket.existing_name else
+                 "the bucket has no lifecycle rule this command could read that aborts incomplete uploads: their "
+                 "parts stay (and are billed) until resumed or aborted")
+    if any(p.file.size >= staging.PART_SIZE for p in todo):
+        print(f"  an interrupted upload resumes where it stopped (run the same command again); {lifecycle}",
+              file=sys.stderr)
+    state = staging.Progress()
+    try:
+        with _bar("upload", staging.bytes_to_upload(planned)) as bar:
+            staging.upload(s3, bucket, planned, lambda n: bar.advance(bar.task_ids[0], n), state)
+    except staging.Interrupted as stopped:
+        done = stopped.progress
+        when = (f"until {done.abort_date:%Y-%m-%d %H:%M} UTC (lifecycle rule {done.abort_rule})"
+                if done.abort_date else f"({lifecycle})")
+        _interrupted(f"interrupted: {done.done_bytes / 2**30:.2f} of {done.total_bytes / 2**30:.2f} GiB uploaded, "
+                     f"{done.files_done} files complete; {len(done.started)} incomplete uploads stay in S3 {when}",
+                     resume_command)
+
+
+def _next_steps(e: environment.Environment, rev: str) -> None:
+    """After staging: synthesize (the manifests then name the revision), apply, verify any time."""
     print(f"next: hyperpod-dpd synth {e.selector}   (the manifests then carry revision {rev})")
     from hyperpod_core.dist_layout import apply_commands
 
@@ -201,11 +228,11 @@ def _bucket_unknown(e: environment.Environment) -> str | None:
 
 def _checksummed(files: list[Any], resume_command: str) -> list[Any]:
     """``files`` with their SHA-256 and CRC64NVME (a progress bar on stderr); Ctrl-C ends the command (exit 130)."""
-    from hyperpod_dpd import staging
+    from hyperpod_dpd import model_folder
 
     try:
         with _bar("checksums", sum(f.size for f in files)) as bar:
-            return staging.checksum_all(files, lambda n: bar.advance(bar.task_ids[0], n))
+            return model_folder.checksum_all(files, lambda n: bar.advance(bar.task_ids[0], n))
     except KeyboardInterrupt:
         _interrupted("interrupted while computing the checksums; nothing was uploaded", resume_command)
 
@@ -214,9 +241,9 @@ def _revision(files: list[Any], base: str, configured: str | None) -> tuple[byte
     """The manifest's bytes, the revision and the key prefix the files go to, decided before any upload (the
     manifest's digest names the prefix), and the line that says so."""
     from hyperpod_core import staged_model
-    from hyperpod_dpd import staging
+    from hyperpod_dpd import model_folder
 
-    body = staging.manifest_body(files)
+    body = model_folder.manifest_body(files)
     rev = configured or staged_model.revision_of(body)
     prefix = staged_model.weights_prefix(base, rev, configured=configured is not None)
     print(f"revision {rev}: " + (f"model.revision in the config; uploading to model.s3_prefix {base} as "
@@ -228,12 +255,12 @@ def _revision(files: list[Any], base: str, configured: str | None) -> tuple[byte
 def _dry_run_offline(files: list[Any], base: str, configured: str | None, unknown: str) -> None:
     """``--dry-run`` before the bucket exists: what would be uploaded, from the local files alone (no AWS call).
     The keys are under the revision's prefix; what S3 already holds is compared only once there is a bucket."""
-    from hyperpod_dpd import staging
+    from hyperpod_dpd import model_folder
 
     _, _, prefix = _revision(files, base, configured)
     print(f"no model bucket yet ({unknown}): S3 was not read")
     print(f"s3://<model bucket>/{prefix}: {len(files)} files, {sum(f.size for f in files):,} bytes, then "
-          f"{staging.MANIFEST_NAME}")
+          f"{model_folder.MANIFEST_NAME}")
     width = max((len(f.rel) for f in files), default=0)
     for f in sorted(files, key=lambda f: f.rel):
         print(f"  {f.rel:<{width}}  {f.size:>15,} bytes")
@@ -259,14 +286,14 @@ def _verify(s3: Any, bucket: str, e: environment.Environment, revision: str | No
     """Check staged weights against their manifest: ``model.s3_prefix`` itself when the config names the revision,
     else the revision ``--revision`` names, the record names, or the only one staged; record them when they match."""
     from hyperpod_core import staged_model
-    from hyperpod_dpd import staging
+    from hyperpod_dpd import staging_verify
 
     base, configured = e.config.model.s3_prefix, e.config.model.revision
     rev: str | None = None
     if configured is None:
         rev = revision or _recorded_revision(e, bucket)
         if rev is None:
-            found = staging.staged_revisions(s3, bucket, base)
+            found = staging_verify.staged_revisions(s3, bucket, base)
             if not found:
                 raise CommandFailed(f"no staged revision under s3://{bucket}/{base} (stage the model first: "
                                     f"hyperpod-dpd stage-model SRC {e.selector})")
@@ -275,7 +302,7 @@ def _verify(s3: Any, bucket: str, e: environment.Environment, revision: str | No
                                  f"and {staged_model.RECORD_FILE} names none of them: pass --revision")
             rev = found[0]
     prefix = staged_model.weights_prefix(base, rev or "", configured=configured is not None)
-    report = staging.verify(s3, bucket, prefix, rev)
+    report = staging_verify.verify(s3, bucket, prefix, rev)
     bad = [r for r in report.files if not r.ok]
     for r in report.files:
         print(f"  {'ok' if r.ok else 'BAD':<4} {r.rel}: {r.detail}")

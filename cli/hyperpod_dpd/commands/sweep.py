@@ -7,7 +7,7 @@ it (billed load balancers, SageMaker endpoints). Each is tied to this deployment
   ``CreatedBy=HyperPodInference`` *and* something that makes them this deployment's: the tag
   ``deployment=<name>`` (the endpoints' ``spec.tags``), a tag naming this EKS cluster, or, for a certificate,
   being in use by one of this cluster's load balancers (the endpoint janitor's rules,
-  :meth:`hyperpod_core.cleanup.Janitor.owner`). The operator tags what it creates for every deployment alike, so
+  :meth:`hyperpod_runtime.cleanup.Janitor.owner`). The operator tags what it creates for every deployment alike, so
   the operator's resources that carry another deployment's tag, or nothing that names their owner, are
   *reported* (with the reason) and never deleted. Unlike the janitor, ``sweep`` does not read the cluster's
   objects (the cluster may be gone, and a kubeconfig context could name another deployment's cluster);
@@ -111,8 +111,8 @@ def sweep(
     --region, when given, must be the deployment's region: a deployment of the same name in another region is
     another deployment.
     """
-    from hyperpod_core.cleanup import AwsUnavailable
     from hyperpod_dpd import aws  # boto3 loads when the command runs, not for --help
+    from hyperpod_runtime.cleanup import AwsUnavailable
 
     fmt = output_format(output, as_json)
     as_json = fmt.data  # below: a JSON or YAML document instead of the table
@@ -162,7 +162,7 @@ def sweep(
 
 def discover(dep: Deployment, clients: dict[str, Any]) -> Found:
     """Every leftover of this deployment, in deletion order, and the operator's resources left alone."""
-    from hyperpod_core.cleanup import ALB_CLUSTER_TAG, Janitor
+    from hyperpod_runtime.cleanup import ALB_CLUSTER_TAG, Janitor
 
     sm, elbv2, acm, ec2 = clients["sagemaker"], clients["elbv2"], clients["acm"], clients["ec2"]
     config = dep.env.config

@@ -15,7 +15,7 @@ The physical ID is the group name (``prefix:<prefix>`` for a prefix). A Delete a
 is the one its properties give (a renamed group's old resource gets its old properties; the Provider
 framework answers a Delete that follows a failed Create itself), and only while the stack is being deleted (or a
 failed first create rolls back): it reads the stack's status from the event's ``StackId`` first
-(``hyperpod_core.stack_status``, bundled beside this file). CloudFormation also sends Delete during an update (a
+(``hyperpod_runtime.stack_status``, bundled beside this file). CloudFormation also sends Delete during an update (a
 resource removed or replaced, its logical ID changed, a failed update that added it rolled back); the live group
 then stays, the skip is logged and the Delete succeeds. A status that cannot be read (after botocore's retries)
 deletes nothing and fails the Delete with a message saying what helps. Standard library and boto3 only, plus
@@ -33,7 +33,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from hyperpod_core.stack_status import may_clean_up
+from hyperpod_runtime.stack_status import may_clean_up
 
 LOG = logging.getLogger()
 LOG.setLevel(logging.INFO)

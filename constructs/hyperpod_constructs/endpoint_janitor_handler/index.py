@@ -2,7 +2,7 @@
 
 Create and Update do nothing (they keep the physical id, so an update never triggers a cleanup).
 A Delete cleans up only while the stack is being deleted (or a failed first create rolls back): both entry points
-read the stack's status first (``hyperpod_core.stack_status``). CloudFormation also sends Delete during an update
+read the stack's status first (``hyperpod_runtime.stack_status``). CloudFormation also sends Delete during an update
 (the janitor removed or replaced, its logical ID changed, a failed update that added it rolled back); then nothing
 is deleted, the skip is logged and the Delete succeeds (``is_complete``: ``IsComplete`` True). A status that
 cannot be read deletes nothing: throttling or a network error is retried on the next poll until the deadline;
@@ -14,7 +14,7 @@ In the stack's deletion, Delete asks Kubernetes to delete every InferenceEndpoin
 then ``is_complete`` polls until the objects and the AWS resources the operator made for them are gone. Once no
 object is left, or half the wait budget is spent, it deletes what the operator left of *this deployment* itself
 (its ``deployment`` tag, ``DeploymentTagKey``/``DeploymentTagValue``, or named by the status of this cluster's
-objects: ``hyperpod_core.cleanup``); the operator's resources of other deployments or of unknown owner are
+objects: ``hyperpod_runtime.cleanup``); the operator's resources of other deployments or of unknown owner are
 named in the log each poll and never deleted or waited for, and so is an endpoint whose name this cluster's
 objects only declare (no tag or status ties it to this deployment): it never holds up the deletion of this
 deployment's endpoint configs and models, and the Delete completes once only such resources are left. It fails
@@ -25,7 +25,7 @@ first poll is retried on the next one until the deadline, never a failed deletio
 
 Every AWS client retries throttling, transient errors and 5xx itself: botocore's standard retry mode
 (:data:`BOTO_CONFIG`). A throttle that outlasts those retries is left for the next poll
-(``hyperpod_core.cleanup.throttling_is_transient``).
+(``hyperpod_runtime.cleanup.throttling_is_transient``).
 """
 
 from __future__ import annotations
@@ -41,10 +41,10 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from hyperpod_core.cleanup import AwsUnavailable, Janitor, format_failure, throttling_is_transient
-from hyperpod_core.eks.kube import HttpsTransport, KubeClient, KubeUnavailable
-from hyperpod_core.eks.token import get_token
-from hyperpod_core.stack_status import StackStatusDenied, StackStatusUnavailable, may_clean_up
+from hyperpod_runtime.cleanup import AwsUnavailable, Janitor, format_failure, throttling_is_transient
+from hyperpod_runtime.eks.kube import HttpsTransport, KubeClient, KubeUnavailable
+from hyperpod_runtime.eks.token import get_token
+from hyperpod_runtime.stack_status import StackStatusDenied, StackStatusUnavailable, may_clean_up
 
 LOG = logging.getLogger()
 LOG.setLevel(logging.INFO)

@@ -11,7 +11,8 @@ maintained ``grafana-client`` library, does the rest:
   the core ``prometheus`` type with SigV4; from 12 on, SigV4 is gone from the core plugin (AMG user guide, "Manually
   adding the Prometheus data source"), so it is the Amazon Managed Service for Prometheus plugin's type, with that
   plugin's provisioning fields (grafana/grafana-amazonprometheus-datasource, ``docs/sources/configure.md``). A data
-  source of the other type under our uid is replaced. Either way it signs as the workspace's IAM role:
+  source of the other type under our uid is updated in place to the new type. Either way it signs as the
+  workspace's IAM role:
   ``sigV4AuthType: ec2_iam_role`` (grafana-aws-sdk ``pkg/awsds/settings.go`` ``ToAuthType`` rejects anything else
   it does not list, such as ``ec2``). The dashboards name the data source by uid only; their data-source variable
   lists the type created.
@@ -129,11 +130,16 @@ def deploy(api: Any, props: dict[str, Any], old: dict[str, Any] | None = None, *
             raise
         api.datasource.create_datasource(ds)
     else:
-        if existing.get("type") == kind:
-            api.datasource.update_datasource_by_uid(ds["uid"], ds)
-        else:  # e.g. the workspace moved to Grafana 12: the core type cannot sign any more
-            api.datasource.delete_datasource_by_uid(ds["uid"])
-            api.datasource.create_datasource(ds)
+        # Updated in place, also when the type changes (the workspace moved to Grafana 12: the core type cannot sign
+        # any more). PUT /api/datasources/uid/:uid binds the whole UpdateDataSourceCommand, type included, onto the
+        # existing data source's id (grafana/grafana @ db64da7, pkg/api/datasources.go UpdateDataSourceByUID), and
+        # the store rewrites that row with ``Type: cmd.Type`` (@ ea500b8, pkg/services/datasources/service/store.go
+        # UpdateDataSource), so id, uid and permissions stay. Delete-then-create would drop the permissions (@ 78b7697,
+        # service/datasource.go DeleteDataSource: DeleteResourcePermissions) and leave no data source at all if the
+        # create failed.
+        if existing.get("type") != kind:
+            log.info("data source %s: type %s -> %s", ds["uid"], existing.get("type"), kind)
+        api.datasource.update_datasource_by_uid(ds["uid"], ds)
     folder = props["FolderUid"]
     try:
         api.folder.get_folder(folder)

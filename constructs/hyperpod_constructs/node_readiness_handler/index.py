@@ -20,8 +20,8 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
-from hyperpod_core.eks.kube import HttpsTransport, KubeUnavailable, Response, Transport
-from hyperpod_core.eks.token import get_token
+from hyperpod_runtime.eks.kube import HttpsTransport, KubeUnavailable, Response, Transport
+from hyperpod_runtime.eks.token import get_token
 
 LOG = logging.getLogger()
 LOG.setLevel(logging.INFO)

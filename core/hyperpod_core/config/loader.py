@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from hyperpod_core.config import rules
 from hyperpod_core.config.model import Config
 from hyperpod_core.config.types import RULE_ERROR
 from hyperpod_core.errors import ConfigError, shown
@@ -130,11 +131,14 @@ def _one_line(exc: ValidationError) -> str:
 
 
 def parse_config(data: Any) -> Config:
-    """Validate a mapping into a :class:`Config`; raises :class:`ConfigError` with one line."""
+    """Validate a mapping into a :class:`Config`: every field against its type, then the rules that compare fields
+    (:func:`hyperpod_core.config.rules.check`); raises :class:`ConfigError` with one line."""
     if not isinstance(data, dict):
         raise ConfigError(f"config must be a YAML mapping, got {type(data).__name__}")
     try:
-        return Config.model_validate(_freeze(data))
+        config = Config.model_validate(_freeze(data))
+        rules.check(config)
+        return config
     except ValidationError as exc:
         raise ConfigError(_one_line(exc)) from None
     except RecursionError:

@@ -1,7 +1,8 @@
 """The rules that compare fields of the config, one function each (and one failing test each).
 
 They run, in :data:`RULES` order, after every field has passed its own type (:mod:`hyperpod_core.config.types`),
-from the one model validator of :class:`~hyperpod_core.config.model.Config`. Each raises :class:`ConfigError`
+from :func:`~hyperpod_core.config.loader.parse_config`, the one way a file becomes a
+:class:`~hyperpod_core.config.model.Config`. Each raises :class:`ConfigError`
 with one line: the field, what is allowed, and the bad value.
 """
 
@@ -11,10 +12,11 @@ import ipaddress
 import math
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-from hyperpod_core import pins, sizing
+from hyperpod_core import fit, instances, pins
 from hyperpod_core.config.az_ids import published_az_ids
+from hyperpod_core.config.model import Config
 from hyperpod_core.config.types import (
     BENCHMARK_PATH_MARGIN,
     EKS_UNSUPPORTED_AZ_IDS,
@@ -24,9 +26,6 @@ from hyperpod_core.config.types import (
 )
 from hyperpod_core.errors import ConfigError, shown
 from hyperpod_core.names import ROLES, EndpointNames, Role
-
-if TYPE_CHECKING:
-    from hyperpod_core.config.model import Config
 
 #: IP addresses one ml.p5.48xlarge-class node takes from its subnet on EKS (VPC CNI, EFA interfaces and
 #: pods), per the HyperPod capacity-planning guide; we double it for rolling replacement.
@@ -44,7 +43,7 @@ def _fail(field: str, value: Any, allowed: str) -> None:
 
 def router_service_name_fits(c: Config) -> None:
     """The operator names the router Service ``<name>-<namespace>-routing-service``: a DNS label."""
-    if len(EndpointNames.of(c).router_service) > 63:
+    if len(EndpointNames.of(c.endpoint).router_service) > 63:
         _fail("endpoint.name", c.endpoint.name,
               "plus endpoint.namespace must stay under 63 characters in '<name>-<namespace>-routing-service'")
 
@@ -158,7 +157,7 @@ def training_plans_are_in_the_region(c: Config) -> None:
 
 def reserved_only_types_have_a_training_plan(c: Config) -> None:
     for i, g in enumerate(c.hyperpod.instance_groups):
-        if g.instance_type in sizing.RESERVED_ONLY_INSTANCE_TYPES and g.training_plan_arn is None:
+        if g.instance_type in instances.RESERVED_ONLY_INSTANCE_TYPES and g.training_plan_arn is None:
             _fail(f"hyperpod.instance_groups[{i}].training_plan_arn", None,
                   f"must name a SageMaker training plan for {g.instance_type}: AWS's price list shows no on-demand "
                   "HyperPod offer for it in any region")
@@ -183,7 +182,7 @@ def endpoint_instance_type_has_a_group(c: Config) -> None:
 
 def tensor_parallel_divides_the_node(c: Config) -> None:
     e = c.endpoint
-    per_node = sizing.DPD_INSTANCE_GPUS[e.instance_type]
+    per_node = instances.DPD_INSTANCE_GPUS[e.instance_type]
     if per_node % e.tensor_parallel_size:
         _fail("endpoint.tensor_parallel_size", e.tensor_parallel_size,
               f"must divide the {per_node} GPUs of one {e.instance_type} (1, 2, 4 or 8)")
@@ -191,7 +190,7 @@ def tensor_parallel_divides_the_node(c: Config) -> None:
 
 def role_gpus_fit_one_node(c: Config) -> None:
     e = c.endpoint
-    per_node = sizing.DPD_INSTANCE_GPUS[e.instance_type]
+    per_node = instances.DPD_INSTANCE_GPUS[e.instance_type]
     for role in ROLES:
         gpus = getattr(e, role).gpus
         if gpus > per_node:
@@ -205,7 +204,7 @@ def roles_fit_their_pools(c: Config) -> None:
     e = c.endpoint
     for role in ROLES:
         r = getattr(e, role)
-        need, have = sizing.peak_replicas(e, role) * r.gpus, sizing.pool_gpus(c, role)
+        need, have = e.peak_replicas(role) * r.gpus, c.hyperpod.pool_gpus(role)
         if need > have:
             _fail(f"endpoint.{role}.replicas", r.replicas,
                   f"needs {need} GPUs at peak but instance groups for the {role} pool (and 'shared') hold {have}")
@@ -213,8 +212,8 @@ def roles_fit_their_pools(c: Config) -> None:
 
 def roles_fit_all_gpus(c: Config) -> None:
     e = c.endpoint
-    peak_total = sum(sizing.peak_replicas(e, role) * getattr(e, role).gpus for role in ROLES)
-    total = sum(g.instance_count * sizing.DPD_INSTANCE_GPUS[g.instance_type] for g in c.hyperpod.instance_groups)
+    peak_total = sum(e.peak_replicas(role) * getattr(e, role).gpus for role in ROLES)
+    total = sum(g.instance_count * instances.DPD_INSTANCE_GPUS[g.instance_type] for g in c.hyperpod.instance_groups)
     if peak_total > total:
         _fail("endpoint", f"{peak_total} GPUs",
               f"prefill + decode must fit the {total} GPUs of all hyperpod.instance_groups")
@@ -255,7 +254,7 @@ def l2_cache_has_a_backend(c: Config) -> None:
 
 def weights_cache_has_an_instance_store(c: Config) -> None:
     """The NVMe weights cache needs instance storage on the endpoint's instance type (EC2 instance-store table)."""
-    unavailable = sizing.weights_cache_unavailable(c.endpoint.instance_type)
+    unavailable = instances.weights_cache_unavailable(c.endpoint.instance_type)
     if c.endpoint.model_cache.weights_cache is True and unavailable is not None:
         _fail("endpoint.model_cache.weights_cache", True, f"must be false or null: {unavailable}")
 
@@ -376,18 +375,18 @@ def gpu_subnet_holds_the_nodes(c: Config) -> None:
 
 
 def worker_requests_fit_the_node(c: Config) -> None:
-    """Worker requests must fit the node: at most ``sizing.WORKER_SHARE_PERCENT`` of it for all its workers, and
+    """Worker requests must fit the node: at most ``fit.WORKER_SHARE_PERCENT`` of it for all its workers, and
     what allocatable (kubelet reservation) leaves after the DaemonSets, the router and the sidecars."""
     e = c.endpoint
     tpc = sorted({g.threads_per_core for g in c.hyperpod.instance_groups if g.instance_type == e.instance_type})
-    pods = sizing.workers_per_node(e.instance_type, e.tensor_parallel_size)
+    pods = fit.workers_per_node(e.instance_type, e.tensor_parallel_size)
     where = (f"one {e.instance_type} (threads_per_core {'/'.join(map(str, tpc))}) leaves each of its {pods} "
              f"worker(s)")
-    share = f"{sizing.WORKER_SHARE_PERCENT} % of the node, the rest for kubelet, DaemonSets, router and sidecars"
+    share = f"{fit.WORKER_SHARE_PERCENT} % of the node, the rest for kubelet, DaemonSets, router and sidecars"
     if (tiered := c.tiered_storage_percent()) is not None:
         share += f"; {tiered} % of its memory is HyperPod tiered storage's"
     for role in ROLES:
-        r, budget = getattr(e, role), sizing.worker_budget(c, role)
+        r, budget = getattr(e, role), c.worker_budget(role)
         if r.cpu is not None and r.cpu > budget.cpu:
             _fail(f"endpoint.{role}.cpu", r.cpu, f"must be <= {budget.cpu}: {where} {budget.cpu} CPUs ({share})")
         if r.memory_gib is not None and r.memory_gib > budget.memory_gib:
@@ -407,45 +406,49 @@ def model_size_is_complete(c: Config) -> None:
 
 
 def _utilization_field(c: Config, role: Role) -> str:
-    own = sizing.role_gpu_memory_utilization(c.endpoint, role) != c.endpoint.gpu_memory_utilization
-    return f"endpoint.{role}.extra_args {sizing.UTILIZATION_FLAG}" if own else "endpoint.gpu_memory_utilization"
+    own = c.endpoint.role_gpu_memory_utilization(role) != c.endpoint.gpu_memory_utilization
+    return f"endpoint.{role}.extra_args {fit.UTILIZATION_FLAG}" if own else "endpoint.gpu_memory_utilization"
 
 
 def gpu_memory_holds_the_pd_buffer(c: Config) -> None:
     """vLLM reserves its share first, then LMCache allocates the PD buffer on the same GPU, on every prefill and
     decode rank (lifecycle-facts.md: ``v1/worker/gpu_worker.py``, LMCache ``pd_backend.py``): share + buffer + the
     runtime margin must fit the GPU. The colocated baseline, which has no buffer, gets the share back up to what this
-    rule allows without one (:func:`hyperpod_core.sizing.colocated_gpu_memory_utilization`)."""
+    rule allows without one (:meth:`EndpointConfig.colocated_gpu_memory_utilization`)."""
     e = c.endpoint
     for role in ROLES:
-        utilization = sizing.role_gpu_memory_utilization(e, role)
-        fit = sizing.gpu_memory_fit(e.instance_type, utilization, e.pd_buffer_size_bytes)
-        if not fit.fits:
+        utilization = e.role_gpu_memory_utilization(role)
+        gpu = fit.gpu_memory_fit(e.instance_type, utilization, e.pd_buffer_size_bytes)
+        if not gpu.fits:
             knob = _utilization_field(c, role)
             _fail("endpoint.pd_buffer_size_bytes", e.pd_buffer_size_bytes,
-                  f"({fit.pd_buffer_gib:g} GiB per rank) plus {role}'s vLLM share ({utilization:g} x "
-                  f"{fit.gpu_memory_gib:g} GiB {fit.gpu} = {fit.vllm_share_gib:.1f} GiB) and the "
-                  f"{fit.margin_gib:g} GiB CUDA-graph/runtime margin must fit the GPU "
-                  f"({fit.vllm_share_gib + fit.pd_buffer_gib + fit.margin_gib:.1f} GiB > {fit.gpu_memory_gib:g} GiB): "
-                  f"lower {knob} to <= {fit.max_utilization:.2f} or the buffer to <= {fit.max_pd_buffer_gib} GiB")
+                  f"({gpu.pd_buffer_gib:g} GiB per rank) plus {role}'s vLLM share ({utilization:g} x "
+                  f"{gpu.gpu_memory_gib:.1f} GiB {gpu.gpu} = {gpu.vllm_share_gib:.1f} GiB) and the "
+                  f"{gpu.margin_gib:g} GiB CUDA-graph/runtime margin must fit the GPU ("
+                  f"{gpu.vllm_share_gib + gpu.pd_buffer_gib + gpu.margin_gib:.1f} GiB > {gpu.gpu_memory_gib:.1f} GiB): "
+                  f"lower {knob} to <= {gpu.max_utilization:.2f} or the buffer to <= {gpu.max_pd_buffer_gib} GiB")
 
 
 def gpu_memory_holds_the_model(c: Config) -> None:
     """vLLM's share of one GPU must hold that GPU's weights and the KV cache of one ``max_model_len`` sequence, or
-    the engine does not start. Checked when the model's size is known (``sizing.model_memory``)."""
+    the engine does not start. Checked when the model's size is known (:meth:`ModelConfig.memory`)."""
     e = c.endpoint
-    memory = sizing.model_memory(c)
+    memory = c.model.memory(e.tensor_parallel_size)
+    if memory is None:
+        return
+    gpu = instances.INSTANCE_FACTS[e.instance_type].gpu
     for role in ROLES:
-        fit = sizing.model_fit(c, role)
-        if memory is None or fit is None or fit.fits:
+        utilization = e.role_gpu_memory_utilization(role)
+        engine = fit.model_fit(memory, instance_type=e.instance_type, utilization=utilization,
+                               tensor_parallel_size=e.tensor_parallel_size, max_model_len=e.max_model_len)
+        if engine.fits:
             continue
-        facts = sizing.INSTANCE_FACTS[e.instance_type]
-        needed = math.ceil(fit.needed_gib / facts.gpu_memory_gib * 100) / 100
+        needed = math.ceil(engine.needed_gib / gpu.memory_gib * 100) / 100
         knob = _utilization_field(c, role)
-        _fail(knob, sizing.role_gpu_memory_utilization(e, role),
-              f"gives {role} {fit.vllm_share_gib:.1f} GiB per {facts.gpu} ({facts.gpu_memory_gib} GiB), which must "
-              f"hold {fit.weights_gib:.1f} GiB of {memory.name} weights per GPU (tensor_parallel_size "
-              f"{e.tensor_parallel_size}) and {fit.kv_gib:.1f} GiB of KV cache for one endpoint.max_model_len "
+        _fail(knob, utilization,
+              f"gives {role} {engine.vllm_share_gib:.1f} GiB per {gpu.short_name} ({gpu.memory_gib:.1f} GiB), which "
+              f"must hold {engine.weights_gib:.1f} GiB of {memory.name} weights per GPU (tensor_parallel_size "
+              f"{e.tensor_parallel_size}) and {engine.kv_gib:.1f} GiB of KV cache for one endpoint.max_model_len "
               f"({e.max_model_len}) sequence: raise it to >= {needed:.2f}, raise endpoint.tensor_parallel_size or "
               "lower endpoint.max_model_len")
 

@@ -22,7 +22,7 @@ from pydantic import Field, GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
-from hyperpod_core import pins, sizing
+from hyperpod_core import instances, pins
 from hyperpod_core.config.az_ids import published_az_ids
 from hyperpod_core.names import IAM_PRINCIPAL_ARN_PATTERN
 
@@ -320,10 +320,10 @@ TrainingPlanArn = Annotated[str, FieldRule(
     _training_plan_arn, f"{_TRAINING_PLAN_ALLOWED}, its name at most {TRAINING_PLAN_NAME_MAX} characters",
     {"pattern": _TRAINING_PLAN_PATTERN.replace("+$", f"{{1,{TRAINING_PLAN_NAME_MAX}}}$")})]
 
-#: An instance type the operator runs DPD on (EFA RDMA read/write; :data:`hyperpod_core.sizing.DPD_INSTANCE_TYPES`).
+#: An instance type the operator runs DPD on (EFA RDMA read/write; :data:`hyperpod_core.instances.DPD_INSTANCE_TYPES`).
 DpdInstanceType = Annotated[str, one_of(
-    sizing.DPD_INSTANCE_TYPES,
-    f"must be an EFA RDMA instance type that supports DPD ({', '.join(sizing.DPD_INSTANCE_TYPES)})")]
+    instances.DPD_INSTANCE_TYPES,
+    f"must be an EFA RDMA instance type that supports DPD ({', '.join(instances.DPD_INSTANCE_TYPES)})")]
 Ec2InstanceType = Annotated[str, matching(r"^[a-z][a-z0-9-]*[0-9][a-z0-9-]*\.[a-z0-9]+$",
                                           "must be an EC2 instance type such as m7i.xlarge")]
 
@@ -420,8 +420,8 @@ InvocationPath = Annotated[str, matching(
     "must be a URL path without a leading '/' and without '.' or '..' segments (letters, digits, '_', '.', '-', '/')")]
 #: The weights cache's host path: the instance-store mount of HyperPod nodes or a directory below it (anything
 #: else is the root or EBS volume, which a 70B model's ~140 GB would fill), within the CRD's 255 characters.
-_NVME_HOST_PATH = rf"^{re.escape(sizing.INSTANCE_STORE_MOUNT)}(/(?!\.\.?(/|$))[A-Za-z0-9._-]+)*$"
-_NVME_HOST_PATH_ALLOWED = (f"must be {sizing.INSTANCE_STORE_MOUNT} or a directory below it (where HyperPod nodes "
+_NVME_HOST_PATH = rf"^{re.escape(instances.INSTANCE_STORE_MOUNT)}(/(?!\.\.?(/|$))[A-Za-z0-9._-]+)*$"
+_NVME_HOST_PATH_ALLOWED = (f"must be {instances.INSTANCE_STORE_MOUNT} or a directory below it (where HyperPod nodes "
                            "mount the NVMe instance store), at most 255 characters")
 
 

@@ -14,7 +14,7 @@ names ``sigv4.region``; ``api_url`` and ``http_config`` are not allowed.
   warnings (latency, queue, KV, aborted requests) are muted: the endpoint being down explains them. Critical
   alerts are never targets: Alertmanager keeps inhibiting while the source fires even when a silence mutes the
   source (a silence mutes notifications, not the alert), so a silenced ``DpdEndpointDown`` must not hide the
-  error ratio. The source fires only when kube-state-metrics reports the namespace's pods (``queries.not_ready``):
+  error ratio. The source fires only when kube-state-metrics reports the cluster's pods (``queries.not_ready``):
   missing data is ``DpdClusterMetricsAbsent``, which inhibits nothing.
 * **message attributes**: ``alert_kind`` and ``alertname`` ride along as SNS message attributes, so a
   subscriber (a pager's dead man's switch, a chat integration) can filter on them.

@@ -13,13 +13,15 @@ because a down endpoint explains them; the critical error ratio never is), ``ava
 a pod restarts in a loop, or the inference or cluster series the other alerts read are missing: never inhibited,
 they name the cause) and ``heartbeat`` (always firing, so that a silent alerting path is noticed).
 
-No alert fires on missing data by accident: endpoint-down needs kube-state-metrics to report the namespace's pods,
+No alert fires on missing data by accident: endpoint-down needs kube-state-metrics to report the cluster's pods,
 and the two ``...MetricsAbsent`` alerts say when the series are missing instead. The latency SLO alerts compare
-the share of requests within the objective, counted at a real bucket boundary, with 95 % (``objectives.py``).
+the share of requests within the objective, counted at a real bucket boundary, with 95 % (``objectives.py``), and
+judge no window with fewer than :data:`MIN_REQUESTS` requests.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -44,6 +46,11 @@ INFERENCE_METRICS_ABSENT: Final = "DpdInferenceMetricsAbsent"
 CLUSTER_METRICS_ABSENT: Final = "DpdClusterMetricsAbsent"
 #: How long series may be missing before the absence alerts fire: a collector or add-on restart is not a page.
 ABSENT_FOR: Final = "15m"
+#: The fewest requests in :data:`WINDOW` a latency alert judges. Below ``1 / (1 - QUANTILE)`` = 20 requests, one
+#: slow request alone puts the share within the objective under 95 % (4 of 5 is 80 %) and a p95 is not defined by
+#: the data; from 20 on it takes more than one. The users'-mean alert keeps the same floor (a mean of a handful of
+#: requests is one request's story).
+MIN_REQUESTS: Final = math.ceil(round(1 / (1 - QUANTILE), 9))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,8 +102,15 @@ class _AlertFactory:
                      runbook=self._text(runbook))
 
     def share_below_objective(self, metric: m.Metric, role: q.Role, bound: float) -> str:
-        """True while fewer than :data:`QUANTILE` of the requests take at most ``bound`` seconds."""
-        return f"{q.share_at_most(metric, self.target, role, bound, window=WINDOW)} < {QUANTILE}"
+        """True while fewer than :data:`QUANTILE` of the requests take at most ``bound`` seconds, over at least
+        :data:`MIN_REQUESTS` requests."""
+        share = q.share_at_most(metric, self.target, role, bound, window=WINDOW)
+        return f"({share} < {QUANTILE}) and on() ({self.enough_requests(metric, role)})"
+
+    def enough_requests(self, metric: m.Metric, role: q.Role) -> str:
+        """True while ``metric`` (a histogram) counted at least :data:`MIN_REQUESTS` requests in :data:`WINDOW`."""
+        count = q.rate_sum(metric, self.target, role, window=WINDOW, suffix="_count", fn="increase")
+        return f"{count} >= {MIN_REQUESTS}"
 
     def _text(self, text: str | PerMode) -> str:
         if isinstance(text, str):
@@ -130,23 +144,25 @@ def _availability(f: _AlertFactory, other: q.Target) -> tuple[Alert, ...]:
                     "check the nodes are Schedulable; hyperpod-dpd status shows the same. While it fires, the "
                     "endpoint's warning pd alerts are inhibited, also when this alert is silenced (a silence "
                     "mutes only its own notifications); the critical error-ratio alert never is."),
+        # Critical: while it fires, the critical error-ratio alert of that pod is blind. An availability alert, so
+        # never inhibited (the alert manager inhibits only warning pd alerts).
         f.alert(
-            INFERENCE_METRICS_ABSENT, severity="warning", for_=ABSENT_FOR, kind="availability",
+            INFERENCE_METRICS_ABSENT, severity="critical", for_=ABSENT_FOR, kind="availability",
             expr=q.inference_series_absent(t, window=WINDOW),
-            summary=f"{t.namespace}/{t.endpoint}: {{{{ $labels.component }}}} pods are Ready (or finish requests) "
-                    "but their vLLM or reverse-proxy series do not reach the workspace: the latency, queue, KV and "
-                    "error alerts cannot fire.",
-            runbook="Check the observability add-on's inferenceMetrics is on, the pods' metrics port and "
-                    "PROMETHEUS_MULTIPROC_DIR (docs/observability.md, Troubleshooting), and count by (__name__) "
-                    "({pod_name=~\"<pod>\"}) in the workspace."),
+            summary=f"{t.namespace}/{t.endpoint}: {{{{ $labels.component }}}} pod {{{{ $labels.pod_name }}}} is "
+                    "Ready (or finishes requests) but its vLLM or reverse-proxy inference series do not reach the "
+                    "workspace: the latency, queue, KV and error alerts cannot see it.",
+            runbook="Check the observability add-on's inferenceMetrics is on, the pod's metrics port and "
+                    "PROMETHEUS_MULTIPROC_DIR (docs/observability.md, Troubleshooting), count by (__name__) "
+                    "({pod_name=\"<pod>\"}) in the workspace, and count by (method, uri) "
+                    "(model_invocations_total{pod_name=\"<pod>\"}) for the paths the proxy counts."),
         f.alert(
             CLUSTER_METRICS_ABSENT, severity="warning", for_=ABSENT_FOR, kind="availability",
             expr=q.cluster_series_absent(t),
-            summary=f"No kube-state-metrics pod series for namespace {t.namespace} or "
-                    f"{q.OPERATOR_NAMESPACE}: endpoint-down and restart alerts cannot fire.",
+            summary="No kube-state-metrics pod series from any namespace of the cluster: endpoint-down and restart "
+                    "alerts cannot fire.",
             runbook="Check the observability add-on's clusterMetrics is on and which labels the collector writes "
-                    "(count by (namespace, pod) (kube_pod_status_ready) vs observability.collector_labels); "
-                    "an empty namespace (the endpoint deleted) fires it too."),
+                    "(count by (namespace, pod) (kube_pod_status_ready) vs observability.collector_labels)."),
         f.alert(
             HEARTBEAT, severity="info", for_="0m", kind="heartbeat", expr="vector(1)",
             summary="Always firing: proves rules -> alert manager -> SNS works. Its absence is the alarm.",
@@ -205,17 +221,20 @@ def _latency(f: _AlertFactory, slo: SloConfig) -> tuple[Alert, ...]:
             colocated="Check the queue and running sequences: add colocated replicas, or lower max_num_seqs; long "
                       "prompts behind long decodes are what DPD separates."))
     # Means add, quantiles do not: both legs' p95 may sit below the SLO while users wait for both legs (0.6 +
-    # 0.6 x SLO). The users' mean TTFT is exact; above the TTFT target it is a breach whichever leg causes it.
-    # (No p95 of the sum exists in the legs' series: a mean above the target is the part that is certain.)
+    # 0.6 x SLO). The users' mean TTFT is the legs' sum, a lower bound (router, proxies and hops are not in it);
+    # above the TTFT target it is a breach whichever leg causes it. (No p95 of the sum exists in the legs' series:
+    # a mean above the target is the part that is certain.)
     user_mean = f.alert(
         "DpdUserTtftMeanAboveSlo", severity="warning", for_="10m",
-        expr=f"{q.user_ttft_mean(t, window=WINDOW)} > {ttft}",
+        expr=f"({q.user_ttft_mean(t, window=WINDOW)} > {ttft}) and on() "
+             f"({f.enough_requests(m.TIME_TO_FIRST_TOKEN, f.engine_role)})",
         summary=PerMode(
             dpd=f"Users' mean TTFT (prefill leg + decode TTFT) above the {ttft:g}s TTFT SLO for 10 minutes, "
                 "although each leg alone may stay below it.",
             colocated=f"Users' mean TTFT above the {ttft:g}s TTFT SLO for 10 minutes."),
         runbook=PerMode(
-            dpd="Find the slow leg on 'Time to first token as users see it' (prefill leg p95 vs decode TTFT p95): "
+            dpd="Find the slow leg on 'Time to first token as users see it (lower bound)' (prefill leg p95 vs decode "
+                "TTFT p95): "
                 "scale prefill if its queue grows, check EFA/LMCache if the decode TTFT (KV transfer) is slow.",
             colocated="Check the queue and running sequences on the overview: add colocated replicas or lower "
                       "max_num_seqs."))
@@ -247,10 +266,10 @@ def _failures(f: _AlertFactory, slo: SloConfig) -> tuple[Alert, ...]:
             "DpdErrorRatioHigh", severity="critical", for_="5m",
             expr=f"{q.error_ratio(t, window=WINDOW)} > {slo.error_ratio}",
             summary=PerMode(
-                dpd=f"More than {slo.error_ratio:.1%} of inference requests (POST to the invocation paths) fail "
-                    "(per request: a disaggregated request is two invocations, counted once).",
-                colocated=f"More than {slo.error_ratio:.1%} of inference requests (POST to the invocation paths) "
-                          "fail."),
+                dpd=f"More than {slo.error_ratio:.1%} of inference requests (every POST but probes and control "
+                    "calls) fail (per request: a disaggregated request is two invocations, counted once).",
+                colocated=f"More than {slo.error_ratio:.1%} of inference requests (every POST but probes and "
+                          "control calls) fail."),
             runbook="Read the vLLM and reverse-proxy container logs of the failing pods (kubectl logs -c); check "
                     "router logs for backends marked unhealthy."),
         f.alert(

@@ -79,9 +79,13 @@ class Metric:
         return self.name + suffix
 
     def le_matcher(self, bound: float) -> str:
-        """``le="2.5"``: the bucket of boundary ``bound``. A whole number matches both spellings, ``1.0``
-        (prometheus_client, the exporter) and ``1`` (Prometheus 3 and OpenTelemetry's remote write normalise
-        ``le``), so a bucket is not lost on the way to the workspace."""
+        """``le="2.5"``: the bucket of boundary ``bound``. A whole number matches both spellings, so a bucket is not
+        lost on the way to the workspace: ``1.0``, as prometheus_client (the exporter) writes it and Prometheus 3
+        normalises it on ingestion (prometheus.io/docs/prometheus/3.0/migration, "le and quantile label values":
+        ``le="1"`` is ingested as ``le="1.0"``), and ``1``, as a Prometheus 2 keeps a text exposition that writes
+        it so and as OpenTelemetry's translation to remote write writes every bound (prometheus/prometheus,
+        ``storage/remote/otlptranslator/prometheusremotewrite/helper.go``: ``strconv.FormatFloat(bound, 'f', -1,
+        64)``)."""
         bound = float(bound)
         if bound not in self.buckets:
             raise ValueError(f"{self.name} has no bucket boundary {bound:g}; its boundaries are "
@@ -230,7 +234,7 @@ LMCACHE_HIT_TOKENS: Final = Metric(
 MODEL_INVOCATIONS: Final = Metric(
     name="model_invocations_total", type="counter", unit="reqps", source=SIDECAR, labels=_SIDECAR,
     help="Requests through the pod's reverse proxy, by method, uri and status; the inference requests are "
-         "method=\"POST\" on the invocation paths.")
+         "method=\"POST\" to any path but probes and control calls (labels.NON_INFERENCE_URIS).")
 MODEL_ERRORS: Final = Metric(
     name="model_errors_total", type="counter", unit="reqps", source=SIDECAR, labels=_SIDECAR,
     help="Failed requests through the pod's reverse proxy, by method, uri and status.")

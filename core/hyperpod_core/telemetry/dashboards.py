@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from hyperpod_core.config import Config
+from hyperpod_core.prices import instance_price
 from hyperpod_core.telemetry import catalogue as m
 from hyperpod_core.telemetry import labels as lbl
-from hyperpod_core.telemetry.panels import COMMON_SEGMENTS, DPD_SEGMENTS, PanelSpec
+from hyperpod_core.telemetry.panels import COMMON_SEGMENTS, DPD_SEGMENTS, PanelSpec, SegmentBuilder, cost_per_token
 from hyperpod_core.telemetry.targets import target
 
 #: Grafana variables the queries use. The rate window is Grafana's built-in ``$__rate_interval``.
@@ -94,8 +95,14 @@ def _uid(config: Config, kind: str) -> str:
     return f"dpd-{kind}-{config.endpoint.name}"[:40]
 
 
+def _cost(config: Config) -> SegmentBuilder:
+    """The cost row at the price the report uses without ``--price`` (``hyperpod_core.prices``)."""
+    return cost_per_token(instance_price(config.endpoint.instance_type,
+                                         configured=config.benchmark.instance_hour_usd))
+
+
 def dpd_overview(config: Config) -> DashboardSpec:
-    """One DPD endpoint: traffic, latency, queues, KV cache and transfer, errors, GPUs."""
+    """One DPD endpoint: traffic, latency, queues, KV cache and transfer, errors, GPUs, cost per token."""
     dpd = target(config, "dpd", namespace=NAMESPACE_VAR, endpoint=ENDPOINT_VAR)
     slo = config.observability.slo
     return DashboardSpec(
@@ -103,7 +110,8 @@ def dpd_overview(config: Config) -> DashboardSpec:
         description="Disaggregated prefill/decode endpoint on SageMaker HyperPod. Role and endpoint are "
                     "read from pod names (prefill-<endpoint>-*, decode-<endpoint>-*).",
         tags=("dpd", "hyperpod", "vllm"), variables=_variables(config, comparison=False),
-        rows=tuple(Row(title=seg.title, columns=(seg.panels,)) for seg in (b(dpd, slo) for b in DPD_SEGMENTS)),
+        rows=tuple(Row(title=seg.title, columns=(seg.panels,))
+                   for seg in (b(dpd, slo) for b in (*DPD_SEGMENTS, _cost(config)))),
     )
 
 
@@ -113,7 +121,7 @@ def dpd_vs_colocated(config: Config) -> DashboardSpec:
     colocated = target(config, "colocated", namespace=NAMESPACE_VAR, endpoint=BASELINE_VAR)
     slo = config.observability.slo
     rows = []
-    for build in COMMON_SEGMENTS:
+    for build in (*COMMON_SEGMENTS, _cost(config)):
         left = build(dpd, slo).shifted(DPD_SHIFT_VAR, "DPD")
         right = build(colocated, slo).shifted(BASELINE_SHIFT_VAR, "Colocated")
         rows.append(Row(title=left.title, columns=(left.panels, right.panels)))

@@ -47,8 +47,19 @@ inference dashboard (aws/sagemaker-hyperpod-cluster-setup @ 6e045f8, ``eks/cloud
 grafana-lambda-function/lambda_function/dashboards/templates/inference.json``) filters ``model_invocations_total``
 and ``model_errors_total`` on ``method="POST", uri="/invocations"`` and splits errors by ``status``."""
 INVOCATION_METHOD: Final = "POST"
-SAGEMAKER_INVOCATIONS_URI: Final = "/invocations"
-"""The invocation path AWS's dashboard counts; the endpoint's own ``invocation_path`` is counted beside it."""
+NON_INFERENCE_URIS: Final = ("/ping", "/health.*", "/metrics", "/v1/models.*", "/version", "/is_sleeping",
+                             "/tokenize", "/detokenize", "/sleep", "/wake_up")
+"""Request paths (regular expressions, anchored by PromQL) through the sidecar that are no inference requests.
+The inference requests are every other ``POST``: a client or the router may post to any inference path, not only
+``/invocations`` or the endpoint's ``invocation_path`` (the production-stack router, which HyperPod's is based on,
+posts both legs of a disaggregated request to the path the client used: vllm-project/production-stack @ a6c01db,
+``src/vllm_router/services/request_service/request.py`` ``send_request_to_prefiller``/``send_request_to_decode``;
+genai-bench posts to ``/v1/chat/completions`` whatever the endpoint declares), so the filter excludes instead of
+listing. What it excludes: vLLM's SageMaker probe ``/ping``, which also takes ``POST`` (vllm-project/vllm
+@ 09cb327, ``vllm/entrypoints/sagemaker/api_router.py``); the router's backend calls that are no inference:
+``POST /tokenize`` (``routers/routing_logic.py``, the KV-aware routing's fallback), ``/detokenize``, ``/sleep`` and
+``/wake_up`` (``routers/main_router.py``), and its ``GET``s of ``/v1/models`` (``service_discovery.py``), ``/metrics``
+(``stats/engine_stats.py``), ``/health``, ``/version`` and ``/is_sleeping``, which ``method="POST"`` drops anyway."""
 
 HYPERPOD_INFERENCE_LABELS: Final = frozenset({NAMESPACE, POD_NAME, METRIC_SOURCE})
 """Labels the HyperPod metrics path adds to every inference series (SOURCES.md) that our queries may use."""

@@ -22,6 +22,8 @@ from typing import Final, Literal
 from hyperpod_core.telemetry import labels as lbl
 from hyperpod_core.telemetry.catalogue import (
     E2E_LATENCY,
+    GENERATION_TOKENS,
+    GPU_UTIL,
     KV_CACHE_USAGE,
     LMCACHE_HIT_TOKENS,
     LMCACHE_REQUESTED_TOKENS,
@@ -32,6 +34,8 @@ from hyperpod_core.telemetry.catalogue import (
     NUM_REQUESTS_WAITING,
     POD_READY,
     POD_RESTARTS,
+    PREFILL_TIME,
+    PROMPT_TOKENS,
     REQUEST_SUCCESS,
     TIME_TO_FIRST_TOKEN,
     Metric,
@@ -57,9 +61,6 @@ class Target:
     kind: EndpointKind
     collector: lbl.CollectorLabels = field(default_factory=lbl.CollectorLabels)
     """Pod and namespace labels of DCGM / kube-state-metrics series. Default: ``pod`` / ``namespace``."""
-    invocation_uris: tuple[str, ...] = (lbl.SAGEMAKER_INVOCATIONS_URI,)
-    """Request paths of the inference requests on the sidecar's ``uri`` label. Default: ``/invocations`` (what
-    AWS's HyperPod inference dashboard counts); ``targets.target`` adds the endpoint's ``invocation_path``."""
 
     @property
     def roles(self) -> tuple[Role, ...]:
@@ -183,14 +184,18 @@ def kv_retrieve_speed(t: Target, *, window: str = RATE_INTERVAL) -> str:
 
 
 def user_ttft_mean(t: Target, *, window: str = RATE_INTERVAL, fn: str = "rate") -> str:
-    """Mean time to first token as the client sees it.
+    """A lower bound of the mean time to first token the client sees: the engines' share of it.
 
     DPD: the router runs the prefill leg to completion (``max_tokens=1``) before it opens the decode request
     (production-stack ``request_service/request.py``, ``route_disaggregated_prefill_request``), so the decode
     pods' TTFT leaves out the prefill queue and compute. Means add: (sum of prefill-leg E2E + sum of decode
     TTFT) / requests. Every request finishes on decode; only the disaggregated ones also ran on prefill, so the
     sum over the prefill legs divided by all requests is right for mixed traffic too. Colocated: the engine's
-    TTFT. Quantiles do not add; see :func:`prefill_leg_quantile`."""
+    TTFT. Each interval starts at the engine's own ``arrival_time`` (vLLM ``docs/design/metrics.md``, "Frontend
+    Stats Collection": TTFT "relative to when the request was first received by the frontend", E2E "between
+    frontend arrival_time and the frontend receiving the final token"), so the router's work, the reverse proxies,
+    the hops between them, the load balancer and streaming the first chunk back are not in it: the client's TTFT
+    (the benchmark report's) is this plus those. Quantiles do not add; see :func:`prefill_leg_quantile`."""
     ttft_sum = rate_sum(TIME_TO_FIRST_TOKEN, t, "decode", window=window, suffix="_sum", fn=fn)
     ttft_count = rate_sum(TIME_TO_FIRST_TOKEN, t, "decode", window=window, suffix="_count", fn=fn)
     if t.kind == "colocated":
@@ -212,28 +217,24 @@ def failed_requests(t: Target, role: Role, *, window: str = RATE_INTERVAL, by: t
                     matchers=f'{lbl.FINISHED_REASON}=~"{reasons}"')
 
 
-def _regex_literal(text: str) -> str:
-    """``text`` as a literal inside a PromQL regular expression string (paths hold only ``[A-Za-z0-9_./-]``)."""
-    return text.replace(".", "\\\\.")
-
-
-def invocation_matchers(t: Target) -> str:
-    """The sidecar series of inference requests: ``method="POST", uri=~"/invocations|/v1/chat/completions"``.
-    AWS's HyperPod inference dashboard counts only ``method="POST", uri="/invocations"`` (``labels.METHOD``); health
-    probes and other paths through the proxy are no inference requests and would dilute the ratio."""
-    uris = "|".join(_regex_literal(u) for u in dict.fromkeys(t.invocation_uris))
-    return f'{lbl.METHOD}="{lbl.INVOCATION_METHOD}", {lbl.URI}=~"{uris}"'
+def invocation_matchers() -> str:
+    """The sidecar series of inference requests: ``method="POST", uri!~"/ping|/health.*|..."``, every ``POST`` but to
+    the paths that are no inference request (``labels.NON_INFERENCE_URIS``). AWS's HyperPod inference dashboard
+    counts ``method="POST", uri="/invocations"``, but the router posts both legs to the path the client used, so
+    an allow-list of paths can miss every real request; probes (``GET``, or ``POST /ping``), scrapes and the
+    router's control calls would dilute the ratio."""
+    return f'{lbl.METHOD}="{lbl.INVOCATION_METHOD}", {lbl.URI}!~"{"|".join(lbl.NON_INFERENCE_URIS)}"'
 
 
 def error_ratio(t: Target, *, window: str = RATE_INTERVAL) -> str:
     """Failed inference requests / all inference requests, from the operator's reverse-proxy sidecar counters,
-    counting only the invocation requests (:func:`invocation_matchers`).
+    counting only the inference requests (:func:`invocation_matchers`).
 
     The sidecar counts invocations per pod, so a disaggregated request is two invocations (its prefill leg and
     its decode leg). Per request on DPD (the router's published flow: prefill first, decode only after the
     prefill leg succeeded): requests = decode invocations + prefill legs that failed (those never reached
     decode); failed requests = errors on decode + errors on prefill. Colocated: errors / invocations."""
-    only = invocation_matchers(t)
+    only = invocation_matchers()
 
     def total(metric: Metric, role: Role) -> str:
         return rate_sum(metric, t, role, window=window, matchers=only)
@@ -246,6 +247,73 @@ def error_ratio(t: Target, *, window: str = RATE_INTERVAL) -> str:
     return f"({decode_errors} + {prefill_errors}) / {requests}"
 
 
+# --- cost per token: GPU-seconds of a role's pods over the tokens they served -----------------------------
+
+
+def role_gpus(t: Target, role: Role) -> str:
+    """GPUs the role's pods hold: DCGM exports one series per GPU, labelled with the pod it is assigned to."""
+    return f"count({series(GPU_UTIL, t, role)})"
+
+
+def input_tokens(t: Target, *, window: str = RATE_INTERVAL) -> str:
+    """Input tokens per second, every request's prompt once: the decode pods (colocated: the workers) count each
+    request they finish, its prompt included when its KV came from prefill (vLLM ``vllm/v1/metrics/stats.py``
+    ``PromptTokenStats``: computed + local cache hits + external KV transfer - recomputed = total, the
+    ``vllm:prompt_tokens_total`` increment)."""
+    return rate_sum(PROMPT_TOKENS, t, "decode", window=window)
+
+
+def output_tokens(t: Target, *, window: str = RATE_INTERVAL) -> str:
+    """Output tokens per second (the decode pods; colocated: the workers)."""
+    return rate_sum(GENERATION_TOKENS, t, "decode", window=window)
+
+
+def busy_pods(t: Target, role: Role, *, window: str = RATE_INTERVAL) -> str:
+    """Pods of ``role`` running at least one request, averaged over ``window`` (a subquery over the gauge)."""
+    running = series(NUM_REQUESTS_RUNNING, t, role)
+    return f"sum(avg_over_time(({running} > bool 0)[{window}:]))"
+
+
+def prefill_step_share(t: Target, *, window: str = RATE_INTERVAL) -> str:
+    """Colocated: the input tokens' share of engine step time, as the share of the workers' busy time that some
+    request spent in its prefill interval (vLLM ``vllm:request_prefill_time_seconds``: from the request's
+    scheduling to its first token; vLLM ``docs/design/metrics.md``, "Interval Calculations"). A step that carries
+    a prefill chunk is the chunk's (a chunk of hundreds of tokens outweighs the decode batch's one token each);
+    the other steps are the output tokens'. Overlapping prefill intervals are capped at 1."""
+    prefill = rate_sum(PREFILL_TIME, t, "worker", window=window, suffix="_sum")
+    return f"clamp_max({prefill} / {busy_pods(t, 'worker', window=window)}, 1)"
+
+
+def cost_per_million_tokens(t: Target, tokens: Literal["input", "output"], per_gpu_hour: float, *,
+                            window: str = RATE_INTERVAL) -> str:
+    """What 1M ``tokens`` cost at ``per_gpu_hour`` (USD per GPU-hour, or 1 for GPU-hours) of the pods' GPUs.
+
+    DPD: the prefill pods' GPUs go to input tokens, the decode pods' to output tokens. Colocated: the workers'
+    GPUs split by :func:`prefill_step_share`. Idle pods cost as much as busy ones: their share is
+    :func:`idle_gpu_share`."""
+    rate = input_tokens(t, window=window) if tokens == "input" else output_tokens(t, window=window)
+    if t.kind == "dpd":
+        gpus = role_gpus(t, "prefill" if tokens == "input" else "decode")
+        return f"{gpus} * {per_gpu_hour:g} / 3600 * 1e6 / {rate}"
+    share = prefill_step_share(t, window=window)
+    part = share if tokens == "input" else f"(1 - {share})"
+    return f"{role_gpus(t, 'worker')} * {per_gpu_hour:g} / 3600 * 1e6 * {part} / {rate}"
+
+
+def idle_gpus(t: Target, role: Role) -> str:
+    """GPUs of the role's pods that run no request (``vllm:num_requests_running == 0``): idle pods x GPUs per pod
+    (the role's pods share one Deployment's template, so each holds the same GPUs); 0 when every pod is busy."""
+    running = f"max by ({lbl.POD_NAME}) ({series(NUM_REQUESTS_RUNNING, t, role)})"  # a pod's busiest engine
+    return f"(count({running} == 0) or vector(0)) * {role_gpus(t, role)} / count({running})"
+
+
+def idle_gpu_share(t: Target) -> str:
+    """Share of the endpoint's GPUs whose pod runs no request: over time, the idle share of its GPU-hours."""
+    idle = " + ".join(f"{idle_gpus(t, r)}" for r in t.roles)
+    total = " + ".join(role_gpus(t, r) for r in t.roles)
+    return f"({idle}) / ({total})"
+
+
 Component = Literal["prefill", "decode", "worker", "router"]
 #: The router Deployment's pods: ``<iec>-<ns>-router-<rs>-<pod>`` in the operator's namespace (operator.md (e)).
 OPERATOR_NAMESPACE: Final = "hyperpod-inference-system"
@@ -255,35 +323,41 @@ def _namespace_of(t: Target, component: Component) -> str:
     return OPERATOR_NAMESPACE if component == "router" else t.namespace
 
 
-def ready_pods(t: Target, component: Component) -> str:
-    """Pods of ``component`` whose Ready condition is true (kube-state-metrics), summed."""
+def ready_series(t: Target, component: Component) -> str:
+    """kube-state-metrics' ``kube_pod_status_ready{condition="true"}`` of the pods of ``component``: 1 while a pod
+    is Ready. A pod without a Ready condition (Pending, e.g. unschedulable) has no such series at all."""
     if component == "router":
         regex = f"{t.endpoint}-{t.namespace}-router-{POD_SUFFIX}"
     else:
         regex = t.pod_regex("decode" if component == "worker" else component)
     c = t.collector
-    selector = (f'{{{POD_READY.namespace_label(c)}="{_namespace_of(t, component)}", '
-                f'{POD_READY.pod_label(c)}=~"{regex}", {lbl.CONDITION}="true"}}')
-    return f"sum({POD_READY.series()}{selector})"
+    return (f'{POD_READY.series()}{{{POD_READY.namespace_label(c)}="{_namespace_of(t, component)}", '
+            f'{POD_READY.pod_label(c)}=~"{regex}", {lbl.CONDITION}="true"}}')
 
 
-def cluster_series(t: Target, namespace: str) -> str:
-    """kube-state-metrics' Ready series of every pod of ``namespace``, in the labels the queries use: present
-    whenever the cluster metrics reach the workspace as expected (any pod there, ready or not)."""
+def ready_pods(t: Target, component: Component) -> str:
+    """Pods of ``component`` whose Ready condition is true (kube-state-metrics), summed."""
+    return f"sum({ready_series(t, component)})"
+
+
+def cluster_series(t: Target) -> str:
+    """kube-state-metrics' Ready series of every pod of the cluster, in the labels the queries use.
+
+    Whether the cluster metrics arrive is a question about the cluster, not about one namespace: kube-system always
+    runs pods, while the endpoint's namespace is empty before the endpoint is applied and its pods may have no
+    Ready condition yet. kube-state-metrics writes ``kube_pod_status_ready`` only for a pod whose status holds a
+    Ready condition (kubernetes/kube-state-metrics, ``internal/store/pod.go``,
+    ``createPodStatusReadyFamilyGenerator``: it loops over ``Status.Conditions`` and emits only ``PodReady``), and a
+    Pending pod the scheduler cannot place has only ``PodScheduled=False``. Both labels must be non-empty, so a
+    collector that renames the namespace or pod label (``observability.collector_labels``) counts as not seen."""
     c = t.collector
-    return f'{POD_READY.series()}{{{POD_READY.namespace_label(c)}="{namespace}", {POD_READY.pod_label(c)}=~".+"}}'
-
-
-def watched_namespaces(t: Target) -> tuple[str, ...]:
-    """Where the endpoint's components run: its namespace (role pods) and the operator's (the router)."""
-    return (t.namespace, OPERATOR_NAMESPACE)
+    return f'{POD_READY.series()}{{{POD_READY.namespace_label(c)}=~".+", {POD_READY.pod_label(c)}=~".+"}}'
 
 
 def cluster_series_absent(t: Target) -> str:
-    """One series while kube-state-metrics reports no pod of the endpoint's namespace or of the operator's: the
-    collector lost the cluster metrics, relabels them (``observability.collector_labels``), or nothing runs
-    there. ``count`` folds both namespaces into one series, so it cannot clash with the alert's labels."""
-    return "count(" + " or ".join(f"absent({cluster_series(t, ns)})" for ns in watched_namespaces(t)) + ")"
+    """One series while kube-state-metrics reports no pod anywhere in the cluster: the add-on's ``clusterMetrics``
+    is off, or the collector relabels (``observability.collector_labels``). An empty namespace is no such case."""
+    return f"absent({cluster_series(t)})"
 
 
 def components(t: Target) -> tuple[Component, ...]:
@@ -293,10 +367,10 @@ def components(t: Target) -> tuple[Component, ...]:
 
 
 def not_ready(t: Target, component: Component) -> str:
-    """One series labelled ``component=<component>`` while no pod of it is ready (absent pods included), but only
-    while kube-state-metrics reports pods of its namespace: missing cluster metrics are
-    :func:`cluster_series_absent`'s alert, not an outage."""
-    seen = f"count({cluster_series(t, _namespace_of(t, component))}) > 0"
+    """One series labelled ``component=<component>`` while no pod of it is ready, absent and Pending pods included
+    (a Pending pod has no Ready series: :func:`cluster_series`), but only while kube-state-metrics reports the
+    cluster's pods: missing cluster metrics are :func:`cluster_series_absent`'s alert, not an outage."""
+    seen = f"count({cluster_series(t)}) > 0"
     down = f"(({ready_pods(t, component)} or vector(0)) < 1) and on() ({seen})"
     return f'label_replace({down}, "{lbl.COMPONENT}", "{component}", "", "")'
 
@@ -313,19 +387,35 @@ def endpoint_down(applied: Target, other: Target) -> str:
     return f"({down}) unless on() ({serving(other)})"
 
 
+_ROLE_COMPONENT: Final[dict[Role, Component]] = {"prefill": "prefill", "decode": "decode", "worker": "worker"}
+
+
+def _ready_pods_by_name(t: Target, role: Role) -> str:
+    """One series per Ready pod of ``role``, labelled like the inference series (``namespace``, ``pod_name``), so it
+    can be compared pod by pod with them (kube-state-metrics writes its own labels, ``collector_labels``)."""
+    c = t.collector
+    ready = f"{ready_series(t, _ROLE_COMPONENT[role])} == 1"
+    renamed = f'label_replace({ready}, "{lbl.POD_NAME}", "$1", "{POD_READY.pod_label(c)}", "(.+)")'
+    if POD_READY.namespace_label(c) != lbl.NAMESPACE:
+        renamed = f'label_replace({renamed}, "{lbl.NAMESPACE}", "$1", "{POD_READY.namespace_label(c)}", "(.+)")'
+    return f"max by ({lbl.NAMESPACE}, {lbl.POD_NAME}) ({renamed})"
+
+
 def inference_series_absent(t: Target, *, window: str) -> str:
-    """One series per role (``component`` label) whose pods are Ready but send no inference series: no vLLM series
-    (its gauges exist from the engine's start), or no sidecar series although vLLM finished requests there (the
-    sidecar's counters appear with the first request). The alerts and panels read these series; without them
-    every performance and error alert stays quiet."""
+    """One series per pod (``pod_name``, and ``component`` = its role) that is Ready but sends no inference series:
+    no vLLM series (its gauges exist from the engine's start), or no sidecar series of inference requests
+    (:func:`invocation_matchers`) although vLLM finished requests there (the sidecar's counters appear with the
+    first request). Pod by pod, so one replica that goes silent among healthy ones is seen (an ``absent()`` over
+    the role's pods would wait for all of them). The alerts and panels read these series; without them the
+    performance and error alerts are blind to that pod."""
+    by_pod = (lbl.NAMESPACE, lbl.POD_NAME)
+    on = f"on({', '.join(by_pod)})"
     parts = []
-    components: dict[Role, Component] = {"prefill": "prefill", "decode": "decode", "worker": "worker"}
     for role in t.roles:
-        component = components[role]
-        engine = (f"(absent({series(NUM_REQUESTS_RUNNING, t, role)}) and on() "
-                  f"({ready_pods(t, component)} >= 1))")
-        sidecar = (f"(absent({series(MODEL_INVOCATIONS, t, role)}) and on() "
-                   f"({rate_sum(REQUEST_SUCCESS, t, role, window=window, fn='increase')} > 0))")
+        engine = f"({_ready_pods_by_name(t, role)} unless {on} {series(NUM_REQUESTS_RUNNING, t, role)})"
+        finishing = rate_sum(REQUEST_SUCCESS, t, role, by=by_pod, window=window, fn="increase")
+        sidecar = (f"(({finishing} > 0) unless {on} "
+                   f"{series(MODEL_INVOCATIONS, t, role, matchers=invocation_matchers())})")
         parts.append(f'label_replace({engine} or {sidecar}, "{lbl.COMPONENT}", "{role}", "", "")')
     return " or ".join(parts)
 

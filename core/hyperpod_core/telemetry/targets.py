@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hyperpod_core.config import Config
-from hyperpod_core.telemetry.labels import SAGEMAKER_INVOCATIONS_URI, CollectorLabels
+from hyperpod_core.telemetry.labels import CollectorLabels
 from hyperpod_core.telemetry.queries import EndpointKind, Target
 
 
@@ -18,8 +18,7 @@ def target(config: Config, kind: EndpointKind, *, namespace: str | None = None,
            endpoint: str | None = None) -> Target:
     """The configured endpoint (or Grafana variables standing for it) as a query target."""
     return Target(namespace=namespace or config.endpoint.namespace, endpoint=endpoint or config.endpoint.name,
-                  kind=kind, collector=collector_labels(config),
-                  invocation_uris=(SAGEMAKER_INVOCATIONS_URI, f"/{config.endpoint.invocation_path}"))
+                  kind=kind, collector=collector_labels(config))
 
 
 def dpd_target(config: Config) -> Target:

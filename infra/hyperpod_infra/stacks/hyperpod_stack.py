@@ -17,7 +17,8 @@ from hyperpod_constructs.hyperpod_cluster import POOL_LABEL, HyperPodCluster, Hy
 from hyperpod_constructs.hyperpod_execution_role import HyperPodExecutionRole, HyperPodExecutionRoleProps
 from hyperpod_constructs.lifecycle_scripts import LifecycleScripts, LifecycleScriptsProps
 from hyperpod_constructs.nag import acknowledge
-from hyperpod_core import bundle, outputs, sizing
+from hyperpod_core import instances, outputs
+from hyperpod_infra import bundle
 
 #: Logical IDs of the log-group resources, pinned to the ones they synthesized to before they were pinned
 #: (``HyperPod`` template of config/default.yaml at commit 828b511): a changed logical ID is a Delete of the
@@ -73,7 +74,7 @@ class HyperPodStack(Stack):
             eks_cluster_security_group_id=props.eks_cluster.cluster_security_group_id,
             node_recovery=props.node_recovery, node_provisioning_mode=props.node_provisioning_mode,
             tiered_storage_memory_percent=props.tiered_storage_memory_percent))
-        if {g.instance_type for g in props.instance_groups} & sizing.RESERVED_ONLY_INSTANCE_TYPES:
+        if {g.instance_type for g in props.instance_groups} & instances.RESERVED_ONLY_INSTANCE_TYPES:
             # cfn-lint's E3644 reads AWS's price list, which has no on-demand HyperPod offer for these types; the
             # SageMaker API accepts them, and the config gives each such group a training plan (reserved-only).
             self.hyperpod.cfn.add_metadata("cfn-lint", {"config": {"ignore_checks": ["E3644"]}})

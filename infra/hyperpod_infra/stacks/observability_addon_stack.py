@@ -23,7 +23,8 @@ from hyperpod_constructs.managed_prometheus import ManagedPrometheus
 from hyperpod_constructs.nag import acknowledge
 from hyperpod_constructs.node_readiness import NodeReadiness, NodeReadinessProps, NodeRequirement
 from hyperpod_constructs.observability_addon import WIDE_LOG_SCOPE_REASON, ObservabilityAddon, ObservabilityAddonProps
-from hyperpod_core import bundle, pins
+from hyperpod_core import pins
+from hyperpod_infra import bundle
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -24,7 +24,8 @@ from hyperpod_constructs.inference_operator import (
 from hyperpod_constructs.infra_bucket import InfraBucket, InfraBucketProps
 from hyperpod_constructs.managed_prometheus import ManagedPrometheus
 from hyperpod_constructs.model_bucket import ModelBucket, ModelBucketProps
-from hyperpod_core import bundle, names, outputs, pins
+from hyperpod_core import names, outputs, pins
+from hyperpod_infra import bundle
 
 #: S3 server access logs of the model and TLS buckets are kept this long.
 ACCESS_LOG_RETENTION_DAYS = 365

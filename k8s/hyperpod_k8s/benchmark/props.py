@@ -28,13 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from hyperpod_core import bench_runner, sizing
 from hyperpod_core.config import Config
-from hyperpod_core.config.model import BenchmarkScenarioConfig
+from hyperpod_core.config.benchmark import BenchmarkScenarioConfig
 from hyperpod_core.inputs import EndpointInputs
 from hyperpod_core.names import EndpointNames
 from hyperpod_k8s.benchmark.reference import experiment_props
 from hyperpod_k8s.endpoint.props import endpoint_props
+from hyperpod_runtime import bench_runner
 
 Mode = Literal["dpd", "colocated"]
 MODES: Final[tuple[Mode, ...]] = ("dpd", "colocated")
@@ -73,7 +73,7 @@ class BenchmarkRun:
 
 
 def router_service_url(config: Config) -> str:
-    return f"http://{EndpointNames.of(config).router_service_host}:{ROUTER_PORT}"
+    return f"http://{EndpointNames.of(config.endpoint).router_service_host}:{ROUTER_PORT}"
 
 
 def api_base(config: Config) -> str:
@@ -85,7 +85,7 @@ def api_base(config: Config) -> str:
 
 def resource_name(config: Config) -> str:
     """Name of the ConfigMap and ServiceAccount: ``<endpoint>-benchmark``."""
-    return EndpointNames.of(config).benchmark_resource
+    return EndpointNames.of(config.endpoint).benchmark_resource
 
 
 def scenarios_of(config: Config, experiment: Experiment) -> list[BenchmarkScenarioConfig]:
@@ -122,11 +122,11 @@ def gpus_per_mode(config: Config, inputs: EndpointInputs, experiment: Experiment
 def gpu_memory_utilization(config: Config, mode: Mode) -> str:
     """What each engine of ``mode`` runs with, for ``bench-run.json``: ``prefill=<u>,decode=<u>`` (each role's
     last ``--gpu-memory-utilization``) or ``colocated=<u>`` (the baseline's own, raised by the PD buffer's share:
-    :func:`hyperpod_core.sizing.colocated_gpu_memory_utilization`)."""
+    :meth:`hyperpod_core.config.endpoint.EndpointConfig.colocated_gpu_memory_utilization`)."""
     e = config.endpoint
     if mode == "colocated":
-        return f"colocated={sizing.colocated_gpu_memory_utilization(e):g}"
-    return ",".join(f"{role}={sizing.role_gpu_memory_utilization(e, role):g}" for role in ("prefill", "decode"))
+        return f"colocated={e.colocated_gpu_memory_utilization():g}"
+    return ",".join(f"{role}={e.role_gpu_memory_utilization(role):g}" for role in ("prefill", "decode"))
 
 
 def routing_strategy(config: Config, inputs: EndpointInputs, mode: Mode) -> str:
@@ -146,7 +146,7 @@ def _labels(config: Config, run: BenchmarkRun | None = None) -> dict[str, str]:
 
 
 def environment(config: Config, inputs: EndpointInputs, run: BenchmarkRun) -> tuple[tuple[str, str], ...]:
-    """The runner's environment for ``run`` (:mod:`hyperpod_core.bench_runner` reads it), in this order."""
+    """The runner's environment for ``run`` (:mod:`hyperpod_runtime.bench_runner` reads it), in this order."""
     b, e = config.benchmark, config.endpoint
     bucket = inputs.model_bucket_name.value or ""
     props = endpoint_props(config, inputs)

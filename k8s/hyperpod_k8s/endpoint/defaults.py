@@ -36,7 +36,7 @@ METRICS_PATH: Final = "/metrics"
 # Pod CPU and memory requests are not constants: the reference manifest's 96 CPU per 8 GPUs is every CPU of an
 # ml.p5.48xlarge with ThreadsPerCore 1 and never fits. They come from the node: the workers of one node request
 # at most 90 % of it, the rest covers the kubelet, DaemonSets, router and operator sidecars
-# (hyperpod_core.sizing.worker_requests; docs/cluster.md, "Worker requests come from the node").
+# (hyperpod_core.config.model.Config.worker_requests; docs/cluster.md, "Worker requests come from the node").
 
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from hyperpod_core import names, pins, sizing, staged_model
+from hyperpod_core import fit, names, pins, staged_model
 from hyperpod_core.config import Config, EndpointConfig, RoleAutoscalingConfig, RoleConfig
 from hyperpod_core.dist_layout import Mode
 from hyperpod_core.inputs import EndpointInputs
@@ -43,7 +43,8 @@ class RoleProps:
     replicas: int
     gpus: int
     requests: WorkerRequests
-    """Derived from the node the role runs on (``hyperpod_core.sizing.worker_requests``), never a per-GPU constant."""
+    """Derived from the node the role runs on (:meth:`hyperpod_core.config.model.Config.worker_requests`), never a
+    per-GPU constant."""
     args: tuple[str, ...]
     node_selector: dict[str, str]
     scaling: RoleScaling | None
@@ -129,7 +130,7 @@ class EndpointChartProps:
 #: ``kv_cache_memory_bytes``).
 #: A role's own value makes room for the PD buffer LMCache allocates beside vLLM's share (docs/endpoint.md, GPU
 #: memory); the colocated baseline has no buffer, so it never inherits one.
-MEMORY_FLAGS: Final = (sizing.UTILIZATION_FLAG, "--kv-cache-memory-bytes")
+MEMORY_FLAGS: Final = (fit.UTILIZATION_FLAG, "--kv-cache-memory-bytes")
 
 
 def model_path(model_name: str, revision: str) -> str:
@@ -177,7 +178,8 @@ def colocated_args(e: EndpointConfig) -> tuple[str, ...]:
     """Flags appended after ``worker.args`` on the colocated baseline: decode's ``--max-num-seqs`` and decode's
     other flags (a colocated engine spends most of its steps decoding), without :data:`MEMORY_FLAGS`, then the
     baseline's own ``--gpu-memory-utilization``: the endpoint's plus the share the PD buffer takes on a DPD rank
-    (:func:`hyperpod_core.sizing.colocated_gpu_memory_utilization`), never a value lowered for a buffer it has not."""
+    (:meth:`~hyperpod_core.config.endpoint.EndpointConfig.colocated_gpu_memory_utilization`), never a value lowered
+    for a buffer it has not."""
     args, out, i = e.decode.extra_args, [], 0
     while i < len(args):
         flag = args[i]
@@ -188,7 +190,7 @@ def colocated_args(e: EndpointConfig) -> tuple[str, ...]:
             out.append(flag)
         i += 1
     return ("--max-num-seqs", str(e.decode.max_num_seqs), *out,
-            sizing.UTILIZATION_FLAG, f"{sizing.colocated_gpu_memory_utilization(e):g}")
+            fit.UTILIZATION_FLAG, f"{e.colocated_gpu_memory_utilization():g}")
 
 
 def _node_selector(c: Config, role: Role) -> dict[str, str]:
@@ -214,7 +216,7 @@ def _scaling(c: Config, role: Role, server_address: str | None) -> RoleScaling |
 
 
 def _requests(c: Config, role: Literal["prefill", "decode", "colocated"]) -> WorkerRequests:
-    r = sizing.worker_requests(c, role)
+    r = c.worker_requests(role)
     return WorkerRequests(cpu=r.cpu, memory_gib=r.memory_gib)
 
 

@@ -1,27 +1,40 @@
 """Which of our modules a Lambda function needs beside its handler, resolved from their imports.
 
-A handler imports ``hyperpod_core.cleanup`` or ``hyperpod_core.eks.kube``; :func:`imported_by` reads the
-handler's own imports and returns those modules, every ``hyperpod_core`` module they import in turn, and the
+A handler imports ``hyperpod_runtime.cleanup`` or ``hyperpod_runtime.eks.kube``; :func:`imported_by` reads the
+handler's own imports and returns those modules, every ``hyperpod_runtime`` module they import in turn, and the
 package ``__init__.py`` files on the way, as ``{path inside the asset: source file}``. The CDK side copies
 them next to the handler at synth, so the asset holds real files (no links, no second copy in the
 repository) and the handler imports them by their own names. Everything bundled must import only the
 standard library, boto3/botocore (and urllib3, which botocore requires) and other bundled modules: that is what
-the Lambda Python runtime has (tests/test_layering.py checks it).
+the Lambda Python runtime has (tests/test_layering.py checks it). It runs at synth, on the CDK side: the stacks
+hand its answer to the constructs, which import nothing of ours.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.util
 import threading
 from pathlib import Path
 
-#: Packages whose modules can be bundled (only ours; third-party code comes from the runtime).
-BUNDLED_PACKAGE = "hyperpod_core"
-_ROOT = Path(__file__).resolve().parent
+#: The package whose modules can be bundled (only ours; third-party code comes from the runtime).
+BUNDLED_PACKAGE = "hyperpod_runtime"
+
+
+def _package_folder() -> Path:
+    """Where :data:`BUNDLED_PACKAGE` lies (the checkout's ``runtime/`` or an installed copy), found without
+    importing it."""
+    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError(f"package {BUNDLED_PACKAGE!r} cannot be found on the import path")
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
+
+
+_ROOT = _package_folder()
 
 
 def _find(module: str) -> Path | None:
-    """The source file of a ``hyperpod_core`` module, found on disk without importing anything."""
+    """The source file of a ``hyperpod_runtime`` module, found on disk without importing anything."""
     parts = module.split(".")
     if parts[0] != BUNDLED_PACKAGE:
         return None
@@ -64,7 +77,7 @@ def _parse(path: Path) -> ast.Module:
 
 
 def _imports(path: Path, module: str) -> set[str]:
-    """``hyperpod_core`` modules that ``path`` imports (absolute and relative imports)."""
+    """``hyperpod_runtime`` modules that ``path`` imports (absolute and relative imports)."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(_parse(path)):
@@ -106,5 +119,5 @@ def module_files(*modules: str) -> dict[str, Path]:
 
 
 def imported_by(handler: Path) -> dict[str, Path]:
-    """:func:`module_files` of every ``hyperpod_core`` module the file ``handler`` imports."""
+    """:func:`module_files` of every ``hyperpod_runtime`` module the file ``handler`` imports."""
     return module_files(*sorted(_imports(Path(handler), "")))

@@ -7,7 +7,9 @@ environment variables the cdk8s chart writes (``hyperpod_k8s.benchmark.jobs``):
 * the run: ``BENCH_MODE`` (dpd|colocated), ``BENCH_EXPERIMENT`` (aws-reference|equal-gpu), ``BENCH_SCENARIO``,
   ``BENCH_TRAFFIC``, ``BENCH_PATH``,
   ``BENCH_CONCURRENCY`` (a Job passes one scenario and one level; ``;``-separated scenarios/traffic and a
-  comma list of levels run several cells in one client start, as the tests do);
+  comma list of levels run several cells in one client start, as the tests do: ``bench`` counts the prefill
+  requests around a whole start, so the report verifies the DPD path of such a folder only when its scenarios
+  declare one path, and marks the count ``folder-level``);
   stop conditions ``BENCH_MAX_TIME_MINUTES``, ``BENCH_MAX_REQUESTS``; warm-up
   ``BENCH_WARMUP_RATIO``, ``BENCH_COOLDOWN_RATIO``;
 * the endpoint: ``BENCH_API_BASE``, ``BENCH_API_MODEL``; for the record ``BENCH_ENDPOINT``,

@@ -47,7 +47,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from hyperpod_core.eks.kube import KINDS, KubeAccessDenied, KubeClient
+from hyperpod_runtime.eks.kube import KINDS, KubeAccessDenied, KubeClient
 
 LOG = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ failed Delete during an update's cleanup phase does not fail the update: CloudFo
 then removes the resource from the stack and completes the update with a ``DELETE_FAILED`` event ("Monitor the
 progress of a stack update").
 
-Standard library and botocore only: it is bundled into the handlers' assets (``hyperpod_core.bundle``).
+Standard library and botocore only: it is bundled into the handlers' assets (``hyperpod_infra.bundle``).
 """
 
 from __future__ import annotations

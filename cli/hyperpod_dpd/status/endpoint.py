@@ -1,0 +1,227 @@
+"""The endpoint's rows: the InferenceEndpointConfig's state, the role, router or colocated pods, the load balancer,
+the TLS certificate, the applied revision against the synthesized one, and the prefill/decode skew."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from hyperpod_core.errors import CommandFailed
+from hyperpod_core.names import OPERATOR_NAMESPACE, ROLES, Role, certificate_pem_location
+from hyperpod_dpd import skew
+from hyperpod_dpd.deployment import Deployment
+from hyperpod_dpd.status.check import Check, State
+from hyperpod_dpd.status.cold_start import cache_checks
+from hyperpod_dpd.status.kv_path import efa_checks
+
+if TYPE_CHECKING:  # the Kubernetes client loads in the checks that call it, not for --help
+    from hyperpod_dpd.kube import PodTarget, RoleWorkers
+
+_PD_SPEC_KEYS = {"prefill": "prefillSpec", "decode": "decodingSpec"}
+
+
+def endpoint_checks(dep: Deployment, kubeconfig: str | None, context: str | None) -> list[Check]:
+    from hyperpod_dpd.kube import kube_errors
+
+    names = dep.names
+    kube = dep.kube(kubeconfig, context)
+    with kube_errors(f"reading InferenceEndpointConfig {names.namespace}/{names.name}"):
+        obj = kube.endpoint(names)
+        if obj is None:
+            return [Check(section="endpoint", name=f"{names.namespace}/{names.name}", state="fail",
+                          detail="InferenceEndpointConfig not found",
+                          next_step=f"kubectl apply -f {dep.env.dist}/endpoint/")]
+        dpd = (obj.get("spec") or {}).get("pdSpec") is not None
+        workers = {role: kube.role_workers(names, role) for role in ROLES} if dpd else {}
+        routers = kube.router_pods(names)
+        app_pods = [] if dpd else kube.app_pods(names)
+        hosts = kube.load_balancer_hosts(names)
+    status_ = obj.get("status") or {}
+    spec = obj.get("spec") or {}
+    state = status_.get("state") or "unset"
+    conditions = "; ".join(f"{c.get('type')}={c.get('status')} {c.get('reason')}: {c.get('message')}"
+                           for c in status_.get("conditions") or [])
+    next_state = {
+        "DeploymentComplete": "",
+        "DeploymentPending": "the operator has not started; 'hyperpod-dpd logs operator'",
+        "DeploymentInProgress": "pods load the weights from S3 (5-10 minutes, 2/3 containers Ready); "
+                                "'hyperpod-dpd status --watch'",
+        "DeploymentFailed": "read the conditions and 'hyperpod-dpd logs operator'; fix, then re-apply",
+    }.get(state, "the endpoint is being deleted or in an unknown state; 'hyperpod-dpd logs operator'")
+    checks = [Check(section="endpoint", name="state", state="ok" if state == "DeploymentComplete" else "fail",
+                    detail=state + (f" ({conditions})" if conditions else ""), next_step=next_state)]
+    pd_spec = spec.get("pdSpec")
+    pods = {role: w.pods for role, w in workers.items()}
+    if pd_spec is None:
+        checks += _colocated_checks(dep, spec, app_pods)
+    else:
+        checks += _dpd_checks(dep, pd_spec, pods, routers)
+        checks += skew_checks(dep, workers)
+    checks += revision_check(dep, spec)
+    checks.append(load_balancer_check(dep, hosts))
+    pem = certificate_pem_location(status_)
+    health = (status_.get("tlsCertificate") or {}).get("certificateHealth")
+    where = f"s3://{pem[0]}/{pem[1]}" if pem else "not written yet"
+    tls_state: State = "fail" if health == "Expired" else ("warn" if health == "Expiring" or not pem else "ok")
+    checks.append(Check(section="endpoint", name="TLS certificate", state=tls_state,
+                        detail=where + (f" ({health})" if health else ""), blocks_serving=False,
+                        next_step={"fail": "the certificate expired: re-apply the endpoint to re-issue it",
+                                   "warn": "wait for the operator to write the PEM / renew the certificate",
+                                   "ok": ""}[tls_state]))
+    checks += cache_checks(dep, kube, spec, status_)
+    if pd_spec is not None:
+        model_skew = any(f.kind == "model" for f in skew.findings(workers))
+        checks += efa_checks(dep, kube, pods, model_skew=model_skew)
+    return checks
+
+
+def revision_check(dep: Deployment, spec: dict[str, Any]) -> list[Check]:
+    """The applied endpoint's weights (``--model`` of its ``worker.args``, which carries the revision) against the
+    manifest of the same mode the environment's last synth wrote (``dist/``); none without that manifest. A new
+    revision is not applied until both roles' pods run it, and applying it in place changes both pod templates: with
+    no free GPU in a pool the new pods stay Pending (docs/endpoint.md, Model identity)."""
+    import yaml
+
+    from hyperpod_core.dist_layout import DistLayout, Mode
+    from hyperpod_dpd.vllm_args import model_of_argv
+
+    mode: Mode = "dpd" if spec.get("pdSpec") is not None else "colocated"
+    layout = DistLayout.found(dep.env.dist, dep.names.name, dep.env.config.endpoint.apply)
+    path = layout.endpoint_file(mode)
+    try:
+        docs = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
+    except (OSError, yaml.YAMLError):
+        return []
+    synthesized = model_of_argv([str(a) for a in ((docs[0].get("spec") or {}).get("worker") or {}).get("args") or []]
+                                ) if docs else ""
+    applied = model_of_argv([str(a) for a in (spec.get("worker") or {}).get("args") or []])
+    if not synthesized:
+        return []
+    facts = {"applied": applied, "synthesized": synthesized}
+    if applied == synthesized:
+        return [Check(section="endpoint", name="revision", state="ok", blocks_serving=False,
+                      detail=f"{applied}, as synthesized ({path})", facts=facts)]
+    if layout.unresolved:
+        fix = f"the synth left placeholders ({path.parent.parent / 'README.txt'}): resolve them, synthesize again"
+    else:
+        fix = (f"apply the new revision: kubectl delete -f {path} && kubectl apply -f {path} (one cold start; in "
+               f"place, kubectl apply -f {path}, only with a spare node per pool: both roles' new pods need GPUs)")
+    return [Check(section="endpoint", name="revision", state="warn", blocks_serving=False,
+                  detail=f"applied {applied or '(model unknown)'}; synthesized {synthesized} ({path})",
+                  next_step=fix, facts=facts)]
+
+
+def load_balancer_check(dep: Deployment, hosts: list[str]) -> Check:
+    """The ALB behind the Ingress hostname and its ELBv2 state (``active``, ``provisioning``, ``failed``)."""
+    from hyperpod_dpd import aws
+
+    if not hosts:
+        return Check(section="endpoint", name="load balancer", state="warn", blocks_serving=False,
+                     detail="no ALB hostname on the Ingress yet",
+                     next_step="the AWS Load Balancer Controller provisions it after the pods; meanwhile use "
+                               "'kubectl port-forward' to the router")
+    try:
+        elbv2 = aws.client("elbv2", dep.region)
+        with aws.aws_errors("describing the load balancers"):
+            states = {lb["DNSName"].lower(): lb.get("State", {}).get("Code", "unknown")
+                      for page in elbv2.get_paginator("describe_load_balancers").paginate()
+                      for lb in page.get("LoadBalancers", [])}
+    except CommandFailed as exc:
+        return Check(section="endpoint", name="load balancer", state="warn", blocks_serving=False,
+                     detail=f"{', '.join(hosts)} (state unknown: {exc})")
+    state = states.get(hosts[0].lower(), "not found in ELBv2")
+    ok = state == "active"
+    return Check(section="endpoint", name="load balancer", state="ok" if ok else "warn", blocks_serving=False,
+                 detail=f"{', '.join(hosts)} ({state})",
+                 next_step="" if ok else ("provisioning takes a few minutes" if state == "provisioning" else
+                                          f"read the Ingress events: 'kubectl describe ingress {dep.names.ingress} "
+                                          f"-n {OPERATOR_NAMESPACE}' and the controller's log"))
+
+
+def _dpd_checks(dep: Deployment, pd_spec: dict[str, Any], pods: dict[Role, list[PodTarget]],
+                routers: list[PodTarget]) -> list[Check]:
+    names = dep.names
+    checks: list[Check] = []
+    for role in ROLES:
+        role_cfg = dep.env.config.endpoint.prefill if role == "prefill" else dep.env.config.endpoint.decode
+        desired = int((pd_spec.get(_PD_SPEC_KEYS[role]) or {}).get("replicas", role_cfg.replicas))
+        ready = sum(1 for p in pods[role] if p.ready)
+        ok = ready >= desired
+        checks.append(Check(
+            section="endpoint", name=f"{role} pods", state="ok" if ok else "fail",
+            detail=f"Ready {ready}/{desired}" + (f" ({', '.join(p.pod for p in pods[role])})" if pods[role] else ""),
+            next_step="" if ok else (f"no pod yet: check GPU nodes labelled hyperpod-dpd/pool={role} and free GPUs"
+                                     if not pods[role] else
+                                     f"'kubectl describe pod -n {names.namespace} {pods[role][0].pod}' and "
+                                     f"'hyperpod-dpd logs {role}'")))
+    ready_routers = sum(1 for p in routers if p.ready)
+    checks.append(Check(section="endpoint", name="router", state="ok" if ready_routers else "fail",
+                        detail=f"Ready {ready_routers}/{len(routers)} ({names.router_service}:443)",
+                        next_step="" if ready_routers else "the operator creates the router with pdSpec; "
+                                                           "'hyperpod-dpd logs router' / 'hyperpod-dpd logs operator'"))
+    return checks
+
+
+def skew_checks(dep: Deployment, workers: dict[Role, RoleWorkers]) -> list[Check]:
+    """One row per role with what it runs (image, ``--model``, pod templates and revisions), then one row that
+    compares them (:func:`hyperpod_dpd.skew.findings`). A different image or model path between the serving pods
+    means the endpoint cannot serve correctly (the decoder recomputes what prefill sent, and prefill's transfers
+    stall once the decoder's PD buffer is full of KV it never reads); a rollout alone is a warning (``smoke`` refuses
+    to certify the endpoint until it is over), and so is what cannot be compared (:func:`hyperpod_dpd.skew.
+    uncompared`): a role whose Deployment is not found, without a Ready pod, or whose model cannot be read."""
+    names = dep.names
+    found = skew.findings(workers)
+    checks = []
+    for role in ROLES:
+        w = workers[role]
+        rolling = [f for f in found if f.role == role]
+        checks.append(Check(section="endpoint", name=f"{role} revision", state="warn" if rolling or not w.found
+                            else "ok", detail=skew.describe(w), blocks_serving=False, facts=skew.summary(w),
+                            next_step=f"kubectl rollout status deployment/{w.deployment} -n {names.namespace}"
+                            if rolling else "" if w.found else
+                            f"kubectl get deployments -n {names.namespace} -l "
+                            f"inference.sagemaker.aws.amazon.com/dpd-role={role} (the operator's name for it)"))
+    rollout = " and ".join(f"'kubectl rollout status deployment/{workers[r].deployment} -n {names.namespace}'"
+                           for r in ROLES)
+    differ = [f for f in found if f.kind != "rollout"]
+    facts = {"skewed": bool(found), "findings": [{"kind": f.kind, "role": f.role, "message": f.message}
+                                                 for f in found]}
+    if differ:
+        path = dep.env.dist / "endpoint"
+        return [*checks, Check(
+            section="endpoint", name="prefill/decode skew", state="fail", facts=facts,
+            detail="; ".join(f.message for f in found),
+            next_step=f"the decoder recomputes what prefill sends and transfers stall once its PD buffer is full: "
+                      f"let both roles finish their rollouts ({rollout}), or replace the endpoint so both start on one "
+                      f"revision: kubectl delete -f {path}/ && kubectl apply -f {path}/; a new pod Pending for GPUs "
+                      "never finishes a rollout (docs/operations.md#skew-guard)")]
+    if found:
+        return [*checks, Check(
+            section="endpoint", name="prefill/decode skew", state="warn", blocks_serving=False, facts=facts,
+            detail="; ".join(f.message for f in found),
+            next_step=f"wait for the rollout ({rollout}); smoke refuses to certify the endpoint until it is over")]
+    unknown = skew.uncompared(workers)
+    if unknown:
+        return [*checks, Check(section="endpoint", name="prefill/decode skew", state="warn", blocks_serving=False,
+                               facts={**facts, "uncompared": unknown}, detail=f"not compared: {'; '.join(unknown)}")]
+    return [*checks, Check(section="endpoint", name="prefill/decode skew", state="ok", facts=facts,
+                           detail="none: both roles serve one image and one model path, each from one pod template")]
+
+
+def _colocated_checks(dep: Deployment, spec: dict[str, Any], pods: list[PodTarget]) -> list[Check]:
+    """The colocated baseline (same name, no pdSpec; docs/endpoint.md): its pods carry ``app=<iec>`` (the
+    HyperPod SDK lists an endpoint's pods by that label, operator.md section (e)); no DPD router."""
+    from hyperpod_core.dist_layout import DistLayout
+
+    names = dep.names
+    dpd_manifest = DistLayout.found(dep.env.dist, names.name, dep.env.config.endpoint.apply).endpoint_file("dpd")
+    desired = int(spec.get("replicas", 1))
+    ready = sum(1 for p in pods if p.ready)
+    ok = ready >= desired
+    return [
+        Check(section="endpoint", name="mode", state="warn", blocks_serving=False,
+              detail="colocated (no pdSpec): the baseline / rollback manifest is applied",
+              next_step=f"to serve disaggregated, kubectl apply -f {dpd_manifest}"),
+        Check(section="endpoint", name="pods", state="ok" if ok else "fail",
+              detail=f"Ready {ready}/{desired}" + (f" ({', '.join(p.pod for p in pods)})" if pods else ""),
+              next_step="" if ok else f"'kubectl describe pods -n {names.namespace} -l app={names.name}'"),
+    ]
