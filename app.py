@@ -22,20 +22,19 @@ for folder in ("core", "runtime", "infra", "constructs", "k8s"):
     if source_root not in sys.path:
         sys.path.insert(0, source_root)
 
+from hyperpod_core import environment, paths  # noqa: E402
+from hyperpod_core.config import load_config  # noqa: E402
 from hyperpod_core.teardown import fast_exit  # noqa: E402
+from hyperpod_infra.cdk_cli import cli_context, config_from_context  # noqa: E402
 
 
 def main() -> None:
-    from hyperpod_core import environment, paths
-    from hyperpod_core.config import load_config
-    from hyperpod_infra.cdk_cli import config_from_context
-
     # The config is read before ``cdk.App()`` exists: constructing the App already creates the output folder,
     # and a bad config must leave nothing behind.
     given = Path(config_from_context() or os.environ.get("HYPERPOD_CONFIG") or paths.DEFAULT_CONFIG)
     path = given if given.is_absolute() else paths.checkout("app.py") / given
     config = load_config(path)
-
+    # aws-cdk-lib loads only now (~1.3 s): a bad config has failed before, in well under a second.
     from hyperpod_infra.app_builder import synthesize
 
     if "CDK_OUTDIR" in os.environ:  # run by the CDK CLI: it names the output folder and hands over the context
@@ -46,8 +45,6 @@ def main() -> None:
         synthesize(config)
     else:  # run alone: what `npx cdk synth` writes, into the config's own folder (not a cdk.outXXXX the CDK would
         # leave in the temp folder)
-        from hyperpod_infra.cdk_cli import cli_context
-
         outdir = environment.folder_of(path)[0] / "cdk.out"
         synthesize(config, outdir=outdir, context=cli_context(given))
     # Which config these templates are of: hyperpod-dpd diff/deploy/destroy/bench act only on a matching stamp.

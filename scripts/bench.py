@@ -26,13 +26,11 @@ cache off (every template linted, as after a change to every stack). For compari
 pipeline the main job replaced (CDK and cdk8s CLIs spawned around Python, cfn-lint in series).
 
 Command line (issue 24): ``hyperpod-dpd --help``, a subcommand's ``--help`` and ``validate`` against a bare
-``python -c pass`` of the same interpreter, each timed directly (no wrapper process), the help pages both from
-the help cache (a folder of this run, filled by the warm-up) and rendered (cache off). Target: --help <= 6x.
+``python -c pass`` of the same interpreter, each timed directly (no wrapper process). Target: --help <= 6x.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -40,6 +38,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from hyperpod_core.errors import guarded, run_app
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = str(ROOT / ".venv" / "bin" / "python")
@@ -146,23 +149,18 @@ def cli_bench(repeat: int) -> None:
     """Start-up of ``hyperpod-dpd`` against ``python -c pass``, in one run (medians of ``repeat``, interleaved
     so that machine load affects every case alike)."""
     cli = str(ROOT / ".venv" / "bin" / "hyperpod-dpd")
-    with tempfile.TemporaryDirectory() as tmp:
-        cached = {**os.environ, "HYPERPOD_DPD_HELP_CACHE": str(Path(tmp) / "help")}
-        rendered = {**os.environ, "HYPERPOD_DPD_HELP_CACHE": "off"}
-        cases = {
-            "python -c pass (floor)": ([PY, "-c", "pass"], cached),
-            "hyperpod-dpd --help": ([cli, "--help"], cached),
-            "hyperpod-dpd status --help": ([cli, "status", "--help"], cached),
-            "hyperpod-dpd --help, cache off": ([cli, "--help"], rendered),
-            "hyperpod-dpd status --help, cache off": ([cli, "status", "--help"], rendered),
-            "hyperpod-dpd validate -c config/default.yaml": ([cli, "validate", "-c", "config/default.yaml"], cached),
-        }
-        times: dict[str, list[float]] = {name: [] for name in cases}
-        for cmd, env in cases.values():
-            wall(cmd, env)  # warm-up: bytecode, the help cache
-        for _ in range(repeat):
-            for name, (cmd, env) in cases.items():
-                times[name].append(wall(cmd, env))
+    cases = {
+        "python -c pass (floor)": [PY, "-c", "pass"],
+        "hyperpod-dpd --help": [cli, "--help"],
+        "hyperpod-dpd status --help": [cli, "status", "--help"],
+        "hyperpod-dpd validate -c config/default.yaml": [cli, "validate", "-c", "config/default.yaml"],
+    }
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for cmd in cases.values():
+        wall(cmd, dict(os.environ))  # warm-up: bytecode
+    for _ in range(repeat):
+        for name, cmd in cases.items():
+            times[name].append(wall(cmd, dict(os.environ)))
     floor = statistics.median(times["python -c pass (floor)"])
     print(f"{'command line start-up':<48} {'wall s (median)':>16} {'min':>6} {'max':>6} {'/ floor':>8}")
     for name, walls in times.items():
@@ -170,9 +168,7 @@ def cli_bench(repeat: int) -> None:
         print(f"{name:<48} {median:>16.3f} {min(walls):>6.3f} {max(walls):>6.3f} {median / floor:>7.1f}x")
     ratio = statistics.median(times["hyperpod-dpd --help"]) / floor
     sub = statistics.median(times["hyperpod-dpd status --help"]) / floor
-    print(f"\nhyperpod-dpd --help / python -c pass: {ratio:.1f}x, status --help {sub:.1f}x (target <= 6x); "
-          f"rendered (cache off): {statistics.median(times['hyperpod-dpd --help, cache off']) / floor:.1f}x and "
-          f"{statistics.median(times['hyperpod-dpd status --help, cache off']) / floor:.1f}x")
+    print(f"\nhyperpod-dpd --help / python -c pass: {ratio:.1f}x (target <= 6x), status --help {sub:.1f}x")
 
 
 def phased(script: list[str], env: dict[str, str], marks: Path) -> dict[str, float]:
@@ -220,16 +216,19 @@ def floor_pairs(env: dict[str, str], tmp: Path, pairs: int) -> None:
     print(f"\npython -O app.py / CfnInclude floor: {ratio:.2f}x (median of {pairs} pairs; target <= 2.5x)")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--pairs", type=int, default=7, help="pairs of python -O app.py and the CfnInclude floor")
-    parser.add_argument("--cli", action="store_true", help="time the command line's start-up only")
-    parser.add_argument("--cfn-include", action="store_true",
-                        help="time python -O app.py against the CfnInclude floor only")
-    args = parser.parse_args()
-    if args.cli:
-        cli_bench(max(args.repeat, 5))
+app = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]})
+
+
+@app.command(help="\n\n".join(f"\b\n{paragraph}" for paragraph in __doc__.split("\n\n")))  # as written
+def _bench(repeat: Annotated[int, typer.Option(metavar="N")] = 3,
+           pairs: Annotated[int, typer.Option(
+               metavar="N", help="pairs of python -O app.py and the CfnInclude floor")] = 7,
+           cli: Annotated[bool, typer.Option("--cli", help="time the command line's start-up only")] = False,
+           cfn_include: Annotated[bool, typer.Option(
+               "--cfn-include", help="time python -O app.py against the CfnInclude floor only")] = False) -> None:
+    if cli:
+        cli_bench(max(repeat, 5))
         return
     # scripts/setup (run first) says in one line when this Node.js is past jsii's support; as scripts/env.sh does,
     # jsii's banner is then silenced for its major version.
@@ -239,9 +238,9 @@ def main() -> None:
            "AWS_EC2_METADATA_DISABLED": "true", "CDK_DISABLE_CLI_TELEMETRY": "true"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # -O reads .opt-1.pyc: let the warm-up run write them
     subprocess.run([str(ROOT / "scripts" / "setup")], cwd=ROOT, check=True)
-    if args.cfn_include:
+    if cfn_include:
         with tempfile.TemporaryDirectory() as tmp:
-            floor_pairs(env, Path(tmp), args.pairs)
+            floor_pairs(env, Path(tmp), pairs)
         return
     with tempfile.TemporaryDirectory() as tmp:
         env["HYPERPOD_CFN_LINT_CACHE"] = str(Path(tmp) / "cfn-lint-cache")  # filled by the warm-up run
@@ -263,7 +262,7 @@ def main() -> None:
             case_env = {**env, "CDK_OUTDIR": str(Path(tmp) / "cdk.out")} if "app" in name else env
             run(cmd, case_env)  # warm-up: bytecode and jsii package cache
             walls, rss = [], 0.0
-            for _ in range(args.repeat):
+            for _ in range(repeat):
                 wall, peak = run(cmd, case_env)
                 walls.append(wall)
                 rss = max(rss, peak)
@@ -277,10 +276,14 @@ def main() -> None:
         print(f"\npython -O app.py / floor: {app_ratio:.2f}x (target <= 2x)")
         print(f"main job / floor:         {job_ratio:.2f}x templates unchanged, {cold_ratio:.2f}x cfn-lint cache off "
               f"(target <= 5x); CLI-spawned pipeline / floor: {previous_ratio:.2f}x")
-        floor_pairs(env, Path(tmp), args.pairs)
+        floor_pairs(env, Path(tmp), pairs)
     print()
-    cli_bench(max(args.repeat, 5))
+    cli_bench(max(repeat, 5))
+
+
+def main(argv: list[str] | None = None) -> None:
+    run_app(app, argv, "scripts/bench.py")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    guarded(main)

@@ -18,17 +18,21 @@ same process measures request overhead and CPU, not network bandwidth: read the 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 ROOT = Path(__file__).resolve().parents[1]
 for folder in ("core", "cli"):
     sys.path.insert(0, str(ROOT / folder))
+
+from hyperpod_core.errors import guarded, run_app  # noqa: E402  (from core/, inserted above)
 
 
 def make_model(root: Path, shards: int, shard_mib: int) -> Path:
@@ -45,11 +49,13 @@ def make_model(root: Path, shards: int, shard_mib: int) -> Path:
     return src
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--shards", type=int, default=4)
-    parser.add_argument("--shard-mib", type=int, default=128)
-    args = parser.parse_args()
+app = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]})
+
+
+@app.command(help="\n\n".join(f"\b\n{paragraph}" for paragraph in __doc__.split("\n\n")))  # as written
+def _bench(shards: Annotated[int, typer.Option(metavar="N")] = 4,
+           shard_mib: Annotated[int, typer.Option(metavar="MIB")] = 128) -> None:
     os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1",
                       AWS_EC2_METADATA_DISABLED="true")
 
@@ -68,7 +74,7 @@ def main() -> None:
         _, port = server.get_host_and_port()
         s3 = boto3.client("s3", endpoint_url=f"http://localhost:{port}", region_name="us-east-1")
         with tempfile.TemporaryDirectory() as tmp:
-            src = make_model(Path(tmp), args.shards, args.shard_mib)
+            src = make_model(Path(tmp), shards, shard_mib)
             files = model_folder.scan_model_dir(src)
             total = sum(f.size for f in files)
             print(f"{len(files)} files, {total / 2**20:.0f} MiB, local S3 at http://localhost:{port} (moto)")
@@ -105,5 +111,9 @@ def main() -> None:
           f"resume / baseline: {resumed / baseline:.2f}")
 
 
+def main(argv: list[str] | None = None) -> None:
+    run_app(app, argv, "scripts/bench_stage_model.py")
+
+
 if __name__ == "__main__":
-    main()
+    guarded(main)

@@ -33,14 +33,15 @@ format changes (a new file ``bench`` writes per run), measure again.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "docs" / "sample-benchmark-report"
@@ -55,6 +56,8 @@ LOCAL_COUNT = "bench_server: requests it served prefill-then-decode, in place of
 #: The report's files, written by ``report`` and copied beside ``raw/``.
 REPORT_FILES = ("report.md", "report.html", "summary.json", "charts")
 sys.path[:0] = [str(REPO / "tests" / "cli"), str(REPO / "tests")]  # bench_server, fake_http
+
+from hyperpod_core.errors import guarded, run_app  # noqa: E402  (after the test helpers' folders)
 
 
 def _jobs(config_path: Path, tmp: Path) -> tuple[Any, Any, list[dict[str, Any]]]:
@@ -177,21 +180,29 @@ def render(config_path: Path) -> None:
             (shutil.copytree if (out / item).is_dir() else shutil.copy2)(out / item, target)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", type=Path, default=REPO / "config" / "default.yaml")
-    parser.add_argument("--only", action="append", help="runs to measure, shell patterns (default: "
-                                                        f"{', '.join(DEFAULT_RUNS)})")
-    parser.add_argument("--max-requests", type=int, default=32, help="requests per run (default: 32)")
-    parser.add_argument("--render-only", action="store_true", help="render the report from the raw set as it is")
-    args = parser.parse_args()
-    config_path = args.config.resolve()
-    if not args.render_only:
-        measure(config_path, args.only or list(DEFAULT_RUNS), args.max_requests)
+app = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]})
+
+
+@app.command(help="\n\n".join(f"\b\n{paragraph}" for paragraph in __doc__.split("\n\n")))  # as written
+def _sample(config: Annotated[Path, typer.Option(metavar="PATH")] = REPO / "config" / "default.yaml",
+            only: Annotated[list[str] | None, typer.Option(
+                metavar="PATTERN", help=f"runs to measure, shell patterns (default: {', '.join(DEFAULT_RUNS)})")
+            ] = None,
+            max_requests: Annotated[int, typer.Option(metavar="N", help="requests per run")] = 32,
+            render_only: Annotated[bool, typer.Option(
+                "--render-only", help="render the report from the raw set as it is")] = False) -> None:
+    config_path = config.resolve()
+    if not render_only:
+        measure(config_path, only or list(DEFAULT_RUNS), max_requests)
     render(config_path)
     size = sum(p.stat().st_size for p in RAW.rglob("*") if p.is_file())
     print(f"wrote {RAW.relative_to(REPO)}/ ({size / 1024:.0f} KiB) and the report beside it", file=sys.stderr)
 
 
+def main(argv: list[str] | None = None) -> None:
+    run_app(app, argv, "scripts/sample_benchmark_results.py")
+
+
 if __name__ == "__main__":
-    main()
+    guarded(main)

@@ -169,3 +169,76 @@ def test_xdist_groups_are_honoured(request: pytest.FixtureRequest) -> None:
     if not getattr(request.config.option, "loadgroup", False):
         pytest.skip("not running under xdist --dist loadgroup")
     assert request.node.nodeid.endswith("@repository-root")
+
+
+def _script(name: str) -> types.ModuleType:
+    """A script of scripts/ loaded as a module (its ``main`` not run)."""
+    import importlib.machinery
+    import importlib.util
+
+    loader = importlib.machinery.SourceFileLoader(name.replace("-", "_").removesuffix(".py"),
+                                                  str(REPO_ROOT / "scripts" / name))
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[loader.name] = module  # dataclasses resolve annotations through sys.modules
+    loader.exec_module(module)
+    return module
+
+
+#: Every entry point that takes options (tests/test_libraries.py: all of them parse with Typer): how it names
+#: itself, and its module.
+OPTION_ENTRY_POINTS = {
+    "python -m hyperpod_k8s.main": lambda: __import__("hyperpod_k8s.main", fromlist=["main"]),
+    "python -m hyperpod_k8s.crd_source": lambda: __import__("hyperpod_k8s.crd_source", fromlist=["main"]),
+    "python -m hyperpod_mainjob": lambda: __import__("hyperpod_mainjob.job", fromlist=["main"]),
+    "python -m hyperpod_mainjob.summary": lambda: __import__("hyperpod_mainjob.summary", fromlist=["main"]),
+    "python -m hyperpod_mainjob.charts": lambda: __import__("hyperpod_mainjob.charts", fromlist=["main"]),
+    "scripts/bench.py": lambda: _script("bench.py"),
+    "scripts/bench_stage_model.py": lambda: _script("bench_stage_model.py"),
+    "scripts/sample_benchmark_results.py": lambda: _script("sample_benchmark_results.py"),
+    "scripts/refresh-addon-versions": lambda: _script("refresh-addon-versions"),
+}
+
+
+@pytest.mark.parametrize("prog", sorted(OPTION_ENTRY_POINTS))
+def test_a_bad_option_is_one_line_and_exit_2(prog: str) -> None:
+    """Under the guard its process runs it with: one line naming the option and where the help is, exit 2,
+    never argparse's or Click's usage block."""
+    from tests.in_process import run_entry_point
+
+    from hyperpod_core.errors import guarded
+
+    main = OPTION_ENTRY_POINTS[prog]().main
+    result = run_entry_point(lambda: guarded(lambda: main(["--bogus"])), [prog, "--bogus"], cwd=REPO_ROOT)
+    assert (result.returncode, result.stderr.splitlines()) == (
+        2, [f"error: No such option: --bogus (see: {prog} --help)"])
+
+
+def test_a_typer_entry_point_keeps_the_guards_exit_codes() -> None:
+    """``run_app``: a value the parser refuses is one line, exit 2; Ctrl-C is "interrupted", 130; a command's
+    non-zero return is the exit code; --help prints the page and exits 0."""
+    import typer
+    from tests.in_process import run_entry_point
+
+    from hyperpod_core.errors import guarded, run_app
+
+    app = typer.Typer(add_completion=False)
+
+    @app.command()
+    def probe(count: int = 1, interrupt: bool = False) -> int:
+        if interrupt:
+            raise KeyboardInterrupt
+        return count
+
+    def run(*argv: str) -> tuple[int, list[str]]:
+        result = run_entry_point(lambda: guarded(lambda: run_app(app, list(argv), "probe")), ["probe", *argv],
+                                 cwd=REPO_ROOT)
+        return result.returncode, result.stderr.splitlines()
+
+    code, lines = run("--count", "x")
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: Invalid value for '--count'")
+    assert run("--interrupt") == (130, ["error: interrupted"])
+    assert run("--count", "3") == (3, [])
+    assert run("--count", "0") == (0, [])
+    assert run("--help") == (0, [])

@@ -13,7 +13,8 @@ every module, so an import inside a function (a lazy import) or under ``if TYPE_
     hyperpod_runtime  -> nothing but itself
 
 ``hyperpod_core`` is plain Python: no CDK, cdk8s, constructs, Typer, Rich or Kubernetes client, no boto3.
-``hyperpod_runtime`` runs in a Lambda function or the benchmark pod: the standard library and boto3/botocore only.
+``hyperpod_runtime`` runs in a Lambda function or the benchmark pod: the standard library and boto3/botocore (and
+urllib3, which botocore requires) only.
 And no import circle between two files anywhere (:func:`import_cycles`).
 """
 
@@ -65,8 +66,10 @@ BUNDLING_HANDLERS = (
     REPO_ROOT / "constructs" / "hyperpod_constructs" / "node_readiness_handler" / "index.py",
     REPO_ROOT / "constructs" / "hyperpod_constructs" / "adopted_log_groups_handler" / "index.py",
 )
-#: What the AWS Lambda Python runtime provides besides the standard library.
-LAMBDA_RUNTIME = {"boto3", "botocore"}
+#: What the AWS Lambda Python runtime provides besides the standard library: the SDK for Python ("Building Lambda
+#: functions with Python") and urllib3, which botocore requires (its metadata: ``urllib3>=1.25.4,!=2.2.0,<3``) and
+#: imports to send every request (``botocore/httpsession.py``).
+LAMBDA_RUNTIME = {"boto3", "botocore", "urllib3"}
 
 
 #: The cdk8s bindings generated from the operator CRD (git-ignored, never edited). The v3.3 module is 1.6 MB of
@@ -148,7 +151,7 @@ def test_the_core_imports_no_framework_and_no_boto3() -> None:
 
 def runtime_violations(folder: Path) -> list[str]:
     """``<module> imports <module>`` for every import of a runtime module that is neither the standard library,
-    boto3/botocore nor the runtime itself."""
+    boto3/botocore/urllib3 (:data:`LAMBDA_RUNTIME`) nor the runtime itself."""
     found = []
     for path in sorted(folder.rglob("*.py")):
         for imported in sorted(imported_modules(path)):
@@ -160,8 +163,8 @@ def runtime_violations(folder: Path) -> list[str]:
 
 def test_the_runtime_needs_only_what_a_lambda_function_or_the_benchmark_pod_has() -> None:
     """Every runtime module may be bundled into a Lambda asset or shipped into the benchmark pod: the standard
-    library, boto3/botocore (the Lambda Python runtime's; the runner's pod installs genai-bench[aws]) and the
-    runtime itself, nothing else of ours or anyone's."""
+    library, boto3/botocore and urllib3 (the Lambda Python runtime's; the runner's pod installs genai-bench[aws],
+    whose boto3 brings them) and the runtime itself, nothing else of ours or anyone's."""
     assert runtime_violations(PACKAGES["hyperpod_runtime"]) == []
 
 
@@ -203,7 +206,7 @@ def test_an_upward_import_is_reported(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("handler", BUNDLING_HANDLERS, ids=lambda p: p.parent.name)
 def test_what_a_handler_bundles_needs_only_what_the_lambda_runtime_has(handler: Path) -> None:
-    """The handler and every module bundled beside it import only the standard library, boto3/botocore and
+    """The handler and every module bundled beside it import only the standard library, boto3/botocore/urllib3 and
     modules that are bundled too: the Python Lambda runtime has nothing else."""
     bundled = imported_by(handler)
     assert any(rel.startswith("hyperpod_runtime/") for rel in bundled), "the handler bundles runtime modules"

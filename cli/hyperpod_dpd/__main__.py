@@ -1,3 +1,3 @@
-from hyperpod_dpd.entry import main
+from hyperpod_dpd.app import main
 
 main()

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from hyperpod_core.errors import CommandFailed, UsageError
-from hyperpod_dpd import cdk_cli, principal
+from hyperpod_dpd import aws, cdk_cli, change_set, principal
+from hyperpod_dpd.aws import explain
 from hyperpod_dpd.confirm import confirm
 
 #: The cluster stack's parameter for the IAM principal given cluster admin through an EKS access entry (when
@@ -34,8 +35,6 @@ def principal_arn(caller_arn: str) -> str:
 
 
 def caller_principal(region: str) -> str:
-    from hyperpod_dpd import aws
-
     with aws.aws_errors("cannot find who deploys (pass --admin-principal-arn, or set eks.admin_principal_arn)"
                         "; sts:GetCallerIdentity"):
         arn = aws.client("sts", region).get_caller_identity()["Arn"]
@@ -54,8 +53,6 @@ def admins_to_pass(needed: list[str], state: dict[str, dict[str, Any] | None], g
     (``--previous-parameters``, default true: aws-cdk's ``cdk deploy`` reference, and the pinned CLI's
     ``ParameterValues``, node_modules/aws-cdk/lib/index.js). ``--admin-principal-arn`` changes it on purpose; a
     first deploy takes the caller."""
-    from hyperpod_dpd import change_set
-
     passed: dict[str, str] = {}
     said = ""
     for stack_name in needed:
@@ -80,8 +77,6 @@ def change_sets(cdk_out: Path, updated: dict[str, str], admins: dict[str, str], 
     """``{stack name: DescribeChangeSet Changes}`` of what deploying would change in the stacks ``updated`` (``{stack
     name: construct ID}``, all deployed): the pinned CDK CLI creates their change sets without executing them, they
     are read and deleted (:mod:`hyperpod_dpd.change_set`)."""
-    from hyperpod_dpd import aws, change_set
-
     # --method=prepare-change-set: "creates a change set without executing it" (the pinned CLI's option table,
     # node_modules/aws-cdk/lib/cli/cli-config.js; aws-cdk's cdk deploy reference); --exclusively: these stacks
     # only. Never skipped for an unchanged template, and nothing to approve: nothing runs.
@@ -107,8 +102,6 @@ def change_sets(cdk_out: Path, updated: dict[str, str], admins: dict[str, str], 
 
 def allow_replace(values: list[str] | None, templates: dict[str, dict[str, Any]]) -> list[str]:
     """``--allow-replace`` values, checked: ``all`` or the logical ID of a guarded resource of the assembly."""
-    from hyperpod_dpd import change_set
-
     known = list(dict.fromkeys(lid for template in templates.values()
                                for lid, r in (template.get("Resources") or {}).items()
                                if change_set.guard_of(str(r.get("Type", "")), lid) is not None))
@@ -123,8 +116,6 @@ def check_replacements(found: list[Any], templates: dict[str, dict[str, Any]], c
                         allow: list[str], ids: dict[str, str], selector: str) -> None:
     """Refuse the deploy when ``found`` holds a replacement that ``allow`` does not allow, or one that the stacks
     importing its exports make impossible (even when allowed); otherwise say what each allowed one does."""
-    from hyperpod_dpd import aws, change_set
-
     held: dict[Any, list[str]] = {}
     with aws.aws_errors("reading the stacks that import a replaced resource's exports; cloudformation:DescribeStacks"):
         for r in found:
@@ -165,9 +156,6 @@ def old_clusters(found: list[Any], cloudformation: Any) -> list[tuple[Any, str |
     previous physical ID): ``now`` is ``None`` and ``error`` says why when it could not be read."""
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from hyperpod_dpd import change_set
-    from hyperpod_dpd.aws import explain
-
     out: list[tuple[Any, str | None, str]] = []
     for r in found:
         if r.guard is not change_set.HYPERPOD_CLUSTER or not r.physical_id or r.action == change_set.REMOVE:
@@ -186,8 +174,6 @@ def delete_retained_clusters(found: list[Any], cloudformation: Any, region: str,
     """After a deploy with ``--allow-replace``: delete each HyperPod cluster the update replaced, which
     ``UpdateReplacePolicy: Retain`` left running, by its previous physical ID (its ARN; ``DeleteCluster`` takes
     the name or the ARN), asked once (``--yes`` answers)."""
-    from hyperpod_dpd import aws
-
     for r, now, error in old_clusters(found, cloudformation):
         if error:
             raise CommandFailed(f"reading {r.stack} {r.logical_id} failed ({error}; cloudformation:"

@@ -21,7 +21,7 @@ and its ``pod-template-hash``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -174,6 +174,24 @@ def kube_errors(action: str) -> Iterator[None]:
                               "bastion in the VPC)") from None
 
 
+def request(action: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``, a call of one of :class:`Kube`'s API clients, with :data:`REQUEST_TIMEOUT`; a failure
+    becomes one line (:func:`kube_errors`)."""
+    with kube_errors(action):
+        return fn(*args, _request_timeout=REQUEST_TIMEOUT, **kwargs)
+
+
+def read_or_none(action: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """:func:`request` for a read; ``None`` when the object, or its kind, does not exist (404)."""
+    with kube_errors(action):
+        try:
+            return fn(*args, _request_timeout=REQUEST_TIMEOUT, **kwargs)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+
 def pod_ready(pod: Any) -> bool:
     conditions = (pod.status.conditions if pod.status else None) or []
     return any(c.type == "Ready" and c.status == "True" for c in conditions)
@@ -235,7 +253,8 @@ def _owned_by(meta: Any, kind: str, names: dict[str, str]) -> bool:
 
 
 class Kube:
-    """The few reads the day-2 commands need."""
+    """The command line's one access to Kubernetes: the official client's API groups it uses, and the few reads the
+    day-2 commands need (``bench`` adds its own calls on the same clients: :mod:`hyperpod_dpd.benchmark.kube`)."""
 
     def __init__(self, api: k8s.ApiClient) -> None:
         self.api = api
@@ -243,6 +262,8 @@ class Kube:
         self.apps = k8s.AppsV1Api(api)
         self.custom = k8s.CustomObjectsApi(api)
         self.networking = k8s.NetworkingV1Api(api)
+        self.batch = k8s.BatchV1Api(api)
+        self.autoscaling = k8s.AutoscalingV2Api(api)
 
     def nodes(self, label_key: str) -> list[NodeState]:
         """Every node carrying ``label_key`` (any value), sorted by name."""

@@ -38,8 +38,11 @@ from typing import Any, Literal
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from hyperpod_core import paths, pins
+from hyperpod_core.assembly import undeployable_line
 from hyperpod_core.config import Config
 from hyperpod_core.environment import Environment
+from hyperpod_core.errors import UsageError
+from hyperpod_dpd import aws
 from hyperpod_dpd.aws import explain
 
 Status = Literal["PASS", "WARN", "FAIL", "UNKNOWN"]
@@ -62,8 +65,6 @@ class Check:
 
 def make_clients(region: str) -> Clients:
     """Real clients (bounded retries) in ``region``."""
-    from hyperpod_dpd import aws
-
     return Clients(lambda service: aws.client(service, region))
 
 
@@ -130,13 +131,9 @@ def quota_index(clients: Clients, service_code: str) -> dict[str, dict[str, Any]
     if service_code not in clients.quota_names:
         sq = clients.get("service-quotas", service_code)
         found: dict[str, dict[str, Any]] = {}
-        kwargs: dict[str, Any] = {"ServiceCode": service_code, "MaxResults": 100}
-        while True:
-            page = sq.list_aws_default_service_quotas(**kwargs)
+        for page in sq.get_paginator("list_aws_default_service_quotas").paginate(ServiceCode=service_code,
+                                                                                  MaxResults=100):
             found.update({q["QuotaName"]: q for q in page.get("Quotas", []) if "QuotaName" in q})
-            if not page.get("NextToken"):
-                break
-            kwargs["NextToken"] = page["NextToken"]
         clients.quota_names[service_code] = found
     return clients.quota_names[service_code]
 
@@ -475,13 +472,8 @@ def check_deep_health_checks(clients: Clients, config: Config, *, modified: tupl
     try:
         cluster = sm.describe_cluster(ClusterName=name)
         nodes: list[dict[str, Any]] = []
-        kwargs: dict[str, Any] = {"ClusterName": name}
-        while True:
-            page = sm.list_cluster_nodes(**kwargs)
+        for page in sm.get_paginator("list_cluster_nodes").paginate(ClusterName=name):
             nodes += page.get("ClusterNodeSummaries", [])
-            if not page.get("NextToken"):
-                break
-            kwargs["NextToken"] = page["NextToken"]
     except ClientError as exc:
         if _cluster_missing(exc):
             return Check(name=DEEP_HEALTH_CHECK_NAME, status="PASS",
@@ -580,9 +572,6 @@ def check_templates(env: Environment) -> Check:
     """The environment's synthesized templates: of the config as it is now, and deployable (CloudFormation refuses a
     template holding the stand-in of a Helm chart set-up could not fetch: :func:`hyperpod_core.assembly.undeployable`).
     Local files only."""
-    from hyperpod_core.assembly import undeployable_line
-    from hyperpod_core.errors import UsageError
-
     try:
         cdk_out = env.require_synthesized()
     except UsageError as exc:

@@ -9,6 +9,7 @@ both; tests keep them in sync with the model.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -85,8 +86,6 @@ def render() -> str:
 
 def modeline(config_file: Path) -> str:
     """The ``yaml-language-server`` first line that points ``config_file`` at the committed schema."""
-    import os
-
     rel = os.path.relpath(committed()[0], config_file.resolve().parent)
     return f"# yaml-language-server: $schema={rel}"
 

@@ -158,14 +158,9 @@ def incomplete_uploads(s3: Any, bucket: str, prefix: str) -> dict[str, list[dict
     """``{key: [upload]}`` of the multipart uploads started and neither completed nor aborted under ``prefix``
     (``ListMultipartUploads``, all pages), newest first."""
     found: dict[str, list[dict[str, Any]]] = {}
-    kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
-    while True:
-        page = s3.list_multipart_uploads(**kwargs)
+    for page in s3.get_paginator("list_multipart_uploads").paginate(Bucket=bucket, Prefix=prefix):
         for upload in page.get("Uploads", []):
             found.setdefault(upload["Key"], []).append(upload)
-        if not page.get("IsTruncated"):
-            break
-        kwargs.update(KeyMarker=page.get("NextKeyMarker", ""), UploadIdMarker=page.get("NextUploadIdMarker", ""))
     epoch = dt.datetime.min.replace(tzinfo=dt.UTC)
     for uploads in found.values():
         uploads.sort(key=lambda u: u.get("Initiated") or epoch, reverse=True)
@@ -175,13 +170,9 @@ def incomplete_uploads(s3: Any, bucket: str, prefix: str) -> dict[str, list[dict
 def list_parts(s3: Any, bucket: str, key: str, upload_id: str) -> list[dict[str, Any]]:
     """Every part S3 holds for an upload (``ListParts``, all pages)."""
     parts: list[dict[str, Any]] = []
-    kwargs: dict[str, Any] = {"Bucket": bucket, "Key": key, "UploadId": upload_id}
-    while True:
-        page = s3.list_parts(**kwargs)
+    for page in s3.get_paginator("list_parts").paginate(Bucket=bucket, Key=key, UploadId=upload_id):
         parts += page.get("Parts", [])
-        if not page.get("IsTruncated"):
-            return parts
-        kwargs["PartNumberMarker"] = page["NextPartNumberMarker"]
+    return parts
 
 
 
@@ -402,7 +393,3 @@ def write_manifest(s3: Any, bucket: str, prefix: str, files: list[LocalFile]) ->
     except ClientError as exc:
         raise _access_denied(bucket, key, exc) from None
     return key, True
-
-
-
-

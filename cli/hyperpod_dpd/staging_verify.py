@@ -26,16 +26,12 @@ def staged_revisions(s3: Any, bucket: str, s3_prefix: str) -> list[str]:
 
     pattern = re.compile(rf"^{re.escape(REVISION_PREFIX)}[0-9a-f]{{{REVISION_HEX}}}$")
     found: list[str] = []
-    kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": s3_prefix, "Delimiter": "/"}
-    while True:
-        page = s3.list_objects_v2(**kwargs)
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=s3_prefix, Delimiter="/"):
         for common in page.get("CommonPrefixes", []):
             name = str(common["Prefix"])[len(s3_prefix):].rstrip("/")
             if pattern.fullmatch(name) and remote_state(s3, bucket, key_of(f"{s3_prefix}{name}/", MANIFEST_NAME)):
                 found.append(name)
-        if not page.get("IsTruncated"):
-            return sorted(found)
-        kwargs["ContinuationToken"] = page["NextContinuationToken"]
+    return sorted(found)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,11 +95,6 @@ def verify(s3: Any, bucket: str, prefix: str, revision: str | None = None) -> Ve
             out.append(Verified(rel=rel, ok=True, detail=f"{want['size']} bytes, {_stored(head)}"))
     named = {key_of(prefix, rel) for rel in files} | {key}
     extra: list[tuple[str, int]] = []
-    kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
-    while True:
-        page = s3.list_objects_v2(**kwargs)
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         extra += [(o["Key"], int(o.get("Size", 0))) for o in page.get("Contents", []) if o["Key"] not in named]
-        if not page.get("IsTruncated"):
-            break
-        kwargs["ContinuationToken"] = page["NextContinuationToken"]
     return Verification(files=out, extra=sorted(extra), manifest_body=body)

@@ -143,8 +143,9 @@ def _remove_stage(root: Path, owner: int) -> None:
 
 
 #: What the Lambda Python runtime provides besides the standard library (Lambda developer guide, "Building Lambda
-#: functions with Python": the runtime includes the AWS SDK for Python).
-RUNTIME_PACKAGES = frozenset({"boto3", "botocore"})
+#: functions with Python": the runtime includes the AWS SDK for Python), with urllib3, which botocore requires
+#: (``urllib3>=1.25.4,!=2.2.0,<3`` in its metadata) and imports for every request (``botocore/httpsession.py``).
+RUNTIME_PACKAGES = frozenset({"boto3", "botocore", "urllib3"})
 
 
 def _imports_outside_try(path: Path) -> set[str]:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import aws_cdk as cdk
+from aws_cdk import Stack
 from constructs import IConstruct
 
 #: Context key; ``"off"`` records acknowledgements without applying them.
@@ -87,8 +88,6 @@ def acknowledge_provider_framework(provider: IConstruct, handlers: Sequence[ICon
     policy grants it. A function missed here fails synth as an unacknowledged finding, and one that does not
     exist fails the stale acknowledgement test.
     """
-    from aws_cdk import Stack
-
     polling = [f for name in ("framework-isComplete", "framework-onTimeout")
                if (f := provider.node.try_find_child(name)) is not None]
     stack = Stack.of(provider)

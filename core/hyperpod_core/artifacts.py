@@ -6,17 +6,15 @@ resiliency sub-charts):
 reads local copies and checks them again (:func:`verified_chart_dir`). Synth never touches the network.
 
 Chart cache: ``$HYPERPOD_CHART_CACHE`` or ``<repo>/.cache/charts``, one directory per chart,
-``<cache>/<commit>/<chart name>/<files>``. ``./scripts/setup`` fills it (``python -m hyperpod_core.artifacts
+``<cache>/<commit>/<chart name>/<files>``. ``./scripts/setup`` fills it (``python -m hyperpod_mainjob.charts
 --fetch``); without network access to raw.githubusercontent.com it warns and synth marks the deployment as
 not deployable (see :mod:`hyperpod_constructs.hyperpod_resiliency_charts`).
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
-import sys
 import tempfile
 import urllib.request
 from pathlib import Path, PurePosixPath
@@ -94,35 +92,3 @@ def fetch_chart(chart: pins.ChartArtifactPin, cache: Path | None = None) -> Path
             fetch_verified(chart.base_url + f.path, f.sha256, staging / f.path)
         staging.replace(final)
     return final
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Fetch (or check) the pinned HyperPod chart artifacts.")
-    parser.add_argument("--fetch", action="store_true", help="download what is missing (set-up only)")
-    args = parser.parse_args(argv)
-    missing, first_error = [], None
-    for chart in pins.CHART_ARTIFACTS:
-        try:
-            path = fetch_chart(chart) if args.fetch else verified_chart_dir(chart)
-        except ConfigError as exc:
-            if not args.fetch:
-                raise
-            first_error = first_error or str(exc)
-            path = None
-        if path is None:
-            missing.append(chart.name)
-        else:
-            print(path)
-    if missing:
-        # One line (set-up runs before every main job): what is missing, why, and what it means.
-        why = f" ({first_error})" if first_error else ""
-        print(f"[setup] warning: Helm charts not in {chart_cache_dir()}: {', '.join(missing)}{why}. Synth still "
-              "works, but CloudFormation will refuse to deploy until ./scripts/setup has fetched them "
-              f"(or {CHART_CACHE_ENV} points at a directory holding them).", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    from hyperpod_core.errors import guarded
-
-    guarded(lambda: sys.exit(main()))

@@ -11,7 +11,7 @@ Whatever the cause, the entry point prints one line on stderr, never a traceback
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 #: Exit code of every entry point for bad input (config, arguments, missing files).
 EXIT_BAD_INPUT = 2
@@ -68,3 +68,27 @@ def guarded(fn: Callable[[], object]) -> None:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         raise SystemExit(EXIT_INTERRUPTED) from None
+
+
+def run_app(app: Callable[..., object], argv: Sequence[str] | None, prog: str) -> None:
+    """Run ``app``, a Typer application (the one command line framework of every entry point), the way
+    :func:`guarded` expects an entry point to behave. Typer runs it with ``standalone_mode=False``, so nothing is
+    printed or exited behind the guard's back:
+
+    * a parser error (Click's ``UsageError``, raised with ``exit_code`` 2 and ``format_message()``) becomes a
+      :class:`UsageError`: one line naming the option and the value, exit 2;
+    * Ctrl-C, which Typer answers with exit code 130, becomes ``KeyboardInterrupt`` ("interrupted", 130);
+    * a command that returns a non-zero int exits with it; ``--help`` prints the page and returns.
+
+    Duck-typed on Click's exception attributes: the core imports no command line framework."""
+    try:
+        code = app(args=None if argv is None else list(argv), prog_name=prog, standalone_mode=False)
+    except Exception as exc:
+        message = getattr(exc, "format_message", None)
+        if getattr(exc, "exit_code", None) != EXIT_BAD_INPUT or not callable(message):
+            raise
+        raise UsageError(f"{' '.join(str(message()).split())} (see: {prog} --help)") from None
+    if code == EXIT_INTERRUPTED:
+        raise KeyboardInterrupt
+    if isinstance(code, int) and not isinstance(code, bool) and code:
+        raise SystemExit(code)

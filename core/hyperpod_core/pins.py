@@ -199,7 +199,7 @@ EFA_DEVICE_PLUGIN: Final = HelmChartPin(
 #: AWS publishes them in no Helm or OCI repository (docs: sagemaker-hyperpod-eks-install-packages-using-helm-chart,
 #: "Download the Helm charts ... git clone"). The docs also say the chart is required for clusters created
 #: through the API and that the ``aws-hyperpod`` namespace is fixed.
-#: They are fetched at SET-UP (``./scripts/setup`` -> ``python -m hyperpod_core.artifacts --fetch``), file by
+#: They are fetched at SET-UP (``./scripts/setup`` -> ``python -m hyperpod_mainjob.charts --fetch``), file by
 #: file from raw.githubusercontent.com at this commit, each verified against the SHA-256 below (computed from
 #: the blobs of that commit), and shipped as CDK assets: the deploy reaches only AWS APIs and container
 #: registries. They are never copied into this repository. See docs/deploy.md.

@@ -5,9 +5,9 @@ handler's own imports and returns those modules, every ``hyperpod_runtime`` modu
 package ``__init__.py`` files on the way, as ``{path inside the asset: source file}``. The CDK side copies
 them next to the handler at synth, so the asset holds real files (no links, no second copy in the
 repository) and the handler imports them by their own names. Everything bundled must import only the
-standard library, boto3/botocore and other bundled modules: that is what the Lambda Python runtime has
-(tests/test_layering.py checks it). It runs at synth, on the CDK side: the stacks hand its answer to the
-constructs, which import nothing of ours.
+standard library, boto3/botocore (and urllib3, which botocore requires) and other bundled modules: that is what
+the Lambda Python runtime has (tests/test_layering.py checks it). It runs at synth, on the CDK side: the stacks
+hand its answer to the constructs, which import nothing of ours.
 """
 
 from __future__ import annotations

@@ -13,14 +13,16 @@ Synth never touches the network.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from hyperpod_core import paths, pins
 from hyperpod_core.artifacts import fetch_verified
-from hyperpod_core.errors import ConfigError, guarded
+from hyperpod_core.errors import ConfigError, UsageError, guarded, run_app
 
 #: Relative to the checkout: the shared CRD folder of the pinned operator version beside it, and where set-up
 #: downloads the pinned files (a folder per version, so a file of another version is never picked up).
@@ -67,14 +69,29 @@ def resolve_crd(pin: pins.CrdPin = pins.INFERENCE_ENDPOINT_CONFIG_CRD, *, crd_di
     return fetch_verified(pin.url, pin.sha256, paths.checkout("downloading the CRD") / CACHE_DIR / pin.file_name)
 
 
+PROG = "python -m hyperpod_k8s.crd_source"
+app = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]})
+
+
+@app.command(help="Print the verified path of each pinned operator CRD named, one a line.")
+def _print_paths(
+        crd_dir: Annotated[str | None, typer.Option(metavar="DIR")] = None,
+        fetch: Annotated[bool, typer.Option("--fetch", help="download the pinned file if no copy exists")] = False,
+        file: Annotated[list[str] | None, typer.Option(
+            metavar="NAME", help=f"which pinned CRD, one of {', '.join(sorted(CRDS))}; repeatable (default: the "
+                                 "InferenceEndpointConfig, the one bound with cdk8s)")] = None,
+) -> None:
+    names = file or [pins.INFERENCE_ENDPOINT_CONFIG_CRD.file_name]
+    for name in names:
+        if name not in CRDS:
+            raise UsageError(f"--file must be one of {', '.join(sorted(CRDS))}, got {name!r}")
+    for name in names:
+        print(resolve_crd(CRDS[name], crd_dir=crd_dir, fetch=fetch))
+
+
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Print the verified path of a pinned operator CRD.")
-    parser.add_argument("--crd-dir", default=None)
-    parser.add_argument("--fetch", action="store_true", help="download the pinned file if no copy exists")
-    parser.add_argument("--file", default=pins.INFERENCE_ENDPOINT_CONFIG_CRD.file_name, choices=sorted(CRDS),
-                        help="which pinned CRD (default: the InferenceEndpointConfig, the one bound with cdk8s)")
-    args = parser.parse_args(argv)
-    print(resolve_crd(CRDS[args.file], crd_dir=args.crd_dir, fetch=args.fetch))
+    run_app(app, argv, PROG)
 
 
 if __name__ == "__main__":

@@ -26,17 +26,22 @@ them go under ``placeholders/`` and ``endpoint/`` does not exist, so ``kubectl a
 
 from __future__ import annotations
 
-import argparse
 import os
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from hyperpod_core import environment, outputs, paths
+from hyperpod_core.atomic import staged_dir
 from hyperpod_core.config import Config, load_config
 from hyperpod_core.dist_layout import PLACEHOLDERS_README, DistLayout, apply_commands, placeholders_readme
-from hyperpod_core.errors import ConfigError
+from hyperpod_core.errors import ConfigError, run_app
 from hyperpod_core.inputs import EndpointInputs, placeholders, remedies, resolve_inputs
+from hyperpod_core.staged_model import RECORD_FILE
 from hyperpod_core.teardown import fast_exit
 
 OUTPUTS_ENV = "HYPERPOD_CDK_OUTPUTS"
@@ -67,8 +72,6 @@ def staged_model_path(cli_value: str | None, outputs_file: Path | None, folder: 
     """The staged-weights record to read, or ``None``. An explicitly named file must exist; else the one beside the
     outputs file, else in ``folder`` (``stage-model`` writes it into the config's folder, next to
     ``cdk-outputs.json``)."""
-    from hyperpod_core.staged_model import RECORD_FILE
-
     given = cli_value or os.environ.get(STAGED_MODEL_ENV)
     if given:
         if not Path(given).is_file():
@@ -92,7 +95,6 @@ def synth(config: Config, outdir: Path, inputs: EndpointInputs) -> list[Path]:
     """
     import cdk8s  # jsii starts here, after the config is known to be valid
 
-    from hyperpod_core.atomic import staged_dir
     from hyperpod_k8s.charts import build_charts
     from hyperpod_k8s.observability.delivery import write_dashboard_files
 
@@ -152,57 +154,72 @@ def _show_to_cdk8s_cli(outdir: Path, written: Sequence[Path] = ()) -> None:
     if link.is_symlink() or link.is_file():
         link.unlink()
     elif link.exists():
-        import shutil
-
         shutil.rmtree(link)
     link.symlink_to(outdir.resolve(), target_is_directory=True)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Synthesize the DPD endpoint manifests with cdk8s.")
-    parser.add_argument("--config", help="config YAML (default: $HYPERPOD_CONFIG or config/default.yaml)")
-    parser.add_argument("--outputs-file", help=f"cdk deploy --outputs-file JSON (default: ${OUTPUTS_ENV}, "
-                                               f"else {outputs.DEFAULT_OUTPUTS_FILE} in the config's folder when "
-                                               "present)")
-    parser.add_argument("--staged-model-file", help=f"record of the staged weights (default: ${STAGED_MODEL_ENV}, "
-                                                    "else staged-model.json beside the outputs file when present)")
-    parser.add_argument("--require-outputs", action="store_true",
-                        help="fail instead of writing placeholders for values only cdk deploy knows")
-    parser.add_argument("--outdir", default=default_outdir(),
-                        help="folder of the manifests (default: npx cdk8s synth -o DIR, else the config's dist/)")
-    args = parser.parse_args(argv)
-    path = config_path(args.config)
-    config = load_config(path)
+#: How the entry point names itself in its help and its one-line errors.
+PROG = "python -m hyperpod_k8s.main"
+app = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]})
+
+
+@app.command(help="Synthesize the DPD endpoint manifests with cdk8s.")
+def _synth(
+        config: Annotated[str | None, typer.Option(
+            metavar="PATH", help="config YAML (default: $HYPERPOD_CONFIG or config/default.yaml)")] = None,
+        outputs_file: Annotated[str | None, typer.Option(
+            metavar="PATH", help=f"cdk deploy --outputs-file JSON (default: ${OUTPUTS_ENV}, else "
+                                 f"{outputs.DEFAULT_OUTPUTS_FILE} in the config's folder when present)")] = None,
+        staged_model_file: Annotated[str | None, typer.Option(
+            metavar="PATH", help=f"record of the staged weights (default: ${STAGED_MODEL_ENV}, else "
+                                 "staged-model.json beside the outputs file when present)")] = None,
+        require_outputs: Annotated[bool, typer.Option(
+            "--require-outputs", help="fail instead of writing placeholders for values only cdk deploy knows")
+        ] = False,
+        outdir: Annotated[str | None, typer.Option(
+            metavar="DIR", help="folder of the manifests (default: npx cdk8s synth -o DIR, else the config's dist/)")
+        ] = None,
+) -> None:
+    path = config_path(config)
+    loaded = load_config(path)
     folder = environment.folder_of(path)[0]
-    if args.outdir is None:
-        args.outdir = str(folder / "dist")
+    outdir = outdir if outdir is not None else default_outdir()
+    if outdir is None:
+        outdir = str(folder / "dist")
     else:  # the checkout's dist/ is the default config's
-        environment.check_output_folder(path, Path(args.outdir), "dist", "-o" if default_outdir() else "--outdir")
-    outputs_file = outputs_path(args.outputs_file, folder)
-    inputs = resolve_inputs(config, outputs_file, staged_model_path(args.staged_model_file, outputs_file, folder))
+        environment.check_output_folder(path, Path(outdir), "dist", "-o" if default_outdir() else "--outdir")
+    outputs_file_path = outputs_path(outputs_file, folder)
+    inputs = resolve_inputs(loaded, outputs_file_path, staged_model_path(staged_model_file, outputs_file_path,
+                                                                           folder))
     missing = placeholders(inputs)
-    if missing and args.require_outputs:
+    if missing and require_outputs:
         raise ConfigError(f"--require-outputs: unresolved {'; '.join(remedies(missing))}")
     from hyperpod_k8s.endpoint.props import cold_start_notes, limit_notes
 
     for line in inputs.lines():
         print(line, file=sys.stderr)
-    for note in (*limit_notes(config), *cold_start_notes(config)):
+    for note in (*limit_notes(loaded), *cold_start_notes(loaded)):
         print(f"note: {note}", file=sys.stderr)
-    written = synth(config, Path(args.outdir), inputs)
-    for path in written:
-        print(f"wrote {path}")
-    placed = layout(config, Path(args.outdir), inputs)
+    written = synth(loaded, Path(outdir), inputs)
+    for written_path in written:
+        print(f"wrote {written_path}")
+    placed = layout(loaded, Path(outdir), inputs)
     if placed.unresolved:
         print(f"note: not deployable yet, so the endpoint, reference and benchmark manifests are in {placed.base}/ "
               f"(see its {PLACEHOLDERS_README}); {placed.root}/endpoint/ is written once every value is resolved: "
               f"{'; '.join(remedies(missing))}", file=sys.stderr)
     else:
-        print(f"apply: exactly one endpoint ({config.endpoint.apply}; the other mode is in "
+        print(f"apply: exactly one endpoint ({loaded.endpoint.apply}; the other mode is in "
               f"{placed.base / 'alternate'}/), one of:", file=sys.stderr)
         for line in apply_commands(f"{placed.endpoint_dir}/"):
             print(f"  {line}", file=sys.stderr)
-    _show_to_cdk8s_cli(Path(args.outdir), written)
+    _show_to_cdk8s_cli(Path(outdir), written)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The entry point: the command line of :func:`_synth` (``argv``, else the process's)."""
+    run_app(app, argv, PROG)
 
 
 if __name__ == "__main__":

@@ -24,8 +24,10 @@ intact. Progress lines (one per step, with its duration) go to stderr; the summa
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
+import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -33,9 +35,23 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from hyperpod_core import paths
+import typer
+
+from hyperpod_core import environment, paths
+from hyperpod_core.assembly import required_parameters, undeployable_line
+from hyperpod_core.atomic import staged_dir
+from hyperpod_core.config import load_config
+from hyperpod_core.dist_layout import apply_commands
+from hyperpod_core.errors import CommandFailed, UsageError, run_app
+from hyperpod_core.inputs import placeholders, resolve_in_folder, resolve_inputs
+from hyperpod_core.staged_model import RECORD_FILE
+from hyperpod_core.telemetry.notices import notices
+from hyperpod_infra.cdk_cli import cli_context
+from hyperpod_k8s.endpoint.props import cold_start_notes, limit_notes
+from hyperpod_k8s.main import synth as synth_manifests
+from hyperpod_mainjob import summary
 from hyperpod_mainjob.lint_worker import SETTINGS_FILE
 
 #: What the main job needs a checkout for (cdk.json's feature flags, .cfnlintrc.yaml, the chart and CRD copies
@@ -84,7 +100,6 @@ def synth_templates(config: Any, config_path: Path, outdir: Path) -> None:
     """The CDK app of ``config`` synthesized into ``outdir`` as ``cdk synth -c config=<config_path>`` would:
     the one synth path (:func:`hyperpod_infra.app_builder.synthesize`) with the CLI's context."""
     from hyperpod_infra.app_builder import synthesize
-    from hyperpod_infra.cdk_cli import cli_context
 
     synthesize(config, outdir=outdir, context=cli_context(config_path), announce=False)
 
@@ -95,8 +110,6 @@ def reuse_assets(previous: Path, outdir: Path) -> None:
     The CDK stages an asset only when ``asset.<hash>`` is not there yet, so unchanged assets (the 57 MB of
     kubectl and AWS CLI layers) are not copied again. Same hash, same bytes; a failure just means a copy.
     """
-    import shutil
-
     for asset in previous.glob("asset.*"):
         try:
             if asset.is_dir():
@@ -145,7 +158,6 @@ class CfnLint:
         """Where a clean result for ``template`` is recorded (``None`` without a cache)."""
         if self.cache is None:
             return None
-        import hashlib
         from importlib.metadata import version
 
         digest = hashlib.sha256()
@@ -205,10 +217,6 @@ def run(config_path: Path, cdk_out: Path, dist: Path, outputs_file: Path | None,
     paths.checkout(NEEDS_CHECKOUT)
     for key, value in JSII_ENV.items():
         os.environ.setdefault(key, value)
-    from hyperpod_core.atomic import staged_dir
-    from hyperpod_core.config import load_config
-    from hyperpod_core.errors import CommandFailed
-    from hyperpod_core.inputs import resolve_inputs
 
     # Bad input fails here, in well under a second, before any progress line or output.
     config = load_config(config_path)
@@ -223,7 +231,6 @@ def run(config_path: Path, cdk_out: Path, dist: Path, outputs_file: Path | None,
                 if stamp is not None:
                     stamp(tmp_out)
             lint.send(tmp_out)
-            from hyperpod_k8s.main import synth as synth_manifests
 
             with staged_dir(dist) as tmp_dist:
                 with progress.step(f"Kubernetes manifests (cdk8s app in-process) -> {dist}/"):
@@ -243,36 +250,39 @@ def run(config_path: Path, cdk_out: Path, dist: Path, outputs_file: Path | None,
                   lint_output=lint_output, input_lines=inputs.lines(), lint_unchanged=lint.unchanged)
 
 
+PROG = "python -m hyperpod_mainjob"
+app = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]})
+
+
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="The main job: synthesize, validate and summarize one config.")
-    parser.add_argument("--config", default=None)
-    parser.add_argument("--workdir", default=None,
-                        help="folder for cdk.out/ and dist/ (default: the config's, hyperpod_core.environment."
-                             "folder_of; another folder is for tests: no command finds it)")
-    parser.add_argument("--outputs-file", default=None,
-                        help="cdk deploy outputs (default: cdk-outputs.json in the config's folder when present)")
-    parser.add_argument("--env", default=None, help="environment name (envs/NAME/), instead of --config")
-    parser.add_argument("--via-cli", action="store_true", help="print next steps as hyperpod-dpd commands")
-    args = parser.parse_args(argv)
+    """The entry point: the command line of :func:`_main_job` (``argv``, else the process's)."""
+    run_app(app, argv, PROG)
 
-    import dataclasses
 
-    from hyperpod_core import environment
-    from hyperpod_mainjob import summary
-
-    if bool(args.env) == bool(args.config):
-        parser.error("pass exactly one of --config PATH or --env NAME")
+@app.command(help="The main job: synthesize, validate and summarize one config.")
+def _main_job(
+        config: Annotated[str | None, typer.Option(metavar="PATH")] = None,
+        workdir: Annotated[str | None, typer.Option(
+            metavar="DIR", help="folder for cdk.out/ and dist/ (default: the config's, hyperpod_core.environment."
+                                "folder_of; another folder is for tests: no command finds it)")] = None,
+        outputs_file: Annotated[str | None, typer.Option(
+            metavar="PATH", help="cdk deploy outputs (default: cdk-outputs.json in the config's folder when present)")
+        ] = None,
+        env_name: Annotated[str | None, typer.Option(
+            "--env", metavar="NAME", help="environment name (envs/NAME/), instead of --config")] = None,
+        via_cli: Annotated[bool, typer.Option("--via-cli", help="print next steps as hyperpod-dpd commands")] = False,
+) -> None:
+    if bool(env_name) == bool(config):
+        raise UsageError("pass exactly one of --config PATH or --env NAME")
     paths.checkout(NEEDS_CHECKOUT)
-    env = environment.resolve(args.config, args.env)
-    if args.workdir:
-        env = dataclasses.replace(env, workdir=Path(args.workdir))
-    outputs = Path(args.outputs_file) if args.outputs_file else (
+    env = environment.resolve(config, env_name)
+    if workdir:
+        env = dataclasses.replace(env, workdir=Path(workdir))
+    outputs = Path(outputs_file) if outputs_file else (
         env.outputs_file if env.outputs_file.is_file() else None)
-    if args.outputs_file and not outputs.is_file():  # type: ignore[union-attr]
-        from hyperpod_core.errors import UsageError
-
-        raise UsageError(f"--outputs-file {args.outputs_file!r} does not exist")
-    from hyperpod_core.staged_model import RECORD_FILE
+    if outputs_file and not outputs.is_file():  # type: ignore[union-attr]
+        raise UsageError(f"--outputs-file {outputs_file!r} does not exist")
 
     staged = env.workdir / RECORD_FILE  # what stage-model wrote into this environment's folder
     result = run(env.config_path, env.cdk_out, env.dist, outputs, stamp=env.write_stamp,
@@ -280,11 +290,9 @@ def main(argv: list[str] | None = None) -> None:
     print("== Endpoint inputs (where each deploy-time value came from)")
     for line in result.input_lines:
         print(f"  {line}")
-    from hyperpod_k8s.endpoint.props import cold_start_notes, limit_notes
 
     for note in (*limit_notes(env.config), *cold_start_notes(env.config)):
         print(f"  note: {note}")
-    from hyperpod_core.telemetry.notices import notices
 
     if lines := notices(env.config):
         print("== Alerts and dashboards")
@@ -293,14 +301,12 @@ def main(argv: list[str] | None = None) -> None:
     summary.print_summary(cdk_out=result.cdk_out, dist=result.dist, config=str(env.config_path),
                           lint_rc=result.lint_rc, lint_output=result.lint_output,
                           lint_unchanged=result.lint_unchanged,
-                          next_steps=next_steps(env, deployed=outputs is not None, via_cli=args.via_cli))
+                          next_steps=next_steps(env, deployed=outputs is not None, via_cli=via_cli))
 
 
 def next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
     """The exact commands that come next (each acts on the ``cdk.out`` just written, of this config only); first
     how to make the templates deployable when CloudFormation would refuse them (:func:`undeployable_line`)."""
-    from hyperpod_core.assembly import undeployable_line
-
     blocked = undeployable_line(env.cdk_out, ["--all"])
     first = [f"NOT DEPLOYABLE YET: {blocked}",
              "./scripts/setup   # with access to raw.githubusercontent.com (or HYPERPOD_CHART_CACHE): fetches them",
@@ -310,9 +316,6 @@ def next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
 
 
 def _next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
-    from hyperpod_core.dist_layout import apply_commands
-    from hyperpod_core.inputs import placeholders, resolve_in_folder
-
     # Both ways to apply, with when each fits: whether an endpoint of another revision is live is unknown offline.
     apply = [f"{line}   (exactly one endpoint: {env.config.endpoint.apply})" if i == 0 else line
              for i, line in enumerate(apply_commands(f"{env.dist}/endpoint/"))]
@@ -336,7 +339,6 @@ def _next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
                         f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} resolved", *apply]
     if via_cli or env.name:
         return [f"hyperpod-dpd preflight {env.selector}", f"hyperpod-dpd deploy {env.selector}"]
-    from hyperpod_core.assembly import required_parameters
 
     needed = [(stack, name) for stack, names in required_parameters(env.cdk_out, ["--all"]).items()
               for name in names]

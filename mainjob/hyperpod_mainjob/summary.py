@@ -7,14 +7,19 @@ an error, so a broken template is never summarized as fine.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Annotated
 
+import typer
 import yaml
+
+from hyperpod_core import paths
+from hyperpod_core.errors import guarded, run_app
+from hyperpod_mainjob.lint_worker import SETTINGS_FILE
 
 
 def _stacks(cdk_out: Path) -> dict[str, collections.Counter[str]]:
@@ -30,9 +35,6 @@ def _stacks(cdk_out: Path) -> dict[str, collections.Counter[str]]:
 
 
 def _cfn_lint(cdk_out: Path) -> tuple[int, str]:
-    from hyperpod_core import paths
-    from hyperpod_mainjob.lint_worker import SETTINGS_FILE
-
     settings = paths.checkout("python -m hyperpod_mainjob.summary") / SETTINGS_FILE
     templates = sorted(str(p) for p in cdk_out.glob("*.template.json"))
     lint = Path(sys.executable).with_name("cfn-lint")
@@ -80,17 +82,25 @@ def print_summary(*, cdk_out: Path, dist: Path, config: str, lint_rc: int, lint_
         print(f"  {step}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--cdk-out", type=Path, default=Path("cdk.out"))
-    parser.add_argument("--dist", type=Path, default=Path("dist"))
-    parser.add_argument("--config", default="config/default.yaml")
-    args = parser.parse_args(argv)
-    rc, lint_out = _cfn_lint(args.cdk_out)
-    print_summary(cdk_out=args.cdk_out, dist=args.dist, config=args.config, lint_rc=rc, lint_output=lint_out,
-                  next_steps=[f"npx cdk deploy --app {args.cdk_out} --all --outputs-file cdk-outputs.json"])
+PROG = "python -m hyperpod_mainjob.summary"
+app = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]})
+
+
+@app.command(help=__doc__)
+def _summary(cdk_out: Annotated[Path, typer.Option(metavar="DIR")] = Path("cdk.out"),
+             dist: Annotated[Path, typer.Option(metavar="DIR")] = Path("dist"),
+             config: Annotated[str, typer.Option(metavar="PATH")] = "config/default.yaml") -> int:
+    rc, lint_out = _cfn_lint(cdk_out)
+    print_summary(cdk_out=cdk_out, dist=dist, config=config, lint_rc=rc, lint_output=lint_out,
+                  next_steps=[f"npx cdk deploy --app {cdk_out} --all --outputs-file cdk-outputs.json"])
     return 1 if rc else 0
 
 
+def main(argv: list[str] | None = None) -> None:
+    """The entry point: exits 1 when cfn-lint reports an error."""
+    run_app(app, argv, PROG)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    guarded(main)

@@ -40,8 +40,8 @@ in one failure message.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +60,8 @@ REGISTRATIONS = ("SageMakerEndpointRegistration", "sagemakerendpointregistration
 PLACEHOLDER_PREFIX = "UNRESOLVED-"
 #: ``DeleteEndpoint`` etc. answered with these: the resource is still in use or busy; retry on the next poll.
 BUSY_CODES = frozenset({"ResourceInUse", "ResourceInUseException", "DependencyViolation", "InvalidState"})
+#: Throttling answers; botocore's retry modes retry each of them (``ThrottledRetryableChecker`` in botocore
+#: ``retries/standard.py``) before the error reaches us (tests/cleanup/test_janitor_handler.py checks it).
 THROTTLING_CODES = frozenset({
     "Throttling", "ThrottlingException", "ThrottledException", "RequestThrottled",
     "RequestThrottledException", "TooManyRequestsException", "RequestLimitExceeded", "SlowDown",
@@ -100,7 +102,8 @@ _SAGEMAKER = {k.kind: k for k in SAGEMAKER_KINDS}
 
 
 class AwsUnavailable(Exception):
-    """An AWS API kept throttling after every retry; worth trying again on the next poll."""
+    """An AWS API kept throttling after botocore's retries (the clients' retry configuration); worth trying again on
+    the next poll."""
 
 
 @dataclass(frozen=True)
@@ -159,28 +162,18 @@ class DeletionResult:
     of the operator's SageMakerEndpointRegistrations."""
 
 
-class AwsCaller:
-    """Calls a boto3 method, retrying throttling errors with bounded exponential backoff."""
-
-    def __init__(self, *, sleep: Callable[[float], None] = time.sleep, max_attempts: int = 5,
-                 base_delay_seconds: float = 1.0, max_delay_seconds: float = 20.0) -> None:
-        self._sleep = sleep
-        self._max_attempts = max_attempts
-        self._base_delay = base_delay_seconds
-        self._max_delay = max_delay_seconds
-
-    def __call__(self, method: Callable[..., dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
-        for attempt in range(self._max_attempts):
-            try:
-                return method(**kwargs)
-            except ClientError as err:
-                if _code(err) not in THROTTLING_CODES:
-                    raise
-                if attempt + 1 == self._max_attempts:
-                    raise AwsUnavailable(
-                        f"{err.operation_name} still throttled after {self._max_attempts} attempts") from err
-                self._sleep(min(self._base_delay * 2**attempt, self._max_delay))
-        raise AssertionError("unreachable")  # pragma: no cover
+@contextmanager
+def throttling_is_transient() -> Iterator[None]:
+    """Turns a throttling error into :class:`AwsUnavailable`. The clients retry throttling themselves (botocore's
+    retry modes, configured where they are built: ``Config(retries=...)``); one that still fails after those
+    retries is left for the next poll."""
+    try:
+        yield
+    except ClientError as err:
+        if _code(err) not in THROTTLING_CODES:
+            raise
+        attempts = int(err.response.get("ResponseMetadata", {}).get("RetryAttempts", 0)) + 1
+        raise AwsUnavailable(f"{err.operation_name} still throttled after {attempts} attempts") from err
 
 
 class Janitor:
@@ -191,7 +184,7 @@ class Janitor:
     """
 
     def __init__(self, *, cluster_name: str, cluster_arn: str = "", kube: KubeClient | None,
-                 sagemaker: Any, elbv2: Any, acm: Any, ec2: Any = None, call: AwsCaller | None = None,
+                 sagemaker: Any, elbv2: Any, acm: Any, ec2: Any = None,
                  deployment_tag: tuple[str, str] | None = None) -> None:
         self.cluster_name = cluster_name
         self._cluster_ids = {cluster_name, cluster_arn} - {""}
@@ -200,7 +193,6 @@ class Janitor:
         self._elbv2 = elbv2
         self._acm = acm
         self._ec2 = ec2  # None: security groups are not checked (older custom resource properties)
-        self._call = call or AwsCaller()
         self._deployment_tag = deployment_tag
 
     # -- Kubernetes -------------------------------------------------------------------------------
@@ -291,10 +283,9 @@ class Janitor:
         ours: list[Leftover] = []
         others: list[Leftover] = []
         for k in SAGEMAKER_KINDS:
-            for entry in self._pages(getattr(self._sagemaker, k.list_method), k.list_key, "NextToken",
-                                     MaxResults=100):
+            for entry in self._pages(self._sagemaker, k.list_method, k.list_key, MaxResults=100):
                 name, arn = entry[k.name_key], entry[k.arn_key]
-                tags = self._tags_or_none(self._sagemaker.list_tags, "Tags", ResourceArn=arn)
+                tags = self._tags_or_none(self._sagemaker, "list_tags", "Tags", ResourceArn=arn)
                 if tags is None:
                     continue  # deleted since the listing
                 in_status = f"{k.arn_type}/{name}".lower() in ids
@@ -321,9 +312,9 @@ class Janitor:
 
     def load_balancer_leftovers(self) -> list[Leftover]:
         lbs = {lb["LoadBalancerArn"]: lb for lb in
-               self._pages(self._elbv2.describe_load_balancers, "LoadBalancers", "NextMarker", "Marker")}
+               self._pages(self._elbv2, "describe_load_balancers", "LoadBalancers")}
         tgs = {tg["TargetGroupArn"]: tg for tg in
-               self._pages(self._elbv2.describe_target_groups, "TargetGroups", "NextMarker", "Marker")}
+               self._pages(self._elbv2, "describe_target_groups", "TargetGroups")}
         ours = self._elb_arns_tagged(list(lbs) + list(tgs))
         why = f"tag {ALB_CLUSTER_TAG}={self.cluster_name}"
         leftovers = [Leftover("Load balancer", lbs[a]["LoadBalancerName"], a, deletable=True, why=why)
@@ -342,10 +333,9 @@ class Janitor:
         # Without Includes, ListCertificates returns RSA_2048 certificates only.
         includes = {"keyTypes": ["RSA_1024", "RSA_2048", "RSA_3072", "RSA_4096", "EC_prime256v1",
                                  "EC_secp384r1", "EC_secp521r1"]}
-        for cert in self._pages(self._acm.list_certificates, "CertificateSummaryList", "NextToken",
-                                Includes=includes):
+        for cert in self._pages(self._acm, "list_certificates", "CertificateSummaryList", Includes=includes):
             arn = cert["CertificateArn"]
-            tags = self._tags_or_none(self._acm.list_tags_for_certificate, "Tags", CertificateArn=arn)
+            tags = self._tags_or_none(self._acm, "list_tags_for_certificate", "Tags", CertificateArn=arn)
             if tags is None or not _has_operator_tag(tags):
                 continue
 
@@ -367,7 +357,7 @@ class Janitor:
         """Groups the load balancer controller made for this cluster (backend and ALB frontend groups)."""
         if self._ec2 is None:
             return []
-        groups = self._pages(self._ec2.describe_security_groups, "SecurityGroups", "NextToken",
+        groups = self._pages(self._ec2, "describe_security_groups", "SecurityGroups",
                              Filters=[{"Name": f"tag:{ALB_CLUSTER_TAG}", "Values": [self.cluster_name]}])
         return [Leftover("Security group", g.get("GroupName", ""), g["GroupId"], f"vpc {g.get('VpcId', '?')}",
                          deletable=True, why=f"tag {ALB_CLUSTER_TAG}={self.cluster_name}") for g in groups]
@@ -441,7 +431,7 @@ class Janitor:
     def _revoke_references(self, group_id: str) -> None:
         """Remove the rules other groups (the nodes' groups) hold that name ``group_id`` as their source:
         the controller adds them for its target groups, and EC2 refuses to delete a referenced group."""
-        referencing = self._pages(self._ec2.describe_security_groups, "SecurityGroups", "NextToken",
+        referencing = self._pages(self._ec2, "describe_security_groups", "SecurityGroups",
                                   Filters=[{"Name": "ip-permission.group-id", "Values": [group_id]}])
         for group in referencing:
             if group["GroupId"] == group_id:
@@ -481,8 +471,7 @@ class Janitor:
                 # One ARN vanished since the listing: look the others up one by one.
                 descriptions = []
                 for arn in batch:
-                    found = self._tags_or_none(
-                        self._elbv2.describe_tags, "TagDescriptions", ResourceArns=[arn])
+                    found = self._tags_or_none(self._elbv2, "describe_tags", "TagDescriptions", ResourceArns=[arn])
                     descriptions.extend(found or [])
             for description in descriptions:
                 tags = {t["Key"]: t.get("Value", "") for t in description.get("Tags", [])}
@@ -490,28 +479,29 @@ class Janitor:
                     ours.add(description["ResourceArn"])
         return ours
 
-    def _tags_or_none(self, method: Callable[..., dict[str, Any]], key: str,
-                      **kwargs: Any) -> list[Any] | None:
-        """The tags, or ``None`` when the resource disappeared between listing and lookup."""
+    def _tags_or_none(self, client: Any, operation: str, key: str, **kwargs: Any) -> list[Any] | None:
+        """The tags (every page where the operation pages them: SageMaker ``ListTags`` does, ACM and ELBv2 answer
+        in one), or ``None`` when the resource disappeared between listing and lookup."""
         try:
-            return list(self._call(method, **kwargs).get(key, []))
+            if client.can_paginate(operation):
+                return list(self._pages(client, operation, key, **kwargs))
+            return list(self._call(getattr(client, operation), **kwargs).get(key, []))
         except ClientError as err:
             if _code(err) in NOT_FOUND_CODES:
                 return None
             raise
 
-    def _pages(self, method: Callable[..., dict[str, Any]], key: str, next_key: str,
-               request_key: str | None = None, **kwargs: Any) -> Iterator[dict[str, Any]]:
-        token = None
-        while True:
-            args = dict(kwargs)
-            if token:
-                args[request_key or next_key] = token
-            page = self._call(method, **args)
-            yield from page.get(key, [])
-            token = page.get(next_key)
-            if not token:
-                return
+    @staticmethod
+    def _call(method: Callable[..., dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
+        with throttling_is_transient():
+            return method(**kwargs)
+
+    @staticmethod
+    def _pages(client: Any, operation: str, key: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        """The ``key`` items of every page of ``operation`` (boto3's paginator)."""
+        with throttling_is_transient():
+            for page in client.get_paginator(operation).paginate(**kwargs):
+                yield from page.get(key, [])
 
 
 def _has_operator_tag(tags: list[dict[str, str]]) -> bool:

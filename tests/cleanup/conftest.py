@@ -1,13 +1,16 @@
-"""Fixtures for the endpoint janitor tests: the fake Kubernetes API, moto, a fake clock."""
+"""Fixtures for the endpoint janitor tests: the fake Kubernetes API (also over HTTPS), moto, a fake clock."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from janitor_fakes import REGION, FakeClock, FakeKubeApi
+from janitor_fakes import REGION, FakeClock, FakeKubeApi, self_signed_certificate, served_over_https
 from stack_fakes import stack_in_status
+
+from hyperpod_runtime.eks.kube import HttpsTransport, KubeClient
 
 
 @pytest.fixture
@@ -66,3 +69,44 @@ def aws(_moto: dict[str, Any]) -> Iterator[dict[str, Any]]:
         elb.delete_target_group(TargetGroupArn=tg["TargetGroupArn"])
     for cert in acm.list_certificates(Includes={"keyTypes": ["RSA_2048", "EC_prime256v1"]})["CertificateSummaryList"]:
         acm.delete_certificate(CertificateArn=cert["CertificateArn"])
+
+
+@pytest.fixture(scope="session")
+def cluster_ca() -> tuple[str, str]:
+    """``(certificate PEM, key PEM)`` of the fake EKS API server's certificate authority."""
+    return self_signed_certificate()
+
+
+@pytest.fixture
+def https_kube(kube_api: FakeKubeApi, cluster_ca: tuple[str, str], clock: FakeClock, tmp_path: Path,
+               monkeypatch: pytest.MonkeyPatch) -> Iterator[KubeClient]:
+    """A :class:`KubeClient` over the Lambda's :class:`HttpsTransport`, talking to ``kube_api`` served over HTTPS
+    (the cluster CA of ``cluster_ca``). urllib3's retry waits go to ``clock`` instead of sleeping."""
+    import urllib3.util.retry
+
+    monkeypatch.setattr(urllib3.util.retry.time, "sleep", clock.sleep)
+    tokens = iter(f"k8s-aws-v1.token-{i}" for i in range(100))
+    with served_over_https(kube_api, *cluster_ca, tmp_path) as url:
+        yield KubeClient(HttpsTransport(url, cluster_ca[0], lambda: next(tokens)))
+
+
+@pytest.fixture
+def slept(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """botocore's retry waits (``botocore.endpoint`` sleeps between attempts), recorded instead of slept."""
+    import botocore.endpoint
+
+    waits: list[float] = []
+    monkeypatch.setattr(botocore.endpoint.time, "sleep", waits.append)
+    return waits
+
+
+@pytest.fixture
+def janitor_clients(_moto: dict[str, Any]) -> dict[str, Any]:
+    """Fresh moto-backed clients configured as the janitor's are (``index.BOTO_CONFIG``: botocore's standard retry
+    mode), for tests that inject errors into them (:func:`aws_faults.fail_first`)."""
+    import boto3
+
+    from hyperpod_constructs.endpoint_janitor_handler import index
+
+    return {name: boto3.client(name, region_name=REGION, config=index.BOTO_CONFIG)
+            for name in ("sagemaker", "elbv2", "acm", "ec2")}

@@ -1,9 +1,15 @@
-"""Test doubles for the endpoint janitor: a fake Kubernetes API server and a fake clock."""
+"""Test doubles for the endpoint janitor: a fake Kubernetes API server (also served over HTTPS) and a fake clock."""
 
 from __future__ import annotations
 
 import json
+import ssl
+import threading
 import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from hyperpod_runtime.eks.kube import GROUP, VERSION, Response
@@ -31,6 +37,7 @@ class FakeKubeApi:
         self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.script: list[Response] = []
         self.calls: list[tuple[str, str]] = []
+        self.tokens: list[str] = []
         self.served_crds = {"inferenceendpointconfigs", "jumpstartmodels", REGISTRATIONS}
         self._page_size = page_size
 
@@ -92,3 +99,61 @@ class FakeClock:
     def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
         self.now += seconds
+
+
+def self_signed_certificate(host: str = "127.0.0.1") -> tuple[str, str]:
+    """``(certificate PEM, key PEM)`` of a self-signed CA certificate for ``host`` (an IP address), as an EKS
+    cluster's certificate authority signs its API server."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(1).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]), critical=False)
+            .sign(key, hashes.SHA256()))
+    key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    return cert.public_bytes(serialization.Encoding.PEM).decode(), key_pem.decode()
+
+
+@contextmanager
+def served_over_https(api: FakeKubeApi, cert_pem: str, key_pem: str, folder: Path) -> Iterator[str]:
+    """``api`` behind a local HTTPS server presenting ``cert_pem``; yields its URL. Each request's
+    ``Authorization`` header is appended to ``api.tokens``."""
+    from fake_http import QuietHandler
+
+    class Handler(QuietHandler):
+        def _answer(self) -> None:
+            api.tokens.append(self.headers.get("Authorization", ""))
+            n = int(self.headers.get("Content-Length") or 0)
+            response = api.request(self.command, self.path, self.rfile.read(n) if n else None)
+            self.send_response(response.status)
+            for header, value in response.headers.items():
+                self.send_header(header, value)
+            self.send_header("Content-Length", str(len(response.body)))
+            self.end_headers()
+            self.wfile.write(response.body)
+
+        do_GET = do_DELETE = _answer
+
+    (folder / "server.crt").write_text(cert_pem)
+    (folder / "server.key").write_text(key_pem)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(folder / "server.crt", folder / "server.key")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    try:
+        yield f"https://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

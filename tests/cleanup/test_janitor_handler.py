@@ -12,8 +12,9 @@ from botocore.stub import Stubber
 from janitor_fakes import CLUSTER, DEPLOYMENT, OPERATOR_TAGS, OURS, REGION, FakeClock, FakeKubeApi
 from stack_fakes import DELETE_STATUSES, UPDATE_STATUSES, set_stack_status
 
+from aws_faults import fail_first
 from hyperpod_constructs.endpoint_janitor_handler import index
-from hyperpod_runtime.cleanup import AwsCaller, Janitor
+from hyperpod_runtime.cleanup import THROTTLING_CODES, Janitor
 from hyperpod_runtime.eks.kube import KubeClient, Response
 from hyperpod_runtime.stack_status import StackStatusRefused
 
@@ -47,12 +48,14 @@ def make_certificate(acm: Any, domain: str, tags: list[dict[str, str]]) -> str:
 
 
 def janitor_factory(kube_api: FakeKubeApi | None, aws: dict[str, Any], clock: FakeClock,
-                    wrap: dict[str, Any] | None = None):
+                    wrap: dict[str, Any] | None = None, *, kube: KubeClient | None = None):
+    """Janitors on ``aws``'s clients (those of ``wrap`` instead, where given) and on ``kube``, else a
+    :class:`KubeClient` straight on ``kube_api`` (no HTTP, no retries)."""
     def factory(props: dict[str, Any]) -> Janitor:
-        kube = KubeClient(kube_api, sleep=clock.sleep) if kube_api is not None else None
+        client = kube or (KubeClient(kube_api) if kube_api is not None else None)
         clients = {**{k: aws[k] for k in ("sagemaker", "elbv2", "acm", "ec2")}, **(wrap or {})}
-        return Janitor(cluster_name=props["ClusterName"], cluster_arn=props["ClusterArn"], kube=kube,
-                       call=AwsCaller(sleep=clock.sleep), deployment_tag=index.deployment_tag(props), **clients)
+        return Janitor(cluster_name=props["ClusterName"], cluster_arn=props["ClusterArn"], kube=client,
+                       deployment_tag=index.deployment_tag(props), **clients)
     return factory
 
 
@@ -69,27 +72,6 @@ def run_delete(factory, clock: FakeClock, stack_id: str) -> dict[str, Any]:
     the stack holding the janitor (moto; ``aws["stack_id"]`` is being deleted)."""
     result = index.on_event(delete_event(stack_id), factory=factory, clock=clock)
     return {**delete_event(stack_id), **result}
-
-
-class Throttled:
-    """Proxies a boto3 client; the first ``times`` calls of ``method`` raise a throttling error."""
-
-    def __init__(self, client: Any, method: str, times: int, code: str = "ThrottlingException") -> None:
-        self._client, self._method, self._left, self._code = client, method, times, code
-        self.throttled = 0
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._client, name)
-        if name != self._method:
-            return attr
-
-        def call(**kwargs: Any) -> Any:
-            if self._left > 0:
-                self._left -= 1
-                self.throttled += 1
-                raise ClientError({"Error": {"Code": self._code, "Message": "Rate exceeded"}}, name)
-            return attr(**kwargs)
-        return call
 
 
 @pytest.fixture
@@ -462,67 +444,82 @@ def test_objects_without_finalizers_disappear_at_once(
 # -- throttling ---------------------------------------------------------------------------------------
 
 def test_kubernetes_429_is_retried_honouring_retry_after(
-        kube_api: FakeKubeApi, aws: dict[str, Any], deployed: dict[str, str], clock: FakeClock) -> None:
+        kube_api: FakeKubeApi, https_kube: KubeClient, aws: dict[str, Any], deployed: dict[str, str],
+        clock: FakeClock) -> None:
     kube_api.script += [Response(429, headers={"Retry-After": "3"}), Response(429)]
-    run_delete(janitor_factory(kube_api, aws, clock), clock, aws["stack_id"])
+    run_delete(janitor_factory(kube_api, aws, clock, kube=https_kube), clock, aws["stack_id"])
 
-    assert clock.sleeps[:2] == [3.0, 2.0]  # Retry-After first, then exponential backoff (1 s * 2**1)
+    assert clock.sleeps[:2] == [3.0, 2.0]  # Retry-After first, then urllib3's backoff (1 s * 2**1)
     assert all(o["metadata"].get("deletionTimestamp") for o in kube_api.objects.values())
 
 
 def test_kubernetes_throttling_that_persists_is_retried_on_the_next_poll(
-        kube_api: FakeKubeApi, aws: dict[str, Any], deployed: dict[str, str], clock: FakeClock) -> None:
-    factory = janitor_factory(kube_api, aws, clock)
+        kube_api: FakeKubeApi, https_kube: KubeClient, aws: dict[str, Any], deployed: dict[str, str],
+        clock: FakeClock) -> None:
+    factory = janitor_factory(kube_api, aws, clock, kube=https_kube)
     kube_api.script += [Response(429)] * 6  # every attempt of the first list call
     event = run_delete(factory, clock, aws["stack_id"])      # not fatal: is_complete re-requests the deletions
     assert not any(o["metadata"].get("deletionTimestamp") for o in kube_api.objects.values())
-    assert max(clock.sleeps) <= 20.0
+    assert len(clock.sleeps) == 4 and max(clock.sleeps) <= 20.0  # urllib3: no wait before the first retry
 
     assert index.is_complete(event, factory=factory, clock=clock) == {"IsComplete": False}
     assert all(o["metadata"].get("deletionTimestamp") for o in kube_api.objects.values())
 
 
-def test_botocore_throttling_is_retried_with_bounded_backoff(
-        kube_api: FakeKubeApi, aws: dict[str, Any], clock: FakeClock) -> None:
-    sagemaker = Throttled(aws["sagemaker"], "list_endpoints", times=2)
-    elbv2 = Throttled(aws["elbv2"], "describe_load_balancers", times=1, code="Throttling")
-    factory = janitor_factory(kube_api, aws, clock, wrap={"sagemaker": sagemaker, "elbv2": elbv2})
+def test_the_throttling_codes_are_those_botocore_retries() -> None:
+    """What the janitor leaves for the next poll is what botocore's retry modes retry first (botocore
+    ``retries/standard.py``: its throttling codes)."""
+    from botocore.retries.standard import ThrottledRetryableChecker
+
+    assert set(ThrottledRetryableChecker._THROTTLED_ERROR_CODES) >= THROTTLING_CODES
+
+
+def test_aws_throttling_is_retried_by_botocore_with_bounded_backoff(
+        kube_api: FakeKubeApi, aws: dict[str, Any], janitor_clients: dict[str, Any], clock: FakeClock,
+        slept: list[float]) -> None:
+    listed = fail_first(janitor_clients["sagemaker"], "ListEndpoints", times=2)
+    described = fail_first(janitor_clients["elbv2"], "DescribeLoadBalancers", times=1, code="Throttling")
+    factory = janitor_factory(kube_api, aws, clock, wrap=janitor_clients)
 
     event = run_delete(factory, clock, aws["stack_id"])
     assert index.is_complete(event, factory=factory, clock=clock) == {"IsComplete": True}
-    assert (sagemaker.throttled, elbv2.throttled) == (2, 1)
-    assert clock.sleeps == [1.0, 2.0, 1.0]
+    assert (len(listed), len(described)) == (2, 1)
+    # Standard mode: a random wait up to 2 ** (attempt - 1) s, at most 20 s (Boto3 guide, "Retries").
+    assert len(slept) == 3 and all(0 <= s <= 2 for s in slept)
 
 
 def test_throttling_past_the_deadline_fails_clearly(
-        kube_api: FakeKubeApi, aws: dict[str, Any], clock: FakeClock) -> None:
-    sagemaker = Throttled(aws["sagemaker"], "list_endpoints", times=100)
-    factory = janitor_factory(kube_api, aws, clock, wrap={"sagemaker": sagemaker})
+        kube_api: FakeKubeApi, aws: dict[str, Any], janitor_clients: dict[str, Any], clock: FakeClock,
+        slept: list[float]) -> None:
+    throttled = fail_first(janitor_clients["sagemaker"], "ListEndpoints", times=100)
+    factory = janitor_factory(kube_api, aws, clock, wrap=janitor_clients)
     event = run_delete(factory, clock, aws["stack_id"])
 
     assert index.is_complete(event, factory=factory, clock=clock) == {"IsComplete": False}
+    assert len(throttled) == 8 and len(slept) == 7 and max(slept) <= 20  # index.BOTO_CONFIG: 8 attempts
     clock.now = float(event["Data"]["Deadline"])
-    with pytest.raises(RuntimeError, match=r"(?s)could not confirm .* list_endpoints still throttled after 5 attempts"):
+    with pytest.raises(RuntimeError, match=r"(?s)could not confirm .* ListEndpoints still throttled after 8 attempts"):
         index.is_complete(event, factory=factory, clock=clock)
 
 
 def test_errors_other_than_throttling_fail_at_once(kube_api: FakeKubeApi, aws: dict[str, Any],
-                                                   clock: FakeClock) -> None:
-    acm = Throttled(aws["acm"], "list_certificates", times=1, code="AccessDeniedException")
-    factory = janitor_factory(kube_api, aws, clock, wrap={"acm": acm})
+                                                   janitor_clients: dict[str, Any], clock: FakeClock,
+                                                   slept: list[float]) -> None:
+    fail_first(janitor_clients["acm"], "ListCertificates", times=1, code="AccessDeniedException")
+    factory = janitor_factory(kube_api, aws, clock, wrap=janitor_clients)
 
     with pytest.raises(ClientError, match="AccessDeniedException"):
         index.is_complete(run_delete(factory, clock, aws["stack_id"]), factory=factory, clock=clock)
-    assert clock.sleeps == []
+    assert slept == []
 
 
 def test_resources_vanishing_between_listing_and_tag_lookup_count_as_gone(
-        aws: dict[str, Any], clock: FakeClock) -> None:
+        aws: dict[str, Any], janitor_clients: dict[str, Any], clock: FakeClock) -> None:
     lb, _ = make_alb(aws, "k8s-default-racing", CLUSTER)
     make_endpoint(aws["sagemaker"], "racing-ep", OPERATOR_TAGS)
-    elbv2 = Throttled(aws["elbv2"], "describe_tags", times=1, code="LoadBalancerNotFound")
-    sagemaker = Throttled(aws["sagemaker"], "list_tags", times=1, code="ValidationException")
-    janitor = janitor_factory(None, aws, clock, wrap={"elbv2": elbv2, "sagemaker": sagemaker})(PROPS)
+    fail_first(janitor_clients["elbv2"], "DescribeTags", times=1, code="LoadBalancerNotFound")
+    fail_first(janitor_clients["sagemaker"], "ListTags", times=1, code="ValidationException")
+    janitor = janitor_factory(None, aws, clock, wrap=janitor_clients)(PROPS)
 
     leftovers = janitor.leftovers()
 
@@ -536,37 +533,40 @@ def test_resources_vanishing_between_listing_and_tag_lookup_count_as_gone(
 _REAL_SESSION = index.boto3.session.Session
 
 
-class _ThrottledEksSession:
-    """A boto3 session whose EKS client throttles DescribeCluster ``times`` times (moto behind it)."""
+class _ThrottledEksSession(_REAL_SESSION):  # type: ignore[misc,valid-type]
+    """A boto3 session whose EKS client is throttled on its first ``times`` DescribeCluster requests (moto behind
+    it)."""
 
     def __init__(self, times: int, **kwargs: Any) -> None:
-        self._session = _REAL_SESSION(**kwargs)
+        super().__init__(**kwargs)
         self._times = times
 
-    def client(self, name: str, **kwargs: Any) -> Any:
-        client = self._session.client(name, **kwargs)
-        return Throttled(client, "describe_cluster", self._times) if name == "eks" else client
+    def client(self, *args: Any, **kwargs: Any) -> Any:
+        client = super().client(*args, **kwargs)
+        if client.meta.service_model.service_name == "eks":
+            fail_first(client, "DescribeCluster", self._times)
+        return client
 
 
 def test_a_describe_cluster_throttle_at_start_is_retried(
-        aws: dict[str, Any], clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+        aws: dict[str, Any], clock: FakeClock, slept: list[float], monkeypatch: pytest.MonkeyPatch) -> None:
     """Fails on main: the first DescribeCluster throttle failed the whole deletion at once."""
     monkeypatch.setattr(index.boto3.session, "Session", lambda **kw: _ThrottledEksSession(2, **kw))
-    janitor = index.make_janitor(PROPS, sleep=clock.sleep)
+    janitor = index.make_janitor(PROPS)
 
-    assert clock.sleeps == [1.0, 2.0]
+    assert len(slept) == 2  # botocore's retries (index.BOTO_CONFIG)
     assert janitor.request_deletion().requested == ()  # moto: the cluster does not exist any more
 
 
 def test_a_persistent_start_up_throttle_waits_for_the_next_poll_then_fails_clearly(
-        aws: dict[str, Any], clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+        aws: dict[str, Any], clock: FakeClock, slept: list[float], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(index.boto3.session, "Session", lambda **kw: _ThrottledEksSession(100, **kw))
-    factory = lambda props: index.make_janitor(props, sleep=clock.sleep)  # noqa: E731
+    factory = index.make_janitor
 
     event = run_delete(factory, clock, aws["stack_id"])  # on main: ClientError ThrottlingException, deletion FAILED
     assert index.is_complete(event, factory=factory, clock=clock) == {"IsComplete": False}
     clock.now = float(event["Data"]["Deadline"])
-    with pytest.raises(RuntimeError, match=r"(?s)could not confirm.*describe_cluster still throttled"):
+    with pytest.raises(RuntimeError, match=r"(?s)could not confirm.*DescribeCluster still throttled after 8 attempts"):
         index.is_complete(event, factory=factory, clock=clock)
 
 

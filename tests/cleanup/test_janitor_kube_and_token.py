@@ -1,15 +1,20 @@
-"""The Kubernetes client (over a fake transport) and the EKS bearer token."""
+"""The Kubernetes client (over a fake transport, and over HTTPS with urllib3) and the EKS bearer token."""
 
 from __future__ import annotations
 
 import base64
+import json
+import re
 import urllib.parse
+from pathlib import Path
 from typing import Any
 
 import pytest
-from janitor_fakes import CLUSTER, REGION, FakeClock, FakeKubeApi
+from janitor_fakes import CLUSTER, REGION, FakeClock, FakeKubeApi, self_signed_certificate, served_over_https
 
+from fake_http import free_port
 from hyperpod_runtime.eks.kube import (
+    HttpsTransport,
     KubeAccessDenied,
     KubeClient,
     KubeError,
@@ -31,18 +36,19 @@ def test_list_follows_continue_tokens_across_all_namespaces(kube_api: FakeKubeAp
     assert len(paths) == 3 and "continue=2" in paths[1]
 
 
-def test_retries_are_bounded_and_capped(kube_api: FakeKubeApi, clock: FakeClock) -> None:
+def test_retries_are_bounded_and_capped(kube_api: FakeKubeApi, https_kube: KubeClient, clock: FakeClock) -> None:
     kube_api.script += [Response(503)] * 10
 
     with pytest.raises(KubeUnavailable, match="HTTP 503 after 6 attempts"):
-        KubeClient(kube_api, sleep=clock.sleep).list("jumpstartmodels")
-    assert clock.sleeps == [1.0, 2.0, 4.0, 8.0, 16.0]
+        https_kube.list("jumpstartmodels")
+    # urllib3's Retry: backoff_factor * 2 ** (retries - 1), no wait before the first retry (urllib3 docs, Retry).
+    assert clock.sleeps == [2.0, 4.0, 8.0, 16.0]
     assert len(kube_api.calls) == 6
 
 
-def test_retry_after_is_capped(kube_api: FakeKubeApi, clock: FakeClock) -> None:
-    kube_api.script += [Response(429, headers={"retry-after": "3600"})]
-    KubeClient(kube_api, sleep=clock.sleep).list("jumpstartmodels")
+def test_retry_after_is_capped(kube_api: FakeKubeApi, https_kube: KubeClient, clock: FakeClock) -> None:
+    kube_api.script += [Response(429, headers={"Retry-After": "3600"})]
+    https_kube.list("jumpstartmodels")
     assert clock.sleeps == [20.0]
 
 
@@ -76,80 +82,51 @@ def test_token_is_a_presigned_get_caller_identity_bound_to_the_cluster(_moto: di
     assert query["X-Amz-Algorithm"] == ["AWS4-HMAC-SHA256"] and "X-Amz-Signature" in query
 
 
-# -- HttpsTransport (urllib), with urlopen replaced --------------------------------------------------------
+# -- HttpsTransport (urllib3) against the fake API server over HTTPS ------------------------------------------------
 
-def _self_signed_pem() -> str:
-    import datetime
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(1).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
-    return cert.public_bytes(serialization.Encoding.PEM).decode()
-
-
-class _FakeUrlopen:
-    def __init__(self, statuses: list[int | Exception]) -> None:
-        self.statuses = statuses
-        self.requests: list[Any] = []
-
-    def __call__(self, request: Any, *, context: Any, timeout: float) -> Any:
-        import io
-        import urllib.error
-
-        self.requests.append(request)
-        status = self.statuses.pop(0)
-        if isinstance(status, Exception):
-            raise status
-        if status >= 400:
-            raise urllib.error.HTTPError(request.full_url, status, "err", {}, io.BytesIO(b'{"message":"x"}'))
-
-        class _Resp(io.BytesIO):
-            headers = {"Content-Type": "application/json"}
-
-            def __init__(self) -> None:
-                super().__init__(b'{"items":[]}')
-                self.status = status
-
-        return _Resp()
-
-
-def test_https_transport_sends_the_token_and_refreshes_it_once_on_401(monkeypatch: pytest.MonkeyPatch) -> None:
-    import urllib.request
-
-    from hyperpod_runtime.eks.kube import HttpsTransport
-
+def test_https_transport_sends_the_token_and_refreshes_it_once_on_401(
+        kube_api: FakeKubeApi, cluster_ca: tuple[str, str], tmp_path: Path) -> None:
     tokens = iter(["k8s-aws-v1.first", "k8s-aws-v1.second"])
-    fake = _FakeUrlopen([401, 200])
-    monkeypatch.setattr(urllib.request, "urlopen", fake)
-    transport = HttpsTransport("https://ABC.gr7.us-west-2.eks.amazonaws.com/", _self_signed_pem(),
-                               lambda: next(tokens))
+    kube_api.script.append(Response(401, b'{"message":"Unauthorized"}'))
+    with served_over_https(kube_api, *cluster_ca, tmp_path) as url:
+        transport = HttpsTransport(url + "/", cluster_ca[0], lambda: next(tokens))
+        response = transport.request("GET", "/apis/inference.sagemaker.aws.amazon.com/v1/jumpstartmodels?limit=1")
 
-    response = transport.request("GET", "/apis/x/v1/y?limit=1")
-
-    assert response.status == 200 and response.json() == {"items": []}
-    assert [r.get_header("Authorization") for r in fake.requests] == [
-        "Bearer k8s-aws-v1.first", "Bearer k8s-aws-v1.second"]
-    assert fake.requests[0].full_url == "https://ABC.gr7.us-west-2.eks.amazonaws.com/apis/x/v1/y?limit=1"
+    assert response.status == 200 and response.json()["items"] == []
+    assert kube_api.tokens == ["Bearer k8s-aws-v1.first", "Bearer k8s-aws-v1.second"]
+    assert kube_api.calls[0][1] == "/apis/inference.sagemaker.aws.amazon.com/v1/jumpstartmodels?limit=1"
 
 
-def test_https_transport_maps_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    import urllib.error
-    import urllib.request
+def test_https_transport_trusts_only_the_cluster_ca_and_leaves_tls_errors_to_the_next_poll(
+        kube_api: FakeKubeApi, cluster_ca: tuple[str, str], tmp_path: Path, clock: FakeClock,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import urllib3.util.retry
 
-    from hyperpod_runtime.eks.kube import HttpsTransport
+    monkeypatch.setattr(urllib3.util.retry.time, "sleep", clock.sleep)
+    other_ca, _ = self_signed_certificate()
+    with served_over_https(kube_api, *cluster_ca, tmp_path) as url:
+        transport = HttpsTransport(url, other_ca, lambda: "k8s-aws-v1.t")
+        with pytest.raises(KubeUnavailable, match=r"cannot reach the EKS API server .*CERTIFICATE_VERIFY_FAILED"):
+            transport.request("GET", "/apis/x")
+    assert kube_api.calls == [] and clock.sleeps == []  # refused in the handshake, and not retried
 
-    monkeypatch.setattr(urllib.request, "urlopen", _FakeUrlopen([404, urllib.error.URLError("timed out")]))
-    transport = HttpsTransport("https://eks.example", _self_signed_pem(), lambda: "k8s-aws-v1.t")
 
-    assert transport.request("DELETE", "/apis/x", b"{}").status == 404
-    with pytest.raises(KubeUnavailable, match=r"cannot reach the EKS API server https://eks\.example"):
-        transport.request("GET", "/apis/x")
+def test_https_transport_maps_errors(kube_api: FakeKubeApi, cluster_ca: tuple[str, str], tmp_path: Path) -> None:
+    with served_over_https(kube_api, *cluster_ca, tmp_path) as url:
+        transport = HttpsTransport(url, cluster_ca[0], lambda: "k8s-aws-v1.t")
+        assert transport.request("DELETE", "/apis/inference.sagemaker.aws.amazon.com/v1/namespaces/d/jumpstartmodels/x",
+                                 json.dumps({"propagationPolicy": "Background"}).encode()).status == 404
+
+    gone = f"https://127.0.0.1:{free_port()}"
+    with pytest.raises(KubeUnavailable, match=rf"cannot reach the EKS API server {re.escape(gone)}"):
+        HttpsTransport(gone, cluster_ca[0], lambda: "k8s-aws-v1.t").request("GET", "/apis/x")
+
+
+def test_a_transport_without_retries_sends_each_request_once(
+        kube_api: FakeKubeApi, cluster_ca: tuple[str, str], tmp_path: Path) -> None:
+    """``retries=False`` (the node-readiness handler's: its next poll is the retry) answers the first 503."""
+    kube_api.script += [Response(503)] * 3
+    with served_over_https(kube_api, *cluster_ca, tmp_path) as url:
+        response = HttpsTransport(url, cluster_ca[0], lambda: "k8s-aws-v1.t", retries=False).request("GET", "/x")
+    assert response.status == 503 and len(kube_api.calls) == 1
+

@@ -17,7 +17,7 @@ import pytest
 from janitor_fakes import REGISTRATIONS, FakeClock, FakeKubeApi
 
 from hyperpod_constructs.endpoint_janitor_handler import index
-from hyperpod_runtime.cleanup import AwsCaller, Janitor
+from hyperpod_runtime.cleanup import Janitor
 from hyperpod_runtime.eks.kube import KubeClient
 from two_deployments import Tenant, certificate_arns, operator_creates, sagemaker_names
 
@@ -30,7 +30,7 @@ PROPS = {"ClusterName": A.cluster, "ClusterArn": A.cluster_arn, "WaitSeconds": "
 def _factory(cluster: FakeKubeApi, aws: dict[str, Any], clock: FakeClock):  # type: ignore[no-untyped-def]
     def factory(props: dict[str, Any]) -> Janitor:
         return Janitor(cluster_name=props["ClusterName"], cluster_arn=props["ClusterArn"],
-                       kube=KubeClient(cluster, sleep=clock.sleep), call=AwsCaller(sleep=clock.sleep),
+                       kube=KubeClient(cluster),
                        deployment_tag=index.deployment_tag(props),
                        **{k: aws[k] for k in ("sagemaker", "elbv2", "acm", "ec2")})
     return factory

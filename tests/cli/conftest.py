@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,9 +9,6 @@ from pathlib import Path
 
 import pytest
 from lifecycle_fixtures import cli_process
-
-# Help pages are rendered, not read from the user's cache (tests that test the cache name their own folder).
-os.environ.setdefault("HYPERPOD_DPD_HELP_CACHE", "off")
 
 
 @dataclass(frozen=True)

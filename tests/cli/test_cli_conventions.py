@@ -13,7 +13,6 @@ import sys
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -21,7 +20,6 @@ import typer
 import yaml
 
 from hyperpod_core import errors
-from hyperpod_dpd import help_cache
 from hyperpod_dpd.app import COMMANDS, _commands_of
 from hyperpod_dpd.render import SCHEMA_VERSION
 
@@ -77,12 +75,13 @@ def _entries(page: str) -> list[str]:
 
 
 @pytest.mark.parametrize("path", [[], *([name] for name in COMMANDS)], ids=lambda p: " ".join(p) or "top")
-def test_every_help_page_shows_metavars_in_one_style_and_no_python_type(path: list[str]) -> None:
+def test_every_help_page_shows_metavars_in_one_style_and_no_python_type(
+        path: list[str], run_cli: Callable[..., Any]) -> None:
     """Every option that takes a value, and every argument, shows an upper-case placeholder (or the values allowed),
     never a Python type, and the usage line names arguments the same way (issue 31, newcomer friction 15)."""
-    from hyperpod_dpd.app import render_help
-
-    page = render_help(path)
+    shown = run_cli(*path, "--help")
+    assert shown.exit_code == 0, shown.stderr
+    page = shown.stdout
     usage = page.splitlines()[0]
     assert "<" not in usage and "{" not in usage, usage
     for entry in _entries(page):
@@ -216,29 +215,3 @@ def test_interrupt_is_one_line_and_exit_130(run_cli: Callable[..., Any], monkeyp
     assert (result.exit_code, result.stderr) == (errors.EXIT_INTERRUPTED, "error: interrupted\n")
 
 
-# --- the help cache ---------------------------------------------------------------------------------------------
-
-def test_a_cached_page_is_served_until_a_source_it_was_rendered_from_changes(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    source = tmp_path / "some_module.py"
-    source.write_text("HELP = 1\n")
-    module = ModuleType("some_module")
-    module.__file__ = str(source)
-    monkeypatch.setitem(sys.modules, "some_module", module)
-    monkeypatch.setenv(help_cache.CACHE_ENV, str(tmp_path / "cache"))
-    help_cache.save(["status"], 80, "the page\n")
-    assert help_cache.load(["status"], 80) == "the page\n"
-    assert help_cache.load(["status"], 120) is None  # another width is another page
-    source.write_text("HELP = 22\n")
-    assert help_cache.load(["status"], 80) is None
-    monkeypatch.setenv(help_cache.CACHE_ENV, "off")
-    help_cache.save(["status"], 80, "the page\n")
-    assert help_cache.load(["status"], 80) is None
-
-
-@pytest.mark.parametrize(("args", "path"), [
-    (["--help"], []), (["-h"], []), (["status", "--help"], ["status"]), (["logs", "decode", "-f", "-h"], ["logs"]),
-    (["--help", "status"], []), (["status"], None), (["status", "--", "--help"], None), (["nosuch", "-h"], None),
-])
-def test_which_page_the_arguments_ask_for(args: list[str], path: list[str] | None) -> None:
-    assert help_cache.help_path(args, known=COMMANDS) == path

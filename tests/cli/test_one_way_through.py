@@ -319,7 +319,7 @@ def test_a_fresh_shell_runs_the_command_the_way_the_readme_says(tmp_path) -> Non
     assert setup, "the README's first section says how to put hyperpod-dpd on PATH"
     script = "\n".join([*setup, "hyperpod-dpd --version", "command -v hyperpod-dpd"])
     result = subprocess.run(["/bin/bash", "--noprofile", "--norc", "-ec", script], cwd=REPO_ROOT,
-                            env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HYPERPOD_DPD_HELP_CACHE": "off"},
+                            env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
                             capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     version, where = result.stdout.splitlines()

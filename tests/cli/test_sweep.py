@@ -21,6 +21,7 @@ from botocore.config import Config as BotoConfig
 from botocore.exceptions import ClientError
 from day2_fakes import EKS_CLUSTER, free_port, one_line_error
 
+from aws_faults import fail_first
 from hyperpod_dpd import aws
 from hyperpod_dpd.commands import sweep as sweep_module
 from hyperpod_dpd.commands.sweep import ORDER
@@ -403,3 +404,41 @@ def test_an_outputs_file_whose_amp_workspace_is_in_another_region_is_refused(cli
         f"error: outputs file '{outputs}': hyperpod-dpd-platform.AmpWorkspaceEndpoint is in region 'us-east-1' but "
         "config region is 'us-west-2' (outputs file of another deployment?)")
     assert len(boto3.client("sagemaker", region_name=REGION).list_endpoints()["Endpoints"]) == 1
+
+
+@pytest.mark.parametrize(("code", "attempts"), [*((c, 1) for c in sorted(sweep_module.IN_USE_CODES)),
+                                                ("RequestLimitExceeded", 6)])
+def test_botocore_retries_throttling_but_never_an_in_use_error(code: str, attempts: int, monkeypatch) -> None:
+    """Why sweep waits for an in-use group or ENI itself (``sweep.IN_USE_CODES``): the command line's retry mode
+    (``aws.RETRIES``, standard, 5 retries) retries EC2's throttling but gives up on an in-use error at once."""
+    import botocore.endpoint
+
+    monkeypatch.setattr(botocore.endpoint.time, "sleep", lambda _: None)
+    ec2 = boto3.client("ec2", region_name=REGION, config=aws._retries(), aws_access_key_id="k",
+                       aws_secret_access_key="s")
+    failed = fail_first(ec2, "DeleteSecurityGroup", times=100, code=code)
+    with pytest.raises(ClientError, match=code):
+        ec2.delete_security_group(GroupId="sg-0123456789abcdef0")
+    assert len(failed) == attempts
+
+
+def test_throttling_that_outlasts_the_retries_is_one_line(cli, config_file, world, monkeypatch) -> None:
+    """The janitor's survey leaves a lasting throttle to its next poll (``AwsUnavailable``); sweep says it in one
+    line, as any other AWS error, after botocore's retries (``aws.RETRIES``: 6 attempts)."""
+    import botocore.endpoint
+
+    real, throttled = aws.client, []
+
+    def client(name: str, region: str, session: Any = None) -> Any:
+        c = real(name, region, session)
+        if name == "sagemaker":
+            throttled.append(fail_first(c, "ListEndpoints", times=100))
+        return c
+
+    monkeypatch.setattr(aws, "client", client)
+    monkeypatch.setattr(botocore.endpoint.time, "sleep", lambda _: None)
+    result = _sweep(cli, config_file, "--yes")
+    assert result.code == 1
+    assert one_line_error(result).startswith("error: listing leftovers: ThrottlingException: Rate exceeded")
+    assert len(throttled[0]) == 6
+    assert boto3.client("sagemaker", region_name=REGION).list_endpoints()["Endpoints"]

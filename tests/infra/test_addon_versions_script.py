@@ -68,7 +68,7 @@ def _stub_table(stubber: Stubber, overrides: dict[str, tuple[str, ...] | None]) 
 def test_unchanged_table_exits_zero(script, eks, capsys) -> None:
     client, stubber = eks
     _stub_table(stubber, {})
-    assert script.main([], client=client, today=TODAY) == 0
+    assert script.refresh("us-west-2", client=client, today=TODAY) == 0
     out = capsys.readouterr().out
     assert "pins.ADDONS matches EKS (checked 2026-12-01)" in out and "CHANGED" not in out
 
@@ -76,7 +76,7 @@ def test_unchanged_table_exits_zero(script, eks, capsys) -> None:
 def test_changed_rows_are_printed_as_lines_for_pins(script, eks, capsys) -> None:
     client, stubber = eks
     _stub_table(stubber, {"vpc-cni": ("1.33", "1.34"), "aws-fsx-csi-driver": None})
-    assert script.main([], client=client, today=TODAY) == 1
+    assert script.refresh("us-west-2", client=client, today=TODAY) == 1
     out = capsys.readouterr().out
     assert 'vpc-cni: kubernetes_versions=("1.33", "1.34"), checked="2026-12-01"' in out
     assert f"aws-fsx-csi-driver: version {pins.FSX_CSI.version} is not offered any more" in out
@@ -97,7 +97,7 @@ def test_aws_errors_are_one_line_and_exit_two(script, eks, capsys) -> None:
     stubber.add_client_error("describe_addon_versions", service_error_code="AccessDeniedException",
                              service_message="User is not authorized to perform: eks:DescribeAddonVersions",
                              http_status_code=403)
-    assert script.main([], client=client, today=TODAY) == 2
+    assert script.refresh("us-west-2", client=client, today=TODAY) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: eks:DescribeAddonVersions in us-west-2 failed (AccessDeniedException)")
     assert err.count("\n") == 1

@@ -1,4 +1,5 @@
-"""The Kubernetes side of ``bench``, through the official ``kubernetes`` client.
+"""The Kubernetes side of ``bench``, on the command line's one Kubernetes layer (:mod:`hyperpod_dpd.kube`: the
+official client's API groups, the request timeout, one-line errors).
 
 * the endpoint: the DPD and the colocated ``InferenceEndpointConfig`` carry the same name, so switching is a
   *replace* (PUT) of the object with the other manifest (a merge patch would keep ``pdSpec``); ready when
@@ -27,8 +28,8 @@ from hyperpod_core.names import GROUP as IEC_GROUP
 from hyperpod_core.names import PLURAL as IEC_PLURAL
 from hyperpod_core.names import VERSION as IEC_VERSION
 from hyperpod_core.names import EndpointNames
-from hyperpod_dpd.kube import REQUEST_TIMEOUT, kube_errors
-from hyperpod_dpd.kube import Kube as DayTwoKube
+from hyperpod_dpd.kube import Kube as ClusterKube
+from hyperpod_dpd.kube import kube_errors, read_or_none, request
 
 #: vLLM's finished-request counter (shared/metrics/vllm-0.19.0.json), one series per ``finished_reason``.
 FINISHED_REQUESTS = "vllm:request_success_total"
@@ -63,59 +64,40 @@ PAUSED_REPLICAS = "autoscaling.keda.sh/paused-replicas"
 
 
 class Kube:
-    """The few calls ``bench`` makes; every API error becomes one :class:`CommandFailed` line."""
+    """The few calls ``bench`` makes, on :class:`hyperpod_dpd.kube.Kube`'s API clients; every API error becomes one
+    :class:`CommandFailed` line."""
 
     def __init__(self, api: Any, *, sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        from kubernetes import client
-
-        self.custom = client.CustomObjectsApi(api)
-        self.batch = client.BatchV1Api(api)
-        self.apps = client.AppsV1Api(api)
-        self.core = client.CoreV1Api(api)
-        self.autoscaling = client.AutoscalingV2Api(api)
-        self.day2 = DayTwoKube(api)  # the day-2 commands' pod selection (by the role Deployment's selector)
+        self.kube = ClusterKube(api)  # its API clients, and the day-2 commands' pod selection
         self.sleep, self.clock = sleep, clock
 
-    def _call(self, action: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """``fn`` with the day-2 commands' request timeout; failures become one line (:func:`kube_errors`)."""
-        with kube_errors(action):
-            return fn(*args, _request_timeout=REQUEST_TIMEOUT, **kwargs)
-
     def _get_or_none(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """:meth:`_call` for a read, with ``None`` for a 404."""
-        from kubernetes.client.exceptions import ApiException
-
-        with kube_errors(f"reading {'/'.join(str(a) for a in args[-2:])}"):
-            try:
-                return fn(*args, _request_timeout=REQUEST_TIMEOUT)
-            except ApiException as exc:
-                if exc.status == 404:
-                    return None
-                raise
+        """A read; ``None`` for a 404 (:func:`hyperpod_dpd.kube.read_or_none`)."""
+        return read_or_none(f"reading {'/'.join(str(a) for a in args[-2:])}", fn, *args)
 
     # --- plain objects ----------------------------------------------------------------------------------
 
     def apply_core(self, doc: dict[str, Any]) -> None:
         """Create or replace a ConfigMap or ServiceAccount."""
         kind, ns, name = doc["kind"], doc["metadata"]["namespace"], doc["metadata"]["name"]
+        core = self.kube.core
         read, create, replace = {
-            "ConfigMap": (self.core.read_namespaced_config_map, self.core.create_namespaced_config_map,
-                          self.core.replace_namespaced_config_map),
-            "ServiceAccount": (self.core.read_namespaced_service_account,
-                               self.core.create_namespaced_service_account,
-                               self.core.replace_namespaced_service_account),
+            "ConfigMap": (core.read_namespaced_config_map, core.create_namespaced_config_map,
+                          core.replace_namespaced_config_map),
+            "ServiceAccount": (core.read_namespaced_service_account, core.create_namespaced_service_account,
+                               core.replace_namespaced_service_account),
         }[kind]
         if self._get_or_none(read, name, ns) is None:
-            self._call(f"creating {kind} {ns}/{name}", create, ns, doc)
+            request(f"creating {kind} {ns}/{name}", create, ns, doc)
         else:
-            self._call(f"replacing {kind} {ns}/{name}", replace, name, ns, doc)
+            request(f"replacing {kind} {ns}/{name}", replace, name, ns, doc)
 
     # --- the endpoint -----------------------------------------------------------------------------------
 
     def endpoint(self, ns: str, name: str) -> dict[str, Any] | None:
-        return self._get_or_none(self.custom.get_namespaced_custom_object, IEC_GROUP, IEC_VERSION, ns, IEC_PLURAL,
-                                 name)
+        return self._get_or_none(self.kube.custom.get_namespaced_custom_object, IEC_GROUP, IEC_VERSION, ns,
+                                 IEC_PLURAL, name)
 
     def live_mode(self, ns: str, name: str) -> str | None:
         obj = self.endpoint(ns, name)
@@ -129,12 +111,12 @@ class Kube:
         ns, name = doc["metadata"]["namespace"], doc["metadata"]["name"]
         live = self.endpoint(ns, name)
         if live is None:
-            self._call(f"creating endpoint {ns}/{name}", self.custom.create_namespaced_custom_object, IEC_GROUP,
-                       IEC_VERSION, ns, IEC_PLURAL, doc)
+            request(f"creating endpoint {ns}/{name}", self.kube.custom.create_namespaced_custom_object, IEC_GROUP,
+                    IEC_VERSION, ns, IEC_PLURAL, doc)
             return
         body = {**doc, "metadata": {**doc["metadata"], "resourceVersion": live["metadata"]["resourceVersion"]}}
-        self._call(f"replacing endpoint {ns}/{name}", self.custom.replace_namespaced_custom_object, IEC_GROUP,
-                   IEC_VERSION, ns, IEC_PLURAL, name, body)
+        request(f"replacing endpoint {ns}/{name}", self.kube.custom.replace_namespaced_custom_object, IEC_GROUP,
+                IEC_VERSION, ns, IEC_PLURAL, name, body)
 
     def wait_endpoint_ready(self, ns: str, name: str, timeout_s: float, poll_s: float,
                             on_wait: Callable[[str], None]) -> None:
@@ -176,7 +158,7 @@ class Kube:
             deployments = [str(named)]
         out: dict[str, dict[str, int]] = {}
         for deployment in deployments:
-            d = self._get_or_none(self.apps.read_namespaced_deployment, deployment, ns)
+            d = self._get_or_none(self.kube.apps.read_namespaced_deployment, deployment, ns)
             if d is None:
                 raise CommandFailed(f"Deployment {ns}/{deployment} not found")
             gpus = sum(int((c.resources.limits or {}).get(GPU_RESOURCE, 0)) if c.resources else 0
@@ -189,23 +171,15 @@ class Kube:
         """``(kind, name, target)`` of each KEDA ScaledObject and autoscaling/v2 HorizontalPodAutoscaler in ``ns``
         whose ``scaleTargetRef`` is one of ``deployments`` (kind Deployment, KEDA's and the HPA's default for a
         missing kind); a cluster without KEDA has no ScaledObject."""
-        from kubernetes.client.exceptions import ApiException
-
         found: list[tuple[str, str, str]] = []
-        with kube_errors(f"listing the ScaledObjects in {ns}"):
-            try:
-                listed = self.custom.list_namespaced_custom_object(KEDA_GROUP, KEDA_VERSION, ns, SCALED_OBJECTS,
-                                                                   _request_timeout=REQUEST_TIMEOUT)
-            except ApiException as exc:
-                if exc.status != 404:  # 404: the KEDA CRD is not installed
-                    raise
-                listed = {}
+        listed = read_or_none(f"listing the ScaledObjects in {ns}", self.kube.custom.list_namespaced_custom_object,
+                              KEDA_GROUP, KEDA_VERSION, ns, SCALED_OBJECTS) or {}  # None: no KEDA CRD installed
         for obj in listed.get("items") or []:
             ref = (obj.get("spec") or {}).get("scaleTargetRef") or {}
             if ref.get("name") in deployments and ref.get("kind", "Deployment") == "Deployment":
                 found.append(("ScaledObject", str(obj["metadata"]["name"]), str(ref["name"])))
-        hpas = self._call(f"listing the HorizontalPodAutoscalers in {ns}",
-                          self.autoscaling.list_namespaced_horizontal_pod_autoscaler, ns)
+        hpas = request(f"listing the HorizontalPodAutoscalers in {ns}",
+                       self.kube.autoscaling.list_namespaced_horizontal_pod_autoscaler, ns)
         for hpa in hpas.items:
             ref = hpa.spec.scale_target_ref
             if ref.name in deployments and (ref.kind or "Deployment") == "Deployment":
@@ -220,7 +194,7 @@ class Kube:
         while True:
             off = []
             for name, want in pinned.items():
-                d = self._get_or_none(self.apps.read_namespaced_deployment, name, ns)
+                d = self._get_or_none(self.kube.apps.read_namespaced_deployment, name, ns)
                 have = (int(d.spec.replicas or 0), int(d.status.ready_replicas or 0)) if d is not None else None
                 if have != (want, want):
                     off.append(f"{name} " + (f"{have[0]} desired, {have[1]} ready" if have else "not found")
@@ -236,7 +210,7 @@ class Kube:
     # --- jobs -------------------------------------------------------------------------------------------
 
     def job(self, ns: str, name: str) -> Any:
-        return self._get_or_none(self.batch.read_namespaced_job, name, ns)
+        return self._get_or_none(self.kube.batch.read_namespaced_job, name, ns)
 
     def start_job(self, doc: dict[str, Any]) -> None:
         """Create the Job unsuspended; a leftover failed or finished Job of the same name is replaced."""
@@ -244,14 +218,14 @@ class Kube:
         live = self.job(ns, name)
         if live is not None:
             if live.spec.suspend:
-                self._call(f"starting Job {name}", self.batch.patch_namespaced_job, name, ns,
-                           {"spec": {"suspend": False}})
+                request(f"starting Job {name}", self.kube.batch.patch_namespaced_job, name, ns,
+                        {"spec": {"suspend": False}})
                 return
             if not (live.status.succeeded or live.status.failed):
                 return  # still running from an interrupted bench: wait for it
             self.delete_job(ns, name)
         body = {**doc, "spec": {**doc["spec"], "suspend": False}}
-        self._call(f"creating Job {name}", self.batch.create_namespaced_job, ns, body)
+        request(f"creating Job {name}", self.kube.batch.create_namespaced_job, ns, body)
 
     def wait_job(self, ns: str, name: str, timeout_s: float, poll_s: float,
                  on_wait: Callable[[float], None]) -> bool:
@@ -271,14 +245,14 @@ class Kube:
             self.sleep(poll_s)
 
     def job_log(self, ns: str, name: str) -> str:
-        pods = self._call(f"listing pods of Job {name}", self.core.list_namespaced_pod, ns,
-                          label_selector=f"job-name={name}")
+        pods = request(f"listing pods of Job {name}", self.kube.core.list_namespaced_pod, ns,
+                       label_selector=f"job-name={name}")
         if not pods.items:
             raise CommandFailed(f"Job {ns}/{name} has no pod to read the results from")
         pod = sorted(pods.items, key=lambda p: p.metadata.name)[-1]
         # Raw bytes: with preloading, the client turns a non-JSON body into str(bytes), i.e. "b'...'".
-        resp = self._call(f"reading the log of {pod.metadata.name}", self.core.read_namespaced_pod_log,
-                          pod.metadata.name, ns, container="genai-bench", _preload_content=False)
+        resp = request(f"reading the log of {pod.metadata.name}", self.kube.core.read_namespaced_pod_log,
+                       pod.metadata.name, ns, container="genai-bench", _preload_content=False)
         return bytes(resp.data).decode("utf-8", "replace")
 
     # --- did the requests take the DPD path? -------------------------------------------------------------
@@ -288,11 +262,11 @@ class Kube:
         vLLM ``/metrics`` (container port ``port``) through the API server's pod proxy (``pods/proxy``)."""
         names = EndpointNames(name=name, namespace=ns)
         with kube_errors("listing the prefill pods"):
-            pods = self.day2.role_pods(names, "prefill")
+            pods = self.kube.role_pods(names, "prefill")
         out: dict[str, float] = {}
         for pod in (p.pod for p in pods):
-            resp = self._call(f"reading the metrics of {pod}", self.core.connect_get_namespaced_pod_proxy_with_path,
-                              f"{pod}:{port}", ns, "metrics", _preload_content=False)
+            resp = request(f"reading the metrics of {pod}", self.kube.core.connect_get_namespaced_pod_proxy_with_path,
+                           f"{pod}:{port}", ns, "metrics", _preload_content=False)
             out[pod] = finished_requests(bytes(resp.data).decode("utf-8", "replace"))
         return out
 
@@ -302,18 +276,16 @@ class Kube:
         never those whose name starts like the endpoint's router (``<iec>-<ns>-router-``: another endpoint's may
         share it, the fourth review's defects 6 and 7)."""
         with kube_errors("listing the router pods"):
-            targets = self.day2.router_pods(EndpointNames(name=name, namespace=ns))
+            targets = self.kube.router_pods(EndpointNames(name=name, namespace=ns))
         counts = {"True": 0, "False": 0}
         for target in targets:
             pod = target.pod
-            resp = self._call(f"reading the log of {pod}", self.core.read_namespaced_pod_log, pod, target.namespace,
-                              container=target.container, since_seconds=max(1, since_seconds), _preload_content=False)
+            resp = request(f"reading the log of {pod}", self.kube.core.read_namespaced_pod_log, pod, target.namespace,
+                           container=target.container, since_seconds=max(1, since_seconds), _preload_content=False)
             for m in DISAGGREGATE.finditer(bytes(resp.data).decode("utf-8", "replace")):
                 counts[m[1]] += 1
         return counts
 
     def delete_job(self, ns: str, name: str) -> None:
-        from kubernetes import client
-
-        self._call(f"deleting Job {name}", self.batch.delete_namespaced_job, name, ns,
-                   body=client.V1DeleteOptions(propagation_policy="Background"))
+        request(f"deleting Job {name}", self.kube.batch.delete_namespaced_job, name, ns,
+                body={"propagationPolicy": "Background"})  # DeleteOptions (the client sends a dict as it is)

@@ -49,10 +49,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 
-from hyperpod_core import environment, paths
-from hyperpod_core.assembly import required_parameters
-from hyperpod_core.errors import CommandFailed, UsageError
+from hyperpod_core import environment, outputs, paths
+from hyperpod_core.assembly import required_parameters, undeployable_line, with_upstream
+from hyperpod_core.atomic import write_text_atomic
+from hyperpod_core.config import load_config
+from hyperpod_core.config.model import ModelBucketConfig
+from hyperpod_core.errors import CommandFailed, ConfigError, UsageError
 from hyperpod_dpd import cdk_cli
 from hyperpod_dpd.commands.options import (
     ConfigOption,
@@ -101,8 +105,6 @@ def init(name: Annotated[str, typer.Argument(metavar="NAME",
              show_default=False)] = None,
          ) -> None:
     """Create envs/NAME/config.yaml from a config (default: config/default.yaml), named NAME."""
-    from hyperpod_core.atomic import write_text_atomic
-    from hyperpod_core.config import load_config
     from hyperpod_dpd.schema import modeline
 
     root = paths.checkout("hyperpod-dpd init")  # the default config, and the schema the new file points at
@@ -133,7 +135,6 @@ def schema(check: Annotated[bool, typer.Option(
 
     --write also puts the schema line first in every config/**/*.yaml that lacks it.
     """
-    from hyperpod_core.atomic import write_text_atomic
     from hyperpod_dpd.schema import committed, config_files, render, render_docs, with_modeline
 
     if check and write:
@@ -197,7 +198,6 @@ def diff(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption =
          outputs_file: OutputsFileOption = None) -> None:
     """Compare the synthesized templates of THIS config with what is deployed (cdk diff --app <cdk.out>); for
     the HyperPod stack, also whether running deep health checks would refuse an instance-group change."""
-    from hyperpod_core.assembly import undeployable_line
     from hyperpod_dpd.deployment import require_region
 
     paths.checkout("hyperpod-dpd diff")
@@ -248,7 +248,6 @@ class _Plan:
 def _plan(e: environment.Environment, cdk_out: Path, stacks: list[str] | None) -> _Plan:
     """The stacks to deploy and their parameters; refuses a parameter hyperpod-dpd cannot fill (exit 2) and templates
     CloudFormation would refuse (:func:`hyperpod_core.assembly.undeployable_line`, exit 1)."""
-    from hyperpod_core.assembly import undeployable_line, with_upstream
     from hyperpod_dpd import change_set
     from hyperpod_dpd.deploy_guards import ADMIN_PARAMETER
 
@@ -354,8 +353,6 @@ def deploy(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption
 def set_outputs_aside(outputs_file: Path, destroyed: list[str], now: dt.datetime | None = None) -> Path | None:
     """After a successful destroy: move the outputs file to ``cdk-outputs.destroyed-<UTC stamp>.json`` so that no
     later command uses the destroyed deployment's names; when stacks remain, the outputs file keeps only theirs."""
-    from hyperpod_core.atomic import write_text_atomic
-
     if not outputs_file.is_file():
         return None
     stamp = (now or dt.datetime.now(dt.UTC)).strftime("%Y%m%dT%H%M%SZ")
@@ -421,11 +418,6 @@ def kept_model_bucket(outputs_file: Path | None, config_path: Path) -> str:
     """What ``destroy`` prints when it kept the model bucket: the ``model_bucket`` lines that let the next deployment
     read it again, from the destroyed deployment's outputs (``ModelBucketName``, ``ModelBucketKeyArn``), and where the
     deletion procedure is. Only values that load into ``model_bucket`` are printed as config lines."""
-    from pydantic import ValidationError
-
-    from hyperpod_core import outputs
-    from hyperpod_core.config.model import ModelBucketConfig
-    from hyperpod_core.errors import ConfigError
     from hyperpod_core.inputs import read_outputs_file
 
     try:

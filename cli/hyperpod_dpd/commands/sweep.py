@@ -46,6 +46,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from hyperpod_core.errors import CommandFailed, UsageError
+from hyperpod_core.inputs import eks_cluster_arn, read_outputs_file
+from hyperpod_core.names import DEPLOYMENT_TAG
 from hyperpod_dpd.commands.options import (
     ConfigOption,
     DeploymentRegionOption,
@@ -65,6 +67,9 @@ ORDER = ("SageMaker endpoint", "SageMaker endpoint config", "SageMaker model", "
 
 
 #: Errors of a security group or ENI still in use, and how long to wait for the user to go away (10 minutes).
+#: Written by hand on purpose: these are not throttling or transient errors, so no botocore retry mode retries them
+#: (standard and adaptive retry throttling codes, 5xx and connection errors only: botocore ``retries/standard.py``,
+#: Boto3 guide "Retries"); what ends them is the ENI detaching, minutes later (tests/cli/test_sweep.py checks it).
 IN_USE_CODES = frozenset({"DependencyViolation", "InvalidNetworkInterface.InUse"})
 IN_USE_ATTEMPTS = 40
 IN_USE_DELAY_SECONDS = 15.0
@@ -107,6 +112,7 @@ def sweep(
     another deployment.
     """
     from hyperpod_dpd import aws  # boto3 loads when the command runs, not for --help
+    from hyperpod_runtime.cleanup import AwsUnavailable
 
     fmt = output_format(output, as_json)
     as_json = fmt.data  # below: a JSON or YAML document instead of the table
@@ -114,7 +120,10 @@ def sweep(
     dep = load(config, env, region=region, changing="sweep", outputs_file=outputs_file)
     clients = {s: aws.client(s, dep.region) for s in ("sagemaker", "elbv2", "acm", "ec2")}
     with aws.aws_errors("listing leftovers"):
-        found = discover(dep, clients)
+        try:
+            found = discover(dep, clients)
+        except AwsUnavailable as exc:  # throttled after botocore's retries: the throttling error, in one line
+            raise exc.__cause__ or exc from None
     items, alone = found.items, [asdict(i) for i in found.left_alone]
     out = console(highlight=False)
     if as_json and not yes:
@@ -153,8 +162,6 @@ def sweep(
 
 def discover(dep: Deployment, clients: dict[str, Any]) -> Found:
     """Every leftover of this deployment, in deletion order, and the operator's resources left alone."""
-    from hyperpod_core.inputs import eks_cluster_arn, read_outputs_file
-    from hyperpod_core.names import DEPLOYMENT_TAG
     from hyperpod_runtime.cleanup import ALB_CLUSTER_TAG, Janitor
 
     sm, elbv2, acm, ec2 = clients["sagemaker"], clients["elbv2"], clients["acm"], clients["ec2"]
@@ -188,17 +195,17 @@ def discover(dep: Deployment, clients: dict[str, Any]) -> Found:
     vpc_id = _vpc_id(ec2, f"{dep.env.config.name}-network")
     if vpc_id:
         service = f"com.amazonaws.{dep.region}.guardduty-data"
-        for ep in _pages(ec2.describe_vpc_endpoints, "VpcEndpoints", token_in="NextToken", Filters=[
+        for ep in _listed(ec2, "describe_vpc_endpoints", "VpcEndpoints", Filters=[
                 {"Name": "vpc-id", "Values": [vpc_id]}, {"Name": "service-name", "Values": [service]}]):
             if ep.get("State", "").lower() not in ("deleted", "deleting"):
                 items.append(Item(kind="GuardDuty VPC endpoint", name=ep["VpcEndpointId"], id=ep["VpcEndpointId"],
                                   why=f"{service} in {vpc_id}", effect="blocks destroy (VPC not empty)"))
-    for sg in _pages(ec2.describe_security_groups, "SecurityGroups", token_in="NextToken",
-                     Filters=[{"Name": f"tag:{ALB_CLUSTER_TAG}", "Values": [dep.eks_cluster]}]):
+    for sg in _listed(ec2, "describe_security_groups", "SecurityGroups",
+                      Filters=[{"Name": f"tag:{ALB_CLUSTER_TAG}", "Values": [dep.eks_cluster]}]):
         items.append(Item(kind="Security group", name=sg.get("GroupName", sg["GroupId"]), id=sg["GroupId"],
                           why=cluster_why, effect="blocks destroy (VPC not empty)"))
     if vpc_id:
-        for eni in _pages(ec2.describe_network_interfaces, "NetworkInterfaces", token_in="NextToken", Filters=[
+        for eni in _listed(ec2, "describe_network_interfaces", "NetworkInterfaces", Filters=[
                 {"Name": "vpc-id", "Values": [vpc_id]}, {"Name": "status", "Values": ["available"]}]):
             if eni.get("RequesterManaged"):
                 continue  # owned by a service (VPC endpoint, load balancer): goes with its owner
@@ -257,15 +264,10 @@ def _vpc_id(ec2: Any, network_stack: str) -> str | None:
     return str(found[0]["VpcId"]) if found else None
 
 
-def _pages(method: Callable[..., dict[str, Any]], key: str, *, token_in: str = "NextToken",
-           **kwargs: Any) -> Iterator[dict[str, Any]]:
-    token: str | None = None
-    while True:
-        page = method(**kwargs, **({token_in: token} if token else {}))
+def _listed(client: Any, operation: str, key: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
+    """The ``key`` items of every page of ``operation`` (boto3's paginator)."""
+    for page in client.get_paginator(operation).paginate(**kwargs):
         yield from page.get(key, [])
-        token = page.get("NextToken")
-        if not token:
-            return
 
 
 def _print(out: Console, dep: Deployment, found: Found) -> None:

@@ -22,6 +22,10 @@ with one message naming the leftovers once the wait budget (``WaitSeconds``) is 
 
 Start-up (DescribeCluster, a token) is retried like every other call: a throttle or a network blip at the
 first poll is retried on the next one until the deadline, never a failed deletion at once.
+
+Every AWS client retries throttling, transient errors and 5xx itself: botocore's standard retry mode
+(:data:`BOTO_CONFIG`). A throttle that outlasts those retries is left for the next poll
+(``hyperpod_runtime.cleanup.throttling_is_transient``).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from hyperpod_runtime.cleanup import AwsCaller, AwsUnavailable, Janitor, format_failure
+from hyperpod_runtime.cleanup import AwsUnavailable, Janitor, format_failure, throttling_is_transient
 from hyperpod_runtime.eks.kube import HttpsTransport, KubeClient, KubeUnavailable
 from hyperpod_runtime.eks.token import get_token
 from hyperpod_runtime.stack_status import StackStatusDenied, StackStatusUnavailable, may_clean_up
@@ -51,19 +55,25 @@ TRANSIENT_ERRORS = (KubeUnavailable, AwsUnavailable, StackStatusUnavailable)
 SKIPPED = "every InferenceEndpointConfig and JumpStartModel of the cluster (and what the operator made for them)"
 JanitorFactory = Callable[[dict[str, Any]], Janitor]
 
-_BOTO_CONFIG = Config(retries={"mode": "standard", "max_attempts": 4}, connect_timeout=10, read_timeout=30)
+#: Every client's retries: botocore's standard mode retries throttling, transient errors and 5xx with exponential
+#: backoff (a random wait up to 2 ** (attempt - 1) s, at most 20 s) up to ``total_max_attempts`` requests in all,
+#: the first included (Boto3 guide, "Retries": "Standard retry mode"; botocore ``Config``). Standard, not adaptive:
+#: adaptive adds a client-side rate limiter whose waits ``total_max_attempts`` does not bound, and the guide calls
+#: it experimental. Eight attempts wait at most 1+2+4+8+16+20+20 = 71 s for one call, well inside the 5-minute
+#: Lambda timeout (``endpoint_janitor.LAMBDA_TIMEOUT``).
+BOTO_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 8}, connect_timeout=10, read_timeout=30)
 
 
-def make_janitor(props: dict[str, Any], *, sleep: Callable[[float], None] = time.sleep) -> Janitor:
+def make_janitor(props: dict[str, Any]) -> Janitor:
     """Build a :class:`Janitor` with real clients from the custom resource's properties."""
     region = os.environ["AWS_REGION"]
     cluster_name = props["ClusterName"]
     session = boto3.session.Session(region_name=region)
-    call = AwsCaller(sleep=sleep)
     kube: KubeClient | None = None
     try:
-        eks = session.client("eks", config=_BOTO_CONFIG)
-        cluster = call(eks.describe_cluster, name=cluster_name)["cluster"]
+        eks = session.client("eks", config=BOTO_CONFIG)
+        with throttling_is_transient():
+            cluster = eks.describe_cluster(name=cluster_name)["cluster"]
     except BotoCoreError as err:  # no connection, a timeout: worth the next poll
         raise AwsUnavailable(f"DescribeCluster {cluster_name}: {err}") from err
     except ClientError as err:
@@ -78,16 +88,15 @@ def make_janitor(props: dict[str, Any], *, sleep: Callable[[float], None] = time
     return Janitor(
         cluster_name=cluster_name, cluster_arn=props.get("ClusterArn", ""), kube=kube,
         deployment_tag=deployment_tag(props),
-        sagemaker=session.client("sagemaker", config=_BOTO_CONFIG),
-        elbv2=session.client("elbv2", config=_BOTO_CONFIG),
-        acm=session.client("acm", config=_BOTO_CONFIG),
-        ec2=session.client("ec2", config=_BOTO_CONFIG),
-        call=call)
+        sagemaker=session.client("sagemaker", config=BOTO_CONFIG),
+        elbv2=session.client("elbv2", config=BOTO_CONFIG),
+        acm=session.client("acm", config=BOTO_CONFIG),
+        ec2=session.client("ec2", config=BOTO_CONFIG))
 
 
 def cloudformation_client() -> Any:
     """CloudFormation in the function's region: the stack holding the janitor is there."""
-    return boto3.client("cloudformation", region_name=os.environ["AWS_REGION"], config=_BOTO_CONFIG)
+    return boto3.client("cloudformation", region_name=os.environ["AWS_REGION"], config=BOTO_CONFIG)
 
 
 def deployment_tag(props: dict[str, Any]) -> tuple[str, str] | None:

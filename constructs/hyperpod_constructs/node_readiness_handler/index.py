@@ -38,7 +38,10 @@ def make_transport(props: dict[str, Any]) -> Transport:
     config = Config(retries={"mode": "standard", "max_attempts": 6}, connect_timeout=10, read_timeout=30)
     cluster = session.client("eks", config=config).describe_cluster(name=name)["cluster"]
     ca_pem = base64.b64decode(cluster["certificateAuthority"]["data"]).decode("ascii")
-    return HttpsTransport(cluster["endpoint"], ca_pem, lambda: get_token(name, region=region, session=session))
+    # One request per requirement and poll: the next poll (every minute) is the retry, and urllib3's waits (up to
+    # 20 s each, Retry-After included) could outlast this 2-minute function.
+    return HttpsTransport(cluster["endpoint"], ca_pem, lambda: get_token(name, region=region, session=session),
+                          retries=False)
 
 
 def on_event(event: dict[str, Any], context: Any = None, *,

@@ -32,6 +32,7 @@ from hyperpod_core.config import Config
 from hyperpod_core.config.benchmark import BenchmarkScenarioConfig
 from hyperpod_core.inputs import EndpointInputs
 from hyperpod_core.names import EndpointNames
+from hyperpod_k8s.benchmark.reference import experiment_props
 from hyperpod_k8s.endpoint.props import endpoint_props
 from hyperpod_runtime import bench_runner
 
@@ -112,8 +113,6 @@ def gpus_per_mode(config: Config, inputs: EndpointInputs, experiment: Experiment
     """GPUs each endpoint mode holds in ``experiment`` (the GPU-normalized comparison divides by these): the
     replicas of the layout that experiment applies, whose autoscaling is always off
     (:func:`hyperpod_k8s.benchmark.reference.experiment_props`), so the count is what runs."""
-    from hyperpod_k8s.benchmark.reference import experiment_props
-
     p = endpoint_props(config, inputs)
     dpd, colocated = experiment_props(p, experiment, "dpd"), experiment_props(p, experiment, "colocated")
     return {"dpd": dpd.prefill.replicas * dpd.prefill.gpus + dpd.decode.replicas * dpd.decode.gpus,
