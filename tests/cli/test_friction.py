@@ -78,9 +78,10 @@ def test_every_key_is_described_with_its_default() -> None:
     silent = [name for name, prop in properties if not re.search(r"\b(Default|Required)\b", prop["description"])]
     assert not silent, f"no 'Default: ...' (or 'Required'): {silent}"
     keys = {k.path for k in config_keys(schema)}
-    assert {"endpoint.decode.max_num_seqs", "hyperpod.instance_groups[].pool", "benchmark.scenarios[].traffic",
+    assert {"endpoints[].decode.max_num_seqs", "endpoints[].model.s3_prefix", "hyperpod.instance_groups[].pool", "benchmark.scenarios[].traffic",
             "observability.grafana_workspace.workspace_id"} <= keys
     twice = sum(len(schema["$defs"][role]["properties"]) for role in ("RoleConfig", "RoleAutoscalingConfig"))
+    twice += len(schema["$defs"]["SloConfig"]["properties"])  # observability.slo and each endpoint's own slo
     assert len(keys) == len(properties) + twice, "every field is a key; a role's fields once per role"
 
 
@@ -95,12 +96,16 @@ def test_the_reference_defaults_are_what_a_config_that_leaves_them_out_gets() ->
         mode="json")
     checked = 0
     for key in config_keys():
-        if "[]" in key.path or key.default in ("", "(required)"):
+        if key.path == "endpoints":
+            assert key.default == "`[{}]`"  # one endpoint, every key at its default: the keys below say which
             continue
-        *parents, leaf = key.path.split(".")
+        path = key.path.replace("endpoints[].", "endpoints.0.", 1)  # the one default endpoint's keys
+        if "[]" in path or key.default in ("", "(required)"):
+            continue
+        *parents, leaf = path.split(".")
         section: dict | None = loaded
         for part in parents:
-            section = section[part] if section is not None else None
+            section = (section[int(part)] if part.isdigit() else section[part]) if section is not None else None
         if section is None:
             continue  # a key of a section that is off by default (observability.grafana_workspace)
         value = section[leaf]
