@@ -383,8 +383,8 @@ def test_sweep_in_another_region_is_refused_and_deletes_nothing(cli, config_file
     assert result.code == 2, result.err
     assert one_line_error(result).startswith(
         f"error: --region must be this deployment's region us-west-2 ({config_file.with_suffix('.out')}"
-        "/cdk-outputs.json: hyperpod-dpd-cluster.Region) for hyperpod-dpd sweep, which changes or deletes "
-        "resources, got 'us-east-1'")
+        "/cdk-outputs.json: hyperpod-dpd-cluster.Region) for hyperpod-dpd sweep, which deletes what its operator and "
+        "load balancer controller left, got 'us-east-1'")
     assert made == [] and result.out == ""
     assert _remaining("us-east-1") == before and before["endpoints"] == 1 and before["load balancers"] == 2
 
