@@ -174,7 +174,7 @@ def _clean(cfg: Path) -> Path:
 
     results = cfg.parent / "bench.out" / "benchmark-results"
     shutil.rmtree(results, ignore_errors=True)
-    return results
+    return results / "llama-3-3-70b"  # the endpoint's own folder
 
 
 def test_runs_each_experiment_dpd_then_colocated_one_job_at_a_time_and_restores_the_endpoint(env_folder, tmp_path):

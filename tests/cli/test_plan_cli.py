@@ -47,8 +47,21 @@ def default_json() -> dict[str, Any]:
 
 def test_json_is_exactly_the_issue_structure(default_json: dict[str, Any]) -> None:
     """Issue 15: {"scenarios": [{"traffic", "concurrency", "colocated": {...}, "dpd": {...}, "improvement_pct":
-    {"tpot", "e2e_p50", "output_throughput"}}], "recommendation": {...}}."""
-    assert set(default_json) == {"schema_version", "scenarios", "recommendation"}  # schema_version: issue 24
+    {"tpot", "e2e_p50", "output_throughput"}}], "recommendation": {...}}; issue 34 adds the endpoint sized and the
+    fleet's GPUs at peak per instance group."""
+    assert set(default_json) == {"schema_version", "endpoint", "scenarios", "recommendation",  # schema: issue 24
+                                 "fleet"}
+    assert default_json["endpoint"] == "llama-3-3-70b"
+    # The default config: each role pinned by its pool to its own group of 8 GPUs, both full at peak (1 replica of
+    # 8 GPUs each: config/default.yaml), 16 GPUs in all.
+    assert default_json["fleet"] == [
+        {"groups": ["prefill"], "gpus": 8, "peak_gpus": 8, "free_gpus": 0,
+         "roles": [{"endpoint": "llama-3-3-70b", "role": "prefill", "peak_gpus": 8}]},
+        {"groups": ["decode"], "gpus": 8, "peak_gpus": 8, "free_gpus": 0,
+         "roles": [{"endpoint": "llama-3-3-70b", "role": "decode", "peak_gpus": 8}]},
+        {"groups": ["prefill", "decode"], "gpus": 16, "peak_gpus": 16, "free_gpus": 0,
+         "roles": [{"endpoint": "llama-3-3-70b", "role": "prefill", "peak_gpus": 8},
+                   {"endpoint": "llama-3-3-70b", "role": "decode", "peak_gpus": 8}]}]
     assert [(s["traffic"], s["concurrency"]) for s in default_json["scenarios"]] == [("D(4096,256)", 8),
                                                                                     ("D(4096,256)", 32)]
     for s in default_json["scenarios"]:
@@ -98,7 +111,7 @@ def test_a_recommended_layout_outside_the_fixed_rows_is_simulated_and_printed(
 
 def test_estimate_scenarios_is_the_json_scenarios(default_json: dict[str, Any]) -> None:
     """The benchmark report imports this function to show estimates beside measurements."""
-    got = estimate_scenarios(load_config(DEFAULT), ["D(4096,256)"], [8, 32])
+    got = estimate_scenarios(load_config(DEFAULT).spec(), ["D(4096,256)"], [8, 32])
     assert got == default_json["scenarios"]
     assert estimate_scenarios(DEFAULT, ["D(4096,256)"], [8]) == got[:1]  # a path works too
 

@@ -144,6 +144,7 @@ def test_without_results_yet_the_line_says_run_bench_and_names_the_sample(run_cl
     config.write_text(yaml.safe_dump(default_config_dict))
     result = run_cli("report", "--config", str(config))
     assert (result.exit_code, result.stdout) == (2, "")
-    assert result.stderr == (f"error: no results yet: {tmp_path / 'c.out' / 'benchmark-results'}/ does not exist; "
+    results = tmp_path / "c.out" / "benchmark-results" / "llama-3-3-70b"  # the endpoint's own folder
+    assert result.stderr == (f"error: no results yet: {results}/ does not exist; "
                              f"run: hyperpod-dpd bench --config {config} (or pass --results DIR|s3://bucket/prefix; "
                              "the shipped sample: --results docs/sample-benchmark-report/raw)\n")
