@@ -15,6 +15,7 @@ import copy
 import datetime as dt
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -661,3 +662,30 @@ def test_a_cluster_that_cannot_be_read_is_unknown(default_config_dict) -> None:
     check = preflight.check_deep_health_checks(clients, config.hyperpod, config.name)
     assert check.status == "UNKNOWN" and "AccessDeniedException" in check.detail
     stub.assert_no_pending_responses()
+
+
+# --- a fleet: each endpoint's own model bucket (issue 34 item 4) ---------------------------------------------------
+
+def test_an_endpoints_own_model_bucket_is_checked_once_beside_the_deployments(aws) -> None:
+    """two-models.yaml with the 8B reading from a bucket of its own (``model.bucket``) in another region: its row
+    names the endpoint and the key to fix; the deployment's bucket is still checked, once; the cluster-wide checks
+    run once. Fails before: preflight checked model_bucket.existing_name only."""
+    import yaml
+
+    repo = Path(__file__).resolve().parents[2]
+    data = yaml.safe_load((repo / "config" / "examples" / "two-models.yaml").read_text())
+    own = f"{NAMES['bucket']}-8b"
+    data["model_bucket"] = {"existing_name": NAMES["bucket"]}
+    data["endpoints"][1]["model"]["bucket"] = own
+    config = parse_config(data)
+    boto3.client("s3", "eu-west-1").create_bucket(Bucket=own,
+                                                  CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    results = preflight.run(target(config), World().clients(config), now=NOW)
+    names = [c.name for c in results]
+    assert names.count("model bucket") == names.count("CDK bootstrap") == names.count("deep health checks") == 1
+    checks = {c.name: c for c in results}
+    assert checks["model bucket"].status == "PASS"
+    mine = _fail(checks, "model bucket of llama-3-1-8b")
+    assert mine.detail == f"s3://{own} is in eu-west-1, not us-west-2"
+    assert mine.fix.startswith("endpoints[1].model.bucket: a bucket in the config's region")
+    assert "model bucket key of llama-3-1-8b" not in checks  # no key check of a bucket elsewhere
