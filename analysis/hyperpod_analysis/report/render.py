@@ -328,8 +328,9 @@ def _verdict_text(v: Verdict) -> str:
 
 
 def _intro(report: Report) -> list[str]:
-    e, slo = report.spec.endpoint, report.spec.slo
-    source = "`observability.slo`" + (f" with `{report.spec.field('slo')}`" if e.slo is not None else "")
+    spec = report.spec
+    e, slo = spec.endpoint, spec.slo
+    source = "`observability.slo`" + (f" with `{spec.field('slo')}`" if e.slo is not None else "")
     price = (f"Price: {report.price.text()}." if report.price is not None
              else f"Price: {no_price_line(e.instance_type)}.")
     return [
