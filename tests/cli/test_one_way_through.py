@@ -496,8 +496,8 @@ def test_report_without_results_says_to_run_bench(run_cli, monkeypatch, tmp_path
     shutil.copy(DEFAULT, tmp_path / "c.yaml")
     monkeypatch.chdir(tmp_path)
     _one_line(run_cli("report", "--config", "c.yaml"), 2,
-              "error: no results yet: c.out/benchmark-results/ does not exist; run: hyperpod-dpd bench --config c.yaml "
-              "(or pass --results DIR|s3://bucket/prefix; the shipped sample: --results "
+              "error: no results yet: c.out/benchmark-results/llama-3-3-70b/ does not exist; run: hyperpod-dpd bench "
+              "--config c.yaml (or pass --results DIR|s3://bucket/prefix; the shipped sample: --results "
               "docs/sample-benchmark-report/raw)")
 
 

@@ -144,6 +144,25 @@ def test_without_results_yet_the_line_says_run_bench_and_names_the_sample(run_cl
     config.write_text(yaml.safe_dump(default_config_dict))
     result = run_cli("report", "--config", str(config))
     assert (result.exit_code, result.stdout) == (2, "")
-    assert result.stderr == (f"error: no results yet: {tmp_path / 'c.out' / 'benchmark-results'}/ does not exist; "
+    results = tmp_path / "c.out" / "benchmark-results" / "llama-3-3-70b"  # the endpoint's own folder
+    assert result.stderr == (f"error: no results yet: {results}/ does not exist; "
                              f"run: hyperpod-dpd bench --config {config} (or pass --results DIR|s3://bucket/prefix; "
                              "the shipped sample: --results docs/sample-benchmark-report/raw)\n")
+
+
+def test_a_fleets_report_is_of_the_endpoint_named(run_cli, tmp_path: Path) -> None:
+    """Each endpoint has its own results (bench collects into benchmark-results/<endpoint>/): a config of several
+    endpoints needs --endpoint (one line naming them), and then reads that endpoint's folder. Fails before:
+    Config.endpoint raised TypeError."""
+    import shutil
+
+    config = tmp_path / "c.yaml"
+    shutil.copy(Path(__file__).resolve().parents[2] / "config" / "examples" / "two-models.yaml", config)
+    result = run_cli("report", "--config", str(config))
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (f"error: --endpoint must name the endpoint hyperpod-dpd report acts on: {config} serves "
+                             "2 endpoints (llama-3-3-70b, llama-3-1-8b)\n")
+    result = run_cli("report", "--config", str(config), "--endpoint", "llama-3-1-8b")
+    results = tmp_path / "c.out" / "benchmark-results" / "llama-3-1-8b"
+    assert result.stderr.startswith(f"error: no results yet: {results}/ does not exist; run: hyperpod-dpd bench "
+                                    f"--config {config} --endpoint llama-3-1-8b (or pass")

@@ -536,3 +536,35 @@ def test_smoke_asks_for_the_name_the_endpoint_serves(cli, config_file, kubeconfi
     assert asked == [config.model.name] * 2
     args = endpoint_props(config, resolve_inputs(config, None)).worker_args
     assert args[args.index("--served-model-name") + 1] == config.model.name
+
+
+# --- a fleet: several endpoints on one cluster (issue 34 item 4) ---------------------------------------------------
+
+SMALL = "llama-3-1-8b"  # the second endpoint of config/examples/two-models.yaml
+
+
+def test_endpoint_option_tests_that_endpoint_from_its_own_pods(cli, fleet_config, kubeconfig, cluster) -> None:
+    """Both endpoints run; the 8B's server logs its transfers to the 8B's decode pod. ``smoke --endpoint
+    llama-3-1-8b`` compares the 8B's roles and judges the 8B's decoder lines, and reads no object of the 70B. Fails
+    before: Config.endpoint raised TypeError on a config of several endpoints."""
+    cluster.dpd_endpoint()
+    cluster.dpd_endpoint(name=SMALL)
+    with openai_server(cluster, DecoderBehaviour(), name=SMALL) as url:
+        cluster.requests.clear()
+        result = _smoke(cli, fleet_config, kubeconfig, url, "--json", "--endpoint", SMALL)
+    assert result.code == 0, result.err
+    report = json.loads(result.out)
+    assert report["endpoint"] == SMALL
+    assert report["roles"]["decode"]["deployment"] == f"decode-{SMALL}"
+    short, long = report["requests"]
+    assert short["ok"] and long["ok"] and long["transfers"][0]["retrieved_tokens"] > 4096
+    assert [r for r in cluster.requests if f"/{NAME}" in r or f"-{NAME}" in r] == []
+
+
+def test_a_fleet_without_endpoint_is_refused_before_any_request(cli, fleet_config, kubeconfig, cluster) -> None:
+    with _served(cluster) as url:
+        result = _smoke(cli, fleet_config, kubeconfig, url)
+    assert (result.code, result.out) == (2, "")
+    assert one_line_error(result) == (f"error: --endpoint must name the endpoint hyperpod-dpd smoke acts on: "
+                                      f"{fleet_config} serves 2 endpoints ({NAME}, {SMALL})")
+    assert cluster.requests == []

@@ -576,3 +576,59 @@ def test_ctrl_c_while_computing_checksums_says_nothing_was_uploaded(_invoke, s3,
         f"interrupted while computing the checksums; nothing was uploaded; resume with: hyperpod-dpd stage-model "
         f"{src} --config {config_file}")
     assert _keys(s3) == []
+
+
+# --- a fleet: each endpoint stages its own model (issue 34 item 4) -------------------------------------------------
+
+SMALL_PREFIX = "models/Llama-3.1-8B-Instruct/"  # the 8B's model.s3_prefix in config/examples/two-models.yaml
+
+
+@pytest.fixture
+def fleet_file(s3, tmp_path) -> tuple[Path, str]:
+    """config/examples/two-models.yaml reading from an existing bucket, the 8B's weights from a bucket of its own
+    (``model.bucket``); returns the config and that bucket."""
+    repo = Path(__file__).resolve().parents[2]
+    data = yaml.safe_load((repo / "config" / "examples" / "two-models.yaml").read_text())
+    own = f"{BUCKET}-8b"
+    s3.create_bucket(Bucket=own, CreateBucketConfiguration={"LocationConstraint": REGION})
+    data["model_bucket"] = {"existing_name": BUCKET}
+    data["endpoints"][1]["model"]["bucket"] = own
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path, own
+
+
+def test_endpoint_option_stages_that_endpoints_model_and_keeps_the_others_record(_invoke, s3, tmp_path,
+                                                                                 fleet_file) -> None:
+    """Each endpoint's weights go to its model.s3_prefix in its bucket (the 8B's model.bucket, the 70B's the
+    deployment's); the record holds one entry per model location: staging the 8B keeps the 70B's entry, and
+    --verify of the 8B finds its own. Fails before: Config.model raised TypeError on a config of several endpoints."""
+    from hyperpod_core import staged_model
+
+    config, own = fleet_file
+    (tmp_path / "8b").mkdir()
+    big, small = make_model(tmp_path, shards=1, shard_size=MIB), make_model(tmp_path / "8b", shards=1, shard_size=MIB)
+    assert _invoke(str(big), "--config", str(config), "--endpoint", "llama-3-3-70b").exit_code == 0
+    staged = _invoke(str(small), "--config", str(config), "--endpoint", "llama-3-1-8b")
+    assert staged.exit_code == 0, staged.stderr
+    record = tmp_path / "c.out" / staged_model.RECORD_FILE
+    entries = {(m.bucket, m.s3_prefix): m for m in staged_model.read_all(record)}
+    assert set(entries) == {(BUCKET, PREFIX), (own, SMALL_PREFIX)}
+    assert _keys(s3) == sorted(f"{_where(big)}{n}" for n in [*(p.name for p in big.iterdir()),
+                                                              model_folder.MANIFEST_NAME])
+    mine = entries[(own, SMALL_PREFIX)]
+    assert s3.list_objects_v2(Bucket=own)["KeyCount"] == 6 and mine.location.startswith(SMALL_PREFIX)
+    assert "stage-model --verify --config" in staged.stdout and "--endpoint llama-3-1-8b   (any time)" in staged.stdout
+    record.write_text(json.dumps({"format": 3, "models": [
+        json.loads(record.read_text())["models"][0]]}))  # the 8B's entry lost: --verify writes it again from S3
+    assert _invoke("--verify", "--config", str(config), "--endpoint", "llama-3-1-8b").exit_code == 0
+    assert {(m.bucket, m.s3_prefix): m for m in staged_model.read_all(record)} == entries
+
+
+def test_a_fleet_needs_the_endpoint_named_and_writes_nothing_without(_invoke, s3, tmp_path, fleet_file) -> None:
+    config, _ = fleet_file
+    result = _invoke(str(make_model(tmp_path)), "--config", str(config))
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (f"error: --endpoint must name the endpoint hyperpod-dpd stage-model acts on: {config} "
+                             "serves 2 endpoints (llama-3-3-70b, llama-3-1-8b)\n")
+    assert _keys(s3) == [] and not (tmp_path / "c.out").exists()

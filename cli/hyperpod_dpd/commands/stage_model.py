@@ -1,4 +1,9 @@
-"""``hyperpod-dpd stage-model SRC``: upload a Hugging Face model folder to the config's bucket and prefix.
+"""``hyperpod-dpd stage-model SRC``: upload a Hugging Face model folder to an endpoint's bucket and prefix.
+
+The endpoint is the one ``--endpoint`` names, else the config's only one; its weights go to its ``model.bucket`` when
+set, else to the deployment's bucket (``model_bucket.existing_name``, else the platform stack's ``ModelBucketName``),
+under its ``model.s3_prefix``. The record holds one entry per model location (bucket and prefix): staging one
+endpoint's model keeps the others'.
 
 Content-addressed (:mod:`hyperpod_core.staged_model`): the checksums of every file come first, then the manifest and
 its digest, the revision ``sha256-<16 hex>``; the files go to ``<model.s3_prefix><revision>/``, the manifest last,
@@ -31,10 +36,12 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
 from hyperpod_core import environment
+from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.errors import EXIT_INTERRUPTED, CommandFailed, UsageError
 from hyperpod_dpd.commands.options import (
     ConfigOption,
     DeploymentRegionOption,
+    EndpointOption,
     EnvOption,
     OutputsFileOption,
     ProfileOption,
@@ -47,7 +54,12 @@ def register(app: typer.Typer) -> None:
     app.command("stage-model")(stage_model)
 
 
-def model_bucket(e: environment.Environment) -> str:
+def model_bucket(e: environment.Environment, spec: EndpointSpec) -> str:
+    """The bucket of ``spec``'s model: its ``model.bucket``, else the deployment's (:func:`deployment_bucket`)."""
+    return spec.model.bucket or deployment_bucket(e)
+
+
+def deployment_bucket(e: environment.Environment) -> str:
     """``model_bucket.existing_name``, else ``ModelBucketName`` from this environment's outputs file."""
     if e.config.model_bucket.existing_name:
         return e.config.model_bucket.existing_name
@@ -98,11 +110,11 @@ VerifyOption = Annotated[bool, typer.Option("--verify", help="Check S3 against t
 RevisionOption = Annotated[str | None, typer.Option(
     "--revision", metavar="REVISION", show_default=False,
     help="With --verify: the staged revision to check (sha256-<16 hex>). Default: the one staged-model.json "
-         "records, else the only one under model.s3_prefix.")]
+         "records for the endpoint's model, else the only one under its model.s3_prefix.")]
 
 
 def stage_model(
-        src: SrcArgument = None, config: ConfigOption = None, env: EnvOption = None,
+        src: SrcArgument = None, config: ConfigOption = None, env: EnvOption = None, endpoint: EndpointOption = None,
         dry_run: StageDryRunOption = False, force: ForceOption = False, verify_only: VerifyOption = False,
         revision: RevisionOption = None, region: DeploymentRegionOption = None, profile: ProfileOption = None,
         outputs_file: OutputsFileOption = None,
@@ -110,23 +122,24 @@ def stage_model(
     """Upload the weights to s3://<model bucket>/<model.s3_prefix>: parallel, resumable (inside a file too),
     checksummed by S3."""
     from hyperpod_dpd import aws, model_folder, staging
-    from hyperpod_dpd.deployment import require_region
+    from hyperpod_dpd.deployment import endpoint_of, require_region
 
     e = environment.resolve(config, env, outputs_file=outputs_file)
     home = require_region(e, region, "stage-model")  # the model bucket lives in the deployment's region
+    spec = endpoint_of(e, endpoint, "stage-model")
     _check_arguments(src, verify_only, revision)
     files = model_folder.scan_model_dir(src) if src is not None else []
-    base, configured = e.config.model.s3_prefix, e.config.model.revision
-    resume_command = f"hyperpod-dpd stage-model {src} {e.selector}" + (" --force" if force else "")
-    if dry_run and not verify_only and (unknown := _bucket_unknown(e)) is not None:
+    base, configured = spec.model.s3_prefix, spec.model.revision
+    resume_command = f"hyperpod-dpd stage-model {src} {_selector(e, spec)}" + (" --force" if force else "")
+    if dry_run and not verify_only and (unknown := _bucket_unknown(e, spec)) is not None:
         _dry_run_offline(_checksummed(files, resume_command), base, configured, unknown)
         return
-    bucket = model_bucket(e)
+    bucket = model_bucket(e, spec)
     s3 = aws.client("s3", home)
     with aws.aws_errors(f"s3://{bucket}"):
         staging.check_bucket(s3, bucket)
         if verify_only:
-            _verify(s3, bucket, e, revision)
+            _verify(s3, bucket, e, spec, revision)
             return
         files = _checksummed(files, resume_command)
         body, rev, prefix = _revision(files, base, configured)
@@ -136,7 +149,7 @@ def stage_model(
                 print(f"  {p.action:<8} {p.key} ({p.reason})")
             print("dry run: nothing written")
             return
-        _upload(s3, bucket, prefix, planned, e, resume_command)
+        _upload(s3, bucket, prefix, planned, _created_bucket(e, spec), resume_command)
         key, written = staging.write_manifest(s3, bucket, prefix, files)
     print(f"staged: s3://{bucket}/{prefix} ({len(files)} files, S3-verified CRC64NVME); manifest s3://{bucket}/{key}"
           + ("" if written else " (already there: nothing changed)"))
@@ -144,7 +157,7 @@ def stage_model(
         print(f"no record written: model.revision {configured!r} in the config names these weights")
     else:
         print(_record(e, bucket, base, body, len(files)))
-    _next_steps(e, rev)
+    _next_steps(e, spec, rev)
 
 
 def _plan(s3: Any, bucket: str, prefix: str, files: list[Any], rev: str, *, configured: str | None,
@@ -172,10 +185,20 @@ def _plan(s3: Any, bucket: str, prefix: str, files: list[Any], rev: str, *, conf
     return planned
 
 
-def _upload(s3: Any, bucket: str, prefix: str, planned: list[Any], e: environment.Environment,
-            resume_command: str) -> None:
+def _selector(e: environment.Environment, spec: EndpointSpec) -> str:
+    """How to name this environment and endpoint again: ``--endpoint`` only when the config has several."""
+    return e.selector + (f" --endpoint {spec.name}" if len(e.config.specs()) > 1 else "")
+
+
+def _created_bucket(e: environment.Environment, spec: EndpointSpec) -> bool:
+    """The weights go to the bucket the platform stack created (with its lifecycle rule)."""
+    return spec.model.bucket is None and not e.config.model_bucket.existing_name
+
+
+def _upload(s3: Any, bucket: str, prefix: str, planned: list[Any], created: bool, resume_command: str) -> None:
     """Upload what :func:`_plan` found missing, with a progress bar. Ctrl-C ends the command (exit 130) with one line:
-    what was uploaded, and until when S3 keeps the incomplete uploads (the bucket's lifecycle rule)."""
+    what was uploaded, and until when S3 keeps the incomplete uploads (the bucket's lifecycle rule; ``created``: the
+    platform stack's bucket, whose rule is known)."""
     from hyperpod_dpd import staging
 
     todo = [p for p in planned if p.action != "skip"]
@@ -183,7 +206,7 @@ def _upload(s3: Any, bucket: str, prefix: str, planned: list[Any], e: environmen
     lifecycle = (f"the bucket's lifecycle rule {days[1] or '(unnamed)'} aborts an incomplete upload {days[0]} "
                  "days after it started" if days else
                  f"the platform stack's model bucket aborts an incomplete upload {staging.STACK_ABORT_DAYS} days "
-                 "after it started" if not e.config.model_bucket.existing_name else
+                 "after it started" if created else
                  "the bucket has no lifecycle rule this command could read that aborts incomplete uploads: their "
                  "parts stay (and are billed) until resumed or aborted")
     if any(p.file.size >= staging.PART_SIZE for p in todo):
@@ -202,19 +225,19 @@ def _upload(s3: Any, bucket: str, prefix: str, planned: list[Any], e: environmen
                      resume_command)
 
 
-def _next_steps(e: environment.Environment, rev: str) -> None:
-    """After staging: synthesize (the manifests then name the revision), apply, verify any time."""
-    print(f"next: hyperpod-dpd synth {e.selector}   (the manifests then carry revision {rev})")
-    from hyperpod_core.dist_layout import apply_commands
+def _next_steps(e: environment.Environment, spec: EndpointSpec, rev: str) -> None:
+    """After staging: synthesize (the endpoint's manifests then name the revision), apply, verify any time."""
+    print(f"next: hyperpod-dpd synth {e.selector}   (the manifests of {spec.name} then carry revision {rev})")
+    from hyperpod_core.dist_layout import DistLayout, apply_commands
 
-    for line in apply_commands(f"{e.dist}/endpoint/"):
+    for line in apply_commands(f"{DistLayout.of(e.dist, spec.name, spec.endpoint.apply).endpoint_dir}/"):
         print(f"      {line}")
-    print(f"      hyperpod-dpd stage-model --verify {e.selector}   (any time)")
+    print(f"      hyperpod-dpd stage-model --verify {_selector(e, spec)}   (any time)")
 
 
-def _bucket_unknown(e: environment.Environment) -> str | None:
+def _bucket_unknown(e: environment.Environment, spec: EndpointSpec) -> str | None:
     """Why no model bucket is known yet, or ``None`` when :func:`model_bucket` finds one."""
-    if e.config.model_bucket.existing_name:
+    if spec.model.bucket or e.config.model_bucket.existing_name:
         return None
     if not e.outputs_file.is_file():
         return f"{e.outputs_file} does not exist, and model_bucket.existing_name is not set"
@@ -282,21 +305,21 @@ def _interrupted(what: str, resume_command: str) -> NoReturn:
     raise SystemExit(EXIT_INTERRUPTED)
 
 
-def _verify(s3: Any, bucket: str, e: environment.Environment, revision: str | None) -> None:
+def _verify(s3: Any, bucket: str, e: environment.Environment, spec: EndpointSpec, revision: str | None) -> None:
     """Check staged weights against their manifest: ``model.s3_prefix`` itself when the config names the revision,
     else the revision ``--revision`` names, the record names, or the only one staged; record them when they match."""
     from hyperpod_core import staged_model
     from hyperpod_dpd import staging_verify
 
-    base, configured = e.config.model.s3_prefix, e.config.model.revision
+    base, configured = spec.model.s3_prefix, spec.model.revision
     rev: str | None = None
     if configured is None:
-        rev = revision or _recorded_revision(e, bucket)
+        rev = revision or _recorded_revision(e, bucket, base)
         if rev is None:
             found = staging_verify.staged_revisions(s3, bucket, base)
             if not found:
                 raise CommandFailed(f"no staged revision under s3://{bucket}/{base} (stage the model first: "
-                                    f"hyperpod-dpd stage-model SRC {e.selector})")
+                                    f"hyperpod-dpd stage-model SRC {_selector(e, spec)})")
             if len(found) > 1:
                 raise UsageError(f"{len(found)} revisions are staged under s3://{bucket}/{base} ({', '.join(found)}) "
                                  f"and {staged_model.RECORD_FILE} names none of them: pass --revision")
@@ -317,12 +340,13 @@ def _verify(s3: Any, bucket: str, e: environment.Environment, revision: str | No
         raise CommandFailed(f"{len(bad)} files in s3://{bucket}/{prefix} do not match the manifest (listed above)")
 
 
-def _recorded_revision(e: environment.Environment, bucket: str) -> str | None:
-    """The revision ``staged-model.json`` records for this config's bucket and prefix, else ``None``."""
+def _recorded_revision(e: environment.Environment, bucket: str, s3_prefix: str) -> str | None:
+    """The revision ``staged-model.json`` records for ``s3_prefix`` in ``bucket`` (an endpoint's model), else
+    ``None``."""
     from hyperpod_core import staged_model
 
     path = e.workdir / staged_model.RECORD_FILE
     if not path.is_file():
         return None
-    record = staged_model.read(path)
-    return record.revision if (record.bucket, record.s3_prefix) == (bucket, e.config.model.s3_prefix) else None
+    record = staged_model.find(path, s3_prefix=s3_prefix, bucket=bucket)
+    return record.revision if record is not None else None
