@@ -146,7 +146,7 @@ def _benchmark_client(spec: EndpointSpec) -> BenchmarkClientSpec:
     uri = spec.benchmark.results_s3_uri
     bucket, _, prefix = uri.removeprefix("s3://").partition("/") if uri else (None, "", "")
     # The runner writes <prefix>/<mode>/<run>/<file> with the prefix's slashes stripped (benchmark/runner.py).
-    return BenchmarkClientSpec(endpoint=spec.name, namespace=spec.namespace,
+    return BenchmarkClientSpec(endpoint_name=spec.name, namespace=spec.namespace,
                                service_account=spec.names.benchmark_resource, model_reads=(_model_read(spec),),
                                results_bucket=bucket, results_prefix=prefix.strip("/"))
 

@@ -147,8 +147,8 @@ def fleet_platform() -> Any:
     given = stand_ins.given(app)
     a, b = ModelReadLocation(key_prefix=PREFIX_A), ModelReadLocation(key_prefix=PREFIX_B)
     stack = stand_ins.platform_stack(app, "Platform", given=given, model_reads=(a, b), benchmark_clients=(
-        BenchmarkClientSpec(endpoint="big", namespace="team", service_account="big-benchmark", model_reads=(a,)),
-        BenchmarkClientSpec(endpoint="small", namespace="other", service_account="small-benchmark",
+        BenchmarkClientSpec(endpoint_name="big", namespace="team", service_account="big-benchmark", model_reads=(a,)),
+        BenchmarkClientSpec(endpoint_name="small", namespace="other", service_account="small-benchmark",
                             model_reads=(b,))))
     return Template.from_stack(stack)
 

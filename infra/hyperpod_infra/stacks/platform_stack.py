@@ -41,7 +41,7 @@ FIRST_BENCHMARK_CLIENT_ID = "BenchmarkClient"
 class BenchmarkClientSpec:
     """Where one endpoint's benchmark Jobs run and write (``benchmark`` config section; cdk8s benchmark chart)."""
 
-    endpoint: str
+    endpoint_name: str
     """The endpoint's name: the construct ID of every endpoint's identity but the first's
     (``BenchmarkClient-<endpoint>``; the first keeps :data:`FIRST_BENCHMARK_CLIENT_ID`)."""
     namespace: str
@@ -148,13 +148,13 @@ class PlatformStack(Stack):
         """Each endpoint's benchmark identity, by endpoint name."""
         for i, b in enumerate(props.benchmark_clients):
             identity = BenchmarkClientIdentity(
-                self, FIRST_BENCHMARK_CLIENT_ID if i == 0 else f"{FIRST_BENCHMARK_CLIENT_ID}-{b.endpoint}",
+                self, FIRST_BENCHMARK_CLIENT_ID if i == 0 else f"{FIRST_BENCHMARK_CLIENT_ID}-{b.endpoint_name}",
                 props=BenchmarkClientIdentityProps(
                     cluster=props.cluster, namespace=b.namespace, service_account=b.service_account,
                     model_read_statements=tuple(self.model.read_statements(b.model_reads)),
                     results_bucket=b.results_bucket, results_prefix=b.results_prefix))
             self.model.acknowledge_read(identity.policy, b.model_reads)
-            self.benchmark_clients[b.endpoint] = identity
+            self.benchmark_clients[b.endpoint_name] = identity
 
     def _outputs(self) -> None:
         """What the cdk8s app and the operator need. Region and cluster names/ARNs are output by the cluster and
