@@ -60,7 +60,7 @@ class PlatformStackProps:
     model_bucket: ModelBucketProps
     """Without ``server_access_logs_bucket``: the stack creates the access-log bucket."""
     model_reads: tuple[ModelReadLocation, ...]
-    """Every endpoint's model (deduplicated by the bucket): the S3 CSI driver and the HyperPod nodes may list and read
+    """Every endpoint's model (deduplicated): the S3 CSI driver and the HyperPod nodes may list and read
     below these prefixes only, never a whole bucket."""
     hyperpod_execution_role: iam.IRole | None = None
     """The HyperPod instance groups' role; gets read access to the model bucket. Default: none."""
