@@ -42,6 +42,9 @@ MATRIX_GROUP = "config-matrix"
 #: or "*" for all of that config's matrix tests) -> reason``. Each becomes ``xfail(strict=True)``: the fix turns
 #: it into a failure, and its entry must go.
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
+    ("two-models.yaml", "*"): "issue 34: core/telemetry's alert_rule_groups and the cdk8s app still read "
+                              "Config.endpoint (the fleet-k8s branch converts them); the CDK side is the fleet-infra "
+                              "branch's",
 }
 
 
