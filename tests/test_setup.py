@@ -54,8 +54,8 @@ def _checkout(root: Path, *, installed_npm: bool) -> Path:
     return root
 
 
-def _setup(root: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "npm_config_registry": f"{CLOSED}/",
+def _setup(root: Path, tmp_path: Path, path: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": path or os.environ["PATH"], "HOME": str(tmp_path), "npm_config_registry": f"{CLOSED}/",
            "npm_config_cache": str(tmp_path / "npm-cache"), "npm_config_fetch_retries": "0",
            "https_proxy": CLOSED, "HTTPS_PROXY": CLOSED, "http_proxy": CLOSED, "no_proxy": "", "NO_PROXY": "",
            "HYPERPOD_CHART_CACHE": str(tmp_path / "charts")}
@@ -90,14 +90,19 @@ def test_an_install_that_fails_offline_keeps_the_tools_and_is_one_line_each(tmp_
     assert "npm error" in (root / ".cache" / "setup" / "npm.log").read_text()
 
 
-@pytest.mark.skipif(shutil.which("npm") is None, reason="needs npm")
 def test_an_install_that_fails_with_nothing_installed_stops_in_one_line(tmp_path) -> None:
     """Nothing to go on with: exit 1, the reason and the log in one line, npm's report only in the log. Fails on
-    main: npm's 19 lines (a Node stack among them) on stderr."""
+    main: npm's 19 lines (a Node stack among them) on stderr. The npm here answers as the real one does offline
+    (the test above runs the real one)."""
     root = _checkout(tmp_path / "checkout", installed_npm=False)
     (root / ".venv" / ".setup-stamp").write_text(hashlib.sha256((REPO / "pyproject.toml").read_bytes()).hexdigest()
                                                  + "\n")
-    result = _setup(root, tmp_path)
+    npm = tmp_path / "bin" / "npm"
+    npm.parent.mkdir()
+    npm.write_text("#!/bin/sh\nprintf 'npm error code ECONNREFUSED\\nnpm error FetchError: request to "
+                   f"{CLOSED}/aws-cdk failed, reason: connect ECONNREFUSED 127.0.0.1:9\\n' >&2\nexit 1\n")
+    npm.chmod(0o755)
+    result = _setup(root, tmp_path, path=f"{npm.parent}:{os.environ['PATH']}")
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
         "[setup] installing the CDK CLI and cdk8s CLI (pinned in package-lock.json)",
