@@ -687,8 +687,8 @@ def test_a_region_other_than_the_deployments_is_refused_before_any_aws_call(
     (line,) = result.stderr.splitlines()  # what the command does there: test_one_way_through.py
     assert line.startswith(f"error: --region must be this deployment's region us-west-2 (envs/{name}/cdk-outputs.json: "
                            f"demo-network.Region) for hyperpod-dpd {command}, which ")
-    assert line.endswith(", got 'us-east-1' (a deployment of the same name in us-east-1 is another deployment; name its "
-                         "own config)")
+    assert line.endswith(", got 'us-east-1' (a deployment of the same name in us-east-1 is another deployment; name "
+                         "its own config)")
     assert no_aws == [] and _calls(log) == []
 
 

@@ -455,7 +455,8 @@ def test_no_credentials_lists_every_other_check_as_not_run(monkeypatch, default_
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     made: list[str] = []
     real = preflight.make_clients(REGION)
-    results = preflight.run(default_config, preflight.Clients(lambda service: made.append(service) or real.get(service)))
+    clients = preflight.Clients(lambda service: made.append(service) or real.get(service))
+    results = preflight.run(default_config, clients)
     assert made == ["sts"]
     assert (results[0].name, results[0].status) == ("credentials", "FAIL")
     assert {(c.status, c.detail) for c in results[1:]} == {("UNKNOWN", "not run: no credentials")}

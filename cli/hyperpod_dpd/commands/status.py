@@ -90,7 +90,7 @@ def status(
         else:
             if watch:
                 out.clear()
-            render(out, dep, checks, serving)
+            render(out, dep, checks, serving, verdict=watch or serving)
         shown += 1
         if not watch or (refreshes and shown >= refreshes):
             break
@@ -140,7 +140,9 @@ def _guard(section: str, name: str, read: Callable[[], list[Check]], *, blocks_s
                       next_step=getattr(exc, "fix", "") or "read the error above, fix it and run status again")]
 
 
-def render(out: Console, dep: Deployment, checks: list[Check], serving: bool) -> None:
+def render(out: Console, dep: Deployment, checks: list[Check], serving: bool, *, verdict: bool = True) -> None:
+    """The screen: the deployment, a row per check, then the verdict (``verdict``). A single screen that cannot
+    serve leaves the verdict to the error line the command ends with (what blocks serving, and the next step)."""
     out.print(f"[bold]{dep.env.config.name}[/bold] ({dep.region}; names from {escape(dep.outputs_source)})")
     colour = {"ok": "green", "warn": "yellow", "fail": "red"}
     table = Table("section", "component", "state", "detail", "next step", show_lines=False)
@@ -148,4 +150,5 @@ def render(out: Console, dep: Deployment, checks: list[Check], serving: bool) ->
         table.add_row(c.section, escape(c.name), f"[{colour[c.state]}]{c.state}[/{colour[c.state]}]",
                       escape(c.detail), escape(c.next_step))
     out.print(table)
-    out.print("[green]the endpoint can serve[/green]" if serving else "[red]the endpoint cannot serve[/red]")
+    if verdict:
+        out.print("[green]the endpoint can serve[/green]" if serving else "[red]the endpoint cannot serve[/red]")
