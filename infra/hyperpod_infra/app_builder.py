@@ -39,6 +39,7 @@ from hyperpod_core.telemetry.dashboards import dashboards
 from hyperpod_core.telemetry.notices import notices
 from hyperpod_core.telemetry.render import render, to_json_text
 from hyperpod_infra import bundle
+from hyperpod_infra.cdk_cli import METADATA_DEFAULTS
 from hyperpod_infra.nag import add_nag, write_findings_report
 from hyperpod_infra.stacks.cluster_stack import ClusterStack, ClusterStackProps
 from hyperpod_infra.stacks.hyperpod_stack import HyperPodStack, HyperPodStackProps, InstanceGroupSpec
@@ -329,7 +330,7 @@ def synthesize(config: Config, *, outdir: Path | None = None, context: dict[str,
     if announce:
         for line in notices(config):
             print(f"note: {line}", file=sys.stderr)
-    app = cdk.App(outdir=None if outdir is None else str(outdir), context=context)
+    app = cdk.App(outdir=None if outdir is None else str(outdir), context={**METADATA_DEFAULTS, **(context or {})})
     build(app, config)
     add_nag(app)
     assembly = Path(app.outdir)

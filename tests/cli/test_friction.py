@@ -78,7 +78,8 @@ def test_every_key_is_described_with_its_default() -> None:
     silent = [name for name, prop in properties if not re.search(r"\b(Default|Required)\b", prop["description"])]
     assert not silent, f"no 'Default: ...' (or 'Required'): {silent}"
     keys = {k.path for k in config_keys(schema)}
-    assert {"endpoints[].decode.max_num_seqs", "endpoints[].model.s3_prefix", "hyperpod.instance_groups[].pool", "benchmark.scenarios[].traffic",
+    assert {"endpoints[].decode.max_num_seqs", "endpoints[].model.s3_prefix", "hyperpod.instance_groups[].pool",
+            "benchmark.scenarios[].traffic",
             "observability.grafana_workspace.workspace_id"} <= keys
     twice = sum(len(schema["$defs"][role]["properties"]) for role in ("RoleConfig", "RoleAutoscalingConfig"))
     twice += len(schema["$defs"]["SloConfig"]["properties"])  # observability.slo and each endpoint's own slo

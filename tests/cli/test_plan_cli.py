@@ -321,3 +321,21 @@ def test_write_into_a_fleet_sets_that_endpoints_keys_only(tmp_path: Path) -> Non
     assert merged.spec("llama-3-1-8b").endpoint.prefill.replicas == 2
     assert merged.spec("llama-3-3-70b").endpoint == big.endpoint
     assert merged.hyperpod == config.hyperpod
+
+
+def test_the_readme_says_why_the_default_is_dpd_when_plan_says_do_not_split(
+        default_json: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """Newcomer friction 14: ``plan`` on the default config recommends one colocated node and warns of an idle node
+    (test_table_output_prints_bands_cold_start_and_the_recommended_row), and the README said nothing about why the
+    default deploys DPD. Its paragraph's claims, checked here: the default SLO gives "do not split" at the default
+    load (the recommendation is judged at the highest concurrency, 32 in both); ``--tpot-p95 0.02`` gives the split
+    of the default layout. Fails on main: the README has no such paragraph."""
+    readme = " ".join((REPO_ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert 'Why the default config is DPD when `plan` says "do not split".' in readme
+    assert default_json["recommendation"]["split"] is False
+    claim = "hyperpod-dpd plan -c config/default.yaml --tpot-p95 0.02"
+    assert f"`{claim}` recommends the split" in readme
+    code, out, _ = _run(capsys, "--config", str(DEFAULT), *claim.split()[4:], "--json")
+    rec = json.loads(out)["recommendation"]
+    assert code == 0 and rec["split"] and (rec["prefill_replicas"], rec["decode_replicas"]) == (1, 1)
+    assert set(rec["instance_hours_per_1m_output_tokens"]) == {"colocated", "dpd"}

@@ -568,3 +568,21 @@ def test_a_fleet_without_endpoint_is_refused_before_any_request(cli, fleet_confi
     assert one_line_error(result) == (f"error: --endpoint must name the endpoint hyperpod-dpd smoke acts on: "
                                       f"{fleet_config} serves 2 endpoints ({NAME}, {SMALL})")
     assert cluster.requests == []
+
+
+def test_url_without_a_kubeconfig_says_the_url_was_not_called(cli, config_file, tmp_path, monkeypatch) -> None:
+    """``--url`` (a port-forward) replaces only the load balancer: smoke still reads the cluster, the roles before the
+    requests and the decoder's log after them. Without a usable kubeconfig it stops before any request, in one line
+    that says so and names the URL it did not call. Fails on main: ``error: no usable kubeconfig (...); fix: ...``,
+    silent about the URL (newcomer friction 25)."""
+    from hyperpod_dpd.commands import smoke
+
+    monkeypatch.setattr(smoke, "stream", lambda *args, **kwargs: pytest.fail("a request was sent"))
+    url = "http://127.0.0.1:9/v1/chat/completions"
+    result = cli("smoke", "--config", str(config_file), "--kubeconfig", str(tmp_path / "no-kubeconfig"), "--url", url)
+    assert result.code == 1
+    line = one_line_error(result)
+    assert line.startswith("error: no usable kubeconfig (")
+    assert (f": smoke reads the cluster with --url too (the roles before the requests, the decoder's log after "
+            f"them), so {url} was not called; fix: run 'aws eks update-kubeconfig --name hyperpod-dpd-eks --region "
+            "us-west-2' or pass --kubeconfig") in line

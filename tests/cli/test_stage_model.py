@@ -192,6 +192,38 @@ def test_dry_run_without_a_bucket_lists_the_upload_offline(_invoke, tmp_path, de
     assert not (tmp_path / "c.out").exists()
 
 
+def test_dry_run_without_credentials_lists_the_upload_with_one_note(_invoke, tmp_path, default_config_dict,
+                                                                   monkeypatch) -> None:
+    """A bucket is known (model_bucket.existing_name) but there are no AWS credentials anywhere in botocore's chain
+    (environment, shared files, profile; IMDS off): --dry-run still lists what would be uploaded, from the local
+    files, with one line saying S3 could not be read, why, and the fix; exit 0, nothing written. Fails on main:
+    ``error: s3://team-models: NoCredentialsError: Unable to locate credentials; fix: ...`` (exit 1)."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+                 "AWS_DEFAULT_PROFILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_WEB_IDENTITY_TOKEN_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    data = copy.deepcopy(default_config_dict)
+    data["model_bucket"]["existing_name"] = "team-models"
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data))
+    src = make_model(tmp_path, shards=1, shard_size=MIB)
+    result = _invoke(str(src), "--config", str(path), "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.count("error") == 0 and "Traceback" not in result.output
+    where = _where(src)
+    lines = result.stdout.splitlines()
+    assert lines[1].startswith("s3://team-models could not be read (NoCredentialsError: Unable to locate credentials"
+                               "; fix: set AWS_PROFILE ")
+    assert lines[1].endswith("): every file is listed, whether S3 holds it already or not")
+    total = sum(p.stat().st_size for p in src.iterdir())
+    assert lines[2] == f"s3://team-models/{where}: 5 files, {total:,} bytes, then {model_folder.MANIFEST_NAME}"
+    assert {ln.split()[0] for ln in lines[3:-1]} == {p.name for p in src.iterdir()}
+    assert lines[-1] == "dry run: nothing written"
+    assert not (tmp_path / "c.out").exists()
+
+
 def test_verify_checks_s3_against_the_manifest(_invoke, s3, tmp_path, config_file) -> None:
     src = make_model(tmp_path)
     assert _invoke(str(src), "--config", str(config_file)).exit_code == 0

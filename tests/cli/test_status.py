@@ -226,6 +226,17 @@ def test_deploying_endpoint_cannot_serve_and_says_what_to_wait_for(cli, config_f
     assert "Ready 0/1" in result.out
 
 
+def test_the_verdict_is_said_once(cli, config_file, kubeconfig, healthy) -> None:
+    """A screen that cannot serve ends with the table; the verdict is the error line on stderr, with what blocks it
+    and the next step. Fails on main: stdout ended "the endpoint cannot serve" above the same words on stderr
+    (newcomer friction 18). (A --watch screen keeps its verdict line: test_watch_refreshes.)"""
+    healthy.endpoints[(NAMESPACE, NAME)] = endpoint_object("DeploymentInProgress")
+    result = _status(cli, config_file, kubeconfig)
+    assert result.code == 1
+    assert one_line_error(result).startswith("error: the endpoint cannot serve: state: DeploymentInProgress")
+    assert "the endpoint cannot serve" not in result.out and result.out.rstrip().endswith("┘")
+
+
 def test_missing_endpoint_names_the_manifest_to_apply(cli, config_file, kubeconfig, healthy) -> None:
     healthy.endpoints.clear()
     result = _status(cli, config_file, kubeconfig, "--json")

@@ -7,6 +7,7 @@ type, scenarios, SLO)."""
 from __future__ import annotations
 
 import math
+import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,7 +25,7 @@ from hyperpod_analysis.report.analysis import (
 )
 from hyperpod_analysis.report.render import Report, experiment_title, write_report
 from hyperpod_analysis.report.results import Measurement, check_matrix, experiments_of, load_results
-from hyperpod_core import environment
+from hyperpod_core import environment, paths
 from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.errors import UsageError
 from hyperpod_core.prices import InstancePrice, instance_price, no_price_line
@@ -69,6 +70,16 @@ def _check_out(target: Path, source: str) -> None:
                          "name a new or empty folder, or a previous report's")
 
 
+def _matplotlib_folder() -> None:
+    """Where matplotlib keeps its font list (``fontlist-v<format>.json``, ~40 KB, built in ~1 s on the first chart
+    and again when its format changes) and its settings: in a checkout, its ``.cache/matplotlib/`` (git-ignored,
+    beside the cfn-lint cache), unless ``MPLCONFIGDIR`` names a folder; from an installed wheel, matplotlib's own
+    ``~/.cache/matplotlib/`` and ``~/.config/matplotlib/`` (README, the caches). Set before matplotlib is imported
+    (it reads the variable once)."""
+    if "MPLCONFIGDIR" not in os.environ and paths.CHECKOUT is not None:
+        os.environ["MPLCONFIGDIR"] = str(paths.CHECKOUT / ".cache" / "matplotlib")
+
+
 def report(results: ResultsOption = None, out: OutOption = None, config: ConfigOption = None,
            env: EnvOption = None, endpoint: EndpointOption = None, output: OutputOption = None,
            as_json: JsonOption = False, region: RegionOption = None, profile: ProfileOption = None,
@@ -94,10 +105,11 @@ def report(results: ResultsOption = None, out: OutOption = None, config: ConfigO
     target = out or report_dir(e, spec)
     _check_out(target, source)
     names = {s.traffic.replace(" ", ""): s.name for s in spec.benchmark_scenarios()}
-    paths = {s.name: s.path for s in spec.benchmark_scenarios()}
+    scenario_paths = {s.name: s.path for s in spec.benchmark_scenarios()}
+    _matplotlib_folder()
     with tempfile.TemporaryDirectory(prefix="hyperpod-report-") as tmp:
         root = download_s3(source, Path(tmp), region or spec.region) if source.startswith("s3://") else Path(source)
-        report_data = _analyse(spec, load_results(root, names), paths, source, cost)
+        report_data = _analyse(spec, load_results(root, names), scenario_paths, source, cost)
         files = write_report(report_data, target)
     if fmt.data:
         emit({"endpoint": spec.name, "source": source, "report": str(target), "files": [str(f) for f in files],

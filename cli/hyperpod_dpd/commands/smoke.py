@@ -134,7 +134,8 @@ UrlOption = Annotated[str | None, typer.Option(
     "--url", metavar="URL", show_default=False,
     help="Call this URL (e.g. http://localhost:8443/v1/chat/completions after 'kubectl port-forward -n "
          "hyperpod-inference-system svc/<name>-<ns>-routing-service 8443:443') instead of the load "
-         "balancer.")]
+         "balancer. The cluster is still read through the kubeconfig: the roles before the requests, the "
+         "decoder's log after them.")]
 CaFileOption = Annotated[str | None, typer.Option(
     "--ca-file", metavar="PATH", help="PEM to trust for an https --url (default: system CAs).", show_default=False)]
 ModelOption = Annotated[str | None, typer.Option(
@@ -165,7 +166,7 @@ def smoke(
     fmt = output_format(output, as_json)
     dep = load(config, env, region=region, outputs_file=outputs_file)
     spec = dep.endpoint(endpoint, "smoke")
-    kube = dep.kube(kubeconfig, context)
+    kube = _cluster(dep, kubeconfig, context, url)
     unchecked: list[dict[str, str]] = []
     roles, served = _refuse_skew(kube, spec, unchecked)
     model = model or served or spec.model.name  # the served name: the same for every revision of the weights
@@ -201,6 +202,22 @@ def smoke(
         _print(url, threshold, sent.reports)
         _print_evidence(decisions, efa, unchecked)
     _verdict(sent.reports, efa, unchecked)
+
+
+def _cluster(dep: Deployment, kubeconfig: str | None, context: str | None, url: str | None) -> Kube:
+    """The deployment's cluster. ``--url`` replaces only the load balancer: the roles are still read before the
+    requests and the decoder's log after them, so without a usable kubeconfig the test stops before any request,
+    naming the URL it did not call."""
+    from hyperpod_dpd.kube import KubeFailure
+
+    try:
+        return dep.kube(kubeconfig, context)
+    except KubeFailure as exc:
+        if url is None:
+            raise
+        raise KubeFailure(f"{exc.summary}: smoke reads the cluster with --url too (the roles before the requests, "
+                          f"the decoder's log after them), so {url} was not called", fix=exc.fix,
+                          status=exc.status) from None
 
 
 def _check_arguments(*, max_tokens: int, url: str | None, ca_file: str | None, timeout: float,

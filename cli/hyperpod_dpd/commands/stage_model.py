@@ -13,7 +13,8 @@ endpoint's model location: the pods of an applied revision keep loading exactly 
 later. The same folder staged again finds every object in place and writes nothing. With ``model.revision`` in the
 config the upload goes to ``model.s3_prefix`` itself (the revision is the config's word, one prefix per revision)
 and no record is written. ``--dry-run`` before the bucket exists (no outputs file, no ``model_bucket.existing_name``)
-lists the revision, the files, their sizes and keys, from the local files alone, without any AWS call.
+lists the revision, the files, their sizes and keys, from the local files alone, without any AWS call; with a bucket
+that cannot be read from here (no or expired credentials, no network) it lists the same, after one line saying why.
 
 ``--verify`` checks S3 against the manifest of the revision ``--revision`` names, else the one the record names,
 else the only one staged, and writes the record when every object matches (a model staged from another machine).
@@ -102,8 +103,9 @@ def _bar(what: str, total: int) -> Iterator[Progress]:
 SrcArgument = Annotated[Path | None, typer.Argument(
     metavar="SRC", help="Hugging Face model folder (config.json, tokenizer, *.safetensors).", show_default=False)]
 StageDryRunOption = Annotated[bool, typer.Option(
-    "--dry-run", help="Say what would be uploaded; write nothing. Before the bucket exists: the revision, "
-                      "files, sizes and keys, from the local files alone (no AWS call).")]
+    "--dry-run", help="Say what would be uploaded; write nothing. Before the bucket exists, or when S3 cannot "
+                      "be read from here (no credentials, no network): the revision, files, sizes and keys, from "
+                      "the local files alone.")]
 ForceOption = Annotated[bool, typer.Option(
     "--force", help="Overwrite objects under the target prefix that hold other content than the manifest says.")]
 VerifyOption = Annotated[bool, typer.Option("--verify", help="Check S3 against the manifest; upload nothing.")]
@@ -132,12 +134,15 @@ def stage_model(
     base, configured = spec.model.s3_prefix, spec.model.revision
     resume_command = f"hyperpod-dpd stage-model {src} {_selector(e, spec)}" + (" --force" if force else "")
     if dry_run and not verify_only and (unknown := _bucket_unknown(e, spec)) is not None:
-        _dry_run_offline(_checksummed(files, resume_command), base, configured, unknown)
+        _dry_run_offline(_checksummed(files, resume_command), base, configured,
+                         f"no model bucket yet ({unknown}): S3 was not read")
         return
     bucket = model_bucket(e, spec)
-    s3 = aws.client("s3", home)
+    s3, unread = _bucket_client(bucket, home, dry_run=dry_run and not verify_only)
+    if unread is not None:  # a dry run that cannot read S3 from here: the listing alone, and why
+        _dry_run_offline(_checksummed(files, resume_command), base, configured, unread, bucket=bucket)
+        return
     with aws.aws_errors(f"s3://{bucket}"):
-        staging.check_bucket(s3, bucket)
         if verify_only:
             _verify(s3, bucket, e, spec, revision)
             return
@@ -275,19 +280,45 @@ def _revision(files: list[Any], base: str, configured: str | None) -> tuple[byte
     return body, rev, prefix
 
 
-def _dry_run_offline(files: list[Any], base: str, configured: str | None, unknown: str) -> None:
-    """``--dry-run`` before the bucket exists: what would be uploaded, from the local files alone (no AWS call).
-    The keys are under the revision's prefix; what S3 already holds is compared only once there is a bucket."""
+#: Why a dry run may list the upload without S3: nothing here can read it (no or stale credentials, no network).
+#: A missing bucket or denied access stays an error: the upload itself would fail on it.
+UNREADABLE = frozenset({"credentials", "expired", "invalid-credentials", "unreachable"})
+
+
+def _bucket_client(bucket: str, region: str, *, dry_run: bool) -> tuple[Any, str | None]:
+    """An S3 client once ``bucket`` answered (:func:`hyperpod_dpd.staging.check_bucket`), and ``None``. In a dry
+    run, when S3 cannot be read from here (:data:`UNREADABLE`): no client, and the one line that says so (the
+    listing needs no AWS call)."""
+    from hyperpod_dpd import aws, staging
+
+    try:
+        s3 = aws.client("s3", region)
+        with aws.aws_errors(f"s3://{bucket}"):
+            staging.check_bucket(s3, bucket)
+    except aws.AwsFailure as failure:
+        if not dry_run or failure.kind not in UNREADABLE:
+            raise
+        why = f"{failure.code}: {failure.explained.message}; fix: {failure.fix}"
+        return None, f"s3://{bucket} could not be read ({why}): every file is listed, whether S3 holds it already " \
+                     "or not"
+    return s3, None
+
+
+def _dry_run_offline(files: list[Any], base: str, configured: str | None, note: str, *,
+                     bucket: str | None = None) -> None:
+    """``--dry-run`` without S3 (before the bucket exists, or S3 cannot be read from here: ``note`` says which):
+    what would be uploaded, from the local files alone. The keys are under the revision's prefix; what S3 already
+    holds is compared only when it can be read. ``bucket``: ``None`` before it exists (then no AWS call was made)."""
     from hyperpod_dpd import model_folder
 
     _, _, prefix = _revision(files, base, configured)
-    print(f"no model bucket yet ({unknown}): S3 was not read")
-    print(f"s3://<model bucket>/{prefix}: {len(files)} files, {sum(f.size for f in files):,} bytes, then "
-          f"{model_folder.MANIFEST_NAME}")
+    print(note)
+    print(f"s3://{bucket or '<model bucket>'}/{prefix}: {len(files)} files, {sum(f.size for f in files):,} bytes, "
+          f"then {model_folder.MANIFEST_NAME}")
     width = max((len(f.rel) for f in files), default=0)
     for f in sorted(files, key=lambda f: f.rel):
         print(f"  {f.rel:<{width}}  {f.size:>15,} bytes")
-    print("dry run: nothing written, no AWS call")
+    print("dry run: nothing written" + (", no AWS call" if bucket is None else ""))
 
 
 def _record(e: environment.Environment, bucket: str, s3_prefix: str, body: bytes, files: int) -> str:

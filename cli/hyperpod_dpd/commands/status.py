@@ -99,7 +99,7 @@ def status(
         else:
             if watch:
                 out.clear()
-            render(out, dep, checks, serving)
+            render(out, dep, checks, serving, verdict=watch or all(serving.values()))
         shown += 1
         if not watch or (refreshes and shown >= refreshes):
             break
@@ -157,9 +157,11 @@ def _guard(section: str, name: str, read: Callable[[], list[Check]], *, blocks_s
                       next_step=getattr(exc, "fix", "") or "read the error above, fix it and run status again")]
 
 
-def render(out: Console, dep: Deployment, checks: list[Check], serving: dict[str, bool]) -> None:
+def render(out: Console, dep: Deployment, checks: list[Check], serving: dict[str, bool], *,
+           verdict: bool = True) -> None:
     """One table: the cluster's rows, then a section per endpoint (``endpoint <name>`` when there are several); a
-    verdict line per endpoint."""
+    verdict line per endpoint (``verdict``). A single screen on which some endpoint cannot serve leaves the verdict to
+    the error line the command ends with (what blocks serving, and the next step)."""
     out.print(f"[bold]{dep.env.config.name}[/bold] ({dep.region}; names from {escape(dep.outputs_source)})")
     colour = {"ok": "green", "warn": "yellow", "fail": "red"}
     table = Table("section", "component", "state", "detail", "next step", show_lines=False)
@@ -169,6 +171,7 @@ def render(out: Console, dep: Deployment, checks: list[Check], serving: dict[str
         table.add_row(escape(section), escape(c.name), f"[{colour[c.state]}]{c.state}[/{colour[c.state]}]",
                       escape(c.detail), escape(c.next_step))
     out.print(table)
-    for name, ok in serving.items():
-        who = f"endpoint {escape(name)}" if several else "the endpoint"
-        out.print(f"[green]{who} can serve[/green]" if ok else f"[red]{who} cannot serve[/red]")
+    if verdict:
+        for name, ok in serving.items():
+            who = f"endpoint {escape(name)}" if several else "the endpoint"
+            out.print(f"[green]{who} can serve[/green]" if ok else f"[red]{who} cannot serve[/red]")

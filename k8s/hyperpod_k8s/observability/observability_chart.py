@@ -13,7 +13,7 @@ import cdk8s
 import cdk8s_plus_33 as kplus
 from constructs import Construct
 
-from hyperpod_k8s.observability.prometheus_rule import PrometheusRule
+from hyperpod_k8s.observability.prometheus_rule import prometheus_rule
 from hyperpod_k8s.observability.props import ObservabilityChartProps
 
 #: Folder the Grafana sidecar files the dashboards under (kube-prometheus-stack: folderAnnotation).
@@ -36,6 +36,6 @@ class ObservabilityChart(cdk8s.Chart):
                     annotations={GRAFANA_FOLDER_ANNOTATION: GRAFANA_FOLDER}),
                 data={dashboard.file_name: dashboard.json_text})
             for i, dashboard in enumerate(props.dashboards)]
-        self.alerts = PrometheusRule(
+        self.alerts = prometheus_rule(
             self, "alerts", metadata=cdk8s.ApiObjectMetadata(name=props.alerts_name, labels=props.alerts_labels),
             spec=props.alerts)
