@@ -193,7 +193,8 @@ def _api_factory(endpoint: str, token: str) -> Any:
     return GrafanaApi.from_url(f"http://{endpoint}", credential=token, timeout=10.0)
 
 
-def _stubbed(endpoint: str, *, account_exists: bool, grafana_version: str = "10.4") -> tuple[Any, Stubber]:
+def _stubbed(endpoint: str, *, account_exists: bool, grafana_version: str = "10.4",
+             other_accounts_first: bool = False) -> tuple[Any, Stubber]:
     client = boto3.client("grafana", region_name="us-west-2", aws_access_key_id="x", aws_secret_access_key="x")
     stub = Stubber(client)
     now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -203,9 +204,17 @@ def _stubbed(endpoint: str, *, account_exists: bool, grafana_version: str = "10.
         "authentication": {"providers": ["AWS_SSO"]}}},
         {"workspaceId": WORKSPACE})
     account = {"id": ACCOUNT_ID, "name": index.SERVICE_ACCOUNT, "grafanaRole": "ADMIN", "isDisabled": "false"}
-    stub.add_response("list_workspace_service_accounts", {
-        "workspaceId": WORKSPACE, "serviceAccounts": [account] if account_exists else []},
-        {"workspaceId": WORKSPACE})
+    if other_accounts_first:  # a page of someone else's accounts, then ours behind nextToken
+        other = {"id": "9", "name": "someone-elses", "grafanaRole": "VIEWER", "isDisabled": "false"}
+        stub.add_response("list_workspace_service_accounts", {
+            "workspaceId": WORKSPACE, "serviceAccounts": [other], "nextToken": "page-2"}, {"workspaceId": WORKSPACE})
+        stub.add_response("list_workspace_service_accounts", {
+            "workspaceId": WORKSPACE, "serviceAccounts": [account] if account_exists else []},
+            {"workspaceId": WORKSPACE, "nextToken": "page-2"})
+    else:
+        stub.add_response("list_workspace_service_accounts", {
+            "workspaceId": WORKSPACE, "serviceAccounts": [account] if account_exists else []},
+            {"workspaceId": WORKSPACE})
     if not account_exists:
         stub.add_response("create_workspace_service_account", {
             "id": ACCOUNT_ID, "name": index.SERVICE_ACCOUNT, "grafanaRole": "ADMIN", "workspaceId": WORKSPACE},
@@ -554,3 +563,15 @@ def test_fails_when_the_workspace_id_is_malformed(default_config_dict: dict, wor
     data["observability"]["grafana_workspace"] = {"workspace_id": workspace_id}
     with pytest.raises(ConfigError, match=r"observability\.grafana_workspace\.workspace_id"):
         parse_config(data)
+
+
+def test_our_service_account_is_found_on_a_later_page() -> None:
+    """The workspace is the user's: its service accounts may fill a first page (ListWorkspaceServiceAccounts returns
+    ``nextToken`` when more remain, Amazon Managed Grafana API reference). Ours on page 2 is reused, never created
+    again (a duplicate name fails the custom resource). Fails before: only the first page was read, so the handler
+    called CreateWorkspaceServiceAccount, which the Stubber refuses here. Stubber on the real Grafana service model
+    (moto implements no workspace service accounts)."""
+    client, stub = _stubbed("grafana.example", account_exists=True, other_accounts_first=True)
+    with index.workspace_api(client, WORKSPACE, lambda endpoint, token: (endpoint, token)) as workspace:
+        assert workspace.api == ("grafana.example", TOKEN)
+    stub.assert_no_pending_responses()

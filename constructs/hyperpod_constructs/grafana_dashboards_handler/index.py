@@ -82,8 +82,9 @@ def workspace_api(grafana: Any, workspace_id: str, api_factory: ApiFactory) -> I
     """A Grafana API client for the workspace, authenticated by a token that is deleted on exit."""
     workspace = grafana.describe_workspace(workspaceId=workspace_id)["workspace"]
     endpoint = workspace["endpoint"]
-    accounts = grafana.list_workspace_service_accounts(workspaceId=workspace_id)["serviceAccounts"]
-    account = next((a for a in accounts if a["name"] == SERVICE_ACCOUNT), None)
+    # Every page: the workspace is the user's and may hold other service accounts before ours.
+    pages = grafana.get_paginator("list_workspace_service_accounts").paginate(workspaceId=workspace_id)
+    account = next((a for page in pages for a in page["serviceAccounts"] if a["name"] == SERVICE_ACCOUNT), None)
     if account is None:
         # Admin: creating data sources needs it (Grafana role-based access, "datasources:create").
         account = grafana.create_workspace_service_account(
