@@ -193,8 +193,8 @@ def observability_alone(default_config: Config):
     from hyperpod_infra.stacks.observability_stack import ObservabilityStack, ObservabilityStackProps
 
     stack = ObservabilityStack(stand_ins.app(), "Observability", env=stand_ins.env(), props=ObservabilityStackProps(
-        workspace_alias=stand_ins.WORKSPACE_ALIAS, alert_rule_groups=alert_rule_groups(default_config),
-        alert_manager_definition=lambda arns: alert_manager_definition(default_config, arns)))
+        workspace_alias=stand_ins.WORKSPACE_ALIAS, alert_rule_groups=alert_rule_groups(default_config.specs()),
+        alert_manager_definition=lambda arns: alert_manager_definition(default_config.region, arns)))
     return stand_ins.Alone(stack, Template.from_stack(stack), None)
 
 
