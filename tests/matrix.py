@@ -42,6 +42,10 @@ MATRIX_GROUP = "config-matrix"
 #: or "*" for all of that config's matrix tests) -> reason``. Each becomes ``xfail(strict=True)``: the fix turns
 #: it into a failure, and its entry must go.
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
+    # The cdk8s app serves several endpoints (its manifests are checked in tests/k8s/test_fleet.py through
+    # Synthesized.require_manifests); the CDK app and the deployment facts that read its templates are the
+    # fleet-infra branch's part of issue 34. Remove this entry when that lands.
+    ("two-models.yaml", "*"): "the CDK app takes one endpoint (Config.endpoint) until fleet-infra (issue 34)",
 }
 
 
@@ -81,6 +85,15 @@ class Synthesized:
             import pytest
 
             pytest.fail(f"{self.name} crashed during synth:\n{self.crash}", pytrace=False)
+        return self
+
+    def require_manifests(self) -> Synthesized:
+        """This synthesis, or the test fails with the cdk8s app's crash: for the checks that read the manifests
+        only (the two apps are synthesized one after the other, each crash kept with its phase)."""
+        if self.crash is not None and "[cdk8s] " in self.crash:
+            import pytest
+
+            pytest.fail(f"{self.name}'s cdk8s app crashed during synth:\n{self.crash}", pytrace=False)
         return self
 
 

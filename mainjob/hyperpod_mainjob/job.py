@@ -327,9 +327,11 @@ def _apply(env: Any) -> list[str]:
     return lines
 
 
-def _placeholder_folders(env: Any) -> str:
-    """The endpoints' ``placeholders/`` folders, as one phrase."""
-    return ", ".join(f"{env.dist / spec.name / PLACEHOLDERS}/" for spec in env.config.specs())
+def _not_deployable(env: Any) -> str:
+    """``<dist>/<endpoint>/placeholders/ is not deployable`` for every endpoint, as one phrase."""
+    specs = env.config.specs()
+    folders = ", ".join(f"{env.dist / spec.name / PLACEHOLDERS}/" for spec in specs)
+    return f"{folders} {'is' if len(specs) == 1 else 'are'} not deployable"
 
 
 def _next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
@@ -350,7 +352,7 @@ def _next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
         if "model_revision" in missing:
             first.append(f"hyperpod-dpd stage-model ./<model folder> {env.selector}   # records the weights' revision "
                          f"in {env.workdir / 'staged-model.json'} (or set model.revision in {env.config_path})")
-        return [*first, f"{synth}   # again: {_placeholder_folders(env)} not deployable until "
+        return [*first, f"{synth}   # again: {_not_deployable(env)} until "
                         f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} resolved", *apply]
     if via_cli or env.name:
         return [f"hyperpod-dpd preflight {env.selector}", f"hyperpod-dpd deploy {env.selector}"]
@@ -363,5 +365,5 @@ def _next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
              if any(name == "AdminPrincipalArn" for _, name in needed) else [])
     return [*first, f"npx cdk deploy --app {env.cdk_out} --all --outputs-file {env.outputs_file}{''.join(params)}"
             f"   # deploys exactly the templates just written from {env.config_path}",
-            f"./scripts/synth {env.config_path}   # again, with the outputs: {_placeholder_folders(env)} not "
-            f"deployable; this writes {', '.join(f'{env.dist / s.name}/endpoint/' for s in env.config.specs())}"]
+            f"./scripts/synth {env.config_path}   # again, with the outputs: {_not_deployable(env)}; this writes "
+            f"{', '.join(f'{env.dist / s.name}/endpoint/' for s in env.config.specs())}"]

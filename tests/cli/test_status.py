@@ -245,7 +245,8 @@ def test_colocated_baseline_is_recognised(cli, config_file, kubeconfig, healthy)
     rows = _rows(result.out)
     assert rows["endpoint:mode"]["state"] == "warn"
     assert rows["endpoint:mode"]["next_step"] == (
-        f"to serve disaggregated, kubectl apply -f {config_file.with_suffix('.out')}/dist/endpoint/{NAME}-dpd.k8s.yaml")
+        f"to serve disaggregated, kubectl apply -f {config_file.with_suffix('.out')}/dist/{NAME}/endpoint/"
+        f"{NAME}-dpd.k8s.yaml")
     assert rows["endpoint:pods"]["detail"] == f"Ready 2/2 ({NAME}-6b8c9-a, {NAME}-6b8c9-b)"
     assert "endpoint:router" not in rows
 
