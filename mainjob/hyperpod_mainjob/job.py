@@ -45,7 +45,7 @@ from hyperpod_core.atomic import staged_dir
 from hyperpod_core.config import load_config
 from hyperpod_core.dist_layout import PLACEHOLDERS, DistLayout, apply_commands
 from hyperpod_core.errors import CommandFailed, UsageError, run_app
-from hyperpod_core.inputs import placeholders, resolve_in_folder, resolve_inputs
+from hyperpod_core.inputs import DeploymentInputs, placeholders, resolve_in_folder, resolve_inputs
 from hyperpod_core.staged_model import RECORD_FILE
 from hyperpod_core.telemetry.notices import notices
 from hyperpod_infra.cdk_cli import cli_context
@@ -334,11 +334,23 @@ def _not_deployable(env: Any) -> str:
     return f"{folders} {'is' if len(specs) == 1 else 'are'} not deployable"
 
 
+def _stage_model(env: Any, inputs: DeploymentInputs) -> list[str]:
+    """One ``stage-model`` line per endpoint whose weights' revision is unknown (``--endpoint NAME`` when the config
+    serves several)."""
+    specs = env.config.specs()
+    unstaged = [s for s in specs if inputs.endpoint(s.name).model_revision.placeholder]
+    return [f"hyperpod-dpd stage-model ./<model folder> {env.selector}"
+            + (f" --endpoint {s.name}" if len(specs) > 1 else "")
+            + f"   # records the weights' revision in {env.workdir / 'staged-model.json'} (or set "
+              f"{s.model_field('revision')} in {env.config_path})" for s in unstaged]
+
+
 def _next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
     apply = _apply(env)
     # What the synth could not resolve, read as it reads it: the outputs file and the staged-weights record of this
     # environment folder (a record of another prefix or bucket still leaves the revision a placeholder).
-    missing = placeholders(resolve_in_folder(env.config, env.workdir)) if deployed else []
+    inputs = resolve_in_folder(env.config, env.workdir) if deployed else None
+    missing = placeholders(inputs) if inputs is not None else []
     outputs_missing = [m for m in missing if m != "model_revision"]
     synth = f"hyperpod-dpd synth {env.selector}" if via_cli or env.name else f"./scripts/synth {env.config_path}"
     if deployed:
@@ -349,9 +361,8 @@ def _next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
             deploy = f"hyperpod-dpd deploy {env.selector}" if via_cli or env.name else (
                 f"npx cdk deploy --app {env.cdk_out} --all --outputs-file {env.outputs_file}")
             first.append(f"{deploy}   # {', '.join(outputs_missing)}: the outputs file lacks them")
-        if "model_revision" in missing:
-            first.append(f"hyperpod-dpd stage-model ./<model folder> {env.selector}   # records the weights' revision "
-                         f"in {env.workdir / 'staged-model.json'} (or set model.revision in {env.config_path})")
+        if inputs is not None and "model_revision" in missing:
+            first += _stage_model(env, inputs)
         return [*first, f"{synth}   # again: {_not_deployable(env)} until "
                         f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} resolved", *apply]
     if via_cli or env.name:

@@ -182,3 +182,28 @@ def test_each_endpoint_resolves_its_own_revision(example, tmp_path: Path) -> Non
     assert [inputs.endpoint(e["name"]).model_revision.value for e in (big, small)] == [staged.revision, also.revision]
     assert any(line.startswith(f"input model_revision[{small['name']}] = {also.revision} ")
                for line in inputs.lines())
+
+
+def test_the_main_jobs_next_steps_name_each_endpoints_folder_and_weights(two_models_config, tmp_path: Path) -> None:
+    """With the deploy outputs and the 70B staged, the 8B's weights are what is missing: one stage-model line for it
+    alone (``--endpoint``, and the key its revision would be set under), and an apply command per endpoint folder."""
+    import json
+
+    from hyperpod_core.environment import Environment
+    from hyperpod_mainjob.job import next_steps
+
+    (tmp_path / "cdk.out").mkdir()
+    (tmp_path / "cdk.out" / "manifest.json").write_text(json.dumps({"artifacts": {}}))
+    (tmp_path / "cdk-outputs.json").write_text(json.dumps({
+        "two-models-platform": {"ModelBucketName": "models-bucket"},
+        "two-models-cluster": {"EksClusterArn": "arn:aws:eks:us-west-2:111122223333:cluster/two-models-eks"}}))
+    big, small = two_models_config.specs()
+    staged_model.write(tmp_path / staged_model.RECORD_FILE, bucket="models-bucket", s3_prefix=big.model.s3_prefix,
+                       manifest_bytes=b"70b", files=1)
+    env = Environment(config_path=Path("c.yaml"), config=two_models_config, workdir=tmp_path)
+    steps = next_steps(env, deployed=True, via_cli=True)
+    (stage,) = [s for s in steps if "stage-model" in s]
+    assert stage.startswith(f"hyperpod-dpd stage-model ./<model folder> --config c.yaml --endpoint {small.name}   #")
+    assert "endpoints[1].model.revision" in stage
+    applies = [s.split("   #")[0] for s in steps if s.startswith("kubectl apply -f ")]
+    assert applies == [f"kubectl apply -f {tmp_path}/dist/{s.name}/endpoint/" for s in (big, small)]

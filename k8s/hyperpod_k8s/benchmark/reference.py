@@ -6,7 +6,7 @@ prefill and decode for LLM inference on SageMaker HyperPod", 2026-07-10, "Benchm
 configured endpoint may hold more prefill replicas, and its colocated baseline holds as many GPUs as DPD (the
 equal-GPU experiment), so the reference gets its own two manifests, derived from the same props with only the
 replica counts changed (and autoscaling off, as in AWS's run). Same name as the endpoint: ``hyperpod-dpd bench``
-applies them in turn (a replace), never ``kubectl apply -f dist/endpoint/``.
+applies them in turn (a replace), never ``kubectl apply -f dist/<endpoint>/endpoint/``.
 
 The equal-gpu experiment compares the configured DPD endpoint with colocated replicas on as many GPUs, and each run
 records that count (``BENCH_GPUS``). With autoscaling on, KEDA would scale a role between its ``min_replicas`` and
