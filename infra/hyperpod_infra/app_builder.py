@@ -100,7 +100,7 @@ def _alerts(config: Config) -> dict[str, Any]:
     """ObservabilityStackProps fields that deliver the alerts: the alert manager definition (to the stack's
     topic and ``observability.alerts.topic_arn``) and the e-mail subscriptions."""
     a = config.observability.alerts
-    return {"alert_manager_definition": lambda arns: alert_manager_definition(config, arns),
+    return {"alert_manager_definition": lambda arns: alert_manager_definition(config.region, arns),
             "alert_emails": a.email_addresses, "alert_topic_arns": (a.topic_arn,) if a.topic_arn else ()}
 
 
@@ -111,7 +111,7 @@ def _grafana(config: Config) -> dict[str, Any]:
         return {}
     # Each dashboard under the uid its definition gives it (hyperpod_core.telemetry.dashboards), never one made here.
     return {"grafana_workspace_id": g.workspace_id, "grafana_folder": g.folder, "deployment_name": config.name,
-            "dashboards": {spec.uid: to_json_text(render(spec)) for spec in dashboards(config)}}
+            "dashboards": {d.uid: to_json_text(render(d)) for s in config.specs() for d in dashboards(s)}}
 
 
 @dataclass(frozen=True)
@@ -210,7 +210,7 @@ def _observability_stack(app: cdk.App, config: Config) -> ObservabilityStack:
         workspace_alias=config.name,
         # The same alert definitions as the PrometheusRule manifest (hyperpod_core.telemetry), and the alert
         # manager that sends them to a person (SNS).
-        alert_rule_groups=alert_rule_groups(config), **_alerts(config),
+        alert_rule_groups=alert_rule_groups(config.specs()), **_alerts(config),
         # The same dashboards as the sidecar ConfigMaps, into Amazon Managed Grafana when configured.
         **_grafana(config))
     return _stack(ObservabilityStack, app, config, "Observability", "observability", props=props,
@@ -328,7 +328,7 @@ def synthesize(config: Config, *, outdir: Path | None = None, context: dict[str,
     reach no one (:mod:`hyperpod_core.telemetry.notices`); the main job prints them in its summary instead.
     """
     if announce:
-        for line in notices(config):
+        for line in notices(config.observability):
             print(f"note: {line}", file=sys.stderr)
     app = cdk.App(outdir=None if outdir is None else str(outdir), context={**METADATA_DEFAULTS, **(context or {})})
     build(app, config)

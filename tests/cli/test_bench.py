@@ -133,7 +133,8 @@ def env_folder(tmp_path_factory) -> Path:
 
 
 def _live_dpd(kube: FakeKube, cfg: Path) -> dict[str, Any]:
-    dpd = yaml.safe_load((cfg.parent / "bench.out" / "dist" / "endpoint" / "llama-3-3-70b-dpd.k8s.yaml").read_text())
+    dpd = yaml.safe_load((cfg.parent / "bench.out" / "dist" / "llama-3-3-70b" / "endpoint" /
+                          "llama-3-3-70b-dpd.k8s.yaml").read_text())
     dpd["metadata"].update(resourceVersion="1", generation=1)
     dpd["status"] = {"state": "DeploymentComplete", "observedGeneration": 1}
     kube.state.objects["iec"]["llama-3-3-70b"] = dpd
@@ -329,7 +330,7 @@ def test_missing_manifests_is_bad_input(tmp_path):
     _stamp(cfg)
     proc = _bench(cfg, str(tmp_path / "none"))
     assert proc.returncode == 2
-    missing = tmp_path / "c.out" / "dist" / "benchmark" / "llama-3-3-70b-benchmark.k8s.yaml"
+    missing = tmp_path / "c.out" / "dist" / "llama-3-3-70b" / "benchmark" / "llama-3-3-70b-benchmark.k8s.yaml"
     assert proc.stderr.splitlines() == [f"error: {missing} does not exist (synthesize first: hyperpod-dpd synth ...)"]
 
 

@@ -407,7 +407,7 @@ def test_with_every_value_resolved_both_ways_to_apply_are_printed_with_when_each
     staged_model.write(tmp_path / staged_model.RECORD_FILE, bucket="team-models",
                        s3_prefix=default_config.model.s3_prefix, manifest_bytes=b"m", files=1)
     apply, replace = next_steps(env, deployed=True, via_cli=False)
-    endpoint = f"{tmp_path}/dist/endpoint/"
+    endpoint = f"{tmp_path}/dist/llama-3-3-70b/endpoint/"
     assert apply.startswith(f"kubectl apply -f {endpoint}   # no endpoint live yet, or a spare node per pool")
     assert replace.startswith(f"kubectl delete -f {endpoint} && kubectl apply -f {endpoint}   # an endpoint of "
                               "another revision is live")

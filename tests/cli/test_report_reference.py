@@ -169,15 +169,16 @@ def test_planner_estimate_holds_the_layouts_the_experiment_measures(experiment, 
     """The estimate drawn beside a cell simulates the GPUs the benchmark manifests give each mode in that
     experiment (hyperpod_k8s.benchmark.gpus_per_mode): never the one-node colocated estimate beside an equal-GPU
     measurement."""
+    from tests.k8s.endpoint_props import props_of
+
     from hyperpod_analysis.plan import estimate_experiment, estimate_scenarios
-    from hyperpod_core.inputs import resolve_inputs
     from hyperpod_k8s.benchmark import gpus_per_mode
 
     spec = _config()
     (row,) = estimate_experiment(spec, experiment, ["D(4096,256)"], [8])
     assert row["experiment"] == experiment and row["gpus"] == gpus
     config = parse_config(yaml.safe_load((REPO / "config" / "default.yaml").read_text(encoding="utf-8")))
-    assert row["gpus"] == gpus_per_mode(config, resolve_inputs(config, None), experiment)
+    assert row["gpus"] == gpus_per_mode(props_of(config), experiment)
     (one_node,) = estimate_scenarios(spec, ["D(4096,256)"], [8])  # plan --json: DPD vs one colocated node
     if experiment == "aws-reference":  # the default endpoint is 1P+1D, AWS's layout: plan's own comparison
         assert row["colocated"] == one_node["colocated"] and row["improvement_pct"] == one_node["improvement_pct"]

@@ -517,9 +517,9 @@ def test_a_role_without_a_ready_pod_leaves_the_test_incomplete(cli, config_file,
 def test_smoke_asks_for_the_name_the_endpoint_serves(cli, config_file, kubeconfig, cluster, monkeypatch) -> None:
     """vLLM answers only for a name it serves (``--served-model-name``; the weights' path carries the revision and
     changes with it), so smoke sends the manifests' served name, ``model.name``, unless ``--model`` says otherwise."""
+    from tests.k8s.endpoint_props import props_of
+
     from hyperpod_core.config import load_config
-    from hyperpod_core.inputs import resolve_inputs
-    from hyperpod_k8s.endpoint.props import endpoint_props
 
     asked: list[str] = []
     read_json = _OpenAiHandler.read_json
@@ -534,7 +534,7 @@ def test_smoke_asks_for_the_name_the_endpoint_serves(cli, config_file, kubeconfi
     with _served(cluster) as url:
         assert _smoke(cli, config_file, kubeconfig, url, "--json").code == 0
     assert asked == [config.model.name] * 2
-    args = endpoint_props(config, resolve_inputs(config, None)).worker_args
+    args = props_of(config).worker_args
     assert args[args.index("--served-model-name") + 1] == config.model.name
 
 

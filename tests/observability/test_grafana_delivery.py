@@ -236,7 +236,7 @@ def _props(config: Config) -> dict[str, Any]:
             "PrometheusUrl": "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-abc/",
             "DatasourceUid": "hyperpod-dpd-amp", "DatasourceName": "hyperpod-dpd-amp",
             "FolderUid": "hyperpod-dpd", "FolderTitle": "HyperPod DPD",
-            "Dashboards": [to_json_text(render(d)) for d in dashboards(config)]}
+            "Dashboards": [to_json_text(render(d)) for d in dashboards(config.spec())]}
 
 
 def _run(request_type: str, props: dict, endpoint: str, *, old: dict | None = None,
@@ -258,7 +258,7 @@ def test_create_deploys_the_data_source_folder_and_every_dashboard(grafana_serve
     ds = fake.datasources["hyperpod-dpd-amp"]
     assert ds["type"] == "prometheus" and ds["url"] == props["PrometheusUrl"].rstrip("/")
     assert fake.folders["hyperpod-dpd"]["title"] == "HyperPod DPD"
-    assert set(fake.dashboards) == {d.uid for d in dashboards(default_config)}
+    assert set(fake.dashboards) == {d.uid for d in dashboards(default_config.spec())}
     for stored in fake.dashboards.values():
         variables = {v["name"]: v for v in stored["model"]["templating"]["list"]}
         assert variables["datasource"]["current"]["value"] == "hyperpod-dpd-amp"
@@ -507,7 +507,7 @@ def with_grafana(default_config) -> tuple[Any, dict[str, str]]:
 
     from hyperpod_infra.stacks.observability_stack import ObservabilityStack, ObservabilityStackProps
 
-    shipped = {spec.uid: to_json_text(render(spec)) for spec in dashboards(default_config)}
+    shipped = {spec.uid: to_json_text(render(spec)) for spec in dashboards(default_config.spec())}
     stack = ObservabilityStack(stand_ins.app(), "Observability", env=cdk.Environment(region=stand_ins.REGION),
                                props=ObservabilityStackProps(workspace_alias=stand_ins.WORKSPACE_ALIAS,
                                                              grafana_workspace_id=WORKSPACE, dashboards=shipped,
@@ -552,7 +552,8 @@ def test_the_config_matrix_delivers_the_configured_dashboards_to_the_configured_
                 if r["Type"] == "Custom::GrafanaDashboards"]
     assert (props["WorkspaceId"], props["FolderTitle"]) == (grafana.workspace_id, f"{grafana.folder} ({s.config.name})")
     assert (props["DatasourceUid"], props["FolderUid"]) == (f"{s.config.name}-amp", s.config.name)
-    assert [json.loads(t)["uid"] for t in props["Dashboards"]] == sorted(d.uid for d in dashboards(s.config))
+    shipped = sorted(d.uid for e in s.config.specs() for d in dashboards(e))
+    assert [json.loads(t)["uid"] for t in props["Dashboards"]] == shipped
 
 
 @pytest.mark.parametrize("workspace_id", ["ws-0123456789", "g-012345678", "g-0123456789X"])

@@ -138,12 +138,12 @@ def alerts_check(dep: Deployment) -> Check:
     from hyperpod_core.telemetry.notices import alerts_notice, receivers
 
     config = dep.env.config
-    notice = alerts_notice(config)
+    notice = alerts_notice(config.observability)
     if notice:
         return Check(section="observability", name="alerts", state="warn", detail=notice, blocks_serving=False,
                      next_step="set observability.alerts.email_addresses or topic_arn, then cdk deploy")
     return Check(section="observability", name="alerts", state="ok", blocks_serving=False,
-                 detail=f"alert manager -> SNS -> {', '.join(receivers(config))}")
+                 detail=f"alert manager -> SNS -> {', '.join(receivers(config.observability))}")
 
 
 def _guard(section: str, name: str, read: Callable[[], list[Check]], *, blocks_serving: bool = True) -> list[Check]:
