@@ -265,7 +265,7 @@ def test_manifests_with_placeholders_are_refused(tmp_path):
     proc = _hyperpod_dpd("bench", "--config", cfg.name, "--kubeconfig", "none", "--yes", cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
-        "error: bench.out/dist/placeholders/ holds manifests with placeholders (see its README.txt): "
+        "error: bench.out/dist/llama-3-3-70b/placeholders/ holds manifests with placeholders (see its README.txt): "
         f"model_bucket_name, eks_cluster_arn: hyperpod-dpd deploy --config {cfg.name}; model_revision: run "
         "hyperpod-dpd stage-model SRC (it records the revision) or set model.revision; then hyperpod-dpd synth "
         f"--config {cfg.name}, then bench"]

@@ -17,7 +17,8 @@ DASHBOARDS = {"dpd-overview": '{"uid": "dpd-overview"}', "dpd-cost": '{"uid": "d
 
 
 def _props(**extra: Any) -> GrafanaDashboardsProps:
-    return GrafanaDashboardsProps(**{"workspace_id": WORKSPACE, "prometheus_query_url": QUERY_URL,
+    return GrafanaDashboardsProps(**{"workspace_id": WORKSPACE, "deployment": "hyperpod-dpd",
+                                     "prometheus_query_url": QUERY_URL,
                                      "dashboards": DASHBOARDS, **extra})
 
 

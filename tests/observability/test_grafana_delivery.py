@@ -410,7 +410,7 @@ def two_deployments(default_config) -> dict[str, dict[str, Any]]:
         stack = cdk.Stack(cdk.App(context={"aws:cdk:disable-asset-staging": True}), name,
                           env=cdk.Environment(region="us-west-2"))
         shipped = {}
-        for spec in dashboards(default_config):
+        for spec in dashboards(default_config.spec()):
             model = json.loads(to_json_text(render(spec)))
             model["uid"] = f"{name}-{spec.uid}"[:40]
             shipped[model["uid"]] = json.dumps(model)

@@ -27,15 +27,16 @@ def chart(default_config_dict: dict):
 
     data = json.loads(json.dumps(default_config_dict))
     data["observability"]["in_cluster_manifests"] = True
-    props = observability_props(parse_config(data))
+    props = observability_props(parse_config(data).spec(), cluster_rules=True)
     assert props is not None
     return ObservabilityChart(cdk8s.App(), "observability", props=props)
 
 
 @pytest.fixture(scope="module")
 def rule(chart) -> dict:
-    (doc,) = [d for d in chart.to_json() if d["kind"] == "PrometheusRule"]
-    return doc
+    docs = [d for d in chart.to_json() if d["kind"] == "PrometheusRule"]
+    assert len(docs) == 2  # the endpoint's rules and, in the first endpoint's chart, the cluster-wide ones
+    return docs[0]
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +56,7 @@ def test_the_vendored_crd_is_the_upstream_file_byte_for_byte() -> None:
 def test_the_rule_is_the_class_cdk8s_import_generated(chart) -> None:
     from hyperpod_k8s.imports.com.coreos import monitoring
 
-    assert type(chart.alerts) is monitoring.PrometheusRule
+    assert chart.alerts and all(type(rule) is monitoring.PrometheusRule for rule in chart.alerts)
 
 
 def test_the_synthesized_rule_validates_against_the_crd_schema(validator, rule: dict) -> None:
