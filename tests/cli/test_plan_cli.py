@@ -290,11 +290,72 @@ def test_plan_sizes_the_named_endpoint_and_shows_the_fleet(capsys: pytest.Captur
     assert "llama-3-1-8b prefill 1, llama-3-1-8b decode 1" in table
 
 
-def test_plan_of_a_fleet_needs_the_endpoint_named(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _run(capsys, "--config", str(TWO_MODELS))
+def test_two_roles_on_one_group_share_its_nodes(capsys: pytest.CaptureFixture[str]) -> None:
+    """REV34 defect 8: the 8B's prefill and decode both name group ``small`` (one ml.p5.48xlarge, 8 GPUs: AWS's P5
+    instance type page), so its configured 1P+1D of TP 1 packs onto ONE node (2 GPUs of 8); the 70B's roles name two
+    groups and take one node each (TP 8 fills a node). Fails before: Layout.nodes always added each role's nodes (2
+    nodes, 16 GPUs for the 8B)."""
+    from hyperpod_analysis.plan import planner
+
+    config = load_config(TWO_MODELS)
+    small, big = (planner.inputs_of(config.spec(n)) for n in ("llama-3-1-8b", "llama-3-3-70b"))
+    assert planner.Layout(prefill_replicas=1, decode_replicas=1).nodes(small) == 1
+    assert planner.Layout(prefill_replicas=8, decode_replicas=1).nodes(small) == 2  # 9 engines of 1 GPU
+    assert planner.Layout(prefill_replicas=1, decode_replicas=1).nodes(big) == 2
+    out = _run(capsys, "--config", str(TWO_MODELS), "--endpoint", "llama-3-1-8b", "--concurrency", "8")[1]
+    for layout in ("DPD 1P+1D (config)", "(equal GPUs)"):  # the colocated row on DPD's nodes: 1 too
+        row = next(line for line in out.splitlines() if layout in line)
+        assert row.split("│")[2].strip() == "1", row
+
+
+def test_a_split_on_one_shared_group_counts_its_nodes_once() -> None:
+    """REV34 defect 8: the idle-node warning of a split whose roles share group ``small`` (3 nodes here) counts the
+    recommendation's nodes once (``nodes``: the roles packed), not prefill's plus decode's. Fails before: "needs 2
+    of them: 1 idle" for a layout that takes 1 node."""
+    from hyperpod_analysis.plan.write import unused_nodes
+
+    data = yaml.safe_load(TWO_MODELS.read_text(encoding="utf-8"))
+    data["hyperpod"]["instance_groups"][2]["instance_count"] = 3
+    from hyperpod_core.config import parse_config
+
+    small = parse_config(data).spec("llama-3-1-8b")
+    rec = {"instance_type": "ml.p5.48xlarge", "split": True, "prefill_nodes": 1, "decode_nodes": 1, "nodes": 1}
+    assert unused_nodes(small, rec, others={"prefill", "decode"}) == [
+        "shared instance groups hold 3 node(s); the recommendation needs 1 of them: 2 idle"]
+
+
+def test_plan_of_a_fleet_sizes_each_endpoint_and_the_fleet(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 34 item 4 ("plan sizes each endpoint and the fleet"), REV34 defect 8: without --endpoint on a config of
+    several endpoints, plan prints one summary per endpoint and the fleet table (--json: ``endpoints`` with each
+    one's scenarios and recommendation, and ``fleet``). Fails before: exit 2, "--endpoint must name the endpoint"."""
+    code, out, err = _run(capsys, "--config", str(TWO_MODELS), "--concurrency", "8", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert set(report) == {"schema_version", "endpoints", "fleet"}
+    assert [e["endpoint"] for e in report["endpoints"]] == ["llama-3-3-70b", "llama-3-1-8b"]
+    for e in report["endpoints"]:
+        assert set(e) == {"endpoint", "scenarios", "recommendation"}
+        assert [(s["traffic"], s["concurrency"]) for s in e["scenarios"]] == [("D(4096,256)", 8)]
+    assert [r["groups"] for r in report["fleet"]] == [["prefill"], ["decode"], ["small"],
+                                                     ["prefill", "decode", "small"]]
+    code, out, err = _run(capsys, "--config", str(TWO_MODELS), "--concurrency", "8")
+    assert code == 0, err
+    summaries = [line for line in out.splitlines() if line.startswith("llama-3-")]
+    assert [line.split(":")[0] for line in summaries] == ["llama-3-3-70b", "llama-3-1-8b"]
+    assert "configured DPD 1P+1D on 2 node(s)" in summaries[0]
+    assert "configured DPD 1P+1D on 1 node(s)" in summaries[1]
+    assert all("recommendation: " in line for line in summaries)
+    assert "fleet: GPUs the endpoints' roles may hold at peak" in out
+    assert "hyperpod-dpd plan --endpoint NAME" in out
+
+
+@pytest.mark.parametrize("flag", [("--write",), ("--model", "llama-3-1-8b-instruct")])
+def test_plan_of_a_fleet_needs_the_endpoint_named_to_write_or_swap_the_model(
+        capsys: pytest.CaptureFixture[str], flag: tuple[str, ...]) -> None:
+    code, out, err = _run(capsys, "--config", str(TWO_MODELS), *flag)
     assert (code, out) == (2, "")
-    assert err == (f"error: --endpoint must name the endpoint hyperpod-dpd plan acts on: {TWO_MODELS} serves 2 "
-                   "endpoints (llama-3-3-70b, llama-3-1-8b)\n")
+    assert err == (f"error: --endpoint must name the endpoint hyperpod-dpd plan {flag[0]} acts on: {TWO_MODELS} "
+                   "serves 2 endpoints (llama-3-3-70b, llama-3-1-8b)\n")
 
 
 def test_write_into_a_fleet_sets_that_endpoints_keys_only(tmp_path: Path) -> None:

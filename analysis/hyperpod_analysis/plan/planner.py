@@ -57,6 +57,9 @@ class PlanInputs:
     prefill_replicas: int
     decode_replicas: int
     max_decode_replicas: int
+    roles_share_nodes: bool = False
+    """Prefill and decode name the same instance group: their engines pack onto the same nodes
+    (``nodes_for(P + D)``); else each role takes whole nodes of its own."""
     routing_strategy: str = "prefixaware"
     kv_transfer_bytes_per_s: float = terms.MEASURED_KV_TRANSFER_BYTES_PER_S
     prefix_reuse: float = 0.0
@@ -87,11 +90,18 @@ def inputs_of(spec: EndpointSpec, *, model: str | None = None, **overrides: Any)
         prefill_eager="--enforce-eager" in e.prefill.extra_args, decode_eager="--enforce-eager" in e.decode.extra_args,
         routing_threshold_tokens=e.routing_threshold_tokens, pd_buffer_size_bytes=e.pd_buffer_size_bytes,
         prefill_replicas=e.prefill.replicas, decode_replicas=e.decode.replicas,
-        max_decode_replicas=pins.DPD_MAX_DECODE_REPLICAS, routing_strategy=e.routing_strategy,
+        max_decode_replicas=pins.DPD_MAX_DECODE_REPLICAS, roles_share_nodes=_roles_share_a_group(spec),
+        routing_strategy=e.routing_strategy,
         ttft_slo_s=spec.slo.ttft_p95_seconds, tpot_slo_s=spec.slo.tpot_p95_seconds,
         requests_per_run=spec.benchmark.max_requests_per_run, warmup_ratio=spec.benchmark.warmup_ratio,
         prices=configured_table(e.instance_type, spec.benchmark.instance_hour_usd))
     return replace(inputs, **overrides)
+
+
+def _roles_share_a_group(spec: EndpointSpec) -> bool:
+    """Both roles name one instance group, so the scheduler may put a prefill and a decode engine on one node."""
+    named = spec.endpoint.prefill.instance_group
+    return named is not None and named == spec.endpoint.decode.instance_group
 
 
 def _configured_model(spec: EndpointSpec) -> ModelShape:
@@ -142,7 +152,8 @@ def kv_capacity_tokens(inputs: PlanInputs, *, pd_buffer: bool) -> int:
 
 @dataclass(frozen=True, kw_only=True)
 class Layout:
-    """Replicas per role; nodes follow from HyperPod's whole-node granularity."""
+    """Replicas per role; nodes follow from HyperPod's whole-node granularity (each role's own nodes, or the two
+    roles packed together when they share an instance group: :attr:`PlanInputs.roles_share_nodes`)."""
 
     colocated_replicas: int = 0
     prefill_replicas: int = 0
@@ -155,6 +166,8 @@ class Layout:
 
     def nodes(self, inputs: PlanInputs) -> int:
         n = inputs.instance.gpus
+        if self.split and inputs.roles_share_nodes:
+            return terms.nodes_for(self.prefill_replicas + self.decode_replicas, inputs.tp, n)
         if self.split:
             return terms.nodes_for(self.prefill_replicas, inputs.tp, n) + terms.nodes_for(self.decode_replicas,
                                                                                           inputs.tp, n)

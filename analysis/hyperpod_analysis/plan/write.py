@@ -171,6 +171,8 @@ def unused_nodes(spec: EndpointSpec, rec: dict[str, Any], *, others: Collection[
             warnings.append(f"hyperpod.{names} ({role} only) hold {have} node(s); the recommendation's {role} "
                             f"replicas use {need}: {have - need} idle")
         short += max(0, need - have)
+    # Roles that share a group pack onto the same nodes: the layout never needs more than its nodes altogether.
+    short = min(short, rec["nodes"])
     shared = sum(g.instance_count for i, g in mine if i not in dedicated)
     if shared > short:
         warnings.append(f"shared instance groups hold {shared} node(s); the recommendation needs {short} of them: "

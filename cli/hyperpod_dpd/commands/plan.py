@@ -6,6 +6,7 @@ the GPUs every endpoint's roles may hold there at peak against the groups' GPUs
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,7 +18,7 @@ from hyperpod_analysis.plan import planner, terms, validation
 from hyperpod_analysis.plan.coldstart import cold_start, cold_start_line
 from hyperpod_analysis.plan.facts import PriceTable, load_price_file, parse_price_flag
 from hyperpod_analysis.plan.fleet import GroupPeak, fleet_peaks
-from hyperpod_analysis.plan.traffic import parse
+from hyperpod_analysis.plan.traffic import Traffic, parse
 from hyperpod_analysis.plan.write import merge_recommendation, role_groups_to_size, unused_nodes
 from hyperpod_core import environment
 from hyperpod_core.config import load_config
@@ -85,12 +86,35 @@ def plan(
         _print_calibration(validation.validate(), fmt)
         return
     e = environment.resolve(config, env)
-    spec = endpoint_of(e, endpoint, "plan")
     specs = e.config.specs()
     scenarios = [parse(t) for t in (traffic or ["D(4096,256)"])]
     levels = _loads(concurrency, request_rate)
     overrides = _overrides(prefix_reuse=prefix_reuse, kv_transfer_gbps=kv_transfer_gbps, ttft_p95=ttft_p95,
                            tpot_p95=tpot_p95)
+    size = functools.partial(_size, scenarios=scenarios, levels=levels, request_rate=request_rate, engine=engine,
+                             price=price, prices=prices, overrides=overrides)
+    fleet = fleet_peaks(specs)
+    if endpoint is None and len(specs) > 1 and not write and model is None:
+        _plan_fleet([(spec, *size(spec)) for spec in specs], fleet, fmt)
+        return
+    spec = endpoint_of(e, endpoint, "plan --write" if write else "plan --model" if model is not None else "plan")
+    inputs, comparisons, rec = size(spec, model=model)
+    notes = [planner.price_note(inputs), _validation_line(), cold_start_line(inputs.model)]
+    if fmt.data:
+        emit({"endpoint": spec.name, "scenarios": [c.as_dict() for c in comparisons], "recommendation": rec,
+              "fleet": [row.as_dict() for row in fleet]}, fmt)
+        for note in notes:
+            print(note, file=sys.stderr)
+    else:
+        _print_tables(inputs, comparisons, rec, notes)
+        _print_fleet(fleet)
+    _write(e, spec, _groups_of_others(specs, spec), rec, write)
+
+
+def _size(spec: EndpointSpec, *, scenarios: list[Traffic], levels: list[int], request_rate: float | None,
+          engine: str, price: list[str] | None, prices: Path | None, overrides: dict[str, Any],
+          model: str | None = None) -> tuple[planner.PlanInputs, list[planner.Comparison], dict[str, Any]]:
+    """One endpoint sized: its planner inputs, colocated vs DPD per scenario and load, and the recommendation."""
     base = configured_table(spec.endpoint.instance_type, spec.benchmark.instance_hour_usd)
     inputs = planner.inputs_of(spec, model=model, engine=engine, prices=_prices(price, prices, base), **overrides)
     for t in scenarios:
@@ -103,17 +127,29 @@ def plan(
                    for t in scenarios for c, r in loads]
     rec["cold_start"] = [{"source": c.source, "seconds": list(c.seconds) if c.seconds else None, "note": c.note}
                          for c in cold_start(inputs.model)]
-    notes = [planner.price_note(inputs), _validation_line(), cold_start_line(inputs.model)]
-    fleet = fleet_peaks(specs)
+    return inputs, comparisons, rec
+
+
+def _plan_fleet(sized: list[tuple[EndpointSpec, planner.PlanInputs, list[planner.Comparison], dict[str, Any]]],
+                fleet: list[GroupPeak], fmt: OutputFormat) -> None:
+    """A config of several endpoints and no ``--endpoint``: one summary per endpoint, then the fleet table
+    (``--json``: each endpoint's scenarios and recommendation, and the fleet)."""
     if fmt.data:
-        emit({"endpoint": spec.name, "scenarios": [c.as_dict() for c in comparisons], "recommendation": rec,
+        emit({"endpoints": [{"endpoint": spec.name, "scenarios": [c.as_dict() for c in comparisons],
+                             "recommendation": rec} for spec, _, comparisons, rec in sized],
               "fleet": [row.as_dict() for row in fleet]}, fmt)
-        for note in notes:
-            print(note, file=sys.stderr)
-    else:
-        _print_tables(inputs, comparisons, rec, notes)
-        _print_fleet(fleet)
-    _write(e, spec, _groups_of_others(specs, spec), rec, write)
+        print(_validation_line(), file=sys.stderr)
+        return
+    out = console()
+    for spec, inputs, _, rec in sized:
+        configured = planner.Layout(prefill_replicas=inputs.prefill_replicas, decode_replicas=inputs.decode_replicas)
+        out.print(f"{spec.name}: {inputs.model.name} on {inputs.instance.instance_type} (TP {inputs.tp}): configured "
+                  f"DPD {inputs.prefill_replicas}P+{inputs.decode_replicas}D on {configured.nodes(inputs)} node(s); "
+                  f"recommendation: {_verdict(inputs, rec)}, TTFT p95 {rec['ttft_p95_ms']:g} ms, TPOT p95 "
+                  f"{rec['tpot_p95_ms']:g} ms ({rec['reason']})", highlight=False)
+    _print_fleet(fleet)
+    out.print(_validation_line())
+    out.print("each endpoint's tables per scenario and load, and --write: hyperpod-dpd plan --endpoint NAME")
 
 
 def _loads(concurrency: str | None, request_rate: float | None) -> list[int]:
@@ -254,17 +290,26 @@ def _print_tables(inputs: planner.PlanInputs, comparisons: list[planner.Comparis
                   f"{_pct(aws['e2e_p50'])} ({_band('e2e_p50')}), throughput {_pct(aws['output_throughput'])} "
                   f"({_band('output_throughput')}); at equal GPUs: TPOT {_pct(eq['tpot'])}, E2E {_pct(eq['e2e_p50'])}, "
                   f"throughput {_pct(eq['output_throughput'])} (positive = DPD better)")
-    verdict = (f"split: {rec['prefill_replicas']} prefill replica(s) on {rec['prefill_nodes']} node(s) + "
-               f"{rec['decode_replicas']} decode on {rec['decode_nodes']}, routing threshold "
-               f"{rec['routing_threshold_tokens']}, PD buffer {rec['pd_buffer_size_bytes'] >> 30} GiB, max-num-seqs "
-               f"prefill {rec['max_num_seqs']['prefill']} / decode {rec['max_num_seqs']['decode']}"
-               if rec["split"] else f"do not split: colocated x{rec['colocated_replicas']} on {rec['nodes']} node(s)")
-    out.print(f"recommendation (* row): {verdict} ({rec['reason']}; SLO TTFT p95 <= {inputs.ttft_slo_s:g} s, "
+    out.print(f"recommendation (* row): {_verdict(inputs, rec)} ({rec['reason']}; SLO TTFT p95 <= "
+              f"{inputs.ttft_slo_s:g} s, "
               f"TPOT p95 <= {inputs.tpot_slo_s:g} s)")
     if rec["uncertain"]:
         out.print(f"  uncertain: {rec['uncertainty']}")
     for note in notes:
         out.print(note)
+
+
+def _verdict(inputs: planner.PlanInputs, rec: dict[str, Any]) -> str:
+    """The recommendation in one phrase: the split and its settings, or colocated."""
+    if not rec["split"]:
+        return f"do not split: colocated x{rec['colocated_replicas']} on {rec['nodes']} node(s)"
+    where = (f"{rec['prefill_replicas']} prefill + {rec['decode_replicas']} decode replica(s) on {rec['nodes']} "
+             "node(s) of the group both roles name" if inputs.roles_share_nodes else
+             f"{rec['prefill_replicas']} prefill replica(s) on {rec['prefill_nodes']} node(s) + "
+             f"{rec['decode_replicas']} decode on {rec['decode_nodes']}")
+    return (f"split: {where}, routing threshold {rec['routing_threshold_tokens']}, PD buffer "
+            f"{rec['pd_buffer_size_bytes'] >> 30} GiB, max-num-seqs prefill {rec['max_num_seqs']['prefill']} / "
+            f"decode {rec['max_num_seqs']['decode']}")
 
 
 def _validation_line() -> str:
