@@ -64,6 +64,26 @@ def endpoints_of(e: Environment, name: str | None, command: str) -> tuple[Endpoi
     return (endpoint_of(e, name, command),) if name is not None else e.config.specs()
 
 
+def deployable(layout: DistLayout) -> DistLayout:
+    """``layout`` as the synth writes it once every value is resolved: what an apply command names
+    (``<endpoint>/endpoint/``), never the manifests under ``placeholders/``, which must not be applied."""
+    import dataclasses
+
+    return dataclasses.replace(layout, unresolved=False)
+
+
+def before_apply(layout: DistLayout) -> str:
+    """What must come before applying ``layout``'s manifests, as the start of a next step: nothing when the synth
+    resolved them; else resolve the placeholders (the README beside them says what resolves each) and synthesize
+    again."""
+    from hyperpod_core.dist_layout import PLACEHOLDERS_README
+
+    if not layout.unresolved:
+        return ""
+    return (f"the synth left placeholders in {layout.base}/ (its {PLACEHOLDERS_README} says what resolves each): "
+            "resolve them and synthesize again, then ")
+
+
 def results_dir(e: Environment, spec: EndpointSpec) -> Path:
     """Where ``bench`` collects the benchmark results of ``spec``'s endpoint, and where ``report`` reads them by
     default: ``<workdir>/benchmark-results/<endpoint>/`` (each endpoint its own runs)."""

@@ -49,6 +49,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Final, Literal
 
 #: Below this rate a KV transfer is not using EFA RDMA (operations.md: "< 1 GB/s means EFA is not in use").
@@ -138,16 +139,27 @@ SKEW_ALLOC_MEANING: Final = ("the decoder's PD buffer is full of KV it never rea
                              "--model values (the 'prefill/decode skew' row of 'hyperpod-dpd status'), so the "
                              "decoder's keys never match what prefill sends, LMCache 0.4.3 never evicts it, and "
                              "transfers stall while the decoder recomputes")
-SKEW_ALLOC_FIX: Final = ("put both roles on one revision: replace the endpoint (kubectl delete -f, then kubectl "
-                         "apply -f, its endpoint/ folder of dist/, which the 'prefill/decode skew' row names) or "
-                         "restart both roles on one revision; a larger buffer only delays this")
 
 
-def alloc_finding(*, pd_buffer_size_bytes: int | None = None, model_skew: bool = False) -> Finding:
+def skew_alloc_fix(endpoint_dir: Path | None) -> str:
+    """The fix of a full buffer while the roles run different ``--model`` values: replace the endpoint from its
+    folder (``endpoint_dir``: :attr:`hyperpod_core.dist_layout.DistLayout.endpoint_dir`; ``None``: unknown here, the
+    'prefill/decode skew' row of ``status`` names it)."""
+    replace = (f"kubectl delete -f {endpoint_dir}/ && kubectl apply -f {endpoint_dir}/" if endpoint_dir is not None
+               else "kubectl delete -f, then kubectl apply -f, the endpoint's folder the 'prefill/decode skew' row "
+                    "of hyperpod-dpd status names")
+    return (f"put both roles on one revision: replace the endpoint ({replace}) or restart both roles on one "
+            "revision; a larger buffer only delays this")
+
+
+def alloc_finding(*, pd_buffer_size_bytes: int | None = None, model_skew: bool = False,
+                  endpoint_dir: Path | None = None) -> Finding:
     """``Failed to allocate memory object``: the receive buffer is too small, or, while the roles run different
-    ``--model`` values (``model_skew``), full of KV the decoder never reads."""
+    ``--model`` values (``model_skew``), full of KV the decoder never reads (the fix replaces the endpoint from
+    ``endpoint_dir``, :func:`skew_alloc_fix`)."""
     if model_skew:
-        return Finding(severity="error", signature=_ALLOC_FAILED, meaning=SKEW_ALLOC_MEANING, fix=SKEW_ALLOC_FIX)
+        return Finding(severity="error", signature=_ALLOC_FAILED, meaning=SKEW_ALLOC_MEANING,
+                       fix=skew_alloc_fix(endpoint_dir))
     now = f" (now {pd_buffer_size_bytes / (1 << 30):g} GiB)" if pd_buffer_size_bytes else ""
     return Finding(severity="error", signature=_ALLOC_FAILED,
                    meaning="the decoder's KV receive buffer (PD_BUFFER_SIZE) is too small",
@@ -356,13 +368,15 @@ def _missing_plugin_finding(backend: str) -> Finding:
 
 
 def efa_findings(role: Literal["prefill", "decode"], lines: list[str], *,
-                 pd_buffer_size_bytes: int | None = None, model_skew: bool = False) -> list[Finding]:
+                 pd_buffer_size_bytes: int | None = None, model_skew: bool = False,
+                 endpoint_dir: Path | None = None) -> list[Finding]:
     """What one worker pod's log says about the KV path: its ranks' ``pd_role``, the NIXL transport, the per-rank
     transfer rates against the 1 GB/s "not on EFA" line, and ``Retrieved 0 out of N`` with its likely cause.
 
     ``lines`` are the pod's start-up lines (for the set-up) and its recent lines (for the transfers) together.
     ``model_skew``: the roles run different ``--model`` values (``status`` found it), which is then the cause a full
-    receive buffer and recomputed prompts point at (:func:`alloc_finding`).
+    receive buffer and recomputed prompts point at (:func:`alloc_finding`; ``endpoint_dir``: the endpoint's folder
+    its fix names).
     """
     setups = worker_setups(lines)
     findings = _setup_findings(role, setups)
@@ -372,7 +386,7 @@ def efa_findings(role: Literal["prefill", "decode"], lines: list[str], *,
     findings += _transport_findings(setups, rates, on_ucx=on_ucx)
     if role == "decode":
         findings += _receiver_findings(rates, lines, on_ucx=on_ucx, pd_buffer_size_bytes=pd_buffer_size_bytes,
-                                       model_skew=model_skew)
+                                       model_skew=model_skew, endpoint_dir=endpoint_dir)
     return findings
 
 
@@ -429,7 +443,7 @@ def _transport_findings(setups: list[WorkerSetup], rates: list[RankRate], *, on_
 
 
 def _receiver_findings(rates: list[RankRate], lines: list[str], *, on_ucx: bool, pd_buffer_size_bytes: int | None,
-                       model_skew: bool) -> list[Finding]:
+                       model_skew: bool, endpoint_dir: Path | None) -> list[Finding]:
     """The decoder's ranks: each one below the EFA line, else the floor they all clear; ``Retrieved 0 out of N``
     with its likely cause, or a full receive buffer when the roles run different models."""
     findings: list[Finding] = []
@@ -449,20 +463,22 @@ def _receiver_findings(rates: list[RankRate], lines: list[str], *, on_ucx: bool,
                                 meaning=f"every rank received KV above the {EFA_MIN_GBPS:g} GB/s EFA line"))
     if empty:
         findings.append(_empty_retrieval_finding(empty, lines, on_ucx=on_ucx,
-                                                 pd_buffer_size_bytes=pd_buffer_size_bytes, model_skew=model_skew))
+                                                 pd_buffer_size_bytes=pd_buffer_size_bytes, model_skew=model_skew,
+                                                 endpoint_dir=endpoint_dir))
     elif model_skew and allocation_failures(lines):
-        findings.append(alloc_finding(model_skew=True))
+        findings.append(alloc_finding(model_skew=True, endpoint_dir=endpoint_dir))
     return findings
 
 
 def _empty_retrieval_finding(count: int, lines: list[str], *, on_ucx: bool,
-                             pd_buffer_size_bytes: int | None, model_skew: bool = False) -> Finding:
+                             pd_buffer_size_bytes: int | None, model_skew: bool = False,
+                             endpoint_dir: Path | None = None) -> Finding:
     """``Retrieved 0 out of N``, with the cause the rest of the log points at first."""
     if on_ucx:
         cause, fix = "the transport is UCX, which fails the cross-node handshake on EFA", LIBFABRIC_FIX
     elif model_skew:
         cause, fix = SKEW_ALLOC_MEANING.replace("the decoder's PD buffer is full of KV it never reads: ", ""), \
-            SKEW_ALLOC_FIX
+            skew_alloc_fix(endpoint_dir)
     elif allocation_failures(lines):
         buffer = alloc_finding(pd_buffer_size_bytes=pd_buffer_size_bytes)
         cause, fix = "the receive buffer was full ('Failed to allocate memory object')", buffer.fix

@@ -13,6 +13,7 @@ import yaml
 from hyperpod_analysis.plan import estimate_scenarios
 from hyperpod_analysis.plan.write import merge_recommendation
 from hyperpod_core.config import load_config
+from hyperpod_core.dist_layout import DistLayout
 from hyperpod_core.errors import ConfigError
 from hyperpod_core.instances import RESERVED_ONLY_INSTANCE_TYPES
 from hyperpod_dpd.app import main
@@ -164,7 +165,10 @@ def test_write_does_not_touch_the_file_when_colocated_wins(tmp_path: Path,
     shutil.copy(DEFAULT, cfg)
     code, _, err = _run(capsys, "--config", str(cfg), "--concurrency", "8", "--write")
     assert code == 0
-    assert "not written: the recommendation is colocated" in err
+    # REV34 defect 11: the folder is the endpoint's (hyperpod_core.dist_layout), not "the endpoint folder of dist/".
+    folder = DistLayout.of(tmp_path / "c.out" / "dist", "llama-3-3-70b", "colocated").endpoint_dir
+    assert err.splitlines()[0] == ("not written: the recommendation is colocated; set endpoint.apply: colocated "
+                                   f"({folder}/ then holds the colocated manifest) instead of the DPD one")
     assert cfg.read_bytes() == DEFAULT.read_bytes()
 
 

@@ -286,6 +286,23 @@ def _self_signed(host: str) -> tuple[bytes, bytes]:
                               serialization.NoEncryption()))
 
 
+def test_a_missing_endpoint_never_names_the_placeholders_to_apply(cli, config_file, kubeconfig, cluster) -> None:
+    """REV34 defect 11: no InferenceEndpointConfig, and the environment's synth left placeholders
+    (``<endpoint>/placeholders/``, hyperpod_core.dist_layout): the error says to resolve them first and names the
+    folder the apply will read. Fails before: "apply .../placeholders/endpoint/ first"."""
+    from hyperpod_core.dist_layout import DistLayout
+
+    dist = config_file.with_suffix(".out") / "dist"
+    unresolved = DistLayout.of(dist, NAME, "dpd", unresolved=True)
+    unresolved.endpoint_dir.mkdir(parents=True)
+    result = cli("smoke", "--config", str(config_file), "--kubeconfig", str(kubeconfig), "--log-wait", "0.2")
+    assert result.code == 1
+    assert result.err.splitlines()[-1] == (
+        f"error: InferenceEndpointConfig {NAMESPACE}/{NAME} not found; the synth left placeholders in "
+        f"{unresolved.base}/ (its README.txt says what resolves each): resolve them and synthesize again, then apply "
+        f"{DistLayout.of(dist, NAME, 'dpd').endpoint_dir}/ first")
+
+
 def test_through_the_load_balancer_with_the_operator_pem(cli, config_file, kubeconfig, cluster, tmp_path,
                                                          moto_isolated) -> None:
     cert, key = _self_signed("localhost")

@@ -246,6 +246,29 @@ def test_missing_endpoint_names_the_manifest_to_apply(cli, config_file, kubeconf
     assert row["next_step"] == f"kubectl apply -f {layout.endpoint_dir}/"
 
 
+def test_a_synth_with_placeholders_is_never_named_to_apply(cli, config_file, kubeconfig, healthy) -> None:
+    """REV34 defect 11: while the environment's synth left placeholders (``<endpoint>/placeholders/``,
+    hyperpod_core.dist_layout), the missing endpoint's row and the colocated baseline's row say to resolve them
+    first (the README there) and name the folder the apply will read, ``<endpoint>/endpoint/``, never the
+    placeholders' manifests. Fails before: ``kubectl apply -f .../placeholders/endpoint/``."""
+    dist = config_file.with_suffix(".out") / "dist"
+    unresolved = DistLayout.of(dist, NAME, "dpd", unresolved=True)
+    unresolved.endpoint_dir.mkdir(parents=True)
+    first = (f"the synth left placeholders in {unresolved.base}/ (its README.txt says what resolves each): "
+             "resolve them and synthesize again, then ")
+    deployable = DistLayout.of(dist, NAME, "dpd")
+    healthy.endpoints.clear()
+    row = _rows(_status(cli, config_file, kubeconfig, "--json").out)[f"endpoint:{NAMESPACE}/{NAME}"]
+    assert row["next_step"] == f"{first}kubectl apply -f {deployable.endpoint_dir}/"
+    obj = endpoint_object()
+    del obj["spec"]["pdSpec"]
+    healthy.endpoints[(NAMESPACE, NAME)] = obj
+    healthy.pods = [pod(f"{NAME}-6b8c9-a", NAMESPACE, {"app": NAME})]
+    rows = _rows(_status(cli, config_file, kubeconfig, "--json").out)
+    assert rows["endpoint:mode"]["next_step"] == (f"to serve disaggregated, {first}kubectl apply -f "
+                                                  f"{deployable.endpoint_file('dpd')}")
+
+
 def test_colocated_baseline_is_recognised(cli, config_file, kubeconfig, healthy) -> None:
     """The rollback manifest has the same name and no pdSpec (docs/endpoint.md): no roles, no router."""
     obj = endpoint_object()
@@ -784,8 +807,10 @@ def test_a_full_buffer_while_the_roles_run_two_models_points_at_the_skew(cli, co
     assert rows["endpoint:prefill/decode skew"]["state"] == "fail"
     kv = rows["endpoint:KV path (decode)"]
     assert kv["state"] == "fail" and "Failed to allocate memory object" in kv["detail"]
-    assert kv["next_step"].startswith("put both roles on one revision: replace the endpoint (kubectl delete -f, then "
-                                      "kubectl apply -f, its endpoint/ folder of dist/")
+    # REV34 defect 11: the fix names the endpoint's folder (hyperpod_core.dist_layout), not "endpoint/ of dist/".
+    folder = DistLayout.of(config_file.with_suffix(".out") / "dist", NAME, "dpd").endpoint_dir
+    assert kv["next_step"].startswith(f"put both roles on one revision: replace the endpoint (kubectl delete -f "
+                                      f"{folder}/ && kubectl apply -f {folder}/) or restart both roles")
 
 
 # --- a fleet: several endpoints on one cluster (issue 34 item 4) ---------------------------------------------------

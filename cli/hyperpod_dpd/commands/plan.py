@@ -23,6 +23,7 @@ from hyperpod_analysis.plan.write import merge_recommendation, role_groups_to_si
 from hyperpod_core import environment
 from hyperpod_core.config import load_config
 from hyperpod_core.config.spec import EndpointSpec
+from hyperpod_core.dist_layout import DistLayout
 from hyperpod_core.errors import UsageError
 from hyperpod_core.names import ROLES
 from hyperpod_core.prices import configured_table
@@ -191,8 +192,9 @@ def _write(e: environment.Environment, spec: EndpointSpec, others: frozenset[str
     only); then warn about nodes of its groups the recommendation leaves unused."""
     written = spec
     if write and not rec["split"]:
-        print(f"not written: the recommendation is colocated; set {spec.field('apply')}: colocated (the endpoint "
-              "folder of dist/ then holds the colocated manifest) instead of the DPD one", file=sys.stderr)
+        folder = DistLayout.of(e.dist, spec.name, "colocated").endpoint_dir
+        print(f"not written: the recommendation is colocated; set {spec.field('apply')}: colocated ({folder}/ then "
+              "holds the colocated manifest) instead of the DPD one", file=sys.stderr)
     elif write:
         changes = merge_recommendation(e.config_path, rec, at=spec.at, groups=role_groups_to_size(spec, others))
         print(f"wrote {e.config_path}: " + ("; ".join(changes) if changes else "nothing: already as recommended"),

@@ -56,7 +56,7 @@ from hyperpod_dpd.commands.options import (
     ProfileOption,
     RegionOption,
 )
-from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load
+from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, before_apply, deployable, load
 from hyperpod_dpd.openai_stream import StreamResult, chat_payload, stream
 from hyperpod_dpd.render import console, emit, output_format
 
@@ -470,8 +470,9 @@ def _load_balancer_url(dep: Deployment, spec: EndpointSpec, kube: Kube, tmp: Pat
         obj = kube.endpoint(names)
         hosts = kube.load_balancer_hosts(names) if obj is not None else []
     if obj is None:
-        raise CommandFailed(f"InferenceEndpointConfig {names.namespace}/{names.name} not found; apply "
-                            f"{dep.layout(spec).endpoint_dir}/ first")
+        layout = dep.layout(spec)
+        raise CommandFailed(f"InferenceEndpointConfig {names.namespace}/{names.name} not found; "
+                            f"{before_apply(layout)}apply {deployable(layout).endpoint_dir}/ first")
     status = obj.get("status") or {}
     if status.get("state") != "DeploymentComplete":
         raise CommandFailed(f"endpoint state is {status.get('state') or 'unset'}, not DeploymentComplete; wait "

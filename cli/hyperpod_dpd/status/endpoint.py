@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hyperpod_core.config.spec import EndpointSpec
+from hyperpod_core.dist_layout import PLACEHOLDERS_README
 from hyperpod_core.errors import CommandFailed
 from hyperpod_core.names import OPERATOR_NAMESPACE, ROLES, Role, certificate_pem_location
 from hyperpod_dpd import skew
-from hyperpod_dpd.deployment import Deployment
+from hyperpod_dpd.deployment import Deployment, before_apply, deployable
 from hyperpod_dpd.status.check import Check, State
 from hyperpod_dpd.status.cold_start import cache_checks
 from hyperpod_dpd.status.kv_path import efa_checks
@@ -29,9 +30,10 @@ def endpoint_checks(dep: Deployment, spec: EndpointSpec, kubeconfig: str | None,
     with kube_errors(f"reading InferenceEndpointConfig {names.namespace}/{names.name}"):
         obj = kube.endpoint(names)
         if obj is None:
+            layout = dep.layout(spec)
             return [Check(section="endpoint", name=f"{names.namespace}/{names.name}", state="fail",
                           detail="InferenceEndpointConfig not found",
-                          next_step=f"kubectl apply -f {dep.layout(spec).endpoint_dir}/")]
+                          next_step=f"{before_apply(layout)}kubectl apply -f {deployable(layout).endpoint_dir}/")]
         dpd = (obj.get("spec") or {}).get("pdSpec") is not None
         workers = {role: kube.role_workers(names, role) for role in ROLES} if dpd else {}
         routers = kube.router_pods(names)
@@ -72,7 +74,8 @@ def endpoint_checks(dep: Deployment, spec: EndpointSpec, kubeconfig: str | None,
     checks += cache_checks(spec.names, kube, live, status_)
     if pd_spec is not None:
         model_skew = any(f.kind == "model" for f in skew.findings(workers))
-        checks += efa_checks(spec.endpoint.pd_buffer_size_bytes, kube, pods, model_skew=model_skew)
+        checks += efa_checks(spec.endpoint.pd_buffer_size_bytes, kube, pods, model_skew=model_skew,
+                             endpoint_dir=deployable(dep.layout(spec)).endpoint_dir)
     return checks
 
 
@@ -103,7 +106,7 @@ def revision_check(dep: Deployment, spec: EndpointSpec, live: dict[str, Any]) ->
         return [Check(section="endpoint", name="revision", state="ok", blocks_serving=False,
                       detail=f"{applied}, as synthesized ({path})", facts=facts)]
     if layout.unresolved:
-        fix = f"the synth left placeholders ({path.parent.parent / 'README.txt'}): resolve them, synthesize again"
+        fix = f"the synth left placeholders ({layout.base / PLACEHOLDERS_README}): resolve them, synthesize again"
     else:
         fix = (f"apply the new revision: kubectl delete -f {path} && kubectl apply -f {path} (one cold start; in "
                f"place, kubectl apply -f {path}, only with a spare node per pool: both roles' new pods need GPUs)")
@@ -188,14 +191,15 @@ def skew_checks(dep: Deployment, spec: EndpointSpec, workers: dict[Role, RoleWor
     facts = {"skewed": bool(found), "findings": [{"kind": f.kind, "role": f.role, "message": f.message}
                                                  for f in found]}
     if differ:
-        path = dep.layout(spec).endpoint_dir
+        layout = dep.layout(spec)
+        path = deployable(layout).endpoint_dir
         return [*checks, Check(
             section="endpoint", name="prefill/decode skew", state="fail", facts=facts,
             detail="; ".join(f.message for f in found),
             next_step=f"the decoder recomputes what prefill sends and transfers stall once its PD buffer is full: "
                       f"let both roles finish their rollouts ({rollout}), or replace the endpoint so both start on one "
-                      f"revision: kubectl delete -f {path}/ && kubectl apply -f {path}/; a new pod Pending for GPUs "
-                      "never finishes a rollout (docs/operations.md#skew-guard)")]
+                      f"revision: {before_apply(layout)}kubectl delete -f {path}/ && kubectl apply -f {path}/; a new "
+                      "pod Pending for GPUs never finishes a rollout (docs/operations.md#skew-guard)")]
     if found:
         return [*checks, Check(
             section="endpoint", name="prefill/decode skew", state="warn", blocks_serving=False, facts=facts,
@@ -214,14 +218,15 @@ def _colocated_checks(dep: Deployment, spec: EndpointSpec, live: dict[str, Any],
     """The colocated baseline (same name, no pdSpec; docs/endpoint.md): its pods carry ``app=<iec>`` (the
     HyperPod SDK lists an endpoint's pods by that label, operator.md section (e)); no DPD router."""
     names = spec.names
-    dpd_manifest = dep.layout(spec).endpoint_file("dpd")
+    layout = dep.layout(spec)
+    dpd_manifest = deployable(layout).endpoint_file("dpd")
     desired = int(live.get("replicas", 1))
     ready = sum(1 for p in pods if p.ready)
     ok = ready >= desired
     return [
         Check(section="endpoint", name="mode", state="warn", blocks_serving=False,
               detail="colocated (no pdSpec): the baseline / rollback manifest is applied",
-              next_step=f"to serve disaggregated, kubectl apply -f {dpd_manifest}"),
+              next_step=f"to serve disaggregated, {before_apply(layout)}kubectl apply -f {dpd_manifest}"),
         Check(section="endpoint", name="pods", state="ok" if ok else "fail",
               detail=f"Ready {ready}/{desired}" + (f" ({', '.join(p.pod for p in pods)})" if pods else ""),
               next_step="" if ok else f"'kubectl describe pods -n {names.namespace} -l app={names.name}'"),

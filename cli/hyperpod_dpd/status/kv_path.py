@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hyperpod_core.errors import CommandFailed
@@ -19,11 +20,12 @@ RECENT_LOG_LINES = 2000
 
 
 def efa_checks(pd_buffer_size_bytes: int, kube: Kube, pods: dict[Role, list[PodTarget]], *,
-               model_skew: bool = False) -> list[Check]:
+               model_skew: bool = False, endpoint_dir: Path | None = None) -> list[Check]:
     """One row per role: each pod's ``pd_role``, NIXL transport and per-rank transfer rates, proven or refuted
     (:func:`hyperpod_dpd.dpd_logs.efa_findings`). A refuted path still serves (the decoder recomputes), so the
     row does not block serving, but the endpoint is then not disaggregated in any useful sense. ``model_skew``: the
-    roles run different ``--model`` values (the skew row), which is what a full receive buffer then means;
+    roles run different ``--model`` values (the skew row), which is what a full receive buffer then means (its fix
+    replaces the endpoint from ``endpoint_dir``);
     ``pd_buffer_size_bytes``: the endpoint's ``pd_buffer_size_bytes``, named in the fix of a full buffer."""
     from hyperpod_dpd import dpd_logs
     from hyperpod_dpd.kube import kube_errors
@@ -39,7 +41,8 @@ def efa_checks(pd_buffer_size_bytes: int, kube: Kube, pods: dict[Role, list[PodT
                 for target in pods[role]:
                     lines = (kube.read_log(target, limit_bytes=STARTUP_LOG_BYTES)
                              + kube.read_log(target, tail_lines=RECENT_LOG_LINES))
-                    findings = dpd_logs.efa_findings(role, lines, pd_buffer_size_bytes=buffer, model_skew=model_skew)
+                    findings = dpd_logs.efa_findings(role, lines, pd_buffer_size_bytes=buffer, model_skew=model_skew,
+                                                     endpoint_dir=endpoint_dir)
                     verdicts.append(dpd_logs.efa_verdict(findings))
                     parts.append(f"{target.pod}: " + ", ".join(
                         f.signature for f in findings if f.severity in ("ok", "error", "warn")))
