@@ -38,6 +38,7 @@ from hyperpod_core.names import (
     OPERATOR_NAMESPACE,
     PLURAL,
     ROLE_LABEL,
+    ROLES,
     ROUTER_CONTAINER,
     VERSION,
     EndpointNames,
@@ -59,6 +60,10 @@ POD_TEMPLATE_HASH = "pod-template-hash"
 #: revision annotation of a deployment's replica sets which records its rollout sequence"; Kubernetes docs,
 #: "Deployments": ``kubectl describe deployments`` shows ``deployment.kubernetes.io/revision=2`` after an update).
 REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
+#: The extended resource the NVIDIA device plugin advertises; a container asks for GPUs in its limits (Kubernetes
+#: docs, "Schedule GPUs": "GPUs are only supposed to be specified in the limits section"; a request, if any, must
+#: equal the limit).
+GPU_RESOURCE = "nvidia.com/gpu"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,6 +85,8 @@ class PodTarget:
     """The pod's ``pod-template-hash`` label: which pod template of its Deployment it runs."""
     terminating: bool = False
     """``metadata.deletionTimestamp`` is set: the pod is on its way out (a finished rollout's old pod)."""
+    gpus: int = 0
+    """GPUs the pod holds now (:func:`pod_gpus`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -197,6 +204,23 @@ def pod_ready(pod: Any) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in conditions)
 
 
+def pod_gpus(pod: Any) -> int:
+    """GPUs ``pod`` holds: none until the scheduler binds it to a node (``spec.nodeName``) and none once it finished
+    (phase ``Succeeded``/``Failed``); else the sum of its containers' :data:`GPU_RESOURCE` limits, or its largest
+    init container's when that is more (Kubernetes docs, "Init Containers", "Resource sharing within containers":
+    the pod's effective limit is the higher of the two)."""
+    spec = pod.spec
+    if spec is None or not spec.node_name or (pod.status and pod.status.phase in ("Succeeded", "Failed")):
+        return 0
+
+    def gpus(container: Any) -> int:
+        limits = (container.resources.limits if container.resources else None) or {}
+        return int(limits.get(GPU_RESOURCE) or 0)
+
+    return max(sum(gpus(c) for c in spec.containers or []), max((gpus(c) for c in spec.init_containers or []),
+                                                                default=0))
+
+
 def label_selector(selector: Any) -> str:
     """A Deployment's ``spec.selector`` (``matchLabels`` and ``matchExpressions``) in the ``labelSelector`` syntax
     of the list calls (Kubernetes docs, "Labels and Selectors": equality-based and set-based requirements)."""
@@ -236,7 +260,7 @@ def _target(pod: Any, namespace: str, container: str) -> PodTarget:
                      model=model_arg(spec) if spec is not None else "",
                      served_name=served_name_arg(spec) if spec is not None else "",
                      template_hash=(pod.metadata.labels or {}).get(POD_TEMPLATE_HASH, ""),
-                     terminating=pod.metadata.deletion_timestamp is not None)
+                     terminating=pod.metadata.deletion_timestamp is not None, gpus=pod_gpus(pod))
 
 
 def role_selector(selector: str, role: Role) -> str:
@@ -289,6 +313,26 @@ class Kube:
                 return None
             raise
         return obj
+
+    def endpoints(self) -> list[dict[str, Any]] | None:
+        """Every InferenceEndpointConfig of the cluster, all namespaces, sorted by namespace and name; ``None`` when
+        the cluster has no such CRD (no operator)."""
+        try:
+            listed: dict[str, Any] = self.custom.list_cluster_custom_object(GROUP, VERSION, PLURAL,
+                                                                            _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        items: list[dict[str, Any]] = listed.get("items") or []
+        return sorted(items, key=lambda o: ((o.get("metadata") or {}).get("namespace") or "",
+                                            (o.get("metadata") or {}).get("name") or ""))
+
+    def gpus_held(self, names: EndpointNames, *, dpd: bool) -> int:
+        """GPUs the endpoint's pods hold now (:attr:`PodTarget.gpus`): those of its role Deployments (``dpd``: the
+        InferenceEndpointConfig has ``pdSpec``), else those labelled ``app=<iec>`` (a colocated endpoint's)."""
+        pods = [p for role in ROLES for p in self.role_pods(names, role)] if dpd else self.app_pods(names)
+        return sum(p.gpus for p in pods)
 
     def weights_caches(self, names: EndpointNames, model_source: dict[str, Any] | None = None
                        ) -> list[dict[str, Any]] | None:
@@ -362,7 +406,7 @@ class Kube:
         pods = self.core.list_namespaced_pod(names.namespace, label_selector=f"app={names.name}",
                                              _request_timeout=REQUEST_TIMEOUT).items
         return sorted((PodTarget(namespace=names.namespace, pod=p.metadata.name, container=names.name,
-                                 ready=pod_ready(p)) for p in pods), key=lambda t: t.pod)
+                                 ready=pod_ready(p), gpus=pod_gpus(p)) for p in pods), key=lambda t: t.pod)
 
     def router_pods(self, names: EndpointNames) -> list[PodTarget]:
         """The pods of the router Deployment ``<iec>-<ns>-router`` in ``hyperpod-inference-system``, by its own

@@ -293,9 +293,11 @@ def replica_set(name: str, role: str, template_hash: str, *, revision: int = 1,
 
 
 def role_pod(name: str, role: str, template_hash: str, suffix: str, *, ready: bool = True, image: str = IMAGE,
-             model: str = MODEL_PATH, terminating: bool = False, namespace: str = NAMESPACE) -> dict[str, Any]:
+             model: str = MODEL_PATH, terminating: bool = False, namespace: str = NAMESPACE,
+             scheduled: bool = True) -> dict[str, Any]:
     """A role pod of the ReplicaSet ``<role>-<name>-<template_hash>``: its vLLM container runs ``image`` with
-    ``--model model`` (worker.args, then the role's)."""
+    ``--model model`` (worker.args, then the role's) on the 8 GPUs of TP 8 (``nvidia.com/gpu`` limits, as the DPD
+    manifest's role ``resources`` set them), on the role's node (``spec.nodeName``) unless not ``scheduled``."""
     rs = f"{role}-{name}-{template_hash}"
     args = [model if i and WORKER_ARGS[i - 1] == "--model" else a for i, a in enumerate(WORKER_ARGS)]
     obj = pod(f"{rs}-{suffix}", namespace, role_labels(name, role) | {"pod-template-hash": template_hash},
@@ -306,8 +308,13 @@ def role_pod(name: str, role: str, template_hash: str, suffix: str, *, ready: bo
         obj["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:00Z"
     obj["spec"] = {"containers": [
         {"name": "reverse-proxy", "image": "nginx"},  # [I] the sidecars' names and images
-        {"name": f"{role}-{name}", "image": image, "args": args + list(ROLE_ARGS[role])},
+        {"name": f"{role}-{name}", "image": image, "args": args + list(ROLE_ARGS[role]),
+         "resources": {"limits": {"nvidia.com/gpu": "8"}, "requests": {"nvidia.com/gpu": "8"}}},
         {"name": "otel-collector", "image": "otel/opentelemetry-collector"}]}
+    if scheduled:
+        obj["spec"]["nodeName"] = f"hyperpod-i-0{role}"
+    else:
+        obj["status"]["phase"] = "Pending"
     return obj
 
 
@@ -324,6 +331,8 @@ class FakeCluster:
     weights_caches: list[dict[str, Any]] = field(default_factory=list)
     """ModelWeightsCacheConfig objects (operator v3.3); ``weights_cache_crd=False``: the CRD is not installed."""
     weights_cache_crd: bool = True
+    endpoint_list_forbidden: bool = False
+    """Listing InferenceEndpointConfigs across namespaces is forbidden to the caller (RBAC: 403)."""
     logs: dict[tuple[str, str, str], list[tuple[float, str]]] = field(default_factory=dict)
     """``(namespace, pod, container) -> [(unix time, line)]``."""
     previous_logs: dict[tuple[str, str, str], list[tuple[float, str]]] = field(default_factory=dict)
@@ -423,6 +432,14 @@ class _KubeHandler(QuietHandler):
         p = url.path.strip("/").split("/")
         c = self.cluster
         c.requests.append(self.path)
+        if p == ["apis", "inference.sagemaker.aws.amazon.com", "v1", "inferenceendpointconfigs"]:  # all namespaces
+            if c.endpoint_list_forbidden:
+                return self.send_kube_status(403, "Forbidden", 'inferenceendpointconfigs.inference.sagemaker.aws.'
+                                             'amazon.com is forbidden: User "alice" cannot list resource '
+                                             '"inferenceendpointconfigs" at the cluster scope')
+            return self.send_body(200, {"kind": "InferenceEndpointConfigList",
+                                        "apiVersion": "inference.sagemaker.aws.amazon.com/v1", "metadata": {},
+                                        "items": list(c.endpoints.values())})
         if p[:3] == ["apis", "inference.sagemaker.aws.amazon.com", "v1"] and len(p) == 7:
             obj = c.endpoints.get((p[4], p[6]))
             return self.send_body(200, obj) if obj else self._not_found()

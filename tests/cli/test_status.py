@@ -672,6 +672,9 @@ def test_status_of_llama_never_reads_the_pods_of_llama_3_3_70b(cli, llama_config
     for role, (template, suffix) in (("prefill", ("7d9f8", "abcde")), ("decode", ("5c6b7", "fghij"))):
         for line in worker_startup(role):
             healthy.log(NAMESPACE, f"{role}-llama-{template}-{suffix}", f"{role}-llama", line)
+    # llama-3-3-70b is not in this config: the "other endpoints" rows read its pods on purpose (REV34 defect 10);
+    # with the cluster-wide list forbidden they read nothing, and the endpoint's own rows are what this test is about.
+    healthy.endpoint_list_forbidden = True
     healthy.requests.clear()
     result = _status(cli, llama_config, kubeconfig, "--json")
     rows = _rows(result.out)
@@ -871,3 +874,65 @@ def test_an_unknown_endpoint_is_one_line_naming_the_endpoints(cli, fleet_config,
     assert one_line_error(result) == (f"error: --endpoint must be one of the endpoints of {fleet_config} ({NAME}, "
                                       f"{SMALL}), got 'llama-3-1-70b'")
     assert healthy.requests == []  # refused before anything was read
+
+
+# --- InferenceEndpointConfigs the config does not hold (REV34 defect 10) --------------------------------------------
+
+PART_OF = "app.kubernetes.io/part-of"  # the label every endpoint manifest carries: the deployment's name
+
+
+def test_an_endpoint_the_config_does_not_hold_is_flagged_with_the_gpus_its_pods_hold(cli, config_file, kubeconfig,
+                                                                                     healthy) -> None:
+    """Issue 34 ("renaming the endpoint leaves the old one holding all 16 GPUs"), REV34 defect 10: every
+    InferenceEndpointConfig of the cluster (all namespaces) that the config does not hold, by name AND namespace, is
+    one warn row that never blocks serving, with the GPUs its pods hold and the command that deletes it. A pod holds
+    GPUs once bound to a node (``spec.nodeName``) and until it finishes: its containers' ``nvidia.com/gpu`` limits
+    (Kubernetes docs, "Schedule GPUs": GPUs are given in limits). Here: ``old-llama``, renamed away from this
+    deployment (its part-of label), prefill bound with 8 GPUs, decode Pending (none); and an endpoint named like ours
+    in namespace ``team``, colocated, one pod of 4 GPUs, of no deployment of ours. Fails before: no such rows."""
+    healthy.dpd_endpoint(name="old-llama")
+    healthy.endpoints[(NAMESPACE, "old-llama")]["metadata"]["labels"] = {PART_OF: "hyperpod-dpd"}
+    decode = next(p for p in healthy.pods if p["metadata"]["name"] == "decode-old-llama-5c6b7-fghij")
+    del decode["spec"]["nodeName"]
+    decode["status"]["phase"] = "Pending"
+    other = endpoint_object(name=NAME)
+    other["metadata"]["namespace"] = "team"
+    del other["spec"]["pdSpec"]
+    healthy.endpoints[("team", NAME)] = other
+    colocated = pod(f"{NAME}-6b8c9-a", "team", {"app": NAME})
+    colocated["spec"] = {"nodeName": "hyperpod-i-0decode", "containers": [
+        {"name": NAME, "image": "vllm", "resources": {"limits": {"nvidia.com/gpu": "4"}}}]}
+    healthy.pods.append(colocated)
+    result = _status(cli, config_file, kubeconfig, "--json")
+    assert result.code == 0, result.err  # never blocks serving
+    rows = {k: r for k, r in _rows(result.out).items() if k.startswith("other endpoints:")}
+    assert list(rows) == [f"other endpoints:{NAMESPACE}/old-llama", f"other endpoints:team/{NAME}"]
+    old, team = rows.values()
+    assert {(r["state"], r["blocks_serving"], r["endpoint"]) for r in rows.values()} == {("warn", False, None)}
+    assert old["facts"] == {"namespace": NAMESPACE, "name": "old-llama", "mode": "dpd", "gpus": 8,
+                            "part_of": "hyperpod-dpd"}
+    assert old["detail"] == (f"not in {config_file}: DPD, DeploymentComplete, part of this deployment "
+                             f"({PART_OF}=hyperpod-dpd); its pods hold 8 GPUs")
+    assert old["next_step"] == (f"kubectl delete inferenceendpointconfig old-llama -n {NAMESPACE}   (an endpoint "
+                                "removed or renamed in the config keeps running until deleted)")
+    assert team["facts"] == {"namespace": "team", "name": NAME, "mode": "colocated", "gpus": 4, "part_of": None}
+    assert team["detail"] == (f"not in {config_file}: colocated, DeploymentComplete, not of this deployment (no "
+                              f"{PART_OF} label); its pods hold 4 GPUs")
+    assert team["next_step"] == f"if nothing serves it any more: kubectl delete inferenceendpointconfig {NAME} -n team"
+    table = _status(cli, config_file, kubeconfig)
+    assert table.code == 0 and "the endpoint can serve" in table.out
+    assert f"kubectl delete inferenceendpointconfig old-llama -n {NAMESPACE}" in table.out
+
+
+def test_endpoints_that_cannot_be_listed_are_a_warning_only(cli, config_file, kubeconfig, healthy) -> None:
+    """RBAC may forbid listing InferenceEndpointConfigs across namespaces: one warn row with the fix of a 403,
+    serving unaffected (REV34 defect 10)."""
+    healthy.endpoint_list_forbidden = True
+    result = _status(cli, config_file, kubeconfig, "--json")
+    assert result.code == 0, result.err
+    row = _rows(result.out)["other endpoints:InferenceEndpointConfigs of every namespace"]
+    assert (row["state"], row["blocks_serving"]) == ("warn", False)
+    assert row["detail"].startswith("listing the InferenceEndpointConfigs of every namespace: Kubernetes API 403 "
+                                    "Forbidden: inferenceendpointconfigs.inference.sagemaker.aws.amazon.com is "
+                                    "forbidden")
+    assert row["next_step"].startswith("check the EKS access entry of your IAM principal")

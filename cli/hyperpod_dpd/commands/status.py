@@ -26,6 +26,9 @@ Sources of each row (the rows are built per area in :mod:`hyperpod_dpd.status`):
   and the ``status`` of the operator's ModelWeightsCacheConfig (``shared/crds/v3.3``).
 * KV path: each worker's start-up and recent log lines (:func:`hyperpod_dpd.dpd_logs.efa_findings`): ``pd_role``,
   the NIXL transport, per-rank transfer rates against the 1 GB/s EFA line, ``Retrieved 0 out of N``.
+* Other endpoints: every InferenceEndpointConfig of the cluster that is no endpoint of the config (a removed or
+  renamed one keeps its GPUs), with the GPUs its pods hold and the delete command
+  (:mod:`hyperpod_dpd.status.other_endpoints`); a warning, never blocking.
 
 Exit code 0 only when every endpoint shown can serve: HyperPod cluster ``InService`` with every instance group at its
 target, state ``DeploymentComplete``, every role Ready at its replica count, a Ready router, and prefill and decode
@@ -62,6 +65,7 @@ from hyperpod_dpd.render import console, emit, output_format
 from hyperpod_dpd.status.check import Check
 from hyperpod_dpd.status.cluster import addon_checks, hyperpod_checks, node_checks
 from hyperpod_dpd.status.endpoint import endpoint_checks
+from hyperpod_dpd.status.other_endpoints import other_endpoint_checks
 
 
 def register(app: typer.Typer) -> None:
@@ -120,7 +124,8 @@ def can_serve(checks: list[Check], endpoint: str) -> bool:
 
 def collect(dep: Deployment, specs: tuple[EndpointSpec, ...], kubeconfig: str | None,
             context: str | None) -> list[Check]:
-    """The cluster's rows, then each endpoint's (its name on every row), then the alerts' row."""
+    """The cluster's rows, then each endpoint's (its name on every row), then the InferenceEndpointConfigs the config
+    does not hold, then the alerts' row."""
     checks: list[Check] = []
     checks += _guard("hyperpod", f"cluster {dep.hyperpod_cluster}", lambda: hyperpod_checks(dep))
     checks += _guard("eks", f"add-ons of {dep.eks_cluster}", lambda: addon_checks(dep), blocks_serving=False)
@@ -129,6 +134,7 @@ def collect(dep: Deployment, specs: tuple[EndpointSpec, ...], kubeconfig: str | 
         rows = _guard("endpoint", f"{spec.namespace}/{spec.name}",
                       partial(endpoint_checks, dep, spec, kubeconfig, context))
         checks += [replace(c, endpoint=spec.name) for c in rows]
+    checks += other_endpoint_checks(dep, kubeconfig, context)
     checks.append(alerts_check(dep))
     return checks
 
