@@ -24,7 +24,7 @@ from hyperpod_core.config.cluster import InstanceGroupConfig
 from hyperpod_core.config.endpoint import EndpointConfig, IdleTimeout, ModelConfig, ResolvedModelCache
 from hyperpod_core.config.observability import ObservabilityConfig, SloConfig
 from hyperpod_core.instances import DPD_INSTANCE_GPUS, weights_cache_unavailable
-from hyperpod_core.names import INSTANCE_GROUP_NODE_LABEL, POOL_NODE_LABEL, EndpointNames
+from hyperpod_core.names import INSTANCE_GROUP_NODE_LABEL, POOL_NODE_LABEL, ROLES, EndpointNames
 
 WorkerRole = Literal["prefill", "decode", "colocated"]
 
@@ -80,15 +80,20 @@ class EndpointSpec:
     # --- placement ------------------------------------------------------------------------------------------
 
     def role_groups(self, role: WorkerRole) -> tuple[InstanceGroupConfig, ...]:
-        """The instance groups a worker of ``role`` may land on: the group its ``instance_group`` names; else the
-        groups of its pool and ``shared`` of the endpoint's instance type (any pool for the colocated baseline,
-        which runs the decode role's engine and takes decode's ``instance_group``)."""
-        e = self.endpoint
-        named = (e.decode if role == "colocated" else getattr(e, role)).instance_group
+        """The instance groups a worker of ``role`` may land on: where its node selector (:meth:`node_selector`)
+        lets the scheduler put it. The group its ``instance_group`` names; else, when every group of its pool and
+        ``shared`` of the endpoint's instance type is its pool's, those (the pool label selects them); else every
+        group of the instance type (no selector: any node of the type, the groups another role names included). The
+        colocated baseline may land wherever either role may (its node affinity)."""
+        if role == "colocated":
+            either = {g.name for r in ROLES for g in self.role_groups(r)}
+            return tuple(g for g in self.instance_groups if g.name in either)
+        named = getattr(self.endpoint, role).instance_group
         if named is not None:
             return tuple(g for g in self.instance_groups if g.name == named)
-        pools = ("prefill", "decode", "shared") if role == "colocated" else (role, "shared")
-        return tuple(g for g in self.instance_groups if g.instance_type == e.instance_type and g.pool in pools)
+        of_type = tuple(g for g in self.instance_groups if g.instance_type == self.endpoint.instance_type)
+        pool = tuple(g for g in of_type if g.pool in (role, "shared"))
+        return pool if pool and all(g.pool == role for g in pool) else of_type
 
     def node_selector(self, role: Literal["prefill", "decode"]) -> dict[str, str]:
         """The role's nodeSelector: the named group's label; else the pool label when every group it may land
