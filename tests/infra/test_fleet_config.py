@@ -1,5 +1,5 @@
 """Several endpoints on one cluster (issue 34): where each role may land, whether the fleet fits its instance groups,
-and the one-endpoint shape's messages. The cases of the review of issue 34 (defects 1, 2, 9), as small dicts.
+and the one-endpoint shape's messages. The cases of the review of issue 34 (defects 1, 2, 6, 9), as small dicts.
 
 Every node is an ml.p5.48xlarge: 8 GPUs (AWS's P5 instance type page; ``hyperpod_core.instances``). A role's pods
 take ``tensor_parallel_size`` GPUs of one node each (the CRD's per-role ``resources``; one vLLM engine per pod).
@@ -165,3 +165,35 @@ def test_the_capacity_message_names_a_roles_key_as_a_one_endpoint_file_writes_it
     data["endpoint"]["routing_strategy"] = "roundrobin"
     assert _refused(data).endswith("or pin a role to another group (endpoint.prefill.instance_group), got "
                                    "'24 GPUs at peak'")
+
+
+@pytest.mark.parametrize("value", [[1], "x"], ids=["list", "string"])
+def test_fails_when_the_one_endpoint_shapes_endpoint_is_not_a_mapping(default_config_dict: dict, value: Any) -> None:
+    """Fails before: 'model is not a known setting' (the top-level model stayed unfolded)."""
+    data = {**default_config_dict, "endpoint": value}
+    assert _refused(data).startswith("endpoint: Input should be a valid dictionary or instance of EndpointConfig")
+
+
+# --- defect 6: endpoint.model in the one-endpoint shape ------------------------------------------------------------
+
+@pytest.mark.parametrize("model", [
+    {"name": "llama-3-3-70b-instruct", "s3_prefix": "models/Llama-3.3-70B-Instruct/",
+     "existing_bucket_name": "my-existing-weights"},
+    {"name": "llama-3-3-70b-instruct", "s3_prefix": "/bad"},
+], ids=["drops_the_bucket", "names_model_s3_prefix"])
+def test_fails_when_the_one_endpoint_shape_nests_the_model_in_endpoint(default_config_dict: dict,
+                                                                      model: dict) -> None:
+    """The review's legacy-nested-bucket.yaml (loaded with the bucket silently dropped) and legacy-nested-prefix.yaml
+    (the message named model.s3_prefix). Fails before on both."""
+    data = copy.deepcopy(default_config_dict)
+    del data["model"]
+    data["endpoint"]["model"] = model
+    assert _refused(data).startswith(
+        "endpoint.model must be the top-level model: in the one-endpoint shape (model: and endpoint:) write the "
+        "model's keys under model:, or write endpoints: (each entry with its own model), got {'name': ")
+
+
+def test_a_null_endpoint_model_counts_as_not_set(default_config_dict: dict) -> None:
+    data = copy.deepcopy(default_config_dict)
+    data["endpoint"]["model"] = None
+    assert parse_config(data).model.s3_prefix == default_config_dict["model"]["s3_prefix"]

@@ -248,15 +248,18 @@ def _fold_one_endpoint(data: dict[str, Any]) -> tuple[dict[str, Any], bool]:
                                   f"a top-level {key} block")
         return data, False
     endpoint = data.get("endpoint") if has_endpoint else {}
+    rest = {k: v for k, v in data.items() if k not in ("model", "endpoint")}
     if not isinstance(endpoint, dict):
-        return data, False  # not a mapping: the endpoints field reports its type
-    if has_model and endpoint.get("model") is not None:
-        raise ConfigError("endpoint.model must be left out when the top-level model is set (one model per "
-                          "endpoint: keep one of them), got both")
-    folded = dict(endpoint)
+        return {**rest, "endpoints": (endpoint,)}, True  # the type error then names `endpoint`
+    if endpoint.get("model") is not None:
+        # Its keys would be read as the model's while the deprecated bucket keys (read from the top-level model
+        # only) were dropped, and messages would name them model.x.
+        raise ConfigError(f"endpoint.model must be the top-level model: in the one-endpoint shape (model: and "
+                          f"endpoint:) write the model's keys under model:, or write endpoints: (each entry with "
+                          f"its own model), got {shown(endpoint['model'])}")
+    folded = {k: v for k, v in endpoint.items() if k != "model"}  # `model: null` counts as not set
     if has_model:
         folded["model"] = data["model"]
-    rest = {k: v for k, v in data.items() if k not in ("model", "endpoint")}
     return {**rest, "endpoints": (folded,)}, True
 
 
