@@ -15,6 +15,7 @@ import fnmatch
 import ipaddress
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -317,23 +318,31 @@ def test_worker_requests_fit_the_nodes_they_select(deployment) -> None:
     """Pod requests <= node allocatable minus what runs there first (deploy-facts.md, "Compute"): CPUs are
     vCPUs x ThreadsPerCore / 2 of the instance (EC2 specifications and CPU options, ``ThreadsPerCore`` read
     from the HyperPod template), minus ``kubeReserved`` (awslabs/amazon-eks-ami nodeadm formula) and the
-    reservations of ``hyperpod_core.fit.RESERVATIONS``: DaemonSets (the operator's v3.3 image cache included),
-    the router pod, the sidecars of each model pod, and with ``TieredStorageConfig`` on, the share of memory its
-    daemon takes (SageMaker API ClusterTieredStorageConfig, ``InstanceMemoryAllocationPercentage``)."""
+    reservations of ``hyperpod_core.fit.RESERVATIONS``: DaemonSets, the operator's v3.3 image cache and router pod
+    of every endpoint whose workers may run on the node, the sidecars of each model pod, and with
+    ``TieredStorageConfig`` on, the share of memory its daemon takes (SageMaker API ClusterTieredStorageConfig,
+    ``InstanceMemoryAllocationPercentage``)."""
     (cluster,) = [r for t in deployment.templates.values() for r in t["Resources"].values()
                   if r["Type"] == "AWS::SageMaker::Cluster"]
     tiered = cluster["Properties"].get("TieredStorageConfig") or {}
     tiered_percent = int(tiered.get("InstanceMemoryAllocationPercentage", 0)) if tiered.get("Mode") == "Enable" else 0
-    for name, role, instance_type, s, _ in _role_specs(deployment):  # (helpers below, with the issue-20 checks)
+    roles = [(name, role, instance_type, s, _groups_for(deployment, instance_type, s.get("nodeSelector") or {}))
+             for name, role, instance_type, s, _ in _role_specs(deployment)]  # (helpers below, issue-20 checks)
+    # Each endpoint's router and image-cache pods may run on every group its workers may use.
+    groups_of: dict[str, set[str]] = {}
+    for name, _, _, _, nodes in roles:
+        groups_of.setdefault(name, set()).update(g["InstanceGroupName"] for g in nodes)
+    endpoints_on = Counter(g for groups in groups_of.values() for g in groups)
+    for name, role, instance_type, s, nodes in roles:
         requests = s["resources"]["requests"]
-        nodes = _groups_for(deployment, instance_type, s.get("nodeSelector") or {})
         gpus = int(requests["nvidia.com/gpu"])
         for g in nodes:
             budget = fit.node_budget(instance_type, int(g["ThreadsPerCore"]))
             pods = instances.INSTANCE_FACTS[instance_type].gpus // gpus
             (node_cpu, node_mem), (pod_cpu, pod_mem) = fit.reserved("node"), fit.reserved("worker")
-            cpu = pods * (_quantity_millis(requests["cpu"]) + pod_cpu) + node_cpu
-            mem = (pods * (_quantity_mib(requests["memory"]) + pod_mem) + node_mem
+            endpoint_cpu, endpoint_mem = (endpoints_on[g["InstanceGroupName"]] * x for x in fit.reserved("endpoint"))
+            cpu = pods * (_quantity_millis(requests["cpu"]) + pod_cpu) + node_cpu + endpoint_cpu
+            mem = (pods * (_quantity_mib(requests["memory"]) + pod_mem) + node_mem + endpoint_mem
                    + budget.memory_mib * tiered_percent // 100)
             assert cpu <= budget.allocatable_cpu_millis, (
                 f"{name} {role} on {g['InstanceGroupName']}: {pods} x {requests['cpu']} CPU + sidecars + "

@@ -1,5 +1,5 @@
 """Several endpoints on one cluster (issue 34): where each role may land, whether the fleet fits its instance groups,
-and the one-endpoint shape's messages. The cases of the review of issue 34 (defects 1, 2, 6, 9), as small dicts.
+and the one-endpoint shape's messages. The cases of the review of issue 34 (defects 1, 2, 6, 7, 9), as small dicts.
 
 Every node is an ml.p5.48xlarge: 8 GPUs (AWS's P5 instance type page; ``hyperpod_core.instances``). A role's pods
 take ``tensor_parallel_size`` GPUs of one node each (the CRD's per-role ``resources``; one vLLM engine per pod).
@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from hyperpod_core import fit
 from hyperpod_core.config import Config, ConfigError, parse_config
 from hyperpod_core.config import placement as pl
 from hyperpod_core.config.placement import RolePlacement
@@ -197,3 +198,25 @@ def test_a_null_endpoint_model_counts_as_not_set(default_config_dict: dict) -> N
     data = copy.deepcopy(default_config_dict)
     data["endpoint"]["model"] = None
     assert parse_config(data).model.s3_prefix == default_config_dict["model"]["s3_prefix"]
+
+
+# --- defect 7: the router and image-cache pods of every endpoint that may run on a node ----------------------------
+
+def test_endpoints_that_share_groups_each_reserve_their_router_and_image_cache() -> None:
+    """Two endpoints on the same pool groups: each brings its router pod and its image cache's DaemonSet pod onto
+    those nodes (one per endpoint: the operator creates both per InferenceEndpointConfig), so each worker's budget
+    loses the second endpoint's share of them. With tiered storage at 20 % memory is what binds (1573 GiB alone:
+    tests/infra/test_config.py), so the worker loses their 2 + 1 GiB. Fails before: the same 1573 GiB for both."""
+    groups = [_group("prefill", "prefill", count=2), _group("decode", "decode", count=2)]
+    alone = _fleet(groups, [_endpoint("one")])
+    shared = _fleet(groups, [_endpoint("one"), _endpoint("two")])
+    for data in (alone, shared):
+        data["hyperpod"]["tiered_storage_memory_percent"] = 20
+    per_endpoint_mib = sum(r.memory_mib for r in fit.RESERVATIONS if r.name.startswith(("router", "operator v3.3")))
+    assert per_endpoint_mib == 3 * 1024
+    one = parse_config(alone).specs()[0]
+    assert one.worker_requests("prefill") == fit.PodRequests(cpu=86, memory_gib=1573)
+    for spec in parse_config(shared).specs():
+        for role in ("prefill", "decode", "colocated"):
+            assert spec.worker_requests(role) == fit.PodRequests(cpu=86, memory_gib=1573 - 3), (spec.name, role)
+        assert spec.endpoints_on("prefill") == spec.endpoints_on("decode") == 2

@@ -12,6 +12,8 @@ it out.
 from __future__ import annotations
 
 import re
+from collections import Counter
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, PrivateAttr, model_validator
@@ -36,6 +38,7 @@ from hyperpod_core.config.types import (
     default_control_plane_az_ids,
 )
 from hyperpod_core.errors import ConfigError, shown
+from hyperpod_core.names import ROLES
 
 
 class ModelBucketConfig(Section):
@@ -109,12 +112,18 @@ class Config(Section):
         """Every endpoint with the cluster facts it needs, in the file's order."""
         tiered = self.tiered_storage_percent()
         shape = self._one_endpoint_shape
-        return tuple(
+        specs = tuple(
             EndpointSpec(endpoint=e, at="endpoint" if shape else f"endpoints[{i}]", deployment=self.name,
                          region=self.region, instance_groups=self.hyperpod.instance_groups,
                          tiered_storage_percent=tiered, observability=self.observability,
                          slo=_endpoint_slo(self.observability.slo, e.slo), benchmark=self.benchmark)
             for i, e in enumerate(self.endpoints))
+        if len(specs) == 1:
+            return specs
+        # Each endpoint's router and image-cache pods may run on every group its workers may use (fit.RESERVATIONS).
+        sharing = Counter(g for s in specs for g in {g.name for role in ROLES for g in s.role_groups(role)})
+        by_group = tuple((g.name, sharing[g.name]) for g in self.hyperpod.instance_groups if sharing[g.name] > 1)
+        return tuple(replace(s, endpoints_by_group=by_group) for s in specs)
 
     def spec(self, name: str | None = None) -> EndpointSpec:
         """The endpoint ``name``; with ``None``, the only one. A name the fleet does not hold, or ``None`` with

@@ -47,6 +47,9 @@ class EndpointSpec:
     slo: SloConfig
     """``observability.slo`` with the keys this endpoint's ``slo`` names replaced."""
     benchmark: BenchmarkConfig
+    endpoints_by_group: tuple[tuple[str, int], ...] = ()
+    """``(instance group, endpoints whose workers may run on it)`` of the deployment (:meth:`Config.specs`); a group
+    it leaves out counts one endpoint."""
 
     # --- naming ---------------------------------------------------------------------------------------------
 
@@ -132,15 +135,21 @@ class EndpointSpec:
         # gain a second from the last bit.
         return IdleTimeout(seconds=min(max(math.ceil(round(derived, 6)), low), high), derived_seconds=derived)
 
+    def endpoints_on(self, group: str) -> int:
+        """Endpoints of the deployment whose workers may run on ``group`` (at least one)."""
+        return dict(self.endpoints_by_group).get(group, 1)
+
     def worker_budget(self, role: WorkerRole) -> fit.PodRequests:
         """The most one worker of ``role`` may request: the smallest node budget among the groups it may land on
         (:meth:`role_groups`; every group of the instance type when none qualifies), shared by as many workers as
-        the node has GPUs for."""
+        the node has GPUs for, beside the router and image-cache pods of every endpoint that may run there."""
         e = self.endpoint
         groups = self.role_groups(role) or tuple(g for g in self.instance_groups
                                                  if g.instance_type == e.instance_type)
-        return fit.worker_budget(e.instance_type, e.tensor_parallel_size, (g.threads_per_core for g in groups),
-                                 self.tiered_storage_percent or 0)
+        return fit.worker_budget(
+            e.instance_type, e.tensor_parallel_size,
+            (fit.NodeKind(threads_per_core=g.threads_per_core, endpoints=self.endpoints_on(g.name)) for g in groups),
+            self.tiered_storage_percent or 0)
 
     def worker_requests(self, role: WorkerRole) -> fit.PodRequests:
         """CPU and memory requests of one worker of ``role``: the configured ones, else the node budget. The
