@@ -146,6 +146,36 @@ def test_each_endpoints_autoscaling_queries_read_its_own_pods(example) -> None:
             assert not any(f"-{other}-" in scaling.query for other in others)
 
 
+def test_the_colocated_baseline_runs_where_its_roles_run_within_every_nodes_budget(example, crd_validator) -> None:
+    """The review's tpc.yaml: the 70B's decode group runs 2 threads per core (192 CPUs), its prefill group 1 (96).
+    The baseline replaces both roles, so it may land on either group: it requests what the 96-CPU node leaves one
+    worker (86 CPUs: 90 % of it, docs/cluster.md) and its node affinity selects the instance type and the two groups
+    by their instance-group label (the CRD's ``nodeAffinity``, "mutually exclusive with instanceType"). The 8B's
+    baseline selects its one group. Fails before: 172 CPUs (decode's group alone) and only ``instanceType``, so both
+    replicas could go nowhere but the one 192-CPU node."""
+    import cdk8s
+
+    from hyperpod_k8s.endpoint.endpoint_chart import EndpointChart
+    from hyperpod_k8s.endpoint.props import EndpointChartProps
+
+    data = copy.deepcopy(example)
+    data["hyperpod"]["instance_groups"][1]["threads_per_core"] = 2
+    config = parse_config(data)
+    app = cdk8s.App()
+    for e, groups in zip(data["endpoints"], (["prefill", "decode"], ["small"]), strict=True):
+        props = props_of(config, name=e["name"])
+        chart = EndpointChart(app, e["name"], props=EndpointChartProps(mode="colocated", endpoint=props))
+        (doc,) = chart.to_json()
+        assert crd_validator.errors(doc) == []
+        assert "instanceType" not in doc["spec"]
+        assert doc["spec"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["ml.p5.48xlarge"]},
+                {"key": INSTANCE_GROUP_NODE_LABEL, "operator": "In", "values": groups}]}]}
+    big = props_of(config, name="llama-3-3-70b")
+    assert (big.prefill.requests.cpu, big.decode.requests.cpu, big.worker_requests.cpu) == (86, 172, 86)
+
+
 def test_an_endpoints_own_bucket_is_its_weights_location(example) -> None:
     """``model.bucket`` of one endpoint (weights in another bucket); the other keeps the deployment's."""
     data = copy.deepcopy(example)

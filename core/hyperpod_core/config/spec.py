@@ -109,6 +109,22 @@ class EndpointSpec:
             return {POOL_NODE_LABEL: role}
         return {}
 
+    def colocated_node_labels(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Where the colocated baseline may run besides the instance type: wherever either role may
+        (:meth:`role_groups` of ``colocated``). One ``(label, values)`` per label the roles' selectors use, the
+        values in role order, each a node-affinity term of its own (terms are ORed); none when a role has no
+        selector (any node of the instance type)."""
+        selectors = [self.node_selector(role) for role in ROLES]
+        if not all(selectors):
+            return ()
+        labels: dict[str, list[str]] = {}
+        for selector in selectors:
+            for label, value in selector.items():
+                values = labels.setdefault(label, [])
+                if value not in values:
+                    values.append(value)
+        return tuple((label, tuple(values)) for label, values in labels.items())
+
     def peak_gpus(self, role: Literal["prefill", "decode"]) -> int:
         """GPUs the role may hold at its autoscaling maximum (or fixed replicas)."""
         return self.endpoint.peak_replicas(role) * getattr(self.endpoint, role).gpus
