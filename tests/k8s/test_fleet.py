@@ -176,6 +176,25 @@ def test_the_colocated_baseline_runs_where_its_roles_run_within_every_nodes_budg
     assert (big.prefill.requests.cpu, big.decode.requests.cpu, big.worker_requests.cpu) == (86, 172, 86)
 
 
+def test_each_endpoints_benchmark_writes_its_results_below_its_own_folder(example) -> None:
+    """The review's results.yaml: one ``benchmark.results_s3_uri`` for both endpoints. The runner uploads to
+    ``BENCH_RESULTS_S3/<mode>/<run>/`` (``hyperpod_runtime.bench_runner.publish``) and both endpoints run the same
+    scenarios at the same concurrency, so each endpoint's Jobs write below ``<uri>/<endpoint>`` and its Pod Identity
+    role may write there only. Fails before: both wrote to s3://my-results/bench and could write each other's
+    files."""
+    from hyperpod_infra.app_builder import _benchmark_client
+    from hyperpod_k8s.benchmark.props import benchmark_props
+
+    data = copy.deepcopy(example)
+    data["benchmark"] = {"results_s3_uri": "s3://my-results/bench/"}
+    config = parse_config(data)
+    for spec in config.specs():
+        jobs = benchmark_props(spec, props_of(config, name=spec.name)).jobs
+        assert {dict(j.environment)["BENCH_RESULTS_S3"] for j in jobs} == {f"s3://my-results/bench/{spec.name}"}
+        client = _benchmark_client(spec)
+        assert (client.results_bucket, client.results_prefix) == ("my-results", f"bench/{spec.name}")
+
+
 def test_an_endpoints_own_bucket_is_its_weights_location(example) -> None:
     """``model.bucket`` of one endpoint (weights in another bucket); the other keeps the deployment's."""
     data = copy.deepcopy(example)

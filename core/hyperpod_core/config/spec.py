@@ -179,6 +179,13 @@ class EndpointSpec:
         """``benchmark.scenarios``, else the defaults sized from this endpoint."""
         return self.benchmark.scenarios or default_scenarios(self.endpoint)
 
+    def benchmark_results_uri(self) -> str | None:
+        """Where this endpoint's benchmark Jobs upload their files: ``<benchmark.results_s3_uri>/<name>`` (no
+        trailing ``/``), a folder of its own, since two endpoints' runs of one scenario and concurrency have the same
+        ``<mode>/<run>`` keys; ``None`` without ``results_s3_uri`` (the pod log)."""
+        uri = self.benchmark.results_s3_uri
+        return f"{uri.rstrip('/')}/{self.name}" if uri else None
+
     def benchmark_concurrency(self, scenario: BenchmarkScenarioConfig) -> tuple[int, ...]:
         """The levels ``scenario`` runs at: AWS's published ones in the aws-reference experiment, else
         ``benchmark.concurrency``."""
