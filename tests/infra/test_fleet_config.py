@@ -124,6 +124,16 @@ def test_fails_when_the_unpinned_roles_of_two_endpoints_overflow_their_groups() 
         "another group (endpoints[0].prefill.instance_group), got '32 GPUs at peak'")
 
 
+def test_plans_fleet_table_shows_the_groups_the_rule_finds_short() -> None:
+    """``hyperpod-dpd plan``'s fleet table reads the rule's placement code: for hall.yaml's roles (the model alone:
+    the rules refuse the file) its row for p, d and s is 8 GPUs short."""
+    from hyperpod_analysis.plan.fleet import fleet_peaks
+
+    rows = {row.groups: row for row in fleet_peaks(Config.model_validate(_tuples(HALL)).specs())}
+    assert (rows[("p", "d", "s")].gpus, rows[("p", "d", "s")].free_gpus) == (24, -8)
+    assert list(rows) == [("x",), ("p", "d", "s"), ("p", "d", "s", "x")]
+
+
 def _role(name: str, groups: str, pods: int, gpus: int) -> RolePlacement:
     endpoint, role = name.split()
     return RolePlacement(endpoint=endpoint, role=role, field=f"{endpoint}.{role}",  # type: ignore[arg-type]

@@ -65,10 +65,13 @@ def fleet_peaks(specs: Sequence[EndpointSpec]) -> list[GroupPeak]:
     order = {g.name: i for i, g in enumerate(groups)}
     gpus = {g.name: group_gpus(g) for g in groups}
     placed = placement.role_placements(specs)
-    sets = sorted({frozenset(p.groups) for p in placed if p.groups}, key=lambda s: (len(s), sorted(map(order.get, s))))
-    short = frozenset(placement.short_groups(placed, gpus))
+    sets = sorted({frozenset(p.groups) for p in placed if p.groups},
+                  key=lambda s: (len(s), sorted(order[g] for g in s)))
+    for extra in (frozenset(placement.short_groups(placed, gpus)), frozenset(gpus)):
+        if extra and extra not in sets:
+            sets.append(extra)
     rows = []
-    for groups_set in [*sets, *(s for s in (short, frozenset(gpus)) if s and s not in sets)]:
+    for groups_set in sets:
         rows.append(GroupPeak(
             groups=tuple(sorted(groups_set, key=order.__getitem__)), gpus=sum(gpus[g] for g in groups_set),
             roles=tuple(RolePeak(endpoint=p.endpoint, role=p.role, gpus=p.gpus)
