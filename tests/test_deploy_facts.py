@@ -15,6 +15,7 @@ import fnmatch
 import ipaddress
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -317,23 +318,31 @@ def test_worker_requests_fit_the_nodes_they_select(deployment) -> None:
     """Pod requests <= node allocatable minus what runs there first (deploy-facts.md, "Compute"): CPUs are
     vCPUs x ThreadsPerCore / 2 of the instance (EC2 specifications and CPU options, ``ThreadsPerCore`` read
     from the HyperPod template), minus ``kubeReserved`` (awslabs/amazon-eks-ami nodeadm formula) and the
-    reservations of ``hyperpod_core.fit.RESERVATIONS``: DaemonSets (the operator's v3.3 image cache included),
-    the router pod, the sidecars of each model pod, and with ``TieredStorageConfig`` on, the share of memory its
-    daemon takes (SageMaker API ClusterTieredStorageConfig, ``InstanceMemoryAllocationPercentage``)."""
+    reservations of ``hyperpod_core.fit.RESERVATIONS``: DaemonSets, the operator's v3.3 image cache and router pod
+    of every endpoint whose workers may run on the node, the sidecars of each model pod, and with
+    ``TieredStorageConfig`` on, the share of memory its daemon takes (SageMaker API ClusterTieredStorageConfig,
+    ``InstanceMemoryAllocationPercentage``)."""
     (cluster,) = [r for t in deployment.templates.values() for r in t["Resources"].values()
                   if r["Type"] == "AWS::SageMaker::Cluster"]
     tiered = cluster["Properties"].get("TieredStorageConfig") or {}
     tiered_percent = int(tiered.get("InstanceMemoryAllocationPercentage", 0)) if tiered.get("Mode") == "Enable" else 0
-    for name, role, instance_type, s, _ in _role_specs(deployment):  # (helpers below, with the issue-20 checks)
+    roles = [(name, role, instance_type, s, _nodes_of(deployment, instance_type, s, spec))
+             for name, role, instance_type, s, spec in _role_specs(deployment)]  # (helpers below, issue-20 checks)
+    # Each endpoint's router and image-cache pods may run on every group its workers may use.
+    groups_of: dict[str, set[str]] = {}
+    for name, _, _, _, nodes in roles:
+        groups_of.setdefault(name, set()).update(g["InstanceGroupName"] for g in nodes)
+    endpoints_on = Counter(g for groups in groups_of.values() for g in groups)
+    for name, role, instance_type, s, nodes in roles:
         requests = s["resources"]["requests"]
-        nodes = _groups_for(deployment, instance_type, s.get("nodeSelector") or {})
         gpus = int(requests["nvidia.com/gpu"])
         for g in nodes:
             budget = fit.node_budget(instance_type, int(g["ThreadsPerCore"]))
             pods = instances.INSTANCE_FACTS[instance_type].gpus // gpus
             (node_cpu, node_mem), (pod_cpu, pod_mem) = fit.reserved("node"), fit.reserved("worker")
-            cpu = pods * (_quantity_millis(requests["cpu"]) + pod_cpu) + node_cpu
-            mem = (pods * (_quantity_mib(requests["memory"]) + pod_mem) + node_mem
+            endpoint_cpu, endpoint_mem = (endpoints_on[g["InstanceGroupName"]] * x for x in fit.reserved("endpoint"))
+            cpu = pods * (_quantity_millis(requests["cpu"]) + pod_cpu) + node_cpu + endpoint_cpu
+            mem = (pods * (_quantity_mib(requests["memory"]) + pod_mem) + node_mem + endpoint_mem
                    + budget.memory_mib * tiered_percent // 100)
             assert cpu <= budget.allocatable_cpu_millis, (
                 f"{name} {role} on {g['InstanceGroupName']}: {pods} x {requests['cpu']} CPU + sidecars + "
@@ -966,9 +975,38 @@ def _role_specs(deployment) -> list[tuple[str, str, str, dict, dict]]:
         spec = doc["spec"]
         pd = spec.get("pdSpec")
         roles = [("prefill", pd["prefillSpec"]), ("decode", pd["decodingSpec"])] if pd else [("worker", spec["worker"])]
-        out += [(doc["metadata"]["name"], role, spec["instanceType"], s, spec) for role, s in roles]
+        out += [(doc["metadata"]["name"], role, spec.get("instanceType") or _affinity(spec)[0][INSTANCE_TYPE][0], s,
+                 spec) for role, s in roles]
     assert out
     return out
+
+
+#: Kubernetes' well-known label of a node's instance type (the colocated baseline selects by it: its nodeAffinity
+#: excludes instanceType in the v3.3 CRD).
+INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+
+
+def _affinity(spec: dict) -> list[dict[str, list[str]]]:
+    """The ORed terms of an IEC's required node affinity, each as label -> allowed values (``In`` only)."""
+    terms = spec["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert all(e["operator"] == "In" for t in terms for e in t["matchExpressions"])
+    return [{e["key"]: e["values"] for e in t["matchExpressions"]} for t in terms]
+
+
+def _nodes_of(deployment, instance_type: str, role_spec: dict, spec: dict) -> list[dict]:
+    """The instance groups a worker may land on: its role's nodeSelector (DPD), else the IEC's node affinity
+    (colocated), else every group of the instance type."""
+    if "nodeAffinity" not in spec or "nodeSelector" in role_spec:
+        return _groups_for(deployment, instance_type, role_spec.get("nodeSelector") or {})
+    found: dict[str, dict] = {}
+    for term in _affinity(spec):
+        assert term.pop(INSTANCE_TYPE) == [instance_type]
+        (label, values), = term.items() or [(None, [])]
+        for g in _groups_for(deployment, instance_type, {}):
+            if label is None or g.get("KubernetesConfig", {}).get("Labels", {}).get(label) in values:
+                found[g["InstanceGroupName"]] = g
+    assert found, f"no instance group matches {spec['nodeAffinity']}"
+    return list(found.values())
 
 
 def _groups_for(deployment, instance_type: str, selector: dict) -> list[dict]:
@@ -1010,11 +1048,11 @@ def test_workers_request_at_most_90_percent_of_their_node(deployment) -> None:
     becomes unschedulable after the next DaemonSet change): the workers of one node request at most 90 % of its
     capacity, CPUs being vCPUs x ThreadsPerCore / 2 (EC2 CPU options; ``ThreadsPerCore`` from the HyperPod template)
     and memory as EC2 states it. ml.p5.48xlarge with ThreadsPerCore 1: at most 86 CPU and 1843 GiB."""
-    for name, role, instance_type, s, _ in _role_specs(deployment):
+    for name, role, instance_type, s, spec in _role_specs(deployment):
         requests = s["resources"]["requests"]
         vcpus, memory_gib = PUBLISHED_NODE_SHAPE[instance_type]
         pods = 8 // int(requests["nvidia.com/gpu"])  # 8 GPUs on every DPD type (EC2 specifications)
-        for g in _groups_for(deployment, instance_type, s.get("nodeSelector") or {}):
+        for g in _nodes_of(deployment, instance_type, s, spec):
             cpus = vcpus * int(g["ThreadsPerCore"]) // 2
             cpu_millis, mem_mib = pods * _quantity_millis(requests["cpu"]), pods * _quantity_mib(requests["memory"])
             assert cpu_millis <= cpus * 1000 * 9 // 10, (

@@ -48,8 +48,9 @@ class Reservation:
     name: str
     cpu_millis: int
     memory_mib: int
-    per: Literal["node", "worker"]
-    """``node``: once per node; ``worker``: once per worker pod on the node."""
+    per: Literal["node", "endpoint", "worker"]
+    """``node``: once per node; ``endpoint``: once per endpoint whose workers may run on the node; ``worker``: once
+    per worker pod on the node."""
     source: str
 
 
@@ -63,13 +64,15 @@ RESERVATIONS: Final[tuple[Reservation, ...]] = (
                "charts (each cited in tests/test_deploy_facts.py); the observability add-on's four node pods, "
                "which publish none, get the rest (over 800m and 1.8 GiB each) [I]"),
     Reservation(
-        name="operator v3.3 image cache (ModelImageCache DaemonSet)", cpu_millis=500, memory_mib=1024, per="node",
+        name="operator v3.3 image cache (ModelImageCache DaemonSet)", cpu_millis=500, memory_mib=1024, per="endpoint",
         source="shared/crds/v3.3/modelimagecaches.yaml: 'a cached container image on a set of nodes, managed via a "
-               "backing DaemonSet' (spec.modelCacheConfig.imageCache); its pod's requests are not published [I]"),
+               "backing DaemonSet' (spec.modelCacheConfig.imageCache): one per endpoint (its image), on the nodes "
+               "its workers may use [I]; its pod's requests are not published [I]"),
     Reservation(
-        name="router pod (2 containers)", cpu_millis=1000, memory_mib=2048, per="node",
-        source="the operator's DPD router pod has 2 containers (seed blog, lifecycle-facts.md); nothing keeps it "
-               "off a GPU node (HyperPod nodes carry no taint by default); requests not published [I]"),
+        name="router pod (2 containers)", cpu_millis=1000, memory_mib=2048, per="endpoint",
+        source="the operator's DPD router pod, one per endpoint, has 2 containers (seed blog, lifecycle-facts.md); "
+               "nothing keeps it off a GPU node (HyperPod nodes carry no taint by default); counted on the nodes "
+               "its endpoint's workers may use [I]; requests not published [I]"),
     Reservation(
         name="model pod sidecars (nginx reverse proxy, OpenTelemetry collector)", cpu_millis=1000, memory_mib=2048,
         per="worker",
@@ -94,8 +97,9 @@ def kube_reserved_memory_mib(max_pods: int = MAX_PODS) -> int:
     return 11 * max_pods + 255
 
 
-def reserved(per: Literal["node", "worker"]) -> tuple[int, int]:
-    """CPU millis and MiB of :data:`RESERVATIONS` taken once per node (``node``) or per worker (``worker``)."""
+def reserved(per: Literal["node", "endpoint", "worker"]) -> tuple[int, int]:
+    """CPU millis and MiB of :data:`RESERVATIONS` taken once per node (``node``), per endpoint whose workers may run
+    on the node (``endpoint``) or per worker (``worker``)."""
     rows = [r for r in RESERVATIONS if r.per == per]
     return sum(r.cpu_millis for r in rows), sum(r.memory_mib for r in rows)
 
@@ -115,6 +119,9 @@ class NodeBudget:
     kube_reserved_memory_mib: int
     tiered_storage_percent: int = 0
     """Share of the node's memory HyperPod's tiered storage takes (``TieredStorageConfig``); 0: off."""
+    endpoints: int = 1
+    """Endpoints whose workers may run on the node: each brings its router and image-cache pods (``endpoint``
+    rows of :data:`RESERVATIONS`)."""
 
     @property
     def tiered_storage_mib(self) -> int:
@@ -144,13 +151,16 @@ class NodeBudget:
         """The most one worker container could request with ``pods_per_node`` workers after every reservation
         (without the cap)."""
         node_cpu, _ = reserved("node")
+        endpoint_cpu, _ = reserved("endpoint")
         worker_cpu, _ = reserved("worker")
-        return (self.allocatable_cpu_millis - node_cpu) // pods_per_node - worker_cpu
+        return (self.allocatable_cpu_millis - node_cpu - endpoint_cpu * self.endpoints) // pods_per_node - worker_cpu
 
     def fit_memory_mib(self, pods_per_node: int) -> int:
         _, node_mem = reserved("node")
+        _, endpoint_mem = reserved("endpoint")
         _, worker_mem = reserved("worker")
-        return (self.allocatable_memory_mib - node_mem - self.tiered_storage_mib) // pods_per_node - worker_mem
+        return (self.allocatable_memory_mib - node_mem - endpoint_mem * self.endpoints - self.tiered_storage_mib
+                ) // pods_per_node - worker_mem
 
     def pod_cpu(self, pods_per_node: int) -> int:
         """Whole CPUs one worker may request: within the cap and after every reservation."""
@@ -160,14 +170,16 @@ class NodeBudget:
         return min(self.workers_memory_gib // pods_per_node, self.fit_memory_mib(pods_per_node) // 1024)
 
 
-def node_budget(instance_type: str, threads_per_core: int, tiered_storage_percent: int = 0) -> NodeBudget:
+def node_budget(instance_type: str, threads_per_core: int, tiered_storage_percent: int = 0,
+                endpoints: int = 1) -> NodeBudget:
     facts = INSTANCE_FACTS[instance_type]
     cpus = facts.cpus(threads_per_core)
     return NodeBudget(
         instance_type=instance_type, threads_per_core=threads_per_core, cpus=cpus, memory_gib=facts.memory_gib,
         memory_mib=int(facts.memory_gib * 1024 * MEMORY_VISIBLE_FRACTION),
         kube_reserved_cpu_millis=kube_reserved_cpu_millis(cpus),
-        kube_reserved_memory_mib=kube_reserved_memory_mib(), tiered_storage_percent=tiered_storage_percent)
+        kube_reserved_memory_mib=kube_reserved_memory_mib(), tiered_storage_percent=tiered_storage_percent,
+        endpoints=endpoints)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -183,20 +195,32 @@ def workers_per_node(instance_type: str, gpus_per_pod: int) -> int:
 
 
 def max_pod_requests(instance_type: str, threads_per_core: int, gpus_per_pod: int,
-                     tiered_storage_percent: int = 0) -> PodRequests:
+                     tiered_storage_percent: int = 0, endpoints: int = 1) -> PodRequests:
     """The largest whole-CPU / whole-GiB requests a worker with ``gpus_per_pod`` GPUs can make and still be
-    scheduled with as many workers as the node has GPUs for (beside tiered storage's share, when it is on)."""
+    scheduled with as many workers as the node has GPUs for (beside tiered storage's share, when it is on, and the
+    router and image-cache pods of the ``endpoints`` whose workers may run there)."""
     pods = workers_per_node(instance_type, gpus_per_pod)
-    budget = node_budget(instance_type, threads_per_core, tiered_storage_percent)
+    budget = node_budget(instance_type, threads_per_core, tiered_storage_percent, endpoints)
     return PodRequests(cpu=budget.pod_cpu(pods), memory_gib=budget.pod_memory_gib(pods))
 
 
-def worker_budget(instance_type: str, gpus_per_pod: int, threads_per_core: Iterable[int],
+@dataclass(frozen=True, kw_only=True)
+class NodeKind:
+    """What sizes a worker's budget on the nodes of one instance group besides the instance type."""
+
+    threads_per_core: int = 1
+    endpoints: int = 1
+    """Endpoints whose workers may run on the group's nodes."""
+
+
+def worker_budget(instance_type: str, gpus_per_pod: int, nodes: Iterable[NodeKind],
                   tiered_storage_percent: int = 0) -> PodRequests:
     """The most one worker may request on every node it can land on: the smallest :func:`max_pod_requests` over
-    the ``threads_per_core`` settings of those nodes' instance groups (1 when none is given)."""
-    budgets = [max_pod_requests(instance_type, tpc, gpus_per_pod, tiered_storage_percent)
-               for tpc in sorted(set(threads_per_core)) or [1]]
+    the kinds of those nodes (their instance groups' ``threads_per_core`` and endpoints; one ``NodeKind()`` when none
+    is given)."""
+    kinds = sorted(set(nodes), key=lambda k: (k.threads_per_core, k.endpoints)) or [NodeKind()]
+    budgets = [max_pod_requests(instance_type, k.threads_per_core, gpus_per_pod, tiered_storage_percent, k.endpoints)
+               for k in kinds]
     return PodRequests(cpu=min(b.cpu for b in budgets), memory_gib=min(b.memory_gib for b in budgets))
 
 

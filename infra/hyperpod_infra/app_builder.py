@@ -144,9 +144,11 @@ def _model_read(spec: EndpointSpec) -> ModelReadLocation:
 def _benchmark_client(spec: EndpointSpec) -> BenchmarkClientSpec:
     """The endpoint's benchmark Jobs' ServiceAccount, its model and, with ``benchmark.results_s3_uri``, where they
     write."""
-    uri = spec.benchmark.results_s3_uri
+    uri = spec.benchmark_results_uri()
     bucket, _, prefix = uri.removeprefix("s3://").partition("/") if uri else (None, "", "")
-    # The runner writes <prefix>/<mode>/<run>/<file> with the prefix's slashes stripped (benchmark/runner.py).
+    # The runner writes <prefix>/<mode>/<run>/<file> with the prefix's slashes stripped
+    # (hyperpod_runtime.bench_runner.publish); the prefix ends in the endpoint's name, so one endpoint's Jobs never
+    # write another's results.
     return BenchmarkClientSpec(endpoint_name=spec.name, namespace=spec.namespace,
                                service_account=spec.names.benchmark_resource, model_reads=(_model_read(spec),),
                                results_bucket=bucket, results_prefix=prefix.strip("/"))

@@ -60,8 +60,9 @@ def test_it_reads_the_model_prefix_and_writes_nothing_without_a_results_location
 
 @pytest.fixture(scope="module", params=["s3://team-results/dpd/runs/", "s3://team-results/dpd/runs"])
 def with_results(tmp_path_factory, request) -> dict:
-    """With or without a trailing slash: the runner writes ``dpd/runs/<mode>/...`` either way
-    (``hyperpod_runtime.bench_runner.publish``), so ``dpd/runs-other/`` must stay out of reach."""
+    """With or without a trailing slash: the runner writes ``dpd/runs/<endpoint>/<mode>/...`` either way
+    (``hyperpod_runtime.bench_runner.publish``), so ``dpd/runs-other/`` and another endpoint's folder must stay out
+    of reach."""
     import aws_cdk as cdk
     from aws_cdk.assertions import Template
 
@@ -79,4 +80,4 @@ def test_with_a_results_location_it_writes_only_below_it(with_results: dict) -> 
             for s in r["Properties"]["PolicyDocument"]["Statement"] if s["Action"] == "s3:PutObject"]
     assert len(puts) == 1
     assert puts[0]["Resource"] == {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
-                                                     ":s3:::team-results/dpd/runs/*"]]}
+                                                     ":s3:::team-results/dpd/runs/llama-3-3-70b/*"]]}

@@ -193,7 +193,7 @@ def test_load_balancer_target_mounts_the_endpoint_pem_as_requests_ca_bundle():
     env = _env(job)
     assert env["BENCH_API_BASE"] == "https://dpd.example.com"
     assert env["REQUESTS_CA_BUNDLE"] == "/etc/bench-ca/ca.pem"
-    assert env["BENCH_RESULTS_S3"] == "s3://my-results/bench"
+    assert env["BENCH_RESULTS_S3"] == "s3://my-results/bench/llama-3-3-70b"  # the endpoint's own folder
     volumes = job["spec"]["template"]["spec"]["volumes"]
     assert {"name": "endpoint-ca", "secret": {"secretName": "llama-ca"}} in volumes
     mounts = job["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]

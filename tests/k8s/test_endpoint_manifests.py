@@ -132,9 +132,16 @@ def test_colocated_baseline_matches_dpd_except_pdspec(request, case):
     assert colocated["metadata"]["name"] == dpd["metadata"]["name"]  # applying it is the rollback
     assert colocated["metadata"]["labels"]["hyperpod-dpd/mode"] == "colocated"
     assert "pdSpec" not in colocated["spec"]
-    for key in ("modelName", "modelSourceConfig", "instanceType", "invocationEndpoint", "kvCacheSpec", "metrics",
-                "loadBalancer"):
+    for key in ("modelName", "modelSourceConfig", "invocationEndpoint", "kvCacheSpec", "metrics", "loadBalancer"):
         assert colocated["spec"][key] == dpd["spec"][key], key
+    # Its node affinity instead of instanceType (the CRD: "mutually exclusive with instanceType"): nodes of the DPD
+    # endpoint's instance type in the pools its roles select (Kubernetes' well-known instance-type label).
+    assert "instanceType" not in colocated["spec"]
+    pools = [dpd["spec"]["pdSpec"][r]["nodeSelector"]["hyperpod-dpd/pool"] for r in ("prefillSpec", "decodingSpec")]
+    assert colocated["spec"]["nodeAffinity"] == {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": [dpd["spec"]["instanceType"]]},
+            {"key": "hyperpod-dpd/pool", "operator": "In", "values": pools}]}]}}
     # The colocated router spreads requests over its replicas (a fair benchmark baseline); otherwise the same.
     assert colocated["spec"]["intelligentRoutingSpec"] == {**dpd["spec"]["intelligentRoutingSpec"],
                                                           "routingStrategy": "roundrobin"}

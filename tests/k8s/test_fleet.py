@@ -146,6 +146,55 @@ def test_each_endpoints_autoscaling_queries_read_its_own_pods(example) -> None:
             assert not any(f"-{other}-" in scaling.query for other in others)
 
 
+def test_the_colocated_baseline_runs_where_its_roles_run_within_every_nodes_budget(example, crd_validator) -> None:
+    """The review's tpc.yaml: the 70B's decode group runs 2 threads per core (192 CPUs), its prefill group 1 (96).
+    The baseline replaces both roles, so it may land on either group: it requests what the 96-CPU node leaves one
+    worker (86 CPUs: 90 % of it, docs/cluster.md) and its node affinity selects the instance type and the two groups
+    by their instance-group label (the CRD's ``nodeAffinity``, "mutually exclusive with instanceType"). The 8B's
+    baseline selects its one group. Fails before: 172 CPUs (decode's group alone) and only ``instanceType``, so both
+    replicas could go nowhere but the one 192-CPU node."""
+    import cdk8s
+
+    from hyperpod_k8s.endpoint.endpoint_chart import EndpointChart
+    from hyperpod_k8s.endpoint.props import EndpointChartProps
+
+    data = copy.deepcopy(example)
+    data["hyperpod"]["instance_groups"][1]["threads_per_core"] = 2
+    config = parse_config(data)
+    app = cdk8s.App()
+    for e, groups in zip(data["endpoints"], (["prefill", "decode"], ["small"]), strict=True):
+        props = props_of(config, name=e["name"])
+        chart = EndpointChart(app, e["name"], props=EndpointChartProps(mode="colocated", endpoint=props))
+        (doc,) = chart.to_json()
+        assert crd_validator.errors(doc) == []
+        assert "instanceType" not in doc["spec"]
+        assert doc["spec"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["ml.p5.48xlarge"]},
+                {"key": INSTANCE_GROUP_NODE_LABEL, "operator": "In", "values": groups}]}]}
+    big = props_of(config, name="llama-3-3-70b")
+    assert (big.prefill.requests.cpu, big.decode.requests.cpu, big.worker_requests.cpu) == (86, 172, 86)
+
+
+def test_each_endpoints_benchmark_writes_its_results_below_its_own_folder(example) -> None:
+    """The review's results.yaml: one ``benchmark.results_s3_uri`` for both endpoints. The runner uploads to
+    ``BENCH_RESULTS_S3/<mode>/<run>/`` (``hyperpod_runtime.bench_runner.publish``) and both endpoints run the same
+    scenarios at the same concurrency, so each endpoint's Jobs write below ``<uri>/<endpoint>`` and its Pod Identity
+    role may write there only. Fails before: both wrote to s3://my-results/bench and could write each other's
+    files."""
+    from hyperpod_infra.app_builder import _benchmark_client
+    from hyperpod_k8s.benchmark.props import benchmark_props
+
+    data = copy.deepcopy(example)
+    data["benchmark"] = {"results_s3_uri": "s3://my-results/bench/"}
+    config = parse_config(data)
+    for spec in config.specs():
+        jobs = benchmark_props(spec, props_of(config, name=spec.name)).jobs
+        assert {dict(j.environment)["BENCH_RESULTS_S3"] for j in jobs} == {f"s3://my-results/bench/{spec.name}"}
+        client = _benchmark_client(spec)
+        assert (client.results_bucket, client.results_prefix) == ("my-results", f"bench/{spec.name}")
+
+
 def test_an_endpoints_own_bucket_is_its_weights_location(example) -> None:
     """``model.bucket`` of one endpoint (weights in another bucket); the other keeps the deployment's."""
     data = copy.deepcopy(example)

@@ -2,11 +2,13 @@
 the GPUs those groups have (``hyperpod-dpd plan``'s fleet table).
 
 A role may land on the groups :meth:`~hyperpod_core.config.spec.EndpointSpec.role_groups` names (the group its
-``instance_group`` names, else those of its pool and ``shared``) and may hold
+``instance_group`` names, else those of its pool, else every group of its instance type) and may hold
 :meth:`~hyperpod_core.config.spec.EndpointSpec.peak_gpus` GPUs there (replicas at the autoscaling maximum x GPUs per
 worker). One row per set of groups some role may use, and one for all groups: the roles confined to the set (their
-groups are all in it) must fit its GPUs. These are the sets the config's rule checks (``hyperpod_core.config.rules``,
-``endpoints_fit_the_groups_together``), so a config that loads has no row over its GPUs; the table shows the margin.
+groups are all in it) must fit its GPUs. The config's rule (``hyperpod_core.config.rules``,
+``endpoints_fit_the_groups_together``) checks every union of these sets with the same code
+(:mod:`hyperpod_core.config.placement`), so a config that loads has no row over its GPUs; the table shows the
+margin.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from hyperpod_core.config import placement
 from hyperpod_core.config.spec import EndpointSpec, group_gpus
-from hyperpod_core.names import ROLES
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,19 +56,24 @@ class GroupPeak:
 
 def fleet_peaks(specs: Sequence[EndpointSpec]) -> list[GroupPeak]:
     """Per set of groups some role may use (smallest first), then all groups together: their GPUs and the roles
-    confined to them at peak. ``specs``: every endpoint of the deployment (they share its instance groups)."""
+    confined to them at peak; and, when the roles do not fit, the set of groups they overflow (the capacity rule's
+    :func:`~hyperpod_core.config.placement.short_groups`). ``specs``: every endpoint of the deployment (they share
+    its instance groups)."""
     if not specs:
         return []
     groups = specs[0].instance_groups
     order = {g.name: i for i, g in enumerate(groups)}
     gpus = {g.name: group_gpus(g) for g in groups}
-    placed = [(s.name, role, frozenset(g.name for g in s.role_groups(role)), s.peak_gpus(role))
-              for s in specs for role in ROLES]
-    sets = sorted({p for _, _, p, _ in placed if p}, key=lambda p: (len(p), sorted(order[g] for g in p)))
-    everything = frozenset(gpus)
+    placed = placement.role_placements(specs)
+    sets = sorted({frozenset(p.groups) for p in placed if p.groups},
+                  key=lambda s: (len(s), sorted(order[g] for g in s)))
+    for extra in (frozenset(placement.short_groups(placed, gpus)), frozenset(gpus)):
+        if extra and extra not in sets:
+            sets.append(extra)
     rows = []
-    for placement in [*sets, *([everything] if everything not in sets else [])]:
+    for groups_set in sets:
         rows.append(GroupPeak(
-            groups=tuple(sorted(placement, key=order.__getitem__)), gpus=sum(gpus[g] for g in placement),
-            roles=tuple(RolePeak(endpoint=e, role=r, gpus=n) for e, r, p, n in placed if p and p <= placement)))
+            groups=tuple(sorted(groups_set, key=order.__getitem__)), gpus=sum(gpus[g] for g in groups_set),
+            roles=tuple(RolePeak(endpoint=p.endpoint, role=p.role, gpus=p.gpus)
+                        for p in placement.confined(placed, groups_set))))
     return rows

@@ -104,7 +104,8 @@ class BenchmarkConfig(Section):
     """Secret with key `ca.pem`: the endpoint's TLS certificate (from the TLS bucket), for `REQUESTS_CA_BUNDLE`;
     required when `target` is `load_balancer`. Default: none."""
     results_s3_uri: S3Uri | None = None
-    """`s3://bucket/prefix/`: where each Job uploads its result files. Default: none (the pod log only)."""
+    """`s3://bucket/prefix/`: where each Job uploads its result files, below a folder per endpoint
+    (`<prefix>/<endpoint>/<mode>/<run>/`). Default: none (the pod log only)."""
     split_min_saving: Annotated[float, Field(ge=0, lt=1)] = 0.10
     """The report recommends DPD only when it is at least this much cheaper per output token than colocated
     (within that, run-to-run noise and a second pool to operate are not worth it). Default: 0.10."""

@@ -116,7 +116,9 @@ class RoleConfig(Section):
     """The one HyperPod instance group (`hyperpod.instance_groups[].name`) the role's workers run on: the workers
     get a nodeSelector on the group's node label `hyperpod-dpd/instance-group`, which the platform stack puts on
     that group (`KubernetesConfig.Labels`). Its instance type must be `instance_type`. Default: none: the groups
-    of the role's pool (`pool: <role>`, else `shared`) of `instance_type`, as one endpoint alone has always run."""
+    of the role's pool (`pool: <role>`) of `instance_type` when it has no `shared` group of that type (the pool
+    label selects them), else no nodeSelector: any node of `instance_type`. Then no group the role may land on may
+    be named by another role (unless it is the only one), since this role could take that group's nodes first."""
 
 
 class RoleAutoscalingConfig(Section):

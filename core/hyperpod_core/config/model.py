@@ -12,6 +12,8 @@ it out.
 from __future__ import annotations
 
 import re
+from collections import Counter
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, PrivateAttr, model_validator
@@ -36,6 +38,7 @@ from hyperpod_core.config.types import (
     default_control_plane_az_ids,
 )
 from hyperpod_core.errors import ConfigError, shown
+from hyperpod_core.names import ROLES
 
 
 class ModelBucketConfig(Section):
@@ -109,12 +112,18 @@ class Config(Section):
         """Every endpoint with the cluster facts it needs, in the file's order."""
         tiered = self.tiered_storage_percent()
         shape = self._one_endpoint_shape
-        return tuple(
+        specs = tuple(
             EndpointSpec(endpoint=e, at="endpoint" if shape else f"endpoints[{i}]", deployment=self.name,
                          region=self.region, instance_groups=self.hyperpod.instance_groups,
                          tiered_storage_percent=tiered, observability=self.observability,
                          slo=_endpoint_slo(self.observability.slo, e.slo), benchmark=self.benchmark)
             for i, e in enumerate(self.endpoints))
+        if len(specs) == 1:
+            return specs
+        # Each endpoint's router and image-cache pods may run on every group its workers may use (fit.RESERVATIONS).
+        sharing = Counter(g for s in specs for g in {g.name for role in ROLES for g in s.role_groups(role)})
+        by_group = tuple((g.name, sharing[g.name]) for g in self.hyperpod.instance_groups if sharing[g.name] > 1)
+        return tuple(replace(s, endpoints_by_group=by_group) for s in specs)
 
     def spec(self, name: str | None = None) -> EndpointSpec:
         """The endpoint ``name``; with ``None``, the only one. A name the fleet does not hold, or ``None`` with
@@ -248,15 +257,18 @@ def _fold_one_endpoint(data: dict[str, Any]) -> tuple[dict[str, Any], bool]:
                                   f"a top-level {key} block")
         return data, False
     endpoint = data.get("endpoint") if has_endpoint else {}
+    rest = {k: v for k, v in data.items() if k not in ("model", "endpoint")}
     if not isinstance(endpoint, dict):
-        return data, False  # not a mapping: the endpoints field reports its type
-    if has_model and endpoint.get("model") is not None:
-        raise ConfigError("endpoint.model must be left out when the top-level model is set (one model per "
-                          "endpoint: keep one of them), got both")
-    folded = dict(endpoint)
+        return {**rest, "endpoints": (endpoint,)}, True  # the type error then names `endpoint`
+    if endpoint.get("model") is not None:
+        # Its keys would be read as the model's while the deprecated bucket keys (read from the top-level model
+        # only) were dropped, and messages would name them model.x.
+        raise ConfigError(f"endpoint.model must be the top-level model: in the one-endpoint shape (model: and "
+                          f"endpoint:) write the model's keys under model:, or write endpoints: (each entry with "
+                          f"its own model), got {shown(endpoint['model'])}")
+    folded = {k: v for k, v in endpoint.items() if k != "model"}  # `model: null` counts as not set
     if has_model:
         folded["model"] = data["model"]
-    rest = {k: v for k, v in data.items() if k not in ("model", "endpoint")}
     return {**rest, "endpoints": (folded,)}, True
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, Final, cast
 
 from hyperpod_core import fit, instances, pins
+from hyperpod_core.config import placement
 from hyperpod_core.config.az_ids import published_az_ids
 from hyperpod_core.config.model import Config
 from hyperpod_core.config.spec import EndpointSpec, group_gpus
@@ -269,8 +270,36 @@ def roles_fit_their_pools(s: EndpointSpec) -> None:
         need, have = s.peak_gpus(role), sum(group_gpus(g) for g in s.role_groups(role))
         if need > have:
             where = (f"instance group {r.instance_group!r} holds" if r.instance_group is not None
-                     else f"instance groups for the {role} pool (and 'shared') hold")
+                     else f"instance groups for the {role} pool hold" if s.node_selector(role)
+                     else f"the {e.instance_type} instance groups (no pool of its own: any of them) hold")
             _fail(f"{s.at}.{role}.replicas", r.replicas, f"needs {need} GPUs at peak but {where} {have}")
+
+
+def unpinned_roles_keep_off_named_groups(c: Config) -> None:
+    """A role that names no ``instance_group`` may land on every group :meth:`EndpointSpec.role_groups` lists. Were
+    one of them named by another role (of this or another endpoint), the scheduler, which places pods as they come,
+    could give that group's nodes to this role first and leave the other Pending although the GPUs add up (review
+    of issue 34, defect 1: the 70B's prefill on the 8B's group). Such a role names its group too, unless the named
+    group is the only one it may land on (then both are confined to it and the capacity rule counts them
+    together). With this rule any two roles' groups are the same or share none."""
+    specs = c.specs()
+    named: dict[str, str] = {}
+    for sp in specs:
+        for role in ROLES:
+            group = getattr(sp.endpoint, role).instance_group
+            if group is not None:
+                named.setdefault(group, sp.field(role))
+    for sp in specs:
+        for role in ROLES:
+            if getattr(sp.endpoint, role).instance_group is not None:
+                continue
+            groups = [g.name for g in sp.role_groups(role)]
+            taken = next((g for g in groups if g in named and groups != [g]), None)
+            if taken is not None:
+                _fail(sp.field(f"{role}.instance_group"), None,
+                      f"must be set: without it the role may take group {taken!r}, which {named[taken]} names "
+                      f"(the scheduler may give that group's nodes to this role first); it may land on "
+                      f"{', '.join(groups)}")
 
 
 def roles_fit_all_gpus(s: EndpointSpec) -> None:
@@ -284,24 +313,26 @@ def roles_fit_all_gpus(s: EndpointSpec) -> None:
 
 
 def endpoints_fit_the_groups_together(c: Config) -> None:
-    """Every endpoint's roles at their peak fit the instance groups they may land on, all endpoints together: for
-    each set of groups a role may use (:meth:`EndpointSpec.role_groups`), the GPUs of every role confined to it
-    fit its nodes (Hall's condition over those sets and their union)."""
-    specs = c.specs()
-    roles = [(sp, role, frozenset(g.name for g in sp.role_groups(role)), sp.peak_gpus(role))
-             for sp in specs for role in ROLES]
+    """Every endpoint's roles at their peak fit the instance groups they may land on, all endpoints together
+    (:mod:`hyperpod_core.config.placement`): in GPUs, for every union of the groups the roles may use (the groups a
+    maximum flow leaves short name the overflow), then pod by pod, each pod on one node with enough free GPUs."""
+    found = placement.role_placements(c.specs())
     gpus = {g.name: group_gpus(g) for g in c.hyperpod.instance_groups}
-    sets = sorted({placement for _, _, placement, _ in roles}, key=lambda p: (len(p), sorted(p)))
-    for placement in [*sets, frozenset().union(*sets)]:
-        confined = [(sp, role, need) for sp, role, p, need in roles if p <= placement]
-        need, have = sum(n for _, _, n in confined), sum(gpus[g] for g in placement)
-        if need > have:
-            holders = ", ".join(f"{sp.name} {role} {n}" for sp, role, n in confined)
-            groups = [g.name for g in c.hyperpod.instance_groups if g.name in placement]
-            _fail(f"instance group{'s' if len(groups) > 1 else ''} {', '.join(groups)}", f"{need} GPUs at peak",
-                  f"must hold every endpoint's roles that run only there ({holders}) in {have} GPUs: add "
-                  "nodes, lower replicas or autoscaling maxima, or pin a role to another group "
-                  "(endpoints[].<role>.instance_group)")
+    short = placement.short_groups(found, gpus)
+    if short:
+        holders = placement.confined(found, short)
+        need, have = sum(p.gpus for p in holders), sum(gpus[g] for g in short)
+        _fail(f"instance group{'s' if len(short) > 1 else ''} {', '.join(short)}", f"{need} GPUs at peak",
+              f"must hold every endpoint's roles that run only there "
+              f"({', '.join(f'{p.endpoint} {p.role} {p.gpus}' for p in holders)}) in {have} GPUs: add nodes, lower "
+              f"replicas or autoscaling maxima, or pin a role to another group ({holders[0].field}.instance_group)")
+    pod = placement.unplaced(found, c.hyperpod.instance_groups)
+    if pod is not None:
+        _fail(f"{pod.field}.replicas", pod.pods,
+              f"needs {pod.pods} pods of {pod.gpus_per_pod} GPUs at peak, each on ONE node of instance group"
+              f"{'s' if len(pod.groups) > 1 else ''} {', '.join(pod.groups)}, but once the larger pods and those "
+              f"with fewer groups are placed no node there has {pod.gpus_per_pod} GPUs free: add nodes, or pin the "
+              "roles so that pods of one size share nodes")
 
 
 # --- routing and the operator's limits --------------------------------------------------------------------
@@ -621,7 +652,8 @@ RULES: Final[tuple[Callable[[Config], None] | Callable[[EndpointSpec], None], ..
     control_plane_az_ids_differ, gpu_subnet_is_in_the_groups_az, training_plans_are_in_the_region,
     reserved_only_types_have_a_training_plan, alert_topic_is_in_the_account,
     endpoint_instance_type_has_a_group, role_instance_groups_exist, tensor_parallel_divides_the_node,
-    role_gpus_fit_one_node, roles_fit_their_pools, roles_fit_all_gpus, endpoints_fit_the_groups_together,
+    role_gpus_fit_one_node, roles_fit_their_pools, roles_fit_all_gpus, unpinned_roles_keep_off_named_groups,
+    endpoints_fit_the_groups_together,
     threshold_is_below_max_model_len, kvaware_routing_has_the_completions_path,
     decode_replicas_within_the_operator_limit, l2_cache_has_a_backend,
     weights_cache_has_an_instance_store, idle_timeout_outlasts_the_first_token,

@@ -24,7 +24,7 @@ from hyperpod_core.config.cluster import InstanceGroupConfig
 from hyperpod_core.config.endpoint import EndpointConfig, IdleTimeout, ModelConfig, ResolvedModelCache
 from hyperpod_core.config.observability import ObservabilityConfig, SloConfig
 from hyperpod_core.instances import DPD_INSTANCE_GPUS, weights_cache_unavailable
-from hyperpod_core.names import INSTANCE_GROUP_NODE_LABEL, POOL_NODE_LABEL, EndpointNames
+from hyperpod_core.names import INSTANCE_GROUP_NODE_LABEL, POOL_NODE_LABEL, ROLES, EndpointNames
 
 WorkerRole = Literal["prefill", "decode", "colocated"]
 
@@ -47,6 +47,9 @@ class EndpointSpec:
     slo: SloConfig
     """``observability.slo`` with the keys this endpoint's ``slo`` names replaced."""
     benchmark: BenchmarkConfig
+    endpoints_by_group: tuple[tuple[str, int], ...] = ()
+    """``(instance group, endpoints whose workers may run on it)`` of the deployment (:meth:`Config.specs`); a group
+    it leaves out counts one endpoint."""
 
     # --- naming ---------------------------------------------------------------------------------------------
 
@@ -80,15 +83,20 @@ class EndpointSpec:
     # --- placement ------------------------------------------------------------------------------------------
 
     def role_groups(self, role: WorkerRole) -> tuple[InstanceGroupConfig, ...]:
-        """The instance groups a worker of ``role`` may land on: the group its ``instance_group`` names; else the
-        groups of its pool and ``shared`` of the endpoint's instance type (any pool for the colocated baseline,
-        which runs the decode role's engine and takes decode's ``instance_group``)."""
-        e = self.endpoint
-        named = (e.decode if role == "colocated" else getattr(e, role)).instance_group
+        """The instance groups a worker of ``role`` may land on: where its node selector (:meth:`node_selector`)
+        lets the scheduler put it. The group its ``instance_group`` names; else, when every group of its pool and
+        ``shared`` of the endpoint's instance type is its pool's, those (the pool label selects them); else every
+        group of the instance type (no selector: any node of the type, the groups another role names included). The
+        colocated baseline may land wherever either role may (its node affinity)."""
+        if role == "colocated":
+            either = {g.name for r in ROLES for g in self.role_groups(r)}
+            return tuple(g for g in self.instance_groups if g.name in either)
+        named = getattr(self.endpoint, role).instance_group
         if named is not None:
             return tuple(g for g in self.instance_groups if g.name == named)
-        pools = ("prefill", "decode", "shared") if role == "colocated" else (role, "shared")
-        return tuple(g for g in self.instance_groups if g.instance_type == e.instance_type and g.pool in pools)
+        of_type = tuple(g for g in self.instance_groups if g.instance_type == self.endpoint.instance_type)
+        pool = tuple(g for g in of_type if g.pool in (role, "shared"))
+        return pool if pool and all(g.pool == role for g in pool) else of_type
 
     def node_selector(self, role: Literal["prefill", "decode"]) -> dict[str, str]:
         """The role's nodeSelector: the named group's label; else the pool label when every group it may land
@@ -100,6 +108,22 @@ class EndpointSpec:
         if groups and all(g.pool == role for g in groups):
             return {POOL_NODE_LABEL: role}
         return {}
+
+    def colocated_node_labels(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Where the colocated baseline may run besides the instance type: wherever either role may
+        (:meth:`role_groups` of ``colocated``). One ``(label, values)`` per label the roles' selectors use, the
+        values in role order, each a node-affinity term of its own (terms are ORed); none when a role has no
+        selector (any node of the instance type)."""
+        selectors = [self.node_selector(role) for role in ROLES]
+        if not all(selectors):
+            return ()
+        labels: dict[str, list[str]] = {}
+        for selector in selectors:
+            for label, value in selector.items():
+                values = labels.setdefault(label, [])
+                if value not in values:
+                    values.append(value)
+        return tuple((label, tuple(values)) for label, values in labels.items())
 
     def peak_gpus(self, role: Literal["prefill", "decode"]) -> int:
         """GPUs the role may hold at its autoscaling maximum (or fixed replicas)."""
@@ -127,15 +151,21 @@ class EndpointSpec:
         # gain a second from the last bit.
         return IdleTimeout(seconds=min(max(math.ceil(round(derived, 6)), low), high), derived_seconds=derived)
 
+    def endpoints_on(self, group: str) -> int:
+        """Endpoints of the deployment whose workers may run on ``group`` (at least one)."""
+        return dict(self.endpoints_by_group).get(group, 1)
+
     def worker_budget(self, role: WorkerRole) -> fit.PodRequests:
         """The most one worker of ``role`` may request: the smallest node budget among the groups it may land on
         (:meth:`role_groups`; every group of the instance type when none qualifies), shared by as many workers as
-        the node has GPUs for."""
+        the node has GPUs for, beside the router and image-cache pods of every endpoint that may run there."""
         e = self.endpoint
         groups = self.role_groups(role) or tuple(g for g in self.instance_groups
                                                  if g.instance_type == e.instance_type)
-        return fit.worker_budget(e.instance_type, e.tensor_parallel_size, (g.threads_per_core for g in groups),
-                                 self.tiered_storage_percent or 0)
+        return fit.worker_budget(
+            e.instance_type, e.tensor_parallel_size,
+            (fit.NodeKind(threads_per_core=g.threads_per_core, endpoints=self.endpoints_on(g.name)) for g in groups),
+            self.tiered_storage_percent or 0)
 
     def worker_requests(self, role: WorkerRole) -> fit.PodRequests:
         """CPU and memory requests of one worker of ``role``: the configured ones, else the node budget. The
@@ -148,6 +178,13 @@ class EndpointSpec:
     def benchmark_scenarios(self) -> tuple[BenchmarkScenarioConfig, ...]:
         """``benchmark.scenarios``, else the defaults sized from this endpoint."""
         return self.benchmark.scenarios or default_scenarios(self.endpoint)
+
+    def benchmark_results_uri(self) -> str | None:
+        """Where this endpoint's benchmark Jobs upload their files: ``<benchmark.results_s3_uri>/<name>`` (no
+        trailing ``/``), a folder of its own, since two endpoints' runs of one scenario and concurrency have the same
+        ``<mode>/<run>`` keys; ``None`` without ``results_s3_uri`` (the pod log)."""
+        uri = self.benchmark.results_s3_uri
+        return f"{uri.rstrip('/')}/{self.name}" if uri else None
 
     def benchmark_concurrency(self, scenario: BenchmarkScenarioConfig) -> tuple[int, ...]:
         """The levels ``scenario`` runs at: AWS's published ones in the aws-reference experiment, else

@@ -31,10 +31,18 @@ from hyperpod_infra import bundle
 ACCESS_LOG_RETENTION_DAYS = 365
 
 
-#: The construct ID of the first endpoint's benchmark identity: the one a one-endpoint deployment has always had. An
-#: association's namespace and service account are create-only (AWS::EKS::PodIdentityAssociation), so a new
-#: logical ID would replace it, and EKS refuses a second association for a service account that still has one.
-FIRST_BENCHMARK_CLIENT_ID = "BenchmarkClient"
+#: The construct ID of a one-endpoint deployment's benchmark identity (the one it has always had); in a fleet every
+#: endpoint's is ``BenchmarkClient-<endpoint>`` (:func:`benchmark_client_id`). An association's namespace and service
+#: account are create-only (AWS::EKS::PodIdentityAssociation), so a new logical ID replaces it, and EKS refuses to
+#: create the new one while the old one still holds the service account (docs/platform.md, "Several endpoints").
+BENCHMARK_CLIENT_ID = "BenchmarkClient"
+
+
+def benchmark_client_id(endpoint_name: str, endpoints: int) -> str:
+    """The construct ID of endpoint ``endpoint_name``'s benchmark identity in a deployment of ``endpoints``
+    endpoints: :data:`BENCHMARK_CLIENT_ID` alone, else ``BenchmarkClient-<endpoint>``, from the name only, so that
+    reordering, adding or removing other endpoints never gives a deployed association a new logical ID."""
+    return BENCHMARK_CLIENT_ID if endpoints == 1 else f"{BENCHMARK_CLIENT_ID}-{endpoint_name}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,8 +50,7 @@ class BenchmarkClientSpec:
     """Where one endpoint's benchmark Jobs run and write (``benchmark`` config section; cdk8s benchmark chart)."""
 
     endpoint_name: str
-    """The endpoint's name: the construct ID of every endpoint's identity but the first's
-    (``BenchmarkClient-<endpoint>``; the first keeps :data:`FIRST_BENCHMARK_CLIENT_ID`)."""
+    """The endpoint's name: its identity's construct ID in a fleet (:func:`benchmark_client_id`)."""
     namespace: str
     service_account: str
     model_reads: tuple[ModelReadLocation, ...]
@@ -67,8 +74,8 @@ class PlatformStackProps:
     prometheus: ManagedPrometheus | None = None
     """Workspace KEDA may query. Default: none (observability off)."""
     benchmark_clients: tuple[BenchmarkClientSpec, ...] = ()
-    """Give each endpoint's benchmark Jobs' ServiceAccount its Pod Identity association, in this order (the first
-    keeps :data:`FIRST_BENCHMARK_CLIENT_ID`). Default: none."""
+    """Give each endpoint's benchmark Jobs' ServiceAccount its Pod Identity association (construct IDs:
+    :func:`benchmark_client_id`). Default: none."""
     janitor_vpc: ec2.IVpc | None = None
     """Run the endpoint janitor in this VPC (when the cluster API is not reachable from the internet).
     Default: outside any VPC."""
@@ -146,9 +153,9 @@ class PlatformStack(Stack):
             self.model.acknowledge_read(self.hyperpod_model_read, props.model_reads)
         self.benchmark_clients: dict[str, BenchmarkClientIdentity] = {}
         """Each endpoint's benchmark identity, by endpoint name."""
-        for i, b in enumerate(props.benchmark_clients):
+        for b in props.benchmark_clients:
             identity = BenchmarkClientIdentity(
-                self, FIRST_BENCHMARK_CLIENT_ID if i == 0 else f"{FIRST_BENCHMARK_CLIENT_ID}-{b.endpoint_name}",
+                self, benchmark_client_id(b.endpoint_name, len(props.benchmark_clients)),
                 props=BenchmarkClientIdentityProps(
                     cluster=props.cluster, namespace=b.namespace, service_account=b.service_account,
                     model_read_statements=tuple(self.model.read_statements(b.model_reads)),

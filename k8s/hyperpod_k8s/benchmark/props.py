@@ -180,8 +180,8 @@ def environment(spec: EndpointSpec, props: EndpointProps, run: BenchmarkRun) -> 
         ("MPLCONFIGDIR", "/tmp/matplotlib"),
         ("PIP_DISABLE_PIP_VERSION_CHECK", "1"),
     ]
-    if b.results_s3_uri:
-        env.append(("BENCH_RESULTS_S3", b.results_s3_uri.rstrip("/")))
+    if (results := spec.benchmark_results_uri()) is not None:
+        env.append(("BENCH_RESULTS_S3", results))
     return tuple(env)
 
 

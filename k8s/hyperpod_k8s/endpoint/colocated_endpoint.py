@@ -7,8 +7,14 @@ from dataclasses import replace
 from constructs import Construct
 
 from hyperpod_k8s.endpoint import common
+from hyperpod_k8s.endpoint import defaults as d
 from hyperpod_k8s.endpoint.props import EndpointProps
 from hyperpod_k8s.imports.com.amazon.aws.sagemaker import inference as iec
+
+_REQUIRED = iec.InferenceEndpointConfigSpecNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution
+_TERM = iec.InferenceEndpointConfigSpecNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms
+_EXPRESSION = (
+    iec.InferenceEndpointConfigSpecNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions)
 
 
 class ColocatedEndpoint(Construct):
@@ -17,20 +23,38 @@ class ColocatedEndpoint(Construct):
     AWS asks to compare DPD with a colocated deployment of the same model, quantization and vLLM
     version, and to revert by re-applying without ``pdSpec`` [DPD]. So this object has the *same*
     name as the DPD one: ``kubectl apply`` of this file is the rollback. Replicas = the DPD endpoint's
-    GPUs / tensor-parallel size; each replica runs the decode role's flags. The DPD-only environment
-    (``PD_BUFFER_SIZE``, ``LMCACHE_SAVE_DECODE_CACHE``) is left out. Its router spreads the load
-    (``colocated_routing_strategy``, ``roundrobin``), so a benchmark measures every replica.
+    GPUs / tensor-parallel size; each replica runs the decode role's flags, on a node of the groups either role
+    may use (:func:`node_affinity`). The DPD-only environment (``PD_BUFFER_SIZE``, ``LMCACHE_SAVE_DECODE_CACHE``)
+    is left out. Its router spreads the load (``colocated_routing_strategy``, ``roundrobin``), so a benchmark
+    measures every replica.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, props: EndpointProps) -> None:
         super().__init__(scope, construct_id)
         p = props
+        shared = common.shared_spec(replace(p, routing_strategy=p.colocated_routing_strategy))
+        del shared["instance_type"]  # the CRD: nodeAffinity "is mutually exclusive with instanceType"
         self.resource = iec.InferenceEndpointConfig(
             self, "Resource",
             metadata=common.metadata(p, "colocated"),
             spec=iec.InferenceEndpointConfigSpec(
-                **common.shared_spec(replace(p, routing_strategy=p.colocated_routing_strategy)),
+                **shared,
+                node_affinity=node_affinity(p),
                 replicas=p.colocated_replicas,
                 worker=common.worker(p, args=(*p.worker_args, *p.colocated_args), env=p.colocated_environment),
             ),
         )
+
+
+def node_affinity(p: EndpointProps) -> iec.InferenceEndpointConfigSpecNodeAffinity:
+    """``spec.nodeAffinity``: nodes of the instance type, in the groups either DPD role may use
+    (:attr:`EndpointProps.colocated_node_labels`, one term per label; terms are ORed, the expressions of one term
+    ANDed [CRD]). Without it the baseline took decode's CPU budget onto any node of the type (review of issue 34,
+    defect 3)."""
+    of_type = _EXPRESSION(key=d.INSTANCE_TYPE_NODE_LABEL, operator="In", values=[p.instance_type])
+    terms = [[of_type, _EXPRESSION(key=label, operator="In", values=list(values))]
+             for label, values in p.colocated_node_labels] or [[of_type]]
+    return iec.InferenceEndpointConfigSpecNodeAffinity(
+        required_during_scheduling_ignored_during_execution=_REQUIRED(
+            node_selector_terms=[_TERM(match_expressions=t) for t in terms]))
+

@@ -51,6 +51,12 @@ POOL_NODE_LABEL: Final = "hyperpod-dpd/pool"
 capacity is dedicated; with ``shared`` groups it has none and may land on any GPU node of the endpoint's
 instance type."""
 
+INSTANCE_TYPE_NODE_LABEL: Final = "node.kubernetes.io/instance-type"
+"""The well-known Kubernetes label of a node's instance type; a HyperPod node carries its ``ml.`` type there (the
+HyperPod Helm chart's device plugins select nodes by it: aws/sagemaker-hyperpod-cli
+``helm_chart/HyperPodHelmChart/values.yaml``). The colocated baseline selects its instance type by this label in its
+``nodeAffinity``, which the CRD makes "mutually exclusive with instanceType and instanceTypes" [CRD]."""
+
 ROLE_LABEL: Final = "inference.sagemaker.aws.amazon.com/dpd-role"
 """Label the operator puts on prefill and decode pods [DPD]; used in docs, not set by us."""
 

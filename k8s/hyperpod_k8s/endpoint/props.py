@@ -108,6 +108,10 @@ class EndpointProps:
     availability_zone_id: str
     autoscaling_server_address: str | None
     # colocated only
+    colocated_node_labels: tuple[tuple[str, tuple[str, ...]], ...]
+    """Node labels that confine the colocated baseline, beside its instance type, to the groups either role may use
+    (:meth:`hyperpod_core.config.spec.EndpointSpec.colocated_node_labels`): one required node-affinity term per
+    label; none: any node of the instance type."""
     colocated_replicas: int
     colocated_args: tuple[str, ...]
     """Appended to ``worker_args``: decode's ``--max-num-seqs`` and its other flags, less the memory flags, and the
@@ -265,6 +269,7 @@ def endpoint_props(spec: EndpointSpec, inputs: EndpointInputs, *, availability_z
         autoscaling_server_address=server_address,
         # Same GPUs in total, whole TP-sized replicas; the model's flags plus decode's batch size and non-memory
         # flags (a colocated engine spends most of its steps decoding).
+        colocated_node_labels=spec.colocated_node_labels(),
         colocated_replicas=max(1, total_gpus // e.tensor_parallel_size),
         colocated_args=colocated_args(e),
         colocated_environment=(("PYTHONHASHSEED", d.PYTHONHASHSEED),
