@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from hyperpod_infra.bundle import imported_by
+from hyperpod_infra.bundle import imported_by, parse_source
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,7 +85,7 @@ def imported_modules(path: Path) -> set[str]:
     modules: set[str] = set()
     if path.is_relative_to(GENERATED_BINDINGS):
         return {a or b for a, b in _IMPORT_LINE.findall(path.read_text(encoding="utf-8"))}
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+    for node in ast.walk(parse_source(path)):
         if isinstance(node, ast.Import):
             modules.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -285,7 +285,7 @@ def file_imports(path: Path, module: str, known: Iterable[str]) -> set[str]:
     known = set(known)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+    for node in ast.walk(parse_source(path)):
         if isinstance(node, ast.Import):
             candidates = [[a.name] for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -497,7 +497,7 @@ def seam_hits(path: Path, rel: str) -> list[str]:
                 hits.append(f"{rel}:{node.lineno} {prefix}{node.name}: {'; '.join(why)}")
             visit(node, f"{prefix}{node.name}.", names)
 
-    visit(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)), "", set())
+    visit(parse_source(path), "", set())
     return hits
 
 

@@ -52,7 +52,7 @@ def _source(module: str) -> Path:
     return path
 
 
-def _parse(path: Path) -> ast.Module:
+def parse_source(path: Path) -> ast.Module:
     """``ast.parse`` of ``path``. CPython 3.11.7's AST validator can miscount the caller's recursion depth in a
     long-lived process ("SystemError: AST constructor recursion depth mismatch", seen in the suite's xdist
     workers); the same parse on a fresh thread's stack does not, so that is retried once there."""
@@ -80,7 +80,7 @@ def _imports(path: Path, module: str) -> set[str]:
     """``hyperpod_runtime`` modules that ``path`` imports (absolute and relative imports)."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(_parse(path)):
+    for node in ast.walk(parse_source(path)):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]

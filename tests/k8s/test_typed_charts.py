@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from hyperpod_core.config import Config, load_config
+from hyperpod_infra.bundle import parse_source
 
 REPO = Path(__file__).resolve().parents[2]
 K8S = REPO / "k8s" / "hyperpod_k8s"
@@ -95,7 +96,7 @@ def test_generated_classes_are_reached_by_their_real_names() -> None:
     for path in sorted(K8S.rglob("*.py")):
         if path.is_relative_to(K8S / "imports"):
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parse_source(path)
         generated = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
                      and (node.module or "").startswith("hyperpod_k8s.imports") for alias in node.names}
         found += [f"{path.relative_to(REPO)}:{node.lineno}" for node in ast.walk(tree)
@@ -111,7 +112,7 @@ def _config_takers(root: Path, skip: set[str]) -> list[str]:
     for path in sorted(root.rglob("*.py")):
         if path.name in skip or path.is_relative_to(K8S / "imports"):
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parse_source(path)):
             if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
