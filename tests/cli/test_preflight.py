@@ -25,10 +25,12 @@ from moto import mock_aws
 from typer.testing import CliRunner
 
 from hyperpod_core.config import parse_config
+
 from hyperpod_dpd import preflight
 from hyperpod_dpd.commands.preflight import target
 
 REGION = "us-west-2"
+REPO_CHECKOUT = Path(__file__).resolve().parents[2]
 ACCOUNT = "123456789012"  # moto's default account
 NOW = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
 PLAN_ARN = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:training-plan/p5-plan"
@@ -506,7 +508,7 @@ def test_templates_not_synthesized_or_not_deployable_fail(tmp_path) -> None:
     from hyperpod_core import environment
 
     cfg = tmp_path / "c.yaml"
-    shutil.copy(preflight.paths.CHECKOUT / "config" / "default.yaml", cfg)  # type: ignore[operator]
+    shutil.copy(REPO_CHECKOUT / "config" / "default.yaml", cfg)
     e = environment.resolve(str(cfg))
     missing = preflight.check_templates(e)
     assert (missing.status, missing.fix) == ("FAIL", f"hyperpod-dpd synth --config {cfg}")
