@@ -25,7 +25,6 @@ from moto import mock_aws
 from typer.testing import CliRunner
 
 from hyperpod_core.config import parse_config
-
 from hyperpod_dpd import preflight
 from hyperpod_dpd.commands.preflight import target
 
