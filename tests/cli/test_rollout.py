@@ -76,15 +76,15 @@ class Fleet:
 
 @pytest.fixture
 def fleet(tmp_path: Path, config_file: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Fleet]]:
-    """``fleet(nodes_per_pool=1, strategy=ROLLING, live=manifest(OLD), synthesized=manifest(NEW))``: the default config
-    (``nodes_per_pool`` nodes in each of its two groups), the synthesized manifest in its folder's ``dist/``, and the
-    fake cluster running ``live``, served until the test ends."""
+    """``fleet(nodes_per_pool=1, strategy=ROLLING, live=manifest(OLD), synthesized=manifest(NEW), running=True)``: the
+    default config (``nodes_per_pool`` nodes in each of its two groups), the synthesized manifest in its folder's
+    ``dist/``, and the fake cluster running ``live`` (nothing when not ``running``), served until the test ends."""
     monkeypatch.setattr(rollout_cmd, "POLL_SECONDS", 0.0)
     monkeypatch.setattr(rollout_cmd, "SMOKE_LOG_WAIT_SECONDS", 0.0)
     stack = ExitStack()
 
     def make(*, nodes_per_pool: int = 1, strategy: dict[str, Any] = ROLLING, live: dict[str, Any] | None = None,
-             synthesized: dict[str, Any] | None = None) -> Fleet:
+             synthesized: dict[str, Any] | None = None, running: bool = True) -> Fleet:
         text = config_file.read_text()
         assert text.count("      instance_count: 1\n") == 2  # config/default.yaml: one p5 per pool
         config_file.write_text(text.replace("      instance_count: 1\n", f"      instance_count: {nodes_per_pool}\n"))
@@ -97,7 +97,8 @@ def fleet(tmp_path: Path, config_file: Path, monkeypatch: pytest.MonkeyPatch) ->
         dist.write_text(yaml.safe_dump(synthesized or manifest(NEW)))
         operator = Operator(cluster=FakeCluster(), strategy=copy.deepcopy(strategy))
         operator.cluster.nodes = nodes_of(config)
-        operator.create(live or manifest(OLD))
+        if running:
+            operator.create(live or manifest(OLD))
         kubeconfig = tmp_path / "kubeconfig"
         url = stack.enter_context(scheduler_server(operator, kubeconfig))
         deployed_at(config_file, url)
@@ -247,6 +248,16 @@ def test_replace_deletes_waits_and_applies(cli, fleet: Callable[..., Fleet]) -> 
                                  f"create Service {NAME} -> {host(NAME)}"]
     assert NEW in f.operator.cluster.endpoints[(NS, NAME)]["spec"]["worker"]["args"][1]
     assert f"{NAME}: DeletionInProgress" in result.out
+
+
+def test_with_nothing_live_it_creates_the_endpoint_and_its_address(cli, fleet: Callable[..., Fleet]) -> None:
+    f = fleet(running=False)
+    result = cli(*f.args("--yes"))
+    assert result.code == 0, result.err
+    assert "plan: CREATE as llama-3-3-70b" in result.out and "nothing live: the endpoint is applied; it fits" in \
+        result.out
+    assert f.operator.events == [f"create InferenceEndpointConfig {NAME}", f"create Service {NAME} -> {host(NAME)}"]
+    assert f.record()["current"]["name"] == NAME and f.record()["previous"] is None
 
 
 def test_in_place_with_recreate_applies_both_roles_at_once(cli, fleet: Callable[..., Fleet]) -> None:

@@ -211,10 +211,10 @@ def _plan(dep: Deployment, spec: EndpointSpec, cluster: Cluster, record: Record 
                   live_spec=(live or {}).get("spec") if live else None, target_spec=want["spec"],
                   blue_green_name=blue_green, nodes=nodes, strategies=strategies, selectors=_selectors(spec),
                   cold_start=fast, cold_start_unchanged=same, kv_flushed=kv_flushed)
+    if plan.kind == "create":
+        plan = replace(plan, target=live_name)
     line, change = address.state(service, spec.name, ns, EndpointNames(name=plan.target, namespace=ns))
     plan = replace(plan, service=line, service_change=change if plan.kind == "none" else True)
-    if live is None and plan.kind == "create":
-        plan = replace(plan, target=live_name)
     source = None
     if live is not None:
         source = current if current is not None and current.name == live_name else Revision(

@@ -545,9 +545,11 @@ def decide(*, endpoint: str, namespace: str, live_name: str | None, live_spec: M
     capacity = tuple(free_by_selector(rooms, selectors if is_dpd(target_spec) else {
         d.role: d.selector for d in demands(target_spec, selectors)}))
     if live_spec is None or live_name is None:
-        return Plan(kind="create", endpoint=endpoint, namespace=namespace, live=None, target=live_name or endpoint,
-                    changes=(), capacity=capacity, reasons=(f"nothing live: {live_name or endpoint} is applied",),
-                    downtime=None, kv="KV: nothing live", service=service, service_change=True)
+        short = place(rooms, demands(target_spec, selectors))
+        fit = "it fits" if not short else f"it does not fit yet ({'; '.join(short)}): its pods wait Pending"
+        return Plan(kind="create", endpoint=endpoint, namespace=namespace, live=None, target=endpoint, changes=(),
+                    capacity=capacity, reasons=(f"nothing live: the endpoint is applied; {fit}",), downtime=None,
+                    kv="KV: nothing live", service=service, service_change=True)
     found = tuple(changes(live_spec, target_spec))
     refusal, kv = kv_safety(live_spec, target_spec, flushed=kv_flushed)
     if not found:
