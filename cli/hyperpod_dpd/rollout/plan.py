@@ -455,7 +455,7 @@ def downtime(figures: Iterable[ColdStart] | None, *, source_type: str, weights_c
     if source_type != "s3" or s3 is None or s3.seconds is None:
         return f"one cold start (no published time for model source {source_type!r})"
     fast, slow = s3.seconds
-    s3_text = f"{fast / 60:.1f}-{slow / 60:.1f} min from S3 ({s3.note})"
+    s3_text = f"{fast / 60:.1f}-{slow / 60:.1f} min from S3 [{s3.note}]"
     if not weights_cache:
         return f"one cold start: {s3_text}; weights cache off"
     if model_changes:
