@@ -34,8 +34,9 @@ from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption,
 if TYPE_CHECKING:  # the Kubernetes client loads when the command runs, not for --help
     from hyperpod_dpd.kube import Kube
     from hyperpod_dpd.rollout.cluster import Cluster
+    from hyperpod_dpd.rollout.executor import Executor
     from hyperpod_dpd.rollout.plan import Plan
-    from hyperpod_dpd.rollout.store import Record, Revision
+    from hyperpod_dpd.rollout.store import Record, Revision, RevisionStore
 
 EndpointOption = Annotated[str | None, typer.Option(
     "--endpoint", metavar="NAME", show_default=False,
@@ -239,7 +240,8 @@ def _question(plan: Plan) -> str:
     return f"point Service {where} at {plan.target}?"
 
 
-def _unfinished(dep: Deployment, spec: EndpointSpec, kube: Kube, cluster: Cluster, store: Any, record: Record, *,
+def _unfinished(dep: Deployment, spec: EndpointSpec, kube: Kube, cluster: Cluster, store: RevisionStore,
+                record: Record, *,
                 undo: bool, dry_run: bool, yes: bool, timeout_s: float) -> None:
     """Resume the unfinished operation (asked), or undo it (``--undo``, asked)."""
     from hyperpod_dpd.rollout.executor import describe, undo_operation
@@ -273,8 +275,8 @@ def _unfinished(dep: Deployment, spec: EndpointSpec, kube: Kube, cluster: Cluste
           + (f"revision {current.number} ({current.name})" if current else "nothing"))
 
 
-def _executor(dep: Deployment, spec: EndpointSpec, kube: Kube, cluster: Cluster, store: Any, timeout_s: float
-              ) -> Any:
+def _executor(dep: Deployment, spec: EndpointSpec, kube: Kube, cluster: Cluster, store: RevisionStore,
+              timeout_s: float) -> Executor:
     from hyperpod_dpd.rollout.executor import Executor
 
     return Executor(cluster=cluster, store=store, endpoint=spec.name, namespace=spec.namespace,
