@@ -6,6 +6,9 @@ command line against a bare interpreter.
     .venv/bin/python scripts/bench.py --cfn-include [--pairs 7]  # python -O app.py against the CfnInclude floor only
     .venv/bin/python scripts/bench.py --cli                      # the command line only (seconds, no set-up)
 
+Bad arguments end in one line (exit 2); a case that fails ends the run in one line with the command, its exit code
+and the last line it wrote on stderr (exit 1).
+
 Measures (after set-up, warm caches, one unmeasured warm-up run of each case): the whole main job
 (scripts/synth), `python -O app.py` alone, the cdk8s synth alone, and the floor: an empty CDK app with jsii's
 runtime type checks off (`python -O`: the generated bindings check types only `if __debug__`) and the built-in
@@ -32,6 +35,7 @@ Command line (issue 24): ``hyperpod-dpd --help``, a subcommand's ``--help`` and 
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -42,7 +46,7 @@ from typing import Annotated
 
 import typer
 
-from hyperpod_core.errors import guarded, run_app
+from hyperpod_core.errors import CommandFailed, guarded, run_app
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = str(ROOT / ".venv" / "bin" / "python")
@@ -115,6 +119,26 @@ PHASE_NOTES = {"start-up": "interpreter, imports, config: until cdk.App()",
                "after synth": "app.py: findings report; then the exit"}
 
 
+class Failed(CommandFailed):
+    """A step of the bench failed: one line on stderr (``error: ...``), exit 1 (:func:`guarded`)."""
+
+
+def _last_line(output: str | None) -> str:
+    """The last line of a failed command's stderr: its own reason (ours is one line; a traceback's is its last)."""
+    lines = [line.strip() for line in (output or "").splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "no output"
+
+
+def _failed(cmd: list[str], rc: int, stderr: str | None) -> Failed:
+    return Failed(f"{' '.join(cmd)} failed (exit {rc}): {_last_line(stderr)}")
+
+
+def _require_setup() -> None:
+    """The venv set-up makes (``--cli`` times it without running set-up)."""
+    if not Path(PY).is_file():
+        raise Failed(f"{PY} does not exist: run ./scripts/setup first")
+
+
 #: Runs one command and prints the peak RSS (KiB) of the largest process in its tree: a fresh wrapper per
 #: measurement, because RUSAGE_CHILDREN accumulates over everything a process has waited for.
 _WRAPPER = ("import resource, subprocess, sys\n"
@@ -130,18 +154,18 @@ def run(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
                             text=True, check=False)
     wall = time.perf_counter() - start
     if result.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed: {result.stderr[-2000:]}")
+        raise _failed(cmd, result.returncode, result.stderr)
     return wall, int(result.stdout.split()[-1]) / 1024
 
 
 def wall(cmd: list[str], env: dict[str, str]) -> float:
     """Wall seconds of one run of ``cmd`` (output discarded; it must succeed)."""
     start = time.perf_counter()
-    rc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                        check=False).returncode
+    result = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            check=False)
     elapsed = time.perf_counter() - start
-    if rc != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed (exit {rc})")
+    if result.returncode != 0:
+        raise _failed(cmd, result.returncode, result.stderr)
     return elapsed
 
 
@@ -175,11 +199,11 @@ def phased(script: list[str], env: dict[str, str], marks: Path) -> dict[str, flo
     """Wall seconds of one run of ``python -O <script>`` (it must succeed) and of each of :data:`PHASES`."""
     marks.unlink(missing_ok=True)
     start = time.monotonic()
-    rc = subprocess.run([PY, "-O", "-c", PHASED, *script], cwd=ROOT, env={**env, "BENCH_MARKS": str(marks)},
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False).returncode
+    result = subprocess.run([PY, "-O", "-c", PHASED, *script], cwd=ROOT, env={**env, "BENCH_MARKS": str(marks)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
     end = time.monotonic()
-    if rc != 0:
-        raise SystemExit(f"python -O {' '.join(script)} failed (exit {rc})")
+    if result.returncode != 0:
+        raise _failed(["python", "-O", *script], result.returncode, result.stderr)
     at = {phase: float(t) for phase, t in (line.rsplit(" ", 1) for line in marks.read_text().splitlines())}
     times = [start, at["start-up"], at["construct work"], at["synth"], end]
     return {"whole process": end - start, **{p: b - a for p, a, b in zip(PHASES, times[:-1], times[1:], strict=True)}}
@@ -221,23 +245,30 @@ app = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions
 
 
 @app.command(help="\n\n".join(f"\b\n{paragraph}" for paragraph in __doc__.split("\n\n")))  # as written
-def _bench(repeat: Annotated[int, typer.Option(metavar="N")] = 3,
+def _bench(repeat: Annotated[int, typer.Option(metavar="N", min=1, help="runs of each case")] = 3,
            pairs: Annotated[int, typer.Option(
-               metavar="N", help="pairs of python -O app.py and the CfnInclude floor")] = 7,
+               metavar="N", min=1, help="pairs of python -O app.py and the CfnInclude floor")] = 7,
            cli: Annotated[bool, typer.Option("--cli", help="time the command line's start-up only")] = False,
            cfn_include: Annotated[bool, typer.Option(
                "--cfn-include", help="time python -O app.py against the CfnInclude floor only")] = False) -> None:
     if cli:
+        _require_setup()
         cli_bench(max(repeat, 5))
         return
     # scripts/setup (run first) says in one line when this Node.js is past jsii's support; as scripts/env.sh does,
     # jsii's banner is then silenced for its major version.
-    node_major = subprocess.run(["node", "--version"], capture_output=True, text=True, check=True).stdout
+    node = shutil.which("node")
+    if node is None:
+        raise Failed("node is not on PATH: install Node.js 22 or 24 (README.md, \"The two commands\")")
+    node_major = subprocess.run([node, "--version"], capture_output=True, text=True, check=False).stdout
     env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": node_major.strip().lstrip("v").split(".")[0],
            "CDK_VALIDATION": "false",
            "AWS_EC2_METADATA_DISABLED": "true", "CDK_DISABLE_CLI_TELEMETRY": "true"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # -O reads .opt-1.pyc: let the warm-up run write them
-    subprocess.run([str(ROOT / "scripts" / "setup")], cwd=ROOT, check=True)
+    setup = ROOT / "scripts" / "setup"
+    rc = subprocess.run([str(setup)], cwd=ROOT, check=False).returncode if setup.is_file() else 127
+    if rc != 0:
+        raise Failed(f"{setup} failed (exit {rc}): see its line above" if rc != 127 else f"{setup} does not exist")
     if cfn_include:
         with tempfile.TemporaryDirectory() as tmp:
             floor_pairs(env, Path(tmp), pairs)

@@ -61,19 +61,20 @@ from hyperpod_core.errors import guarded, run_app  # noqa: E402  (after the test
 
 
 def _jobs(config_path: Path, tmp: Path) -> tuple[Any, Any, list[dict[str, Any]]]:
-    """The config, the synthesized layout and the benchmark Jobs, from the config's own manifests."""
+    """The config's only endpoint (its spec), its synthesized layout and its benchmark Jobs, from the config's own
+    manifests."""
     import yaml
 
     from hyperpod_core.config import load_config
     from hyperpod_core.dist_layout import DistLayout
 
-    config = load_config(config_path)
+    spec = load_config(config_path).spec()  # one endpoint (a fleet's config: one line naming its endpoints)
     dist = tmp / "dist"
     subprocess.run([sys.executable, "-m", "hyperpod_k8s.main", "--config", str(config_path), "--outdir", str(dist)],
                    check=True, capture_output=True, cwd=tmp)
-    layout = DistLayout.found(dist, config.endpoint.name, config.endpoint.apply)
+    layout = DistLayout.found(dist, spec.name, spec.endpoint.apply)
     docs = [d for d in yaml.safe_load_all(layout.benchmark_file.read_text(encoding="utf-8")) if d]
-    return config, layout, [d for d in docs if d.get("kind") == "Job"]
+    return spec, layout, [d for d in docs if d.get("kind") == "Job"]
 
 
 def _serving(manifest: dict[str, Any], name: str, mode: str) -> dict[str, dict[str, int]]:
@@ -123,11 +124,11 @@ def measure(config_path: Path, only: list[str], max_requests: int) -> None:
         raise SystemExit("error: .bench-venv is missing: run ./scripts/setup --tests (it installs genai-bench)")
     with tempfile.TemporaryDirectory(prefix="sample-bench-") as name:
         tmp = Path(name)
-        config, layout, jobs = _jobs(config_path, tmp)
+        spec, layout, jobs = _jobs(config_path, tmp)
         jobs = bench.select(jobs, only)
         tokenizer = build_tokenizer(BENCH_PY, tmp / "tokenizer")
         manifests = bench._manifests(layout)
-        threshold = config.endpoint.routing_threshold_tokens
+        threshold = spec.endpoint.routing_threshold_tokens
         results = tmp / "raw"
         logs = _Logs()
         with StreamingServer(Shape("dpd", threshold=threshold)) as dpd, \
@@ -147,15 +148,14 @@ def measure(config_path: Path, only: list[str], max_requests: int) -> None:
                 if proc.returncode != 0:
                     raise SystemExit(f"error: {key}: the runner exited {proc.returncode}: "
                                      f"{bench._failure_line(proc.stdout + proc.stderr)}")
-                served = _serving(bench._docs(manifests[(bench.experiment_of(job), mode)])[0], config.endpoint.name,
-                                  mode)
+                served = _serving(bench._docs(manifests[(bench.experiment_of(job), mode)])[0], spec.name, mode)
                 extra: dict[str, Any] = {bench.SERVING: bench.serving_record(bench._gpus_of(job), served, served)}
                 if mode == "dpd":  # bench's record of the prefill counters, the local server's count in their place
                     record = bench.dpd_path_record({"bench_server": float(before)},
                                                    {"bench_server": float(server.disaggregated)}, None)
                     extra[bench.DPD_PATH] = record | {"source": LOCAL_COUNT}
                 logs.text = proc.stdout
-                bench._collect(logs, config, job, results, extra)  # type: ignore[arg-type]
+                bench._collect(logs, job, results, spec.region, extra)  # type: ignore[arg-type]
         for path in results.rglob("*.json"):  # the machine's folders, as genai-bench recorded its command line
             text = path.read_text(encoding="utf-8")
             path.write_text(text.replace(str(tmp), "<tmp>").replace(str(REPO), "<checkout>"), encoding="utf-8")

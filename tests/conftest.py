@@ -193,8 +193,8 @@ def observability_alone(default_config: Config):
     from hyperpod_infra.stacks.observability_stack import ObservabilityStack, ObservabilityStackProps
 
     stack = ObservabilityStack(stand_ins.app(), "Observability", env=stand_ins.env(), props=ObservabilityStackProps(
-        workspace_alias=stand_ins.WORKSPACE_ALIAS, alert_rule_groups=alert_rule_groups(default_config),
-        alert_manager_definition=lambda arns: alert_manager_definition(default_config, arns)))
+        workspace_alias=stand_ins.WORKSPACE_ALIAS, alert_rule_groups=alert_rule_groups(default_config.specs()),
+        alert_manager_definition=lambda arns: alert_manager_definition(default_config.region, arns)))
     return stand_ins.Alone(stack, Template.from_stack(stack), None)
 
 
@@ -248,3 +248,21 @@ def matrix_all(synthesize_matrix) -> list[matrix.Synthesized]:
 def synthesized(request, synthesize_matrix) -> matrix.Synthesized:
     """One matrix config per test instance (parametrized over every config under config/)."""
     return synthesize_matrix(request.param)
+
+
+#: config/examples/two-models.yaml: two endpoints on one cluster, each role pinned to its instance group (issue 34).
+TWO_MODELS = "two-models.yaml"
+
+
+@pytest.fixture(scope="session")
+def two_models_config() -> Config:
+    """The two-models example's config (no synthesis)."""
+    return load_config(matrix.MATRIX_CONFIGS[matrix.MATRIX_NAMES.index(TWO_MODELS)])
+
+
+@pytest.fixture(scope="session")
+def two_models(synthesize_matrix) -> matrix.Synthesized:
+    """The two-models example through both apps, the matrix's one synthesis of it (its tests join the matrix's
+    worker, tests/matrix.py), for the checks of its manifests: ``.dist`` holds each endpoint's folder and the
+    deployment's dashboards, ``.manifests`` every document."""
+    return synthesize_matrix(TWO_MODELS).require_manifests()

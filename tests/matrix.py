@@ -83,6 +83,15 @@ class Synthesized:
             pytest.fail(f"{self.name} crashed during synth:\n{self.crash}", pytrace=False)
         return self
 
+    def require_manifests(self) -> Synthesized:
+        """This synthesis, or the test fails with the cdk8s app's crash: for the checks that read the manifests
+        only (the two apps are synthesized one after the other, each crash kept with its phase)."""
+        if self.crash is not None and "[cdk8s] " in self.crash:
+            import pytest
+
+            pytest.fail(f"{self.name}'s cdk8s app crashed during synth:\n{self.crash}", pytrace=False)
+        return self
+
 
 def _cdk(entry: Synthesized) -> None:
     from hyperpod_core.errors import CommandFailed

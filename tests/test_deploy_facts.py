@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.matrix import DEFAULT_CONFIG_PATH, MATRIX_NAMES
+from tests.matrix import DEFAULT_CONFIG_PATH, MATRIX_NAMES, known_failure
 
 from hyperpod_core import fit, instances, pins
 from hyperpod_core.config import EKS_UNSUPPORTED_AZ_IDS, Config
+from hyperpod_core.names import INSTANCE_GROUP_NODE_LABEL
 
 # --- published data ---------------------------------------------------------------------------------------
 
@@ -248,13 +249,13 @@ def test_node_security_groups_admit_the_flows_the_cluster_needs(deployment, src,
     """Reachability over the security-group graph of the templates (deploy-facts.md, "Networking"). The
     control-plane ENIs carry the EKS cluster security group (self-only ingress) and CDK's control-plane group
     (no ingress, aws/aws-cdk#30498); HyperPod nodes carry only the groups of ``VpcConfig`` /
-    ``OverrideVpcConfig``. Port 8000 is ``endpoint.container_port`` of the default config."""
+    ``OverrideVpcConfig``. Port 8000 is ``endpoint.container_port`` of the default config: every endpoint's port."""
     model = Model(deployment.templates)
     rules, points = security_rules(model), endpoints(model)
-    port = deployment.config.endpoint.container_port if port == 8000 else port
-    blocked = [f"{s.name} -> {d.name}" for s in points[src] for d in points[dst]
-               if not can_reach(rules, s, d, protocol, port)]
-    assert not blocked, f"{protocol}/{port} blocked ({why}): {blocked}"
+    ports = sorted({spec.endpoint.container_port for spec in deployment.config.specs()}) if port == 8000 else [port]
+    blocked = [f"{s.name} -> {d.name}:{p}" for p in ports for s in points[src] for d in points[dst]
+               if not can_reach(rules, s, d, protocol, p)]
+    assert not blocked, f"{protocol}/{ports} blocked ({why}): {blocked}"
 
 
 def test_execution_role_may_create_enis_with_every_group_the_nodes_carry(deployment) -> None:
@@ -463,7 +464,7 @@ def test_inference_operator_role_has_the_published_policy(deployment) -> None:
     s3_role = model.resolve(s3_key.split("/")[0], s3_addon["Properties"]["ServiceAccountRoleArn"])
     missing = _ungranted(model, s3_role, S3_CSI_READ_ACTIONS)
     assert not missing, f"the S3 CSI driver's role may not {missing}"
-    if deployment.config.endpoint.autoscaling.enabled:
+    if any(spec.endpoint.autoscaling.enabled for spec in deployment.config.specs()):
         op_key, operator = addons["amazon-sagemaker-hyperpod-inference"]
         values = operator["Properties"]["ConfigurationValues"]["Fn::Join"][1]
         keda = values[[i for i, v in enumerate(values) if isinstance(v, str) and '"keda"' in v][-1] + 1]
@@ -557,7 +558,8 @@ def test_deployments_side_by_side_collide_nowhere(synthesize_matrix) -> None:
     region must deploy side by side; restricted-endpoint.yaml is the default with another ``name`` (and an
     allow-list), the other examples differ in more."""
     by_region: dict[str, list[tuple[str, set[str]]]] = {}
-    for name in MATRIX_NAMES:
+    # A config tests/matrix.py lists as failing today (another branch fixes it) joins once that entry goes.
+    for name in (n for n in MATRIX_NAMES if not known_failure(n, "test_deployments_side_by_side_collide_nowhere")):
         entry = synthesize_matrix(name).require()
         by_region.setdefault(entry.config.region, []).append((name, physical_names(entry.templates)))
     collisions = [f"{a} and {b}: {sorted(names_a & names_b)}" for pairs in by_region.values()
@@ -764,14 +766,15 @@ def test_s3_csi_lists_the_model_bucket_without_a_prefix_condition(deployment) ->
     ``s3:prefix`` condition. AWS's S3 CSI role (aws/sagemaker-hyperpod-cluster-setup @
     a9933ba98c1b43bb6b9f680da36de7a4e178930a, eks/cloudformation/inference-addon-iam-roles-template.yaml,
     ``S3MountpointPolicy`` statement ``MountpointFullBucketAccess``) grants ``s3:ListBucket`` with no condition;
-    object reads stay below ``model.s3_prefix``."""
+    object reads stay below each endpoint's ``model.s3_prefix``."""
     model = Model(deployment.templates)
     statements = _role_statements(model, _addon_role(model, "aws-mountpoint-s3-csi-driver"))
     listing = [s for s in statements if _allows(s, "s3:ListBucket")]
     assert listing and all("Condition" not in s for s in listing), listing
-    prefix = deployment.config.model.s3_prefix
-    reads = [r for s in statements if _allows(s, "s3:GetObject") for r in _list(s["Resource"])]
-    assert reads and all(_arn_parts(model, "", r)[-1][0].endswith(f"/{prefix}*") for r in reads), reads
+    prefixes = {f"/{spec.model.s3_prefix}*" for spec in deployment.config.specs()}
+    reads = [_arn_parts(model, "", r)[-1][0] for s in statements if _allows(s, "s3:GetObject")
+             for r in _list(s["Resource"])]
+    assert reads and {next((p for p in prefixes if r.endswith(p)), r) for r in reads} == prefixes, reads
 
 
 def test_inference_execution_role_trusts_sagemaker_without_a_condition(deployment) -> None:
@@ -977,6 +980,24 @@ def _groups_for(deployment, instance_type: str, selector: dict) -> list[dict]:
     return found
 
 
+def test_a_role_pinned_to_an_instance_group_lands_on_that_group_only(deployment) -> None:
+    """Issue 34 item 2: a role that names ``instance_group`` selects ``hyperpod-dpd/instance-group: <group>``, the
+    label the HyperPod stack puts on exactly that group's nodes (``ClusterKubernetesConfig.Labels``: HyperPod applies
+    them to every node of the group, SageMaker API Reference), so one endpoint's pods never land on the group another
+    endpoint sized for itself. Read from the manifests and the HyperPod template."""
+    pinned = {}
+    for name, role, instance_type, s, _ in _role_specs(deployment):
+        group = (s.get("nodeSelector") or {}).get(INSTANCE_GROUP_NODE_LABEL)
+        if group is not None:
+            matched = [g["InstanceGroupName"] for g in _groups_for(deployment, instance_type, s["nodeSelector"])]
+            assert matched == [group], f"{name} {role} selects {group}, which labels {matched}"
+            pinned[(name, role)] = group
+    configured = {(spec.name, role): getattr(spec.endpoint, role).instance_group
+                  for spec in deployment.config.specs() for role in ("prefill", "decode")
+                  if getattr(spec.endpoint, role).instance_group is not None}
+    assert {k: v for k, v in pinned.items() if k[1] != "worker"} == configured
+
+
 #: EC2 accelerated-computing specifications (and deploy-facts.md, "Compute"): vCPUs (2 threads per core) and
 #: memory in GiB of each DPD instance type.
 PUBLISHED_NODE_SHAPE: dict[str, tuple[int, int]] = {
@@ -1048,11 +1069,14 @@ LLAMA_3_3_70B = {"weight_bytes": 70.6e9 * 2, "kv_bytes_per_token": 320 * 1024}
 def test_weights_and_one_sequence_fit_vllms_share(deployment) -> None:
     """Issue 20 item 5: vLLM's share of one GPU holds that GPU's weights and the KV cache of one ``--max-model-len``
     sequence, or the engine refuses to start ("max seq len ... larger than the maximum number of tokens that can be
-    stored in KV cache", vLLM)."""
-    c = deployment.config
-    if "llama-3.3-70b" not in (c.model.name.replace("-3-3-", "-3.3-") + c.model.s3_prefix).lower():
+    stored in KV cache", vLLM). Checked on every endpoint that serves Llama-3.3-70B (the published size used here)."""
+    llama_70b = {spec.name for spec in deployment.config.specs()
+                 if "llama-3.3-70b" in (spec.model.name.replace("-3-3-", "-3.3-") + spec.model.s3_prefix).lower()}
+    if not llama_70b:
         pytest.skip("the published size used here is Llama-3.3-70B's")
     for name, role, instance_type, s, spec in _role_specs(deployment):
+        if name not in llama_70b:
+            continue
         args = [*spec["worker"]["args"], *(s.get("args") or [])]
         tp, max_len = int(_flag(args, "--tensor-parallel-size") or 1), int(_flag(args, "--max-model-len") or 0)
         share = float(_flag(args, "--gpu-memory-utilization") or 0.9) * PUBLISHED_GPU_MEMORY_GIB[instance_type]

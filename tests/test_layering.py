@@ -372,3 +372,200 @@ def test_the_circle_finder_sees_lazy_and_type_checking_imports(tmp_path: Path) -
     graph = {m: file_imports(tmp_path / rel, m, modules) for m, rel in modules.items()}
     assert graph["pkg.d"] == {"pkg.a"}
     assert import_cycles(graph) == [["pkg.a", "pkg.b", "pkg.c"]]
+
+
+# --- the seam: consumers take one endpoint, never the whole Config (issue 34 item 5) ---------------------------
+
+#: The composition roots: the edges that load the config and loop over its endpoints (STYLE principle 15). Paths
+#: relative to the repository; a trailing ``*.py`` means every module of that folder.
+COMPOSITION_ROOTS = ("app.py", "infra/hyperpod_infra/app_builder.py", "k8s/hyperpod_k8s/main.py",
+                     "mainjob/hyperpod_mainjob/job.py", "cli/hyperpod_dpd/commands/*.py")
+#: The config package defines ``Config`` and ``EndpointSpec``: it may read its own fields.
+CONFIG_PACKAGE = "core/hyperpod_core/config/"
+#: Attributes that reach an endpoint through the whole config: the fleet itself (``endpoints``) and the
+#: one-endpoint shorthand ``endpoint`` (it raises on a fleet of several; hyperpod_core.config.model).
+ENDPOINT_READS = frozenset({"endpoint", "endpoints"})
+#: Calls whose result is a ``Config``.
+CONFIG_FACTORIES = frozenset({"Config", "load_config", "parse_config"})
+#: Most functions outside the composition roots and the config package that may take a Config or read its endpoints.
+SEAM_LIMIT = 25
+
+
+def _annotation_names_config(annotation: ast.expr | None) -> bool:
+    """``Config``, ``hyperpod_core.config.Config``, ``"Config"``, ``Config | None``, ``Optional[Config]``..."""
+    if annotation is None:
+        return False
+    text = ast.unparse(annotation)
+    return any(part.strip(" '\"").split(".")[-1] == "Config"
+               for part in re.split(r"[|\[\],]", text.replace("Optional", "")))
+
+
+def _untyped(annotation: ast.expr | None) -> bool:
+    return annotation is None or ast.unparse(annotation).strip("'\"").split(".")[-1] == "Any"
+
+
+def _is_config(node: ast.expr, names: set[str]) -> bool:
+    """``node`` evaluates to a Config: a name known to hold one, an attribute called ``config`` (an Environment's,
+    a Deployment's ``env.config``: the one name the code gives the loaded config), or a call that makes one."""
+    if isinstance(node, ast.Name):
+        return node.id in names
+    if isinstance(node, ast.Attribute):
+        return node.attr == "config"
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        owner = func.value if isinstance(func, ast.Attribute) else None
+        return name in CONFIG_FACTORIES or (isinstance(owner, ast.Name) and owner.id == "Config")
+    return False
+
+
+def _own_nodes(scope: ast.AST) -> tuple[list[ast.AST], list[ast.AST]]:
+    """The nodes of ``scope``'s body that belong to it (lambdas and comprehensions included), and the functions and
+    classes nested in it (each a scope of its own)."""
+    own: list[ast.AST] = []
+    nested: list[ast.AST] = []
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            nested.append(node)
+            continue
+        own.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return own, nested
+
+
+def _targets(target: ast.expr) -> list[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for t in target.elts for n in _targets(t)]
+    return []
+
+
+def _function_hits(fn: ast.FunctionDef | ast.AsyncFunctionDef, outer: set[str]) -> tuple[list[str], set[str]]:
+    """Why ``fn`` counts (empty: it does not), and the names holding a Config inside it."""
+    names = set(outer)
+    why: list[str] = []
+    args = fn.args
+    for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, *(x for x in (args.vararg, args.kwarg) if x)]:
+        if _annotation_names_config(a.annotation) or (a.arg == "config" and _untyped(a.annotation)):
+            names.add(a.arg)
+            why.append(f"takes a Config ({a.arg})")
+        else:
+            names.discard(a.arg)
+    own, _ = _own_nodes(fn)
+    changed = True
+    while changed:  # names bound to a Config, also through another name (c = e.config; d = c)
+        changed = False
+        for node in own:
+            found: list[str] = []
+            if isinstance(node, ast.AnnAssign) and (_annotation_names_config(node.annotation) or (
+                    node.value is not None and _is_config(node.value, names))):
+                found = _targets(node.target)
+            elif isinstance(node, ast.Assign) and _is_config(node.value, names):
+                found = [n for t in node.targets for n in _targets(t)]
+            elif isinstance(node, ast.NamedExpr) and _is_config(node.value, names):
+                found = [node.target.id]
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                found = [n for item in node.items if item.optional_vars is not None
+                         and _is_config(item.context_expr, names) for n in _targets(item.optional_vars)]
+            if set(found) - names:
+                names.update(found)
+                changed = True
+    reads = sorted({f"{ast.unparse(n.value)}.{n.attr}" for n in own if isinstance(n, ast.Attribute)
+                    and n.attr in ENDPOINT_READS and isinstance(n.ctx, ast.Load) and _is_config(n.value, names)})
+    why += [f"reads {r}" for r in reads]
+    return why, names
+
+
+def seam_hits(path: Path, rel: str) -> list[str]:
+    """``<rel>:<line> <function>: <why>`` for every function of the module at ``path`` that takes a Config (its
+    annotation, or an untyped/``Any`` parameter called ``config``) or reads ``endpoint``/``endpoints`` of one; nested
+    functions are their own (a closure sees its outer function's Config names)."""
+    hits: list[str] = []
+
+    def visit(scope: ast.AST, prefix: str, outer: set[str]) -> None:
+        _, nested = _own_nodes(scope)
+        for node in sorted(nested, key=lambda n: n.lineno):  # type: ignore[attr-defined]
+            if isinstance(node, ast.ClassDef):
+                visit(node, f"{prefix}{node.name}.", outer)
+                continue
+            assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            why, names = _function_hits(node, outer)
+            if why:
+                hits.append(f"{rel}:{node.lineno} {prefix}{node.name}: {'; '.join(why)}")
+            visit(node, f"{prefix}{node.name}.", names)
+
+    visit(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)), "", set())
+    return hits
+
+
+def _is_composition_root(rel: str) -> bool:
+    return any(Path(rel).match(root) if root.endswith("*.py") else rel == root for root in COMPOSITION_ROOTS)
+
+
+def seam(root: Path = REPO_ROOT) -> list[str]:
+    """:func:`seam_hits` of every module of our packages but the composition roots, the config package and the
+    generated bindings."""
+    hits: list[str] = []
+    for folder in PACKAGES.values():
+        folder = root / folder.relative_to(REPO_ROOT)
+        for path in sorted(folder.rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            if (_is_composition_root(rel) or rel.startswith(CONFIG_PACKAGE)
+                    or path.is_relative_to(root / GENERATED_BINDINGS.relative_to(REPO_ROOT))):
+                continue
+            hits += seam_hits(path, rel)
+    return hits
+
+
+def test_consumers_take_one_endpoint_not_the_whole_config() -> None:
+    """STYLE principle 15 (issue 34 item 5): code that serves, observes, benchmarks or sizes an endpoint takes that
+    endpoint's spec (and the cluster facts it needs); only the composition roots hold the whole Config and loop over
+    its endpoints. The functions outside them that still take a Config, or read ``endpoint``/``endpoints`` of one,
+    stay under :data:`SEAM_LIMIT`; the message lists them by file."""
+    hits = seam()
+    assert len(hits) < SEAM_LIMIT, f"{len(hits)} functions reach through the whole Config:\n" + "\n".join(hits)
+
+
+def test_the_seam_rule_counts_a_config_parameter_and_its_endpoint_reads(tmp_path: Path) -> None:
+    """Guards :func:`seam_hits`, one case per rule: a parameter annotated Config (also quoted, in a union or untyped
+    and called ``config``); ``endpoint``/``endpoints`` read from a Config-valued expression (a name bound to one,
+    ``<x>.config``, a ``load_config`` call), also inside a closure or a lambda. Not counted: the same attributes of an
+    EndpointSpec or of anything else (a cluster identity's ``endpoint``, a method ``kube.endpoint(...)``)."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "def takes(c: Config) -> None: ...\n"
+        "def quoted(c: 'hyperpod_core.config.Config | None') -> None: ...\n"
+        "def untyped(config): ...\n"
+        "def via_env(e: Environment) -> int:\n    return e.config.endpoint.max_model_len\n"
+        "def via_name(dep: Deployment) -> None:\n    c = dep.env.config\n    d = c\n    return d.endpoints\n"
+        "def loaded(p: Path) -> None:\n    return load_config(p).endpoint\n"
+        "def closure(e: Environment) -> None:\n    c = e.config\n    def inner() -> None:\n        return c.endpoint\n"
+        "def in_lambda(e: Environment) -> object:\n    return lambda: e.config.endpoints\n"
+        "def spec_only(spec: EndpointSpec) -> int:\n    return spec.endpoint.max_model_len\n"
+        "def other(identity: ClusterIdentity, kube: Kube, config: EndpointSpec) -> object:\n"
+        "    return identity.endpoint, kube.endpoint('ns', 'name'), config.endpoint\n"
+        "def shadowed(e: Environment) -> None:\n    c = e.config\n    def inner(c: EndpointSpec) -> int:\n"
+        "        return c.endpoint.max_model_len\n"
+        "class Holder:\n    def method(self, config: Config) -> None: ...\n")
+    found = {h.split(" ", 1)[1].split(":")[0]: h.split(": ", 1)[1] for h in seam_hits(probe, "probe.py")}
+    assert found == {
+        "takes": "takes a Config (c)", "quoted": "takes a Config (c)", "untyped": "takes a Config (config)",
+        "via_env": "reads e.config.endpoint", "via_name": "reads d.endpoints",
+        "loaded": "reads load_config(p).endpoint", "closure.inner": "reads c.endpoint",
+        "in_lambda": "reads e.config.endpoints", "Holder.method": "takes a Config (config)"}
+
+
+def test_the_seam_leaves_out_the_composition_roots_and_the_config_package(tmp_path: Path) -> None:
+    """Guards :func:`seam`: the same function counts in a consumer, not in a root or the config package."""
+    body = "def f(config: Config) -> None: ...\n"
+    for rel in ("cli/hyperpod_dpd/preflight.py", "cli/hyperpod_dpd/commands/status.py", "k8s/hyperpod_k8s/main.py",
+                "core/hyperpod_core/config/rules.py", "core/hyperpod_core/inputs.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(body)
+    for folder in PACKAGES.values():
+        (tmp_path / folder.relative_to(REPO_ROOT)).mkdir(parents=True, exist_ok=True)
+    found = [h.split(":")[0] for h in seam(tmp_path)]
+    assert found == ["core/hyperpod_core/inputs.py", "cli/hyperpod_dpd/preflight.py"]

@@ -72,43 +72,50 @@ COVERAGE: dict[str, Callable[[Config], bool]] = {
     "an existing model bucket with its KMS key": lambda c: c.model_bucket.existing_name is not None
         and c.model_bucket.existing_kms_key_arn is not None,
     "delete the model bucket on destroy": lambda c: c.model_bucket.delete_on_destroy,
-    "autoscaling": lambda c: c.endpoint.autoscaling.enabled,
-    "a model revision named in the config": lambda c: c.model.revision is not None,
+    "autoscaling": lambda c: any(e.autoscaling.enabled for e in c.endpoints),
+    "a model revision named in the config": lambda c: any(e.model.revision is not None for e in c.endpoints),
     "observability off": lambda c: not c.observability.enabled,
     "an Amazon Managed Grafana workspace": lambda c: c.observability.grafana_workspace is not None,
     "another region": lambda c: c.region != "us-west-2",
     "control-plane AZ IDs chosen": lambda c: c.network.control_plane_availability_zone_ids
         != default_control_plane_az_ids(c.region),
-    "ml.p5en.48xlarge": lambda c: c.endpoint.instance_type == "ml.p5en.48xlarge",
-    "ml.p6-b200.48xlarge": lambda c: c.endpoint.instance_type == "ml.p6-b200.48xlarge",
-    "kvaware routing on v1/completions":
-        lambda c: c.endpoint.routing_strategy == "kvaware" and c.endpoint.invocation_path == "v1/completions",
-    "roundrobin routing": lambda c: c.endpoint.routing_strategy == "roundrobin",
-    "L2 cache in Redis": lambda c: c.endpoint.kv_cache.enable_l2_cache and c.endpoint.kv_cache.l2_cache_backend
-        == "redis" and c.endpoint.kv_cache.l2_cache_local_url is not None,
-    "L2 cache on tiered storage":
-        lambda c: c.endpoint.kv_cache.enable_l2_cache and c.endpoint.kv_cache.l2_cache_backend == "tieredstorage",
-    "a larger PD buffer with the utilization lowered":
-        lambda c: c.endpoint.pd_buffer_size_bytes > 16 * GIB and c.endpoint.gpu_memory_utilization < 0.75,
+    "ml.p5en.48xlarge": lambda c: any(e.instance_type == "ml.p5en.48xlarge" for e in c.endpoints),
+    "ml.p6-b200.48xlarge": lambda c: any(e.instance_type == "ml.p6-b200.48xlarge" for e in c.endpoints),
+    "kvaware routing on v1/completions": lambda c: any(
+        e.routing_strategy == "kvaware" and e.invocation_path == "v1/completions" for e in c.endpoints),
+    "roundrobin routing": lambda c: any(e.routing_strategy == "roundrobin" for e in c.endpoints),
+    "L2 cache in Redis": lambda c: any(e.kv_cache.enable_l2_cache and e.kv_cache.l2_cache_backend == "redis"
+                                       and e.kv_cache.l2_cache_local_url is not None for e in c.endpoints),
+    "L2 cache on tiered storage": lambda c: any(
+        e.kv_cache.enable_l2_cache and e.kv_cache.l2_cache_backend == "tieredstorage" for e in c.endpoints),
+    "a larger PD buffer with the utilization lowered": lambda c: any(
+        e.pd_buffer_size_bytes > 16 * GIB and e.gpu_memory_utilization < 0.75 for e in c.endpoints),
     "a training plan": lambda c: any(g.training_plan_arn for g in c.hyperpod.instance_groups),
     "threads_per_core 2": lambda c: any(g.threads_per_core == 2 for g in c.hyperpod.instance_groups),
     "a shared pool": lambda c: any(g.pool == "shared" for g in c.hyperpod.instance_groups),
-    "several workers per node (tensor parallel below 8)": lambda c: c.endpoint.tensor_parallel_size < 8,
-    "explicit worker requests": lambda c: c.endpoint.prefill.cpu is not None and c.endpoint.decode.memory_gib
-        is not None,
+    "several workers per node (tensor parallel below 8)": lambda c: any(e.tensor_parallel_size < 8
+                                                                        for e in c.endpoints),
+    "explicit worker requests": lambda c: any(e.prefill.cpu is not None and e.decode.memory_gib is not None
+                                              for e in c.endpoints),
     "several prefill nodes": lambda c: sum(g.instance_count for g in c.hyperpod.instance_groups
                                            if g.pool == "prefill") > 1,
     "benchmark results in S3, with a node-hour price":
         lambda c: c.benchmark.results_s3_uri is not None and c.benchmark.instance_hour_usd is not None,
     "alerts to e-mail and an existing SNS topic":
         lambda c: bool(c.observability.alerts.email_addresses) and c.observability.alerts.topic_arn is not None,
-    "the colocated endpoint applied": lambda c: c.endpoint.apply == "colocated",
+    "the colocated endpoint applied": lambda c: any(e.apply == "colocated" for e in c.endpoints),
     "in-cluster observability manifests": lambda c: c.observability.in_cluster_manifests,
-    "the weights cache off": lambda c: c.endpoint.model_cache.weights_cache is False,
-    "an explicit load balancer idle timeout": lambda c: c.endpoint.load_balancer_idle_timeout_seconds is not None,
+    "the weights cache off": lambda c: any(e.model_cache.weights_cache is False for e in c.endpoints),
+    "an explicit load balancer idle timeout": lambda c: any(e.load_balancer_idle_timeout_seconds is not None
+                                                            for e in c.endpoints),
     "tiered storage without the tieredstorage L2 cache": lambda c: c.hyperpod.tiered_storage_memory_percent
-        is not None and c.endpoint.kv_cache.l2_cache_backend != "tieredstorage",
+        is not None and all(e.kv_cache.l2_cache_backend != "tieredstorage" for e in c.endpoints),
     "longer log retention": lambda c: c.eks.log_retention_days > 30 and c.network.flow_logs_retention_days > 30,
+    # Several endpoints on one cluster (issue 34): each role pinned to its instance group, an endpoint's own SLO.
+    "several endpoints": lambda c: len(c.endpoints) > 1,
+    "roles pinned to an instance group": lambda c: any(r.instance_group is not None for e in c.endpoints
+                                                       for r in (e.prefill, e.decode)),
+    "an endpoint's own SLO": lambda c: any(e.slo is not None for e in c.endpoints),
 }
 
 
@@ -159,7 +166,8 @@ def test_the_main_job_ends_in_its_summary(name: str, tmp_path: Path) -> None:
     steps = [line.strip() for line in out.split("\nNext:\n", 1)[1].strip().splitlines()]
     assert any(s.startswith(f"npx cdk deploy --app {tmp_path}/cdk.out --all") for s in steps), out
     # no outputs file yet: the manifests are placeholders, and the last step synthesizes again with the outputs
-    assert steps[-1].startswith("./scripts/synth ") and f"{tmp_path}/dist/placeholders/ is not deployable" in steps[-1]
+    assert steps[-1].startswith("./scripts/synth ")
+    assert f"{tmp_path}/dist/llama-3-3-70b-b200/placeholders/ is not deployable" in steps[-1]
 
 
 # --- the matrix shares one worker ------------------------------------------------------------------------------

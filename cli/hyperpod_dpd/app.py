@@ -16,11 +16,12 @@ from __future__ import annotations
 import importlib
 import sys
 from dataclasses import dataclass
+from difflib import get_close_matches
 from typing import Annotated, Any
 
 import typer
 import typer.main
-from typer._click.exceptions import NoArgsIsHelpError  # vendored Click: Typer exports no public name for it
+from typer._click.exceptions import NoArgsIsHelpError, UsageError  # vendored Click: Typer exports no public names
 from typer._click.shell_completion import CompletionItem
 from typer.core import TyperArgument, TyperGroup
 
@@ -138,6 +139,17 @@ class LazyGroup(TyperGroup):
             self.commands.update(_commands_of(COMMANDS[cmd_name].module))
         return self.commands.get(cmd_name)
 
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """Click's, with Typer's "Did you mean ...?" chosen among every command of the table (Typer's own looks at
+        the commands a group holds, and this one holds none until one is asked for: its suggestions are off)."""
+        try:
+            return super().resolve_command(ctx, args)
+        except UsageError as exc:
+            matches = get_close_matches(args[0], list(COMMANDS)) if args else []
+            if exc.message.startswith("No such command") and matches:
+                exc.message = f"{exc.message.rstrip('.')}. Did you mean {', '.join(repr(m) for m in matches)}?"
+            raise
+
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         # Whole summaries, wrapped (Click would cut them to the width left beside the names).
         with formatter.section("Commands"):
@@ -151,7 +163,7 @@ class LazyGroup(TyperGroup):
 
 app = typer.Typer(
     name=PROG, cls=LazyGroup, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False,
-    context_settings=CONTEXT_SETTINGS,
+    suggest_commands=False, context_settings=CONTEXT_SETTINGS,
     help="Operate a disaggregated prefill/decode (DPD) deployment on SageMaker HyperPod.")
 
 

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hyperpod_core.config.cluster import HyperPodConfig
 from hyperpod_core.errors import CommandFailed, UsageError
 from hyperpod_dpd import aws, cdk_cli, change_set, principal
 from hyperpod_dpd.aws import explain
@@ -137,13 +138,16 @@ def check_replacements(found: list[Any], templates: dict[str, dict[str, Any]], c
         print(f"--allow-replace: {r.describe()}; {then}", file=sys.stderr)
 
 
-def refuse_during_deep_health_checks(config: Any, region: str, modified: tuple[str, ...]) -> None:
+def refuse_during_deep_health_checks(hyperpod: HyperPodConfig, deployment: str, region: str,
+                                     modified: tuple[str, ...]) -> None:
     """The HyperPod stack's change set modifies the HyperPod cluster in place (an ``UpdateCluster``, which HyperPod
     does not carry out as expected while deep health checks run: AWS HyperPod EKS deep health check page): refuse
-    while nodes are in them (:func:`hyperpod_dpd.preflight.check_deep_health_checks`)."""
+    while nodes are in them (:func:`hyperpod_dpd.preflight.check_deep_health_checks`). ``hyperpod``: the config's
+    section; ``deployment``: its ``name``."""
     from hyperpod_dpd import preflight
 
-    check = preflight.check_deep_health_checks(preflight.make_clients(region), config, modified=modified)
+    check = preflight.check_deep_health_checks(preflight.make_clients(region), hyperpod, deployment,
+                                               modified=modified)
     if check.status == "FAIL":
         raise CommandFailed(f"{check.detail}. Nothing was deployed; fix: {check.fix}")
     if check.status != "PASS":

@@ -1,4 +1,6 @@
-"""What the day-2 commands (status, smoke, logs, sweep, bench) act on: one config, its deploy outputs, its names.
+"""What the day-2 commands (status, smoke, logs, sweep, bench) act on: one config, its deploy outputs, its cluster
+names, and the endpoint ``--endpoint`` names (:meth:`Deployment.endpoint`: the only one by default; a config of
+several needs the option).
 
 Cluster and bucket names come from the ``cdk deploy --outputs-file`` file of the environment when it exists
 (output IDs of :mod:`hyperpod_core.outputs`, read with :func:`hyperpod_core.inputs.read_outputs_file`), else from
@@ -24,14 +26,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from hyperpod_core import environment, outputs
+from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.environment import Environment
-from hyperpod_core.errors import UsageError
+from hyperpod_core.errors import ConfigError, UsageError
 from hyperpod_core.inputs import eks_cluster_arn, read_outputs_file
-from hyperpod_core.names import EndpointNames
 
 if TYPE_CHECKING:  # the Kubernetes client loads when a command connects, not for --help
     from kubernetes.client import ApiClient
 
+    from hyperpod_core.dist_layout import DistLayout
     from hyperpod_dpd.kube import Kube
     from hyperpod_dpd.kubeconfig import ClusterIdentity, KubeContext
 
@@ -42,10 +45,42 @@ ContextOption = Annotated[str | None, typer.Option(
     "--context", metavar="NAME", help="kubeconfig context (default: the current one).", show_default=False)]
 
 
+def endpoint_of(e: Environment, name: str | None, command: str) -> EndpointSpec:
+    """The endpoint ``--endpoint NAME`` names (:meth:`hyperpod_core.config.Config.spec`), the only one without it;
+    an unknown name, or none with several endpoints, is bad input: one line naming the endpoints there are."""
+    try:
+        return e.config.spec(name)
+    except ConfigError:
+        names = [s.name for s in e.config.specs()]
+        if name is None:
+            raise UsageError(f"--endpoint must name the endpoint hyperpod-dpd {command} acts on: {e.config_path} "
+                             f"serves {len(names)} endpoints ({', '.join(names)})") from None
+        raise UsageError(f"--endpoint must be one of the endpoints of {e.config_path} ({', '.join(names)}), got "
+                         f"{name!r}") from None
+
+
+def endpoints_of(e: Environment, name: str | None, command: str) -> tuple[EndpointSpec, ...]:
+    """The endpoint ``--endpoint NAME`` names (:func:`endpoint_of`), else every endpoint (``status``)."""
+    return (endpoint_of(e, name, command),) if name is not None else e.config.specs()
+
+
+def results_dir(e: Environment, spec: EndpointSpec) -> Path:
+    """Where ``bench`` collects the benchmark results of ``spec``'s endpoint, and where ``report`` reads them by
+    default: ``<workdir>/benchmark-results/<endpoint>/`` (each endpoint its own runs)."""
+    return e.workdir / "benchmark-results" / spec.name
+
+
+def report_dir(e: Environment, spec: EndpointSpec) -> Path:
+    """Where ``report`` writes the report of ``spec``'s endpoint by default:
+    ``<workdir>/benchmark-report/<endpoint>/``."""
+    return e.workdir / "benchmark-report" / spec.name
+
+
 @dataclass(frozen=True, kw_only=True)
 class Deployment:
+    """The deployment's cluster facts; the endpoints it serves are :meth:`endpoint`'s (a day-2 command acts on one)."""
+
     env: Environment
-    names: EndpointNames
     region: str
     eks_cluster: str
     hyperpod_cluster: str
@@ -58,11 +93,22 @@ class Deployment:
     eks_cluster_arn: str | None = None
     """``EksClusterArn`` of the outputs file, else derived from the config when it names one account."""
 
+    def endpoint(self, name: str | None, command: str) -> EndpointSpec:
+        """The endpoint ``--endpoint`` names, else the only one (:func:`endpoint_of`)."""
+        return endpoint_of(self.env, name, command)
+
+    def layout(self, spec: EndpointSpec) -> DistLayout:
+        """The manifests the environment's last synth wrote for ``spec``'s endpoint
+        (:mod:`hyperpod_core.dist_layout`)."""
+        from hyperpod_core.dist_layout import DistLayout
+
+        return DistLayout.found(self.env.dist, spec.name, spec.endpoint.apply)
+
     @property
     def identity(self) -> ClusterIdentity:
         from hyperpod_dpd.kubeconfig import ClusterIdentity
 
-        return ClusterIdentity(name=self.eks_cluster, region=self.region, endpoint=self.eks_endpoint,
+        return ClusterIdentity(name=self.eks_cluster, region=self.region, api_server=self.eks_endpoint,
                                arn=self.eks_cluster_arn,
                                source=str(self.env.outputs_file) if self.outputs_source.startswith("outputs")
                                else f"no outputs file ({self.env.outputs_file})")
@@ -141,7 +187,7 @@ def load(config: str | None, env: str | None, *, region: str | None = None,
 
     arn = eks_cluster_arn(c, found, str(e.outputs_file))
     return Deployment(
-        env=e, names=EndpointNames.of(c.endpoint), region=region or c.region,
+        env=e, region=region or c.region,
         eks_cluster=out(outputs.EKS_CLUSTER_NAME) or c.eks.cluster_name,
         hyperpod_cluster=out(outputs.HYPERPOD_CLUSTER_NAME) or c.hyperpod.cluster_name,
         tls_bucket=out(outputs.TLS_BUCKET_NAME),

@@ -29,11 +29,11 @@ class ClusterIdentity:
 
     name: str
     region: str
-    endpoint: str | None
+    api_server: str | None
     """``EksApiEndpoint`` from the outputs file (:mod:`hyperpod_core.outputs`), ``None`` when there is none."""
     arn: str | None
     source: str
-    """Where ``endpoint`` came from (the outputs file), for messages."""
+    """Where ``api_server`` came from (the outputs file), for messages."""
 
     @property
     def update_kubeconfig(self) -> str:
@@ -109,8 +109,8 @@ def is_cluster(ctx: KubeContext, identity: ClusterIdentity) -> bool:
     """The context talks to this deployment's cluster: its server is ``EksApiEndpoint`` (or, through a tunnel, its
     ``tls-server-name`` is that host); without an endpoint on record, its cluster entry is the cluster's ARN or its
     credential plugin asks for a token of the cluster (``aws eks get-token --cluster-name NAME [--region R]``)."""
-    if identity.endpoint:
-        want = _endpoint(identity.endpoint)
+    if identity.api_server:
+        want = _endpoint(identity.api_server)
         return _endpoint(ctx.server) == want or (bool(ctx.tls_server_name) and ctx.tls_server_name.lower() == want[1])
     arn = re.fullmatch(r"arn:aws[a-z-]*:eks:([a-z0-9-]+):(\d{12}):cluster/(.+)", ctx.cluster)
     if arn:
@@ -139,9 +139,9 @@ def check_context(kubeconfig: str | None, context: str | None, identity: Cluster
         return ctx
     others = sorted(n for n, c in contexts.items() if n != chosen and is_cluster(c, identity))
     fix = f"run: {identity.update_kubeconfig}" + (f", or pass --context {others[0]}" if others else "")
-    if identity.endpoint:
+    if identity.api_server:
         raise UsageError(f"kubeconfig context {chosen!r} points at {ctx.server or '(no server)'}, not at EKS cluster "
-                         f"{identity.name} of this config ({identity.endpoint}, {identity.source}); {fix}")
+                         f"{identity.name} of this config ({identity.api_server}, {identity.source}); {fix}")
     raise UsageError(f"cannot tell that kubeconfig context {chosen!r} ({ctx.server or 'no server'}) is EKS cluster "
                      f"{identity.name}: {identity.source} records no API endpoint and the context does not name the "
                      f"cluster; {fix}")

@@ -12,9 +12,10 @@ Read-only AWS calls only. Facts (``/work/shared/reference/operations.md``, "Pref
   (``AvailabilityZoneId`` when the service model has it, else the AZ *name*, mapped to its ID with
   ``ec2.describe_availability_zones``); usable from ``Scheduled``; ``TargetResources`` holds ``hyperpod-cluster``;
 * add-ons: ``eks.describe_addon_versions(addonName, kubernetesVersion)``;
-* an existing model bucket: its region (``GetBucketLocation``), and the key of its default encryption
-  (``GetBucketEncryption``, S3 API Reference) against ``model_bucket.existing_kms_key_arn``
-  (:func:`check_model_bucket_key`);
+* each model bucket the deployment does not create (``model_bucket.existing_name``, and every endpoint's own
+  ``model.bucket``): its region (``GetBucketLocation``), and the key of its default encryption
+  (``GetBucketEncryption``, S3 API Reference) against the key the config names for it
+  (``model_bucket.existing_kms_key_arn``, the endpoint's ``model.kms_key_arn``: :func:`check_model_bucket_key`);
 * deep health checks: HyperPod refuses ``UpdateCluster`` while deep health checks run (AWS HyperPod EKS deep health
   check page). ``DescribeCluster`` gives the deployed instance groups (compared with the config: a change makes the
   HyperPod stack call ``UpdateCluster``), ``ListClusterNodes`` each node's ``InstanceStatus.Status``
@@ -24,6 +25,9 @@ Each check ends ``PASS``, ``WARN`` (it completed and found a soft problem, e.g. 
 ``FAIL`` (the deploy would fail) or ``UNKNOWN`` (it could not complete: access denied, throttled, unreachable, a quota
 name not listed). ``FAIL`` and ``UNKNOWN`` make the command exit 1 and ``"ok": false``: a check that was not made
 is not a pass. The fix of an ``UNKNOWN`` is the one its error's code calls for (:func:`hyperpod_dpd.aws.explain`).
+
+The checks take the facts they need (:class:`Target`, which the command reads from the config once), never the
+whole config: the cluster-wide checks run once, the model-bucket checks once per bucket.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -39,7 +43,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from hyperpod_core import paths, pins
 from hyperpod_core.assembly import undeployable_line
-from hyperpod_core.config import Config
+from hyperpod_core.config.cluster import EksConfig, HyperPodConfig, InstanceGroupConfig, NetworkConfig
 from hyperpod_core.environment import Environment
 from hyperpod_core.errors import UsageError
 from hyperpod_dpd import aws
@@ -61,6 +65,42 @@ class Check:
     status: Status
     detail: str
     fix: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelBucket:
+    """A bucket model weights are read from that the deployment does not create, with the key the config names."""
+
+    name: str
+    kms_key_arn: str | None
+    field: str
+    """The key that names the bucket, for messages: ``model_bucket.existing_name`` or ``endpoints[i].model.bucket``."""
+    key_field: str
+    """The key that names its KMS key: ``model_bucket.existing_kms_key_arn`` or ``endpoints[i].model.kms_key_arn``."""
+    endpoints: tuple[str, ...] = ()
+    """The endpoints whose own ``model.bucket`` it is; empty for the deployment's bucket."""
+
+    @property
+    def label(self) -> str:
+        """``model bucket``, or ``model bucket of <endpoints>`` for an endpoint's own bucket (check names)."""
+        return "model bucket" + (f" of {', '.join(self.endpoints)}" if self.endpoints else "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    """What preflight checks: the deployment's facts, read from the config by the command
+    (:func:`hyperpod_dpd.commands.preflight.target`)."""
+
+    deployment: str
+    """The config's ``name`` (stack names)."""
+    region: str
+    network: NetworkConfig
+    eks: EksConfig
+    hyperpod: HyperPodConfig
+    accounts: frozenset[str]
+    """The AWS accounts the config's own ARNs name (``Config.arn_accounts``)."""
+    model_buckets: tuple[ModelBucket, ...]
+    """Each bucket the weights are read from that the deployment does not create, once."""
 
 
 def make_clients(region: str) -> Clients:
@@ -169,9 +209,10 @@ def _quota_check(clients: Clients, service_code: str, name: str, need: int, what
     return Check(name=label, status="PASS", detail=f"{value:g} >= {need} ({what})")
 
 
-def check_quotas(clients: Clients, config: Config) -> Iterator[Check]:
+def check_quotas(clients: Clients, groups: Sequence[InstanceGroupConfig]) -> Iterator[Check]:
+    """The SageMaker quotas of the instance groups' instances, per type and in all."""
     by_type: dict[str, int] = {}
-    for g in config.hyperpod.instance_groups:
+    for g in groups:
         by_type[g.instance_type] = by_type.get(g.instance_type, 0) + g.instance_count
     for itype, count in sorted(by_type.items()):
         yield _quota_check(clients, "sagemaker", f"{itype} for cluster usage", count,
@@ -180,8 +221,9 @@ def check_quotas(clients: Clients, config: Config) -> Iterator[Check]:
     yield _quota_check(clients, "sagemaker", TOTAL_HYPERPOD_QUOTA, total, "all instance groups")
 
 
-def check_network_quotas(clients: Clients, config: Config) -> Iterator[Check]:
-    """Room for one more VPC, the NAT gateways (one per AZ at most) and their Elastic IPs."""
+def check_network_quotas(clients: Clients, nat_gateways: int) -> Iterator[Check]:
+    """Room for one more VPC, the NAT gateways (one per AZ at most) and their Elastic IPs (``network.nat_gateways``:
+    ``nat_gateways``)."""
     ec2 = clients.get("ec2")
     try:
         vpcs = len(ec2.describe_vpcs()["Vpcs"])
@@ -191,18 +233,13 @@ def check_network_quotas(clients: Clients, config: Config) -> Iterator[Check]:
         return
     yield _quota_check(clients, "vpc", VPC_QUOTA, vpcs + 1, f"{vpcs} in use + 1")
     yield _quota_check(clients, "vpc", NAT_QUOTA, 1, "one NAT gateway per AZ")
-    yield _quota_check(clients, "ec2", EIP_QUOTA, eips + config.network.nat_gateways,
-                       f"{eips} in use + {config.network.nat_gateways} for NAT")
+    yield _quota_check(clients, "ec2", EIP_QUOTA, eips + nat_gateways, f"{eips} in use + {nat_gateways} for NAT")
 
 
 # --- identity, bootstrap, AZ ----------------------------------------------------------------------------
 
-def config_accounts(config: Config) -> set[str]:
-    arns = [config.eks.admin_principal_arn, *(g.training_plan_arn for g in config.hyperpod.instance_groups)]
-    return {a.split(":")[4] for a in arns if a}
-
-
-def check_identity(clients: Clients, config: Config) -> tuple[Check, str | None]:
+def check_identity(clients: Clients, accounts: Collection[str]) -> tuple[Check, str | None]:
+    """Whose credentials these are; ``accounts``: those the config's ARNs name (the credentials must be of one)."""
     try:
         ident = clients.get("sts").get_caller_identity()
     except (ClientError, BotoCoreError) as exc:
@@ -210,7 +247,7 @@ def check_identity(clients: Clients, config: Config) -> tuple[Check, str | None]
         return Check(name="credentials", status="FAIL", detail=f"{e.code}: {e.message}".rstrip(": "),
                      fix=e.fix or "check AWS_PROFILE and the credentials (aws sts get-caller-identity)"), None
     account = ident["Account"]
-    expected = config_accounts(config)
+    expected = set(accounts)
     if expected and account not in expected:
         return Check(name="credentials", status="FAIL",
                      detail=f"account {account}, but the config's ARNs name {', '.join(sorted(expected))}",
@@ -218,15 +255,15 @@ def check_identity(clients: Clients, config: Config) -> tuple[Check, str | None]
     return Check(name="credentials", status="PASS", detail=f"account {account} as {ident['Arn']}"), account
 
 
-def check_bootstrap(clients: Clients, config: Config, account: str) -> Check:
+def check_bootstrap(clients: Clients, region: str, account: str) -> Check:
     qualifier = bootstrap_qualifier()
     name = f"/cdk-bootstrap/{qualifier}/version"
-    fix = f"npx cdk bootstrap aws://{account}/{config.region}"
+    fix = f"npx cdk bootstrap aws://{account}/{region}"
     try:
         value = clients.get("ssm").get_parameter(Name=name)["Parameter"]["Value"]
     except ClientError as exc:
         if _code(exc) == "ParameterNotFound":
-            return Check(name="CDK bootstrap", status="FAIL", detail=f"{name} not found in {config.region}", fix=fix)
+            return Check(name="CDK bootstrap", status="FAIL", detail=f"{name} not found in {region}", fix=fix)
         return _unknown("CDK bootstrap", f"read {name}", exc, "allow ssm:GetParameter on it")
     except BotoCoreError as exc:
         return _unknown("CDK bootstrap", f"read {name}", exc, "allow ssm:GetParameter on it")
@@ -242,10 +279,10 @@ def zone_ids(clients: Clients) -> dict[str, str]:
     return {z["ZoneName"]: z["ZoneId"] for z in zones}
 
 
-def check_az(config: Config, zones: dict[str, str]) -> Check:
-    az = config.network.gpu_availability_zone_id
+def check_az(az: str, region: str, zones: dict[str, str]) -> Check:
+    """``network.gpu_availability_zone_id`` (``az``) is an AZ of ``region`` in this account (``zones``)."""
     if az not in zones.values():
-        return Check(name="GPU AZ ID", status="FAIL", detail=f"{az} is not an AZ of {config.region}",
+        return Check(name="GPU AZ ID", status="FAIL", detail=f"{az} is not an AZ of {region}",
                      fix=f"network.gpu_availability_zone_id: one of {', '.join(sorted(zones.values()))}")
     name = next(n for n, i in zones.items() if i == az)
     return Check(name="GPU AZ ID", status="PASS", detail=f"{az} is {name} in this account")
@@ -253,11 +290,11 @@ def check_az(config: Config, zones: dict[str, str]) -> Check:
 
 # --- training plans, add-ons, principal, bucket ---------------------------------------------------------
 
-def check_training_plans(clients: Clients, config: Config, zones: dict[str, str],
+def check_training_plans(clients: Clients, groups: Sequence[InstanceGroupConfig], az: str, zones: dict[str, str],
                          now: dt.datetime | None = None) -> Iterator[Check]:
+    """Each group's training plan covers its type, count, the GPU AZ (``az``) and today."""
     now = now or dt.datetime.now(dt.UTC)
-    az = config.network.gpu_availability_zone_id
-    for g in config.hyperpod.instance_groups:
+    for g in groups:
         if not g.training_plan_arn:
             continue
         label = f"training plan of {g.name}"
@@ -306,8 +343,8 @@ def check_training_plans(clients: Clients, config: Config, zones: dict[str, str]
                     detail=f"{status}: {count} x {g.instance_type} in {az} until {end:%Y-%m-%d}" if end else status)
 
 
-def check_addons(clients: Clients, config: Config) -> Iterator[Check]:
-    k8s = config.eks.kubernetes_version
+def check_addons(clients: Clients, k8s: str) -> Iterator[Check]:
+    """Every pinned add-on version is offered for Kubernetes ``k8s`` (``eks.kubernetes_version``)."""
     eks = clients.get("eks")
     for pin in addon_pins():
         label = f"add-on {pin.name}"
@@ -325,8 +362,8 @@ def check_addons(clients: Clients, config: Config) -> Iterator[Check]:
                         fix=f"pin one of {newest} in core/hyperpod_core/pins.py")
 
 
-def check_admin_principal(clients: Clients, config: Config) -> Iterator[Check]:
-    arn = config.eks.admin_principal_arn
+def check_admin_principal(clients: Clients, arn: str | None) -> Iterator[Check]:
+    """``eks.admin_principal_arn`` (``arn``) exists."""
     if not arn:
         return
     kind, _, name = arn.split(":", 5)[5].partition("/")
@@ -347,36 +384,42 @@ def check_admin_principal(clients: Clients, config: Config) -> Iterator[Check]:
     yield Check(name="admin principal", status="PASS", detail=f"{arn} exists")
 
 
-def check_model_bucket(clients: Clients, config: Config) -> Iterator[Check]:
-    """``model_bucket.existing_name``: that it exists in ``region``, then its key (:func:`check_model_bucket_key`)."""
-    bucket = config.model_bucket.existing_name
-    if not bucket:
-        return
+def check_model_bucket(clients: Clients, model_bucket: ModelBucket, region: str) -> Iterator[Check]:
+    """A bucket the weights are read from (:class:`ModelBucket`): that it exists in ``region``, then its key
+    (:func:`check_model_bucket_key`)."""
+    bucket, label = model_bucket.name, model_bucket.label
     try:
         loc = clients.get("s3").get_bucket_location(Bucket=bucket).get("LocationConstraint") or "us-east-1"
     except (ClientError, BotoCoreError) as exc:
         if _code(exc) == "NoSuchBucket":
-            yield Check(name="model bucket", status="FAIL", detail=f"s3://{bucket}: {_error(exc)}",
-                        fix="create it, or fix model_bucket.existing_name")
+            yield Check(name=label, status="FAIL", detail=f"s3://{bucket}: {_error(exc)}",
+                        fix=f"create it, or fix {model_bucket.field}")
         else:
-            yield _unknown("model bucket", f"read the region of s3://{bucket}", exc, "allow s3:GetBucketLocation on it")
+            yield _unknown(label, f"read the region of s3://{bucket}", exc, "allow s3:GetBucketLocation on it")
         return
-    if loc != config.region:
-        yield Check(name="model bucket", status="FAIL", detail=f"s3://{bucket} is in {loc}, not {config.region}",
-                    fix="use a bucket in the config's region (the S3 CSI mount and cross-region cost)")
+    if loc != region:
+        yield Check(name=label, status="FAIL", detail=f"s3://{bucket} is in {loc}, not {region}",
+                    fix=f"{model_bucket.field}: a bucket in the config's region (the S3 CSI mount and cross-region "
+                        "cost)")
         return
-    yield Check(name="model bucket", status="PASS", detail=f"s3://{bucket} in {loc}")
-    yield check_model_bucket_key(clients, config)
+    yield Check(name=label, status="PASS", detail=f"s3://{bucket} in {loc}")
+    yield check_model_bucket_key(clients, model_bucket)
 
 
 MODEL_BUCKET_KEY = "model bucket key"
+
+
+def key_check_name(model_bucket: ModelBucket) -> str:
+    """``model bucket key``, or ``model bucket key of <endpoints>`` for an endpoint's own bucket."""
+    return MODEL_BUCKET_KEY + (f" of {', '.join(model_bucket.endpoints)}" if model_bucket.endpoints else "")
 #: A KMS key ARN (``arn:<partition>:kms:<region>:<account>:key/<key id>``), as opposed to a key ID or an alias.
 _KEY_ARN_RE = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/.+", re.ASCII)
 
 
-def check_model_bucket_key(clients: Clients, config: Config) -> Check:
-    """``model_bucket.existing_kms_key_arn`` against the key the bucket's default encryption uses: the readers may
-    decrypt with the configured key only, so a bucket encrypting with another customer managed key fails every read.
+def check_model_bucket_key(clients: Clients, model_bucket: ModelBucket) -> Check:
+    """The configured key of a bucket (``model_bucket.existing_kms_key_arn``, an endpoint's ``model.kms_key_arn``)
+    against the key the bucket's default encryption uses: the readers may decrypt with the configured key only, so a
+    bucket encrypting with another customer managed key fails every read.
 
     S3 API Reference, GetBucketEncryption: ``ServerSideEncryptionConfiguration.Rules[].
     ApplyServerSideEncryptionByDefault`` holds ``SSEAlgorithm`` (``AES256``, ``aws:kms``, ``aws:kms:dsse``) and, for
@@ -385,16 +428,17 @@ def check_model_bucket_key(clients: Clients, config: Config) -> Check:
     (SSE-S3 unless set); a bucket without a configuration (``ServerSideEncryptionConfigurationNotFoundError``, as
     before 2023 and in moto) is taken as SSE-S3. A key ID or alias is resolved to its key ARN with KMS
     ``DescribeKey``. Only the default is compared: an object uploaded with another key names it itself."""
-    bucket, configured = config.model_bucket.existing_name, config.model_bucket.existing_kms_key_arn
+    bucket, configured = model_bucket.name, model_bucket.kms_key_arn
+    field, name = model_bucket.key_field, key_check_name(model_bucket)
     try:
         rules = clients.get("s3").get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"]
     except ClientError as exc:
         if _code(exc) != "ServerSideEncryptionConfigurationNotFoundError":
-            return _unknown(MODEL_BUCKET_KEY, f"read the default encryption of s3://{bucket}", exc,
+            return _unknown(name, f"read the default encryption of s3://{bucket}", exc,
                             "allow s3:GetEncryptionConfiguration on it")
         rules = []
     except BotoCoreError as exc:
-        return _unknown(MODEL_BUCKET_KEY, f"read the default encryption of s3://{bucket}", exc,
+        return _unknown(name, f"read the default encryption of s3://{bucket}", exc,
                         "check credentials and network access to S3")
     by_default = "ApplyServerSideEncryptionByDefault"
     default = next((r[by_default] for r in rules if by_default in r), {"SSEAlgorithm": "AES256"})
@@ -406,23 +450,22 @@ def check_model_bucket_key(clients: Clients, config: Config) -> Check:
             try:
                 key_arn = clients.get("kms").describe_key(KeyId=key_id)["KeyMetadata"]["Arn"]
             except (ClientError, BotoCoreError) as exc:
-                return _unknown(MODEL_BUCKET_KEY, f"resolve {key_id}, the default encryption key of s3://{bucket}",
+                return _unknown(name, f"resolve {key_id}, the default encryption key of s3://{bucket}",
                                 exc, "allow kms:DescribeKey on it")
         if key_arn == configured:
-            return Check(name=MODEL_BUCKET_KEY, status="PASS",
-                         detail=f"s3://{bucket} encrypts with {key_arn}, model_bucket.existing_kms_key_arn")
-        have = (f"model_bucket.existing_kms_key_arn is {configured}" if configured
-                else "model_bucket.existing_kms_key_arn is not set")
-        return Check(name=MODEL_BUCKET_KEY, status="FAIL",
+            return Check(name=name, status="PASS",
+                         detail=f"s3://{bucket} encrypts with {key_arn}, {field}")
+        have = f"{field} is {configured}" if configured else f"{field} is not set"
+        return Check(name=name, status="FAIL",
                      detail=f"s3://{bucket} encrypts with the KMS key {key_arn}, but {have}: the readers of the "
                             "weights get kms:Decrypt on that key only, so every read of a new object would be denied",
-                     fix=f"set model_bucket.existing_kms_key_arn: {key_arn}")
+                     fix=f"set {field}: {key_arn}")
     if configured:
-        return Check(name=MODEL_BUCKET_KEY, status="WARN",
+        return Check(name=name, status="WARN",
                      detail=f"s3://{bucket} encrypts new objects with {uses}, not {configured}: the kms:Decrypt grant "
                             "serves only objects uploaded with that key",
-                     fix="leave model_bucket.existing_kms_key_arn out unless objects of the bucket use that key")
-    return Check(name=MODEL_BUCKET_KEY, status="PASS", detail=f"s3://{bucket} encrypts with {uses}: no key to grant")
+                     fix=f"leave {field} out unless objects of the bucket use that key")
+    return Check(name=name, status="PASS", detail=f"s3://{bucket} encrypts with {uses}: no key to grant")
 
 
 # --- deep health checks -----------------------------------------------------------------------------------
@@ -431,12 +474,12 @@ DEEP_HEALTH_CHECK_NAME = "deep health checks"
 IN_DEEP_HEALTH_CHECKS = "DeepHealthCheckInProgress"
 
 
-def instance_group_changes(config: Config, deployed: list[dict[str, Any]]) -> list[str]:
-    """What the config changes in the deployed instance groups (``DescribeCluster`` ``InstanceGroups``), one
+def instance_group_changes(groups: Sequence[InstanceGroupConfig], deployed: list[dict[str, Any]]) -> list[str]:
+    """What the configured instance groups change in the deployed ones (``DescribeCluster`` ``InstanceGroups``), one
     phrase each, e.g. ``decode: instance_count 1 -> 2``; every such change is an ``UpdateCluster``."""
     by_name = {g.get("InstanceGroupName"): g for g in deployed}
     changes: list[str] = []
-    for g in config.hyperpod.instance_groups:
+    for g in groups:
         live = by_name.pop(g.name, None)
         if live is None:
             changes.append(f"{g.name}: new group")
@@ -460,15 +503,17 @@ def _cluster_missing(exc: ClientError) -> bool:
     return _code(exc) == "ResourceNotFound" or (_code(exc) == "ValidationException" and "not find" in message)
 
 
-def check_deep_health_checks(clients: Clients, config: Config, *, modified: tuple[str, ...] = ()) -> Check:
+def check_deep_health_checks(clients: Clients, hyperpod: HyperPodConfig, deployment: str, *,
+                             modified: tuple[str, ...] = ()) -> Check:
     """FAIL when the config changes an instance group while nodes of the cluster are in deep health checks: the
-    HyperPod stack's update would call ``UpdateCluster``, which HyperPod refuses then.
+    HyperPod stack's update would call ``UpdateCluster``, which HyperPod refuses then. ``hyperpod``: the config's
+    ``hyperpod`` section (cluster name, instance groups); ``deployment``: its ``name`` (the stack's).
 
     ``modified``: the properties of the cluster that the HyperPod stack's change set modifies in place (``deploy``
     reads them). Any of them is an ``UpdateCluster`` too, also one the config comparison cannot see (a new
     lifecycle script's ``SourceS3Uri`` in ``InstanceGroups``)."""
     sm = clients.get("sagemaker", "cluster")
-    name = config.hyperpod.cluster_name
+    name = hyperpod.cluster_name
     try:
         cluster = sm.describe_cluster(ClusterName=name)
         nodes: list[dict[str, Any]] = []
@@ -485,14 +530,14 @@ def check_deep_health_checks(clients: Clients, config: Config, *, modified: tupl
                         "check credentials and network access to SageMaker")
     checking = sorted(f"{n.get('InstanceId')} ({n.get('InstanceGroupName')})" for n in nodes
                       if (n.get("InstanceStatus") or {}).get("Status") == IN_DEEP_HEALTH_CHECKS)
-    changes = instance_group_changes(config, cluster.get("InstanceGroups") or [])
+    changes = instance_group_changes(hyperpod.instance_groups, cluster.get("InstanceGroups") or [])
     what = (f"the config changes {'; '.join(changes)}" if changes else
             f"the change set modifies HyperPodCluster's {', '.join(modified)}" if modified else "")
     if checking and what:
         shown_nodes = ", ".join(checking[:5]) + (f" and {len(checking) - 5} more" if len(checking) > 5 else "")
         return Check(name=DEEP_HEALTH_CHECK_NAME, status="FAIL",
                      detail=f"{len(checking)} node(s) in deep health checks ({shown_nodes}), and {what}: HyperPod "
-                            f"refuses UpdateCluster until they finish, so the {config.name}-hyperpod stack update "
+                            f"refuses UpdateCluster until they finish, so the {deployment}-hyperpod stack update "
                             "would fail",
                      fix="wait until 'hyperpod-dpd status' shows every node Running, then deploy; meanwhile deploy "
                          "only the other stacks")
@@ -503,7 +548,7 @@ def check_deep_health_checks(clients: Clients, config: Config, *, modified: tupl
     if changes:
         detail += f"; the update changes {'; '.join(changes)}"
         live = {g.get("InstanceGroupName"): g.get("TargetCount") or 0 for g in cluster.get("InstanceGroups") or []}
-        groups = config.hyperpod.instance_groups
+        groups = hyperpod.instance_groups
         if any(g.deep_health_checks and g.instance_count > live.get(g.name, 0) for g in groups):
             detail += " and starts deep health checks on the new nodes: later instance-group changes are refused " \
                       "until they end"
@@ -523,36 +568,40 @@ class _NoCredentials:
         return call
 
 
-def run(config: Config, clients: Clients, now: dt.datetime | None = None) -> list[Check]:
+def run(target: Target, clients: Clients, now: dt.datetime | None = None) -> list[Check]:
     """Every check, in the order a deploy would hit them. Without working credentials, the credentials check FAILs
     and every other check of this config is listed ``UNKNOWN``, ``not run: ...`` (no AWS call is made): the user sees
     what preflight would check."""
-    identity, account = check_identity(clients, config)
+    identity, account = check_identity(clients, target.accounts)
     if account is None:
         why = "no credentials" if identity.detail.startswith("NoCredentialsError") else "the credentials check failed"
-        not_run = _account_checks(config, Clients(lambda service: _NoCredentials()), "000000000000", now)
+        not_run = _account_checks(target, Clients(lambda service: _NoCredentials()), "000000000000", now)
         return [identity, *(Check(name=c.name, status="UNKNOWN", detail=f"not run: {why}",
                                   fix="fix the credentials row, then run preflight again") for c in not_run)]
-    return [identity, *_account_checks(config, clients, account, now)]
+    return [identity, *_account_checks(target, clients, account, now)]
 
 
-def _account_checks(config: Config, clients: Clients, account: str, now: dt.datetime | None) -> list[Check]:
-    """The checks after the credentials one, of ``account``."""
-    checks = [check_bootstrap(clients, config, account)]
+def _account_checks(target: Target, clients: Clients, account: str, now: dt.datetime | None) -> list[Check]:
+    """The checks after the credentials one, of ``account``: the cluster-wide ones once, the bucket checks once per
+    model bucket."""
+    t = target
+    checks = [check_bootstrap(clients, t.region, account)]
     try:
         zones = zone_ids(clients)
     except (ClientError, BotoCoreError) as exc:
         checks.append(_unknown("GPU AZ ID", "list the AZs", exc, "allow ec2:DescribeAvailabilityZones"))
         zones = {}
     else:
-        checks.append(check_az(config, zones))
-    checks += list(check_quotas(clients, config))
-    checks += list(check_training_plans(clients, config, zones, now))
-    checks += list(check_addons(clients, config))
-    checks += list(check_admin_principal(clients, config))
-    checks += list(check_model_bucket(clients, config))
-    checks += list(check_network_quotas(clients, config))
-    checks.append(check_deep_health_checks(clients, config))
+        checks.append(check_az(t.network.gpu_availability_zone_id, t.region, zones))
+    checks += list(check_quotas(clients, t.hyperpod.instance_groups))
+    checks += list(check_training_plans(clients, t.hyperpod.instance_groups, t.network.gpu_availability_zone_id,
+                                        zones, now))
+    checks += list(check_addons(clients, t.eks.kubernetes_version))
+    checks += list(check_admin_principal(clients, t.eks.admin_principal_arn))
+    for bucket in t.model_buckets:
+        checks += list(check_model_bucket(clients, bucket, t.region))
+    checks += list(check_network_quotas(clients, t.network.nat_gateways))
+    checks.append(check_deep_health_checks(clients, t.hyperpod, t.deployment))
     return checks
 
 

@@ -24,7 +24,7 @@ class BenchmarkClientIdentityProps:
     service_account: str
     """ServiceAccount the Jobs run as (written by the cdk8s benchmark chart)."""
     model_read_statements: tuple[iam.PolicyStatement, ...]
-    """Read of the model prefix (``ModelBucket.read_statements``): the tokenizer files sit there."""
+    """Read of the endpoint's own model prefix (``ModelBucket.read_statements``): the tokenizer files sit there."""
     results_bucket: str | None = None
     """Bucket of ``benchmark.results_s3_uri``. Default: none (results go to the pod log; no write access)."""
     results_prefix: str = ""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +25,24 @@ BUNDLED_DISTRIBUTIONS = ("grafana-client", "requests", "idna", "certifi", "verli
 pyproject.toml). ``urllib3`` is the Lambda runtime's (botocore's); ``charset-normalizer`` is optional for
 requests and ships compiled modules, so it is left out."""
 _WORKSPACE_ID_PREFIX = "g-"
+#: Grafana uids (data sources, folders, dashboards): at most 40 characters (Grafana HTTP API, Folder API and Dashboard
+#: API: "The uid can have a maximum length of 40 characters"; Amazon Managed Grafana user guide, "Folder API", the same)
+#: of letters, digits, '-' and '_' (grafana/grafana ``pkg/util/shortid_generator.go``: ``MaxUIDLength = 40``,
+#: "Only letters, numbers, '-' and '_' are allowed").
+UID_MAX_LENGTH = 40
+_UID = re.compile(r"^[A-Za-z0-9_-]+$")
+DATASOURCE_UID_SUFFIX = "-amp"
+
+
+def deployment_uid(deployment: str, suffix: str = "") -> str:
+    """``<deployment><suffix>``: a Grafana uid that belongs to one deployment. Over :data:`UID_MAX_LENGTH`, the
+    deployment's name is shortened and followed by 8 hex digits of its SHA-256, so two long names that share a
+    prefix still differ."""
+    uid = f"{deployment}{suffix}"
+    if len(uid) <= UID_MAX_LENGTH:
+        return uid
+    digest = hashlib.sha256(deployment.encode()).hexdigest()[:8]
+    return f"{deployment[:UID_MAX_LENGTH - len(suffix) - 9].rstrip('-_')}-{digest}{suffix}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,16 +51,19 @@ class GrafanaDashboardsProps:
 
     workspace_id: str
     """The Amazon Managed Grafana workspace (``g-`` and 10 hex digits), in this stack's region."""
+    deployment: str
+    """The deployment's name. What this resource creates in the workspace is the deployment's own, so that several
+    deployments share one workspace and destroying one leaves the others': the data source ``<deployment>-amp``
+    (uid and name), the folder ``<deployment>`` titled ``<folder_title> (<deployment>)`` (Grafana refuses a second
+    folder of a title: grafana/grafana ``pkg/services/folder/folderimpl/folder.go`` turns a same-name save into
+    ``ErrFolderSameNameExists``, HTTP 409), each uid within Grafana's 40 characters (:func:`deployment_uid`)."""
     prometheus_query_url: str
     """The AMP workspace's Prometheus endpoint (``.../workspaces/ws-.../``), the data source's URL."""
     dashboards: Mapping[str, str]
-    """Dashboard JSON text by uid (what Grafana's import accepts)."""
+    """Dashboard JSON text by uid (what Grafana's import accepts), each uid the one its JSON carries: the dashboards'
+    definitions choose them (``hyperpod_core.telemetry.dashboards``), this construct only checks them."""
     folder_title: str = "HyperPod DPD"
-    """Folder of the dashboards. Default: ``HyperPod DPD``."""
-    folder_uid: str = "hyperpod-dpd"
-    """Folder uid. Default: ``hyperpod-dpd``."""
-    datasource_uid: str = "hyperpod-dpd-amp"
-    """Data source uid (and name), set as the dashboards' data-source variable. Default: ``hyperpod-dpd-amp``."""
+    """Folder of the dashboards, followed by `` (<deployment>)``. Default: ``HyperPod DPD``."""
     log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
     """Retention of the handler's and the provider's log groups. Default: one month."""
     timeout: Duration = field(default_factory=lambda: Duration.minutes(5))
@@ -76,14 +100,17 @@ class GrafanaDashboards(Construct):
                      "grafana:CreateWorkspaceServiceAccount", "grafana:CreateWorkspaceServiceAccountToken",
                      "grafana:DeleteWorkspaceServiceAccountToken"],
             resources=[workspace_arn]))
+        self.folder_uid = deployment_uid(props.deployment)
+        self.datasource_uid = deployment_uid(props.deployment, DATASOURCE_UID_SUFFIX)
+        self.folder_title = f"{props.folder_title} ({props.deployment})"
         self.provider = lambda_provider.provider(self, on_event=self.function, log_retention=props.log_retention)
         self.custom_resource = lambda_provider.custom_resource(
             self, provider=self.provider, resource_type=RESOURCE_TYPE,
             properties={
                 "WorkspaceId": props.workspace_id, "Region": stack.region,
                 "PrometheusUrl": props.prometheus_query_url,
-                "DatasourceUid": props.datasource_uid, "DatasourceName": props.datasource_uid,
-                "FolderUid": props.folder_uid, "FolderTitle": props.folder_title,
+                "DatasourceUid": self.datasource_uid, "DatasourceName": self.datasource_uid,
+                "FolderUid": self.folder_uid, "FolderTitle": self.folder_title,
                 "Dashboards": [props.dashboards[uid] for uid in sorted(props.dashboards)],
             },
             depends_on=[self.function.role or self.function])
@@ -96,3 +123,19 @@ def _validate(props: GrafanaDashboardsProps) -> None:
         raise ValueError(f"workspace_id must be 'g-' and 10 hex digits, got {wid!r}")
     if not props.dashboards:
         raise ValueError("dashboards must hold at least one dashboard, got none")
+    if not props.deployment or not _UID.match(props.deployment):
+        raise ValueError(f"deployment must be letters, digits, '-' or '_' (it names Grafana uids), got "
+                         f"{props.deployment!r}")
+    folder = deployment_uid(props.deployment)
+    for uid, text in props.dashboards.items():
+        carried = json.loads(text).get("uid")
+        if carried != uid:
+            raise ValueError(f"dashboards[{uid!r}] must carry the uid it is keyed by, got {carried!r}")
+        if len(uid) > UID_MAX_LENGTH or not _UID.match(uid):
+            raise ValueError(f"dashboards[{uid!r}] uid must be 1-{UID_MAX_LENGTH} letters, digits, '-' or '_' "
+                             "(Grafana's uid rule)")
+        if uid == folder:
+            # Before nested folders, a Grafana folder is a row of the dashboards' table under its uid: saving a
+            # dashboard under a folder's uid is refused (grafana/grafana pkg/services/dashboards/errors.go,
+            # ErrDashboardTypeMismatch, "Dashboard cannot be changed to a folder").
+            raise ValueError(f"dashboards[{uid!r}] uid must differ from the folder's uid {folder!r}")

@@ -37,9 +37,9 @@ class InferenceIamProps:
     tls_certificates_bucket: s3.IBucket
     """Where the operator writes the TLS certificates it generates."""
     model_read_statements: tuple[iam.PolicyStatement, ...]
-    """What the S3 CSI driver may do: read the model weights (see ``ModelBucket.read_statements``: list, get, and
-    ``kms:Decrypt`` on the bucket's key, the created one or a kept bucket's); its ``s3:ListBucket`` loses the
-    ``s3:prefix`` condition here (:func:`mount_statements`)."""
+    """What the S3 CSI driver may do: read every endpoint's model weights (see ``ModelBucket.read_statements``: per
+    bucket list, get below each prefix, and ``kms:Decrypt`` on each bucket's key); its ``s3:ListBucket`` statements
+    lose their ``s3:prefix`` condition here (:func:`mount_statements`)."""
     vpc_arn: str
     """ARN of the cluster's VPC: the ALB controller may change rules of untagged security groups only there."""
     operator_namespace: str

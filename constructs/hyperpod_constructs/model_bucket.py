@@ -1,10 +1,12 @@
-"""The S3 bucket the model weights are read from (created here, or an existing one)."""
+"""The S3 bucket the model weights are read from (created here, or an existing one), and what reading the weights of
+every endpoint needs (:class:`ModelReadLocation`: a prefix in it, or in another bucket)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Aws, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
@@ -36,6 +38,21 @@ class ModelBucketProps:
     """Default: ``model-bucket/``."""
     abort_incomplete_multipart_upload_days: int = 7
     """Abort multipart uploads (interrupted weight uploads) left incomplete this long. Default: 7 days."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelReadLocation:
+    """Where one model's weights are read from: a key prefix in the model bucket, or in another bucket."""
+
+    key_prefix: str
+    """Prefix of the weights, ending with '/' (no wildcard: it becomes an IAM resource and an ``s3:prefix``
+    condition). The readers may list and get below it only."""
+    bucket_name: str | None = None
+    """Another, existing bucket that holds these weights (an endpoint's ``model.bucket``). Default: the model bucket
+    (:class:`ModelBucket`: the created one, or ``existing_bucket_name``)."""
+    kms_key_arn: str | None = None
+    """Key ARN of the customer managed KMS key that encrypts the objects of ``bucket_name``: the readers get
+    ``kms:Decrypt`` on exactly this key. Only with ``bucket_name``. Default: none (SSE-S3 or ``aws/s3``)."""
 
 
 class ModelBucket(Construct):
@@ -91,34 +108,68 @@ class ModelBucket(Construct):
         )
         keep_policy_with_bucket(self.bucket, removal)
 
-    def read_statements(self, key_prefix: str = "") -> list[iam.PolicyStatement]:
-        """Exactly what reading the weights needs: list (below ``key_prefix``), get objects below it, and
-        decrypt with the bucket's key (created, or ``existing_kms_key_arn``). The one definition every reader (S3
-        CSI driver, HyperPod nodes, benchmark Jobs) uses."""
+    def read_statements(self, locations: Sequence[ModelReadLocation]) -> list[iam.PolicyStatement]:
+        """Exactly what reading the weights at ``locations`` needs, and no grant on a whole bucket: per bucket,
+        ``s3:ListBucket`` with an ``s3:prefix`` condition naming its prefixes; ``s3:GetObject`` below each prefix;
+        ``kms:Decrypt`` on the key of each bucket read (this bucket's, created or ``existing_kms_key_arn``; another
+        bucket's ``kms_key_arn``). Locations are deduplicated; buckets and keys keep the order they first appear in.
+        The one definition every reader (S3 CSI driver, HyperPod nodes, benchmark Jobs) uses."""
+        unique = _validated_locations(locations)
+        buckets: dict[str | None, list[str]] = {}
+        for where in unique:
+            buckets.setdefault(where.bucket_name, []).append(where.key_prefix)
         statements = [
             iam.PolicyStatement(
-                sid="ListModelBucket", actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [key_prefix + "*"]}} if key_prefix else None),
-            iam.PolicyStatement(sid="ReadModelObjects", actions=["s3:GetObject"],
-                                resources=[self.bucket.arn_for_objects(key_prefix + "*")]),
-        ]
-        if self.encryption_key is not None:
-            statements.append(iam.PolicyStatement(
-                sid="DecryptModelObjects", actions=["kms:Decrypt"],
-                resources=[self.encryption_key.key_arn]))
+                # The first keeps the Sid a one-model deployment's policies have always had.
+                sid="ListModelBucket" if i == 0 else f"ListModelBucket{i + 1}", actions=["s3:ListBucket"],
+                resources=[self._bucket_arn(name)],
+                conditions={"StringLike": {"s3:prefix": [prefix + "*" for prefix in prefixes]}})
+            for i, (name, prefixes) in enumerate(buckets.items())]
+        statements.append(iam.PolicyStatement(sid="ReadModelObjects", actions=["s3:GetObject"], resources=[
+            self._objects_arn(where) for where in unique]))
+        keys = list(dict.fromkeys(
+            key for key in ((self.encryption_key.key_arn if self.encryption_key is not None else None)
+                            if where.bucket_name is None else where.kms_key_arn for where in unique)
+            if key is not None))
+        if keys:
+            statements.append(iam.PolicyStatement(sid="DecryptModelObjects", actions=["kms:Decrypt"], resources=keys))
         return statements
 
-    def acknowledge_read(self, policy: iam.Policy, key_prefix: str = "") -> None:
-        """Acknowledge the cdk-nag finding that :meth:`read_statements` causes on ``policy``."""
-        if self.created:
-            bucket = Stack.of(self).get_logical_id(self.bucket.node.default_child)
-            resource = f"<{bucket}.Arn>/{key_prefix}*"
-        else:
-            resource = f"arn:<AWS::Partition>:s3:::{self.bucket.bucket_name}/{key_prefix}*"
-        where = "below the model prefix" if key_prefix else "in this one bucket (no prefix given)"
-        acknowledge(policy, f"AwsSolutions-IAM5[Resource::{resource}]",
-                    f"Read of every object {where}: the weights' key names are not known in advance; the "
-                    "statement is limited to s3:GetObject on this one bucket.")
+    def acknowledge_read(self, policy: iam.Policy, locations: Sequence[ModelReadLocation]) -> None:
+        """Acknowledge the cdk-nag findings that :meth:`read_statements` causes on ``policy``: one per prefix."""
+        for where in _validated_locations(locations):
+            if where.bucket_name is None and self.created:
+                bucket = Stack.of(self).get_logical_id(self.bucket.node.default_child)
+                resource = f"<{bucket}.Arn>/{where.key_prefix}*"
+            else:
+                name = where.bucket_name or self.bucket.bucket_name
+                resource = f"arn:<AWS::Partition>:s3:::{name}/{where.key_prefix}*"
+            acknowledge(policy, f"AwsSolutions-IAM5[Resource::{resource}]",
+                        "Read of every object below the model prefix: the weights' key names are not known in "
+                        "advance; the statement is limited to s3:GetObject on this one bucket.")
+
+    def _bucket_arn(self, name: str | None) -> str:
+        return self.bucket.bucket_arn if name is None else f"arn:{Aws.PARTITION}:s3:::{name}"
+
+    def _objects_arn(self, where: ModelReadLocation) -> str:
+        if where.bucket_name is None:
+            return self.bucket.arn_for_objects(where.key_prefix + "*")
+        return f"arn:{Aws.PARTITION}:s3:::{where.bucket_name}/{where.key_prefix}*"
+
+
+def _validated_locations(locations: Sequence[ModelReadLocation]) -> list[ModelReadLocation]:
+    """``locations`` without repeats, in order; refuses none at all and any that would grant a whole bucket."""
+    if not locations:
+        raise ValueError("locations must name at least one model location, got none")
+    for where in locations:
+        prefix = where.key_prefix
+        if not prefix or not prefix.endswith("/") or prefix.startswith("/") or any(c in prefix for c in "*?"):
+            raise ValueError("key_prefix must be a key prefix ending with '/', not starting with '/', without '*' or "
+                             f"'?' (a read of a whole bucket is never granted), got {prefix!r}")
+        if where.kms_key_arn is not None and where.bucket_name is None:
+            raise ValueError("kms_key_arn must be unset unless bucket_name is set (the model bucket's key is "
+                             f"existing_kms_key_arn), got {where.kms_key_arn!r}")
+    return list(dict.fromkeys(locations))
 
 
 def _validate(props: ModelBucketProps) -> None:

@@ -1,25 +1,32 @@
-"""Where the cdk8s app writes each manifest in ``dist/``, so that ``kubectl apply -f dist/endpoint/`` applies exactly
-one endpoint.
+"""Where the cdk8s app writes each manifest in ``dist/``: one folder per endpoint, so that ``kubectl apply -f
+dist/<endpoint>/endpoint/`` applies exactly one endpoint.
 
 The DPD and the colocated InferenceEndpointConfig carry the same name (applying one replaces the other), so a
-folder holding both would apply both, the last one winning. The config's ``endpoint.apply`` chooses which one
-``endpoint/`` holds; the other goes to ``alternate/`` (rollback, benchmark baseline).
+folder holding both would apply both, the last one winning. The endpoint's ``apply`` chooses which one
+``endpoint/`` holds; the other goes to ``alternate/`` (rollback, benchmark baseline). Each endpoint of the config
+(``endpoints``) has its own folder ``dist/<endpoint name>/``:
 
-* ``endpoint/<name>-<apply>.k8s.yaml``: the endpoint to apply;
-* ``alternate/<name>-<other>.k8s.yaml``: the other mode, applied by hand for a rollback or by ``bench``;
-* ``reference/``: the endpoint layouts only ``hyperpod-dpd bench`` applies: ``<name>-reference-1p1d.k8s.yaml`` and
-  ``-1node.k8s.yaml``, the aws-reference experiment's (1 prefill + 1 decode replica; one colocated replica), and
+* ``<name>/endpoint/<name>-<apply>.k8s.yaml``: the endpoint to apply;
+* ``<name>/alternate/<name>-<other>.k8s.yaml``: the other mode, applied by hand for a rollback or by ``bench``;
+* ``<name>/reference/``: the endpoint layouts only ``hyperpod-dpd bench`` applies: ``<name>-reference-1p1d.k8s.yaml``
+  and ``-1node.k8s.yaml``, the aws-reference experiment's (1 prefill + 1 decode replica; one colocated replica), and
   ``<name>-equal-gpu-pinned.k8s.yaml``, the equal-gpu experiment's DPD endpoint: the configured one with its
   replicas pinned (autoscaling off), so that the GPUs a run records are the GPUs it ran on;
-* ``benchmark/<name>-benchmark.k8s.yaml``: the suspended benchmark Jobs;
-* ``dashboards/*.json``: the dashboards to import into Grafana;
-* ``in-cluster-observability/<name>-observability.k8s.yaml``: PrometheusRule and Grafana-sidecar ConfigMaps,
-  only with ``observability.in_cluster_manifests``.
+* ``<name>/benchmark/<name>-benchmark.k8s.yaml``: the endpoint's suspended benchmark Jobs.
 
-Without the deploy outputs (bucket, workspace URL, cluster ARN) or the staged weights' revision, the endpoint,
-reference and benchmark manifests still hold placeholders: they go under ``placeholders/`` instead, with a
-``README.txt`` saying why and what resolves each value, and none of the folders above exists, so the apply
-commands (``kubectl apply -f dist/endpoint/``, ``hyperpod-dpd bench``) fail instead of applying them.
+The deployment's own files stay at the root of ``dist/``:
+
+* ``dashboards/*.json``: the dashboards to import into Grafana (every endpoint's);
+* ``in-cluster-observability/<name>-observability.k8s.yaml``: each endpoint's PrometheusRule and Grafana-sidecar
+  ConfigMaps (the first endpoint's file also holds the cluster-wide rules), only with
+  ``observability.in_cluster_manifests``.
+
+Without the deploy outputs (bucket, workspace URL, cluster ARN) or the endpoint's staged weights' revision, the
+endpoint, reference and benchmark manifests of that endpoint still hold placeholders: they go under
+``<name>/placeholders/`` instead, with a ``README.txt`` saying why and what resolves each value, and none of the
+endpoint's folders above exists, so the apply commands (``kubectl apply -f dist/<name>/endpoint/``, ``hyperpod-dpd
+bench``) fail instead of applying them. Each endpoint decides for itself: one whose revision is known is deployable
+while another's is not.
 """
 
 from __future__ import annotations
@@ -51,18 +58,25 @@ def other(mode: Mode) -> Mode:
 
 @dataclass(frozen=True, kw_only=True)
 class DistLayout:
-    """The layout of one ``dist/`` folder for endpoint ``name`` with ``applied`` in ``endpoint/``."""
+    """Endpoint ``name``'s files in the ``dist/`` folder ``root``, with ``applied`` in ``endpoint/``."""
 
     root: Path
+    """The ``dist/`` folder (every endpoint's folder and the deployment's files are in it)."""
     name: str
     applied: Mode
     unresolved: bool
-    """The deploy outputs were missing: the endpoint, reference and benchmark manifests are under ``placeholders/``."""
+    """A deploy output or the endpoint's revision was missing: its endpoint, reference and benchmark manifests are
+    under ``<name>/placeholders/``."""
+
+    @property
+    def folder(self) -> Path:
+        """The endpoint's own folder, ``<root>/<name>/``."""
+        return self.root / self.name
 
     @property
     def base(self) -> Path:
-        """Where the manifests that depend on deploy outputs go."""
-        return self.root / PLACEHOLDERS if self.unresolved else self.root
+        """Where the endpoint's manifests that depend on deploy-time values go."""
+        return self.folder / PLACEHOLDERS if self.unresolved else self.folder
 
     @property
     def endpoint_dir(self) -> Path:
@@ -88,14 +102,16 @@ class DistLayout:
 
     @property
     def dashboards_dir(self) -> Path:
+        """The deployment's dashboards (every endpoint's), at the root."""
         return self.root / DASHBOARDS
 
     @property
     def in_cluster_file(self) -> Path:
+        """The endpoint's in-cluster observability objects, in the deployment's folder at the root."""
         return self.root / IN_CLUSTER / f"{self.name}-observability.k8s.yaml"
 
     def place(self, chart_file: str) -> Path:
-        """Where a chart's file (``<chart id>.k8s.yaml`` as cdk8s writes it) belongs."""
+        """Where one of this endpoint's charts' files (``<chart id>.k8s.yaml`` as cdk8s writes it) belongs."""
         for mode in MODES:
             if chart_file == self.endpoint_file(mode).name:
                 return self.endpoint_file(mode)
@@ -111,12 +127,14 @@ class DistLayout:
 
     @classmethod
     def of(cls, root: Path, name: str, applied: Mode, *, unresolved: bool = False) -> DistLayout:
+        """Endpoint ``name``'s layout in the ``dist/`` folder ``root``."""
         return cls(root=root, name=name, applied=applied, unresolved=unresolved)
 
     @classmethod
     def found(cls, root: Path, name: str, applied: Mode) -> DistLayout:
-        """The layout a synth left in ``root``: ``unresolved`` when ``placeholders/`` is there."""
-        return cls(root=root, name=name, applied=applied, unresolved=(root / PLACEHOLDERS).is_dir())
+        """The layout a synth left in ``root`` for endpoint ``name``: ``unresolved`` when its ``placeholders/`` is
+        there."""
+        return cls(root=root, name=name, applied=applied, unresolved=(root / name / PLACEHOLDERS).is_dir())
 
 
 def apply_commands(endpoint_dir: str) -> list[str]:
@@ -128,15 +146,15 @@ def apply_commands(endpoint_dir: str) -> list[str]:
             "revision is live on every GPU: replace it (one cold start)"]
 
 
-def placeholders_readme(missing: list[str]) -> str:
-    """Why ``placeholders/`` exists and, per unresolved value, what resolves it (:func:`hyperpod_core.inputs.remedy`:
-    the deploy outputs for the values only ``cdk deploy`` knows, ``stage-model`` or ``model.revision`` for the
-    weights' revision)."""
+def placeholders_readme(missing: list[str], name: str) -> str:
+    """Why endpoint ``name``'s ``placeholders/`` exists and, per unresolved value, what resolves it
+    (:func:`hyperpod_core.inputs.remedy`: the deploy outputs for the values only ``cdk deploy`` knows, ``stage-model``
+    or the endpoint's ``model.revision`` for the weights' revision)."""
     from hyperpod_core.inputs import remedies
 
-    return ("These manifests are NOT deployable: they still hold placeholders for "
+    return (f"These manifests of endpoint {name} are NOT deployable: they still hold placeholders for "
             f"{', '.join(missing)}.\n"
             "Each value, with what resolves it:\n"
             + "".join(f"  {line}\n" for line in remedies(missing))
-            + "Then synthesize again: the manifests go to dist/endpoint/, dist/alternate/, dist/reference/ and\n"
-              "dist/benchmark/ (docs/endpoint.md).\n")
+            + f"Then synthesize again: the manifests go to dist/{name}/endpoint/, dist/{name}/alternate/,\n"
+              f"dist/{name}/reference/ and dist/{name}/benchmark/ (docs/endpoint.md).\n")

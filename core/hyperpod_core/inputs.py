@@ -3,12 +3,16 @@
 ``cdk deploy --outputs-file cdk-outputs.json`` writes ``{"<stack name>": {"<output id>": "<value>"}}``.
 Output IDs are the constants of :mod:`hyperpod_core.outputs`; every stack is searched for them.
 
-Precedence, per value (each resolved value records where it came from, and :meth:`EndpointInputs.lines`
+The deployment's values are resolved once (:class:`DeploymentInputs`); each endpoint adds its model's bucket and
+revision (:func:`endpoint_inputs`, an :class:`EndpointInputs` per endpoint, what its charts take).
+
+Precedence, per value (each resolved value records where it came from, and :meth:`DeploymentInputs.lines`
 prints one line per value):
 
-* model bucket: ``model_bucket.existing_name`` in the config, else ``ModelBucketName`` from the outputs
-  file, else the placeholder ``UNRESOLVED-ModelBucketName``. The placeholder is deliberately *not* a valid
-  bucket name: a manifest synthesized before ``cdk deploy`` can never read from somebody else's bucket.
+* model bucket (per endpoint): the endpoint's ``model.bucket``, else ``model_bucket.existing_name`` in the config,
+  else ``ModelBucketName`` from the outputs file, else the placeholder ``UNRESOLVED-ModelBucketName``. The
+  placeholder is deliberately *not* a valid bucket name: a manifest synthesized before ``cdk deploy`` can never read
+  from somebody else's bucket.
   There is no derived bucket name (the CDK side names the bucket itself, scoped to account and region).
 * region: always ``region`` from the config; an outputs file with a different ``Region``, or whose AMP workspace
   endpoint (``https://aps-workspaces.<region>.amazonaws.com/...``) is in another region, is an error.
@@ -16,7 +20,7 @@ prints one line per value):
   endpoint region do not belong to the config is refused before anything is read from it
   (:func:`check_ownership`).
 * AMP workspace endpoint (KEDA ``serverAddress``): ``AmpWorkspaceEndpoint`` from the outputs file, else a
-  placeholder workspace ``ws-UNRESOLVED-AmpWorkspaceEndpoint`` (only used when autoscaling is on).
+  placeholder workspace ``ws-UNRESOLVED-AmpWorkspaceEndpoint`` (only used when some endpoint autoscales).
 * GPU availability-zone *name* (``pdSpec.topologySpec.availabilityZone``): ``GpuAvailabilityZone`` from
   the outputs file, else omitted. The config holds the AZ *ID*; the name differs per account.
 * EKS cluster ARN (the endpoints' ``spec.tags`` value of ``eks-cluster-arn``): ``EksClusterArn`` from the
@@ -27,12 +31,13 @@ prints one line per value):
   and the ``deployment`` tag (always the config's ``name``) still ties the resources to this deployment.
 * role ARNs (inference execution, KEDA): reported for the record; the InferenceEndpointConfig has no
   field for them (the operator add-on holds them).
-* model revision (the last segment of vLLM's ``--model`` and of the weights' mount path): ``model.revision`` in
-  the config, else ``sha256-<16 hex>`` of the manifest ``hyperpod-dpd stage-model`` staged, read from its local
-  record (:mod:`hyperpod_core.staged_model`, ``staged-model.json`` beside the outputs file) when the record names
-  this config's prefix and bucket, else the placeholder ``UNRESOLVED-ModelRevision``: two stagings under one name
-  must never share an LMCache key, so weights of unknown identity are not deployable. A staged revision is also
-  where the weights are (``<model.s3_prefix><revision>/``, :func:`hyperpod_core.staged_model.weights_prefix`).
+* model revision (per endpoint; the last segment of vLLM's ``--model`` and of the weights' mount path): the
+  endpoint's ``model.revision``, else ``sha256-<16 hex>`` of the manifest ``hyperpod-dpd stage-model`` staged, read
+  from its local record (:mod:`hyperpod_core.staged_model`, ``staged-model.json`` beside the outputs file) when the
+  record holds the endpoint's prefix and bucket, else the placeholder ``UNRESOLVED-ModelRevision``: two stagings
+  under one name must never share an LMCache key, so weights of unknown identity are not deployable. A staged
+  revision is also where the weights are (``<model.s3_prefix><revision>/``,
+  :func:`hyperpod_core.staged_model.weights_prefix`).
 
 Each placeholder has its own remedy (:func:`remedy`): the deploy outputs come from ``cdk deploy --outputs-file``,
 the revision from ``stage-model`` or ``model.revision``. ``--require-outputs`` turns any placeholder into an
@@ -41,14 +46,17 @@ error, for the apply path.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Final
 
 from hyperpod_core import outputs, staged_model
 from hyperpod_core.config import Config, aws_partition, is_bucket_name
+from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.errors import ConfigError, shown
 from hyperpod_core.names import IAM_ROLE_ARN_PATTERN
 
@@ -74,8 +82,14 @@ class Resolved:
     placeholder: bool = False
 
 
+def _line(name: str, r: Resolved) -> str:
+    return f"input {name} = {r.value if r.value is not None else '-'} ({r.source})"
+
+
 @dataclass(frozen=True, kw_only=True)
 class EndpointInputs:
+    """The deploy-time values of one endpoint's manifests: the deployment's, and its model's bucket and revision."""
+
     model_bucket_name: Resolved
     region: Resolved
     amp_workspace_endpoint: Resolved
@@ -87,17 +101,44 @@ class EndpointInputs:
 
     def lines(self) -> list[str]:
         """``input <name> = <value> (<source>)``, one line per value, for the synth log."""
-        rows = (
-            ("model_bucket_name", self.model_bucket_name),
-            ("region", self.region),
-            ("amp_workspace_endpoint", self.amp_workspace_endpoint),
-            ("gpu_availability_zone", self.gpu_availability_zone),
-            ("inference_execution_role_arn", self.inference_execution_role_arn),
-            ("keda_role_arn", self.keda_role_arn),
-            ("eks_cluster_arn", self.eks_cluster_arn),
-            ("model_revision", self.model_revision),
-        )
-        return [f"input {name} = {r.value if r.value is not None else '-'} ({r.source})" for name, r in rows]
+        return [_line(f.name, getattr(self, f.name)) for f in fields(self)]
+
+
+#: The values each endpoint resolves for itself (its model's); the others are the deployment's.
+ENDPOINT_VALUES: Final = ("model_bucket_name", "model_revision")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeploymentInputs:
+    """The deploy-time values of a deployment: the ones its endpoints share, and each endpoint's own
+    (:attr:`by_endpoint`)."""
+
+    model_bucket_name: Resolved
+    """The deployment's bucket (``model_bucket``): an endpoint's unless its ``model.bucket`` names another."""
+    region: Resolved
+    amp_workspace_endpoint: Resolved
+    gpu_availability_zone: Resolved
+    inference_execution_role_arn: Resolved
+    keda_role_arn: Resolved
+    eks_cluster_arn: Resolved
+    by_endpoint: Mapping[str, EndpointInputs] = dataclasses.field(default_factory=dict)
+    """Endpoint name -> its inputs, in the config's order."""
+
+    def endpoint(self, name: str) -> EndpointInputs:
+        """The inputs of endpoint ``name``."""
+        return self.by_endpoint[name]
+
+    def lines(self) -> list[str]:
+        """``input <name> = <value> (<source>)``, one line per value, for the synth log: one endpoint's as
+        :meth:`EndpointInputs.lines` gives them; with several, the shared values once, then each endpoint's own as
+        ``input <name>[<endpoint>]``."""
+        if len(self.by_endpoint) == 1:
+            return next(iter(self.by_endpoint.values())).lines()
+        shared = [_line(f.name, getattr(self, f.name)) for f in fields(EndpointInputs)
+                  if f.name not in ENDPOINT_VALUES]
+        own = [_line(f"{value}[{name}]", getattr(e, value)) for name, e in self.by_endpoint.items()
+               for value in ENDPOINT_VALUES]
+        return shared + own
 
 
 #: Stack-name suffixes of one deployment (``<config name>-<suffix>``; ``hyperpod_infra.app_builder.build``).
@@ -131,7 +172,7 @@ def check_ownership(config: Config, path: Path, data: dict[str, dict[str, object
                 if key == output_id and str(value) != expected:
                     raise ConfigError(f"{where}: {stack}.{key} is {str(value)!r} but config {field} is "
                                       f"{expected!r} (outputs file of another deployment?)")
-            _check_region(config, where, f"{stack}.{key}", key, str(value))
+            _check_region(config.region, where, f"{stack}.{key}", key, str(value))
             m = _ARN_PARTS_RE.match(str(value))
             if m is None:
                 continue
@@ -149,15 +190,16 @@ def check_ownership(config: Config, path: Path, data: dict[str, dict[str, object
                               f"{', '.join(sorted(expected_accounts))} (outputs file of another deployment?)")
 
 
-def _check_region(config: Config, where: str, source: str, key: str, value: str) -> None:
-    """The outputs that name a region without being an ARN: ``Region`` itself and the AMP workspace endpoint."""
+def _check_region(expected: str, where: str, source: str, key: str, value: str) -> None:
+    """The outputs that name a region without being an ARN (``Region`` itself and the AMP workspace endpoint) must
+    name ``expected``, the config's."""
     region = value if key == outputs.REGION else None
     if key == outputs.AMP_WORKSPACE_ENDPOINT:
         m = _AMP_REGION_RE.match(value)
         region = m["region"] if m else None
-    if region is not None and region != config.region:
+    if region is not None and region != expected:
         what = "is" if key == outputs.REGION else "is in region"
-        raise ConfigError(f"{where}: {source} {what} {region!r} but config region is {config.region!r} "
+        raise ConfigError(f"{where}: {source} {what} {region!r} but config region is {expected!r} "
                           f"(outputs file of another deployment?)")
 
 
@@ -214,46 +256,66 @@ def read_outputs_file(path: Path, config: Config | None = None) -> dict[str, tup
     return found
 
 
-def model_revision(config: Config, staged_model_file: Path | None, bucket: Resolved) -> Resolved:
-    """``model.revision``, else the staged manifest's digest from ``staged_model_file`` (the record of this config's
-    prefix and bucket only), else a placeholder (module docstring)."""
-    if config.model.revision is not None:
-        return Resolved(value=config.model.revision, source="config: model.revision")
+def model_revision(spec: EndpointSpec, staged_model_file: Path | None, bucket: Resolved) -> Resolved:
+    """The endpoint's ``model.revision``, else the staged manifest's digest from ``staged_model_file`` (its entry of
+    the endpoint's prefix and bucket only), else a placeholder (module docstring)."""
+    if spec.model.revision is not None:
+        return Resolved(value=spec.model.revision, source=f"config: {spec.model_field('revision')}")
     placeholder = PLACEHOLDER_PREFIX + "ModelRevision"
     fix = remedy("model_revision")
     if staged_model_file is None or not staged_model_file.is_file():
         return Resolved(value=placeholder, placeholder=True,
-                        source=f"PLACEHOLDER: no model.revision and no {staged_model.RECORD_FILE} of staged weights "
-                               f"({fix})")
-    prefix = config.model.s3_prefix
+                        source=f"PLACEHOLDER: no {spec.model_field('revision')} and no {staged_model.RECORD_FILE} of "
+                               f"staged weights ({fix})")
+    prefix = spec.model.s3_prefix
     record = staged_model.find(staged_model_file, s3_prefix=prefix,
                                bucket=None if bucket.placeholder else bucket.value)
     if record is None:
         held = ", ".join(f"s3://{m.bucket}/{m.s3_prefix}" for m in staged_model.read_all(staged_model_file))
         return Resolved(value=placeholder, placeholder=True,
-                        source=f"PLACEHOLDER: {staged_model_file} records {held}, not this config's "
+                        source=f"PLACEHOLDER: {staged_model_file} records {held}, not endpoint {spec.name}'s "
                                f"s3://{bucket.value}/{prefix} ({fix})")
     return Resolved(value=record.revision, source=f"{staged_model_file}: manifest of s3://{record.bucket}/"
                                                   f"{record.s3_prefix} ({record.files} files, staged by stage-model)")
 
 
+def model_bucket(spec: EndpointSpec, deployment_bucket: Resolved) -> Resolved:
+    """Where the endpoint's weights are: its ``model.bucket``, else the deployment's bucket."""
+    if spec.model.bucket is not None:
+        return Resolved(value=spec.model.bucket, source=f"config: {spec.model_field('bucket')}")
+    return deployment_bucket
+
+
+def endpoint_inputs(spec: EndpointSpec, deployment: DeploymentInputs,
+                    staged_model_file: Path | None = None) -> EndpointInputs:
+    """Endpoint ``spec``'s inputs: the deployment's values, its model's bucket and revision."""
+    bucket = model_bucket(spec, deployment.model_bucket_name)
+    shared = {f.name: getattr(deployment, f.name) for f in fields(EndpointInputs) if f.name not in ENDPOINT_VALUES}
+    return EndpointInputs(**shared, model_bucket_name=bucket,
+                          model_revision=model_revision(spec, staged_model_file, bucket))
+
+
 def resolve_inputs(config: Config, outputs_file: Path | None,
-                   staged_model_file: Path | None = None) -> EndpointInputs:
-    """Resolve every deploy-time value for ``config``; ``outputs_file`` ``None`` means there is none;
-    ``staged_model_file``: the record ``stage-model`` wrote (:func:`model_revision`)."""
+                   staged_model_file: Path | None = None) -> DeploymentInputs:
+    """Resolve every deploy-time value for ``config``, the deployment's once and each endpoint's own
+    (:meth:`DeploymentInputs.endpoint`); ``outputs_file`` ``None`` means there is none; ``staged_model_file``: the
+    record ``stage-model`` wrote (:func:`model_revision`)."""
     found = read_outputs_file(outputs_file, config) if outputs_file is not None else {}
     where = str(outputs_file)
-    bucket = _model_bucket_name(config, found, where)
-    return EndpointInputs(
-        model_bucket_name=bucket,
+    specs = config.specs()
+    deployment = DeploymentInputs(
+        model_bucket_name=_model_bucket_name(config.model_bucket.existing_name, found, where),
         region=Resolved(value=config.region, source="config: region"),  # an outputs file's Region: check_ownership
-        amp_workspace_endpoint=_amp_workspace_endpoint(config, found, where),
-        gpu_availability_zone=_gpu_availability_zone(config, found, where),
+        amp_workspace_endpoint=_amp_workspace_endpoint(config.region, specs, found, where),
+        gpu_availability_zone=_gpu_availability_zone(config.region, config.network.gpu_availability_zone_id,
+                                                     found, where),
         inference_execution_role_arn=_role_arn(found, where, outputs.INFERENCE_EXECUTION_ROLE_ARN),
         keda_role_arn=_role_arn(found, where, outputs.KEDA_ROLE_ARN),
         eks_cluster_arn=eks_cluster_arn(config, found, where),
-        model_revision=model_revision(config, staged_model_file, bucket),
     )
+    return DeploymentInputs(**{f.name: getattr(deployment, f.name) for f in fields(deployment)
+                               if f.name != "by_endpoint"},
+                            by_endpoint={s.name: endpoint_inputs(s, deployment, staged_model_file) for s in specs})
 
 
 def _from_outputs(found: dict[str, tuple[str, str]], where: str, output_id: str) -> Resolved | None:
@@ -264,10 +326,9 @@ def _from_outputs(found: dict[str, tuple[str, str]], where: str, output_id: str)
     return Resolved(value=value, source=f"outputs file {where}: {stack}.{output_id}")
 
 
-def _model_bucket_name(config: Config, found: dict[str, tuple[str, str]], where: str) -> Resolved:
-    """``model_bucket.existing_name`` (the outputs must agree), else the output, else a placeholder."""
+def _model_bucket_name(existing: str | None, found: dict[str, tuple[str, str]], where: str) -> Resolved:
+    """``model_bucket.existing_name`` (``existing``; the outputs must agree), else the output, else a placeholder."""
     bucket = _from_outputs(found, where, outputs.MODEL_BUCKET_NAME)
-    existing = config.model_bucket.existing_name
     if existing is not None:
         if bucket is not None and bucket.value != existing:
             raise ConfigError(f"{bucket.source} is {bucket.value!r} but config model_bucket.existing_name "
@@ -283,8 +344,10 @@ def _model_bucket_name(config: Config, found: dict[str, tuple[str, str]], where:
     return bucket
 
 
-def _amp_workspace_endpoint(config: Config, found: dict[str, tuple[str, str]], where: str) -> Resolved:
-    """The output without its trailing slash; without it a placeholder workspace when autoscaling needs one."""
+def _amp_workspace_endpoint(region: str, specs: Sequence[EndpointSpec], found: dict[str, tuple[str, str]],
+                            where: str) -> Resolved:
+    """The output without its trailing slash; without it a placeholder workspace when some endpoint's autoscaling
+    needs one."""
     amp = _from_outputs(found, where, outputs.AMP_WORKSPACE_ENDPOINT)
     if amp is not None:
         normalized = (amp.value or "").rstrip("/")
@@ -292,23 +355,24 @@ def _amp_workspace_endpoint(config: Config, found: dict[str, tuple[str, str]], w
             raise ConfigError(f"{amp.source} must look like https://aps-workspaces.<region>.amazonaws.com/"
                               f"workspaces/ws-<id>, got {amp.value!r}")
         return Resolved(value=normalized, source=amp.source)
-    if config.endpoint.autoscaling.enabled:
+    if any(s.endpoint.autoscaling.enabled for s in specs):
         return Resolved(
-            value=(f"https://aps-workspaces.{config.region}.amazonaws.com/workspaces/ws-"
+            value=(f"https://aps-workspaces.{region}.amazonaws.com/workspaces/ws-"
                    f"{PLACEHOLDER_PREFIX}{outputs.AMP_WORKSPACE_ENDPOINT}"),
             placeholder=True, source=f"PLACEHOLDER: no {outputs.AMP_WORKSPACE_ENDPOINT} (pass --outputs-file)")
-    return Resolved(value=None, source="not needed: endpoint.autoscaling.enabled is false")
+    keys = ", ".join(s.field("autoscaling.enabled") for s in specs)
+    return Resolved(value=None, source=f"not needed: {keys} {'is' if len(specs) == 1 else 'are'} false")
 
 
-def _gpu_availability_zone(config: Config, found: dict[str, tuple[str, str]], where: str) -> Resolved:
-    """The GPU subnet's AZ name from the outputs (one of the config's region), else omitted."""
+def _gpu_availability_zone(region: str, zone_id: str, found: dict[str, tuple[str, str]], where: str) -> Resolved:
+    """The GPU subnet's AZ name from the outputs (one of ``region``), else omitted (every GPU node is in the AZ
+    ``zone_id``)."""
     zone = _from_outputs(found, where, GPU_AVAILABILITY_ZONE)
     if zone is None:
         return Resolved(value=None, source=f"omitted: no {GPU_AVAILABILITY_ZONE} output; sameAZ still holds "
-                                           f"and every GPU node is in {config.network.gpu_availability_zone_id}")
-    if not (_AZ_NAME_RE.fullmatch(zone.value or "") and (zone.value or "").startswith(config.region)):
-        raise ConfigError(f"{zone.source} must be an AZ name in {config.region} such as "
-                          f"{config.region}a, got {zone.value!r}")
+                                           f"and every GPU node is in {zone_id}")
+    if not (_AZ_NAME_RE.fullmatch(zone.value or "") and (zone.value or "").startswith(region)):
+        raise ConfigError(f"{zone.source} must be an AZ name in {region} such as {region}a, got {zone.value!r}")
     return zone
 
 
@@ -323,7 +387,7 @@ def _role_arn(found: dict[str, tuple[str, str]], where: str, output_id: str) -> 
     return Resolved(value=r.value, source=r.source + " (informational)")
 
 
-def resolve_in_folder(config: Config, folder: Path) -> EndpointInputs:
+def resolve_in_folder(config: Config, folder: Path) -> DeploymentInputs:
     """The inputs as the synth of an environment folder resolves them: its outputs file
     (:data:`hyperpod_core.outputs.DEFAULT_OUTPUTS_FILE`) and the staged-weights record beside it, each when present."""
     outputs_file, record = folder / outputs.DEFAULT_OUTPUTS_FILE, folder / staged_model.RECORD_FILE
@@ -331,9 +395,11 @@ def resolve_in_folder(config: Config, folder: Path) -> EndpointInputs:
                           record if record.is_file() else None)
 
 
-def placeholders(inputs: EndpointInputs) -> list[str]:
-    """Names of the values still holding a placeholder."""
-    return [name for name, r in vars(inputs).items() if r.placeholder]
+def placeholders(inputs: EndpointInputs | DeploymentInputs) -> list[str]:
+    """Names of the values still holding a placeholder: one endpoint's, or (of a deployment's inputs) those some
+    endpoint still misses, in :class:`EndpointInputs`'s order."""
+    every = inputs.by_endpoint.values() if isinstance(inputs, DeploymentInputs) else (inputs,)
+    return [f.name for f in fields(EndpointInputs) if any(getattr(e, f.name).placeholder for e in every)]
 
 
 #: What resolves the placeholder of the staged weights' revision (the one input no deploy writes).

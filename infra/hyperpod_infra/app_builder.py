@@ -24,13 +24,14 @@ from hyperpod_constructs.gpu_network import GpuNetworkProps
 from hyperpod_constructs.hyperpod_cluster import POOL_LABEL
 from hyperpod_constructs.hyperpod_dependencies import ChartSource
 from hyperpod_constructs.hyperpod_resiliency_charts import ResiliencyChart
-from hyperpod_constructs.model_bucket import ModelBucketProps
+from hyperpod_constructs.model_bucket import ModelBucketProps, ModelReadLocation
 from hyperpod_constructs.node_readiness import NodeRequirement
 from hyperpod_constructs.service_timeouts import ServiceTimeouts
 from hyperpod_core import artifacts, pins
 from hyperpod_core.config import Config
+from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.errors import CommandFailed
-from hyperpod_core.names import DEPLOYMENT_TAG, EndpointNames
+from hyperpod_core.names import DEPLOYMENT_TAG, INSTANCE_GROUP_NODE_LABEL
 from hyperpod_core.telemetry.alertmanager import alert_manager_definition
 from hyperpod_core.telemetry.alerts import alert_rule_groups
 from hyperpod_core.telemetry.collection import metrics_provider
@@ -38,6 +39,7 @@ from hyperpod_core.telemetry.dashboards import dashboards
 from hyperpod_core.telemetry.notices import notices
 from hyperpod_core.telemetry.render import render, to_json_text
 from hyperpod_infra import bundle
+from hyperpod_infra.cdk_cli import METADATA_DEFAULTS
 from hyperpod_infra.nag import add_nag, write_findings_report
 from hyperpod_infra.stacks.cluster_stack import ClusterStack, ClusterStackProps
 from hyperpod_infra.stacks.hyperpod_stack import HyperPodStack, HyperPodStackProps, InstanceGroupSpec
@@ -98,7 +100,7 @@ def _alerts(config: Config) -> dict[str, Any]:
     """ObservabilityStackProps fields that deliver the alerts: the alert manager definition (to the stack's
     topic and ``observability.alerts.topic_arn``) and the e-mail subscriptions."""
     a = config.observability.alerts
-    return {"alert_manager_definition": lambda arns: alert_manager_definition(config, arns),
+    return {"alert_manager_definition": lambda arns: alert_manager_definition(config.region, arns),
             "alert_emails": a.email_addresses, "alert_topic_arns": (a.topic_arn,) if a.topic_arn else ()}
 
 
@@ -107,8 +109,9 @@ def _grafana(config: Config) -> dict[str, Any]:
     g = config.observability.grafana_workspace
     if g is None:
         return {}
-    return {"grafana_workspace_id": g.workspace_id, "grafana_folder": g.folder,
-            "dashboards": {spec.uid: to_json_text(render(spec)) for spec in dashboards(config)}}
+    # Each dashboard under the uid its definition gives it (hyperpod_core.telemetry.dashboards), never one made here.
+    return {"grafana_workspace_id": g.workspace_id, "grafana_folder": g.folder, "deployment_name": config.name,
+            "dashboards": {d.uid: to_json_text(render(d)) for s in config.specs() for d in dashboards(s)}}
 
 
 @dataclass(frozen=True)
@@ -131,13 +134,21 @@ class Stacks:
         return [self.network, *optional, self.cluster, self.hyperpod, self.platform, *last]
 
 
-def _benchmark_client(config: Config) -> BenchmarkClientSpec:
-    """The benchmark Jobs' ServiceAccount and, with ``benchmark.results_s3_uri``, where they write."""
-    uri = config.benchmark.results_s3_uri
+def _model_read(spec: EndpointSpec) -> ModelReadLocation:
+    """Where the endpoint's weights are: its ``model.s3_prefix`` in the deployment's bucket, or in its own
+    ``model.bucket`` (with ``model.kms_key_arn``)."""
+    m = spec.model
+    return ModelReadLocation(key_prefix=m.s3_prefix, bucket_name=m.bucket, kms_key_arn=m.kms_key_arn)
+
+
+def _benchmark_client(spec: EndpointSpec) -> BenchmarkClientSpec:
+    """The endpoint's benchmark Jobs' ServiceAccount, its model and, with ``benchmark.results_s3_uri``, where they
+    write."""
+    uri = spec.benchmark.results_s3_uri
     bucket, _, prefix = uri.removeprefix("s3://").partition("/") if uri else (None, "", "")
     # The runner writes <prefix>/<mode>/<run>/<file> with the prefix's slashes stripped (benchmark/runner.py).
-    return BenchmarkClientSpec(namespace=config.endpoint.namespace,
-                               service_account=EndpointNames.of(config.endpoint).benchmark_resource,
+    return BenchmarkClientSpec(endpoint_name=spec.name, namespace=spec.namespace,
+                               service_account=spec.names.benchmark_resource, model_reads=(_model_read(spec),),
                                results_bucket=bucket, results_prefix=prefix.strip("/"))
 
 
@@ -199,7 +210,7 @@ def _observability_stack(app: cdk.App, config: Config) -> ObservabilityStack:
         workspace_alias=config.name,
         # The same alert definitions as the PrometheusRule manifest (hyperpod_core.telemetry), and the alert
         # manager that sends them to a person (SNS).
-        alert_rule_groups=alert_rule_groups(config), **_alerts(config),
+        alert_rule_groups=alert_rule_groups(config.specs()), **_alerts(config),
         # The same dashboards as the sidecar ConfigMaps, into Amazon Managed Grafana when configured.
         **_grafana(config))
     return _stack(ObservabilityStack, app, config, "Observability", "observability", props=props,
@@ -233,24 +244,35 @@ def _cluster_stack(app: cdk.App, config: Config, network: NetworkStack, chart_ca
                   description="EKS control plane, core add-ons, system nodes, HyperPod dependencies")
 
 
+def instance_groups(config: Config) -> tuple[InstanceGroupSpec, ...]:
+    """``hyperpod.instance_groups`` as the HyperPod stack takes them. A group that some endpoint's role names
+    (``instance_group``) also carries ``hyperpod-dpd/instance-group: <group>``, the label that role's nodeSelector
+    selects (``EndpointSpec.node_selector``); HyperPod puts it on every node of the group through
+    ``ClusterKubernetesConfig.Labels`` (SageMaker API Reference, "ClusterKubernetesConfig"; HyperPod developer guide,
+    "Custom Kubernetes labels and taints"). Groups nobody names keep the pool label alone, as before."""
+    named = {role.instance_group for spec in config.specs() for role in (spec.endpoint.prefill, spec.endpoint.decode)
+             if role.instance_group is not None}
+    return tuple(
+        InstanceGroupSpec(
+            name=g.name, instance_type=g.instance_type, instance_count=g.instance_count, pool=g.pool,
+            threads_per_core=g.threads_per_core, ebs_volume_size_gb=g.ebs_volume_size_gb,
+            deep_health_checks=g.deep_health_checks, training_plan_arn=g.training_plan_arn,
+            labels={INSTANCE_GROUP_NODE_LABEL: g.name} if g.name in named else {})
+        for g in config.hyperpod.instance_groups)
+
+
 def _hyperpod_stack(app: cdk.App, config: Config, network: NetworkStack, cluster: ClusterStack) -> HyperPodStack:
     h = config.hyperpod
     props = HyperPodStackProps(
         cluster_name=h.cluster_name, node_recovery=h.node_recovery, node_provisioning_mode=h.node_provisioning_mode,
-        lifecycle_bucket_name=lifecycle_bucket_name(config),
-        instance_groups=tuple(
-            InstanceGroupSpec(
-                name=g.name, instance_type=g.instance_type, instance_count=g.instance_count, pool=g.pool,
-                threads_per_core=g.threads_per_core, ebs_volume_size_gb=g.ebs_volume_size_gb,
-                deep_health_checks=g.deep_health_checks, training_plan_arn=g.training_plan_arn)
-            for g in h.instance_groups),
+        lifecycle_bucket_name=lifecycle_bucket_name(config), instance_groups=instance_groups(config),
         eks_cluster=cluster.cluster, vpc=network.vpc, gpu_subnet=network.gpu_subnet,
         efa_security_group=network.efa_security_group, dependencies=cluster.hyperpod_dependencies,
         log_retention=retention(config.eks.log_retention_days),
         tiered_storage_memory_percent=config.tiered_storage_percent(),
-        # Every group's nodes wait for the instance store: every DPD instance type has one
-        # (instances.INSTANCE_STORES), and the config accepts no other type for a group.
-        weights_cache=config.resolved_model_cache().weights_cache)
+        # Every group's nodes wait for the instance store when any endpoint caches its weights there: every DPD
+        # instance type has one (instances.INSTANCE_STORES), and the config accepts no other type for a group.
+        weights_cache=any(spec.resolved_model_cache().weights_cache for spec in config.specs()))
     return _stack(HyperPodStack, app, config, "HyperPod", "hyperpod", props=props,
                   description="lifecycle scripts, execution role, HyperPod cluster with P5 instance groups")
 
@@ -277,16 +299,18 @@ def _observability_addon_stack(app: cdk.App, config: Config, network: NetworkSta
 
 def _platform_stack(app: cdk.App, config: Config, network: NetworkStack, cluster: ClusterStack,
                     hyperpod: HyperPodStack, observability: ObservabilityStack | None) -> PlatformStack:
-    b = config.model_bucket
+    b, specs = config.model_bucket, config.specs()
     props = PlatformStackProps(
         cluster=cluster.cluster, oidc_provider=cluster.eks.oidc_provider,
         hyperpod_cluster_arn=hyperpod.hyperpod.cluster_arn,
         # Bucket name: generated by CloudFormation; the cdk8s app reads it from the outputs file.
         model_bucket=ModelBucketProps(existing_bucket_name=b.existing_name, existing_kms_key_arn=b.existing_kms_key_arn,
                                       delete_on_destroy=b.delete_on_destroy),
-        model_key_prefix=config.model.s3_prefix, hyperpod_execution_role=hyperpod.execution_role.role,
+        # Every endpoint's model, once: the S3 CSI driver and the nodes read each prefix, never a whole bucket.
+        model_reads=tuple(dict.fromkeys(_model_read(spec) for spec in specs)),
+        hyperpod_execution_role=hyperpod.execution_role.role,
         prometheus=observability.prometheus if observability is not None else None,
-        benchmark_client=_benchmark_client(config),
+        benchmark_clients=tuple(_benchmark_client(spec) for spec in specs),
         # The janitor calls the Kubernetes API: from inside the VPC unless the public endpoint is open.
         janitor_vpc=_kube_api_vpc(config, network), deployment_name=config.name)
     return _stack(PlatformStack, app, config, "Platform", "platform", props=props,
@@ -304,9 +328,9 @@ def synthesize(config: Config, *, outdir: Path | None = None, context: dict[str,
     reach no one (:mod:`hyperpod_core.telemetry.notices`); the main job prints them in its summary instead.
     """
     if announce:
-        for line in notices(config):
+        for line in notices(config.observability):
             print(f"note: {line}", file=sys.stderr)
-    app = cdk.App(outdir=None if outdir is None else str(outdir), context=context)
+    app = cdk.App(outdir=None if outdir is None else str(outdir), context={**METADATA_DEFAULTS, **(context or {})})
     build(app, config)
     add_nag(app)
     assembly = Path(app.outdir)

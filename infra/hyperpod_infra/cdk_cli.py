@@ -25,6 +25,16 @@ SYNTH_FLAGS: dict[str, Any] = {
     "aws:cdk:version-reporting": False,
 }
 
+#: Defaults of every synth of this app, whoever runs it (a ``-c`` of the CDK CLI overrides them): no stack traces in
+#: the cloud assembly's metadata. For a Python app they hold only frames of jsii's runtime and kernel folders in the
+#: temp folder (aws-cdk-lib: "no user code in 10 frames"), gone when the synth ends; the CDK CLI printed one such
+#: path above each warning. ``aws:`` keys cannot live in cdk.json: the CLI warns about a reserved key on every run
+#: (aws-cdk CLI 2.1148.1, ``warnAboutContextKey``). ``cdk --debug`` brings the creation stacks back.
+METADATA_DEFAULTS: dict[str, Any] = {
+    "aws:cdk:disable-stack-trace": True,  # the trace of each warning and error (aws-cdk-lib ``Annotations``)
+    "aws:cdk:disable-creation-stack-traces": True,  # ``aws:cdk:creationStack`` of every CfnElement and stack
+}
+
 
 def config_from_context() -> str | None:
     """``-c config=...`` as the CDK CLI hands it over (env JSON, or a file for large contexts); else ``None``."""

@@ -1,50 +1,58 @@
-"""The composition root of the cdk8s app: config -> each chart's typed props -> the charts.
+"""Each endpoint's charts: its spec (and the cluster facts it needs) -> each chart's typed props -> the charts.
 
-Charts never see the :class:`~hyperpod_core.config.Config`: each takes one frozen props dataclass (STYLE rule 11),
-which the ``*_props`` functions here derive. Chart IDs become file names (``<id>.k8s.yaml``).
+Charts never see the :class:`~hyperpod_core.config.Config`, and neither does this module: it builds one endpoint's
+charts from that endpoint's :class:`~hyperpod_core.config.spec.EndpointSpec`, its deploy-time inputs and the one
+cluster fact the manifests name (the GPU subnet's AZ ID). The cdk8s entry point (``main.py``) calls
+:func:`build_endpoint` once per endpoint. Each chart takes one frozen props dataclass (STYLE rule 11), which the
+``*_props`` functions derive. Chart IDs become file names (``<id>.k8s.yaml``), each beginning with the endpoint's
+name (unique in a config), so two endpoints' charts never share an ID.
 """
 
 from __future__ import annotations
 
 import cdk8s
 
-from hyperpod_core.config import Config
+from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.inputs import EndpointInputs
 from hyperpod_k8s.benchmark.benchmark_chart import BenchmarkChart
 from hyperpod_k8s.benchmark.props import benchmark_props
 from hyperpod_k8s.benchmark.reference import reference_layouts
 from hyperpod_k8s.endpoint.endpoint_chart import EndpointChart
-from hyperpod_k8s.endpoint.props import EndpointChartProps, endpoint_props
+from hyperpod_k8s.endpoint.props import EndpointChartProps, EndpointProps, endpoint_props
 from hyperpod_k8s.observability.observability_chart import ObservabilityChart
 from hyperpod_k8s.observability.props import observability_props
 
 
-def build_endpoint_charts(app: cdk8s.App, config: Config, inputs: EndpointInputs) -> list[cdk8s.Chart]:
+def build_endpoint_charts(app: cdk8s.App, spec: EndpointSpec, props: EndpointProps) -> list[cdk8s.Chart]:
     """``<endpoint>-dpd`` (the DPD endpoint) and ``<endpoint>-colocated`` (baseline and rollback), then the
     benchmark's own layouts (``reference/``: AWS's, and the configured DPD endpoint with its replicas pinned)."""
-    props = endpoint_props(config, inputs)
-    name = config.endpoint.name
-    layouts = [(f"{name}-dpd", EndpointChartProps(mode="dpd", endpoint=props)),
-               (f"{name}-colocated", EndpointChartProps(mode="colocated", endpoint=props)),
-               *reference_layouts(config, props)]
+    layouts = [(f"{spec.name}-dpd", EndpointChartProps(mode="dpd", endpoint=props)),
+               (f"{spec.name}-colocated", EndpointChartProps(mode="colocated", endpoint=props)),
+               *reference_layouts(spec, props)]
     return [EndpointChart(app, chart_id, props=layout) for chart_id, layout in layouts]
 
 
-def build_benchmark_chart(app: cdk8s.App, config: Config, inputs: EndpointInputs) -> cdk8s.Chart:
-    """``<endpoint>-benchmark``: suspended genai-bench Jobs, one per run (``hyperpod-dpd bench`` runs them)."""
-    return BenchmarkChart(app, f"{config.endpoint.name}-benchmark", props=benchmark_props(config, inputs))
+def build_benchmark_chart(app: cdk8s.App, spec: EndpointSpec, props: EndpointProps) -> cdk8s.Chart:
+    """``<endpoint>-benchmark``: suspended genai-bench Jobs, one per run (``hyperpod-dpd bench`` runs them), and the
+    ServiceAccount ``<endpoint>-benchmark`` they run as."""
+    return BenchmarkChart(app, f"{spec.name}-benchmark", props=benchmark_props(spec, props))
 
 
-def build_observability_chart(app: cdk8s.App, config: Config) -> cdk8s.Chart | None:
-    """``<endpoint>-observability``: the PrometheusRule and the sidecar ConfigMaps, only when asked for."""
-    props = observability_props(config)
+def build_observability_chart(app: cdk8s.App, spec: EndpointSpec, *, cluster_rules: bool) -> cdk8s.Chart | None:
+    """``<endpoint>-observability``: the PrometheusRules and the sidecar ConfigMaps, only when asked for
+    (``cluster_rules``: also the cluster-wide rules, in the first endpoint's chart)."""
+    props = observability_props(spec, cluster_rules=cluster_rules)
     if props is None:
         return None
-    return ObservabilityChart(app, f"{config.endpoint.name}-observability", props=props)
+    return ObservabilityChart(app, f"{spec.name}-observability", props=props)
 
 
-def build_charts(app: cdk8s.App, config: Config, inputs: EndpointInputs) -> None:
-    """Add every chart for ``config`` to ``app``."""
-    build_endpoint_charts(app, config, inputs)
-    build_benchmark_chart(app, config, inputs)
-    build_observability_chart(app, config)
+def build_endpoint(app: cdk8s.App, spec: EndpointSpec, inputs: EndpointInputs, *, availability_zone_id: str,
+                   first: bool) -> None:
+    """Add every chart of endpoint ``spec`` to ``app``: ``inputs`` its deploy-time values, ``availability_zone_id``
+    the GPU subnet's AZ ID (``network.gpu_availability_zone_id``), ``first`` whether it is the config's first
+    endpoint (whose in-cluster observability chart holds the cluster-wide rules)."""
+    props = endpoint_props(spec, inputs, availability_zone_id=availability_zone_id)
+    build_endpoint_charts(app, spec, props)
+    build_benchmark_chart(app, spec, props)
+    build_observability_chart(app, spec, cluster_rules=first)

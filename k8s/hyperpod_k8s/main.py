@@ -1,4 +1,4 @@
-"""The cdk8s entry point: config (+ CDK outputs) -> charts -> ``dist/<folder>/*.k8s.yaml``.
+"""The cdk8s entry point: config (+ CDK outputs) -> each endpoint's charts -> ``dist/<endpoint>/<folder>/*.k8s.yaml``.
 
 Run through ``npx cdk8s synth`` (see ``cdk8s.yaml``) or directly as ``python -m hyperpod_k8s.main``.
 
@@ -12,16 +12,18 @@ Run through ``npx cdk8s synth`` (see ``cdk8s.yaml``) or directly as ``python -m 
   ``--require-outputs`` fails instead of writing a placeholder.
 * staged weights (the revision in vLLM's ``--model``; :mod:`hyperpod_core.staged_model`): ``--staged-model-file``,
   else ``$HYPERPOD_STAGED_MODEL``, else ``staged-model.json`` beside the outputs file (in the config's folder
-  without one) when it exists, else none: ``model.revision`` or a placeholder.
+  without one) when it exists, else none: each endpoint's ``model.revision`` or a placeholder.
 
 Where each deploy-time value came from is printed on stderr, one line per value; ``wrote <file>`` lines go
 to stdout. Output is deterministic: the same inputs give byte-identical files.
 
-Output layout (:mod:`hyperpod_core.dist_layout`): ``endpoint/`` holds exactly the one endpoint ``endpoint.apply``
-chooses, ``alternate/`` the other mode, ``reference/`` the aws-reference layouts, ``benchmark/`` the Jobs,
-``dashboards/`` the JSON to import, ``in-cluster-observability/`` the prometheus-operator and Grafana-sidecar
-objects (only with ``observability.in_cluster_manifests``). While placeholders remain, the manifests that hold
-them go under ``placeholders/`` and ``endpoint/`` does not exist, so ``kubectl apply -f dist/endpoint/`` fails.
+Output layout (:mod:`hyperpod_core.dist_layout`), one folder per endpoint (``endpoints``, the composition loop is
+here): ``<endpoint>/endpoint/`` holds exactly the one mode the endpoint's ``apply`` chooses, ``<endpoint>/alternate/``
+the other mode, ``<endpoint>/reference/`` the aws-reference layouts, ``<endpoint>/benchmark/`` the Jobs; at the root,
+``dashboards/`` the JSON to import and ``in-cluster-observability/`` the prometheus-operator and Grafana-sidecar
+objects (only with ``observability.in_cluster_manifests``). While an endpoint's manifests hold placeholders they go
+under ``<endpoint>/placeholders/`` and its ``endpoint/`` does not exist, so ``kubectl apply -f
+dist/<endpoint>/endpoint/`` fails.
 """
 
 from __future__ import annotations
@@ -31,16 +33,23 @@ import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from hyperpod_core import environment, outputs, paths
 from hyperpod_core.atomic import staged_dir
 from hyperpod_core.config import Config, load_config
-from hyperpod_core.dist_layout import PLACEHOLDERS_README, DistLayout, apply_commands, placeholders_readme
+from hyperpod_core.config.spec import EndpointSpec
+from hyperpod_core.dist_layout import (
+    DASHBOARDS,
+    PLACEHOLDERS_README,
+    DistLayout,
+    apply_commands,
+    placeholders_readme,
+)
 from hyperpod_core.errors import ConfigError, run_app
-from hyperpod_core.inputs import EndpointInputs, placeholders, remedies, resolve_inputs
+from hyperpod_core.inputs import DeploymentInputs, placeholders, remedies, resolve_inputs
 from hyperpod_core.staged_model import RECORD_FILE
 from hyperpod_core.teardown import fast_exit
 
@@ -82,42 +91,65 @@ def staged_model_path(cli_value: str | None, outputs_file: Path | None, folder: 
     return beside if beside.is_file() else None
 
 
-def layout(config: Config, outdir: Path, inputs: EndpointInputs) -> DistLayout:
-    """Where :func:`synth` puts each file for ``config`` (placeholders decide between the two layouts)."""
-    return DistLayout.of(outdir, config.endpoint.name, config.endpoint.apply, unresolved=bool(placeholders(inputs)))
+def layout(spec: EndpointSpec, outdir: Path, inputs: DeploymentInputs) -> DistLayout:
+    """Where :func:`synth` puts endpoint ``spec``'s files (its placeholders decide between the two layouts)."""
+    return DistLayout.of(outdir, spec.name, spec.endpoint.apply,
+                         unresolved=bool(placeholders(inputs.endpoint(spec.name))))
 
 
-def synth(config: Config, outdir: Path, inputs: EndpointInputs) -> list[Path]:
-    """Build every chart for ``config`` and write them to ``outdir`` in the :func:`layout`; returns the files.
+def build_charts(app: Any, config: Config, inputs: DeploymentInputs) -> None:
+    """Add every endpoint's charts to the cdk8s ``app``, in the config's order."""
+    from hyperpod_k8s.charts import build_endpoint
+
+    for i, spec in enumerate(config.specs()):
+        build_endpoint(app, spec, inputs.endpoint(spec.name),
+                       availability_zone_id=config.network.gpu_availability_zone_id, first=i == 0)
+
+
+def synth(config: Config, outdir: Path, inputs: DeploymentInputs) -> list[Path]:
+    """Build every endpoint's charts for ``config`` and write them to ``outdir``, each in its endpoint's
+    :func:`layout`, and the dashboards; returns the files.
 
     Atomic: the files are written to a temp folder beside ``outdir`` which replaces ``outdir`` only when every
     chart and dashboard was written; a failure leaves the previous ``outdir`` exactly as it was.
     """
     import cdk8s  # jsii starts here, after the config is known to be valid
 
-    from hyperpod_k8s.charts import build_charts
     from hyperpod_k8s.observability.delivery import write_dashboard_files
 
+    specs = config.specs()
     with staged_dir(outdir) as tmp:
         charts = tmp / ".charts"
         app = cdk8s.App(outdir=str(charts), yaml_output_type=cdk8s.YamlOutputType.FILE_PER_CHART)
         build_charts(app, config, inputs)
         app.synth()
-        placed = layout(config, tmp, inputs)
+        layouts = [layout(spec, tmp, inputs) for spec in specs]
         written = []
         for chart_file in sorted(charts.glob("*.k8s.yaml")):
-            target = placed.place(chart_file.name)
+            target = _place(layouts, chart_file.name)
             target.parent.mkdir(parents=True, exist_ok=True)
             chart_file.replace(target)
             written.append(target)
         charts.rmdir()
-        missing = placeholders(inputs)
-        if missing:
-            (placed.base / PLACEHOLDERS_README).write_text(placeholders_readme(missing), encoding="utf-8")
+        for spec, placed in zip(specs, layouts, strict=True):
+            missing = placeholders(inputs.endpoint(spec.name))
+            if missing:
+                (placed.base / PLACEHOLDERS_README).write_text(placeholders_readme(missing, spec.name),
+                                                               encoding="utf-8")
         # Plain dashboard JSON to import into Grafana (the same definitions the AMG custom resource deploys).
         if config.observability.enabled:
-            written += write_dashboard_files(config, placed.dashboards_dir)
+            written += write_dashboard_files(specs, tmp / DASHBOARDS)
     return sorted(outdir / p.relative_to(tmp) for p in written)
+
+
+def _place(layouts: Sequence[DistLayout], chart_file: str) -> Path:
+    """The endpoint layout that owns ``chart_file`` (every chart ID begins with its endpoint's name) and its place."""
+    for placed in layouts:
+        try:
+            return placed.place(chart_file)
+        except ValueError:
+            continue
+    raise ValueError(f"chart file {chart_file!r} has no place in the dist/ layout")
 
 
 def default_outdir(environ: Mapping[str, str] = os.environ) -> str | None:
@@ -199,22 +231,30 @@ def _synth(
 
     for line in inputs.lines():
         print(line, file=sys.stderr)
-    for note in (*limit_notes(loaded), *cold_start_notes(loaded)):
-        print(f"note: {note}", file=sys.stderr)
+    specs = loaded.specs()
+    for spec in specs:
+        for note in (*limit_notes(spec), *cold_start_notes(spec)):
+            print(f"note: {note}", file=sys.stderr)
     written = synth(loaded, Path(outdir), inputs)
     for written_path in written:
         print(f"wrote {written_path}")
-    placed = layout(loaded, Path(outdir), inputs)
-    if placed.unresolved:
-        print(f"note: not deployable yet, so the endpoint, reference and benchmark manifests are in {placed.base}/ "
-              f"(see its {PLACEHOLDERS_README}); {placed.root}/endpoint/ is written once every value is resolved: "
-              f"{'; '.join(remedies(missing))}", file=sys.stderr)
-    else:
-        print(f"apply: exactly one endpoint ({loaded.endpoint.apply}; the other mode is in "
-              f"{placed.base / 'alternate'}/), one of:", file=sys.stderr)
-        for line in apply_commands(f"{placed.endpoint_dir}/"):
-            print(f"  {line}", file=sys.stderr)
+    for spec in specs:
+        _print_next(layout(spec, Path(outdir), inputs), placeholders(inputs.endpoint(spec.name)))
     _show_to_cdk8s_cli(Path(outdir), written)
+
+
+def _print_next(placed: DistLayout, missing: list[str]) -> None:
+    """On stderr, for one endpoint: where its manifests went and why when they are not deployable; else how to apply
+    it."""
+    if placed.unresolved:
+        print(f"note: endpoint {placed.name} is not deployable yet, so its endpoint, reference and benchmark "
+              f"manifests are in {placed.base}/ (see its {PLACEHOLDERS_README}); {placed.folder}/endpoint/ is "
+              f"written once every value is resolved: {'; '.join(remedies(missing))}", file=sys.stderr)
+        return
+    print(f"apply: exactly one endpoint ({placed.name}, {placed.applied}; the other mode is in "
+          f"{placed.base / 'alternate'}/), one of:", file=sys.stderr)
+    for line in apply_commands(f"{placed.endpoint_dir}/"):
+        print(f"  {line}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -43,9 +43,9 @@ from hyperpod_core import environment, paths
 from hyperpod_core.assembly import required_parameters, undeployable_line
 from hyperpod_core.atomic import staged_dir
 from hyperpod_core.config import load_config
-from hyperpod_core.dist_layout import apply_commands
+from hyperpod_core.dist_layout import PLACEHOLDERS, DistLayout, apply_commands
 from hyperpod_core.errors import CommandFailed, UsageError, run_app
-from hyperpod_core.inputs import placeholders, resolve_in_folder, resolve_inputs
+from hyperpod_core.inputs import DeploymentInputs, placeholders, resolve_in_folder, resolve_inputs
 from hyperpod_core.staged_model import RECORD_FILE
 from hyperpod_core.telemetry.notices import notices
 from hyperpod_infra.cdk_cli import cli_context
@@ -291,10 +291,11 @@ def _main_job(
     for line in result.input_lines:
         print(f"  {line}")
 
-    for note in (*limit_notes(env.config), *cold_start_notes(env.config)):
-        print(f"  note: {note}")
+    for spec in env.config.specs():
+        for note in (*limit_notes(spec), *cold_start_notes(spec)):
+            print(f"  note: {note}")
 
-    if lines := notices(env.config):
+    if lines := notices(env.config.observability):
         print("== Alerts and dashboards")
         for line in lines:
             print(f"  note: {line}")
@@ -315,13 +316,41 @@ def next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
     return first + _next_steps(env, deployed=deployed, via_cli=via_cli)
 
 
+def _apply(env: Any) -> list[str]:
+    """Both ways to apply each endpoint's folder, with when each fits: whether an endpoint of another revision is
+    live is unknown offline."""
+    lines = []
+    for spec in env.config.specs():
+        folder = DistLayout.of(env.dist, spec.name, spec.endpoint.apply).endpoint_dir
+        lines += [f"{line}   (exactly one endpoint: {spec.name}, {spec.endpoint.apply})" if i == 0 else line
+                  for i, line in enumerate(apply_commands(f"{folder}/"))]
+    return lines
+
+
+def _not_deployable(env: Any) -> str:
+    """``<dist>/<endpoint>/placeholders/ is not deployable`` for every endpoint, as one phrase."""
+    specs = env.config.specs()
+    folders = ", ".join(f"{env.dist / spec.name / PLACEHOLDERS}/" for spec in specs)
+    return f"{folders} {'is' if len(specs) == 1 else 'are'} not deployable"
+
+
+def _stage_model(env: Any, inputs: DeploymentInputs) -> list[str]:
+    """One ``stage-model`` line per endpoint whose weights' revision is unknown (``--endpoint NAME`` when the config
+    serves several)."""
+    specs = env.config.specs()
+    unstaged = [s for s in specs if inputs.endpoint(s.name).model_revision.placeholder]
+    return [f"hyperpod-dpd stage-model ./<model folder> {env.selector}"
+            + (f" --endpoint {s.name}" if len(specs) > 1 else "")
+            + f"   # records the weights' revision in {env.workdir / 'staged-model.json'} (or set "
+              f"{s.model_field('revision')} in {env.config_path})" for s in unstaged]
+
+
 def _next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
-    # Both ways to apply, with when each fits: whether an endpoint of another revision is live is unknown offline.
-    apply = [f"{line}   (exactly one endpoint: {env.config.endpoint.apply})" if i == 0 else line
-             for i, line in enumerate(apply_commands(f"{env.dist}/endpoint/"))]
+    apply = _apply(env)
     # What the synth could not resolve, read as it reads it: the outputs file and the staged-weights record of this
     # environment folder (a record of another prefix or bucket still leaves the revision a placeholder).
-    missing = placeholders(resolve_in_folder(env.config, env.workdir)) if deployed else []
+    inputs = resolve_in_folder(env.config, env.workdir) if deployed else None
+    missing = placeholders(inputs) if inputs is not None else []
     outputs_missing = [m for m in missing if m != "model_revision"]
     synth = f"hyperpod-dpd synth {env.selector}" if via_cli or env.name else f"./scripts/synth {env.config_path}"
     if deployed:
@@ -332,10 +361,9 @@ def _next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
             deploy = f"hyperpod-dpd deploy {env.selector}" if via_cli or env.name else (
                 f"npx cdk deploy --app {env.cdk_out} --all --outputs-file {env.outputs_file}")
             first.append(f"{deploy}   # {', '.join(outputs_missing)}: the outputs file lacks them")
-        if "model_revision" in missing:
-            first.append(f"hyperpod-dpd stage-model ./<model folder> {env.selector}   # records the weights' revision "
-                         f"in {env.workdir / 'staged-model.json'} (or set model.revision in {env.config_path})")
-        return [*first, f"{synth}   # again: {env.dist}/placeholders/ is not deployable until "
+        if inputs is not None and "model_revision" in missing:
+            first += _stage_model(env, inputs)
+        return [*first, f"{synth}   # again: {_not_deployable(env)} until "
                         f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} resolved", *apply]
     if via_cli or env.name:
         return [f"hyperpod-dpd preflight {env.selector}", f"hyperpod-dpd deploy {env.selector}"]
@@ -348,5 +376,5 @@ def _next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
              if any(name == "AdminPrincipalArn" for _, name in needed) else [])
     return [*first, f"npx cdk deploy --app {env.cdk_out} --all --outputs-file {env.outputs_file}{''.join(params)}"
             f"   # deploys exactly the templates just written from {env.config_path}",
-            f"./scripts/synth {env.config_path}   # again, with the outputs: {env.dist}/placeholders/ is not "
-            f"deployable; this writes {env.dist}/endpoint/"]
+            f"./scripts/synth {env.config_path}   # again, with the outputs: {_not_deployable(env)}; this writes "
+            f"{', '.join(f'{env.dist / s.name}/endpoint/' for s in env.config.specs())}"]

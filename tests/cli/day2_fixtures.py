@@ -15,6 +15,9 @@ from hyperpod_dpd.app import main
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CONFIG = REPO_ROOT / "config" / "default.yaml"
+TWO_MODELS = REPO_ROOT / "config" / "examples" / "two-models.yaml"
+#: The endpoints of config/examples/two-models.yaml, in its order.
+FLEET = ("llama-3-3-70b", "llama-3-1-8b")
 
 
 @dataclass
@@ -103,4 +106,14 @@ def llama_config(config_file: Path) -> Path:
     text = config_file.read_text()
     assert "\n  name: llama-3-3-70b\n" in text  # endpoint.name of config/default.yaml
     config_file.write_text(text.replace("\n  name: llama-3-3-70b\n", "\n  name: llama\n"))
+    return config_file
+
+
+@pytest.fixture
+def fleet_config(config_file: Path) -> Path:
+    """config/examples/two-models.yaml (the 70B and the 8B, both in namespace ``default``) in place of the test
+    config, named like it (``hyperpod-dpd``) so that the outputs file beside it is this deployment's."""
+    text = TWO_MODELS.read_text()
+    assert "\nname: two-models\n" in text
+    config_file.write_text(text.replace("\nname: two-models\n", "\nname: hyperpod-dpd\n"))
     return config_file

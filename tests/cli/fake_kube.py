@@ -27,7 +27,10 @@ batch/v1 jobs; the operator's ``inferenceendpointconfigs`` custom resource). Beh
   the replicas it had for ``settle_reads`` reads before it runs the new count: KEDA leaves a Deployment at the count
   it had when its ScaledObject went (``advanced.restoreToOriginalReplicaCount`` "Default: false", KEDA docs,
   ScaledObject specification), and when the operator sets the Deployment's replicas again is unpublished [I]. Any
-  other ``prefill-<endpoint>`` Deployment (the ``-p5en`` endpoint's) is served with its selector only;
+  other ``prefill-<endpoint>`` Deployment (the ``-p5en`` endpoint's) is served with its selector only. Several
+  endpoints may be live (a fleet): each Deployment is derived from the live endpoint it belongs to (by name), the
+  prefill pods and the router are those of ``State.endpoint`` (the benchmarked one), and the "other" prefill pods
+  belong to ``State.other_endpoint``;
 * KEDA: one ScaledObject (``keda.sh/v1alpha1``) per role while ``autoScalingSpec`` is live, each with the HPA KEDA
   makes for it (``autoscaling/v2``, ``keda-hpa-<ScaledObject>``). That the operator deletes them when
   ``autoScalingSpec`` goes is [I]: ``scalers_left_behind`` keeps them (and the role's scaled-down count) after it.
@@ -89,13 +92,18 @@ def dpd_path_requests(job: dict[str, Any]) -> int:
 
 class State:
     def __init__(self, job_result: Callable[[dict[str, Any]], tuple[bool, str]],
-                 prefill_requests: Callable[[dict[str, Any]], int] = dpd_path_requests) -> None:
+                 prefill_requests: Callable[[dict[str, Any]], int] = dpd_path_requests, *,
+                 endpoint: str = ENDPOINT, other_endpoint: str | None = None) -> None:
         self.lock = threading.Lock()
+        self.endpoint = endpoint
+        """The endpoint whose prefill pods (:attr:`prefill_pods`) and router (:attr:`router_pod`) run."""
+        self.other_endpoint = other_endpoint or f"{endpoint}-p5en"
+        """The endpoint of :attr:`other_prefill_pods`, whose name starts like ours by default."""
         self.prefill_requests = prefill_requests
         self.prefill_pods: dict[str, float] = {}
-        """prefill pod name -> vllm:request_success_total of endpoint :data:`ENDPOINT` (set by the test)."""
+        """prefill pod name -> vllm:request_success_total of :attr:`endpoint` (set by the test)."""
         self.other_prefill_pods: dict[str, float] = {OTHER_PREFILL_POD: 500.0}
-        """The same for endpoint ``<ENDPOINT>-p5en`` (:data:`OTHER_PREFILL_POD`)."""
+        """The same for :attr:`other_endpoint` (:data:`OTHER_PREFILL_POD`)."""
         self.router_pod: str | None = None
         self.router_log = ""
         self.router_mark = 0
@@ -208,14 +216,25 @@ class _Handler(QuietHandler):
         st.shown[name] = target
         return target
 
+    def _live_of(self, name: str) -> dict[str, Any] | None:
+        """The live endpoint Deployment ``name`` belongs to: ``<role>-<iec>`` of a DPD one, else the colocated one
+        whose ``status.deploymentStatus.name`` it is."""
+        iecs = self.server.state.objects["iec"]
+        role, _, owner = name.partition("-")
+        live = iecs.get(owner) if role in ("prefill", "decode") else None
+        if live is not None and "pdSpec" in live["spec"]:
+            return live
+        return next((x for x in iecs.values() if "pdSpec" not in x["spec"]
+                     and ((x.get("status") or {}).get("deploymentStatus") or {}).get("name") == name), live)
+
     def _deployment(self, ns: str, name: str) -> dict[str, Any] | None:
-        """The Deployment ``name`` of the live endpoint, its router's, or the selector-only prefill Deployment of
+        """The Deployment ``name`` of a live endpoint, its router's, or the selector-only prefill Deployment of
         another endpoint (module docstring), or ``None``."""
         st = self.server.state
-        live = next(iter(st.objects["iec"].values()), None)
         if ns == OPERATOR_NAMESPACE:
-            return self._router(name, live)
-        if live is None or (name.startswith("prefill-") and name != f"prefill-{live['metadata']['name']}"):
+            return self._router(name, list(st.objects["iec"].values()))
+        live = self._live_of(name)
+        if live is None:
             return self._other_prefill(ns, name)
         spec, endpoint = live["spec"], live["metadata"]["name"]
         if "pdSpec" in spec:
@@ -241,9 +260,9 @@ class _Handler(QuietHandler):
                 "status": {"replicas": replicas, "readyReplicas": ready}}
 
     @staticmethod
-    def _router(name: str, live: dict[str, Any] | None) -> dict[str, Any] | None:
-        """The router Deployment ``<iec>-<ns>-router`` of the live endpoint [I], selecting ``app=<its name>``."""
-        if live is None or name != f"{live['metadata']['name']}-{live['metadata']['namespace']}-router":
+    def _router(name: str, live: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """The router Deployment ``<iec>-<ns>-router`` of a live endpoint [I], selecting ``app=<its name>``."""
+        if not any(name == f"{x['metadata']['name']}-{x['metadata']['namespace']}-router" for x in live):
             return None
         labels = {"app": name}
         return {"apiVersion": "apps/v1", "kind": "Deployment",
@@ -255,7 +274,8 @@ class _Handler(QuietHandler):
         """One ReplicaSet ``<deployment>-rs`` per prefill Deployment (ours and the ``-p5en`` endpoint's), which
         owns it."""
         out = []
-        for endpoint in (ENDPOINT, f"{ENDPOINT}-p5en"):
+        st = self.server.state
+        for endpoint in (st.endpoint, st.other_endpoint):
             deployment = f"prefill-{endpoint}"
             labels = {"app": endpoint, ROLE_LABEL: "prefill"}
             out.append({"metadata": {"name": f"{deployment}-rs", "namespace": ns, "uid": f"uid-{deployment}-rs",
@@ -269,8 +289,8 @@ class _Handler(QuietHandler):
         """KEDA's ScaledObjects (one per role Deployment a ScaledObject targets: live autoscaling, or left behind)
         and the HPA KEDA makes for each (module docstring); names [I]."""
         st = self.server.state
-        live = next(iter(st.objects["iec"].values()), None)
-        targets = {name for name, (_, keda) in (self._roles(live) if live else {}).items() if keda}
+        targets = {name for live in st.objects["iec"].values() for name, (_, keda) in self._roles(live).items()
+                   if keda}
         st.scaled |= targets
         if st.scalers_left_behind:
             targets |= st.scaled
@@ -306,14 +326,15 @@ class _Handler(QuietHandler):
             return [{"metadata": {"name": f"{job}-pod", "namespace": ns}}] if job in st.logs else []
         wanted = dict(term.partition("=")[::2] for term in selector.split(",") if term)
         if ROLE_LABEL in selector:
-            pods = [(p, ENDPOINT) for p in st.prefill_pods] + [(p, f"{ENDPOINT}-p5en") for p in st.other_prefill_pods]
+            pods = ([(p, st.endpoint) for p in st.prefill_pods]
+                    + [(p, st.other_endpoint) for p in st.other_prefill_pods])
             return [{"metadata": {"name": p, "namespace": ns, "labels": labels, "ownerReferences": [
                         {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"prefill-{endpoint}-rs",
                          "uid": f"uid-prefill-{endpoint}-rs", "controller": True}]}}
                     for p, endpoint in sorted(pods)
                     if (labels := {"app": endpoint, ROLE_LABEL: "prefill"}).items() >= wanted.items()]
         if ns == OPERATOR_NAMESPACE and st.router_pod:
-            routers = {st.router_pod: f"{ENDPOINT}-default-router",
+            routers = {st.router_pod: f"{st.endpoint}-default-router",
                        OTHER_ROUTER_POD: f"{ENDPOINT}-default-router-x-router"}
             return [{"metadata": {"name": p, "namespace": ns, "labels": {"app": app}}}
                     for p, app in sorted(routers.items()) if {"app": app}.items() >= wanted.items()]
@@ -431,8 +452,8 @@ class FakeKube:
     """``with FakeKube(job_result) as k: k.kubeconfig(path)``"""
 
     def __init__(self, job_result: Callable[[dict[str, Any]], tuple[bool, str]],
-                 prefill_requests: Callable[[dict[str, Any]], int] = dpd_path_requests) -> None:
-        self.state = State(job_result, prefill_requests)
+                 prefill_requests: Callable[[dict[str, Any]], int] = dpd_path_requests, **state: Any) -> None:
+        self.state = State(job_result, prefill_requests, **state)
         self._server = _Server(self.state)
         self._stack = ExitStack()
 

@@ -133,7 +133,8 @@ def env_folder(tmp_path_factory) -> Path:
 
 
 def _live_dpd(kube: FakeKube, cfg: Path) -> dict[str, Any]:
-    dpd = yaml.safe_load((cfg.parent / "bench.out" / "dist" / "endpoint" / "llama-3-3-70b-dpd.k8s.yaml").read_text())
+    dpd = yaml.safe_load((cfg.parent / "bench.out" / "dist" / "llama-3-3-70b" / "endpoint" /
+                          "llama-3-3-70b-dpd.k8s.yaml").read_text())
     dpd["metadata"].update(resourceVersion="1", generation=1)
     dpd["status"] = {"state": "DeploymentComplete", "observedGeneration": 1}
     kube.state.objects["iec"]["llama-3-3-70b"] = dpd
@@ -174,7 +175,7 @@ def _clean(cfg: Path) -> Path:
 
     results = cfg.parent / "bench.out" / "benchmark-results"
     shutil.rmtree(results, ignore_errors=True)
-    return results
+    return results / "llama-3-3-70b"  # the endpoint's own folder
 
 
 def test_runs_each_experiment_dpd_then_colocated_one_job_at_a_time_and_restores_the_endpoint(env_folder, tmp_path):
@@ -264,7 +265,7 @@ def test_manifests_with_placeholders_are_refused(tmp_path):
     proc = _hyperpod_dpd("bench", "--config", cfg.name, "--kubeconfig", "none", "--yes", cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
-        "error: bench.out/dist/placeholders/ holds manifests with placeholders (see its README.txt): "
+        "error: bench.out/dist/llama-3-3-70b/placeholders/ holds manifests with placeholders (see its README.txt): "
         f"model_bucket_name, eks_cluster_arn: hyperpod-dpd deploy --config {cfg.name}; model_revision: run "
         "hyperpod-dpd stage-model SRC (it records the revision) or set model.revision; then hyperpod-dpd synth "
         f"--config {cfg.name}, then bench"]
@@ -329,7 +330,7 @@ def test_missing_manifests_is_bad_input(tmp_path):
     _stamp(cfg)
     proc = _bench(cfg, str(tmp_path / "none"))
     assert proc.returncode == 2
-    missing = tmp_path / "c.out" / "dist" / "benchmark" / "llama-3-3-70b-benchmark.k8s.yaml"
+    missing = tmp_path / "c.out" / "dist" / "llama-3-3-70b" / "benchmark" / "llama-3-3-70b-benchmark.k8s.yaml"
     assert proc.stderr.splitlines() == [f"error: {missing} does not exist (synthesize first: hyperpod-dpd synth ...)"]
 
 
@@ -513,3 +514,88 @@ def test_a_run_on_fewer_gpus_than_it_records_is_invalid_in_the_report(autoscaled
             "(serving.json)" in report.stdout.splitlines())
     (cell,) = json.loads((out / "summary.json").read_text())["experiments"]["equal-gpu"]["cells"]
     assert cell["invalid"] and cell["improvement_pct"] is None
+
+
+# --- a fleet: bench --endpoint runs one endpoint's matrix, on its own objects (issue 34 item 4) ---------------------
+
+SMALL, BIG = "llama-3-1-8b", "llama-3-3-70b"  # the endpoints of config/examples/two-models.yaml
+FLEET_OUTPUTS = {
+    "two-models-platform": {"ModelBucketName": "two-models-models-123456789012-us-west-2"},
+    "two-models-cluster": {"EksClusterArn": "arn:aws:eks:us-west-2:123456789012:cluster/two-models-eks"},
+    "two-models-observability": {
+        "AmpWorkspaceEndpoint": "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-0123abcd"}}
+SMALL_PREFILL_POD = f"prefill-{SMALL}-6d5f7c8b9-x2k4p"
+BIG_PREFILL_POD = f"prefill-{BIG}-5c4b3a291-a1b2c"
+
+
+@pytest.fixture(scope="module")
+def fleet_env(tmp_path_factory) -> Path:
+    """two-models.yaml with one equal-gpu scenario, stamped, and the 8B's manifests where its synth puts them: the
+    8B's part of the config synthesized alone into the fleet's dist/ (hyperpod_core.dist_layout places them by the
+    endpoint's name), beside the deploy outputs and the record of its staged weights."""
+    from hyperpod_core import staged_model
+    from hyperpod_k8s import main as k8s_main
+
+    tmp = tmp_path_factory.mktemp("fleetenv")
+    data = yaml.safe_load((REPO / "config" / "examples" / "two-models.yaml").read_text(encoding="utf-8"))
+    data["benchmark"] = {"concurrency": [8], "experiments": ["equal-gpu"],
+                         "scenarios": [{"name": "long-in", "traffic": "D(8192,256)", "path": "dpd"}]}
+    cfg = tmp / "fleet.yaml"
+    cfg.write_text(yaml.safe_dump(data), encoding="utf-8")
+    small = {**data, "endpoints": [data["endpoints"][1]]}
+    (tmp / "small.yaml").write_text(yaml.safe_dump(small), encoding="utf-8")
+    outputs = tmp / "fleet.out" / "cdk-outputs.json"
+    outputs.parent.mkdir()
+    outputs.write_text(json.dumps(FLEET_OUTPUTS), encoding="utf-8")
+    staged_model.write(tmp / "fleet.out" / staged_model.RECORD_FILE,
+                       bucket=FLEET_OUTPUTS["two-models-platform"]["ModelBucketName"],
+                       s3_prefix=data["endpoints"][1]["model"]["s3_prefix"],
+                       manifest_bytes=b'{"format": 1, "files": {}}\n', files=6)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        k8s_main.main(["--config", str(tmp / "small.yaml"), "--outdir", str(tmp / "fleet.out" / "dist"),
+                       "--outputs-file", str(outputs), "--staged-model-file",
+                       str(tmp / "fleet.out" / staged_model.RECORD_FILE)])
+    _stamp(cfg)
+    return cfg
+
+
+def test_endpoint_option_benchmarks_that_endpoint_only(fleet_env, tmp_path):
+    """Both endpoints live; ``bench --endpoint llama-3-1-8b`` runs the 8B's Jobs against the 8B's manifests, counts
+    the 8B's prefill pods only (its Deployment's selector; the 70B's prefill pod served 500 requests), collects into
+    the 8B's results folder and never touches the 70B. Fails before: Config.endpoint raised TypeError."""
+    from hyperpod_core.dist_layout import DistLayout
+
+    dist = fleet_env.parent / "fleet.out" / "dist"
+    small = yaml.safe_load(DistLayout.found(dist, SMALL, "dpd").endpoint_file("dpd").read_text())
+    small["metadata"].update(resourceVersion="1", generation=1)
+    small["status"] = {"state": "DeploymentComplete", "observedGeneration": 1}
+    big = json.loads(json.dumps(small))
+    big["metadata"]["name"] = BIG
+    with FakeKube(lambda job: (True, runner_log(job)), endpoint=SMALL, other_endpoint=BIG) as kube:
+        kube.state.objects["iec"].update({SMALL: small, BIG: big})
+        kube.state.prefill_pods = {SMALL_PREFILL_POD: 120.0}
+        kube.state.other_prefill_pods = {BIG_PREFILL_POD: 500.0}
+        outputs = fleet_env.parent / "fleet.out" / "cdk-outputs.json"
+        written = {**FLEET_OUTPUTS, "two-models-cluster": {**FLEET_OUTPUTS["two-models-cluster"],
+                                                          "EksApiEndpoint": kube.url}}
+        outputs.write_text(json.dumps(written), encoding="utf-8")
+        proc = _hyperpod_dpd("bench", "--config", str(fleet_env), "--endpoint", SMALL, "--kubeconfig",
+                             kube.kubeconfig(tmp_path / "kubeconfig"), "--poll-seconds", "0", "--yes",
+                             cwd=fleet_env.parent)
+        events = kube.state.events
+        after = kube.state.objects["iec"][BIG]
+    assert proc.returncode == 0, proc.stderr
+    creates = [e[2].split()[0] for e in events if e[:2] == ("create", "jobs")]
+    assert creates and all(c.startswith(f"{SMALL}-bench-") for c in creates), creates
+    assert after == big, "the 70B is never replaced"
+    record = json.loads((fleet_env.parent / "fleet.out" / "benchmark-results" / SMALL / "dpd" / "dpd-long-in-c8"
+                         / "dpd-path.json").read_text())
+    assert (record["prefill_requests"], record["pods"]) == (11, [SMALL_PREFILL_POD])
+    assert f"next: hyperpod-dpd report --config {fleet_env} --endpoint {SMALL} --results " in proc.stdout
+
+
+def test_a_fleet_needs_the_endpoint_named_for_bench(fleet_env, tmp_path):
+    proc = _hyperpod_dpd("bench", "--config", str(fleet_env), "--dry-run", cwd=fleet_env.parent)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (f"error: --endpoint must name the endpoint hyperpod-dpd bench acts on: {fleet_env} serves "
+                           f"2 endpoints ({BIG}, {SMALL})\n")

@@ -125,6 +125,10 @@ def test_shell_completion_installs_and_completes_command_names() -> None:
 @pytest.mark.parametrize(("args", "message"), [
     (("status", "--bogus"), "error: No such option: --bogus (see: hyperpod-dpd status --help)"),
     (("nosuch",), "error: No such command 'nosuch'. (see: hyperpod-dpd --help)"),
+    # A typo of any command, imported yet or not (friction 16: "No such command 'stauts'." without a suggestion;
+    # Typer suggests only among the commands a lazy group has already loaded).
+    (("stauts",), "error: No such command 'stauts'. Did you mean 'status'? (see: hyperpod-dpd --help)"),
+    (("stage-modle",), "error: No such command 'stage-modle'. Did you mean 'stage-model'? (see: hyperpod-dpd --help)"),
     (("logs",), "error: Missing argument 'ROLE'. (see: hyperpod-dpd logs --help)"),
     (("validate", "--output", "xml"), "error: Invalid value for '--output' / '-o': 'xml' is not one of 'table', "
                                       "'json', 'yaml'. (see: hyperpod-dpd validate --help)"),

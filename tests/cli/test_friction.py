@@ -78,7 +78,8 @@ def test_every_key_is_described_with_its_default() -> None:
     silent = [name for name, prop in properties if not re.search(r"\b(Default|Required)\b", prop["description"])]
     assert not silent, f"no 'Default: ...' (or 'Required'): {silent}"
     keys = {k.path for k in config_keys(schema)}
-    assert {"endpoints[].decode.max_num_seqs", "endpoints[].model.s3_prefix", "hyperpod.instance_groups[].pool", "benchmark.scenarios[].traffic",
+    assert {"endpoints[].decode.max_num_seqs", "endpoints[].model.s3_prefix", "hyperpod.instance_groups[].pool",
+            "benchmark.scenarios[].traffic",
             "observability.grafana_workspace.workspace_id"} <= keys
     twice = sum(len(schema["$defs"][role]["properties"]) for role in ("RoleConfig", "RoleAutoscalingConfig"))
     twice += len(schema["$defs"]["SloConfig"]["properties"])  # observability.slo and each endpoint's own slo
@@ -406,7 +407,7 @@ def test_with_every_value_resolved_both_ways_to_apply_are_printed_with_when_each
     staged_model.write(tmp_path / staged_model.RECORD_FILE, bucket="team-models",
                        s3_prefix=default_config.model.s3_prefix, manifest_bytes=b"m", files=1)
     apply, replace = next_steps(env, deployed=True, via_cli=False)
-    endpoint = f"{tmp_path}/dist/endpoint/"
+    endpoint = f"{tmp_path}/dist/llama-3-3-70b/endpoint/"
     assert apply.startswith(f"kubectl apply -f {endpoint}   # no endpoint live yet, or a spare node per pool")
     assert replace.startswith(f"kubectl delete -f {endpoint} && kubectl apply -f {endpoint}   # an endpoint of "
                               "another revision is live")

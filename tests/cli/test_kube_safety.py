@@ -116,8 +116,8 @@ def _ctx(server: str = "https://0A1B2C.gr7.us-west-2.eks.amazonaws.com", *, clus
 
 
 IDENTITY = ClusterIdentity(name=EKS_CLUSTER, region="us-west-2", arn=ARN, source="outputs",
-                           endpoint="https://0A1B2C.gr7.us-west-2.eks.amazonaws.com")
-NO_ENDPOINT = ClusterIdentity(name=EKS_CLUSTER, region="us-west-2", arn=None, endpoint=None, source="no outputs")
+                           api_server="https://0A1B2C.gr7.us-west-2.eks.amazonaws.com")
+NO_ENDPOINT = ClusterIdentity(name=EKS_CLUSTER, region="us-west-2", arn=None, api_server=None, source="no outputs")
 
 
 @pytest.mark.parametrize(("ctx", "identity", "same"), [

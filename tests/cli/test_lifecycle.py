@@ -163,8 +163,8 @@ def test_synth_writes_only_into_the_environment_folder(synthesized) -> None:
              if a["type"] == "aws:cloudformation:stack"}
     assert names == {f"demo-{s}" for s in ("network", "cluster", "hyperpod", "observability", "platform",
                                            "observability-addon")}
-    # No outputs file yet: the manifests hold placeholders, so they are kept out of dist/endpoint/.
-    assert (env / "dist" / "placeholders" / "endpoint" / "llama-3-3-70b-dpd.k8s.yaml").is_file()
+    # No outputs file yet: the manifests hold placeholders, so they are kept out of dist/<endpoint>/endpoint/.
+    assert (env / "dist" / "llama-3-3-70b" / "placeholders" / "endpoint" / "llama-3-3-70b-dpd.k8s.yaml").is_file()
     assert not (env / "dist" / "endpoint").exists()
     assert not list(cwd.glob("**/.*.tmp-*")), "no temp folders left behind"
     assert sorted(p.name for p in (cwd / "temp").iterdir()) == [], "nothing left in the temp folder"
@@ -687,8 +687,8 @@ def test_a_region_other_than_the_deployments_is_refused_before_any_aws_call(
     (line,) = result.stderr.splitlines()  # what the command does there: test_one_way_through.py
     assert line.startswith(f"error: --region must be this deployment's region us-west-2 (envs/{name}/cdk-outputs.json: "
                            f"demo-network.Region) for hyperpod-dpd {command}, which ")
-    assert line.endswith(", got 'us-east-1' (a deployment of the same name in us-east-1 is another deployment; name its "
-                         "own config)")
+    assert line.endswith(", got 'us-east-1' (a deployment of the same name in us-east-1 is another deployment; name "
+                         "its own config)")
     assert no_aws == [] and _calls(log) == []
 
 

@@ -347,3 +347,38 @@ def test_logs_of_llama_never_read_the_pods_of_llama_3_3_70b(cli, llama_config, k
     assert result.code == 0, result.err
     assert result.out.splitlines() == ["LLAMA'S OWN LINE"]
     assert [r for r in deployed.requests if NAME in r] == []  # not one read of llama-3-3-70b's objects
+
+
+# --- a fleet: several endpoints on one cluster (issue 34 item 4) ---------------------------------------------------
+
+SMALL = "llama-3-1-8b"  # the second endpoint of config/examples/two-models.yaml
+
+
+@pytest.mark.parametrize("role", ["prefill", "decode", "router"])
+def test_endpoint_option_reads_that_endpoints_pods_only(cli, fleet_config, kubeconfig, deployed, role) -> None:
+    """``deployed`` runs the 70B (its decode and router logs hold lines); the 8B runs beside it. ``--endpoint
+    llama-3-1-8b`` reads the 8B's pods, picked by its Deployments' selectors, and not one object of the 70B. Fails
+    before: Config.endpoint raised TypeError on a config of several endpoints."""
+    deployed.dpd_endpoint(name=SMALL)
+    pod_name = {"prefill": f"prefill-{SMALL}-7d9f8-abcde", "decode": f"decode-{SMALL}-5c6b7-fghij",
+                "router": f"{SMALL}-{NAMESPACE}-router-6f7d8-klmno"}[role]
+    namespace = "hyperpod-inference-system" if role == "router" else NAMESPACE
+    deployed.log(namespace, pod_name, "router-container" if role == "router" else f"{role}-{SMALL}", "THE 8B'S LINE")
+    deployed.log(NAMESPACE, f"prefill-{NAME}-7d9f8-abcde", f"prefill-{NAME}", "NOT THIS ENDPOINT")
+    deployed.requests.clear()
+    result = _logs(cli, fleet_config, kubeconfig, role, "--endpoint", SMALL)
+    assert result.code == 0, result.err
+    assert result.out.splitlines() == ["THE 8B'S LINE"]
+    assert [r for r in deployed.requests if NAME in r] == []
+
+
+def test_a_fleet_needs_the_endpoint_named_but_not_for_the_operator(cli, fleet_config, kubeconfig, deployed) -> None:
+    """The operator serves every endpoint: its log needs no --endpoint; a role's does (one line, exit 2, naming the
+    endpoints, before any Kubernetes call)."""
+    assert "reconciled InferenceEndpointConfig" in _logs(cli, fleet_config, kubeconfig, "operator").out
+    deployed.requests.clear()
+    result = _logs(cli, fleet_config, kubeconfig, "decode")
+    assert (result.code, result.out) == (2, "")
+    assert one_line_error(result) == (f"error: --endpoint must name the endpoint hyperpod-dpd logs acts on: "
+                                      f"{fleet_config} serves 2 endpoints ({NAME}, {SMALL})")
+    assert deployed.requests == []

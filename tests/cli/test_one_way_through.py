@@ -343,6 +343,56 @@ def test_no_credentials_is_one_line_with_the_fix_before_the_cdk_cli(demo_env, fa
     assert _calls(fake_npx) == []
 
 
+def _metadata_entries(cdk_out: Path) -> list[tuple[str, dict[str, Any]]]:
+    """Every ``(construct path, entry)`` of a cloud assembly's ``*.metadata.json`` files."""
+    return [(path, entry) for file in sorted(cdk_out.glob("*.metadata.json"))
+            for path, entries in json.loads(file.read_text()).items() for entry in entries]
+
+
+def test_the_cloud_assembly_names_nothing_in_the_temp_folder(demo_env) -> None:
+    """No file the synth writes into ``cdk.out/`` names a path under its temp folder (``$TMPDIR``, ``cwd/temp`` in
+    ``demo_env``): jsii unpacks its runtime there (``tmpXXXXXXXX/lib/program.js``) and the kernel's packages
+    (``jsii-kernel-XXXXXX/node_modules/``), both gone when the process ends, so a stack trace through them is stale
+    as it is written; the CDK CLI printed one such frame above every warning of ``cdk synth``/``cdk diff`` (the fourth
+    review's frictions 5 and 9). For a Python app these traces hold no frame of ours (aws-cdk-lib writes "no user
+    code in 10 frames"): cdk.json turns them off (``aws:cdk:disable-stack-trace``, ``aws:cdk:disable-creation-stack-
+    traces``; ``cdk --debug`` brings the creation stacks back). Fails on main: the warnings' ``trace`` and the
+    ``aws:cdk:creationStack`` entries name ``<temp>/jsii-kernel-*/node_modules/aws-cdk-lib/...`` and
+    ``<temp>/tmp*/lib/program.js``."""
+    cwd, _ = demo_env
+    cdk_out, temp = cwd / "envs" / "demo" / "cdk.out", str(cwd / "temp")
+    named = {f.name: sorted(set(re.findall(r"[^\"\s(]*(?:jsii-kernel-|program\.js|" + re.escape(temp) +
+                                           r")[^\"\s)]*", f.read_text())))[:3]
+             for f in sorted(cdk_out.glob("*.json"))}
+    assert {name: hits for name, hits in named.items() if hits} == {}
+    # The CDK CLI prints a warning's trace above it; a creation stack is all trace.
+    assert [(path, entry["type"]) for path, entry in _metadata_entries(cdk_out)
+            if entry["type"] == "aws:cdk:creationStack" or (entry["type"] == "aws:cdk:warning" and "trace" in entry)
+            ] == []
+
+
+def test_no_warning_asks_for_the_cross_stack_reference_strength(demo_env) -> None:
+    """cdk.json sets ``@aws-cdk/core:defaultCrossStackReferences`` to ``"strong"``, what aws-cdk-lib does when it is
+    unset (2.275.0, ``cx-api/FEATURE_FLAGS.md``: "Unset behaves like "strong""), so the references stay
+    ``Fn::ImportValue`` of an export (its README, "Reference strength": strong, same account and region) and
+    CloudFormation still refuses to delete a stack another one imports from. Fails on main: every synth and diff
+    warned "No cross-stack-reference strength configured, defaulting to "strong"" (friction 9)."""
+    cwd, _ = demo_env
+    cdk_out = cwd / "envs" / "demo" / "cdk.out"
+    warnings = [entry["data"] for _, entry in _metadata_entries(cdk_out) if entry["type"] == "aws:cdk:warning"]
+    assert [w for w in warnings if "cross-stack-reference" in w] == []
+    texts = [p.read_text() for p in cdk_out.glob("*.template.json")]
+    assert any("Fn::ImportValue" in t for t in texts) and not any("Fn::GetStackOutput" in t for t in texts)
+
+
+def test_cdk_json_holds_no_reserved_context_key() -> None:
+    """An ``aws:`` key in cdk.json's context makes the CDK CLI warn "A reserved context key ('context.aws:') key was
+    found in .../cdk.json" on every run, twice (aws-cdk CLI 2.1148.1, ``warnAboutContextKey``): the app sets those
+    itself (``hyperpod_infra.cdk_cli.METADATA_DEFAULTS``)."""
+    context = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
+    assert [key for key in context if key.startswith("aws:")] == []
+
+
 #: What the pinned CDK CLI prints around a failure (the fourth review's run of ``cdk diff`` without an account).
 CDK_NOISE = """[Warning at /demo-cluster/Cluster] Construct Annotations
 /tmp/tmpab12cd34/lib/program.js:1:5591
@@ -496,8 +546,8 @@ def test_report_without_results_says_to_run_bench(run_cli, monkeypatch, tmp_path
     shutil.copy(DEFAULT, tmp_path / "c.yaml")
     monkeypatch.chdir(tmp_path)
     _one_line(run_cli("report", "--config", "c.yaml"), 2,
-              "error: no results yet: c.out/benchmark-results/ does not exist; run: hyperpod-dpd bench --config c.yaml "
-              "(or pass --results DIR|s3://bucket/prefix; the shipped sample: --results "
+              "error: no results yet: c.out/benchmark-results/llama-3-3-70b/ does not exist; run: hyperpod-dpd bench "
+              "--config c.yaml (or pass --results DIR|s3://bucket/prefix; the shipped sample: --results "
               "docs/sample-benchmark-report/raw)")
 
 

@@ -47,8 +47,21 @@ def default_json() -> dict[str, Any]:
 
 def test_json_is_exactly_the_issue_structure(default_json: dict[str, Any]) -> None:
     """Issue 15: {"scenarios": [{"traffic", "concurrency", "colocated": {...}, "dpd": {...}, "improvement_pct":
-    {"tpot", "e2e_p50", "output_throughput"}}], "recommendation": {...}}."""
-    assert set(default_json) == {"schema_version", "scenarios", "recommendation"}  # schema_version: issue 24
+    {"tpot", "e2e_p50", "output_throughput"}}], "recommendation": {...}}; issue 34 adds the endpoint sized and the
+    fleet's GPUs at peak per instance group."""
+    assert set(default_json) == {"schema_version", "endpoint", "scenarios", "recommendation",  # schema: issue 24
+                                 "fleet"}
+    assert default_json["endpoint"] == "llama-3-3-70b"
+    # The default config: each role pinned by its pool to its own group of 8 GPUs, both full at peak (1 replica of
+    # 8 GPUs each: config/default.yaml), 16 GPUs in all.
+    assert default_json["fleet"] == [
+        {"groups": ["prefill"], "gpus": 8, "peak_gpus": 8, "free_gpus": 0,
+         "roles": [{"endpoint": "llama-3-3-70b", "role": "prefill", "peak_gpus": 8}]},
+        {"groups": ["decode"], "gpus": 8, "peak_gpus": 8, "free_gpus": 0,
+         "roles": [{"endpoint": "llama-3-3-70b", "role": "decode", "peak_gpus": 8}]},
+        {"groups": ["prefill", "decode"], "gpus": 16, "peak_gpus": 16, "free_gpus": 0,
+         "roles": [{"endpoint": "llama-3-3-70b", "role": "prefill", "peak_gpus": 8},
+                   {"endpoint": "llama-3-3-70b", "role": "decode", "peak_gpus": 8}]}]
     assert [(s["traffic"], s["concurrency"]) for s in default_json["scenarios"]] == [("D(4096,256)", 8),
                                                                                     ("D(4096,256)", 32)]
     for s in default_json["scenarios"]:
@@ -98,7 +111,7 @@ def test_a_recommended_layout_outside_the_fixed_rows_is_simulated_and_printed(
 
 def test_estimate_scenarios_is_the_json_scenarios(default_json: dict[str, Any]) -> None:
     """The benchmark report imports this function to show estimates beside measurements."""
-    got = estimate_scenarios(load_config(DEFAULT), ["D(4096,256)"], [8, 32])
+    got = estimate_scenarios(load_config(DEFAULT).spec(), ["D(4096,256)"], [8, 32])
     assert got == default_json["scenarios"]
     assert estimate_scenarios(DEFAULT, ["D(4096,256)"], [8]) == got[:1]  # a path works too
 
@@ -246,3 +259,83 @@ def test_an_unknown_config_model_asks_for_model(tmp_path: Path, capsys: pytest.C
     code, _, err = _run(capsys, "--config", str(cfg))
     assert code == 2
     assert err.startswith("error: --model is needed: model.name 'my-finetune' (s3 folder 'my-finetune')")
+
+
+# --- a fleet: each endpoint sized, and the fleet's GPUs per instance group (issue 34 item 3) -------------------------
+
+TWO_MODELS = REPO_ROOT / "config" / "examples" / "two-models.yaml"
+
+
+def test_plan_sizes_the_named_endpoint_and_shows_the_fleet(capsys: pytest.CaptureFixture[str]) -> None:
+    """two-models.yaml: the 70B's roles pinned to groups prefill and decode, the 8B's both to group small, one
+    ml.p5.48xlarge each (8 GPUs: AWS's P5 instance type page lists 8 H100 per p5.48xlarge). At peak (no autoscaling:
+    the configured replicas) the 70B holds 8 + 8 GPUs and the 8B 1 + 1 (gpus: 1 per role). Fails before:
+    Config.endpoint raised TypeError."""
+    code, out, err = _run(capsys, "--config", str(TWO_MODELS), "--endpoint", "llama-3-1-8b", "--concurrency", "8",
+                          "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["endpoint"] == "llama-3-1-8b"
+    assert report["recommendation"]["instance_type"] == "ml.p5.48xlarge"
+    big, small = "llama-3-3-70b", "llama-3-1-8b"
+    assert [(r["groups"], r["gpus"], r["peak_gpus"], r["free_gpus"]) for r in report["fleet"]] == [
+        (["prefill"], 8, 8, 0), (["decode"], 8, 8, 0), (["small"], 8, 2, 6),
+        (["prefill", "decode", "small"], 24, 18, 6)]
+    assert report["fleet"][2]["roles"] == [{"endpoint": small, "role": "prefill", "peak_gpus": 1},
+                                           {"endpoint": small, "role": "decode", "peak_gpus": 1}]
+    assert [(r["endpoint"], r["role"]) for r in report["fleet"][3]["roles"]] == [
+        (big, "prefill"), (big, "decode"), (small, "prefill"), (small, "decode")]
+    table = _run(capsys, "--config", str(TWO_MODELS), "--endpoint", "llama-3-1-8b", "--concurrency", "8")[1]
+    assert "fleet: GPUs the endpoints' roles may hold at peak" in table
+    assert "llama-3-1-8b prefill 1, llama-3-1-8b decode 1" in table
+
+
+def test_plan_of_a_fleet_needs_the_endpoint_named(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "--config", str(TWO_MODELS))
+    assert (code, out) == (2, "")
+    assert err == (f"error: --endpoint must name the endpoint hyperpod-dpd plan acts on: {TWO_MODELS} serves 2 "
+                   "endpoints (llama-3-3-70b, llama-3-1-8b)\n")
+
+
+def test_write_into_a_fleet_sets_that_endpoints_keys_only(tmp_path: Path) -> None:
+    """--write merges into ``endpoints[1]`` (the 8B), never the 70B; the 8B's group ``small`` holds both its roles,
+    so no role owns it and its node count stays (a role's own group would take the role's node count)."""
+    from hyperpod_analysis.plan.write import role_groups_to_size
+
+    cfg = tmp_path / "c.yaml"
+    shutil.copy(TWO_MODELS, cfg)
+    config = load_config(cfg)
+    small, big = config.spec("llama-3-1-8b"), config.spec("llama-3-3-70b")
+    others = {g.name for role in ("prefill", "decode") for g in big.role_groups(role)}
+    assert role_groups_to_size(small, others) == {}
+    assert role_groups_to_size(big, {"small"}) == {"prefill": 0, "decode": 1}
+    rec = {"prefill_replicas": 2, "decode_replicas": 1, "prefill_nodes": 1, "decode_nodes": 1,
+           "max_num_seqs": {"prefill": 16, "decode": 64}, "routing_threshold_tokens": 2048,
+           "pd_buffer_size_bytes": 8 << 30}
+    changes = merge_recommendation(cfg, rec, at=small.at, groups=role_groups_to_size(small, others))
+    assert changes == ["endpoints[1].prefill.replicas: None -> 2", "endpoints[1].prefill.max_num_seqs: None -> 16",
+                       "endpoints[1].decode.replicas: None -> 1", "endpoints[1].decode.max_num_seqs: None -> 64",
+                       "endpoints[1].routing_threshold_tokens: None -> 2048",
+                       "endpoints[1].pd_buffer_size_bytes: None -> 8589934592"]
+    merged = load_config(cfg)
+    assert merged.spec("llama-3-1-8b").endpoint.prefill.replicas == 2
+    assert merged.spec("llama-3-3-70b").endpoint == big.endpoint
+    assert merged.hyperpod == config.hyperpod
+
+
+def test_the_readme_says_why_the_default_is_dpd_when_plan_says_do_not_split(
+        default_json: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """Newcomer friction 14: ``plan`` on the default config recommends one colocated node and warns of an idle node
+    (test_table_output_prints_bands_cold_start_and_the_recommended_row), and the README said nothing about why the
+    default deploys DPD. Its paragraph's claims, checked here: the default SLO gives "do not split" at the default
+    load (the recommendation is judged at the highest concurrency, 32 in both); ``--tpot-p95 0.02`` gives the split
+    of the default layout. Fails on main: the README has no such paragraph."""
+    readme = " ".join((REPO_ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert 'Why the default config is DPD when `plan` says "do not split".' in readme
+    assert default_json["recommendation"]["split"] is False
+    claim = "hyperpod-dpd plan -c config/default.yaml --tpot-p95 0.02"
+    assert f"`{claim}` recommends the split" in readme
+    code, out, _ = _run(capsys, "--config", str(DEFAULT), *claim.split()[4:], "--json")
+    rec = json.loads(out)["recommendation"]
+    assert code == 0 and rec["split"] and (rec["prefill_replicas"], rec["decode_replicas"]) == (1, 1)
+    assert set(rec["instance_hours_per_1m_output_tokens"]) == {"colocated", "dpd"}

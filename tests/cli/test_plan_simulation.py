@@ -17,7 +17,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def inputs() -> planner.PlanInputs:
-    return planner.inputs_from_config(load_config(REPO_ROOT / "config" / "default.yaml"))
+    return planner.inputs_of(load_config(REPO_ROOT / "config" / "default.yaml").spec())
 
 
 def _dpd(inputs: planner.PlanInputs, traffic: str, concurrency: int, threshold: int = 4096) -> planner.Metrics:

@@ -27,7 +27,7 @@ CASES = [("ml.p5.48xlarge", t) for t in ("D(1024,128)", "D(4096,256)", "D(8192,5
 
 @pytest.fixture(scope="module")
 def base() -> planner.PlanInputs:
-    return planner.inputs_from_config(load_config(REPO_ROOT / "config" / "default.yaml"))
+    return planner.inputs_of(load_config(REPO_ROOT / "config" / "default.yaml").spec())
 
 
 @pytest.mark.parametrize(("instance_type", "traffic"), CASES, ids=[f"{i.split('.')[1]}-{t}" for i, t in CASES])

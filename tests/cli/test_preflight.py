@@ -15,6 +15,7 @@ import copy
 import datetime as dt
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -25,6 +26,7 @@ from typer.testing import CliRunner
 
 from hyperpod_core.config import parse_config
 from hyperpod_dpd import preflight
+from hyperpod_dpd.commands.preflight import target
 
 REGION = "us-west-2"
 ACCOUNT = "123456789012"  # moto's default account
@@ -164,7 +166,7 @@ class World:
 
 
 def _run(world: World, config) -> dict[str, preflight.Check]:
-    results = preflight.run(config, world.clients(config), now=NOW)
+    results = preflight.run(target(config), world.clients(config), now=NOW)
     return {c.name: c for c in results}
 
 
@@ -216,7 +218,7 @@ def test_a_published_az_id_the_account_does_not_list_fails(aws, default_config_d
     data["network"]["gpu_availability_zone_id"] = "usw2-az4"
     config = _config(data)
     zones = {name: az for name, az in preflight.zone_ids(World().clients(config)).items() if az != "usw2-az4"}
-    check = preflight.check_az(config, zones)
+    check = preflight.check_az(config.network.gpu_availability_zone_id, config.region, zones)
     assert (check.status, check.detail) == ("FAIL", "usw2-az4 is not an AZ of us-west-2")
     assert check.fix == "network.gpu_availability_zone_id: one of usw2-az1, usw2-az2, usw2-az3"
 
@@ -256,7 +258,7 @@ def test_a_quota_that_cannot_be_read_is_unknown_with_the_fix_of_its_error(aws, d
                           expected_params={"ServiceCode": "sagemaker", "MaxResults": 100})
     stub.activate()
     clients.put("service-quotas", "sagemaker", sq)
-    checks = {c.name: c for c in preflight.run(config, clients, now=NOW)}
+    checks = {c.name: c for c in preflight.run(target(config), clients, now=NOW)}
     check = checks[f"quota sagemaker: {P5_QUOTA}"]
     assert check.status == "UNKNOWN" and check.detail.startswith("could not read it (AccessDeniedException: User:")
     assert check.fix == "allow servicequotas:ListAWSDefaultServiceQuotas for your IAM principal (or use a role that " \
@@ -274,7 +276,7 @@ def test_credentials_that_do_not_work_fail_with_the_fix_of_their_code(default_co
         stub.add_client_error("get_caller_identity", code, "The security token included in the request is bad")
         clients = preflight.Clients(lambda s: None)
         clients.put("sts", "", sts)
-        check, account = preflight.check_identity(clients, default_config)
+        check, account = preflight.check_identity(clients, default_config.arn_accounts())
     assert (check.status, account) == ("FAIL", None) and check.fix.startswith(fix)
 
 
@@ -288,7 +290,7 @@ def test_no_connection_to_sts_is_not_a_login_problem(default_config) -> None:
                        config=Config(retries={"max_attempts": 1}, connect_timeout=2))
     clients = preflight.Clients(lambda s: None)
     clients.put("sts", "", sts)
-    check, _ = preflight.check_identity(clients, default_config)
+    check, _ = preflight.check_identity(clients, default_config.arn_accounts())
     assert check.status == "FAIL" and check.detail.startswith("EndpointConnectionError")
     assert "sso" not in check.fix and "network access" in check.fix
 
@@ -409,7 +411,8 @@ def test_a_bucket_without_a_customer_managed_key_needs_none(aws, default_config_
     key = _kms_key()
     world.bucket_encryption = None  # the bucket exists already
     config = _config(default_config_dict, model_bucket__existing_kms_key_arn=key["Arn"])
-    warned = preflight.check_model_bucket_key(preflight.Clients(lambda service: boto3.client(service, REGION)), config)
+    (bucket,) = target(config).model_buckets
+    warned = preflight.check_model_bucket_key(preflight.Clients(lambda service: boto3.client(service, REGION)), bucket)
     assert warned.status == "WARN" and f"not {key['Arn']}" in warned.detail
 
 
@@ -424,8 +427,8 @@ def test_a_bucket_encryption_that_cannot_be_read_is_unknown(default_config_dict)
                               expected_params={"Bucket": "team-models"})
         clients = preflight.Clients(lambda service: None)
         clients.put("s3", "", s3)
-        check = preflight.check_model_bucket_key(clients, _config(default_config_dict,
-                                                                  model_bucket__existing_name="team-models"))
+        (bucket,) = target(_config(default_config_dict, model_bucket__existing_name="team-models")).model_buckets
+        check = preflight.check_model_bucket_key(clients, bucket)
     assert check.status == "UNKNOWN" and check.detail.startswith(
         "could not read the default encryption of s3://team-models (AccessDenied")
 
@@ -440,7 +443,7 @@ def test_credentials_of_another_account_fail(aws, default_config_dict) -> None:
     config = _config(default_config_dict, eks__admin_principal_arn="arn:aws:iam::999999999999:role/Admin")
     config = config.model_copy(update={"hyperpod": config.hyperpod.model_copy(update={"instance_groups": tuple(
         g.model_copy(update={"training_plan_arn": None}) for g in config.hyperpod.instance_groups)})})
-    check = preflight.check_identity(preflight.Clients(lambda s: boto3.client(s, REGION)), config)[0]
+    check = preflight.check_identity(preflight.Clients(lambda s: boto3.client(s, REGION)), config.arn_accounts())[0]
     assert check.status == "FAIL" and "the config's ARNs name 999999999999" in check.detail
 
 
@@ -455,7 +458,8 @@ def test_no_credentials_lists_every_other_check_as_not_run(monkeypatch, default_
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     made: list[str] = []
     real = preflight.make_clients(REGION)
-    results = preflight.run(default_config, preflight.Clients(lambda service: made.append(service) or real.get(service)))
+    clients = preflight.Clients(lambda service: made.append(service) or real.get(service))
+    results = preflight.run(target(default_config), clients)
     assert made == ["sts"]
     assert (results[0].name, results[0].status) == ("credentials", "FAIL")
     assert {(c.status, c.detail) for c in results[1:]} == {("UNKNOWN", "not run: no credentials")}
@@ -615,7 +619,8 @@ def _node_status(config, node_id: str, status: str) -> None:
 
 
 def _health(config) -> preflight.Check:
-    return preflight.check_deep_health_checks(preflight.Clients(lambda service: boto3.client(service, REGION)), config)
+    clients = preflight.Clients(lambda service: boto3.client(service, REGION))
+    return preflight.check_deep_health_checks(clients, config.hyperpod, config.name)
 
 
 def test_no_cluster_yet_passes_the_deep_health_check_check(aws, default_config_dict) -> None:
@@ -654,6 +659,33 @@ def test_a_cluster_that_cannot_be_read_is_unknown(default_config_dict) -> None:
     stub.activate()
     clients = preflight.Clients(lambda service: pytest.fail(f"unexpected client {service}"))
     clients.put("sagemaker", "cluster", client)
-    check = preflight.check_deep_health_checks(clients, config)
+    check = preflight.check_deep_health_checks(clients, config.hyperpod, config.name)
     assert check.status == "UNKNOWN" and "AccessDeniedException" in check.detail
     stub.assert_no_pending_responses()
+
+
+# --- a fleet: each endpoint's own model bucket (issue 34 item 4) ---------------------------------------------------
+
+def test_an_endpoints_own_model_bucket_is_checked_once_beside_the_deployments(aws) -> None:
+    """two-models.yaml with the 8B reading from a bucket of its own (``model.bucket``) in another region: its row
+    names the endpoint and the key to fix; the deployment's bucket is still checked, once; the cluster-wide checks
+    run once. Fails before: preflight checked model_bucket.existing_name only."""
+    import yaml
+
+    repo = Path(__file__).resolve().parents[2]
+    data = yaml.safe_load((repo / "config" / "examples" / "two-models.yaml").read_text())
+    own = f"{NAMES['bucket']}-8b"
+    data["model_bucket"] = {"existing_name": NAMES["bucket"]}
+    data["endpoints"][1]["model"]["bucket"] = own
+    config = parse_config(data)
+    boto3.client("s3", "eu-west-1").create_bucket(Bucket=own,
+                                                  CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    results = preflight.run(target(config), World().clients(config), now=NOW)
+    names = [c.name for c in results]
+    assert names.count("model bucket") == names.count("CDK bootstrap") == names.count("deep health checks") == 1
+    checks = {c.name: c for c in results}
+    assert checks["model bucket"].status == "PASS"
+    mine = _fail(checks, "model bucket of llama-3-1-8b")
+    assert mine.detail == f"s3://{own} is in eu-west-1, not us-west-2"
+    assert mine.fix.startswith("endpoints[1].model.bucket: a bucket in the config's region")
+    assert "model bucket key of llama-3-1-8b" not in checks  # no key check of a bucket elsewhere

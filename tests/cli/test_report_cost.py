@@ -141,9 +141,9 @@ def test_colocated_gpu_hours_split_by_the_input_tokens_share_of_step_time() -> N
 def test_the_step_time_share_grows_with_the_prompt_and_is_all_input_without_decode_steps() -> None:
     """In the planner's step model (hyperpod_analysis.plan) a request of one output token is prefill only; a longer
     prompt takes a larger share of the engine's time than a shorter one at the same output."""
-    from hyperpod_analysis.plan.planner import MAX_NUM_BATCHED_TOKENS, inputs_from_config, step_model
+    from hyperpod_analysis.plan.planner import MAX_NUM_BATCHED_TOKENS, inputs_of, step_model
 
-    inputs = inputs_from_config(parse_config(yaml.safe_load((REPO / "config" / "default.yaml").read_text())))
+    inputs = inputs_of(parse_config(yaml.safe_load((REPO / "config" / "default.yaml").read_text())).spec())
     model = step_model(inputs)
 
     def share(isl: int, osl: int) -> float:
@@ -195,9 +195,9 @@ def test_the_report_shows_cost_per_input_and_output_token_and_the_idle_share(run
 
 def test_the_docs_state_the_shares_the_step_model_gives() -> None:
     """docs/benchmark.md, "Cost per token", quotes the colocated split of two shapes on the default layout."""
-    from hyperpod_analysis.plan.planner import MAX_NUM_BATCHED_TOKENS, inputs_from_config, step_model
+    from hyperpod_analysis.plan.planner import MAX_NUM_BATCHED_TOKENS, inputs_of, step_model
 
-    inputs = inputs_from_config(parse_config(yaml.safe_load((REPO / "config" / "default.yaml").read_text())))
+    inputs = inputs_of(parse_config(yaml.safe_load((REPO / "config" / "default.yaml").read_text())).spec())
     model = step_model(inputs)
     shares = [_input_share(model, isl=isl, osl=128, batch=4, eager=inputs.decode_eager, chunk=MAX_NUM_BATCHED_TOKENS)
               for isl in (8192, 1024)]

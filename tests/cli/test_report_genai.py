@@ -327,7 +327,7 @@ def test_planner_absent_and_present(measured, tmp_path, monkeypatch):
 
     calls = []
 
-    def estimate_experiment(config, experiment, traffic, concurrencies):
+    def estimate_experiment(spec, experiment, traffic, concurrencies):
         calls.append((experiment, list(traffic), list(concurrencies)))
         return [{"experiment": experiment, "traffic": t, "concurrency": c,
                  "colocated": {"ttft_ms": 1.5, "tpot_ms": 2.25, "e2e_p50_ms": 3.5, "output_tokens_per_s": 4.5},

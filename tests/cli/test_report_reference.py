@@ -22,9 +22,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _config(**benchmark):
+    """The default config's endpoint (its spec) with ``benchmark`` set."""
     data = yaml.safe_load((REPO / "config" / "default.yaml").read_text(encoding="utf-8"))
     data["benchmark"] = benchmark
-    return parse_config(data)
+    return parse_config(data).spec()
 
 
 def _m(mode: str, n: int, *, tpot: float, ttft: float = 500.0, tput: float = 1000.0, errors: float = 0.0,
@@ -61,7 +62,7 @@ def test_reference_appears_beside_the_aws_reference_experiment_only(tmp_path):
     fair = [_cell(n, _m("colocated", n, tpot=40.0, experiment="equal-gpu", scenario="same-shape"),
                   _m("dpd", n, tpot=30.0, experiment="equal-gpu", scenario="same-shape"), "equal-gpu", "same-shape")
             for n in (8, 16, 32)]
-    report = Report(config=config, cells=cells + fair, verdicts=[verdict("same-shape", fair, config)],
+    report = Report(spec=config, cells=cells + fair, verdicts=[verdict("same-shape", fair, config)],
                     planner_note="none", source="test")
     rows = improvement_rows(report, "aws-reference")
     assert rows[0][-1].startswith("TPOT +22%") and rows[2][-1].startswith("TPOT +66%")
@@ -94,7 +95,7 @@ def test_reference_deviations_are_listed_next_to_the_result(tmp_path):
     data["endpoint"]["tensor_parallel_size"] = 4
     data["endpoint"]["prefill"] = {"gpus": 4}
     data["endpoint"]["decode"] = {"gpus": 4}
-    assert "tensor_parallel_size: 4 (AWS: 8)" in reference_deviations(parse_config(data), cells)
+    assert "tensor_parallel_size: 4 (AWS: 8)" in reference_deviations(parse_config(data).spec(), cells)
 
 
 @pytest.mark.parametrize(("col", "dpd", "split", "words"), [
@@ -168,15 +169,17 @@ def test_planner_estimate_holds_the_layouts_the_experiment_measures(experiment, 
     """The estimate drawn beside a cell simulates the GPUs the benchmark manifests give each mode in that
     experiment (hyperpod_k8s.benchmark.gpus_per_mode): never the one-node colocated estimate beside an equal-GPU
     measurement."""
+    from tests.k8s.endpoint_props import props_of
+
     from hyperpod_analysis.plan import estimate_experiment, estimate_scenarios
-    from hyperpod_core.inputs import resolve_inputs
     from hyperpod_k8s.benchmark import gpus_per_mode
 
-    config = _config()
-    (row,) = estimate_experiment(config, experiment, ["D(4096,256)"], [8])
+    spec = _config()
+    (row,) = estimate_experiment(spec, experiment, ["D(4096,256)"], [8])
     assert row["experiment"] == experiment and row["gpus"] == gpus
-    assert row["gpus"] == gpus_per_mode(config, resolve_inputs(config, None), experiment)
-    (one_node,) = estimate_scenarios(config, ["D(4096,256)"], [8])  # plan --json: DPD vs one colocated node
+    config = parse_config(yaml.safe_load((REPO / "config" / "default.yaml").read_text(encoding="utf-8")))
+    assert row["gpus"] == gpus_per_mode(props_of(config), experiment)
+    (one_node,) = estimate_scenarios(spec, ["D(4096,256)"], [8])  # plan --json: DPD vs one colocated node
     if experiment == "aws-reference":  # the default endpoint is 1P+1D, AWS's layout: plan's own comparison
         assert row["colocated"] == one_node["colocated"] and row["improvement_pct"] == one_node["improvement_pct"]
     else:  # twice the colocated GPUs: more output throughput than one node at the same concurrency, same DPD
@@ -199,7 +202,7 @@ def test_an_estimate_of_another_experiment_is_never_drawn_beside_a_cell():
     (right,) = build_cells(ms, [("s", 8)], {("D(4096,256)", 8): {**row, "experiment": "equal-gpu"}},
                            experiment="equal-gpu")
     assert right.estimate is not None
-    report = Report(config=_config(), cells=[right], verdicts=[], planner_note="", source="x")
+    report = Report(spec=_config(), cells=[right], verdicts=[], planner_note="", source="x")
     planner_rows = [r for r in measurement_rows(report, "s") if "(planner" in r[1]]
     assert [(r[1], r[2], r[6]) for r in planner_rows] == [("colocated (planner, p50)", "16", "1.00"),
                                                          ("dpd (planner, p50)", "16", "2.00")]

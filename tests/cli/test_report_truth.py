@@ -30,7 +30,8 @@ TRAFFIC = {"long-in": "D(5600,40)", "short-in": "D(600,40)"}
 
 
 def _config():
-    return parse_config(yaml.safe_load((REPO / "config" / "default.yaml").read_text(encoding="utf-8")))
+    """The default config's endpoint (its spec)."""
+    return parse_config(yaml.safe_load((REPO / "config" / "default.yaml").read_text(encoding="utf-8"))).spec()
 
 
 def _m(mode: str, scenario: str, concurrency: int, *, folder: str, completed: int = 320, n: int = 288,
@@ -58,7 +59,7 @@ def test_a_folder_whose_scenarios_declare_different_paths_is_not_verified() -> N
 
 
 def _report(cells: list[Cell]) -> Report:
-    return Report(config=_config(), cells=cells, verdicts=[], planner_note="none", source="test")
+    return Report(spec=_config(), cells=cells, verdicts=[], planner_note="none", source="test")
 
 
 def test_a_count_over_several_rows_says_folder_level_and_one_per_cell_does_not() -> None:

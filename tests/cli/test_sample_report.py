@@ -144,6 +144,45 @@ def test_without_results_yet_the_line_says_run_bench_and_names_the_sample(run_cl
     config.write_text(yaml.safe_dump(default_config_dict))
     result = run_cli("report", "--config", str(config))
     assert (result.exit_code, result.stdout) == (2, "")
-    assert result.stderr == (f"error: no results yet: {tmp_path / 'c.out' / 'benchmark-results'}/ does not exist; "
+    results = tmp_path / "c.out" / "benchmark-results" / "llama-3-3-70b"  # the endpoint's own folder
+    assert result.stderr == (f"error: no results yet: {results}/ does not exist; "
                              f"run: hyperpod-dpd bench --config {config} (or pass --results DIR|s3://bucket/prefix; "
                              "the shipped sample: --results docs/sample-benchmark-report/raw)\n")
+
+
+def test_a_fleets_report_is_of_the_endpoint_named(run_cli, tmp_path: Path) -> None:
+    """Each endpoint has its own results (bench collects into benchmark-results/<endpoint>/): a config of several
+    endpoints needs --endpoint (one line naming them), and then reads that endpoint's folder. Fails before:
+    Config.endpoint raised TypeError."""
+    import shutil
+
+    config = tmp_path / "c.yaml"
+    shutil.copy(Path(__file__).resolve().parents[2] / "config" / "examples" / "two-models.yaml", config)
+    result = run_cli("report", "--config", str(config))
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (f"error: --endpoint must name the endpoint hyperpod-dpd report acts on: {config} serves "
+                             "2 endpoints (llama-3-3-70b, llama-3-1-8b)\n")
+    result = run_cli("report", "--config", str(config), "--endpoint", "llama-3-1-8b")
+    results = tmp_path / "c.out" / "benchmark-results" / "llama-3-1-8b"
+    assert result.stderr.startswith(f"error: no results yet: {results}/ does not exist; run: hyperpod-dpd bench "
+                                    f"--config {config} --endpoint llama-3-1-8b (or pass")
+
+
+def test_report_writes_nothing_in_the_home_or_temp_folder(tmp_path, default_config_copy) -> None:
+    """``report`` from a checkout keeps matplotlib's font list (built on its first chart) in the checkout's
+    ``.cache/matplotlib/`` beside the project's other caches, and leaves nothing in the home folder or the temp
+    folder (issue 31 item 4). Fails on main: ``~/.cache/matplotlib/fontlist-v3.11.0.json`` and an empty
+    ``~/.config/matplotlib/`` (matplotlib's defaults, undocumented)."""
+    import subprocess
+    import sys
+
+    home, temp = tmp_path / "home", tmp_path / "temp"
+    home.mkdir()
+    temp.mkdir()
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "TMPDIR": str(temp)}
+    result = subprocess.run([sys.executable, "-m", "hyperpod_dpd", "report", "--config", str(default_config_copy),
+                             "--results", str(RAW), "--out", str(tmp_path / "out")], env=env, capture_output=True,
+                            text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert sorted(str(p.relative_to(tmp_path)) for p in [*home.rglob("*"), *temp.rglob("*")]) == []
+    assert list((REPO / ".cache" / "matplotlib").glob("fontlist-*.json"))

@@ -517,9 +517,9 @@ def test_a_role_without_a_ready_pod_leaves_the_test_incomplete(cli, config_file,
 def test_smoke_asks_for_the_name_the_endpoint_serves(cli, config_file, kubeconfig, cluster, monkeypatch) -> None:
     """vLLM answers only for a name it serves (``--served-model-name``; the weights' path carries the revision and
     changes with it), so smoke sends the manifests' served name, ``model.name``, unless ``--model`` says otherwise."""
+    from tests.k8s.endpoint_props import props_of
+
     from hyperpod_core.config import load_config
-    from hyperpod_core.inputs import resolve_inputs
-    from hyperpod_k8s.endpoint.props import endpoint_props
 
     asked: list[str] = []
     read_json = _OpenAiHandler.read_json
@@ -534,5 +534,55 @@ def test_smoke_asks_for_the_name_the_endpoint_serves(cli, config_file, kubeconfi
     with _served(cluster) as url:
         assert _smoke(cli, config_file, kubeconfig, url, "--json").code == 0
     assert asked == [config.model.name] * 2
-    args = endpoint_props(config, resolve_inputs(config, None)).worker_args
+    args = props_of(config).worker_args
     assert args[args.index("--served-model-name") + 1] == config.model.name
+
+
+# --- a fleet: several endpoints on one cluster (issue 34 item 4) ---------------------------------------------------
+
+SMALL = "llama-3-1-8b"  # the second endpoint of config/examples/two-models.yaml
+
+
+def test_endpoint_option_tests_that_endpoint_from_its_own_pods(cli, fleet_config, kubeconfig, cluster) -> None:
+    """Both endpoints run; the 8B's server logs its transfers to the 8B's decode pod. ``smoke --endpoint
+    llama-3-1-8b`` compares the 8B's roles and judges the 8B's decoder lines, and reads no object of the 70B. Fails
+    before: Config.endpoint raised TypeError on a config of several endpoints."""
+    cluster.dpd_endpoint()
+    cluster.dpd_endpoint(name=SMALL)
+    with openai_server(cluster, DecoderBehaviour(), name=SMALL) as url:
+        cluster.requests.clear()
+        result = _smoke(cli, fleet_config, kubeconfig, url, "--json", "--endpoint", SMALL)
+    assert result.code == 0, result.err
+    report = json.loads(result.out)
+    assert report["endpoint"] == SMALL
+    assert report["roles"]["decode"]["deployment"] == f"decode-{SMALL}"
+    short, long = report["requests"]
+    assert short["ok"] and long["ok"] and long["transfers"][0]["retrieved_tokens"] > 4096
+    assert [r for r in cluster.requests if f"/{NAME}" in r or f"-{NAME}" in r] == []
+
+
+def test_a_fleet_without_endpoint_is_refused_before_any_request(cli, fleet_config, kubeconfig, cluster) -> None:
+    with _served(cluster) as url:
+        result = _smoke(cli, fleet_config, kubeconfig, url)
+    assert (result.code, result.out) == (2, "")
+    assert one_line_error(result) == (f"error: --endpoint must name the endpoint hyperpod-dpd smoke acts on: "
+                                      f"{fleet_config} serves 2 endpoints ({NAME}, {SMALL})")
+    assert cluster.requests == []
+
+
+def test_url_without_a_kubeconfig_says_the_url_was_not_called(cli, config_file, tmp_path, monkeypatch) -> None:
+    """``--url`` (a port-forward) replaces only the load balancer: smoke still reads the cluster, the roles before the
+    requests and the decoder's log after them. Without a usable kubeconfig it stops before any request, in one line
+    that says so and names the URL it did not call. Fails on main: ``error: no usable kubeconfig (...); fix: ...``,
+    silent about the URL (newcomer friction 25)."""
+    from hyperpod_dpd.commands import smoke
+
+    monkeypatch.setattr(smoke, "stream", lambda *args, **kwargs: pytest.fail("a request was sent"))
+    url = "http://127.0.0.1:9/v1/chat/completions"
+    result = cli("smoke", "--config", str(config_file), "--kubeconfig", str(tmp_path / "no-kubeconfig"), "--url", url)
+    assert result.code == 1
+    line = one_line_error(result)
+    assert line.startswith("error: no usable kubeconfig (")
+    assert (f": smoke reads the cluster with --url too (the roles before the requests, the decoder's log after "
+            f"them), so {url} was not called; fix: run 'aws eks update-kubeconfig --name hyperpod-dpd-eks --region "
+            "us-west-2' or pass --kubeconfig") in line

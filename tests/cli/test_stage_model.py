@@ -192,6 +192,38 @@ def test_dry_run_without_a_bucket_lists_the_upload_offline(_invoke, tmp_path, de
     assert not (tmp_path / "c.out").exists()
 
 
+def test_dry_run_without_credentials_lists_the_upload_with_one_note(_invoke, tmp_path, default_config_dict,
+                                                                   monkeypatch) -> None:
+    """A bucket is known (model_bucket.existing_name) but there are no AWS credentials anywhere in botocore's chain
+    (environment, shared files, profile; IMDS off): --dry-run still lists what would be uploaded, from the local
+    files, with one line saying S3 could not be read, why, and the fix; exit 0, nothing written. Fails on main:
+    ``error: s3://team-models: NoCredentialsError: Unable to locate credentials; fix: ...`` (exit 1)."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+                 "AWS_DEFAULT_PROFILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_WEB_IDENTITY_TOKEN_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    data = copy.deepcopy(default_config_dict)
+    data["model_bucket"]["existing_name"] = "team-models"
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data))
+    src = make_model(tmp_path, shards=1, shard_size=MIB)
+    result = _invoke(str(src), "--config", str(path), "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.count("error") == 0 and "Traceback" not in result.output
+    where = _where(src)
+    lines = result.stdout.splitlines()
+    assert lines[1].startswith("s3://team-models could not be read (NoCredentialsError: Unable to locate credentials"
+                               "; fix: set AWS_PROFILE ")
+    assert lines[1].endswith("): every file is listed, whether S3 holds it already or not")
+    total = sum(p.stat().st_size for p in src.iterdir())
+    assert lines[2] == f"s3://team-models/{where}: 5 files, {total:,} bytes, then {model_folder.MANIFEST_NAME}"
+    assert {ln.split()[0] for ln in lines[3:-1]} == {p.name for p in src.iterdir()}
+    assert lines[-1] == "dry run: nothing written"
+    assert not (tmp_path / "c.out").exists()
+
+
 def test_verify_checks_s3_against_the_manifest(_invoke, s3, tmp_path, config_file) -> None:
     src = make_model(tmp_path)
     assert _invoke(str(src), "--config", str(config_file)).exit_code == 0
@@ -576,3 +608,59 @@ def test_ctrl_c_while_computing_checksums_says_nothing_was_uploaded(_invoke, s3,
         f"interrupted while computing the checksums; nothing was uploaded; resume with: hyperpod-dpd stage-model "
         f"{src} --config {config_file}")
     assert _keys(s3) == []
+
+
+# --- a fleet: each endpoint stages its own model (issue 34 item 4) -------------------------------------------------
+
+SMALL_PREFIX = "models/Llama-3.1-8B-Instruct/"  # the 8B's model.s3_prefix in config/examples/two-models.yaml
+
+
+@pytest.fixture
+def fleet_file(s3, tmp_path) -> tuple[Path, str]:
+    """config/examples/two-models.yaml reading from an existing bucket, the 8B's weights from a bucket of its own
+    (``model.bucket``); returns the config and that bucket."""
+    repo = Path(__file__).resolve().parents[2]
+    data = yaml.safe_load((repo / "config" / "examples" / "two-models.yaml").read_text())
+    own = f"{BUCKET}-8b"
+    s3.create_bucket(Bucket=own, CreateBucketConfiguration={"LocationConstraint": REGION})
+    data["model_bucket"] = {"existing_name": BUCKET}
+    data["endpoints"][1]["model"]["bucket"] = own
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path, own
+
+
+def test_endpoint_option_stages_that_endpoints_model_and_keeps_the_others_record(_invoke, s3, tmp_path,
+                                                                                 fleet_file) -> None:
+    """Each endpoint's weights go to its model.s3_prefix in its bucket (the 8B's model.bucket, the 70B's the
+    deployment's); the record holds one entry per model location: staging the 8B keeps the 70B's entry, and
+    --verify of the 8B finds its own. Fails before: Config.model raised TypeError on a config of several endpoints."""
+    from hyperpod_core import staged_model
+
+    config, own = fleet_file
+    (tmp_path / "8b").mkdir()
+    big, small = make_model(tmp_path, shards=1, shard_size=MIB), make_model(tmp_path / "8b", shards=1, shard_size=MIB)
+    assert _invoke(str(big), "--config", str(config), "--endpoint", "llama-3-3-70b").exit_code == 0
+    staged = _invoke(str(small), "--config", str(config), "--endpoint", "llama-3-1-8b")
+    assert staged.exit_code == 0, staged.stderr
+    record = tmp_path / "c.out" / staged_model.RECORD_FILE
+    entries = {(m.bucket, m.s3_prefix): m for m in staged_model.read_all(record)}
+    assert set(entries) == {(BUCKET, PREFIX), (own, SMALL_PREFIX)}
+    assert _keys(s3) == sorted(f"{_where(big)}{n}" for n in [*(p.name for p in big.iterdir()),
+                                                              model_folder.MANIFEST_NAME])
+    mine = entries[(own, SMALL_PREFIX)]
+    assert s3.list_objects_v2(Bucket=own)["KeyCount"] == 6 and mine.location.startswith(SMALL_PREFIX)
+    assert "stage-model --verify --config" in staged.stdout and "--endpoint llama-3-1-8b   (any time)" in staged.stdout
+    record.write_text(json.dumps({"format": 3, "models": [
+        json.loads(record.read_text())["models"][0]]}))  # the 8B's entry lost: --verify writes it again from S3
+    assert _invoke("--verify", "--config", str(config), "--endpoint", "llama-3-1-8b").exit_code == 0
+    assert {(m.bucket, m.s3_prefix): m for m in staged_model.read_all(record)} == entries
+
+
+def test_a_fleet_needs_the_endpoint_named_and_writes_nothing_without(_invoke, s3, tmp_path, fleet_file) -> None:
+    config, _ = fleet_file
+    result = _invoke(str(make_model(tmp_path)), "--config", str(config))
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (f"error: --endpoint must name the endpoint hyperpod-dpd stage-model acts on: {config} "
+                             "serves 2 endpoints (llama-3-3-70b, llama-3-1-8b)\n")
+    assert _keys(s3) == [] and not (tmp_path / "c.out").exists()

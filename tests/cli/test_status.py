@@ -41,6 +41,7 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.sagemaker.models import sagemaker_backends
 
 from hyperpod_core import pins
+from hyperpod_core.dist_layout import DistLayout
 from hyperpod_dpd import aws
 from hyperpod_dpd.status.cluster import ADDON_PINS
 
@@ -225,12 +226,24 @@ def test_deploying_endpoint_cannot_serve_and_says_what_to_wait_for(cli, config_f
     assert "Ready 0/1" in result.out
 
 
+def test_the_verdict_is_said_once(cli, config_file, kubeconfig, healthy) -> None:
+    """A screen that cannot serve ends with the table; the verdict is the error line on stderr, with what blocks it
+    and the next step. Fails on main: stdout ended "the endpoint cannot serve" above the same words on stderr
+    (newcomer friction 18). (A --watch screen keeps its verdict line: test_watch_refreshes.)"""
+    healthy.endpoints[(NAMESPACE, NAME)] = endpoint_object("DeploymentInProgress")
+    result = _status(cli, config_file, kubeconfig)
+    assert result.code == 1
+    assert one_line_error(result).startswith("error: the endpoint cannot serve: state: DeploymentInProgress")
+    assert "the endpoint cannot serve" not in result.out and result.out.rstrip().endswith("┘")
+
+
 def test_missing_endpoint_names_the_manifest_to_apply(cli, config_file, kubeconfig, healthy) -> None:
     healthy.endpoints.clear()
     result = _status(cli, config_file, kubeconfig, "--json")
     assert result.code == 1
     row = _rows(result.out)[f"endpoint:{NAMESPACE}/{NAME}"]
-    assert row["next_step"] == f"kubectl apply -f {config_file.with_suffix('.out')}/dist/endpoint/"
+    layout = DistLayout.of(config_file.with_suffix(".out") / "dist", NAME, "dpd")
+    assert row["next_step"] == f"kubectl apply -f {layout.endpoint_dir}/"
 
 
 def test_colocated_baseline_is_recognised(cli, config_file, kubeconfig, healthy) -> None:
@@ -244,8 +257,9 @@ def test_colocated_baseline_is_recognised(cli, config_file, kubeconfig, healthy)
     assert result.code == 0, result.err
     rows = _rows(result.out)
     assert rows["endpoint:mode"]["state"] == "warn"
-    assert rows["endpoint:mode"]["next_step"] == (
-        f"to serve disaggregated, kubectl apply -f {config_file.with_suffix('.out')}/dist/endpoint/{NAME}-dpd.k8s.yaml")
+    layout = DistLayout.of(config_file.with_suffix(".out") / "dist", NAME, "dpd")
+    dpd = layout.endpoint_file("dpd")
+    assert rows["endpoint:mode"]["next_step"] == f"to serve disaggregated, kubectl apply -f {dpd}"
     assert rows["endpoint:pods"]["detail"] == f"Ready 2/2 ({NAME}-6b8c9-a, {NAME}-6b8c9-b)"
     assert "endpoint:router" not in rows
 
@@ -733,13 +747,13 @@ def test_overlapping_selectors_never_mix_the_roles(cli, config_file, kubeconfig,
 
 
 def _synthesized(config_file, model: str) -> Any:
-    """A DPD manifest in the environment's dist/endpoint/ whose worker.args carry ``--model model``."""
-    folder = config_file.with_suffix(".out") / "dist" / "endpoint"
-    folder.mkdir(parents=True, exist_ok=True)
+    """A DPD manifest where the environment's synth puts it (dist/, hyperpod_core.dist_layout) whose worker.args
+    carry ``--model model``."""
+    path = DistLayout.of(config_file.with_suffix(".out") / "dist", NAME, "dpd").endpoint_file("dpd")
+    path.parent.mkdir(parents=True, exist_ok=True)
     doc = endpoint_object()
     doc["spec"]["worker"]["args"] = ["--model", model, "--served-model-name", SERVED_NAME]
     del doc["status"]
-    path = folder / f"{NAME}-dpd.k8s.yaml"
     path.write_text(json.dumps(doc), encoding="utf-8")  # YAML is a superset of JSON
     return path
 
@@ -770,5 +784,65 @@ def test_a_full_buffer_while_the_roles_run_two_models_points_at_the_skew(cli, co
     assert rows["endpoint:prefill/decode skew"]["state"] == "fail"
     kv = rows["endpoint:KV path (decode)"]
     assert kv["state"] == "fail" and "Failed to allocate memory object" in kv["detail"]
-    assert kv["next_step"].startswith("put both roles on one revision: kubectl delete -f dist/endpoint/ && kubectl "
-                                      "apply -f dist/endpoint/")
+    assert kv["next_step"].startswith("put both roles on one revision: replace the endpoint (kubectl delete -f, then "
+                                      "kubectl apply -f, its endpoint/ folder of dist/")
+
+
+# --- a fleet: several endpoints on one cluster (issue 34 item 4) ---------------------------------------------------
+
+SMALL = "llama-3-1-8b"  # the second endpoint of config/examples/two-models.yaml
+
+
+@pytest.fixture
+def fleet(healthy: FakeCluster) -> FakeCluster:
+    """The healthy cluster with the node of two-models.yaml's third group (``small``, pool ``shared``)."""
+    healthy.nodes.append(node("hyperpod-i-0small", "shared"))
+    return healthy
+
+
+def test_a_fleet_shows_each_endpoint_in_a_section_of_its_own(cli, fleet_config, kubeconfig, fleet) -> None:
+    """Without --endpoint, status shows the cluster once and then every endpoint of the config, each row carrying
+    its endpoint; the 8B's rows are of its own objects (its Deployments' selectors), not the 70B's. Fails before:
+    Config.endpoint raised TypeError on a config of several endpoints (a traceback)."""
+    fleet.dpd_endpoint(name=SMALL)
+    result = _status(cli, fleet_config, kubeconfig, "--json")
+    assert result.code == 0, result.err
+    report = json.loads(result.out)
+    assert report["endpoints"] == [{"name": NAME, "namespace": NAMESPACE, "serving": True},
+                                   {"name": SMALL, "namespace": NAMESPACE, "serving": True}]
+    by_endpoint = {(c["endpoint"], c["name"]): c for c in report["checks"]}
+    assert by_endpoint[(NAME, "prefill pods")]["detail"] == f"Ready 1/1 (prefill-{NAME}-7d9f8-abcde)"
+    assert by_endpoint[(SMALL, "prefill pods")]["detail"] == f"Ready 1/1 (prefill-{SMALL}-7d9f8-abcde)"
+    assert by_endpoint[(SMALL, "router")]["detail"] == f"Ready 1/1 ({SMALL}-{NAMESPACE}-routing-service:443)"
+    assert {c["endpoint"] for c in report["checks"] if c["section"] in ("hyperpod", "eks", "nodes")} == {None}
+    table = _status(cli, fleet_config, kubeconfig)
+    assert table.code == 0, table.err
+    assert f"endpoint {NAME} can serve" in table.out and f"endpoint {SMALL} can serve" in table.out
+    assert f"endpoint {SMALL}" in table.out.split(f"endpoint {SMALL} can serve")[0]  # its section's rows
+
+
+def test_a_fleet_endpoint_that_cannot_serve_is_named(cli, fleet_config, kubeconfig, fleet) -> None:
+    """One endpoint missing: exit 1, the line names it; the other still can serve."""
+    result = _status(cli, fleet_config, kubeconfig, "--json")
+    assert result.code == 1
+    assert one_line_error(result).startswith(f"error: endpoint {SMALL} cannot serve: {NAMESPACE}/{SMALL} ({SMALL}): "
+                                             "InferenceEndpointConfig not found")
+    serving = {e["name"]: e["serving"] for e in json.loads(result.out)["endpoints"]}
+    assert serving == {NAME: True, SMALL: False}
+
+
+def test_endpoint_option_shows_that_endpoint_only(cli, fleet_config, kubeconfig, fleet) -> None:
+    fleet.dpd_endpoint(name=SMALL)
+    result = _status(cli, fleet_config, kubeconfig, "--json", "--endpoint", SMALL)
+    assert result.code == 0, result.err
+    report = json.loads(result.out)
+    assert [e["name"] for e in report["endpoints"]] == [SMALL]
+    assert {c["endpoint"] for c in report["checks"]} == {None, SMALL}
+
+
+def test_an_unknown_endpoint_is_one_line_naming_the_endpoints(cli, fleet_config, kubeconfig, healthy) -> None:
+    result = _status(cli, fleet_config, kubeconfig, "--endpoint", "llama-3-1-70b")
+    assert (result.code, result.out) == (2, "")
+    assert one_line_error(result) == (f"error: --endpoint must be one of the endpoints of {fleet_config} ({NAME}, "
+                                      f"{SMALL}), got 'llama-3-1-70b'")
+    assert healthy.requests == []  # refused before anything was read

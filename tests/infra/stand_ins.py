@@ -29,16 +29,17 @@ from hyperpod_constructs.hyperpod_cluster import POOL_LABEL
 from hyperpod_constructs.hyperpod_dependencies import ChartSource
 from hyperpod_constructs.hyperpod_resiliency_charts import ResiliencyChart
 from hyperpod_constructs.managed_prometheus import ManagedPrometheus, ManagedPrometheusProps
-from hyperpod_constructs.model_bucket import ModelBucketProps
+from hyperpod_constructs.model_bucket import ModelBucketProps, ModelReadLocation
 from hyperpod_constructs.node_readiness import NodeRequirement
 from hyperpod_core import pins
+from hyperpod_core.names import INSTANCE_GROUP_NODE_LABEL
 from hyperpod_core.telemetry.collection import metrics_provider
 from hyperpod_infra import bundle
 from hyperpod_infra.stacks.cluster_stack import ClusterStack, ClusterStackProps
 from hyperpod_infra.stacks.hyperpod_stack import HyperPodStack, HyperPodStackProps, InstanceGroupSpec
 from hyperpod_infra.stacks.network_stack import NetworkStack, NetworkStackProps
 from hyperpod_infra.stacks.observability_addon_stack import ObservabilityAddonStack, ObservabilityAddonStackProps
-from hyperpod_infra.stacks.platform_stack import PlatformStack, PlatformStackProps
+from hyperpod_infra.stacks.platform_stack import BenchmarkClientSpec, PlatformStack, PlatformStackProps
 
 REGION = "us-west-2"
 ACCOUNT = "111122223333"
@@ -220,12 +221,14 @@ INSTANCE_GROUPS = (
                       threads_per_core=1, ebs_volume_size_gb=500,
                       deep_health_checks=("InstanceStress", "InstanceConnectivity")),
     InstanceGroupSpec(name="decode", instance_type="ml.p5en.48xlarge", instance_count=1, pool="decode",
-                      threads_per_core=2, ebs_volume_size_gb=1000, deep_health_checks=("InstanceConnectivity",)),
+                      threads_per_core=2, ebs_volume_size_gb=1000, deep_health_checks=("InstanceConnectivity",),
+                      labels={INSTANCE_GROUP_NODE_LABEL: "decode"}),
 )
 
 
 def hyperpod_stack(scope: cdk.App, name: str, *, given: Given) -> HyperPodStack:
-    """``HyperPodStack`` with two groups that differ in every setting, the weights cache on."""
+    """``HyperPodStack`` with two groups that differ in every setting (the second one pinned by an endpoint's role:
+    it carries its name as a label too), the weights cache on."""
     return HyperPodStack(scope, name, env=env(), props=HyperPodStackProps(
         cluster_name=HYPERPOD_CLUSTER_NAME, node_recovery="Automatic", node_provisioning_mode="Continuous",
         lifecycle_bucket_name=LIFECYCLE_BUCKET_NAME, instance_groups=INSTANCE_GROUPS, eks_cluster=given.cluster,
@@ -274,12 +277,14 @@ DEPLOYMENT_NAME = "team-a"
 
 
 def platform_stack(scope: cdk.App, name: str, *, given: Given, observability: bool = True,
-                   model_bucket: ModelBucketProps | None = None) -> PlatformStack:
-    """``PlatformStack`` for the HyperPod cluster :data:`HYPERPOD_CLUSTER_ARN`, the janitor outside the VPC, no
-    benchmark client; a created model bucket unless ``model_bucket``; KEDA scoped to the given workspace unless
-    ``observability`` is off."""
+                   model_bucket: ModelBucketProps | None = None,
+                   model_reads: tuple[ModelReadLocation, ...] = (ModelReadLocation(key_prefix=MODEL_KEY_PREFIX),),
+                   benchmark_clients: tuple[BenchmarkClientSpec, ...] = ()) -> PlatformStack:
+    """``PlatformStack`` for the HyperPod cluster :data:`HYPERPOD_CLUSTER_ARN`, the janitor outside the VPC; one model
+    under :data:`MODEL_KEY_PREFIX` and no benchmark client unless ``model_reads``/``benchmark_clients``; a created
+    model bucket unless ``model_bucket``; KEDA scoped to the given workspace unless ``observability`` is off."""
     return PlatformStack(scope, name, env=env(), props=PlatformStackProps(
         cluster=given.cluster, oidc_provider=given.oidc_provider, hyperpod_cluster_arn=HYPERPOD_CLUSTER_ARN,
-        model_bucket=model_bucket or ModelBucketProps(), model_key_prefix=MODEL_KEY_PREFIX,
+        model_bucket=model_bucket or ModelBucketProps(), model_reads=model_reads,
         hyperpod_execution_role=given.hyperpod_role, prometheus=given.prometheus if observability else None,
-        deployment_name=DEPLOYMENT_NAME))
+        benchmark_clients=benchmark_clients, deployment_name=DEPLOYMENT_NAME))

@@ -128,12 +128,12 @@ def test_a_silent_topic_raises_an_alarm_on_a_topic_of_its_own(obs) -> None:
 
 def test_default_config_has_no_receiver_and_synth_says_so(obs, default_config) -> None:
     assert obs.find_resources("AWS::SNS::Subscription") == {}
-    assert alerts_notice(default_config) == (
+    assert alerts_notice(default_config.observability) == (
         "alerts reach no one: observability.alerts names no email_addresses and no topic_arn (the alert manager "
         "publishes to the alert topic, which nobody subscribes to)")
     from hyperpod_core.telemetry.notices import notices
 
-    assert len(notices(default_config)) == 2, "alerts and dashboards: one line each"
+    assert len(notices(default_config.observability)) == 2, "alerts and dashboards: one line each"
 
 
 RECEIVERS = {"email_addresses": ["oncall@example.com", "lead@example.com"],
@@ -155,7 +155,7 @@ def with_receivers(default_config_dict) -> tuple[Template, object]:
         workspace_arn=prometheus.workspace_arn, display_name="x alerts",
         email_addresses=config.observability.alerts.email_addresses))
     prometheus.set_alert_manager_definition(alert_manager_definition(
-        config, [topic.topic_arn, config.observability.alerts.topic_arn or ""]))
+        config.region, [topic.topic_arn, config.observability.alerts.topic_arn or ""]))
     return Template.from_stack(stack), config
 
 
@@ -166,7 +166,7 @@ def _subscriptions(t: Template, topic_id: str) -> dict[str, dict]:
 
 def test_receivers_subscribe_and_an_existing_topic_joins_the_receiver(with_receivers) -> None:
     t, config = with_receivers
-    assert alerts_notice(config) is None
+    assert alerts_notice(config.observability) is None
     subs = _subscriptions(t, TOPIC_LOGICAL_ID)
     assert sorted(subs) == ["lead@example.com", "oncall@example.com"]
     assert all(s["Protocol"] == "email" for s in subs.values())
@@ -199,11 +199,13 @@ def test_email_subscriptions_drop_the_heartbeat_and_keep_the_alerts(with_receive
     The attributes are what the alert manager sets (alertmanager.ATTRIBUTES: alert_kind, alertname)."""
     from hyperpod_constructs.alert_topic import HEARTBEAT_KIND, KIND_ATTRIBUTE
     from hyperpod_core.telemetry.alertmanager import ATTRIBUTES
-    from hyperpod_core.telemetry.alerts import HEARTBEAT, KIND_LABEL, alerts
+    from hyperpod_core.telemetry.alerts import HEARTBEAT, KIND_LABEL, cluster_alerts
+    from hyperpod_core.telemetry.targets import collector_labels
 
     t, config = with_receivers
     # The construct repeats the names (constructs import nothing of ours): they must be the alerts' own.
-    assert KIND_ATTRIBUTE == KIND_LABEL and [a.kind for a in alerts(config) if a.name == HEARTBEAT] == [HEARTBEAT_KIND]
+    heartbeat = [a.kind for a in cluster_alerts(collector_labels(config.observability)) if a.name == HEARTBEAT]
+    assert KIND_ATTRIBUTE == KIND_LABEL and heartbeat == [HEARTBEAT_KIND]
     subs = _subscriptions(t, TOPIC_LOGICAL_ID)
     assert subs
     for sub in subs.values():

@@ -29,7 +29,7 @@ def test_namespace_targets_our_workspace(namespace, observability_alone) -> None
 
 
 def test_namespace_holds_exactly_the_shared_alert_definitions(namespace, default_config) -> None:
-    assert yaml.safe_load(namespace["Data"]) == alert_rule_groups(default_config)
+    assert yaml.safe_load(namespace["Data"]) == alert_rule_groups(default_config.specs())
     alerts = [r["alert"] for g in yaml.safe_load(namespace["Data"])["groups"] for r in g["rules"] if "alert" in r]
     assert "DpdDecodeKvCacheSaturated" in alerts and "DpdTtftSloBreach" in alerts
 

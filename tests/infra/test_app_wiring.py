@@ -231,7 +231,7 @@ def test_the_observability_config_reaches_the_observability_stacks(templates, st
     obs = templates["Observability"]
     _, namespace = only(obs, "AWS::APS::RuleGroupsNamespace")
     assert namespace["Properties"]["Name"] == f"{default_config.name}-dpd-alerts"
-    assert yaml.safe_load(namespace["Properties"]["Data"]) == alert_rule_groups(default_config)
+    assert yaml.safe_load(namespace["Properties"]["Data"]) == alert_rule_groups(default_config.specs())
     # no receivers configured: nobody subscribes; no Grafana workspace: no dashboards resource
     assert not o.alerts.email_addresses and o.alerts.topic_arn is None and o.grafana_workspace is None
     assert obs.find_resources("AWS::SNS::Subscription") == {}

@@ -55,7 +55,7 @@ def test_every_group_is_pinned_to_the_gpu_subnet_efa_and_eks_cluster_security_gr
     assert cluster["Properties"]["VpcConfig"] == groups[0]["OverrideVpcConfig"]
 
 
-def test_every_group_has_its_type_count_threads_ebs_health_checks_and_pool_label(cluster, template) -> None:
+def test_every_group_has_its_type_count_threads_ebs_and_health_checks(cluster, template) -> None:
     (role_id,) = template.find_resources("AWS::IAM::Role", {"Properties": {"AssumeRolePolicyDocument": {
         "Statement": [Match.object_like({"Principal": {"Service": "sagemaker.amazonaws.com"}})]}}})
     for g, spec in zip(cluster["Properties"]["InstanceGroups"], stand_ins.INSTANCE_GROUPS, strict=True):
@@ -64,9 +64,26 @@ def test_every_group_has_its_type_count_threads_ebs_health_checks_and_pool_label
         assert g["ThreadsPerCore"] == spec.threads_per_core
         assert g["InstanceStorageConfigs"] == [{"EbsVolumeConfig": {"VolumeSizeInGB": spec.ebs_volume_size_gb}}]
         assert g["OnStartDeepHealthChecks"] == list(spec.deep_health_checks)
-        assert g["KubernetesConfig"] == {"Labels": {"hyperpod-dpd/pool": spec.pool}}
         assert "TrainingPlanArn" not in g
         assert g["ExecutionRole"] == {"Fn::GetAtt": [role_id, "Arn"]}
+
+
+#: SageMaker API Reference, "ClusterKubernetesConfig": ``Labels`` keys and values, as the API validates them.
+LABEL_KEY = (r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+             r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+LABEL_VALUE = r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
+
+
+def test_every_group_carries_its_pool_label_and_a_pinned_group_its_name(cluster) -> None:
+    """``KubernetesConfig.Labels`` (HyperPod applies them to every node of the group: SageMaker API Reference,
+    "ClusterKubernetesConfig"): the pool label on every group; ``hyperpod-dpd/instance-group: <name>`` on a group an
+    endpoint's role names (the second stand-in group), which that role's nodeSelector selects."""
+    labels = [g["KubernetesConfig"]["Labels"] for g in cluster["Properties"]["InstanceGroups"]]
+    assert labels == [{"hyperpod-dpd/pool": "prefill"},
+                      {"hyperpod-dpd/pool": "decode", "hyperpod-dpd/instance-group": "decode"}]
+    for key, value in ((k, v) for group in labels for k, v in group.items()):
+        assert re.fullmatch(LABEL_KEY, key) and len(key) <= 317, key
+        assert re.fullmatch(LABEL_VALUE, value) and 1 <= len(value) <= 63, value
 
 
 def test_lifecycle_bucket_is_private_encrypted_tls_only_and_deleted_with_the_stack(template) -> None:

@@ -344,8 +344,12 @@ def _checkov(*args: str, cwd: Path = REPO_ROOT) -> list[dict]:
     """Run checkov; it also reads ``.checkov.yaml`` from ``cwd`` by itself."""
     assert CHECKOV.is_file(), f"{CHECKOV} missing: run ./scripts/setup --tests (it installs checkov in its own venv)"
     CHECKOV_TMPDIR.mkdir(exist_ok=True)
+    # CKV_SKIP_PACKAGE_UPDATE_CHECK: checkov otherwise asks PyPI for a newer checkov on every run (its banner module,
+    # at import) and keeps the answer in ~/.cache/checkov/update_checker_cache.json (checkov 3.3.30,
+    # checkov/common/util/env_vars_config.py and update_checker.py): no network, nothing outside the checkout.
     result = subprocess.run([str(CHECKOV), *args, "-o", "json"], capture_output=True, text=True, check=False,
-                            timeout=600, cwd=cwd, env={**os.environ, "TMPDIR": str(CHECKOV_TMPDIR)})
+                            timeout=600, cwd=cwd, env={**os.environ, "TMPDIR": str(CHECKOV_TMPDIR),
+                                                       "CKV_SKIP_PACKAGE_UPDATE_CHECK": "true"})
     assert result.returncode in (0, 1), result.stderr[-2000:]
     reports: list[dict] = []
     decoder, text, at = json.JSONDecoder(), result.stdout, 0

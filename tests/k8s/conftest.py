@@ -32,7 +32,9 @@ class Synth:
     stdout: str
     stderr: str
     folders: dict[str, str]
-    """file name -> its folder relative to dist/ (``endpoint``, ``placeholders/alternate``, ...)"""
+    """file name -> its folder relative to dist/ (``<endpoint>/endpoint``, ``<endpoint>/placeholders/alternate``,
+    ...)"""
+    dist: Path
 
     def docs(self, file_suffix: str = "") -> list[dict]:
         return [d for name, text in sorted(self.files.items()) if name.endswith(file_suffix)
@@ -66,7 +68,7 @@ def _run(config: Path, outputs_file: Path | None, outdir: Path) -> Synth:
     files = {p.name: p.read_text(encoding="utf-8") for p in paths}
     assert len(files) == len(paths), "a file name repeats across the dist/ folders"
     folders = {p.name: str(p.parent.relative_to(outdir)) for p in paths}
-    return Synth(files=files, stdout=out.getvalue(), stderr=err.getvalue(), folders=folders)
+    return Synth(files=files, stdout=out.getvalue(), stderr=err.getvalue(), folders=folders, dist=outdir)
 
 
 @pytest.fixture(scope="session")

@@ -78,12 +78,12 @@ def _normalized(node: Any) -> Any:
 @pytest.fixture(scope="module")
 def docs(default_config: Config) -> list[dict]:
     import cdk8s
+    from tests.k8s.endpoint_props import props_of
 
-    from hyperpod_core.inputs import resolve_inputs
     from hyperpod_k8s.benchmark.benchmark_chart import BenchmarkChart
     from hyperpod_k8s.benchmark.props import benchmark_props
 
-    props = benchmark_props(default_config, resolve_inputs(default_config, None))
+    props = benchmark_props(default_config.spec(), props_of(default_config))
     return BenchmarkChart(cdk8s.App(), "benchmark", props=props).to_json()
 
 

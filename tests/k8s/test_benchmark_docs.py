@@ -33,7 +33,7 @@ def test_both_experiments_and_their_layouts_are_described() -> None:
     assert f"concurrency {', '.join(map(str, levels[:-1]))} and {levels[-1]}" in TEXT
     for suffix in REFERENCE_SUFFIX.values():
         assert f"`<name>-{suffix}.k8s.yaml`" in TEXT
-    assert f"`dist/{REFERENCE}/`" in TEXT and "deviates from AWS's" in TEXT
+    assert f"`dist/<name>/{REFERENCE}/`" in TEXT and "deviates from AWS's" in TEXT
     assert "runs each experiment x mode in turn" in TEXT
     assert "in the aws-reference section only" in TEXT
 

@@ -84,10 +84,10 @@ def test_the_reference_experiment_runs_at_aws_concurrency_whatever_the_matrix_sa
     config = parse_config(data)
     from hyperpod_k8s.benchmark.props import benchmark_runs
 
-    levels = {(r.experiment, r.concurrency) for r in benchmark_runs(config)}
+    levels = {(r.experiment, r.concurrency) for r in benchmark_runs(config.spec())}
     assert levels == {("aws-reference", 8), ("aws-reference", 16), ("aws-reference", 32), ("equal-gpu", 4)}
     data["benchmark"]["experiments"] = ["equal-gpu"]
-    assert {r.experiment for r in benchmark_runs(parse_config(data))} == {"equal-gpu"}
+    assert {r.experiment for r in benchmark_runs(parse_config(data).spec())} == {"equal-gpu"}
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -178,8 +178,8 @@ def test_load_balancer_target_mounts_the_endpoint_pem_as_requests_ca_bundle():
     """The chart alone, in a bare cdk8s app, from the props of a load-balancer config."""
     import cdk8s
     import kubernetes_validate
+    from tests.k8s.endpoint_props import props_of
 
-    from hyperpod_core.inputs import resolve_inputs
     from hyperpod_k8s.benchmark.benchmark_chart import BenchmarkChart
     from hyperpod_k8s.benchmark.props import benchmark_props
 
@@ -187,7 +187,7 @@ def test_load_balancer_target_mounts_the_endpoint_pem_as_requests_ca_bundle():
     data["benchmark"] = {"target": "load_balancer", "load_balancer_url": "https://dpd.example.com",
                          "ca_secret_name": "llama-ca", "results_s3_uri": "s3://my-results/bench/"}
     config = parse_config(data)
-    chart = BenchmarkChart(cdk8s.App(), "bench", props=benchmark_props(config, resolve_inputs(config, None)))
+    chart = BenchmarkChart(cdk8s.App(), "bench", props=benchmark_props(config.spec(), props_of(config)))
     job = next(d for d in chart.to_json() if d["kind"] == "Job")
     kubernetes_validate.validate(job, "1.33", strict=True)
     env = _env(job)
@@ -272,13 +272,12 @@ def test_the_colocated_baseline_runs_its_own_memory_flags_not_decodes(default_co
     has no buffer and never runs it (review-4, defect 4), with decode's batch size and its other flags. Its
     utilization is its own: the model's 0.75 plus the 8 GiB buffer's share of an H100 (p5.48xlarge, 8 x H100 80 GB:
     81,559 MiB = 79.6 GiB as its driver reports it, NVIDIA/nccl#1264), 0.75 + 8/79.6 = 0.85."""
-    from hyperpod_core.inputs import resolve_inputs
-    from hyperpod_k8s.endpoint.props import endpoint_props
+    from tests.k8s.endpoint_props import props_of
 
     data = copy.deepcopy(default_config_dict)
     data["endpoint"]["decode"]["extra_args"] = [*role_flags, "--enable-chunked-prefill"]
     config = parse_config(data)
-    p = endpoint_props(config, resolve_inputs(config, None))
+    p = props_of(config)
     decode, colocated = [*p.worker_args, *p.decode.args], [*p.worker_args, *p.colocated_args]
     assert _last(decode, flag) is not None  # DPD's decoder keeps its own
     assert _last(colocated, "--kv-cache-memory-bytes") is None
@@ -303,9 +302,9 @@ def test_the_colocated_baseline_gets_back_the_memory_the_pd_buffer_took(default_
     """A global ``gpu_memory_utilization`` lowered to make room for a larger PD buffer must not shrink the colocated
     baseline's KV cache, which has no buffer (the fourth review's defect 4, in its global-lowered form); the value
     each engine ran with is recorded in every run's ``bench-run.json``."""
-    from hyperpod_core.inputs import resolve_inputs
+    from tests.k8s.endpoint_props import props_of
+
     from hyperpod_k8s.benchmark.props import gpu_memory_utilization
-    from hyperpod_k8s.endpoint.props import endpoint_props
     from hyperpod_runtime import bench_runner
 
     data = copy.deepcopy(default_config_dict)
@@ -315,9 +314,10 @@ def test_the_colocated_baseline_gets_back_the_memory_the_pd_buffer_took(default_
         for role in ("prefill", "decode"):
             e[role]["extra_args"] = [*e[role].get("extra_args", []), "--gpu-memory-utilization", role_utilization]
     config = parse_config(data)  # the GPU-memory rule accepts the DPD roles
-    p = endpoint_props(config, resolve_inputs(config, None))
+    p = props_of(config)
     assert _last([*p.worker_args, *p.colocated_args], "--gpu-memory-utilization") == expected
     role = role_utilization or f"{endpoint_utilization:g}"
-    assert bench_runner._utilizations(gpu_memory_utilization(config, "colocated")) == {"colocated": float(expected)}
-    assert bench_runner._utilizations(gpu_memory_utilization(config, "dpd")) == {"prefill": float(role),
+    spec = config.spec()
+    assert bench_runner._utilizations(gpu_memory_utilization(spec, "colocated")) == {"colocated": float(expected)}
+    assert bench_runner._utilizations(gpu_memory_utilization(spec, "dpd")) == {"prefill": float(role),
                                                                                "decode": float(role)}

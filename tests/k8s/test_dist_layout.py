@@ -1,4 +1,5 @@
-"""``kubectl apply -f dist/endpoint/`` applies exactly one endpoint; placeholders never sit where an apply reads.
+"""``kubectl apply -f dist/<endpoint>/endpoint/`` applies exactly one endpoint; placeholders never sit where an apply
+reads; each endpoint of a config has its own folder.
 
 Expected values: the DPD and colocated manifests carry the same name, so applying both applies the last one
 (docs/endpoint.md); ``endpoint.apply`` picks the one ``endpoint/`` holds (hyperpod_core.dist_layout).
@@ -47,28 +48,32 @@ def _synth(config: Path, outdir: Path, outputs: Path | None) -> str:
 
 def test_the_endpoint_folder_holds_exactly_the_configured_endpoint(synthesized):
     s = synthesized["p5en-two-prefill"]
+    name = "llama-3-3-70b-p5en"
     dpd = [n for n in s.files if n.endswith("-dpd.k8s.yaml")]
-    assert [s.folders[n] for n in dpd] == ["endpoint"]
-    assert {s.folders[n] for n in s.files if n.endswith("-colocated.k8s.yaml")} == {"alternate"}
-    assert {s.folders[n] for n in s.files if "-reference-" in n} == {"reference"}
-    assert {s.folders[n] for n in s.files if n.endswith("-benchmark.k8s.yaml")} == {"benchmark"}
-    assert "apply: exactly one endpoint" in s.stderr and "  kubectl apply -f " in s.stderr and "/endpoint/" in s.stderr
+    assert [s.folders[n] for n in dpd] == [f"{name}/endpoint"]
+    assert {s.folders[n] for n in s.files if n.endswith("-colocated.k8s.yaml")} == {f"{name}/alternate"}
+    assert {s.folders[n] for n in s.files if "-reference-" in n} == {f"{name}/reference"}
+    assert {s.folders[n] for n in s.files if n.endswith("-benchmark.k8s.yaml")} == {f"{name}/benchmark"}
+    assert "apply: exactly one endpoint" in s.stderr and f"  kubectl apply -f {s.dist}/{name}/endpoint/" in s.stderr
     assert "  kubectl delete -f " in s.stderr, "a new revision in place: both ways, each with when it fits"
 
 
 def test_placeholders_go_where_no_apply_command_reads(synthesized, tmp_path):
     """Without the deploy outputs (the default case) nothing deployable-looking is written: no endpoint/,
-    alternate/, reference/ or benchmark/ at the top, and a README that says why."""
+    alternate/, reference/ or benchmark/ in the endpoint's folder, and a README that says why."""
     s = synthesized["default"]
-    assert set(s.folders.values()) == {f"{PLACEHOLDERS}/{f}" for f in ("endpoint", "alternate", "reference",
-                                                                       "benchmark")}
+    name = "llama-3-3-70b"
+    assert set(s.folders.values()) == {f"{name}/{PLACEHOLDERS}/{f}" for f in ("endpoint", "alternate", "reference",
+                                                                               "benchmark")}
     assert "not deployable yet" in s.stderr and "model_bucket_name" in s.stderr
     out = tmp_path / "dist"
     _synth(REPO / "config" / "default.yaml", out, None)
-    assert not (out / "endpoint").exists()
-    readme = (out / PLACEHOLDERS / PLACEHOLDERS_README).read_text(encoding="utf-8")
-    assert readme.startswith("These manifests are NOT deployable") and "cdk-outputs.json" in readme
-    assert sorted(p.name for p in out.iterdir()) == ["dashboards", PLACEHOLDERS]
+    assert not (out / name / "endpoint").exists()
+    readme = (out / name / PLACEHOLDERS / PLACEHOLDERS_README).read_text(encoding="utf-8")
+    assert readme.startswith(f"These manifests of endpoint {name} are NOT deployable") and "cdk-outputs.json" in readme
+    assert f"dist/{name}/endpoint/" in readme
+    assert sorted(p.name for p in out.iterdir()) == ["dashboards", name]
+    assert sorted(p.name for p in (out / name).iterdir()) == [PLACEHOLDERS]
 
 
 def test_endpoint_apply_colocated_swaps_the_folders(tmp_path):
@@ -80,14 +85,17 @@ def test_endpoint_apply_colocated_swaps_the_folders(tmp_path):
     out = tmp_path / "dist"
     _synth(config, out, FIXTURES / "p5en-cdk-outputs.json")
     name = data["endpoint"]["name"]
-    (kind,) = _kinds(out / "endpoint")
+    (kind,) = _kinds(out / name / "endpoint")
     assert kind == ("InferenceEndpointConfig", name)
-    assert "pdSpec" not in yaml.safe_load((out / "endpoint" / f"{name}-colocated.k8s.yaml").read_text())["spec"]
-    assert [p.name for p in (out / "alternate").iterdir()] == [f"{name}-dpd.k8s.yaml"]
-    # The prometheus-operator and sidecar objects only when asked for, in their own folder.
-    assert sorted(k for k, _ in _kinds(out / "in-cluster-observability")) == [
-        "ConfigMap", "ConfigMap", "PrometheusRule"]
-    assert not (out / PLACEHOLDERS).exists()
+    assert "pdSpec" not in yaml.safe_load((out / name / "endpoint" / f"{name}-colocated.k8s.yaml").read_text())["spec"]
+    assert [p.name for p in (out / name / "alternate").iterdir()] == [f"{name}-dpd.k8s.yaml"]
+    # The prometheus-operator and sidecar objects only when asked for, in the deployment's own folder: the endpoint's
+    # rules and, with the first endpoint, the cluster-wide ones.
+    assert sorted(_kinds(out / "in-cluster-observability")) == [
+        ("ConfigMap", f"grafana-dashboard-dpd-overview-{name}"),
+        ("ConfigMap", f"grafana-dashboard-dpd-vs-colocated-{name}"),
+        ("PrometheusRule", "dpd-cluster-alerts"), ("PrometheusRule", f"{name}-dpd-alerts")]
+    assert not (out / name / PLACEHOLDERS).exists()
 
 
 def test_npx_cdk8s_synth_o_dir_writes_to_dir_and_without_it_to_dist(tmp_path, monkeypatch):

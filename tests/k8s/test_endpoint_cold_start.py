@@ -88,11 +88,10 @@ def default_config_dict_module() -> dict:
 
 
 def _props(data: dict):
-    from hyperpod_core.inputs import resolve_inputs
-    from hyperpod_k8s.endpoint.props import endpoint_props
+    from tests.k8s.endpoint_props import props_of
 
     c = parse_config(data)
-    return c, endpoint_props(c, resolve_inputs(c, None))
+    return c.spec(), props_of(c)
 
 
 def test_a_timeout_past_the_alb_maximum_is_clamped_with_one_note(default_config_dict):

@@ -156,9 +156,9 @@ def test_when_only_the_revision_is_unresolved_the_remedy_is_stage_model_not_the_
         main.main(["--require-outputs", "--outputs-file", str(outputs), "--outdir", str(tmp_path / "dist")])
     assert str(err.value) == ("--require-outputs: unresolved model_revision: run hyperpod-dpd stage-model SRC (it "
                               "records the revision) or set model.revision")
-    readme = placeholders_readme(["model_revision"])
+    readme = placeholders_readme(["model_revision"], "llama-3-3-70b")
     assert "stage-model" in readme and "--outputs-file" not in readme and "Deploy the stacks" not in readme
-    both = placeholders_readme(["model_bucket_name", "model_revision"])
+    both = placeholders_readme(["model_bucket_name", "model_revision"], "llama-3-3-70b")
     assert "  model_bucket_name: deploy with --outputs-file cdk-outputs.json" in both
     assert "  model_revision: run hyperpod-dpd stage-model SRC" in both
 

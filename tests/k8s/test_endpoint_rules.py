@@ -26,7 +26,7 @@ def test_operator_limits_that_are_only_reported_cite_their_source(default_config
     _groups(data, prefill=2)
     data["endpoint"]["prefill"]["replicas"] = 2
     data["endpoint"]["image"] = "example.com/vllm:1.0"
-    notes = limit_notes(parse_config(data))
+    notes = limit_notes(parse_config(data).spec())
     assert any("'roundrobin' for several prefillers (DPD guide" in n for n in notes), notes
     assert any("not one of the DPD images AWS supports" in n for n in notes), notes
-    assert limit_notes(parse_config(default_config_dict)) == []
+    assert limit_notes(parse_config(default_config_dict).spec()) == []

@@ -35,8 +35,8 @@ def test_every_builtin_kind_validates_against_kubernetes_1_33(synthesized, crd_v
     import kubernetes_validate
 
     for doc in synthesized[case].docs():
-        # PrometheusRule: no package registry ships prometheus-operator's CRD to pin (hyperpod_k8s.observability.
-        # prometheus_rule); tests/observability checks its rules with promtool instead.
+        # PrometheusRule: not a built-in kind; tests/observability/test_prometheus_rule_crd.py validates it against
+        # prometheus-operator's CRD (k8s/crds/).
         if doc["apiVersion"].startswith("monitoring.coreos.com/"):
             continue
         if not crd_validator.knows(doc):

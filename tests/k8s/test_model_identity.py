@@ -41,12 +41,11 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.k8s.endpoint_props import inputs_of, props_of
 
 from hyperpod_core import staged_model
 from hyperpod_core.config import parse_config
 from hyperpod_core.errors import ConfigError
-from hyperpod_core.inputs import resolve_inputs
-from hyperpod_k8s.endpoint.props import endpoint_props
 
 #: LMCache's default ``chunk_size`` (``v1/token_database.py``: 256 tokens without a config).
 CHUNK = 256
@@ -124,13 +123,13 @@ def endpoints(default_config_dict, tmp_path_factory):  # type: ignore[no-untyped
         staged_model.write(record, bucket="b", s3_prefix=default_config_dict["model"]["s3_prefix"],
                            manifest_bytes=_manifest(shard_sha256), files=1)
         config = parse_config(default_config_dict)
-        return endpoint_props(config, resolve_inputs(config, None, record))
+        return props_of(config, None, record)
 
     def finetune(revision: str):  # type: ignore[no-untyped-def]
         data = copy.deepcopy(default_config_dict)
         data["model"].update(name="llama-3-3-70b-support-ft", s3_prefix="models/support-ft/", revision=revision)
         config = parse_config(data)
-        return endpoint_props(config, resolve_inputs(config, None))
+        return props_of(config)
 
     return {"llama@last-week": llama("last-week", "a" * 64), "llama@this-week": llama("this-week", "b" * 64),
             "finetune@r1": finetune("r1"), "finetune@r2": finetune("r2")}
@@ -242,8 +241,7 @@ def test_fails_when_model_revision_is_not_a_path_segment(default_config_dict, re
 
 
 def test_without_a_revision_the_manifests_are_not_deployable(default_config):
-    inputs = resolve_inputs(default_config, None)
-    r = inputs.model_revision
+    r = inputs_of(default_config).model_revision
     assert r.placeholder and r.value == "UNRESOLVED-ModelRevision"
     assert "run hyperpod-dpd stage-model SRC (it records the revision) or set model.revision" in r.source
 
@@ -253,7 +251,7 @@ def test_the_config_revision_wins_over_the_record(default_config_dict, tmp_path)
     staged_model.write(record, bucket="b", s3_prefix="models/Llama-3.3-70B-Instruct/", manifest_bytes=b"m", files=1)
     data = copy.deepcopy(default_config_dict)
     data["model"]["revision"] = "2025-01-06"
-    r = resolve_inputs(parse_config(data), None, record).model_revision
+    r = inputs_of(parse_config(data), None, record).model_revision
     assert (r.value, r.source, r.placeholder) == ("2025-01-06", "config: model.revision", False)
 
 
@@ -266,8 +264,9 @@ def test_a_record_of_other_weights_leaves_a_placeholder(default_config, tmp_path
     record = tmp_path / "staged-model.json"
     staged_model.write(record, bucket=bucket, s3_prefix=prefix or default_config.model.s3_prefix,
                        manifest_bytes=b"m", files=1)
-    r = resolve_inputs(default_config, outputs, record).model_revision
-    assert r.placeholder and f"records s3://{bucket}/" in r.source and "not this config's s3://team-models/" in r.source
+    r = inputs_of(default_config, outputs, record).model_revision
+    assert r.placeholder and f"records s3://{bucket}/" in r.source
+    assert "not endpoint llama-3-3-70b's s3://team-models/" in r.source
 
 
 @pytest.mark.parametrize(("content", "fragment"), [
@@ -284,7 +283,7 @@ def test_fails_when_the_record_is_not_one(default_config, tmp_path, content, fra
     record = tmp_path / "staged-model.json"
     record.write_text(content, encoding="utf-8")
     with pytest.raises(ConfigError, match=fragment) as err:
-        resolve_inputs(default_config, None, record)
+        inputs_of(default_config, None, record)
     assert "\n" not in str(err.value) and str(record) in str(err.value)
 
 

@@ -71,7 +71,7 @@ def promtool() -> str:
 
 @pytest.fixture(scope="session")
 def contract_families(default_config: Config) -> list[contract.Family]:
-    return contract.families(collector_labels(default_config))
+    return contract.families(collector_labels(default_config.observability))
 
 
 @pytest.fixture(scope="session")
@@ -141,7 +141,7 @@ def _fmt(labels: dict[str, str]) -> str:
 
 def exposition(config: Config, families: list[contract.Family], elapsed_s: float) -> str:
     """Prometheus text format: every contract family on every pod, labelled the way HyperPod stores it."""
-    collector = collector_labels(config)
+    collector = collector_labels(config.observability)
     identity = {
         "inference": (lbl.NAMESPACE, lbl.POD_NAME),
         "dcgm": (collector.dcgm_namespace, collector.dcgm_pod),
@@ -338,7 +338,7 @@ def alertmanager(default_config: Config, fake_sns: FakeSns,
     from hyperpod_core.telemetry.alertmanager import alertmanager_config
 
     binary = require_tool("prometheus-alertmanager")
-    config = alertmanager_config(default_config, [TEST_TOPIC_ARN])
+    config = alertmanager_config(default_config.region, [TEST_TOPIC_ARN])
     for receiver in config["receivers"]:
         for sns in receiver["sns_configs"]:
             sns["api_url"] = fake_sns.url
@@ -385,7 +385,7 @@ def prometheus(exporter: str, flow_exporter: str, alertmanager: AlertmanagerApi,
 
     binary = require_tool("prometheus")
     workdir = tmp_path_factory.mktemp("prometheus")
-    rules = alert_rule_groups(default_config)
+    rules = alert_rule_groups(default_config.specs())
     for group in rules["groups"]:
         group["interval"] = SCRAPE_INTERVAL
     (workdir / "rules.yml").write_text(json.dumps(rules))
@@ -480,12 +480,12 @@ def every_query(config: Config, default_config_dict: dict) -> list[tuple[str, st
     from hyperpod_core.telemetry.dashboards import dashboards
     from hyperpod_k8s.endpoint.props import _scaling
 
-    out = [(f"{d.uid}: {p.title} / {q.legend}", q.expr) for d in dashboards(config) for p in d.panels
+    out = [(f"{d.uid}: {p.title} / {q.legend}", q.expr) for d in dashboards(config.spec()) for p in d.panels
            for q in p.queries]
-    out += [(f"alert {r['alert']}", r["expr"]) for g in alert_rule_groups(config)["groups"] for r in g["rules"]]
+    out += [(f"alert {r['alert']}", r["expr"]) for g in alert_rule_groups(config.specs())["groups"] for r in g["rules"]]
     scaling = autoscaling_config(default_config_dict)
     for role in ("prefill", "decode"):
-        rs = _scaling(scaling, role, None)
+        rs = _scaling(scaling.spec(), role)
         assert rs is not None
         out.append((f"autoscaling {role}", rs.query))
     return out

@@ -53,7 +53,8 @@ def amtool() -> str:
 @pytest.fixture(scope="module")
 def config_file(default_config: Config, tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("am") / "alertmanager.yml"
-    path.write_text(alertmanager_text(default_config, [TEST_TOPIC_ARN, "arn:aws:sns:us-east-1:111122223333:pager"]))
+    path.write_text(alertmanager_text(default_config.region,
+                                      [TEST_TOPIC_ARN, "arn:aws:sns:us-east-1:111122223333:pager"]))
     return path
 
 
@@ -65,7 +66,7 @@ def test_amtool_check_config_accepts_the_definition(config_file: Path, amtool: s
 
 def test_definition_keeps_to_what_amp_accepts(default_config: Config) -> None:
     pager = "arn:aws:sns:us-east-1:111122223333:pager"
-    definition = yaml.safe_load(alert_manager_definition(default_config, [TEST_TOPIC_ARN, pager]))
+    definition = yaml.safe_load(alert_manager_definition(default_config.region, [TEST_TOPIC_ARN, pager]))
     assert list(definition) == ["alertmanager_config"]
     config = yaml.safe_load(definition["alertmanager_config"])
     (receiver,) = config["receivers"]
@@ -78,10 +79,12 @@ def test_definition_keeps_to_what_amp_accepts(default_config: Config) -> None:
 
 
 @pytest.mark.parametrize("alert", [r["alert"] for g in alert_rule_groups(parse_config(yaml.safe_load(
-    (Path(__file__).resolve().parents[2] / "config" / "default.yaml").read_text())))["groups"] for r in g["rules"]])
+    (Path(__file__).resolve().parents[2] / "config" / "default.yaml").read_text())).specs())["groups"]
+    for r in g["rules"]])
 def test_every_alert_routes_to_the_sns_receiver(alert: str, default_config: Config, config_file: Path,
                                                 amtool: str) -> None:
-    (rule,) = [r for g in alert_rule_groups(default_config)["groups"] for r in g["rules"] if r["alert"] == alert]
+    (rule,) = [r for g in alert_rule_groups(default_config.specs())["groups"] for r in g["rules"]
+               if r["alert"] == alert]
     labels = [f"alertname={alert}", *(f"{k}={v}" for k, v in rule["labels"].items())]
     out = subprocess.run([amtool, "config", "routes", "test", f"--config.file={config_file}",
                           f"--verify.receivers={RECEIVER}", *labels], capture_output=True, text=True, timeout=30)
@@ -141,7 +144,7 @@ def test_a_silenced_endpoint_down_never_mutes_the_critical_error_ratio(alertmana
     endpoint's warning pd alerts (the runbook says so), but the critical DpdErrorRatioHigh is no inhibition target
     and reaches people, nor is DpdInferenceMetricsAbsent, critical because it says that alert is blind. The alerts
     carry the labels of the synthesized rules."""
-    rules = {r["alert"]: r for g in alert_rule_groups(default_config)["groups"] for r in g["rules"]}
+    rules = {r["alert"]: r for g in alert_rule_groups(default_config.specs())["groups"] for r in g["rules"]}
     namespace = "silence-test"
 
     def alert(name: str) -> dict:

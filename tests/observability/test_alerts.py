@@ -25,6 +25,7 @@ from hyperpod_core.telemetry.alerts import (
     INFERENCE_METRICS_ABSENT,
     alert_rule_groups,
     alerts,
+    cluster_alerts,
 )
 from hyperpod_core.telemetry.targets import collector_labels
 
@@ -59,7 +60,7 @@ def _ready(config: Config, pod: str, ready: bool, namespace: str | None = None) 
 
 def _s(metric: m.Metric, pod: str, values: str, config: Config, suffix: str = "", **labels: str) -> dict:
     """One input series with every label the contract gives ``metric`` on HyperPod."""
-    collector = collector_labels(config)
+    collector = collector_labels(config.observability)
     (family,) = [f for f in contract.families(collector) if f.name == metric.family]
     all_labels = {x: f"{x}-value" for x in family.labels}
     all_labels.update({metric.namespace_label(collector): config.endpoint.namespace,
@@ -83,7 +84,7 @@ def _hist(metric: m.Metric, pod: str, per_minute: dict[float, float], config: Co
     of shared/metrics, never the catalogue's): ``per_minute`` maps a latency (seconds) to the requests a minute
     that take it (for ``busy_minutes``, then none); every contract boundary's bucket (``le`` as prometheus_client
     writes it) counts those at or below it, then ``+Inf``, ``_sum`` and ``_count``."""
-    (family,) = [f for f in contract.families(collector_labels(config)) if f.name == metric.family]
+    (family,) = [f for f in contract.families(collector_labels(config.observability)) if f.name == metric.family]
     assert family.buckets, f"the contract has no bucket list for {metric.name}"
     total = sum(per_minute.values())
     series = [_s(metric, pod, _grow(sum(n for v, n in per_minute.items() if v <= b), busy_minutes), config,
@@ -239,7 +240,7 @@ def rules_files(configs: dict[str, Config], tmp_path_factory: pytest.TempPathFac
     out = {}
     for mode, config in configs.items():
         path = tmp_path_factory.mktemp(f"rules-{mode}") / "rules.yml"
-        path.write_text(yaml.safe_dump(alert_rule_groups(config), sort_keys=False))
+        path.write_text(yaml.safe_dump(alert_rule_groups(config.specs()), sort_keys=False))
         out[mode] = path
     return out
 
@@ -259,15 +260,17 @@ def alerts_of(rules_file: Path) -> list[dict]:
 @pytest.mark.parametrize("mode", MODES)
 def test_every_alert_has_a_unit_test_and_a_runbook(mode: str, configs: dict[str, Config]) -> None:
     config = configs[mode]
-    names = [a.name for a in alerts(config)]
+    names = [a.name for a in (*alerts(config.spec()), *cluster_alerts(collector_labels(config.observability)))]
     assert len(names) == len(set(names))
     assert set(names) == set(_scenarios(config)) | {HEARTBEAT}
     assert set(names) == {*COMMON_ALERTS, HEARTBEAT, *(DPD_ONLY_ALERTS if mode == "dpd" else ())}
-    for rule in alert_rule_groups(config)["groups"][0]["rules"]:
+    rules = [r for g in alert_rule_groups(config.specs())["groups"] for r in g["rules"]]
+    assert sorted(r["alert"] for r in rules) == sorted(names)
+    for rule in rules:
         assert rule["annotations"]["runbook"].strip(), rule["alert"]
         assert rule["labels"]["severity"] in ("warning", "critical") or rule["alert"] == HEARTBEAT
         assert rule["labels"]["alert_kind"] in ("pd", "availability", "heartbeat")
-    kinds = {r["alert"]: r["labels"]["alert_kind"] for r in alert_rule_groups(config)["groups"][0]["rules"]}
+    kinds = {r["alert"]: r["labels"]["alert_kind"] for r in rules}
     # Only the availability alerts survive an endpoint outage: they name its cause.
     assert {a for a, k in kinds.items() if k != "pd"} == {ENDPOINT_DOWN, "DpdPodRestartLoop", HEARTBEAT,
                                                           INFERENCE_METRICS_ABSENT, CLUSTER_METRICS_ABSENT}
@@ -383,7 +386,7 @@ def test_thresholds_come_from_config(default_config_dict: dict) -> None:
     # number matches both spellings of le (1.0 from prometheus_client and Prometheus 3, 1 from OTel's translator).
     data["observability"]["slo"].update(ttft_p95_seconds=5.0, tpot_p95_seconds=0.075, error_ratio=0.02,
                                         kv_cache_usage_ratio=0.85, prefill_queue_per_replica=9)
-    exprs = {r["alert"]: r["expr"] for r in alert_rule_groups(parse_config(data))["groups"][0]["rules"]}
+    exprs = {r["alert"]: r["expr"] for r in alert_rule_groups(parse_config(data).specs())["groups"][0]["rules"]}
     assert 'vllm:time_to_first_token_seconds_bucket{' in exprs["DpdTtftSloBreach"]
     assert 'le=~"5(\\\\.0)?"' in exprs["DpdTtftSloBreach"] and 'le=~"5(\\\\.0)?"' in exprs["DpdPrefillLegSlow"]
     assert "< 0.95) and on() (" in exprs["DpdTtftSloBreach"]
@@ -392,6 +395,62 @@ def test_thresholds_come_from_config(default_config_dict: dict) -> None:
     assert exprs["DpdErrorRatioHigh"].endswith("> 0.02")
     assert exprs["DpdDecodeKvCacheSaturated"].endswith("> 0.85")
     assert "> 9" in exprs["DpdPrefillQueueGrowing"]
+
+
+# --- several endpoints (issue 34): a group per endpoint with its own labels and objectives, the cluster's once ------
+
+TWO_MODELS = Path(__file__).resolve().parents[2] / "config" / "examples" / "two-models.yaml"
+
+
+@pytest.fixture(scope="module")
+def fleet_rules(tmp_path_factory: pytest.TempPathFactory) -> tuple[Config, dict, Path]:
+    """config/examples/two-models.yaml's rule file: the 70B at the deployment's objectives, the 8B at its own TTFT
+    objective of 1 s."""
+    from hyperpod_core.config import load_config
+
+    config = load_config(TWO_MODELS)
+    doc = alert_rule_groups(config.specs())
+    path = tmp_path_factory.mktemp("fleet-rules") / "rules.yml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return config, doc, path
+
+
+def test_each_endpoint_has_its_group_labelled_with_it_and_the_cluster_alerts_come_once(fleet_rules) -> None:
+    """One group per endpoint, every rule labelled with its endpoint and namespace (the alert manager groups and
+    inhibits on them: alertmanager.py); the heartbeat and the cluster-metrics alert once, naming no endpoint, so two
+    endpoints never page twice for one cluster."""
+    config, doc, _ = fleet_rules
+    assert [g["name"] for g in doc["groups"]] == ["dpd-llama-3-3-70b", "dpd-llama-3-1-8b", "dpd-cluster.two-models"]
+    for spec, group in zip(config.specs(), doc["groups"], strict=False):
+        assert {(r["labels"]["endpoint"], r["labels"]["namespace"]) for r in group["rules"]} == {
+            (spec.name, spec.namespace)}
+        assert {r["alert"] for r in group["rules"]} == {a.name for a in alerts(spec)}
+    cluster = doc["groups"][-1]["rules"]
+    assert sorted(r["alert"] for r in cluster) == sorted([HEARTBEAT, CLUSTER_METRICS_ABSENT])
+    assert all("endpoint" not in r["labels"] and "namespace" not in r["labels"] for r in cluster)
+    every = [r["alert"] for g in doc["groups"] for r in g["rules"]]
+    assert every.count(HEARTBEAT) == every.count(CLUSTER_METRICS_ABSENT) == 1
+
+
+def test_each_endpoints_alerts_judge_its_own_objectives(fleet_rules) -> None:
+    """The 8B overrides slo.ttft_p95_seconds with 1 (two-models.yaml), a TTFT bucket boundary (vllm-0.19.0.json:
+    ... 0.75, 1.0, 2.5 ...); the 70B keeps the deployment's 2.5. Each group's TTFT alert counts at its own bound and
+    reads its own pods."""
+    _, doc, _ = fleet_rules
+    ttft = {g["name"]: next(r["expr"] for r in g["rules"] if r["alert"] == "DpdTtftSloBreach")
+            for g in doc["groups"][:2]}
+    assert 'le=~"1(\\\\.0)?"' in ttft["dpd-llama-3-1-8b"] and "2.5" not in ttft["dpd-llama-3-1-8b"]
+    assert 'le="2.5"' in ttft["dpd-llama-3-3-70b"]
+    assert "decode-llama-3-1-8b-" in ttft["dpd-llama-3-1-8b"] and "llama-3-3-70b" not in ttft["dpd-llama-3-1-8b"]
+
+
+def test_promtool_checks_the_rules_of_several_endpoints(fleet_rules, promtool: str) -> None:
+    """Prometheus refuses a rule file whose group names repeat (promtool check rules: "groupname must be unique");
+    an endpoint's group is dpd-<name> (a DNS label, no '.'), the cluster's dpd-cluster.<deployment>."""
+    _, doc, path = fleet_rules
+    out = subprocess.run([promtool, "check", "rules", str(path)], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"SUCCESS: {sum(len(g['rules']) for g in doc['groups'])} rules found" in out.stdout
 
 
 def test_alert_rule_groups_import_neither_cdk8s_nor_aws_cdk() -> None:
@@ -484,7 +543,7 @@ def test_ready_pods_without_inference_series_page(default_config: Config, rules_
 
 def _rules_of(config: Config, tmp_path: Path) -> Path:
     path = tmp_path / "rules.yml"
-    path.write_text(yaml.safe_dump(alert_rule_groups(config), sort_keys=False))
+    path.write_text(yaml.safe_dump(alert_rule_groups(config.specs()), sort_keys=False))
     return path
 
 

@@ -1,7 +1,8 @@
 """The ``<endpoint>-observability`` chart, built alone in a bare cdk8s app from explicit props: only with
 ``observability.in_cluster_manifests`` are there props at all (HyperPod's add-on installs neither prometheus-operator's
 CRDs nor a Grafana sidecar: lifecycle-facts.md); the dashboards become sidecar ConfigMaps (Kubernetes 1.33 schema,
-kubernetes-validate strict) and the alerts a PrometheusRule with the rule groups AMP gets."""
+kubernetes-validate strict) and the alerts PrometheusRules with the rule groups AMP gets: the endpoint's, and in the
+first endpoint's chart the cluster-wide ones."""
 
 from __future__ import annotations
 
@@ -13,8 +14,12 @@ import pytest
 from hyperpod_core.config import Config, parse_config
 from hyperpod_core.telemetry.alerts import alert_rule_groups
 from hyperpod_core.telemetry.dashboards import dashboards
-from hyperpod_k8s.observability.delivery import dashboard_files
-from hyperpod_k8s.observability.props import ObservabilityChartProps, PrometheusRuleSpec, observability_props
+from hyperpod_k8s.observability.props import (
+    ObservabilityChartProps,
+    PrometheusRuleSpec,
+    dashboard_files,
+    observability_props,
+)
 
 
 def _in_cluster(default_config_dict: dict) -> Config:
@@ -38,36 +43,54 @@ def in_cluster(default_config_dict: dict) -> Config:
 
 @pytest.fixture(scope="module")
 def docs(in_cluster: Config) -> list[dict]:
-    props = observability_props(in_cluster)
+    props = observability_props(in_cluster.spec(), cluster_rules=True)
     assert props is not None
     return _docs(props)
 
 
 def test_by_default_nothing_needs_prometheus_operator(default_config: Config) -> None:
     assert default_config.observability.in_cluster_manifests is False
-    assert observability_props(default_config) is None
+    assert observability_props(default_config.spec(), cluster_rules=True) is None
 
 
 def test_nothing_is_wanted_when_observability_is_disabled(default_config_dict: dict) -> None:
     data = json.loads(json.dumps(default_config_dict))
     data["observability"].update(enabled=False, in_cluster_manifests=True)
     data["endpoint"]["autoscaling"]["enabled"] = False
-    assert observability_props(parse_config(data)) is None
+    assert observability_props(parse_config(data).spec(), cluster_rules=True) is None
 
 
 def test_the_chart_holds_the_dashboards_and_the_alerts(in_cluster: Config, docs: list[dict]) -> None:
-    assert sorted(d["kind"] for d in docs) == ["ConfigMap", "ConfigMap", "PrometheusRule"]
+    assert sorted(d["kind"] for d in docs) == ["ConfigMap", "ConfigMap", "PrometheusRule", "PrometheusRule"]
     shipped = {k: v for d in docs if d["kind"] == "ConfigMap" for k, v in d["data"].items()}
-    assert shipped == dashboard_files(in_cluster)
-    (rule,) = [d for d in docs if d["kind"] == "PrometheusRule"]
-    assert (rule["apiVersion"], rule["metadata"]["namespace"]) == ("monitoring.coreos.com/v1", "default")
-    assert rule["spec"] == alert_rule_groups(in_cluster)
-    assert _docs(observability_props(in_cluster)) == docs, "the same props give the same objects"  # type: ignore[arg-type]
+    assert shipped == dashboard_files(in_cluster.spec())
+    rules = [d for d in docs if d["kind"] == "PrometheusRule"]
+    assert {(r["apiVersion"], r["metadata"]["namespace"]) for r in rules} == {("monitoring.coreos.com/v1", "default")}
+    # Together, exactly the rule groups AMP gets.
+    assert [g for r in rules for g in r["spec"]["groups"]] == alert_rule_groups(in_cluster.specs())["groups"]
+    again = observability_props(in_cluster.spec(), cluster_rules=True)
+    assert again is not None and _docs(again) == docs, "the same props give the same objects"
+
+
+def test_the_cluster_rules_ride_with_one_endpoint_only(in_cluster: Config) -> None:
+    """The heartbeat and the cluster-metrics alert once per deployment: in the first endpoint's chart, never in
+    another's (each would fire once more)."""
+    other = observability_props(in_cluster.spec(), cluster_rules=False)
+    assert other is not None
+    assert [r.name for r in other.alerts] == ["llama-3-3-70b-dpd-alerts"]
+    first = observability_props(in_cluster.spec(), cluster_rules=True)
+    assert first is not None and [r.name for r in first.alerts] == ["llama-3-3-70b-dpd-alerts", "dpd-cluster-alerts"]
+
+
+def test_the_sidecar_files_the_dashboards_under_the_deployments_folder(docs: list[dict]) -> None:
+    """Two deployments' dashboards in one Grafana keep apart (kube-prometheus-stack's sidecar: folderAnnotation)."""
+    maps = [d for d in docs if d["kind"] == "ConfigMap"]
+    assert {m["metadata"]["annotations"]["grafana_folder"] for m in maps} == {"HyperPod DPD (hyperpod-dpd)"}
 
 
 def test_config_maps_are_valid_and_labelled_for_the_grafana_sidecar(in_cluster: Config, docs: list[dict]) -> None:
     maps = [d for d in docs if d["kind"] == "ConfigMap"]
-    assert len(maps) == len(dashboards(in_cluster))
+    assert len(maps) == len(dashboards(in_cluster.spec()))
     for cm in maps:
         kubernetes_validate.validate(cm, "1.33", strict=True)
         assert cm["metadata"]["labels"] == {in_cluster.observability.grafana_sidecar_label: "1"}
@@ -88,7 +111,7 @@ def test_fails_when_a_rule_has_a_field_a_prometheus_rule_has_not(in_cluster: Con
     """The rule groups are typed on their way into the PrometheusRule: a misspelt field is refused by name instead
     of being written into a manifest the operator would reject (prometheus-operator ``Rule``: alert, expr, for,
     labels, annotations)."""
-    doc = alert_rule_groups(in_cluster)
+    doc = alert_rule_groups(in_cluster.specs())
     doc["groups"][0]["rules"][0] = {**doc["groups"][0]["rules"][0], "expression": "up == 0"}
     with pytest.raises(TypeError, match="expression"):
         PrometheusRuleSpec.from_rule_file(doc)

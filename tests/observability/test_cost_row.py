@@ -36,7 +36,7 @@ def _panels(panels: tuple[PanelSpec, ...], side: str = "") -> dict[str, PanelSpe
 def test_the_cost_row_is_priced_from_the_one_price_source(default_config: Config, default_config_dict: dict) -> None:
     """benchmark.instance_hour_usd first, then the pinned table; an instance type with neither is shown in
     GPU-hours and says so."""
-    (row,) = [r for r in dpd_overview(default_config).rows if r.title == "Cost per token"]
+    (row,) = [r for r in dpd_overview(default_config.spec()).rows if r.title == "Cost per token"]
     cost = _panels(row.columns[0])["USD per 1M tokens"]
     assert cost.unit == "currencyUSD" and [q.legend for q in cost.queries] == ["input tokens", "output tokens"]
     assert all(f"* {USD_PER_GPU_HOUR:g} / 3600 * 1e6" in q.expr for q in cost.queries)
@@ -44,10 +44,10 @@ def test_the_cost_row_is_priced_from_the_one_price_source(default_config: Config
     configured.setdefault("benchmark", {})["instance_hour_usd"] = 55.04
     from hyperpod_core.config import parse_config
 
-    (row,) = [r for r in dpd_overview(parse_config(configured)).rows if r.title == "Cost per token"]
+    (row,) = [r for r in dpd_overview(parse_config(configured).spec()).rows if r.title == "Cost per token"]
     assert all(f"* {55.04 / 8:g} / 3600 * 1e6" in q.expr for q in _panels(row.columns[0])["USD per 1M tokens"].queries)
     unpriced = load_config(REPO / "config" / "examples" / "p5en-two-prefill.yaml")  # ml.p5en.48xlarge: not pinned
-    (row,) = [r for r in dpd_overview(unpriced).rows if r.title == "Cost per token"]
+    (row,) = [r for r in dpd_overview(unpriced.spec()).rows if r.title == "Cost per token"]
     hours = _panels(row.columns[0])["GPU-hours per 1M tokens"]
     assert hours.unit == "short" and "* 1 / 3600 * 1e6" in hours.queries[0].expr
     assert "No price for the instance type" in hours.description
@@ -55,7 +55,7 @@ def test_the_cost_row_is_priced_from_the_one_price_source(default_config: Config
 
 def _series(metric: m.Metric, pod: str, values: str, config: Config, suffix: str = "", **labels: str) -> dict:
     """An input series with every label the contract gives ``metric`` on HyperPod."""
-    collector = collector_labels(config)
+    collector = collector_labels(config.observability)
     (family,) = [f for f in contract.families(collector) if f.name == metric.family]
     all_labels = {x: f"{x}-value" for x in family.labels}
     all_labels.update({metric.namespace_label(collector): config.endpoint.namespace,
@@ -108,7 +108,7 @@ def test_cost_per_token_and_idle_share_from_live_series(default_config: Config, 
         ("Colocated: ", "USD per 1M tokens", "output tokens"): 16 * per_second * 1e6 * 0.75 / 10,
         ("Colocated: ", "Idle GPU share", "GPUs of pods with no request running"): 8 / 16,
     }
-    (row,) = [r for r in dpd_vs_colocated(default_config).rows if r.title == "Cost per token"]
+    (row,) = [r for r in dpd_vs_colocated(default_config.spec()).rows if r.title == "Cost per token"]
     tests = []
     for (side, title, legend), value in expected.items():
         column = row.columns[0] if side == "DPD: " else row.columns[1]
@@ -126,6 +126,6 @@ def test_cost_per_token_and_idle_share_from_live_series(default_config: Config, 
 
 @pytest.mark.parametrize("side", ["DPD: ", "Colocated: "])
 def test_both_columns_of_the_comparison_have_the_cost_row(default_config: Config, side: str) -> None:
-    (row,) = [r for r in dpd_vs_colocated(default_config).rows if r.title == "Cost per token"]
+    (row,) = [r for r in dpd_vs_colocated(default_config.spec()).rows if r.title == "Cost per token"]
     column = row.columns[0] if side == "DPD: " else row.columns[1]
     assert set(_panels(column, side)) == {"USD per 1M tokens", "Idle GPU share"}

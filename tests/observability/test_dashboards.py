@@ -12,7 +12,8 @@ from hyperpod_core.config import Config, parse_config
 from hyperpod_core.telemetry.dashboards import dashboards, dpd_overview, dpd_vs_colocated
 from hyperpod_core.telemetry.panels import PER_LEG, USER_TTFT_TITLE
 from hyperpod_core.telemetry.render import render
-from hyperpod_k8s.observability.delivery import dashboard_files, write_dashboard_files
+from hyperpod_k8s.observability.delivery import write_dashboard_files
+from hyperpod_k8s.observability.props import dashboard_files
 
 OVERVIEW_PANELS = {
     "Request rate", "Tokens per second", "Time to first token as users see it (lower bound)",
@@ -26,7 +27,7 @@ OVERVIEW_PANELS = {
 
 
 def test_dashboards_load_with_the_sdk_model(default_config: Config) -> None:
-    for text in dashboard_files(default_config).values():
+    for text in dashboard_files(default_config.spec()).values():
         raw = json.loads(text)
         model = Dashboard.from_json(raw)
         assert json.loads(json.dumps(model, cls=JSONEncoder)) == raw, "SDK round trip changed the JSON"
@@ -38,9 +39,9 @@ def test_dashboards_load_with_the_sdk_model(default_config: Config) -> None:
 
 
 def test_overview_shows_every_dpd_signal(default_config: Config) -> None:
-    titles = {p.title for p in dpd_overview(default_config).panels}
+    titles = {p.title for p in dpd_overview(default_config.spec()).panels}
     assert titles >= OVERVIEW_PANELS
-    split = next(p for p in dpd_overview(default_config).panels if p.title == "Request rate")
+    split = next(p for p in dpd_overview(default_config.spec()).panels if p.title == "Request rate")
     assert [q.legend for q in split.queries] == ["total", "disaggregated (prefill + decode)",
                                                  "direct (decode only)"]
 
@@ -55,7 +56,7 @@ def _same_signal(title: str) -> str:
 
 
 def test_comparison_puts_the_same_panels_side_by_side(default_config: Config) -> None:
-    spec = dpd_vs_colocated(default_config)
+    spec = dpd_vs_colocated(default_config.spec())
     for row in spec.rows:
         left, right = row.columns
         assert [_same_signal(p.title) for p in left] == [_same_signal(p.title) for p in right]
@@ -73,7 +74,7 @@ def test_run_summary_colours_only_a_ttft_p95_users_feel(default_config: Config) 
     """The DPD decode pods' TTFT leaves out the prefill leg (the router finishes it before it opens the decode
     request: production-stack route_disaggregated_prefill_request), so DPD's p95 stat shows both legs and is not
     coloured against the users' SLO; the colocated engine's TTFT is the users' and is."""
-    raw = render(dpd_vs_colocated(default_config))
+    raw = render(dpd_vs_colocated(default_config.spec()))
     stats = {p["title"]: p for p in raw["panels"] if p["type"] == "stat" and "TTFT p95" in p["title"]}
     dpd = stats[f"DPD: TTFT p95 over the run{PER_LEG}"]
     colocated = stats["Colocated: TTFT p95 over the run"]
@@ -100,7 +101,7 @@ def test_user_ttft_panel_claims_only_the_lower_bound(default_config: Config) -> 
     both = [a + b for a, b in zip(x, y, strict=True)]
     assert (_p95(x), _p95(y), _p95(both)) == (1.0, 1.0, 11.0)
     assert _p95(both) >= max(_p95(x), _p95(y))
-    (panel,) = [p for p in dpd_overview(default_config).panels if p.title == USER_TTFT_TITLE]
+    (panel,) = [p for p in dpd_overview(default_config.spec()).panels if p.title == USER_TTFT_TITLE]
     assert "at least the larger of the two p95s" in panel.description
     assert "their sum" not in panel.description and "between" not in panel.description
 
@@ -109,8 +110,8 @@ def test_the_users_ttft_is_called_a_lower_bound(default_config: Config) -> None:
     """vLLM measures TTFT and E2E from the engine's own arrival_time (vLLM docs/design/metrics.md, "Frontend Stats
     Collection"), so the sum of the legs leaves out the router, the proxies, the hops and the first chunk's way
     back (fourth review, observability finding 6): no panel may call it exact."""
-    panels = [p for d in (dpd_overview(default_config), dpd_vs_colocated(default_config)) for p in d.panels
-              if "as users see it" in p.title]
+    spec = default_config.spec()
+    panels = [p for d in (dpd_overview(spec), dpd_vs_colocated(spec)) for p in d.panels if "as users see it" in p.title]
     assert len(panels) == 5  # the overview's, and each comparison side's panel and run-summary stat
     for panel in panels:
         assert panel.title.endswith("(lower bound)"), panel.title
@@ -121,7 +122,7 @@ def test_the_users_ttft_is_called_a_lower_bound(default_config: Config) -> None:
 def test_each_run_has_its_own_time_window(default_config: Config) -> None:
     """The runs are sequential (the colocated manifest replaces the DPD one), so each column is shifted by its
     own variable: Grafana's per-panel timeShift interpolates dashboard variables."""
-    raw = render(dpd_vs_colocated(default_config))
+    raw = render(dpd_vs_colocated(default_config.spec()))
     shifts: dict[str, set[str]] = {}
     for panel in raw["panels"]:
         if panel["type"] != "row":
@@ -147,7 +148,7 @@ def test_slo_thresholds_from_config_are_drawn_on_the_latency_panels(default_conf
     # (shared/metrics/vllm-0.19.0.json: vllm:time_to_first_token_seconds, vllm:request_time_per_output_token_seconds).
     data["observability"]["slo"].update(ttft_p95_seconds=5.0, tpot_p95_seconds=0.075)
     config = parse_config(data)
-    for spec in dashboards(config):
+    for spec in dashboards(config.spec()):
         panels = {p["title"]: p for p in render(spec)["panels"] if p["type"] != "row"}
         ttft = [p for t, p in panels.items() if "Time to first token" in t]
         tpot = [p for t, p in panels.items() if t.endswith("Time per output token / inter-token latency")]
@@ -165,7 +166,7 @@ def test_every_slo_line_says_its_resolution(default_config: Config) -> None:
     around = {default_config.observability.slo.ttft_p95_seconds: "1 -> 2.5 -> 5 s",
               default_config.observability.slo.tpot_p95_seconds: "0.075 -> 0.1 -> 0.15 s"}
     lines = 0
-    for spec in dashboards(default_config):
+    for spec in dashboards(default_config.spec()):
         for panel in render(spec)["panels"]:
             defaults = panel.get("fieldConfig", {}).get("defaults", {})
             if defaults.get("unit") != "s" or "thresholds" not in defaults:
@@ -186,8 +187,8 @@ def test_the_users_ttft_line_names_the_resolution_of_both_legs(default_config: C
     from hyperpod_core.telemetry.targets import collector_labels
 
     slo = default_config.observability.slo.ttft_p95_seconds
-    buckets = {f.name: f.buckets for f in contract.families(collector_labels(default_config))}
-    (panel,) = [p for p in dpd_overview(default_config).panels if p.title == USER_TTFT_TITLE]
+    buckets = {f.name: f.buckets for f in contract.families(collector_labels(default_config.observability))}
+    (panel,) = [p for p in dpd_overview(default_config.spec()).panels if p.title == USER_TTFT_TITLE]
     assert [q.legend for q in panel.queries][1:] == ["prefill leg p95", "decode TTFT p95"]
     for metric in (m.TIME_TO_FIRST_TOKEN, m.E2E_LATENCY):
         bounds = buckets[metric.family]
@@ -197,7 +198,7 @@ def test_the_users_ttft_line_names_the_resolution_of_both_legs(default_config: C
 
 
 def test_template_variables_default_to_the_configured_endpoint(default_config: Config) -> None:
-    for spec in dashboards(default_config):
+    for spec in dashboards(default_config.spec()):
         variables = {v["name"]: v for v in render(spec)["templating"]["list"]}
         assert variables["namespace"]["current"]["value"] == default_config.endpoint.namespace
         assert variables["endpoint"]["current"]["value"] == default_config.endpoint.name
@@ -212,14 +213,14 @@ def test_baseline_defaults_to_the_name_the_colocated_manifest_keeps(default_conf
     manifest = Path(__file__).parents[1] / "k8s" / "snapshots" / "default" / \
         f"{default_config.endpoint.name}-colocated.k8s.yaml"
     (colocated,) = list(yaml.safe_load_all(manifest.read_text()))
-    comparison = {v["name"]: v for v in render(dpd_vs_colocated(default_config))["templating"]["list"]}
+    comparison = {v["name"]: v for v in render(dpd_vs_colocated(default_config.spec()))["templating"]["list"]}
     assert comparison["baseline"]["current"]["value"] == colocated["metadata"]["name"]
 
 
 def test_dashboard_files_are_byte_identical_across_runs(default_config: Config, tmp_path: Path) -> None:
-    first = write_dashboard_files(default_config, tmp_path / "a")
-    second = write_dashboard_files(default_config, tmp_path / "b")
-    assert [p.name for p in first] == [p.name for p in second] == sorted(dashboard_files(default_config))
+    first = write_dashboard_files(default_config.specs(), tmp_path / "a")
+    second = write_dashboard_files(default_config.specs(), tmp_path / "b")
+    assert [p.name for p in first] == [p.name for p in second] == sorted(dashboard_files(default_config.spec()))
     assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]
 
 
@@ -228,4 +229,69 @@ def test_docs_list_every_panel_query_and_metric_source(default_config: Config) -
     from hyperpod_core.telemetry.reference import markdown
 
     doc = (Path(__file__).parents[2] / "docs" / "observability.md").read_text()
-    assert markdown(default_config) in doc, "regenerate: python -m hyperpod_core.telemetry.reference"
+    assert markdown(default_config.spec()) in doc, "regenerate: python -m hyperpod_core.telemetry.reference"
+
+
+# --- several deployments in one Grafana, several endpoints in one deployment (issue 34) ---------------------------
+
+#: Grafana's longest uid (Grafana HTTP API reference, "Dashboard API": "The uid can have a maximum length of 40
+#: characters"; the Amazon Managed Grafana user guide's "Dashboard API" says the same) and the characters it accepts
+#: in one (grafana/grafana ``pkg/util/shortid_generator.go``: ``^[a-zA-Z0-9\-\_]*$``).
+GRAFANA_UID_MAX = 40
+GRAFANA_UID_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
+
+
+def test_two_deployments_of_the_default_endpoint_never_share_a_dashboard_uid(default_config_dict: dict) -> None:
+    """Both deployments keep the default endpoint name; their dashboards, pushed into one Grafana, must not overwrite
+    each other (the fourth review's defect 8)."""
+    data = json.loads(json.dumps(default_config_dict))
+    data["name"] = "staging"
+    ours, theirs = (parse_config(d).spec() for d in (default_config_dict, data))
+    assert {d.uid for d in dashboards(ours)} == {"hyperpod-dpd_llama-3-3-70b_overview",
+                                                  "hyperpod-dpd_llama-3-3-70b_vs-colocated"}
+    assert not {d.uid for d in dashboards(ours)} & {d.uid for d in dashboards(theirs)}
+
+
+def test_a_long_uid_is_shortened_with_a_hash_and_stays_unique() -> None:
+    """A 40-character deployment name and a long endpoint name: every uid fits Grafana's 40 characters and two uids
+    that share their first 31 characters still differ; deployment and endpoint are joined by '_', which neither name
+    holds, so ``a-b`` + ``c`` and ``a`` + ``b-c`` differ too."""
+    from hyperpod_core.telemetry.dashboards import dashboard_uid
+
+    deployment = "d" * 38 + "-x"
+    uids = {dashboard_uid(deployment, endpoint, kind) for endpoint in ("chat-large", "chat-small")
+            for kind in ("overview", "vs-colocated")}
+    assert len(uids) == 4
+    for uid in uids:
+        assert len(uid) == GRAFANA_UID_MAX and set(uid) <= GRAFANA_UID_CHARS and uid.startswith("d" * 31)
+    assert dashboard_uid("a-b", "c", "overview") != dashboard_uid("a", "b-c", "overview")
+    assert dashboard_uid("hyperpod-dpd", "llama-3-3-70b", "vs-colocated") == "hyperpod-dpd_llama-3-3-70b_vs-colocated"
+
+
+def test_each_endpoint_has_its_dashboards_with_its_own_objectives() -> None:
+    """config/examples/two-models.yaml: one overview and one comparison per endpoint, each defaulting its variables
+    to its endpoint and drawing its own TTFT objective (the 8B's 1 s, the 70B's deployment-wide 2.5 s): Grafana's
+    thresholds are constants of a panel, so one dashboard per endpoint is what draws each endpoint's line."""
+    from hyperpod_core.config import load_config
+
+    config = load_config(Path(__file__).parents[2] / "config" / "examples" / "two-models.yaml")
+    seen = set()
+    for spec in config.specs():
+        for dashboard in dashboards(spec):
+            raw = render(dashboard)
+            assert raw["uid"] == f"two-models_{spec.name}_{dashboard.kind}" and raw["uid"] not in seen
+            seen.add(raw["uid"])
+            variables = {v["name"]: v["current"]["value"] for v in raw["templating"]["list"]}
+            assert (variables["namespace"], variables["endpoint"]) == (spec.namespace, spec.name)
+            ttft = [p for p in raw["panels"] if p["type"] != "row" and "Time to first token" in p["title"]]
+            assert ttft and {v for p in ttft for v in _thresholds(p)} == {spec.slo.ttft_p95_seconds}
+    assert {s.slo.ttft_p95_seconds for s in config.specs()} == {1.0, 2.5}
+
+
+def test_the_dashboard_files_of_every_endpoint_go_to_one_folder(tmp_path: Path) -> None:
+    from hyperpod_core.config import load_config
+
+    config = load_config(Path(__file__).parents[2] / "config" / "examples" / "two-models.yaml")
+    written = write_dashboard_files(config.specs(), tmp_path)
+    assert [p.name for p in written] == sorted(f"{d.uid}.json" for s in config.specs() for d in dashboards(s))
+    assert len(written) == 4 and {p.parent for p in written} == {tmp_path}

@@ -126,7 +126,7 @@ def test_kv_load_failures_count_abort_and_error(default_config: Config) -> None:
     """SOURCES.md: a failed KV load finishes with finished_reason="error", a client abort with "abort"."""
     from hyperpod_core.telemetry.dashboards import dpd_overview
 
-    (panel,) = [p for p in dpd_overview(default_config).panels if p.title == "Aborted or failed requests"]
+    (panel,) = [p for p in dpd_overview(default_config.spec()).panels if p.title == "Aborted or failed requests"]
     assert 'finished_reason=~"abort|error"' in panel.queries[0].expr
 
 
@@ -135,9 +135,9 @@ def test_retrieve_speed_is_a_rate_ratio_not_a_saturating_quantile(default_config
     time does not saturate."""
     from hyperpod_core.telemetry.dashboards import dashboards
 
-    exprs = [q.expr for d in dashboards(default_config) for p in d.panels for q in p.queries]
+    exprs = [q.expr for d in dashboards(default_config.spec()) for p in d.panels for q in p.queries]
     assert not [e for e in exprs if "retrieve_speed" in e]
-    (speed,) = [q.expr for d in dashboards(default_config)[:1] for p in d.panels for q in p.queries
+    (speed,) = [q.expr for d in dashboards(default_config.spec())[:1] for p in d.panels for q in p.queries
                 if q.legend.startswith("retrieve speed")]
     assert "lmcache:num_hit_tokens_total" in speed and "lmcache:time_to_retrieve_sum" in speed
 
@@ -199,12 +199,12 @@ def test_autoscaling_triggers_use_the_same_query_definitions_as_dashboards_and_a
     from hyperpod_k8s.endpoint.props import _scaling
 
     config = autoscaling_config(default_config_dict)
-    prefill, decode = (_scaling(config, role, None) for role in ("prefill", "decode"))
+    prefill, decode = (_scaling(config.spec(), role) for role in ("prefill", "decode"))
     assert prefill is not None and decode is not None
-    panels = {p.title: p for p in dpd_overview(config).panels}
+    panels = {p.title: p for p in dpd_overview(config.spec()).panels}
     assert substitute(panels["Prefill queue"].queries[0].expr, config) == prefill.query
     assert substitute(panels["Decode KV-cache usage"].queries[0].expr, config) == decode.query
-    rules = {r["alert"]: r["expr"] for r in alert_rule_groups(config)["groups"][0]["rules"]}
+    rules = {r["alert"]: r["expr"] for r in alert_rule_groups(config.specs())["groups"][0]["rules"]}
     assert rules["DpdDecodeKvCacheSaturated"].startswith(decode.query + " > ")
     assert prefill.query in rules["DpdPrefillQueueGrowing"]
 
@@ -212,9 +212,8 @@ def test_autoscaling_triggers_use_the_same_query_definitions_as_dashboards_and_a
 def test_worker_sets_prometheus_multiproc_dir_for_vllm_and_lmcache(default_config: Config) -> None:
     """LMCache series reach vLLM's /metrics only with PROMETHEUS_MULTIPROC_DIR set for both processes
     (SOURCES.md). The CRD's worker has no volume mounts besides the model (shared/crds), so it points at /tmp."""
-    from hyperpod_core.inputs import resolve_inputs
-    from hyperpod_k8s.endpoint.props import endpoint_props
+    from tests.k8s.endpoint_props import props_of
 
-    props = endpoint_props(default_config, resolve_inputs(default_config, None))
+    props = props_of(default_config)
     for env in (props.dpd_environment, props.colocated_environment):
         assert dict(env)["PROMETHEUS_MULTIPROC_DIR"] == "/tmp"

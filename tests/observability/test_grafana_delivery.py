@@ -57,6 +57,8 @@ AMP_PLUGIN_ID = "grafana-amazonprometheus-datasource"
 AMP_PLUGIN_JSON_DATA = {"httpMethod", "sigV4Auth", "sigV4AuthType", "sigV4Region", "sigv4Service", "defaultEditor",
                         "manageAlerts", "queryStatsEnabled", "assumeRoleArn", "externalId"}
 TOKEN = "glsa_secret_token"
+#: The deployment ``name`` of the observability stack built alone.
+DEPLOYMENT = "team-a"
 ACCOUNT_ID = "7"
 
 
@@ -82,13 +84,14 @@ class FakeGrafana:
             ("PUT", r"/api/datasources/uid/([^/]+)",
              lambda u: self._put(self.datasources, u, {**body, "id": self.datasources.get(u, {}).get("id")})),
             ("DELETE", r"/api/datasources/uid/([^/]+)", lambda u: self._delete(self.datasources, u)),
-            ("POST", r"/api/datasources", lambda: self._post(self.datasources, body["uid"],
-                                                            {**body, "id": self._next_id()})),
+            ("POST", r"/api/datasources", lambda: self._unique_name(self.datasources, "name", body) or self._post(
+                self.datasources, body["uid"], {**body, "id": self._next_id()})),
             ("GET", r"/api/folders/([^/]+)", lambda u: self._get(self.folders, u)),
-            ("PUT", r"/api/folders/([^/]+)", lambda u: self._put(self.folders, u, {**self.folders.get(u, {}), **body})),
+            ("PUT", r"/api/folders/([^/]+)", lambda u: self._unique_name(self.folders, "title", {**body, "uid": u})
+             or self._put(self.folders, u, {**self.folders.get(u, {}), **body})),
             ("DELETE", r"/api/folders/([^/]+)", lambda u: self._delete_folder(u)),
-            ("POST", r"/api/folders", lambda: self._post(self.folders, body["uid"],
-                                                        {**body, "id": len(self.folders) + 1})),
+            ("POST", r"/api/folders", lambda: self._unique_name(self.folders, "title", body) or self._post(
+                self.folders, body["uid"], {**body, "id": self._next_id()})),
             ("POST", r"/api/dashboards/db", lambda: self._save_dashboard(body)),
             ("DELETE", r"/api/dashboards/uid/([^/]+)", lambda u: self._delete(self.dashboards, u)),
             ("GET", r"/api/search", lambda: (200, [])),
@@ -102,6 +105,14 @@ class FakeGrafana:
                     return 200, [{"uid": u} for u, d in self.dashboards.items() if str(d["folderId"]) in ids]
                 return action(*match.groups())
         return 404, {"message": f"no route {method} {path}"}
+
+    def _unique_name(self, store: dict, key: str, body: dict) -> tuple[int, Any] | None:
+        """Grafana refuses a second data source of a name (``ErrDataSourceNameExists``) and a second folder of a
+        title (grafana/grafana ``pkg/services/folder/folderimpl/folder.go``: a same-name save is
+        ``ErrFolderSameNameExists``, HTTP 409)."""
+        if any(v.get(key) == body[key] and u != body["uid"] for u, v in store.items()):
+            return 409, {"message": f"a {key} {body[key]!r} already exists"}
+        return None
 
     def _get(self, store: dict, uid: str) -> tuple[int, Any]:
         return (200, store[uid]) if uid in store else (404, {"message": "not found"})
@@ -182,7 +193,8 @@ def _api_factory(endpoint: str, token: str) -> Any:
     return GrafanaApi.from_url(f"http://{endpoint}", credential=token, timeout=10.0)
 
 
-def _stubbed(endpoint: str, *, account_exists: bool, grafana_version: str = "10.4") -> tuple[Any, Stubber]:
+def _stubbed(endpoint: str, *, account_exists: bool, grafana_version: str = "10.4",
+             other_accounts_first: bool = False) -> tuple[Any, Stubber]:
     client = boto3.client("grafana", region_name="us-west-2", aws_access_key_id="x", aws_secret_access_key="x")
     stub = Stubber(client)
     now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -192,9 +204,17 @@ def _stubbed(endpoint: str, *, account_exists: bool, grafana_version: str = "10.
         "authentication": {"providers": ["AWS_SSO"]}}},
         {"workspaceId": WORKSPACE})
     account = {"id": ACCOUNT_ID, "name": index.SERVICE_ACCOUNT, "grafanaRole": "ADMIN", "isDisabled": "false"}
-    stub.add_response("list_workspace_service_accounts", {
-        "workspaceId": WORKSPACE, "serviceAccounts": [account] if account_exists else []},
-        {"workspaceId": WORKSPACE})
+    if other_accounts_first:  # a page of someone else's accounts, then ours behind nextToken
+        other = {"id": "9", "name": "someone-elses", "grafanaRole": "VIEWER", "isDisabled": "false"}
+        stub.add_response("list_workspace_service_accounts", {
+            "workspaceId": WORKSPACE, "serviceAccounts": [other], "nextToken": "page-2"}, {"workspaceId": WORKSPACE})
+        stub.add_response("list_workspace_service_accounts", {
+            "workspaceId": WORKSPACE, "serviceAccounts": [account] if account_exists else []},
+            {"workspaceId": WORKSPACE, "nextToken": "page-2"})
+    else:
+        stub.add_response("list_workspace_service_accounts", {
+            "workspaceId": WORKSPACE, "serviceAccounts": [account] if account_exists else []},
+            {"workspaceId": WORKSPACE})
     if not account_exists:
         stub.add_response("create_workspace_service_account", {
             "id": ACCOUNT_ID, "name": index.SERVICE_ACCOUNT, "grafanaRole": "ADMIN", "workspaceId": WORKSPACE},
@@ -216,7 +236,7 @@ def _props(config: Config) -> dict[str, Any]:
             "PrometheusUrl": "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-abc/",
             "DatasourceUid": "hyperpod-dpd-amp", "DatasourceName": "hyperpod-dpd-amp",
             "FolderUid": "hyperpod-dpd", "FolderTitle": "HyperPod DPD",
-            "Dashboards": [to_json_text(render(d)) for d in dashboards(config)]}
+            "Dashboards": [to_json_text(render(d)) for d in dashboards(config.spec())]}
 
 
 def _run(request_type: str, props: dict, endpoint: str, *, old: dict | None = None,
@@ -238,7 +258,7 @@ def test_create_deploys_the_data_source_folder_and_every_dashboard(grafana_serve
     ds = fake.datasources["hyperpod-dpd-amp"]
     assert ds["type"] == "prometheus" and ds["url"] == props["PrometheusUrl"].rstrip("/")
     assert fake.folders["hyperpod-dpd"]["title"] == "HyperPod DPD"
-    assert set(fake.dashboards) == {d.uid for d in dashboards(default_config)}
+    assert set(fake.dashboards) == {d.uid for d in dashboards(default_config.spec())}
     for stored in fake.dashboards.values():
         variables = {v["name"]: v for v in stored["model"]["templating"]["list"]}
         assert variables["datasource"]["current"]["value"] == "hyperpod-dpd-amp"
@@ -351,6 +371,114 @@ def test_the_token_is_deleted_when_grafana_fails(grafana_server, default_config)
     stub.assert_no_pending_responses()
 
 
+# --- several deployments in one workspace (issue 34 item 4; k8s-review defect 8: fixed uids made two deployments
+# overwrite, then delete, each other's data source, folder and dashboards) ------------------------------------
+
+def test_uids_are_the_deployments_own_and_fit_grafanas_40_characters() -> None:
+    """Grafana HTTP API (Folder API, Dashboard API): "The uid can have a maximum length of 40 characters"; letters,
+    digits, '-' and '_' only (grafana/grafana ``pkg/util/shortid_generator.go``). A deployment ``name`` has at most
+    40 characters (``DeploymentName``): its folder uid is the name; its data source's ``<name>-amp``, shortened
+    with a hash of the name where that is too long, so two long names that share a prefix keep apart."""
+    from hyperpod_constructs.grafana_dashboards import deployment_uid
+
+    assert (deployment_uid("hyperpod-dpd"), deployment_uid("hyperpod-dpd", "-amp")) == ("hyperpod-dpd",
+                                                                                         "hyperpod-dpd-amp")
+    one, two = "a" * 35 + "-one", "a" * 35 + "-two"
+    uids = [deployment_uid(n, suffix) for n in (one, two) for suffix in ("", "-amp")]
+    assert len(set(uids)) == 4
+    assert all(len(u) <= 40 and re.fullmatch(r"[A-Za-z0-9_-]+", u) for u in uids), uids
+    assert all(u.startswith("a" * 20) for u in uids)
+
+
+def _workspace_url(deployment: str) -> str:
+    return f"https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-{deployment}/"
+
+
+@pytest.fixture(scope="module")
+def two_deployments(default_config) -> dict[str, dict[str, Any]]:
+    """What the ``GrafanaDashboards`` construct of deployments ``dev`` and ``prod`` hands its handler (bare stacks),
+    each with its own AMP workspace and the default config's dashboards under uids of that deployment (the
+    dashboards' definitions choose their uids, ``hyperpod_core.telemetry.dashboards``; here each gets the
+    deployment in front, as a stand-in for theirs)."""
+    import aws_cdk as cdk
+    from aws_cdk.assertions import Template
+
+    from hyperpod_constructs.grafana_dashboards import GrafanaDashboards, GrafanaDashboardsProps
+
+    found = {}
+    for name in ("dev", "prod"):
+        stack = cdk.Stack(cdk.App(context={"aws:cdk:disable-asset-staging": True}), name,
+                          env=cdk.Environment(region="us-west-2"))
+        shipped = {}
+        for spec in dashboards(default_config.spec()):
+            model = json.loads(to_json_text(render(spec)))
+            model["uid"] = f"{name}-{spec.uid}"[:40]
+            shipped[model["uid"]] = json.dumps(model)
+        GrafanaDashboards(stack, "Dashboards", props=GrafanaDashboardsProps(
+            workspace_id=WORKSPACE, deployment=name, prometheus_query_url=_workspace_url(name), dashboards=shipped))
+        (resource,) = Template.from_stack(stack).find_resources("Custom::GrafanaDashboards").values()
+        found[name] = {k: v for k, v in resource["Properties"].items() if k != "ServiceToken"}
+    return found
+
+
+def test_two_deployments_share_a_workspace_and_destroying_one_leaves_the_other(grafana_server, two_deployments) -> None:
+    """Both keep their own data source (querying their own AMP workspace), folder (Grafana refuses a second folder
+    of one title: the fake does too) and dashboards; destroying ``dev`` leaves every object of ``prod``."""
+    fake, endpoint = grafana_server
+    dev, prod = two_deployments["dev"], two_deployments["prod"]
+    _run("Create", dev, endpoint)
+    _run("Create", prod, endpoint)
+    assert {uid: ds["url"] for uid, ds in fake.datasources.items()} == {
+        "dev-amp": _workspace_url("dev").rstrip("/"), "prod-amp": _workspace_url("prod").rstrip("/")}
+    assert {uid: f["title"] for uid, f in fake.folders.items()} == {"dev": "HyperPod DPD (dev)",
+                                                                   "prod": "HyperPod DPD (prod)"}
+    assert set(fake.dashboards) == index._uids(dev) | index._uids(prod) and not index._uids(dev) & index._uids(prod)
+    _run("Delete", dev, endpoint)
+    assert set(fake.datasources) == {"prod-amp"} and set(fake.folders) == {"prod"}
+    assert set(fake.dashboards) == index._uids(prod)
+    for stored in fake.dashboards.values():
+        variables = {v["name"]: v for v in stored["model"]["templating"]["list"]}
+        assert variables["datasource"]["current"]["value"] == "prod-amp"
+
+
+def test_the_uids_shared_before_go_only_with_the_deployment_that_wrote_them_last(grafana_server, two_deployments,
+                                                                                   default_config) -> None:
+    """Before, every deployment wrote ``hyperpod-dpd-amp``, folder ``hyperpod-dpd`` and the same dashboard uids: they
+    are the last writer's. A deployment moving to its own uids gets a new physical ID, so CloudFormation deletes the
+    old resource with its old properties after the update: that Delete removes the shared objects only when their
+    data source queries this deployment's own workspace."""
+    fake, endpoint = grafana_server
+    legacy = {n: {**_props(default_config), "PrometheusUrl": _workspace_url(n)} for n in ("dev", "prod")}
+    _run("Create", legacy["dev"], endpoint)
+    _run("Create", legacy["prod"], endpoint)  # prod deployed last: the shared objects query its workspace
+    moved = _run("Update", two_deployments["dev"], endpoint, old=legacy["dev"])
+    assert moved["PhysicalResourceId"] == f"{WORKSPACE}/dev"
+    _run("Delete", legacy["dev"], endpoint)
+    assert fake.datasources["hyperpod-dpd-amp"]["url"] == _workspace_url("prod").rstrip("/")
+    assert index._uids(legacy["prod"]) <= set(fake.dashboards) and "hyperpod-dpd" in fake.folders
+    _run("Update", two_deployments["prod"], endpoint, old=legacy["prod"])
+    _run("Delete", legacy["prod"], endpoint)  # prod's own: they go
+    assert set(fake.datasources) == {"dev-amp", "prod-amp"} and set(fake.folders) == {"dev", "prod"}
+    assert set(fake.dashboards) == index._uids(two_deployments["dev"]) | index._uids(two_deployments["prod"])
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"deployment": "team a"}, "deployment must be letters, digits"),
+    ({"dashboards": {"x": json.dumps({"uid": "y"})}}, r"dashboards\['x'\] must carry the uid it is keyed by"),
+    ({"dashboards": {"d" * 41: json.dumps({"uid": "d" * 41})}}, "uid must be 1-40 letters"),
+    ({"dashboards": {"team-a": json.dumps({"uid": "team-a"})}}, "uid must differ from the folder's uid 'team-a'"),
+])
+def test_fails_when_a_uid_breaks_grafanas_rules(change: dict, message: str) -> None:
+    import aws_cdk as cdk
+
+    from hyperpod_constructs.grafana_dashboards import GrafanaDashboards, GrafanaDashboardsProps
+
+    props = {"workspace_id": WORKSPACE, "deployment": "team-a", "prometheus_query_url": _workspace_url("a"),
+             "dashboards": {"team-a-overview": json.dumps({"uid": "team-a-overview"})}, **change}
+    with pytest.raises(ValueError, match=message):
+        GrafanaDashboards(cdk.Stack(cdk.App()), "D", props=GrafanaDashboardsProps(**props))
+
+
 def test_bundle_is_pure_python_and_imports_in_a_clean_interpreter(tmp_path: Path) -> None:
     """What the function runs: the handler plus grafana-client and its pure-Python dependencies; urllib3 comes
     from the runtime (botocore's), nothing else from this machine."""
@@ -379,10 +507,11 @@ def with_grafana(default_config) -> tuple[Any, dict[str, str]]:
 
     from hyperpod_infra.stacks.observability_stack import ObservabilityStack, ObservabilityStackProps
 
-    shipped = {spec.uid: to_json_text(render(spec)) for spec in dashboards(default_config)}
+    shipped = {spec.uid: to_json_text(render(spec)) for spec in dashboards(default_config.spec())}
     stack = ObservabilityStack(stand_ins.app(), "Observability", env=cdk.Environment(region=stand_ins.REGION),
                                props=ObservabilityStackProps(workspace_alias=stand_ins.WORKSPACE_ALIAS,
-                                                             grafana_workspace_id=WORKSPACE, dashboards=shipped))
+                                                             grafana_workspace_id=WORKSPACE, dashboards=shipped,
+                                                             deployment_name=DEPLOYMENT))
     return Template.from_stack(stack), shipped
 
 
@@ -392,7 +521,9 @@ def test_synth_deploys_the_dashboards_into_the_given_workspace(with_grafana) -> 
     template, shipped = with_grafana
     (resource,) = template.find_resources("Custom::GrafanaDashboards").values()
     props = resource["Properties"]
-    assert props["WorkspaceId"] == WORKSPACE and props["FolderTitle"] == "HyperPod DPD"
+    assert props["WorkspaceId"] == WORKSPACE and props["FolderTitle"] == f"HyperPod DPD ({DEPLOYMENT})"
+    assert (props["DatasourceUid"], props["DatasourceName"], props["FolderUid"]) == (
+        f"{DEPLOYMENT}-amp", f"{DEPLOYMENT}-amp", DEPLOYMENT)
     assert props["Dashboards"] == [shipped[uid] for uid in sorted(shipped)]
     (workspace,) = template.find_resources("AWS::APS::Workspace")
     assert props["PrometheusUrl"] == {"Fn::GetAtt": [workspace, "PrometheusEndpoint"]}
@@ -419,8 +550,10 @@ def test_the_config_matrix_delivers_the_configured_dashboards_to_the_configured_
     assert grafana is not None
     (props,) = [r["Properties"] for r in s.templates[f"{s.config.name}-observability"]["Resources"].values()
                 if r["Type"] == "Custom::GrafanaDashboards"]
-    assert (props["WorkspaceId"], props["FolderTitle"]) == (grafana.workspace_id, grafana.folder)
-    assert [json.loads(t)["uid"] for t in props["Dashboards"]] == sorted(d.uid for d in dashboards(s.config))
+    assert (props["WorkspaceId"], props["FolderTitle"]) == (grafana.workspace_id, f"{grafana.folder} ({s.config.name})")
+    assert (props["DatasourceUid"], props["FolderUid"]) == (f"{s.config.name}-amp", s.config.name)
+    shipped = sorted(d.uid for e in s.config.specs() for d in dashboards(e))
+    assert [json.loads(t)["uid"] for t in props["Dashboards"]] == shipped
 
 
 @pytest.mark.parametrize("workspace_id", ["ws-0123456789", "g-012345678", "g-0123456789X"])
@@ -431,3 +564,15 @@ def test_fails_when_the_workspace_id_is_malformed(default_config_dict: dict, wor
     data["observability"]["grafana_workspace"] = {"workspace_id": workspace_id}
     with pytest.raises(ConfigError, match=r"observability\.grafana_workspace\.workspace_id"):
         parse_config(data)
+
+
+def test_our_service_account_is_found_on_a_later_page() -> None:
+    """The workspace is the user's: its service accounts may fill a first page (ListWorkspaceServiceAccounts returns
+    ``nextToken`` when more remain, Amazon Managed Grafana API reference). Ours on page 2 is reused, never created
+    again (a duplicate name fails the custom resource). Fails before: only the first page was read, so the handler
+    called CreateWorkspaceServiceAccount, which the Stubber refuses here. Stubber on the real Grafana service model
+    (moto implements no workspace service accounts)."""
+    client, stub = _stubbed("grafana.example", account_exists=True, other_accounts_first=True)
+    with index.workspace_api(client, WORKSPACE, lambda endpoint, token: (endpoint, token)) as workspace:
+        assert workspace.api == ("grafana.example", TOKEN)
+    stub.assert_no_pending_responses()

@@ -63,7 +63,8 @@ def test_every_series_an_alert_reads_exists(prometheus, applied_config: Config, 
     two that need a prefill leg (DpdPrefillLegSlow, DpdKvTransferIncomplete)."""
     alerts = [(w, e) for w, e in every_query(applied_config, default_config_dict) if w.startswith("alert")]
     expected = 14 if applied_config.endpoint.apply == "dpd" else 12
-    assert len(alerts) == len(alert_rule_groups(applied_config)["groups"][0]["rules"]) == expected
+    groups = alert_rule_groups(applied_config.specs())["groups"]  # the endpoint's, then the cluster's
+    assert len(alerts) == sum(len(g["rules"]) for g in groups) == expected
     missing = [f"{where}: {sel}" for where, expr in alerts for sel in _selectors(expr)
                if not prometheus.query(f"count({sel})")]
     assert not missing, "alert selectors match nothing:\n" + "\n".join(missing)
@@ -74,7 +75,7 @@ def test_legends_name_labels_the_results_carry(prometheus, default_config: Confi
     import re
 
     bad = []
-    for d in dashboards(default_config):
+    for d in dashboards(default_config.spec()):
         for p in d.panels:
             for q in p.queries:
                 labels = re.findall(r"\{\{(\w+)\}\}", q.legend)
@@ -101,7 +102,7 @@ def test_role_selectors_pick_exactly_the_role_pods(prometheus, default_config: C
 def test_dpd_request_split_adds_up(prometheus, default_config: Config,
                                    grafana_substitute: Callable[[str], str]) -> None:
     """disaggregated + direct == total (while prefill is not busier than decode)."""
-    overview = dashboards(default_config)[0]
+    overview = dashboards(default_config.spec())[0]
     (panel,) = [p for p in overview.panels if p.title == "Request rate"]
     total, disaggregated, direct = (float(prometheus.query(grafana_substitute(q.expr))[0]["value"][1])
                                     for q in panel.queries)
@@ -113,7 +114,7 @@ def test_queries_for_an_unknown_endpoint_return_nothing(prometheus, default_conf
                                                         grafana_substitute: Callable[[str], str]) -> None:
     """The selectors do not leak: nothing from our pods or the decoy endpoints matches another name."""
     leaking = []
-    for d in dashboards(default_config):
+    for d in dashboards(default_config.spec()):
         for p in d.panels:
             for q in p.queries:
                 scoped = q.expr.replace("$endpoint", "absent-model").replace("$baseline", "absent-model")

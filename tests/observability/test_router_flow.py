@@ -74,7 +74,7 @@ def test_user_ttft_panel_mean_matches_the_client_within_ten_percent(prometheus, 
     assert all(r.ok for r in results)
     client = statistics.fmean(r.ttft_s for r in results if r.ttft_s is not None)
     at = _scraped_after(prometheus, "flow", end)
-    (panel,) = [p for p in dpd_overview(default_config).panels if p.title == USER_TTFT_TITLE]
+    (panel,) = [p for p in dpd_overview(default_config.spec()).panels if p.title == USER_TTFT_TITLE]
     mean = _value(prometheus, _over_run(panel.queries[0].expr, flow, start, at), at)
     assert mean == pytest.approx(client, rel=0.10), f"panel {mean:.4f}s vs client {client:.4f}s"
 
@@ -104,7 +104,7 @@ def test_error_ratio_counts_each_request_once(prometheus, flows, default_config:
     client = sum(not r.ok for r in results) / len(results)
     assert client == pytest.approx(5 / 24)
     at = _scraped_after(prometheus, "flow", end)
-    overview = dpd_overview(default_config)
+    overview = dpd_overview(default_config.spec())
     (panel,) = [p for p in overview.panels if p.title == "Error ratio"]
     ratio = _value(prometheus, _over_run(panel.queries[0].expr, flow, start, at), at)
     assert ratio == pytest.approx(client, rel=1e-3)

@@ -60,12 +60,12 @@ def readers() -> dict:
 
     from hyperpod_constructs.benchmark_client_identity import BenchmarkClientIdentity, BenchmarkClientIdentityProps
     from hyperpod_constructs.inference_iam import InferenceIam, InferenceIamProps
-    from hyperpod_constructs.model_bucket import ModelBucket, ModelBucketProps
+    from hyperpod_constructs.model_bucket import ModelBucket, ModelBucketProps, ModelReadLocation
 
     stack = cdk.Stack(cdk.App(), "Readers", env=cdk.Environment(region="us-west-2"))
     model = ModelBucket(stack, "Model", props=ModelBucketProps(existing_bucket_name=BUCKET,
                                                                 existing_kms_key_arn=KEY_ARN))
-    statements = tuple(model.read_statements(PREFIX))
+    statements = tuple(model.read_statements((ModelReadLocation(key_prefix=PREFIX),)))
     oidc = iam.OpenIdConnectProvider.from_open_id_connect_provider_arn(
         stack, "Oidc", "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/EXAMPLE")
     InferenceIam(stack, "InferenceIam", props=InferenceIamProps(
@@ -101,11 +101,11 @@ def test_an_existing_bucket_without_a_key_grants_no_kms() -> None:
     ``kms:Decrypt`` in the readers' statements."""
     import aws_cdk as cdk
 
-    from hyperpod_constructs.model_bucket import ModelBucket, ModelBucketProps
+    from hyperpod_constructs.model_bucket import ModelBucket, ModelBucketProps, ModelReadLocation
 
     stack = cdk.Stack(cdk.App(), "NoKey")
     model = ModelBucket(stack, "Model", props=ModelBucketProps(existing_bucket_name=BUCKET))
-    actions = [a for st in model.read_statements(PREFIX) for a in st.actions]
+    actions = [a for st in model.read_statements((ModelReadLocation(key_prefix=PREFIX),)) for a in st.actions]
     assert actions == ["s3:ListBucket", "s3:GetObject"]
 
 

@@ -1,7 +1,8 @@
 """Colocated vs DPD estimates per scenario and concurrency, and a recommendation that is simulated like them.
 
 Public entry points for other code: :func:`estimate_scenarios` (``plan --json``'s scenarios) and
-:func:`estimate_experiment` (the benchmark report: the layouts each experiment measures).
+:func:`estimate_experiment` (the benchmark report: the layouts each experiment measures). Both size one endpoint:
+they take its :class:`~hyperpod_core.config.spec.EndpointSpec` (or a config file and the endpoint's name).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from hyperpod_analysis.plan.engine import EFFICIENCIES, AiConfiguratorEngine, Ef
 from hyperpod_analysis.plan.facts import PINNED_PRICES, ModelShape, PriceTable, instance_facts, resolve_model
 from hyperpod_analysis.plan.simulate import DpdParams, EngineSpec, Metrics, simulate
 from hyperpod_analysis.plan.traffic import Traffic, parse
-from hyperpod_core.config import Config, load_config
+from hyperpod_core.config import load_config
+from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.errors import CommandFailed, UsageError
 from hyperpod_core.instances import InstanceFacts
 from hyperpod_core.prices import configured_table
@@ -39,7 +41,7 @@ BANDS: dict[str, float] = {"tpot": 9.1, "e2e_p50": 4.8, "output_throughput": 16.
 
 @dataclass(frozen=True, kw_only=True)
 class PlanInputs:
-    """Everything an estimate depends on, taken from the config and the flags."""
+    """Everything an estimate depends on, taken from the endpoint's spec and the flags."""
 
     model: ModelShape
     instance: InstanceFacts
@@ -69,14 +71,15 @@ class PlanInputs:
     """Share of a run's first completions left out of the latency statistics (``benchmark.warmup_ratio``)."""
 
 
-def inputs_from_config(config: Config, *, model: str | None = None, **overrides: Any) -> PlanInputs:
-    """The planner's inputs for a config: its model, instance type, TP, roles, threshold, buffer and SLOs."""
+def inputs_of(spec: EndpointSpec, *, model: str | None = None, **overrides: Any) -> PlanInputs:
+    """The planner's inputs for one endpoint: its model, instance type, TP, roles, threshold, buffer and SLOs (its
+    own ``slo`` over ``observability.slo``), and the benchmark's run length."""
     from hyperpod_core import pins
 
-    e = config.endpoint
+    e = spec.endpoint
     inst = instance_facts(e.instance_type)
     terms.replicas_per_node(e.tensor_parallel_size, inst.gpus)
-    shape = resolve_model(model) if model else _config_model(config)
+    shape = resolve_model(model) if model else _configured_model(spec)
     inputs = PlanInputs(
         model=shape, instance=inst, tp=e.tensor_parallel_size, max_model_len=e.max_model_len,
         gpu_memory_utilization=e.gpu_memory_utilization,
@@ -85,22 +88,28 @@ def inputs_from_config(config: Config, *, model: str | None = None, **overrides:
         routing_threshold_tokens=e.routing_threshold_tokens, pd_buffer_size_bytes=e.pd_buffer_size_bytes,
         prefill_replicas=e.prefill.replicas, decode_replicas=e.decode.replicas,
         max_decode_replicas=pins.DPD_MAX_DECODE_REPLICAS, routing_strategy=e.routing_strategy,
-        ttft_slo_s=config.observability.slo.ttft_p95_seconds, tpot_slo_s=config.observability.slo.tpot_p95_seconds,
-        requests_per_run=config.benchmark.max_requests_per_run, warmup_ratio=config.benchmark.warmup_ratio,
-        prices=configured_table(e.instance_type, config.benchmark.instance_hour_usd))
+        ttft_slo_s=spec.slo.ttft_p95_seconds, tpot_slo_s=spec.slo.tpot_p95_seconds,
+        requests_per_run=spec.benchmark.max_requests_per_run, warmup_ratio=spec.benchmark.warmup_ratio,
+        prices=configured_table(e.instance_type, spec.benchmark.instance_hour_usd))
     return replace(inputs, **overrides)
 
 
-def _config_model(config: Config) -> ModelShape:
-    """The config's model by ``model.name``, else by its S3 folder name (``models/Llama-3.3-70B-Instruct/``)."""
+def _configured_model(spec: EndpointSpec) -> ModelShape:
+    """The endpoint's model by ``model.name``, else by its S3 folder name (``models/Llama-3.3-70B-Instruct/``)."""
     from hyperpod_core.models import MODELS, known_model, s3_folder
 
-    shape = known_model(config.model.name, config.model.s3_prefix)
+    m = spec.model
+    shape = known_model(m.name, m.s3_prefix)
     if shape is not None:
         return shape
-    raise UsageError(f"--model is needed: model.name {config.model.name!r} (s3 folder "
-                     f"{s3_folder(config.model.s3_prefix)!r}) is not one the planner knows ({', '.join(MODELS)}); "
+    raise UsageError(f"--model is needed: {spec.model_field('name')} {m.name!r} (s3 folder "
+                     f"{s3_folder(m.s3_prefix)!r}) is not one the planner knows ({', '.join(MODELS)}); "
                      "pass --model NAME or a Hugging Face config.json, got none")
+
+
+def _spec(spec: EndpointSpec | str | Path, endpoint: str | None) -> EndpointSpec:
+    """``spec``, or the endpoint ``endpoint`` of the config file at ``spec`` (its only one when ``None``)."""
+    return spec if isinstance(spec, EndpointSpec) else load_config(spec).spec(endpoint)
 
 
 def check_traffic(inputs: PlanInputs, traffic: Traffic) -> Traffic:
@@ -241,17 +250,17 @@ def recommended_layout(rec: dict[str, Any]) -> Layout:
     return Layout(**rec["layout"])
 
 
-def estimate_scenarios(config: Config | str | Path, traffic: Sequence[str], concurrencies: Sequence[int], *,
-                       model: str | None = None, **overrides: Any) -> list[dict[str, Any]]:
-    """Colocated (one node) vs DPD (the config's prefill and decode replicas) per scenario and concurrency, as the
+def estimate_scenarios(spec: EndpointSpec | str | Path, traffic: Sequence[str], concurrencies: Sequence[int], *,
+                       endpoint: str | None = None, model: str | None = None,
+                       **overrides: Any) -> list[dict[str, Any]]:
+    """Colocated (one node) vs DPD (the endpoint's prefill and decode replicas) per scenario and concurrency, as the
     ``scenarios`` entries of ``hyperpod-dpd plan --json`` (improvement positive when DPD is better).
 
-    ``config`` is a loaded :class:`Config` or a config file path; ``overrides`` are :class:`PlanInputs` fields
-    (e.g. ``kv_transfer_bytes_per_s=7e9``, ``prefix_reuse=0.3``, ``engine="aiconfigurator"``).
+    ``spec`` is an endpoint's spec (``Config.spec(name)``) or a config file path, with ``endpoint`` its endpoint's
+    name (``None``: the only one); ``overrides`` are :class:`PlanInputs` fields (e.g.
+    ``kv_transfer_bytes_per_s=7e9``, ``prefix_reuse=0.3``, ``engine="aiconfigurator"``).
     """
-    if not isinstance(config, Config):
-        config = load_config(config)
-    inputs = inputs_from_config(config, model=model, **overrides)
+    inputs = inputs_of(_spec(spec, endpoint), model=model, **overrides)
     sm = step_model(inputs)
     return [compare(inputs, sm, check_traffic(inputs, parse(t)), concurrency=c).as_dict()
             for t in traffic for c in concurrencies]
@@ -283,15 +292,14 @@ def experiment_layouts(inputs: PlanInputs, experiment: Experiment) -> tuple[Layo
     return Layout(colocated_replicas=max(1, _gpus(inputs, dpd) // inputs.tp)), dpd
 
 
-def estimate_experiment(config: Config | str | Path, experiment: Experiment, traffic: Sequence[str],
-                        concurrencies: Sequence[int], *, model: str | None = None,
+def estimate_experiment(spec: EndpointSpec | str | Path, experiment: Experiment, traffic: Sequence[str],
+                        concurrencies: Sequence[int], *, endpoint: str | None = None, model: str | None = None,
                         **overrides: Any) -> list[dict[str, Any]]:
     """The planner's estimate of the layouts ``experiment`` measures, per scenario and concurrency: the
     ``scenarios`` entry shape of ``plan --json`` plus ``experiment`` and each side's ``gpus``. The report draws
-    it beside that experiment's cells only, so a one-node estimate never sits beside an equal-GPU measurement."""
-    if not isinstance(config, Config):
-        config = load_config(config)
-    inputs = inputs_from_config(config, model=model, **overrides)
+    it beside that experiment's cells only, so a one-node estimate never sits beside an equal-GPU measurement.
+    ``spec`` and ``endpoint``: as :func:`estimate_scenarios`'s."""
+    inputs = inputs_of(_spec(spec, endpoint), model=model, **overrides)
     sm = step_model(inputs)
     colocated, dpd = experiment_layouts(inputs, experiment)
     rows = []

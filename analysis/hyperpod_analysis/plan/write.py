@@ -6,23 +6,61 @@ order and formatting survive; only when a key is missing is the document re-seri
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from hyperpod_core.atomic import write_text_atomic
-from hyperpod_core.config import Config, parse_config
+from hyperpod_core.config import parse_config
+from hyperpod_core.config.cluster import InstanceGroupConfig
+from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.errors import UsageError
+from hyperpod_core.names import ROLES, Role
 
 Path_ = tuple[str | int, ...]
 
 
-def merge_recommendation(path: Path, rec: dict[str, Any]) -> list[str]:
+def _key_path(at: str) -> Path_:
+    """The file's key path of an endpoint as :attr:`EndpointSpec.at` names it: ``endpoint``, ``endpoints[1]``."""
+    found = re.fullmatch(r"endpoints\[(\d+)\]", at)
+    return ("endpoints", int(found[1])) if found else (at,)
+
+
+def _dedicated(spec: EndpointSpec, role: Role, others: Collection[str]) -> list[tuple[int, InstanceGroupConfig]]:
+    """The instance groups (index, group) that hold ``role``'s workers of ``spec`` only: the group the role names
+    when the other role does not name it too, else the groups of the role's pool; none another endpoint may use
+    (``others``: those groups' names)."""
+    named = getattr(spec.endpoint, role).instance_group
+    other = getattr(spec.endpoint, "decode" if role == "prefill" else "prefill").instance_group
+    return [(i, g) for i, g in enumerate(spec.instance_groups) if g.name not in others
+            and ((g.name == named and named != other) if named is not None
+                 else g.instance_type == spec.endpoint.instance_type and g.pool == role)]
+
+
+def role_groups_to_size(spec: EndpointSpec, others: Collection[str] = ()) -> dict[Role, int]:
+    """Per role, the index in ``hyperpod.instance_groups`` of the one group that holds that role of ``spec`` only
+    (:func:`_dedicated`): ``plan --write`` sets its ``instance_count``. A role without exactly one such group is left
+    out (its nodes are shared)."""
+    out: dict[Role, int] = {}
+    for role in ROLES:
+        mine = _dedicated(spec, role, others)
+        if len(mine) == 1:
+            out[role] = mine[0][0]
+    return out
+
+
+def merge_recommendation(path: Path, rec: dict[str, Any], *, at: str = "endpoint",
+                         groups: Mapping[Role, int] | None = None) -> list[str]:
     """Set the DPD fields of ``rec`` in the YAML at ``path``, keeping every other key; return what changed.
 
-    The merged document must pass the config model before anything is written; the file is replaced atomically
-    (temp file in the same folder, then ``os.replace``).
+    ``at``: the endpoint's key as the file names it (:attr:`EndpointSpec.at`: ``endpoint`` or ``endpoints[<i>]``);
+    ``groups``: the instance group whose ``instance_count`` becomes each role's node count
+    (:func:`role_groups_to_size`; ``None``: the one group of the role's pool, when there is exactly one). The merged
+    document must pass the config model (also the capacity of every group across endpoints) before anything is
+    written; the file is replaced atomically (temp file in the same folder, then ``os.replace``).
     """
     try:
         text = path.read_text(encoding="utf-8")
@@ -38,21 +76,33 @@ def merge_recommendation(path: Path, rec: dict[str, Any]) -> list[str]:
             where[key] = value
             edits.append((at, value))
 
-    endpoint = data.setdefault("endpoint", {})
+    where = _key_path(at)
+    if where[0] == "endpoints":
+        entries = data.get("endpoints")
+        if not isinstance(entries, list) or not isinstance(where[1], int) or where[1] >= len(entries) \
+                or not isinstance(entries[where[1]], dict):
+            raise UsageError(f"--write {str(path)!r} has no {at} (the config changed since it was read)")
+        endpoint = entries[where[1]]
+    else:
+        endpoint = data.setdefault("endpoint", {})
     for role in ("prefill", "decode"):
         section = endpoint.setdefault(role, {})
         for key, value in (("replicas", rec[f"{role}_replicas"]), ("max_num_seqs", rec["max_num_seqs"][role])):
-            put(section, key, value, ("endpoint", role, key), f"endpoint.{role}.{key}")
+            put(section, key, value, (*where, role, key), f"{at}.{role}.{key}")
     for key in ("routing_threshold_tokens", "pd_buffer_size_bytes", "routing_strategy"):
         if key in rec:
-            put(endpoint, key, rec[key], ("endpoint", key), f"endpoint.{key}")
-    groups = (data.get("hyperpod") or {}).get("instance_groups") or []
-    for role in ("prefill", "decode"):
-        mine = [(i, g) for i, g in enumerate(groups) if isinstance(g, dict) and g.get("pool") == role]
-        if len(mine) == 1:
-            i, g = mine[0]
-            put(g, "instance_count", rec[f"{role}_nodes"], ("hyperpod", "instance_groups", i, "instance_count"),
-                f"hyperpod.instance_groups[{i}].instance_count")
+            put(endpoint, key, rec[key], (*where, key), f"{at}.{key}")
+    listed = (data.get("hyperpod") or {}).get("instance_groups") or []
+    if groups is None:
+        groups = {}
+        for role in ROLES:
+            pool = [i for i, g in enumerate(listed) if isinstance(g, dict) and g.get("pool") == role]
+            if len(pool) == 1:
+                groups[role] = pool[0]
+    for role, i in groups.items():
+        if i < len(listed) and isinstance(listed[i], dict):
+            put(listed[i], "instance_count", rec[f"{role}_nodes"],
+                ("hyperpod", "instance_groups", i, "instance_count"), f"hyperpod.instance_groups[{i}].instance_count")
     parse_config(data)  # raises ConfigError (one line, exit 2) and nothing is written
     write_text_atomic(path, _edited_text(text, edits, data))
     return changes
@@ -93,10 +143,12 @@ def _scalar_spans(text: str) -> dict[Path_, tuple[int, int]]:
     return spans
 
 
-def unused_nodes(config: Config, rec: dict[str, Any]) -> list[str]:
-    """The config's GPU nodes that no replica of the recommendation would run on (they are billed all the same)."""
+def unused_nodes(spec: EndpointSpec, rec: dict[str, Any], *, others: Collection[str] = ()) -> list[str]:
+    """The GPU nodes of ``spec``'s instance groups that no replica of the recommendation would run on (they are
+    billed all the same). ``others``: the groups another endpoint's roles may use: their nodes are not this
+    endpoint's to judge."""
     kind = rec["instance_type"]
-    groups = list(enumerate(config.hyperpod.instance_groups))
+    groups = [(i, g) for i, g in enumerate(spec.instance_groups) if g.name not in others]
     warnings = [f"hyperpod.instance_groups[{i}] ({g.name}) holds {g.instance_count} {g.instance_type} node(s) that "
                 f"no replica uses (the endpoint runs on {kind})"
                 for i, g in groups if g.instance_type != kind and g.instance_count]
@@ -108,15 +160,18 @@ def unused_nodes(config: Config, rec: dict[str, Any]) -> list[str]:
                             f"{rec['nodes']}: {have - rec['nodes']} idle")
         return warnings
     short = 0
+    dedicated: set[int] = set()
     for role in ("prefill", "decode"):
-        have = sum(g.instance_count for _, g in mine if g.pool == role)
+        own = _dedicated(spec, role, others)
+        dedicated |= {i for i, _ in own}
+        have = sum(g.instance_count for _, g in own)
         need = rec[f"{role}_nodes"]
         if have > need:
-            names = ", ".join(f"instance_groups[{i}]" for i, g in mine if g.pool == role)
-            warnings.append(f"hyperpod.{names} (pool {role}) hold {have} node(s); the recommendation's {role} "
+            names = ", ".join(f"instance_groups[{i}]" for i, _ in own)
+            warnings.append(f"hyperpod.{names} ({role} only) hold {have} node(s); the recommendation's {role} "
                             f"replicas use {need}: {have - need} idle")
         short += max(0, need - have)
-    shared = sum(g.instance_count for _, g in mine if g.pool == "shared")
+    shared = sum(g.instance_count for i, g in mine if i not in dedicated)
     if shared > short:
         warnings.append(f"shared instance groups hold {shared} node(s); the recommendation needs {short} of them: "
                         f"{shared - short} idle")

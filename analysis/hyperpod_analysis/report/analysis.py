@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from hyperpod_analysis.report.results import Measurement
-from hyperpod_core.config import Config
+from hyperpod_core.config import SloConfig
+from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.prices import InstancePrice
 
 #: AWS's published H100 result for D(4096,256), the reference line of the report.
@@ -189,9 +190,10 @@ def serving_problems(measurements: list[Measurement]) -> dict[str, str]:
     return problems
 
 
-def reference_deviations(config: Config, cells: list[Cell]) -> list[str]:
-    """How this run of the aws-reference experiment differs from AWS's published setup (one line each)."""
-    ref, e = AWS_REFERENCE_SETUP, config.endpoint
+def reference_deviations(spec: EndpointSpec, cells: list[Cell]) -> list[str]:
+    """How this run of the aws-reference experiment on ``spec``'s endpoint differs from AWS's published setup (one
+    line each)."""
+    ref, e = AWS_REFERENCE_SETUP, spec.endpoint
     ours = {"instance_type": e.instance_type, "tensor_parallel_size": e.tensor_parallel_size,
             "max_model_len": e.max_model_len, "prefill_gpus": e.prefill.gpus, "decode_gpus": e.decode.gpus,
             "prefill_enforce_eager": "--enforce-eager" in e.prefill.extra_args}
@@ -201,14 +203,15 @@ def reference_deviations(config: Config, cells: list[Cell]) -> list[str]:
         out.append(f"routing: {', '.join(strategies)} instead of AWS's kvaware (KV-aware routing needs "
                    "endpoint.invocation_path v1/completions, and genai-bench 0.0.5's OpenAI client posts to "
                    "/v1/chat/completions only)")
-    if ref["model"].lower().replace(".", "-") not in config.model.name.lower().replace(".", "-"):
-        out.append(f"model: {config.model.name} (AWS: {ref['model']})")
+    if ref["model"].lower().replace(".", "-") not in spec.model.name.lower().replace(".", "-"):
+        out.append(f"model: {spec.model.name} (AWS: {ref['model']})")
     return out
 
 
-def planner_estimates(config: Config, traffics: list[str], levels: list[int], *, experiment: str = "equal-gpu"
+def planner_estimates(spec: EndpointSpec, traffics: list[str], levels: list[int], *, experiment: str = "equal-gpu"
                       ) -> tuple[dict[tuple[str, int], dict[str, Any]] | None, str]:
-    """The sizing planner's estimate of ``experiment``'s layouts per (traffic, concurrency), when
+    """The sizing planner's estimate of ``experiment``'s layouts of ``spec``'s endpoint per (traffic, concurrency),
+    when
     ``hyperpod_analysis.plan`` is installed: equal-gpu, the configured DPD endpoint vs colocated on as many GPUs;
     aws-reference, 1 prefill + 1 decode replica vs one colocated replica (``estimate_experiment``).
 
@@ -219,7 +222,7 @@ def planner_estimates(config: Config, traffics: list[str], levels: list[int], *,
     except (ImportError, AttributeError):
         return None, "planner not installed (hyperpod_analysis.plan): no estimates"
     try:
-        rows = estimate_experiment(config, experiment, traffics, levels)
+        rows = estimate_experiment(spec, experiment, traffics, levels)
     except Exception as exc:  # the planner is optional: its failure must not lose the measurements
         return None, f"planner failed: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
     return ({(str(r["traffic"]), int(r["concurrency"])): r for r in rows},
@@ -235,9 +238,9 @@ class SloCheck:
     misses: list[str]
 
 
-def slo_check(m: Measurement, config: Config) -> SloCheck:
-    """``observability.slo``: TTFT p95, TPOT p95 and the error ratio the alerts use."""
-    slo = config.observability.slo
+def slo_check(m: Measurement, slo: SloConfig) -> SloCheck:
+    """The endpoint's SLO (:attr:`EndpointSpec.slo`: ``observability.slo`` with its own ``slo`` keys): TTFT p95,
+    TPOT p95 and the error ratio the alerts use."""
     misses = []
     ttft = m.ttft_ms.get("p95", m.ttft_ms["mean"]) / 1000
     tpot = m.tpot_ms.get("p95", m.tpot_ms["mean"]) / 1000
@@ -378,7 +381,7 @@ def _input_share(model: Any, *, isl: int, osl: int, batch: int, eager: bool, chu
     return prefill / (prefill + decode) if prefill + decode > 0 else 0.0
 
 
-def step_time_input_shares(config: Config, measurements: list[Measurement]) -> tuple[dict[str, float], str]:
+def step_time_input_shares(spec: EndpointSpec, measurements: list[Measurement]) -> tuple[dict[str, float], str]:
     """Colocated run (by ``source``) -> input tokens' share of engine step time, from the planner's step model
     (``hyperpod_analysis.plan``: the configured model, instance and tensor parallel size); with the note that
     says how, or why there is none.
@@ -391,7 +394,7 @@ def step_time_input_shares(config: Config, measurements: list[Measurement]) -> t
     except ImportError:
         return {}, "colocated GPU-hours not split between input and output: planner not installed"
     try:
-        inputs = planner.inputs_from_config(config)
+        inputs = planner.inputs_of(spec)
         model = planner.step_model(inputs)
         out: dict[str, float] = {}
         for m in measurements:
@@ -410,11 +413,11 @@ def step_time_input_shares(config: Config, measurements: list[Measurement]) -> t
                  f"{model.name} step model (docs/benchmark.md, 'Cost per token')")
 
 
-def token_costs(measurements: list[Measurement], config: Config) -> tuple[dict[str, TokenCost], str]:
+def token_costs(measurements: list[Measurement], spec: EndpointSpec) -> tuple[dict[str, TokenCost], str]:
     """Every run (by ``source``) -> its :class:`TokenCost`, and how the colocated runs were split. A DPD run's
     prefill requests are its share of its folder's count (``dpd-path.json``) by completed requests: one folder
     holds one declared path (:func:`dpd_path_problems`)."""
-    shares, note = step_time_input_shares(config, measurements)
+    shares, note = step_time_input_shares(spec, measurements)
     folders: dict[str, list[Measurement]] = {}
     for m in measurements:
         folders.setdefault(m.folder, []).append(m)
@@ -440,7 +443,7 @@ class Verdict:
     reason: str
 
 
-def verdict(scenario: str, cells: list[Cell], config: Config, price: InstancePrice | None = None) -> Verdict:
+def verdict(scenario: str, cells: list[Cell], spec: EndpointSpec, price: InstancePrice | None = None) -> Verdict:
     """Per shape: the cheapest SLO-meeting load of each mode (GPU-hours per 1M output tokens) decides.
 
     Only valid cells whose runs cover at least :data:`MIN_REQUESTS` requests count (the others are named in the
@@ -461,35 +464,36 @@ def verdict(scenario: str, cells: list[Cell], config: Config, price: InstancePri
                               "the routing (e.g. endpoint.routing_threshold_tokens) before deciding")
     left_out = "".join(f"; concurrency {c.concurrency} left out (n = {min(c.dpd.n, c.colocated.n)} < "
                        f"{MIN_REQUESTS})" for c in few)
-    found = _verdict(scenario, cells, config, price)
+    found = _verdict(scenario, cells, spec, price)
     return Verdict(scenario=scenario, split=found.split, reason=found.reason + left_out)
 
 
-def _verdict(scenario: str, cells: list[Cell], config: Config, price: InstancePrice | None) -> Verdict:
+def _verdict(scenario: str, cells: list[Cell], spec: EndpointSpec, price: InstancePrice | None) -> Verdict:
+    slo = spec.slo
     best: dict[str, Measurement | None] = {}
     for mode in ("dpd", "colocated"):
-        ok = [getattr(c, mode) for c in cells if slo_check(getattr(c, mode), config).ok]
+        ok = [getattr(c, mode) for c in cells if slo_check(getattr(c, mode), slo).ok]
         best[mode] = min(ok, key=lambda m: m.gpu_hours_per_million_output_tokens()) if ok else None
     d, c = best["dpd"], best["colocated"]
     top = max(cells, key=lambda x: x.concurrency)
     if d is None and c is None:
-        miss = "; ".join(slo_check(top.dpd, config).misses + slo_check(top.colocated, config).misses)
+        miss = "; ".join(slo_check(top.dpd, slo).misses + slo_check(top.colocated, slo).misses)
         return Verdict(scenario=scenario, split=None,
                        reason=f"neither mode meets observability.slo at any measured concurrency "
                               f"(at {top.concurrency}: {miss}); size up before deciding")
     if c is None:
         assert d is not None
-        miss = "; ".join(slo_check(top.colocated, config).misses)
+        miss = "; ".join(slo_check(top.colocated, slo).misses)
         return Verdict(scenario=scenario, split=True,
                        reason=f"only DPD meets observability.slo (colocated at concurrency {top.concurrency}: "
                               f"{miss}); DPD at concurrency {d.concurrency}: {cost_text(d, price)}")
     if d is None:
-        miss = "; ".join(slo_check(top.dpd, config).misses)
+        miss = "; ".join(slo_check(top.dpd, slo).misses)
         return Verdict(scenario=scenario, split=False,
                        reason=f"DPD misses observability.slo ({miss} at concurrency {top.concurrency}); "
                               f"colocated meets it: {cost_text(c, price)} at concurrency {c.concurrency}")
     dc, cc = d.gpu_hours_per_million_output_tokens(), c.gpu_hours_per_million_output_tokens()
-    margin = config.benchmark.split_min_saving
+    margin = spec.benchmark.split_min_saving
     split = dc < cc * (1 - margin)
     costs = (f"DPD {cost_text(d, price)} (concurrency {d.concurrency}) vs colocated {cost_text(c, price)} "
              f"(concurrency {c.concurrency})")

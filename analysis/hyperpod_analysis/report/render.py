@@ -34,7 +34,8 @@ from hyperpod_analysis.report.analysis import (
 )
 from hyperpod_analysis.report.results import Measurement
 from hyperpod_core.atomic import staged_dir
-from hyperpod_core.config import Config
+from hyperpod_core.config import SloConfig
+from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.prices import InstancePrice, no_price_line
 
 COLORS = {"tpot": "#1f77b4", "e2e_p50": "#2ca02c", "e2e_p90": "#98df8a", "ttft": "#d62728",
@@ -44,7 +45,8 @@ PLANNER_KEYS = {"tpot": "tpot", "e2e_p50": "e2e_p50", "output_throughput": "outp
 
 @dataclass(frozen=True, kw_only=True)
 class Report:
-    config: Config
+    spec: EndpointSpec
+    """The endpoint the results are of."""
     cells: list[Cell]
     verdicts: list[Verdict]
     planner_note: str
@@ -209,11 +211,11 @@ def _path_text(report: Report, c: Cell, m: Measurement) -> str:
             f"({record.get('source')})")
 
 
-def _slo_text(m: Measurement, config: Config) -> str:
+def _slo_text(m: Measurement, slo: SloConfig) -> str:
     if not judged(m):
         return f"not judged (n < {MIN_REQUESTS})"
-    slo = slo_check(m, config)
-    return "yes" if slo.ok else "no: " + "; ".join(slo.misses)
+    check = slo_check(m, slo)
+    return "yes" if check.ok else "no: " + "; ".join(check.misses)
 
 
 def measurement_rows(report: Report, scenario: str) -> list[list[str]]:
@@ -224,7 +226,7 @@ def measurement_rows(report: Report, scenario: str) -> list[list[str]]:
                          _fmt(m.ttft_ms.get("p95", math.nan)), _fmt(m.tpot_ms["mean"], 2),
                          _fmt(m.tpot_ms.get("p95", math.nan), 2), _fmt(m.e2e_ms["p50"]), _fmt(m.e2e_ms["p90"]),
                          _fmt(m.output_tokens_per_s), _fmt(m.tokens_per_s_per_gpu), f"{m.error_rate:.1%}",
-                         _slo_text(m, report.config), _path_text(report, c, m)])
+                         _slo_text(m, report.spec.slo), _path_text(report, c, m)])
         if c.estimate:  # the planner's estimate of the same layouts, next to the measurements of this concurrency
             gpus = c.estimate.get("gpus") or {}
             for mode in ("colocated", "dpd"):
@@ -326,14 +328,15 @@ def _verdict_text(v: Verdict) -> str:
 
 
 def _intro(report: Report) -> list[str]:
-    c = report.config
-    e, slo = c.endpoint, c.observability.slo
+    spec = report.spec
+    e, slo = spec.endpoint, spec.slo
+    source = "`observability.slo`" + (f" with `{spec.field('slo')}`" if e.slo is not None else "")
     price = (f"Price: {report.price.text()}." if report.price is not None
              else f"Price: {no_price_line(e.instance_type)}.")
     return [
         f"Endpoint `{e.namespace}/{e.name}` ({e.instance_type}); routing threshold {e.routing_threshold_tokens} "
         f"tokens; DPD routing strategy `{e.routing_strategy}`, colocated `roundrobin` (spreads over its replicas).",
-        f"SLO (`observability.slo`): TTFT p95 <= {slo.ttft_p95_seconds:g} s, TPOT p95 <= "
+        f"SLO ({source}): TTFT p95 <= {slo.ttft_p95_seconds:g} s, TPOT p95 <= "
         f"{slo.tpot_p95_seconds * 1000:g} ms, errors <= {slo.error_ratio:.0%}.",
         "Statistics are genai-bench's over each run's requests after its warm-up share (column n counts them); "
         "every column says which statistic it shows. A run is checked against the SLO, and a cell takes part in a "
@@ -367,7 +370,7 @@ def _experiment_notes(report: Report, experiment: str) -> list[str]:
     notes = [f"Reproduces AWS's published run ({ref['setup']}; {ref['source']}): compare with AWS's statements "
              "only here, never with the equal-GPU experiment (AWS's colocated side held half the GPUs). No verdict "
              "comes from it."]
-    deviations = reference_deviations(report.config, report.experiment_cells(experiment))
+    deviations = reference_deviations(report.spec, report.experiment_cells(experiment))
     notes.append("Deviations from AWS's setup: " + ("; ".join(deviations) if deviations else "none") + ".")
     return notes
 
@@ -472,7 +475,7 @@ def summary(report: Report) -> dict[str, Any]:
             entry["aws_published"] = {k: (v if k != "points" else {m_: {str(c): p for c, p in d.items()}
                                                                    for m_, d in v.items()})
                                       for k, v in AWS_H100_REFERENCE.items()}
-            entry["deviations"] = reference_deviations(report.config, cells)
+            entry["deviations"] = reference_deviations(report.spec, cells)
         experiments[experiment] = entry
     price = None if report.price is None else {
         "instance_type": report.price.instance_type, "usd_per_instance_hour": report.price.usd_per_instance_hour,

@@ -1,29 +1,31 @@
 """``hyperpod-dpd bench``: the benchmark's two experiments, each DPD first and then colocated.
 
 Reads the synthesized manifests of the environment (:mod:`hyperpod_core.dist_layout`: ``endpoint/`` and
-``alternate/`` for the equal-GPU experiment, ``reference/`` for the aws-reference one, ``benchmark/`` for the
-Jobs; it refuses ``placeholders/``). For each experiment and mode in turn (aws-reference, then equal-gpu; DPD
-first): applies that layout's endpoint manifest (same name: a replace) unless the live spec already holds it
-(the equal-gpu experiment's DPD layout is the configured endpoint with its replicas pinned, autoscaling off:
-``reference/<name>-equal-gpu-pinned.k8s.yaml``),
-waits for ``DeploymentComplete`` (and, for a DPD layout without autoscaling, refuses while a KEDA ScaledObject or an
-HPA still targets a role's Deployment, then waits until each role runs exactly its pinned replicas:
-:mod:`hyperpod_dpd.benchmark.kube`), runs every Job of that group one at a time and collects its result files (from
-S3 when ``benchmark.results_s3_uri`` is set, else from the pod log) into
-``<workdir>/benchmark-results/<mode>/<run>/``. Around every DPD run it reads the prefill pods' finished-request
-counters (vLLM ``/metrics`` through the pod proxy), or else counts the router's ``disaggregate=True`` log lines,
-and stores them as ``dpd-path.json``: the report marks a DPD run whose requests did not take the path its
-scenario declares as invalid. Before and after every run it reads what serves it (the endpoint's Deployments, their
-ready replicas and GPUs per pod) and stores it as ``serving.json`` beside the GPUs the run records; a run whose ready
-GPUs differ from those is marked invalid there (the report shows it and compares it with nothing) and a warning is
-printed. A run whose folder holds a result file is done: re-running the command resumes where it stopped. The
-endpoint is left in the mode it was found in.
+``alternate/`` for the equal-GPU experiment, ``reference/`` for the aws-reference one, ``benchmark/`` for the Jobs;
+it refuses ``placeholders/``). For each experiment and mode in turn (aws-reference, then equal-gpu; DPD first):
+applies that layout's endpoint manifest (same name: a replace) unless the live spec already holds it (the equal-gpu
+experiment's DPD layout is the configured endpoint with its replicas pinned, autoscaling off:
+``reference/<name>-equal-gpu-pinned.k8s.yaml``), waits for ``DeploymentComplete`` (and, for a DPD layout without
+autoscaling, refuses while a KEDA ScaledObject or an HPA still targets a role's Deployment, then waits until each
+role runs exactly its pinned replicas: :mod:`hyperpod_dpd.benchmark.kube`), runs every Job of that group one at a
+time and collects its result files (from S3 when ``benchmark.results_s3_uri`` is set, else from the pod log) into
+``<workdir>/benchmark-results/<endpoint>/<mode>/<run>/``. Around every DPD run it reads the prefill pods'
+finished-request counters (vLLM ``/metrics`` through the pod proxy), or else counts the router's
+``disaggregate=True`` log lines, and stores them as ``dpd-path.json``: the report marks a DPD run whose requests did
+not take the path its scenario declares as invalid. Before and after every run it reads what serves it (the
+endpoint's Deployments, their ready replicas and GPUs per pod) and stores it as ``serving.json`` beside the GPUs the
+run records; a run whose ready GPUs differ from those is marked invalid there (the report shows it and compares it
+with nothing) and a warning is printed. A run whose folder holds a result file is done: re-running the command
+resumes where it stopped. The endpoint is left in the mode it was found in.
 
 Before anything changes: the config must be the one ``synth`` stamped (``cdk.out/hyperpod-dpd-source.json``: the
 manifests are of this config), the kubeconfig context must talk to this deployment's cluster
 (:mod:`hyperpod_dpd.kubeconfig`), and the plan (runs, the endpoint it replaces, the worst-case hours, the API server) is
 shown and confirmed (``--yes`` skips the question; ``--dry-run`` shows the plan only). ``--only PATTERN`` runs the
 runs whose name (``<mode>-<scenario>-c<concurrency>``) matches a shell-style pattern.
+
+The endpoint is the one ``--endpoint`` names, else the config's only one: each endpoint has its own manifests
+(:mod:`hyperpod_core.dist_layout`), Jobs and results folder; the others are not touched.
 """
 
 from __future__ import annotations
@@ -45,20 +47,21 @@ from rich.console import Console
 from hyperpod_analysis.report.results import DPD_PATH, METADATA, RUN_FILE, decode_log
 from hyperpod_core import environment
 from hyperpod_core.atomic import replace_dir
-from hyperpod_core.config import Config
-from hyperpod_core.dist_layout import PLACEHOLDERS, PLACEHOLDERS_README, DistLayout
+from hyperpod_core.config.spec import EndpointSpec
+from hyperpod_core.dist_layout import PLACEHOLDERS_README, DistLayout
 from hyperpod_core.errors import CommandFailed, UsageError
 from hyperpod_core.names import EndpointNames
 from hyperpod_dpd.benchmark.download import download_s3
 from hyperpod_dpd.commands.options import (
     ConfigOption,
     DeploymentRegionOption,
+    EndpointOption,
     EnvOption,
     OutputsFileOption,
     ProfileOption,
 )
 from hyperpod_dpd.confirm import DryRunOption, YesOption, confirm
-from hyperpod_dpd.deployment import ContextOption, KubeconfigOption, load
+from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load, results_dir
 
 if TYPE_CHECKING:  # the Kubernetes client loads when the command runs, not for --help
     from hyperpod_dpd.benchmark.kube import Kube
@@ -141,16 +144,23 @@ def is_done(results: Path, job: dict[str, Any]) -> bool:
     return (folder / METADATA).is_file() and any(RUN_FILE.match(p.name) for p in folder.iterdir())
 
 
-def _collect(kube: Kube, config: Config, job: dict[str, Any], results: Path,
+def job_env(job: dict[str, Any]) -> dict[str, str]:
+    """The environment of the Job's runner container (what it runs and where it puts its results)."""
+    return {e["name"]: str(e.get("value", "")) for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+
+
+def _collect(kube: Kube, job: dict[str, Any], results: Path, region: str,
              extra: dict[str, Any] | None = None) -> None:
+    """The run's result files, from where its Job put them: ``BENCH_RESULTS_S3/<mode>/<run>/`` (the runner's
+    ``publish``) when the Job names a bucket, else its pod log."""
     mode, key = run_key(job)
     ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
     target = results / mode / key
     tmp = Path(tempfile.mkdtemp(prefix=f".bench-{key}.", dir=results.parent))  # outside what report reads
     try:
-        uri = config.benchmark.results_s3_uri
+        uri = job_env(job).get("BENCH_RESULTS_S3")
         if uri:
-            download_s3(f"{uri.rstrip('/')}/{mode}/{key}", tmp, config.region)
+            download_s3(f"{uri.rstrip('/')}/{mode}/{key}", tmp, region)
         else:
             decode_log(kube.job_log(ns, name), tmp)
         if not (tmp / METADATA).is_file() or not any(RUN_FILE.match(p.name) for p in tmp.iterdir()):
@@ -163,9 +173,9 @@ def _collect(kube: Kube, config: Config, job: dict[str, Any], results: Path,
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _prefill_counts(kube: Kube, config: Config) -> dict[str, float] | str:
+def _prefill_counts(kube: Kube, spec: EndpointSpec) -> dict[str, float] | str:
     """The prefill pods' finished-request counters, or why they could not be read."""
-    e = config.endpoint
+    e = spec.endpoint
     try:
         return kube.prefill_requests(e.namespace, e.name, e.container_port)
     except CommandFailed as exc:
@@ -238,8 +248,7 @@ def pin(kube: Kube, out: Console, name: str, manifest: dict[str, Any], timeout_s
 
 
 def _gpus_of(job: dict[str, Any]) -> int:
-    env = {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
-    return int(env["BENCH_GPUS"])
+    return int(job_env(job)["BENCH_GPUS"])
 
 
 def _failure_line(log: str) -> str:
@@ -322,13 +331,13 @@ class Matrix:
         return sum(int(j["spec"]["activeDeadlineSeconds"]) for v in self.todo.values() for j in v) / 3600
 
 
-def _matrix(e: environment.Environment, only: list[str] | None) -> Matrix:
-    """The runs of the manifests the environment's synth wrote (refused while they hold placeholders)."""
-    c = e.config
+def _matrix(e: environment.Environment, spec: EndpointSpec, only: list[str] | None) -> Matrix:
+    """The runs of the manifests the environment's synth wrote for ``spec``'s endpoint (refused while they hold
+    placeholders)."""
     e.require_stamp()  # the manifests in dist/ are of the config as it is now
-    layout = DistLayout.found(e.dist, c.endpoint.name, c.endpoint.apply)
+    layout = DistLayout.found(e.dist, spec.name, spec.endpoint.apply)
     if layout.unresolved:
-        raise UsageError(f"{e.dist / PLACEHOLDERS}/ holds manifests with placeholders (see its {PLACEHOLDERS_README}): "
+        raise UsageError(f"{layout.base}/ holds manifests with placeholders (see its {PLACEHOLDERS_README}): "
                          f"{_unresolved(e)}, then bench")
     bench_docs = _docs(layout.benchmark_file)
     jobs = [d for d in bench_docs if d.get("kind") == "Job"]
@@ -340,7 +349,7 @@ def _matrix(e: environment.Environment, only: list[str] | None) -> Matrix:
     manifests = _manifests(layout)
     endpoints = {g: _docs(manifests[g])[0] for g in groups}
     configured = {m: _docs(layout.endpoint_file(m))[0] for m in MODES}  # type: ignore[arg-type]
-    results = e.workdir / "benchmark-results"
+    results = results_dir(e, spec)
     todo = {g: [j for j in jobs if (experiment_of(j), run_key(j)[0]) == g and not is_done(results, j)]
             for g in groups}
     return Matrix(docs=bench_docs, jobs=jobs, groups=groups, manifests=manifests, endpoints=endpoints,
@@ -348,23 +357,23 @@ def _matrix(e: environment.Environment, only: list[str] | None) -> Matrix:
                   done=sum(1 for j in jobs if is_done(results, j)))
 
 
-def _show_plan(out: Console, c: Config, m: Matrix, where: str) -> None:
+def _show_plan(out: Console, spec: EndpointSpec, m: Matrix, where: str) -> None:
     """The runs to go with their stop conditions and worst-case time, and which endpoint they replace where."""
-    name, ns = c.endpoint.name, c.endpoint.namespace
-    out.print(f"{m.left} runs to go (stop conditions: {c.benchmark.max_time_per_run_minutes} min or "
-              f"{c.benchmark.max_requests_per_run} requests each; at most {m.worst_hours:.1f} h with set-up)",
+    name, ns = spec.name, spec.namespace
+    out.print(f"{m.left} runs to go (stop conditions: {spec.benchmark.max_time_per_run_minutes} min or "
+              f"{spec.benchmark.max_requests_per_run} requests each; at most {m.worst_hours:.1f} h with set-up)",
               highlight=False)
     modes = sorted({mode for (_, mode), v in m.todo.items() if v}, key=MODES.index)
     out.print(f"plan: on {where}, endpoint {ns}/{name} is replaced by the {' and then the '.join(modes)} manifest "
               f"for its runs and restored afterwards; one Job per run in {ns}", highlight=False)
 
 
-def _switch(kube: Kube, out: Console, c: Config, m: Matrix, group: tuple[str, str], timeout_s: float,
+def _switch(kube: Kube, out: Console, spec: EndpointSpec, m: Matrix, group: tuple[str, str], timeout_s: float,
             poll_s: float) -> None:
     """Make the endpoint run ``group``'s manifest (replaced, unless the live spec holds it already) and wait until it
     serves; a DPD layout without autoscaling also waits for its pinned replicas (:func:`pin`)."""
     experiment, mode = group
-    name, ns = c.endpoint.name, c.endpoint.namespace
+    name, ns = spec.name, spec.namespace
     wanted = m.endpoints[group]
     live = kube.endpoint(ns, name)
     if live is None or not holds(live.get("spec"), wanted["spec"]):
@@ -376,14 +385,15 @@ def _switch(kube: Kube, out: Console, c: Config, m: Matrix, group: tuple[str, st
         pin(kube, out, name, wanted, timeout_s, poll_s)
 
 
-def _run(kube: Kube, out: Console, c: Config, job: dict[str, Any], results: Path, step: str, poll_s: float) -> None:
+def _run(kube: Kube, out: Console, spec: EndpointSpec, job: dict[str, Any], results: Path, step: str,
+         poll_s: float) -> None:
     """One run: its Job started and waited for, its result files collected beside what served it (and, on DPD, the
     path its requests took), the Job deleted. A failed Job ends the command (one line)."""
-    name, ns = c.endpoint.name, c.endpoint.namespace
+    name, ns = spec.name, spec.namespace
     mode, key = run_key(job)
     jname = job["metadata"]["name"]
     out.print(f"{step} {key}: running Job {jname}", highlight=False)
-    before = _prefill_counts(kube, c) if mode == "dpd" else None
+    before = _prefill_counts(kube, spec) if mode == "dpd" else None
     serving_before = _serving(kube, ns, name, mode)
     started = time.monotonic()
     kube.start_job(job)
@@ -398,28 +408,28 @@ def _run(kube: Kube, out: Console, c: Config, job: dict[str, Any], results: Path
                   "compares it with nothing", highlight=False)
     extra: dict[str, Any] = {SERVING: record}
     if before is not None:
-        extra[DPD_PATH] = _dpd_path(kube, c, before, started)
-    _collect(kube, c, job, results, extra)
+        extra[DPD_PATH] = _dpd_path(kube, spec, before, started)
+    _collect(kube, job, results, spec.region, extra)
     kube.delete_job(ns, jname)
     out.print(f"{step} {key}: done", highlight=False)
 
 
-def _dpd_path(kube: Kube, c: Config, before: dict[str, float] | str, started: float) -> dict[str, Any]:
+def _dpd_path(kube: Kube, spec: EndpointSpec, before: dict[str, float] | str, started: float) -> dict[str, Any]:
     """:func:`dpd_path_record` of a run that started at ``started`` (monotonic): the prefill pods' counters, else the
     router's decisions of the run's time span."""
-    after = _prefill_counts(kube, c)
+    after = _prefill_counts(kube, spec)
     router: dict[str, int] | str | None = None
     if not (isinstance(before, dict) and isinstance(after, dict) and after):
         try:
-            router = kube.router_decisions(c.endpoint.namespace, c.endpoint.name,
-                                           int(time.monotonic() - started) + 60)
+            router = kube.router_decisions(spec.namespace, spec.name, int(time.monotonic() - started) + 60)
         except CommandFailed as exc:
             router = str(exc)
     return dpd_path_record(before, after, router)
 
 
-def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: KubeconfigOption = None,
-          context: ContextOption = None, poll_seconds: PollOption = 10.0, ready_timeout: ReadyOption = 3600.0,
+def bench(config: ConfigOption = None, env: EnvOption = None, endpoint: EndpointOption = None,
+          kubeconfig: KubeconfigOption = None, context: ContextOption = None, poll_seconds: PollOption = 10.0,
+          ready_timeout: ReadyOption = 3600.0,
           only: OnlyOption = None, yes: YesOption = False, dry_run: DryRunOption = False,
           region: DeploymentRegionOption = None, profile: ProfileOption = None,
           outputs_file: OutputsFileOption = None) -> None:
@@ -427,19 +437,19 @@ def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: Kubeco
     from hyperpod_dpd.benchmark.kube import Kube
 
     dep = load(config, env, region=region, changing="bench", outputs_file=outputs_file)
-    c = dep.env.config
-    name, ns = c.endpoint.name, c.endpoint.namespace
-    m = _matrix(dep.env, only)
+    spec = dep.endpoint(endpoint, "bench")
+    name, ns = spec.name, spec.namespace
+    m = _matrix(dep.env, spec, only)
     out = Console(soft_wrap=True)  # one line per step, whatever the terminal width
     total = len(m.jobs)
     if m.done:
         out.print(f"resuming: {m.done} of {total} runs already have results in {m.results}/", highlight=False)
     if not any(m.todo.values()):
-        out.print(f"all {total} runs done; next: hyperpod-dpd report --results {m.results}", highlight=False)
+        out.print(f"all {total} runs done; next: {_report_command(dep, spec, m)}", highlight=False)
         return
     ctx = dep.check_context(kubeconfig, context)  # another cluster's context: refused before anything is shown
     where = f"{ctx.server} (kubeconfig context {ctx.name})" if ctx else "the kubeconfig's cluster"
-    _show_plan(out, c, m, where)
+    _show_plan(out, spec, m, where)
     if dry_run:
         _list_runs(out, m.todo)
         return
@@ -455,12 +465,19 @@ def bench(config: ConfigOption = None, env: EnvOption = None, kubeconfig: Kubeco
     for group in m.groups:
         if not m.todo[group]:
             continue
-        _switch(kube, out, c, m, group, ready_timeout, poll_seconds)
+        _switch(kube, out, spec, m, group, ready_timeout, poll_seconds)
         for job in m.todo[group]:
             index += 1
-            _run(kube, out, c, job, m.results, f"[{index}/{total}]", poll_seconds)
+            _run(kube, out, spec, job, m.results, f"[{index}/{total}]", poll_seconds)
     live = kube.endpoint(ns, name)
     if found in MODES and not holds((live or {}).get("spec"), m.configured[found]["spec"]):
         out.print(f"restoring endpoint {ns}/{name} to {found}", highlight=False)
         kube.apply_endpoint(m.configured[found])
-    out.print(f"all {total} runs done; next: hyperpod-dpd report --results {m.results}", highlight=False)
+    out.print(f"all {total} runs done; next: {_report_command(dep, spec, m)}", highlight=False)
+
+
+def _report_command(dep: Deployment, spec: EndpointSpec, m: Matrix) -> str:
+    """The ``report`` command of these results (``--endpoint`` when the config has several endpoints)."""
+    several = len(dep.env.config.specs()) > 1
+    return f"hyperpod-dpd report {dep.env.selector}" + (f" --endpoint {spec.name}" if several else "") + \
+        f" --results {m.results}"

@@ -215,7 +215,7 @@ def diff(stacks: StacksArg = None, config: ConfigOption = None, env: EnvOption =
     if "--all" in selected or HYPERPOD_STACK in selected:
         from hyperpod_dpd import preflight
 
-        check = preflight.check_deep_health_checks(preflight.make_clients(home), e.config)
+        check = preflight.check_deep_health_checks(preflight.make_clients(home), e.config.hyperpod, e.config.name)
         print(f"{check.status.lower() if check.status == 'PASS' else check.status}: {check.name}: {check.detail}"
               + (f"; fix: {check.fix}" if check.fix else ""))
     blocked = undeployable_line(cdk_out, selected)
@@ -285,7 +285,7 @@ def _replacements(e: environment.Environment, plan: _Plan, state: dict[str, dict
     modified = change_set.modified_properties(changes.get(plan.ids.get(HYPERPOD_STACK, ""), []),
                                               str(change_set.HYPERPOD_CLUSTER.logical_id))
     if modified is not None:
-        guards.refuse_during_deep_health_checks(e.config, home, modified)
+        guards.refuse_during_deep_health_checks(e.config.hyperpod, e.config.name, home, modified)
     return found
 
 

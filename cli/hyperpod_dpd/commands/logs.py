@@ -1,5 +1,8 @@
 """``hyperpod-dpd logs ROLE``: the log of the right pods and container for this endpoint, signatures marked.
 
+The endpoint is the one ``--endpoint`` names, else the config's only one (the operator's log is the cluster's, the
+same for every endpoint).
+
 Roles and where they live (names: :mod:`hyperpod_core.names`): the pods of the Deployment ``prefill-<endpoint>`` /
 ``decode-<endpoint>`` in the endpoint namespace (vLLM container ``<role>-<endpoint>``), of the router's
 ``<endpoint>-<namespace>-router`` in ``hyperpod-inference-system`` (container ``router-container``), of the operator
@@ -22,7 +25,14 @@ from rich.markup import escape
 from hyperpod_core.errors import CommandFailed, UsageError
 from hyperpod_core.names import OPERATOR_NAMESPACE, EndpointNames
 from hyperpod_dpd import dpd_logs
-from hyperpod_dpd.commands.options import ConfigOption, EnvOption, OutputsFileOption, ProfileOption, RegionOption
+from hyperpod_dpd.commands.options import (
+    ConfigOption,
+    EndpointOption,
+    EnvOption,
+    OutputsFileOption,
+    ProfileOption,
+    RegionOption,
+)
 from hyperpod_dpd.deployment import ContextOption, KubeconfigOption, load
 
 if TYPE_CHECKING:  # the Kubernetes client loads when the command runs, not for --help
@@ -42,7 +52,7 @@ def register(app: typer.Typer) -> None:
 def logs(
     role: Annotated[str, typer.Argument(metavar="ROLE", help="prefill | decode | router | operator",
                                         show_default=False)],
-    config: ConfigOption = None, env: EnvOption = None,
+    config: ConfigOption = None, env: EnvOption = None, endpoint: EndpointOption = None,
     kubeconfig: KubeconfigOption = None, context: ContextOption = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep streaming new lines.")] = False,
     tail: Annotated[int, typer.Option(
@@ -65,21 +75,24 @@ def logs(
         raise UsageError(f"--tail must be between 0 and 100000, got {tail}")
     since_seconds = None if since is None else duration_seconds(since)
     dep = load(config, env, region=region, outputs_file=outputs_file)
+    # The operator serves every endpoint: its log needs none named.
+    spec = None if role == "operator" and endpoint is None else dep.endpoint(endpoint, "logs")
+    names = spec.names if spec is not None else None
     kube = dep.kube(kubeconfig, context)
     with kube_errors(f"listing the {role} pods"):
-        targets = _targets(kube, dep.names, role)
+        targets = kube.operator_pods() if names is None else _targets(kube, names, role)
     if not targets:
-        if role == "router":
-            where = f"Deployment {dep.names.router_deployment} in {OPERATOR_NAMESPACE}"
-        elif role == "operator":
+        if names is None or role == "operator":
             where = f"operator Deployment in {OPERATOR_NAMESPACE}"
+        elif role == "router":
+            where = f"Deployment {names.router_deployment} in {OPERATOR_NAMESPACE}"
         else:
-            deployment = dep.names.role_deployment("prefill" if role == "prefill" else "decode")
-            where = f"Deployment {deployment} in {dep.names.namespace}"
+            deployment = names.role_deployment("prefill" if role == "prefill" else "decode")
+            where = f"Deployment {deployment} in {names.namespace}"
         raise CommandFailed(f"no {role} pods ({where}); run 'hyperpod-dpd status'")
     out = Console(highlight=False, soft_wrap=True)
     prefix = len(targets) > 1
-    pd_buffer = dep.env.config.endpoint.pd_buffer_size_bytes
+    pd_buffer = spec.endpoint.pd_buffer_size_bytes if spec is not None else None
     with kube_errors(f"reading the {role} logs"):
         for target, line in _lines(kube, targets, follow=follow, tail=tail, since_seconds=since_seconds,
                                    previous=previous):

@@ -20,6 +20,12 @@ OutputOption = Annotated[OutputFormat | None, typer.Option(
     "--output", "-o", metavar="table|json|yaml", case_sensitive=False, show_default=False,
     help="Output format: a table (default), or one JSON/YAML document with a schema_version.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="The same as --output json.")]
+#: ``--endpoint`` of every command that acts on one endpoint of the deployment (``status``: on one, else on all):
+#: :func:`hyperpod_dpd.deployment.endpoint_of` picks it, or refuses in one line naming the endpoints there are.
+EndpointOption = Annotated[str | None, typer.Option(
+    "--endpoint", metavar="NAME", show_default=False,
+    help="The endpoint to act on (its endpoints[].name). Default: the config's only endpoint; a config of several "
+         "needs it (status then shows every endpoint).")]
 
 
 def _use_profile(value: str | None) -> str | None:

@@ -1,4 +1,8 @@
-"""``hyperpod-dpd plan``: estimate colocated vs DPD for your traffic, recommend a split, optionally write it."""
+"""``hyperpod-dpd plan``: estimate colocated vs DPD for your traffic, recommend a split, optionally write it.
+
+It sizes one endpoint (``--endpoint``, else the config's only one) and shows the fleet: per set of instance groups,
+the GPUs every endpoint's roles may hold there at peak against the groups' GPUs
+(:mod:`hyperpod_analysis.plan.fleet`)."""
 
 from __future__ import annotations
 
@@ -12,13 +16,17 @@ from rich.table import Table
 from hyperpod_analysis.plan import planner, terms, validation
 from hyperpod_analysis.plan.coldstart import cold_start, cold_start_line
 from hyperpod_analysis.plan.facts import PriceTable, load_price_file, parse_price_flag
+from hyperpod_analysis.plan.fleet import GroupPeak, fleet_peaks
 from hyperpod_analysis.plan.traffic import parse
-from hyperpod_analysis.plan.write import merge_recommendation, unused_nodes
+from hyperpod_analysis.plan.write import merge_recommendation, role_groups_to_size, unused_nodes
 from hyperpod_core import environment
 from hyperpod_core.config import load_config
+from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.errors import UsageError
+from hyperpod_core.names import ROLES
 from hyperpod_core.prices import configured_table
-from hyperpod_dpd.commands.options import ConfigOption, EnvOption, JsonOption, OutputOption
+from hyperpod_dpd.commands.options import ConfigOption, EndpointOption, EnvOption, JsonOption, OutputOption
+from hyperpod_dpd.deployment import endpoint_of
 from hyperpod_dpd.render import OutputFormat, console, emit, output_format
 
 TrafficOption = Annotated[list[str] | None, typer.Option(
@@ -34,13 +42,13 @@ PrefixReuseOption = Annotated[float, typer.Option(
     metavar="SHARE", help="Share of prompt tokens found in the prefix cache (0-1).")]
 ModelOption = Annotated[str | None, typer.Option(
     metavar="MODEL", show_default=False,
-    help="Known model name or a Hugging Face config.json (file or folder). Default: the config's model.name.")]
+    help="Known model name or a Hugging Face config.json (file or folder). Default: the endpoint's model.name.")]
 TtftOption = Annotated[float | None, typer.Option(
     metavar="SECONDS", show_default=False,
-    help="TTFT p95 SLO in seconds. Default: observability.slo.ttft_p95_seconds.")]
+    help="TTFT p95 SLO in seconds. Default: the endpoint's slo, else observability.slo.ttft_p95_seconds.")]
 TpotOption = Annotated[float | None, typer.Option(
     metavar="SECONDS", show_default=False,
-    help="TPOT p95 SLO in seconds. Default: observability.slo.tpot_p95_seconds.")]
+    help="TPOT p95 SLO in seconds. Default: the endpoint's slo, else observability.slo.tpot_p95_seconds.")]
 PriceOption = Annotated[list[str] | None, typer.Option(
     metavar="INSTANCE_TYPE=USD", show_default=False,
     help="INSTANCE_TYPE=USD per instance-hour; overrides the pinned table. Repeatable.")]
@@ -63,7 +71,7 @@ def register(app: typer.Typer) -> None:
 
 
 def plan(
-    config: ConfigOption = None, env: EnvOption = None, traffic: TrafficOption = None,
+    config: ConfigOption = None, env: EnvOption = None, endpoint: EndpointOption = None, traffic: TrafficOption = None,
     concurrency: ConcurrencyOption = None, request_rate: RequestRateOption = None,
     prefix_reuse: PrefixReuseOption = 0.0, model: ModelOption = None, ttft_p95: TtftOption = None,
     tpot_p95: TpotOption = None, price: PriceOption = None, prices: PricesOption = None,
@@ -77,13 +85,14 @@ def plan(
         _print_calibration(validation.validate(), fmt)
         return
     e = environment.resolve(config, env)
+    spec = endpoint_of(e, endpoint, "plan")
+    specs = e.config.specs()
     scenarios = [parse(t) for t in (traffic or ["D(4096,256)"])]
     levels = _loads(concurrency, request_rate)
     overrides = _overrides(prefix_reuse=prefix_reuse, kv_transfer_gbps=kv_transfer_gbps, ttft_p95=ttft_p95,
                            tpot_p95=tpot_p95)
-    base = configured_table(e.config.endpoint.instance_type, e.config.benchmark.instance_hour_usd)
-    inputs = planner.inputs_from_config(e.config, model=model, engine=engine, prices=_prices(price, prices, base),
-                                        **overrides)
+    base = configured_table(spec.endpoint.instance_type, spec.benchmark.instance_hour_usd)
+    inputs = planner.inputs_of(spec, model=model, engine=engine, prices=_prices(price, prices, base), **overrides)
     for t in scenarios:
         planner.check_traffic(inputs, t)
     sm = planner.step_model(inputs)
@@ -95,13 +104,16 @@ def plan(
     rec["cold_start"] = [{"source": c.source, "seconds": list(c.seconds) if c.seconds else None, "note": c.note}
                          for c in cold_start(inputs.model)]
     notes = [planner.price_note(inputs), _validation_line(), cold_start_line(inputs.model)]
+    fleet = fleet_peaks(specs)
     if fmt.data:
-        emit({"scenarios": [c.as_dict() for c in comparisons], "recommendation": rec}, fmt)
+        emit({"endpoint": spec.name, "scenarios": [c.as_dict() for c in comparisons], "recommendation": rec,
+              "fleet": [row.as_dict() for row in fleet]}, fmt)
         for note in notes:
             print(note, file=sys.stderr)
     else:
         _print_tables(inputs, comparisons, rec, notes)
-    _write(e, rec, write)
+        _print_fleet(fleet)
+    _write(e, spec, _groups_of_others(specs, spec), rec, write)
 
 
 def _loads(concurrency: str | None, request_rate: float | None) -> list[int]:
@@ -132,19 +144,41 @@ def _overrides(*, prefix_reuse: float, kv_transfer_gbps: float, ttft_p95: float 
     return overrides
 
 
-def _write(e: environment.Environment, rec: dict[str, Any], write: bool) -> None:
-    """``--write``: merge a split into the config file; then warn about nodes the recommendation leaves unused."""
-    written = e.config
+def _groups_of_others(specs: tuple[EndpointSpec, ...], spec: EndpointSpec) -> frozenset[str]:
+    """The instance groups another endpoint's roles may land on (the recommendation does not size them)."""
+    return frozenset(g.name for s in specs if s.name != spec.name for role in ROLES for g in s.role_groups(role))
+
+
+def _write(e: environment.Environment, spec: EndpointSpec, others: frozenset[str], rec: dict[str, Any],
+           write: bool) -> None:
+    """``--write``: merge a split into the endpoint's keys (and the node counts of the groups that hold its roles
+    only); then warn about nodes of its groups the recommendation leaves unused."""
+    written = spec
     if write and not rec["split"]:
-        print("not written: the recommendation is colocated; set endpoint.apply: colocated (dist/endpoint/ then "
-              "holds the colocated manifest) instead of the DPD one", file=sys.stderr)
+        print(f"not written: the recommendation is colocated; set {spec.field('apply')}: colocated (the endpoint "
+              "folder of dist/ then holds the colocated manifest) instead of the DPD one", file=sys.stderr)
     elif write:
-        changes = merge_recommendation(e.config_path, rec)
+        changes = merge_recommendation(e.config_path, rec, at=spec.at, groups=role_groups_to_size(spec, others))
         print(f"wrote {e.config_path}: " + ("; ".join(changes) if changes else "nothing: already as recommended"),
               file=sys.stderr)
-        written = load_config(e.config_path)
-    for warning in unused_nodes(written, rec):
+        written = load_config(e.config_path).spec(spec.name)
+    for warning in unused_nodes(written, rec, others=others):
         print(f"warning: {warning}", file=sys.stderr)
+
+
+def _print_fleet(fleet: list[GroupPeak]) -> None:
+    """The fleet's GPUs at peak per set of instance groups (:mod:`hyperpod_analysis.plan.fleet`)."""
+    out = console()
+    t = Table(title="fleet: GPUs the endpoints' roles may hold at peak (autoscaling maxima), per instance group",
+              title_justify="left")
+    for col in ("instance groups", "GPUs", "roles that run only there (peak GPUs)", "at peak", "free"):
+        t.add_column(col, justify="left" if col in ("instance groups", "roles that run only there (peak GPUs)")
+                     else "right")
+    for row in fleet:
+        roles = ", ".join(f"{r.endpoint} {r.role} {r.gpus}" for r in row.roles) or "-"
+        t.add_row(", ".join(row.groups), str(row.gpus), roles, str(row.peak_gpus),
+                  str(row.free_gpus) if row.free_gpus >= 0 else f"[red]{row.free_gpus}[/red]")
+    out.print(t)
 
 
 def _levels(text: str) -> list[int]:

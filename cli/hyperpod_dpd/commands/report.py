@@ -1,12 +1,17 @@
-"""``hyperpod-dpd report``: genai-bench results of both modes -> a decision report (HTML, Markdown, PNG charts)."""
+"""``hyperpod-dpd report``: genai-bench results of both modes -> a decision report (HTML, Markdown, PNG charts).
+
+The results are of one endpoint (``--endpoint``, else the config's only one): ``bench`` collects them into
+``<workdir>/benchmark-results/<endpoint>/``, and the report judges them by that endpoint's settings (its instance
+type, scenarios, SLO)."""
 
 from __future__ import annotations
 
 import math
+import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -20,31 +25,32 @@ from hyperpod_analysis.report.analysis import (
 )
 from hyperpod_analysis.report.render import Report, experiment_title, write_report
 from hyperpod_analysis.report.results import Measurement, check_matrix, experiments_of, load_results
-from hyperpod_core import environment
+from hyperpod_core import environment, paths
+from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.errors import UsageError
 from hyperpod_core.prices import InstancePrice, instance_price, no_price_line
 from hyperpod_dpd.benchmark.download import download_s3
 from hyperpod_dpd.commands.options import (
     ConfigOption,
+    EndpointOption,
     EnvOption,
     JsonOption,
     OutputOption,
     ProfileOption,
     RegionOption,
 )
+from hyperpod_dpd.deployment import endpoint_of, report_dir, results_dir
 from hyperpod_dpd.render import console as render_console
 from hyperpod_dpd.render import emit, output_format
 
-if TYPE_CHECKING:
-    from hyperpod_core.config import Config
-
 ResultsOption = Annotated[str | None, typer.Option(
     "--results", metavar="PATH", help="Folder or s3://bucket/prefix holding both modes' genai-bench results "
-                      "(default: the folder 'bench' collects into).", show_default=False)]
+                      "(default: the folder 'bench' collects the endpoint's into).", show_default=False)]
 OutOption = Annotated[Path | None, typer.Option(
-    "--out", metavar="PATH", help="Report folder (default: <workdir>/benchmark-report).", show_default=False)]
+    "--out", metavar="PATH", help="Report folder (default: <workdir>/benchmark-report/<endpoint>).",
+    show_default=False)]
 PriceOption = Annotated[float | None, typer.Option(
-    "--price", metavar="USD", help="USD per instance-hour of endpoint.instance_type, for the cost columns "
+    "--price", metavar="USD", help="USD per instance-hour of the endpoint's instance_type, for the cost columns "
                       "(default: benchmark.instance_hour_usd, else the pinned price table).", show_default=False)]
 
 
@@ -64,9 +70,20 @@ def _check_out(target: Path, source: str) -> None:
                          "name a new or empty folder, or a previous report's")
 
 
+def _matplotlib_folder() -> None:
+    """Where matplotlib keeps its font list (``fontlist-v<format>.json``, ~40 KB, built in ~1 s on the first chart
+    and again when its format changes) and its settings: in a checkout, its ``.cache/matplotlib/`` (git-ignored,
+    beside the cfn-lint cache), unless ``MPLCONFIGDIR`` names a folder; from an installed wheel, matplotlib's own
+    ``~/.cache/matplotlib/`` and ``~/.config/matplotlib/`` (README, the caches). Set before matplotlib is imported
+    (it reads the variable once)."""
+    if "MPLCONFIGDIR" not in os.environ and paths.CHECKOUT is not None:
+        os.environ["MPLCONFIGDIR"] = str(paths.CHECKOUT / ".cache" / "matplotlib")
+
+
 def report(results: ResultsOption = None, out: OutOption = None, config: ConfigOption = None,
-           env: EnvOption = None, output: OutputOption = None, as_json: JsonOption = False,
-           region: RegionOption = None, profile: ProfileOption = None, price: PriceOption = None) -> None:
+           env: EnvOption = None, endpoint: EndpointOption = None, output: OutputOption = None,
+           as_json: JsonOption = False, region: RegionOption = None, profile: ProfileOption = None,
+           price: PriceOption = None) -> None:
     """Compare colocated and DPD from genai-bench result files and write the decision report.
 
     Each experiment is reported on its own (equal-gpu: the verdicts; aws-reference: beside AWS's published
@@ -77,23 +94,25 @@ def report(results: ResultsOption = None, out: OutOption = None, config: ConfigO
     if price is not None and not (price > 0 and math.isfinite(price)):
         raise UsageError(f"--price must be a positive USD amount per instance-hour, got {price!r}")
     e = environment.resolve(config, env)
-    c = e.config
-    cost = instance_price(c.endpoint.instance_type, given=price, configured=c.benchmark.instance_hour_usd)
-    source = results or str(e.workdir / "benchmark-results")
+    spec = endpoint_of(e, endpoint, "report")
+    cost = instance_price(spec.endpoint.instance_type, given=price, configured=spec.benchmark.instance_hour_usd)
+    source = results or str(results_dir(e, spec))
     if results is None and not Path(source).is_dir():  # the user named no folder: say what makes one
-        raise UsageError(f"no results yet: {source}/ does not exist; run: hyperpod-dpd bench {e.selector} (or "
+        again = e.selector + (f" --endpoint {spec.name}" if endpoint else "")
+        raise UsageError(f"no results yet: {source}/ does not exist; run: hyperpod-dpd bench {again} (or "
                          "pass --results DIR|s3://bucket/prefix; the shipped sample: --results "
                          "docs/sample-benchmark-report/raw)")
-    target = out or e.workdir / "benchmark-report"
+    target = out or report_dir(e, spec)
     _check_out(target, source)
-    names = {s.traffic.replace(" ", ""): s.name for s in c.benchmark_scenarios()}
-    paths = {s.name: s.path for s in c.benchmark_scenarios()}
+    names = {s.traffic.replace(" ", ""): s.name for s in spec.benchmark_scenarios()}
+    scenario_paths = {s.name: s.path for s in spec.benchmark_scenarios()}
+    _matplotlib_folder()
     with tempfile.TemporaryDirectory(prefix="hyperpod-report-") as tmp:
-        root = download_s3(source, Path(tmp), region or c.region) if source.startswith("s3://") else Path(source)
-        report_data = _analyse(c, load_results(root, names), paths, source, cost)
+        root = download_s3(source, Path(tmp), region or spec.region) if source.startswith("s3://") else Path(source)
+        report_data = _analyse(spec, load_results(root, names), scenario_paths, source, cost)
         files = write_report(report_data, target)
     if fmt.data:
-        emit({"source": source, "report": str(target), "files": [str(f) for f in files],
+        emit({"endpoint": spec.name, "source": source, "report": str(target), "files": [str(f) for f in files],
               "experiments": {x: experiment_title(report_data, x) for x in report_data.experiments()},
               "invalid": [{"experiment": x.experiment, "scenario": x.scenario, "concurrency": x.concurrency,
                            "why": x.invalid} for x in report_data.cells if x.invalid],
@@ -105,11 +124,11 @@ def report(results: ResultsOption = None, out: OutOption = None, config: ConfigO
     _print_summary(report_data, files, target)
 
 
-def _analyse(c: Config, measurements: list[Measurement], paths: Mapping[str, str], source: str,
+def _analyse(spec: EndpointSpec, measurements: list[Measurement], paths: Mapping[str, str], source: str,
              cost: InstancePrice | None) -> Report:
     """Each experiment's cells (runs marked invalid when their requests took another path than their scenario
     declares, or ran on other GPUs than they record) beside the planner's estimates, and the equal-gpu verdicts."""
-    costs, cost_note = token_costs(measurements, c)
+    costs, cost_note = token_costs(measurements, spec)
     problems = dpd_path_problems(measurements, paths)
     for folder, why in serving_problems(measurements).items():
         problems[folder] = f"{problems[folder]}; {why}" if folder in problems else why
@@ -119,21 +138,21 @@ def _analyse(c: Config, measurements: list[Measurement], paths: Mapping[str, str
         cells = check_matrix(measurements, experiment)
         traffic_of = {m.scenario: m.traffic for m in measurements}
         levels = sorted({n for _, n in cells})
-        estimates, note = planner_estimates(c, list(dict.fromkeys(traffic_of[s] for s, _ in cells)), levels,
+        estimates, note = planner_estimates(spec, list(dict.fromkeys(traffic_of[s] for s, _ in cells)), levels,
                                             experiment=experiment)  # the layouts this experiment measures
         these = build_cells(measurements, cells, estimates, experiment=experiment, invalid=problems)
         if experiment == "equal-gpu":
             scenarios = list(dict.fromkeys(s for s, _ in cells))
-            verdicts = [verdict(s, [x for x in these if x.scenario == s], c, cost) for s in scenarios]
+            verdicts = [verdict(s, [x for x in these if x.scenario == s], spec, cost) for s in scenarios]
         built += these
-    return Report(config=c, cells=built, verdicts=verdicts, planner_note=note, source=source, price=cost,
+    return Report(spec=spec, cells=built, verdicts=verdicts, planner_note=note, source=source, price=cost,
                   costs=costs, cost_note=cost_note)
 
 
 def _print_summary(report_data: Report, files: list[Path], target: Path) -> None:
     console = render_console(soft_wrap=True)  # one line per finding, whatever the terminal width
     if report_data.price is None:
-        console.print(no_price_line(report_data.config.endpoint.instance_type), highlight=False)
+        console.print(no_price_line(report_data.spec.endpoint.instance_type), highlight=False)
     for experiment in report_data.experiments():
         console.print(experiment_title(report_data, experiment), highlight=False)
     for cell in report_data.cells:

@@ -42,11 +42,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.errors import CommandFailed, UsageError
 from hyperpod_core.names import ROLES, certificate_pem_location
 from hyperpod_dpd import dpd_logs, skew
 from hyperpod_dpd.commands.options import (
     ConfigOption,
+    EndpointOption,
     EnvOption,
     JsonOption,
     OutputOption,
@@ -132,7 +134,8 @@ UrlOption = Annotated[str | None, typer.Option(
     "--url", metavar="URL", show_default=False,
     help="Call this URL (e.g. http://localhost:8443/v1/chat/completions after 'kubectl port-forward -n "
          "hyperpod-inference-system svc/<name>-<ns>-routing-service 8443:443') instead of the load "
-         "balancer.")]
+         "balancer. The cluster is still read through the kubeconfig: the roles before the requests, the "
+         "decoder's log after them.")]
 CaFileOption = Annotated[str | None, typer.Option(
     "--ca-file", metavar="PATH", help="PEM to trust for an https --url (default: system CAs).", show_default=False)]
 ModelOption = Annotated[str | None, typer.Option(
@@ -149,7 +152,8 @@ def register(app: typer.Typer) -> None:
 
 
 def smoke(
-    config: ConfigOption = None, env: EnvOption = None, as_json: JsonOption = False, url: UrlOption = None,
+    config: ConfigOption = None, env: EnvOption = None, endpoint: EndpointOption = None, as_json: JsonOption = False,
+    url: UrlOption = None,
     ca_file: CaFileOption = None, kubeconfig: KubeconfigOption = None, context: ContextOption = None,
     model: ModelOption = None, max_tokens: MaxTokensOption = 64, timeout: TimeoutOption = 300.0,
     log_wait: LogWaitOption = 3.0, output: OutputOption = None, region: RegionOption = None,
@@ -161,36 +165,36 @@ def smoke(
     _check_arguments(max_tokens=max_tokens, url=url, ca_file=ca_file, timeout=timeout, log_wait=log_wait)
     fmt = output_format(output, as_json)
     dep = load(config, env, region=region, outputs_file=outputs_file)
-    c = dep.env.config
-    kube = dep.kube(kubeconfig, context)
+    spec = dep.endpoint(endpoint, "smoke")
+    kube = _cluster(dep, kubeconfig, context, url)
     unchecked: list[dict[str, str]] = []
-    roles, served = _refuse_skew(kube, dep, unchecked)
-    model = model or served or c.model.name  # the served name: the same for every revision of the weights
+    roles, served = _refuse_skew(kube, spec, unchecked)
+    model = model or served or spec.model.name  # the served name: the same for every revision of the weights
     with tempfile.TemporaryDirectory(prefix="hyperpod-dpd-smoke-") as tmp:
         if url is None:
-            url, ca_file = _load_balancer_url(dep, kube, Path(tmp))
-        sent = _send(dep, url, ca_file, model, max_tokens=max_tokens, timeout=timeout)
+            url, ca_file = _load_balancer_url(dep, spec, kube, Path(tmp))
+        sent = _send(spec, url, ca_file, model, max_tokens=max_tokens, timeout=timeout)
 
     time.sleep(log_wait)
     since = math.ceil((datetime.now(UTC) - sent.start).total_seconds()) + 30
-    decoders, windows = _judge_transfers(kube, dep, sent, since, unchecked)
-    decisions, router_error = _router_decisions(kube, dep, since)
+    decoders, windows = _judge_transfers(kube, spec, sent, since, unchecked)
+    decisions, router_error = _router_decisions(kube, spec, since)
     if router_error:
         unchecked.append({"check": "the router's decisions (its log)", "reason": router_error})
     _explain_missing_transfer(sent.long, decisions)
-    timeout_s = c.load_balancer_idle_timeout().seconds
+    timeout_s = spec.load_balancer_idle_timeout().seconds
     for r in sent.reports:
         _check_idle_timeout(r, timeout_s)
     try:
         with kube_errors("reading the workers' start-up logs"):
-            efa = efa_proof(kube, dep, decoders, windows, since, sent.start)
+            efa = efa_proof(kube, spec, decoders, windows, since, sent.start)
     except CommandFailed as exc:
         efa = {"verdict": "unknown", "pods": [], "error": str(exc)}
         unchecked.append({"check": "the KV path over EFA (the workers' start-up logs)", "reason": str(exc)})
     ok = all(r.ok for r in sent.reports) and efa["verdict"] != "refuted" and not unchecked
-    threshold = c.endpoint.routing_threshold_tokens
+    threshold = spec.endpoint.routing_threshold_tokens
     if fmt.data:  # a JSON or YAML document instead of the table
-        emit({"url": url, "model": model, "threshold_tokens": threshold, "roles": roles,
+        emit({"endpoint": spec.name, "url": url, "model": model, "threshold_tokens": threshold, "roles": roles,
               "requests": [asdict(r) for r in sent.reports],
               "router_decisions": decisions, "idle_timeout_seconds": timeout_s, "efa": efa,
               "unchecked": unchecked, "ok": ok}, fmt)
@@ -198,6 +202,22 @@ def smoke(
         _print(url, threshold, sent.reports)
         _print_evidence(decisions, efa, unchecked)
     _verdict(sent.reports, efa, unchecked)
+
+
+def _cluster(dep: Deployment, kubeconfig: str | None, context: str | None, url: str | None) -> Kube:
+    """The deployment's cluster. ``--url`` replaces only the load balancer: the roles are still read before the
+    requests and the decoder's log after them, so without a usable kubeconfig the test stops before any request,
+    naming the URL it did not call."""
+    from hyperpod_dpd.kube import KubeFailure
+
+    try:
+        return dep.kube(kubeconfig, context)
+    except KubeFailure as exc:
+        if url is None:
+            raise
+        raise KubeFailure(f"{exc.summary}: smoke reads the cluster with --url too (the roles before the requests, "
+                          f"the decoder's log after them), so {url} was not called", fix=exc.fix,
+                          status=exc.status) from None
 
 
 def _check_arguments(*, max_tokens: int, url: str | None, ca_file: str | None, timeout: float,
@@ -228,13 +248,14 @@ class Sent:
         return [self.short, self.long]
 
 
-def _send(dep: Deployment, url: str, ca_file: str | None, model: str, *, max_tokens: int, timeout: float) -> Sent:
+def _send(spec: EndpointSpec, url: str, ca_file: str | None, model: str, *, max_tokens: int,
+          timeout: float) -> Sent:
     """The short prompt, then the long one (module docstring), streamed to ``url``."""
-    c = dep.env.config
-    threshold = c.endpoint.routing_threshold_tokens
-    prompts = build_prompts(threshold=threshold, max_model_len=c.endpoint.max_model_len,
+    e = spec.endpoint
+    threshold = e.routing_threshold_tokens
+    prompts = build_prompts(threshold=threshold, max_model_len=e.max_model_len,
                             max_tokens=max_tokens, nonce=uuid.uuid4().hex[:12])
-    chat = "chat" in c.endpoint.invocation_path
+    chat = "chat" in e.invocation_path
     short = RequestReport(name="short", estimated_input_tokens=prompts.short_tokens,
                           expect_transfer=False if threshold >= MIN_THRESHOLD_FOR_SHORT_CHECK else None)
     long = RequestReport(name="long", estimated_input_tokens=prompts.long_tokens, expect_transfer=True)
@@ -257,7 +278,7 @@ def _send(dep: Deployment, url: str, ca_file: str | None, model: str, *, max_tok
     return sent
 
 
-def _judge_transfers(kube: Kube, dep: Deployment, sent: Sent, since: int,
+def _judge_transfers(kube: Kube, spec: EndpointSpec, sent: Sent, since: int,
                      unchecked: list[dict[str, str]]) -> tuple[list[PodTarget], dict[str, list[str]]]:
     """Judge each answered request by the decoder lines of the test that are its own (:func:`attribute`); the decode
     pods and their lines of the test, as far as they were read (a log that cannot be read goes to ``unchecked``)."""
@@ -267,16 +288,16 @@ def _judge_transfers(kube: Kube, dep: Deployment, sent: Sent, since: int,
     windows: dict[str, list[str]] = {}
     try:
         with kube_errors("reading the decode pods' logs"):
-            decoders = kube.role_pods(dep.names, "decode")
+            decoders = kube.role_pods(spec.names, "decode")
             if not decoders:
-                raise CommandFailed(f"no decode pod (Deployment {dep.names.role_deployment('decode')} in "
-                                    f"{dep.names.namespace}); run 'hyperpod-dpd status'")
+                raise CommandFailed(f"no decode pod (Deployment {spec.names.role_deployment('decode')} in "
+                                    f"{spec.names.namespace}); run 'hyperpod-dpd status'")
             windows = {target.pod: _window(kube, target, since, sent.start) for target in decoders}
     except CommandFailed as exc:
         unchecked.append({"check": "the KV transfer of each request (the decode pods' log)", "reason": str(exc)})
         return decoders, windows
     window = [line for lines in windows.values() for line in lines]
-    endpoint = dep.env.config.endpoint
+    endpoint = spec.endpoint
     for r in sent.reports:
         if r.name in sent.results:
             _judge(r, attribute(window, sent.results[r.name].response_id, long_prompt=r is sent.long,
@@ -312,7 +333,7 @@ def _verdict(reports: list[RequestReport], efa: dict[str, Any], unchecked: list[
                             "requests' measurements are in the output")
 
 
-def _refuse_skew(kube: Kube, dep: Deployment, unchecked: list[dict[str, str]]) -> tuple[dict[str, Any], str]:
+def _refuse_skew(kube: Kube, spec: EndpointSpec, unchecked: list[dict[str, str]]) -> tuple[dict[str, Any], str]:
     """What each role runs (:func:`hyperpod_dpd.skew.summary`) and the name its Ready pods serve (their
     ``--served-model-name``, decode's first; "" when none is read); refused (one line) when prefill and decode differ
     or a role is mid-rollout (:func:`hyperpod_dpd.skew.findings`). When the Deployments cannot be read, or the roles
@@ -323,7 +344,7 @@ def _refuse_skew(kube: Kube, dep: Deployment, unchecked: list[dict[str, str]]) -
     check = "that prefill and decode run one image, model and pod template"
     try:
         with kube_errors("reading the prefill and decode Deployments"):
-            workers = {role: kube.role_workers(dep.names, role) for role in ROLES}
+            workers = {role: kube.role_workers(spec.names, role) for role in ROLES}
     except CommandFailed as exc:
         unchecked.append({"check": check, "reason": str(exc)})
         return {}, ""
@@ -355,14 +376,14 @@ STARTUP_LOG_BYTES = 4 << 20
 IDLE_TIMEOUT_WARN_RATIO = 0.8
 
 
-def efa_proof(kube: Kube, dep: Deployment, decoders: list[PodTarget], windows: dict[str, list[str]],
+def efa_proof(kube: Kube, spec: EndpointSpec, decoders: list[PodTarget], windows: dict[str, list[str]],
               since_seconds: int, start: datetime) -> dict[str, Any]:
     """Per worker pod, what its start-up lines and the lines of this test say about the KV path over EFA
     (:func:`hyperpod_dpd.dpd_logs.efa_findings`), and the verdict over all of them."""
     pods: list[dict[str, Any]] = []
-    buffer = dep.env.config.endpoint.pd_buffer_size_bytes
+    buffer = spec.endpoint.pd_buffer_size_bytes
     roles: tuple[tuple[Literal["prefill", "decode"], list[PodTarget]], ...] = (
-        ("prefill", kube.role_pods(dep.names, "prefill")), ("decode", decoders))
+        ("prefill", kube.role_pods(spec.names, "prefill")), ("decode", decoders))
     for role, targets in roles:
         for target in targets:
             recent = windows[target.pod] if target.pod in windows else _window(kube, target, since_seconds, start)
@@ -406,7 +427,7 @@ def _print_efa(out: Console, efa: dict[str, Any]) -> None:
                       + (f"\n    fix: {f['fix']}" if f["fix"] and f["severity"] in ("warn", "error") else ""))
 
 
-def _router_decisions(kube: Kube, dep: Deployment, since_seconds: int) -> tuple[list[dict[str, Any]], str]:
+def _router_decisions(kube: Kube, spec: EndpointSpec, since_seconds: int) -> tuple[list[dict[str, Any]], str]:
     """The router's ``Conditional routing`` lines of the test's time span (supporting evidence: a router whose log
     cannot be read leaves the verdict to the decoder's log), and why they could not be read ("" when they were)."""
     from hyperpod_dpd.kube import kube_errors
@@ -414,7 +435,7 @@ def _router_decisions(kube: Kube, dep: Deployment, since_seconds: int) -> tuple[
     decisions: list[dict[str, Any]] = []
     try:
         with kube_errors("reading the router's log"):
-            for target in kube.router_pods(dep.names):
+            for target in kube.router_pods(spec.names):
                 for line in kube.read_log(target, since_seconds=since_seconds):
                     d = dpd_logs.routing_decision(line)
                     if d is not None:
@@ -439,18 +460,18 @@ def _explain_missing_transfer(report: RequestReport, decisions: list[dict[str, A
                         "InferenceEndpointConfig")
 
 
-def _load_balancer_url(dep: Deployment, kube: Kube, tmp: Path) -> tuple[str, str]:
+def _load_balancer_url(dep: Deployment, spec: EndpointSpec, kube: Kube, tmp: Path) -> tuple[str, str]:
     """``https://<ALB>/<invocation path>`` and the PEM the operator wrote to the TLS bucket (CRD status)."""
     from hyperpod_dpd import aws
     from hyperpod_dpd.kube import kube_errors
 
-    names = dep.names
+    names = spec.names
     with kube_errors(f"reading InferenceEndpointConfig {names.namespace}/{names.name}"):
         obj = kube.endpoint(names)
         hosts = kube.load_balancer_hosts(names) if obj is not None else []
     if obj is None:
         raise CommandFailed(f"InferenceEndpointConfig {names.namespace}/{names.name} not found; apply "
-                            "dist/endpoint/ first")
+                            f"{dep.layout(spec).endpoint_dir}/ first")
     status = obj.get("status") or {}
     if status.get("state") != "DeploymentComplete":
         raise CommandFailed(f"endpoint state is {status.get('state') or 'unset'}, not DeploymentComplete; wait "
@@ -467,7 +488,7 @@ def _load_balancer_url(dep: Deployment, kube: Kube, tmp: Path) -> tuple[str, str
     pem = tmp / "endpoint-ca.pem"
     with aws.aws_errors(f"downloading the endpoint certificate s3://{bucket}/{key}"):
         aws.client("s3", dep.region).download_file(bucket, key, str(pem))
-    return f"https://{hosts[0]}/{dep.env.config.endpoint.invocation_path}", str(pem)
+    return f"https://{hosts[0]}/{spec.endpoint.invocation_path}", str(pem)
 
 
 def _record_answer(report: RequestReport, result: StreamResult) -> None:

@@ -1,4 +1,9 @@
-"""``hyperpod-dpd stage-model SRC``: upload a Hugging Face model folder to the config's bucket and prefix.
+"""``hyperpod-dpd stage-model SRC``: upload a Hugging Face model folder to an endpoint's bucket and prefix.
+
+The endpoint is the one ``--endpoint`` names, else the config's only one; its weights go to its ``model.bucket`` when
+set, else to the deployment's bucket (``model_bucket.existing_name``, else the platform stack's ``ModelBucketName``),
+under its ``model.s3_prefix``. The record holds one entry per model location (bucket and prefix): staging one
+endpoint's model keeps the others'.
 
 Content-addressed (:mod:`hyperpod_core.staged_model`): the checksums of every file come first, then the manifest and
 its digest, the revision ``sha256-<16 hex>``; the files go to ``<model.s3_prefix><revision>/``, the manifest last,
@@ -8,7 +13,8 @@ endpoint's model location: the pods of an applied revision keep loading exactly 
 later. The same folder staged again finds every object in place and writes nothing. With ``model.revision`` in the
 config the upload goes to ``model.s3_prefix`` itself (the revision is the config's word, one prefix per revision)
 and no record is written. ``--dry-run`` before the bucket exists (no outputs file, no ``model_bucket.existing_name``)
-lists the revision, the files, their sizes and keys, from the local files alone, without any AWS call.
+lists the revision, the files, their sizes and keys, from the local files alone, without any AWS call; with a bucket
+that cannot be read from here (no or expired credentials, no network) it lists the same, after one line saying why.
 
 ``--verify`` checks S3 against the manifest of the revision ``--revision`` names, else the one the record names,
 else the only one staged, and writes the record when every object matches (a model staged from another machine).
@@ -31,10 +37,12 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
 from hyperpod_core import environment
+from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.errors import EXIT_INTERRUPTED, CommandFailed, UsageError
 from hyperpod_dpd.commands.options import (
     ConfigOption,
     DeploymentRegionOption,
+    EndpointOption,
     EnvOption,
     OutputsFileOption,
     ProfileOption,
@@ -47,7 +55,12 @@ def register(app: typer.Typer) -> None:
     app.command("stage-model")(stage_model)
 
 
-def model_bucket(e: environment.Environment) -> str:
+def model_bucket(e: environment.Environment, spec: EndpointSpec) -> str:
+    """The bucket of ``spec``'s model: its ``model.bucket``, else the deployment's (:func:`deployment_bucket`)."""
+    return spec.model.bucket or deployment_bucket(e)
+
+
+def deployment_bucket(e: environment.Environment) -> str:
     """``model_bucket.existing_name``, else ``ModelBucketName`` from this environment's outputs file."""
     if e.config.model_bucket.existing_name:
         return e.config.model_bucket.existing_name
@@ -90,19 +103,20 @@ def _bar(what: str, total: int) -> Iterator[Progress]:
 SrcArgument = Annotated[Path | None, typer.Argument(
     metavar="SRC", help="Hugging Face model folder (config.json, tokenizer, *.safetensors).", show_default=False)]
 StageDryRunOption = Annotated[bool, typer.Option(
-    "--dry-run", help="Say what would be uploaded; write nothing. Before the bucket exists: the revision, "
-                      "files, sizes and keys, from the local files alone (no AWS call).")]
+    "--dry-run", help="Say what would be uploaded; write nothing. Before the bucket exists, or when S3 cannot "
+                      "be read from here (no credentials, no network): the revision, files, sizes and keys, from "
+                      "the local files alone.")]
 ForceOption = Annotated[bool, typer.Option(
     "--force", help="Overwrite objects under the target prefix that hold other content than the manifest says.")]
 VerifyOption = Annotated[bool, typer.Option("--verify", help="Check S3 against the manifest; upload nothing.")]
 RevisionOption = Annotated[str | None, typer.Option(
     "--revision", metavar="REVISION", show_default=False,
     help="With --verify: the staged revision to check (sha256-<16 hex>). Default: the one staged-model.json "
-         "records, else the only one under model.s3_prefix.")]
+         "records for the endpoint's model, else the only one under its model.s3_prefix.")]
 
 
 def stage_model(
-        src: SrcArgument = None, config: ConfigOption = None, env: EnvOption = None,
+        src: SrcArgument = None, config: ConfigOption = None, env: EnvOption = None, endpoint: EndpointOption = None,
         dry_run: StageDryRunOption = False, force: ForceOption = False, verify_only: VerifyOption = False,
         revision: RevisionOption = None, region: DeploymentRegionOption = None, profile: ProfileOption = None,
         outputs_file: OutputsFileOption = None,
@@ -110,23 +124,27 @@ def stage_model(
     """Upload the weights to s3://<model bucket>/<model.s3_prefix>: parallel, resumable (inside a file too),
     checksummed by S3."""
     from hyperpod_dpd import aws, model_folder, staging
-    from hyperpod_dpd.deployment import require_region
+    from hyperpod_dpd.deployment import endpoint_of, require_region
 
     e = environment.resolve(config, env, outputs_file=outputs_file)
     home = require_region(e, region, "stage-model")  # the model bucket lives in the deployment's region
+    spec = endpoint_of(e, endpoint, "stage-model")
     _check_arguments(src, verify_only, revision)
     files = model_folder.scan_model_dir(src) if src is not None else []
-    base, configured = e.config.model.s3_prefix, e.config.model.revision
-    resume_command = f"hyperpod-dpd stage-model {src} {e.selector}" + (" --force" if force else "")
-    if dry_run and not verify_only and (unknown := _bucket_unknown(e)) is not None:
-        _dry_run_offline(_checksummed(files, resume_command), base, configured, unknown)
+    base, configured = spec.model.s3_prefix, spec.model.revision
+    resume_command = f"hyperpod-dpd stage-model {src} {_selector(e, spec)}" + (" --force" if force else "")
+    if dry_run and not verify_only and (unknown := _bucket_unknown(e, spec)) is not None:
+        _dry_run_offline(_checksummed(files, resume_command), base, configured,
+                         f"no model bucket yet ({unknown}): S3 was not read")
         return
-    bucket = model_bucket(e)
-    s3 = aws.client("s3", home)
+    bucket = model_bucket(e, spec)
+    s3, unread = _bucket_client(bucket, home, dry_run=dry_run and not verify_only)
+    if unread is not None:  # a dry run that cannot read S3 from here: the listing alone, and why
+        _dry_run_offline(_checksummed(files, resume_command), base, configured, unread, bucket=bucket)
+        return
     with aws.aws_errors(f"s3://{bucket}"):
-        staging.check_bucket(s3, bucket)
         if verify_only:
-            _verify(s3, bucket, e, revision)
+            _verify(s3, bucket, e, spec, revision)
             return
         files = _checksummed(files, resume_command)
         body, rev, prefix = _revision(files, base, configured)
@@ -136,7 +154,7 @@ def stage_model(
                 print(f"  {p.action:<8} {p.key} ({p.reason})")
             print("dry run: nothing written")
             return
-        _upload(s3, bucket, prefix, planned, e, resume_command)
+        _upload(s3, bucket, prefix, planned, _created_bucket(e, spec), resume_command)
         key, written = staging.write_manifest(s3, bucket, prefix, files)
     print(f"staged: s3://{bucket}/{prefix} ({len(files)} files, S3-verified CRC64NVME); manifest s3://{bucket}/{key}"
           + ("" if written else " (already there: nothing changed)"))
@@ -144,7 +162,7 @@ def stage_model(
         print(f"no record written: model.revision {configured!r} in the config names these weights")
     else:
         print(_record(e, bucket, base, body, len(files)))
-    _next_steps(e, rev)
+    _next_steps(e, spec, rev)
 
 
 def _plan(s3: Any, bucket: str, prefix: str, files: list[Any], rev: str, *, configured: str | None,
@@ -172,10 +190,20 @@ def _plan(s3: Any, bucket: str, prefix: str, files: list[Any], rev: str, *, conf
     return planned
 
 
-def _upload(s3: Any, bucket: str, prefix: str, planned: list[Any], e: environment.Environment,
-            resume_command: str) -> None:
+def _selector(e: environment.Environment, spec: EndpointSpec) -> str:
+    """How to name this environment and endpoint again: ``--endpoint`` only when the config has several."""
+    return e.selector + (f" --endpoint {spec.name}" if len(e.config.specs()) > 1 else "")
+
+
+def _created_bucket(e: environment.Environment, spec: EndpointSpec) -> bool:
+    """The weights go to the bucket the platform stack created (with its lifecycle rule)."""
+    return spec.model.bucket is None and not e.config.model_bucket.existing_name
+
+
+def _upload(s3: Any, bucket: str, prefix: str, planned: list[Any], created: bool, resume_command: str) -> None:
     """Upload what :func:`_plan` found missing, with a progress bar. Ctrl-C ends the command (exit 130) with one line:
-    what was uploaded, and until when S3 keeps the incomplete uploads (the bucket's lifecycle rule)."""
+    what was uploaded, and until when S3 keeps the incomplete uploads (the bucket's lifecycle rule; ``created``: the
+    platform stack's bucket, whose rule is known)."""
     from hyperpod_dpd import staging
 
     todo = [p for p in planned if p.action != "skip"]
@@ -183,7 +211,7 @@ def _upload(s3: Any, bucket: str, prefix: str, planned: list[Any], e: environmen
     lifecycle = (f"the bucket's lifecycle rule {days[1] or '(unnamed)'} aborts an incomplete upload {days[0]} "
                  "days after it started" if days else
                  f"the platform stack's model bucket aborts an incomplete upload {staging.STACK_ABORT_DAYS} days "
-                 "after it started" if not e.config.model_bucket.existing_name else
+                 "after it started" if created else
                  "the bucket has no lifecycle rule this command could read that aborts incomplete uploads: their "
                  "parts stay (and are billed) until resumed or aborted")
     if any(p.file.size >= staging.PART_SIZE for p in todo):
@@ -202,19 +230,19 @@ def _upload(s3: Any, bucket: str, prefix: str, planned: list[Any], e: environmen
                      resume_command)
 
 
-def _next_steps(e: environment.Environment, rev: str) -> None:
-    """After staging: synthesize (the manifests then name the revision), apply, verify any time."""
-    print(f"next: hyperpod-dpd synth {e.selector}   (the manifests then carry revision {rev})")
-    from hyperpod_core.dist_layout import apply_commands
+def _next_steps(e: environment.Environment, spec: EndpointSpec, rev: str) -> None:
+    """After staging: synthesize (the endpoint's manifests then name the revision), apply, verify any time."""
+    print(f"next: hyperpod-dpd synth {e.selector}   (the manifests of {spec.name} then carry revision {rev})")
+    from hyperpod_core.dist_layout import DistLayout, apply_commands
 
-    for line in apply_commands(f"{e.dist}/endpoint/"):
+    for line in apply_commands(f"{DistLayout.of(e.dist, spec.name, spec.endpoint.apply).endpoint_dir}/"):
         print(f"      {line}")
-    print(f"      hyperpod-dpd stage-model --verify {e.selector}   (any time)")
+    print(f"      hyperpod-dpd stage-model --verify {_selector(e, spec)}   (any time)")
 
 
-def _bucket_unknown(e: environment.Environment) -> str | None:
+def _bucket_unknown(e: environment.Environment, spec: EndpointSpec) -> str | None:
     """Why no model bucket is known yet, or ``None`` when :func:`model_bucket` finds one."""
-    if e.config.model_bucket.existing_name:
+    if spec.model.bucket or e.config.model_bucket.existing_name:
         return None
     if not e.outputs_file.is_file():
         return f"{e.outputs_file} does not exist, and model_bucket.existing_name is not set"
@@ -252,19 +280,45 @@ def _revision(files: list[Any], base: str, configured: str | None) -> tuple[byte
     return body, rev, prefix
 
 
-def _dry_run_offline(files: list[Any], base: str, configured: str | None, unknown: str) -> None:
-    """``--dry-run`` before the bucket exists: what would be uploaded, from the local files alone (no AWS call).
-    The keys are under the revision's prefix; what S3 already holds is compared only once there is a bucket."""
+#: Why a dry run may list the upload without S3: nothing here can read it (no or stale credentials, no network).
+#: A missing bucket or denied access stays an error: the upload itself would fail on it.
+UNREADABLE = frozenset({"credentials", "expired", "invalid-credentials", "unreachable"})
+
+
+def _bucket_client(bucket: str, region: str, *, dry_run: bool) -> tuple[Any, str | None]:
+    """An S3 client once ``bucket`` answered (:func:`hyperpod_dpd.staging.check_bucket`), and ``None``. In a dry
+    run, when S3 cannot be read from here (:data:`UNREADABLE`): no client, and the one line that says so (the
+    listing needs no AWS call)."""
+    from hyperpod_dpd import aws, staging
+
+    try:
+        s3 = aws.client("s3", region)
+        with aws.aws_errors(f"s3://{bucket}"):
+            staging.check_bucket(s3, bucket)
+    except aws.AwsFailure as failure:
+        if not dry_run or failure.kind not in UNREADABLE:
+            raise
+        why = f"{failure.code}: {failure.explained.message}; fix: {failure.fix}"
+        return None, f"s3://{bucket} could not be read ({why}): every file is listed, whether S3 holds it already " \
+                     "or not"
+    return s3, None
+
+
+def _dry_run_offline(files: list[Any], base: str, configured: str | None, note: str, *,
+                     bucket: str | None = None) -> None:
+    """``--dry-run`` without S3 (before the bucket exists, or S3 cannot be read from here: ``note`` says which):
+    what would be uploaded, from the local files alone. The keys are under the revision's prefix; what S3 already
+    holds is compared only when it can be read. ``bucket``: ``None`` before it exists (then no AWS call was made)."""
     from hyperpod_dpd import model_folder
 
     _, _, prefix = _revision(files, base, configured)
-    print(f"no model bucket yet ({unknown}): S3 was not read")
-    print(f"s3://<model bucket>/{prefix}: {len(files)} files, {sum(f.size for f in files):,} bytes, then "
-          f"{model_folder.MANIFEST_NAME}")
+    print(note)
+    print(f"s3://{bucket or '<model bucket>'}/{prefix}: {len(files)} files, {sum(f.size for f in files):,} bytes, "
+          f"then {model_folder.MANIFEST_NAME}")
     width = max((len(f.rel) for f in files), default=0)
     for f in sorted(files, key=lambda f: f.rel):
         print(f"  {f.rel:<{width}}  {f.size:>15,} bytes")
-    print("dry run: nothing written, no AWS call")
+    print("dry run: nothing written" + (", no AWS call" if bucket is None else ""))
 
 
 def _record(e: environment.Environment, bucket: str, s3_prefix: str, body: bytes, files: int) -> str:
@@ -282,21 +336,21 @@ def _interrupted(what: str, resume_command: str) -> NoReturn:
     raise SystemExit(EXIT_INTERRUPTED)
 
 
-def _verify(s3: Any, bucket: str, e: environment.Environment, revision: str | None) -> None:
+def _verify(s3: Any, bucket: str, e: environment.Environment, spec: EndpointSpec, revision: str | None) -> None:
     """Check staged weights against their manifest: ``model.s3_prefix`` itself when the config names the revision,
     else the revision ``--revision`` names, the record names, or the only one staged; record them when they match."""
     from hyperpod_core import staged_model
     from hyperpod_dpd import staging_verify
 
-    base, configured = e.config.model.s3_prefix, e.config.model.revision
+    base, configured = spec.model.s3_prefix, spec.model.revision
     rev: str | None = None
     if configured is None:
-        rev = revision or _recorded_revision(e, bucket)
+        rev = revision or _recorded_revision(e, bucket, base)
         if rev is None:
             found = staging_verify.staged_revisions(s3, bucket, base)
             if not found:
                 raise CommandFailed(f"no staged revision under s3://{bucket}/{base} (stage the model first: "
-                                    f"hyperpod-dpd stage-model SRC {e.selector})")
+                                    f"hyperpod-dpd stage-model SRC {_selector(e, spec)})")
             if len(found) > 1:
                 raise UsageError(f"{len(found)} revisions are staged under s3://{bucket}/{base} ({', '.join(found)}) "
                                  f"and {staged_model.RECORD_FILE} names none of them: pass --revision")
@@ -317,12 +371,13 @@ def _verify(s3: Any, bucket: str, e: environment.Environment, revision: str | No
         raise CommandFailed(f"{len(bad)} files in s3://{bucket}/{prefix} do not match the manifest (listed above)")
 
 
-def _recorded_revision(e: environment.Environment, bucket: str) -> str | None:
-    """The revision ``staged-model.json`` records for this config's bucket and prefix, else ``None``."""
+def _recorded_revision(e: environment.Environment, bucket: str, s3_prefix: str) -> str | None:
+    """The revision ``staged-model.json`` records for ``s3_prefix`` in ``bucket`` (an endpoint's model), else
+    ``None``."""
     from hyperpod_core import staged_model
 
     path = e.workdir / staged_model.RECORD_FILE
     if not path.is_file():
         return None
-    record = staged_model.read(path)
-    return record.revision if (record.bucket, record.s3_prefix) == (bucket, e.config.model.s3_prefix) else None
+    record = staged_model.find(path, s3_prefix=s3_prefix, bucket=bucket)
+    return record.revision if record is not None else None

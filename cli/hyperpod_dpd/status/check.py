@@ -19,3 +19,5 @@ class Check:
     """A failed check with this flag means the endpoint cannot serve."""
     facts: dict[str, Any] = field(default_factory=dict)
     """What the row is about, as data for ``--json`` (the skew rows: each role's image, model path and revision)."""
+    endpoint: str | None = None
+    """The endpoint (``endpoints[].name``) the row is about; ``None`` for the cluster's and the deployment's rows."""

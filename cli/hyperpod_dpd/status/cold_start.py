@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hyperpod_core.errors import CommandFailed
-from hyperpod_dpd.deployment import Deployment
+from hyperpod_core.names import EndpointNames
 from hyperpod_dpd.status.check import Check
 
 if TYPE_CHECKING:  # the Kubernetes client loads in the checks that call it, not for --help
@@ -16,9 +16,10 @@ if TYPE_CHECKING:  # the Kubernetes client loads in the checks that call it, not
 _CACHE_WAIT = {"Pending", "Downloading", "PartiallyReady"}
 
 
-def cache_checks(dep: Deployment, kube: Kube, spec: dict[str, Any], status_: dict[str, Any]) -> list[Check]:
-    """The image cache (``status.imageCacheStatus``) and the weights cache (the operator's ModelWeightsCacheConfig).
-    Neither blocks serving: without them a pod pulls its image and loads its weights from S3, only slower."""
+def cache_checks(names: EndpointNames, kube: Kube, spec: dict[str, Any], status_: dict[str, Any]) -> list[Check]:
+    """The image cache (``status.imageCacheStatus``) and the weights cache (the operator's ModelWeightsCacheConfig)
+    of the endpoint ``names`` (its live ``spec`` and ``status``). Neither blocks serving: without them a pod pulls
+    its image and loads its weights from S3, only slower."""
     from hyperpod_dpd.kube import kube_errors
 
     cache = spec.get("modelCacheConfig") or {}
@@ -30,11 +31,11 @@ def cache_checks(dep: Deployment, kube: Kube, spec: dict[str, Any], status_: dic
         return checks
     try:
         with kube_errors("listing the ModelWeightsCacheConfig objects"):
-            found = kube.weights_caches(dep.names, spec.get("modelSourceConfig"))
+            found = kube.weights_caches(names, spec.get("modelSourceConfig"))
     except CommandFailed as exc:
         return [*checks, Check(section="endpoint", name="weights cache", state="warn", detail=str(exc),
                                blocks_serving=False)]
-    checks.append(_weights_cache_check(dep, weights, found))
+    checks.append(_weights_cache_check(names, weights, found))
     return checks
 
 
@@ -57,7 +58,7 @@ def _image_cache_check(cache: dict[str, Any], image: dict[str, Any] | None) -> C
                                           "'kubectl describe modelimagecache -A' and the DaemonSet's pod events"))
 
 
-def _weights_cache_check(dep: Deployment, weights: dict[str, Any], found: list[dict[str, Any]] | None) -> Check:
+def _weights_cache_check(names: EndpointNames, weights: dict[str, Any], found: list[dict[str, Any]] | None) -> Check:
     host_path = weights.get("hostPath", "/opt/dlami/nvme")
     if found is None:
         return Check(section="endpoint", name="weights cache", state="warn", blocks_serving=False,
@@ -65,7 +66,7 @@ def _weights_cache_check(dep: Deployment, weights: dict[str, Any], found: list[d
                      next_step="the weights cache needs operator v3.3 (add-on v1.4.0): check the add-on version")
     if not found:
         return Check(section="endpoint", name="weights cache", state="warn", blocks_serving=False,
-                     detail=f"on ({host_path}), but no ModelWeightsCacheConfig for {dep.names.name} yet",
+                     detail=f"on ({host_path}), but no ModelWeightsCacheConfig for {names.name} yet",
                      next_step="the operator creates it after the endpoint; 'hyperpod-dpd logs operator'")
     rows = []
     for obj in found:
@@ -79,6 +80,6 @@ def _weights_cache_check(dep: Deployment, weights: dict[str, Any], found: list[d
     return Check(section="endpoint", name="weights cache", state="ok" if ok else "warn", blocks_serving=False,
                  detail=f"{host_path}: " + "; ".join(text for _, text in rows),
                  next_step="" if ok else (
-                     f"'kubectl describe modelweightscacheconfig -n {dep.names.namespace}'; check that {host_path} is "
+                     f"'kubectl describe modelweightscacheconfig -n {names.namespace}'; check that {host_path} is "
                      "a mount point on the nodes (the lifecycle log says so) and has room for the model"
                      if failed else "the cache fills after the first download; pods load from S3 meanwhile"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.errors import CommandFailed
 from hyperpod_core.names import OPERATOR_NAMESPACE, ROLES, Role, certificate_pem_location
 from hyperpod_dpd import skew
@@ -19,24 +20,25 @@ if TYPE_CHECKING:  # the Kubernetes client loads in the checks that call it, not
 _PD_SPEC_KEYS = {"prefill": "prefillSpec", "decode": "decodingSpec"}
 
 
-def endpoint_checks(dep: Deployment, kubeconfig: str | None, context: str | None) -> list[Check]:
+def endpoint_checks(dep: Deployment, spec: EndpointSpec, kubeconfig: str | None, context: str | None) -> list[Check]:
+    """The rows of ``spec``'s endpoint on ``dep``'s cluster."""
     from hyperpod_dpd.kube import kube_errors
 
-    names = dep.names
+    names = spec.names
     kube = dep.kube(kubeconfig, context)
     with kube_errors(f"reading InferenceEndpointConfig {names.namespace}/{names.name}"):
         obj = kube.endpoint(names)
         if obj is None:
             return [Check(section="endpoint", name=f"{names.namespace}/{names.name}", state="fail",
                           detail="InferenceEndpointConfig not found",
-                          next_step=f"kubectl apply -f {dep.env.dist}/endpoint/")]
+                          next_step=f"kubectl apply -f {dep.layout(spec).endpoint_dir}/")]
         dpd = (obj.get("spec") or {}).get("pdSpec") is not None
         workers = {role: kube.role_workers(names, role) for role in ROLES} if dpd else {}
         routers = kube.router_pods(names)
         app_pods = [] if dpd else kube.app_pods(names)
         hosts = kube.load_balancer_hosts(names)
     status_ = obj.get("status") or {}
-    spec = obj.get("spec") or {}
+    live = obj.get("spec") or {}
     state = status_.get("state") or "unset"
     conditions = "; ".join(f"{c.get('type')}={c.get('status')} {c.get('reason')}: {c.get('message')}"
                            for c in status_.get("conditions") or [])
@@ -49,15 +51,15 @@ def endpoint_checks(dep: Deployment, kubeconfig: str | None, context: str | None
     }.get(state, "the endpoint is being deleted or in an unknown state; 'hyperpod-dpd logs operator'")
     checks = [Check(section="endpoint", name="state", state="ok" if state == "DeploymentComplete" else "fail",
                     detail=state + (f" ({conditions})" if conditions else ""), next_step=next_state)]
-    pd_spec = spec.get("pdSpec")
+    pd_spec = live.get("pdSpec")
     pods = {role: w.pods for role, w in workers.items()}
     if pd_spec is None:
-        checks += _colocated_checks(dep, spec, app_pods)
+        checks += _colocated_checks(dep, spec, live, app_pods)
     else:
-        checks += _dpd_checks(dep, pd_spec, pods, routers)
-        checks += skew_checks(dep, workers)
-    checks += revision_check(dep, spec)
-    checks.append(load_balancer_check(dep, hosts))
+        checks += _dpd_checks(spec, pd_spec, pods, routers)
+        checks += skew_checks(dep, spec, workers)
+    checks += revision_check(dep, spec, live)
+    checks.append(load_balancer_check(dep, spec, hosts))
     pem = certificate_pem_location(status_)
     health = (status_.get("tlsCertificate") or {}).get("certificateHealth")
     where = f"s3://{pem[0]}/{pem[1]}" if pem else "not written yet"
@@ -67,25 +69,25 @@ def endpoint_checks(dep: Deployment, kubeconfig: str | None, context: str | None
                         next_step={"fail": "the certificate expired: re-apply the endpoint to re-issue it",
                                    "warn": "wait for the operator to write the PEM / renew the certificate",
                                    "ok": ""}[tls_state]))
-    checks += cache_checks(dep, kube, spec, status_)
+    checks += cache_checks(spec.names, kube, live, status_)
     if pd_spec is not None:
         model_skew = any(f.kind == "model" for f in skew.findings(workers))
-        checks += efa_checks(dep, kube, pods, model_skew=model_skew)
+        checks += efa_checks(spec.endpoint.pd_buffer_size_bytes, kube, pods, model_skew=model_skew)
     return checks
 
 
-def revision_check(dep: Deployment, spec: dict[str, Any]) -> list[Check]:
+def revision_check(dep: Deployment, spec: EndpointSpec, live: dict[str, Any]) -> list[Check]:
     """The applied endpoint's weights (``--model`` of its ``worker.args``, which carries the revision) against the
     manifest of the same mode the environment's last synth wrote (``dist/``); none without that manifest. A new
     revision is not applied until both roles' pods run it, and applying it in place changes both pod templates: with
     no free GPU in a pool the new pods stay Pending (docs/endpoint.md, Model identity)."""
     import yaml
 
-    from hyperpod_core.dist_layout import DistLayout, Mode
+    from hyperpod_core.dist_layout import Mode
     from hyperpod_dpd.vllm_args import model_of_argv
 
-    mode: Mode = "dpd" if spec.get("pdSpec") is not None else "colocated"
-    layout = DistLayout.found(dep.env.dist, dep.names.name, dep.env.config.endpoint.apply)
+    mode: Mode = "dpd" if live.get("pdSpec") is not None else "colocated"
+    layout = dep.layout(spec)
     path = layout.endpoint_file(mode)
     try:
         docs = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
@@ -93,7 +95,7 @@ def revision_check(dep: Deployment, spec: dict[str, Any]) -> list[Check]:
         return []
     synthesized = model_of_argv([str(a) for a in ((docs[0].get("spec") or {}).get("worker") or {}).get("args") or []]
                                 ) if docs else ""
-    applied = model_of_argv([str(a) for a in (spec.get("worker") or {}).get("args") or []])
+    applied = model_of_argv([str(a) for a in (live.get("worker") or {}).get("args") or []])
     if not synthesized:
         return []
     facts = {"applied": applied, "synthesized": synthesized}
@@ -110,7 +112,7 @@ def revision_check(dep: Deployment, spec: dict[str, Any]) -> list[Check]:
                   next_step=fix, facts=facts)]
 
 
-def load_balancer_check(dep: Deployment, hosts: list[str]) -> Check:
+def load_balancer_check(dep: Deployment, spec: EndpointSpec, hosts: list[str]) -> Check:
     """The ALB behind the Ingress hostname and its ELBv2 state (``active``, ``provisioning``, ``failed``)."""
     from hyperpod_dpd import aws
 
@@ -133,23 +135,23 @@ def load_balancer_check(dep: Deployment, hosts: list[str]) -> Check:
     return Check(section="endpoint", name="load balancer", state="ok" if ok else "warn", blocks_serving=False,
                  detail=f"{', '.join(hosts)} ({state})",
                  next_step="" if ok else ("provisioning takes a few minutes" if state == "provisioning" else
-                                          f"read the Ingress events: 'kubectl describe ingress {dep.names.ingress} "
+                                          f"read the Ingress events: 'kubectl describe ingress {spec.names.ingress} "
                                           f"-n {OPERATOR_NAMESPACE}' and the controller's log"))
 
 
-def _dpd_checks(dep: Deployment, pd_spec: dict[str, Any], pods: dict[Role, list[PodTarget]],
+def _dpd_checks(spec: EndpointSpec, pd_spec: dict[str, Any], pods: dict[Role, list[PodTarget]],
                 routers: list[PodTarget]) -> list[Check]:
-    names = dep.names
+    names = spec.names
     checks: list[Check] = []
     for role in ROLES:
-        role_cfg = dep.env.config.endpoint.prefill if role == "prefill" else dep.env.config.endpoint.decode
+        role_cfg = spec.endpoint.prefill if role == "prefill" else spec.endpoint.decode
         desired = int((pd_spec.get(_PD_SPEC_KEYS[role]) or {}).get("replicas", role_cfg.replicas))
         ready = sum(1 for p in pods[role] if p.ready)
         ok = ready >= desired
         checks.append(Check(
             section="endpoint", name=f"{role} pods", state="ok" if ok else "fail",
             detail=f"Ready {ready}/{desired}" + (f" ({', '.join(p.pod for p in pods[role])})" if pods[role] else ""),
-            next_step="" if ok else (f"no pod yet: check GPU nodes labelled hyperpod-dpd/pool={role} and free GPUs"
+            next_step="" if ok else (f"no pod yet: check GPU nodes labelled {_selector(spec, role)} and free GPUs"
                                      if not pods[role] else
                                      f"'kubectl describe pod -n {names.namespace} {pods[role][0].pod}' and "
                                      f"'hyperpod-dpd logs {role}'")))
@@ -161,14 +163,14 @@ def _dpd_checks(dep: Deployment, pd_spec: dict[str, Any], pods: dict[Role, list[
     return checks
 
 
-def skew_checks(dep: Deployment, workers: dict[Role, RoleWorkers]) -> list[Check]:
+def skew_checks(dep: Deployment, spec: EndpointSpec, workers: dict[Role, RoleWorkers]) -> list[Check]:
     """One row per role with what it runs (image, ``--model``, pod templates and revisions), then one row that
     compares them (:func:`hyperpod_dpd.skew.findings`). A different image or model path between the serving pods
     means the endpoint cannot serve correctly (the decoder recomputes what prefill sent, and prefill's transfers
     stall once the decoder's PD buffer is full of KV it never reads); a rollout alone is a warning (``smoke`` refuses
     to certify the endpoint until it is over), and so is what cannot be compared (:func:`hyperpod_dpd.skew.
     uncompared`): a role whose Deployment is not found, without a Ready pod, or whose model cannot be read."""
-    names = dep.names
+    names = spec.names
     found = skew.findings(workers)
     checks = []
     for role in ROLES:
@@ -186,7 +188,7 @@ def skew_checks(dep: Deployment, workers: dict[Role, RoleWorkers]) -> list[Check
     facts = {"skewed": bool(found), "findings": [{"kind": f.kind, "role": f.role, "message": f.message}
                                                  for f in found]}
     if differ:
-        path = dep.env.dist / "endpoint"
+        path = dep.layout(spec).endpoint_dir
         return [*checks, Check(
             section="endpoint", name="prefill/decode skew", state="fail", facts=facts,
             detail="; ".join(f.message for f in found),
@@ -207,14 +209,13 @@ def skew_checks(dep: Deployment, workers: dict[Role, RoleWorkers]) -> list[Check
                            detail="none: both roles serve one image and one model path, each from one pod template")]
 
 
-def _colocated_checks(dep: Deployment, spec: dict[str, Any], pods: list[PodTarget]) -> list[Check]:
+def _colocated_checks(dep: Deployment, spec: EndpointSpec, live: dict[str, Any],
+                      pods: list[PodTarget]) -> list[Check]:
     """The colocated baseline (same name, no pdSpec; docs/endpoint.md): its pods carry ``app=<iec>`` (the
     HyperPod SDK lists an endpoint's pods by that label, operator.md section (e)); no DPD router."""
-    from hyperpod_core.dist_layout import DistLayout
-
-    names = dep.names
-    dpd_manifest = DistLayout.found(dep.env.dist, names.name, dep.env.config.endpoint.apply).endpoint_file("dpd")
-    desired = int(spec.get("replicas", 1))
+    names = spec.names
+    dpd_manifest = dep.layout(spec).endpoint_file("dpd")
+    desired = int(live.get("replicas", 1))
     ready = sum(1 for p in pods if p.ready)
     ok = ready >= desired
     return [
@@ -225,3 +226,10 @@ def _colocated_checks(dep: Deployment, spec: dict[str, Any], pods: list[PodTarge
               detail=f"Ready {ready}/{desired}" + (f" ({', '.join(p.pod for p in pods)})" if pods else ""),
               next_step="" if ok else f"'kubectl describe pods -n {names.namespace} -l app={names.name}'"),
     ]
+
+
+def _selector(spec: EndpointSpec, role: Role) -> str:
+    """The node label ``role``'s pods are pinned by (:meth:`hyperpod_core.config.EndpointSpec.node_selector`), for a
+    message; ``instance type <type>`` when none pins them."""
+    selector = spec.node_selector(role)
+    return ", ".join(f"{k}={v}" for k, v in selector.items()) or f"with instance type {spec.endpoint.instance_type}"

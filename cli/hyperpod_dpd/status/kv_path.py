@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 from hyperpod_core.errors import CommandFailed
 from hyperpod_core.names import ROLES, Role
-from hyperpod_dpd.deployment import Deployment
 from hyperpod_dpd.status.check import Check, State
 
 if TYPE_CHECKING:  # the Kubernetes client loads in the checks that call it, not for --help
@@ -19,17 +18,18 @@ STARTUP_LOG_BYTES = 4 << 20
 RECENT_LOG_LINES = 2000
 
 
-def efa_checks(dep: Deployment, kube: Kube, pods: dict[Role, list[PodTarget]], *,
+def efa_checks(pd_buffer_size_bytes: int, kube: Kube, pods: dict[Role, list[PodTarget]], *,
                model_skew: bool = False) -> list[Check]:
     """One row per role: each pod's ``pd_role``, NIXL transport and per-rank transfer rates, proven or refuted
     (:func:`hyperpod_dpd.dpd_logs.efa_findings`). A refuted path still serves (the decoder recomputes), so the
     row does not block serving, but the endpoint is then not disaggregated in any useful sense. ``model_skew``: the
-    roles run different ``--model`` values (the skew row), which is what a full receive buffer then means."""
+    roles run different ``--model`` values (the skew row), which is what a full receive buffer then means;
+    ``pd_buffer_size_bytes``: the endpoint's ``pd_buffer_size_bytes``, named in the fix of a full buffer."""
     from hyperpod_dpd import dpd_logs
     from hyperpod_dpd.kube import kube_errors
 
     checks: list[Check] = []
-    buffer = dep.env.config.endpoint.pd_buffer_size_bytes
+    buffer = pd_buffer_size_bytes
     for role in ROLES:
         if not pods[role]:
             continue

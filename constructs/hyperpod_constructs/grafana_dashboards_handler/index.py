@@ -18,6 +18,12 @@ maintained ``grafana-client`` library, does the rest:
   lists the type created.
 * Delete: delete our dashboards and data source, and the folder only if nothing else is left in it (a
   dashboard a user saved there is theirs).
+* Only this deployment's objects are ever deleted. Their uids carry the deployment's name (the construct's
+  ``deployment_uid``), so another deployment's never match; and the objects a set of properties names count as
+  this deployment's only while the data source under their uid queries this deployment's own AMP workspace
+  (:func:`owned`). That second rule is for the uids of before (``hyperpod-dpd-amp``, folder ``hyperpod-dpd``,
+  ``dpd-overview-<endpoint>``), which every deployment shared: they belong to whichever deployed last, and the
+  Delete CloudFormation sends for them once a deployment moves to its own uids leaves them alone otherwise.
 
 The token lives 15 minutes and is deleted when the request ends, whatever happens.
 """
@@ -76,8 +82,9 @@ def workspace_api(grafana: Any, workspace_id: str, api_factory: ApiFactory) -> I
     """A Grafana API client for the workspace, authenticated by a token that is deleted on exit."""
     workspace = grafana.describe_workspace(workspaceId=workspace_id)["workspace"]
     endpoint = workspace["endpoint"]
-    accounts = grafana.list_workspace_service_accounts(workspaceId=workspace_id)["serviceAccounts"]
-    account = next((a for a in accounts if a["name"] == SERVICE_ACCOUNT), None)
+    # Every page: the workspace is the user's and may hold other service accounts before ours.
+    pages = grafana.get_paginator("list_workspace_service_accounts").paginate(workspaceId=workspace_id)
+    account = next((a for page in pages for a in page["serviceAccounts"] if a["name"] == SERVICE_ACCOUNT), None)
     if account is None:
         # Admin: creating data sources needs it (Grafana role-based access, "datasources:create").
         account = grafana.create_workspace_service_account(
@@ -120,8 +127,22 @@ def _uids(props: dict[str, Any] | None) -> set[str]:
     return {json.loads(t)["uid"] for t in (props or {}).get("Dashboards", [])}
 
 
+def owned(api: Any, props: dict[str, Any]) -> bool:
+    """Whether the objects ``props`` names are this deployment's: the data source under its uid is absent or
+    queries ``props``' own AMP workspace (each deployment has its own)."""
+    try:
+        existing = api.datasource.get_datasource_by_uid(props["DatasourceUid"])
+    except Exception as exc:
+        if not _not_found(exc):
+            raise
+        return True
+    return str(existing.get("url", "")).rstrip("/") == props["PrometheusUrl"].rstrip("/")
+
+
 def deploy(api: Any, props: dict[str, Any], old: dict[str, Any] | None = None, *,
            kind: str = CORE_PROMETHEUS) -> None:
+    # Asked before the upsert below, which may take over a data source of the shared uid of before.
+    old_is_ours = old is not None and owned(api, old)
     ds = datasource(props, kind)
     try:
         existing = api.datasource.get_datasource_by_uid(ds["uid"])
@@ -151,8 +172,9 @@ def deploy(api: Any, props: dict[str, Any], old: dict[str, Any] | None = None, *
     for text in props["Dashboards"]:
         api.dashboard.update_dashboard({"dashboard": _dashboard(text, props, kind), "folderUid": folder,
                                         "overwrite": True, "message": "hyperpod-dpd deploy"})
-    for uid in sorted(_uids(old) - _uids(props)):
-        _delete_dashboard(api, uid)
+    if old_is_ours:
+        for uid in sorted(_uids(old) - _uids(props)):
+            _delete_dashboard(api, uid)
 
 
 def _delete_dashboard(api: Any, uid: str) -> None:
@@ -164,6 +186,10 @@ def _delete_dashboard(api: Any, uid: str) -> None:
 
 
 def remove(api: Any, props: dict[str, Any]) -> None:
+    if not owned(api, props):
+        log.info("data source %s queries another deployment's workspace: nothing of it is ours to delete",
+                 props["DatasourceUid"])
+        return
     for uid in sorted(_uids(props)):
         _delete_dashboard(api, uid)
     try:

@@ -266,8 +266,8 @@ class EndpointConfig(Section):
     """This endpoint's own alert and dashboard thresholds: the keys it names replace those of
     `observability.slo` for this endpoint (the others keep theirs). Default: none: `observability.slo`."""
     apply: Literal["dpd", "colocated"] = "dpd"
-    """The endpoint `kubectl apply -f dist/endpoint/` applies: `dpd` or `colocated`. The other manifest (same
-    name: applying it replaces this one) goes to `dist/alternate/` for rollback and the benchmark baseline.
+    """The endpoint `kubectl apply -f dist/<name>/endpoint/` applies: `dpd` or `colocated`. The other manifest (same
+    name: applying it replaces this one) goes to `dist/<name>/alternate/` for rollback and the benchmark baseline.
     Default: `dpd`."""
 
     @model_validator(mode="before")

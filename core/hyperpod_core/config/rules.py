@@ -12,7 +12,7 @@ import ipaddress
 import math
 import re
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from hyperpod_core import fit, instances, pins
 from hyperpod_core.config.az_ids import published_az_ids
@@ -80,8 +80,9 @@ def endpoint_models_keep_the_bucket_keys_out(s: EndpointSpec) -> None:
     if s.at == "endpoint":
         return
     for old, new in (("existing_bucket_name", "existing_name"), ("delete_on_destroy", "delete_on_destroy")):
-        if getattr(s.model, old) is not None:
-            _fail(s.model_field(old), getattr(s.model, old),
+        value = vars(s.model).get(old)  # the stored value: reading the attribute warns that the key is deprecated
+        if value is not None:
+            _fail(s.model_field(old), value,
                   f"must be left out of an endpoint's model (the deployment's bucket is model_bucket.{new}; a "
                   f"model in another bucket names it in {s.model_field('bucket')})")
 
@@ -650,7 +651,8 @@ def check(c: Config) -> None:
     specs = c.specs()
     for rule in RULES:
         if rule in ENDPOINT_RULES:
+            endpoint_rule = cast(Callable[[EndpointSpec], None], rule)
             for s in specs:
-                rule(s)  # type: ignore[arg-type]
+                endpoint_rule(s)
         else:
-            rule(c)  # type: ignore[arg-type]
+            cast(Callable[[Config], None], rule)(c)

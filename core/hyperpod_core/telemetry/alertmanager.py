@@ -8,8 +8,9 @@ as is; ``amtool check-config`` validates it in the tests) with AMP's restriction
 names ``sigv4.region``; ``api_url`` and ``http_config`` are not allowed.
 
 * **route**: every alert of the workspace (it holds only this deployment's rule groups) to the SNS receiver,
-  grouped per alert, namespace and endpoint; the heartbeat on its own route, repeated every
-  :data:`HEARTBEAT_REPEAT`, so the topic sees a message at least that often while the path works.
+  grouped per alert, namespace and endpoint (the cluster-wide alerts name neither: one group each); the heartbeat
+  on its own route, repeated every :data:`HEARTBEAT_REPEAT`, so the topic sees a message at least that often while
+  the path works.
 * **inhibit_rules**: while :data:`~.alerts.ENDPOINT_DOWN` fires for an endpoint, its ``alert_kind="pd"``
   warnings (latency, queue, KV, aborted requests) are muted: the endpoint being down explains them. Critical
   alerts are never targets: Alertmanager keeps inhibiting while the source fires even when a silence mutes the
@@ -29,7 +30,6 @@ from typing import Any, Final
 
 import yaml
 
-from hyperpod_core.config import Config
 from hyperpod_core.telemetry.alerts import ENDPOINT_DOWN, HEARTBEAT, KIND_LABEL
 
 RECEIVER: Final = "dpd-sns"
@@ -57,11 +57,12 @@ def topic_region(topic_arn: str, default: str) -> str:
     return parts[3] if len(parts) >= 6 and parts[2] == "sns" and parts[3] else default
 
 
-def alertmanager_config(config: Config, topic_arns: Sequence[str]) -> dict[str, Any]:
-    """Alertmanager's configuration: route, inhibit rules and one SNS receiver publishing to ``topic_arns``."""
+def alertmanager_config(region: str, topic_arns: Sequence[str]) -> dict[str, Any]:
+    """Alertmanager's configuration: route, inhibit rules and one SNS receiver publishing to ``topic_arns`` (each
+    signed for its own region, ``region``, the deployment's, when its ARN names none: a CDK token)."""
     if not topic_arns:
         raise ValueError("topic_arns must name at least one SNS topic, got none")
-    sns = [{"topic_arn": arn, "sigv4": {"region": topic_region(arn, config.region)}, "subject": SUBJECT,
+    sns = [{"topic_arn": arn, "sigv4": {"region": topic_region(arn, region)}, "subject": SUBJECT,
             "attributes": dict(ATTRIBUTES)} for arn in topic_arns]
     return {
         "route": {
@@ -94,12 +95,12 @@ def _dump(value: Any) -> str:
     return yaml.dump(value, Dumper=_Dumper, sort_keys=False, width=1 << 30, default_flow_style=False)
 
 
-def alertmanager_text(config: Config, topic_arns: Sequence[str]) -> str:
+def alertmanager_text(region: str, topic_arns: Sequence[str]) -> str:
     """The Alertmanager configuration file itself (what ``amtool check-config`` reads)."""
-    return _dump(alertmanager_config(config, topic_arns))
+    return _dump(alertmanager_config(region, topic_arns))
 
 
-def alert_manager_definition(config: Config, topic_arns: Sequence[str]) -> str:
+def alert_manager_definition(region: str, topic_arns: Sequence[str]) -> str:
     """The workspace's alert manager definition: ``alertmanager_config`` holding the configuration text (AMP
     user guide, "Upload your alert manager configuration file": the definition is YAML with that key)."""
-    return _dump({"alertmanager_config": alertmanager_text(config, topic_arns)})
+    return _dump({"alertmanager_config": alertmanager_text(region, topic_arns)})

@@ -22,14 +22,18 @@ judge no window with fewer than :data:`MIN_REQUESTS` requests.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from hyperpod_core.config import Config, SloConfig
+from hyperpod_core.config import SloConfig
+from hyperpod_core.config.observability import ObservabilityConfig
+from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.telemetry import catalogue as m
 from hyperpod_core.telemetry import queries as q
+from hyperpod_core.telemetry.labels import CollectorLabels
 from hyperpod_core.telemetry.objectives import QUANTILE
-from hyperpod_core.telemetry.targets import dpd_target, target
+from hyperpod_core.telemetry.targets import collector_labels, dpd_target, target
 
 #: Window of the rates and quantiles in alert expressions.
 WINDOW: Final = "5m"
@@ -118,27 +122,48 @@ class _AlertFactory:
         return text.dpd if self.dpd else text.colocated
 
 
-def alerts(config: Config) -> tuple[Alert, ...]:
-    """The alerts for the endpoint ``config.endpoint.apply`` deploys, thresholds from ``config.observability.slo``.
+def alerts(spec: EndpointSpec) -> tuple[Alert, ...]:
+    """The alerts of endpoint ``spec`` in the mode its ``apply`` deploys, thresholds from its ``slo`` (the
+    deployment's ``observability.slo`` with the endpoint's own keys).
 
     The performance and restart alerts select the applied endpoint's pods: the prefill and decode pods of DPD,
     the worker pods of colocated (whose engine's TTFT is the users' TTFT). The two prefill-leg and KV-transfer
     alerts exist only on DPD. Endpoint-down watches the applied mode and stays quiet while the other one serves.
     """
-    slo = config.observability.slo
-    dpd, colocated = dpd_target(config), target(config, "colocated")
-    applied, other = (dpd, colocated) if config.endpoint.apply == "dpd" else (colocated, dpd)
+    slo = spec.slo
+    dpd, colocated = dpd_target(spec), target(spec, "colocated")
+    applied, other = (dpd, colocated) if spec.endpoint.apply == "dpd" else (colocated, dpd)
     f = _AlertFactory(applied)
     return (*_availability(f, other), *_saturation(f, slo), *_latency(f, slo), *_failures(f, slo))
 
 
+def cluster_alerts(collector: CollectorLabels) -> tuple[Alert, ...]:
+    """The alerts of the whole deployment, once however many endpoints it serves: the cluster metrics the
+    endpoint-down and restart alerts read are missing, and the heartbeat. ``collector``: the labels the collector
+    writes (``observability.collector_labels``)."""
+    return (
+        Alert(
+            name=CLUSTER_METRICS_ABSENT, severity="warning", for_=ABSENT_FOR, kind="availability",
+            expr=q.cluster_series_absent(collector),
+            summary="No kube-state-metrics pod series from any namespace of the cluster: endpoint-down and restart "
+                    "alerts cannot fire.",
+            runbook="Check the observability add-on's clusterMetrics is on and which labels the collector writes "
+                    "(count by (namespace, pod) (kube_pod_status_ready) vs observability.collector_labels)."),
+        Alert(
+            name=HEARTBEAT, severity="info", for_="0m", kind="heartbeat", expr="vector(1)",
+            summary="Always firing: proves rules -> alert manager -> SNS works. Its absence is the alarm.",
+            runbook="Nothing to fix while it arrives. When the topic's heartbeat alarm fires instead, check the "
+                    "workspace's alert manager (its logs in CloudWatch) and the topic's access and key policies."),
+    )
+
+
 def _availability(f: _AlertFactory, other: q.Target) -> tuple[Alert, ...]:
-    """The endpoint is down, the series the other alerts read are missing, and the heartbeat."""
+    """The endpoint is down, and the inference series the other alerts read are missing."""
     t = f.target
     return (
         f.alert(
             ENDPOINT_DOWN, severity="critical", for_="5m", kind="availability", expr=q.endpoint_down(t, other),
-            summary=f"Endpoint {t.namespace}/{t.endpoint} is down: no ready {{{{ $labels.component }}}} pod.",
+            summary=f"Endpoint {t.qualified} is down: no ready {{{{ $labels.component }}}} pod.",
             runbook="kubectl get inferenceendpointconfig and the pods of the endpoint (and the router in "
                     "hyperpod-inference-system): describe the not-ready pods, read their logs (--previous), "
                     "check the nodes are Schedulable; hyperpod-dpd status shows the same. While it fires, the "
@@ -149,25 +174,13 @@ def _availability(f: _AlertFactory, other: q.Target) -> tuple[Alert, ...]:
         f.alert(
             INFERENCE_METRICS_ABSENT, severity="critical", for_=ABSENT_FOR, kind="availability",
             expr=q.inference_series_absent(t, window=WINDOW),
-            summary=f"{t.namespace}/{t.endpoint}: {{{{ $labels.component }}}} pod {{{{ $labels.pod_name }}}} is "
+            summary=f"{t.qualified}: {{{{ $labels.component }}}} pod {{{{ $labels.pod_name }}}} is "
                     "Ready (or finishes requests) but its vLLM or reverse-proxy inference series do not reach the "
                     "workspace: the latency, queue, KV and error alerts cannot see it.",
             runbook="Check the observability add-on's inferenceMetrics is on, the pod's metrics port and "
                     "PROMETHEUS_MULTIPROC_DIR (docs/observability.md, Troubleshooting), count by (__name__) "
                     "({pod_name=\"<pod>\"}) in the workspace, and count by (method, uri) "
                     "(model_invocations_total{pod_name=\"<pod>\"}) for the paths the proxy counts."),
-        f.alert(
-            CLUSTER_METRICS_ABSENT, severity="warning", for_=ABSENT_FOR, kind="availability",
-            expr=q.cluster_series_absent(t),
-            summary="No kube-state-metrics pod series from any namespace of the cluster: endpoint-down and restart "
-                    "alerts cannot fire.",
-            runbook="Check the observability add-on's clusterMetrics is on and which labels the collector writes "
-                    "(count by (namespace, pod) (kube_pod_status_ready) vs observability.collector_labels)."),
-        f.alert(
-            HEARTBEAT, severity="info", for_="0m", kind="heartbeat", expr="vector(1)",
-            summary="Always firing: proves rules -> alert manager -> SNS works. Its absence is the alarm.",
-            runbook="Nothing to fix while it arrives. When the topic's heartbeat alarm fires instead, check the "
-                    "workspace's alert manager (its logs in CloudWatch) and the topic's access and key policies."),
     )
 
 
@@ -306,21 +319,42 @@ def _failures(f: _AlertFactory, slo: SloConfig) -> tuple[Alert, ...]:
     return (*failing, kv_transfer)
 
 
-def alert_rule_groups(config: Config) -> dict[str, Any]:
-    """The alerts in Prometheus rule-file format: ``{"groups": [{"name", "interval", "rules"}]}``."""
-    e = config.endpoint
-    rules = [
-        {
-            "alert": a.name,
-            "expr": a.expr,
-            "for": a.for_,
-            "labels": {"severity": a.severity, "endpoint": e.name, "namespace": e.namespace, KIND_LABEL: a.kind},
-            "annotations": {"summary": a.summary, "runbook": a.runbook},
-        }
-        for a in alerts(config)
-    ]
-    return {"groups": [{
-        "name": f"dpd-{e.name}",
-        "interval": f"{config.observability.scrape_interval_seconds * 2}s",
-        "rules": rules,
-    }]}
+#: Name of the rule group of :func:`cluster_alerts`. An endpoint's group is ``dpd-<endpoint>`` and an endpoint name is a
+#: DNS label (no ``.``), so the two never share a name (a rule file's group names are unique: promtool).
+CLUSTER_GROUP_PREFIX: Final = "dpd-cluster."
+
+
+def _interval(observability: ObservabilityConfig) -> str:
+    return f"{observability.scrape_interval_seconds * 2}s"
+
+
+def _rule(a: Alert, labels: dict[str, str]) -> dict[str, Any]:
+    return {"alert": a.name, "expr": a.expr, "for": a.for_, "labels": {"severity": a.severity, **labels,
+                                                                       KIND_LABEL: a.kind},
+            "annotations": {"summary": a.summary, "runbook": a.runbook}}
+
+
+def endpoint_rule_group(spec: EndpointSpec) -> dict[str, Any]:
+    """Endpoint ``spec``'s alerts as one rule group ``dpd-<endpoint>``, each labelled ``endpoint`` and
+    ``namespace`` (the alert manager groups and inhibits on them)."""
+    labels = {"endpoint": spec.name, "namespace": spec.namespace}
+    return {"name": f"dpd-{spec.name}", "interval": _interval(spec.observability),
+            "rules": [_rule(a, labels) for a in alerts(spec)]}
+
+
+def cluster_rule_group(deployment: str, observability: ObservabilityConfig) -> dict[str, Any]:
+    """The deployment's cluster-wide alerts (:func:`cluster_alerts`) as the rule group ``dpd-cluster.<deployment>``;
+    they name no endpoint."""
+    return {"name": f"{CLUSTER_GROUP_PREFIX}{deployment}", "interval": _interval(observability),
+            "rules": [_rule(a, {}) for a in cluster_alerts(collector_labels(observability))]}
+
+
+def alert_rule_groups(specs: Sequence[EndpointSpec]) -> dict[str, Any]:
+    """Every endpoint's alerts and the cluster-wide ones in Prometheus rule-file format: ``{"groups": [{"name",
+    "interval", "rules"}]}``, one group per endpoint in ``specs``'s order, then the cluster's. ``specs``: the
+    deployment's endpoints (``Config.specs()``), at least one."""
+    if not specs:
+        raise ValueError("specs must hold at least one endpoint, got none")
+    first = specs[0]
+    return {"groups": [*(endpoint_rule_group(s) for s in specs),
+                       cluster_rule_group(first.deployment, first.observability)]}

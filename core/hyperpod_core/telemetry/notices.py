@@ -6,32 +6,33 @@ deployment that looks observed and is not: both entry points say so in one line 
 
 from __future__ import annotations
 
-from hyperpod_core.config import Config
+from hyperpod_core.config.observability import ObservabilityConfig
 
 
-def receivers(config: Config) -> list[str]:
+def receivers(observability: ObservabilityConfig) -> list[str]:
     """Who the alerts reach: the e-mail addresses and the existing topic of ``observability.alerts``."""
-    a = config.observability.alerts
+    a = observability.alerts
     return [*a.email_addresses, *([a.topic_arn] if a.topic_arn else [])]
 
 
-def alerts_notice(config: Config) -> str | None:
+def alerts_notice(observability: ObservabilityConfig) -> str | None:
     """``None`` when the alerts reach someone; else one line saying they do not, and what to set."""
-    if not config.observability.enabled:
+    if not observability.enabled:
         return "alerts reach no one: observability.enabled is false (no workspace, no rules, no alert manager)"
-    if not receivers(config):
+    if not receivers(observability):
         return ("alerts reach no one: observability.alerts names no email_addresses and no topic_arn (the alert "
                 "manager publishes to the alert topic, which nobody subscribes to)")
     return None
 
 
-def dashboards_notice(config: Config) -> str | None:
+def dashboards_notice(observability: ObservabilityConfig) -> str | None:
     """``None`` when the dashboards are deployed into Amazon Managed Grafana; else one line on how to import."""
-    if not config.observability.enabled or config.observability.grafana_workspace is not None:
+    if not observability.enabled or observability.grafana_workspace is not None:
         return None
     return ("dashboards are not deployed to Grafana: observability.grafana_workspace is not set; import "
             "dist/dashboards/*.json (docs/observability.md, \"Import the dashboards\")")
 
 
-def notices(config: Config) -> list[str]:
-    return [n for n in (alerts_notice(config), dashboards_notice(config)) if n]
+def notices(observability: ObservabilityConfig) -> list[str]:
+    """The deployment's notices (its ``observability`` section decides both)."""
+    return [n for n in (alerts_notice(observability), dashboards_notice(observability)) if n]

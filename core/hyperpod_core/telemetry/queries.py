@@ -76,6 +76,16 @@ class Target:
             return f"(prefill|decode)-{self.endpoint}-{POD_SUFFIX}"
         raise ValueError(f"role {role!r} does not exist on a {self.kind} endpoint")
 
+    @property
+    def qualified(self) -> str:
+        """``<namespace>/<endpoint>``, as messages name the endpoint."""
+        return f"{self.namespace}/{self.endpoint}"
+
+    def router_pod_regex(self) -> str:
+        """The router Deployment's pods: ``<iec>-<ns>-router-<rs>-<pod>`` in the operator's namespace (operator.md
+        (e))."""
+        return f"{self.endpoint}-{self.namespace}-router-{POD_SUFFIX}"
+
     def selector(self, metric: Metric, role: Role, *, matchers: str = "") -> str:
         """``{namespace="...", pod_name=~"..."}`` for ``metric`` on ``role``'s pods, in the labels its path keeps."""
         parts = [f'{metric.namespace_label(self.collector)}="{self.namespace}"',
@@ -327,7 +337,7 @@ def ready_series(t: Target, component: Component) -> str:
     """kube-state-metrics' ``kube_pod_status_ready{condition="true"}`` of the pods of ``component``: 1 while a pod
     is Ready. A pod without a Ready condition (Pending, e.g. unschedulable) has no such series at all."""
     if component == "router":
-        regex = f"{t.endpoint}-{t.namespace}-router-{POD_SUFFIX}"
+        regex = t.router_pod_regex()
     else:
         regex = t.pod_regex("decode" if component == "worker" else component)
     c = t.collector
@@ -340,7 +350,7 @@ def ready_pods(t: Target, component: Component) -> str:
     return f"sum({ready_series(t, component)})"
 
 
-def cluster_series(t: Target) -> str:
+def cluster_series(c: lbl.CollectorLabels) -> str:
     """kube-state-metrics' Ready series of every pod of the cluster, in the labels the queries use.
 
     Whether the cluster metrics arrive is a question about the cluster, not about one namespace: kube-system always
@@ -349,15 +359,15 @@ def cluster_series(t: Target) -> str:
     Ready condition (kubernetes/kube-state-metrics, ``internal/store/pod.go``,
     ``createPodStatusReadyFamilyGenerator``: it loops over ``Status.Conditions`` and emits only ``PodReady``), and a
     Pending pod the scheduler cannot place has only ``PodScheduled=False``. Both labels must be non-empty, so a
-    collector that renames the namespace or pod label (``observability.collector_labels``) counts as not seen."""
-    c = t.collector
+    collector that renames the namespace or pod label (``observability.collector_labels``, ``c``) counts as not
+    seen."""
     return f'{POD_READY.series()}{{{POD_READY.namespace_label(c)}=~".+", {POD_READY.pod_label(c)}=~".+"}}'
 
 
-def cluster_series_absent(t: Target) -> str:
+def cluster_series_absent(c: lbl.CollectorLabels) -> str:
     """One series while kube-state-metrics reports no pod anywhere in the cluster: the add-on's ``clusterMetrics``
     is off, or the collector relabels (``observability.collector_labels``). An empty namespace is no such case."""
-    return f"absent({cluster_series(t)})"
+    return f"absent({cluster_series(c)})"
 
 
 def components(t: Target) -> tuple[Component, ...]:
@@ -370,7 +380,7 @@ def not_ready(t: Target, component: Component) -> str:
     """One series labelled ``component=<component>`` while no pod of it is ready, absent and Pending pods included
     (a Pending pod has no Ready series: :func:`cluster_series`), but only while kube-state-metrics reports the
     cluster's pods: missing cluster metrics are :func:`cluster_series_absent`'s alert, not an outage."""
-    seen = f"count({cluster_series(t)}) > 0"
+    seen = f"count({cluster_series(t.collector)}) > 0"
     down = f"(({ready_pods(t, component)} or vector(0)) < 1) and on() ({seen})"
     return f'label_replace({down}, "{lbl.COMPONENT}", "{component}", "", "")'
 

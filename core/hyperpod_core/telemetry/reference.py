@@ -3,7 +3,8 @@ alert's and autoscaling trigger's query.
 
     python -m hyperpod_core.telemetry.reference [config.yaml]
 
-prints the block; a test keeps the copy in docs/observability.md equal to it.
+prints the block of the config's endpoint (its first, when it serves several); a test keeps the copy in
+docs/observability.md equal to it.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import sys
 from pathlib import Path
 
 from hyperpod_core import paths
-from hyperpod_core.config import Config, load_config
+from hyperpod_core.config import load_config
+from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.errors import guarded
 from hyperpod_core.telemetry import catalogue as m
 from hyperpod_core.telemetry import queries as q
-from hyperpod_core.telemetry.alerts import alerts
+from hyperpod_core.telemetry.alerts import alerts, cluster_alerts
 from hyperpod_core.telemetry.dashboards import dashboards
 from hyperpod_core.telemetry.targets import collector_labels, dpd_target
 
@@ -28,23 +30,24 @@ def _code(text: str) -> str:
     return "`" + text.replace("|", "\\|") + "`"
 
 
-def markdown(config: Config) -> str:
-    collector = collector_labels(config)
+def markdown(spec: EndpointSpec) -> str:
+    """The reference of endpoint ``spec``: its queries, its alerts and the cluster-wide ones, its dashboards."""
+    collector = collector_labels(spec.observability)
     lines = [BEGIN, "", "### Metrics and where they come from", "",
              "| metric | type | labels used | add-on category | source | read from |", "|---|---|---|---|---|---|"]
     for metric in m.CATALOGUE:
         used = ", ".join(sorted({metric.namespace_label(collector), metric.pod_label(collector)}))
         lines.append(f"| {_code(metric.name)} | {metric.type} | {used} | `{metric.category}` | {metric.source.name}, "
                      f"{metric.source.version} | {metric.source.reference} |")
-    t = dpd_target(config)
+    t = dpd_target(spec)
     lines += ["", "### Autoscaling triggers (endpoint manifest, KEDA through the operator)", "",
               "| role | query |", "|---|---|",
               f"| prefill | {_code(q.prefill_queue(t))} |", f"| decode | {_code(q.decode_kv_usage(t))} |",
               "", "### Alerts", "", "| alert | for | expression |", "|---|---|---|"]
-    lines += [f"| {a.name} | {a.for_} | {_code(a.expr)} |" for a in alerts(config)]
-    for spec in dashboards(config):
-        lines += ["", f"### Dashboard: {spec.title}", "", "| panel | series | query |", "|---|---|---|"]
-        for panel in spec.panels:
+    lines += [f"| {a.name} | {a.for_} | {_code(a.expr)} |" for a in (*alerts(spec), *cluster_alerts(collector))]
+    for dashboard in dashboards(spec):
+        lines += ["", f"### Dashboard: {dashboard.title}", "", "| panel | series | query |", "|---|---|---|"]
+        for panel in dashboard.panels:
             lines += [f"| {panel.title} | {query.legend} | {_code(query.expr)} |" for query in panel.queries]
     return "\n".join([*lines, "", END])
 
@@ -52,7 +55,7 @@ def markdown(config: Config) -> str:
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     path = Path(args[0]) if args else paths.checkout("the default config (name one)") / paths.DEFAULT_CONFIG
-    print(markdown(load_config(path)))
+    print(markdown(load_config(path).specs()[0]))
 
 
 if __name__ == "__main__":

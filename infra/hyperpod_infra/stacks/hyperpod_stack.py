@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from aws_cdk import CfnOutput, Fn, Stack
@@ -39,6 +40,9 @@ class InstanceGroupSpec:
     ebs_volume_size_gb: int
     deep_health_checks: tuple[str, ...]
     training_plan_arn: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """Kubernetes labels on the group's nodes besides ``hyperpod-dpd/pool: <pool>`` (an endpoint's role pinned to the
+    group selects its ``hyperpod-dpd/instance-group: <name>``). Default: none."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,7 +94,7 @@ class HyperPodStack(Stack):
                 subnet=props.gpu_subnet, security_group=props.efa_security_group,
                 threads_per_core=g.threads_per_core, ebs_volume_size_gb=g.ebs_volume_size_gb,
                 deep_health_checks=g.deep_health_checks, training_plan_arn=g.training_plan_arn,
-                labels={POOL_LABEL: g.pool}))
+                labels={POOL_LABEL: g.pool, **g.labels}))
 
         # HyperPod validates the role, reads the scripts and expects the device plugins and health agents at
         # create time. CDK would not order these on its own: the policy is a separate resource and the

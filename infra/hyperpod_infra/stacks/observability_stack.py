@@ -41,7 +41,11 @@ class ObservabilityStackProps:
     """Amazon Managed Grafana workspace that receives ``dashboards`` and the AMP data source.
     Default: none (dashboards ship only as sidecar ConfigMaps and JSON files from the cdk8s app)."""
     grafana_folder: str = "HyperPod DPD"
-    """Grafana folder of the dashboards. Default: ``HyperPod DPD``."""
+    """Grafana folder of the dashboards (titled ``<grafana_folder> (<deployment_name>)``). Default: ``HyperPod DPD``."""
+    deployment_name: str | None = None
+    """The deployment's name: the Grafana data source, folder and folder title are this deployment's own
+    (``GrafanaDashboardsProps.deployment``), so that deployments share a workspace. Required with
+    ``grafana_workspace_id``. Default: none."""
     dashboards: Mapping[str, str] = field(default_factory=dict)
     """Dashboard JSON text by uid, for ``grafana_workspace_id``. Default: none."""
 
@@ -68,9 +72,13 @@ class ObservabilityStack(Stack):
                       description="SNS topic of every alert (AMP alert manager receiver)")
         self.grafana = None
         if props.grafana_workspace_id is not None:
+            if props.deployment_name is None:
+                raise ValueError("deployment_name is required with grafana_workspace_id (the workspace's data source "
+                                 "and folder are the deployment's own), got None")
             self.grafana = GrafanaDashboards(self, "GrafanaDashboards", props=GrafanaDashboardsProps(
-                workspace_id=props.grafana_workspace_id, prometheus_query_url=self.prometheus.prometheus_endpoint,
-                dashboards=props.dashboards, folder_title=props.grafana_folder))
+                workspace_id=props.grafana_workspace_id, deployment=props.deployment_name,
+                prometheus_query_url=self.prometheus.prometheus_endpoint, dashboards=props.dashboards,
+                folder_title=props.grafana_folder))
 
         CfnOutput(self, outputs.AMP_WORKSPACE_ENDPOINT, value=self.prometheus.prometheus_endpoint,
                   description="Managed Prometheus endpoint (KEDA prometheusTrigger serverAddress base)")

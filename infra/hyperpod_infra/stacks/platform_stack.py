@@ -23,7 +23,7 @@ from hyperpod_constructs.inference_operator import (
 )
 from hyperpod_constructs.infra_bucket import InfraBucket, InfraBucketProps
 from hyperpod_constructs.managed_prometheus import ManagedPrometheus
-from hyperpod_constructs.model_bucket import ModelBucket, ModelBucketProps
+from hyperpod_constructs.model_bucket import ModelBucket, ModelBucketProps, ModelReadLocation
 from hyperpod_core import names, outputs, pins
 from hyperpod_infra import bundle
 
@@ -31,12 +31,23 @@ from hyperpod_infra import bundle
 ACCESS_LOG_RETENTION_DAYS = 365
 
 
+#: The construct ID of the first endpoint's benchmark identity: the one a one-endpoint deployment has always had. An
+#: association's namespace and service account are create-only (AWS::EKS::PodIdentityAssociation), so a new
+#: logical ID would replace it, and EKS refuses a second association for a service account that still has one.
+FIRST_BENCHMARK_CLIENT_ID = "BenchmarkClient"
+
+
 @dataclass(frozen=True, kw_only=True)
 class BenchmarkClientSpec:
-    """Where the benchmark Jobs run and write (``benchmark`` config section; cdk8s benchmark chart)."""
+    """Where one endpoint's benchmark Jobs run and write (``benchmark`` config section; cdk8s benchmark chart)."""
 
+    endpoint_name: str
+    """The endpoint's name: the construct ID of every endpoint's identity but the first's
+    (``BenchmarkClient-<endpoint>``; the first keeps :data:`FIRST_BENCHMARK_CLIENT_ID`)."""
     namespace: str
     service_account: str
+    model_reads: tuple[ModelReadLocation, ...]
+    """The endpoint's own model: the Jobs read the tokenizer from its weights."""
     results_bucket: str | None = None
     results_prefix: str = ""
 
@@ -48,14 +59,16 @@ class PlatformStackProps:
     hyperpod_cluster_arn: str
     model_bucket: ModelBucketProps
     """Without ``server_access_logs_bucket``: the stack creates the access-log bucket."""
-    model_key_prefix: str = ""
-    """Prefix of the weights in the bucket; the HyperPod nodes may read only below it. Default: whole bucket."""
+    model_reads: tuple[ModelReadLocation, ...]
+    """Every endpoint's model (deduplicated): the S3 CSI driver and the HyperPod nodes may list and read
+    below these prefixes only, never a whole bucket."""
     hyperpod_execution_role: iam.IRole | None = None
     """The HyperPod instance groups' role; gets read access to the model bucket. Default: none."""
     prometheus: ManagedPrometheus | None = None
     """Workspace KEDA may query. Default: none (observability off)."""
-    benchmark_client: BenchmarkClientSpec | None = None
-    """Give the benchmark Jobs' ServiceAccount its Pod Identity association. Default: none."""
+    benchmark_clients: tuple[BenchmarkClientSpec, ...] = ()
+    """Give each endpoint's benchmark Jobs' ServiceAccount its Pod Identity association, in this order (the first
+    keeps :data:`FIRST_BENCHMARK_CLIENT_ID`). Default: none."""
     janitor_vpc: ec2.IVpc | None = None
     """Run the endpoint janitor in this VPC (when the cluster API is not reachable from the internet).
     Default: outside any VPC."""
@@ -105,8 +118,8 @@ class PlatformStack(Stack):
         """The HyperPod Inference Operator add-on and the IAM of it and of the components it brings."""
         self.iam = InferenceIam(self, "InferenceIam", props=InferenceIamProps(
             oidc_provider=props.oidc_provider, tls_certificates_bucket=self.tls.bucket,
-            # The driver mounts the weights' prefix only (the endpoint's S3 model source).
-            model_read_statements=tuple(self.model.read_statements(props.model_key_prefix)),
+            # The driver mounts the weights' prefixes only (each endpoint's S3 model source).
+            model_read_statements=tuple(self.model.read_statements(props.model_reads)),
             vpc_arn=self.format_arn(service="ec2", resource="vpc", resource_name=props.cluster.vpc.vpc_id),
             operator_namespace=names.OPERATOR_NAMESPACE,
             amp_workspace_arn=props.prometheus.workspace_arn if props.prometheus else None))
@@ -121,24 +134,27 @@ class PlatformStack(Stack):
             alb_controller_role=self.iam.alb_controller_role, s3_csi_role=self.iam.s3_csi_role))
 
     def _model_readers(self, props: PlatformStackProps) -> None:
-        """Who else reads the weights (below ``model_key_prefix``): the S3 CSI driver, the HyperPod nodes and the
-        benchmark Jobs; each policy's finding acknowledged by the bucket."""
-        self.model.acknowledge_read(self.iam.s3_csi_policy, props.model_key_prefix)
+        """Who else reads the weights (below ``model_reads``): the S3 CSI driver, the HyperPod nodes and each
+        endpoint's benchmark Jobs (its own model only); each policy's findings acknowledged by the bucket."""
+        self.model.acknowledge_read(self.iam.s3_csi_policy, props.model_reads)
         if props.hyperpod_execution_role is not None:
             # The policy lives in this (the bucket's) stack, attached to the role in the HyperPod stack:
             # references run platform -> hyperpod only, so there is no cycle.
             self.hyperpod_model_read = iam.Policy(
                 self, "HyperPodExecutionRoleModelRead", roles=[props.hyperpod_execution_role],
-                statements=self.model.read_statements(props.model_key_prefix))
-            self.model.acknowledge_read(self.hyperpod_model_read, props.model_key_prefix)
-        self.benchmark_client = None
-        if props.benchmark_client is not None:
-            b = props.benchmark_client
-            self.benchmark_client = BenchmarkClientIdentity(self, "BenchmarkClient", props=BenchmarkClientIdentityProps(
-                cluster=props.cluster, namespace=b.namespace, service_account=b.service_account,
-                model_read_statements=tuple(self.model.read_statements(props.model_key_prefix)),
-                results_bucket=b.results_bucket, results_prefix=b.results_prefix))
-            self.model.acknowledge_read(self.benchmark_client.policy, props.model_key_prefix)
+                statements=self.model.read_statements(props.model_reads))
+            self.model.acknowledge_read(self.hyperpod_model_read, props.model_reads)
+        self.benchmark_clients: dict[str, BenchmarkClientIdentity] = {}
+        """Each endpoint's benchmark identity, by endpoint name."""
+        for i, b in enumerate(props.benchmark_clients):
+            identity = BenchmarkClientIdentity(
+                self, FIRST_BENCHMARK_CLIENT_ID if i == 0 else f"{FIRST_BENCHMARK_CLIENT_ID}-{b.endpoint_name}",
+                props=BenchmarkClientIdentityProps(
+                    cluster=props.cluster, namespace=b.namespace, service_account=b.service_account,
+                    model_read_statements=tuple(self.model.read_statements(b.model_reads)),
+                    results_bucket=b.results_bucket, results_prefix=b.results_prefix))
+            self.model.acknowledge_read(identity.policy, b.model_reads)
+            self.benchmark_clients[b.endpoint_name] = identity
 
     def _outputs(self) -> None:
         """What the cdk8s app and the operator need. Region and cluster names/ARNs are output by the cluster and

@@ -1,4 +1,5 @@
-"""Config -> the typed props of the ``<endpoint>-benchmark`` chart (:class:`BenchmarkChartProps`), a pure function.
+"""One endpoint -> the typed props of its ``<endpoint>-benchmark`` chart (:class:`BenchmarkChartProps`), a pure
+function.
 
 :class:`~hyperpod_k8s.benchmark.benchmark_chart.BenchmarkChart` builds one suspended Job per run, a ConfigMap and a
 ServiceAccount from these props; ``hyperpod-dpd bench`` reads the synthesized file and resumes the Jobs one at a time.
@@ -28,12 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from hyperpod_core.config import Config
 from hyperpod_core.config.benchmark import BenchmarkScenarioConfig
-from hyperpod_core.inputs import EndpointInputs
-from hyperpod_core.names import EndpointNames
+from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_k8s.benchmark.reference import experiment_props
-from hyperpod_k8s.endpoint.props import endpoint_props
+from hyperpod_k8s.endpoint.props import EndpointProps
 from hyperpod_runtime import bench_runner
 
 Mode = Literal["dpd", "colocated"]
@@ -72,84 +71,82 @@ class BenchmarkRun:
         return f"{self.mode}-{self.scenario}-c{self.concurrency}"
 
 
-def router_service_url(config: Config) -> str:
-    return f"http://{EndpointNames.of(config.endpoint).router_service_host}:{ROUTER_PORT}"
+def router_service_url(spec: EndpointSpec) -> str:
+    return f"http://{spec.names.router_service_host}:{ROUTER_PORT}"
 
 
-def api_base(config: Config) -> str:
-    b = config.benchmark
+def api_base(spec: EndpointSpec) -> str:
+    b = spec.benchmark
     if b.target == "load_balancer":
         return (b.load_balancer_url or "").rstrip("/")
-    return router_service_url(config)
+    return router_service_url(spec)
 
 
-def resource_name(config: Config) -> str:
+def resource_name(spec: EndpointSpec) -> str:
     """Name of the ConfigMap and ServiceAccount: ``<endpoint>-benchmark``."""
-    return EndpointNames.of(config.endpoint).benchmark_resource
+    return spec.names.benchmark_resource
 
 
-def scenarios_of(config: Config, experiment: Experiment) -> list[BenchmarkScenarioConfig]:
-    """The scenarios ``experiment`` runs (none when ``benchmark.experiments`` leaves it out)."""
-    if experiment not in config.benchmark.experiments:
+def scenarios_of(spec: EndpointSpec, experiment: Experiment) -> list[BenchmarkScenarioConfig]:
+    """The scenarios ``experiment`` runs against endpoint ``spec`` (none when ``benchmark.experiments`` leaves it
+    out)."""
+    if experiment not in spec.benchmark.experiments:
         return []
-    return [s for s in config.benchmark_scenarios() if s.experiment == experiment]
+    return [s for s in spec.benchmark_scenarios() if s.experiment == experiment]
 
 
-def benchmark_runs(config: Config) -> list[BenchmarkRun]:
-    """Every run in execution order: per experiment (aws-reference first), all of DPD, then all of colocated
-    (one switch per experiment and mode)."""
+def benchmark_runs(spec: EndpointSpec) -> list[BenchmarkRun]:
+    """Every run against endpoint ``spec`` in execution order: per experiment (aws-reference first), all of DPD,
+    then all of colocated (one switch per experiment and mode)."""
     runs: list[BenchmarkRun] = []
     for experiment in EXPERIMENTS:
         for mode in MODES:
-            for s in scenarios_of(config, experiment):
-                for n in config.benchmark_concurrency(s):
-                    name = f"{config.endpoint.name}-bench-{mode}-{s.name}-c{n}"  # <= 63: a config rule
+            for s in scenarios_of(spec, experiment):
+                for n in spec.benchmark_concurrency(s):
+                    name = f"{spec.name}-bench-{mode}-{s.name}-c{n}"  # <= 63: a config rule
                     runs.append(BenchmarkRun(mode=mode, experiment=experiment, scenario=s.name, traffic=s.traffic,
                                              path=s.path, concurrency=n, job_name=name))
     return runs
 
 
-def gpus_per_mode(config: Config, inputs: EndpointInputs, experiment: Experiment = "equal-gpu") -> dict[Mode, int]:
-    """GPUs each endpoint mode holds in ``experiment`` (the GPU-normalized comparison divides by these): the
-    replicas of the layout that experiment applies, whose autoscaling is always off
+def gpus_per_mode(props: EndpointProps, experiment: Experiment = "equal-gpu") -> dict[Mode, int]:
+    """GPUs each mode of the endpoint ``props`` holds in ``experiment`` (the GPU-normalized comparison divides by
+    these): the replicas of the layout that experiment applies, whose autoscaling is always off
     (:func:`hyperpod_k8s.benchmark.reference.experiment_props`), so the count is what runs."""
-    p = endpoint_props(config, inputs)
-    dpd, colocated = experiment_props(p, experiment, "dpd"), experiment_props(p, experiment, "colocated")
+    dpd, colocated = experiment_props(props, experiment, "dpd"), experiment_props(props, experiment, "colocated")
     return {"dpd": dpd.prefill.replicas * dpd.prefill.gpus + dpd.decode.replicas * dpd.decode.gpus,
             "colocated": colocated.colocated_replicas * colocated.gpus_per_replica}
 
 
-def gpu_memory_utilization(config: Config, mode: Mode) -> str:
+def gpu_memory_utilization(spec: EndpointSpec, mode: Mode) -> str:
     """What each engine of ``mode`` runs with, for ``bench-run.json``: ``prefill=<u>,decode=<u>`` (each role's
     last ``--gpu-memory-utilization``) or ``colocated=<u>`` (the baseline's own, raised by the PD buffer's share:
     :meth:`hyperpod_core.config.endpoint.EndpointConfig.colocated_gpu_memory_utilization`)."""
-    e = config.endpoint
+    e = spec.endpoint
     if mode == "colocated":
         return f"colocated={e.colocated_gpu_memory_utilization():g}"
     return ",".join(f"{role}={e.role_gpu_memory_utilization(role):g}" for role in ("prefill", "decode"))
 
 
-def routing_strategy(config: Config, inputs: EndpointInputs, mode: Mode) -> str:
+def routing_strategy(props: EndpointProps, mode: Mode) -> str:
     """The router strategy the run's endpoint uses: the configured one on DPD, the spreading one colocated."""
-    p = endpoint_props(config, inputs)
-    return p.routing_strategy if mode == "dpd" else p.colocated_routing_strategy
+    return props.routing_strategy if mode == "dpd" else props.colocated_routing_strategy
 
 
-def _labels(config: Config, run: BenchmarkRun | None = None) -> dict[str, str]:
-    labels = {"app.kubernetes.io/name": f"{config.endpoint.name}-benchmark",
-              "app.kubernetes.io/part-of": config.name, "app.kubernetes.io/managed-by": "cdk8s",
-              f"{LABEL_PREFIX}-endpoint": config.endpoint.name}
+def _labels(spec: EndpointSpec, run: BenchmarkRun | None = None) -> dict[str, str]:
+    labels = {"app.kubernetes.io/name": f"{spec.name}-benchmark",
+              "app.kubernetes.io/part-of": spec.deployment, "app.kubernetes.io/managed-by": "cdk8s",
+              f"{LABEL_PREFIX}-endpoint": spec.name}
     if run is not None:
         labels |= {f"{LABEL_PREFIX}-mode": run.mode, f"{LABEL_PREFIX}-experiment": run.experiment,
                    f"{LABEL_PREFIX}-scenario": run.scenario, f"{LABEL_PREFIX}-concurrency": str(run.concurrency)}
     return labels
 
 
-def environment(config: Config, inputs: EndpointInputs, run: BenchmarkRun) -> tuple[tuple[str, str], ...]:
-    """The runner's environment for ``run`` (:mod:`hyperpod_runtime.bench_runner` reads it), in this order."""
-    b, e = config.benchmark, config.endpoint
-    bucket = inputs.model_bucket_name.value or ""
-    props = endpoint_props(config, inputs)
+def environment(spec: EndpointSpec, props: EndpointProps, run: BenchmarkRun) -> tuple[tuple[str, str], ...]:
+    """The runner's environment for ``run`` against endpoint ``spec`` (its endpoint props: ``props``), which
+    :mod:`hyperpod_runtime.bench_runner` reads, in this order."""
+    b, e = spec.benchmark, spec.endpoint
     env: list[tuple[str, str]] = [
         ("BENCH_MODE", run.mode),
         ("BENCH_EXPERIMENT", run.experiment),
@@ -161,21 +158,22 @@ def environment(config: Config, inputs: EndpointInputs, run: BenchmarkRun) -> tu
         ("BENCH_MAX_REQUESTS", str(b.max_requests_per_run)),
         ("BENCH_WARMUP_RATIO", f"{b.warmup_ratio:g}"),
         ("BENCH_COOLDOWN_RATIO", f"{b.cooldown_ratio:g}"),
-        ("BENCH_API_BASE", api_base(config)),
+        ("BENCH_API_BASE", api_base(spec)),
         # The name the endpoint serves (vLLM --served-model-name), the same for every revision of the weights.
         ("BENCH_API_MODEL", props.served_model_name),
         ("BENCH_ENDPOINT", f"{e.namespace}/{e.name}"),
         ("BENCH_ROUTING_THRESHOLD", str(e.routing_threshold_tokens)),
-        ("BENCH_ROUTING_STRATEGY", routing_strategy(config, inputs, run.mode)),
-        ("BENCH_GPUS", str(gpus_per_mode(config, inputs, run.experiment)[run.mode])),
-        ("BENCH_GPU_MEMORY_UTILIZATION", gpu_memory_utilization(config, run.mode)),
+        ("BENCH_ROUTING_STRATEGY", routing_strategy(props, run.mode)),
+        ("BENCH_GPUS", str(gpus_per_mode(props, run.experiment)[run.mode])),
+        ("BENCH_GPU_MEMORY_UTILIZATION", gpu_memory_utilization(spec, run.mode)),
         ("BENCH_INSTANCE_TYPE", e.instance_type),
-        # The tokenizer of the weights the endpoint mounts (their revision's own prefix when staged).
-        ("BENCH_TOKENIZER_S3", f"s3://{bucket}/{props.model_location}"),
+        # The tokenizer of the weights the endpoint mounts (their revision's own prefix when staged), in the bucket
+        # of the endpoint's model.
+        ("BENCH_TOKENIZER_S3", f"s3://{props.bucket_name}/{props.model_location}"),
         # Everything the runner, pip and genai-bench write goes below /tmp, the Job's writable emptyDir (the root
         # filesystem is read-only: BenchmarkChart).
         ("BENCH_OUTPUT_DIR", "/tmp/bench"),
-        ("AWS_REGION", config.region),
+        ("AWS_REGION", spec.region),
         ("ENABLE_UI", "false"),
         ("HF_HUB_OFFLINE", "1"),
         ("HOME", "/tmp"),
@@ -204,7 +202,7 @@ class BenchmarkJobProps:
 
 @dataclass(frozen=True, kw_only=True)
 class BenchmarkChartProps:
-    """Everything the ``<endpoint>-benchmark`` chart writes; derived from the config by :func:`benchmark_props`."""
+    """Everything the ``<endpoint>-benchmark`` chart writes; derived from one endpoint by :func:`benchmark_props`."""
 
     namespace: str
     resource_name: str
@@ -222,18 +220,20 @@ class BenchmarkChartProps:
     plain HTTP; only ``benchmark.target: load_balancer`` talks TLS)."""
 
 
-def benchmark_props(config: Config, inputs: EndpointInputs) -> BenchmarkChartProps:
-    """The ConfigMap, the ServiceAccount, then one Job per run in execution order."""
-    b = config.benchmark
+def benchmark_props(spec: EndpointSpec, endpoint: EndpointProps) -> BenchmarkChartProps:
+    """Endpoint ``spec``'s benchmark (``endpoint``: its endpoint props, :func:`~hyperpod_k8s.endpoint.props.
+    endpoint_props`): the ConfigMap, the ServiceAccount ``<endpoint>-benchmark``, then one Job per run in execution
+    order, all in the endpoint's namespace."""
+    b = spec.benchmark
     jobs = tuple(
         BenchmarkJobProps(
-            name=run.job_name, labels=_labels(config, run),
+            name=run.job_name, labels=_labels(spec, run),
             annotations={f"{LABEL_PREFIX}-traffic": run.traffic, f"{LABEL_PREFIX}-path": run.path},
-            environment=environment(config, inputs, run),
+            environment=environment(spec, endpoint, run),
             active_deadline_seconds=b.max_time_per_run_minutes * 60 + JOB_OVERHEAD_SECONDS)
-        for run in benchmark_runs(config))
+        for run in benchmark_runs(spec))
     return BenchmarkChartProps(
-        namespace=config.endpoint.namespace, resource_name=resource_name(config), labels=_labels(config),
+        namespace=spec.namespace, resource_name=resource_name(spec), labels=_labels(spec),
         files=((LOCK_FILE.name, LOCK_FILE.read_text(encoding="utf-8")),
                (RUNNER_KEY, RUNNER_FILE.read_text(encoding="utf-8"))),
         client_image=b.client_image, jobs=jobs,

@@ -6,7 +6,7 @@ prefill and decode for LLM inference on SageMaker HyperPod", 2026-07-10, "Benchm
 configured endpoint may hold more prefill replicas, and its colocated baseline holds as many GPUs as DPD (the
 equal-GPU experiment), so the reference gets its own two manifests, derived from the same props with only the
 replica counts changed (and autoscaling off, as in AWS's run). Same name as the endpoint: ``hyperpod-dpd bench``
-applies them in turn (a replace), never ``kubectl apply -f dist/endpoint/``.
+applies them in turn (a replace), never ``kubectl apply -f dist/<endpoint>/endpoint/``.
 
 The equal-gpu experiment compares the configured DPD endpoint with colocated replicas on as many GPUs, and each run
 records that count (``BENCH_GPUS``). With autoscaling on, KEDA would scale a role between its ``min_replicas`` and
@@ -21,17 +21,17 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Literal
 
-from hyperpod_core.config import Config
+from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.dist_layout import PINNED_SUFFIX, REFERENCE_SUFFIX, Mode
 from hyperpod_k8s.endpoint.props import EndpointChartProps, EndpointProps
 
 Experiment = Literal["aws-reference", "equal-gpu"]
 
 
-def has_reference(config: Config) -> bool:
-    """The aws-reference experiment runs: selected, and some scenario belongs to it."""
-    return "aws-reference" in config.benchmark.experiments and any(
-        s.experiment == "aws-reference" for s in config.benchmark_scenarios())
+def has_reference(spec: EndpointSpec) -> bool:
+    """The aws-reference experiment runs against endpoint ``spec``: selected, and some scenario belongs to it."""
+    return "aws-reference" in spec.benchmark.experiments and any(
+        s.experiment == "aws-reference" for s in spec.benchmark_scenarios())
 
 
 def reference_props(props: EndpointProps, mode: Mode) -> EndpointProps:
@@ -42,10 +42,10 @@ def reference_props(props: EndpointProps, mode: Mode) -> EndpointProps:
                    decode=replace(props.decode, replicas=1, scaling=None), autoscaling_server_address=None)
 
 
-def has_equal_gpu(config: Config) -> bool:
-    """The equal-gpu experiment runs: selected, and some scenario belongs to it."""
-    return "equal-gpu" in config.benchmark.experiments and any(
-        s.experiment == "equal-gpu" for s in config.benchmark_scenarios())
+def has_equal_gpu(spec: EndpointSpec) -> bool:
+    """The equal-gpu experiment runs against endpoint ``spec``: selected, and some scenario belongs to it."""
+    return "equal-gpu" in spec.benchmark.experiments and any(
+        s.experiment == "equal-gpu" for s in spec.benchmark_scenarios())
 
 
 def pinned_props(props: EndpointProps) -> EndpointProps:
@@ -62,19 +62,21 @@ def experiment_props(props: EndpointProps, experiment: Experiment, mode: Mode) -
     return pinned_props(props) if mode == "dpd" else props
 
 
-def reference_chart_id(config: Config, mode: Mode) -> str:
-    return f"{config.endpoint.name}-{REFERENCE_SUFFIX[mode]}"
+def reference_chart_id(name: str, mode: Mode) -> str:
+    """The chart id (and file name) of endpoint ``name``'s aws-reference layout of ``mode``."""
+    return f"{name}-{REFERENCE_SUFFIX[mode]}"
 
 
-def reference_layouts(config: Config, props: EndpointProps) -> list[tuple[str, EndpointChartProps]]:
+def reference_layouts(spec: EndpointSpec, props: EndpointProps) -> list[tuple[str, EndpointChartProps]]:
     """``(chart id, props)`` of ``<name>-reference-1p1d`` and ``<name>-reference-1node`` when the aws-reference
-    experiment runs, and of ``<name>-equal-gpu-pinned`` when the equal-gpu one does."""
+    experiment runs against endpoint ``spec`` (``props``: its endpoint props), and of ``<name>-equal-gpu-pinned``
+    when the equal-gpu one does."""
     layouts = []
-    if has_reference(config):
+    if has_reference(spec):
         modes: tuple[Mode, ...] = ("dpd", "colocated")
-        layouts += [(reference_chart_id(config, mode),
+        layouts += [(reference_chart_id(spec.name, mode),
                      EndpointChartProps(mode=mode, endpoint=reference_props(props, mode))) for mode in modes]
-    if has_equal_gpu(config):
-        layouts.append((f"{config.endpoint.name}-{PINNED_SUFFIX}",
+    if has_equal_gpu(spec):
+        layouts.append((f"{spec.name}-{PINNED_SUFFIX}",
                         EndpointChartProps(mode="dpd", endpoint=pinned_props(props))))
     return layouts

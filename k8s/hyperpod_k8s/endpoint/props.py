@@ -1,4 +1,4 @@
-"""Config + deploy-time inputs -> the typed props of the endpoint components (a pure function)."""
+"""One endpoint's spec + its deploy-time inputs -> the typed props of the endpoint components (a pure function)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from hyperpod_core import fit, names, pins, staged_model
-from hyperpod_core.config import Config, EndpointConfig, RoleAutoscalingConfig, RoleConfig
+from hyperpod_core.config import EndpointConfig, RoleAutoscalingConfig, RoleConfig
+from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.dist_layout import Mode
 from hyperpod_core.inputs import EndpointInputs
 from hyperpod_core.telemetry import queries
@@ -43,10 +44,12 @@ class RoleProps:
     replicas: int
     gpus: int
     requests: WorkerRequests
-    """Derived from the node the role runs on (:meth:`hyperpod_core.config.model.Config.worker_requests`), never a
-    per-GPU constant."""
+    """Derived from the node the role runs on (:meth:`hyperpod_core.config.spec.EndpointSpec.worker_requests`),
+    never a per-GPU constant."""
     args: tuple[str, ...]
     node_selector: dict[str, str]
+    """The role's instance group's label when the role names one, else the pool label when all of its capacity is
+    dedicated, else none (:meth:`hyperpod_core.config.spec.EndpointSpec.node_selector`)."""
     scaling: RoleScaling | None
 
 
@@ -193,21 +196,14 @@ def colocated_args(e: EndpointConfig) -> tuple[str, ...]:
             fit.UTILIZATION_FLAG, f"{e.colocated_gpu_memory_utilization():g}")
 
 
-def _node_selector(c: Config, role: Role) -> dict[str, str]:
-    groups = [g for g in c.hyperpod.instance_groups
-              if g.pool in (role, "shared") and g.instance_type == c.endpoint.instance_type]
-    if groups and all(g.pool == role for g in groups):
-        return {d.POOL_NODE_LABEL: role}
-    return {}
-
-
-def _scaling(c: Config, role: Role, server_address: str | None) -> RoleScaling | None:
-    a = c.endpoint.autoscaling
+def _scaling(spec: EndpointSpec, role: Role) -> RoleScaling | None:
+    a = spec.endpoint.autoscaling
     if not a.enabled:
         return None
     r: RoleAutoscalingConfig = getattr(a, role)
-    # The same query definitions the dashboards and alerts use (hyperpod_core.telemetry.queries).
-    target = dpd_target(c)
+    # The same query definitions the dashboards and alerts use (hyperpod_core.telemetry.queries), on this endpoint's
+    # own pods.
+    target = dpd_target(spec)
     return RoleScaling(
         min_replicas=r.min_replicas, max_replicas=r.max_replicas, target_value=r.target_value,
         query=queries.prefill_queue(target) if role == "prefill" else queries.decode_kv_usage(target),
@@ -215,54 +211,57 @@ def _scaling(c: Config, role: Role, server_address: str | None) -> RoleScaling |
     )
 
 
-def _requests(c: Config, role: Literal["prefill", "decode", "colocated"]) -> WorkerRequests:
-    r = c.worker_requests(role)
+def _requests(spec: EndpointSpec, role: Literal["prefill", "decode", "colocated"]) -> WorkerRequests:
+    r = spec.worker_requests(role)
     return WorkerRequests(cpu=r.cpu, memory_gib=r.memory_gib)
 
 
-def _role(c: Config, role: Role, server_address: str | None) -> RoleProps:
-    r: RoleConfig = getattr(c.endpoint, role)
-    return RoleProps(replicas=r.replicas, gpus=r.gpus, requests=_requests(c, role), args=role_args(r),
-                     node_selector=_node_selector(c, role), scaling=_scaling(c, role, server_address))
+def _role(spec: EndpointSpec, role: Role) -> RoleProps:
+    r: RoleConfig = getattr(spec.endpoint, role)
+    return RoleProps(replicas=r.replicas, gpus=r.gpus, requests=_requests(spec, role), args=role_args(r),
+                     node_selector=spec.node_selector(role), scaling=_scaling(spec, role))
 
 
-def endpoint_props(c: Config, inputs: EndpointInputs) -> EndpointProps:
-    e = c.endpoint
+def endpoint_props(spec: EndpointSpec, inputs: EndpointInputs, *, availability_zone_id: str) -> EndpointProps:
+    """Endpoint ``spec``'s props with its deploy-time ``inputs``; ``availability_zone_id``: the AZ ID of the GPU
+    subnet (``network.gpu_availability_zone_id``)."""
+    e, model = spec.endpoint, spec.model
     total_gpus = e.prefill.replicas * e.prefill.gpus + e.decode.replicas * e.decode.gpus
     server_address = inputs.amp_workspace_endpoint.value if e.autoscaling.enabled else None
-    cache = c.resolved_model_cache()
-    path = model_path(c.model.name, inputs.model_revision.value or "")
+    cache = spec.resolved_model_cache()
+    path = model_path(model.name, inputs.model_revision.value or "")
     return EndpointProps(
         name=e.name, namespace=e.namespace,
-        labels={"app.kubernetes.io/name": e.name, "app.kubernetes.io/part-of": c.name,
+        labels={"app.kubernetes.io/name": e.name, "app.kubernetes.io/part-of": spec.deployment,
                 "app.kubernetes.io/managed-by": "cdk8s"},
-        tags=((names.DEPLOYMENT_TAG, c.name), (names.EKS_CLUSTER_ARN_TAG, inputs.eks_cluster_arn.value or "")),
-        model_name=c.model.name, model_path=path, served_model_name=c.model.name,
+        tags=((names.DEPLOYMENT_TAG, spec.deployment),
+              (names.EKS_CLUSTER_ARN_TAG, inputs.eks_cluster_arn.value or "")),
+        model_name=model.name, model_path=path, served_model_name=model.name,
         instance_type=e.instance_type, invocation_path=e.invocation_path,
-        image=e.image, worker_args=worker_args(e, model=path, served_model_name=c.model.name),
+        image=e.image, worker_args=worker_args(e, model=path, served_model_name=model.name),
         container_port=e.container_port,
-        bucket_name=inputs.model_bucket_name.value or "", region=c.region,
-        model_location=staged_model.weights_prefix(c.model.s3_prefix, inputs.model_revision.value or "",
-                                                   configured=c.model.revision is not None).rstrip("/"),
+        bucket_name=inputs.model_bucket_name.value or "", region=spec.region,
+        model_location=staged_model.weights_prefix(model.s3_prefix, inputs.model_revision.value or "",
+                                                   configured=model.revision is not None).rstrip("/"),
         gpus_per_replica=e.tensor_parallel_size,
-        worker_requests=_requests(c, "colocated"),
-        scrape_interval_seconds=c.observability.scrape_interval_seconds,
+        worker_requests=_requests(spec, "colocated"),
+        scrape_interval_seconds=spec.observability.scrape_interval_seconds,
         routing_strategy=e.routing_strategy,
         kv_cache_l1=e.kv_cache.enable_l1_cache, kv_cache_l2=e.kv_cache.enable_l2_cache,
         l2_cache_backend=e.kv_cache.l2_cache_backend, l2_cache_local_url=e.kv_cache.l2_cache_local_url,
         image_cache=cache.image_cache, weights_cache=cache.weights_cache,
         weights_cache_host_path=cache.weights_cache_host_path,
-        load_balancer_idle_timeout_seconds=c.load_balancer_idle_timeout().seconds,
+        load_balancer_idle_timeout_seconds=spec.load_balancer_idle_timeout().seconds,
         dpd_environment=(
             ("PD_BUFFER_SIZE", str(e.pd_buffer_size_bytes)),
             ("LMCACHE_SAVE_DECODE_CACHE", d.LMCACHE_SAVE_DECODE_CACHE),
             ("PYTHONHASHSEED", d.PYTHONHASHSEED),
             ("PROMETHEUS_MULTIPROC_DIR", d.PROMETHEUS_MULTIPROC_DIR),
         ),
-        prefill=_role(c, "prefill", server_address), decode=_role(c, "decode", server_address),
+        prefill=_role(spec, "prefill"), decode=_role(spec, "decode"),
         routing_threshold_tokens=e.routing_threshold_tokens,
         availability_zone=inputs.gpu_availability_zone.value,
-        availability_zone_id=c.network.gpu_availability_zone_id,
+        availability_zone_id=availability_zone_id,
         autoscaling_server_address=server_address,
         # Same GPUs in total, whole TP-sized replicas; the model's flags plus decode's batch size and non-memory
         # flags (a colocated engine spends most of its steps decoding).
@@ -273,35 +272,37 @@ def endpoint_props(c: Config, inputs: EndpointInputs) -> EndpointProps:
     )
 
 
-def limit_notes(c: Config) -> list[str]:
+def limit_notes(spec: EndpointSpec) -> list[str]:
     """Operator limits (DPD since v3.2, unchanged in the pinned v3.3) that are reported rather than enforced, one
-    line each with its source."""
-    e, notes = c.endpoint, []
+    line each with its source, naming endpoint ``spec``'s keys as the file does."""
+    e, notes = spec.endpoint, []
     v = pins.INFERENCE_OPERATOR_APP_VERSION
     peak_prefill = max(e.prefill.replicas, e.autoscaling.prefill.max_replicas if e.autoscaling.enabled else 0)
     if peak_prefill > 1 and e.routing_strategy != "roundrobin":
-        notes.append(f"endpoint.routing_strategy {e.routing_strategy!r} with up to {peak_prefill} prefill "
+        notes.append(f"{spec.field('routing_strategy')} {e.routing_strategy!r} with up to {peak_prefill} prefill "
                      f"replicas: operator v{v} recommends 'roundrobin' for several prefillers "
                      "(DPD guide, intelligent routing)")
     if e.decode.max_num_seqs > VALIDATED_CONCURRENCY:
-        notes.append(f"endpoint.decode.max_num_seqs {e.decode.max_num_seqs}: AWS validated DPD up to "
+        notes.append(f"{spec.field('decode.max_num_seqs')} {e.decode.max_num_seqs}: AWS validated DPD up to "
                      f"{VALIDATED_CONCURRENCY} concurrent requests (DPD guide, Limitations)")
     if e.image not in pins.DPD_SUPPORTED_IMAGES:
-        notes.append(f"endpoint.image {e.image!r} is not one of the DPD images AWS supports "
+        notes.append(f"{spec.field('image')} {e.image!r} is not one of the DPD images AWS supports "
                      f"({', '.join(pins.DPD_SUPPORTED_IMAGES)}; DPD guide, Requirements)")
     return notes
 
 
-def cold_start_notes(c: Config) -> list[str]:
-    """What the cache and idle-timeout defaults decided against the file's intent, one ``note:`` line each."""
+def cold_start_notes(spec: EndpointSpec) -> list[str]:
+    """What the cache and idle-timeout defaults decided against the file's intent for endpoint ``spec``, one
+    ``note:`` line each."""
     notes = []
-    timeout, slo, max_len = c.load_balancer_idle_timeout(), c.observability.slo, c.endpoint.max_model_len
+    timeout, slo, max_len = spec.load_balancer_idle_timeout(), spec.slo, spec.endpoint.max_model_len
     if timeout.clamped:
-        notes.append(f"endpoint.load_balancer_idle_timeout_seconds clamped to {timeout.seconds}: "
-                     f"slo.ttft_p95_seconds {slo.ttft_p95_seconds:g} + endpoint.max_model_len {max_len} "
+        notes.append(f"{spec.field('load_balancer_idle_timeout_seconds')} clamped to {timeout.seconds}: "
+                     f"slo.ttft_p95_seconds {slo.ttft_p95_seconds:g} + {spec.field('max_model_len')} {max_len} "
                      f"x slo.tpot_p95_seconds {slo.tpot_p95_seconds:g} = {timeout.derived_seconds:.0f} s exceeds the "
                      f"ALB's {timeout.seconds} s maximum (operator v3.3 CRD); stream long answers")
-    reason = c.resolved_model_cache().weights_cache_off_reason
+    reason = spec.resolved_model_cache().weights_cache_off_reason
     if reason is not None:
-        notes.append(f"endpoint.model_cache.weights_cache off: {reason}; weights load from S3 on every pod start")
+        notes.append(f"{spec.field('model_cache.weights_cache')} off: {reason}; weights load from S3 on every pod "
+                     "start")
     return notes

@@ -3,8 +3,8 @@
 The definitions (metrics, queries, alerts, dashboards, Grafana rendering) live in
 :mod:`hyperpod_core.telemetry`, which both apps import. Here:
 
-``delivery``             the dashboards as plain JSON files (``write_dashboard_files(config, outdir)``)
-``props``                config -> the chart's typed props (the sidecar ConfigMaps, the PrometheusRule spec)
+``delivery``             the dashboards as plain JSON files (``write_dashboard_files(specs, outdir)``)
+``props``                one endpoint -> its chart's typed props (the sidecar ConfigMaps, the PrometheusRules)
 ``observability_chart``  the cdk8s chart; with ``prometheus_rule``, the only modules that import cdk8s
 """
 

@@ -1,31 +1,28 @@
 """Delivery of the dashboards and alerts, separate from their definition (:mod:`hyperpod_core.telemetry`).
 
-* Plain JSON files for import into Grafana (``dist/dashboards/``): :func:`write_dashboard_files`.
+* Plain JSON files for import into Grafana (``dist/dashboards/``, every endpoint's): :func:`write_dashboard_files`.
 * For clusters that run prometheus-operator and a Grafana sidecar (``observability.in_cluster_manifests``): the
-  same files in ConfigMaps for the sidecar, and the alerts as a PrometheusRule (``observability_chart.py``, from
-  the props ``props.py`` maps the config to).
+  same files in ConfigMaps for the sidecar, and the alerts as PrometheusRules (``observability_chart.py``, from
+  the props ``props.py`` maps each endpoint to).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
-from hyperpod_core.config import Config
-from hyperpod_core.telemetry.dashboards import dashboards
-from hyperpod_core.telemetry.render import render, to_json_text
+from hyperpod_core.config.spec import EndpointSpec
+from hyperpod_k8s.observability.props import dashboard_files
 
 
-def dashboard_files(config: Config) -> dict[str, str]:
-    """``{"<uid>.json": json_text}`` for every dashboard, deterministic text."""
-    return {f"{spec.uid}.json": to_json_text(render(spec)) for spec in dashboards(config)}
-
-
-def write_dashboard_files(config: Config, outdir: Path) -> list[Path]:
-    """Write the dashboards as plain JSON (Amazon Managed Grafana "Import") into ``outdir``; returns them."""
+def write_dashboard_files(specs: Iterable[EndpointSpec], outdir: Path) -> list[Path]:
+    """Write every endpoint's dashboards (``specs``: the deployment's) as plain JSON (Amazon Managed Grafana
+    "Import") into ``outdir``; returns them."""
     outdir.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in dashboard_files(config).items():
-        path = outdir / name
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
+    for spec in specs:
+        for name, text in dashboard_files(spec).items():
+            path = outdir / name
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
     return sorted(written)

