@@ -92,7 +92,7 @@ def fleet(tmp_path: Path, config_file: Path, monkeypatch: pytest.MonkeyPatch) ->
         workdir = config_file.with_suffix(".out")
         (workdir / "cdk.out").mkdir(parents=True, exist_ok=True)
         environment.stamp(workdir / "cdk.out", config_file, config)  # the synth below is of this config
-        dist = workdir / "dist" / "endpoint" / f"{NAME}-dpd.k8s.yaml"
+        dist = workdir / "dist" / NAME / "endpoint" / f"{NAME}-dpd.k8s.yaml"
         dist.parent.mkdir(parents=True, exist_ok=True)
         dist.write_text(yaml.safe_dump(synthesized or manifest(NEW)))
         operator = Operator(cluster=FakeCluster(), strategy=copy.deepcopy(strategy))
@@ -115,7 +115,7 @@ def answering(f: Fleet, monkeypatch: pytest.MonkeyPatch, name: str,
     """A streaming server playing endpoint revision ``name`` (by default its decoder logs the KV transfer of a long
     prompt), reached as the revision's load balancer would be."""
     with revision_server(f.operator, name, NS, behaviour or DecoderBehaviour()) as url:
-        monkeypatch.setattr(smoke_cmd, "_load_balancer_url", lambda dep, kube, tmp: (url, None))
+        monkeypatch.setattr(smoke_cmd, "_load_balancer_url", lambda dep, spec, names, kube, tmp: (url, None))
         yield url
 
 

@@ -77,7 +77,7 @@ def rollout(endpoint: EndpointOption = None, config: ConfigOption = None, env: E
     if ready_timeout <= 0:
         raise UsageError(f"--ready-timeout must be > 0 seconds, got {ready_timeout:g}")
     dep = load(config, env, outputs_file=outputs_file)
-    spec = dep.env.config.spec(endpoint)
+    spec = dep.endpoint(endpoint, "rollout")
     store = RevisionStore.of(dep.env.workdir, spec.name)
     record = store.read()
     target_doc = None if undo or (record and record.operation) else synthesized(dep, spec)
@@ -282,7 +282,7 @@ def _executor(dep: Deployment, spec: EndpointSpec, kube: Kube, cluster: Cluster,
     return Executor(cluster=cluster, store=store, endpoint=spec.name, namespace=spec.namespace,
                     part_of=dep.env.config.name, smoke=lambda name: smoke_revision(dep, spec, kube, name),
                     timeout_s=timeout_s, selector=dep.env.selector + (f" --endpoint {spec.name}"
-                                                                      if len(dep.env.config.endpoints) > 1 else ""))
+                                                                      if len(dep.env.config.specs()) > 1 else ""))
 
 
 def smoke_revision(dep: Deployment, spec: EndpointSpec, kube: Kube, name: str) -> None:
@@ -291,16 +291,16 @@ def smoke_revision(dep: Deployment, spec: EndpointSpec, kube: Kube, name: str) -
     the rollout before the Service moves."""
     from hyperpod_dpd.commands import smoke
 
-    revision = replace(dep, names=EndpointNames(name=name, namespace=spec.namespace))
+    revision = EndpointNames(name=name, namespace=spec.namespace)
     unchecked: list[dict[str, str]] = []
     _, served = smoke._refuse_skew(kube, revision, unchecked)
     with tempfile.TemporaryDirectory(prefix="hyperpod-dpd-rollout-") as tmp:
-        url, ca_file = smoke._load_balancer_url(revision, kube, Path(tmp))
-        sent = smoke._send(revision, url, ca_file, served or spec.model.name, max_tokens=SMOKE_MAX_TOKENS,
+        url, ca_file = smoke._load_balancer_url(dep, spec, revision, kube, Path(tmp))
+        sent = smoke._send(spec, url, ca_file, served or spec.model.name, max_tokens=SMOKE_MAX_TOKENS,
                            timeout=SMOKE_TIMEOUT_SECONDS)
     time.sleep(SMOKE_LOG_WAIT_SECONDS)
     since = math.ceil((datetime.now(UTC) - sent.start).total_seconds()) + 30
-    smoke._judge_transfers(kube, revision, sent, since, unchecked)
+    smoke._judge_transfers(kube, spec, revision, sent, since, unchecked)
     for r in sent.reports:
         kv = (f", KV {r.transfers[0]['retrieved_tokens']}/{r.transfers[0]['required_tokens']} tokens"
               if r.transfers else "")
