@@ -6,7 +6,9 @@ folder holding both would apply both, the last one winning. The endpoint's ``app
 ``endpoint/`` holds; the other goes to ``alternate/`` (rollback, benchmark baseline). Each endpoint of the config
 (``endpoints``) has its own folder ``dist/<endpoint name>/``:
 
-* ``<name>/endpoint/<name>-<apply>.k8s.yaml``: the endpoint to apply;
+* ``<name>/endpoint/<name>-<apply>.k8s.yaml``: the endpoint to apply, and beside it
+  ``<name>/endpoint/<name>-address.k8s.yaml``: the endpoint's stable Service ``<name>`` (an ExternalName to its routing
+  service, which ``hyperpod-dpd rollout`` repoints at a later revision);
 * ``<name>/alternate/<name>-<other>.k8s.yaml``: the other mode, applied by hand for a rollback or by ``bench``;
 * ``<name>/reference/``: the endpoint layouts only ``hyperpod-dpd bench`` applies: ``<name>-reference-1p1d.k8s.yaml``
   and ``-1node.k8s.yaml``, the aws-reference experiment's (1 prefill + 1 decode replica; one colocated replica), and
@@ -88,6 +90,11 @@ class DistLayout:
         folder = ENDPOINT if mode == self.applied else ALTERNATE
         return self.base / folder / f"{self.name}-{mode}.k8s.yaml"
 
+    @property
+    def address_file(self) -> Path:
+        """The endpoint's stable Service, applied with the endpoint (``endpoint/``)."""
+        return self.base / ENDPOINT / f"{self.name}-address.k8s.yaml"
+
     def reference_file(self, mode: Mode) -> Path:
         return self.base / REFERENCE / f"{self.name}-{REFERENCE_SUFFIX[mode]}.k8s.yaml"
 
@@ -117,6 +124,8 @@ class DistLayout:
                 return self.endpoint_file(mode)
             if chart_file == self.reference_file(mode).name:
                 return self.reference_file(mode)
+        if chart_file == self.address_file.name:
+            return self.address_file
         if chart_file == self.pinned_file.name:
             return self.pinned_file
         if chart_file == self.benchmark_file.name:

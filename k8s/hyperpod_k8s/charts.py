@@ -17,8 +17,9 @@ from hyperpod_core.inputs import EndpointInputs
 from hyperpod_k8s.benchmark.benchmark_chart import BenchmarkChart
 from hyperpod_k8s.benchmark.props import benchmark_props
 from hyperpod_k8s.benchmark.reference import reference_layouts
+from hyperpod_k8s.endpoint.address_chart import AddressChart
 from hyperpod_k8s.endpoint.endpoint_chart import EndpointChart
-from hyperpod_k8s.endpoint.props import EndpointChartProps, EndpointProps, endpoint_props
+from hyperpod_k8s.endpoint.props import EndpointChartProps, EndpointProps, address_props, endpoint_props
 from hyperpod_k8s.observability.observability_chart import ObservabilityChart
 from hyperpod_k8s.observability.props import observability_props
 
@@ -30,6 +31,12 @@ def build_endpoint_charts(app: cdk8s.App, spec: EndpointSpec, props: EndpointPro
                (f"{spec.name}-colocated", EndpointChartProps(mode="colocated", endpoint=props)),
                *reference_layouts(spec, props)]
     return [EndpointChart(app, chart_id, props=layout) for chart_id, layout in layouts]
+
+
+def build_address_chart(app: cdk8s.App, spec: EndpointSpec) -> cdk8s.Chart:
+    """``<endpoint>-address``: the Service ``<endpoint>``, the endpoint's stable in-cluster address (ExternalName to
+    its routing service; ``hyperpod-dpd rollout`` repoints it at a later revision)."""
+    return AddressChart(app, f"{spec.name}-address", props=address_props(spec))
 
 
 def build_benchmark_chart(app: cdk8s.App, spec: EndpointSpec, props: EndpointProps) -> cdk8s.Chart:
@@ -54,5 +61,6 @@ def build_endpoint(app: cdk8s.App, spec: EndpointSpec, inputs: EndpointInputs, *
     endpoint (whose in-cluster observability chart holds the cluster-wide rules)."""
     props = endpoint_props(spec, inputs, availability_zone_id=availability_zone_id)
     build_endpoint_charts(app, spec, props)
+    build_address_chart(app, spec)
     build_benchmark_chart(app, spec, props)
     build_observability_chart(app, spec, cluster_rules=first)

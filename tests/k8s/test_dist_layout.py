@@ -85,8 +85,7 @@ def test_endpoint_apply_colocated_swaps_the_folders(tmp_path):
     out = tmp_path / "dist"
     _synth(config, out, FIXTURES / "p5en-cdk-outputs.json")
     name = data["endpoint"]["name"]
-    (kind,) = _kinds(out / name / "endpoint")
-    assert kind == ("InferenceEndpointConfig", name)
+    assert sorted(_kinds(out / name / "endpoint")) == [("InferenceEndpointConfig", name), ("Service", name)]
     assert "pdSpec" not in yaml.safe_load((out / name / "endpoint" / f"{name}-colocated.k8s.yaml").read_text())["spec"]
     assert [p.name for p in (out / name / "alternate").iterdir()] == [f"{name}-dpd.k8s.yaml"]
     # The prometheus-operator and sidecar objects only when asked for, in the deployment's own folder: the endpoint's

@@ -26,7 +26,7 @@ import typer
 
 from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.errors import CommandFailed, UsageError
-from hyperpod_core.names import ROLES, EndpointNames, Role
+from hyperpod_core.names import MANAGED_BY_LABEL, ROLES, STABLE_SERVICE_MANAGER, EndpointNames, Role
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, OutputsFileOption, ProfileOption
 from hyperpod_dpd.confirm import DryRunOption, YesOption, confirm
 from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load
@@ -203,7 +203,7 @@ def _plan(dep: Deployment, spec: EndpointSpec, cluster: Cluster, record: Record 
     service = cluster.service(ns, spec.name)
     if service is not None and not address.ours(service):
         raise CommandFailed(f"Service {ns}/{spec.name} exists and is not ours (no label "
-                            f"{address.MANAGED_BY[0]}={address.MANAGED_BY[1]}): rollout keeps the endpoint's stable "
+                            f"{MANAGED_BY_LABEL}={STABLE_SERVICE_MANAGER}): rollout keeps the endpoint's stable "
                             "address there; rename or delete that Service")
     nodes = cluster.rooms()
     strategies = cluster.strategies(EndpointNames(name=live_name, namespace=ns)) if live else {}

@@ -129,6 +129,32 @@ class EndpointChartProps:
     endpoint: EndpointProps
 
 
+@dataclass(frozen=True, kw_only=True)
+class AddressProps:
+    """The endpoint's stable Service (:class:`hyperpod_k8s.endpoint.address_chart.AddressChart`)."""
+
+    name: str
+    """``<endpoint>`` (:attr:`hyperpod_core.names.EndpointNames.stable_service`)."""
+    namespace: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    external_name: str
+    """The routing service host of the InferenceEndpointConfig the Service points at."""
+
+
+def address_props(spec: EndpointSpec) -> AddressProps:
+    """The Service ``<endpoint>`` pointing at the endpoint's own InferenceEndpointConfig (revision 0, the one
+    ``kubectl apply -f dist/<endpoint>/endpoint/`` creates); ``hyperpod-dpd rollout`` repoints it, with these labels,
+    at a later revision."""
+    target = spec.names
+    return AddressProps(
+        name=target.stable_service, namespace=spec.namespace,
+        labels={"app.kubernetes.io/name": spec.name, "app.kubernetes.io/part-of": spec.deployment,
+                names.MANAGED_BY_LABEL: names.STABLE_SERVICE_MANAGER},
+        annotations={names.TARGET_ANNOTATION: target.name, names.REVISION_ANNOTATION: "0"},
+        external_name=target.router_service_host)
+
+
 #: Role flags that size GPU memory (vLLM ``CacheConfig`` in ``vllm/config/cache.py``: ``gpu_memory_utilization``,
 #: ``kv_cache_memory_bytes``).
 #: A role's own value makes room for the PD buffer LMCache allocates beside vLLM's share (docs/endpoint.md, GPU
