@@ -132,12 +132,14 @@ def env_folder(tmp_path_factory) -> Path:
     return _write_env(tmp_path_factory.mktemp("benchenv"))
 
 
-def _live_dpd(kube: FakeKube, cfg: Path) -> dict[str, Any]:
+def _live_dpd(kube: FakeKube, cfg: Path, name: str = "llama-3-3-70b") -> dict[str, Any]:
+    """The synthesized DPD endpoint live and ready, as InferenceEndpointConfig ``name`` (a blue/green revision's,
+    ``<endpoint>-r<N>``, after ``hyperpod-dpd rollout``)."""
     dpd = yaml.safe_load((cfg.parent / "bench.out" / "dist" / "llama-3-3-70b" / "endpoint" /
                           "llama-3-3-70b-dpd.k8s.yaml").read_text())
-    dpd["metadata"].update(resourceVersion="1", generation=1)
+    dpd["metadata"].update(name=name, resourceVersion="1", generation=1)
     dpd["status"] = {"state": "DeploymentComplete", "observedGeneration": 1}
-    kube.state.objects["iec"]["llama-3-3-70b"] = dpd
+    kube.state.objects["iec"][name] = dpd
     kube.state.prefill_pods = {PREFILL_POD: 120.0}  # requests it served before the benchmark
     kube.state.router_pod = ROUTER_POD
     return dpd
@@ -599,3 +601,58 @@ def test_a_fleet_needs_the_endpoint_named_for_bench(fleet_env, tmp_path):
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == (f"error: --endpoint must name the endpoint hyperpod-dpd bench acts on: {fleet_env} serves "
                            f"2 endpoints ({BIG}, {SMALL})\n")
+
+
+# --- after a rollout (issue 36) ----------------------------------------------------------------------------------
+
+
+def test_after_a_blue_green_bench_benchmarks_the_revision_that_serves(env_folder, tmp_path):
+    """The revision store names ``llama-3-3-70b-r1`` as the revision that serves (``hyperpod-dpd rollout``): bench
+    switches that InferenceEndpointConfig (never creating a second copy under the endpoint's own name, for which no
+    GPUs are left), its Jobs call that revision's router, and it is restored at the end. Fails before: bench
+    replaced ``llama-3-3-70b``, which does not exist."""
+    from day2_fakes import rolled_out
+
+    _clean(env_folder)
+    served = "llama-3-3-70b-r1"
+    called: list[str] = []
+
+    def result(job: dict[str, Any]) -> tuple[bool, str]:
+        called.append(_env(job)["BENCH_API_BASE"])
+        return True, runner_log(job)
+
+    workdir = env_folder.parent / "bench.out"
+    rolled_out(workdir, endpoint="llama-3-3-70b", number=1)
+    try:
+        with FakeKube(result, endpoint=served) as kube:
+            _live_dpd(kube, env_folder, served)
+            proc = _bench(env_folder, kube.kubeconfig(tmp_path / "kubeconfig"), "--only",
+                          "dpd-long-in-c8,colocated-long-in-c8")
+            live = kube.state.objects["iec"]
+    finally:
+        (workdir / "rollouts" / "llama-3-3-70b.json").unlink()
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(live) == [served] and "pdSpec" in live[served]["spec"], "restored, under its own name"
+    assert set(called) == {f"http://{served}-default-routing-service.hyperpod-inference-system.svc.cluster.local:443"}
+    assert f"restoring endpoint default/{served} to dpd" in proc.stdout
+
+
+def test_bench_waits_for_an_unfinished_rollout(env_folder, tmp_path):
+    """A rollout that stopped half-way (its revision store holds the operation): bench would replace a revision the
+    rollout is about to delete or move the Service from; one line says how to go on, before any Kubernetes call."""
+    from day2_fakes import rolled_out
+
+    workdir = env_folder.parent / "bench.out"
+    rolled_out(workdir, endpoint="llama-3-3-70b", number=1, operation={
+        "kind": "blue-green", "undo": False, "source": None, "done": 1, "steps": ["apply target llama-3-3-70b-r2"],
+        "target": {"number": 2, "name": "llama-3-3-70b-r2", "manifest": {}}})
+    try:
+        proc = _hyperpod_dpd("bench", "--config", env_folder.name, "--kubeconfig", "none", "--yes",
+                             cwd=env_folder.parent)
+    finally:
+        (workdir / "rollouts" / "llama-3-3-70b.json").unlink()
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        f"error: a rollout of default/llama-3-3-70b is unfinished (bench.out/rollouts/llama-3-3-70b.json): finish it "
+        f"(hyperpod-dpd rollout --config {env_folder.name}) or undo it (hyperpod-dpd rollout --config "
+        f"{env_folder.name} --undo), then bench"]

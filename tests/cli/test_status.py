@@ -32,6 +32,7 @@ from day2_fakes import (
     pod,
     retrieved_line,
     role_pod,
+    rolled_out,
     server_of,
     weights_cache_object,
     worker_line,
@@ -846,3 +847,47 @@ def test_an_unknown_endpoint_is_one_line_naming_the_endpoints(cli, fleet_config,
     assert one_line_error(result) == (f"error: --endpoint must be one of the endpoints of {fleet_config} ({NAME}, "
                                       f"{SMALL}), got 'llama-3-1-70b'")
     assert healthy.requests == []  # refused before anything was read
+
+
+# --- after a rollout (issue 36): the revision that serves, and a rollout that stopped half-way --------------------
+
+
+def test_after_a_blue_green_the_rows_are_those_of_the_revision_that_serves(cli, config_file, kubeconfig, healthy
+                                                                         ) -> None:
+    """``hyperpod-dpd rollout`` replaced the endpoint by revision ``<endpoint>-r1`` (its revision store says so) and
+    deleted the endpoint's own InferenceEndpointConfig. Fails before: status read ``<endpoint>`` and found nothing."""
+    served = rolled_out(config_file.with_suffix(".out"))
+    healthy.endpoints.clear()
+    healthy.dpd_endpoint(name=served)
+    healthy.alb(healthy.ingresses[0]["status"]["loadBalancer"]["ingress"][0]["hostname"],
+                name=f"alb-{served}-{NAMESPACE}")
+    result = _status(cli, config_file, kubeconfig, "--json")
+    assert result.code == 0, result.err
+    rows = _rows(result.out)
+    assert rows["endpoint:state"]["detail"].startswith(f"{served}: DeploymentComplete")
+    assert rows["endpoint:prefill pods"]["detail"] == f"Ready 1/1 (prefill-{served}-7d9f8-abcde)"
+    assert rows["endpoint:router"]["detail"] == f"Ready 1/1 ({served}-{NAMESPACE}-routing-service:443)"
+    assert rows["endpoint:prefill revision"]["facts"]["deployment"] == f"prefill-{served}"
+    assert "endpoint:rollout" not in rows  # nothing unfinished
+
+
+def test_a_rollout_that_stopped_half_way_is_one_row_with_both_ways_on(cli, config_file, kubeconfig, healthy) -> None:
+    """Ctrl-C in step 4 of a blue/green (the Service not moved yet): the endpoint still serves its own revision, and
+    one row says which rollout stopped where, and how to resume or undo it."""
+    from hyperpod_dpd.rollout.executor import start
+    from hyperpod_dpd.rollout.store import Record, Revision, RevisionStore
+
+    workdir = config_file.with_suffix(".out")
+    source, target = Revision(number=0, name=NAME, manifest={}), Revision(number=1, name=f"{NAME}-r1", manifest={})
+    record = start(Record(endpoint=NAME, namespace=NAMESPACE, current=source), kind="blue-green", undo=False,
+                   source=source, target=target)
+    RevisionStore.of(workdir, NAME).write(record.step_done().step_done().step_done())
+    result = _status(cli, config_file, kubeconfig, "--json")
+    assert result.code == 0, result.err
+    row = _rows(result.out)["endpoint:rollout"]
+    assert (row["state"], row["blocks_serving"]) == ("warn", False)
+    assert row["detail"] == (f"unfinished blue/green {NAME} -> {NAME}-r1 (revision 1): 3 of 5 steps done; next: point "
+                             f"Service {NAMESPACE}/{NAME} at {NAME}-r1")
+    again = f"hyperpod-dpd rollout --config {config_file}"
+    assert row["next_step"] == f"'{again}' resumes it, '{again} --undo' returns to {NAME}"
+    assert _rows(result.out)["endpoint:state"]["detail"].startswith("DeploymentComplete")  # the source serves

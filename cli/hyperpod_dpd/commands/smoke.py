@@ -1,5 +1,8 @@
 """``hyperpod-dpd smoke``: a short and a long prompt, streamed, then proof from the decoder's log.
 
+The endpoint's InferenceEndpointConfig is the one that serves it: ``<endpoint>-r<N>`` after a blue/green rollout (the
+revision store's current revision, :func:`hyperpod_dpd.rollout.store.live_name`), else its own name.
+
 First the skew guard (:mod:`hyperpod_dpd.skew`): a test of an endpoint whose prefill and decode serve another image
 or model path, or whose roles are mid-rollout, would certify a state that is about to change or serves wrong
 tokens; the command refuses it (one line, exit 1) before sending a request. When the roles cannot be compared (a
@@ -161,12 +164,13 @@ def smoke(
 ) -> None:
     """Send a short and a long prompt (streamed), measure TTFT/TPOT, prove the DPD path from the decode log."""
     from hyperpod_dpd.kube import kube_errors
+    from hyperpod_dpd.rollout.store import live_name
 
     _check_arguments(max_tokens=max_tokens, url=url, ca_file=ca_file, timeout=timeout, log_wait=log_wait)
     fmt = output_format(output, as_json)
     dep = load(config, env, region=region, outputs_file=outputs_file)
     spec = dep.endpoint(endpoint, "smoke")
-    names = spec.names
+    names = EndpointNames(name=live_name(dep.env, spec), namespace=spec.namespace)  # <endpoint>-r<N> after a rollout
     kube = _cluster(dep, kubeconfig, context, url)
     unchecked: list[dict[str, str]] = []
     roles, served = _refuse_skew(kube, names, unchecked)

@@ -34,6 +34,7 @@ from typing import Any, Final, Literal
 
 from hyperpod_analysis.plan.coldstart import ColdStart
 from hyperpod_core.names import ROLES, Role
+from hyperpod_core.telemetry.queries import POD_SUFFIX
 from hyperpod_dpd.vllm_args import model_of_argv
 
 #: The GPU resource of the NVIDIA device plugin (what the role pods request and nodes report as allocatable).
@@ -43,9 +44,6 @@ GPU_RESOURCE: Final = "nvidia.com/gpu"
 INSTANCE_TYPE_LABEL: Final = "node.kubernetes.io/instance-type"
 #: The label a revision of an endpoint carries (``<endpoint>-r<N>``: N).
 REVISION_LABEL: Final = "hyperpod-dpd/revision"
-#: The pod-name tail the autoscaling queries anchor on (hyperpod_core.telemetry.queries.POD_SUFFIX): what follows
-#: ``<role>-<endpoint>-`` in a pod's name (ReplicaSet hash, pod suffix).
-_POD_SUFFIX: Final = "[a-z0-9]+-[a-z0-9]+"
 #: The pdSpec keys of each role (CRD v3.3: ``prefillSpec``, ``decodingSpec``).
 ROLE_SPEC: Final[dict[Role, str]] = {"prefill": "prefillSpec", "decode": "decodingSpec"}
 
@@ -82,7 +80,7 @@ def _rename_queries(node: Any, old: str, new: str) -> None:
     """Every ``query`` below ``node``: the pod-name anchors of endpoint ``old`` (``prefill-<old>-``, ``decode-<old>-``,
     ``(prefill|decode)-<old>-``, ``"<old>-``, each followed by the pod suffix) renamed to ``new``."""
     pattern = re.compile(r'(?:(?<=prefill-)|(?<=decode-)|(?<=\)-)|(?<="))' + re.escape(old)
-                         + r"-(?=" + re.escape(_POD_SUFFIX) + ")")
+                         + r"-(?=" + re.escape(POD_SUFFIX) + ")")
     if isinstance(node, dict):
         for key, value in node.items():
             if key == "query" and isinstance(value, str):

@@ -19,10 +19,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from hyperpod_core.atomic import write_text_atomic
 from hyperpod_core.errors import UsageError
+
+if TYPE_CHECKING:
+    from hyperpod_core.config.spec import EndpointSpec
+    from hyperpod_core.environment import Environment
 
 #: The store's folder in the environment folder.
 STORE_DIR: Final = "rollouts"
@@ -132,3 +136,12 @@ class RevisionStore:
 
     def write(self, record: Record) -> None:
         write_text_atomic(self.path, json.dumps(record.to_json(), indent=2, sort_keys=True) + "\n")
+
+
+def live_name(env: Environment, spec: EndpointSpec) -> str:
+    """The InferenceEndpointConfig that serves ``spec``'s endpoint: the revision store's current revision
+    (``<endpoint>-r<N>`` after a blue/green), else the endpoint's own name (nothing rolled out yet). What ``status``,
+    ``smoke``, ``logs`` and ``bench`` read and act on; an unfinished rollout's current revision is the one it leaves,
+    until its last step is done (``status`` shows the rollout's row)."""
+    record = RevisionStore.of(env.workdir, spec.name).read()
+    return record.current.name if record is not None and record.current is not None else spec.name

@@ -209,8 +209,9 @@ class EndpointConfig(Section):
 
     name: DnsLabel = "llama-3-3-70b"
     """Name of the InferenceEndpointConfig, unique in the deployment (the command line's `--endpoint NAME`, its
-    folder `dist/<name>/`); the operator derives its pod, Service and Ingress names from it, which must be unique
-    across the deployment too. Default: `llama-3-3-70b`."""
+    folder `dist/<name>/`, its stable Service `<name>`); the operator derives its pod, Service and Ingress names from
+    it, which must be unique across the deployment too. Must not end in `-r<N>`: `hyperpod-dpd rollout` names the
+    endpoint's blue/green revisions `<name>-r<N>`. Default: `llama-3-3-70b`."""
     model: ModelConfig = ModelConfig()
     """The model this endpoint serves and where its files are. Default: every key at its default."""
     namespace: DnsLabel = "default"

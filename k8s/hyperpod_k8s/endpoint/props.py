@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -227,9 +228,10 @@ def _scaling(spec: EndpointSpec, role: Role) -> RoleScaling | None:
     if not a.enabled:
         return None
     r: RoleAutoscalingConfig = getattr(a, role)
-    # The same query definitions the dashboards and alerts use (hyperpod_core.telemetry.queries), on this endpoint's
-    # own pods.
-    target = dpd_target(spec)
+    # The same query definitions the dashboards and alerts use (hyperpod_core.telemetry.queries), on the pods of this
+    # InferenceEndpointConfig only: a blue/green revision's copy (hyperpod-dpd rollout) is re-anchored on its own name,
+    # so neither revision scales on the other's pods while both run.
+    target = dataclasses.replace(dpd_target(spec), revisions=False)
     return RoleScaling(
         min_replicas=r.min_replicas, max_replicas=r.max_replicas, target_value=r.target_value,
         query=queries.prefill_queue(target) if role == "prefill" else queries.decode_kv_usage(target),
