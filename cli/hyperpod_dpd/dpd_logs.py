@@ -138,9 +138,10 @@ SKEW_ALLOC_MEANING: Final = ("the decoder's PD buffer is full of KV it never rea
                              "--model values (the 'prefill/decode skew' row of 'hyperpod-dpd status'), so the "
                              "decoder's keys never match what prefill sends, LMCache 0.4.3 never evicts it, and "
                              "transfers stall while the decoder recomputes")
-SKEW_ALLOC_FIX: Final = ("put both roles on one revision: replace the endpoint (kubectl delete -f, then kubectl "
-                         "apply -f, its endpoint/ folder of dist/, which the 'prefill/decode skew' row names) or "
-                         "restart both roles on one revision; a larger buffer only delays this")
+SKEW_ALLOC_FIX: Final = ("put both roles on one revision: replace the endpoint (delete its InferenceEndpointConfig, "
+                         "then hyperpod-dpd rollout applies the synthesized one: the 'prefill/decode skew' row of "
+                         "'hyperpod-dpd status' names both commands) or restart both roles on one revision; a larger "
+                         "buffer only delays this")
 
 
 def alloc_finding(*, pd_buffer_size_bytes: int | None = None, model_skew: bool = False) -> Finding:

@@ -25,7 +25,7 @@ from hyperpod_k8s.observability.props import observability_props
 
 
 def build_endpoint_charts(app: cdk8s.App, spec: EndpointSpec, props: EndpointProps) -> list[cdk8s.Chart]:
-    """``<endpoint>-dpd`` (the DPD endpoint) and ``<endpoint>-colocated`` (baseline and rollback), then the
+    """``<endpoint>-dpd`` (the DPD endpoint) and ``<endpoint>-colocated`` (the baseline), then the
     benchmark's own layouts (``reference/``: AWS's, and the configured DPD endpoint with its replicas pinned)."""
     layouts = [(f"{spec.name}-dpd", EndpointChartProps(mode="dpd", endpoint=props)),
                (f"{spec.name}-colocated", EndpointChartProps(mode="colocated", endpoint=props)),

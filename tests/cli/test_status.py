@@ -248,7 +248,8 @@ def test_missing_endpoint_names_the_manifest_to_apply(cli, config_file, kubeconf
 
 
 def test_colocated_baseline_is_recognised(cli, config_file, kubeconfig, healthy) -> None:
-    """The rollback manifest has the same name and no pdSpec (docs/endpoint.md): no roles, no router."""
+    """The baseline manifest has the same name and no pdSpec (docs/endpoint.md): no roles, no router; back to DPD
+    through rollout (issue 36: one way to change an endpoint)."""
     obj = endpoint_object()
     del obj["spec"]["pdSpec"]
     obj["spec"]["replicas"] = 2
@@ -258,9 +259,8 @@ def test_colocated_baseline_is_recognised(cli, config_file, kubeconfig, healthy)
     assert result.code == 0, result.err
     rows = _rows(result.out)
     assert rows["endpoint:mode"]["state"] == "warn"
-    layout = DistLayout.of(config_file.with_suffix(".out") / "dist", NAME, "dpd")
-    dpd = layout.endpoint_file("dpd")
-    assert rows["endpoint:mode"]["next_step"] == f"to serve disaggregated, kubectl apply -f {dpd}"
+    assert rows["endpoint:mode"]["next_step"] == (f"to serve disaggregated: hyperpod-dpd rollout --config "
+                                                  f"{config_file} (endpoint.apply is dpd)")
     assert rows["endpoint:pods"]["detail"] == f"Ready 2/2 ({NAME}-6b8c9-a, {NAME}-6b8c9-b)"
     assert "endpoint:router" not in rows
 
@@ -762,12 +762,14 @@ def _synthesized(config_file, model: str) -> Any:
 def test_an_applied_revision_other_than_the_synthesized_one_is_flagged(cli, config_file, kubeconfig,
                                                                        healthy) -> None:
     """stage-model and synth made a new revision; the live endpoint still runs the old one. Applying it in place
-    changes both roles' pod templates (pods Pending without a spare node per pool), so the row names both ways."""
+    changes both roles' pod templates (pods Pending without a spare node per pool), so the row names rollout, which
+    picks the safe way."""
     path = _synthesized(config_file, NEW_MODEL)
     row = _rows(_status(cli, config_file, kubeconfig, "--json").out)["endpoint:revision"]
     assert row["state"] == "warn" and not row["blocks_serving"]
     assert row["detail"] == f"applied {MODEL_PATH}; synthesized {NEW_MODEL} ({path})"
-    assert row["next_step"].startswith(f"apply the new revision: kubectl delete -f {path} && kubectl apply -f {path}")
+    assert row["next_step"].startswith(f"apply the new revision: hyperpod-dpd rollout --config {config_file} "
+                                       "(blue/green when a second copy fits")
     _synthesized(config_file, MODEL_PATH)
     same = _rows(_status(cli, config_file, kubeconfig, "--json").out)["endpoint:revision"]
     assert same["state"] == "ok" and same["detail"] == f"{MODEL_PATH}, as synthesized ({path})"
@@ -785,8 +787,8 @@ def test_a_full_buffer_while_the_roles_run_two_models_points_at_the_skew(cli, co
     assert rows["endpoint:prefill/decode skew"]["state"] == "fail"
     kv = rows["endpoint:KV path (decode)"]
     assert kv["state"] == "fail" and "Failed to allocate memory object" in kv["detail"]
-    assert kv["next_step"].startswith("put both roles on one revision: replace the endpoint (kubectl delete -f, then "
-                                      "kubectl apply -f, its endpoint/ folder of dist/")
+    assert kv["next_step"].startswith("put both roles on one revision: replace the endpoint (delete its "
+                                      "InferenceEndpointConfig, then hyperpod-dpd rollout applies the synthesized one")
 
 
 # --- a fleet: several endpoints on one cluster (issue 34 item 4) ---------------------------------------------------

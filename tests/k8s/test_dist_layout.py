@@ -55,7 +55,8 @@ def test_the_endpoint_folder_holds_exactly_the_configured_endpoint(synthesized):
     assert {s.folders[n] for n in s.files if "-reference-" in n} == {f"{name}/reference"}
     assert {s.folders[n] for n in s.files if n.endswith("-benchmark.k8s.yaml")} == {f"{name}/benchmark"}
     assert "apply: exactly one endpoint" in s.stderr and f"  kubectl apply -f {s.dist}/{name}/endpoint/" in s.stderr
-    assert "  kubectl delete -f " in s.stderr, "a new revision in place: both ways, each with when it fits"
+    assert "  hyperpod-dpd rollout --config " in s.stderr, "a live endpoint changes through rollout (issue 36)"
+    assert "delete -f" not in s.stderr
 
 
 def test_placeholders_go_where_no_apply_command_reads(synthesized, tmp_path):

@@ -29,7 +29,7 @@ from hyperpod_core.errors import CommandFailed, UsageError
 from hyperpod_core.names import MANAGED_BY_LABEL, ROLES, STABLE_SERVICE_MANAGER, EndpointNames, Role
 from hyperpod_dpd.commands.options import ConfigOption, EnvOption, OutputsFileOption, ProfileOption
 from hyperpod_dpd.confirm import DryRunOption, YesOption, confirm
-from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load
+from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load, rollout_command
 
 if TYPE_CHECKING:  # the Kubernetes client loads when the command runs, not for --help
     from hyperpod_dpd.kube import Kube
@@ -114,7 +114,7 @@ def rollout(endpoint: EndpointOption = None, config: ConfigOption = None, env: E
     _executor(dep, spec, kube, cluster, store, ready_timeout).run(
         start(base, kind=plan.kind, undo=undo, source=source, target=target))
     print(f"done: {spec.namespace}/{spec.name} serves revision {target.number} ({target.name}); "
-          f"undo: hyperpod-dpd rollout {dep.env.selector} --undo" if plan.kind != "none" else
+          f"undo: {rollout_command(dep.env, spec)} --undo" if plan.kind != "none" else
           f"done: Service {spec.namespace}/{spec.name} points at {target.name}")
 
 
@@ -147,18 +147,6 @@ def synthesized(dep: Deployment, spec: EndpointSpec) -> dict[str, Any]:
     return found[0]
 
 
-def as_manifest(obj: dict[str, Any]) -> dict[str, Any]:
-    """A live InferenceEndpointConfig as the manifest that would make it again (no status, no server fields)."""
-    meta = obj.get("metadata") or {}
-    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
-                   if k != "kubectl.kubernetes.io/last-applied-configuration"}
-    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
-            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"),
-                         "labels": dict(meta.get("labels") or {}), **({"annotations": annotations} if annotations
-                                                                       else {})},
-            "spec": obj.get("spec") or {}}
-
-
 def _selectors(spec: EndpointSpec) -> dict[Role, dict[str, str]]:
     """Each role's nodes: its nodeSelector (:meth:`EndpointSpec.node_selector`), else every node of the endpoint's
     instance type."""
@@ -186,7 +174,13 @@ def _plan(dep: Deployment, spec: EndpointSpec, cluster: Cluster, record: Record 
           *, kv_flushed: bool) -> tuple[Plan, Revision | None, Revision]:
     """The plan, the revision that serves now (``None``: nothing live) and the one the plan makes."""
     from hyperpod_dpd.rollout import address
-    from hyperpod_dpd.rollout.plan import decide, revision_manifest, revision_name, revision_name_problem
+    from hyperpod_dpd.rollout.plan import (
+        as_manifest,
+        decide,
+        revision_manifest,
+        revision_name,
+        revision_name_problem,
+    )
     from hyperpod_dpd.rollout.store import Revision
 
     ns = spec.namespace
@@ -281,8 +275,7 @@ def _executor(dep: Deployment, spec: EndpointSpec, kube: Kube, cluster: Cluster,
 
     return Executor(cluster=cluster, store=store, endpoint=spec.name, namespace=spec.namespace,
                     part_of=dep.env.config.name, smoke=lambda name: smoke_revision(dep, spec, kube, name),
-                    timeout_s=timeout_s, selector=dep.env.selector + (f" --endpoint {spec.name}"
-                                                                      if len(dep.env.config.specs()) > 1 else ""))
+                    timeout_s=timeout_s, selector=rollout_command(dep.env, spec).removeprefix("hyperpod-dpd rollout "))
 
 
 def smoke_revision(dep: Deployment, spec: EndpointSpec, kube: Kube, name: str) -> None:

@@ -228,13 +228,19 @@ class Cluster:
         return out
 
     def wait_gone(self, namespace: str, name: str, timeout_s: float, on_wait: Callable[[str], None]) -> None:
-        """Until the InferenceEndpointConfig and its role Deployments are gone (their pods release the GPUs)."""
+        """Until the InferenceEndpointConfig and its Deployments are gone (their pods release the GPUs): the role
+        Deployments of a DPD endpoint, the Deployment a colocated one's ``status.deploymentStatus.name`` names (CRD
+        v3.3), as long as the object could be read."""
         start = self.clock()
         names = EndpointNames(name=name, namespace=namespace)
+        deployments = [names.role_deployment(role) for role in ROLES]
         last = ""
         while True:
             obj = self.endpoint(namespace, name)
-            left = [d for d in (names.role_deployment(role) for role in ROLES) if read_or_none(
+            colocated = ((obj or {}).get("status") or {}).get("deploymentStatus") or {}
+            if colocated.get("name") and str(colocated["name"]) not in deployments:
+                deployments.append(str(colocated["name"]))
+            left = [d for d in deployments if read_or_none(
                 f"reading Deployment {namespace}/{d}", self.kube.apps.read_namespaced_deployment, d, namespace)]
             if obj is None and not left:
                 return
@@ -247,6 +253,18 @@ class Cluster:
                 on_wait(now)
                 last = now
             self.sleep(self.poll_seconds)
+
+    def replace(self, doc: dict[str, Any], timeout_s: float, on_wait: Callable[[str], None]) -> None:
+        """Replace the InferenceEndpointConfig of ``doc``'s name by ``doc``: delete it, wait until it and its
+        Deployments are gone, apply ``doc``, wait until it is ready. The rollout's replace (its steps ``remove``,
+        ``apply``, ``ready``), and ``bench``'s switch between its layouts: never both specs' pods at once, so no pod
+        waits for GPUs the old one holds (an in-place change does, on a pool without a free node: the fourth review's
+        k8s defect 1)."""
+        ns, name = doc["metadata"]["namespace"], doc["metadata"]["name"]
+        self.delete(ns, name)
+        self.wait_gone(ns, name, timeout_s, on_wait)
+        self.create(doc)
+        self.wait_ready(ns, name, timeout_s, on_wait)
 
     # --- the stable Service ------------------------------------------------------------------------------------
 

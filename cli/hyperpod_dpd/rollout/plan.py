@@ -76,6 +76,19 @@ def revision_manifest(doc: Mapping[str, Any], name: str, number: int) -> dict[st
     return out
 
 
+def as_manifest(obj: dict[str, Any]) -> dict[str, Any]:
+    """A live InferenceEndpointConfig as the manifest that would make it again (no status, no server fields): what
+    ``rollout`` records as revision 0 of an endpoint applied by hand, and what ``bench`` restores."""
+    meta = obj.get("metadata") or {}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if k != "kubectl.kubernetes.io/last-applied-configuration"}
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
+            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"),
+                         "labels": dict(meta.get("labels") or {}), **({"annotations": annotations} if annotations
+                                                                       else {})},
+            "spec": obj.get("spec") or {}}
+
+
 def _rename_queries(node: Any, old: str, new: str) -> None:
     """Every ``query`` below ``node``: the pod-name anchors of endpoint ``old`` (``prefill-<old>-``, ``decode-<old>-``,
     ``(prefill|decode)-<old>-``, ``"<old>-``, each followed by the pod suffix) renamed to ``new``."""

@@ -14,7 +14,7 @@ from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.errors import CommandFailed
 from hyperpod_core.names import OPERATOR_NAMESPACE, ROLES, EndpointNames, Role, certificate_pem_location
 from hyperpod_dpd import skew
-from hyperpod_dpd.deployment import Deployment
+from hyperpod_dpd.deployment import Deployment, rollout_command
 from hyperpod_dpd.status.check import Check, State
 from hyperpod_dpd.status.cold_start import cache_checks
 from hyperpod_dpd.status.kv_path import efa_checks
@@ -69,7 +69,7 @@ def endpoint_checks(dep: Deployment, spec: EndpointSpec, kubeconfig: str | None,
         checks += _colocated_checks(dep, spec, names, live, app_pods)
     else:
         checks += _dpd_checks(spec, names, pd_spec, pods, routers)
-        checks += skew_checks(dep, spec, workers)
+        checks += skew_checks(dep, spec, names, workers)
     checks += revision_check(dep, spec, live)
     checks.append(load_balancer_check(dep, names, hosts))
     pem = certificate_pem_location(status_)
@@ -101,8 +101,7 @@ def rollout_check(dep: Deployment, spec: EndpointSpec) -> list[Check]:
         return []
     kind = {"blue-green": "blue/green", "discard": "undo (discard)"}.get(op.kind, op.kind)
     left = op.steps[op.done] if op.done < len(op.steps) else ""
-    again = f"hyperpod-dpd rollout {dep.env.selector}" + (f" --endpoint {spec.name}" if len(dep.env.config.specs()) > 1
-                                                          else "")
+    again = rollout_command(dep.env, spec)
     source = op.source.name if op.source else "no endpoint"
     return [Check(section="endpoint", name="rollout", state="warn", blocks_serving=False,
                   detail=f"unfinished {kind}{' (undo)' if op.undo and op.kind != 'discard' else ''} {source} -> "
@@ -143,8 +142,8 @@ def revision_check(dep: Deployment, spec: EndpointSpec, live: dict[str, Any]) ->
     if layout.unresolved:
         fix = f"the synth left placeholders ({path.parent.parent / 'README.txt'}): resolve them, synthesize again"
     else:
-        fix = (f"apply the new revision: kubectl delete -f {path} && kubectl apply -f {path} (one cold start; in "
-               f"place, kubectl apply -f {path}, only with a spare node per pool: both roles' new pods need GPUs)")
+        fix = (f"apply the new revision: {rollout_command(dep.env, spec)} (blue/green when a second copy fits, else in "
+               "place or replace, the downtime said first; --dry-run shows the plan)")
     return [Check(section="endpoint", name="revision", state="warn", blocks_serving=False,
                   detail=f"applied {applied or '(model unknown)'}; synthesized {synthesized} ({path})",
                   next_step=fix, facts=facts)]
@@ -200,7 +199,8 @@ def _dpd_checks(spec: EndpointSpec, names: EndpointNames, pd_spec: dict[str, Any
     return checks
 
 
-def skew_checks(dep: Deployment, spec: EndpointSpec, workers: dict[Role, RoleWorkers]) -> list[Check]:
+def skew_checks(dep: Deployment, spec: EndpointSpec, names: EndpointNames, workers: dict[Role, RoleWorkers]
+                ) -> list[Check]:
     """One row per role with what it runs (image, ``--model``, pod templates and revisions), then one row that
     compares them (:func:`hyperpod_dpd.skew.findings`). A different image or model path between the serving pods
     means the endpoint cannot serve correctly (the decoder recomputes what prefill sent, and prefill's transfers
@@ -225,14 +225,14 @@ def skew_checks(dep: Deployment, spec: EndpointSpec, workers: dict[Role, RoleWor
     facts = {"skewed": bool(found), "findings": [{"kind": f.kind, "role": f.role, "message": f.message}
                                                  for f in found]}
     if differ:
-        path = dep.layout(spec).endpoint_dir
         return [*checks, Check(
             section="endpoint", name="prefill/decode skew", state="fail", facts=facts,
             detail="; ".join(f.message for f in found),
             next_step=f"the decoder recomputes what prefill sends and transfers stall once its PD buffer is full: "
                       f"let both roles finish their rollouts ({rollout}), or replace the endpoint so both start on one "
-                      f"revision: kubectl delete -f {path}/ && kubectl apply -f {path}/; a new pod Pending for GPUs "
-                      "never finishes a rollout (docs/operations.md#skew-guard)")]
+                      f"revision: kubectl delete inferenceendpointconfig -n {ns} {names.name}, then "
+                      f"{rollout_command(dep.env, spec)} (nothing live: it applies the synthesized endpoint; one cold "
+                      "start); a new pod Pending for GPUs never finishes a rollout (docs/operations.md#skew-guard)")]
     if found:
         return [*checks, Check(
             section="endpoint", name="prefill/decode skew", state="warn", blocks_serving=False, facts=facts,
@@ -250,14 +250,15 @@ def _colocated_checks(dep: Deployment, spec: EndpointSpec, names: EndpointNames,
                       pods: list[PodTarget]) -> list[Check]:
     """The colocated baseline (same name, no pdSpec; docs/endpoint.md): its pods carry ``app=<iec>`` (the
     HyperPod SDK lists an endpoint's pods by that label, operator.md section (e)); no DPD router."""
-    dpd_manifest = dep.layout(spec).endpoint_file("dpd")
     desired = int(live.get("replicas", 1))
     ready = sum(1 for p in pods if p.ready)
     ok = ready >= desired
+    how = (f"{rollout_command(dep.env, spec)} (endpoint.apply is dpd)" if spec.endpoint.apply == "dpd" else
+           f"set {spec.field('apply')}: dpd, synthesize, then {rollout_command(dep.env, spec)}")
     return [
         Check(section="endpoint", name="mode", state="warn", blocks_serving=False,
-              detail="colocated (no pdSpec): the baseline / rollback manifest is applied",
-              next_step=f"to serve disaggregated, kubectl apply -f {dpd_manifest}"),
+              detail="colocated (no pdSpec): the baseline manifest is applied",
+              next_step=f"to serve disaggregated: {how}"),
         Check(section="endpoint", name="pods", state="ok" if ok else "fail",
               detail=f"Ready {ready}/{desired}" + (f" ({', '.join(p.pod for p in pods)})" if pods else ""),
               next_step="" if ok else f"'kubectl describe pods -n {names.namespace} -l app={names.name}'"),

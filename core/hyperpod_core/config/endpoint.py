@@ -267,9 +267,9 @@ class EndpointConfig(Section):
     """This endpoint's own alert and dashboard thresholds: the keys it names replace those of
     `observability.slo` for this endpoint (the others keep theirs). Default: none: `observability.slo`."""
     apply: Literal["dpd", "colocated"] = "dpd"
-    """The endpoint `kubectl apply -f dist/<name>/endpoint/` applies: `dpd` or `colocated`. The other manifest (same
-    name: applying it replaces this one) goes to `dist/<name>/alternate/` for rollback and the benchmark baseline.
-    Default: `dpd`."""
+    """The endpoint `kubectl apply -f dist/<name>/endpoint/` applies, and `hyperpod-dpd rollout` changes a live one
+    to: `dpd` or `colocated`. The other manifest (same name: one replaces the other) goes to `dist/<name>/alternate/`,
+    the benchmark's baseline. Default: `dpd`."""
 
     @model_validator(mode="before")
     @classmethod

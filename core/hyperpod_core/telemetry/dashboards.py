@@ -15,7 +15,7 @@ never overwrite each other's dashboards, and stay within Grafana's 40-character 
 deployment too (:func:`folder_title`).
 
 The comparison works when the two runs happened one after the other. The colocated manifest keeps the DPD
-endpoint's name (it is also the rollback), so the two never run at once: each column has its own time
+endpoint's name (one replaces the other), so the two never run at once: each column has its own time
 shift variable (``$dpd_shift``, ``$baseline_shift``), and the dashboard's time range is the length of one
 run. Set the range to the later run and the other column's shift to how much earlier its run started
 (``2h``, ``1d``). The SLO thresholds from ``observability.slo`` are drawn on the latency panels.

@@ -11,7 +11,7 @@ Role and endpoint come from the pod name, which the operator fixes (``operator.m
 * DPD prefill pods  ``prefill-<endpoint>-<replicaset-hash>-<pod-hash>``
 * DPD decode pods   ``decode-<endpoint>-<replicaset-hash>-<pod-hash>``
 * colocated pods    ``<endpoint>-<replicaset-hash>-<pod-hash>``: the colocated manifest keeps the DPD
-  endpoint's name (it is the rollback), so the baseline is the same name without a role prefix.
+  endpoint's name (one replaces the other), so the baseline is the same name without a role prefix.
 
 After a blue/green rollout (``hyperpod-dpd rollout``) the endpoint is served by the InferenceEndpointConfig
 ``<endpoint>-r<N>``, so its pods are ``prefill-<endpoint>-r<N>-<rs>-<pod>`` (and its router
@@ -411,7 +411,7 @@ def serving(t: Target) -> str:
 
 def endpoint_down(applied: Target, other: Target) -> str:
     """A series per component of the ``applied`` endpoint with no ready pod, unless the ``other`` mode of the
-    same endpoint serves instead (a rollback or a benchmark switch re-applies the other manifest)."""
+    same endpoint serves instead (a benchmark switch, or a rollout to the other ``endpoint.apply``)."""
     down = " or ".join(not_ready(applied, c) for c in components(applied))
     return f"({down}) unless on() ({serving(other)})"
 

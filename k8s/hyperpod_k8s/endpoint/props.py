@@ -125,8 +125,7 @@ class EndpointChartProps:
     """One endpoint layout's chart (:class:`hyperpod_k8s.endpoint.endpoint_chart.EndpointChart`)."""
 
     mode: Mode
-    """``dpd``: the disaggregated endpoint (``pdSpec``); ``colocated``: the same model without it (the baseline and
-    the rollback)."""
+    """``dpd``: the disaggregated endpoint (``pdSpec``); ``colocated``: the same model without it (the baseline)."""
     endpoint: EndpointProps
 
 
