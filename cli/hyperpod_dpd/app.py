@@ -77,6 +77,10 @@ COMMANDS: dict[str, CommandSpec] = {
     "smoke": CommandSpec("hyperpod_dpd.commands.smoke",
                          "Send a short and a long prompt (streamed), measure TTFT/TPOT, prove the DPD path from the "
                          "decode log."),
+    "rollout": CommandSpec("hyperpod_dpd.commands.rollout",
+                           "Change a live endpoint to what synth wrote: blue/green when a second copy fits, else in "
+                           "place or delete-then-apply (downtime stated first); --undo returns to the previous "
+                           "revision."),
     "logs": CommandSpec("hyperpod_dpd.commands.logs",
                         "Show the logs of one role of this endpoint, with DPD failure signatures highlighted."),
     "sweep": CommandSpec("hyperpod_dpd.commands.sweep",

@@ -84,6 +84,12 @@ def before_apply(layout: DistLayout) -> str:
             "resolve them and synthesize again, then ")
 
 
+def rollout_command(e: Environment, spec: EndpointSpec) -> str:
+    """``hyperpod-dpd rollout`` of ``spec``'s endpoint, as a printed next step names it: the environment, and
+    ``--endpoint NAME`` when the config has several endpoints."""
+    return f"hyperpod-dpd rollout {e.selector}" + (f" --endpoint {spec.name}" if len(e.config.specs()) > 1 else "")
+
+
 def results_dir(e: Environment, spec: EndpointSpec) -> Path:
     """Where ``bench`` collects the benchmark results of ``spec``'s endpoint, and where ``report`` reads them by
     default: ``<workdir>/benchmark-results/<endpoint>/`` (each endpoint its own runs)."""

@@ -145,11 +145,11 @@ def skew_alloc_fix(endpoint_dir: Path | None) -> str:
     """The fix of a full buffer while the roles run different ``--model`` values: replace the endpoint from its
     folder (``endpoint_dir``: :attr:`hyperpod_core.dist_layout.DistLayout.endpoint_dir`; ``None``: unknown here, the
     'prefill/decode skew' row of ``status`` names it)."""
-    replace = (f"kubectl delete -f {endpoint_dir}/ && kubectl apply -f {endpoint_dir}/" if endpoint_dir is not None
-               else "kubectl delete -f, then kubectl apply -f, the endpoint's folder the 'prefill/decode skew' row "
-                    "of hyperpod-dpd status names")
-    return (f"put both roles on one revision: replace the endpoint ({replace}) or restart both roles on one "
-            "revision; a larger buffer only delays this")
+    synthesized = f" ({endpoint_dir}/)" if endpoint_dir is not None else ""
+    return ("put both roles on one revision: replace the endpoint (delete its InferenceEndpointConfig, then "
+            f"hyperpod-dpd rollout applies the synthesized one{synthesized}: the 'prefill/decode skew' row of "
+            "'hyperpod-dpd status' names both commands) or restart both roles on one revision; a larger buffer only "
+            "delays this")
 
 
 def alloc_finding(*, pd_buffer_size_bytes: int | None = None, model_skew: bool = False,

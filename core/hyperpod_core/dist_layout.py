@@ -3,11 +3,14 @@ dist/<endpoint>/endpoint/`` applies exactly one endpoint.
 
 The DPD and the colocated InferenceEndpointConfig carry the same name (applying one replaces the other), so a
 folder holding both would apply both, the last one winning. The endpoint's ``apply`` chooses which one
-``endpoint/`` holds; the other goes to ``alternate/`` (rollback, benchmark baseline). Each endpoint of the config
+``endpoint/`` holds; the other goes to ``alternate/`` (the benchmark's baseline). Each endpoint of the config
 (``endpoints``) has its own folder ``dist/<endpoint name>/``:
 
-* ``<name>/endpoint/<name>-<apply>.k8s.yaml``: the endpoint to apply;
-* ``<name>/alternate/<name>-<other>.k8s.yaml``: the other mode, applied by hand for a rollback or by ``bench``;
+* ``<name>/endpoint/<name>-<apply>.k8s.yaml``: the endpoint to apply, and beside it
+  ``<name>/endpoint/<name>-address.k8s.yaml``: the endpoint's stable Service ``<name>`` (an ExternalName to its routing
+  service, which ``hyperpod-dpd rollout`` repoints at a later revision);
+* ``<name>/alternate/<name>-<other>.k8s.yaml``: the other mode, which ``bench`` switches to (``endpoint.apply`` and
+  ``hyperpod-dpd rollout`` change the mode an endpoint serves);
 * ``<name>/reference/``: the endpoint layouts only ``hyperpod-dpd bench`` applies: ``<name>-reference-1p1d.k8s.yaml``
   and ``-1node.k8s.yaml``, the aws-reference experiment's (1 prefill + 1 decode replica; one colocated replica), and
   ``<name>-equal-gpu-pinned.k8s.yaml``, the equal-gpu experiment's DPD endpoint: the configured one with its
@@ -88,6 +91,11 @@ class DistLayout:
         folder = ENDPOINT if mode == self.applied else ALTERNATE
         return self.base / folder / f"{self.name}-{mode}.k8s.yaml"
 
+    @property
+    def address_file(self) -> Path:
+        """The endpoint's stable Service, applied with the endpoint (``endpoint/``)."""
+        return self.base / ENDPOINT / f"{self.name}-address.k8s.yaml"
+
     def reference_file(self, mode: Mode) -> Path:
         return self.base / REFERENCE / f"{self.name}-{REFERENCE_SUFFIX[mode]}.k8s.yaml"
 
@@ -117,6 +125,8 @@ class DistLayout:
                 return self.endpoint_file(mode)
             if chart_file == self.reference_file(mode).name:
                 return self.reference_file(mode)
+        if chart_file == self.address_file.name:
+            return self.address_file
         if chart_file == self.pinned_file.name:
             return self.pinned_file
         if chart_file == self.benchmark_file.name:
@@ -137,13 +147,16 @@ class DistLayout:
         return cls(root=root, name=name, applied=applied, unresolved=(root / name / PLACEHOLDERS).is_dir())
 
 
-def apply_commands(endpoint_dir: str) -> list[str]:
-    """The two ways to apply ``endpoint/``, each with when it fits. Whether an endpoint of another revision is live
-    cannot be known offline, and a new revision changes both roles' pod templates in place: a pool without a free node
-    keeps the new pod Pending while the old one holds the GPUs (the fourth review's defect 1)."""
-    return [f"kubectl apply -f {endpoint_dir}   # no endpoint live yet, or a spare node per pool",
-            f"kubectl delete -f {endpoint_dir} && kubectl apply -f {endpoint_dir}   # an endpoint of another "
-            "revision is live on every GPU: replace it (one cold start)"]
+def apply_commands(endpoint_dir: str, rollout: str) -> list[str]:
+    """The two ways to apply ``endpoint/``, each with when it fits (whether the endpoint is live cannot be known
+    offline): ``kubectl apply`` while nothing of it is live (the endpoint and its stable Service); ``rollout`` (the
+    ``hyperpod-dpd rollout`` command line of this endpoint) once it is: it compares the live endpoint with this one
+    and changes it the safe way that fits, blue/green, in place or replace with the downtime said first
+    (docs/endpoint.md, "Changing an endpoint"). ``kubectl apply`` over a live endpoint changes both roles' pod
+    templates in place: a pool without a free node keeps the new pod Pending while the old one holds the GPUs (the
+    fourth review's defect 1)."""
+    return [f"kubectl apply -f {endpoint_dir}   # nothing of it live yet: the endpoint and its stable Service",
+            f"{rollout}   # it is live: blue/green, in place or replace, whichever is safe (--dry-run: the plan)"]
 
 
 def placeholders_readme(missing: list[str], name: str) -> str:

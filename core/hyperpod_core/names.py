@@ -76,6 +76,16 @@ INSTANCE_GROUP_NODE_LABEL: Final = "hyperpod-dpd/instance-group"
 NODE_HEALTH_TAINT_KEY: Final = "sagemaker.amazonaws.com/node-health-status"
 NODE_HEALTH_UNSCHEDULABLE: Final = "Unschedulable"
 
+#: The label that makes an endpoint's stable Service ours (Kubernetes "Recommended Labels":
+#: ``app.kubernetes.io/managed-by``, "the tool being used to manage the operation of an application"): the cdk8s app
+#: writes the Service with it, ``hyperpod-dpd rollout`` repoints it and changes no Service without it.
+MANAGED_BY_LABEL: Final = "app.kubernetes.io/managed-by"
+STABLE_SERVICE_MANAGER: Final = "hyperpod-dpd"
+#: The stable Service's annotations: the InferenceEndpointConfig it points at and that one's revision number
+#: (``0``: the endpoint under its own name, as ``kubectl apply -f dist/<endpoint>/endpoint/`` creates it).
+TARGET_ANNOTATION: Final = "hyperpod-dpd/endpoint-config"
+REVISION_ANNOTATION: Final = "hyperpod-dpd/revision"
+
 
 class NamedEndpoint(Protocol):
     """What the names derive from: an endpoint's ``name`` and ``namespace`` (the config's ``endpoint`` section)."""
@@ -127,14 +137,24 @@ class EndpointNames:
         """The operator's Ingress for the endpoint's ALB, in :data:`OPERATOR_NAMESPACE` (module docstring)."""
         return f"alb-{self.name}-{self.namespace}"
 
+    @property
+    def stable_service(self) -> str:
+        """``<endpoint>``: our ExternalName Service in the endpoint's namespace, the endpoint's one stable in-cluster
+        address; it points at the live revision's :attr:`router_service_host` (the cdk8s app writes it beside the
+        InferenceEndpointConfig, ``hyperpod-dpd rollout`` repoints it). Of the endpoint's own names: a blue/green
+        revision ``<endpoint>-r<N>`` has none of its own."""
+        return self.name
+
     def derived(self) -> tuple[tuple[str, str, str], ...]:
         """Every object name derived from this endpoint, as ``(kind, namespace, name)``: the operator's router
-        Deployment, Service and Ingress in :data:`OPERATOR_NAMESPACE`, its role Deployments and our benchmark
-        ConfigMap/ServiceAccount in the endpoint's namespace. Two endpoints of one cluster must share none."""
+        Deployment, Service and Ingress in :data:`OPERATOR_NAMESPACE`, its role Deployments, our stable Service and
+        our benchmark ConfigMap/ServiceAccount in the endpoint's namespace. Two endpoints of one cluster must share
+        none."""
         return (("Deployment", OPERATOR_NAMESPACE, self.router_deployment),
                 ("Service", OPERATOR_NAMESPACE, self.router_service),
                 ("Ingress", OPERATOR_NAMESPACE, self.ingress),
                 *(("Deployment", self.namespace, self.role_deployment(role)) for role in ROLES),
+                ("Service", self.namespace, self.stable_service),
                 ("ServiceAccount", self.namespace, self.benchmark_resource))
 
     @property

@@ -17,19 +17,26 @@ from hyperpod_core.inputs import EndpointInputs
 from hyperpod_k8s.benchmark.benchmark_chart import BenchmarkChart
 from hyperpod_k8s.benchmark.props import benchmark_props
 from hyperpod_k8s.benchmark.reference import reference_layouts
+from hyperpod_k8s.endpoint.address_chart import AddressChart
 from hyperpod_k8s.endpoint.endpoint_chart import EndpointChart
-from hyperpod_k8s.endpoint.props import EndpointChartProps, EndpointProps, endpoint_props
+from hyperpod_k8s.endpoint.props import EndpointChartProps, EndpointProps, address_props, endpoint_props
 from hyperpod_k8s.observability.observability_chart import ObservabilityChart
 from hyperpod_k8s.observability.props import observability_props
 
 
 def build_endpoint_charts(app: cdk8s.App, spec: EndpointSpec, props: EndpointProps) -> list[cdk8s.Chart]:
-    """``<endpoint>-dpd`` (the DPD endpoint) and ``<endpoint>-colocated`` (baseline and rollback), then the
+    """``<endpoint>-dpd`` (the DPD endpoint) and ``<endpoint>-colocated`` (the baseline), then the
     benchmark's own layouts (``reference/``: AWS's, and the configured DPD endpoint with its replicas pinned)."""
     layouts = [(f"{spec.name}-dpd", EndpointChartProps(mode="dpd", endpoint=props)),
                (f"{spec.name}-colocated", EndpointChartProps(mode="colocated", endpoint=props)),
                *reference_layouts(spec, props)]
     return [EndpointChart(app, chart_id, props=layout) for chart_id, layout in layouts]
+
+
+def build_address_chart(app: cdk8s.App, spec: EndpointSpec) -> cdk8s.Chart:
+    """``<endpoint>-address``: the Service ``<endpoint>``, the endpoint's stable in-cluster address (ExternalName to
+    its routing service; ``hyperpod-dpd rollout`` repoints it at a later revision)."""
+    return AddressChart(app, f"{spec.name}-address", props=address_props(spec))
 
 
 def build_benchmark_chart(app: cdk8s.App, spec: EndpointSpec, props: EndpointProps) -> cdk8s.Chart:
@@ -54,5 +61,6 @@ def build_endpoint(app: cdk8s.App, spec: EndpointSpec, inputs: EndpointInputs, *
     endpoint (whose in-cluster observability chart holds the cluster-wide rules)."""
     props = endpoint_props(spec, inputs, availability_zone_id=availability_zone_id)
     build_endpoint_charts(app, spec, props)
+    build_address_chart(app, spec)
     build_benchmark_chart(app, spec, props)
     build_observability_chart(app, spec, cluster_rules=first)

@@ -239,13 +239,14 @@ def _synth(
     for written_path in written:
         print(f"wrote {written_path}")
     for spec in specs:
-        _print_next(layout(spec, Path(outdir), inputs), placeholders(inputs.endpoint(spec.name)))
+        rollout = f"hyperpod-dpd rollout --config {path}" + (f" --endpoint {spec.name}" if len(specs) > 1 else "")
+        _print_next(layout(spec, Path(outdir), inputs), placeholders(inputs.endpoint(spec.name)), rollout)
     _show_to_cdk8s_cli(Path(outdir), written)
 
 
-def _print_next(placed: DistLayout, missing: list[str]) -> None:
+def _print_next(placed: DistLayout, missing: list[str], rollout: str) -> None:
     """On stderr, for one endpoint: where its manifests went and why when they are not deployable; else how to apply
-    it."""
+    it (``rollout``: its ``hyperpod-dpd rollout`` command line)."""
     if placed.unresolved:
         print(f"note: endpoint {placed.name} is not deployable yet, so its endpoint, reference and benchmark "
               f"manifests are in {placed.base}/ (see its {PLACEHOLDERS_README}); {placed.folder}/endpoint/ is "
@@ -253,7 +254,7 @@ def _print_next(placed: DistLayout, missing: list[str]) -> None:
         return
     print(f"apply: exactly one endpoint ({placed.name}, {placed.applied}; the other mode is in "
           f"{placed.base / 'alternate'}/), one of:", file=sys.stderr)
-    for line in apply_commands(f"{placed.endpoint_dir}/"):
+    for line in apply_commands(f"{placed.endpoint_dir}/", rollout):
         print(f"  {line}", file=sys.stderr)
 
 

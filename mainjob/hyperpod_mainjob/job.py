@@ -317,13 +317,15 @@ def next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
 
 
 def _apply(env: Any) -> list[str]:
-    """Both ways to apply each endpoint's folder, with when each fits: whether an endpoint of another revision is
-    live is unknown offline."""
+    """Both ways to apply each endpoint's folder, with when each fits: whether the endpoint is live is unknown
+    offline (:func:`hyperpod_core.dist_layout.apply_commands`)."""
     lines = []
-    for spec in env.config.specs():
+    specs = env.config.specs()
+    for spec in specs:
         folder = DistLayout.of(env.dist, spec.name, spec.endpoint.apply).endpoint_dir
+        rollout = f"hyperpod-dpd rollout {env.selector}" + (f" --endpoint {spec.name}" if len(specs) > 1 else "")
         lines += [f"{line}   (exactly one endpoint: {spec.name}, {spec.endpoint.apply})" if i == 0 else line
-                  for i, line in enumerate(apply_commands(f"{folder}/"))]
+                  for i, line in enumerate(apply_commands(f"{folder}/", rollout))]
     return lines
 
 

@@ -616,3 +616,20 @@ def one_line_error(result: Any) -> str:
     assert len(lines) == 1, result.err
     assert lines[0].startswith("error: ") and "Traceback" not in result.err
     return lines[0]
+
+
+def rolled_out(workdir: Path, *, endpoint: str = NAME, namespace: str = NAMESPACE, number: int = 1,
+               operation: dict[str, Any] | None = None) -> str:
+    """What ``hyperpod-dpd rollout`` leaves in the environment folder ``workdir`` after a blue/green to revision
+    ``number``: its revision store (:mod:`hyperpod_dpd.rollout.store`) naming ``<endpoint>-r<number>`` as the
+    revision that serves, the endpoint's own InferenceEndpointConfig as the previous one; ``operation``: the rollout
+    still under way (the store's JSON shape). Returns the serving revision's name."""
+    from hyperpod_dpd.rollout.store import Operation, Record, Revision, RevisionStore
+
+    name = f"{endpoint}-r{number}"
+    RevisionStore.of(workdir, endpoint).write(Record(
+        endpoint=endpoint, namespace=namespace, last=number,
+        current=Revision(number=number, name=name, manifest={}), previous=Revision(number=0, name=endpoint,
+                                                                                   manifest={}),
+        operation=Operation.from_json(operation)))
+    return name

@@ -5,7 +5,8 @@ batch/v1 jobs; the operator's ``inferenceendpointconfigs`` custom resource). Beh
 
 * ``InferenceEndpointConfig``: create sets ``generation`` 1; replace (PUT) needs the current
   ``resourceVersion`` (409 otherwise) and bumps ``generation``; the next read reports ``DeploymentInProgress``
-  for the new generation, the one after ``DeploymentComplete`` (or ``DeploymentFailed`` when told to);
+  for the new generation, the one after ``DeploymentComplete`` (or ``DeploymentFailed`` when told to); delete
+  removes it, and with it the Deployments derived from it (below);
 * ``Job``: created unsuspended, it "runs" for one read, then succeeds or fails as ``job_result(job)`` says,
   with that pod log; a suspended Job waits until a merge patch sets ``suspend: false``.
 * the DPD endpoint's pods: prefill pods (label ``inference.sagemaker.aws.amazon.com/dpd-role=prefill``) whose
@@ -26,8 +27,9 @@ batch/v1 jobs; the operator's ``inferenceendpointconfigs`` custom resource). Beh
   configured 600 s scale-down stabilization passes inside one 15-minute run). When the spec changes, a role keeps
   the replicas it had for ``settle_reads`` reads before it runs the new count: KEDA leaves a Deployment at the count
   it had when its ScaledObject went (``advanced.restoreToOriginalReplicaCount`` "Default: false", KEDA docs,
-  ScaledObject specification), and when the operator sets the Deployment's replicas again is unpublished [I]. Any
-  other ``prefill-<endpoint>`` Deployment (the ``-p5en`` endpoint's) is served with its selector only. Several
+  ScaledObject specification), and when the operator sets the Deployment's replicas again is unpublished [I]. The
+  other endpoint's prefill Deployment (``prefill-<State.other_endpoint>``, the ``-p5en`` one's) is served with its
+  selector only; a Deployment of no live endpoint is not found (404). Several
   endpoints may be live (a fleet): each Deployment is derived from the live endpoint it belongs to (by name), the
   prefill pods and the router are those of ``State.endpoint`` (the benchmarked one), and the "other" prefill pods
   belong to ``State.other_endpoint``;
@@ -116,7 +118,7 @@ class State:
         self.events: list[tuple[str, str, str]] = []  # (verb, kind, name or detail)
         self.fail_endpoint = False
         self.applied: list[dict[str, Any]] = []
-        """Every InferenceEndpointConfig body replaced (PUT), in order."""
+        """Every InferenceEndpointConfig body created (POST) or replaced (PUT), in order."""
         self.version = 0
         self.settle_reads = 2
         """Reads of a role Deployment after its replica count changed during which it still runs the old count."""
@@ -308,10 +310,10 @@ class _Handler(QuietHandler):
                                      "minReplicas": 1, "maxReplicas": 2}})
         return out
 
-    @staticmethod
-    def _other_prefill(ns: str, name: str) -> dict[str, Any] | None:
-        """The operator's prefill Deployment of another endpoint (``prefill-<endpoint>``), selecting its pods."""
-        if not name.startswith("prefill-"):
+    def _other_prefill(self, ns: str, name: str) -> dict[str, Any] | None:
+        """The operator's prefill Deployment of the other endpoint (``prefill-<State.other_endpoint>``), selecting
+        its pods; ``None`` for any other name (a deleted endpoint's Deployments are gone)."""
+        if name != f"prefill-{self.server.state.other_endpoint}":
             return None
         labels = {"app": name.removeprefix("prefill-"), ROLE_LABEL: "prefill"}
         return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
@@ -383,6 +385,8 @@ class _Handler(QuietHandler):
             body["metadata"].update(resourceVersion=st.next_version(), generation=1, namespace=ns)
             body.setdefault("status", {})
             objects[new] = body
+            if kind == "iec":
+                st.applied.append(body)
             if kind == "jobs":
                 st.router_mark = len(st.router_log)
                 st.job_started = True
@@ -434,8 +438,16 @@ class _Handler(QuietHandler):
         kind, _, name = self._route()
         st = self.server.state
         with st.lock:
-            if st.objects[kind or ""].pop(name or "", None) is None:
+            gone = st.objects[kind or ""].pop(name or "", None)
+            if gone is None:
                 return self.send_kube_status(404, "NotFound")
+            if kind == "iec":  # its Deployments go with it; the next ones of these names start at their own count
+                for deployment, (_, keda) in self._roles(gone).items():
+                    if keda:  # the ScaledObjects it had (kept by scalers_left_behind)
+                        st.scaled.add(deployment)
+                for deployment in (*self._roles(gone), name or ""):
+                    st.shown.pop(deployment, None)
+                    st.stale.pop(deployment, None)
             st.events.append(("delete", kind or "", name or ""))
             return self.send_body(200, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
 

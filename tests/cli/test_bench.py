@@ -132,12 +132,14 @@ def env_folder(tmp_path_factory) -> Path:
     return _write_env(tmp_path_factory.mktemp("benchenv"))
 
 
-def _live_dpd(kube: FakeKube, cfg: Path) -> dict[str, Any]:
+def _live_dpd(kube: FakeKube, cfg: Path, name: str = "llama-3-3-70b") -> dict[str, Any]:
+    """The synthesized DPD endpoint live and ready, as InferenceEndpointConfig ``name`` (a blue/green revision's,
+    ``<endpoint>-r<N>``, after ``hyperpod-dpd rollout``)."""
     dpd = yaml.safe_load((cfg.parent / "bench.out" / "dist" / "llama-3-3-70b" / "endpoint" /
                           "llama-3-3-70b-dpd.k8s.yaml").read_text())
-    dpd["metadata"].update(resourceVersion="1", generation=1)
+    dpd["metadata"].update(name=name, resourceVersion="1", generation=1)
     dpd["status"] = {"state": "DeploymentComplete", "observedGeneration": 1}
-    kube.state.objects["iec"]["llama-3-3-70b"] = dpd
+    kube.state.objects["iec"][name] = dpd
     kube.state.prefill_pods = {PREFILL_POD: 120.0}  # requests it served before the benchmark
     kube.state.router_pod = ROUTER_POD
     return dpd
@@ -194,11 +196,15 @@ def test_runs_each_experiment_dpd_then_colocated_one_job_at_a_time_and_restores_
         "colocated-aws-reference-c16", "colocated-aws-reference-c32", "dpd-long-in-c8", "dpd-long-in-c16",
         "colocated-long-in-c8", "colocated-long-in-c16"]
     # The reference 1P+1D layout is the live DPD one here (no apply); then one colocated node, the configured DPD,
-    # the equal-GPU colocated baseline, and the DPD endpoint restored.
-    assert [e[2] for e in events if e[1] == "iec"] == ["colocated", "dpd", "colocated", "dpd"]
+    # the equal-GPU colocated baseline, and the DPD endpoint restored: each switch through the rollout's replace
+    # path (delete, wait until gone, create), never a replace in place (issue 36: a new pod would wait for the GPUs
+    # the old one holds).
+    assert [e[:2] for e in events if e[1] == "iec"] == [("delete", "iec"), ("create", "iec")] * 4
+    assert ["dpd" if "pdSpec" in a["spec"] else "colocated" for a in kube.state.applied] == [
+        "colocated", "dpd", "colocated", "dpd"]
     replicas = [kube.state.objects["iec"]["llama-3-3-70b"]["spec"].get("replicas")]
     assert replicas == [None], "the DPD manifest is live again"
-    assert [e[2] for e in events if e[0] == "delete"] == names, "every Job deleted once collected"
+    assert [e[2] for e in events if e[:2] == ("delete", "jobs")] == names, "every Job deleted once collected"
     assert [e[2] for e in events if e[1] in ("configmaps", "serviceaccounts")] == ["llama-3-3-70b-benchmark"] * 2
     for line in ("[1/10] dpd-aws-reference-c8: running Job",
                  "switching endpoint default/llama-3-3-70b to colocated (aws-reference: "
@@ -311,7 +317,8 @@ def test_endpoint_that_fails_to_deploy(env_folder, tmp_path):
         kube.state.fail_endpoint = True
         proc = _bench(env_folder, kube.kubeconfig(tmp_path / "kubeconfig"))
     assert proc.returncode == 1
-    assert proc.stderr.splitlines() == ["error: endpoint default/llama-3-3-70b DeploymentFailed: pods CrashLoopBackOff"]
+    assert proc.stderr.splitlines() == [
+        "error: InferenceEndpointConfig default/llama-3-3-70b DeploymentFailed: pods CrashLoopBackOff"]
 
 
 def test_unreachable_api_server(env_folder, tmp_path):
@@ -335,23 +342,21 @@ def test_missing_manifests_is_bad_input(tmp_path):
 
 
 def test_without_observed_generation_a_complete_state_is_trusted_only_after_the_grace_period():
-    """Right after a replace, an operator that reports no observedGeneration may still show the old
-    DeploymentComplete; bench must not start a run against the previous mode."""
-    from hyperpod_dpd.benchmark.kube import UNOBSERVED_GRACE_SECONDS, Kube
+    """An operator that reports no observedGeneration may show a DeploymentComplete that is not the new spec's;
+    bench (through the rollout's Cluster) must not start a run against the previous layout."""
+    from hyperpod_dpd.rollout.cluster import UNOBSERVED_GRACE_SECONDS, Cluster
 
-    class Stub(Kube):
-        def __init__(self) -> None:  # no API client: only the wait logic is under test
-            self.now = 0.0
-            self.sleep = lambda s: setattr(self, "now", self.now + s)
-            self.clock = lambda: self.now
+    now = [0.0]
 
-        def endpoint(self, ns, name):
+    class Stub(Cluster):
+        def endpoint(self, namespace, name):  # no API client: only the wait logic is under test
             return {"metadata": {"generation": 2}, "status": {"state": "DeploymentComplete"}}
 
+    stub = Stub(None, sleep=lambda s: now.__setitem__(0, now[0] + s), clock=lambda: now[0],  # type: ignore[arg-type]
+                poll_seconds=10)
     waits: list[str] = []
-    stub = Stub()
-    stub.wait_endpoint_ready("default", "e", 600, 10, waits.append)
-    assert len(waits) == UNOBSERVED_GRACE_SECONDS / 10 and stub.now == UNOBSERVED_GRACE_SECONDS
+    stub.wait_ready("default", "e", 600, waits.append)
+    assert waits == ["DeploymentComplete"] and now[0] == UNOBSERVED_GRACE_SECONDS
 
 
 # --- safety: the synth stamp, asking first, a dry run, a subset -------------------------------------------------
@@ -448,21 +453,21 @@ def autoscaled_env(tmp_path_factory) -> Path:
 def test_an_autoscaled_endpoint_is_benchmarked_on_pinned_replicas_and_what_ran_is_recorded(autoscaled_env, tmp_path):
     """The live DPD endpoint autoscales prefill between 1 and 2 replicas (the fake holds each role at its
     ``minReplicaCount`` while ``autoScalingSpec`` is live, as KEDA does under the benchmark's light load). bench
-    must replace it with the pinned layout for the equal-gpu runs, find no scaler left on the roles, wait until the
-    roles run the pinned replicas (KEDA leaves prefill at 1 when its ScaledObject goes: restoreToOriginalReplicaCount
-    defaults to false), record the ready replicas of every run, and put the autoscaled endpoint back afterwards."""
+    must replace it with the pinned layout for the equal-gpu runs (delete, then create: the new Deployments start at
+    the pinned count, where an in-place change would leave prefill at 1, KEDA's restoreToOriginalReplicaCount
+    defaulting to false), find no scaler left on the roles, wait until the roles run the pinned replicas, record the
+    ready replicas of every run, and put the autoscaled endpoint back afterwards."""
     results = _clean(autoscaled_env)
     with FakeKube(lambda job: (True, runner_log(job))) as kube:
         _live_dpd(kube, autoscaled_env)
         proc = _bench(autoscaled_env, kube.kubeconfig(tmp_path / "kubeconfig"))
         applied, events = kube.state.applied, kube.state.events
     assert proc.returncode == 0, proc.stderr
-    assert [e[2] for e in events if e[1] == "iec"] == ["dpd", "colocated", "dpd"]
+    assert [e[:2] for e in events if e[1] == "iec"] == [("delete", "iec"), ("create", "iec")] * 3
+    assert ["dpd" if "pdSpec" in a["spec"] else "colocated" for a in applied] == ["dpd", "colocated", "dpd"]
     pinned, restored = applied[0]["spec"]["pdSpec"], applied[-1]["spec"]["pdSpec"]
     assert "autoScalingSpec" not in pinned and pinned["prefillSpec"]["replicas"] == 2
     assert restored["autoScalingSpec"]["prefillAutoScaling"]["minReplicaCount"] == 1, "the configured one is back"
-    assert ("  waiting for the pinned replicas: prefill-llama-3-3-70b 1 desired, 1 ready, pinned 2"
-            in proc.stdout.splitlines())
     for mode, run in (("dpd", "dpd-long-in-c8"), ("colocated", "colocated-long-in-c8")):
         record = json.loads((results / mode / run / "serving.json").read_text())
         assert record["gpus_recorded"] == record["ready_gpus_before"] == record["ready_gpus_after"] == 24, record
@@ -599,3 +604,58 @@ def test_a_fleet_needs_the_endpoint_named_for_bench(fleet_env, tmp_path):
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == (f"error: --endpoint must name the endpoint hyperpod-dpd bench acts on: {fleet_env} serves "
                            f"2 endpoints ({BIG}, {SMALL})\n")
+
+
+# --- after a rollout (issue 36) ----------------------------------------------------------------------------------
+
+
+def test_after_a_blue_green_bench_benchmarks_the_revision_that_serves(env_folder, tmp_path):
+    """The revision store names ``llama-3-3-70b-r1`` as the revision that serves (``hyperpod-dpd rollout``): bench
+    switches that InferenceEndpointConfig (never creating a second copy under the endpoint's own name, for which no
+    GPUs are left), its Jobs call that revision's router, and it is restored at the end. Fails before: bench
+    replaced ``llama-3-3-70b``, which does not exist."""
+    from day2_fakes import rolled_out
+
+    _clean(env_folder)
+    served = "llama-3-3-70b-r1"
+    called: list[str] = []
+
+    def result(job: dict[str, Any]) -> tuple[bool, str]:
+        called.append(_env(job)["BENCH_API_BASE"])
+        return True, runner_log(job)
+
+    workdir = env_folder.parent / "bench.out"
+    rolled_out(workdir, endpoint="llama-3-3-70b", number=1)
+    try:
+        with FakeKube(result, endpoint=served) as kube:
+            _live_dpd(kube, env_folder, served)
+            proc = _bench(env_folder, kube.kubeconfig(tmp_path / "kubeconfig"), "--only",
+                          "dpd-long-in-c8,colocated-long-in-c8")
+            live = kube.state.objects["iec"]
+    finally:
+        (workdir / "rollouts" / "llama-3-3-70b.json").unlink()
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(live) == [served] and "pdSpec" in live[served]["spec"], "restored, under its own name"
+    assert set(called) == {f"http://{served}-default-routing-service.hyperpod-inference-system.svc.cluster.local:443"}
+    assert f"restoring endpoint default/{served} to dpd" in proc.stdout
+
+
+def test_bench_waits_for_an_unfinished_rollout(env_folder, tmp_path):
+    """A rollout that stopped half-way (its revision store holds the operation): bench would replace a revision the
+    rollout is about to delete or move the Service from; one line says how to go on, before any Kubernetes call."""
+    from day2_fakes import rolled_out
+
+    workdir = env_folder.parent / "bench.out"
+    rolled_out(workdir, endpoint="llama-3-3-70b", number=1, operation={
+        "kind": "blue-green", "undo": False, "source": None, "done": 1, "steps": ["apply target llama-3-3-70b-r2"],
+        "target": {"number": 2, "name": "llama-3-3-70b-r2", "manifest": {}}})
+    try:
+        proc = _hyperpod_dpd("bench", "--config", env_folder.name, "--kubeconfig", "none", "--yes",
+                             cwd=env_folder.parent)
+    finally:
+        (workdir / "rollouts" / "llama-3-3-70b.json").unlink()
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        f"error: a rollout of default/llama-3-3-70b is unfinished (bench.out/rollouts/llama-3-3-70b.json): finish it "
+        f"(hyperpod-dpd rollout --config {env_folder.name}) or undo it (hyperpod-dpd rollout --config "
+        f"{env_folder.name} --undo), then bench"]

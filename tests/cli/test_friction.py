@@ -398,8 +398,8 @@ def test_a_record_of_other_weights_makes_staging_the_next_step_not_apply(tmp_pat
 
 def test_with_every_value_resolved_both_ways_to_apply_are_printed_with_when_each_fits(tmp_path,
                                                                                      default_config) -> None:
-    """Whether an endpoint of another revision is live is unknown offline: apply (first time, or a spare node per
-    pool) and delete-then-apply (another revision live on every GPU), one line each."""
+    """Whether the endpoint is live is unknown offline: apply (nothing live yet) and hyperpod-dpd rollout (live:
+    blue/green, in place or replace, whichever is safe), one line each (issue 36: one way to change an endpoint)."""
     from hyperpod_core import staged_model
     from hyperpod_mainjob.job import next_steps
 
@@ -408,9 +408,10 @@ def test_with_every_value_resolved_both_ways_to_apply_are_printed_with_when_each
                        s3_prefix=default_config.model.s3_prefix, manifest_bytes=b"m", files=1)
     apply, replace = next_steps(env, deployed=True, via_cli=False)
     endpoint = f"{tmp_path}/dist/llama-3-3-70b/endpoint/"
-    assert apply.startswith(f"kubectl apply -f {endpoint}   # no endpoint live yet, or a spare node per pool")
-    assert replace.startswith(f"kubectl delete -f {endpoint} && kubectl apply -f {endpoint}   # an endpoint of "
-                              "another revision is live")
+    assert apply.startswith(f"kubectl apply -f {endpoint}   # nothing of it live yet: the endpoint and its stable "
+                            "Service")
+    assert replace.startswith("hyperpod-dpd rollout --config c.yaml   # it is live: blue/green, in place "
+                              "or replace, whichever is safe")
 
 
 def test_schema_write_marks_every_config_file(run_cli, tmp_path, monkeypatch) -> None:

@@ -38,6 +38,7 @@ from day2_fakes import (
     one_line_error,
     retrieved_line,
     role_pod,
+    rolled_out,
     server_of,
     stored_line,
     worker_line,
@@ -382,3 +383,20 @@ def test_a_fleet_needs_the_endpoint_named_but_not_for_the_operator(cli, fleet_co
     assert one_line_error(result) == (f"error: --endpoint must name the endpoint hyperpod-dpd logs acts on: "
                                       f"{fleet_config} serves 2 endpoints ({NAME}, {SMALL})")
     assert deployed.requests == []
+
+
+# --- after a rollout (issue 36) ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("role", ["decode", "router"])
+def test_after_a_blue_green_logs_read_the_revision_that_serves(cli, config_file, kubeconfig, deployed, role) -> None:
+    """The revision store names ``<endpoint>-r1`` as the revision that serves (``hyperpod-dpd rollout``); the old
+    revision's pods still run while it is deleted and are not read. Fails before: the old revision's lines."""
+    served = rolled_out(config_file.with_suffix(".out"))
+    deployed.dpd_endpoint(name=served)
+    pod_name = {"decode": f"decode-{served}-5c6b7-fghij", "router": f"{served}-{NAMESPACE}-router-6f7d8-klmno"}[role]
+    namespace = "hyperpod-inference-system" if role == "router" else NAMESPACE
+    deployed.log(namespace, pod_name, "router-container" if role == "router" else f"{role}-{served}", "R1'S LINE")
+    result = _logs(cli, config_file, kubeconfig, role)
+    assert result.code == 0, result.err
+    assert result.out.splitlines() == ["R1'S LINE"]

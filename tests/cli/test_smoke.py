@@ -39,6 +39,7 @@ from day2_fakes import (
     one_line_error,
     openai_server,
     retrieved_line,
+    rolled_out,
     server_of,
     worker_line,
     worker_startup,
@@ -603,3 +604,21 @@ def test_url_without_a_kubeconfig_says_the_url_was_not_called(cli, config_file, 
     assert (f": smoke reads the cluster with --url too (the roles before the requests, the decoder's log after "
             f"them), so {url} was not called; fix: run 'aws eks update-kubeconfig --name hyperpod-dpd-eks --region "
             "us-west-2' or pass --kubeconfig") in line
+
+
+# --- after a rollout (issue 36) ------------------------------------------------------------------------------
+
+
+def test_after_a_blue_green_smoke_tests_the_revision_that_serves(cli, config_file, kubeconfig, cluster) -> None:
+    """``hyperpod-dpd rollout`` replaced the endpoint by revision ``<endpoint>-r1`` (its revision store says so): the
+    skew guard, the decoder's log and the router's decisions are that revision's. Fails before: smoke read the
+    Deployments of ``<endpoint>``, found none, and ended "incomplete"."""
+    served = rolled_out(config_file.with_suffix(".out"))
+    cluster.dpd_endpoint(name=served)
+    with openai_server(cluster, DecoderBehaviour(), name=served) as url:
+        result = _smoke(cli, config_file, kubeconfig, url, "--json")
+    assert result.code == 0, result.err
+    report = json.loads(result.out)
+    assert report["roles"]["decode"]["deployment"] == f"decode-{served}"
+    assert report["requests"][1]["transfers"] and [d["disaggregate"] for d in report["router_decisions"]] == [
+        False, True]

@@ -32,6 +32,7 @@ from day2_fakes import (
     pod,
     retrieved_line,
     role_pod,
+    rolled_out,
     server_of,
     weights_cache_object,
     worker_line,
@@ -265,12 +266,13 @@ def test_a_synth_with_placeholders_is_never_named_to_apply(cli, config_file, kub
     healthy.endpoints[(NAMESPACE, NAME)] = obj
     healthy.pods = [pod(f"{NAME}-6b8c9-a", NAMESPACE, {"app": NAME})]
     rows = _rows(_status(cli, config_file, kubeconfig, "--json").out)
-    assert rows["endpoint:mode"]["next_step"] == (f"to serve disaggregated, {first}kubectl apply -f "
-                                                  f"{deployable.endpoint_file('dpd')}")
+    assert rows["endpoint:mode"]["next_step"] == (f"to serve disaggregated: {first}hyperpod-dpd rollout --config "
+                                                  f"{config_file} (endpoint.apply is dpd)")
 
 
 def test_colocated_baseline_is_recognised(cli, config_file, kubeconfig, healthy) -> None:
-    """The rollback manifest has the same name and no pdSpec (docs/endpoint.md): no roles, no router."""
+    """The baseline manifest has the same name and no pdSpec (docs/endpoint.md): no roles, no router; back to DPD
+    through rollout (issue 36: one way to change an endpoint)."""
     obj = endpoint_object()
     del obj["spec"]["pdSpec"]
     obj["spec"]["replicas"] = 2
@@ -280,9 +282,8 @@ def test_colocated_baseline_is_recognised(cli, config_file, kubeconfig, healthy)
     assert result.code == 0, result.err
     rows = _rows(result.out)
     assert rows["endpoint:mode"]["state"] == "warn"
-    layout = DistLayout.of(config_file.with_suffix(".out") / "dist", NAME, "dpd")
-    dpd = layout.endpoint_file("dpd")
-    assert rows["endpoint:mode"]["next_step"] == f"to serve disaggregated, kubectl apply -f {dpd}"
+    assert rows["endpoint:mode"]["next_step"] == (f"to serve disaggregated: hyperpod-dpd rollout --config "
+                                                  f"{config_file} (endpoint.apply is dpd)")
     assert rows["endpoint:pods"]["detail"] == f"Ready 2/2 ({NAME}-6b8c9-a, {NAME}-6b8c9-b)"
     assert "endpoint:router" not in rows
 
@@ -787,12 +788,14 @@ def _synthesized(config_file, model: str) -> Any:
 def test_an_applied_revision_other_than_the_synthesized_one_is_flagged(cli, config_file, kubeconfig,
                                                                        healthy) -> None:
     """stage-model and synth made a new revision; the live endpoint still runs the old one. Applying it in place
-    changes both roles' pod templates (pods Pending without a spare node per pool), so the row names both ways."""
+    changes both roles' pod templates (pods Pending without a spare node per pool), so the row names rollout, which
+    picks the safe way."""
     path = _synthesized(config_file, NEW_MODEL)
     row = _rows(_status(cli, config_file, kubeconfig, "--json").out)["endpoint:revision"]
     assert row["state"] == "warn" and not row["blocks_serving"]
     assert row["detail"] == f"applied {MODEL_PATH}; synthesized {NEW_MODEL} ({path})"
-    assert row["next_step"].startswith(f"apply the new revision: kubectl delete -f {path} && kubectl apply -f {path}")
+    assert row["next_step"].startswith(f"apply the new revision: hyperpod-dpd rollout --config {config_file} "
+                                       "(blue/green when a second copy fits")
     _synthesized(config_file, MODEL_PATH)
     same = _rows(_status(cli, config_file, kubeconfig, "--json").out)["endpoint:revision"]
     assert same["state"] == "ok" and same["detail"] == f"{MODEL_PATH}, as synthesized ({path})"
@@ -810,10 +813,11 @@ def test_a_full_buffer_while_the_roles_run_two_models_points_at_the_skew(cli, co
     assert rows["endpoint:prefill/decode skew"]["state"] == "fail"
     kv = rows["endpoint:KV path (decode)"]
     assert kv["state"] == "fail" and "Failed to allocate memory object" in kv["detail"]
-    # REV34 defect 11: the fix names the endpoint's folder (hyperpod_core.dist_layout), not "endpoint/ of dist/".
+    # REV34 defect 11: the fix names the endpoint's folder (hyperpod_core.dist_layout); issue 36: through rollout.
     folder = DistLayout.of(config_file.with_suffix(".out") / "dist", NAME, "dpd").endpoint_dir
-    assert kv["next_step"].startswith(f"put both roles on one revision: replace the endpoint (kubectl delete -f "
-                                      f"{folder}/ && kubectl apply -f {folder}/) or restart both roles")
+    assert kv["next_step"].startswith("put both roles on one revision: replace the endpoint (delete its "
+                                      "InferenceEndpointConfig, then hyperpod-dpd rollout applies the synthesized one "
+                                      f"({folder}/)")
 
 
 # --- a fleet: several endpoints on one cluster (issue 34 item 4) ---------------------------------------------------
@@ -936,3 +940,47 @@ def test_endpoints_that_cannot_be_listed_are_a_warning_only(cli, config_file, ku
                                     "Forbidden: inferenceendpointconfigs.inference.sagemaker.aws.amazon.com is "
                                     "forbidden")
     assert row["next_step"].startswith("check the EKS access entry of your IAM principal")
+
+
+# --- after a rollout (issue 36): the revision that serves, and a rollout that stopped half-way --------------------
+
+
+def test_after_a_blue_green_the_rows_are_those_of_the_revision_that_serves(cli, config_file, kubeconfig, healthy
+                                                                         ) -> None:
+    """``hyperpod-dpd rollout`` replaced the endpoint by revision ``<endpoint>-r1`` (its revision store says so) and
+    deleted the endpoint's own InferenceEndpointConfig. Fails before: status read ``<endpoint>`` and found nothing."""
+    served = rolled_out(config_file.with_suffix(".out"))
+    healthy.endpoints.clear()
+    healthy.dpd_endpoint(name=served)
+    healthy.alb(healthy.ingresses[0]["status"]["loadBalancer"]["ingress"][0]["hostname"],
+                name=f"alb-{served}-{NAMESPACE}")
+    result = _status(cli, config_file, kubeconfig, "--json")
+    assert result.code == 0, result.err
+    rows = _rows(result.out)
+    assert rows["endpoint:state"]["detail"].startswith(f"{served}: DeploymentComplete")
+    assert rows["endpoint:prefill pods"]["detail"] == f"Ready 1/1 (prefill-{served}-7d9f8-abcde)"
+    assert rows["endpoint:router"]["detail"] == f"Ready 1/1 ({served}-{NAMESPACE}-routing-service:443)"
+    assert rows["endpoint:prefill revision"]["facts"]["deployment"] == f"prefill-{served}"
+    assert "endpoint:rollout" not in rows  # nothing unfinished
+
+
+def test_a_rollout_that_stopped_half_way_is_one_row_with_both_ways_on(cli, config_file, kubeconfig, healthy) -> None:
+    """Ctrl-C in step 4 of a blue/green (the Service not moved yet): the endpoint still serves its own revision, and
+    one row says which rollout stopped where, and how to resume or undo it."""
+    from hyperpod_dpd.rollout.executor import start
+    from hyperpod_dpd.rollout.store import Record, Revision, RevisionStore
+
+    workdir = config_file.with_suffix(".out")
+    source, target = Revision(number=0, name=NAME, manifest={}), Revision(number=1, name=f"{NAME}-r1", manifest={})
+    record = start(Record(endpoint=NAME, namespace=NAMESPACE, current=source), kind="blue-green", undo=False,
+                   source=source, target=target)
+    RevisionStore.of(workdir, NAME).write(record.step_done().step_done().step_done())
+    result = _status(cli, config_file, kubeconfig, "--json")
+    assert result.code == 0, result.err
+    row = _rows(result.out)["endpoint:rollout"]
+    assert (row["state"], row["blocks_serving"]) == ("warn", False)
+    assert row["detail"] == (f"unfinished blue/green {NAME} -> {NAME}-r1 (revision 1): 3 of 5 steps done; next: point "
+                             f"Service {NAMESPACE}/{NAME} at {NAME}-r1")
+    again = f"hyperpod-dpd rollout --config {config_file}"
+    assert row["next_step"] == f"'{again}' resumes it, '{again} --undo' returns to {NAME}"
+    assert _rows(result.out)["endpoint:state"]["detail"].startswith("DeploymentComplete")  # the source serves

@@ -75,6 +75,8 @@ FAILING_CASES = [
     ("model_name_is_invalid", {"model.name": "llama.70b"}, "model.name must be"),
     ("endpoint_name_is_not_a_dns_label", {"endpoint.name": "Llama70B"}, "endpoint.name must be a Kubernetes DNS"),
     ("namespace_is_not_a_dns_label", {"endpoint.namespace": "my_ns"}, "endpoint.namespace must be a Kubernetes"),
+    # hyperpod-dpd rollout names a blue/green revision <endpoint>-r<N> (issue 36)
+    ("endpoint_name_is_a_revision_name", {"endpoint.name": "llama-r2"}, "endpoint.name must not end in -r<N>"),
     ("router_service_name_is_too_long", {"endpoint.name": "a" * 40, "endpoint.namespace": "b" * 20},
      "'<name>-<namespace>-routing-service'"),
     ("instance_group_name_is_invalid", {"hyperpod.instance_groups[1].name": "decode_1"},

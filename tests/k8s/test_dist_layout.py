@@ -55,7 +55,8 @@ def test_the_endpoint_folder_holds_exactly_the_configured_endpoint(synthesized):
     assert {s.folders[n] for n in s.files if "-reference-" in n} == {f"{name}/reference"}
     assert {s.folders[n] for n in s.files if n.endswith("-benchmark.k8s.yaml")} == {f"{name}/benchmark"}
     assert "apply: exactly one endpoint" in s.stderr and f"  kubectl apply -f {s.dist}/{name}/endpoint/" in s.stderr
-    assert "  kubectl delete -f " in s.stderr, "a new revision in place: both ways, each with when it fits"
+    assert "  hyperpod-dpd rollout --config " in s.stderr, "a live endpoint changes through rollout (issue 36)"
+    assert "delete -f" not in s.stderr
 
 
 def test_placeholders_go_where_no_apply_command_reads(synthesized, tmp_path):
@@ -85,8 +86,7 @@ def test_endpoint_apply_colocated_swaps_the_folders(tmp_path):
     out = tmp_path / "dist"
     _synth(config, out, FIXTURES / "p5en-cdk-outputs.json")
     name = data["endpoint"]["name"]
-    (kind,) = _kinds(out / name / "endpoint")
-    assert kind == ("InferenceEndpointConfig", name)
+    assert sorted(_kinds(out / name / "endpoint")) == [("InferenceEndpointConfig", name), ("Service", name)]
     assert "pdSpec" not in yaml.safe_load((out / name / "endpoint" / f"{name}-colocated.k8s.yaml").read_text())["spec"]
     assert [p.name for p in (out / name / "alternate").iterdir()] == [f"{name}-dpd.k8s.yaml"]
     # The prometheus-operator and sidecar objects only when asked for, in the deployment's own folder: the endpoint's

@@ -33,6 +33,11 @@ def _docs(folder: Path) -> list[dict]:
             for d in yaml.load_all(p.read_text(encoding="utf-8"), Loader=_LOADER) if d]
 
 
+def _endpoints(folder: Path) -> list[dict]:
+    """The InferenceEndpointConfigs ``kubectl apply -f <folder>`` applies."""
+    return [d for d in _docs(folder) if d["kind"] == "InferenceEndpointConfig"]
+
+
 def _tree(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
 
@@ -56,8 +61,8 @@ def test_each_endpoint_has_a_folder_of_its_own(two_models, example) -> None:
                                                                                "benchmark"}
         assert all(f.startswith(f"{PLACEHOLDERS}/") for f in files)
         assert all(Path(f).name.startswith(f"{name}-") for f in files if f.endswith(".k8s.yaml"))
-        (endpoint,) = _docs(dist / name / PLACEHOLDERS / "endpoint")
-        assert (endpoint["kind"], endpoint["metadata"]["name"]) == ("InferenceEndpointConfig", name)
+        applied = sorted((d["kind"], d["metadata"]["name"]) for d in _docs(dist / name / PLACEHOLDERS / "endpoint"))
+        assert applied == [("InferenceEndpointConfig", name), ("Service", name)]  # the endpoint, its stable address
         readme = (dist / name / PLACEHOLDERS / PLACEHOLDERS_README).read_text(encoding="utf-8")
         assert f"dist/{name}/endpoint/" in readme
 
@@ -66,7 +71,7 @@ def test_each_role_runs_on_the_instance_group_it_names(two_models, example) -> N
     """The 70B's prefill on group ``prefill``, its decode on ``decode``, both 8B roles on ``small``: the 70B never
     lands on the 8B's node."""
     for e in example["endpoints"]:
-        (dpd,) = _docs(two_models.dist / e["name"] / PLACEHOLDERS / "endpoint")
+        (dpd,) = _endpoints(two_models.dist / e["name"] / PLACEHOLDERS / "endpoint")
         pd = dpd["spec"]["pdSpec"]
         for role, spec_key in (("prefill", "prefillSpec"), ("decode", "decodingSpec")):
             assert pd[spec_key]["nodeSelector"] == {INSTANCE_GROUP_NODE_LABEL: e[role]["instance_group"]}, (e, role)
@@ -74,7 +79,7 @@ def test_each_role_runs_on_the_instance_group_it_names(two_models, example) -> N
 
 def test_each_endpoint_reads_its_own_model(two_models, example) -> None:
     for e in example["endpoints"]:
-        (dpd,) = _docs(two_models.dist / e["name"] / PLACEHOLDERS / "endpoint")
+        (dpd,) = _endpoints(two_models.dist / e["name"] / PLACEHOLDERS / "endpoint")
         source = dpd["spec"]["modelSourceConfig"]
         assert source["s3Storage"]["bucketName"] == "UNRESOLVED-ModelBucketName"  # no outputs: not deployable
         assert source["modelLocation"].startswith(e["model"]["s3_prefix"])

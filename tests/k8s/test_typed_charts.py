@@ -18,8 +18,9 @@ from hyperpod_infra.bundle import parse_source
 
 REPO = Path(__file__).resolve().parents[2]
 K8S = REPO / "k8s" / "hyperpod_k8s"
-#: private-cluster writes every kind the app has: both endpoints, the reference layouts, the benchmark Jobs, its
-#: ConfigMap and ServiceAccount, and the in-cluster observability (sidecar ConfigMaps, PrometheusRule).
+#: private-cluster writes every kind the app has: both endpoints and the stable Service, the reference layouts, the
+#: benchmark Jobs, its ConfigMap and ServiceAccount, and the in-cluster observability (sidecar ConfigMaps,
+#: PrometheusRule).
 EVERY_KIND = REPO / "config" / "examples" / "private-cluster.yaml"
 
 
@@ -41,7 +42,7 @@ def test_every_object_is_typed_never_a_bare_api_object(charts) -> None:
 
     objects = [c for chart in charts for c in chart.node.find_all() if isinstance(c, cdk8s.ApiObject)]
     kinds = {obj.kind for obj in objects}
-    assert kinds == {"InferenceEndpointConfig", "Job", "ConfigMap", "ServiceAccount", "PrometheusRule"}
+    assert kinds == {"InferenceEndpointConfig", "Service", "Job", "ConfigMap", "ServiceAccount", "PrometheusRule"}
     bare = sorted(f"{obj.kind} {obj.name}" for obj in objects if type(obj) is cdk8s.ApiObject)
     assert bare == [], "built from a dict patched into cdk8s.ApiObject"
 
@@ -50,7 +51,8 @@ def test_built_in_kinds_come_from_cdk8s_plus(charts) -> None:
     import cdk8s
     import cdk8s_plus_33 as kplus
 
-    builtin = {"Job": kplus.Job, "ConfigMap": kplus.ConfigMap, "ServiceAccount": kplus.ServiceAccount}
+    builtin = {"Job": kplus.Job, "ConfigMap": kplus.ConfigMap, "ServiceAccount": kplus.ServiceAccount,
+               "Service": kplus.Service}
     for chart in charts:
         for c in chart.node.find_all():
             if isinstance(c, cdk8s.ApiObject) and c.kind in builtin:

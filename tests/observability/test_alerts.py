@@ -7,6 +7,7 @@ series carries on HyperPod, with the pod in ``pod_name`` for vLLM/LMCache/sideca
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -376,6 +377,35 @@ def test_endpoint_down_stays_quiet_when_the_other_mode_serves(mode: str, configs
          "alert_rule_test": [{"eval_time": EVAL_TIME, "alertname": ENDPOINT_DOWN,
                               "exp_alerts": [_expected(rule, {"component": c}) for c in missing]}]},
     ])
+
+
+def _of_revision(series: list[dict], config: Config, revision: str) -> list[dict]:
+    """The same series from the pods of blue/green revision ``<endpoint>-<revision>`` (hyperpod-dpd rollout applies
+    the new revision as an InferenceEndpointConfig of that name: pods ``prefill-<endpoint>-r1-...``, router
+    ``<endpoint>-r1-<ns>-router-...``, colocated workers ``<endpoint>-r1-...``)."""
+    ep = re.escape(config.endpoint.name)
+    return [{**x, "series": re.sub(rf'"((?:prefill|decode)-)?{ep}-',
+                                   lambda m: f'"{m[1] or ""}{config.endpoint.name}-{revision}-', x["series"])}
+            for x in series]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_alerts_watch_the_revision_that_serves(mode: str, configs: dict[str, Config], rules_files: dict[str, Path],
+                                               tmp_path: Path, promtool: str) -> None:
+    """After a blue/green the endpoint's pods are revision r1's: its being ready keeps the endpoint-down alert quiet
+    (nobody is paged for a rollout that went well), and its saturation and queue fire the endpoint's alerts."""
+    config = configs[mode]
+    tests = []
+    for alert in (ENDPOINT_DOWN, "DpdDecodeKvCacheSaturated", "DpdPrefillQueueGrowing"):
+        fire, quiet, extra_labels = _scenarios(config)[alert]
+        (rule,) = [r for r in alerts_of(rules_files[mode]) if r["alert"] == alert]
+        tests += [
+            {"name": f"{alert} fires on r1", "interval": "1m", "input_series": _of_revision(fire, config, "r1"),
+             "alert_rule_test": [{"eval_time": EVAL_TIME, "alertname": alert,
+                                  "exp_alerts": [_expected(rule, extra_labels)]}]},
+            {"name": f"{alert} stays quiet on r1", "interval": "1m", "input_series": _of_revision(quiet, config, "r1"),
+             "alert_rule_test": [{"eval_time": EVAL_TIME, "alertname": alert, "exp_alerts": []}]}]
+    _promtool_test(promtool, rules_files[mode], tmp_path, tests)
 
 
 def test_thresholds_come_from_config(default_config_dict: dict) -> None:

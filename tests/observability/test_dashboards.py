@@ -205,6 +205,22 @@ def test_template_variables_default_to_the_configured_endpoint(default_config: C
         assert variables["datasource"]["type"] == "datasource"
 
 
+def test_the_endpoint_variable_names_the_endpoint_of_every_revisions_decode_pods(default_config: Config) -> None:
+    """Grafana applies the variable's regex to each decode pod's name and keeps the first group (Grafana docs, "Query
+    variable", Regex): a blue/green revision's pods (``decode-<endpoint>-r<N>-<rs>-<pod>``, hyperpod-dpd rollout) list
+    their endpoint, whose queries cover every revision, not a name of their own. Python's ``re`` reads these
+    constructs (lazy group, non-capturing optional group, anchors) as JavaScript does."""
+    import re
+
+    (spec,) = dashboards(default_config.spec())[:1]
+    variables = {v["name"]: v for v in render(spec)["templating"]["list"]}
+    regex = re.compile(variables["endpoint"]["regex"].strip("/"))
+    for pod in ("decode-llama-3-3-70b-5b8c9d7f6-klm2n", "decode-llama-3-3-70b-r1-5b8c9d7f6-klm2n",
+                "decode-llama-3-3-70b-r12-6c7d8e9f5-ab2cd"):
+        match = regex.fullmatch(pod)
+        assert match is not None and match[1] == "llama-3-3-70b", pod
+
+
 def test_baseline_defaults_to_the_name_the_colocated_manifest_keeps(default_config: Config) -> None:
     """The colocated manifest is the rollback and keeps the DPD endpoint's name (colocated_endpoint.py), so
     an endpoint "<name>-colocated" never exists."""

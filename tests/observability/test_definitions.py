@@ -144,6 +144,7 @@ def test_retrieve_speed_is_a_rate_ratio_not_a_saturating_quantile(default_config
 
 DPD = Target(namespace="default", endpoint="llama", kind="dpd")
 COLOCATED = Target(namespace="default", endpoint="llama", kind="colocated")
+EXACT = Target(namespace="default", endpoint="llama", kind="dpd", revisions=False)
 
 
 @pytest.mark.parametrize(("target", "role", "pod", "matches"), [
@@ -157,10 +158,28 @@ COLOCATED = Target(namespace="default", endpoint="llama", kind="colocated")
     (COLOCATED, "decode", "llama-7f6d5c4b3-pq9rs", True),
     (COLOCATED, "decode", "decode-llama-5b8c9d7f6-klm2n", False),
     (COLOCATED, "any", "llama-extra-7f6d5c4b3-pq9rs", False),
+    # A blue/green revision (hyperpod-dpd rollout: InferenceEndpointConfig llama-r<N>) serves the same endpoint.
+    (DPD, "prefill", "prefill-llama-r3-6d5f7c8b9-x2k4p", True),
+    (DPD, "decode", "decode-llama-r12-5b8c9d7f6-klm2n", True),
+    (DPD, "any", "decode-llama-r1-5b8c9d7f6-klm2n", True),
+    (DPD, "decode", "decode-llama-rx-5b8c9d7f6-klm2n", False),
+    (COLOCATED, "decode", "llama-r2-7f6d5c4b3-pq9rs", True),
+    # An InferenceEndpointConfig's own autoscaling queries: its pods only, never another revision's.
+    (EXACT, "prefill", "prefill-llama-6d5f7c8b9-x2k4p", True),
+    (EXACT, "prefill", "prefill-llama-r3-6d5f7c8b9-x2k4p", False),
 ])
 def test_pod_regex(target: Target, role, pod: str, matches: bool) -> None:
     # Prometheus anchors regex matchers, like fullmatch.
     assert bool(re.fullmatch(target.pod_regex(role), pod)) is matches
+
+
+def test_the_router_of_every_revision_is_the_endpoints() -> None:
+    """The router runs as ``<iec>-<ns>-router-<rs>-<pod>`` (operator.md (e)): a revision's is ``llama-r2-default-...``;
+    endpoint ``llama-x``'s is not llama's."""
+    for pod, matches in (("llama-default-router-5d4c3b2a1-rt7uv", True), ("llama-r2-default-router-5d4c3b2a1-rt7uv",
+                                                                          True),
+                         ("llama-x-default-router-5d4c3b2a1-rt7uv", False)):
+        assert bool(re.fullmatch(DPD.router_pod_regex(), pod)) is matches, pod
 
 
 def test_selectors_use_the_labels_of_each_path() -> None:
@@ -191,20 +210,24 @@ def test_fails_when_the_function_does_not_fit_the_metric_type() -> None:
 def test_autoscaling_triggers_use_the_same_query_definitions_as_dashboards_and_alerts(
         default_config: Config, default_config_dict: dict) -> None:
     """One definition: the trigger query is the dashboard's signal with the endpoint filled in, and the alert
-    reads the same expression."""
+    reads the same expression. The dashboards and alerts watch the endpoint's pods of every blue/green revision
+    (``queries.REVISION``); a trigger, the InferenceEndpointConfig's own, only its own pods."""
     from tests.observability.conftest import autoscaling_config, substitute
 
     from hyperpod_core.telemetry.alerts import alert_rule_groups
     from hyperpod_core.telemetry.dashboards import dpd_overview
+    from hyperpod_core.telemetry.queries import REVISION
     from hyperpod_k8s.endpoint.props import _scaling
 
     config = autoscaling_config(default_config_dict)
     prefill, decode = (_scaling(config.spec(), role) for role in ("prefill", "decode"))
     assert prefill is not None and decode is not None
+    assert REVISION not in prefill.query + decode.query
     panels = {p.title: p for p in dpd_overview(config.spec()).panels}
-    assert substitute(panels["Prefill queue"].queries[0].expr, config) == prefill.query
-    assert substitute(panels["Decode KV-cache usage"].queries[0].expr, config) == decode.query
-    rules = {r["alert"]: r["expr"] for r in alert_rule_groups(config.specs())["groups"][0]["rules"]}
+    assert substitute(panels["Prefill queue"].queries[0].expr, config).replace(REVISION, "") == prefill.query
+    assert substitute(panels["Decode KV-cache usage"].queries[0].expr, config).replace(REVISION, "") == decode.query
+    rules = {r["alert"]: r["expr"].replace(REVISION, "") for r in alert_rule_groups(config.specs())["groups"][0][
+        "rules"]}
     assert rules["DpdDecodeKvCacheSaturated"].startswith(decode.query + " > ")
     assert prefill.query in rules["DpdPrefillQueueGrowing"]
 

@@ -1,9 +1,9 @@
 """The Kubernetes side of ``bench``, on the command line's one Kubernetes layer (:mod:`hyperpod_dpd.kube`: the
 official client's API groups, the request timeout, one-line errors).
 
-* the endpoint: the DPD and the colocated ``InferenceEndpointConfig`` carry the same name, so switching is a
-  *replace* (PUT) of the object with the other manifest (a merge patch would keep ``pdSpec``); ready when
-  ``status.state`` is ``DeploymentComplete`` for the current generation (CRD status enum);
+* the endpoint: read here; the DPD and the colocated ``InferenceEndpointConfig`` carry the same name, and ``bench``
+  switches between them through the rollout's replace path (:meth:`hyperpod_dpd.rollout.cluster.Cluster.replace`:
+  delete, wait until gone, apply, wait until ready), never in place;
 * the benchmark Jobs: created one at a time, unsuspended, waited for, their pod log read, then deleted;
 * what serves a run: the endpoint's Deployments with their desired and ready replicas and the GPUs one pod
   requests (:meth:`Kube.serving`), read before and after every run;
@@ -51,10 +51,6 @@ def finished_requests(metrics_text: str) -> float:
 #: The GPU resource a worker container requests (NVIDIA device plugin).
 GPU_RESOURCE = "nvidia.com/gpu"
 
-#: When the operator reports no ``status.observedGeneration``, a state older than the last apply cannot be told
-#: from a new one; wait this long after an apply before trusting it.
-UNOBSERVED_GRACE_SECONDS = 60.0
-
 #: KEDA's ScaledObject (``keda.sh/v1alpha1``, plural ``scaledobjects``; KEDA docs, ScaledObject specification) and the
 #: HPA it drives (``keda-hpa-<ScaledObject>``, ``advanced.horizontalPodAutoscalerConfig.name``'s default there).
 KEDA_GROUP, KEDA_VERSION, SCALED_OBJECTS = "keda.sh", "v1alpha1", "scaledobjects"
@@ -98,47 +94,6 @@ class Kube:
     def endpoint(self, ns: str, name: str) -> dict[str, Any] | None:
         return self._get_or_none(self.kube.custom.get_namespaced_custom_object, IEC_GROUP, IEC_VERSION, ns,
                                  IEC_PLURAL, name)
-
-    def live_mode(self, ns: str, name: str) -> str | None:
-        obj = self.endpoint(ns, name)
-        if obj is None:
-            return None
-        if "pdSpec" in (obj.get("spec") or {}):
-            return "dpd"
-        return "colocated"
-
-    def apply_endpoint(self, doc: dict[str, Any]) -> None:
-        ns, name = doc["metadata"]["namespace"], doc["metadata"]["name"]
-        live = self.endpoint(ns, name)
-        if live is None:
-            request(f"creating endpoint {ns}/{name}", self.kube.custom.create_namespaced_custom_object, IEC_GROUP,
-                    IEC_VERSION, ns, IEC_PLURAL, doc)
-            return
-        body = {**doc, "metadata": {**doc["metadata"], "resourceVersion": live["metadata"]["resourceVersion"]}}
-        request(f"replacing endpoint {ns}/{name}", self.kube.custom.replace_namespaced_custom_object, IEC_GROUP,
-                IEC_VERSION, ns, IEC_PLURAL, name, body)
-
-    def wait_endpoint_ready(self, ns: str, name: str, timeout_s: float, poll_s: float,
-                            on_wait: Callable[[str], None]) -> None:
-        start = self.clock()
-        deadline = start + timeout_s
-        while True:
-            obj = self.endpoint(ns, name) or {}
-            status = obj.get("status") or {}
-            state = status.get("state", "unknown")
-            if "observedGeneration" in status:
-                current = status["observedGeneration"] >= (obj.get("metadata") or {}).get("generation", 0)
-            else:  # no generation to compare: trust the state once the operator had time to react
-                current = self.clock() - start >= UNOBSERVED_GRACE_SECONDS
-            if state == "DeploymentComplete" and current:
-                return
-            if state == "DeploymentFailed" and current:
-                msg = ((status.get("conditions") or [{}])[0]).get("message", "")
-                raise CommandFailed(f"endpoint {ns}/{name} DeploymentFailed: {msg}".rstrip(": "))
-            if self.clock() > deadline:
-                raise CommandFailed(f"endpoint {ns}/{name} not ready after {timeout_s:.0f} s (state {state})")
-            on_wait(state)
-            self.sleep(poll_s)
 
     def serving(self, ns: str, name: str, mode: str) -> dict[str, dict[str, int]]:
         """Per Deployment serving endpoint ``name``: ``replicas`` (desired), ``ready`` (``status.readyReplicas``)

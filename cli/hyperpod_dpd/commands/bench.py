@@ -3,9 +3,11 @@
 Reads the synthesized manifests of the environment (:mod:`hyperpod_core.dist_layout`: ``endpoint/`` and
 ``alternate/`` for the equal-GPU experiment, ``reference/`` for the aws-reference one, ``benchmark/`` for the Jobs;
 it refuses ``placeholders/``). For each experiment and mode in turn (aws-reference, then equal-gpu; DPD first):
-applies that layout's endpoint manifest (same name: a replace) unless the live spec already holds it (the equal-gpu
-experiment's DPD layout is the configured endpoint with its replicas pinned, autoscaling off:
-``reference/<name>-equal-gpu-pinned.k8s.yaml``), waits for ``DeploymentComplete`` (and, for a DPD layout without
+replaces the endpoint by that layout's manifest through the rollout's replace path (delete, wait until gone, apply,
+wait until ready: :meth:`hyperpod_dpd.rollout.cluster.Cluster.replace`; one cold start per switch, and never a new
+pod waiting for GPUs an old one holds) unless the live spec already holds it (the equal-gpu experiment's DPD layout
+is the configured endpoint with its replicas pinned, autoscaling off: ``reference/<name>-equal-gpu-pinned.k8s.yaml``),
+waits for ``DeploymentComplete`` (and, for a DPD layout without
 autoscaling, refuses while a KEDA ScaledObject or an HPA still targets a role's Deployment, then waits until each
 role runs exactly its pinned replicas: :mod:`hyperpod_dpd.benchmark.kube`), runs every Job of that group one at a
 time and collects its result files (from S3 when ``benchmark.results_s3_uri`` is set, else from the pod log) into
@@ -16,7 +18,12 @@ not take the path its scenario declares as invalid. Before and after every run i
 endpoint's Deployments, their ready replicas and GPUs per pod) and stores it as ``serving.json`` beside the GPUs the
 run records; a run whose ready GPUs differ from those is marked invalid there (the report shows it and compares it
 with nothing) and a warning is printed. A run whose folder holds a result file is done: re-running the command
-resumes where it stopped. The endpoint is left in the mode it was found in.
+resumes where it stopped. At the end the endpoint is restored, the same way, to the revision that serves as
+``rollout`` recorded it, else to the synthesized manifest of the mode it was found in.
+
+The endpoint's InferenceEndpointConfig is the one that serves it: ``<endpoint>-r<N>`` after a blue/green rollout (the
+revision store's, :func:`hyperpod_dpd.rollout.store.live_name`): the layouts are applied under that name and the
+Jobs call that revision's router. While a rollout of the endpoint is unfinished, bench refuses (one line).
 
 Before anything changes: the config must be the one ``synth`` stamped (``cdk.out/hyperpod-dpd-source.json``: the
 manifests are of this config), the kubeconfig context must talk to this deployment's cluster
@@ -61,10 +68,12 @@ from hyperpod_dpd.commands.options import (
     ProfileOption,
 )
 from hyperpod_dpd.confirm import DryRunOption, YesOption, confirm
-from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load, results_dir
+from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load, results_dir, rollout_command
 
 if TYPE_CHECKING:  # the Kubernetes client loads when the command runs, not for --help
     from hyperpod_dpd.benchmark.kube import Kube
+    from hyperpod_dpd.rollout.cluster import Cluster
+    from hyperpod_dpd.rollout.store import Revision
 
 MODES = ("dpd", "colocated")
 EXPERIMENTS = ("aws-reference", "equal-gpu")
@@ -173,11 +182,10 @@ def _collect(kube: Kube, job: dict[str, Any], results: Path, region: str,
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _prefill_counts(kube: Kube, spec: EndpointSpec) -> dict[str, float] | str:
+def _prefill_counts(kube: Kube, spec: EndpointSpec, names: EndpointNames) -> dict[str, float] | str:
     """The prefill pods' finished-request counters, or why they could not be read."""
-    e = spec.endpoint
     try:
-        return kube.prefill_requests(e.namespace, e.name, e.container_port)
+        return kube.prefill_requests(names.namespace, names.name, spec.endpoint.container_port)
     except CommandFailed as exc:
         return str(exc)
 
@@ -249,6 +257,20 @@ def pin(kube: Kube, out: Console, name: str, manifest: dict[str, Any], timeout_s
 
 def _gpus_of(job: dict[str, Any]) -> int:
     return int(job_env(job)["BENCH_GPUS"])
+
+
+def aimed_at(job: dict[str, Any], spec: EndpointSpec, names: EndpointNames) -> dict[str, Any]:
+    """The Job calling the router of the InferenceEndpointConfig ``names`` (the revision that serves): the synth
+    points ``BENCH_API_BASE`` at the endpoint's own router Service, which a blue/green revision ``<endpoint>-r<N>``
+    does not have (its router is ``<endpoint>-r<N>-<ns>-routing-service``). A load balancer URL is left alone."""
+    own, served = spec.names.router_service_host, names.router_service_host
+    if own == served:
+        return job
+    containers = job["spec"]["template"]["spec"]["containers"]
+    env = [{**v, "value": str(v["value"]).replace(f"//{own}:", f"//{served}:")} if v.get("name") == "BENCH_API_BASE"
+           else v for v in containers[0]["env"]]
+    return {**job, "spec": {**job["spec"], "template": {**job["spec"]["template"], "spec": {
+        **job["spec"]["template"]["spec"], "containers": [{**containers[0], "env": env}, *containers[1:]]}}}}
 
 
 def _failure_line(log: str) -> str:
@@ -331,9 +353,50 @@ class Matrix:
         return sum(int(j["spec"]["activeDeadlineSeconds"]) for v in self.todo.values() for j in v) / 3600
 
 
-def _matrix(e: environment.Environment, spec: EndpointSpec, only: list[str] | None) -> Matrix:
+def _serving_revision(dep: Deployment, spec: EndpointSpec) -> tuple[EndpointNames, Revision | None]:
+    """The InferenceEndpointConfig that serves ``spec``'s endpoint (:func:`hyperpod_dpd.rollout.store.live_name`:
+    ``<endpoint>-r<N>`` after a blue/green rollout) and the revision store's record of it (``None``: never rolled
+    out); refused (one line)
+    while a rollout of it is unfinished: the benchmark would replace a revision the rollout is about to delete, or
+    move the Service away from."""
+    from hyperpod_dpd.rollout.store import RevisionStore, live_name
+
+    store = RevisionStore.of(dep.env.workdir, spec.name)
+    record = store.read()
+    if record is not None and record.operation is not None:
+        again = rollout_command(dep.env, spec)
+        raise UsageError(f"a rollout of {spec.namespace}/{spec.name} is unfinished ({store.path}): finish it ({again}) "
+                         f"or undo it ({again} --undo), then bench")
+    return (EndpointNames(name=live_name(dep.env, spec), namespace=spec.namespace),
+            record.current if record is not None else None)
+
+
+def _restore_to(cluster: Cluster, names: EndpointNames, current: Revision | None, m: Matrix) -> dict[str, Any] | None:
+    """What the endpoint is restored to once the runs are done: the revision that serves as ``rollout`` recorded it
+    (its manifest), else the synthesized manifest of the mode that is live now (``None``: nothing live, nothing to
+    restore)."""
+    if current is not None and current.manifest:
+        return current.manifest
+    live = cluster.endpoint(names.namespace, names.name)
+    if live is None:
+        return None
+    return m.configured["dpd" if "pdSpec" in (live.get("spec") or {}) else "colocated"]
+
+
+def _as_served(doc: dict[str, Any], names: EndpointNames, number: int) -> dict[str, Any]:
+    """An endpoint manifest of the synth (named after the endpoint) as the InferenceEndpointConfig that serves it:
+    after a blue/green rollout, revision ``number`` named ``names.name``, its autoscaling queries re-anchored on that
+    name (:func:`hyperpod_dpd.rollout.plan.revision_manifest`)."""
+    from hyperpod_dpd.rollout.plan import revision_manifest
+
+    return doc if doc["metadata"]["name"] == names.name else revision_manifest(doc, names.name, number)
+
+
+def _matrix(e: environment.Environment, spec: EndpointSpec, only: list[str] | None, names: EndpointNames,
+            number: int) -> Matrix:
     """The runs of the manifests the environment's synth wrote for ``spec``'s endpoint (refused while they hold
-    placeholders)."""
+    placeholders), their endpoint manifests named as ``names`` (the InferenceEndpointConfig that serves the endpoint,
+    revision ``number``: :func:`_serving_revision`)."""
     e.require_stamp()  # the manifests in dist/ are of the config as it is now
     layout = DistLayout.found(e.dist, spec.name, spec.endpoint.apply)
     if layout.unresolved:
@@ -347,8 +410,9 @@ def _matrix(e: environment.Environment, spec: EndpointSpec, only: list[str] | No
     groups = [(x, m) for x in EXPERIMENTS for m in MODES if any(
         experiment_of(j) == x and run_key(j)[0] == m for j in jobs)]
     manifests = _manifests(layout)
-    endpoints = {g: _docs(manifests[g])[0] for g in groups}
-    configured = {m: _docs(layout.endpoint_file(m))[0] for m in MODES}  # type: ignore[arg-type]
+    endpoints = {g: _as_served(_docs(manifests[g])[0], names, number) for g in groups}
+    configured = {m: _as_served(_docs(layout.endpoint_file(m))[0], names, number)  # type: ignore[arg-type]
+                  for m in MODES}
     results = results_dir(e, spec)
     todo = {g: [j for j in jobs if (experiment_of(j), run_key(j)[0]) == g and not is_done(results, j)]
             for g in groups}
@@ -357,9 +421,9 @@ def _matrix(e: environment.Environment, spec: EndpointSpec, only: list[str] | No
                   done=sum(1 for j in jobs if is_done(results, j)))
 
 
-def _show_plan(out: Console, spec: EndpointSpec, m: Matrix, where: str) -> None:
+def _show_plan(out: Console, spec: EndpointSpec, names: EndpointNames, m: Matrix, where: str) -> None:
     """The runs to go with their stop conditions and worst-case time, and which endpoint they replace where."""
-    name, ns = spec.name, spec.namespace
+    name, ns = names.name, names.namespace
     out.print(f"{m.left} runs to go (stop conditions: {spec.benchmark.max_time_per_run_minutes} min or "
               f"{spec.benchmark.max_requests_per_run} requests each; at most {m.worst_hours:.1f} h with set-up)",
               highlight=False)
@@ -368,32 +432,37 @@ def _show_plan(out: Console, spec: EndpointSpec, m: Matrix, where: str) -> None:
               f"for its runs and restored afterwards; one Job per run in {ns}", highlight=False)
 
 
-def _switch(kube: Kube, out: Console, spec: EndpointSpec, m: Matrix, group: tuple[str, str], timeout_s: float,
-            poll_s: float) -> None:
-    """Make the endpoint run ``group``'s manifest (replaced, unless the live spec holds it already) and wait until it
-    serves; a DPD layout without autoscaling also waits for its pinned replicas (:func:`pin`)."""
+def _switch(kube: Kube, cluster: Cluster, out: Console, names: EndpointNames, m: Matrix, group: tuple[str, str],
+            timeout_s: float, poll_s: float) -> None:
+    """Make the endpoint run ``group``'s manifest and wait until it serves: replaced through the rollout's replace
+    path (:meth:`hyperpod_dpd.rollout.cluster.Cluster.replace`: delete, wait until gone, apply, wait until ready)
+    unless the live spec holds it already; a DPD layout without autoscaling also waits for its pinned replicas
+    (:func:`pin`)."""
     experiment, mode = group
-    name, ns = spec.name, spec.namespace
+    name, ns = names.name, names.namespace
     wanted = m.endpoints[group]
-    live = kube.endpoint(ns, name)
+    waiting = partial(_waiting, out, mode)
+    live = cluster.endpoint(ns, name)
     if live is None or not holds(live.get("spec"), wanted["spec"]):
-        out.print(f"switching endpoint {ns}/{name} to {mode} ({experiment}: {m.manifests[group].name}; re-apply, "
-                  "same name)", highlight=False)
-        kube.apply_endpoint(wanted)
-    kube.wait_endpoint_ready(ns, name, timeout_s, poll_s, partial(_waiting, out, mode))
+        out.print(f"switching endpoint {ns}/{name} to {mode} ({experiment}: {m.manifests[group].name}): delete, "
+                  "wait until gone, apply (one cold start)", highlight=False)
+        cluster.replace(wanted, timeout_s, waiting)
+    else:
+        cluster.wait_ready(ns, name, timeout_s, waiting)
     if mode == "dpd" and "autoScalingSpec" not in wanted["spec"]["pdSpec"]:
         pin(kube, out, name, wanted, timeout_s, poll_s)
 
 
-def _run(kube: Kube, out: Console, spec: EndpointSpec, job: dict[str, Any], results: Path, step: str,
-         poll_s: float) -> None:
+def _run(kube: Kube, out: Console, spec: EndpointSpec, names: EndpointNames, job: dict[str, Any], results: Path,
+         step: str, poll_s: float) -> None:
     """One run: its Job started and waited for, its result files collected beside what served it (and, on DPD, the
     path its requests took), the Job deleted. A failed Job ends the command (one line)."""
-    name, ns = spec.name, spec.namespace
+    name, ns = names.name, names.namespace
     mode, key = run_key(job)
     jname = job["metadata"]["name"]
     out.print(f"{step} {key}: running Job {jname}", highlight=False)
-    before = _prefill_counts(kube, spec) if mode == "dpd" else None
+    job = aimed_at(job, spec, names)
+    before = _prefill_counts(kube, spec, names) if mode == "dpd" else None
     serving_before = _serving(kube, ns, name, mode)
     started = time.monotonic()
     kube.start_job(job)
@@ -408,20 +477,21 @@ def _run(kube: Kube, out: Console, spec: EndpointSpec, job: dict[str, Any], resu
                   "compares it with nothing", highlight=False)
     extra: dict[str, Any] = {SERVING: record}
     if before is not None:
-        extra[DPD_PATH] = _dpd_path(kube, spec, before, started)
+        extra[DPD_PATH] = _dpd_path(kube, spec, names, before, started)
     _collect(kube, job, results, spec.region, extra)
     kube.delete_job(ns, jname)
     out.print(f"{step} {key}: done", highlight=False)
 
 
-def _dpd_path(kube: Kube, spec: EndpointSpec, before: dict[str, float] | str, started: float) -> dict[str, Any]:
+def _dpd_path(kube: Kube, spec: EndpointSpec, names: EndpointNames, before: dict[str, float] | str,
+              started: float) -> dict[str, Any]:
     """:func:`dpd_path_record` of a run that started at ``started`` (monotonic): the prefill pods' counters, else the
     router's decisions of the run's time span."""
-    after = _prefill_counts(kube, spec)
+    after = _prefill_counts(kube, spec, names)
     router: dict[str, int] | str | None = None
     if not (isinstance(before, dict) and isinstance(after, dict) and after):
         try:
-            router = kube.router_decisions(spec.namespace, spec.name, int(time.monotonic() - started) + 60)
+            router = kube.router_decisions(names.namespace, names.name, int(time.monotonic() - started) + 60)
         except CommandFailed as exc:
             router = str(exc)
     return dpd_path_record(before, after, router)
@@ -435,11 +505,13 @@ def bench(config: ConfigOption = None, env: EnvOption = None, endpoint: Endpoint
           outputs_file: OutputsFileOption = None) -> None:
     """Run the benchmark matrix on DPD, switch to the colocated baseline, run it again (resumable; asks first)."""
     from hyperpod_dpd.benchmark.kube import Kube
+    from hyperpod_dpd.rollout.cluster import Cluster
 
     dep = load(config, env, region=region, changing="bench", outputs_file=outputs_file)
     spec = dep.endpoint(endpoint, "bench")
-    name, ns = spec.name, spec.namespace
-    m = _matrix(dep.env, spec, only)
+    names, current = _serving_revision(dep, spec)
+    name, ns = names.name, names.namespace
+    m = _matrix(dep.env, spec, only, names, current.number if current is not None else 0)
     out = Console(soft_wrap=True)  # one line per step, whatever the terminal width
     total = len(m.jobs)
     if m.done:
@@ -449,7 +521,7 @@ def bench(config: ConfigOption = None, env: EnvOption = None, endpoint: Endpoint
         return
     ctx = dep.check_context(kubeconfig, context)  # another cluster's context: refused before anything is shown
     where = f"{ctx.server} (kubeconfig context {ctx.name})" if ctx else "the kubeconfig's cluster"
-    _show_plan(out, spec, m, where)
+    _show_plan(out, spec, names, m, where)
     if dry_run:
         _list_runs(out, m.todo)
         return
@@ -457,22 +529,25 @@ def bench(config: ConfigOption = None, env: EnvOption = None, endpoint: Endpoint
             yes=yes, command="hyperpod-dpd bench", cancelled="no run started; the endpoint is as it was")
     m.results.mkdir(parents=True, exist_ok=True)
     kube = Kube(dep.api_client(kubeconfig, context))
+    cluster = Cluster(kube.kube, sleep=kube.sleep, clock=kube.clock, poll_seconds=poll_seconds)
     for doc in m.docs:
         if doc["kind"] in ("ConfigMap", "ServiceAccount"):
             kube.apply_core(doc)
-    found = kube.live_mode(ns, name)
+    restore = _restore_to(cluster, names, current, m)
     index = m.done
     for group in m.groups:
         if not m.todo[group]:
             continue
-        _switch(kube, out, spec, m, group, ready_timeout, poll_seconds)
+        _switch(kube, cluster, out, names, m, group, ready_timeout, poll_seconds)
         for job in m.todo[group]:
             index += 1
-            _run(kube, out, spec, job, m.results, f"[{index}/{total}]", poll_seconds)
-    live = kube.endpoint(ns, name)
-    if found in MODES and not holds((live or {}).get("spec"), m.configured[found]["spec"]):
-        out.print(f"restoring endpoint {ns}/{name} to {found}", highlight=False)
-        kube.apply_endpoint(m.configured[found])
+            _run(kube, out, spec, names, job, m.results, f"[{index}/{total}]", poll_seconds)
+    live = cluster.endpoint(ns, name)
+    if restore is not None and not holds((live or {}).get("spec"), restore["spec"]):
+        mode = "dpd" if "pdSpec" in restore["spec"] else "colocated"
+        out.print(f"restoring endpoint {ns}/{name} to {mode}: delete, wait until gone, apply (one cold start)",
+                  highlight=False)
+        cluster.replace(restore, ready_timeout, partial(_waiting, out, mode))
     out.print(f"all {total} runs done; next: {_report_command(dep, spec, m)}", highlight=False)
 
 

@@ -6,7 +6,9 @@ same for every endpoint).
 Roles and where they live (names: :mod:`hyperpod_core.names`): the pods of the Deployment ``prefill-<endpoint>`` /
 ``decode-<endpoint>`` in the endpoint namespace (vLLM container ``<role>-<endpoint>``), of the router's
 ``<endpoint>-<namespace>-router`` in ``hyperpod-inference-system`` (container ``router-container``), of the operator
-Deployment (container ``manager``); each picked by its Deployment's own selector, never by a name prefix. Lines
+Deployment (container ``manager``); each picked by its Deployment's own selector, never by a name prefix. After a
+blue/green rollout ``<endpoint>`` there stands for the revision that serves, ``<endpoint>-r<N>``
+(:func:`hyperpod_dpd.rollout.store.live_name`). Lines
 carrying a known signature (:mod:`hyperpod_dpd.dpd_logs`) are coloured and followed by their meaning and fix.
 """
 
@@ -68,6 +70,7 @@ def logs(
 ) -> None:
     """Show the logs of one role of this endpoint, with DPD failure signatures highlighted."""
     from hyperpod_dpd.kube import kube_errors
+    from hyperpod_dpd.rollout.store import live_name
 
     if role not in ROLES:
         raise UsageError(f"ROLE must be one of {', '.join(ROLES)}, got {role!r}")
@@ -77,7 +80,8 @@ def logs(
     dep = load(config, env, region=region, outputs_file=outputs_file)
     # The operator serves every endpoint: its log needs none named.
     spec = None if role == "operator" and endpoint is None else dep.endpoint(endpoint, "logs")
-    names = spec.names if spec is not None else None
+    # The revision that serves: <endpoint>-r<N> after a blue/green rollout (the revision store's).
+    names = EndpointNames(name=live_name(dep.env, spec), namespace=spec.namespace) if spec is not None else None
     kube = dep.kube(kubeconfig, context)
     with kube_errors(f"listing the {role} pods"):
         targets = kube.operator_pods() if names is None else _targets(kube, names, role)

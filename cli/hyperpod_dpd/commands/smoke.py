@@ -1,5 +1,8 @@
 """``hyperpod-dpd smoke``: a short and a long prompt, streamed, then proof from the decoder's log.
 
+The endpoint's InferenceEndpointConfig is the one that serves it: ``<endpoint>-r<N>`` after a blue/green rollout (the
+revision store's current revision, :func:`hyperpod_dpd.rollout.store.live_name`), else its own name.
+
 First the skew guard (:mod:`hyperpod_dpd.skew`): a test of an endpoint whose prefill and decode serve another image
 or model path, or whose roles are mid-rollout, would certify a state that is about to change or serves wrong
 tokens; the command refuses it (one line, exit 1) before sending a request. When the roles cannot be compared (a
@@ -44,7 +47,7 @@ from rich.table import Table
 
 from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.errors import CommandFailed, UsageError
-from hyperpod_core.names import ROLES, certificate_pem_location
+from hyperpod_core.names import ROLES, EndpointNames, certificate_pem_location
 from hyperpod_dpd import dpd_logs, skew
 from hyperpod_dpd.commands.options import (
     ConfigOption,
@@ -161,24 +164,26 @@ def smoke(
 ) -> None:
     """Send a short and a long prompt (streamed), measure TTFT/TPOT, prove the DPD path from the decode log."""
     from hyperpod_dpd.kube import kube_errors
+    from hyperpod_dpd.rollout.store import live_name
 
     _check_arguments(max_tokens=max_tokens, url=url, ca_file=ca_file, timeout=timeout, log_wait=log_wait)
     fmt = output_format(output, as_json)
     dep = load(config, env, region=region, outputs_file=outputs_file)
     spec = dep.endpoint(endpoint, "smoke")
+    names = EndpointNames(name=live_name(dep.env, spec), namespace=spec.namespace)  # <endpoint>-r<N> after a rollout
     kube = _cluster(dep, kubeconfig, context, url)
     unchecked: list[dict[str, str]] = []
-    roles, served = _refuse_skew(kube, spec, unchecked)
+    roles, served = _refuse_skew(kube, names, unchecked)
     model = model or served or spec.model.name  # the served name: the same for every revision of the weights
     with tempfile.TemporaryDirectory(prefix="hyperpod-dpd-smoke-") as tmp:
         if url is None:
-            url, ca_file = _load_balancer_url(dep, spec, kube, Path(tmp))
+            url, ca_file = _load_balancer_url(dep, spec, names, kube, Path(tmp))
         sent = _send(spec, url, ca_file, model, max_tokens=max_tokens, timeout=timeout)
 
     time.sleep(log_wait)
     since = math.ceil((datetime.now(UTC) - sent.start).total_seconds()) + 30
-    decoders, windows = _judge_transfers(kube, spec, sent, since, unchecked)
-    decisions, router_error = _router_decisions(kube, spec, since)
+    decoders, windows = _judge_transfers(kube, spec, names, sent, since, unchecked)
+    decisions, router_error = _router_decisions(kube, names, since)
     if router_error:
         unchecked.append({"check": "the router's decisions (its log)", "reason": router_error})
     _explain_missing_transfer(sent.long, decisions)
@@ -187,7 +192,7 @@ def smoke(
         _check_idle_timeout(r, timeout_s)
     try:
         with kube_errors("reading the workers' start-up logs"):
-            efa = efa_proof(kube, spec, decoders, windows, since, sent.start)
+            efa = efa_proof(kube, spec, names, decoders, windows, since, sent.start)
     except CommandFailed as exc:
         efa = {"verdict": "unknown", "pods": [], "error": str(exc)}
         unchecked.append({"check": "the KV path over EFA (the workers' start-up logs)", "reason": str(exc)})
@@ -278,7 +283,7 @@ def _send(spec: EndpointSpec, url: str, ca_file: str | None, model: str, *, max_
     return sent
 
 
-def _judge_transfers(kube: Kube, spec: EndpointSpec, sent: Sent, since: int,
+def _judge_transfers(kube: Kube, spec: EndpointSpec, names: EndpointNames, sent: Sent, since: int,
                      unchecked: list[dict[str, str]]) -> tuple[list[PodTarget], dict[str, list[str]]]:
     """Judge each answered request by the decoder lines of the test that are its own (:func:`attribute`); the decode
     pods and their lines of the test, as far as they were read (a log that cannot be read goes to ``unchecked``)."""
@@ -288,10 +293,10 @@ def _judge_transfers(kube: Kube, spec: EndpointSpec, sent: Sent, since: int,
     windows: dict[str, list[str]] = {}
     try:
         with kube_errors("reading the decode pods' logs"):
-            decoders = kube.role_pods(spec.names, "decode")
+            decoders = kube.role_pods(names, "decode")
             if not decoders:
-                raise CommandFailed(f"no decode pod (Deployment {spec.names.role_deployment('decode')} in "
-                                    f"{spec.names.namespace}); run 'hyperpod-dpd status'")
+                raise CommandFailed(f"no decode pod (Deployment {names.role_deployment('decode')} in "
+                                    f"{names.namespace}); run 'hyperpod-dpd status'")
             windows = {target.pod: _window(kube, target, since, sent.start) for target in decoders}
     except CommandFailed as exc:
         unchecked.append({"check": "the KV transfer of each request (the decode pods' log)", "reason": str(exc)})
@@ -333,7 +338,7 @@ def _verdict(reports: list[RequestReport], efa: dict[str, Any], unchecked: list[
                             "requests' measurements are in the output")
 
 
-def _refuse_skew(kube: Kube, spec: EndpointSpec, unchecked: list[dict[str, str]]) -> tuple[dict[str, Any], str]:
+def _refuse_skew(kube: Kube, names: EndpointNames, unchecked: list[dict[str, str]]) -> tuple[dict[str, Any], str]:
     """What each role runs (:func:`hyperpod_dpd.skew.summary`) and the name its Ready pods serve (their
     ``--served-model-name``, decode's first; "" when none is read); refused (one line) when prefill and decode differ
     or a role is mid-rollout (:func:`hyperpod_dpd.skew.findings`). When the Deployments cannot be read, or the roles
@@ -344,7 +349,7 @@ def _refuse_skew(kube: Kube, spec: EndpointSpec, unchecked: list[dict[str, str]]
     check = "that prefill and decode run one image, model and pod template"
     try:
         with kube_errors("reading the prefill and decode Deployments"):
-            workers = {role: kube.role_workers(spec.names, role) for role in ROLES}
+            workers = {role: kube.role_workers(names, role) for role in ROLES}
     except CommandFailed as exc:
         unchecked.append({"check": check, "reason": str(exc)})
         return {}, ""
@@ -376,14 +381,14 @@ STARTUP_LOG_BYTES = 4 << 20
 IDLE_TIMEOUT_WARN_RATIO = 0.8
 
 
-def efa_proof(kube: Kube, spec: EndpointSpec, decoders: list[PodTarget], windows: dict[str, list[str]],
-              since_seconds: int, start: datetime) -> dict[str, Any]:
+def efa_proof(kube: Kube, spec: EndpointSpec, names: EndpointNames, decoders: list[PodTarget],
+              windows: dict[str, list[str]], since_seconds: int, start: datetime) -> dict[str, Any]:
     """Per worker pod, what its start-up lines and the lines of this test say about the KV path over EFA
     (:func:`hyperpod_dpd.dpd_logs.efa_findings`), and the verdict over all of them."""
     pods: list[dict[str, Any]] = []
     buffer = spec.endpoint.pd_buffer_size_bytes
     roles: tuple[tuple[Literal["prefill", "decode"], list[PodTarget]], ...] = (
-        ("prefill", kube.role_pods(spec.names, "prefill")), ("decode", decoders))
+        ("prefill", kube.role_pods(names, "prefill")), ("decode", decoders))
     for role, targets in roles:
         for target in targets:
             recent = windows[target.pod] if target.pod in windows else _window(kube, target, since_seconds, start)
@@ -427,7 +432,7 @@ def _print_efa(out: Console, efa: dict[str, Any]) -> None:
                       + (f"\n    fix: {f['fix']}" if f["fix"] and f["severity"] in ("warn", "error") else ""))
 
 
-def _router_decisions(kube: Kube, spec: EndpointSpec, since_seconds: int) -> tuple[list[dict[str, Any]], str]:
+def _router_decisions(kube: Kube, names: EndpointNames, since_seconds: int) -> tuple[list[dict[str, Any]], str]:
     """The router's ``Conditional routing`` lines of the test's time span (supporting evidence: a router whose log
     cannot be read leaves the verdict to the decoder's log), and why they could not be read ("" when they were)."""
     from hyperpod_dpd.kube import kube_errors
@@ -435,7 +440,7 @@ def _router_decisions(kube: Kube, spec: EndpointSpec, since_seconds: int) -> tup
     decisions: list[dict[str, Any]] = []
     try:
         with kube_errors("reading the router's log"):
-            for target in kube.router_pods(spec.names):
+            for target in kube.router_pods(names):
                 for line in kube.read_log(target, since_seconds=since_seconds):
                     d = dpd_logs.routing_decision(line)
                     if d is not None:
@@ -460,12 +465,13 @@ def _explain_missing_transfer(report: RequestReport, decisions: list[dict[str, A
                         "InferenceEndpointConfig")
 
 
-def _load_balancer_url(dep: Deployment, spec: EndpointSpec, kube: Kube, tmp: Path) -> tuple[str, str]:
-    """``https://<ALB>/<invocation path>`` and the PEM the operator wrote to the TLS bucket (CRD status)."""
+def _load_balancer_url(dep: Deployment, spec: EndpointSpec, names: EndpointNames, kube: Kube, tmp: Path
+                       ) -> tuple[str, str]:
+    """``https://<ALB>/<invocation path>`` of the InferenceEndpointConfig ``names`` (the live revision of ``spec``'s
+    endpoint) and the PEM the operator wrote to the TLS bucket (CRD status)."""
     from hyperpod_dpd import aws
     from hyperpod_dpd.kube import kube_errors
 
-    names = spec.names
     with kube_errors(f"reading InferenceEndpointConfig {names.namespace}/{names.name}"):
         obj = kube.endpoint(names)
         hosts = kube.load_balancer_hosts(names) if obj is not None else []

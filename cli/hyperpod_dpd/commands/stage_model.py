@@ -235,7 +235,8 @@ def _next_steps(e: environment.Environment, spec: EndpointSpec, rev: str) -> Non
     print(f"next: hyperpod-dpd synth {e.selector}   (the manifests of {spec.name} then carry revision {rev})")
     from hyperpod_core.dist_layout import DistLayout, apply_commands
 
-    for line in apply_commands(f"{DistLayout.of(e.dist, spec.name, spec.endpoint.apply).endpoint_dir}/"):
+    for line in apply_commands(f"{DistLayout.of(e.dist, spec.name, spec.endpoint.apply).endpoint_dir}/",
+                               f"hyperpod-dpd rollout {_selector(e, spec)}"):
         print(f"      {line}")
     print(f"      hyperpod-dpd stage-model --verify {_selector(e, spec)}   (any time)")
 

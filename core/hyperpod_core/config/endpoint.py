@@ -211,8 +211,9 @@ class EndpointConfig(Section):
 
     name: DnsLabel = "llama-3-3-70b"
     """Name of the InferenceEndpointConfig, unique in the deployment (the command line's `--endpoint NAME`, its
-    folder `dist/<name>/`); the operator derives its pod, Service and Ingress names from it, which must be unique
-    across the deployment too. Default: `llama-3-3-70b`."""
+    folder `dist/<name>/`, its stable Service `<name>`); the operator derives its pod, Service and Ingress names from
+    it, which must be unique across the deployment too. Must not end in `-r<N>`: `hyperpod-dpd rollout` names the
+    endpoint's blue/green revisions `<name>-r<N>`. Default: `llama-3-3-70b`."""
     model: ModelConfig = ModelConfig()
     """The model this endpoint serves and where its files are. Default: every key at its default."""
     namespace: DnsLabel = "default"
@@ -268,9 +269,9 @@ class EndpointConfig(Section):
     """This endpoint's own alert and dashboard thresholds: the keys it names replace those of
     `observability.slo` for this endpoint (the others keep theirs). Default: none: `observability.slo`."""
     apply: Literal["dpd", "colocated"] = "dpd"
-    """The endpoint `kubectl apply -f dist/<name>/endpoint/` applies: `dpd` or `colocated`. The other manifest (same
-    name: applying it replaces this one) goes to `dist/<name>/alternate/` for rollback and the benchmark baseline.
-    Default: `dpd`."""
+    """The endpoint `kubectl apply -f dist/<name>/endpoint/` applies, and `hyperpod-dpd rollout` changes a live one
+    to: `dpd` or `colocated`. The other manifest (same name: one replaces the other) goes to `dist/<name>/alternate/`,
+    the benchmark's baseline. Default: `dpd`."""
 
     @model_validator(mode="before")
     @classmethod

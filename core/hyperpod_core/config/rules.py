@@ -58,6 +58,21 @@ def router_service_name_fits(s: EndpointSpec) -> None:
               f"plus {s.at}.namespace must stay under 63 characters in '<name>-<namespace>-routing-service'")
 
 
+#: ``-r<N>``: how ``hyperpod-dpd rollout`` names a blue/green revision of an endpoint (``<endpoint>-r<N>``).
+_REVISION_SUFFIX: Final = re.compile(r".*-r[0-9]+")
+
+
+def endpoint_name_is_no_revision_name(s: EndpointSpec) -> None:
+    """A name ending in ``-r<N>`` is a blue/green revision's (``hyperpod-dpd rollout``): the pod-name patterns of the
+    dashboards, alerts and status read an endpoint's pods as ``<role>-<endpoint>[-r<N>]-...``
+    (:data:`hyperpod_core.telemetry.queries.REVISION`), so endpoint ``x-r1`` would be counted as a revision of
+    ``x``."""
+    if _REVISION_SUFFIX.fullmatch(s.endpoint.name):
+        _fail(f"{s.at}.name", s.endpoint.name,
+              "must not end in -r<N> (with N digits): hyperpod-dpd rollout names an endpoint's blue/green revisions "
+              "<name>-r<N>")
+
+
 def endpoint_names_are_unique(c: Config) -> None:
     """One name per endpoint: the command line's ``--endpoint NAME`` and ``dist/<name>/``."""
     seen: set[str] = set()
@@ -535,7 +550,7 @@ def load_balancer_target_is_complete(c: Config) -> None:
 #: Every rule, in the order they run (the first one broken is the one reported). A rule that takes an
 #: :class:`EndpointSpec` (:data:`ENDPOINT_RULES`) runs for each endpoint in the file's order.
 RULES: Final[tuple[Callable[[Config], None] | Callable[[EndpointSpec], None], ...]] = (
-    endpoint_names_are_unique, router_service_name_fits, derived_names_are_unique,
+    endpoint_names_are_unique, endpoint_name_is_no_revision_name, router_service_name_fits, derived_names_are_unique,
     endpoint_models_keep_the_bucket_keys_out, model_key_belongs_to_its_bucket,
     instance_group_names_are_unique, existing_bucket_is_kept,
     bucket_key_belongs_to_an_existing_bucket, bucket_key_is_in_the_region,
@@ -557,7 +572,8 @@ RULES: Final[tuple[Callable[[Config], None] | Callable[[EndpointSpec], None], ..
 )
 #: The rules of one endpoint (they take an :class:`EndpointSpec`).
 ENDPOINT_RULES: Final = frozenset({
-    router_service_name_fits, endpoint_models_keep_the_bucket_keys_out, model_key_belongs_to_its_bucket,
+    endpoint_name_is_no_revision_name, router_service_name_fits, endpoint_models_keep_the_bucket_keys_out,
+    model_key_belongs_to_its_bucket,
     endpoint_instance_type_has_a_group, role_instance_groups_exist, tensor_parallel_divides_the_node,
     role_gpus_fit_one_node, roles_fit_their_pools, roles_fit_all_gpus, threshold_is_below_max_model_len,
     kvaware_routing_has_the_completions_path, decode_replicas_within_the_operator_limit, l2_cache_has_a_backend,

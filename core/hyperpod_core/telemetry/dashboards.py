@@ -15,7 +15,7 @@ never overwrite each other's dashboards, and stay within Grafana's 40-character 
 deployment too (:func:`folder_title`).
 
 The comparison works when the two runs happened one after the other. The colocated manifest keeps the DPD
-endpoint's name (it is also the rollback), so the two never run at once: each column has its own time
+endpoint's name (one replaces the other), so the two never run at once: each column has its own time
 shift variable (``$dpd_shift``, ``$baseline_shift``), and the dashboard's time range is the length of one
 run. Set the range to the later run and the other column's shift to how much earlier its run started
 (``2h``, ``1d``). The SLO thresholds from ``observability.slo`` are drawn on the latency panels.
@@ -107,6 +107,12 @@ def dashboard_uid(deployment: str, endpoint: str, kind: str) -> str:
     return grafana_uid(deployment, endpoint, kind)
 
 
+#: Grafana's regex (JavaScript) that reads an endpoint's name back from one of its decode pods' names:
+#: ``decode-<endpoint>[-r<N>]-<rs>-<pod>``; the lazy name leaves a revision's ``-r<N>`` out (no endpoint name ends in
+#: one: the config rules).
+ENDPOINT_OF_DECODE_POD: Final = "/^decode-(.+?)(?:-r[0-9]+)?-[a-z0-9]+-[a-z0-9]+$/"
+
+
 def folder_title(deployment: str) -> str:
     """The Grafana folder of a deployment's dashboards: its name, so two deployments in one Grafana keep apart."""
     return f"HyperPod DPD ({deployment})"
@@ -119,9 +125,10 @@ def _variables(spec: EndpointSpec, *, comparison: bool) -> tuple[Variable, ...]:
         Variable(name=DATASOURCE_VAR, label="Prometheus", kind="datasource", default="prometheus"),
         Variable(name="namespace", label="Namespace", kind="query", default=spec.namespace,
                  query=f"label_values({running}, {lbl.NAMESPACE})"),
-        # The DPD endpoints of the namespace, read back from their decode pods' names.
+        # The DPD endpoints of the namespace, read back from their decode pods' names: a blue/green revision's pods
+        # (decode-<endpoint>-r<N>-...) name their endpoint, whose queries cover every revision (queries.REVISION).
         Variable(name="endpoint", label="DPD endpoint", kind="query", default=spec.name,
-                 query=f"label_values({pods}, {lbl.POD_NAME})", regex="/^decode-(.+)-[a-z0-9]+-[a-z0-9]+$/"),
+                 query=f"label_values({pods}, {lbl.POD_NAME})", regex=ENDPOINT_OF_DECODE_POD),
     )
     if comparison:
         variables += (

@@ -11,7 +11,13 @@ Role and endpoint come from the pod name, which the operator fixes (``operator.m
 * DPD prefill pods  ``prefill-<endpoint>-<replicaset-hash>-<pod-hash>``
 * DPD decode pods   ``decode-<endpoint>-<replicaset-hash>-<pod-hash>``
 * colocated pods    ``<endpoint>-<replicaset-hash>-<pod-hash>``: the colocated manifest keeps the DPD
-  endpoint's name (it is the rollback), so the baseline is the same name without a role prefix.
+  endpoint's name (one replaces the other), so the baseline is the same name without a role prefix.
+
+After a blue/green rollout (``hyperpod-dpd rollout``) the endpoint is served by the InferenceEndpointConfig
+``<endpoint>-r<N>``, so its pods are ``prefill-<endpoint>-r<N>-<rs>-<pod>`` (and its router
+``<endpoint>-r<N>-<ns>-router-...``): an endpoint's pods are those of every revision (:data:`REVISION`), which the
+dashboards and alerts follow; an InferenceEndpointConfig's own autoscaling queries select its own pods only
+(``Target.revisions`` false; rollout re-anchors them on the revision's name).
 """
 
 from __future__ import annotations
@@ -49,6 +55,10 @@ EndpointKind = Literal["dpd", "colocated"]
 #: ``<replicaset-hash>-<pod-hash>`` of a Deployment's pod: exactly two more segments, so endpoint ``x``
 #: never matches the pods of ``x-y``.
 POD_SUFFIX: Final = "[a-z0-9]+-[a-z0-9]+"
+#: A blue/green revision's ``r<N>-`` after the endpoint's name (:func:`hyperpod_dpd.rollout.plan.revision_name`),
+#: or nothing: the endpoint's own InferenceEndpointConfig. No endpoint name ends in ``-r<N>`` (the config rules), so
+#: endpoint ``x``'s pattern never matches another endpoint's pods.
+REVISION: Final = "(r[0-9]+-)?"
 RATE_INTERVAL: Final = "$__rate_interval"
 
 
@@ -61,6 +71,15 @@ class Target:
     kind: EndpointKind
     collector: lbl.CollectorLabels = field(default_factory=lbl.CollectorLabels)
     """Pod and namespace labels of DCGM / kube-state-metrics series. Default: ``pod`` / ``namespace``."""
+    revisions: bool = True
+    """Select the pods of every revision of the endpoint (``<endpoint>-r<N>``, module docstring), as the dashboards
+    and alerts do; ``False``: only those of the InferenceEndpointConfig named :attr:`endpoint` (its own autoscaling
+    queries). Default: every revision."""
+
+    @property
+    def _name(self) -> str:
+        """The endpoint's part of a pod name, up to the pod suffix."""
+        return f"{self.endpoint}-{REVISION if self.revisions else ''}"
 
     @property
     def roles(self) -> tuple[Role, ...]:
@@ -69,11 +88,11 @@ class Target:
 
     def pod_regex(self, role: Role) -> str:
         if self.kind == "colocated":
-            return f"{self.endpoint}-{POD_SUFFIX}"
+            return f"{self._name}{POD_SUFFIX}"
         if role in ("prefill", "decode"):
-            return f"{role}-{self.endpoint}-{POD_SUFFIX}"
+            return f"{role}-{self._name}{POD_SUFFIX}"
         if role == "any":
-            return f"(prefill|decode)-{self.endpoint}-{POD_SUFFIX}"
+            return f"(prefill|decode)-{self._name}{POD_SUFFIX}"
         raise ValueError(f"role {role!r} does not exist on a {self.kind} endpoint")
 
     @property
@@ -84,7 +103,7 @@ class Target:
     def router_pod_regex(self) -> str:
         """The router Deployment's pods: ``<iec>-<ns>-router-<rs>-<pod>`` in the operator's namespace (operator.md
         (e))."""
-        return f"{self.endpoint}-{self.namespace}-router-{POD_SUFFIX}"
+        return f"{self._name}{self.namespace}-router-{POD_SUFFIX}"
 
     def selector(self, metric: Metric, role: Role, *, matchers: str = "") -> str:
         """``{namespace="...", pod_name=~"..."}`` for ``metric`` on ``role``'s pods, in the labels its path keeps."""
@@ -392,7 +411,7 @@ def serving(t: Target) -> str:
 
 def endpoint_down(applied: Target, other: Target) -> str:
     """A series per component of the ``applied`` endpoint with no ready pod, unless the ``other`` mode of the
-    same endpoint serves instead (a rollback or a benchmark switch re-applies the other manifest)."""
+    same endpoint serves instead (a benchmark switch, or a rollout to the other ``endpoint.apply``)."""
     down = " or ".join(not_ready(applied, c) for c in components(applied))
     return f"({down}) unless on() ({serving(other)})"
 

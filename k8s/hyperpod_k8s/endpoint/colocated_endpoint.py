@@ -22,7 +22,8 @@ class ColocatedEndpoint(Construct):
 
     AWS asks to compare DPD with a colocated deployment of the same model, quantization and vLLM
     version, and to revert by re-applying without ``pdSpec`` [DPD]. So this object has the *same*
-    name as the DPD one: ``kubectl apply`` of this file is the rollback. Replicas = the DPD endpoint's
+    name as the DPD one: the two never run side by side, and ``bench`` and ``hyperpod-dpd rollout`` switch between
+    them by replacing one with the other (delete, then apply). Replicas = the DPD endpoint's
     GPUs / tensor-parallel size; each replica runs the decode role's flags, on a node of the groups either role
     may use (:func:`node_affinity`). The DPD-only environment (``PD_BUFFER_SIZE``, ``LMCACHE_SAVE_DECODE_CACHE``)
     is left out. Its router spreads the load (``colocated_routing_strategy``, ``roundrobin``), so a benchmark

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -128,9 +129,34 @@ class EndpointChartProps:
     """One endpoint layout's chart (:class:`hyperpod_k8s.endpoint.endpoint_chart.EndpointChart`)."""
 
     mode: Mode
-    """``dpd``: the disaggregated endpoint (``pdSpec``); ``colocated``: the same model without it (the baseline and
-    the rollback)."""
+    """``dpd``: the disaggregated endpoint (``pdSpec``); ``colocated``: the same model without it (the baseline)."""
     endpoint: EndpointProps
+
+
+@dataclass(frozen=True, kw_only=True)
+class AddressProps:
+    """The endpoint's stable Service (:class:`hyperpod_k8s.endpoint.address_chart.AddressChart`)."""
+
+    name: str
+    """``<endpoint>`` (:attr:`hyperpod_core.names.EndpointNames.stable_service`)."""
+    namespace: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    external_name: str
+    """The routing service host of the InferenceEndpointConfig the Service points at."""
+
+
+def address_props(spec: EndpointSpec) -> AddressProps:
+    """The Service ``<endpoint>`` pointing at the endpoint's own InferenceEndpointConfig (revision 0, the one
+    ``kubectl apply -f dist/<endpoint>/endpoint/`` creates); ``hyperpod-dpd rollout`` repoints it, with these labels,
+    at a later revision."""
+    target = spec.names
+    return AddressProps(
+        name=target.stable_service, namespace=spec.namespace,
+        labels={"app.kubernetes.io/name": spec.name, "app.kubernetes.io/part-of": spec.deployment,
+                names.MANAGED_BY_LABEL: names.STABLE_SERVICE_MANAGER},
+        annotations={names.TARGET_ANNOTATION: target.name, names.REVISION_ANNOTATION: "0"},
+        external_name=target.router_service_host)
 
 
 #: Role flags that size GPU memory (vLLM ``CacheConfig`` in ``vllm/config/cache.py``: ``gpu_memory_utilization``,
@@ -205,9 +231,10 @@ def _scaling(spec: EndpointSpec, role: Role) -> RoleScaling | None:
     if not a.enabled:
         return None
     r: RoleAutoscalingConfig = getattr(a, role)
-    # The same query definitions the dashboards and alerts use (hyperpod_core.telemetry.queries), on this endpoint's
-    # own pods.
-    target = dpd_target(spec)
+    # The same query definitions the dashboards and alerts use (hyperpod_core.telemetry.queries), on the pods of this
+    # InferenceEndpointConfig only: a blue/green revision's copy (hyperpod-dpd rollout) is re-anchored on its own name,
+    # so neither revision scales on the other's pods while both run.
+    target = dataclasses.replace(dpd_target(spec), revisions=False)
     return RoleScaling(
         min_replicas=r.min_replicas, max_replicas=r.max_replicas, target_value=r.target_value,
         query=queries.prefill_queue(target) if role == "prefill" else queries.decode_kv_usage(target),

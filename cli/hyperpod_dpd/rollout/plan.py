@@ -1,0 +1,668 @@
+"""What a rollout changes and how it can change it: pure functions over the synthesized endpoint, the live one, the
+free GPUs of the live nodes and the live Deployments' strategy.
+
+The decision (:func:`decide`), in this order:
+
+* **no change**: the live spec holds everything the target says (:func:`changes` is empty);
+* **blue/green** when a second copy of the whole endpoint fits the free GPUs (both roles, every replica:
+  :func:`place`): the new revision runs beside the old one as ``<endpoint>-r<N>`` and takes over once it is ready and
+  answers; no downtime, no mixed prefill/decode window;
+* **in place** only when the live Deployments' strategy lets both roles move (:func:`in_place`): ``Recreate`` (the
+  old pods go first: one cold start of downtime), or ``RollingUpdate`` whose surge pods fit for both roles at once
+  (no downtime, but each role runs old and new pods side by side until both finish); both roles in one apply;
+* **replace** otherwise: delete the live endpoint, wait until it is gone, apply the new one: one cold start of
+  downtime (:func:`downtime`), stated before anything happens.
+
+Kubernetes facts used (Kubernetes docs, "Deployments", section "Strategy"): ``RollingUpdate`` is the default;
+``maxSurge`` and ``maxUnavailable`` default to 25 %; a percentage of ``maxSurge`` is rounded up, one of
+``maxUnavailable`` down (so 1 and 0 at one replica); with ``Recreate`` "all existing Pods are killed before new ones
+are created". A pod whose GPU request fits no node stays ``Pending`` (FailedScheduling, "Insufficient
+nvidia.com/gpu"): a surge pod that fits nowhere, with ``maxUnavailable`` 0, keeps the rollout from ever finishing
+while the old pod serves the old spec (the fourth review's k8s defect 1). The operator's strategy is unpublished [I]:
+it is read from the live Deployments.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from hyperpod_analysis.plan.coldstart import ColdStart
+from hyperpod_core.names import ROLES, Role
+from hyperpod_core.telemetry.queries import POD_SUFFIX
+from hyperpod_dpd.vllm_args import model_of_argv
+
+#: The GPU resource of the NVIDIA device plugin (what the role pods request and nodes report as allocatable).
+GPU_RESOURCE: Final = "nvidia.com/gpu"
+#: The well-known node label of the instance type (Kubernetes docs, "Well-Known Labels, Annotations and Taints";
+#: HyperPod sets it to the ``ml.`` type): where a role without a nodeSelector, or a colocated worker, may land.
+INSTANCE_TYPE_LABEL: Final = "node.kubernetes.io/instance-type"
+#: The label a revision of an endpoint carries (``<endpoint>-r<N>``: N).
+REVISION_LABEL: Final = "hyperpod-dpd/revision"
+#: The pdSpec keys of each role (CRD v3.3: ``prefillSpec``, ``decodingSpec``).
+ROLE_SPEC: Final[dict[Role, str]] = {"prefill": "prefillSpec", "decode": "decodingSpec"}
+
+Kind = Literal["none", "create", "blue-green", "in-place", "replace"]
+Category = Literal["image", "model", "args", "parallelism", "roles", "caches", "other"]
+CATEGORIES: Final[tuple[Category, ...]] = ("image", "model", "args", "parallelism", "roles", "caches", "other")
+
+
+# --- the manifest of a revision ----------------------------------------------------------------------------------
+
+def revision_name(endpoint: str, number: int) -> str:
+    """``<endpoint>-r<N>``: the name of revision N of a blue/green rollout."""
+    return f"{endpoint}-r{number}"
+
+
+def revision_manifest(doc: Mapping[str, Any], name: str, number: int) -> dict[str, Any]:
+    """The InferenceEndpointConfig ``doc`` as revision ``number`` named ``name``: metadata reduced to what a manifest
+    carries (name, namespace, labels with :data:`REVISION_LABEL`, annotations), and the autoscaling queries, which
+    select the role pods by their name (``<role>-<IEC name>-<hash>-<suffix>``), re-anchored on the new name."""
+    out = copy.deepcopy(dict(doc))
+    meta = out.get("metadata") or {}
+    old = str(meta.get("name") or "")
+    out["metadata"] = {"name": name, "namespace": meta.get("namespace"),
+                       "labels": {**(meta.get("labels") or {}), REVISION_LABEL: str(number)},
+                       **({"annotations": dict(meta["annotations"])} if meta.get("annotations") else {})}
+    spec = out.get("spec") or {}
+    for scaling in (spec.get("autoScalingSpec"), (spec.get("pdSpec") or {}).get("autoScalingSpec")):
+        if isinstance(scaling, dict) and old and old != name:
+            _rename_queries(scaling, old, name)
+    return out
+
+
+def as_manifest(obj: dict[str, Any]) -> dict[str, Any]:
+    """A live InferenceEndpointConfig as the manifest that would make it again (no status, no server fields): what
+    ``rollout`` records as revision 0 of an endpoint applied by hand, and what ``bench`` restores."""
+    meta = obj.get("metadata") or {}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if k != "kubectl.kubernetes.io/last-applied-configuration"}
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
+            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"),
+                         "labels": dict(meta.get("labels") or {}), **({"annotations": annotations} if annotations
+                                                                       else {})},
+            "spec": obj.get("spec") or {}}
+
+
+def _rename_queries(node: Any, old: str, new: str) -> None:
+    """Every ``query`` below ``node``: the pod-name anchors of endpoint ``old`` (``prefill-<old>-``, ``decode-<old>-``,
+    ``(prefill|decode)-<old>-``, ``"<old>-``, each followed by the pod suffix) renamed to ``new``."""
+    pattern = re.compile(r'(?:(?<=prefill-)|(?<=decode-)|(?<=\)-)|(?<="))' + re.escape(old)
+                         + r"-(?=" + re.escape(POD_SUFFIX) + ")")
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "query" and isinstance(value, str):
+                node[key] = pattern.sub(f"{new}-", value)
+            else:
+                _rename_queries(value, old, new)
+    elif isinstance(node, list):
+        for item in node:
+            _rename_queries(item, old, new)
+
+
+# --- what changes ------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class Change:
+    category: Category
+    path: str
+    """Where in ``spec`` (``worker.image``, ``pdSpec.prefillSpec.replicas``, vLLM flags as ``--model``)."""
+    before: Any
+    """The live value; ``None`` when the live spec has no such field."""
+    after: Any
+    """The target value; ``None`` when the target removes the field."""
+
+    def line(self) -> str:
+        return f"{self.category}: {self.path}: {_shown(self.before)} -> {_shown(self.after)}"
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "(none)"
+    if isinstance(value, list):
+        return " ".join(str(v) for v in value) if all(not isinstance(v, (dict, list)) for v in value) else str(value)
+    return str(value)
+
+
+#: vLLM flags of ``worker.args`` shown on their own, with their category.
+_FLAGS: Final[dict[str, Category]] = {"--model": "model", "--tensor-parallel-size": "parallelism"}
+#: Top-level keys a target may drop while the live spec keeps them (the API server adds none of these).
+_DROPPABLE: Final = ("pdSpec", "autoScalingSpec", "kvCacheSpec", "modelCacheConfig", "intelligentRoutingSpec",
+                     "dataCapture", "tlsConfig", "dnsConfig", "kubernetes", "nodeAffinity", "endpointName")
+
+
+def _category(path: str) -> Category:
+    if path == "worker.image":
+        return "image"
+    if path.startswith(("modelName", "modelSourceConfig", "worker.modelVolumeMount", "modelVersion")):
+        return "model"
+    if path.startswith(("kvCacheSpec", "modelCacheConfig")):
+        return "caches"
+    if path == "replicas" or ".resources" in path or path.startswith("worker.resources") or path.endswith(
+            ".replicas"):
+        return "parallelism"
+    if path.endswith(".args") or path.startswith(("worker.args", "worker.environmentVariables")):
+        return "args"
+    if path.startswith(("pdSpec", "autoScalingSpec", "intelligentRoutingSpec", "instanceType")):
+        return "roles"
+    return "other"
+
+
+def _flag(args: list[Any], flag: str) -> str | None:
+    if flag == "--model":
+        return model_of_argv([str(a) for a in args]) or None
+    found = None
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            found = str(args[i + 1])
+        elif str(arg).startswith(f"{flag}="):
+            found = str(arg).split("=", 1)[1]
+    return found
+
+
+def _without_flags(args: list[Any]) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for arg in (str(a) for a in args):
+        if skip:
+            skip = False
+            continue
+        if arg in _FLAGS:
+            skip = True
+            continue
+        if any(arg.startswith(f"{flag}=") for flag in _FLAGS):
+            continue
+        out.append(arg)
+    return out
+
+
+def changes(live_spec: Mapping[str, Any], target_spec: Mapping[str, Any]) -> list[Change]:
+    """What the target changes of the live spec, by category: every field the target sets that the live spec holds
+    otherwise (the API server adds defaults, so a field the target leaves out is not compared), the fields the target
+    drops (:data:`_DROPPABLE`, ``pdSpec.autoScalingSpec``), and ``worker.args`` flag by flag for ``--model`` and
+    ``--tensor-parallel-size`` (the rest of the list as a whole)."""
+    found: list[Change] = []
+
+    def walk(live: Any, want: Any, path: str) -> None:
+        if path == "worker.args" and isinstance(want, list):
+            have = live if isinstance(live, list) else []
+            for flag, category in _FLAGS.items():
+                if _flag(have, flag) != _flag(want, flag):
+                    found.append(Change(category=category, path=flag, before=_flag(have, flag),
+                                        after=_flag(want, flag)))
+            if _without_flags(have) != _without_flags(want):
+                found.append(Change(category="args", path=path, before=_without_flags(have) if live else None,
+                                    after=_without_flags(want)))
+            return
+        if isinstance(want, dict):
+            if not isinstance(live, dict):
+                found.append(Change(category=_category(path), path=path, before=live, after=want))
+                return
+            for key, value in want.items():
+                walk(live.get(key), value, f"{path}.{key}" if path else key)
+            return
+        if isinstance(want, list) and isinstance(live, list) and len(want) == len(live) and all(
+                isinstance(w, dict) for w in want):
+            if any(not _holds(a, b) for a, b in zip(live, want, strict=True)):
+                found.append(Change(category=_category(path), path=path, before=live, after=want))
+            return
+        if not _same(live, want):
+            found.append(Change(category=_category(path), path=path, before=live, after=want))
+
+    walk(live_spec, target_spec, "")
+    for key in _DROPPABLE:
+        if key in live_spec and key not in target_spec:
+            found.append(Change(category=_category(key), path=key, before="(set)", after=None))
+    live_pd, want_pd = live_spec.get("pdSpec"), target_spec.get("pdSpec")
+    if isinstance(live_pd, dict) and isinstance(want_pd, dict) and "autoScalingSpec" in live_pd \
+            and "autoScalingSpec" not in want_pd:
+        found.append(Change(category="roles", path="pdSpec.autoScalingSpec", before="(set)", after=None))
+    return sorted(found, key=lambda c: CATEGORIES.index(c.category))
+
+
+def _same(live: Any, want: Any) -> bool:
+    """Equal, with a number and its string read alike (the API server keeps a quantity as written; ``8`` == ``"8"``)."""
+    if live == want:
+        return True
+    return live is not None and want is not None and not isinstance(live, (dict, list)) \
+        and not isinstance(want, (dict, list)) and str(live) == str(want)
+
+
+def _holds(live: Any, want: Any) -> bool:
+    if isinstance(want, dict):
+        return isinstance(live, dict) and all(_holds(live.get(k), v) for k, v in want.items())
+    if isinstance(want, list):
+        return isinstance(live, list) and len(live) == len(want) and all(
+            _holds(a, b) for a, b in zip(live, want, strict=True))
+    return _same(live, want)
+
+
+# --- capacity ------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class NodeRoom:
+    """One node as the GPU scheduler sees it."""
+
+    name: str
+    labels: Mapping[str, str]
+    allocatable: int
+    """``status.allocatable`` of :data:`GPU_RESOURCE`."""
+    held: Mapping[str, int] = field(default_factory=dict)
+    """GPUs requested by the pods bound to the node (not Succeeded or Failed), by owner: ``<namespace>/<Deployment>``
+    for a Deployment's pod, ``<namespace>/<pod>`` for any other."""
+    schedulable: bool = True
+    """Ready, not cordoned, without a ``NoSchedule`` taint (HyperPod's deep health checks keep one)."""
+
+    @property
+    def used(self) -> int:
+        return sum(self.held.values())
+
+    @property
+    def free(self) -> int:
+        return max(self.allocatable - self.used, 0) if self.schedulable else 0
+
+    def matches(self, selector: Mapping[str, str]) -> bool:
+        return all(self.labels.get(k) == v for k, v in selector.items())
+
+
+@dataclass(frozen=True, kw_only=True)
+class Demand:
+    """Pods of one role to place: each needs ``gpus`` GPUs on one node that ``selector`` selects."""
+
+    role: str
+    selector: Mapping[str, str]
+    gpus: int
+    pods: int
+
+
+def selector_text(selector: Mapping[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "any node"
+
+
+def place(nodes: Iterable[NodeRoom], demands: Iterable[Demand], *, released: Mapping[str, float] | None = None
+          ) -> list[str]:
+    """Place every pod of ``demands`` on the nodes' free GPUs, largest pods first, each on the first node (by name)
+    that its selector selects and that has room: what the scheduler can do at best for GPU-only requests. Returns
+    one line per role whose pods do not all fit (empty: all fit). ``released``: the share of its GPUs each owner
+    (the keys of :attr:`NodeRoom.held`) gives back first (1: every old pod of a ``Recreate``)."""
+    rooms = sorted(nodes, key=lambda n: n.name)
+    return _place(rooms, _free(rooms, released or {}), demands)
+
+
+def _free(rooms: list[NodeRoom], released: Mapping[str, float]) -> dict[str, int]:
+    return {n.name: n.free + (sum(math.floor(g * released[o]) for o, g in n.held.items() if o in released)
+                              if n.schedulable else 0) for n in rooms}
+
+
+def _place(rooms: list[NodeRoom], free: dict[str, int], demands: Iterable[Demand]) -> list[str]:
+    """:func:`place` on ``free`` (node name -> free GPUs), which it updates."""
+    short: list[str] = []
+    for d in sorted(demands, key=lambda d: -d.gpus):
+        for _ in range(d.pods):
+            node = next((n for n in rooms if n.matches(d.selector) and free[n.name] >= d.gpus), None)
+            if node is None:
+                seen = ", ".join(f"{n.name}: {free[n.name]}" for n in rooms if n.matches(d.selector)) or "no node"
+                short.append(f"{d.role}: a pod of {d.gpus} GPUs fits no node of {selector_text(d.selector)} "
+                             f"(free: {seen})")
+                break
+            free[node.name] -= d.gpus
+    return short
+
+
+def free_by_selector(nodes: Iterable[NodeRoom], selectors: Mapping[Any, Mapping[str, str]]) -> list[str]:
+    """One line per role: the free GPUs of the nodes its selector selects, node by node."""
+    rooms = sorted(nodes, key=lambda n: n.name)
+    lines = []
+    for role, selector in selectors.items():
+        picked = [n for n in rooms if n.matches(selector)]
+        total = sum(n.allocatable for n in picked)
+        each = ", ".join(f"{n.name}: {n.free}" + ("" if n.schedulable else " (not schedulable)") for n in picked)
+        lines.append(f"{role} ({selector_text(selector)}): {sum(n.free for n in picked)} of {total} GPUs free on "
+                     f"{len(picked)} node{'s' if len(picked) != 1 else ''}" + (f" ({each})" if picked else ""))
+    return lines
+
+
+def _gpus(resources: Any) -> int:
+    """GPUs a container's ``resources`` asks for: the request, else the limit (for an extended resource Kubernetes
+    sets the request to the limit when only the limit is given)."""
+    if not isinstance(resources, dict):
+        return 0
+    for key in ("requests", "limits"):
+        value = (resources.get(key) or {}).get(GPU_RESOURCE)
+        if value is not None:
+            return int(value)
+    return 0
+
+
+def is_dpd(spec: Mapping[str, Any]) -> bool:
+    return isinstance(spec.get("pdSpec"), dict)
+
+
+def demands(spec: Mapping[str, Any], selectors: Mapping[Role, Mapping[str, str]]) -> list[Demand]:
+    """The pods an endpoint spec runs: per DPD role its ``replicas`` of its ``resources`` (the role's selector:
+    ``selectors``); a colocated endpoint's ``replicas`` of ``worker.resources`` on nodes of its instance type."""
+    if is_dpd(spec):
+        pd = spec["pdSpec"]
+        return [Demand(role=role, selector=selectors[role], gpus=_gpus((pd.get(ROLE_SPEC[role]) or {}).get(
+                    "resources")), pods=int((pd.get(ROLE_SPEC[role]) or {}).get("replicas", 1))) for role in ROLES]
+    instance_type = spec.get("instanceType")
+    return [Demand(role="worker", selector={INSTANCE_TYPE_LABEL: str(instance_type)} if instance_type else {},
+                   gpus=_gpus((spec.get("worker") or {}).get("resources")), pods=int(spec.get("replicas", 1)))]
+
+
+# --- the live Deployments' strategy --------------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class Strategy:
+    """A Deployment's ``spec.strategy`` (apps/v1), with its replicas."""
+
+    deployment: str
+    type: str
+    """``RollingUpdate`` or ``Recreate``."""
+    replicas: int
+    max_surge: int | str | None = None
+    max_unavailable: int | str | None = None
+
+    def surge(self) -> int:
+        """``maxSurge`` in pods: a percentage of the replicas rounded up; default 25 %."""
+        return _scaled(self.max_surge, self.replicas, up=True)
+
+    def unavailable(self) -> int:
+        """``maxUnavailable`` in pods: a percentage of the replicas rounded down; default 25 %."""
+        return _scaled(self.max_unavailable, self.replicas, up=False)
+
+    def describe(self) -> str:
+        if self.type != "RollingUpdate":
+            return f"{self.deployment} {self.type}"
+        def shown(value: int | str | None, pods: int) -> str:
+            given = "25%" if value is None else str(value)
+            return given if given == str(pods) else f"{given} = {pods}"
+
+        return (f"{self.deployment} RollingUpdate (maxSurge {shown(self.max_surge, self.surge())}, maxUnavailable "
+                f"{shown(self.max_unavailable, self.unavailable())}, {self.replicas} replica"
+                f"{'s' if self.replicas != 1 else ''})")
+
+
+def _scaled(value: int | str | None, replicas: int, *, up: bool) -> int:
+    if value is None:
+        value = "25%"
+    if isinstance(value, int) or str(value).isdigit():
+        return int(value)
+    percent = float(str(value).rstrip("%")) * replicas / 100
+    return math.ceil(percent) if up else math.floor(percent)
+
+
+@dataclass(frozen=True, kw_only=True)
+class InPlace:
+    fits: bool
+    downtime: bool
+    """The old pods stop before the new ones serve (``Recreate``, or a ``maxUnavailable`` that covers every replica)."""
+    lines: tuple[str, ...]
+
+
+def in_place(live_spec: Mapping[str, Any], target_spec: Mapping[str, Any], strategies: Mapping[Role, Strategy | None],
+             nodes: Iterable[NodeRoom], selectors: Mapping[Role, Mapping[str, str]], namespace: str) -> InPlace:
+    """Whether applying the target over the live endpoint finishes, for both roles at once (one apply changes both
+    pod templates). Per role: ``RollingUpdate`` first creates its surge pods, which need free GPUs now (both roles'
+    together); where they fit nowhere it can only go on when ``maxUnavailable`` lets it stop old pods first;
+    ``Recreate`` stops every old pod first. New pods that wait for old ones to stop place on what those release, and
+    when that is every replica of a role the endpoint is down for one cold start. A mode change (``pdSpec`` added or
+    removed) is never in place: what the operator does then is unpublished [I] (the fourth review, k8s defect 1)."""
+    if not (is_dpd(live_spec) and is_dpd(target_spec)):
+        return InPlace(fits=False, downtime=False, lines=(
+            "in place: no: DPD <-> colocated in place is a transition the operator does not publish [I]",))
+    known = {role: s for role, s in strategies.items() if s is not None}
+    missing = [role for role in ROLES if role not in known]
+    if missing:
+        return InPlace(fits=False, downtime=False, lines=(
+            f"in place: no: the {' and '.join(missing)} Deployment is not found, so its strategy is unknown",))
+    rooms = sorted(nodes, key=lambda n: n.name)
+    want = {d.role: d for d in demands(target_spec, selectors)}
+    lines = [f"live strategy: {'; '.join(known[role].describe() for role in ROLES)}"]
+    surging = [role for role in ROLES if known[role].type == "RollingUpdate" and known[role].surge() >= 1]
+    free = _free(rooms, {})
+    short = _place(rooms, free, [Demand(role=r, selector=want[r].selector, gpus=want[r].gpus,
+                                        pods=min(known[r].surge(), want[r].pods)) for r in surging])
+    stuck = {line.split(":", 1)[0] for line in short}
+    by_role: dict[str, Strategy] = {str(role): s for role, s in known.items()}
+    deadlocked = [line for line in short if by_role[line.split(":", 1)[0]].unavailable() < 1]
+    if deadlocked:
+        return InPlace(fits=False, downtime=False, lines=(
+            *lines, f"in place: would deadlock: {'; '.join(deadlocked)}; with maxUnavailable 0 the old pod stays "
+                    "until the surge pod is Ready, so the surge pod stays Pending and the old pod serves the old "
+                    "spec"))
+    waiting = [role for role in ROLES if role not in surging or role in stuck]
+    released = {f"{namespace}/{known[r].deployment}": 1.0 if known[r].type == "Recreate" else
+                min(known[r].unavailable(), known[r].replicas) / max(known[r].replicas, 1) for r in waiting}
+    free = _free(rooms, released)
+    blocked = _place(rooms, free, [want[r] if known[r].type == "Recreate" else Demand(
+        role=r, selector=want[r].selector, gpus=want[r].gpus, pods=min(known[r].unavailable(), want[r].pods))
+        for r in waiting])
+    if blocked:
+        return InPlace(fits=False, downtime=False, lines=(
+            *lines, f"in place: no: even after the old pods stop, {'; '.join(blocked)}"))
+    downtime = any(known[r].type == "Recreate" or known[r].unavailable() >= known[r].replicas for r in waiting)
+    how = ("the old pods stop first: downtime of one cold start" if downtime else
+           "the new pods fit beside the old ones: each role runs old and new pods side by side until both finish")
+    return InPlace(fits=True, downtime=downtime, lines=(*lines, f"in place: fits ({how})"))
+
+
+# --- downtime -----------------------------------------------------------------------------------------------------
+
+def downtime(figures: Iterable[ColdStart] | None, *, source_type: str, weights_cache: bool,
+             model_changes: bool) -> str:
+    """The planned downtime of one cold start, from the planner's published figures (``figures``; ``None`` when the
+    model's size is unknown): the S3 load unless the NVMe weights cache holds these weights already (on, and the
+    model unchanged: the same nodes read them locally; AWS publishes no time for that)."""
+    if figures is None:
+        return "one cold start (no estimate: the model's size is unknown; set model.parameters_billion)"
+    by_source = {f.source: f for f in figures}
+    s3 = by_source.get("s3")
+    if source_type != "s3" or s3 is None or s3.seconds is None:
+        return f"one cold start (no published time for model source {source_type!r})"
+    fast, slow = s3.seconds
+    s3_text = f"{fast / 60:.1f}-{slow / 60:.1f} min from S3 [{s3.note}]"
+    if not weights_cache:
+        return f"one cold start: {s3_text}; weights cache off"
+    if model_changes:
+        return (f"one cold start: {s3_text}; the NVMe weights cache holds the old weights, and the first start of "
+                "new weights on a node pays the S3 time")
+    return (f"one cold start: the NVMe weights cache holds these weights (AWS publishes no load time for a hit); at "
+            f"most {s3_text}")
+
+
+# --- KV safety ----------------------------------------------------------------------------------------------------
+
+def model_identity(spec: Mapping[str, Any]) -> tuple[str, str]:
+    """The served model's name and its weights' location (``modelSourceConfig`` with ``modelLocation`` without its
+    trailing ``/``)."""
+    source = dict(spec.get("modelSourceConfig") or {})
+    if "modelLocation" in source:
+        source["modelLocation"] = str(source["modelLocation"]).strip("/")
+    return str(spec.get("modelName") or ""), repr(sorted(source.items()))
+
+
+def _l2(spec: Mapping[str, Any]) -> str | None:
+    kv = spec.get("kvCacheSpec") or {}
+    if not kv.get("enableL2Cache"):
+        return None
+    return str((kv.get("l2CacheSpec") or {}).get("l2CacheBackend") or "the L2 backend")
+
+
+def kv_safety(live_spec: Mapping[str, Any], target_spec: Mapping[str, Any], *, flushed: bool = False
+              ) -> tuple[str | None, str]:
+    """``(refusal, note)`` for the KV a model change could reuse. LMCache keys every chunk on vLLM's ``--model``
+    value, never on the weights (docs/endpoint.md, "Model identity"; issue 33): when the model changes (its name or
+    its weights' location) while ``--model`` stays the same string and an L2 cache keeps keys beyond the pods
+    (``kvCacheSpec.enableL2Cache``, live or target), the new weights would read KV the old ones wrote. That is
+    refused (unless ``flushed``: the L2 was flushed); otherwise the note says whether the keys differ."""
+    before, after = model_identity(live_spec), model_identity(target_spec)
+    if before == after:
+        return None, "KV: the model does not change"
+    old = model_of_argv([str(a) for a in (live_spec.get("worker") or {}).get("args") or []])
+    new = model_of_argv([str(a) for a in (target_spec.get("worker") or {}).get("args") or []])
+    if old != new:
+        return None, f"KV: the model changes and so do the LMCache keys (--model {old} -> {new}): no KV is reused"
+    l2 = _l2(live_spec) or _l2(target_spec)
+    if l2 is None:
+        return None, (f"KV: the model changes but --model stays {new}: no L2 cache keeps keys beyond the pods, and "
+                      "the old pods' L1 goes with them")
+    if flushed:
+        return None, f"KV: the model changes with the same --model {new}; the L2 ({l2}) was flushed (--kv-flushed)"
+    return (f"refusing: the model changes but vLLM's --model stays {new!r}, and LMCache keys carry only --model "
+            f"(docs/endpoint.md, Model identity): with the L2 cache on ({l2}) the new weights would read the KV the "
+            "old ones wrote; give the new weights their own model.revision (or let stage-model name them), or flush "
+            "the L2 and pass --kv-flushed"), ""
+
+
+# --- the decision ------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    kind: Kind
+    endpoint: str
+    namespace: str
+    live: str | None
+    """The live InferenceEndpointConfig's name (``None``: nothing live)."""
+    target: str
+    """The name the target runs under."""
+    changes: tuple[Change, ...]
+    capacity: tuple[str, ...]
+    """Free GPUs per role's nodes (:func:`free_by_selector`)."""
+    reasons: tuple[str, ...]
+    """Why this kind: blue/green's fit, the in-place verdict."""
+    downtime: str | None
+    kv: str
+    refusal: str | None = None
+    service: str = ""
+    """The stable Service's state (:func:`hyperpod_dpd.rollout.address.state`)."""
+    service_change: bool = False
+    """The Service must be created or repointed at :attr:`target`."""
+
+
+def decide(*, endpoint: str, namespace: str, live_name: str | None, live_spec: Mapping[str, Any] | None,
+           target_spec: Mapping[str, Any], blue_green_name: str, nodes: Iterable[NodeRoom],
+           strategies: Mapping[Role, Strategy | None], selectors: Mapping[Role, Mapping[str, str]],
+           cold_start: str, cold_start_unchanged: str, kv_flushed: bool = False, service: str = "",
+           service_change: bool = False) -> Plan:
+    """The plan (module docstring). ``cold_start``: :func:`downtime` of the target; ``cold_start_unchanged``: the same
+    when the weights do not change (a replace that changes no weights finds them in the weights cache)."""
+    rooms = list(nodes)
+    capacity = tuple(free_by_selector(rooms, selectors if is_dpd(target_spec) else {
+        d.role: d.selector for d in demands(target_spec, selectors)}))
+    if live_spec is None or live_name is None:
+        short = place(rooms, demands(target_spec, selectors))
+        fit = "it fits" if not short else f"it does not fit yet ({'; '.join(short)}): its pods wait Pending"
+        return Plan(kind="create", endpoint=endpoint, namespace=namespace, live=None, target=endpoint, changes=(),
+                    capacity=capacity, reasons=(f"nothing live: the endpoint is applied; {fit}",), downtime=None,
+                    kv="KV: nothing live", service=service, service_change=True)
+    found = tuple(changes(live_spec, target_spec))
+    refusal, kv = kv_safety(live_spec, target_spec, flushed=kv_flushed)
+    if not found:
+        return Plan(kind="none", endpoint=endpoint, namespace=namespace, live=live_name, target=live_name,
+                    changes=(), capacity=capacity, reasons=(), downtime=None, kv=kv, service=service,
+                    service_change=service_change)
+    model_changes = any(c.category == "model" for c in found)
+    outage = cold_start if model_changes else cold_start_unchanged
+    short = place(rooms, demands(target_spec, selectors))
+    fit_line = ("blue/green: a second copy fits" if not short
+                else f"blue/green: a second copy does not fit: {'; '.join(short)}")
+    replaced = Plan(kind="replace", endpoint=endpoint, namespace=namespace, live=live_name, target=live_name,
+                    changes=found, capacity=capacity, reasons=(fit_line,), downtime=outage, kv=kv, refusal=refusal,
+                    service=service, service_change=True)
+    if not short:
+        return dataclasses.replace(replaced, kind="blue-green", target=blue_green_name, downtime=None)
+    verdict = in_place(live_spec, target_spec, strategies, rooms, selectors, namespace)
+    if verdict.fits:
+        return dataclasses.replace(replaced, kind="in-place", reasons=(fit_line, *verdict.lines),
+                                   downtime=outage if verdict.downtime else None)
+    return dataclasses.replace(replaced, reasons=(fit_line, *verdict.lines))
+
+
+_TITLE: Final[dict[Kind, str]] = {
+    "none": "no change", "create": "CREATE", "blue-green": "BLUE/GREEN", "in-place": "IN PLACE", "replace": "REPLACE"}
+
+
+def steps_of(kind: str, source: str | None, target: str) -> tuple[str, ...]:
+    """The executor's steps of a change, each ``<action> <source|target> <IEC name>``
+    (:mod:`hyperpod_dpd.rollout.executor`). ``discard`` undoes an unfinished blue/green (or create): the Service back
+    to the source, the new revision deleted."""
+    s, t = f"source {source}", f"target {target}"
+    return {
+        "none": (f"service {t}",),
+        "create": (f"apply {t}", f"ready {t}", f"service {t}"),
+        "blue-green": (f"apply {t}", f"ready {t}", f"smoke {t}", f"service {t}", f"remove {s}"),
+        "in-place": (f"update {t}", f"rolled {t}", f"service {t}"),
+        "replace": (f"remove {s}", f"apply {t}", f"ready {t}", f"service {t}"),
+        "discard": ((f"service {s}",) if source else ()) + (f"remove {t}",),
+    }[kind]
+
+
+def step_text(step: str, endpoint: str, namespace: str) -> str:
+    """What a step does, in words."""
+    action, _, name = step.split(" ", 2)
+    return {
+        "apply": f"apply {name}",
+        "update": f"apply the new spec over {name} in place (both roles in one apply)",
+        "ready": f"wait until {name} is ready",
+        "rolled": f"wait until {name} is ready and both roles' rollouts are finished",
+        "smoke": f"smoke test {name}: a short and a long prompt",
+        "service": f"point Service {namespace}/{endpoint} at {name}",
+        "remove": f"delete {name} and wait until it is gone",
+    }[action]
+
+
+def describe_steps(plan: Plan) -> list[str]:
+    """What the rollout will do, in order (:func:`steps_of`)."""
+    if plan.kind == "none" and not plan.service_change:
+        return []
+    return [step_text(step, plan.endpoint, plan.namespace) for step in steps_of(plan.kind, plan.live, plan.target)]
+
+
+def render(plan: Plan) -> list[str]:
+    """The plan as printed before anything happens."""
+    where = f"{plan.namespace}/{plan.endpoint}"
+    lines = [f"rollout of endpoint {where}: live {f'InferenceEndpointConfig {plan.live}' if plan.live else 'none'}"]
+    if plan.changes:
+        lines.append("changes:")
+        lines += [f"  {c.line()}" for c in plan.changes]
+    lines.append("free GPUs (allocatable minus the GPU requests of the pods bound there):")
+    lines += [f"  {line}" for line in plan.capacity]
+    lines += plan.reasons
+    lines.append(plan.kv)
+    if plan.service:
+        lines.append(plan.service)
+    lines.append(f"plan: {_TITLE[plan.kind]}" + (f" as {plan.target}" if plan.kind in ("blue-green", "create") else "")
+                 + (": nothing to do" if plan.kind == "none" and not describe_steps(plan) else ""))
+    if plan.kind in ("replace", "in-place"):
+        lines.append(f"planned downtime: {plan.downtime}" if plan.downtime else "planned downtime: none")
+    elif plan.kind == "blue-green":
+        lines.append("planned downtime: none (the Service moves once the new revision answers)")
+    lines += [f"  {i}. {step}" for i, step in enumerate(describe_steps(plan), 1)]
+    return lines
+
+
+def revision_name_problem(name: str, namespace: str, others: Mapping[str, Any]) -> str | None:
+    """Why revision name ``name`` cannot be used, or ``None``: every name it derives (:meth:`hyperpod_core.names.
+    EndpointNames.derived`) must be a DNS label (at most 63 characters) and none may be one that another endpoint of
+    the deployment derives (``others``: endpoint name -> its :class:`~hyperpod_core.names.EndpointNames`), the
+    fleet's name rule (:func:`hyperpod_core.config.rules.derived_names_are_unique`)."""
+    from hyperpod_core.names import EndpointNames
+
+    mine = EndpointNames(name=name, namespace=namespace).derived()
+    for kind, ns, derived in mine:
+        if len(derived) > 63:
+            return (f"revision {name} would derive the {kind} {derived!r} in {ns!r}, longer than 63 characters: "
+                    "shorten the endpoint's name or namespace")
+    for other, names in others.items():
+        shared = set(mine) & set(names.derived())
+        if shared:
+            kind, ns, derived = sorted(shared)[0]
+            return (f"revision {name} would derive the {kind} {derived!r} in {ns!r}, which endpoint {other!r} "
+                    "derives too: rename one of them")
+    return None

@@ -1,0 +1,306 @@
+"""The rollout planner's pure functions (:mod:`hyperpod_dpd.rollout.plan`) and the revision store
+(:mod:`hyperpod_dpd.rollout.store`), one rule per test, on small dicts."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hyperpod_analysis.plan.coldstart import cold_start
+from hyperpod_core.errors import UsageError
+from hyperpod_core.models import MODELS
+from hyperpod_core.names import EndpointNames
+from hyperpod_dpd.rollout import plan as p
+from hyperpod_dpd.rollout.store import Record, Revision, RevisionStore
+
+POOL = "hyperpod-dpd/pool"
+SELECTORS: dict[Any, dict[str, str]] = {"prefill": {POOL: "prefill"}, "decode": {POOL: "decode"}}
+
+
+def spec(*, model: str = "/opt/ml/model/m/r1", location: str = "models/m/r1", image: str = "img:1", gpus: int = 8,
+         replicas: int = 1, l2: bool = False) -> dict[str, Any]:
+    role = {"replicas": replicas, "args": ["--max-num-seqs", "16"],
+            "resources": {"requests": {"nvidia.com/gpu": gpus}, "limits": {"nvidia.com/gpu": gpus}}}
+    return {"modelName": "m", "instanceType": "ml.p5.48xlarge",
+            "modelSourceConfig": {"modelSourceType": "s3", "modelLocation": location,
+                                  "s3Storage": {"bucketName": "b", "region": "us-west-2"}},
+            "worker": {"image": image, "args": ["--model", model, "--tensor-parallel-size", str(gpus)]},
+            "kvCacheSpec": {"enableL1Cache": True, "enableL2Cache": l2, **(
+                {"l2CacheSpec": {"l2CacheBackend": "redis"}} if l2 else {})},
+            "pdSpec": {"prefillSpec": {**copy.deepcopy(role), "nodeSelector": {POOL: "prefill"}},
+                       "decodingSpec": {**copy.deepcopy(role), "nodeSelector": {POOL: "decode"}}}}
+
+
+def node(name: str, pool: str, *, held: int = 0, owner: str = "default/x", allocatable: int = 8,
+         schedulable: bool = True) -> p.NodeRoom:
+    return p.NodeRoom(name=name, labels={POOL: pool}, allocatable=allocatable,
+                      held={owner: held} if held else {}, schedulable=schedulable)
+
+
+def full_pools(per_pool: int = 1) -> list[p.NodeRoom]:
+    """The live endpoint's two 8-GPU pods, one on the first node of each pool; ``per_pool`` nodes in each."""
+    return [node(f"{pool}-{i}", pool, held=8 if i == 0 else 0, owner=f"default/{pool}-e") for pool in
+            ("prefill", "decode") for i in range(per_pool)]
+
+
+def rolling(role: str, surge: int | str | None = 1, unavailable: int | str | None = 0,
+            replicas: int = 1) -> p.Strategy:
+    return p.Strategy(deployment=f"{role}-e", type="RollingUpdate", replicas=replicas, max_surge=surge,
+                      max_unavailable=unavailable)
+
+
+def recreate(role: str) -> p.Strategy:
+    return p.Strategy(deployment=f"{role}-e", type="Recreate", replicas=1)
+
+
+# --- Kubernetes' rounding of the strategy --------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("surge", "unavailable", "replicas", "expected"), [
+    (None, None, 1, (1, 0)),  # the 25 % defaults at one replica (Kubernetes docs, "Deployments": surge up, down)
+    ("25%", "25%", 4, (1, 1)),
+    ("50%", "50%", 3, (2, 1)),
+    (2, 1, 1, (2, 1)),
+    ("3", "0", 1, (3, 0)),
+])
+def test_strategy_rounds_surge_up_and_unavailable_down(surge: Any, unavailable: Any, replicas: int,
+                                                       expected: tuple[int, int]) -> None:
+    s = p.Strategy(deployment="d", type="RollingUpdate", replicas=replicas, max_surge=surge,
+                   max_unavailable=unavailable)
+    assert (s.surge(), s.unavailable()) == expected
+
+
+# --- placing pods ---------------------------------------------------------------------------------------------------
+
+def test_a_pod_needs_its_gpus_on_one_node() -> None:
+    """Two nodes with 4 free GPUs each do not hold one 8-GPU pod (a pod never spans nodes)."""
+    nodes = [node("a", "prefill", held=4), node("b", "prefill", held=4)]
+    short = p.place(nodes, [p.Demand(role="prefill", selector={POOL: "prefill"}, gpus=8, pods=1)])
+    assert short == ["prefill: a pod of 8 GPUs fits no node of hyperpod-dpd/pool=prefill (free: a: 4, b: 4)"]
+    assert p.place(nodes, [p.Demand(role="prefill", selector={POOL: "prefill"}, gpus=4, pods=2)]) == []
+
+
+def test_only_nodes_the_selector_selects_count() -> None:
+    nodes = [node("a", "decode"), node("b", "prefill", held=8)]
+    assert p.place(nodes, [p.Demand(role="prefill", selector={POOL: "prefill"}, gpus=8, pods=1)])
+
+
+def test_an_unschedulable_node_has_no_room() -> None:
+    nodes = [node("a", "prefill", schedulable=False)]
+    assert p.place(nodes, [p.Demand(role="prefill", selector={POOL: "prefill"}, gpus=1, pods=1)])
+
+
+def test_both_roles_share_a_pool_they_both_select() -> None:
+    shared = {POOL: "shared"}
+    nodes = [node("a", "shared")]
+    demand = [p.Demand(role=r, selector=shared, gpus=8, pods=1) for r in ("prefill", "decode")]
+    assert len(p.place(nodes, demand)) == 1
+    assert p.place([*nodes, node("b", "shared")], demand) == []
+
+
+# --- in place ---------------------------------------------------------------------------------------------------------
+
+def test_in_place_with_rolling_update_deadlocks_on_full_nodes() -> None:
+    verdict = p.in_place(spec(), spec(model="/opt/ml/model/m/r2"), {r: rolling(r) for r in ("prefill", "decode")},
+                         full_pools(), SELECTORS, "default")
+    assert not verdict.fits and "would deadlock" in verdict.lines[-1]
+
+
+def test_in_place_needs_both_roles_surge_room() -> None:
+    """A spare prefill node alone (the p5en example after a prefill scale-down) does not make in place safe: the
+    decode role would stay on the old spec (k8s-review defect 1, the mixed window)."""
+    nodes = [*full_pools(), node("prefill-1", "prefill")]
+    verdict = p.in_place(spec(), spec(image="img:2"), {r: rolling(r) for r in ("prefill", "decode")}, nodes,
+                         SELECTORS, "default")
+    assert not verdict.fits and "decode: a pod of 8 GPUs" in verdict.lines[-1]
+
+
+def test_in_place_with_surge_room_for_both_roles_fits_without_downtime() -> None:
+    verdict = p.in_place(spec(), spec(image="img:2"), {r: rolling(r) for r in ("prefill", "decode")},
+                         full_pools(2), SELECTORS, "default")
+    assert verdict.fits and not verdict.downtime
+
+
+def test_in_place_with_recreate_fits_on_what_the_old_pods_release_with_downtime() -> None:
+    verdict = p.in_place(spec(), spec(image="img:2"), {r: recreate(r) for r in ("prefill", "decode")},
+                         full_pools(), SELECTORS, "default")
+    assert verdict.fits and verdict.downtime
+
+
+def test_recreate_with_more_gpus_than_the_old_pods_release_does_not_fit() -> None:
+    nodes = [node(f"{pool}-0", pool, held=4, owner=f"default/{pool}-e") for pool in ("prefill", "decode")]
+    verdict = p.in_place(spec(gpus=4), spec(gpus=8, model="/opt/ml/model/m/r1"),
+                         {r: recreate(r) for r in ("prefill", "decode")},
+                         [*nodes, node("x", "other", held=4)], SELECTORS, "default")
+    assert verdict.fits  # 4 free + 4 released
+    busy = [node(f"{pool}-0", pool, held=4, owner=f"default/{pool}-e") for pool in ("prefill", "decode")]
+    busy = [p.NodeRoom(name=n.name, labels=n.labels, allocatable=8, held={**n.held, "default/other": 4})
+            for n in busy]
+    assert not p.in_place(spec(gpus=4), spec(gpus=8), {r: recreate(r) for r in ("prefill", "decode")}, busy,
+                          SELECTORS, "default").fits
+
+
+def test_rolling_update_that_may_stop_its_only_pod_first_goes_with_downtime() -> None:
+    verdict = p.in_place(spec(), spec(image="img:2"), {r: rolling(r, surge=0, unavailable=1)
+                                                       for r in ("prefill", "decode")}, full_pools(), SELECTORS,
+                         "default")
+    assert verdict.fits and verdict.downtime
+
+
+def test_a_mode_change_is_never_in_place() -> None:
+    colocated = {k: v for k, v in spec().items() if k != "pdSpec"}
+    verdict = p.in_place(spec(), colocated, {r: recreate(r) for r in ("prefill", "decode")}, full_pools(2),
+                         SELECTORS, "default")
+    assert not verdict.fits and "[I]" in verdict.lines[0]
+
+
+def test_an_unknown_strategy_is_never_in_place() -> None:
+    verdict = p.in_place(spec(), spec(image="img:2"), {"prefill": recreate("prefill"), "decode": None},
+                         full_pools(2), SELECTORS, "default")
+    assert not verdict.fits and "decode Deployment is not found" in verdict.lines[0]
+
+
+# --- the decision -----------------------------------------------------------------------------------------------
+
+def _decide(live: dict[str, Any] | None, target: dict[str, Any], nodes: list[p.NodeRoom],
+            strategy: Any = rolling) -> p.Plan:
+    return p.decide(endpoint="e", namespace="default", live_name="e" if live else None, live_spec=live,
+                    target_spec=target, blue_green_name="e-r1", nodes=nodes,
+                    strategies={r: strategy(r) for r in ("prefill", "decode")}, selectors=SELECTORS,
+                    cold_start="one cold start: new", cold_start_unchanged="one cold start: cached")
+
+
+def test_blue_green_comes_first_when_a_second_copy_fits() -> None:
+    plan = _decide(spec(), spec(image="img:2"), full_pools(2), recreate)
+    assert (plan.kind, plan.target, plan.downtime) == ("blue-green", "e-r1", None)
+
+
+def test_replace_states_the_cold_start_of_the_new_weights() -> None:
+    plan = _decide(spec(), spec(model="/opt/ml/model/m/r2", location="models/m/r2"), full_pools())
+    assert (plan.kind, plan.target, plan.downtime) == ("replace", "e", "one cold start: new")
+
+
+def test_replace_without_new_weights_states_the_cached_cold_start() -> None:
+    plan = _decide(spec(), spec(image="img:2"), full_pools())
+    assert (plan.kind, plan.downtime) == ("replace", "one cold start: cached")
+
+
+def test_recreate_plans_in_place_with_the_cold_start() -> None:
+    plan = _decide(spec(), spec(image="img:2"), full_pools(), recreate)
+    assert (plan.kind, plan.target, plan.downtime) == ("in-place", "e", "one cold start: cached")
+
+
+def test_no_change_when_the_live_spec_holds_the_target() -> None:
+    live = {**spec(), "maxDeployTimeInSeconds": 3600, "replicas": 1}  # defaults the API server adds
+    live["pdSpec"]["prefillSpec"]["resources"]["requests"]["nvidia.com/gpu"] = "8"  # a quantity as a string
+    assert _decide(live, spec(), full_pools()).kind == "none"
+
+
+def test_nothing_live_is_a_create() -> None:
+    assert _decide(None, spec(), full_pools()).kind == "create"
+
+
+# --- what changes -----------------------------------------------------------------------------------------------
+
+def test_changes_are_grouped_by_category() -> None:
+    target = spec(model="/opt/ml/model/m/r2", image="img:2", replicas=2)
+    target["pdSpec"]["decodingSpec"]["args"] = ["--max-num-seqs", "64"]
+    target["kvCacheSpec"]["enableL2Cache"] = True
+    found = {(c.category, c.path) for c in p.changes(spec(), target)}
+    assert found == {("image", "worker.image"), ("model", "--model"), ("args", "pdSpec.decodingSpec.args"),
+                     ("parallelism", "pdSpec.prefillSpec.replicas"), ("parallelism", "pdSpec.decodingSpec.replicas"),
+                     ("caches", "kvCacheSpec.enableL2Cache")}
+
+
+def test_a_dropped_block_is_a_change() -> None:
+    live = spec()
+    live["pdSpec"]["autoScalingSpec"] = {"prefillAutoScaling": {"minReplicaCount": 1}}
+    assert [(c.category, c.path, c.after) for c in p.changes(live, spec())] == [
+        ("roles", "pdSpec.autoScalingSpec", None)]
+
+
+def test_parallelism_is_read_from_the_flag() -> None:
+    target = spec()
+    target["worker"]["args"] = ["--model", "/opt/ml/model/m/r1", "--tensor-parallel-size", "4"]
+    assert [(c.category, c.path, c.before, c.after) for c in p.changes(spec(), target)] == [
+        ("parallelism", "--tensor-parallel-size", "8", "4")]
+
+
+# --- the revision's manifest --------------------------------------------------------------------------------------
+
+def test_a_revision_reanchors_the_autoscaling_queries_on_its_own_pods() -> None:
+    """The KEDA queries select the role pods by name (``prefill-<iec>-<hash>-<suffix>``): a revision under another
+    name would scale on nothing."""
+    doc = {"apiVersion": "v1", "kind": "InferenceEndpointConfig",
+           "metadata": {"name": "e", "namespace": "default", "labels": {"app.kubernetes.io/name": "e"},
+                        "resourceVersion": "7", "uid": "u"},
+           "spec": {"pdSpec": {"autoScalingSpec": {"prefillAutoScaling": {"prometheusTrigger": {
+               "query": 'sum(vllm:num_requests_waiting{namespace="default", '
+                        'pod_name=~"prefill-e-[a-z0-9]+-[a-z0-9]+"}) + x{pod_name=~"prefill-ex-[a-z0-9]+-[a-z0-9]+"}'
+           }}}}}}
+    before = copy.deepcopy(doc)
+    out = p.revision_manifest(doc, "e-r3", 3)
+    query = out["spec"]["pdSpec"]["autoScalingSpec"]["prefillAutoScaling"]["prometheusTrigger"]["query"]
+    assert 'pod_name=~"prefill-e-r3-[a-z0-9]+-[a-z0-9]+"' in query and "prefill-ex-[a-z0-9]" in query
+    assert out["metadata"] == {"name": "e-r3", "namespace": "default",
+                               "labels": {"app.kubernetes.io/name": "e", "hyperpod-dpd/revision": "3"}}
+    assert doc == before
+
+
+def test_a_revision_name_may_not_derive_another_endpoints_names() -> None:
+    others = {"e-r1": EndpointNames(name="e-r1", namespace="default")}
+    assert "endpoint 'e-r1' derives too" in (p.revision_name_problem("e-r1", "default", others) or "")
+    assert p.revision_name_problem("e-r2", "default", others) is None
+    assert "longer than 63" in (p.revision_name_problem("x" * 30 + "-r1", "n" * 20, {}) or "")
+
+
+# --- KV safety and downtime ---------------------------------------------------------------------------------------
+
+def test_kv_a_model_change_under_the_same_model_path_with_l2_is_refused() -> None:
+    refusal, _ = p.kv_safety(spec(l2=True), spec(l2=True, location="models/m/other"))
+    assert refusal is not None and "model.revision" in refusal and "--kv-flushed" in refusal
+    assert p.kv_safety(spec(l2=True), spec(l2=True, location="models/m/other"), flushed=True)[0] is None
+
+
+def test_kv_keys_differ_when_the_model_path_changes() -> None:
+    refusal, note = p.kv_safety(spec(l2=True), spec(l2=True, model="/opt/ml/model/m/r2", location="models/m/r2"))
+    assert refusal is None and "LMCache keys" in note
+
+
+def test_kv_without_l2_a_same_path_model_change_is_noted() -> None:
+    refusal, note = p.kv_safety(spec(), spec(location="models/m/other"))
+    assert refusal is None and "no L2 cache" in note
+
+
+def test_downtime_is_the_planners_s3_cold_start() -> None:
+    figures = cold_start(MODELS["meta-llama/Llama-3.3-70B-Instruct"])
+    text = p.downtime(figures, source_type="s3", weights_cache=False, model_changes=True)
+    # AWS HyperPod inference troubleshooting: a 70B model takes 5-10 min from cold S3 (lifecycle-facts.md)
+    assert text.startswith("one cold start: 5.0-10.0 min from S3")
+    assert "holds these weights" in p.downtime(figures, source_type="s3", weights_cache=True, model_changes=False)
+    assert "size is unknown" in p.downtime(None, source_type="s3", weights_cache=True, model_changes=True)
+
+
+# --- the store --------------------------------------------------------------------------------------------------
+
+def test_store_round_trip_and_finish(tmp_path: Path) -> None:
+    store = RevisionStore.of(tmp_path, "e")
+    old, new = (Revision(number=n, name=name, manifest={"spec": {"n": n}}) for n, name in ((0, "e"), (1, "e-r1")))
+    from hyperpod_dpd.rollout.executor import start
+
+    record = start(Record(endpoint="e", namespace="default", current=old), kind="blue-green", undo=False,
+                   source=old, target=new)
+    store.write(record)
+    assert store.read() == record and record.last == 1
+    done = record.step_done().finished()
+    assert (done.current, done.previous, done.operation) == (new, old, None)
+
+
+def test_a_store_that_is_not_one_is_bad_input(tmp_path: Path) -> None:
+    store = RevisionStore.of(tmp_path, "e")
+    store.path.parent.mkdir()
+    store.path.write_text('{"schema_version": 99}')
+    with pytest.raises(UsageError, match="is not a revision store"):
+        store.read()
