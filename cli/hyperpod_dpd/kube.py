@@ -28,7 +28,7 @@ from typing import Any
 
 import urllib3
 from kubernetes import client as k8s
-from kubernetes.client.exceptions import ApiException
+from kubernetes.client.exceptions import ApiException as ApiException  # re-exported: the one Kubernetes layer
 
 from hyperpod_core.errors import CommandFailed
 from hyperpod_core.names import (
