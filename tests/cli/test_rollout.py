@@ -339,7 +339,70 @@ def test_undo_of_an_interrupted_blue_green_discards_the_new_revision(
     assert (record["current"]["name"], record["operation"]) == (NAME, None)
 
 
+def test_undo_once_the_service_moved_is_refused_and_a_resume_finishes(
+        cli, fleet: Callable[..., Fleet], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C as the old revision's delete starts (step 5): the new revision serves through the Service. --undo
+    may not discard it (that would delete both revisions): it says so in one line and changes nothing; a resume
+    finishes the removal."""
+    f = fleet(nodes_per_pool=2)
+    real = cluster_mod.Cluster.delete
+
+    def interrupted(*_: Any, **__: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cluster_mod.Cluster, "delete", interrupted)
+    with answering(f, monkeypatch, f"{NAME}-r1"):
+        assert cli(*f.args("--yes")).code == 130
+    monkeypatch.setattr(cluster_mod.Cluster, "delete", real)
+    f.operator.events.clear()
+    undo = cli(*f.args("--undo", "--yes"))
+    assert undo.code == 2
+    assert f"{NAME}-r1 serves already" in one_line_error(undo)
+    assert f.operator.events == [] and f.endpoints == [NAME, f"{NAME}-r1"] and f.service() == host(f"{NAME}-r1")
+    resumed = cli(*f.args("--yes"))
+    assert resumed.code == 0, resumed.err
+    assert f.endpoints == [f"{NAME}-r1"] and f.record()["previous"]["name"] == NAME
+
+
 # --- refusals -------------------------------------------------------------------------------------------------------
+
+def test_a_replace_that_cannot_place_the_new_pods_is_refused_before_anything_is_deleted(
+        cli, fleet: Callable[..., Fleet]) -> None:
+    """Decode 1 -> 2 replicas on one p5 per pool: deleting the live endpoint frees one node per pool, the second
+    decoder would wait Pending for good; rollout refuses in one line and deletes nothing."""
+    target = manifest(NEW)
+    target["spec"]["pdSpec"]["decodingSpec"]["replicas"] = 2
+    f = fleet(synthesized=target)
+    result = cli(*f.args("--yes"))
+    assert result.code == 2
+    line = one_line_error(result)
+    assert f"even with {NAME} deleted, decode: a pod of 8 GPUs fits no node" in line
+    assert f.operator.events == [] and f.endpoints == [NAME]
+
+
+def test_a_blue_green_revision_name_the_fleet_refuses_does_not_block_a_replace(
+        cli, fleet: Callable[..., Fleet], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The revision-name rule only concerns blue/green: with one p5 per pool the plan is a replace, which keeps the
+    endpoint's own name, so a name problem of <endpoint>-r1 is no reason to refuse it."""
+    from hyperpod_dpd.rollout import plan as plan_mod
+
+    monkeypatch.setattr(plan_mod, "revision_name_problem", lambda name, ns, others: f"revision {name} is taken")
+    f = fleet()
+    result = cli(*f.args("--dry-run"))
+    assert result.code == 0, result.err
+    assert "plan: REPLACE" in result.out
+
+
+def test_a_blue_green_that_fits_under_a_refused_revision_name_goes_in_place(
+        cli, fleet: Callable[..., Fleet], monkeypatch: pytest.MonkeyPatch) -> None:
+    from hyperpod_dpd.rollout import plan as plan_mod
+
+    monkeypatch.setattr(plan_mod, "revision_name_problem", lambda name, ns, others: f"revision {name} is taken")
+    f = fleet(nodes_per_pool=2)
+    result = cli(*f.args("--dry-run"))
+    assert result.code == 0, result.err
+    assert "plan: IN PLACE" in result.out and f"blue/green: not possible: revision {NAME}-r1 is taken" in result.out
+
 
 def test_without_a_terminal_and_without_yes_it_refuses_in_one_line(cli, fleet: Callable[..., Fleet]) -> None:
     f = fleet(nodes_per_pool=2)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,10 @@ def recreate(role: str) -> p.Strategy:
     ("50%", "50%", 3, (2, 1)),
     (2, 1, 1, (2, 1)),
     ("3", "0", 1, (3, 0)),
+    # Both resolve to 0 (surge 0, 25 % of one replica rounded down): the Deployment controller sets maxUnavailable to 1
+    # (kubernetes/kubernetes pkg/controller/deployment/util/deployment_util.go, ResolveFenceposts)
+    (0, "25%", 1, (0, 1)),
+    ("0%", "10%", 3, (0, 1)),
 ])
 def test_strategy_rounds_surge_up_and_unavailable_down(surge: Any, unavailable: Any, replicas: int,
                                                        expected: tuple[int, int]) -> None:
@@ -149,6 +154,39 @@ def test_rolling_update_that_may_stop_its_only_pod_first_goes_with_downtime() ->
     assert verdict.fits and verdict.downtime
 
 
+def test_a_rolling_update_whose_fenceposts_both_resolve_to_zero_stops_the_old_pod_first() -> None:
+    """maxSurge 0 and maxUnavailable 25 % at one replica: Kubernetes stops the only pod first (ResolveFenceposts), so
+    the change goes in place with one cold start of downtime, not as a rollout without downtime."""
+    verdict = p.in_place(spec(), spec(image="img:2"), {r: rolling(r, surge=0, unavailable="25%")
+                                                       for r in ("prefill", "decode")}, full_pools(), SELECTORS,
+                         "default")
+    assert verdict.fits and verdict.downtime
+
+
+def test_surge_pods_placed_first_keep_their_gpus_when_roles_share_nodes() -> None:
+    """Both roles on one pool: prefill's 4-GPU surge pod takes half of node b; decode (maxSurge 0) stops its 4-GPU
+    pod on node a, and its new 8-GPU pod finds 4 free on a and 4 on b: it does not fit (counting b's GPUs again for
+    decode would say it fits on b)."""
+    shared = {"prefill": {POOL: "shared"}, "decode": {POOL: "shared"}}
+    a = p.NodeRoom(name="a", labels={POOL: "shared"}, allocatable=8, held={"default/prefill-e": 4,
+                                                                            "default/decode-e": 4})
+    b = p.NodeRoom(name="b", labels={POOL: "shared"}, allocatable=8)
+
+    def on_shared(s: dict[str, Any]) -> dict[str, Any]:
+        for role in ("prefillSpec", "decodingSpec"):
+            s["pdSpec"][role]["nodeSelector"] = {POOL: "shared"}
+        return s
+
+    live, target = on_shared(spec(gpus=4)), on_shared(spec(gpus=4))
+    target["pdSpec"]["decodingSpec"]["resources"] = {"requests": {"nvidia.com/gpu": 8},
+                                                     "limits": {"nvidia.com/gpu": 8}}
+    verdict = p.in_place(live, target, {"prefill": rolling("prefill", surge=1, unavailable=0),
+                                        "decode": rolling("decode", surge=0, unavailable=1)}, [a, b], shared,
+                         "default")
+    assert not verdict.fits
+    assert "decode: a pod of 8 GPUs fits no node of hyperpod-dpd/pool=shared (free: a: 4, b: 4)" in verdict.lines[-1]
+
+
 def test_a_mode_change_is_never_in_place() -> None:
     colocated = {k: v for k, v in spec().items() if k != "pdSpec"}
     verdict = p.in_place(spec(), colocated, {r: recreate(r) for r in ("prefill", "decode")}, full_pools(2),
@@ -165,11 +203,12 @@ def test_an_unknown_strategy_is_never_in_place() -> None:
 # --- the decision -----------------------------------------------------------------------------------------------
 
 def _decide(live: dict[str, Any] | None, target: dict[str, Any], nodes: list[p.NodeRoom],
-            strategy: Any = rolling) -> p.Plan:
+            strategy: Any = rolling, **extra: Any) -> p.Plan:
     return p.decide(endpoint="e", namespace="default", live_name="e" if live else None, live_spec=live,
                     target_spec=target, blue_green_name="e-r1", nodes=nodes,
                     strategies={r: strategy(r) for r in ("prefill", "decode")}, selectors=SELECTORS,
-                    cold_start="one cold start: new", cold_start_unchanged="one cold start: cached")
+                    cold_start="one cold start: new", cold_start_unchanged="one cold start: cached",
+                    live_owners=("default/prefill-e", "default/decode-e"), **extra)
 
 
 def test_blue_green_comes_first_when_a_second_copy_fits() -> None:
@@ -190,6 +229,32 @@ def test_replace_without_new_weights_states_the_cached_cold_start() -> None:
 def test_recreate_plans_in_place_with_the_cold_start() -> None:
     plan = _decide(spec(), spec(image="img:2"), full_pools(), recreate)
     assert (plan.kind, plan.target, plan.downtime) == ("in-place", "e", "one cold start: cached")
+
+
+def test_a_replace_that_would_not_fit_even_on_what_the_live_endpoint_releases_is_refused() -> None:
+    """Decode 1 -> 2 replicas with one full node per pool: deleting the live endpoint frees one node per pool, the
+    second decoder fits nowhere, so a replace would take the endpoint down for good: refused in one line."""
+    target = spec(image="img:2")
+    target["pdSpec"]["decodingSpec"]["replicas"] = 2
+    plan = _decide(spec(), target, full_pools())
+    assert plan.kind == "replace" and plan.refusal is not None
+    assert "even with e deleted" in plan.refusal
+    assert "decode: a pod of 8 GPUs fits no node of hyperpod-dpd/pool=decode (free: decode-0: 0)" in plan.refusal
+    assert "\n" not in plan.refusal
+
+
+def test_a_replace_that_fits_on_what_the_live_endpoint_releases_is_not_refused() -> None:
+    plan = _decide(spec(), spec(image="img:2"), full_pools())
+    assert (plan.kind, plan.refusal) == ("replace", None)
+
+
+def test_a_blue_green_name_the_fleet_refuses_falls_back_to_the_next_safe_way() -> None:
+    """A second copy fits, but its revision name may not be used: the plan goes on to in place (here: Recreate)
+    and says why, instead of refusing the whole rollout."""
+    plan = _decide(spec(), spec(image="img:2"), full_pools(2), recreate,
+                   blue_green_problem="revision e-r1 would derive the Service 'x', which endpoint 'f' derives too")
+    assert plan.kind == "in-place" and plan.refusal is None
+    assert any("blue/green: not possible: revision e-r1 would derive" in line for line in plan.reasons)
 
 
 def test_no_change_when_the_live_spec_holds_the_target() -> None:
@@ -296,6 +361,39 @@ def test_store_round_trip_and_finish(tmp_path: Path) -> None:
     assert store.read() == record and record.last == 1
     done = record.step_done().finished()
     assert (done.current, done.previous, done.operation) == (new, old, None)
+
+
+def test_undoing_an_unfinished_replace_keeps_the_previous_revision() -> None:
+    """r1 serves (r0 before it); a replace to r2 stops after deleting r1. Undo re-applies r1's manifest as r3; once
+    it finishes, r3 serves and the previous revision is still r0, never the failed r2."""
+    from hyperpod_dpd.rollout.executor import start, undo_operation
+
+    r0, r1, r2 = (Revision(number=n, name="e", manifest={"metadata": {"name": "e"}, "spec": {"n": n}})
+                  for n in (0, 1, 2))
+    record = start(Record(endpoint="e", namespace="default", current=r1, previous=r0, last=1), kind="replace",
+                   undo=False, source=r1, target=r2).step_done()
+    undone = undo_operation(record)
+    assert undone.operation is not None and undone.operation.target.number == 3
+    finished = undone.operation and replace(undone, operation=replace(
+        undone.operation, done=len(undone.operation.steps))).finished()
+    assert finished.current is not None and finished.current.manifest["spec"] == {"n": 1}
+    assert finished.previous == r0
+
+
+def test_an_interrupted_blue_green_is_not_discarded_once_the_service_moved() -> None:
+    """Steps apply, ready, smoke, service are done and the old revision's removal was interrupted: a discard would
+    point the Service back at a revision that may be deleting and delete the one that serves; --undo says how to
+    go on instead."""
+    from hyperpod_dpd.rollout.executor import start, undo_operation
+
+    r0, r1 = (Revision(number=n, name=name, manifest={"spec": {}}) for n, name in ((0, "e"), (1, "e-r1")))
+    record = start(Record(endpoint="e", namespace="default", current=r0), kind="blue-green", undo=False,
+                   source=r0, target=r1)
+    for _ in range(4):
+        record = record.step_done()
+    with pytest.raises(UsageError, match="e-r1 serves already") as caught:
+        undo_operation(record)
+    assert "run rollout without --undo to finish" in str(caught.value) and "\n" not in str(caught.value)
 
 
 def test_a_store_that_is_not_one_is_bad_input(tmp_path: Path) -> None:

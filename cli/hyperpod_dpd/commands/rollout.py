@@ -191,8 +191,6 @@ def _plan(dep: Deployment, spec: EndpointSpec, cluster: Cluster, record: Record 
     blue_green = revision_name(spec.name, number)
     problem = revision_name_problem(blue_green, ns, {
         s.name: s.names for s in dep.env.config.specs() if s.name != spec.name})
-    if problem:
-        raise UsageError(problem)
     want = revision_manifest(target_doc, live_name, number)
     service = cluster.service(ns, spec.name)
     if service is not None and not address.ours(service):
@@ -205,7 +203,8 @@ def _plan(dep: Deployment, spec: EndpointSpec, cluster: Cluster, record: Record 
     plan = decide(endpoint=spec.name, namespace=ns, live_name=live_name if live else None,
                   live_spec=(live or {}).get("spec") if live else None, target_spec=want["spec"],
                   blue_green_name=blue_green, nodes=nodes, strategies=strategies, selectors=_selectors(spec),
-                  cold_start=fast, cold_start_unchanged=same, kv_flushed=kv_flushed)
+                  cold_start=fast, cold_start_unchanged=same, live_owners=_owners(live) if live else (),
+                  blue_green_problem=problem, kv_flushed=kv_flushed)
     if plan.kind == "create":
         plan = replace(plan, target=live_name)
     line, change = address.state(service, spec.name, ns, EndpointNames(name=plan.target, namespace=ns))
@@ -219,6 +218,16 @@ def _plan(dep: Deployment, spec: EndpointSpec, cluster: Cluster, record: Record 
         return plan, source, source
     name = plan.target
     return plan, source, Revision(number=number, name=name, manifest=revision_manifest(target_doc, name, number))
+
+
+def _owners(live: dict[str, Any]) -> list[str]:
+    """The owners (``<namespace>/<Deployment>``: :func:`hyperpod_dpd.rollout.cluster.pod_owner`) of a live endpoint's
+    pods (:func:`hyperpod_dpd.rollout.cluster.endpoint_deployments`)."""
+    from hyperpod_dpd.rollout.cluster import endpoint_deployments
+
+    meta = live.get("metadata") or {}
+    ns = str(meta.get("namespace"))
+    return [f"{ns}/{d}" for d in endpoint_deployments(ns, str(meta.get("name")), live)]
 
 
 def _question(plan: Plan) -> str:

@@ -60,6 +60,18 @@ def pod_gpus(pod: Any) -> int:
     return max(main, init)
 
 
+def endpoint_deployments(namespace: str, name: str, obj: dict[str, Any] | None) -> list[str]:
+    """The Deployments that run InferenceEndpointConfig ``namespace/name``: each DPD role's
+    (:meth:`EndpointNames.role_deployment`), and the one a colocated endpoint's ``status.deploymentStatus.name`` names
+    (CRD v3.3) when ``obj`` (the live object) is given."""
+    names = EndpointNames(name=name, namespace=namespace)
+    out = [names.role_deployment(role) for role in ROLES]
+    colocated = ((obj or {}).get("status") or {}).get("deploymentStatus") or {}
+    if colocated.get("name") and str(colocated["name"]) not in out:
+        out.append(str(colocated["name"]))
+    return out
+
+
 def pod_owner(pod: Any) -> str:
     """``<namespace>/<Deployment>`` for a Deployment's pod (module docstring), else ``<namespace>/<pod>``."""
     meta = pod.metadata
@@ -230,14 +242,11 @@ class Cluster:
         Deployments of a DPD endpoint, the Deployment a colocated one's ``status.deploymentStatus.name`` names (CRD
         v3.3), as long as the object could be read."""
         start = self.clock()
-        names = EndpointNames(name=name, namespace=namespace)
-        deployments = [names.role_deployment(role) for role in ROLES]
+        deployments = endpoint_deployments(namespace, name, None)
         last = ""
         while True:
             obj = self.endpoint(namespace, name)
-            colocated = ((obj or {}).get("status") or {}).get("deploymentStatus") or {}
-            if colocated.get("name") and str(colocated["name"]) not in deployments:
-                deployments.append(str(colocated["name"]))
+            deployments += [d for d in endpoint_deployments(namespace, name, obj) if d not in deployments]
             left = [d for d in deployments if read_or_none(
                 f"reading Deployment {namespace}/{d}", self.kube.apps.read_namespaced_deployment, d, namespace)]
             if obj is None and not left:

@@ -94,22 +94,30 @@ class Executor:
             raise UsageError(f"{self.store.path}: unknown step {step!r}")
 
 
-def start(record: Record, *, kind: str, undo: bool, source: Revision | None, target: Revision) -> Record:
+def start(record: Record, *, kind: str, undo: bool, source: Revision | None, target: Revision,
+          keep_previous: bool = False) -> Record:
     """The record with a new operation (its target's number taken)."""
     steps = steps_of(kind, source.name if source else None, target.name)
     return replace(record, last=max(record.last, target.number), operation=Operation(
-        kind=kind, undo=undo, source=source, target=target, steps=steps))
+        kind=kind, undo=undo, source=source, target=target, steps=steps, keep_previous=keep_previous))
 
 
 def undo_operation(record: Record) -> Record:
     """The record with the operation that undoes the unfinished one: a blue/green or a create is discarded (the
-    Service back to the source, the new revision deleted); an in-place change goes back in place (the Deployments
-    scale their old ReplicaSets up again); a replace replaces back (the source manifest applied again under its
-    name, as a new revision number)."""
+    Service back to the source, the new revision deleted) until the Service has moved; after that the new revision
+    serves and the old one may be deleting, so the undo is refused (finish, then ``--undo`` brings the old spec back
+    as a new revision). An in-place change goes back in place (the Deployments scale their old ReplicaSets up
+    again); a replace replaces back (the source manifest applied again under its name, as a new revision number).
+    Either keeps the record's previous revision: the failed target never served."""
     op = record.operation
     assert op is not None
     if op.kind == "discard":
         raise UsageError("an undo is under way already: run rollout without --undo to finish it")
+    moved = next((i + 1 for i, s in enumerate(op.steps) if s.startswith("service ")), len(op.steps) + 1)
+    if op.kind == "blue-green" and op.source is not None and op.done >= moved:
+        raise UsageError(f"{op.target.name} serves already (the Service points at it) and {op.source.name} is being "
+                         f"removed: run rollout without --undo to finish, then rollout --undo brings "
+                         f"{op.source.name}'s spec back as a new revision")
     if op.kind in ("blue-green", "create", "none") or op.source is None:
         if op.kind == "none":
             return replace(record, operation=None)
@@ -120,7 +128,7 @@ def undo_operation(record: Record) -> Record:
     back = Revision(number=number, name=op.source.name,
                     manifest=revision_manifest(op.source.manifest, op.source.name, number))
     return start(replace(record, operation=None), kind="in-place" if op.kind == "in-place" else "replace", undo=True,
-                 source=op.target, target=back)
+                 source=op.target, target=back, keep_previous=True)
 
 
 def describe(op: Operation, endpoint: str, namespace: str) -> list[str]:

@@ -11,7 +11,10 @@ The decision (:func:`decide`), in this order:
   old pods go first: one cold start of downtime), or ``RollingUpdate`` whose surge pods fit for both roles at once
   (no downtime, but each role runs old and new pods side by side until both finish); both roles in one apply;
 * **replace** otherwise: delete the live endpoint, wait until it is gone, apply the new one: one cold start of
-  downtime (:func:`downtime`), stated before anything happens.
+  downtime (:func:`downtime`), stated before anything happens; refused when the new pods would not fit even on the
+  GPUs the deleted endpoint frees (the endpoint would stay down until nodes are added).
+
+A blue/green revision name the fleet's name rules refuse skips blue/green, never the rollout.
 
 Kubernetes facts used (Kubernetes docs, "Deployments", section "Strategy"): ``RollingUpdate`` is the default;
 ``maxSurge`` and ``maxUnavailable`` default to 25 %; a percentage of ``maxSurge`` is rounded up, one of
@@ -295,8 +298,14 @@ def place(nodes: Iterable[NodeRoom], demands: Iterable[Demand], *, released: Map
 
 
 def _free(rooms: list[NodeRoom], released: Mapping[str, float]) -> dict[str, int]:
-    return {n.name: n.free + (sum(math.floor(g * released[o]) for o, g in n.held.items() if o in released)
-                              if n.schedulable else 0) for n in rooms}
+    return _give_back(rooms, {n.name: n.free for n in rooms}, released)
+
+
+def _give_back(rooms: list[NodeRoom], free: Mapping[str, int], released: Mapping[str, float]) -> dict[str, int]:
+    """``free`` (node name -> free GPUs, after whatever was placed on it) plus the GPUs each owner of ``released``
+    gives back on each schedulable node (its share of what it holds there, rounded down)."""
+    return {n.name: free[n.name] + (sum(math.floor(g * released[o]) for o, g in n.held.items() if o in released)
+                                    if n.schedulable else 0) for n in rooms}
 
 
 def _place(rooms: list[NodeRoom], free: dict[str, int], demands: Iterable[Demand]) -> list[str]:
@@ -373,8 +382,12 @@ class Strategy:
         return _scaled(self.max_surge, self.replicas, up=True)
 
     def unavailable(self) -> int:
-        """``maxUnavailable`` in pods: a percentage of the replicas rounded down; default 25 %."""
-        return _scaled(self.max_unavailable, self.replicas, up=False)
+        """``maxUnavailable`` in pods: a percentage of the replicas rounded down; default 25 %. When it and
+        :meth:`surge` both resolve to 0 the Deployment controller uses 1 ("on the theory that surge might not work
+        due to quota": kubernetes/kubernetes, pkg/controller/deployment/util/deployment_util.go,
+        ``ResolveFenceposts``), so the old pod stops first."""
+        value = _scaled(self.max_unavailable, self.replicas, up=False)
+        return 1 if value == 0 and self.surge() == 0 else value
 
     def describe(self) -> str:
         if self.type != "RollingUpdate":
@@ -439,7 +452,7 @@ def in_place(live_spec: Mapping[str, Any], target_spec: Mapping[str, Any], strat
     waiting = [role for role in ROLES if role not in surging or role in stuck]
     released = {f"{namespace}/{known[r].deployment}": 1.0 if known[r].type == "Recreate" else
                 min(known[r].unavailable(), known[r].replicas) / max(known[r].replicas, 1) for r in waiting}
-    free = _free(rooms, released)
+    free = _give_back(rooms, free, released)  # the surge pods placed above keep their GPUs
     blocked = _place(rooms, free, [want[r] if known[r].type == "Recreate" else Demand(
         role=r, selector=want[r].selector, gpus=want[r].gpus, pods=min(known[r].unavailable(), want[r].pods))
         for r in waiting])
@@ -548,10 +561,15 @@ class Plan:
 def decide(*, endpoint: str, namespace: str, live_name: str | None, live_spec: Mapping[str, Any] | None,
            target_spec: Mapping[str, Any], blue_green_name: str, nodes: Iterable[NodeRoom],
            strategies: Mapping[Role, Strategy | None], selectors: Mapping[Role, Mapping[str, str]],
-           cold_start: str, cold_start_unchanged: str, kv_flushed: bool = False, service: str = "",
+           cold_start: str, cold_start_unchanged: str, live_owners: Iterable[str],
+           blue_green_problem: str | None = None, kv_flushed: bool = False, service: str = "",
            service_change: bool = False) -> Plan:
     """The plan (module docstring). ``cold_start``: :func:`downtime` of the target; ``cold_start_unchanged``: the same
-    when the weights do not change (a replace that changes no weights finds them in the weights cache)."""
+    when the weights do not change (a replace that changes no weights finds them in the weights cache).
+    ``live_owners``: the owners (:attr:`NodeRoom.held`'s keys) of the live endpoint's pods, whose GPUs a replace
+    frees; a replace whose new pods do not fit even then is refused (it would leave the endpoint down until nodes are
+    added). ``blue_green_problem``: why the blue/green revision's name may not be used
+    (:func:`revision_name_problem`); then the plan goes on to in place or replace, which keep the live name."""
     rooms = list(nodes)
     capacity = tuple(free_by_selector(rooms, selectors if is_dpd(target_spec) else {
         d.role: d.selector for d in demands(target_spec, selectors)}))
@@ -570,18 +588,24 @@ def decide(*, endpoint: str, namespace: str, live_name: str | None, live_spec: M
     model_changes = any(c.category == "model" for c in found)
     outage = cold_start if model_changes else cold_start_unchanged
     short = place(rooms, demands(target_spec, selectors))
-    fit_line = ("blue/green: a second copy fits" if not short
-                else f"blue/green: a second copy does not fit: {'; '.join(short)}")
+    fit_line = (f"blue/green: a second copy does not fit: {'; '.join(short)}" if short
+                else f"blue/green: not possible: {blue_green_problem}" if blue_green_problem
+                else "blue/green: a second copy fits")
     replaced = Plan(kind="replace", endpoint=endpoint, namespace=namespace, live=live_name, target=live_name,
                     changes=found, capacity=capacity, reasons=(fit_line,), downtime=outage, kv=kv, refusal=refusal,
                     service=service, service_change=True)
-    if not short:
+    if not short and not blue_green_problem:
         return dataclasses.replace(replaced, kind="blue-green", target=blue_green_name, downtime=None)
     verdict = in_place(live_spec, target_spec, strategies, rooms, selectors, namespace)
     if verdict.fits:
         return dataclasses.replace(replaced, kind="in-place", reasons=(fit_line, *verdict.lines),
                                    downtime=outage if verdict.downtime else None)
-    return dataclasses.replace(replaced, reasons=(fit_line, *verdict.lines))
+    stranded = place(rooms, demands(target_spec, selectors), released={owner: 1.0 for owner in live_owners})
+    if stranded and refusal is None:
+        refusal = (f"refusing: a replace would leave {namespace}/{endpoint} down: even with {live_name} deleted, "
+                   f"{'; '.join(stranded)}; add nodes to the instance group, or lower the target's replicas or GPUs, "
+                   "then run rollout again")
+    return dataclasses.replace(replaced, reasons=(fit_line, *verdict.lines), refusal=refusal)
 
 
 _TITLE: Final[dict[Kind, str]] = {

@@ -62,10 +62,14 @@ class Operation:
     """``<action> <name>`` (:mod:`hyperpod_dpd.rollout.executor`)."""
     done: int = 0
     """How many of :attr:`steps` are finished."""
+    keep_previous: bool = False
+    """Finishing it leaves the record's previous revision as it is: an operation that undoes an unfinished one, whose
+    source (the failed target) never served and is nothing to return to."""
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "undo": self.undo, "source": self.source.to_json() if self.source else None,
-                "target": self.target.to_json(), "steps": list(self.steps), "done": self.done}
+                "target": self.target.to_json(), "steps": list(self.steps), "done": self.done,
+                "keep_previous": self.keep_previous}
 
     @classmethod
     def from_json(cls, data: Any) -> Operation | None:
@@ -74,7 +78,8 @@ class Operation:
         target = Revision.from_json(data["target"])
         assert target is not None
         return cls(kind=str(data["kind"]), undo=bool(data["undo"]), source=Revision.from_json(data["source"]),
-                   target=target, steps=tuple(str(s) for s in data["steps"]), done=int(data["done"]))
+                   target=target, steps=tuple(str(s) for s in data["steps"]), done=int(data["done"]),
+                   keep_previous=bool(data.get("keep_previous", False)))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,12 +110,14 @@ class Record:
 
     def finished(self) -> Record:
         """The record once the operation's last step is done: the target serves, the source is the previous
-        revision (a ``discard`` and a ``none`` leave both as they were)."""
+        revision (a ``discard`` and a ``none`` leave both as they were; :attr:`Operation.keep_previous` keeps the
+        previous one)."""
         op = self.operation
         assert op is not None
         if op.kind in ("discard", "none"):
             return replace(self, operation=None)
-        return replace(self, current=op.target, previous=op.source or self.previous, operation=None)
+        previous = self.previous if op.keep_previous else op.source or self.previous
+        return replace(self, current=op.target, previous=previous, operation=None)
 
 
 @dataclass(frozen=True)
