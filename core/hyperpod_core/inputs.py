@@ -87,16 +87,24 @@ def _line(name: str, r: Resolved) -> str:
 
 
 @dataclass(frozen=True, kw_only=True)
-class EndpointInputs:
-    """The deploy-time values of one endpoint's manifests: the deployment's, and its model's bucket and revision."""
+class SharedInputs:
+    """The deploy-time values every endpoint of a deployment shares, and the deployment's model bucket."""
 
     model_bucket_name: Resolved
+    """The deployment's bucket (``model_bucket``); in :class:`EndpointInputs`, the endpoint's (its ``model.bucket``
+    when that names another)."""
     region: Resolved
     amp_workspace_endpoint: Resolved
     gpu_availability_zone: Resolved
     inference_execution_role_arn: Resolved
     keda_role_arn: Resolved
     eks_cluster_arn: Resolved
+
+
+@dataclass(frozen=True, kw_only=True)
+class EndpointInputs(SharedInputs):
+    """The deploy-time values of one endpoint's manifests: the deployment's, and its model's bucket and revision."""
+
     model_revision: Resolved
 
     def lines(self) -> list[str]:
@@ -109,18 +117,10 @@ ENDPOINT_VALUES: Final = ("model_bucket_name", "model_revision")
 
 
 @dataclass(frozen=True, kw_only=True)
-class DeploymentInputs:
+class DeploymentInputs(SharedInputs):
     """The deploy-time values of a deployment: the ones its endpoints share, and each endpoint's own
     (:attr:`by_endpoint`)."""
 
-    model_bucket_name: Resolved
-    """The deployment's bucket (``model_bucket``): an endpoint's unless its ``model.bucket`` names another."""
-    region: Resolved
-    amp_workspace_endpoint: Resolved
-    gpu_availability_zone: Resolved
-    inference_execution_role_arn: Resolved
-    keda_role_arn: Resolved
-    eks_cluster_arn: Resolved
     by_endpoint: Mapping[str, EndpointInputs] = dataclasses.field(default_factory=dict)
     """Endpoint name -> its inputs, in the config's order."""
 
@@ -134,7 +134,7 @@ class DeploymentInputs:
         ``input <name>[<endpoint>]``."""
         if len(self.by_endpoint) == 1:
             return next(iter(self.by_endpoint.values())).lines()
-        shared = [_line(f.name, getattr(self, f.name)) for f in fields(EndpointInputs)
+        shared = [_line(f.name, getattr(self, f.name)) for f in fields(SharedInputs)
                   if f.name not in ENDPOINT_VALUES]
         own = [_line(f"{value}[{name}]", getattr(e, value)) for name, e in self.by_endpoint.items()
                for value in ENDPOINT_VALUES]
@@ -286,11 +286,11 @@ def model_bucket(spec: EndpointSpec, deployment_bucket: Resolved) -> Resolved:
     return deployment_bucket
 
 
-def endpoint_inputs(spec: EndpointSpec, deployment: DeploymentInputs,
+def endpoint_inputs(spec: EndpointSpec, deployment: SharedInputs,
                     staged_model_file: Path | None = None) -> EndpointInputs:
     """Endpoint ``spec``'s inputs: the deployment's values, its model's bucket and revision."""
     bucket = model_bucket(spec, deployment.model_bucket_name)
-    shared = {f.name: getattr(deployment, f.name) for f in fields(EndpointInputs) if f.name not in ENDPOINT_VALUES}
+    shared = {f.name: getattr(deployment, f.name) for f in fields(SharedInputs) if f.name not in ENDPOINT_VALUES}
     return EndpointInputs(**shared, model_bucket_name=bucket,
                           model_revision=model_revision(spec, staged_model_file, bucket))
 
@@ -303,7 +303,7 @@ def resolve_inputs(config: Config, outputs_file: Path | None,
     found = read_outputs_file(outputs_file, config) if outputs_file is not None else {}
     where = str(outputs_file)
     specs = config.specs()
-    deployment = DeploymentInputs(
+    deployment = SharedInputs(
         model_bucket_name=_model_bucket_name(config.model_bucket.existing_name, found, where),
         region=Resolved(value=config.region, source="config: region"),  # an outputs file's Region: check_ownership
         amp_workspace_endpoint=_amp_workspace_endpoint(config.region, specs, found, where),
@@ -313,8 +313,7 @@ def resolve_inputs(config: Config, outputs_file: Path | None,
         keda_role_arn=_role_arn(found, where, outputs.KEDA_ROLE_ARN),
         eks_cluster_arn=eks_cluster_arn(config, found, where),
     )
-    return DeploymentInputs(**{f.name: getattr(deployment, f.name) for f in fields(deployment)
-                               if f.name != "by_endpoint"},
+    return DeploymentInputs(**{f.name: getattr(deployment, f.name) for f in fields(SharedInputs)},
                             by_endpoint={s.name: endpoint_inputs(s, deployment, staged_model_file) for s in specs})
 
 

@@ -24,6 +24,7 @@ from fake_scheduler import RECREATE, ROLLING, Operator, nodes_of, revision_serve
 
 from hyperpod_core import environment
 from hyperpod_core.config import load_config
+from hyperpod_core.errors import CommandFailed
 from hyperpod_dpd.commands import rollout as rollout_cmd
 from hyperpod_dpd.commands import smoke as smoke_cmd
 from hyperpod_dpd.rollout import cluster as cluster_mod
@@ -186,7 +187,8 @@ def test_plan_b_recreate_is_in_place_with_the_cold_start(cli, fleet: Callable[..
     result = cli(*f.args("--dry-run"))
     assert result.code == 0, result.err
     assert "plan: IN PLACE" in result.out
-    assert "in place: fits (the old pods stop first: downtime of one cold start)" in result.out
+    assert "in place: fits (the prefill and decode pods all stop before new ones serve: downtime of one cold start)" \
+        in result.out
     assert "planned downtime: one cold start: 5.0-10.0 min from S3" in result.out
     assert f.operator.events == []
 
@@ -362,6 +364,39 @@ def test_undo_once_the_service_moved_is_refused_and_a_resume_finishes(
     resumed = cli(*f.args("--yes"))
     assert resumed.code == 0, resumed.err
     assert f.endpoints == [f"{NAME}-r1"] and f.record()["previous"]["name"] == NAME
+
+
+def test_undo_of_a_replace_whose_delete_was_refused_deletes_nothing(
+        cli, fleet: Callable[..., Fleet], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The replace's delete is refused (403), so the endpoint still runs its old spec: --undo drops the unfinished
+    rollout and deletes nothing."""
+    f = fleet()
+    real = cluster_mod.Cluster.delete
+
+    def forbidden(self: Any, namespace: str, name: str) -> None:
+        raise CommandFailed(f"deleting InferenceEndpointConfig {namespace}/{name}: 403 Forbidden")
+
+    monkeypatch.setattr(cluster_mod.Cluster, "delete", forbidden)
+    assert cli(*f.args("--yes")).code == 1 and f.record()["operation"]["done"] == 0
+    monkeypatch.setattr(cluster_mod.Cluster, "delete", real)
+    undo = cli(*f.args("--undo", "--yes"))
+    assert undo.code == 0, undo.err
+    assert "nothing to undo: llama-3-3-70b still runs its own spec, untouched" in undo.out
+    assert f.operator.events == [] and f.record()["operation"] is None
+    assert OLD in f.operator.cluster.endpoints[(NS, NAME)]["spec"]["worker"]["args"][1]
+
+
+def test_in_place_with_one_more_prefill_than_the_spare_nodes_hold_is_not_planned(
+        cli, fleet: Callable[..., Fleet]) -> None:
+    """Two nodes per pool, prefill 1 -> 2 replicas: blue/green does not fit (3 prefill pods on 2 nodes), in place would
+    leave one new prefill pod Pending beside the old one for good; the plan is a replace (both prefill pods fit once
+    the live endpoint is gone)."""
+    target = manifest(NEW)
+    target["spec"]["pdSpec"]["prefillSpec"]["replicas"] = 2
+    f = fleet(nodes_per_pool=2, synthesized=target)
+    result = cli(*f.args("--dry-run"))
+    assert result.code == 0, result.err
+    assert "in place: would deadlock: prefill: a pod of 8 GPUs" in result.out and "plan: REPLACE" in result.out
 
 
 # --- refusals -------------------------------------------------------------------------------------------------------

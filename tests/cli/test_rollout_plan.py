@@ -14,6 +14,7 @@ from hyperpod_analysis.plan.coldstart import cold_start
 from hyperpod_core.errors import UsageError
 from hyperpod_core.models import MODELS
 from hyperpod_core.names import EndpointNames
+from hyperpod_dpd.rollout import capacity as c
 from hyperpod_dpd.rollout import plan as p
 from hyperpod_dpd.rollout.store import Record, Revision, RevisionStore
 
@@ -36,25 +37,25 @@ def spec(*, model: str = "/opt/ml/model/m/r1", location: str = "models/m/r1", im
 
 
 def node(name: str, pool: str, *, held: int = 0, owner: str = "default/x", allocatable: int = 8,
-         schedulable: bool = True) -> p.NodeRoom:
-    return p.NodeRoom(name=name, labels={POOL: pool}, allocatable=allocatable,
+         schedulable: bool = True) -> c.NodeRoom:
+    return c.NodeRoom(name=name, labels={POOL: pool}, allocatable=allocatable,
                       held={owner: held} if held else {}, schedulable=schedulable)
 
 
-def full_pools(per_pool: int = 1) -> list[p.NodeRoom]:
+def full_pools(per_pool: int = 1) -> list[c.NodeRoom]:
     """The live endpoint's two 8-GPU pods, one on the first node of each pool; ``per_pool`` nodes in each."""
     return [node(f"{pool}-{i}", pool, held=8 if i == 0 else 0, owner=f"default/{pool}-e") for pool in
             ("prefill", "decode") for i in range(per_pool)]
 
 
 def rolling(role: str, surge: int | str | None = 1, unavailable: int | str | None = 0,
-            replicas: int = 1) -> p.Strategy:
-    return p.Strategy(deployment=f"{role}-e", type="RollingUpdate", replicas=replicas, max_surge=surge,
+            replicas: int = 1) -> c.Strategy:
+    return c.Strategy(deployment=f"{role}-e", type="RollingUpdate", replicas=replicas, max_surge=surge,
                       max_unavailable=unavailable)
 
 
-def recreate(role: str) -> p.Strategy:
-    return p.Strategy(deployment=f"{role}-e", type="Recreate", replicas=1)
+def recreate(role: str) -> c.Strategy:
+    return c.Strategy(deployment=f"{role}-e", type="Recreate", replicas=1)
 
 
 # --- Kubernetes' rounding of the strategy --------------------------------------------------------------------------
@@ -72,7 +73,7 @@ def recreate(role: str) -> p.Strategy:
 ])
 def test_strategy_rounds_surge_up_and_unavailable_down(surge: Any, unavailable: Any, replicas: int,
                                                        expected: tuple[int, int]) -> None:
-    s = p.Strategy(deployment="d", type="RollingUpdate", replicas=replicas, max_surge=surge,
+    s = c.Strategy(deployment="d", type="RollingUpdate", replicas=replicas, max_surge=surge,
                    max_unavailable=unavailable)
     assert (s.surge(), s.unavailable()) == expected
 
@@ -82,33 +83,33 @@ def test_strategy_rounds_surge_up_and_unavailable_down(surge: Any, unavailable: 
 def test_a_pod_needs_its_gpus_on_one_node() -> None:
     """Two nodes with 4 free GPUs each do not hold one 8-GPU pod (a pod never spans nodes)."""
     nodes = [node("a", "prefill", held=4), node("b", "prefill", held=4)]
-    short = p.place(nodes, [p.Demand(role="prefill", selector={POOL: "prefill"}, gpus=8, pods=1)])
+    short = c.place(nodes, [c.Demand(role="prefill", selector={POOL: "prefill"}, gpus=8, pods=1)])
     assert short == ["prefill: a pod of 8 GPUs fits no node of hyperpod-dpd/pool=prefill (free: a: 4, b: 4)"]
-    assert p.place(nodes, [p.Demand(role="prefill", selector={POOL: "prefill"}, gpus=4, pods=2)]) == []
+    assert c.place(nodes, [c.Demand(role="prefill", selector={POOL: "prefill"}, gpus=4, pods=2)]) == []
 
 
 def test_only_nodes_the_selector_selects_count() -> None:
     nodes = [node("a", "decode"), node("b", "prefill", held=8)]
-    assert p.place(nodes, [p.Demand(role="prefill", selector={POOL: "prefill"}, gpus=8, pods=1)])
+    assert c.place(nodes, [c.Demand(role="prefill", selector={POOL: "prefill"}, gpus=8, pods=1)])
 
 
 def test_an_unschedulable_node_has_no_room() -> None:
     nodes = [node("a", "prefill", schedulable=False)]
-    assert p.place(nodes, [p.Demand(role="prefill", selector={POOL: "prefill"}, gpus=1, pods=1)])
+    assert c.place(nodes, [c.Demand(role="prefill", selector={POOL: "prefill"}, gpus=1, pods=1)])
 
 
 def test_both_roles_share_a_pool_they_both_select() -> None:
     shared = {POOL: "shared"}
     nodes = [node("a", "shared")]
-    demand = [p.Demand(role=r, selector=shared, gpus=8, pods=1) for r in ("prefill", "decode")]
-    assert len(p.place(nodes, demand)) == 1
-    assert p.place([*nodes, node("b", "shared")], demand) == []
+    demand = [c.Demand(role=r, selector=shared, gpus=8, pods=1) for r in ("prefill", "decode")]
+    assert len(c.place(nodes, demand)) == 1
+    assert c.place([*nodes, node("b", "shared")], demand) == []
 
 
 # --- in place ---------------------------------------------------------------------------------------------------------
 
 def test_in_place_with_rolling_update_deadlocks_on_full_nodes() -> None:
-    verdict = p.in_place(spec(), spec(model="/opt/ml/model/m/r2"), {r: rolling(r) for r in ("prefill", "decode")},
+    verdict = c.in_place(spec(), spec(model="/opt/ml/model/m/r2"), {r: rolling(r) for r in ("prefill", "decode")},
                          full_pools(), SELECTORS, "default")
     assert not verdict.fits and "would deadlock" in verdict.lines[-1]
 
@@ -117,38 +118,38 @@ def test_in_place_needs_both_roles_surge_room() -> None:
     """A spare prefill node alone (the p5en example after a prefill scale-down) does not make in place safe: the
     decode role would stay on the old spec (k8s-review defect 1, the mixed window)."""
     nodes = [*full_pools(), node("prefill-1", "prefill")]
-    verdict = p.in_place(spec(), spec(image="img:2"), {r: rolling(r) for r in ("prefill", "decode")}, nodes,
+    verdict = c.in_place(spec(), spec(image="img:2"), {r: rolling(r) for r in ("prefill", "decode")}, nodes,
                          SELECTORS, "default")
     assert not verdict.fits and "decode: a pod of 8 GPUs" in verdict.lines[-1]
 
 
 def test_in_place_with_surge_room_for_both_roles_fits_without_downtime() -> None:
-    verdict = p.in_place(spec(), spec(image="img:2"), {r: rolling(r) for r in ("prefill", "decode")},
+    verdict = c.in_place(spec(), spec(image="img:2"), {r: rolling(r) for r in ("prefill", "decode")},
                          full_pools(2), SELECTORS, "default")
     assert verdict.fits and not verdict.downtime
 
 
 def test_in_place_with_recreate_fits_on_what_the_old_pods_release_with_downtime() -> None:
-    verdict = p.in_place(spec(), spec(image="img:2"), {r: recreate(r) for r in ("prefill", "decode")},
+    verdict = c.in_place(spec(), spec(image="img:2"), {r: recreate(r) for r in ("prefill", "decode")},
                          full_pools(), SELECTORS, "default")
     assert verdict.fits and verdict.downtime
 
 
 def test_recreate_with_more_gpus_than_the_old_pods_release_does_not_fit() -> None:
     nodes = [node(f"{pool}-0", pool, held=4, owner=f"default/{pool}-e") for pool in ("prefill", "decode")]
-    verdict = p.in_place(spec(gpus=4), spec(gpus=8, model="/opt/ml/model/m/r1"),
+    verdict = c.in_place(spec(gpus=4), spec(gpus=8, model="/opt/ml/model/m/r1"),
                          {r: recreate(r) for r in ("prefill", "decode")},
                          [*nodes, node("x", "other", held=4)], SELECTORS, "default")
     assert verdict.fits  # 4 free + 4 released
     busy = [node(f"{pool}-0", pool, held=4, owner=f"default/{pool}-e") for pool in ("prefill", "decode")]
-    busy = [p.NodeRoom(name=n.name, labels=n.labels, allocatable=8, held={**n.held, "default/other": 4})
+    busy = [c.NodeRoom(name=n.name, labels=n.labels, allocatable=8, held={**n.held, "default/other": 4})
             for n in busy]
-    assert not p.in_place(spec(gpus=4), spec(gpus=8), {r: recreate(r) for r in ("prefill", "decode")}, busy,
+    assert not c.in_place(spec(gpus=4), spec(gpus=8), {r: recreate(r) for r in ("prefill", "decode")}, busy,
                           SELECTORS, "default").fits
 
 
 def test_rolling_update_that_may_stop_its_only_pod_first_goes_with_downtime() -> None:
-    verdict = p.in_place(spec(), spec(image="img:2"), {r: rolling(r, surge=0, unavailable=1)
+    verdict = c.in_place(spec(), spec(image="img:2"), {r: rolling(r, surge=0, unavailable=1)
                                                        for r in ("prefill", "decode")}, full_pools(), SELECTORS,
                          "default")
     assert verdict.fits and verdict.downtime
@@ -157,20 +158,20 @@ def test_rolling_update_that_may_stop_its_only_pod_first_goes_with_downtime() ->
 def test_a_rolling_update_whose_fenceposts_both_resolve_to_zero_stops_the_old_pod_first() -> None:
     """maxSurge 0 and maxUnavailable 25 % at one replica: Kubernetes stops the only pod first (ResolveFenceposts), so
     the change goes in place with one cold start of downtime, not as a rollout without downtime."""
-    verdict = p.in_place(spec(), spec(image="img:2"), {r: rolling(r, surge=0, unavailable="25%")
+    verdict = c.in_place(spec(), spec(image="img:2"), {r: rolling(r, surge=0, unavailable="25%")
                                                        for r in ("prefill", "decode")}, full_pools(), SELECTORS,
                          "default")
     assert verdict.fits and verdict.downtime
 
 
-def test_surge_pods_placed_first_keep_their_gpus_when_roles_share_nodes() -> None:
+def test_roles_sharing_nodes_move_in_the_order_the_controllers_free_the_gpus() -> None:
     """Both roles on one pool: prefill's 4-GPU surge pod takes half of node b; decode (maxSurge 0) stops its 4-GPU
-    pod on node a, and its new 8-GPU pod finds 4 free on a and 4 on b: it does not fit (counting b's GPUs again for
-    decode would say it fits on b)."""
+    pod on node a first, and its new 8-GPU pod finds 4 free on a and 4 on b; it binds on a only once prefill's old
+    pod is gone (after prefill's new pod is Ready). It finishes, and decode is down meanwhile."""
     shared = {"prefill": {POOL: "shared"}, "decode": {POOL: "shared"}}
-    a = p.NodeRoom(name="a", labels={POOL: "shared"}, allocatable=8, held={"default/prefill-e": 4,
+    a = c.NodeRoom(name="a", labels={POOL: "shared"}, allocatable=8, held={"default/prefill-e": 4,
                                                                             "default/decode-e": 4})
-    b = p.NodeRoom(name="b", labels={POOL: "shared"}, allocatable=8)
+    b = c.NodeRoom(name="b", labels={POOL: "shared"}, allocatable=8)
 
     def on_shared(s: dict[str, Any]) -> dict[str, Any]:
         for role in ("prefillSpec", "decodingSpec"):
@@ -180,29 +181,69 @@ def test_surge_pods_placed_first_keep_their_gpus_when_roles_share_nodes() -> Non
     live, target = on_shared(spec(gpus=4)), on_shared(spec(gpus=4))
     target["pdSpec"]["decodingSpec"]["resources"] = {"requests": {"nvidia.com/gpu": 8},
                                                      "limits": {"nvidia.com/gpu": 8}}
-    verdict = p.in_place(live, target, {"prefill": rolling("prefill", surge=1, unavailable=0),
+    verdict = c.in_place(live, target, {"prefill": rolling("prefill", surge=1, unavailable=0),
                                         "decode": rolling("decode", surge=0, unavailable=1)}, [a, b], shared,
                          "default")
+    assert verdict.fits and verdict.downtime
+    assert "the decode pods all stop before new ones serve" in verdict.lines[-1]
+
+
+def test_in_place_with_more_replicas_than_the_spare_nodes_hold_deadlocks() -> None:
+    """Prefill 1 -> 2 replicas with one spare node per pool (maxSurge 1, maxUnavailable 0 at two replicas): the new
+    ReplicaSet grows to 2 at once, one pod binds, one stays Pending, and the old pod never goes (all 3 - min available
+    2 - new unavailable 1 = 0: kubernetes/kubernetes pkg/controller/deployment/rolling.go, reconcileOldReplicaSets):
+    the old prefill pod would serve beside the new decoders for good."""
+    target = spec(image="img:2")
+    target["pdSpec"]["prefillSpec"]["replicas"] = 2
+    verdict = c.in_place(spec(), target, {r: rolling(r, surge=None, unavailable=None) for r in ("prefill", "decode")},
+                         full_pools(2), SELECTORS, "default")
     assert not verdict.fits
-    assert "decode: a pod of 8 GPUs fits no node of hyperpod-dpd/pool=shared (free: a: 4, b: 4)" in verdict.lines[-1]
+    assert "in place: would deadlock: prefill: a pod of 8 GPUs fits no node" in verdict.lines[-1]
+
+
+def test_a_surging_role_whose_max_unavailable_covers_every_replica_goes_down() -> None:
+    """maxSurge 1 and maxUnavailable 1 at one replica: the old pod is scaled down as the rollout starts (min available
+    0), before the new pod is Ready (API reference, RollingUpdateDeployment.maxUnavailable: "the old ReplicaSet can be
+    scaled down ... immediately when the rolling update starts")."""
+    verdict = c.in_place(spec(), spec(image="img:2"), {r: rolling(r, surge=1, unavailable=1)
+                                                       for r in ("prefill", "decode")}, full_pools(2), SELECTORS,
+                         "default")
+    assert verdict.fits and verdict.downtime
+
+
+def test_the_default_strategy_at_four_replicas_rolls_one_whole_pod_at_a_time() -> None:
+    """Four full nodes per pool, four replicas, Kubernetes' 25 % defaults (surge 1, unavailable 1): one old pod stops
+    (8 GPUs on one node, not 2 on each), the surge pod binds there, and so on: in place without downtime."""
+    verdict = c.in_place(spec(replicas=4), spec(replicas=4, image="img:2"),
+                         {r: rolling(r, surge=None, unavailable=None, replicas=4) for r in ("prefill", "decode")},
+                         [node(f"{pool}-{i}", pool, held=8, owner=f"default/{pool}-e") for pool in ("prefill", "decode")
+                          for i in range(4)], SELECTORS, "default")
+    assert verdict.fits and not verdict.downtime
+
+
+def test_a_colocated_change_is_not_called_a_mode_change() -> None:
+    live = {k: v for k, v in spec().items() if k != "pdSpec"}
+    target = {**copy.deepcopy(live), "worker": {**live["worker"], "image": "img:2"}}
+    verdict = c.in_place(live, target, {"prefill": None, "decode": None}, [], SELECTORS, "default")
+    assert not verdict.fits and "a colocated endpoint changes by blue/green or replace" in verdict.lines[0]
 
 
 def test_a_mode_change_is_never_in_place() -> None:
     colocated = {k: v for k, v in spec().items() if k != "pdSpec"}
-    verdict = p.in_place(spec(), colocated, {r: recreate(r) for r in ("prefill", "decode")}, full_pools(2),
+    verdict = c.in_place(spec(), colocated, {r: recreate(r) for r in ("prefill", "decode")}, full_pools(2),
                          SELECTORS, "default")
     assert not verdict.fits and "[I]" in verdict.lines[0]
 
 
 def test_an_unknown_strategy_is_never_in_place() -> None:
-    verdict = p.in_place(spec(), spec(image="img:2"), {"prefill": recreate("prefill"), "decode": None},
+    verdict = c.in_place(spec(), spec(image="img:2"), {"prefill": recreate("prefill"), "decode": None},
                          full_pools(2), SELECTORS, "default")
     assert not verdict.fits and "decode Deployment is not found" in verdict.lines[0]
 
 
 # --- the decision -----------------------------------------------------------------------------------------------
 
-def _decide(live: dict[str, Any] | None, target: dict[str, Any], nodes: list[p.NodeRoom],
+def _decide(live: dict[str, Any] | None, target: dict[str, Any], nodes: list[c.NodeRoom],
             strategy: Any = rolling, **extra: Any) -> p.Plan:
     return p.decide(endpoint="e", namespace="default", live_name="e" if live else None, live_spec=live,
                     target_spec=target, blue_green_name="e-r1", nodes=nodes,
@@ -284,6 +325,15 @@ def test_a_dropped_block_is_a_change() -> None:
     live["pdSpec"]["autoScalingSpec"] = {"prefillAutoScaling": {"minReplicaCount": 1}}
     assert [(c.category, c.path, c.after) for c in p.changes(live, spec())] == [
         ("roles", "pdSpec.autoScalingSpec", None)]
+
+
+def test_a_role_that_loses_its_node_selector_is_a_change() -> None:
+    """A role moved onto a group it shares: synth writes no nodeSelector; the live object keeps its old one, which has
+    no server default (CRD v3.3, pdSpec.prefillSpec.nodeSelector), so this is a change, not 'nothing to do'."""
+    target = spec()
+    del target["pdSpec"]["prefillSpec"]["nodeSelector"]
+    assert [ch.line() for ch in p.changes(spec(), target)] == [
+        "roles: pdSpec.prefillSpec.nodeSelector: {'hyperpod-dpd/pool': 'prefill'} -> (none)"]
 
 
 def test_parallelism_is_read_from_the_flag() -> None:
@@ -394,6 +444,19 @@ def test_an_interrupted_blue_green_is_not_discarded_once_the_service_moved() -> 
     with pytest.raises(UsageError, match="e-r1 serves already") as caught:
         undo_operation(record)
     assert "run rollout without --undo to finish" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_an_unfinished_replace_that_left_the_live_endpoint_untouched_is_dropped_not_replaced_back() -> None:
+    """The replace's delete failed (no step done) and the cluster still runs the old spec: undo drops the operation;
+    it never deletes what serves. Without that knowledge (the delete may have been sent) it replaces back."""
+    from hyperpod_dpd.rollout.executor import start, undo_operation
+
+    old, new = (Revision(number=n, name="e", manifest={"spec": spec(image=f"img:{n}")}) for n in (0, 1))
+    record = start(Record(endpoint="e", namespace="default", current=old), kind="replace", undo=False, source=old,
+                   target=new)
+    assert undo_operation(record, source_intact=True) == replace(record, operation=None)
+    back = undo_operation(record).operation
+    assert back is not None and back.steps[0] == "remove source e"
 
 
 def test_a_store_that_is_not_one_is_bad_input(tmp_path: Path) -> None:

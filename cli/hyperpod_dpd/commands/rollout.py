@@ -150,7 +150,7 @@ def synthesized(dep: Deployment, spec: EndpointSpec) -> dict[str, Any]:
 def _selectors(spec: EndpointSpec) -> dict[Role, dict[str, str]]:
     """Each role's nodes: its nodeSelector (:meth:`EndpointSpec.node_selector`), else every node of the endpoint's
     instance type."""
-    from hyperpod_dpd.rollout.plan import INSTANCE_TYPE_LABEL
+    from hyperpod_dpd.rollout.capacity import INSTANCE_TYPE_LABEL
 
     return {role: spec.node_selector(role) or {INSTANCE_TYPE_LABEL: spec.endpoint.instance_type} for role in ROLES}
 
@@ -254,9 +254,11 @@ def _unfinished(dep: Deployment, spec: EndpointSpec, kube: Kube, cluster: Cluste
     for line in describe(op, spec.name, spec.namespace):
         print(line)
     if undo:
-        record = undo_operation(record)
+        record = undo_operation(record, source_intact=_intact(cluster, spec.namespace, op.source))
         if record.operation is None:
-            print("nothing to undo: the unfinished step only pointed the Service")
+            print("nothing to undo: the unfinished step only pointed the Service" if op.kind == "none" else
+                  f"nothing to undo: {op.source.name if op.source else spec.name} still runs its own spec, untouched; "
+                  "the unfinished rollout is dropped")
             if not dry_run:
                 store.write(record)
             return
@@ -276,6 +278,17 @@ def _unfinished(dep: Deployment, spec: EndpointSpec, kube: Kube, cluster: Cluste
     current = done.current
     print(f"done: {spec.namespace}/{spec.name} serves "
           + (f"revision {current.number} ({current.name})" if current else "nothing"))
+
+
+def _intact(cluster: Cluster, namespace: str, source: Revision | None) -> bool:
+    """The source revision runs its own spec and is not being deleted (an unfinished change left it untouched)."""
+    from hyperpod_dpd.rollout.plan import changes
+
+    if source is None:
+        return False
+    live = cluster.endpoint(namespace, source.name)
+    return live is not None and not (live.get("metadata") or {}).get("deletionTimestamp") and not changes(
+        live.get("spec") or {}, source.manifest.get("spec") or {})
 
 
 def _executor(dep: Deployment, spec: EndpointSpec, kube: Kube, cluster: Cluster, store: RevisionStore,

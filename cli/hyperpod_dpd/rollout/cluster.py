@@ -23,7 +23,7 @@ from typing import Any, Final
 from hyperpod_core.errors import CommandFailed
 from hyperpod_core.names import GROUP, NODE_HEALTH_TAINT_KEY, PLURAL, ROLES, VERSION, EndpointNames, Role
 from hyperpod_dpd.kube import REQUEST_TIMEOUT, ApiException, Kube, kube_errors, read_or_none, request
-from hyperpod_dpd.rollout.plan import GPU_RESOURCE, NodeRoom, Strategy
+from hyperpod_dpd.rollout.capacity import GPU_RESOURCE, NodeRoom, Strategy
 from hyperpod_dpd.vllm_args import model_arg, model_of_argv
 
 #: When the operator reports no ``status.observedGeneration``, a state older than the last apply cannot be told from

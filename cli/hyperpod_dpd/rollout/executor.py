@@ -102,13 +102,15 @@ def start(record: Record, *, kind: str, undo: bool, source: Revision | None, tar
         kind=kind, undo=undo, source=source, target=target, steps=steps, keep_previous=keep_previous))
 
 
-def undo_operation(record: Record) -> Record:
+def undo_operation(record: Record, *, source_intact: bool = False) -> Record:
     """The record with the operation that undoes the unfinished one: a blue/green or a create is discarded (the
     Service back to the source, the new revision deleted) until the Service has moved; after that the new revision
     serves and the old one may be deleting, so the undo is refused (finish, then ``--undo`` brings the old spec back
     as a new revision). An in-place change goes back in place (the Deployments scale their old ReplicaSets up
     again); a replace replaces back (the source manifest applied again under its name, as a new revision number).
-    Either keeps the record's previous revision: the failed target never served."""
+    Either keeps the record's previous revision: the failed target never served. ``source_intact``: the source
+    still runs its own spec, not deleting (read from the cluster): an in-place change or replace with no finished
+    step is then dropped, never undone by deleting what serves."""
     op = record.operation
     assert op is not None
     if op.kind == "discard":
@@ -118,6 +120,8 @@ def undo_operation(record: Record) -> Record:
         raise UsageError(f"{op.target.name} serves already (the Service points at it) and {op.source.name} is being "
                          f"removed: run rollout without --undo to finish, then rollout --undo brings "
                          f"{op.source.name}'s spec back as a new revision")
+    if op.kind in ("replace", "in-place") and op.done == 0 and source_intact:
+        return replace(record, operation=None)
     if op.kind in ("blue-green", "create", "none") or op.source is None:
         if op.kind == "none":
             return replace(record, operation=None)
