@@ -289,6 +289,22 @@ def test_undo_returns_to_the_previous_revision_with_the_same_planner(
     assert (record["current"]["number"], record["previous"]["name"], record["last"]) == (2, f"{NAME}-r1", 2)
 
 
+def test_a_lost_revision_store_goes_on_from_the_revision_the_service_names(
+        cli, fleet: Callable[..., Fleet], monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a blue/green to r1 the store is lost (deleted, another machine): rollout reads what serves from the
+    stable Service's annotations instead of planning a second copy under the endpoint's own name."""
+    f = fleet(nodes_per_pool=2)
+    with answering(f, monkeypatch, f"{NAME}-r1"):
+        assert cli(*f.args("--yes")).code == 0
+    f.store.unlink()
+    f.operator.events.clear()
+    result = cli(*f.args("--yes"))
+    assert result.code == 0, result.err
+    assert f"Service {NS}/{NAME} points at {NAME}-r1 (revision 1), which is live" in result.out
+    assert "plan: no change" in result.out and "plan: CREATE" not in result.out
+    assert f.operator.events == [] and f.endpoints == [f"{NAME}-r1"]
+
+
 def test_nothing_to_undo_without_a_previous_revision(cli, fleet: Callable[..., Fleet]) -> None:
     f = fleet()
     result = cli(*f.args("--undo", "--yes"))

@@ -181,22 +181,31 @@ def _plan(dep: Deployment, spec: EndpointSpec, cluster: Cluster, record: Record 
         revision_name,
         revision_name_problem,
     )
-    from hyperpod_dpd.rollout.store import Revision
+    from hyperpod_dpd.rollout.store import Revision, RevisionStore
 
     ns = spec.namespace
-    current = record.current if record else None
-    live_name = current.name if current else spec.name
-    live = cluster.endpoint(ns, live_name)
-    number = (record.last if record else 0) + 1
-    blue_green = revision_name(spec.name, number)
-    problem = revision_name_problem(blue_green, ns, {
-        s.name: s.names for s in dep.env.config.specs() if s.name != spec.name})
-    want = revision_manifest(target_doc, live_name, number)
     service = cluster.service(ns, spec.name)
     if service is not None and not address.ours(service):
         raise CommandFailed(f"Service {ns}/{spec.name} exists and is not ours (no label "
                             f"{MANAGED_BY_LABEL}={STABLE_SERVICE_MANAGER}): rollout keeps the endpoint's stable "
                             "address there; rename or delete that Service")
+    current = record.current if record else None
+    live_name = current.name if current else spec.name
+    live = cluster.endpoint(ns, live_name)
+    adopted = 0
+    pointed = address.pointed_at(service)
+    if current is None and live is None and pointed is not None and pointed[0] != spec.name:
+        found = cluster.endpoint(ns, pointed[0])  # the revision store was lost; the Service knows what serves
+        if found is not None:
+            live_name, live, adopted = pointed[0], found, pointed[1]
+            print(f"note: the revision store ({RevisionStore.of(dep.env.workdir, spec.name).path}) records no "
+                  f"revision, and Service {ns}/{spec.name} points at {live_name} (revision {adopted}), which is "
+                  "live: the rollout goes on from it")
+    number = max(record.last if record else 0, adopted) + 1
+    blue_green = revision_name(spec.name, number)
+    problem = revision_name_problem(blue_green, ns, {
+        s.name: s.names for s in dep.env.config.specs() if s.name != spec.name})
+    want = revision_manifest(target_doc, live_name, number)
     nodes = cluster.rooms()
     strategies = cluster.strategies(EndpointNames(name=live_name, namespace=ns)) if live else {}
     fast, same = _cold_starts(spec, want["spec"])
@@ -212,7 +221,7 @@ def _plan(dep: Deployment, spec: EndpointSpec, cluster: Cluster, record: Record 
     source = None
     if live is not None:
         source = current if current is not None and current.name == live_name else Revision(
-            number=0, name=live_name, manifest=as_manifest(live))
+            number=adopted, name=live_name, manifest=as_manifest(live))
     if plan.kind == "none":
         assert source is not None
         return plan, source, source

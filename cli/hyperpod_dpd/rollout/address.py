@@ -61,3 +61,13 @@ def state(service: Any, endpoint: str, namespace: str, target: EndpointNames) ->
     if now == target.router_service_host:
         return f"stable address: {where} -> {now}", False
     return f"stable address: {where} -> {now} (rollout repoints it)", True
+
+
+def pointed_at(service: Any) -> tuple[str, int] | None:
+    """The InferenceEndpointConfig and revision number our Service names in its annotations (:func:`stable_service`),
+    ``None`` when it is missing, not ours or carries no readable pair."""
+    if not ours(service):
+        return None
+    annotations = service.metadata.annotations or {}
+    target, revision = annotations.get(TARGET_ANNOTATION), str(annotations.get(REVISION_ANNOTATION, ""))
+    return (str(target), int(revision)) if target and revision.isdigit() else None
