@@ -224,7 +224,6 @@ class Operator:
             d["metadata"]["generation"] += 1
             revision = int(d["metadata"]["annotations"].get("deployment.kubernetes.io/revision", "0")) + 1
             d["metadata"]["annotations"]["deployment.kubernetes.io/revision"] = str(revision)
-            d["spec"]["replicas"] = replicas
             d["spec"]["template"] = {"metadata": {"labels": role_labels(name, role)}, "spec": {
                 "nodeSelector": template["nodeSelector"],
                 "containers": [{"name": f"{role}-{name}", "image": template["image"], "args": template["args"],
@@ -240,6 +239,7 @@ class Operator:
                              "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment,
                                                   "uid": d["metadata"]["uid"], "controller": True}]},
                 "spec": {"selector": {"matchLabels": labels}}})
+        d["spec"]["replicas"] = replicas  # a replicas-only change scales the Deployment, no new ReplicaSet
         self._roll(d, role, name, template, replicas)
 
     def _roll(self, d: dict[str, Any], role: str, name: str, template: dict[str, Any], replicas: int) -> None:

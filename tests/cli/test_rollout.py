@@ -305,6 +305,44 @@ def test_a_lost_revision_store_goes_on_from_the_revision_the_service_names(
     assert f.operator.events == [] and f.endpoints == [f"{NAME}-r1"]
 
 
+def test_a_lost_store_never_adopts_an_object_that_is_not_a_revision_of_the_endpoint(
+        cli, fleet: Callable[..., Fleet]) -> None:
+    """Our Service (hand-edited, or stale) names another endpoint's InferenceEndpointConfig and the store is missing:
+    rollout refuses in one line instead of deleting that object and applying this endpoint's spec under its name."""
+    f = fleet(running=False)
+    other = manifest(OLD)
+    other["metadata"]["name"] = "other-endpoint"
+    f.operator.create(other)
+    from hyperpod_core.names import EndpointNames
+    from hyperpod_dpd.rollout.address import stable_service
+
+    f.operator.services[(NS, NAME)] = stable_service(NAME, NS, EndpointNames(name="other-endpoint", namespace=NS), 1,
+                                                     "hyperpod-dpd")
+    f.operator.events.clear()
+    result = cli(*f.args("--yes"))
+    assert result.code == 1
+    assert "points at InferenceEndpointConfig other-endpoint (revision 1), which is not revision 1 of llama-3-3-70b" \
+        in one_line_error(result)
+    assert f.operator.events == [] and "other-endpoint" in f.endpoints
+
+
+def test_a_replicas_only_change_scales_in_place_without_touching_the_serving_pods(
+        cli, fleet: Callable[..., Fleet]) -> None:
+    """Prefill 1 -> 2 replicas, nothing else (a P:D ratio change), one spare node per pool: no pod template changes,
+    so the Deployments only scale (kubernetes/kubernetes pkg/controller/deployment: a scaling event is synced without
+    a rollout); the plan is in place without downtime, and the serving prefill pod is never stopped."""
+    target = manifest(OLD)
+    target["spec"]["pdSpec"]["prefillSpec"]["replicas"] = 2
+    f = fleet(nodes_per_pool=2, synthesized=target)
+    before = [p["metadata"]["name"] for p in f.operator.role_pods(NAME, "prefill")]
+    result = cli(*f.args("--yes"))
+    assert result.code == 0, result.err
+    assert "plan: IN PLACE" in result.out and "planned downtime: none" in result.out
+    after = f.operator.role_pods(NAME, "prefill")
+    assert [p["status"]["phase"] for p in after] == ["Running", "Running"]
+    assert before[0] in [p["metadata"]["name"] for p in after]
+
+
 def test_nothing_to_undo_without_a_previous_revision(cli, fleet: Callable[..., Fleet]) -> None:
     f = fleet()
     result = cli(*f.args("--undo", "--yes"))

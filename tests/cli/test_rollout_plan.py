@@ -221,6 +221,36 @@ def test_the_default_strategy_at_four_replicas_rolls_one_whole_pod_at_a_time() -
     assert verdict.fits and not verdict.downtime
 
 
+def test_a_role_whose_template_does_not_change_only_scales() -> None:
+    """Prefill 1 -> 2 replicas and nothing else: both Deployments keep their templates, so nothing rolls (a scaling
+    event); the extra prefill pod needs a free node, the serving pods stay: in place, no downtime, even with Recreate
+    (which acts only on a rollout)."""
+    target = spec()
+    target["pdSpec"]["prefillSpec"]["replicas"] = 2
+    rolling_roles = p.rolling_roles(p.changes(spec(), target))
+    assert rolling_roles == set()
+    for strategy in (rolling, recreate):
+        verdict = c.in_place(spec(), target, {r: strategy(r) for r in ("prefill", "decode")}, full_pools(2),
+                             SELECTORS, "default", rolling=rolling_roles)
+        assert verdict.fits and not verdict.downtime
+    short = c.in_place(spec(), target, {r: rolling(r) for r in ("prefill", "decode")}, full_pools(1), SELECTORS,
+                       "default", rolling=rolling_roles)
+    assert not short.fits and "in place: no: the added pods do not fit: prefill: a pod of 8 GPUs" in short.lines[-1]
+
+
+def test_a_change_under_one_role_rolls_that_role_only() -> None:
+    """New decode args: decode's template changes, prefill's does not; a change of the worker reaches both."""
+    target = spec()
+    target["pdSpec"]["decodingSpec"]["args"] = ["--max-num-seqs", "48"]
+    assert p.rolling_roles(p.changes(spec(), target)) == {"decode"}
+    assert p.rolling_roles(p.changes(spec(), spec(image="img:2"))) == {"prefill", "decode"}
+    nodes = [node("prefill-0", "prefill", held=8, owner="default/prefill-e"),
+             *[node(f"decode-{i}", "decode", held=8 if i == 0 else 0, owner="default/decode-e") for i in range(2)]]
+    verdict = c.in_place(spec(), target, {r: rolling(r) for r in ("prefill", "decode")}, nodes, SELECTORS, "default",
+                         rolling={"decode"})
+    assert verdict.fits and not verdict.downtime
+
+
 def test_a_colocated_change_is_not_called_a_mode_change() -> None:
     live = {k: v for k, v in spec().items() if k != "pdSpec"}
     target = {**copy.deepcopy(live), "worker": {**live["worker"], "image": "img:2"}}

@@ -175,6 +175,7 @@ def _plan(dep: Deployment, spec: EndpointSpec, cluster: Cluster, record: Record 
     """The plan, the revision that serves now (``None``: nothing live) and the one the plan makes."""
     from hyperpod_dpd.rollout import address
     from hyperpod_dpd.rollout.plan import (
+        REVISION_LABEL,
         as_manifest,
         decide,
         revision_manifest,
@@ -196,6 +197,12 @@ def _plan(dep: Deployment, spec: EndpointSpec, cluster: Cluster, record: Record 
     pointed = address.pointed_at(service)
     if current is None and live is None and pointed is not None and pointed[0] != spec.name:
         found = cluster.endpoint(ns, pointed[0])  # the revision store was lost; the Service knows what serves
+        label = ((found or {}).get("metadata") or {}).get("labels", {}).get(REVISION_LABEL)
+        if found is not None and (pointed[0] != revision_name(spec.name, pointed[1]) or label != str(pointed[1])):
+            raise CommandFailed(f"Service {ns}/{spec.name} points at InferenceEndpointConfig {pointed[0]} (revision "
+                                f"{pointed[1]}), which is not revision {pointed[1]} of {spec.name} (its name and "
+                                f"{REVISION_LABEL} label say otherwise), and the revision store has no record: "
+                                f"check what serves, then delete or repoint that Service")
         if found is not None:
             live_name, live, adopted = pointed[0], found, pointed[1]
             print(f"note: the revision store ({RevisionStore.of(dep.env.workdir, spec.name).path}) records no "

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -225,6 +225,10 @@ class _Rolling:
     old: list[str | None]
     """The node of each old pod (``None``: not bound)."""
     old_gpus: int
+    scale_only: bool = False
+    """The role's pod template does not change: the Deployment only scales (kubernetes/kubernetes
+    pkg/controller/deployment: a scaling event is synced without a rollout, ``FindNewReplicaSet`` matches the
+    template): its old pods stay, extra ones are added."""
     created: int = 0
     bound: list[str] = field(default_factory=list)
     ready: int = 0
@@ -236,6 +240,8 @@ class _Rolling:
 
     @property
     def done(self) -> bool:
+        if self.scale_only:
+            return self.ready == max(self.demand.pods - len(self.old), 0)
         return not self.old and self.ready == self.demand.pods
 
 
@@ -245,22 +251,29 @@ def _old_pods(rooms: list[NodeRoom], owner: str, gpus: int, replicas: int) -> li
     return found + [None] * max(replicas - len(found), 0)
 
 
+def _stop(rooms: list[NodeRoom], free: dict[str, int], r: _Rolling, count: int) -> None:
+    """Stop ``count`` old pods of ``r``, unscheduled ones first, then by node name; their GPUs are free again."""
+    schedulable = {n.name for n in rooms if n.schedulable}
+    for _ in range(count):
+        node = min(r.old, key=lambda n: (n is not None, n or ""))
+        r.old.remove(node)
+        if node is not None and node in schedulable:
+            free[node] += r.old_gpus
+
+
 def _round(rooms: list[NodeRoom], free: dict[str, int], rolls: Mapping[str, _Rolling]) -> tuple[bool, list[str]]:
     """One round of the Deployment controllers and the scheduler; whether anything changed, and the new pods left
     Pending (one line per role, :func:`place`'s)."""
     changed = False
-    schedulable = {n.name for n in rooms if n.schedulable}
 
     def stop(r: _Rolling, count: int) -> None:
-        for _ in range(count):
-            node = min(r.old, key=lambda n: (n is not None, n or ""))  # unscheduled pods go first
-            r.old.remove(node)
-            if node is not None and node in schedulable:
-                free[node] += r.old_gpus
+        _stop(rooms, free, r, count)
 
     for r in rolls.values():  # scale the new ReplicaSet up
         want = r.demand.pods
-        if r.strategy.type == "Recreate":
+        if r.scale_only:
+            want = max(want - len(r.old), 0)
+        elif r.strategy.type == "Recreate":
             if r.old:
                 stop(r, len(r.old))
                 changed = True
@@ -276,7 +289,7 @@ def _round(rooms: list[NodeRoom], free: dict[str, int], rolls: Mapping[str, _Rol
         rolls[role].bound += where
         changed = True
     for r in rolls.values():  # scale the old ReplicaSet down
-        if r.strategy.type != "Recreate" and r.old:
+        if r.strategy.type != "Recreate" and r.old and not r.scale_only:
             min_available = r.demand.pods - r.strategy.unavailable()
             # first the old pods that are not available (unscheduled), up to all - min available - new unavailable;
             # then available ones, down to min available
@@ -294,9 +307,11 @@ def _round(rooms: list[NodeRoom], free: dict[str, int], rolls: Mapping[str, _Rol
 
 
 def in_place(live_spec: Mapping[str, Any], target_spec: Mapping[str, Any], strategies: Mapping[Role, Strategy | None],
-             nodes: Iterable[NodeRoom], selectors: Mapping[Role, Mapping[str, str]], namespace: str) -> InPlace:
-    """Whether applying the target over the live endpoint finishes, both roles at once (one apply changes both pod
-    templates), played round by round (module docstring); downtime when a role's available pods reach 0. A mode
+             nodes: Iterable[NodeRoom], selectors: Mapping[Role, Mapping[str, str]], namespace: str, *,
+             rolling: Collection[str] = ROLES) -> InPlace:
+    """Whether applying the target over the live endpoint finishes, both roles at once (one apply), played round by
+    round (module docstring); downtime when a role's available pods reach 0. ``rolling``: the roles whose pod
+    template changes; the others only scale (their old pods stay; a scale-down stops the unscheduled ones first). A mode
     change (``pdSpec`` added or removed) is never in place: what the operator does then is unpublished [I] (the
     fourth review, k8s defect 1); nor is a colocated endpoint's change (its Deployment's strategy is not read)."""
     if is_dpd(live_spec) != is_dpd(target_spec):
@@ -314,12 +329,15 @@ def in_place(live_spec: Mapping[str, Any], target_spec: Mapping[str, Any], strat
     rooms = sorted(nodes, key=lambda n: n.name)
     want = {d.role: d for d in demands(target_spec, selectors)}
     have = {d.role: d for d in demands(live_spec, selectors)}
+    free = {n.name: n.free for n in rooms}
     rolls: dict[str, _Rolling] = {role: _Rolling(
         demand=want[role], strategy=dataclasses.replace(known[role], replicas=want[role].pods),
         old=_old_pods(rooms, f"{namespace}/{known[role].deployment}", have[role].gpus, known[role].replicas),
-        old_gpus=have[role].gpus) for role in ROLES}
+        old_gpus=have[role].gpus, scale_only=role not in rolling) for role in ROLES}
+    for r in rolls.values():  # a scale-down without a new template: the extra old pods go at once
+        if r.scale_only and len(r.old) > r.demand.pods:
+            _stop(rooms, free, r, len(r.old) - r.demand.pods)
     lines = [f"live strategy: {'; '.join(known[role].describe() for role in ROLES)}"]
-    free = {n.name: n.free for n in rooms}
     short: list[str] = []
     for _ in range(4 * sum(r.demand.pods + len(r.old) for r in rolls.values()) + 4):
         if all(r.done for r in rolls.values()):
@@ -329,7 +347,10 @@ def in_place(live_spec: Mapping[str, Any], target_spec: Mapping[str, Any], strat
             break
     if not all(r.done for r in rolls.values()):
         pending = "; ".join(short) or "no pod can move"
-        if any(r.old for r in rolls.values()):
+        if all(r.scale_only for r in rolls.values()):
+            return InPlace(fits=False, downtime=False, lines=(*lines, f"in place: no: the added pods do not fit: "
+                                                                      f"{pending}"))
+        if any(r.old for r in rolls.values() if not r.scale_only):
             return InPlace(fits=False, downtime=False, lines=(
                 *lines, f"in place: would deadlock: {pending}; the old pods that maxUnavailable lets go are gone, "
                         "the rest stay until these new pods are Ready, and these stay Pending: the old pods serve "

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from hyperpod_analysis.plan.coldstart import ColdStart
-from hyperpod_core.names import Role
+from hyperpod_core.names import ROLES, Role
 from hyperpod_core.telemetry.queries import POD_SUFFIX
 from hyperpod_dpd.rollout.capacity import (
     ROLE_SPEC,
@@ -316,6 +316,27 @@ def kv_safety(live_spec: Mapping[str, Any], target_spec: Mapping[str, Any], *, f
             "the L2 and pass --kv-flushed"), ""
 
 
+#: Changes that scale a role's Deployment without changing its pod template (``pdSpec.<role>Spec.replicas``), or
+#: touch no Deployment (the autoscaling objects).
+_SCALE_ONLY: Final = ("pdSpec.prefillSpec.replicas", "pdSpec.decodingSpec.replicas")
+
+
+def rolling_roles(found: Iterable[Change]) -> set[str]:
+    """The roles whose pod template the changes touch: a change under ``pdSpec.<role>Spec`` (but its replicas) moves
+    that role; ``pdSpec.autoScalingSpec`` and the replicas move none (a scaling event, no rollout); any other change
+    (the worker, the model, the caches, ...) moves both: how the operator builds each role's template from the spec
+    is unpublished [I], so a shared field is taken to reach both."""
+    roles: set[str] = set()
+    for c in found:
+        if c.path in _SCALE_ONLY or c.path.startswith("pdSpec.autoScalingSpec"):
+            continue
+        role = next((r for r, key in ROLE_SPEC.items() if c.path.startswith(f"pdSpec.{key}.")), None)
+        if role is None:
+            return set(ROLES)
+        roles.add(role)
+    return roles
+
+
 # --- the decision ------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True, kw_only=True)
@@ -379,7 +400,7 @@ def decide(*, endpoint: str, namespace: str, live_name: str | None, live_spec: M
                     service=service, service_change=True)
     if not short and not blue_green_problem:
         return dataclasses.replace(replaced, kind="blue-green", target=blue_green_name, downtime=None)
-    verdict = in_place(live_spec, target_spec, strategies, rooms, selectors, namespace)
+    verdict = in_place(live_spec, target_spec, strategies, rooms, selectors, namespace, rolling=rolling_roles(found))
     if verdict.fits:
         return dataclasses.replace(replaced, kind="in-place", reasons=(fit_line, *verdict.lines),
                                    downtime=outage if verdict.downtime else None)
