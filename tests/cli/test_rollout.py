@@ -440,6 +440,31 @@ def test_undo_of_a_replace_whose_delete_was_refused_deletes_nothing(
     assert OLD in f.operator.cluster.endpoints[(NS, NAME)]["spec"]["worker"]["args"][1]
 
 
+def test_undo_of_an_in_place_change_applied_but_not_recorded_goes_back_in_place(
+        cli, fleet: Callable[..., Fleet], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C right after the in-place apply reached the API server (no step recorded): the live object runs the new
+    spec, which only adds a field (so it still holds every field of the old one), and --undo may not drop the rollout
+    as if nothing happened; it applies the old spec back in place."""
+    target = manifest(OLD)
+    target["spec"]["modelSourceConfig"]["prefetchEnabled"] = True
+    f = fleet(strategy=RECREATE, synthesized=target)
+    real = cluster_mod.Cluster.update
+
+    def applied_then_interrupted(self: Any, doc: dict[str, Any]) -> None:
+        real(self, doc)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cluster_mod.Cluster, "update", applied_then_interrupted)
+    assert cli(*f.args("--yes")).code == 130 and f.record()["operation"]["done"] == 0
+    monkeypatch.setattr(cluster_mod.Cluster, "update", real)
+    undo = cli(*f.args("--undo", "--yes"))
+    assert undo.code == 0, undo.err
+    assert "nothing to undo" not in undo.out
+    assert "prefetchEnabled" not in f.operator.cluster.endpoints[(NS, NAME)]["spec"]["modelSourceConfig"]
+    record = f.record()
+    assert (record["current"]["number"], record["current"]["name"], record["previous"]) == (2, NAME, None)
+
+
 def test_in_place_with_one_more_prefill_than_the_spare_nodes_hold_is_not_planned(
         cli, fleet: Callable[..., Fleet]) -> None:
     """Two nodes per pool, prefill 1 -> 2 replicas: blue/green does not fit (3 prefill pods on 2 nodes), in place would

@@ -251,6 +251,24 @@ def test_a_change_under_one_role_rolls_that_role_only() -> None:
     assert verdict.fits and not verdict.downtime
 
 
+@pytest.mark.parametrize(("field", "value"), [("replicas", None), ("replicas", "2"), ("gpus", "8")])
+def test_counts_written_as_strings_or_left_out_are_read(field: str, value: Any) -> None:
+    s = spec()
+    if field == "replicas":
+        s["pdSpec"]["prefillSpec"]["replicas"] = value
+    else:
+        s["pdSpec"]["prefillSpec"]["resources"]["requests"]["nvidia.com/gpu"] = value
+    prefill = next(d for d in c.demands(s, SELECTORS) if d.role == "prefill")
+    assert (prefill.pods, prefill.gpus) == ({None: 1, "2": 2}.get(value, 1), 8)
+
+
+def test_a_count_that_is_not_a_whole_number_is_one_line_of_bad_input() -> None:
+    s = spec()
+    s["pdSpec"]["decodingSpec"]["replicas"] = "two"
+    with pytest.raises(UsageError, match=r"^pdSpec.decodingSpec.replicas is 'two', not a whole number$"):
+        c.demands(s, SELECTORS)
+
+
 def test_a_colocated_change_is_not_called_a_mode_change() -> None:
     live = {k: v for k, v in spec().items() if k != "pdSpec"}
     target = {**copy.deepcopy(live), "worker": {**live["worker"], "image": "img:2"}}

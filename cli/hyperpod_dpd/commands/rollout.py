@@ -270,7 +270,7 @@ def _unfinished(dep: Deployment, spec: EndpointSpec, kube: Kube, cluster: Cluste
     for line in describe(op, spec.name, spec.namespace):
         print(line)
     if undo:
-        record = undo_operation(record, source_intact=_intact(cluster, spec.namespace, op.source))
+        record = undo_operation(record, source_intact=_intact(cluster, spec.namespace, op.source, op.target))
         if record.operation is None:
             print("nothing to undo: the unfinished step only pointed the Service" if op.kind == "none" else
                   f"nothing to undo: {op.source.name if op.source else spec.name} still runs its own spec, untouched; "
@@ -296,15 +296,19 @@ def _unfinished(dep: Deployment, spec: EndpointSpec, kube: Kube, cluster: Cluste
           + (f"revision {current.number} ({current.name})" if current else "nothing"))
 
 
-def _intact(cluster: Cluster, namespace: str, source: Revision | None) -> bool:
-    """The source revision runs its own spec and is not being deleted (an unfinished change left it untouched)."""
+def _intact(cluster: Cluster, namespace: str, source: Revision | None, target: Revision) -> bool:
+    """The source revision runs its own spec, not the target's, and is not being deleted (an unfinished change left
+    it untouched)."""
     from hyperpod_dpd.rollout.plan import changes
 
     if source is None:
         return False
     live = cluster.endpoint(namespace, source.name)
-    return live is not None and not (live.get("metadata") or {}).get("deletionTimestamp") and not changes(
-        live.get("spec") or {}, source.manifest.get("spec") or {})
+    if live is None or (live.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    spec = live.get("spec") or {}
+    return not changes(spec, source.manifest.get("spec") or {}) and bool(changes(spec, target.manifest.get("spec")
+                                                                                  or {}))
 
 
 def _executor(dep: Deployment, spec: EndpointSpec, kube: Kube, cluster: Cluster, store: RevisionStore,

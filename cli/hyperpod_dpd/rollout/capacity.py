@@ -29,6 +29,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from hyperpod_core.errors import UsageError
 from hyperpod_core.names import ROLES, Role
 
 #: The GPU resource of the NVIDIA device plugin (what the role pods request and nodes report as allocatable).
@@ -139,8 +140,22 @@ def _gpus(resources: Any) -> int:
     for key in ("requests", "limits"):
         value = (resources.get(key) or {}).get(GPU_RESOURCE)
         if value is not None:
-            return int(value)
+            return _count(value, 0, f"{key}.{GPU_RESOURCE}")
     return 0
+
+
+def _count(value: Any, default: int, what: str) -> int:
+    """A whole count from an int or a numeric string (a quantity as written: ``8``, ``"8"``); ``None``: ``default``;
+    anything else is bad input (one line), never a traceback."""
+    if value is None:
+        return default
+    try:
+        number = float(str(value))
+    except ValueError:
+        raise UsageError(f"{what} is {value!r}, not a whole number") from None
+    if number != int(number) or number < 0:
+        raise UsageError(f"{what} is {value!r}, not a whole number")
+    return int(number)
 
 
 def is_dpd(spec: Mapping[str, Any]) -> bool:
@@ -153,10 +168,12 @@ def demands(spec: Mapping[str, Any], selectors: Mapping[Role, Mapping[str, str]]
     if is_dpd(spec):
         pd = spec["pdSpec"]
         return [Demand(role=role, selector=selectors[role], gpus=_gpus((pd.get(ROLE_SPEC[role]) or {}).get(
-                    "resources")), pods=int((pd.get(ROLE_SPEC[role]) or {}).get("replicas", 1))) for role in ROLES]
+                    "resources")), pods=_count((pd.get(ROLE_SPEC[role]) or {}).get("replicas"), 1,
+                                                 f"pdSpec.{ROLE_SPEC[role]}.replicas")) for role in ROLES]
     instance_type = spec.get("instanceType")
     return [Demand(role="worker", selector={INSTANCE_TYPE_LABEL: str(instance_type)} if instance_type else {},
-                   gpus=_gpus((spec.get("worker") or {}).get("resources")), pods=int(spec.get("replicas", 1)))]
+                   gpus=_gpus((spec.get("worker") or {}).get("resources")),
+                   pods=_count(spec.get("replicas"), 1, "replicas"))]
 
 
 # --- the live Deployments' strategy --------------------------------------------------------------------------------
