@@ -262,11 +262,27 @@ def test_counts_written_as_strings_or_left_out_are_read(field: str, value: Any) 
     assert (prefill.pods, prefill.gpus) == ({None: 1, "2": 2}.get(value, 1), 8)
 
 
-def test_a_count_that_is_not_a_whole_number_is_one_line_of_bad_input() -> None:
+@pytest.mark.parametrize("value", ["two", "1.5", "-1", "nan", "inf", "1e999", float("nan")])
+def test_a_count_that_is_not_a_whole_number_is_one_line_of_bad_input(value: Any) -> None:
     s = spec()
-    s["pdSpec"]["decodingSpec"]["replicas"] = "two"
-    with pytest.raises(UsageError, match=r"^pdSpec.decodingSpec.replicas is 'two', not a whole number$"):
+    s["pdSpec"]["decodingSpec"]["replicas"] = value
+    with pytest.raises(UsageError, match=r"^pdSpec.decodingSpec.replicas is .*, not a whole number$"):
         c.demands(s, SELECTORS)
+
+
+def test_a_new_template_and_a_new_replica_count_scale_the_old_pods_first() -> None:
+    """Prefill 1 -> 2 replicas and 8 -> 4 GPUs in one apply, one spare prefill node: Kubernetes first syncs the
+    scaling event (deployment_controller.go syncDeployment: isScalingEvent -> sync -> scale the old ReplicaSet to 2),
+    so an old-template 8-GPU pod takes the spare node; then the rollout's new 4-GPU pod finds no room and no old pod
+    may stop (3 - 2 - 1 = 0): a deadlock, not an in-place change."""
+    target = spec()
+    target["pdSpec"]["prefillSpec"].update(replicas=2, resources={"requests": {"nvidia.com/gpu": 4},
+                                                                  "limits": {"nvidia.com/gpu": 4}})
+    nodes = [node("prefill-0", "prefill", held=8, owner="default/prefill-e"), node("prefill-1", "prefill"),
+             node("decode-0", "decode", held=8, owner="default/decode-e")]
+    verdict = c.in_place(spec(), target, {r: rolling(r) for r in ("prefill", "decode")}, nodes, SELECTORS, "default",
+                         rolling={"prefill"})
+    assert not verdict.fits and "would deadlock: prefill: a pod of 4 GPUs" in verdict.lines[-1]
 
 
 def test_a_colocated_change_is_not_called_a_mode_change() -> None:

@@ -197,7 +197,7 @@ def _plan(dep: Deployment, spec: EndpointSpec, cluster: Cluster, record: Record 
     pointed = address.pointed_at(service)
     if current is None and live is None and pointed is not None and pointed[0] != spec.name:
         found = cluster.endpoint(ns, pointed[0])  # the revision store was lost; the Service knows what serves
-        label = ((found or {}).get("metadata") or {}).get("labels", {}).get(REVISION_LABEL)
+        label = (((found or {}).get("metadata") or {}).get("labels") or {}).get(REVISION_LABEL)
         if found is not None and (pointed[0] != revision_name(spec.name, pointed[1]) or label != str(pointed[1])):
             raise CommandFailed(f"Service {ns}/{spec.name} points at InferenceEndpointConfig {pointed[0]} (revision "
                                 f"{pointed[1]}), which is not revision {pointed[1]} of {spec.name} (its name and "

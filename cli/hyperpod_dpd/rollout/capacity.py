@@ -153,7 +153,7 @@ def _count(value: Any, default: int, what: str) -> int:
         number = float(str(value))
     except ValueError:
         raise UsageError(f"{what} is {value!r}, not a whole number") from None
-    if number != int(number) or number < 0:
+    if not math.isfinite(number) or number != int(number) or number < 0:
         raise UsageError(f"{what} is {value!r}, not a whole number")
     return int(number)
 
@@ -351,9 +351,19 @@ def in_place(live_spec: Mapping[str, Any], target_spec: Mapping[str, Any], strat
         demand=want[role], strategy=dataclasses.replace(known[role], replicas=want[role].pods),
         old=_old_pods(rooms, f"{namespace}/{known[role].deployment}", have[role].gpus, known[role].replicas),
         old_gpus=have[role].gpus, scale_only=role not in rolling) for role in ROLES}
-    for r in rolls.values():  # a scale-down without a new template: the extra old pods go at once
+    for role, r in rolls.items():  # a new replica count is a scaling event first (syncDeployment: scale, sync.go)
         if r.scale_only and len(r.old) > r.demand.pods:
-            _stop(rooms, free, r, len(r.old) - r.demand.pods)
+            _stop(rooms, free, r, len(r.old) - r.demand.pods)  # the extra old pods go at once
+        elif not r.scale_only and len(r.old) != r.demand.pods:
+            # before any rollout the old ReplicaSet is scaled to the new count: extra pods of the old template
+            if len(r.old) > r.demand.pods:
+                _stop(rooms, free, r, len(r.old) - r.demand.pods)
+            else:
+                bound: dict[str, list[str]] = {}
+                added = r.demand.pods - len(r.old)
+                _place(rooms, free, [Demand(role=role, selector=r.demand.selector, gpus=r.old_gpus, pods=added)],
+                       bound)
+                r.old += [*bound.get(role, []), *[None] * (added - len(bound.get(role, [])))]
     lines = [f"live strategy: {'; '.join(known[role].describe() for role in ROLES)}"]
     short: list[str] = []
     for _ in range(4 * sum(r.demand.pods + len(r.old) for r in rolls.values()) + 4):
