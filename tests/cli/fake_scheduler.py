@@ -23,7 +23,9 @@ Modelled behaviour, each from its source:
 * the Deployment controller (Kubernetes docs, "Deployments", "Strategy"): ``Recreate`` kills every old pod before
   it creates new ones; ``RollingUpdate`` creates new pods while the total stays within replicas + maxSurge and stops
   old pods while the available ones stay at replicas - maxUnavailable or more (percentages: surge rounded up,
-  unavailable down); a ReplicaSet ``<deployment>-<pod-template-hash>`` per template, owned by the Deployment;
+  unavailable down; both 0 makes maxUnavailable 1: ``ResolveFenceposts``); a new replica count is a scaling event
+  first (the current ReplicaSet grows or shrinks to it, then any rollout: ``syncDeployment``); a ReplicaSet
+  ``<deployment>-<pod-template-hash>`` per template, owned by the Deployment;
 * the scheduler (Kubernetes docs, "Resource Management for Pods and Containers": a pod is scheduled only on a node
   with enough allocatable resources left): a pending pod binds to the first node (by name) that its nodeSelector
   selects and whose allocatable GPUs minus those of the pods bound there cover its request; else it stays
@@ -101,6 +103,8 @@ class Operator:
     _version: int = 0
     _pods_made: int = 0
     _templates: dict[str, str] = field(default_factory=dict)
+    _specs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Deployment -> its current pod template (what a scaling event makes more pods of)."""
     """Deployment -> the pod-template-hash of its current template."""
 
     # --- the API's writes ----------------------------------------------------------------------------------
@@ -219,6 +223,10 @@ class Operator:
             template_hash = digest[:5]
         else:
             template_hash = self._templates[deployment]
+        if d["metadata"].get("digest") != digest and deployment in self._specs and d["spec"]["replicas"] != replicas:
+            # a new replica count is a scaling event first: the old ReplicaSet grows or shrinks to it with pods of
+            # the old template, before any rollout (deployment_controller.go syncDeployment: isScalingEvent -> sync)
+            self._scale(d, role, name, replicas)
         if d["metadata"].get("digest") != digest:
             d["metadata"]["digest"] = digest
             d["metadata"]["generation"] += 1
@@ -230,6 +238,7 @@ class Operator:
                                 "resources": {"requests": {GPU: str(template["gpus"])},
                                               "limits": {GPU: str(template["gpus"])}}}]}}
             self._templates[deployment] = template_hash
+            self._specs[deployment] = template
             labels = role_labels(name, role) | {"pod-template-hash": template_hash}
             c.replica_sets.append({
                 "apiVersion": "apps/v1", "kind": "ReplicaSet",
@@ -241,6 +250,18 @@ class Operator:
                 "spec": {"selector": {"matchLabels": labels}}})
         d["spec"]["replicas"] = replicas  # a replicas-only change scales the Deployment, no new ReplicaSet
         self._roll(d, role, name, template, replicas)
+
+    def _scale(self, d: dict[str, Any], role: str, name: str, replicas: int) -> None:
+        """The current ReplicaSet to ``replicas`` pods of its template (unscheduled pods go first on a scale-down)."""
+        c = self.cluster
+        ns, deployment = d["metadata"]["namespace"], d["metadata"]["name"]
+        mine = [p for p in c.pods if p["metadata"]["namespace"] == ns and self._deployment_of(p) == deployment]
+        for pod in sorted(mine, key=_bound)[:max(len(mine) - replicas, 0)]:
+            c.pods.remove(pod)
+        for _ in range(replicas - len(mine)):
+            self._new_pod(ns, role, name, self._templates[deployment], self._specs[deployment])
+        self._schedule()
+        d["spec"]["replicas"] = replicas
 
     def _roll(self, d: dict[str, Any], role: str, name: str, template: dict[str, Any], replicas: int) -> None:
         """The Deployment controller (module docstring), until nothing more may change in this pass."""
@@ -263,6 +284,7 @@ class Operator:
             rolling = strategy.get("rollingUpdate") or {}
             surge = _scaled(rolling.get("maxSurge", "25%"), replicas, up=True)
             unavailable = _scaled(rolling.get("maxUnavailable", "25%"), replicas, up=False)
+            unavailable = 1 if surge == 0 and unavailable == 0 else unavailable  # ResolveFenceposts
             self._schedule()
             ready = sum(1 for p in mine if _bound(p))
             if len(new) < replicas and len(mine) < replicas + surge:

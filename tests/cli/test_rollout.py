@@ -440,6 +440,23 @@ def test_undo_of_a_replace_whose_delete_was_refused_deletes_nothing(
     assert OLD in f.operator.cluster.endpoints[(NS, NAME)]["spec"]["worker"]["args"][1]
 
 
+def test_in_place_of_a_new_template_and_replica_count_deadlocks_on_the_scaling_event_first(
+        fleet: Callable[..., Fleet]) -> None:
+    """Prefill 1 -> 2 replicas and 8 -> 4 GPUs in one apply, one spare node per pool: the scaling event gives the
+    spare node to a second old-template pod, the new 4-GPU pod stays Pending and no old pod may stop: the rollout
+    never finishes, as the planner says (test_rollout_plan, a new template and a new replica count)."""
+    f = fleet(nodes_per_pool=2)
+    target = manifest(NEW)
+    target["spec"]["pdSpec"]["prefillSpec"].update(replicas=2, resources={"requests": {"nvidia.com/gpu": 4},
+                                                                          "limits": {"nvidia.com/gpu": 4}})
+    _apply_in_place(f.operator, target)
+    pods = f.operator.role_pods(NAME, "prefill")
+    old = [p for p in pods if OLD in p["spec"]["containers"][1]["args"][1]]
+    assert [p["status"]["phase"] for p in old] == ["Running", "Running"]
+    assert [p["status"]["phase"] for p in pods if p not in old] == ["Pending"]
+    assert f.operator.cluster.endpoints[(NS, NAME)]["status"]["state"] == "DeploymentInProgress"
+
+
 def test_undo_of_an_in_place_change_applied_but_not_recorded_goes_back_in_place(
         cli, fleet: Callable[..., Fleet], monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C right after the in-place apply reached the API server (no step recorded): the live object runs the new
