@@ -103,9 +103,9 @@ class Operator:
     _version: int = 0
     _pods_made: int = 0
     _templates: dict[str, str] = field(default_factory=dict)
+    """Deployment -> the pod-template-hash of its current template."""
     _specs: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Deployment -> its current pod template (what a scaling event makes more pods of)."""
-    """Deployment -> the pod-template-hash of its current template."""
 
     # --- the API's writes ----------------------------------------------------------------------------------
 
@@ -223,9 +223,11 @@ class Operator:
             template_hash = digest[:5]
         else:
             template_hash = self._templates[deployment]
-        if d["metadata"].get("digest") != digest and deployment in self._specs and d["spec"]["replicas"] != replicas:
+        if d["metadata"].get("digest") != digest and deployment in self._specs \
+                and 0 < d["spec"]["replicas"] != replicas:
             # a new replica count is a scaling event first: the old ReplicaSet grows or shrinks to it with pods of
-            # the old template, before any rollout (deployment_controller.go syncDeployment: isScalingEvent -> sync)
+            # the old template, before any rollout (deployment_controller.go syncDeployment: isScalingEvent -> sync);
+            # a ReplicaSet at 0 is not active (FilterActiveReplicaSets), so from 0 there is none
             self._scale(d, role, name, replicas)
         if d["metadata"].get("digest") != digest:
             d["metadata"]["digest"] = digest

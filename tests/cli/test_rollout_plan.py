@@ -285,6 +285,19 @@ def test_a_new_template_and_a_new_replica_count_scale_the_old_pods_first() -> No
     assert not verdict.fits and "would deadlock: prefill: a pod of 4 GPUs" in verdict.lines[-1]
 
 
+def test_a_role_at_zero_replicas_has_no_scaling_event_before_its_rollout() -> None:
+    """Live prefill at 0 replicas, the target 1 with a new image: an old ReplicaSet at 0 is not active
+    (controller_utils.go FilterActiveReplicaSets), so Kubernetes makes no old-template pod first; the new pod binds
+    on the free node."""
+    live = spec()
+    live["pdSpec"]["prefillSpec"]["replicas"] = 0
+    nodes = [node("prefill-0", "prefill"), node("decode-0", "decode", held=8, owner="default/decode-e"),
+             node("decode-1", "decode")]
+    strategies = {"prefill": rolling("prefill", replicas=0), "decode": rolling("decode")}
+    verdict = c.in_place(live, spec(image="img:2"), strategies, nodes, SELECTORS, "default")
+    assert verdict.fits, verdict.lines
+
+
 def test_a_colocated_change_is_not_called_a_mode_change() -> None:
     live = {k: v for k, v in spec().items() if k != "pdSpec"}
     target = {**copy.deepcopy(live), "worker": {**live["worker"], "image": "img:2"}}

@@ -354,8 +354,9 @@ def in_place(live_spec: Mapping[str, Any], target_spec: Mapping[str, Any], strat
     for role, r in rolls.items():  # a new replica count is a scaling event first (syncDeployment: scale, sync.go)
         if r.scale_only and len(r.old) > r.demand.pods:
             _stop(rooms, free, r, len(r.old) - r.demand.pods)  # the extra old pods go at once
-        elif not r.scale_only and len(r.old) != r.demand.pods:
-            # before any rollout the old ReplicaSet is scaled to the new count: extra pods of the old template
+        elif not r.scale_only and r.old and len(r.old) != r.demand.pods:
+            # before any rollout the old ReplicaSet is scaled to the new count: extra pods of the old template (an
+            # old ReplicaSet at 0 is not active, so there is no scaling event: FilterActiveReplicaSets)
             if len(r.old) > r.demand.pods:
                 _stop(rooms, free, r, len(r.old) - r.demand.pods)
             else:
