@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lifecycle_fixtures import REPO_ROOT, copy_env, set_charts_fetched
+from lifecycle_fixtures import REPO_ROOT, copy_env, no_aws_credentials, set_charts_fetched
 
 #: The demo environment's synth is shared with tests/cli/test_lifecycle.py on one xdist worker.
 pytestmark = pytest.mark.xdist_group("repository-root")
@@ -41,16 +41,6 @@ def _one_line(result: Any, code: int, starts: str) -> str:
     assert len(lines) == 1 and lines[0].startswith(starts), result.stderr
     assert "Traceback" not in result.stderr
     return lines[0]
-
-
-def _no_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No AWS credentials anywhere in the chain (environment, shared files, profile; IMDS is off in the suite)."""
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-                 "AWS_DEFAULT_PROFILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_WEB_IDENTITY_TOKEN_FILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
 @pytest.fixture
@@ -335,7 +325,7 @@ def test_no_credentials_is_one_line_with_the_fix_before_the_cdk_cli(demo_env, fa
     before ``error: cdk diff exited 1`` with no fix (friction 5)."""
     cwd, _ = demo_env
     copy_env(cwd / "envs" / "demo", cwd / "envs" / "fetched", charts_fetched=True)
-    _no_credentials(monkeypatch, tmp_path)
+    no_aws_credentials(monkeypatch, tmp_path)
     monkeypatch.chdir(cwd)
     line = _one_line(run_cli(args[0], "--env", "fetched", *args[1:]), 1,
                      f"error: hyperpod-dpd {args[0]}: the CDK CLI needs AWS credentials: NoCredentialsError: ")
@@ -583,7 +573,7 @@ def _walk(commands: list[str], run_cli: Any, cwd: Path, until: str) -> dict[str,
         with pytest.MonkeyPatch.context() as mp:
             mp.chdir(cwd)
             if args[0] == "diff":
-                _no_credentials(mp, cwd / ".no-aws")
+                no_aws_credentials(mp, cwd / ".no-aws")
                 ran[command] = run_cli(*args)
             else:
                 mp.setenv("AWS_ACCESS_KEY_ID", "testing")

@@ -19,6 +19,7 @@ import boto3
 import pytest
 import yaml
 from botocore.stub import Stubber
+from lifecycle_fixtures import no_aws_credentials
 from moto import mock_aws
 
 from hyperpod_core.errors import CommandFailed
@@ -198,12 +199,7 @@ def test_dry_run_without_credentials_lists_the_upload_with_one_note(_invoke, tmp
     (environment, shared files, profile; IMDS off): --dry-run still lists what would be uploaded, from the local
     files, with one line saying S3 could not be read, why, and the fix; exit 0, nothing written. Fails on main:
     ``error: s3://team-models: NoCredentialsError: Unable to locate credentials; fix: ...`` (exit 1)."""
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-                 "AWS_DEFAULT_PROFILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_WEB_IDENTITY_TOKEN_FILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    no_aws_credentials(monkeypatch, tmp_path)
     data = copy.deepcopy(default_config_dict)
     data["model_bucket"]["existing_name"] = "team-models"
     path = tmp_path / "c.yaml"
