@@ -4,8 +4,11 @@ The pinned operator is v3.3 (:data:`hyperpod_core.pins.INFERENCE_OPERATOR_APP_VE
 ``v3.3`` folder of the shared CRD copies. Resolution order, for each pinned file:
 
 1. ``--crd-dir`` / ``HYPERPOD_CRD_DIR``: a directory holding the published v3.3 CRD files.
-2. ``../shared/crds/v3.3`` next to the repository, when it exists.
-3. Only in the set-up command (``fetch=True``): download the pinned upstream file into ``.cache/crds/v3.3``.
+2. ``../shared/crds/v3.3`` next to the repository, when it exists; else next to the checkout this one was cloned
+   from, when its ``origin`` is a folder on this machine (``git clone /work/main /tmp/x``: a fresh clone anywhere
+   finds the copies its origin found, without a download).
+3. ``.cache/crds/v3.3``, what an earlier set-up downloaded.
+4. Only in the set-up command (``fetch=True``): download the pinned upstream file into ``.cache/crds/v3.3``.
 
 Whatever the source, the file's SHA-256 must equal the pin in :mod:`hyperpod_core.pins` before it is used.
 Synth never touches the network.
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 from pathlib import Path
 from typing import Annotated
 
@@ -49,6 +53,20 @@ def _verified(path: Path, pin: pins.CrdPin) -> Path:
     return path
 
 
+def origin_checkout(root: Path) -> Path | None:
+    """The checkout ``root`` was cloned from, when its ``origin`` remote is a folder on this machine (a path or a
+    ``file://`` URL); ``None`` otherwise (a network remote, no remote, no git)."""
+    try:
+        url = subprocess.run(["git", "-C", str(root), "config", "--get", "remote.origin.url"], capture_output=True,
+                             text=True, timeout=10, check=False).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if not url or ("://" in url and not url.startswith("file://")) or (":" in url and "://" not in url):
+        return None  # https://, ssh://, or scp-like host:path
+    folder = (root / url.removeprefix("file://")).resolve()
+    return folder if folder.is_dir() and folder != root.resolve() else None
+
+
 def resolve_crd(pin: pins.CrdPin = pins.INFERENCE_ENDPOINT_CONFIG_CRD, *, crd_dir: str | Path | None = None,
                 fetch: bool = False) -> Path:
     """Return a verified local path of the pinned CRD file."""
@@ -59,9 +77,11 @@ def resolve_crd(pin: pins.CrdPin = pins.INFERENCE_ENDPOINT_CONFIG_CRD, *, crd_di
             raise ConfigError(f"{ENV_VAR} / --crd-dir {str(given)!r} has no {pin.file_name}")
         return _verified(path, pin)
     root = paths.CHECKOUT
-    for candidate in ((root / SHARED_DIR / pin.file_name, root / CACHE_DIR / pin.file_name) if root else ()):
-        if candidate.is_file():
-            return _verified(candidate, pin)
+    if root is not None:
+        origin = origin_checkout(root)
+        for candidate in (root / SHARED_DIR, *((origin / SHARED_DIR,) if origin else ()), root / CACHE_DIR):
+            if (candidate / pin.file_name).is_file():
+                return _verified(candidate / pin.file_name, pin)
     if not fetch:
         raise ConfigError(
             f"no copy of {pin.file_name}: set {ENV_VAR} to a directory holding the operator CRDs, "

@@ -59,6 +59,23 @@ def test_the_shared_folder_is_the_pinned_versions():
     assert SHARED_DIR.as_posix() == "../shared/crds/v3.3" and CACHE_DIR.as_posix() == ".cache/crds/v3.3"
 
 
+def test_a_local_clone_finds_the_shared_crds_beside_its_origin(tmp_path):
+    """``git clone /work/main /tmp/fresh``: the clone's ``../shared`` does not exist, its origin's does."""
+    from hyperpod_k8s.crd_source import origin_checkout
+
+    origin, clone, elsewhere = tmp_path / "work" / "main", tmp_path / "tmp" / "fresh", tmp_path / "other"
+    for folder in (origin, elsewhere):
+        subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True, capture_output=True)
+    assert origin_checkout(clone) == origin.resolve()
+    subprocess.run(["git", "-C", str(clone), "remote", "set-url", "origin", f"file://{origin}"], check=True)
+    assert origin_checkout(clone) == origin.resolve()
+    for url in ("https://github.com/x/y.git", "git@github.com:x/y.git", str(tmp_path / "gone")):
+        subprocess.run(["git", "-C", str(clone), "remote", "set-url", "origin", url], check=True)
+        assert origin_checkout(clone) is None, url
+    assert origin_checkout(elsewhere) is None  # no remote
+
+
 def test_bindings_are_generated_for_v1_with_pdspec():
     from hyperpod_k8s.imports.com.amazon.aws.sagemaker import inference as iec
 
