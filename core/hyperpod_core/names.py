@@ -31,6 +31,7 @@ Pods are read through their Deployment's own label selector, never by a name pre
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol
 
@@ -85,6 +86,22 @@ STABLE_SERVICE_MANAGER: Final = "hyperpod-dpd"
 #: (``0``: the endpoint under its own name, as ``kubectl apply -f dist/<endpoint>/endpoint/`` creates it).
 TARGET_ANNOTATION: Final = "hyperpod-dpd/endpoint-config"
 REVISION_ANNOTATION: Final = "hyperpod-dpd/revision"
+#: The label every revision's InferenceEndpointConfig carries with its number (the same key as the annotation).
+REVISION_LABEL: Final = REVISION_ANNOTATION
+
+
+def revision_name(endpoint: str, number: int) -> str:
+    """``<endpoint>-r<N>``: the InferenceEndpointConfig of revision N of a blue/green rollout."""
+    return f"{endpoint}-r{number}"
+
+
+def revision_of(name: str, endpoint: str) -> int | None:
+    """Which revision of ``endpoint`` the InferenceEndpointConfig ``name`` is: 0 for the endpoint's own name, N for
+    ``<endpoint>-r<N>`` (:func:`revision_name`), ``None`` for any other name."""
+    if name == endpoint:
+        return 0
+    found = re.fullmatch(re.escape(endpoint) + r"-r([0-9]+)", name)
+    return int(found.group(1)) if found else None
 
 
 class NamedEndpoint(Protocol):

@@ -305,6 +305,21 @@ def test_a_lost_revision_store_goes_on_from_the_revision_the_service_names(
     assert f.operator.events == [] and f.endpoints == [f"{NAME}-r1"]
 
 
+def test_a_lost_store_after_a_blue_green_and_an_in_place_change_goes_on_from_the_serving_revision(
+        cli, fleet: Callable[..., Fleet], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blue/green to r1, then an in-place change keeps the name r1 and labels it revision 2; the store is lost: the
+    Service names r1 with revision 2, and rollout goes on from it."""
+    f = fleet(nodes_per_pool=2)
+    with answering(f, monkeypatch, f"{NAME}-r1"):
+        assert cli(*f.args("--yes")).code == 0
+    f.operator.services[(NS, NAME)]["metadata"]["annotations"]["hyperpod-dpd/revision"] = "2"
+    f.operator.cluster.endpoints[(NS, f"{NAME}-r1")]["metadata"]["labels"]["hyperpod-dpd/revision"] = "2"
+    f.store.unlink()
+    result = cli(*f.args("--dry-run"))
+    assert result.code == 0, result.err
+    assert f"points at {NAME}-r1 (revision 2), which is live" in result.out and "plan: no change" in result.out
+
+
 def test_a_lost_store_never_adopts_an_object_that_is_not_a_revision_of_the_endpoint(
         cli, fleet: Callable[..., Fleet]) -> None:
     """Our Service (hand-edited, or stale) names another endpoint's InferenceEndpointConfig and the store is missing:

@@ -962,6 +962,8 @@ def test_after_a_blue_green_the_rows_are_those_of_the_revision_that_serves(cli, 
     assert rows["endpoint:router"]["detail"] == f"Ready 1/1 ({served}-{NAMESPACE}-routing-service:443)"
     assert rows["endpoint:prefill revision"]["facts"]["deployment"] == f"prefill-{served}"
     assert "endpoint:rollout" not in rows  # nothing unfinished
+    # the serving revision is the endpoint, not an endpoint the config no longer holds (no "kubectl delete" row)
+    assert not [key for key in rows if key.startswith("other endpoints:")], [k for k in rows if "other" in k]
 
 
 def test_a_rollout_that_stopped_half_way_is_one_row_with_both_ways_on(cli, config_file, kubeconfig, healthy) -> None:

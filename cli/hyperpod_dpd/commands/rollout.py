@@ -173,15 +173,9 @@ def _cold_starts(spec: EndpointSpec, target_spec: dict[str, Any]) -> tuple[str, 
 def _plan(dep: Deployment, spec: EndpointSpec, cluster: Cluster, record: Record | None, target_doc: dict[str, Any],
           *, kv_flushed: bool) -> tuple[Plan, Revision | None, Revision]:
     """The plan, the revision that serves now (``None``: nothing live) and the one the plan makes."""
+    from hyperpod_core.names import REVISION_LABEL, revision_name, revision_of
     from hyperpod_dpd.rollout import address
-    from hyperpod_dpd.rollout.plan import (
-        REVISION_LABEL,
-        as_manifest,
-        decide,
-        revision_manifest,
-        revision_name,
-        revision_name_problem,
-    )
+    from hyperpod_dpd.rollout.plan import as_manifest, decide, revision_manifest, revision_name_problem
     from hyperpod_dpd.rollout.store import Revision, RevisionStore
 
     ns = spec.namespace
@@ -198,9 +192,10 @@ def _plan(dep: Deployment, spec: EndpointSpec, cluster: Cluster, record: Record 
     if current is None and live is None and pointed is not None and pointed[0] != spec.name:
         found = cluster.endpoint(ns, pointed[0])  # the revision store was lost; the Service knows what serves
         label = (((found or {}).get("metadata") or {}).get("labels") or {}).get(REVISION_LABEL)
-        if found is not None and (pointed[0] != revision_name(spec.name, pointed[1]) or label != str(pointed[1])):
+        # a revision keeps its name across an in-place change or a replace, its label carries the new number
+        if found is not None and (revision_of(pointed[0], spec.name) is None or label != str(pointed[1])):
             raise CommandFailed(f"Service {ns}/{spec.name} points at InferenceEndpointConfig {pointed[0]} (revision "
-                                f"{pointed[1]}), which is not revision {pointed[1]} of {spec.name} (its name and "
+                                f"{pointed[1]}), which is not revision {pointed[1]} of {spec.name} (its name or "
                                 f"{REVISION_LABEL} label say otherwise), and the revision store has no record: "
                                 f"check what serves, then delete or repoint that Service")
         if found is not None:

@@ -21,7 +21,16 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from hyperpod_core.errors import CommandFailed
-from hyperpod_core.names import GROUP, NODE_HEALTH_TAINT_KEY, PLURAL, ROLES, VERSION, EndpointNames, Role
+from hyperpod_core.names import (
+    GROUP,
+    NODE_HEALTH_TAINT_KEY,
+    PLURAL,
+    REVISION_LABEL,
+    ROLES,
+    VERSION,
+    EndpointNames,
+    Role,
+)
 from hyperpod_dpd.kube import REQUEST_TIMEOUT, ApiException, Kube, kube_errors, read_or_none, request
 from hyperpod_dpd.rollout.capacity import GPU_RESOURCE, NodeRoom, Strategy
 from hyperpod_dpd.vllm_args import model_arg, model_of_argv
@@ -160,8 +169,8 @@ class Cluster:
                 if exc.status != 409:
                     raise
         live = self.endpoint(ns, name) or {}
-        if (live.get("metadata") or {}).get("labels", {}).get("hyperpod-dpd/revision") != \
-                doc["metadata"]["labels"].get("hyperpod-dpd/revision"):
+        if ((live.get("metadata") or {}).get("labels") or {}).get(REVISION_LABEL) != \
+                doc["metadata"]["labels"].get(REVISION_LABEL):
             raise CommandFailed(f"InferenceEndpointConfig {ns}/{name} exists already and is not this revision; delete "
                                 f"it (kubectl delete inferenceendpointconfig -n {ns} {name}) or run rollout --undo")
 

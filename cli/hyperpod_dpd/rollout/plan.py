@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from hyperpod_analysis.plan.coldstart import ColdStart
-from hyperpod_core.names import ROLES, Role
+from hyperpod_core.names import REVISION_LABEL, ROLES, Role
 from hyperpod_core.telemetry.queries import POD_SUFFIX
 from hyperpod_dpd.rollout.capacity import (
     ROLE_SPEC,
@@ -44,20 +44,12 @@ from hyperpod_dpd.rollout.capacity import (
 )
 from hyperpod_dpd.vllm_args import model_of_argv
 
-#: The label a revision of an endpoint carries (``<endpoint>-r<N>``: N).
-REVISION_LABEL: Final = "hyperpod-dpd/revision"
-
 Kind = Literal["none", "create", "blue-green", "in-place", "replace"]
 Category = Literal["image", "model", "args", "parallelism", "roles", "caches", "other"]
 CATEGORIES: Final[tuple[Category, ...]] = ("image", "model", "args", "parallelism", "roles", "caches", "other")
 
 
 # --- the manifest of a revision ----------------------------------------------------------------------------------
-
-def revision_name(endpoint: str, number: int) -> str:
-    """``<endpoint>-r<N>``: the name of revision N of a blue/green rollout."""
-    return f"{endpoint}-r{number}"
-
 
 def revision_manifest(doc: Mapping[str, Any], name: str, number: int) -> dict[str, Any]:
     """The InferenceEndpointConfig ``doc`` as revision ``number`` named ``name``: metadata reduced to what a manifest

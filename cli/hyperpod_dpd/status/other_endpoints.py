@@ -2,7 +2,8 @@
 
 An endpoint removed from, or renamed in, ``endpoints:`` keeps running until someone deletes its
 InferenceEndpointConfig, and its pods keep their GPUs, which the config's endpoints then cannot get (issue 34). Every
-InferenceEndpointConfig of every namespace whose namespace and name are no endpoint of the config is one warn row
+InferenceEndpointConfig of every namespace whose namespace and name are no endpoint of the config (nor one of its
+revisions, ``<endpoint>-r<N>``: :func:`hyperpod_core.names.revision_of`) is one warn row
 that never blocks serving: its mode and state, whether it is this deployment's (the ``app.kubernetes.io/part-of``
 label every endpoint manifest carries holds the deployment's ``name``), the GPUs its pods hold
 (:meth:`hyperpod_dpd.kube.Kube.gpus_held`) and the command that deletes it.
@@ -13,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from hyperpod_core.errors import CommandFailed
-from hyperpod_core.names import EndpointNames
+from hyperpod_core.names import EndpointNames, revision_of
 from hyperpod_dpd.deployment import Deployment
 from hyperpod_dpd.status.check import Check
 
@@ -29,7 +30,7 @@ def other_endpoint_checks(dep: Deployment, kubeconfig: str | None, context: str 
     name), in namespace and name order; one warn row when they cannot be listed."""
     from hyperpod_dpd.kube import kube_errors
 
-    known = {(s.namespace, s.name) for s in dep.env.config.specs()}
+    specs = dep.env.config.specs()
     try:
         kube = dep.kube(kubeconfig, context)
         with kube_errors(LISTING):
@@ -42,8 +43,8 @@ def other_endpoint_checks(dep: Deployment, kubeconfig: str | None, context: str 
     for obj in listed:
         meta = obj.get("metadata") or {}
         namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-        if (namespace, name) in known:
-            continue
+        if any(namespace == s.namespace and revision_of(name, s.name) is not None for s in specs):
+            continue  # an endpoint of the config, or one of its revisions (``hyperpod-dpd rollout``: <endpoint>-r<N>)
         dpd = (obj.get("spec") or {}).get("pdSpec") is not None
         try:
             with kube_errors(f"reading the pods of InferenceEndpointConfig {namespace}/{name}"):
