@@ -659,3 +659,16 @@ def test_bench_waits_for_an_unfinished_rollout(env_folder, tmp_path):
         f"error: a rollout of default/llama-3-3-70b is unfinished (bench.out/rollouts/llama-3-3-70b.json): finish it "
         f"(hyperpod-dpd rollout --config {env_folder.name}) or undo it (hyperpod-dpd rollout --config "
         f"{env_folder.name} --undo), then bench"]
+
+
+def test_a_live_endpoint_holds_its_manifest_with_quantities_as_strings_and_server_defaults() -> None:
+    """The API server keeps ``8`` as written and adds defaults: no needless delete-and-apply (one cold start); a
+    missing ``pdSpec`` or an extra autoscaling block is a different layout."""
+    from hyperpod_dpd.commands.bench import holds
+
+    wanted = {"pdSpec": {"prefillSpec": {"replicas": 1, "resources": {"limits": {"nvidia.com/gpu": 8}}}}}
+    live = {"maxDeployTimeInSeconds": 3600,
+            "pdSpec": {"prefillSpec": {"replicas": 1, "resources": {"limits": {"nvidia.com/gpu": "8"}}}}}
+    assert holds(live, wanted)
+    assert not holds({"worker": {}}, wanted)
+    assert not holds({**live, "pdSpec": {**live["pdSpec"], "autoScalingSpec": {}}}, wanted)

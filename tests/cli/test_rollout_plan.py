@@ -298,6 +298,28 @@ def test_a_role_at_zero_replicas_has_no_scaling_event_before_its_rollout() -> No
     assert verdict.fits, verdict.lines
 
 
+def test_a_colocated_endpoint_places_on_the_nodes_its_node_affinity_selects() -> None:
+    """The synthesized colocated baseline carries no instanceType, only a required nodeAffinity: the instance type
+    and the roles' pools (tests/k8s/snapshots/default/llama-3-3-70b-colocated.k8s.yaml): a node of another type, or
+    of another pool, is no room for it."""
+    import yaml
+
+    doc = yaml.safe_load((Path(__file__).resolve().parents[1] / "k8s" / "snapshots" / "default"
+                          / "llama-3-3-70b-colocated.k8s.yaml").read_text())
+    assert "instanceType" not in doc["spec"]
+    (worker,) = c.demands(doc["spec"], SELECTORS)
+    p5 = c.NodeRoom(name="a", labels={"node.kubernetes.io/instance-type": "ml.p5.48xlarge", POOL: "decode"},
+                    allocatable=8)
+    g5 = c.NodeRoom(name="b", labels={"node.kubernetes.io/instance-type": "ml.g5.48xlarge", POOL: "decode"},
+                    allocatable=8)
+    spare = c.NodeRoom(name="c", labels={"node.kubernetes.io/instance-type": "ml.p5.48xlarge", POOL: "spare"},
+                       allocatable=8)
+    assert worker.selects(p5) and not worker.selects(g5) and not worker.selects(spare)
+    where = "node.kubernetes.io/instance-type In ml.p5.48xlarge, hyperpod-dpd/pool In prefill|decode"
+    assert c.place([g5, spare], [worker]) == [f"worker: a pod of 8 GPUs fits no node of {where} (free: no node)"]
+    assert c.free_by_selector([p5, g5, spare], [worker]) == [f"worker ({where}): 8 of 8 GPUs free on 1 node (a: 8)"]
+
+
 def test_a_colocated_change_is_not_called_a_mode_change() -> None:
     live = {k: v for k, v in spec().items() if k != "pdSpec"}
     target = {**copy.deepcopy(live), "worker": {**live["worker"], "image": "img:2"}}

@@ -115,26 +115,12 @@ def experiment_of(job: dict[str, Any]) -> str:
 
 
 def holds(live_spec: Any, wanted_spec: dict[str, Any]) -> bool:
-    """The live endpoint runs ``wanted_spec``: it covers it (:func:`_covers`), and it is of the same mode with the
-    same autoscaling (a field the manifest leaves out, such as ``pdSpec`` on the colocated one or
-    ``pdSpec.autoScalingSpec`` on a pinned one, must be absent live too: the API server adds neither)."""
-    live = live_spec if isinstance(live_spec, dict) else {}
-    pd_live, pd_wanted = live.get("pdSpec"), wanted_spec.get("pdSpec")
-    if (pd_live is None) != (pd_wanted is None):
-        return False
-    if pd_live is not None and ("autoScalingSpec" in pd_live) != ("autoScalingSpec" in (pd_wanted or {})):
-        return False
-    return _covers(live, wanted_spec)
+    """The live endpoint runs ``wanted_spec``: the rollout's comparison finds no change
+    (:func:`hyperpod_dpd.rollout.plan.changes`: every field the manifest sets, a quantity ``8`` as ``"8"``, and the
+    blocks it leaves out that the API server never adds, such as ``pdSpec`` or ``pdSpec.autoScalingSpec``)."""
+    from hyperpod_dpd.rollout.plan import changes
 
-
-def _covers(live: Any, wanted: Any) -> bool:
-    """``live`` holds everything ``wanted`` says (the API server may add defaults; it never drops a field)."""
-    if isinstance(wanted, dict):
-        return isinstance(live, dict) and all(k in live and _covers(live[k], v) for k, v in wanted.items())
-    if isinstance(wanted, list):
-        return isinstance(live, list) and len(live) == len(wanted) and all(
-            _covers(a, b) for a, b in zip(live, wanted, strict=True))
-    return bool(live == wanted)
+    return not changes(live_spec if isinstance(live_spec, dict) else {}, wanted_spec)
 
 
 def _manifests(layout: DistLayout) -> dict[tuple[str, str], Path]:

@@ -69,14 +69,57 @@ class NodeRoom:
         return all(self.labels.get(k) == v for k, v in selector.items())
 
 
+#: A node-affinity term (its ``matchExpressions``): ``(key, operator, values)`` each, all of which must hold.
+Term = tuple[tuple[str, str, tuple[str, ...]], ...]
+
+
 @dataclass(frozen=True, kw_only=True)
 class Demand:
-    """Pods of one role to place: each needs ``gpus`` GPUs on one node that ``selector`` selects."""
+    """Pods of one role to place: each needs ``gpus`` GPUs on one node that ``selector`` selects and, when
+    ``affinity`` has terms, one of them (the required node affinity of a colocated endpoint)."""
 
     role: str
     selector: Mapping[str, str]
     gpus: int
     pods: int
+    affinity: tuple[Term, ...] = ()
+
+    def selects(self, node: NodeRoom) -> bool:
+        return node.matches(self.selector) and (not self.affinity or any(
+            all(_holds(node.labels.get(key), operator, values) for key, operator, values in term)
+            for term in self.affinity))
+
+    def where(self) -> str:
+        if not self.affinity:
+            return selector_text(self.selector)
+        terms = " or ".join(", ".join(f"{key} {operator} {'|'.join(values)}".rstrip() for key, operator, values in t)
+                            for t in self.affinity)
+        return f"{selector_text(self.selector)}; {terms}" if self.selector else terms
+
+
+def _holds(value: str | None, operator: str, values: tuple[str, ...]) -> bool:
+    """One ``matchExpressions`` entry on a node label's value (Kubernetes API, NodeSelectorRequirement: In, NotIn,
+    Exists, DoesNotExist; Gt and Lt compare integers)."""
+    if operator == "In":
+        return value in values
+    if operator == "NotIn":
+        return value not in values
+    if operator == "Exists":
+        return value is not None
+    if operator == "DoesNotExist":
+        return value is None
+    if operator in ("Gt", "Lt") and value is not None and value.lstrip("-").isdigit() and values:
+        return int(value) > int(values[0]) if operator == "Gt" else int(value) < int(values[0])
+    return False
+
+
+def node_affinity(spec: Mapping[str, Any]) -> tuple[Term, ...]:
+    """The terms of ``spec.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`` (CRD v3.3: a Kubernetes
+    NodeAffinity; terms are ORed, a term's expressions ANDed)."""
+    required = (spec.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    return tuple(tuple((str(e.get("key")), str(e.get("operator")), tuple(str(v) for v in e.get("values") or ()))
+                       for e in term.get("matchExpressions") or ())
+                 for term in required.get("nodeSelectorTerms") or ())
 
 
 def selector_text(selector: Mapping[str, str]) -> str:
@@ -107,10 +150,10 @@ def _place(rooms: list[NodeRoom], free: dict[str, int], demands: Iterable[Demand
     short: list[str] = []
     for d in sorted(demands, key=lambda d: -d.gpus):
         for _ in range(d.pods):
-            node = next((n for n in rooms if n.matches(d.selector) and free[n.name] >= d.gpus), None)
+            node = next((n for n in rooms if d.selects(n) and free[n.name] >= d.gpus), None)
             if node is None:
-                seen = ", ".join(f"{n.name}: {free[n.name]}" for n in rooms if n.matches(d.selector)) or "no node"
-                short.append(f"{d.role}: a pod of {d.gpus} GPUs fits no node of {selector_text(d.selector)} "
+                seen = ", ".join(f"{n.name}: {free[n.name]}" for n in rooms if d.selects(n)) or "no node"
+                short.append(f"{d.role}: a pod of {d.gpus} GPUs fits no node of {d.where()} "
                              f"(free: {seen})")
                 break
             free[node.name] -= d.gpus
@@ -119,15 +162,15 @@ def _place(rooms: list[NodeRoom], free: dict[str, int], demands: Iterable[Demand
     return short
 
 
-def free_by_selector(nodes: Iterable[NodeRoom], selectors: Mapping[Any, Mapping[str, str]]) -> list[str]:
-    """One line per role: the free GPUs of the nodes its selector selects, node by node."""
+def free_by_selector(nodes: Iterable[NodeRoom], wanted: Iterable[Demand]) -> list[str]:
+    """One line per demand (role): the free GPUs of the nodes it may use, node by node."""
     rooms = sorted(nodes, key=lambda n: n.name)
     lines = []
-    for role, selector in selectors.items():
-        picked = [n for n in rooms if n.matches(selector)]
+    for d in wanted:
+        picked = [n for n in rooms if d.selects(n)]
         total = sum(n.allocatable for n in picked)
         each = ", ".join(f"{n.name}: {n.free}" + ("" if n.schedulable else " (not schedulable)") for n in picked)
-        lines.append(f"{role} ({selector_text(selector)}): {sum(n.free for n in picked)} of {total} GPUs free on "
+        lines.append(f"{d.role} ({d.where()}): {sum(n.free for n in picked)} of {total} GPUs free on "
                      f"{len(picked)} node{'s' if len(picked) != 1 else ''}" + (f" ({each})" if picked else ""))
     return lines
 
@@ -164,7 +207,8 @@ def is_dpd(spec: Mapping[str, Any]) -> bool:
 
 def demands(spec: Mapping[str, Any], selectors: Mapping[Role, Mapping[str, str]]) -> list[Demand]:
     """The pods an endpoint spec runs: per DPD role its ``replicas`` of its ``resources`` (the role's selector:
-    ``selectors``); a colocated endpoint's ``replicas`` of ``worker.resources`` on nodes of its instance type."""
+    ``selectors``); a colocated endpoint's ``replicas`` of ``worker.resources`` on the nodes its required
+    ``nodeAffinity`` selects (what the synth writes) and, when set, of its ``instanceType``."""
     if is_dpd(spec):
         pd = spec["pdSpec"]
         return [Demand(role=role, selector=selectors[role], gpus=_gpus((pd.get(ROLE_SPEC[role]) or {}).get(
@@ -173,7 +217,7 @@ def demands(spec: Mapping[str, Any], selectors: Mapping[Role, Mapping[str, str]]
     instance_type = spec.get("instanceType")
     return [Demand(role="worker", selector={INSTANCE_TYPE_LABEL: str(instance_type)} if instance_type else {},
                    gpus=_gpus((spec.get("worker") or {}).get("resources")),
-                   pods=_count(spec.get("replicas"), 1, "replicas"))]
+                   pods=_count(spec.get("replicas"), 1, "replicas"), affinity=node_affinity(spec))]
 
 
 # --- the live Deployments' strategy --------------------------------------------------------------------------------

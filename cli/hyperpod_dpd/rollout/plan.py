@@ -39,7 +39,6 @@ from hyperpod_dpd.rollout.capacity import (
     demands,
     free_by_selector,
     in_place,
-    is_dpd,
     place,
 )
 from hyperpod_dpd.vllm_args import model_of_argv
@@ -367,8 +366,7 @@ def decide(*, endpoint: str, namespace: str, live_name: str | None, live_spec: M
     added). ``blue_green_problem``: why the blue/green revision's name may not be used
     (:func:`revision_name_problem`); then the plan goes on to in place or replace, which keep the live name."""
     rooms = list(nodes)
-    capacity = tuple(free_by_selector(rooms, selectors if is_dpd(target_spec) else {
-        d.role: d.selector for d in demands(target_spec, selectors)}))
+    capacity = tuple(free_by_selector(rooms, demands(target_spec, selectors)))
     if live_spec is None or live_name is None:
         short = place(rooms, demands(target_spec, selectors))
         fit = "it fits" if not short else f"it does not fit yet ({'; '.join(short)}): its pods wait Pending"
