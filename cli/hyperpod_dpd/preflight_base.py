@@ -95,11 +95,8 @@ class Clients:
 
 
 def addon_pins() -> tuple[pins.AddonPin, ...]:
-    """``pins.ADDONS`` when the pins module lists them, else every AddonPin constant of the module."""
-    listed = getattr(pins, "ADDONS", None)
-    if listed:
-        return tuple(listed)
-    return tuple(v for k, v in vars(pins).items() if k.isupper() and isinstance(v, pins.AddonPin))
+    """The pinned EKS add-ons (``pins.ADDONS``)."""
+    return tuple(pins.ADDONS)
 
 
 def bootstrap_qualifier() -> str:

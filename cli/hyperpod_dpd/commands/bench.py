@@ -66,6 +66,7 @@ from hyperpod_dpd.commands.options import (
     EnvOption,
     OutputsFileOption,
     ProfileOption,
+    ReadyTimeoutOption,
 )
 from hyperpod_dpd.confirm import DryRunOption, YesOption, confirm
 from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load, results_dir, rollout_command
@@ -87,8 +88,6 @@ OnlyOption = Annotated[list[str] | None, typer.Option(
          "Default: every run.")]
 PollOption = Annotated[float, typer.Option("--poll-seconds", metavar="SECONDS", min=0.0,
                                            help="Status poll interval.")]
-ReadyOption = Annotated[float, typer.Option("--ready-timeout", metavar="SECONDS", min=1.0,
-                                            help="Seconds to wait for the endpoint after a switch.")]
 
 
 def register(app: typer.Typer) -> None:
@@ -485,7 +484,7 @@ def _dpd_path(kube: Kube, spec: EndpointSpec, names: EndpointNames, before: dict
 
 def bench(config: ConfigOption = None, env: EnvOption = None, endpoint: EndpointOption = None,
           kubeconfig: KubeconfigOption = None, context: ContextOption = None, poll_seconds: PollOption = 10.0,
-          ready_timeout: ReadyOption = 3600.0,
+          ready_timeout: ReadyTimeoutOption = 3600.0,
           only: OnlyOption = None, yes: YesOption = False, dry_run: DryRunOption = False,
           region: DeploymentRegionOption = None, profile: ProfileOption = None,
           outputs_file: OutputsFileOption = None) -> None:

@@ -73,3 +73,7 @@ DeployOutputsFileOption = Annotated[Path | None, typer.Option(
     "--outputs-file", metavar="PATH", show_default=False,
     help="Where to write the deploy outputs. Default: cdk-outputs.json in the config's folder, where every other "
          "command reads them.")]
+#: ``--ready-timeout`` of the commands that wait for an endpoint to be ready, or gone (``bench``, ``rollout``).
+ReadyTimeoutOption = Annotated[float, typer.Option(
+    "--ready-timeout", metavar="SECONDS", min=1.0,
+    help="Seconds to wait for an endpoint to be ready, or gone (the CRD's maxDeployTimeInSeconds default).")]

@@ -27,7 +27,14 @@ import typer
 from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.errors import CommandFailed, UsageError
 from hyperpod_core.names import MANAGED_BY_LABEL, ROLES, STABLE_SERVICE_MANAGER, EndpointNames, Role
-from hyperpod_dpd.commands.options import ConfigOption, EnvOption, OutputsFileOption, ProfileOption
+from hyperpod_dpd.commands.options import (
+    ConfigOption,
+    EndpointOption,
+    EnvOption,
+    OutputsFileOption,
+    ProfileOption,
+    ReadyTimeoutOption,
+)
 from hyperpod_dpd.confirm import DryRunOption, YesOption, confirm
 from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load, rollout_command
 
@@ -38,16 +45,10 @@ if TYPE_CHECKING:  # the Kubernetes client loads when the command runs, not for 
     from hyperpod_dpd.rollout.plan import Plan
     from hyperpod_dpd.rollout.store import Record, Revision, RevisionStore
 
-EndpointOption = Annotated[str | None, typer.Option(
-    "--endpoint", metavar="NAME", show_default=False,
-    help="The endpoint to change (its name in the config). Default: the only one.")]
 UndoOption = Annotated[bool, typer.Option(
     "--undo", help="Return to the previous revision (the revision store's), or undo an unfinished rollout.")]
 KvFlushedOption = Annotated[bool, typer.Option(
     "--kv-flushed", help="The L2 KV cache was flushed: allow a model change that keeps vLLM's --model.")]
-ReadyTimeoutOption = Annotated[float, typer.Option(
-    metavar="SECONDS", help="Seconds to wait for an endpoint to be ready, or gone (the CRD's maxDeployTimeInSeconds "
-                            "default).")]
 #: Seconds between two reads while waiting for an endpoint.
 POLL_SECONDS = 10.0
 #: Seconds the decoders get to flush their log before the smoke test reads it (``smoke --log-wait``'s default).
@@ -74,8 +75,6 @@ def rollout(endpoint: EndpointOption = None, config: ConfigOption = None, env: E
     from hyperpod_dpd.rollout.cluster import Cluster
     from hyperpod_dpd.rollout.store import RevisionStore
 
-    if ready_timeout <= 0:
-        raise UsageError(f"--ready-timeout must be > 0 seconds, got {ready_timeout:g}")
     dep = load(config, env, outputs_file=outputs_file)
     spec = dep.endpoint(endpoint, "rollout")
     store = RevisionStore.of(dep.env.workdir, spec.name)
