@@ -329,9 +329,11 @@ def _apply(env: Any) -> list[str]:
     return lines
 
 
-def _not_deployable(env: Any) -> str:
-    """``<dist>/<endpoint>/placeholders/ is not deployable`` for every endpoint, as one phrase."""
-    specs = env.config.specs()
+def _not_deployable(env: Any, inputs: DeploymentInputs | None) -> str:
+    """``<dist>/<endpoint>/placeholders/ is not deployable`` for every endpoint whose own inputs still hold a
+    placeholder (each endpoint resolves its own: :func:`hyperpod_k8s.main.layout`), as one phrase; ``inputs``
+    ``None``: nothing deployed yet, so every endpoint's."""
+    specs = [s for s in env.config.specs() if inputs is None or placeholders(inputs.endpoint(s.name))]
     folders = ", ".join(f"{env.dist / spec.name / PLACEHOLDERS}/" for spec in specs)
     return f"{folders} {'is' if len(specs) == 1 else 'are'} not deployable"
 
@@ -365,7 +367,7 @@ def _next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
             first.append(f"{deploy}   # {', '.join(outputs_missing)}: the outputs file lacks them")
         if inputs is not None and "model_revision" in missing:
             first += _stage_model(env, inputs)
-        return [*first, f"{synth}   # again: {_not_deployable(env)} until "
+        return [*first, f"{synth}   # again: {_not_deployable(env, inputs)} until "
                         f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} resolved", *apply]
     if via_cli or env.name:
         return [f"hyperpod-dpd preflight {env.selector}", f"hyperpod-dpd deploy {env.selector}"]
@@ -378,5 +380,5 @@ def _next_steps(env: Any, *, deployed: bool, via_cli: bool) -> list[str]:
              if any(name == "AdminPrincipalArn" for _, name in needed) else [])
     return [*first, f"npx cdk deploy --app {env.cdk_out} --all --outputs-file {env.outputs_file}{''.join(params)}"
             f"   # deploys exactly the templates just written from {env.config_path}",
-            f"./scripts/synth {env.config_path}   # again, with the outputs: {_not_deployable(env)}; this writes "
+            f"./scripts/synth {env.config_path}   # again, with the outputs: {_not_deployable(env, None)}; this writes "
             f"{', '.join(f'{env.dist / s.name}/endpoint/' for s in env.config.specs())}"]

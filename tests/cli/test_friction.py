@@ -396,6 +396,30 @@ def test_a_record_of_other_weights_makes_staging_the_next_step_not_apply(tmp_pat
     assert not any(s.startswith("npx cdk deploy") for s in steps), "the outputs are there: no deploy remedy"
 
 
+def test_only_the_endpoints_whose_own_inputs_hold_placeholders_are_not_deployable(tmp_path,
+                                                                                  two_models_config) -> None:
+    """Each endpoint resolves its inputs on its own (its weights' revision): with the 70B's weights staged and the
+    8B's not, only the 8B's folder holds placeholders. Fails before: the step named every endpoint's
+    ``placeholders/`` folder (``.../llama-3-3-70b/placeholders/, .../llama-3-1-8b/placeholders/ are not
+    deployable``)."""
+    from hyperpod_core import staged_model
+    from hyperpod_core.environment import Environment
+    from hyperpod_mainjob.job import next_steps
+
+    (tmp_path / "cdk.out").mkdir()
+    (tmp_path / "cdk.out" / "manifest.json").write_text(json.dumps({"artifacts": {}}))
+    (tmp_path / "cdk-outputs.json").write_text(json.dumps({
+        "two-models-platform": {"ModelBucketName": "team-models"},
+        "two-models-cluster": {"EksClusterArn": "arn:aws:eks:us-west-2:111122223333:cluster/two-models-eks"}}))
+    staged_model.write(tmp_path / staged_model.RECORD_FILE, bucket="team-models",
+                       s3_prefix=two_models_config.spec("llama-3-3-70b").model.s3_prefix, manifest_bytes=b"m", files=1)
+    env = Environment(config_path=Path("c.yaml"), config=two_models_config, workdir=tmp_path)
+    steps = next_steps(env, deployed=True, via_cli=False)
+    assert steps[0].startswith("hyperpod-dpd stage-model ./<model folder> --config c.yaml --endpoint llama-3-1-8b ")
+    assert steps[1] == (f"./scripts/synth c.yaml   # again: {tmp_path}/dist/llama-3-1-8b/placeholders/ is not "
+                        "deployable until model_revision is resolved")
+
+
 def test_with_every_value_resolved_both_ways_to_apply_are_printed_with_when_each_fits(tmp_path,
                                                                                      default_config) -> None:
     """Whether the endpoint is live is unknown offline: apply (nothing live yet) and hyperpod-dpd rollout (live:

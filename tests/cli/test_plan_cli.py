@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from hyperpod_analysis.plan import estimate_scenarios
-from hyperpod_analysis.plan.write import merge_recommendation
+from hyperpod_analysis.plan.write import merge_recommendation, role_groups_to_size
 from hyperpod_core.config import load_config
 from hyperpod_core.dist_layout import DistLayout
 from hyperpod_core.errors import ConfigError
@@ -153,7 +153,7 @@ def test_write_reserializes_when_a_key_is_missing(tmp_path: Path) -> None:
     rec = {"prefill_replicas": 1, "decode_replicas": 1, "prefill_nodes": 1, "decode_nodes": 1,
            "max_num_seqs": {"prefill": 16, "decode": 64}, "routing_threshold_tokens": 2048,
            "pd_buffer_size_bytes": 8 << 30}
-    changes = merge_recommendation(cfg, rec)
+    changes = merge_recommendation(cfg, rec, groups=role_groups_to_size(load_config(cfg).spec()))
     assert changes == ["endpoint.decode.max_num_seqs: 32 -> 64", "endpoint.routing_threshold_tokens: None -> 2048"]
     merged = load_config(cfg)
     assert (merged.endpoint.decode.max_num_seqs, merged.endpoint.routing_threshold_tokens) == (64, 2048)
@@ -180,7 +180,7 @@ def test_write_validates_before_writing(tmp_path: Path) -> None:
            "max_num_seqs": {"prefill": 16, "decode": 32}, "routing_threshold_tokens": 4096,
            "pd_buffer_size_bytes": 8 << 30}
     with pytest.raises(ConfigError, match=r"^endpoint.decode.replicas must be <= 1"):
-        merge_recommendation(cfg, rec)
+        merge_recommendation(cfg, rec, groups=role_groups_to_size(load_config(cfg).spec()))
     assert cfg.read_bytes() == DEFAULT.read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]
 
@@ -365,8 +365,6 @@ def test_plan_of_a_fleet_needs_the_endpoint_named_to_write_or_swap_the_model(
 def test_write_into_a_fleet_sets_that_endpoints_keys_only(tmp_path: Path) -> None:
     """--write merges into ``endpoints[1]`` (the 8B), never the 70B; the 8B's group ``small`` holds both its roles,
     so no role owns it and its node count stays (a role's own group would take the role's node count)."""
-    from hyperpod_analysis.plan.write import role_groups_to_size
-
     cfg = tmp_path / "c.yaml"
     shutil.copy(TWO_MODELS, cfg)
     config = load_config(cfg)
@@ -404,3 +402,39 @@ def test_the_readme_says_why_the_default_is_dpd_when_plan_says_do_not_split(
     rec = json.loads(out)["recommendation"]
     assert code == 0 and rec["split"] and (rec["prefill_replicas"], rec["decode_replicas"]) == (1, 1)
     assert set(rec["instance_hours_per_1m_output_tokens"]) == {"colocated", "dpd"}
+
+
+def test_a_shared_group_beside_the_pools_leaves_every_role_without_a_group_of_its_own(tmp_path: Path) -> None:
+    """Review finding: one more ``shared`` p5 group beside config/default.yaml's pools takes both roles' selectors
+    away (:meth:`EndpointSpec.role_groups`: either role may land on prefill, decode or spare), so neither role owns
+    a group and the roles share nodes. Fails before: ``role_groups_to_size`` gave {prefill: 0, decode: 1} (``plan
+    --write`` set each group's count as if one role owned it) and ``roles_share_nodes`` was False."""
+    from hyperpod_analysis.plan import planner
+    from hyperpod_core.config import parse_config
+
+    data = yaml.safe_load(DEFAULT.read_text(encoding="utf-8"))
+    data["hyperpod"]["instance_groups"].append({**data["hyperpod"]["instance_groups"][1], "name": "spare",
+                                                "pool": "shared"})
+    spec = parse_config(data).spec()
+    assert [[g.name for g in spec.role_groups(r)] for r in ("prefill", "decode")] == [["prefill", "decode",
+                                                                                        "spare"]] * 2
+    assert (spec.node_selector("prefill"), spec.node_selector("decode")) == ({}, {})
+    assert role_groups_to_size(spec) == {}
+    assert planner.inputs_of(spec).roles_share_nodes is True
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(data, sort_keys=False))
+    rec = {"prefill_replicas": 1, "decode_replicas": 1, "prefill_nodes": 2, "decode_nodes": 1,
+           "max_num_seqs": {"prefill": 16, "decode": 32}, "routing_threshold_tokens": 4096,
+           "pd_buffer_size_bytes": 8 << 30}
+    assert merge_recommendation(cfg, rec, groups=role_groups_to_size(spec)) == []
+    assert yaml.safe_load(cfg.read_text())["hyperpod"] == data["hyperpod"]
+
+
+def test_roles_own_a_group_only_when_the_other_role_may_not_land_on_it() -> None:
+    """The default config: each role's pool label pins it to its own group, so each role owns it and the roles take
+    whole nodes of their own."""
+    from hyperpod_analysis.plan import planner
+    spec = load_config(DEFAULT).spec()
+    assert role_groups_to_size(spec) == {"prefill": 0, "decode": 1}
+    assert role_groups_to_size(spec, {"decode"}) == {"prefill": 0}
+    assert planner.inputs_of(spec).roles_share_nodes is False

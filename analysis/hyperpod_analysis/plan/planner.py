@@ -58,8 +58,8 @@ class PlanInputs:
     decode_replicas: int
     max_decode_replicas: int
     roles_share_nodes: bool = False
-    """Prefill and decode name the same instance group: their engines pack onto the same nodes
-    (``nodes_for(P + D)``); else each role takes whole nodes of its own."""
+    """Prefill and decode may land on one instance group (:func:`_roles_share_a_group`): their engines pack onto the
+    same nodes (``nodes_for(P + D)``); else each role takes whole nodes of its own."""
     routing_strategy: str = "prefixaware"
     kv_transfer_bytes_per_s: float = terms.MEASURED_KV_TRANSFER_BYTES_PER_S
     prefix_reuse: float = 0.0
@@ -99,9 +99,11 @@ def inputs_of(spec: EndpointSpec, *, model: str | None = None, **overrides: Any)
 
 
 def _roles_share_a_group(spec: EndpointSpec) -> bool:
-    """Both roles name one instance group, so the scheduler may put a prefill and a decode engine on one node."""
-    named = spec.endpoint.prefill.instance_group
-    return named is not None and named == spec.endpoint.decode.instance_group
+    """Both roles may land on one instance group (:meth:`EndpointSpec.role_groups`: the group both name, or groups
+    neither role's selector keeps the other off), so the scheduler may put a prefill and a decode engine on one
+    node."""
+    prefill = {g.name for g in spec.role_groups("prefill")}
+    return not prefill.isdisjoint(g.name for g in spec.role_groups("decode"))
 
 
 def _configured_model(spec: EndpointSpec) -> ModelShape:

@@ -57,7 +57,7 @@ def replicas_per_node(tp: int, gpus_per_node: int) -> int:
 
 def nodes_for(replicas: int, tp: int, gpus_per_node: int) -> int:
     """Whole nodes ``replicas`` engines need: HyperPod bills and schedules instances, not GPUs. A role's engines
-    take nodes of their own unless both roles name one instance group (then pass both roles' replicas)."""
+    take nodes of their own unless both roles may land on one instance group (then pass both roles' replicas)."""
     return math.ceil(replicas / replicas_per_node(tp, gpus_per_node)) if replicas else 0
 
 

@@ -30,14 +30,13 @@ def _key_path(at: str) -> Path_:
 
 
 def _dedicated(spec: EndpointSpec, role: Role, others: Collection[str]) -> list[tuple[int, InstanceGroupConfig]]:
-    """The instance groups (index, group) that hold ``role``'s workers of ``spec`` only: the group the role names
-    when the other role does not name it too, else the groups of the role's pool; none another endpoint may use
-    (``others``: those groups' names)."""
-    named = getattr(spec.endpoint, role).instance_group
-    other = getattr(spec.endpoint, "decode" if role == "prefill" else "prefill").instance_group
-    return [(i, g) for i, g in enumerate(spec.instance_groups) if g.name not in others
-            and ((g.name == named and named != other) if named is not None
-                 else g.instance_type == spec.endpoint.instance_type and g.pool == role)]
+    """The instance groups (index, group) that hold ``role``'s workers of ``spec`` only: those the role may land on
+    (:meth:`EndpointSpec.role_groups`) and the other role may not; none another endpoint may use (``others``: those
+    groups' names)."""
+    other: Role = "decode" if role == "prefill" else "prefill"
+    theirs = {g.name for g in spec.role_groups(other)} | set(others)
+    mine = {g.name for g in spec.role_groups(role)} - theirs
+    return [(i, g) for i, g in enumerate(spec.instance_groups) if g.name in mine]
 
 
 def role_groups_to_size(spec: EndpointSpec, others: Collection[str] = ()) -> dict[Role, int]:
@@ -53,12 +52,12 @@ def role_groups_to_size(spec: EndpointSpec, others: Collection[str] = ()) -> dic
 
 
 def merge_recommendation(path: Path, rec: dict[str, Any], *, at: str = "endpoint",
-                         groups: Mapping[Role, int] | None = None) -> list[str]:
+                         groups: Mapping[Role, int]) -> list[str]:
     """Set the DPD fields of ``rec`` in the YAML at ``path``, keeping every other key; return what changed.
 
     ``at``: the endpoint's key as the file names it (:attr:`EndpointSpec.at`: ``endpoint`` or ``endpoints[<i>]``);
     ``groups``: the instance group whose ``instance_count`` becomes each role's node count
-    (:func:`role_groups_to_size`; ``None``: the one group of the role's pool, when there is exactly one). The merged
+    (:func:`role_groups_to_size`; a role left out keeps the counts as they are). The merged
     document must pass the config model (also the capacity of every group across endpoints) before anything is
     written; the file is replaced atomically (temp file in the same folder, then ``os.replace``).
     """
@@ -93,12 +92,6 @@ def merge_recommendation(path: Path, rec: dict[str, Any], *, at: str = "endpoint
         if key in rec:
             put(endpoint, key, rec[key], (*where, key), f"{at}.{key}")
     listed = (data.get("hyperpod") or {}).get("instance_groups") or []
-    if groups is None:
-        groups = {}
-        for role in ROLES:
-            pool = [i for i, g in enumerate(listed) if isinstance(g, dict) and g.get("pool") == role]
-            if len(pool) == 1:
-                groups[role] = pool[0]
     for role, i in groups.items():
         if i < len(listed) and isinstance(listed[i], dict):
             put(listed[i], "instance_count", rec[f"{role}_nodes"],

@@ -306,7 +306,7 @@ def _verdict(inputs: planner.PlanInputs, rec: dict[str, Any]) -> str:
     if not rec["split"]:
         return f"do not split: colocated x{rec['colocated_replicas']} on {rec['nodes']} node(s)"
     where = (f"{rec['prefill_replicas']} prefill + {rec['decode_replicas']} decode replica(s) on {rec['nodes']} "
-             "node(s) of the group both roles name" if inputs.roles_share_nodes else
+             "node(s) both roles may land on" if inputs.roles_share_nodes else
              f"{rec['prefill_replicas']} prefill replica(s) on {rec['prefill_nodes']} node(s) + "
              f"{rec['decode_replicas']} decode on {rec['decode_nodes']}")
     return (f"split: {where}, routing threshold {rec['routing_threshold_tokens']}, PD buffer "
