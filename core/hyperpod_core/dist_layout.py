@@ -21,8 +21,10 @@ The deployment's own files stay at the root of ``dist/``:
 
 * ``dashboards/*.json``: the dashboards to import into Grafana (every endpoint's);
 * ``in-cluster-observability/<name>-observability.k8s.yaml``: each endpoint's PrometheusRule and Grafana-sidecar
-  ConfigMaps (the first endpoint's file also holds the cluster-wide rules), only with
-  ``observability.in_cluster_manifests``.
+  ConfigMaps, and ``in-cluster-observability/dpd-cluster-alerts.k8s.yaml`` (:func:`cluster_alerts_file`): the
+  deployment's one cluster-wide PrometheusRule ``dpd-cluster-alerts``, in the namespace ``default`` however the
+  endpoints are listed or ordered; only with ``observability.in_cluster_manifests``. No endpoint's file can bear that
+  name: every endpoint file ends in one of the fixed suffixes above, never ``-alerts``.
 
 Without the deploy outputs (bucket, workspace URL, cluster ARN) or the endpoint's staged weights' revision, the
 endpoint, reference and benchmark manifests of that endpoint still hold placeholders: they go under
@@ -47,6 +49,8 @@ REFERENCE: Final = "reference"
 BENCHMARK: Final = "benchmark"
 DASHBOARDS: Final = "dashboards"
 IN_CLUSTER: Final = "in-cluster-observability"
+#: The deployment's cluster-wide PrometheusRule: its name, its chart's ID and so its file's name.
+CLUSTER_ALERTS: Final = "dpd-cluster-alerts"
 PLACEHOLDERS: Final = "placeholders"
 PLACEHOLDERS_README: Final = "README.txt"
 #: File-name suffixes of the aws-reference layouts (not ``-dpd``/``-colocated``, so a file name says its folder).
@@ -145,6 +149,12 @@ class DistLayout:
         """The layout a synth left in ``root`` for endpoint ``name``: ``unresolved`` when its ``placeholders/`` is
         there."""
         return cls(root=root, name=name, applied=applied, unresolved=(root / name / PLACEHOLDERS).is_dir())
+
+
+def cluster_alerts_file(root: Path) -> Path:
+    """The deployment's cluster-wide PrometheusRule in the ``dist/`` folder ``root``: one file, whichever endpoint
+    comes first."""
+    return root / IN_CLUSTER / f"{CLUSTER_ALERTS}.k8s.yaml"
 
 
 def apply_commands(endpoint_dir: str, rollout: str) -> list[str]:

@@ -45,22 +45,20 @@ def build_benchmark_chart(app: cdk8s.App, spec: EndpointSpec, props: EndpointPro
     return BenchmarkChart(app, f"{spec.name}-benchmark", props=benchmark_props(spec, props))
 
 
-def build_observability_chart(app: cdk8s.App, spec: EndpointSpec, *, cluster_rules: bool) -> cdk8s.Chart | None:
-    """``<endpoint>-observability``: the PrometheusRules and the sidecar ConfigMaps, only when asked for
-    (``cluster_rules``: also the cluster-wide rules, in the first endpoint's chart)."""
-    props = observability_props(spec, cluster_rules=cluster_rules)
+def build_observability_chart(app: cdk8s.App, spec: EndpointSpec) -> cdk8s.Chart | None:
+    """``<endpoint>-observability``: the endpoint's PrometheusRule and the sidecar ConfigMaps, only when asked for
+    (the cluster-wide rules are the deployment's: ``main.py`` builds them once)."""
+    props = observability_props(spec)
     if props is None:
         return None
     return ObservabilityChart(app, f"{spec.name}-observability", props=props)
 
 
-def build_endpoint(app: cdk8s.App, spec: EndpointSpec, inputs: EndpointInputs, *, availability_zone_id: str,
-                   first: bool) -> None:
+def build_endpoint(app: cdk8s.App, spec: EndpointSpec, inputs: EndpointInputs, *, availability_zone_id: str) -> None:
     """Add every chart of endpoint ``spec`` to ``app``: ``inputs`` its deploy-time values, ``availability_zone_id``
-    the GPU subnet's AZ ID (``network.gpu_availability_zone_id``), ``first`` whether it is the config's first
-    endpoint (whose in-cluster observability chart holds the cluster-wide rules)."""
+    the GPU subnet's AZ ID (``network.gpu_availability_zone_id``)."""
     props = endpoint_props(spec, inputs, availability_zone_id=availability_zone_id)
     build_endpoint_charts(app, spec, props)
     build_address_chart(app, spec)
     build_benchmark_chart(app, spec, props)
-    build_observability_chart(app, spec, cluster_rules=first)
+    build_observability_chart(app, spec)

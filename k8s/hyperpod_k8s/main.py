@@ -21,9 +21,10 @@ Output layout (:mod:`hyperpod_core.dist_layout`), one folder per endpoint (``end
 here): ``<endpoint>/endpoint/`` holds exactly the one mode the endpoint's ``apply`` chooses, ``<endpoint>/alternate/``
 the other mode, ``<endpoint>/reference/`` the aws-reference layouts, ``<endpoint>/benchmark/`` the Jobs; at the root,
 ``dashboards/`` the JSON to import and ``in-cluster-observability/`` the prometheus-operator and Grafana-sidecar
-objects (only with ``observability.in_cluster_manifests``). While an endpoint's manifests hold placeholders they go
-under ``<endpoint>/placeholders/`` and its ``endpoint/`` does not exist, so ``kubectl apply -f
-dist/<endpoint>/endpoint/`` fails.
+objects (only with ``observability.in_cluster_manifests``): each endpoint's, and the deployment's cluster-wide
+PrometheusRule, built once here (never with the first endpoint, whose place a reordered config would move). While an
+endpoint's manifests hold placeholders they go under ``<endpoint>/placeholders/`` and its ``endpoint/`` does not
+exist, so ``kubectl apply -f dist/<endpoint>/endpoint/`` fails.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from hyperpod_core.dist_layout import (
     PLACEHOLDERS_README,
     DistLayout,
     apply_commands,
+    cluster_alerts_file,
     placeholders_readme,
 )
 from hyperpod_core.errors import ConfigError, run_app
@@ -98,12 +100,19 @@ def layout(spec: EndpointSpec, outdir: Path, inputs: DeploymentInputs) -> DistLa
 
 
 def build_charts(app: Any, config: Config, inputs: DeploymentInputs) -> None:
-    """Add every endpoint's charts to the cdk8s ``app``, in the config's order."""
+    """Add every endpoint's charts to the cdk8s ``app``, in the config's order, then the deployment's cluster-wide
+    alerts (when in-cluster manifests are wanted): once, from no endpoint, so their file and namespace stay put
+    whichever endpoint comes first."""
     from hyperpod_k8s.charts import build_endpoint
+    from hyperpod_k8s.observability.cluster_alerts_chart import ClusterAlertsChart
+    from hyperpod_k8s.observability.props import CLUSTER_ALERTS_NAME, cluster_alerts_props
 
-    for i, spec in enumerate(config.specs()):
+    for spec in config.specs():
         build_endpoint(app, spec, inputs.endpoint(spec.name),
-                       availability_zone_id=config.network.gpu_availability_zone_id, first=i == 0)
+                       availability_zone_id=config.network.gpu_availability_zone_id)
+    cluster = cluster_alerts_props(config.name, config.observability)
+    if cluster is not None:
+        ClusterAlertsChart(app, CLUSTER_ALERTS_NAME, props=cluster)
 
 
 def synth(config: Config, outdir: Path, inputs: DeploymentInputs) -> list[Path]:
@@ -126,7 +135,7 @@ def synth(config: Config, outdir: Path, inputs: DeploymentInputs) -> list[Path]:
         layouts = [layout(spec, tmp, inputs) for spec in specs]
         written = []
         for chart_file in sorted(charts.glob("*.k8s.yaml")):
-            target = _place(layouts, chart_file.name)
+            target = _place(tmp, layouts, chart_file.name)
             target.parent.mkdir(parents=True, exist_ok=True)
             chart_file.replace(target)
             written.append(target)
@@ -142,8 +151,11 @@ def synth(config: Config, outdir: Path, inputs: DeploymentInputs) -> list[Path]:
     return sorted(outdir / p.relative_to(tmp) for p in written)
 
 
-def _place(layouts: Sequence[DistLayout], chart_file: str) -> Path:
-    """The endpoint layout that owns ``chart_file`` (every chart ID begins with its endpoint's name) and its place."""
+def _place(root: Path, layouts: Sequence[DistLayout], chart_file: str) -> Path:
+    """Where ``chart_file`` goes in the ``dist/`` folder ``root``: the deployment's cluster-wide alerts' own file, else
+    its place in the endpoint layout that owns it (every other chart ID begins with its endpoint's name)."""
+    if chart_file == cluster_alerts_file(root).name:
+        return cluster_alerts_file(root)
     for placed in layouts:
         try:
             return placed.place(chart_file)

@@ -90,7 +90,7 @@ def test_endpoint_apply_colocated_swaps_the_folders(tmp_path):
     assert "pdSpec" not in yaml.safe_load((out / name / "endpoint" / f"{name}-colocated.k8s.yaml").read_text())["spec"]
     assert [p.name for p in (out / name / "alternate").iterdir()] == [f"{name}-dpd.k8s.yaml"]
     # The prometheus-operator and sidecar objects only when asked for, in the deployment's own folder: the endpoint's
-    # rules and, with the first endpoint, the cluster-wide ones.
+    # rules and, in their own file, the cluster-wide ones.
     assert sorted(_kinds(out / "in-cluster-observability")) == [
         ("ConfigMap", f"grafana-dashboard-dpd-overview-{name}"),
         ("ConfigMap", f"grafana-dashboard-dpd-vs-colocated-{name}"),
@@ -146,3 +146,31 @@ def test_under_the_cdk8s_cli_the_files_it_does_not_list_are_named_on_stderr(tmp_
     monkeypatch.delenv("CDK8S_OUTDIR")  # python -m hyperpod_k8s.main: its stdout lists every file
     main._show_to_cdk8s_cli(out, written)
     assert capsys.readouterr().err == ""
+
+
+def test_reordering_the_endpoints_leaves_the_cluster_rule_where_it_was(two_models_config, tmp_path):
+    """The cluster-wide PrometheusRule is the deployment's: listing two-models.yaml's endpoints the other way round
+    keeps it in the same file and namespace, once (``kubectl apply`` does not prune: a rule that moved with the
+    first endpoint would be left behind and fire twice)."""
+    from hyperpod_core.config import parse_config
+    from hyperpod_core.dist_layout import cluster_alerts_file
+    from hyperpod_core.inputs import resolve_inputs
+    from hyperpod_k8s import main
+
+    data = yaml.safe_load((REPO / "config" / "examples" / "two-models.yaml").read_text(encoding="utf-8"))
+    data["observability"] = {**data.get("observability", {}), "in_cluster_manifests": True}
+    as_written = [s.name for s in two_models_config.specs()]
+    placed = {}
+    for order, names in (("as written", as_written), ("reversed", as_written[::-1])):
+        data["endpoints"] = sorted(data["endpoints"], key=lambda e: names.index(e["name"]))
+        config = parse_config(data)
+        assert [s.name for s in config.specs()] == names
+        out = tmp_path / order.replace(" ", "-") / "dist"
+        written = main.synth(config, out, resolve_inputs(config, None, None))
+        rules = [(p.relative_to(out), d["metadata"].get("namespace"))
+                 for p in written if p.suffix == ".yaml"
+                 for d in yaml.safe_load_all(p.read_text(encoding="utf-8"))
+                 if d and d["kind"] == "PrometheusRule" and d["metadata"]["name"] == "dpd-cluster-alerts"]
+        assert rules == [(cluster_alerts_file(out).relative_to(out), "default")], (order, rules)
+        placed[order] = rules
+    assert placed["as written"] == placed["reversed"]

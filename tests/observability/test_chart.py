@@ -1,8 +1,8 @@
 """The ``<endpoint>-observability`` chart, built alone in a bare cdk8s app from explicit props: only with
 ``observability.in_cluster_manifests`` are there props at all (HyperPod's add-on installs neither prometheus-operator's
 CRDs nor a Grafana sidecar: lifecycle-facts.md); the dashboards become sidecar ConfigMaps (Kubernetes 1.33 schema,
-kubernetes-validate strict) and the alerts PrometheusRules with the rule groups AMP gets: the endpoint's, and in the
-first endpoint's chart the cluster-wide ones."""
+kubernetes-validate strict) and the alerts PrometheusRules with the rule groups AMP gets: the endpoint's in its chart,
+the cluster-wide ones in the deployment's own chart."""
 
 from __future__ import annotations
 
@@ -15,8 +15,11 @@ from hyperpod_core.config import Config, parse_config
 from hyperpod_core.telemetry.alerts import alert_rule_groups
 from hyperpod_core.telemetry.dashboards import dashboards
 from hyperpod_k8s.observability.props import (
+    CLUSTER_ALERTS_NAMESPACE,
+    ClusterAlertsChartProps,
     ObservabilityChartProps,
     PrometheusRuleSpec,
+    cluster_alerts_props,
     dashboard_files,
     observability_props,
 )
@@ -36,6 +39,14 @@ def _docs(props: ObservabilityChartProps) -> list[dict]:
     return ObservabilityChart(cdk8s.App(), "observability", props=props).to_json()
 
 
+def _cluster_docs(props: ClusterAlertsChartProps) -> list[dict]:
+    import cdk8s
+
+    from hyperpod_k8s.observability.cluster_alerts_chart import ClusterAlertsChart
+
+    return ClusterAlertsChart(cdk8s.App(), "dpd-cluster-alerts", props=props).to_json()
+
+
 @pytest.fixture(scope="module")
 def in_cluster(default_config_dict: dict) -> Config:
     return _in_cluster(default_config_dict)
@@ -43,43 +54,63 @@ def in_cluster(default_config_dict: dict) -> Config:
 
 @pytest.fixture(scope="module")
 def docs(in_cluster: Config) -> list[dict]:
-    props = observability_props(in_cluster.spec(), cluster_rules=True)
+    props = observability_props(in_cluster.spec())
     assert props is not None
     return _docs(props)
 
 
+@pytest.fixture(scope="module")
+def cluster_docs(in_cluster: Config) -> list[dict]:
+    props = cluster_alerts_props(in_cluster.name, in_cluster.observability)
+    assert props is not None
+    return _cluster_docs(props)
+
+
 def test_by_default_nothing_needs_prometheus_operator(default_config: Config) -> None:
     assert default_config.observability.in_cluster_manifests is False
-    assert observability_props(default_config.spec(), cluster_rules=True) is None
+    assert observability_props(default_config.spec()) is None
+    assert cluster_alerts_props(default_config.name, default_config.observability) is None
 
 
 def test_nothing_is_wanted_when_observability_is_disabled(default_config_dict: dict) -> None:
     data = json.loads(json.dumps(default_config_dict))
     data["observability"].update(enabled=False, in_cluster_manifests=True)
     data["endpoint"]["autoscaling"]["enabled"] = False
-    assert observability_props(parse_config(data).spec(), cluster_rules=True) is None
+    config = parse_config(data)
+    assert observability_props(config.spec()) is None
+    assert cluster_alerts_props(config.name, config.observability) is None
 
 
-def test_the_chart_holds_the_dashboards_and_the_alerts(in_cluster: Config, docs: list[dict]) -> None:
-    assert sorted(d["kind"] for d in docs) == ["ConfigMap", "ConfigMap", "PrometheusRule", "PrometheusRule"]
+def test_the_charts_hold_the_dashboards_and_the_alerts(in_cluster: Config, docs: list[dict],
+                                                       cluster_docs: list[dict]) -> None:
+    assert sorted(d["kind"] for d in docs) == ["ConfigMap", "ConfigMap", "PrometheusRule"]
+    assert [d["kind"] for d in cluster_docs] == ["PrometheusRule"]
     shipped = {k: v for d in docs if d["kind"] == "ConfigMap" for k, v in d["data"].items()}
     assert shipped == dashboard_files(in_cluster.spec())
-    rules = [d for d in docs if d["kind"] == "PrometheusRule"]
+    rules = [d for d in (*docs, *cluster_docs) if d["kind"] == "PrometheusRule"]
     assert {(r["apiVersion"], r["metadata"]["namespace"]) for r in rules} == {("monitoring.coreos.com/v1", "default")}
     # Together, exactly the rule groups AMP gets.
     assert [g for r in rules for g in r["spec"]["groups"]] == alert_rule_groups(in_cluster.specs())["groups"]
-    again = observability_props(in_cluster.spec(), cluster_rules=True)
+    again = observability_props(in_cluster.spec())
     assert again is not None and _docs(again) == docs, "the same props give the same objects"
+    cluster_again = cluster_alerts_props(in_cluster.name, in_cluster.observability)
+    assert cluster_again is not None and _cluster_docs(cluster_again) == cluster_docs
 
 
-def test_the_cluster_rules_ride_with_one_endpoint_only(in_cluster: Config) -> None:
-    """The heartbeat and the cluster-metrics alert once per deployment: in the first endpoint's chart, never in
-    another's (each would fire once more)."""
-    other = observability_props(in_cluster.spec(), cluster_rules=False)
-    assert other is not None
-    assert [r.name for r in other.alerts] == ["llama-3-3-70b-dpd-alerts"]
-    first = observability_props(in_cluster.spec(), cluster_rules=True)
-    assert first is not None and [r.name for r in first.alerts] == ["llama-3-3-70b-dpd-alerts", "dpd-cluster-alerts"]
+def test_the_cluster_rules_are_the_deployments_never_an_endpoints(in_cluster: Config, cluster_docs: list[dict],
+                                                                  default_config_dict: dict) -> None:
+    """The heartbeat and the cluster-metrics alert once per deployment, in their own chart and the fixed namespace
+    ``default``, never in an endpoint's chart (each would fire once more), whatever the endpoint's namespace."""
+    endpoint = observability_props(in_cluster.spec())
+    assert endpoint is not None and [r.name for r in endpoint.alerts] == ["llama-3-3-70b-dpd-alerts"]
+    assert [(d["metadata"]["name"], d["metadata"]["namespace"]) for d in cluster_docs] == [
+        ("dpd-cluster-alerts", CLUSTER_ALERTS_NAMESPACE)]
+    data = json.loads(json.dumps(default_config_dict))
+    data["observability"]["in_cluster_manifests"] = True
+    data["endpoint"]["namespace"] = "inference"
+    moved = parse_config(data)
+    props = cluster_alerts_props(moved.name, moved.observability)
+    assert props is not None and props.namespace == CLUSTER_ALERTS_NAMESPACE == "default"
 
 
 def test_the_sidecar_files_the_dashboards_under_the_deployments_folder(docs: list[dict]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
@@ -246,6 +247,30 @@ def test_docs_list_every_panel_query_and_metric_source(default_config: Config) -
 
     doc = (Path(__file__).parents[2] / "docs" / "observability.md").read_text()
     assert markdown(default_config.spec()) in doc, "regenerate: python -m hyperpod_core.telemetry.reference"
+
+
+def test_docs_show_the_autoscaling_triggers_the_endpoint_manifest_carries(default_config_dict: dict) -> None:
+    """The doc's trigger rows are the queries of the synthesized DPD manifest's KEDA triggers (the default config with
+    autoscaling on: same namespace and name), character for character: its own pods only, no revision group."""
+    import cdk8s
+    from tests.k8s.endpoint_props import props_of
+    from tests.observability.conftest import autoscaling_config
+
+    from hyperpod_core.telemetry.queries import REVISION
+    from hyperpod_k8s.endpoint.endpoint_chart import EndpointChart
+    from hyperpod_k8s.endpoint.props import EndpointChartProps
+
+    config = autoscaling_config(default_config_dict)
+    (manifest,) = EndpointChart(cdk8s.App(), "dpd", props=EndpointChartProps(
+        mode="dpd", endpoint=props_of(config))).to_json()
+    scaling = manifest["spec"]["pdSpec"]["autoScalingSpec"]
+    carried = {"prefill": scaling["prefillAutoScaling"]["prometheusTrigger"]["query"],
+               "decode": scaling["decodingAutoScaling"]["prometheusTrigger"]["query"]}
+    doc = (Path(__file__).parents[2] / "docs" / "observability.md").read_text()
+    section = doc.split("### Autoscaling triggers", 1)[1].split("###", 1)[0]
+    rows = dict(re.findall(r"^\| (\w+) \| `(.+)` \|$", section, flags=re.MULTILINE))
+    assert rows == carried
+    assert all(REVISION not in query for query in rows.values())
 
 
 # --- several deployments in one Grafana, several endpoints in one deployment (issue 34) ---------------------------

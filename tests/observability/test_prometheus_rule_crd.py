@@ -27,7 +27,7 @@ def chart(default_config_dict: dict):
 
     data = json.loads(json.dumps(default_config_dict))
     data["observability"]["in_cluster_manifests"] = True
-    props = observability_props(parse_config(data).spec(), cluster_rules=True)
+    props = observability_props(parse_config(data).spec())
     assert props is not None
     return ObservabilityChart(cdk8s.App(), "observability", props=props)
 
@@ -35,7 +35,7 @@ def chart(default_config_dict: dict):
 @pytest.fixture(scope="module")
 def rule(chart) -> dict:
     docs = [d for d in chart.to_json() if d["kind"] == "PrometheusRule"]
-    assert len(docs) == 2  # the endpoint's rules and, in the first endpoint's chart, the cluster-wide ones
+    assert len(docs) == 1  # the endpoint's rules (the cluster-wide ones are the deployment's chart's)
     return docs[0]
 
 
@@ -78,3 +78,22 @@ def test_fails_validation_when_the_rule_breaks_the_crd_schema(validator, rule: d
     bad = copy.deepcopy(rule)
     mutate(bad)
     assert any(expected in error for error in validator.errors(bad)), what
+
+
+def test_the_cluster_wide_rule_is_the_generated_class_and_validates_against_the_crd_schema(
+        validator, default_config_dict: dict) -> None:
+    import cdk8s
+
+    from hyperpod_k8s.imports.com.coreos import monitoring
+    from hyperpod_k8s.observability.cluster_alerts_chart import ClusterAlertsChart
+    from hyperpod_k8s.observability.props import cluster_alerts_props
+
+    data = json.loads(json.dumps(default_config_dict))
+    data["observability"]["in_cluster_manifests"] = True
+    config = parse_config(data)
+    props = cluster_alerts_props(config.name, config.observability)
+    assert props is not None
+    chart = ClusterAlertsChart(cdk8s.App(), "dpd-cluster-alerts", props=props)
+    assert type(chart.alerts) is monitoring.PrometheusRule
+    (doc,) = chart.to_json()
+    assert validator.knows(doc) and validator.errors(doc) == []

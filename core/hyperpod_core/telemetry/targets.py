@@ -25,3 +25,12 @@ def target(spec: EndpointSpec, kind: EndpointKind, *, namespace: str | None = No
 
 def dpd_target(spec: EndpointSpec) -> Target:
     return target(spec, "dpd")
+
+
+def scaling_target(spec: EndpointSpec) -> Target:
+    """The pods endpoint ``spec``'s own autoscaling triggers read (the KEDA queries of its manifest): those of the
+    InferenceEndpointConfig named ``spec.name`` only, never a blue/green revision's (``Target.revisions`` false; a
+    revision's copy is re-anchored on its own name by ``hyperpod-dpd rollout``), so neither revision scales on the
+    other's pods while both run. The endpoint props and the docs' reference table both take it from here."""
+    return Target(namespace=spec.namespace, endpoint=spec.name, kind="dpd",
+                  collector=collector_labels(spec.observability), revisions=False)

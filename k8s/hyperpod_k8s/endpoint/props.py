@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -12,7 +11,7 @@ from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.dist_layout import Mode
 from hyperpod_core.inputs import EndpointInputs
 from hyperpod_core.telemetry import queries
-from hyperpod_core.telemetry.targets import dpd_target
+from hyperpod_core.telemetry.targets import scaling_target
 from hyperpod_k8s.endpoint import defaults as d
 
 Role = Literal["prefill", "decode"]
@@ -232,9 +231,8 @@ def _scaling(spec: EndpointSpec, role: Role) -> RoleScaling | None:
         return None
     r: RoleAutoscalingConfig = getattr(a, role)
     # The same query definitions the dashboards and alerts use (hyperpod_core.telemetry.queries), on the pods of this
-    # InferenceEndpointConfig only: a blue/green revision's copy (hyperpod-dpd rollout) is re-anchored on its own name,
-    # so neither revision scales on the other's pods while both run.
-    target = dataclasses.replace(dpd_target(spec), revisions=False)
+    # InferenceEndpointConfig only (targets.scaling_target: the docs' reference table reads the same one).
+    target = scaling_target(spec)
     return RoleScaling(
         min_replicas=r.min_replicas, max_replicas=r.max_replicas, target_value=r.target_value,
         query=queries.prefill_queue(target) if role == "prefill" else queries.decode_kv_usage(target),

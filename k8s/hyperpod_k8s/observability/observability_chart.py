@@ -23,7 +23,7 @@ GRAFANA_SIDECAR_LABEL_VALUE: Final = "1"
 
 
 class ObservabilityChart(cdk8s.Chart):
-    """One ConfigMap per dashboard and the PrometheusRules, in the endpoint's namespace."""
+    """One ConfigMap per dashboard and the endpoint's PrometheusRule, in the endpoint's namespace."""
 
     def __init__(self, scope: Construct, construct_id: str, *, props: ObservabilityChartProps) -> None:
         super().__init__(scope, construct_id, namespace=props.namespace, disable_resource_name_hashes=True)
