@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -25,24 +24,11 @@ BUNDLED_DISTRIBUTIONS = ("grafana-client", "requests", "idna", "certifi", "verli
 pyproject.toml). ``urllib3`` is the Lambda runtime's (botocore's); ``charset-normalizer`` is optional for
 requests and ships compiled modules, so it is left out."""
 _WORKSPACE_ID_PREFIX = "g-"
-#: Grafana uids (data sources, folders, dashboards): at most 40 characters (Grafana HTTP API, Folder API and Dashboard
-#: API: "The uid can have a maximum length of 40 characters"; Amazon Managed Grafana user guide, "Folder API", the same)
-#: of letters, digits, '-' and '_' (grafana/grafana ``pkg/util/shortid_generator.go``: ``MaxUIDLength = 40``,
-#: "Only letters, numbers, '-' and '_' are allowed").
-UID_MAX_LENGTH = 40
-_UID = re.compile(r"^[A-Za-z0-9_-]+$")
-DATASOURCE_UID_SUFFIX = "-amp"
-
-
-def deployment_uid(deployment: str, suffix: str = "") -> str:
-    """``<deployment><suffix>``: a Grafana uid that belongs to one deployment. Over :data:`UID_MAX_LENGTH`, the
-    deployment's name is shortened and followed by 8 hex digits of its SHA-256, so two long names that share a
-    prefix still differ."""
-    uid = f"{deployment}{suffix}"
-    if len(uid) <= UID_MAX_LENGTH:
-        return uid
-    digest = hashlib.sha256(deployment.encode()).hexdigest()[:8]
-    return f"{deployment[:UID_MAX_LENGTH - len(suffix) - 9].rstrip('-_')}-{digest}{suffix}"
+#: A Grafana uid (data source, folder, dashboard): 1 to 40 letters, digits, '-' and '_' (Grafana HTTP API, Folder API
+#: and Dashboard API: "The uid can have a maximum length of 40 characters"; Amazon Managed Grafana user guide, "Folder
+#: API", the same; grafana/grafana ``pkg/util/shortid_generator.go``: ``MaxUIDLength = 40``, "Only letters, numbers,
+#: '-' and '_' are allowed"). Checked here; the uids are made by the caller.
+_UID = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,19 +37,23 @@ class GrafanaDashboardsProps:
 
     workspace_id: str
     """The Amazon Managed Grafana workspace (``g-`` and 10 hex digits), in this stack's region."""
-    deployment: str
-    """The deployment's name. What this resource creates in the workspace is the deployment's own, so that several
-    deployments share one workspace and destroying one leaves the others': the data source ``<deployment>-amp``
-    (uid and name), the folder ``<deployment>`` titled ``<folder_title> (<deployment>)`` (Grafana refuses a second
-    folder of a title: grafana/grafana ``pkg/services/folder/folderimpl/folder.go`` turns a same-name save into
-    ``ErrFolderSameNameExists``, HTTP 409), each uid within Grafana's 40 characters (:func:`deployment_uid`)."""
     prometheus_query_url: str
     """The AMP workspace's Prometheus endpoint (``.../workspaces/ws-.../``), the data source's URL."""
+    datasource_uid: str
+    """Uid and name of the AMP data source. What this resource creates in the workspace is one deployment's own, so
+    that several deployments share one workspace and destroying one leaves the others': this uid, ``folder_uid`` and
+    ``folder_title`` must differ from every other deployment's (the caller derives them from the deployment's name).
+    A Grafana uid: 1 to 40 letters, digits, '-' or '_'."""
+    folder_uid: str
+    """Uid of the dashboards' folder: the deployment's own (``datasource_uid``), a Grafana uid, none of the
+    dashboards'."""
+    folder_title: str
+    """Title of the folder: the deployment's own too, because Grafana refuses a second folder of a title
+    (grafana/grafana ``pkg/services/folder/folderimpl/folder.go`` turns a same-name save into
+    ``ErrFolderSameNameExists``, HTTP 409)."""
     dashboards: Mapping[str, str]
     """Dashboard JSON text by uid (what Grafana's import accepts), each uid the one its JSON carries: the dashboards'
     definitions choose them (``hyperpod_core.telemetry.dashboards``), this construct only checks them."""
-    folder_title: str = "HyperPod DPD"
-    """Folder of the dashboards, followed by `` (<deployment>)``. Default: ``HyperPod DPD``."""
     log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
     """Retention of the handler's and the provider's log groups. Default: one month."""
     timeout: Duration = field(default_factory=lambda: Duration.minutes(5))
@@ -100,9 +90,9 @@ class GrafanaDashboards(Construct):
                      "grafana:CreateWorkspaceServiceAccount", "grafana:CreateWorkspaceServiceAccountToken",
                      "grafana:DeleteWorkspaceServiceAccountToken"],
             resources=[workspace_arn]))
-        self.folder_uid = deployment_uid(props.deployment)
-        self.datasource_uid = deployment_uid(props.deployment, DATASOURCE_UID_SUFFIX)
-        self.folder_title = f"{props.folder_title} ({props.deployment})"
+        self.folder_uid = props.folder_uid
+        self.datasource_uid = props.datasource_uid
+        self.folder_title = props.folder_title
         self.provider = lambda_provider.provider(self, on_event=self.function, log_retention=props.log_retention)
         self.custom_resource = lambda_provider.custom_resource(
             self, provider=self.provider, resource_type=RESOURCE_TYPE,
@@ -123,17 +113,16 @@ def _validate(props: GrafanaDashboardsProps) -> None:
         raise ValueError(f"workspace_id must be 'g-' and 10 hex digits, got {wid!r}")
     if not props.dashboards:
         raise ValueError("dashboards must hold at least one dashboard, got none")
-    if not props.deployment or not _UID.match(props.deployment):
-        raise ValueError(f"deployment must be letters, digits, '-' or '_' (it names Grafana uids), got "
-                         f"{props.deployment!r}")
-    folder = deployment_uid(props.deployment)
+    for name, uid in (("datasource_uid", props.datasource_uid), ("folder_uid", props.folder_uid)):
+        if not _UID.match(uid):
+            raise ValueError(f"{name} must be 1-40 letters, digits, '-' or '_' (Grafana's uid rule), got {uid!r}")
+    folder = props.folder_uid
     for uid, text in props.dashboards.items():
         carried = json.loads(text).get("uid")
         if carried != uid:
             raise ValueError(f"dashboards[{uid!r}] must carry the uid it is keyed by, got {carried!r}")
-        if len(uid) > UID_MAX_LENGTH or not _UID.match(uid):
-            raise ValueError(f"dashboards[{uid!r}] uid must be 1-{UID_MAX_LENGTH} letters, digits, '-' or '_' "
-                             "(Grafana's uid rule)")
+        if not _UID.match(uid):
+            raise ValueError(f"dashboards[{uid!r}] uid must be 1-40 letters, digits, '-' or '_' (Grafana's uid rule)")
         if uid == folder:
             # Before nested folders, a Grafana folder is a row of the dashboards' table under its uid: saving a
             # dashboard under a folder's uid is refused (grafana/grafana pkg/services/dashboards/errors.go,

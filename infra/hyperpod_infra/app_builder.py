@@ -35,7 +35,7 @@ from hyperpod_core.names import DEPLOYMENT_TAG, INSTANCE_GROUP_NODE_LABEL
 from hyperpod_core.telemetry.alertmanager import alert_manager_definition
 from hyperpod_core.telemetry.alerts import alert_rule_groups
 from hyperpod_core.telemetry.collection import metrics_provider
-from hyperpod_core.telemetry.dashboards import dashboards
+from hyperpod_core.telemetry.dashboards import dashboards, grafana_uid
 from hyperpod_core.telemetry.notices import notices
 from hyperpod_core.telemetry.render import render, to_json_text
 from hyperpod_infra import bundle
@@ -45,7 +45,7 @@ from hyperpod_infra.stacks.cluster_stack import ClusterStack, ClusterStackProps
 from hyperpod_infra.stacks.hyperpod_stack import HyperPodStack, HyperPodStackProps, InstanceGroupSpec
 from hyperpod_infra.stacks.network_stack import NetworkStack, NetworkStackProps
 from hyperpod_infra.stacks.observability_addon_stack import ObservabilityAddonStack, ObservabilityAddonStackProps
-from hyperpod_infra.stacks.observability_stack import ObservabilityStack, ObservabilityStackProps
+from hyperpod_infra.stacks.observability_stack import GrafanaDelivery, ObservabilityStack, ObservabilityStackProps
 from hyperpod_infra.stacks.platform_stack import BenchmarkClientSpec, PlatformStack, PlatformStackProps
 
 
@@ -69,6 +69,10 @@ def _chart(pin: pins.HelmChartPin, artifact: pins.ChartArtifactPin, cache: Path 
                        source=f"{artifact.repository}@{artifact.commit}")
 
 
+#: The last part of the Grafana uids of the deployment's AMP data source and of its dashboards' folder
+#: (:func:`grafana_delivery`); dashboards' uids have three parts, so neither is ever one of theirs.
+GRAFANA_DATASOURCE = "amp"
+GRAFANA_FOLDER = "folder"
 #: S3 bucket names: 3-63 characters (S3 user guide, "General purpose bucket naming rules").
 BUCKET_NAME_MAX = 63
 #: The first block of a CloudFormation stack's UUID: 8 hex digits.
@@ -104,14 +108,23 @@ def _alerts(config: Config) -> dict[str, Any]:
             "alert_emails": a.email_addresses, "alert_topic_arns": (a.topic_arn,) if a.topic_arn else ()}
 
 
-def _grafana(config: Config) -> dict[str, Any]:
-    """ObservabilityStackProps fields for ``observability.grafana_workspace``; none when it is not set."""
+def grafana_delivery(config: Config) -> GrafanaDelivery | None:
+    """Where ``observability.grafana_workspace`` takes the dashboards; none when it is not set.
+
+    The data source (``<name>_amp``) and the folder (``<name>_folder``, titled ``<folder> (<name>)``) are the
+    deployment's own, so that deployments share a workspace. Their uids come from
+    :func:`hyperpod_core.telemetry.dashboards.grafana_uid`, which joins with ``_``, so they are never the hyphenated
+    uids of before (``hyperpod-dpd-amp`` and folder ``hyperpod-dpd``, later ``<name>-amp`` and ``<name>``) that a
+    deployment not yet upgraded still writes into the same workspace. (A shortened one, of a name of 34 characters or
+    more, has no ``_`` left; it could meet an old shortened uid only if 8 hex digits of two SHA-256 digests agree.)"""
     g = config.observability.grafana_workspace
     if g is None:
-        return {}
+        return None
     # Each dashboard under the uid its definition gives it (hyperpod_core.telemetry.dashboards), never one made here.
-    return {"grafana_workspace_id": g.workspace_id, "grafana_folder": g.folder, "deployment_name": config.name,
-            "dashboards": {d.uid: to_json_text(render(d)) for s in config.specs() for d in dashboards(s)}}
+    return GrafanaDelivery(
+        workspace_id=g.workspace_id, datasource_uid=grafana_uid(config.name, GRAFANA_DATASOURCE),
+        folder_uid=grafana_uid(config.name, GRAFANA_FOLDER), folder_title=f"{g.folder} ({config.name})",
+        dashboards={d.uid: to_json_text(render(d)) for s in config.specs() for d in dashboards(s)})
 
 
 @dataclass(frozen=True)
@@ -214,7 +227,7 @@ def _observability_stack(app: cdk.App, config: Config) -> ObservabilityStack:
         # manager that sends them to a person (SNS).
         alert_rule_groups=alert_rule_groups(config.specs()), **_alerts(config),
         # The same dashboards as the sidecar ConfigMaps, into Amazon Managed Grafana when configured.
-        **_grafana(config))
+        grafana=grafana_delivery(config))
     return _stack(ObservabilityStack, app, config, "Observability", "observability", props=props,
                   description="Amazon Managed Prometheus workspace, alert rules and alert manager, dashboards")
 

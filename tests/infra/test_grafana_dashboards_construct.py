@@ -17,9 +17,9 @@ DASHBOARDS = {"dpd-overview": '{"uid": "dpd-overview"}', "dpd-cost": '{"uid": "d
 
 
 def _props(**extra: Any) -> GrafanaDashboardsProps:
-    return GrafanaDashboardsProps(**{"workspace_id": WORKSPACE, "deployment": "hyperpod-dpd",
-                                     "prometheus_query_url": QUERY_URL,
-                                     "dashboards": DASHBOARDS, **extra})
+    return GrafanaDashboardsProps(**{"workspace_id": WORKSPACE, "prometheus_query_url": QUERY_URL,
+                                     "datasource_uid": "team-a_amp", "folder_uid": "team-a_folder",
+                                     "folder_title": "HyperPod DPD (team-a)", "dashboards": DASHBOARDS, **extra})
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +34,9 @@ def test_one_resource_upserts_the_data_source_and_every_dashboard(built: dict[st
     props = resource["Properties"]
     assert (props["WorkspaceId"], props["Region"], props["PrometheusUrl"]) == (WORKSPACE, stand_ins.REGION, QUERY_URL)
     assert props["Dashboards"] == [DASHBOARDS["dpd-cost"], DASHBOARDS["dpd-overview"]]  # by uid: a stable template
+    # The uids and title as given: the caller makes them (hyperpod_infra.app_builder.grafana_delivery).
+    assert (props["DatasourceUid"], props["DatasourceName"], props["FolderUid"], props["FolderTitle"]) == (
+        "team-a_amp", "team-a_amp", "team-a_folder", "HyperPod DPD (team-a)")
 
 
 def test_the_function_acts_on_the_one_workspace(built: dict[str, Any]) -> None:

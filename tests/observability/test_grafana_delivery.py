@@ -374,17 +374,41 @@ def test_the_token_is_deleted_when_grafana_fails(grafana_server, default_config)
 # --- several deployments in one workspace (issue 34 item 4; k8s-review defect 8: fixed uids made two deployments
 # overwrite, then delete, each other's data source, folder and dashboards) ------------------------------------
 
-def test_uids_are_the_deployments_own_and_fit_grafanas_40_characters() -> None:
+def _with_workspace(config_dict: dict, name: str | None = None) -> Config:
+    """The config of ``config_dict`` (renamed ``name``) with a Grafana workspace."""
+    data = copy.deepcopy(config_dict)
+    data["observability"]["grafana_workspace"] = {"workspace_id": WORKSPACE}
+    if name is not None:
+        data["name"] = name
+    return parse_config(data)
+
+
+def test_the_default_deployment_does_not_take_the_uids_every_deployment_wrote_before(default_config_dict) -> None:
+    """Every deployment before wrote the data source ``hyperpod-dpd-amp`` and the folder ``hyperpod-dpd``, whatever
+    its name; ``hyperpod-dpd`` is also the default ``name``. A deployment of that name must not take them over: a
+    not-yet-upgraded deployment in the same workspace would repoint its data source and, on destroy, delete it.
+    (Before, the construct's ``deployment_uid("hyperpod-dpd")`` gave exactly those two uids.)"""
+    from hyperpod_infra.app_builder import grafana_delivery
+
+    config = _with_workspace(default_config_dict)
+    assert config.name == "hyperpod-dpd"
+    delivery = grafana_delivery(config)
+    assert delivery is not None
+    assert (delivery.folder_uid, delivery.datasource_uid) == ("hyperpod-dpd_folder", "hyperpod-dpd_amp")
+    assert {delivery.folder_uid, delivery.datasource_uid}.isdisjoint({"hyperpod-dpd", "hyperpod-dpd-amp"})
+    assert delivery.folder_title == "HyperPod DPD (hyperpod-dpd)"
+
+
+def test_uids_are_the_deployments_own_and_fit_grafanas_40_characters(default_config_dict) -> None:
     """Grafana HTTP API (Folder API, Dashboard API): "The uid can have a maximum length of 40 characters"; letters,
     digits, '-' and '_' only (grafana/grafana ``pkg/util/shortid_generator.go``). A deployment ``name`` has at most
-    40 characters (``DeploymentName``): its folder uid is the name; its data source's ``<name>-amp``, shortened
-    with a hash of the name where that is too long, so two long names that share a prefix keep apart."""
-    from hyperpod_constructs.grafana_dashboards import deployment_uid
+    40 characters (``DeploymentName``); its uids (``hyperpod_core.telemetry.dashboards.grafana_uid``) are shortened
+    with a hash of the whole where too long, so two long names that share a prefix keep apart."""
+    from hyperpod_infra.app_builder import grafana_delivery
 
-    assert (deployment_uid("hyperpod-dpd"), deployment_uid("hyperpod-dpd", "-amp")) == ("hyperpod-dpd",
-                                                                                         "hyperpod-dpd-amp")
-    one, two = "a" * 35 + "-one", "a" * 35 + "-two"
-    uids = [deployment_uid(n, suffix) for n in (one, two) for suffix in ("", "-amp")]
+    one, two = "a" * 36 + "-one", "a" * 36 + "-two"
+    deliveries = [grafana_delivery(_with_workspace(default_config_dict, n)) for n in (one, two)]
+    uids = [u for d in deliveries if d is not None for u in (d.folder_uid, d.datasource_uid)]
     assert len(set(uids)) == 4
     assert all(len(u) <= 40 and re.fullmatch(r"[A-Za-z0-9_-]+", u) for u in uids), uids
     assert all(u.startswith("a" * 20) for u in uids)
@@ -394,31 +418,33 @@ def _workspace_url(deployment: str) -> str:
     return f"https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-{deployment}/"
 
 
-@pytest.fixture(scope="module")
-def two_deployments(default_config) -> dict[str, dict[str, Any]]:
-    """What the ``GrafanaDashboards`` construct of deployments ``dev`` and ``prod`` hands its handler (bare stacks),
-    each with its own AMP workspace and the default config's dashboards under uids of that deployment (the
-    dashboards' definitions choose their uids, ``hyperpod_core.telemetry.dashboards``; here each gets the
-    deployment in front, as a stand-in for theirs)."""
+def _resource_properties(config: Config, prometheus_query_url: str) -> dict[str, Any]:
+    """What the ``GrafanaDashboards`` construct of ``config`` (a bare stack, uids, title and dashboards as the app
+    makes them: ``hyperpod_infra.app_builder.grafana_delivery``) hands its handler."""
     import aws_cdk as cdk
     from aws_cdk.assertions import Template
 
     from hyperpod_constructs.grafana_dashboards import GrafanaDashboards, GrafanaDashboardsProps
+    from hyperpod_infra.app_builder import grafana_delivery
 
-    found = {}
-    for name in ("dev", "prod"):
-        stack = cdk.Stack(cdk.App(context={"aws:cdk:disable-asset-staging": True}), name,
-                          env=cdk.Environment(region="us-west-2"))
-        shipped = {}
-        for spec in dashboards(default_config.spec()):
-            model = json.loads(to_json_text(render(spec)))
-            model["uid"] = f"{name}-{spec.uid}"[:40]
-            shipped[model["uid"]] = json.dumps(model)
-        GrafanaDashboards(stack, "Dashboards", props=GrafanaDashboardsProps(
-            workspace_id=WORKSPACE, deployment=name, prometheus_query_url=_workspace_url(name), dashboards=shipped))
-        (resource,) = Template.from_stack(stack).find_resources("Custom::GrafanaDashboards").values()
-        found[name] = {k: v for k, v in resource["Properties"].items() if k != "ServiceToken"}
-    return found
+    delivery = grafana_delivery(config)
+    assert delivery is not None
+    stack = cdk.Stack(cdk.App(context={"aws:cdk:disable-asset-staging": True}), config.name,
+                      env=cdk.Environment(region="us-west-2"))
+    GrafanaDashboards(stack, "Dashboards", props=GrafanaDashboardsProps(
+        workspace_id=delivery.workspace_id, prometheus_query_url=prometheus_query_url,
+        datasource_uid=delivery.datasource_uid, folder_uid=delivery.folder_uid, folder_title=delivery.folder_title,
+        dashboards=delivery.dashboards))
+    (resource,) = Template.from_stack(stack).find_resources("Custom::GrafanaDashboards").values()
+    return {k: v for k, v in resource["Properties"].items() if k != "ServiceToken"}
+
+
+@pytest.fixture(scope="module")
+def two_deployments(default_config_dict) -> dict[str, dict[str, Any]]:
+    """What the ``GrafanaDashboards`` construct of deployments ``dev`` and ``prod`` hands its handler, each with its
+    own AMP workspace and the default config's endpoint."""
+    return {name: _resource_properties(_with_workspace(default_config_dict, name), _workspace_url(name))
+            for name in ("dev", "prod")}
 
 
 def test_two_deployments_share_a_workspace_and_destroying_one_leaves_the_other(grafana_server, two_deployments) -> None:
@@ -429,16 +455,16 @@ def test_two_deployments_share_a_workspace_and_destroying_one_leaves_the_other(g
     _run("Create", dev, endpoint)
     _run("Create", prod, endpoint)
     assert {uid: ds["url"] for uid, ds in fake.datasources.items()} == {
-        "dev-amp": _workspace_url("dev").rstrip("/"), "prod-amp": _workspace_url("prod").rstrip("/")}
-    assert {uid: f["title"] for uid, f in fake.folders.items()} == {"dev": "HyperPod DPD (dev)",
-                                                                   "prod": "HyperPod DPD (prod)"}
+        "dev_amp": _workspace_url("dev").rstrip("/"), "prod_amp": _workspace_url("prod").rstrip("/")}
+    assert {uid: f["title"] for uid, f in fake.folders.items()} == {"dev_folder": "HyperPod DPD (dev)",
+                                                                   "prod_folder": "HyperPod DPD (prod)"}
     assert set(fake.dashboards) == index._uids(dev) | index._uids(prod) and not index._uids(dev) & index._uids(prod)
     _run("Delete", dev, endpoint)
-    assert set(fake.datasources) == {"prod-amp"} and set(fake.folders) == {"prod"}
+    assert set(fake.datasources) == {"prod_amp"} and set(fake.folders) == {"prod_folder"}
     assert set(fake.dashboards) == index._uids(prod)
     for stored in fake.dashboards.values():
         variables = {v["name"]: v for v in stored["model"]["templating"]["list"]}
-        assert variables["datasource"]["current"]["value"] == "prod-amp"
+        assert variables["datasource"]["current"]["value"] == "prod_amp"
 
 
 def test_the_uids_shared_before_go_only_with_the_deployment_that_wrote_them_last(grafana_server, two_deployments,
@@ -452,28 +478,56 @@ def test_the_uids_shared_before_go_only_with_the_deployment_that_wrote_them_last
     _run("Create", legacy["dev"], endpoint)
     _run("Create", legacy["prod"], endpoint)  # prod deployed last: the shared objects query its workspace
     moved = _run("Update", two_deployments["dev"], endpoint, old=legacy["dev"])
-    assert moved["PhysicalResourceId"] == f"{WORKSPACE}/dev"
+    assert moved["PhysicalResourceId"] == f"{WORKSPACE}/dev_folder"
     _run("Delete", legacy["dev"], endpoint)
     assert fake.datasources["hyperpod-dpd-amp"]["url"] == _workspace_url("prod").rstrip("/")
     assert index._uids(legacy["prod"]) <= set(fake.dashboards) and "hyperpod-dpd" in fake.folders
     _run("Update", two_deployments["prod"], endpoint, old=legacy["prod"])
     _run("Delete", legacy["prod"], endpoint)  # prod's own: they go
-    assert set(fake.datasources) == {"dev-amp", "prod-amp"} and set(fake.folders) == {"dev", "prod"}
+    assert set(fake.datasources) == {"dev_amp", "prod_amp"} and set(fake.folders) == {"dev_folder", "prod_folder"}
     assert set(fake.dashboards) == index._uids(two_deployments["dev"]) | index._uids(two_deployments["prod"])
 
 
+def test_a_default_named_deployment_and_one_not_yet_upgraded_keep_apart(grafana_server, default_config,
+                                                                         default_config_dict) -> None:
+    """A deployment not yet upgraded (``prod``) still writes ``hyperpod-dpd-amp`` and folder ``hyperpod-dpd``; a new
+    deployment of the default name (``hyperpod-dpd``) shares the workspace. Neither's deploys repoint the other's
+    data source, and destroying either leaves the other's data source, folder and dashboards."""
+    fake, endpoint = grafana_server
+    spec = default_config.spec()
+    before = [json.dumps({**json.loads(to_json_text(render(d))), "uid": f"dpd-{d.kind}-{spec.name}"})
+              for d in dashboards(spec)]  # the dashboards' uids of before: dpd-<kind>-<endpoint>
+    legacy = {**_props(default_config), "PrometheusUrl": _workspace_url("prod"), "Dashboards": before}
+    ours = _resource_properties(_with_workspace(default_config_dict), _workspace_url("hyperpod-dpd"))
+    _run("Create", legacy, endpoint)
+    _run("Create", ours, endpoint)
+    _run("Update", legacy, endpoint, old=legacy)  # the other deployment deploys again after ours
+    assert fake.datasources[ours["DatasourceUid"]]["url"] == _workspace_url("hyperpod-dpd").rstrip("/")
+    assert fake.datasources["hyperpod-dpd-amp"]["url"] == _workspace_url("prod").rstrip("/")
+    _run("Delete", ours, endpoint)
+    assert set(fake.datasources) == {"hyperpod-dpd-amp"} and set(fake.folders) == {"hyperpod-dpd"}
+    assert set(fake.dashboards) == index._uids(legacy)
+    _run("Create", ours, endpoint)
+    _run("Delete", legacy, endpoint)
+    assert set(fake.datasources) == {ours["DatasourceUid"]} and set(fake.folders) == {ours["FolderUid"]}
+    assert set(fake.dashboards) == index._uids(ours)
+
+
 @pytest.mark.parametrize(("change", "message"), [
-    ({"deployment": "team a"}, "deployment must be letters, digits"),
+    ({"datasource_uid": "team a"}, "datasource_uid must be 1-40 letters, digits"),
+    ({"folder_uid": "f" * 41}, "folder_uid must be 1-40 letters, digits"),
     ({"dashboards": {"x": json.dumps({"uid": "y"})}}, r"dashboards\['x'\] must carry the uid it is keyed by"),
     ({"dashboards": {"d" * 41: json.dumps({"uid": "d" * 41})}}, "uid must be 1-40 letters"),
-    ({"dashboards": {"team-a": json.dumps({"uid": "team-a"})}}, "uid must differ from the folder's uid 'team-a'"),
+    ({"dashboards": {"team-a_folder": json.dumps({"uid": "team-a_folder"})}},
+     "uid must differ from the folder's uid 'team-a_folder'"),
 ])
 def test_fails_when_a_uid_breaks_grafanas_rules(change: dict, message: str) -> None:
     import aws_cdk as cdk
 
     from hyperpod_constructs.grafana_dashboards import GrafanaDashboards, GrafanaDashboardsProps
 
-    props = {"workspace_id": WORKSPACE, "deployment": "team-a", "prometheus_query_url": _workspace_url("a"),
+    props = {"workspace_id": WORKSPACE, "prometheus_query_url": _workspace_url("a"), "datasource_uid": "team-a_amp",
+             "folder_uid": "team-a_folder", "folder_title": "HyperPod DPD (team-a)",
              "dashboards": {"team-a-overview": json.dumps({"uid": "team-a-overview"})}, **change}
     with pytest.raises(ValueError, match=message):
         GrafanaDashboards(cdk.Stack(cdk.App()), "D", props=GrafanaDashboardsProps(**props))
@@ -505,13 +559,15 @@ def with_grafana(default_config) -> tuple[Any, dict[str, str]]:
     from aws_cdk.assertions import Template
     from tests.infra import stand_ins
 
-    from hyperpod_infra.stacks.observability_stack import ObservabilityStack, ObservabilityStackProps
+    from hyperpod_infra.stacks.observability_stack import GrafanaDelivery, ObservabilityStack, ObservabilityStackProps
 
     shipped = {spec.uid: to_json_text(render(spec)) for spec in dashboards(default_config.spec())}
+    grafana = GrafanaDelivery(workspace_id=WORKSPACE, datasource_uid=f"{DEPLOYMENT}_amp",
+                              folder_uid=f"{DEPLOYMENT}_folder", folder_title=f"HyperPod DPD ({DEPLOYMENT})",
+                              dashboards=shipped)
     stack = ObservabilityStack(stand_ins.app(), "Observability", env=cdk.Environment(region=stand_ins.REGION),
                                props=ObservabilityStackProps(workspace_alias=stand_ins.WORKSPACE_ALIAS,
-                                                             grafana_workspace_id=WORKSPACE, dashboards=shipped,
-                                                             deployment_name=DEPLOYMENT))
+                                                             grafana=grafana))
     return Template.from_stack(stack), shipped
 
 
@@ -523,7 +579,7 @@ def test_synth_deploys_the_dashboards_into_the_given_workspace(with_grafana) -> 
     props = resource["Properties"]
     assert props["WorkspaceId"] == WORKSPACE and props["FolderTitle"] == f"HyperPod DPD ({DEPLOYMENT})"
     assert (props["DatasourceUid"], props["DatasourceName"], props["FolderUid"]) == (
-        f"{DEPLOYMENT}-amp", f"{DEPLOYMENT}-amp", DEPLOYMENT)
+        f"{DEPLOYMENT}_amp", f"{DEPLOYMENT}_amp", f"{DEPLOYMENT}_folder")
     assert props["Dashboards"] == [shipped[uid] for uid in sorted(shipped)]
     (workspace,) = template.find_resources("AWS::APS::Workspace")
     assert props["PrometheusUrl"] == {"Fn::GetAtt": [workspace, "PrometheusEndpoint"]}
@@ -551,7 +607,7 @@ def test_the_config_matrix_delivers_the_configured_dashboards_to_the_configured_
     (props,) = [r["Properties"] for r in s.templates[f"{s.config.name}-observability"]["Resources"].values()
                 if r["Type"] == "Custom::GrafanaDashboards"]
     assert (props["WorkspaceId"], props["FolderTitle"]) == (grafana.workspace_id, f"{grafana.folder} ({s.config.name})")
-    assert (props["DatasourceUid"], props["FolderUid"]) == (f"{s.config.name}-amp", s.config.name)
+    assert (props["DatasourceUid"], props["FolderUid"]) == (f"{s.config.name}_amp", f"{s.config.name}_folder")
     shipped = sorted(d.uid for e in s.config.specs() for d in dashboards(e))
     assert [json.loads(t)["uid"] for t in props["Dashboards"]] == shipped
 

@@ -18,12 +18,15 @@ maintained ``grafana-client`` library, does the rest:
   lists the type created.
 * Delete: delete our dashboards and data source, and the folder only if nothing else is left in it (a
   dashboard a user saved there is theirs).
-* Only this deployment's objects are ever deleted. Their uids carry the deployment's name (the construct's
-  ``deployment_uid``), so another deployment's never match; and the objects a set of properties names count as
-  this deployment's only while the data source under their uid queries this deployment's own AMP workspace
+* Only this deployment's objects are ever deleted. Their uids carry the deployment's name (the caller makes them:
+  ``<name>_amp``, ``<name>_folder``, ``<name>_<endpoint>_<kind>``), so another deployment's differ, short of two
+  uids shortened to 40 characters whose 8-hex-digit hashes agree; and the objects a set of properties names count
+  as this deployment's only while the data source under their uid queries this deployment's own AMP workspace
   (:func:`owned`). That second rule is for the uids of before (``hyperpod-dpd-amp``, folder ``hyperpod-dpd``,
-  ``dpd-overview-<endpoint>``), which every deployment shared: they belong to whichever deployed last, and the
-  Delete CloudFormation sends for them once a deployment moves to its own uids leaves them alone otherwise.
+  ``dpd-overview-<endpoint>``; then ``<name>-amp``, folder ``<name>``), which a deployment not yet upgraded still
+  writes and which every deployment of the default name shared: they belong to whichever deployed last, and the
+  Delete CloudFormation sends for them once a deployment moves to its own uids leaves them alone otherwise. It
+  guards deletes only: a deploy under a uid another deployment holds repoints that data source.
 
 The token lives 15 minutes and is deleted when the request ends, whatever happens.
 """

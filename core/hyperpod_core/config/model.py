@@ -98,7 +98,9 @@ class Config(Section):
     """The inference endpoints the cluster serves (1 to 20), each with its own `model`; their roles share the
     instance groups (their GPUs at peak must fit them). A file may instead hold one endpoint in the one-endpoint
     shape: a top-level `model:` and `endpoint:` (as before several endpoints), which loads as `endpoints:
-    [<endpoint with its model>]`. Default: one endpoint with every key at its default."""
+    [<endpoint with its model>]`. Going from one endpoint to several (or back) renames the benchmark client's EKS
+    Pod Identity association once: delete the old one first (docs/platform.md). Default: one endpoint with every key at
+    its default."""
     observability: ObservabilityConfig = ObservabilityConfig()
     """Metrics, alerts and dashboards. Default: every key at its default."""
     benchmark: BenchmarkConfig = BenchmarkConfig()

@@ -12,7 +12,7 @@ platform needs waits for GPU nodes (docs/deploy.md, "Critical path").
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
@@ -23,6 +23,23 @@ from hyperpod_constructs.alert_topic import AlertTopic, AlertTopicProps
 from hyperpod_constructs.grafana_dashboards import GrafanaDashboards, GrafanaDashboardsProps
 from hyperpod_constructs.managed_prometheus import ManagedPrometheus, ManagedPrometheusProps
 from hyperpod_core import outputs
+
+
+@dataclass(frozen=True, kw_only=True)
+class GrafanaDelivery:
+    """Where the dashboards go in an existing Amazon Managed Grafana workspace (:class:`GrafanaDashboardsProps`
+    without the data source's URL, which is this stack's Prometheus workspace)."""
+
+    workspace_id: str
+    """The Amazon Managed Grafana workspace that receives ``dashboards`` and the AMP data source."""
+    datasource_uid: str
+    """Uid and name of the AMP data source: the deployment's own."""
+    folder_uid: str
+    """Uid of the dashboards' folder: the deployment's own."""
+    folder_title: str
+    """Title of that folder: the deployment's own (Grafana refuses two folders of one title)."""
+    dashboards: Mapping[str, str]
+    """Dashboard JSON text by uid."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,17 +54,9 @@ class ObservabilityStackProps:
     """E-mail addresses subscribed to the alert topic. Default: none."""
     alert_topic_arns: Sequence[str] = ()
     """Existing SNS topics that receive every alert too (their policies are their owners'). Default: none."""
-    grafana_workspace_id: str | None = None
-    """Amazon Managed Grafana workspace that receives ``dashboards`` and the AMP data source.
+    grafana: GrafanaDelivery | None = None
+    """The dashboards and the AMP data source into Amazon Managed Grafana.
     Default: none (dashboards ship only as sidecar ConfigMaps and JSON files from the cdk8s app)."""
-    grafana_folder: str = "HyperPod DPD"
-    """Grafana folder of the dashboards (titled ``<grafana_folder> (<deployment_name>)``). Default: ``HyperPod DPD``."""
-    deployment_name: str | None = None
-    """The deployment's name: the Grafana data source, folder and folder title are this deployment's own
-    (``GrafanaDashboardsProps.deployment``), so that deployments share a workspace. Required with
-    ``grafana_workspace_id``. Default: none."""
-    dashboards: Mapping[str, str] = field(default_factory=dict)
-    """Dashboard JSON text by uid, for ``grafana_workspace_id``. Default: none."""
 
 
 class ObservabilityStack(Stack):
@@ -71,14 +80,12 @@ class ObservabilityStack(Stack):
             CfnOutput(self, outputs.ALERT_TOPIC_ARN, value=self.alert_topic.topic_arn,
                       description="SNS topic of every alert (AMP alert manager receiver)")
         self.grafana = None
-        if props.grafana_workspace_id is not None:
-            if props.deployment_name is None:
-                raise ValueError("deployment_name is required with grafana_workspace_id (the workspace's data source "
-                                 "and folder are the deployment's own), got None")
+        if props.grafana is not None:
+            g = props.grafana
             self.grafana = GrafanaDashboards(self, "GrafanaDashboards", props=GrafanaDashboardsProps(
-                workspace_id=props.grafana_workspace_id, deployment=props.deployment_name,
-                prometheus_query_url=self.prometheus.prometheus_endpoint, dashboards=props.dashboards,
-                folder_title=props.grafana_folder))
+                workspace_id=g.workspace_id, prometheus_query_url=self.prometheus.prometheus_endpoint,
+                datasource_uid=g.datasource_uid, folder_uid=g.folder_uid, folder_title=g.folder_title,
+                dashboards=g.dashboards))
 
         CfnOutput(self, outputs.AMP_WORKSPACE_ENDPOINT, value=self.prometheus.prometheus_endpoint,
                   description="Managed Prometheus endpoint (KEDA prometheusTrigger serverAddress base)")

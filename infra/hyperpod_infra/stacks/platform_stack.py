@@ -40,8 +40,11 @@ BENCHMARK_CLIENT_ID = "BenchmarkClient"
 
 def benchmark_client_id(endpoint_name: str, endpoints: int) -> str:
     """The construct ID of endpoint ``endpoint_name``'s benchmark identity in a deployment of ``endpoints``
-    endpoints: :data:`BENCHMARK_CLIENT_ID` alone, else ``BenchmarkClient-<endpoint>``, from the name only, so that
-    reordering, adding or removing other endpoints never gives a deployed association a new logical ID."""
+    endpoints: :data:`BENCHMARK_CLIENT_ID` alone, else ``BenchmarkClient-<endpoint>``, from the name only. Within a
+    fleet of two or more, reordering, adding or removing other endpoints never gives a deployed association a new
+    logical ID; going from one endpoint to several, or from several back to one, does, for the endpoint that stays
+    (``BenchmarkClient`` <-> ``BenchmarkClient-<endpoint>``), and that deploy needs the old association deleted by
+    hand first (docs/platform.md, "Several endpoints")."""
     return BENCHMARK_CLIENT_ID if endpoints == 1 else f"{BENCHMARK_CLIENT_ID}-{endpoint_name}"
 
 
