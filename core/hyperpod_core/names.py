@@ -81,6 +81,11 @@ NODE_HEALTH_UNSCHEDULABLE: Final = "Unschedulable"
 #: ``app.kubernetes.io/managed-by``, "the tool being used to manage the operation of an application"): the cdk8s app
 #: writes the Service with it, ``hyperpod-dpd rollout`` repoints it and changes no Service without it.
 MANAGED_BY_LABEL: Final = "app.kubernetes.io/managed-by"
+#: The label of every manifest of ours that names its deployment (the config's ``name``; Kubernetes docs,
+#: "Recommended Labels": "the name of a higher level application this one is part of").
+PART_OF_LABEL: Final = "app.kubernetes.io/part-of"
+#: The ``pdSpec`` key of each role's spec (CRD v3.3: ``prefillSpec``, ``decodingSpec``).
+PD_SPEC_KEYS: Final = {"prefill": "prefillSpec", "decode": "decodingSpec"}
 STABLE_SERVICE_MANAGER: Final = "hyperpod-dpd"
 #: The stable Service's annotations: the InferenceEndpointConfig it points at and that one's revision number
 #: (``0``: the endpoint under its own name, as ``kubectl apply -f dist/<endpoint>/endpoint/`` creates it).

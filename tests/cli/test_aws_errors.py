@@ -15,6 +15,7 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.stub import Stubber
+from lifecycle_fixtures import no_aws_credentials
 from moto import mock_aws
 
 from fake_http import QuietHandler, free_port, local_url, serving
@@ -157,11 +158,7 @@ def test_client_error_keeps_code_and_message() -> None:
 
 
 def test_missing_credentials_names_the_fix(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    no_aws_credentials(monkeypatch, tmp_path)
     sts = client("sts", "us-west-2", boto3.Session())
     with pytest.raises(CommandFailed, match="NoCredentialsError: Unable to locate credentials; fix: set AWS_PROFILE"), \
             aws_errors("checking the account"):

@@ -21,6 +21,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
+from lifecycle_fixtures import no_aws_credentials
 from moto import mock_aws
 from typer.testing import CliRunner
 
@@ -448,15 +449,11 @@ def test_credentials_of_another_account_fail(aws, default_config_dict) -> None:
     assert check.status == "FAIL" and "the config's ARNs name 999999999999" in check.detail
 
 
-def test_no_credentials_lists_every_other_check_as_not_run(monkeypatch, default_config) -> None:
+def test_no_credentials_lists_every_other_check_as_not_run(monkeypatch, default_config, tmp_path) -> None:
     """Without credentials the credentials check FAILs and the others are listed, UNKNOWN, ``not run: no
     credentials``, with no AWS call but the credentials one. Fails on main: the credentials row was the only one
     (the fourth review's newcomer run, friction 19: "2 of its 11 checks")."""
-    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
-        monkeypatch.delenv(key, raising=False)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
-    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    no_aws_credentials(monkeypatch, tmp_path)
     made: list[str] = []
     real = preflight.make_clients(REGION)
     clients = preflight.Clients(lambda service: made.append(service) or real.get(service))

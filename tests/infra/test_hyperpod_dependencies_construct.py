@@ -63,6 +63,8 @@ def test_device_plugins_run_on_the_hyperpod_types_through_the_health_check_taint
               if r["Type"] == "Custom::AWSCDK-EKS-HelmChart"}
     assert set(charts) == {pins.NVIDIA_DEVICE_PLUGIN.chart, pins.EFA_DEVICE_PLUGIN.chart}
     types = sorted(set(GPU_TYPES))  # HyperPod labels its nodes with the ml. names
+    # Kubernetes docs, "Well-Known Labels, Annotations and Taints": node.kubernetes.io/instance-type
+    assert INSTANCE_TYPE_LABEL == "node.kubernetes.io/instance-type"
     nvidia = json.loads(charts[pins.NVIDIA_DEVICE_PLUGIN.chart]["Values"])
     assert nvidia["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == {
         "nodeSelectorTerms": [{"matchExpressions": [{"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": types}]}]}

@@ -51,6 +51,8 @@ def test_the_operator_comes_after_the_add_ons_its_init_container_checks(addons: 
     # The operator's init container refuses to start without CSIDrivers s3.csi.aws.com and fsx.csi.aws.com and
     # the cert-manager CRDs; metrics-server is a documented prerequisite (shared/reference/operator.md).
     dependencies = {"aws-mountpoint-s3-csi-driver", "aws-fsx-csi-driver", "metrics-server", "cert-manager"}
+    # ../shared/reference/operator.md (S4, S5, S14): the add-on is amazon-sagemaker-hyperpod-inference
+    assert OPERATOR_ADDON_NAME == "amazon-sagemaker-hyperpod-inference"
     assert set(addons) == {OPERATOR_ADDON_NAME, *dependencies}
     assert sorted(addons[OPERATOR_ADDON_NAME]["DependsOn"]) == sorted(addons[name]["id"] for name in dependencies)
     assert addons["aws-mountpoint-s3-csi-driver"]["Properties"]["ServiceAccountRoleArn"].endswith(":role/S3Csi")

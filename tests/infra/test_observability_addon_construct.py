@@ -11,8 +11,6 @@ from tests.infra import stand_ins
 
 from hyperpod_constructs.managed_prometheus import ManagedPrometheus, ManagedPrometheusProps
 from hyperpod_constructs.observability_addon import (
-    ADDON_NAME,
-    COLLECTOR_SERVICE_ACCOUNT,
     ObservabilityAddon,
     ObservabilityAddonProps,
 )
@@ -47,9 +45,12 @@ def test_the_collector_assumes_its_role_through_pod_identity_from_this_cluster_o
     # EKS user guide, "Create an IAM role for EKS Pod Identity": trust pods.eks.amazonaws.com with sts:AssumeRole
     # and sts:TagSession; aws:SourceArn/aws:SourceAccount bind it to one cluster (shared/reference/operator.md).
     addon = _one(built, "AWS::EKS::Addon")["Properties"]
-    assert (addon["AddonName"], addon["AddonVersion"]) == (ADDON_NAME, pins.OBSERVABILITY.version)
+    # ../shared/reference/operator.md (S9, S14): add-on amazon-sagemaker-hyperpod-observability, Pod Identity
+    # association on the service account hyperpod-observability-operator-otel-collector
+    assert (addon["AddonName"], addon["AddonVersion"]) == ("amazon-sagemaker-hyperpod-observability",
+                                                           pins.OBSERVABILITY.version)
     assert addon["PodIdentityAssociations"] == [{"RoleArn": {"Fn::GetAtt": [built["role"], "Arn"]},
-                                                 "ServiceAccount": COLLECTOR_SERVICE_ACCOUNT}]
+                                                 "ServiceAccount": "hyperpod-observability-operator-otel-collector"}]
     (trust,) = built["resources"][built["role"]]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
     assert (sorted(trust["Action"]), trust["Principal"]) == (["sts:AssumeRole", "sts:TagSession"],
                                                              {"Service": "pods.eks.amazonaws.com"})

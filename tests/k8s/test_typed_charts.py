@@ -105,31 +105,3 @@ def test_generated_classes_are_reached_by_their_real_names() -> None:
                   if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
                   and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in generated]
     assert found == []
-
-
-def _config_takers(root: Path, skip: set[str]) -> list[str]:
-    """Functions under ``root`` (but the files of ``skip`` and the generated bindings) that take a ``Config`` or read
-    ``.endpoint``/``.endpoints`` of one other than an endpoint spec's (STYLE rule 15)."""
-    found = []
-    for path in sorted(root.rglob("*.py")):
-        if path.name in skip or path.is_relative_to(K8S / "imports"):
-            continue
-        for node in ast.walk(parse_source(path)):
-            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                continue
-            args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
-            takes = any(a.annotation is not None and ast.unparse(a.annotation).split(".")[-1] == "Config"
-                        for a in args)
-            reads = any(isinstance(sub, ast.Attribute) and sub.attr in ("endpoint", "endpoints")
-                        and not (isinstance(sub.value, ast.Name) and sub.value.id in ("self", "spec", "props"))
-                        for sub in ast.walk(node))
-            if takes or reads:
-                found.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name}")
-    return found
-
-
-def test_every_chart_builder_takes_one_endpoint_never_the_config() -> None:
-    """The endpoint is the repeatable unit (STYLE rule 15): outside the entry point (``main.py``, the composition
-    root that loops over ``config.specs()``), no function of the cdk8s app takes the ``Config`` or reaches into its
-    ``endpoint``; each takes an ``EndpointSpec`` and the narrow facts it needs."""
-    assert _config_takers(K8S, {"main.py"}) == []

@@ -21,6 +21,7 @@ from typing import Any
 
 from hyperpod_core.names import (
     MANAGED_BY_LABEL,
+    PART_OF_LABEL,
     REVISION_ANNOTATION,
     STABLE_SERVICE_MANAGER,
     TARGET_ANNOTATION,
@@ -35,7 +36,7 @@ def stable_service(endpoint: str, namespace: str, target: EndpointNames, revisio
     return {
         "apiVersion": "v1", "kind": "Service",
         "metadata": {"name": endpoint, "namespace": namespace,
-                     "labels": {"app.kubernetes.io/name": endpoint, "app.kubernetes.io/part-of": part_of,
+                     "labels": {"app.kubernetes.io/name": endpoint, PART_OF_LABEL: part_of,
                                 MANAGED_BY_LABEL: STABLE_SERVICE_MANAGER},
                      "annotations": {TARGET_ANNOTATION: target.name, REVISION_ANNOTATION: str(revision)}},
         "spec": {"type": "ExternalName", "externalName": target.router_service_host},

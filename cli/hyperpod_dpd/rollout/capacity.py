@@ -30,15 +30,15 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from hyperpod_core.errors import UsageError
-from hyperpod_core.names import ROLES, Role
+from hyperpod_core.names import PD_SPEC_KEYS, ROLES, Role
 
 #: The GPU resource of the NVIDIA device plugin (what the role pods request and nodes report as allocatable).
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 #: The well-known node label of the instance type (Kubernetes docs, "Well-Known Labels, Annotations and Taints";
 #: HyperPod sets it to the ``ml.`` type): where a role without a nodeSelector, or a colocated worker, may land.
 INSTANCE_TYPE_LABEL: Final = "node.kubernetes.io/instance-type"
-#: The pdSpec keys of each role (CRD v3.3: ``prefillSpec``, ``decodingSpec``).
-ROLE_SPEC: Final[dict[Role, str]] = {"prefill": "prefillSpec", "decode": "decodingSpec"}
+#: The pdSpec keys of each role (:data:`hyperpod_core.names.PD_SPEC_KEYS`).
+ROLE_SPEC: Final[dict[str, str]] = PD_SPEC_KEYS
 
 
 # --- capacity ------------------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.dist_layout import PLACEHOLDERS_README
 from hyperpod_core.errors import CommandFailed
-from hyperpod_core.names import OPERATOR_NAMESPACE, ROLES, EndpointNames, Role, certificate_pem_location
+from hyperpod_core.names import OPERATOR_NAMESPACE, PD_SPEC_KEYS, ROLES, EndpointNames, Role, certificate_pem_location
 from hyperpod_dpd import skew
 from hyperpod_dpd.deployment import Deployment, before_apply, deployable, rollout_command
 from hyperpod_dpd.status.check import Check, State
@@ -23,7 +23,6 @@ from hyperpod_dpd.status.kv_path import efa_checks
 if TYPE_CHECKING:  # the Kubernetes client loads in the checks that call it, not for --help
     from hyperpod_dpd.kube import PodTarget, RoleWorkers
 
-_PD_SPEC_KEYS = {"prefill": "prefillSpec", "decode": "decodingSpec"}
 
 
 def endpoint_checks(dep: Deployment, spec: EndpointSpec, kubeconfig: str | None, context: str | None) -> list[Check]:
@@ -184,7 +183,7 @@ def _dpd_checks(spec: EndpointSpec, names: EndpointNames, pd_spec: dict[str, Any
     checks: list[Check] = []
     for role in ROLES:
         role_cfg = spec.endpoint.prefill if role == "prefill" else spec.endpoint.decode
-        desired = int((pd_spec.get(_PD_SPEC_KEYS[role]) or {}).get("replicas", role_cfg.replicas))
+        desired = int((pd_spec.get(PD_SPEC_KEYS[role]) or {}).get("replicas", role_cfg.replicas))
         ready = sum(1 for p in pods[role] if p.ready)
         ok = ready >= desired
         checks.append(Check(

@@ -14,14 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from hyperpod_core.errors import CommandFailed
-from hyperpod_core.names import EndpointNames, revision_of
+from hyperpod_core.names import PART_OF_LABEL, EndpointNames, revision_of
 from hyperpod_dpd.deployment import Deployment
 from hyperpod_dpd.status.check import Check
 
 SECTION = "other endpoints"
-#: The label of every manifest of ours that names its deployment (``hyperpod_k8s.endpoint.props``: the config's
-#: ``name``; Kubernetes docs, "Recommended Labels": "the name of a higher level application this one is part of").
-PART_OF_LABEL = "app.kubernetes.io/part-of"
 LISTING = "listing the InferenceEndpointConfigs of every namespace"
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Callable
-from typing import Any, Final, cast
+from typing import Final, cast
 
 from hyperpod_core import fit, instances, pins
 from hyperpod_core.config import placement
@@ -19,6 +19,7 @@ from hyperpod_core.config.az_ids import published_az_ids
 from hyperpod_core.config.model import Config
 from hyperpod_core.config.rules_workload import (
     experiments_select_a_scenario,
+    fail,
     gpu_memory_holds_the_model,
     gpu_memory_holds_the_pd_buffer,
     model_size_is_complete,
@@ -34,7 +35,6 @@ from hyperpod_core.config.types import (
     aws_partition,
     az_id_prefix,
 )
-from hyperpod_core.errors import ConfigError, shown
 from hyperpod_core.names import ROLES, EndpointNames
 
 #: IP addresses one ml.p5.48xlarge-class node takes from its subnet on EKS (VPC CNI, EFA interfaces and
@@ -45,16 +45,12 @@ SUBNET_HEADROOM_FACTOR: Final = 2
 AWS_RESERVED_IPS_PER_SUBNET: Final = 5
 
 
-def _fail(field: str, value: Any, allowed: str) -> None:
-    raise ConfigError(f"{field} {allowed}, got {shown(value)}")
-
-
 # --- names ------------------------------------------------------------------------------------------------
 
 def router_service_name_fits(s: EndpointSpec) -> None:
     """The operator names the router Service ``<name>-<namespace>-routing-service``: a DNS label."""
     if len(EndpointNames.of(s.endpoint).router_service) > 63:
-        _fail(f"{s.at}.name", s.endpoint.name,
+        fail(f"{s.at}.name", s.endpoint.name,
               f"plus {s.at}.namespace must stay under 63 characters in '<name>-<namespace>-routing-service'")
 
 
@@ -68,7 +64,7 @@ def endpoint_name_is_no_revision_name(s: EndpointSpec) -> None:
     (:data:`hyperpod_core.telemetry.queries.REVISION`), so endpoint ``x-r1`` would be counted as a revision of
     ``x``."""
     if _REVISION_SUFFIX.fullmatch(s.endpoint.name):
-        _fail(f"{s.at}.name", s.endpoint.name,
+        fail(f"{s.at}.name", s.endpoint.name,
               "must not end in -r<N> (with N digits): hyperpod-dpd rollout names an endpoint's blue/green revisions "
               "<name>-r<N>")
 
@@ -78,7 +74,7 @@ def endpoint_names_are_unique(c: Config) -> None:
     seen: set[str] = set()
     for i, e in enumerate(c.endpoints):
         if e.name in seen:
-            _fail(f"endpoints[{i}].name", e.name, "must be unique among endpoints")
+            fail(f"endpoints[{i}].name", e.name, "must be unique among endpoints")
         seen.add(e.name)
 
 
@@ -93,7 +89,7 @@ def derived_names_are_unique(c: Config) -> None:
             other = owner.setdefault(key, sp.name)
             if other != sp.name:
                 kind, namespace, name = key
-                _fail(sp.field("name"), sp.name,
+                fail(sp.field("name"), sp.name,
                       f"in namespace {sp.namespace!r} must not derive the {kind} {name!r} in {namespace!r}, which "
                       f"endpoint {other!r} derives too: rename one of them")
 
@@ -106,14 +102,14 @@ def endpoint_models_keep_the_bucket_keys_out(s: EndpointSpec) -> None:
     for old, new in (("existing_bucket_name", "existing_name"), ("delete_on_destroy", "delete_on_destroy")):
         value = vars(s.model).get(old)  # the stored value: reading the attribute warns that the key is deprecated
         if value is not None:
-            _fail(s.model_field(old), value,
+            fail(s.model_field(old), value,
                   f"must be left out of an endpoint's model (the deployment's bucket is model_bucket.{new}; a "
                   f"model in another bucket names it in {s.model_field('bucket')})")
 
 
 def model_key_belongs_to_its_bucket(s: EndpointSpec) -> None:
     if s.model.kms_key_arn is not None and s.model.bucket is None:
-        _fail(s.model_field("kms_key_arn"), s.model.kms_key_arn,
+        fail(s.model_field("kms_key_arn"), s.model.kms_key_arn,
               f"must be left out unless {s.model_field('bucket')} is set (the deployment's bucket's key is "
               "model_bucket.existing_kms_key_arn)")
 
@@ -122,14 +118,14 @@ def instance_group_names_are_unique(c: Config) -> None:
     seen: set[str] = set()
     for i, g in enumerate(c.hyperpod.instance_groups):
         if g.name in seen:
-            _fail(f"hyperpod.instance_groups[{i}].name", g.name, "must be unique")
+            fail(f"hyperpod.instance_groups[{i}].name", g.name, "must be unique")
         seen.add(g.name)
 
 
 def existing_bucket_is_kept(c: Config) -> None:
     """We never delete a bucket we did not create (the construct refuses it too: ``ModelBucketProps``)."""
     if c.model_bucket.existing_name is not None and c.model_bucket.delete_on_destroy:
-        _fail("model_bucket.delete_on_destroy", True,
+        fail("model_bucket.delete_on_destroy", True,
               "cannot be true for an existing bucket we did not create (model_bucket.existing_name)")
 
 
@@ -137,7 +133,7 @@ def bucket_key_belongs_to_an_existing_bucket(c: Config) -> None:
     """A created bucket's key is the platform stack's own: a key named without ``existing_name`` would be unused."""
     b = c.model_bucket
     if b.existing_kms_key_arn is not None and b.existing_name is None:
-        _fail("model_bucket.existing_kms_key_arn", b.existing_kms_key_arn,
+        fail("model_bucket.existing_kms_key_arn", b.existing_kms_key_arn,
               "must be left out unless model_bucket.existing_name is set (a created bucket uses a key of its own)")
 
 
@@ -158,7 +154,7 @@ def bucket_key_is_in_the_region(c: Config) -> None:
     _, partition, _, region = arn.split(":")[:4]
     want = aws_partition(c.region)
     if (partition, region) != (want, c.region):
-        _fail("model_bucket.existing_kms_key_arn", arn,
+        fail("model_bucket.existing_kms_key_arn", arn,
               f"must be a key in region {c.region} (arn:{want}:kms:{c.region}:<account>:key/<key id>), where the "
               "bucket is: S3 encrypts a bucket only with a KMS key of its own region")
 
@@ -173,12 +169,12 @@ def _in_region(c: Config, field: str, az: str, *, control_plane: bool = False) -
     if published is None:
         prefix = az_id_prefix(c.region)
         if not az.startswith(prefix + "-"):
-            _fail(field, az, f"must be an AZ ID of {c.region} such as {prefix}-az1")
+            fail(field, az, f"must be an AZ ID of {c.region} such as {prefix}-az1")
         return
     allowed = [i for i in published if not (control_plane and i in EKS_UNSUPPORTED_AZ_IDS)]
     if az not in allowed:
         where = " where EKS creates control planes" if control_plane else ""
-        _fail(field, az, f"must be an AZ ID of {c.region}{where} ({', '.join(allowed)})")
+        fail(field, az, f"must be an AZ ID of {c.region}{where} ({', '.join(allowed)})")
 
 
 def gpu_az_ids_are_in_the_region(c: Config) -> None:
@@ -195,7 +191,7 @@ def _group_az_ids(c: Config) -> set[str]:
 
 def gpu_groups_share_one_az(c: Config) -> None:
     if len(azs := _group_az_ids(c)) != 1:
-        _fail("hyperpod.instance_groups[*].availability_zone_id", sorted(azs),
+        fail("hyperpod.instance_groups[*].availability_zone_id", sorted(azs),
               "must resolve to exactly one AZ ID (DPD moves the KV cache over EFA within one AZ)")
 
 
@@ -207,28 +203,28 @@ def control_plane_az_ids_are_in_the_region(c: Config) -> None:
 def control_plane_az_ids_differ(c: Config) -> None:
     cp = c.network.control_plane_availability_zone_ids
     if cp[0] == cp[1]:
-        _fail("network.control_plane_availability_zone_ids", list(cp),
+        fail("network.control_plane_availability_zone_ids", list(cp),
               "must name two different AZ IDs (EKS needs subnets in at least two AZs)")
 
 
 def gpu_subnet_is_in_the_groups_az(c: Config) -> None:
     azs = _group_az_ids(c)
     if c.network.gpu_availability_zone_id not in azs:
-        _fail("network.gpu_availability_zone_id", c.network.gpu_availability_zone_id,
+        fail("network.gpu_availability_zone_id", c.network.gpu_availability_zone_id,
               f"must be the AZ ID of the GPU instance groups ({sorted(azs)[0]})")
 
 
 def training_plans_are_in_the_region(c: Config) -> None:
     for i, g in enumerate(c.hyperpod.instance_groups):
         if g.training_plan_arn is not None and g.training_plan_arn.split(":")[3] != c.region:
-            _fail(f"hyperpod.instance_groups[{i}].training_plan_arn", g.training_plan_arn,
+            fail(f"hyperpod.instance_groups[{i}].training_plan_arn", g.training_plan_arn,
                   f"must be a training plan in region {c.region} (a plan reserves capacity in one region)")
 
 
 def reserved_only_types_have_a_training_plan(c: Config) -> None:
     for i, g in enumerate(c.hyperpod.instance_groups):
         if g.instance_type in instances.RESERVED_ONLY_INSTANCE_TYPES and g.training_plan_arn is None:
-            _fail(f"hyperpod.instance_groups[{i}].training_plan_arn", None,
+            fail(f"hyperpod.instance_groups[{i}].training_plan_arn", None,
                   f"must name a SageMaker training plan for {g.instance_type}: AWS's price list shows no on-demand "
                   "HyperPod offer for it in any region")
 
@@ -237,7 +233,7 @@ def alert_topic_is_in_the_account(c: Config) -> None:
     """AMP's alert manager routes only to SNS topics in the same account (AMP user guide, "Alert Manager")."""
     arn, accounts = c.observability.alerts.topic_arn, c.arn_accounts()
     if arn is not None and len(accounts) == 1 and arn.split(":")[4] not in accounts:
-        _fail("observability.alerts.topic_arn", arn,
+        fail("observability.alerts.topic_arn", arn,
               f"must be a topic of account {min(accounts)}, the one eks.admin_principal_arn and the training plans "
               "name (AMP's alert manager routes only to SNS topics in its own account)")
 
@@ -246,7 +242,7 @@ def alert_topic_is_in_the_account(c: Config) -> None:
 
 def endpoint_instance_type_has_a_group(s: EndpointSpec) -> None:
     if s.endpoint.instance_type not in {g.instance_type for g in s.instance_groups}:
-        _fail(f"{s.at}.instance_type", s.endpoint.instance_type,
+        fail(f"{s.at}.instance_type", s.endpoint.instance_type,
               "must be the instance type of at least one hyperpod.instance_groups entry")
 
 
@@ -254,7 +250,7 @@ def tensor_parallel_divides_the_node(s: EndpointSpec) -> None:
     e = s.endpoint
     per_node = instances.DPD_INSTANCE_GPUS[e.instance_type]
     if per_node % e.tensor_parallel_size:
-        _fail(f"{s.at}.tensor_parallel_size", e.tensor_parallel_size,
+        fail(f"{s.at}.tensor_parallel_size", e.tensor_parallel_size,
               f"must divide the {per_node} GPUs of one {e.instance_type} (1, 2, 4 or 8)")
 
 
@@ -264,9 +260,9 @@ def role_gpus_fit_one_node(s: EndpointSpec) -> None:
     for role in ROLES:
         gpus = getattr(e, role).gpus
         if gpus > per_node:
-            _fail(f"{s.at}.{role}.gpus", gpus, f"must fit one {e.instance_type} node (<= {per_node})")
+            fail(f"{s.at}.{role}.gpus", gpus, f"must fit one {e.instance_type} node (<= {per_node})")
         if gpus != e.tensor_parallel_size:
-            _fail(f"{s.at}.{role}.gpus", gpus,
+            fail(f"{s.at}.{role}.gpus", gpus,
                   f"must equal {s.at}.tensor_parallel_size ({e.tensor_parallel_size}): one vLLM engine per pod")
 
 
@@ -278,10 +274,10 @@ def role_instance_groups_exist(s: EndpointSpec) -> None:
         if named is None:
             continue
         if named not in groups:
-            _fail(f"{s.at}.{role}.instance_group", named,
+            fail(f"{s.at}.{role}.instance_group", named,
                   f"must name one of hyperpod.instance_groups ({', '.join(groups)})")
         if groups[named].instance_type != s.endpoint.instance_type:
-            _fail(f"{s.at}.{role}.instance_group", named,
+            fail(f"{s.at}.{role}.instance_group", named,
                   f"must name a group of {s.at}.instance_type {s.endpoint.instance_type} (its nodes are "
                   f"{groups[named].instance_type})")
 
@@ -295,7 +291,7 @@ def roles_fit_their_pools(s: EndpointSpec) -> None:
             where = (f"instance group {r.instance_group!r} holds" if r.instance_group is not None
                      else f"instance groups for the {role} pool hold" if s.node_selector(role)
                      else f"the {e.instance_type} instance groups (no pool of its own: any of them) hold")
-            _fail(f"{s.at}.{role}.replicas", r.replicas, f"needs {need} GPUs at peak but {where} {have}")
+            fail(f"{s.at}.{role}.replicas", r.replicas, f"needs {need} GPUs at peak but {where} {have}")
 
 
 def unpinned_roles_keep_off_named_groups(c: Config) -> None:
@@ -319,7 +315,7 @@ def unpinned_roles_keep_off_named_groups(c: Config) -> None:
             groups = [g.name for g in sp.role_groups(role)]
             taken = next((g for g in groups if g in named and groups != [g]), None)
             if taken is not None:
-                _fail(sp.field(f"{role}.instance_group"), None,
+                fail(sp.field(f"{role}.instance_group"), None,
                       f"must be set: without it the role may take group {taken!r}, which {named[taken]} names "
                       f"(the scheduler may give that group's nodes to this role first); it may land on "
                       f"{', '.join(groups)}")
@@ -330,7 +326,7 @@ def roles_fit_all_gpus(s: EndpointSpec) -> None:
     peak_total = s.peak_gpus("prefill") + s.peak_gpus("decode")
     total = sum(group_gpus(g) for g in s.instance_groups)
     if peak_total > total:
-        _fail(s.field(), f"{peak_total} GPUs",
+        fail(s.field(), f"{peak_total} GPUs",
               f"prefill + decode must fit the {total} GPUs of all hyperpod.instance_groups")
     del e
 
@@ -345,13 +341,13 @@ def endpoints_fit_the_groups_together(c: Config) -> None:
     if short:
         holders = placement.confined(found, short)
         need, have = sum(p.gpus for p in holders), sum(gpus[g] for g in short)
-        _fail(f"instance group{'s' if len(short) > 1 else ''} {', '.join(short)}", f"{need} GPUs at peak",
+        fail(f"instance group{'s' if len(short) > 1 else ''} {', '.join(short)}", f"{need} GPUs at peak",
               f"must hold every endpoint's roles that run only there "
               f"({', '.join(f'{p.endpoint} {p.role} {p.gpus}' for p in holders)}) in {have} GPUs: add nodes, lower "
               f"replicas or autoscaling maxima, or pin a role to another group ({holders[0].field}.instance_group)")
     pod = placement.unplaced(found, c.hyperpod.instance_groups)
     if pod is not None:
-        _fail(f"{pod.field}.replicas", pod.pods,
+        fail(f"{pod.field}.replicas", pod.pods,
               f"needs {pod.pods} pods of {pod.gpus_per_pod} GPUs at peak, each on ONE node of instance group"
               f"{'s' if len(pod.groups) > 1 else ''} {', '.join(pod.groups)}, but once the larger pods and those "
               f"with fewer groups are placed no node there has {pod.gpus_per_pod} GPUs free: add nodes, or pin the "
@@ -363,7 +359,7 @@ def endpoints_fit_the_groups_together(c: Config) -> None:
 def threshold_is_below_max_model_len(s: EndpointSpec) -> None:
     e = s.endpoint
     if e.routing_threshold_tokens >= e.max_model_len:
-        _fail(f"{s.at}.routing_threshold_tokens", e.routing_threshold_tokens,
+        fail(f"{s.at}.routing_threshold_tokens", e.routing_threshold_tokens,
               f"must be below {s.at}.max_model_len ({e.max_model_len}) or no prompt is ever disaggregated")
 
 
@@ -371,14 +367,14 @@ def kvaware_routing_has_the_completions_path(s: EndpointSpec) -> None:
     e = s.endpoint
     if e.routing_strategy == "kvaware" and (
             not e.invocation_path.endswith("completions") or "chat" in e.invocation_path):
-        _fail(f"{s.at}.routing_strategy", e.routing_strategy,
+        fail(f"{s.at}.routing_strategy", e.routing_strategy,
               f"'kvaware' needs {s.at}.invocation_path 'v1/completions' (not chat), per the operator docs")
 
 
 def decode_replicas_within_the_operator_limit(s: EndpointSpec) -> None:
     """Decode only (the role type is shared with prefill, so this bound cannot be its field type)."""
     if s.endpoint.decode.replicas > pins.DPD_MAX_DECODE_REPLICAS:
-        _fail(f"{s.at}.decode.replicas", s.endpoint.decode.replicas,
+        fail(f"{s.at}.decode.replicas", s.endpoint.decode.replicas,
               f"must be <= {pins.DPD_MAX_DECODE_REPLICAS}: operator v{pins.INFERENCE_OPERATOR_APP_VERSION} "
               "runs a single decoder with several prefillers (DPD guide, Limitations)")
 
@@ -386,7 +382,7 @@ def decode_replicas_within_the_operator_limit(s: EndpointSpec) -> None:
 def l2_cache_has_a_backend(s: EndpointSpec) -> None:
     kv = s.endpoint.kv_cache
     if kv.enable_l2_cache and kv.l2_cache_backend is None:
-        _fail(f"{s.at}.kv_cache.l2_cache_backend", None, "must be 'redis' or 'tieredstorage' when L2 is on")
+        fail(f"{s.at}.kv_cache.l2_cache_backend", None, "must be 'redis' or 'tieredstorage' when L2 is on")
 
 
 # --- cold start and the load balancer (operator v3.3) ------------------------------------------------------
@@ -395,7 +391,7 @@ def weights_cache_has_an_instance_store(s: EndpointSpec) -> None:
     """The NVMe weights cache needs instance storage on the endpoint's instance type (EC2 instance-store table)."""
     unavailable = instances.weights_cache_unavailable(s.endpoint.instance_type)
     if s.endpoint.model_cache.weights_cache is True and unavailable is not None:
-        _fail(f"{s.at}.model_cache.weights_cache", True, f"must be false or null: {unavailable}")
+        fail(f"{s.at}.model_cache.weights_cache", True, f"must be false or null: {unavailable}")
 
 
 def idle_timeout_outlasts_the_first_token(s: EndpointSpec) -> None:
@@ -403,7 +399,7 @@ def idle_timeout_outlasts_the_first_token(s: EndpointSpec) -> None:
     still calls good."""
     timeout, ttft = s.endpoint.load_balancer_idle_timeout_seconds, s.slo.ttft_p95_seconds
     if timeout is not None and timeout < ttft:
-        _fail(f"{s.at}.load_balancer_idle_timeout_seconds", timeout,
+        fail(f"{s.at}.load_balancer_idle_timeout_seconds", timeout,
               f"must be at least observability.slo.ttft_p95_seconds ({ttft:g}): the ALB closes a connection that "
               "carries no bytes that long, and none flow before the first token")
 
@@ -415,7 +411,7 @@ def autoscaling_min_is_not_above_max(s: EndpointSpec) -> None:
     for role in ROLES:
         r = getattr(a, role)
         if r.min_replicas > r.max_replicas:
-            _fail(f"{s.at}.autoscaling.{role}.min_replicas", r.min_replicas,
+            fail(f"{s.at}.autoscaling.{role}.min_replicas", r.min_replicas,
                   f"must be <= {s.at}.autoscaling.{role}.max_replicas ({r.max_replicas})")
 
 
@@ -423,7 +419,7 @@ def decode_autoscaling_within_the_operator_limit(s: EndpointSpec) -> None:
     """Decode only, as :func:`decode_replicas_within_the_operator_limit`."""
     a = s.endpoint.autoscaling
     if a.decode.max_replicas > pins.DPD_MAX_DECODE_REPLICAS:
-        _fail(f"{s.at}.autoscaling.decode.max_replicas", a.decode.max_replicas,
+        fail(f"{s.at}.autoscaling.decode.max_replicas", a.decode.max_replicas,
               f"must be <= {pins.DPD_MAX_DECODE_REPLICAS} (operator v{pins.INFERENCE_OPERATOR_APP_VERSION} "
               "runs a single decoder)")
 
@@ -434,7 +430,7 @@ def prefill_does_not_outscale_decode(s: EndpointSpec) -> None:
     prefill_seqs, decode_seqs = (a.prefill.max_replicas * e.prefill.max_num_seqs,
                                  a.decode.max_replicas * e.decode.max_num_seqs)
     if a.enabled and prefill_seqs > decode_seqs:
-        _fail(f"{s.at}.autoscaling.prefill.max_replicas", a.prefill.max_replicas,
+        fail(f"{s.at}.autoscaling.prefill.max_replicas", a.prefill.max_replicas,
               f"x {s.at}.prefill.max_num_seqs ({prefill_seqs} sequences) must not exceed "
               f"{s.at}.autoscaling.decode.max_replicas x {s.at}.decode.max_num_seqs ({decode_seqs})")
 
@@ -443,12 +439,12 @@ def decode_target_is_a_ratio(s: EndpointSpec) -> None:
     """Decode only: its target is a KV-cache usage ratio (prefill's is a queue length)."""
     target = s.endpoint.autoscaling.decode.target_value
     if not 0 < target <= 1:
-        _fail(f"{s.at}.autoscaling.decode.target_value", target, "is a KV-cache usage ratio and must be in (0, 1]")
+        fail(f"{s.at}.autoscaling.decode.target_value", target, "is a KV-cache usage ratio and must be in (0, 1]")
 
 
 def autoscaling_has_metrics(s: EndpointSpec) -> None:
     if s.endpoint.autoscaling.enabled and not s.observability.enabled:
-        _fail(f"{s.at}.autoscaling.enabled", True,
+        fail(f"{s.at}.autoscaling.enabled", True,
               "needs observability.enabled (KEDA scales on metrics in the managed Prometheus workspace)")
 
 
@@ -457,7 +453,7 @@ def autoscaling_has_metrics(s: EndpointSpec) -> None:
 def cidrs_do_not_overlap(c: Config) -> None:
     vpc, gpu = ipaddress.IPv4Network(c.network.vpc_cidr), ipaddress.IPv4Network(c.network.gpu_cidr)
     if vpc.overlaps(gpu):
-        _fail("network.gpu_cidr", str(gpu), f"must not overlap network.vpc_cidr ({vpc})")
+        fail("network.gpu_cidr", str(gpu), f"must not overlap network.vpc_cidr ({vpc})")
 
 
 #: The ranges of the Amazon VPC User Guide's table "IPv4 CIDR block association restrictions" (VPC CIDR blocks,
@@ -490,14 +486,14 @@ def gpu_cidr_can_join_the_vpc(c: Config) -> None:
         allowed = (f"must be in the RFC 1918 range of network.vpc_cidr ({primary}) or in {_SHARED_100_64} "
                    "(Amazon VPC User Guide, IPv4 CIDR block association restrictions)")
         if secondary != primary and not gpu.subnet_of(_SHARED_100_64):
-            _fail("network.gpu_cidr", str(gpu), allowed)
+            fail("network.gpu_cidr", str(gpu), allowed)
         for row, any_in, banned in _RESTRICTED_WITHIN:
             if primary == row and vpc.subnet_of(any_in) and gpu.overlaps(banned):
-                _fail("network.gpu_cidr", str(gpu),
+                fail("network.gpu_cidr", str(gpu),
                       f"must not be in {banned} when network.vpc_cidr ({vpc}) is in {any_in} (Amazon VPC User "
                       "Guide, IPv4 CIDR block association restrictions)")
     elif secondary is not None:  # primary in 198.19.0.0/16, 100.64.0.0/10 or publicly routable
-        _fail("network.gpu_cidr", str(gpu),
+        fail("network.gpu_cidr", str(gpu),
               f"must be in {_SHARED_100_64} (or publicly routable) when network.vpc_cidr ({vpc}) is outside "
               "RFC 1918 (Amazon VPC User Guide, IPv4 CIDR block association restrictions)")
 
@@ -508,7 +504,7 @@ def gpu_subnet_holds_the_nodes(c: Config) -> None:
     needed = nodes * IPS_PER_GPU_NODE * SUBNET_HEADROOM_FACTOR
     usable = gpu.num_addresses - AWS_RESERVED_IPS_PER_SUBNET
     if usable < needed:
-        _fail("network.gpu_cidr", str(gpu),
+        fail("network.gpu_cidr", str(gpu),
               f"must hold {needed} IPs for {nodes} GPU nodes ({IPS_PER_GPU_NODE} each, x{SUBNET_HEADROOM_FACTOR} "
               f"headroom) but has {usable} usable")
 
@@ -528,9 +524,9 @@ def worker_requests_fit_the_node(s: EndpointSpec) -> None:
     for role in ROLES:
         r, budget = getattr(e, role), s.worker_budget(role)
         if r.cpu is not None and r.cpu > budget.cpu:
-            _fail(f"{s.at}.{role}.cpu", r.cpu, f"must be <= {budget.cpu}: {where} {budget.cpu} CPUs ({share})")
+            fail(f"{s.at}.{role}.cpu", r.cpu, f"must be <= {budget.cpu}: {where} {budget.cpu} CPUs ({share})")
         if r.memory_gib is not None and r.memory_gib > budget.memory_gib:
-            _fail(f"{s.at}.{role}.memory_gib", r.memory_gib,
+            fail(f"{s.at}.{role}.memory_gib", r.memory_gib,
                   f"must be <= {budget.memory_gib}: {where} {budget.memory_gib} GiB ({share})")
 
 
@@ -540,10 +536,10 @@ def load_balancer_target_is_complete(c: Config) -> None:
     if b.target != "load_balancer":
         return
     if not b.load_balancer_url or not re.fullmatch(r"https://[A-Za-z0-9.-]+(:\d+)?/?", b.load_balancer_url):
-        _fail("benchmark.load_balancer_url", b.load_balancer_url,
+        fail("benchmark.load_balancer_url", b.load_balancer_url,
               "must be https://<host>[:port] when benchmark.target is load_balancer")
     if not b.ca_secret_name or not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", b.ca_secret_name, re.ASCII):
-        _fail("benchmark.ca_secret_name", b.ca_secret_name,
+        fail("benchmark.ca_secret_name", b.ca_secret_name,
               "must name the Secret holding the endpoint's TLS PEM (ca.pem) when benchmark.target is load_balancer")
 
 

@@ -20,8 +20,6 @@ def fail(field: str, value: Any, allowed: str) -> NoReturn:
     raise ConfigError(f"{field} {allowed}, got {shown(value)}")
 
 
-_fail = fail
-
 
 # --- GPU memory -------------------------------------------------------------------------------------------
 
@@ -31,7 +29,7 @@ def model_size_is_complete(s: EndpointSpec) -> None:
     if (m.parameters_billion is None) != (m.kv_cache_kib_per_token is None):
         missing = s.model_field('kv_cache_kib_per_token' if m.kv_cache_kib_per_token is None else 'parameters_billion')
         given = s.model_field('parameters_billion' if missing.endswith('per_token') else 'kv_cache_kib_per_token')
-        _fail(missing, None, f"must be set with {given} (the GPU-memory check needs the weights and the KV cache)")
+        fail(missing, None, f"must be set with {given} (the GPU-memory check needs the weights and the KV cache)")
 
 
 def _utilization_field(s: EndpointSpec, role: Role) -> str:
@@ -50,7 +48,7 @@ def gpu_memory_holds_the_pd_buffer(s: EndpointSpec) -> None:
         gpu = fit.gpu_memory_fit(e.instance_type, utilization, e.pd_buffer_size_bytes)
         if not gpu.fits:
             knob = _utilization_field(s, role)
-            _fail(f"{s.at}.pd_buffer_size_bytes", e.pd_buffer_size_bytes,
+            fail(f"{s.at}.pd_buffer_size_bytes", e.pd_buffer_size_bytes,
                   f"({gpu.pd_buffer_gib:g} GiB per rank) plus {role}'s vLLM share ({utilization:g} x "
                   f"{gpu.gpu_memory_gib:.1f} GiB {gpu.gpu} = {gpu.vllm_share_gib:.1f} GiB) and the "
                   f"{gpu.margin_gib:g} GiB CUDA-graph/runtime margin must fit the GPU ("
@@ -74,7 +72,7 @@ def gpu_memory_holds_the_model(s: EndpointSpec) -> None:
             continue
         needed = math.ceil(engine.needed_gib / gpu.memory_gib * 100) / 100
         knob = _utilization_field(s, role)
-        _fail(knob, utilization,
+        fail(knob, utilization,
               f"gives {role} {engine.vllm_share_gib:.1f} GiB per {gpu.short_name} ({gpu.memory_gib:.1f} GiB), which "
               f"must hold {engine.weights_gib:.1f} GiB of {memory.name} weights per GPU (tensor_parallel_size "
               f"{e.tensor_parallel_size}) and {engine.kv_gib:.1f} GiB of KV cache for one {s.at}.max_model_len "
@@ -89,7 +87,7 @@ def scenario_job_names_fit(s: EndpointSpec) -> None:
     for i, sc in enumerate(s.benchmark_scenarios()):
         name = f"{s.endpoint.name}-bench-colocated-{sc.name}-c{max(s.benchmark_concurrency(sc))}"
         if len(name) > 63:
-            _fail(f"benchmark.scenarios[{i}].name", sc.name,
+            fail(f"benchmark.scenarios[{i}].name", sc.name,
                   f"must keep the Job name {name!r} within 63 characters (with {s.at}.name)")
 
 
@@ -97,7 +95,7 @@ def scenario_names_are_unique(s: EndpointSpec) -> None:
     names: set[str] = set()
     for i, sc in enumerate(s.benchmark_scenarios()):
         if sc.name in names:
-            _fail(f"benchmark.scenarios[{i}].name", sc.name, "must be a unique DNS label of at most 24 characters")
+            fail(f"benchmark.scenarios[{i}].name", sc.name, "must be a unique DNS label of at most 24 characters")
         names.add(sc.name)
 
 
@@ -105,7 +103,7 @@ def scenarios_fit_max_model_len(s: EndpointSpec) -> None:
     for i, sc in enumerate(s.benchmark_scenarios()):
         _, in_max, out_max = scenario_token_range(sc.traffic)
         if in_max + out_max > s.endpoint.max_model_len:
-            _fail(f"benchmark.scenarios[{i}].traffic", sc.traffic,
+            fail(f"benchmark.scenarios[{i}].traffic", sc.traffic,
                   f"input plus output tokens must fit {s.at}.max_model_len ({s.endpoint.max_model_len})")
 
 
@@ -116,18 +114,18 @@ def scenario_prompts_take_their_path(s: EndpointSpec) -> None:
     for i, sc in enumerate(s.benchmark_scenarios()):
         in_min, in_max, _ = scenario_token_range(sc.traffic)
         if sc.path == "dpd" and in_min < low:
-            _fail(f"benchmark.scenarios[{i}].traffic", sc.traffic,
+            fail(f"benchmark.scenarios[{i}].traffic", sc.traffic,
                   f"takes path 'dpd', so its prompts must be at least {int(low)} tokens ({s.at}.routing_threshold_"
                   f"tokens {t} + {BENCHMARK_PATH_MARGIN:.0%}: the router estimates tokens)")
         if sc.path == "direct" and in_max > high:
-            _fail(f"benchmark.scenarios[{i}].traffic", sc.traffic,
+            fail(f"benchmark.scenarios[{i}].traffic", sc.traffic,
                   f"takes path 'direct', so its prompts must be at most {int(high)} tokens ({s.at}.routing_"
                   f"threshold_tokens {t} - {BENCHMARK_PATH_MARGIN:.0%})")
 
 
 def some_scenario_fits(s: EndpointSpec) -> None:
     if not s.benchmark_scenarios():
-        _fail("benchmark.scenarios", [], "must name at least one scenario (none of the defaults fits this endpoint)")
+        fail("benchmark.scenarios", [], "must name at least one scenario (none of the defaults fits this endpoint)")
 
 
 def experiments_select_a_scenario(s: EndpointSpec) -> None:
@@ -135,6 +133,6 @@ def experiments_select_a_scenario(s: EndpointSpec) -> None:
     chosen = [sc for sc in s.benchmark_scenarios() if sc.experiment in s.benchmark.experiments]
     if not chosen:
         have = sorted({sc.experiment for sc in s.benchmark_scenarios()})
-        _fail("benchmark.experiments", list(s.benchmark.experiments),
+        fail("benchmark.experiments", list(s.benchmark.experiments),
               f"must select an experiment some scenario belongs to ({', '.join(have)}; `path: reference` "
               "scenarios are aws-reference, the others equal-gpu)")

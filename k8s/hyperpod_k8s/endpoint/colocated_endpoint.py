@@ -34,7 +34,6 @@ class ColocatedEndpoint(Construct):
         super().__init__(scope, construct_id)
         p = props
         shared = common.shared_spec(replace(p, routing_strategy=p.colocated_routing_strategy))
-        del shared["instance_type"]  # the CRD: nodeAffinity "is mutually exclusive with instanceType"
         self.resource = iec.InferenceEndpointConfig(
             self, "Resource",
             metadata=common.metadata(p, "colocated"),

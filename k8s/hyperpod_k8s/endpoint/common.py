@@ -82,13 +82,14 @@ def model_cache_config(p: EndpointProps) -> iec.InferenceEndpointConfigSpecModel
 
 
 def shared_spec(p: EndpointProps) -> dict[str, Any]:
-    """Keyword arguments of ``InferenceEndpointConfigSpec`` common to both manifests."""
+    """Keyword arguments of ``InferenceEndpointConfigSpec`` common to both manifests (not ``instanceType``: the DPD
+    manifest sets it, the colocated one places by ``nodeAffinity``, which the CRD makes "mutually exclusive with
+    instanceType")."""
     kv_l2 = (iec.InferenceEndpointConfigSpecKvCacheSpecL2CacheSpec(
         l2_cache_backend=p.l2_cache_backend, l2_cache_local_url=p.l2_cache_local_url)
         if p.kv_cache_l2 else None)
     return {
         "model_name": p.model_name,
-        "instance_type": p.instance_type,
         "invocation_endpoint": p.invocation_path,
         "tags": [iec.InferenceEndpointConfigSpecTags(name=k, value=v) for k, v in p.tags],
         "model_source_config": model_source(p),

@@ -113,6 +113,7 @@ class DpdEndpoint(Construct):
             metadata=common.metadata(p, "dpd"),
             spec=iec.InferenceEndpointConfigSpec(
                 **common.shared_spec(p),
+                instance_type=p.instance_type,
                 worker=common.worker(p, args=p.worker_args, env=p.dpd_environment),
                 pd_spec=pd_spec,
             ),

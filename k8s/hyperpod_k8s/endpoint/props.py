@@ -152,7 +152,7 @@ def address_props(spec: EndpointSpec) -> AddressProps:
     target = spec.names
     return AddressProps(
         name=target.stable_service, namespace=spec.namespace,
-        labels={"app.kubernetes.io/name": spec.name, "app.kubernetes.io/part-of": spec.deployment,
+        labels={"app.kubernetes.io/name": spec.name, names.PART_OF_LABEL: spec.deployment,
                 names.MANAGED_BY_LABEL: names.STABLE_SERVICE_MANAGER},
         annotations={names.TARGET_ANNOTATION: target.name, names.REVISION_ANNOTATION: "0"},
         external_name=target.router_service_host)
@@ -261,7 +261,7 @@ def endpoint_props(spec: EndpointSpec, inputs: EndpointInputs, *, availability_z
     path = model_path(model.name, inputs.model_revision.value or "")
     return EndpointProps(
         name=e.name, namespace=e.namespace,
-        labels={"app.kubernetes.io/name": e.name, "app.kubernetes.io/part-of": spec.deployment,
+        labels={"app.kubernetes.io/name": e.name, names.PART_OF_LABEL: spec.deployment,
                 "app.kubernetes.io/managed-by": "cdk8s"},
         tags=((names.DEPLOYMENT_TAG, spec.deployment),
               (names.EKS_CLUSTER_ARN_TAG, inputs.eks_cluster_arn.value or "")),
