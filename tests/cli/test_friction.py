@@ -33,15 +33,15 @@ def test_overriding_one_role_field_keeps_the_role_defaults(default_config_dict) 
     data["endpoint"]["prefill"] = {"max_num_seqs": 8}
     data["endpoint"]["decode"] = {"replicas": 1}
     config = parse_config(data)
-    assert config.endpoint.prefill.max_num_seqs == 8
-    assert config.endpoint.prefill.extra_args == ("--enforce-eager",)
-    assert config.endpoint.decode.max_num_seqs == 32  # decode's default, although the file named none
+    assert config.spec().endpoint.prefill.max_num_seqs == 8
+    assert config.spec().endpoint.prefill.extra_args == ("--enforce-eager",)
+    assert config.spec().endpoint.decode.max_num_seqs == 32  # decode's default, although the file named none
 
 
 def test_overriding_one_autoscaling_field_keeps_the_role_defaults(default_config_dict) -> None:
     data = copy.deepcopy(default_config_dict)
     data["endpoint"]["autoscaling"] = {"decode": {"max_replicas": 1}}
-    assert parse_config(data).endpoint.autoscaling.decode.target_value == 0.8
+    assert parse_config(data).spec().endpoint.autoscaling.decode.target_value == 0.8
 
 
 def test_unknown_role_keys_are_still_rejected(default_config_dict) -> None:
@@ -429,7 +429,7 @@ def test_with_every_value_resolved_both_ways_to_apply_are_printed_with_when_each
 
     env = _deployed_env(tmp_path, default_config)
     staged_model.write(tmp_path / staged_model.RECORD_FILE, bucket="team-models",
-                       s3_prefix=default_config.model.s3_prefix, manifest_bytes=b"m", files=1)
+                       s3_prefix=default_config.spec().model.s3_prefix, manifest_bytes=b"m", files=1)
     apply, replace = next_steps(env, deployed=True, via_cli=False)
     endpoint = f"{tmp_path}/dist/llama-3-3-70b/endpoint/"
     assert apply.startswith(f"kubectl apply -f {endpoint}   # nothing of it live yet: the endpoint and its stable "

@@ -156,7 +156,7 @@ def test_write_reserializes_when_a_key_is_missing(tmp_path: Path) -> None:
     changes = merge_recommendation(cfg, rec, groups=role_groups_to_size(load_config(cfg).spec()))
     assert changes == ["endpoint.decode.max_num_seqs: 32 -> 64", "endpoint.routing_threshold_tokens: None -> 2048"]
     merged = load_config(cfg)
-    assert (merged.endpoint.decode.max_num_seqs, merged.endpoint.routing_threshold_tokens) == (64, 2048)
+    assert (merged.spec().endpoint.decode.max_num_seqs, merged.spec().endpoint.routing_threshold_tokens) == (64, 2048)
 
 
 def test_write_does_not_touch_the_file_when_colocated_wins(tmp_path: Path,

@@ -551,9 +551,9 @@ def test_smoke_asks_for_the_name_the_endpoint_serves(cli, config_file, kubeconfi
     config = load_config(config_file)
     with _served(cluster) as url:
         assert _smoke(cli, config_file, kubeconfig, url, "--json").code == 0
-    assert asked == [config.model.name] * 2
+    assert asked == [config.spec().model.name] * 2
     args = props_of(config).worker_args
-    assert args[args.index("--served-model-name") + 1] == config.model.name
+    assert args[args.index("--served-model-name") + 1] == config.spec().model.name
 
 
 # --- a fleet: several endpoints on one cluster (issue 34 item 4) ---------------------------------------------------

@@ -167,7 +167,7 @@ def test_the_hyperpod_config_reaches_the_hyperpod_stack(hyperpod_cluster, templa
         assert g["KubernetesConfig"] == {"Labels": {POOL_LABEL: cfg.pool}}
         assert "TrainingPlanArn" not in g
     # the default's p5 groups have the weights cache on: every node waits for the instance store
-    assert default_config.resolved_model_cache().weights_cache is True
+    assert default_config.spec().resolved_model_cache().weights_cache is True
     assert stacks.hyperpod.lifecycle.files[SETTINGS] == settings(weights_cache=True).encode()
     templates["HyperPod"].has_output(outputs.HYPERPOD_CLUSTER_NAME, {"Value": h.cluster_name})
 

@@ -43,11 +43,12 @@ def test_default_config_is_the_aws_dpd_walkthrough(default_config: Config) -> No
     c = default_config
     assert [g.instance_type for g in c.hyperpod.instance_groups] == ["ml.p5.48xlarge"] * 2
     assert [(g.pool, g.instance_count) for g in c.hyperpod.instance_groups] == [("prefill", 1), ("decode", 1)]
-    assert c.endpoint.tensor_parallel_size == 8 and c.endpoint.max_model_len == 16384
-    assert c.endpoint.routing_threshold_tokens == 4096
-    assert c.endpoint.image == "lmcache/vllm-openai:v0.4.3"
+    e = c.spec().endpoint
+    assert e.tensor_parallel_size == 8 and e.max_model_len == 16384
+    assert e.routing_threshold_tokens == 4096
+    assert e.image == "lmcache/vllm-openai:v0.4.3"
     assert c.model_bucket.delete_on_destroy is False and c.model_bucket.existing_name is None
-    assert c.model.s3_prefix == "models/Llama-3.3-70B-Instruct/"
+    assert c.spec().model.s3_prefix == "models/Llama-3.3-70B-Instruct/"
 
 
 def test_config_is_frozen(default_config: Config) -> None:
@@ -526,17 +527,17 @@ def test_worker_requests_come_from_the_node_not_a_constant(default_config_dict: 
     96 CPUs and 2048 GiB, EC2 specifications and CPU options: 86 CPUs and 1843 GiB); ThreadsPerCore 2 doubles the
     CPUs (192 -> 172); TP 4 puts two workers on a node, which share the 86."""
     c = parse_config(default_config_dict)
-    assert c.worker_requests("prefill") == fit.PodRequests(cpu=86, memory_gib=1843)
-    assert c.worker_requests("decode") == fit.PodRequests(cpu=86, memory_gib=1843)
+    assert c.spec().worker_requests("prefill") == fit.PodRequests(cpu=86, memory_gib=1843)
+    assert c.spec().worker_requests("decode") == fit.PodRequests(cpu=86, memory_gib=1843)
     two = _mutated(default_config_dict, **{"hyperpod.instance_groups[0].threads_per_core": 2,
                                            "hyperpod.instance_groups[1].threads_per_core": 2})
-    assert parse_config(two).worker_requests("prefill").cpu == 172
+    assert parse_config(two).spec().worker_requests("prefill").cpu == 172
     tp4 = _mutated(default_config_dict, **{"endpoint.tensor_parallel_size": 4, "endpoint.prefill.gpus": 4,
                                            "endpoint.decode.gpus": 4})
-    assert parse_config(tp4).worker_requests("decode") == fit.PodRequests(cpu=43, memory_gib=921)
+    assert parse_config(tp4).spec().worker_requests("decode") == fit.PodRequests(cpu=43, memory_gib=921)
     smaller = parse_config(_mutated(default_config_dict, **{"endpoint.prefill.cpu": 64,
                                                            "endpoint.prefill.memory_gib": 512}))
-    requests = smaller.worker_requests("prefill")
+    requests = smaller.spec().worker_requests("prefill")
     assert (requests.cpu, requests.memory_gib) == (64, 512)
 
 
@@ -551,10 +552,10 @@ def test_tiered_storage_takes_its_share_of_node_memory_from_the_workers(default_
         "endpoint.kv_cache.enable_l2_cache": True, "endpoint.kv_cache.l2_cache_backend": "tieredstorage",
         }))
     assert tiered.tiered_storage_percent() == 20
-    assert tiered.worker_requests("decode") == fit.PodRequests(cpu=86, memory_gib=1573)
+    assert tiered.spec().worker_requests("decode") == fit.PodRequests(cpu=86, memory_gib=1573)
     ten = parse_config(_mutated(default_config_dict, **{"hyperpod.tiered_storage_memory_percent": 10}))
     assert ten.tiered_storage_percent() == 10  # set on its own, it turns tiered storage on
-    assert ten.worker_requests("decode").memory_gib == 1771  # min(1843, (2017820 - 203423) MiB / 1024)
+    assert ten.spec().worker_requests("decode").memory_gib == 1771  # min(1843, (2017820 - 203423) MiB / 1024)
     with pytest.raises(ConfigError, match=r"endpoint\.decode\.memory_gib must be <= 1573"):
         parse_config(_mutated(default_config_dict, **{
             "endpoint.kv_cache.enable_l2_cache": True, "endpoint.kv_cache.l2_cache_backend": "tieredstorage",
@@ -612,7 +613,7 @@ def test_kv_cache_per_token_is_derived_from_the_model_shape(default_config: Conf
     shape = MODELS["meta-llama/Llama-3.3-70B-Instruct"]
     assert shape.kv_bytes_per_token == 320 * 1024
     assert shape.kv_bytes_per_token_per_rank(8) == 40 * 1024
-    memory = default_config.model.memory(8)
+    memory = default_config.spec().model.memory(8)
     assert memory is not None and memory.kv_bytes_per_token_per_rank == 40 * 1024
     assert memory.weight_bytes / 1e9 == pytest.approx(141.1, abs=0.1)  # 70.6B parameters in bf16
 
@@ -620,10 +621,10 @@ def test_kv_cache_per_token_is_derived_from_the_model_shape(default_config: Conf
 def test_a_model_the_table_does_not_know_is_checked_from_its_fields(default_config_dict: dict) -> None:
     """Unknown by name and folder: no weights check unless the config gives the size; then the fields count."""
     unknown = {"model.name": "my-finetune", "model.s3_prefix": "models/my-finetune/"}
-    assert parse_config(_mutated(default_config_dict, **unknown)).model.memory(8) is None
+    assert parse_config(_mutated(default_config_dict, **unknown)).spec().model.memory(8) is None
     sized = parse_config(_mutated(default_config_dict, **unknown, **{"model.parameters_billion": 70.6,
                                                                      "model.kv_cache_kib_per_token": 320.0}))
-    memory = sized.model.memory(8)
+    memory = sized.spec().model.memory(8)
     assert memory is not None and memory.kv_bytes_per_token_per_rank == 40 * 1024
 
 
@@ -663,6 +664,6 @@ def test_fails_when_the_weights_cache_is_forced_on_a_type_without_instance_store
                                           r"ml\.p5\.48xlarge has no NVMe instance store \(EC2 instance-store "
                                           r"table\), got True$"):
         parse_config(forced)
-    defaulted = parse_config(default_config_dict).resolved_model_cache()
+    defaulted = parse_config(default_config_dict).spec().resolved_model_cache()
     assert defaulted.weights_cache is False
     assert defaulted.weights_cache_off_reason == "ml.p5.48xlarge has no NVMe instance store (EC2 instance-store table)"

@@ -207,7 +207,7 @@ def test_fails_when_the_one_endpoint_shape_nests_the_model_in_endpoint(default_c
 def test_a_null_endpoint_model_counts_as_not_set(default_config_dict: dict) -> None:
     data = copy.deepcopy(default_config_dict)
     data["endpoint"]["model"] = None
-    assert parse_config(data).model.s3_prefix == default_config_dict["model"]["s3_prefix"]
+    assert parse_config(data).spec().model.s3_prefix == default_config_dict["model"]["s3_prefix"]
 
 
 # --- defect 7: the router and image-cache pods of every endpoint that may run on a node ----------------------------

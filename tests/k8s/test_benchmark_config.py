@@ -78,7 +78,7 @@ def test_scenario_token_range(traffic, expected):
 def test_default_scenarios_follow_the_endpoint(endpoint, expected):
     """A user who never wrote a benchmark section never gets an error about one."""
     config = parse_config(_with({}, **endpoint))
-    assert {s.name: s.traffic for s in config.benchmark_scenarios()} == expected
+    assert {s.name: s.traffic for s in config.spec().benchmark_scenarios()} == expected
 
 
 def test_job_names_must_fit_63_characters():

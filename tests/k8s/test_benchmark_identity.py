@@ -53,7 +53,7 @@ def test_it_reads_the_model_prefix_and_writes_nothing_without_a_results_location
     role_ref = _only(platform, "AWS::EKS::PodIdentityAssociation")["RoleArn"]["Fn::GetAtt"][0]
     statements = _statements(platform, role_ref)
     reads = [s for s in statements if s["Action"] == "s3:GetObject"]
-    assert reads and all(json.dumps(s["Resource"]).endswith(f'/{default_config.model.s3_prefix}*"]]}}')
+    assert reads and all(json.dumps(s["Resource"]).endswith(f'/{default_config.spec().model.s3_prefix}*"]]}}')
                          for s in reads)
     assert not [s for s in statements if "s3:PutObject" in json.dumps(s["Action"])]
 

@@ -54,9 +54,9 @@ def test_every_benchmark_object_validates_against_kubernetes_1_33(synthesized, c
 def test_one_suspended_job_per_run_of_the_matrix(synthesized, case):
     config = load_config(CASES[case])
     jobs = _jobs(synthesized, case)
-    b = config.benchmark
-    expected = {(m, s.experiment, s.name, n) for m in ("dpd", "colocated") for s in config.benchmark_scenarios()
-                for n in config.benchmark_concurrency(s)}
+    b, endpoint = config.benchmark, config.spec()
+    expected = {(m, s.experiment, s.name, n) for m in ("dpd", "colocated") for s in endpoint.benchmark_scenarios()
+                for n in endpoint.benchmark_concurrency(s)}
     assert len(jobs) == len(expected)
     cells = {(_env(j)["BENCH_MODE"], _env(j)["BENCH_EXPERIMENT"], _env(j)["BENCH_SCENARIO"],
               int(_env(j)["BENCH_CONCURRENCY"])) for j in jobs}
@@ -114,7 +114,7 @@ def test_default_matrix_is_aws_reference_plus_the_four_checklist_shapes():
     """AWS's run: D(4096,256) at concurrency 8/16/32; plus short/long input x short/long output."""
     config = load_config(CASES["default"])
     assert config.benchmark.concurrency == (8, 16, 32)
-    traffic = {s.name: s.traffic for s in config.benchmark_scenarios()}
+    traffic = {s.name: s.traffic for s in config.spec().benchmark_scenarios()}
     assert traffic["aws-reference"] == "D(4096,256)"
     shapes = {(scenario_token_range(t)[0] > 4096, scenario_token_range(t)[2] >= 256)
               for n, t in traffic.items() if n != "aws-reference"}
@@ -124,7 +124,7 @@ def test_default_matrix_is_aws_reference_plus_the_four_checklist_shapes():
 @pytest.mark.parametrize("case", list(CASES))
 def test_runs_record_threshold_strategy_and_take_the_path_they_claim(synthesized, case):
     config = load_config(CASES[case])
-    e = config.endpoint
+    e = config.spec().endpoint
     for j in _jobs(synthesized, case):
         env = _env(j)
         assert env["BENCH_ROUTING_THRESHOLD"] == str(e.routing_threshold_tokens)
@@ -137,7 +137,7 @@ def test_runs_record_threshold_strategy_and_take_the_path_they_claim(synthesized
             assert high <= e.routing_threshold_tokens * (1 - BENCHMARK_PATH_MARGIN)
         assert env["BENCH_API_BASE"] == (
             f"http://{e.name}-{e.namespace}-routing-service.hyperpod-inference-system.svc.cluster.local:443")
-        assert env["BENCH_API_MODEL"] == config.model.name  # the served name (test_model_identity.py)
+        assert env["BENCH_API_MODEL"] == config.spec().model.name  # the served name (test_model_identity.py)
         assert env["ENABLE_UI"] == "false"
         assert "BENCH_RESULTS_S3" not in env, "no results_s3_uri: results go to the pod log"
 
@@ -206,7 +206,7 @@ def test_each_experiment_runs_against_its_own_layout(synthesized, case):
     performance"), without autoscaling; equal-gpu: the configured DPD endpoint against colocated replicas on as
     many GPUs. Both colocated routers spread the load (roundrobin); BENCH_GPUS says what each run held."""
     config = load_config(CASES[case])
-    e, s = config.endpoint, synthesized[case]
+    e, s = config.spec().endpoint, synthesized[case]
     ref_dpd, ref_col = s.one("-reference-1p1d.k8s.yaml"), s.one("-reference-1node.k8s.yaml")
     dpd, col = s.one("-dpd.k8s.yaml"), s.one("-colocated.k8s.yaml")
     pd = ref_dpd["spec"]["pdSpec"]
@@ -238,7 +238,7 @@ def test_an_autoscaled_config_benchmarks_equal_gpus(synthesized):
     from hyperpod_core.dist_layout import DistLayout
 
     config = load_config(CASES["p5en-two-prefill"])
-    e, s = config.endpoint, synthesized["p5en-two-prefill"]
+    e, s = config.spec().endpoint, synthesized["p5en-two-prefill"]
     configured = s.one("-dpd.k8s.yaml")["spec"]["pdSpec"]
     assert configured["autoScalingSpec"]["prefillAutoScaling"]["minReplicaCount"] == 1  # the premise
     from hyperpod_dpd.commands.bench import _manifests
@@ -282,7 +282,7 @@ def test_the_colocated_baseline_runs_its_own_memory_flags_not_decodes(default_co
     assert _last(decode, flag) is not None  # DPD's decoder keeps its own
     assert _last(colocated, "--kv-cache-memory-bytes") is None
     assert _last(colocated, "--gpu-memory-utilization") == "0.85"
-    assert _last(colocated, "--max-num-seqs") == str(config.endpoint.decode.max_num_seqs)
+    assert _last(colocated, "--max-num-seqs") == str(config.spec().endpoint.decode.max_num_seqs)
     assert "--enable-chunked-prefill" in colocated
 
 

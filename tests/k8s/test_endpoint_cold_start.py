@@ -77,9 +77,9 @@ def test_idle_timeout_is_the_longest_answer_the_slos_allow(synthesized, iec_sche
 
 def test_restricted_example_gets_the_documented_defaults():
     c = parse_config(yaml.safe_load((REPO_ROOT / "config/examples/restricted-endpoint.yaml").read_text()))
-    cache = c.resolved_model_cache()
+    cache = c.spec().resolved_model_cache()
     assert (cache.image_cache, cache.weights_cache, cache.weights_cache_host_path) == (True, True, "/opt/dlami/nvme")
-    assert c.load_balancer_idle_timeout().seconds == math.ceil(2.0 + 16384 * 0.1)
+    assert c.spec().load_balancer_idle_timeout().seconds == math.ceil(2.0 + 16384 * 0.1)
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ def _groups(d: dict, **counts: int) -> None:
 def test_kvaware_routing_passes_with_the_completions_path(default_config_dict):
     data = copy.deepcopy(default_config_dict)
     data["endpoint"].update(routing_strategy="kvaware", invocation_path="v1/completions")
-    assert parse_config(data).endpoint.routing_strategy == "kvaware"
+    assert parse_config(data).spec().endpoint.routing_strategy == "kvaware"
 
 
 def test_operator_limits_that_are_only_reported_cite_their_source(default_config_dict):

@@ -262,7 +262,7 @@ def test_a_record_of_other_weights_leaves_a_placeholder(default_config, tmp_path
     outputs = tmp_path / "cdk-outputs.json"
     outputs.write_text(json.dumps({"hyperpod-dpd-platform": {"ModelBucketName": "team-models"}}), encoding="utf-8")
     record = tmp_path / "staged-model.json"
-    staged_model.write(record, bucket=bucket, s3_prefix=prefix or default_config.model.s3_prefix,
+    staged_model.write(record, bucket=bucket, s3_prefix=prefix or default_config.spec().model.s3_prefix,
                        manifest_bytes=b"m", files=1)
     r = inputs_of(default_config, outputs, record).model_revision
     assert r.placeholder and f"records s3://{bucket}/" in r.source

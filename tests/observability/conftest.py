@@ -87,7 +87,7 @@ class Pod:
 
 
 def synthetic_pods(config: Config) -> tuple[Pod, ...]:
-    ep, ns = config.endpoint.name, config.endpoint.namespace
+    ep, ns = config.spec().endpoint.name, config.spec().endpoint.namespace
     return (
         Pod(ns, f"prefill-{ep}-6d5f7c8b9-x2k4p", "prefill"),
         Pod(ns, f"prefill-{ep}-6d5f7c8b9-q7w8e", "prefill"),
@@ -123,13 +123,14 @@ REVISION = "sha256-1f6441a8da688874"
 def _label_value(label: str, pod: Pod, config: Config, metric: str = "") -> tuple[str, ...]:
     # model_name: LMCache labels its series with vLLM's --model, the mount path /opt/ml/model/<model.name>/<revision>
     # (lmcache/observability.py:1814-1822, metadata.model_name); vLLM its own with --served-model-name.
-    model = (f"/opt/ml/model/{config.model.name}/{REVISION}" if metric.startswith("lmcache:") else config.model.name)
+    served = config.spec().model.name
+    model = f"/opt/ml/model/{served}/{REVISION}" if metric.startswith("lmcache:") else served
     values = {
         "model_name": (model,), "engine": ("0",), lbl.FINISHED_REASON: contract.FINISHED_REASONS,
         # LMCache: one engine per TP rank, each counting the same tokens (lmcache/observability.py, 0.4.3).
         lbl.WORKER_ID: tuple(str(r) for r in range(TP_RANKS)), "role": ("worker",), "gpu": ("0", "1"),
         "container": (pod.name.rsplit("-", 2)[0],), lbl.CONDITION: ("true", "false", "unknown"),
-        "cluster_name": (config.hyperpod.cluster_name,), "resource_name": (config.endpoint.name,),
+        "cluster_name": (config.hyperpod.cluster_name,), "resource_name": (config.spec().endpoint.name,),
         "uid": (f"uid-{pod.name}",), **contract.SIDECAR_REQUESTS,
     }
     return values.get(label, (f"{label}-value",))
@@ -429,10 +430,10 @@ def substitute(expr: str, config: Config) -> str:
     values = {
         "$__rate_interval": RATE_INTERVAL,
         "$__range": RUN_RANGE,
-        "$namespace": config.endpoint.namespace,
-        "$endpoint": config.endpoint.name,
+        "$namespace": config.spec().endpoint.namespace,
+        "$endpoint": config.spec().endpoint.name,
         # The colocated manifest keeps the DPD endpoint's name.
-        "$baseline": config.endpoint.name,
+        "$baseline": config.spec().endpoint.name,
     }
     for var, value in values.items():
         expr = expr.replace(var, value)

@@ -34,18 +34,18 @@ EVAL_TIME = "30m"
 
 
 def _pods(config: Config) -> dict[str, str]:
-    """Pod names by the role they play in the scenarios, for the endpoint ``config.endpoint.apply`` deploys.
+    """Pod names by the role they play in the scenarios, for the endpoint ``config.spec().endpoint.apply`` deploys.
 
     DPD: two prefill pods and a decode pod. Colocated: the worker pods (same endpoint name, no role prefix) play
     both the prefill and the decode role; ``bystander`` is a pod whose saturation is not this endpoint's
     problem (a DPD prefill pod, or on colocated another endpoint's worker, ``<ep>-extra``)."""
-    ep, ns = config.endpoint.name, config.endpoint.namespace
+    ep, ns = config.spec().endpoint.name, config.spec().endpoint.namespace
     common = {"ns": ns,
               # The router in the operator's namespace (operator.md (e): <iec>-<ns>-router-XXXX) and the colocated
               # pods (same endpoint name, no role prefix).
               "router": f"{ep}-{ns}-router-5d4c3b2a1-rt7uv", "worker": f"{ep}-7f6d5c4b3-pq9rs",
               "dpd_prefill": f"prefill-{ep}-6d5f7c8b9-x2k4p", "dpd_decode": f"decode-{ep}-5b8c9d7f6-klm2n"}
-    if config.endpoint.apply == "dpd":
+    if config.spec().endpoint.apply == "dpd":
         return {**common, "prefill": f"prefill-{ep}-6d5f7c8b9-x2k4p", "prefill2": f"prefill-{ep}-6d5f7c8b9-q7w8e",
                 "decode": f"decode-{ep}-5b8c9d7f6-klm2n", "bystander": f"prefill-{ep}-6d5f7c8b9-x2k4p"}
     return {**common, "prefill": f"{ep}-7f6d5c4b3-pq9rs", "prefill2": f"{ep}-7f6d5c4b3-zt5wx",
@@ -64,7 +64,7 @@ def _s(metric: m.Metric, pod: str, values: str, config: Config, suffix: str = ""
     collector = collector_labels(config.observability)
     (family,) = [f for f in contract.families(collector) if f.name == metric.family]
     all_labels = {x: f"{x}-value" for x in family.labels}
-    all_labels.update({metric.namespace_label(collector): config.endpoint.namespace,
+    all_labels.update({metric.namespace_label(collector): config.spec().endpoint.namespace,
                        metric.pod_label(collector): pod})
     if family.metric_source is not None:
         all_labels[lbl.METRIC_SOURCE] = family.metric_source
@@ -100,7 +100,7 @@ def _user_ttft(config: Config, leg_s: float, per_minute: int = 60) -> list[dict]
     pods) and the decode TTFT; on colocated the engine's TTFT (one leg)."""
     p = _pods(config)
     legs = ([(m.E2E_LATENCY, p["prefill"]), (m.TIME_TO_FIRST_TOKEN, p["decode"])]
-            if config.endpoint.apply == "dpd" else [(m.TIME_TO_FIRST_TOKEN, p["decode"])])
+            if config.spec().endpoint.apply == "dpd" else [(m.TIME_TO_FIRST_TOKEN, p["decode"])])
     return [x for metric, pod in legs for x in _hist(metric, pod, {leg_s: per_minute}, config)]
 
 
@@ -127,9 +127,9 @@ def _inference(config: Config, pod: str) -> list[dict]:
 
 def _scenarios(config: Config) -> dict[str, tuple[list[dict], list[dict], dict[str, str]]]:
     """alert -> (series that make it fire, series that must not, extra labels of the fired alert), for the
-    endpoint ``config.endpoint.apply`` deploys (its pods from :func:`_pods`)."""
+    endpoint ``config.spec().endpoint.apply`` deploys (its pods from :func:`_pods`)."""
     p = _pods(config)
-    dpd = config.endpoint.apply == "dpd"
+    dpd = config.spec().endpoint.apply == "dpd"
     slo = config.observability.slo.ttft_p95_seconds
     tpot = config.observability.slo.tpot_p95_seconds
     waiting = m.NUM_REQUESTS_WAITING
@@ -383,9 +383,9 @@ def _of_revision(series: list[dict], config: Config, revision: str) -> list[dict
     """The same series from the pods of blue/green revision ``<endpoint>-<revision>`` (hyperpod-dpd rollout applies
     the new revision as an InferenceEndpointConfig of that name: pods ``prefill-<endpoint>-r1-...``, router
     ``<endpoint>-r1-<ns>-router-...``, colocated workers ``<endpoint>-r1-...``)."""
-    ep = re.escape(config.endpoint.name)
+    ep = re.escape(config.spec().endpoint.name)
     return [{**x, "series": re.sub(rf'"((?:prefill|decode)-)?{ep}-',
-                                   lambda m: f'"{m[1] or ""}{config.endpoint.name}-{revision}-', x["series"])}
+                                   lambda m: f'"{m[1] or ""}{config.spec().endpoint.name}-{revision}-', x["series"])}
             for x in series]
 
 
@@ -646,7 +646,7 @@ def test_one_silent_replica_among_ready_ones_pages(collector: str, default_confi
     config = parse_config(data)
     rules = _rules_of(config, tmp_path)
     p = _pods(config)
-    silent = f"decode-{config.endpoint.name}-5b8c9d7f6-zz7yy"
+    silent = f"decode-{config.spec().endpoint.name}-5b8c9d7f6-zz7yy"
     series = [*_ready(config, p["prefill"], True), *_ready(config, p["decode"], True),
               *_ready(config, silent, True), *_inference(config, p["prefill"]), *_inference(config, p["decode"])]
     (rule,) = [r for r in alerts_of(rules) if r["alert"] == INFERENCE_METRICS_ABSENT]

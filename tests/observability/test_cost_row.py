@@ -58,7 +58,7 @@ def _series(metric: m.Metric, pod: str, values: str, config: Config, suffix: str
     collector = collector_labels(config.observability)
     (family,) = [f for f in contract.families(collector) if f.name == metric.family]
     all_labels = {x: f"{x}-value" for x in family.labels}
-    all_labels.update({metric.namespace_label(collector): config.endpoint.namespace,
+    all_labels.update({metric.namespace_label(collector): config.spec().endpoint.namespace,
                        metric.pod_label(collector): pod, **labels})
     if family.metric_source is not None:
         all_labels[lbl.METRIC_SOURCE] = family.metric_source
@@ -78,8 +78,8 @@ def _pod(config: Config, pod: str, *, running: int, prompt_per_min: int = 0, out
 
 
 def _expr(expr: str, config: Config) -> str:
-    for var, value in {"$__rate_interval": WINDOW, "$namespace": config.endpoint.namespace,
-                       "$endpoint": config.endpoint.name, "$baseline": config.endpoint.name}.items():
+    for var, value in {"$__rate_interval": WINDOW, "$namespace": config.spec().endpoint.namespace,
+                       "$endpoint": config.spec().endpoint.name, "$baseline": config.spec().endpoint.name}.items():
         expr = expr.replace(var, value)
     return expr
 
@@ -89,7 +89,7 @@ def test_cost_per_token_and_idle_share_from_live_series(default_config: Config, 
     """DPD: two prefill pods (one idle) and one decode pod, 8 GPUs each; decode finishes 100 input and 10 output
     tokens a second. Colocated: two workers (one idle); the busy one spends a quarter of its time in requests'
     prefill intervals."""
-    ep = default_config.endpoint.name
+    ep = default_config.spec().endpoint.name
     series = [
         *_pod(default_config, f"prefill-{ep}-6d5f7c8b9-x2k4p", running=0),
         # the prefill pods count prompts too (their leg): never the denominator, or disaggregated prompts count twice

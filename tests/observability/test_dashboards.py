@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import Dashboard
 
@@ -201,8 +202,8 @@ def test_the_users_ttft_line_names_the_resolution_of_both_legs(default_config: C
 def test_template_variables_default_to_the_configured_endpoint(default_config: Config) -> None:
     for spec in dashboards(default_config.spec()):
         variables = {v["name"]: v for v in render(spec)["templating"]["list"]}
-        assert variables["namespace"]["current"]["value"] == default_config.endpoint.namespace
-        assert variables["endpoint"]["current"]["value"] == default_config.endpoint.name
+        assert variables["namespace"]["current"]["value"] == default_config.spec().endpoint.namespace
+        assert variables["endpoint"]["current"]["value"] == default_config.spec().endpoint.name
         assert variables["datasource"]["type"] == "datasource"
 
 
@@ -228,7 +229,7 @@ def test_baseline_defaults_to_the_name_the_colocated_manifest_keeps(default_conf
     import yaml
 
     manifest = Path(__file__).parents[1] / "k8s" / "snapshots" / "default" / \
-        f"{default_config.endpoint.name}-colocated.k8s.yaml"
+        f"{default_config.spec().endpoint.name}-colocated.k8s.yaml"
     (colocated,) = list(yaml.safe_load_all(manifest.read_text()))
     comparison = {v["name"]: v for v in render(dpd_vs_colocated(default_config.spec()))["templating"]["list"]}
     assert comparison["baseline"]["current"]["value"] == colocated["metadata"]["name"]
@@ -247,6 +248,20 @@ def test_docs_list_every_panel_query_and_metric_source(default_config: Config) -
 
     doc = (Path(__file__).parents[2] / "docs" / "observability.md").read_text()
     assert markdown(default_config.spec()) in doc, "regenerate: python -m hyperpod_core.telemetry.reference"
+
+
+def test_the_reference_is_generated_from_the_configs_only_endpoint(default_config: Config, capsys) -> None:
+    """``python -m hyperpod_core.telemetry.reference`` prints the block of the config's one endpoint; a config of
+    several is refused naming them, never documented by whichever comes first (before: ``specs()[0]``)."""
+    from hyperpod_core.errors import ConfigError
+    from hyperpod_core.telemetry.reference import main, markdown
+
+    root = Path(__file__).parents[2]
+    main([str(root / "config" / "default.yaml")])
+    assert capsys.readouterr().out == markdown(default_config.spec()) + "\n"
+    with pytest.raises(ConfigError, match=r"^endpoint must be named: this config serves 2 endpoints \("):
+        main([str(root / "config" / "examples" / "two-models.yaml")])
+    assert capsys.readouterr().out == ""
 
 
 def test_docs_show_the_autoscaling_triggers_the_endpoint_manifest_carries(default_config_dict: dict) -> None:

@@ -62,7 +62,7 @@ def test_every_series_an_alert_reads_exists(prometheus, applied_config: Config, 
     the same without the
     two that need a prefill leg (DpdPrefillLegSlow, DpdKvTransferIncomplete)."""
     alerts = [(w, e) for w, e in every_query(applied_config, default_config_dict) if w.startswith("alert")]
-    expected = 14 if applied_config.endpoint.apply == "dpd" else 12
+    expected = 14 if applied_config.spec().endpoint.apply == "dpd" else 12
     groups = alert_rule_groups(applied_config.specs())["groups"]  # the endpoint's, then the cluster's
     assert len(alerts) == sum(len(g["rules"]) for g in groups) == expected
     missing = [f"{where}: {sel}" for where, expr in alerts for sel in _selectors(expr)
@@ -93,8 +93,8 @@ def test_legends_name_labels_the_results_carry(prometheus, default_config: Confi
 ])
 def test_role_selectors_pick_exactly_the_role_pods(prometheus, default_config: Config, kind, role,
                                                    expected) -> None:
-    ep = default_config.endpoint.name
-    t = Target(namespace=default_config.endpoint.namespace, endpoint=ep, kind=kind)
+    ep = default_config.spec().endpoint.name
+    t = Target(namespace=default_config.spec().endpoint.namespace, endpoint=ep, kind=kind)
     result = prometheus.query(gauge("count", m.KV_CACHE_USAGE, t, role, by=("pod_name",)))
     assert {s["metric"]["pod_name"] for s in result} == {p.format(ep=ep) for p in expected}
 
@@ -125,6 +125,6 @@ def test_queries_for_an_unknown_endpoint_return_nothing(prometheus, default_conf
 
 def test_a_query_by_pod_returns_nothing_on_hyperpod(prometheus, default_config: Config) -> None:
     """The check bites: the label the dashboards used before (`pod`) selects nothing from the contract."""
-    ns, ep = default_config.endpoint.namespace, default_config.endpoint.name
+    ns, ep = default_config.spec().endpoint.namespace, default_config.spec().endpoint.name
     assert prometheus.query(f'sum(vllm:num_requests_waiting{{namespace="{ns}", pod=~"prefill-{ep}-.*"}})') == []
     assert prometheus.query(f'sum(vllm:num_requests_waiting{{namespace="{ns}", pod_name=~"prefill-{ep}-.*"}})')

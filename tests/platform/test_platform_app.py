@@ -82,7 +82,7 @@ def test_hyperpod_instances_read_only_the_model_prefix(templates, stacks, defaul
             "Principal": {"Service": "sagemaker.amazonaws.com"}})]}}})
     assert exported_value(templates, role) == ("HyperPod", {"Ref": execution_role})
     text = json.dumps(policy["PolicyDocument"])
-    assert f"/{default_config.model.s3_prefix}*" in text and "kms:Decrypt" in text
+    assert f"/{default_config.spec().model.s3_prefix}*" in text and "kms:Decrypt" in text
 
 
 def test_irsa_roles_trust_the_cluster_oidc_provider(templates) -> None:

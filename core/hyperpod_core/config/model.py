@@ -14,18 +14,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import replace
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import Field, PrivateAttr, model_validator
 
-from hyperpod_core import fit
-from hyperpod_core.config.benchmark import (
-    AWS_REFERENCE_CONCURRENCY,
-    BenchmarkConfig,
-    BenchmarkScenarioConfig,
-)
+from hyperpod_core.config.benchmark import BenchmarkConfig
 from hyperpod_core.config.cluster import EksConfig, HyperPodConfig, NetworkConfig
-from hyperpod_core.config.endpoint import EndpointConfig, IdleTimeout, ModelConfig, ResolvedModelCache
+from hyperpod_core.config.endpoint import EndpointConfig
 from hyperpod_core.config.observability import ObservabilityConfig, SloConfig
 from hyperpod_core.config.section import Section
 from hyperpod_core.config.spec import EndpointSpec
@@ -141,22 +136,6 @@ class Config(Section):
             raise ConfigError(f"endpoint must be named: this config serves {len(specs)} endpoints ({names})")
         raise ConfigError(f"endpoint must be one of this config's endpoints ({names}), got {shown(name)}")
 
-    @property
-    def endpoint(self) -> EndpointConfig:
-        """The only endpoint of a one-endpoint fleet (code that serves several takes :meth:`specs`)."""
-        return self._only().endpoint
-
-    @property
-    def model(self) -> ModelConfig:
-        """The model of the only endpoint of a one-endpoint fleet."""
-        return self._only().model
-
-    def _only(self) -> EndpointSpec:
-        if len(self.endpoints) != 1:
-            raise TypeError(f"Config.endpoint is the only endpoint of a one-endpoint fleet; this one has "
-                            f"{len(self.endpoints)}: take Config.specs()")
-        return self.specs()[0]
-
     # --- deployment-wide derived settings -------------------------------------------------------------------
 
     def arn_accounts(self) -> set[str]:
@@ -174,32 +153,6 @@ class Config(Section):
         tiered = any(e.kv_cache.enable_l2_cache and e.kv_cache.l2_cache_backend == "tieredstorage"
                      for e in self.endpoints)
         return TIERED_STORAGE_DEFAULT_PERCENT if tiered else None
-
-    # --- one-endpoint shorthands (the only endpoint's spec) -------------------------------------------------
-
-    def benchmark_scenarios(self) -> tuple[BenchmarkScenarioConfig, ...]:
-        """:meth:`EndpointSpec.benchmark_scenarios` of the only endpoint."""
-        return self._only().benchmark_scenarios()
-
-    def resolved_model_cache(self) -> ResolvedModelCache:
-        """:meth:`EndpointSpec.resolved_model_cache` of the only endpoint."""
-        return self._only().resolved_model_cache()
-
-    def load_balancer_idle_timeout(self) -> IdleTimeout:
-        """:meth:`EndpointSpec.load_balancer_idle_timeout` of the only endpoint."""
-        return self._only().load_balancer_idle_timeout()
-
-    def worker_budget(self, role: Literal["prefill", "decode", "colocated"]) -> fit.PodRequests:
-        """:meth:`EndpointSpec.worker_budget` of the only endpoint."""
-        return self._only().worker_budget(role)
-
-    def worker_requests(self, role: Literal["prefill", "decode", "colocated"]) -> fit.PodRequests:
-        """:meth:`EndpointSpec.worker_requests` of the only endpoint."""
-        return self._only().worker_requests(role)
-
-    def benchmark_concurrency(self, scenario: BenchmarkScenarioConfig) -> tuple[int, ...]:
-        """:meth:`EndpointSpec.benchmark_concurrency` (the same for every endpoint)."""
-        return AWS_REFERENCE_CONCURRENCY if scenario.experiment == "aws-reference" else self.benchmark.concurrency
 
     @model_validator(mode="wrap")
     @classmethod

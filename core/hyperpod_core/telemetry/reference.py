@@ -3,7 +3,8 @@ alert's and autoscaling trigger's query.
 
     python -m hyperpod_core.telemetry.reference [config.yaml]
 
-prints the block of the config's endpoint (its first, when it serves several); a test keeps the copy in
+prints the block of the config's only endpoint (:meth:`Config.spec`; a config of several is refused in one line
+naming them: the docs are generated from the default config, which serves one); a test keeps the copy in
 docs/observability.md equal to it.
 """
 
@@ -55,7 +56,7 @@ def markdown(spec: EndpointSpec) -> str:
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     path = Path(args[0]) if args else paths.checkout("the default config (name one)") / paths.DEFAULT_CONFIG
-    print(markdown(load_config(path).specs()[0]))
+    print(markdown(load_config(path).spec()))
 
 
 if __name__ == "__main__":
