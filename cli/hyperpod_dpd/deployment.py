@@ -84,10 +84,15 @@ def before_apply(layout: DistLayout) -> str:
             "resolve them and synthesize again, then ")
 
 
+def endpoint_selector(e: Environment, spec: EndpointSpec) -> str:
+    """How a printed next step names ``spec``'s endpoint again: the environment's selector, and ``--endpoint NAME``
+    when the config has several endpoints (with one, the command picks it without)."""
+    return e.selector + (f" --endpoint {spec.name}" if len(e.config.specs()) > 1 else "")
+
+
 def rollout_command(e: Environment, spec: EndpointSpec) -> str:
-    """``hyperpod-dpd rollout`` of ``spec``'s endpoint, as a printed next step names it: the environment, and
-    ``--endpoint NAME`` when the config has several endpoints."""
-    return f"hyperpod-dpd rollout {e.selector}" + (f" --endpoint {spec.name}" if len(e.config.specs()) > 1 else "")
+    """``hyperpod-dpd rollout`` of ``spec``'s endpoint, as a printed next step names it (:func:`endpoint_selector`)."""
+    return f"hyperpod-dpd rollout {endpoint_selector(e, spec)}"
 
 
 def results_dir(e: Environment, spec: EndpointSpec) -> Path:

@@ -24,7 +24,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import urllib3
 from kubernetes import client as k8s
@@ -60,10 +60,10 @@ POD_TEMPLATE_HASH = "pod-template-hash"
 #: revision annotation of a deployment's replica sets which records its rollout sequence"; Kubernetes docs,
 #: "Deployments": ``kubectl describe deployments`` shows ``deployment.kubernetes.io/revision=2`` after an update).
 REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
-#: The extended resource the NVIDIA device plugin advertises; a container asks for GPUs in its limits (Kubernetes
-#: docs, "Schedule GPUs": "GPUs are only supposed to be specified in the limits section"; a request, if any, must
-#: equal the limit).
-GPU_RESOURCE = "nvidia.com/gpu"
+#: The extended resource the NVIDIA device plugin advertises (what the role pods ask for and nodes report as
+#: allocatable); a container asks for GPUs in its limits (Kubernetes docs, "Schedule GPUs": "GPUs are only supposed
+#: to be specified in the limits section"; a request, if any, must equal the limit).
+GPU_RESOURCE: Final = "nvidia.com/gpu"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -204,21 +204,41 @@ def pod_ready(pod: Any) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in conditions)
 
 
+def quantity(value: Any) -> int:
+    """A whole count from a resource quantity as the client returns it (``"8"``, ``8``); 0 for anything else."""
+    try:
+        return int(str(value))
+    except ValueError:
+        return 0
+
+
+def container_gpus(container: Any) -> int:
+    """GPUs a container asks for: its :data:`GPU_RESOURCE` request, else its limit (for an extended resource
+    Kubernetes sets a pod's request to the limit when only the limit is given; a pod template is not defaulted so)."""
+    resources = container.resources
+    if resources is None:
+        return 0
+    for side in (resources.requests, resources.limits):
+        if side and GPU_RESOURCE in side:
+            return quantity(side[GPU_RESOURCE])
+    return 0
+
+
+def pod_spec_gpus(spec: Any) -> int:
+    """GPUs a pod of ``spec`` (a pod's, or a pod template's) asks for: the sum of its containers'
+    (:func:`container_gpus`), or its largest init container's when that is more (Kubernetes docs, "Init
+    Containers", "Resource sharing within containers": the pod's effective request is the higher of the two)."""
+    return max(sum(container_gpus(c) for c in spec.containers or []),
+               max((container_gpus(c) for c in spec.init_containers or []), default=0))
+
+
 def pod_gpus(pod: Any) -> int:
     """GPUs ``pod`` holds: none until the scheduler binds it to a node (``spec.nodeName``) and none once it finished
-    (phase ``Succeeded``/``Failed``); else the sum of its containers' :data:`GPU_RESOURCE` limits, or its largest
-    init container's when that is more (Kubernetes docs, "Init Containers", "Resource sharing within containers":
-    the pod's effective limit is the higher of the two)."""
+    (phase ``Succeeded``/``Failed``); else what its spec asks for (:func:`pod_spec_gpus`)."""
     spec = pod.spec
     if spec is None or not spec.node_name or (pod.status and pod.status.phase in ("Succeeded", "Failed")):
         return 0
-
-    def gpus(container: Any) -> int:
-        limits = (container.resources.limits if container.resources else None) or {}
-        return int(limits.get(GPU_RESOURCE) or 0)
-
-    return max(sum(gpus(c) for c in spec.containers or []), max((gpus(c) for c in spec.init_containers or []),
-                                                                default=0))
+    return pod_spec_gpus(spec)
 
 
 def label_selector(selector: Any) -> str:

@@ -71,6 +71,12 @@ POOL_NODE_LABEL: Final = "hyperpod-dpd/pool"
 #: taints": HyperPod applies them to every node of the group and keeps them through replacement and scaling); the
 #: role's nodeSelector selects it.
 INSTANCE_GROUP_NODE_LABEL: Final = "hyperpod-dpd/instance-group"
+#: The well-known Kubernetes node label of the instance type (Kubernetes docs, "Well-Known Labels, Annotations and
+#: Taints"); a HyperPod node carries its ``ml.`` type there (the HyperPod Helm chart's device plugins select nodes by
+#: it: aws/sagemaker-hyperpod-cli ``helm_chart/HyperPodHelmChart/values.yaml``). The colocated baseline selects its
+#: instance type by it in its ``nodeAffinity`` (which the CRD makes "mutually exclusive with instanceType and
+#: instanceTypes"), and a role without a nodeSelector may land on any node of the endpoint's instance type.
+INSTANCE_TYPE_NODE_LABEL: Final = "node.kubernetes.io/instance-type"
 #: The taint HyperPod keeps on a node while its deep health checks run (HyperPod EKS prerequisites:
 #: ``sagemaker.amazonaws.com/node-health-status=Unschedulable:NoSchedule``): the node may be Ready, yet nothing
 #: without a toleration schedules on it.

@@ -29,7 +29,7 @@ from hyperpod_core.names import PLURAL as IEC_PLURAL
 from hyperpod_core.names import VERSION as IEC_VERSION
 from hyperpod_core.names import EndpointNames
 from hyperpod_dpd.kube import Kube as ClusterKube
-from hyperpod_dpd.kube import kube_errors, read_or_none, request
+from hyperpod_dpd.kube import kube_errors, pod_spec_gpus, read_or_none, request
 
 #: vLLM's finished-request counter (shared/metrics/vllm-0.19.0.json), one series per ``finished_reason``.
 FINISHED_REQUESTS = "vllm:request_success_total"
@@ -47,9 +47,6 @@ def finished_requests(metrics_text: str) -> float:
             total += float(m[2])
     return total
 
-
-#: The GPU resource a worker container requests (NVIDIA device plugin).
-GPU_RESOURCE = "nvidia.com/gpu"
 
 #: KEDA's ScaledObject (``keda.sh/v1alpha1``, plural ``scaledobjects``; KEDA docs, ScaledObject specification) and the
 #: HPA it drives (``keda-hpa-<ScaledObject>``, ``advanced.horizontalPodAutoscalerConfig.name``'s default there).
@@ -97,7 +94,7 @@ class Kube:
 
     def serving(self, ns: str, name: str, mode: str) -> dict[str, dict[str, int]]:
         """Per Deployment serving endpoint ``name``: ``replicas`` (desired), ``ready`` (``status.readyReplicas``)
-        and ``gpus_per_pod`` (the ``nvidia.com/gpu`` limits of its pod template's containers).
+        and ``gpus_per_pod`` (what its pod template asks for: :func:`hyperpod_dpd.kube.pod_spec_gpus`).
 
         DPD: the operator's ``prefill-<name>`` and ``decode-<name>`` (their pods are ``<role>-<name>-<ReplicaSet
         hash>-<suffix>``, hyperpod_core.names: the Deployment name is that prefix, Kubernetes' Deployment ->
@@ -116,10 +113,8 @@ class Kube:
             d = self._get_or_none(self.kube.apps.read_namespaced_deployment, deployment, ns)
             if d is None:
                 raise CommandFailed(f"Deployment {ns}/{deployment} not found")
-            gpus = sum(int((c.resources.limits or {}).get(GPU_RESOURCE, 0)) if c.resources else 0
-                       for c in d.spec.template.spec.containers)
             out[deployment] = {"replicas": int(d.spec.replicas or 0), "ready": int(d.status.ready_replicas or 0),
-                               "gpus_per_pod": gpus}
+                               "gpus_per_pod": pod_spec_gpus(d.spec.template.spec)}
         return out
 
     def scalers(self, ns: str, deployments: list[str]) -> list[tuple[str, str, str]]:

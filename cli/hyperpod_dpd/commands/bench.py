@@ -69,7 +69,15 @@ from hyperpod_dpd.commands.options import (
     ReadyTimeoutOption,
 )
 from hyperpod_dpd.confirm import DryRunOption, YesOption, confirm
-from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load, results_dir, rollout_command
+from hyperpod_dpd.deployment import (
+    ContextOption,
+    Deployment,
+    KubeconfigOption,
+    endpoint_selector,
+    load,
+    results_dir,
+    rollout_command,
+)
 
 if TYPE_CHECKING:  # the Kubernetes client loads when the command runs, not for --help
     from hyperpod_dpd.benchmark.kube import Kube
@@ -537,7 +545,5 @@ def bench(config: ConfigOption = None, env: EnvOption = None, endpoint: Endpoint
 
 
 def _report_command(dep: Deployment, spec: EndpointSpec, m: Matrix) -> str:
-    """The ``report`` command of these results (``--endpoint`` when the config has several endpoints)."""
-    several = len(dep.env.config.specs()) > 1
-    return f"hyperpod-dpd report {dep.env.selector}" + (f" --endpoint {spec.name}" if several else "") + \
-        f" --results {m.results}"
+    """The ``report`` command of these results (:func:`hyperpod_dpd.deployment.endpoint_selector`)."""
+    return f"hyperpod-dpd report {endpoint_selector(dep.env, spec)} --results {m.results}"

@@ -39,7 +39,7 @@ from hyperpod_dpd.commands.options import (
     ProfileOption,
     RegionOption,
 )
-from hyperpod_dpd.deployment import endpoint_of, report_dir, results_dir
+from hyperpod_dpd.deployment import endpoint_of, endpoint_selector, report_dir, results_dir
 from hyperpod_dpd.render import console as render_console
 from hyperpod_dpd.render import emit, output_format
 
@@ -98,8 +98,8 @@ def report(results: ResultsOption = None, out: OutOption = None, config: ConfigO
     cost = instance_price(spec.endpoint.instance_type, given=price, configured=spec.benchmark.instance_hour_usd)
     source = results or str(results_dir(e, spec))
     if results is None and not Path(source).is_dir():  # the user named no folder: say what makes one
-        again = e.selector + (f" --endpoint {spec.name}" if endpoint else "")
-        raise UsageError(f"no results yet: {source}/ does not exist; run: hyperpod-dpd bench {again} (or "
+        raise UsageError(f"no results yet: {source}/ does not exist; run: hyperpod-dpd bench "
+                         f"{endpoint_selector(e, spec)} (or "
                          "pass --results DIR|s3://bucket/prefix; the shipped sample: --results "
                          "docs/sample-benchmark-report/raw)")
     target = out or report_dir(e, spec)

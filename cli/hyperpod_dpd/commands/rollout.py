@@ -14,19 +14,21 @@ revision's load balancer, the KV transfer of each read from the decoders' log (:
 
 from __future__ import annotations
 
-import math
-import tempfile
-import time
 from dataclasses import replace
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from hyperpod_core.config.spec import EndpointSpec
 from hyperpod_core.errors import CommandFailed, UsageError
-from hyperpod_core.names import MANAGED_BY_LABEL, ROLES, STABLE_SERVICE_MANAGER, EndpointNames, Role
+from hyperpod_core.names import (
+    INSTANCE_TYPE_NODE_LABEL,
+    MANAGED_BY_LABEL,
+    ROLES,
+    STABLE_SERVICE_MANAGER,
+    EndpointNames,
+    Role,
+)
 from hyperpod_dpd.commands.options import (
     ConfigOption,
     EndpointOption,
@@ -36,7 +38,14 @@ from hyperpod_dpd.commands.options import (
     ReadyTimeoutOption,
 )
 from hyperpod_dpd.confirm import DryRunOption, YesOption, confirm
-from hyperpod_dpd.deployment import ContextOption, Deployment, KubeconfigOption, load, rollout_command
+from hyperpod_dpd.deployment import (
+    ContextOption,
+    Deployment,
+    KubeconfigOption,
+    endpoint_selector,
+    load,
+    rollout_command,
+)
 
 if TYPE_CHECKING:  # the Kubernetes client loads when the command runs, not for --help
     from hyperpod_dpd.kube import Kube
@@ -149,9 +158,7 @@ def synthesized(dep: Deployment, spec: EndpointSpec) -> dict[str, Any]:
 def _selectors(spec: EndpointSpec) -> dict[Role, dict[str, str]]:
     """Each role's nodes: its nodeSelector (:meth:`EndpointSpec.node_selector`), else every node of the endpoint's
     instance type."""
-    from hyperpod_dpd.rollout.capacity import INSTANCE_TYPE_LABEL
-
-    return {role: spec.node_selector(role) or {INSTANCE_TYPE_LABEL: spec.endpoint.instance_type} for role in ROLES}
+    return {role: spec.node_selector(role) or {INSTANCE_TYPE_NODE_LABEL: spec.endpoint.instance_type} for role in ROLES}
 
 
 def _cold_starts(spec: EndpointSpec, target_spec: dict[str, Any]) -> tuple[str, str]:
@@ -311,25 +318,18 @@ def _executor(dep: Deployment, spec: EndpointSpec, kube: Kube, cluster: Cluster,
 
     return Executor(cluster=cluster, store=store, endpoint=spec.name, namespace=spec.namespace,
                     part_of=dep.env.config.name, smoke=lambda name: smoke_revision(dep, spec, kube, name),
-                    timeout_s=timeout_s, selector=rollout_command(dep.env, spec).removeprefix("hyperpod-dpd rollout "))
+                    timeout_s=timeout_s, selector=endpoint_selector(dep.env, spec))
 
 
 def smoke_revision(dep: Deployment, spec: EndpointSpec, kube: Kube, name: str) -> None:
     """``smoke``'s checks on the revision ``name``: its skew guard, the short and the long prompt through the
     revision's load balancer, the KV transfer of each from the decoders' log; a failure or a check not made stops
     the rollout before the Service moves."""
-    from hyperpod_dpd.commands import smoke
+    from hyperpod_dpd.commands.smoke import probe
 
-    revision = EndpointNames(name=name, namespace=spec.namespace)
-    unchecked: list[dict[str, str]] = []
-    _, served = smoke._refuse_skew(kube, revision, unchecked)
-    with tempfile.TemporaryDirectory(prefix="hyperpod-dpd-rollout-") as tmp:
-        url, ca_file = smoke._load_balancer_url(dep, spec, revision, kube, Path(tmp))
-        sent = smoke._send(spec, url, ca_file, served or spec.model.name, max_tokens=SMOKE_MAX_TOKENS,
-                           timeout=SMOKE_TIMEOUT_SECONDS)
-    time.sleep(SMOKE_LOG_WAIT_SECONDS)
-    since = math.ceil((datetime.now(UTC) - sent.start).total_seconds()) + 30
-    smoke._judge_transfers(kube, spec, revision, sent, since, unchecked)
+    checked = probe(dep, spec, EndpointNames(name=name, namespace=spec.namespace), kube, max_tokens=SMOKE_MAX_TOKENS,
+                    timeout=SMOKE_TIMEOUT_SECONDS, log_wait=SMOKE_LOG_WAIT_SECONDS)
+    sent, unchecked = checked.sent, checked.unchecked
     for r in sent.reports:
         kv = (f", KV {r.transfers[0]['retrieved_tokens']}/{r.transfers[0]['required_tokens']} tokens"
               if r.transfers else "")

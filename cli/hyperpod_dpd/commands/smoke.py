@@ -172,17 +172,10 @@ def smoke(
     spec = dep.endpoint(endpoint, "smoke")
     names = EndpointNames(name=live_name(dep.env, spec), namespace=spec.namespace)  # <endpoint>-r<N> after a rollout
     kube = _cluster(dep, kubeconfig, context, url)
-    unchecked: list[dict[str, str]] = []
-    roles, served = _refuse_skew(kube, names, unchecked)
-    model = model or served or spec.model.name  # the served name: the same for every revision of the weights
-    with tempfile.TemporaryDirectory(prefix="hyperpod-dpd-smoke-") as tmp:
-        if url is None:
-            url, ca_file = _load_balancer_url(dep, spec, names, kube, Path(tmp))
-        sent = _send(spec, url, ca_file, model, max_tokens=max_tokens, timeout=timeout)
-
-    time.sleep(log_wait)
-    since = math.ceil((datetime.now(UTC) - sent.start).total_seconds()) + 30
-    decoders, windows = _judge_transfers(kube, spec, names, sent, since, unchecked)
+    p = probe(dep, spec, names, kube, url=url, ca_file=ca_file, model=model, max_tokens=max_tokens, timeout=timeout,
+              log_wait=log_wait)
+    roles, model, url, sent, since, unchecked = p.roles, p.model, p.url, p.sent, p.since, p.unchecked
+    decoders, windows = p.decoders, p.windows
     decisions, router_error = _router_decisions(kube, names, since)
     if router_error:
         unchecked.append({"check": "the router's decisions (its log)", "reason": router_error})
@@ -207,6 +200,47 @@ def smoke(
         _print(url, threshold, sent.reports)
         _print_evidence(decisions, efa, unchecked)
     _verdict(sent.reports, efa, unchecked)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Probe:
+    """What :func:`probe` found: the requests with their measurements and the KV transfer judged from the decoders'
+    log."""
+
+    roles: dict[str, Any]
+    """What each role runs (:func:`_refuse_skew`)."""
+    model: str
+    """The model name the requests sent."""
+    url: str
+    sent: Sent
+    since: int
+    """Seconds back from now that the decoders' lines of the test were read from."""
+    decoders: list[PodTarget]
+    windows: dict[str, list[str]]
+    """Decode pod -> its lines of the test."""
+    unchecked: list[dict[str, str]]
+    """Each check that could not be made, with why (a caller appends its own)."""
+
+
+def probe(dep: Deployment, spec: EndpointSpec, names: EndpointNames, kube: Kube, *, url: str | None = None,
+          ca_file: str | None = None, model: str | None = None, max_tokens: int, timeout: float,
+          log_wait: float) -> Probe:
+    """The checks ``smoke`` and a rollout's smoke of a new revision share, on the endpoint ``names``: the skew guard
+    (refused in one line), the short and the long prompt (to ``url``, else through the endpoint's load balancer),
+    then, ``log_wait`` seconds later, the KV transfer of each from the decoders' log."""
+    unchecked: list[dict[str, str]] = []
+    roles, served = _refuse_skew(kube, names, unchecked)
+    model = model or served or spec.model.name  # the served name: the same for every revision of the weights
+    with tempfile.TemporaryDirectory(prefix="hyperpod-dpd-smoke-") as tmp:
+        if url is None:
+            url, ca_file = _load_balancer_url(dep, spec, names, kube, Path(tmp))
+        sent = _send(spec, url, ca_file, model, max_tokens=max_tokens, timeout=timeout)
+
+    time.sleep(log_wait)
+    since = math.ceil((datetime.now(UTC) - sent.start).total_seconds()) + 30
+    decoders, windows = _judge_transfers(kube, spec, names, sent, since, unchecked)
+    return Probe(roles=roles, model=model, url=url, sent=sent, since=since, decoders=decoders, windows=windows,
+                 unchecked=unchecked)
 
 
 def _cluster(dep: Deployment, kubeconfig: str | None, context: str | None, url: str | None) -> Kube:

@@ -47,6 +47,7 @@ from hyperpod_dpd.commands.options import (
     OutputsFileOption,
     ProfileOption,
 )
+from hyperpod_dpd.deployment import endpoint_selector
 
 err = Console(stderr=True)
 
@@ -132,7 +133,7 @@ def stage_model(
     _check_arguments(src, verify_only, revision)
     files = model_folder.scan_model_dir(src) if src is not None else []
     base, configured = spec.model.s3_prefix, spec.model.revision
-    resume_command = f"hyperpod-dpd stage-model {src} {_selector(e, spec)}" + (" --force" if force else "")
+    resume_command = f"hyperpod-dpd stage-model {src} {endpoint_selector(e, spec)}" + (" --force" if force else "")
     if dry_run and not verify_only and (unknown := _bucket_unknown(e, spec)) is not None:
         _dry_run_offline(_checksummed(files, resume_command), base, configured,
                          f"no model bucket yet ({unknown}): S3 was not read")
@@ -190,11 +191,6 @@ def _plan(s3: Any, bucket: str, prefix: str, files: list[Any], rev: str, *, conf
     return planned
 
 
-def _selector(e: environment.Environment, spec: EndpointSpec) -> str:
-    """How to name this environment and endpoint again: ``--endpoint`` only when the config has several."""
-    return e.selector + (f" --endpoint {spec.name}" if len(e.config.specs()) > 1 else "")
-
-
 def _created_bucket(e: environment.Environment, spec: EndpointSpec) -> bool:
     """The weights go to the bucket the platform stack created (with its lifecycle rule)."""
     return spec.model.bucket is None and not e.config.model_bucket.existing_name
@@ -236,9 +232,9 @@ def _next_steps(e: environment.Environment, spec: EndpointSpec, rev: str) -> Non
     from hyperpod_core.dist_layout import DistLayout, apply_commands
 
     for line in apply_commands(f"{DistLayout.of(e.dist, spec.name, spec.endpoint.apply).endpoint_dir}/",
-                               f"hyperpod-dpd rollout {_selector(e, spec)}"):
+                               f"hyperpod-dpd rollout {endpoint_selector(e, spec)}"):
         print(f"      {line}")
-    print(f"      hyperpod-dpd stage-model --verify {_selector(e, spec)}   (any time)")
+    print(f"      hyperpod-dpd stage-model --verify {endpoint_selector(e, spec)}   (any time)")
 
 
 def _bucket_unknown(e: environment.Environment, spec: EndpointSpec) -> str | None:
@@ -351,7 +347,7 @@ def _verify(s3: Any, bucket: str, e: environment.Environment, spec: EndpointSpec
             found = staging_verify.staged_revisions(s3, bucket, base)
             if not found:
                 raise CommandFailed(f"no staged revision under s3://{bucket}/{base} (stage the model first: "
-                                    f"hyperpod-dpd stage-model SRC {_selector(e, spec)})")
+                                    f"hyperpod-dpd stage-model SRC {endpoint_selector(e, spec)})")
             if len(found) > 1:
                 raise UsageError(f"{len(found)} revisions are staged under s3://{bucket}/{base} ({', '.join(found)}) "
                                  f"and {staged_model.RECORD_FILE} names none of them: pass --revision")

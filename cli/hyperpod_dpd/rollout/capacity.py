@@ -30,13 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from hyperpod_core.errors import UsageError
-from hyperpod_core.names import PD_SPEC_KEYS, ROLES, Role
+from hyperpod_core.names import INSTANCE_TYPE_NODE_LABEL, PD_SPEC_KEYS, ROLES, Role
+from hyperpod_dpd.kube import GPU_RESOURCE
 
-#: The GPU resource of the NVIDIA device plugin (what the role pods request and nodes report as allocatable).
-GPU_RESOURCE: Final = "nvidia.com/gpu"
-#: The well-known node label of the instance type (Kubernetes docs, "Well-Known Labels, Annotations and Taints";
-#: HyperPod sets it to the ``ml.`` type): where a role without a nodeSelector, or a colocated worker, may land.
-INSTANCE_TYPE_LABEL: Final = "node.kubernetes.io/instance-type"
 #: The pdSpec keys of each role (:data:`hyperpod_core.names.PD_SPEC_KEYS`).
 ROLE_SPEC: Final[dict[str, str]] = PD_SPEC_KEYS
 
@@ -50,7 +46,7 @@ class NodeRoom:
     name: str
     labels: Mapping[str, str]
     allocatable: int
-    """``status.allocatable`` of :data:`GPU_RESOURCE`."""
+    """``status.allocatable`` of :data:`hyperpod_dpd.kube.GPU_RESOURCE`."""
     held: Mapping[str, int] = field(default_factory=dict)
     """GPUs requested by the pods bound to the node (not Succeeded or Failed), by owner: ``<namespace>/<Deployment>``
     for a Deployment's pod, ``<namespace>/<pod>`` for any other."""
@@ -215,7 +211,7 @@ def demands(spec: Mapping[str, Any], selectors: Mapping[Role, Mapping[str, str]]
                     "resources")), pods=_count((pd.get(ROLE_SPEC[role]) or {}).get("replicas"), 1,
                                                  f"pdSpec.{ROLE_SPEC[role]}.replicas")) for role in ROLES]
     instance_type = spec.get("instanceType")
-    return [Demand(role="worker", selector={INSTANCE_TYPE_LABEL: str(instance_type)} if instance_type else {},
+    return [Demand(role="worker", selector={INSTANCE_TYPE_NODE_LABEL: str(instance_type)} if instance_type else {},
                    gpus=_gpus((spec.get("worker") or {}).get("resources")),
                    pods=_count(spec.get("replicas"), 1, "replicas"), affinity=node_affinity(spec))]
 

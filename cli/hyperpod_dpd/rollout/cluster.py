@@ -6,7 +6,7 @@ official client's API groups, the request timeout, one-line errors).
   ReplicaSet ``<deployment>-<pod-template-hash>`` belongs to that Deployment (Kubernetes docs, "Deployments": "The
   name of a ReplicaSet is [DEPLOYMENT-NAME]-[HASH]"). A pod's GPU request is what its containers request (the
   request, else the limit: Kubernetes sets an extended resource's request to its limit), or the largest init
-  container's when that is more (Kubernetes docs, "Init Containers", "Resource sharing within containers");
+  container's when that is more (:func:`hyperpod_dpd.kube.pod_gpus`);
 * the operator's role Deployments' ``spec.strategy`` (:meth:`Cluster.strategies`);
 * the InferenceEndpointConfig: created (POST), replaced in place (PUT with the live ``resourceVersion``), deleted;
   ready when ``status.state`` is ``DeploymentComplete`` for the current generation (CRD status enum); gone when a
@@ -31,8 +31,18 @@ from hyperpod_core.names import (
     EndpointNames,
     Role,
 )
-from hyperpod_dpd.kube import REQUEST_TIMEOUT, ApiException, Kube, kube_errors, read_or_none, request
-from hyperpod_dpd.rollout.capacity import GPU_RESOURCE, NodeRoom, Strategy
+from hyperpod_dpd.kube import (
+    GPU_RESOURCE,
+    REQUEST_TIMEOUT,
+    ApiException,
+    Kube,
+    kube_errors,
+    pod_gpus,
+    quantity,
+    read_or_none,
+    request,
+)
+from hyperpod_dpd.rollout.capacity import NodeRoom, Strategy
 from hyperpod_dpd.vllm_args import model_arg, model_of_argv
 
 #: When the operator reports no ``status.observedGeneration``, a state older than the last apply cannot be told from
@@ -42,31 +52,6 @@ UNOBSERVED_GRACE_SECONDS: Final = 60.0
 #: "Taints and Tolerations", taint-based evictions).
 BLOCKING_TAINTS: Final = frozenset({NODE_HEALTH_TAINT_KEY, "node.kubernetes.io/unschedulable",
                                     "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})
-
-
-def _quantity(value: Any) -> int:
-    try:
-        return int(str(value))
-    except ValueError:
-        return 0
-
-
-def _container_gpus(container: Any) -> int:
-    resources = container.resources
-    if resources is None:
-        return 0
-    for side in (resources.requests, resources.limits):
-        if side and GPU_RESOURCE in side:
-            return _quantity(side[GPU_RESOURCE])
-    return 0
-
-
-def pod_gpus(pod: Any) -> int:
-    """The GPUs a pod holds on its node (module docstring)."""
-    spec = pod.spec
-    main = sum(_container_gpus(c) for c in spec.containers or [])
-    init = max((_container_gpus(c) for c in spec.init_containers or []), default=0)
-    return max(main, init)
 
 
 def endpoint_deployments(namespace: str, name: str, obj: dict[str, Any] | None) -> list[str]:
@@ -108,17 +93,13 @@ class Cluster:
                        field_selector="status.phase!=Succeeded,status.phase!=Failed").items
         held: dict[str, dict[str, int]] = {}
         for pod in pods:
-            node = pod.spec.node_name if pod.spec else None
-            phase = pod.status.phase if pod.status else None
-            if not node or phase in ("Succeeded", "Failed"):
-                continue
-            gpus = pod_gpus(pod)
+            gpus = pod_gpus(pod)  # none for a pod not bound, or finished
             if gpus:
-                owners = held.setdefault(node, {})
+                owners = held.setdefault(pod.spec.node_name, {})
                 owners[pod_owner(pod)] = owners.get(pod_owner(pod), 0) + gpus
         rooms = []
         for n in nodes:
-            allocatable = _quantity(((n.status.allocatable if n.status else None) or {}).get(GPU_RESOURCE, 0))
+            allocatable = quantity(((n.status.allocatable if n.status else None) or {}).get(GPU_RESOURCE, 0))
             if not allocatable:
                 continue
             conditions = (n.status.conditions if n.status else None) or []

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 from constructs import Construct
 
+from hyperpod_core.names import INSTANCE_TYPE_NODE_LABEL
 from hyperpod_k8s.endpoint import common
-from hyperpod_k8s.endpoint import defaults as d
 from hyperpod_k8s.endpoint.props import EndpointProps
 from hyperpod_k8s.imports.com.amazon.aws.sagemaker import inference as iec
 
@@ -51,7 +51,7 @@ def node_affinity(p: EndpointProps) -> iec.InferenceEndpointConfigSpecNodeAffini
     (:attr:`EndpointProps.colocated_node_labels`, one term per label; terms are ORed, the expressions of one term
     ANDed [CRD]). Without it the baseline took decode's CPU budget onto any node of the type (review of issue 34,
     defect 3)."""
-    of_type = _EXPRESSION(key=d.INSTANCE_TYPE_NODE_LABEL, operator="In", values=[p.instance_type])
+    of_type = _EXPRESSION(key=INSTANCE_TYPE_NODE_LABEL, operator="In", values=[p.instance_type])
     terms = [[of_type, _EXPRESSION(key=label, operator="In", values=list(values))]
              for label, values in p.colocated_node_labels] or [[of_type]]
     return iec.InferenceEndpointConfigSpecNodeAffinity(

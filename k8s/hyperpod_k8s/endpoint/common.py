@@ -26,7 +26,7 @@ def metadata(p: EndpointProps, mode: str) -> cdk8s.ApiObjectMetadata:
 
 def gpu_resources(gpus: int, requests: WorkerRequests) -> dict[str, Any]:
     """Requests and limits of one worker: ``gpus`` GPUs (extended resources need a limit equal to the request)
-    and the CPU and memory derived from its node (:meth:`hyperpod_core.config.model.Config.worker_requests`)."""
+    and the CPU and memory derived from its node (:meth:`hyperpod_core.config.spec.EndpointSpec.worker_requests`)."""
     values = {"cpu": requests.cpu, "memory": f"{requests.memory_gib}Gi", d.GPU_RESOURCE: gpus}
     return {"requests": values, "limits": {d.GPU_RESOURCE: gpus}}
 

@@ -36,7 +36,7 @@ METRICS_PATH: Final = "/metrics"
 # Pod CPU and memory requests are not constants: the reference manifest's 96 CPU per 8 GPUs is every CPU of an
 # ml.p5.48xlarge with ThreadsPerCore 1 and never fits. They come from the node: the workers of one node request
 # at most 90 % of it, the rest covers the kubelet, DaemonSets, router and operator sidecars
-# (hyperpod_core.config.model.Config.worker_requests; docs/cluster.md, "Worker requests come from the node").
+# (hyperpod_core.config.spec.EndpointSpec.worker_requests; docs/cluster.md, "Worker requests come from the node").
 
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 
@@ -50,12 +50,6 @@ POOL_NODE_LABEL: Final = "hyperpod-dpd/pool"
 ``KubernetesConfig.Labels``). A role gets ``nodeSelector {POOL_NODE_LABEL: <role>}`` only when all of its
 capacity is dedicated; with ``shared`` groups it has none and may land on any GPU node of the endpoint's
 instance type."""
-
-INSTANCE_TYPE_NODE_LABEL: Final = "node.kubernetes.io/instance-type"
-"""The well-known Kubernetes label of a node's instance type; a HyperPod node carries its ``ml.`` type there (the
-HyperPod Helm chart's device plugins select nodes by it: aws/sagemaker-hyperpod-cli
-``helm_chart/HyperPodHelmChart/values.yaml``). The colocated baseline selects its instance type by this label in its
-``nodeAffinity``, which the CRD makes "mutually exclusive with instanceType and instanceTypes" [CRD]."""
 
 ROLE_LABEL: Final = "inference.sagemaker.aws.amazon.com/dpd-role"
 """Label the operator puts on prefill and decode pods [DPD]; used in docs, not set by us."""
