@@ -105,9 +105,9 @@ def test_reference_deviations_are_listed_next_to_the_result(tmp_path):
     # 5 % cheaper is within benchmark.split_min_saving (10 %): stay with one pool
     (dict(tpot=40.0, tput=1000.0), dict(tpot=30.0, tput=1055.0), False, "less than benchmark.split_min_saving (10%)"),
     # TPOT p95 SLO 100 ms (observability.slo default): only DPD meets it
-    (dict(tpot=140.0), dict(tpot=60.0), True, "only DPD meets observability.slo"),
+    (dict(tpot=140.0), dict(tpot=60.0), True, "only DPD meets the endpoint's SLO"),
     # TTFT p95 SLO 2.5 s (observability.slo default): DPD's KV transfer pushes it over
-    (dict(tpot=40.0), dict(tpot=30.0, ttft=3000.0), False, "DPD misses observability.slo (TTFT p95 3.00 s > 2.5 s"),
+    (dict(tpot=40.0), dict(tpot=30.0, ttft=3000.0), False, "DPD misses the endpoint's SLO (TTFT p95 3.00 s > 2.5 s"),
     (dict(tpot=140.0), dict(tpot=130.0), None, "neither mode meets"),
 ])
 def test_verdict(col, dpd, split, words):

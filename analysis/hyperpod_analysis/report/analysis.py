@@ -479,18 +479,18 @@ def _verdict(scenario: str, cells: list[Cell], spec: EndpointSpec, price: Instan
     if d is None and c is None:
         miss = "; ".join(slo_check(top.dpd, slo).misses + slo_check(top.colocated, slo).misses)
         return Verdict(scenario=scenario, split=None,
-                       reason=f"neither mode meets observability.slo at any measured concurrency "
+                       reason=f"neither mode meets the endpoint's SLO at any measured concurrency "
                               f"(at {top.concurrency}: {miss}); size up before deciding")
     if c is None:
         assert d is not None
         miss = "; ".join(slo_check(top.colocated, slo).misses)
         return Verdict(scenario=scenario, split=True,
-                       reason=f"only DPD meets observability.slo (colocated at concurrency {top.concurrency}: "
+                       reason=f"only DPD meets the endpoint's SLO (colocated at concurrency {top.concurrency}: "
                               f"{miss}); DPD at concurrency {d.concurrency}: {cost_text(d, price)}")
     if d is None:
         miss = "; ".join(slo_check(top.dpd, slo).misses)
         return Verdict(scenario=scenario, split=False,
-                       reason=f"DPD misses observability.slo ({miss} at concurrency {top.concurrency}); "
+                       reason=f"DPD misses the endpoint's SLO ({miss} at concurrency {top.concurrency}); "
                               f"colocated meets it: {cost_text(c, price)} at concurrency {c.concurrency}")
     dc, cc = d.gpu_hours_per_million_output_tokens(), c.gpu_hours_per_million_output_tokens()
     margin = spec.benchmark.split_min_saving
@@ -503,4 +503,4 @@ def _verdict(scenario: str, cells: list[Cell], spec: EndpointSpec, price: Instan
         why = f"DPD is cheaper by less than benchmark.split_min_saving ({margin:.0%}), not worth a second pool"
     else:
         why = "colocated is cheaper per output token"
-    return Verdict(scenario=scenario, split=split, reason=f"both meet observability.slo; {why}: {costs}")
+    return Verdict(scenario=scenario, split=split, reason=f"both meet the endpoint's SLO; {why}: {costs}")
