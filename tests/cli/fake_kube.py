@@ -74,9 +74,15 @@ ENDPOINT = "llama-3-3-70b"
 #: A prefill pod of another endpoint, ``llama-3-3-70b-p5en`` (config/examples/p5en-two-prefill.yaml), in the same
 #: namespace: its name starts with ``prefill-llama-3-3-70b-``, and it served requests that are not the benchmark's.
 OTHER_PREFILL_POD = f"prefill-{ENDPOINT}-p5en-6d5f7c8b9-d3c0y"
-#: The router pod of endpoint ``llama-3-3-70b-default`` in namespace ``router-x``: ``<iec>-<ns>-router-...`` starts
-#: like ours (``llama-3-3-70b-default-router-``), and its log holds requests that are not the benchmark's.
-OTHER_ROUTER_POD = f"{ENDPOINT}-default-router-x-router-7c6b5a4d3-zz9yx"
+def other_router_pod(endpoint: str) -> str:
+    """The router pod of endpoint ``<endpoint>-default`` in namespace ``router-x``: ``<iec>-<ns>-router-...`` starts
+    like the benchmarked endpoint's (``<endpoint>-default-router-``), and its log holds requests that are not the
+    benchmark's."""
+    return f"{endpoint}-default-router-x-router-7c6b5a4d3-zz9yx"
+
+
+#: :func:`other_router_pod` of the default endpoint.
+OTHER_ROUTER_POD = other_router_pod(ENDPOINT)
 OTHER_ROUTER_LOG = "".join("[INFO] Conditional routing: estimated_tokens=9000, threshold=4096, disaggregate=True\n"
                            for _ in range(40))
 
@@ -171,7 +177,7 @@ class _Handler(QuietHandler):
                 pod = name.split("/")[0]
                 if pod == st.router_pod:
                     return self.send_body(200, st.router_log[st.router_mark:], "text/plain")
-                if pod == OTHER_ROUTER_POD:
+                if pod == other_router_pod(st.endpoint):
                     return self.send_body(200, OTHER_ROUTER_LOG, "text/plain")
                 return self.send_body(200, st.logs.get(pod.removesuffix("-pod"), ""), "text/plain")
             if kind == "deployments":
@@ -337,7 +343,7 @@ class _Handler(QuietHandler):
                     if (labels := {"app": endpoint, ROLE_LABEL: "prefill"}).items() >= wanted.items()]
         if ns == OPERATOR_NAMESPACE and st.router_pod:
             routers = {st.router_pod: f"{st.endpoint}-default-router",
-                       OTHER_ROUTER_POD: f"{ENDPOINT}-default-router-x-router"}
+                       other_router_pod(st.endpoint): f"{st.endpoint}-default-router-x-router"}
             return [{"metadata": {"name": p, "namespace": ns, "labels": {"app": app}}}
                     for p, app in sorted(routers.items()) if {"app": app}.items() >= wanted.items()]
         return []
