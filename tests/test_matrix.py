@@ -72,6 +72,8 @@ COVERAGE: dict[str, Callable[[Config], bool]] = {
     "an existing model bucket with its KMS key": lambda c: c.model_bucket.existing_name is not None
         and c.model_bucket.existing_kms_key_arn is not None,
     "delete the model bucket on destroy": lambda c: c.model_bucket.delete_on_destroy,
+    "an endpoint's own model bucket with its KMS key": lambda c: any(
+        e.model.bucket is not None and e.model.kms_key_arn is not None for e in c.endpoints),
     "autoscaling": lambda c: any(e.autoscaling.enabled for e in c.endpoints),
     "a model revision named in the config": lambda c: any(e.model.revision is not None for e in c.endpoints),
     "observability off": lambda c: not c.observability.enabled,

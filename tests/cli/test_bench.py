@@ -553,7 +553,8 @@ def fleet_env(tmp_path_factory) -> Path:
     outputs.parent.mkdir()
     outputs.write_text(json.dumps(FLEET_OUTPUTS), encoding="utf-8")
     staged_model.write(tmp / "fleet.out" / staged_model.RECORD_FILE,
-                       bucket=FLEET_OUTPUTS["two-models-platform"]["ModelBucketName"],
+                       bucket=data["endpoints"][1]["model"].get("bucket")
+                       or FLEET_OUTPUTS["two-models-platform"]["ModelBucketName"],
                        s3_prefix=data["endpoints"][1]["model"]["s3_prefix"],
                        manifest_bytes=b'{"format": 1, "files": {}}\n', files=6)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):

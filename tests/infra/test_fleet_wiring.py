@@ -58,12 +58,18 @@ def _rendered(value: Any) -> str:
 
 
 @pytest.mark.parametrize("name", [TWO_MODELS])
-def test_the_two_model_example_reads_both_prefixes_and_no_bucket_whole(synthesize_matrix, name: str) -> None:
+def test_the_two_model_example_reads_each_prefix_in_its_bucket_and_no_bucket_whole(synthesize_matrix,
+                                                                                  name: str) -> None:
     """Every reader of the weights (S3 CSI driver, HyperPod nodes) reads below both models' ``s3_prefix`` and
-    nowhere else; each endpoint's benchmark Jobs read their own model; no object resource is a bucket's root."""
+    nowhere else: the 70B's in the deployment's bucket (a reference), the 8B's in its own ``model.bucket`` (a
+    literal ARN); each endpoint's benchmark Jobs read their own model; no object resource is a bucket's root. The
+    8B's list, read and decrypt statements against AWS's published resource types:
+    tests/test_deploy_facts.py ``test_an_endpoints_own_bucket_is_read_below_its_prefix_with_its_key``."""
     s = synthesize_matrix(name).require()
     specs = s.config.specs()
-    prefixes = [spec.model.s3_prefix for spec in specs]
+    assert [spec.model.bucket is not None for spec in specs] == [False, True]  # what this test is about
+    prefixes = [f"arn:<ref>:s3:::{spec.model.bucket}/{spec.model.s3_prefix}*" if spec.model.bucket
+                else f"<ref>/{spec.model.s3_prefix}*" for spec in specs]
     template = s.templates[f"{s.config.name}-platform"]
     policies = {k: r["Properties"] for k, r in template["Resources"].items() if r["Type"] == "AWS::IAM::Policy"}
     readers = {k: p["PolicyDocument"]["Statement"] for k, p in policies.items()
@@ -75,9 +81,9 @@ def test_the_two_model_example_reads_both_prefixes_and_no_bucket_whole(synthesiz
 
     for reader in ("InferenceIamS3CsiPolicy", "HyperPodExecutionRoleModelRead"):
         (statements,) = [v for k, v in readers.items() if k.startswith(reader)]
-        assert read(statements) == sorted(f"<ref>/{p}*" for p in prefixes), reader
+        assert read(statements) == sorted(prefixes), reader
     benchmark = sorted(read(v) for k, v in readers.items() if k.startswith("BenchmarkClient"))
-    assert benchmark == sorted([f"<ref>/{p}*"] for p in prefixes)
+    assert benchmark == sorted([p] for p in prefixes)
     for logical_id, statements in readers.items():
         roots = [r for st in statements for r in map(_rendered, _list(st["Resource"]))
                  if re.fullmatch(r"(<ref>|arn:<ref>:s3:::[^/]+)/\*", r)]

@@ -78,10 +78,12 @@ def test_each_role_runs_on_the_instance_group_it_names(two_models, example) -> N
 
 
 def test_each_endpoint_reads_its_own_model(two_models, example) -> None:
+    """The 70B from the deployment's bucket (no outputs: not deployable), the 8B from its own ``model.bucket``."""
+    assert [e["model"].get("bucket") is not None for e in example["endpoints"]] == [False, True]
     for e in example["endpoints"]:
         (dpd,) = _endpoints(two_models.dist / e["name"] / PLACEHOLDERS / "endpoint")
         source = dpd["spec"]["modelSourceConfig"]
-        assert source["s3Storage"]["bucketName"] == "UNRESOLVED-ModelBucketName"  # no outputs: not deployable
+        assert source["s3Storage"]["bucketName"] == e["model"].get("bucket", "UNRESOLVED-ModelBucketName")
         assert source["modelLocation"].startswith(e["model"]["s3_prefix"])
         args = dpd["spec"]["worker"]["args"]
         assert args[args.index("--served-model-name") + 1] == e["model"]["name"]
@@ -201,12 +203,10 @@ def test_each_endpoints_benchmark_writes_its_results_below_its_own_folder(exampl
 
 
 def test_an_endpoints_own_bucket_is_its_weights_location(example) -> None:
-    """``model.bucket`` of one endpoint (weights in another bucket); the other keeps the deployment's."""
-    data = copy.deepcopy(example)
-    data["endpoints"][1]["model"]["bucket"] = "team-small-models"
-    config = parse_config(data)
-    big, small = (props_of(config, name=e["name"]) for e in data["endpoints"])
-    assert small.bucket_name == "team-small-models"
+    """``model.bucket`` of one endpoint (the 8B's weights in another bucket); the other keeps the deployment's."""
+    config = parse_config(example)
+    big, small = (props_of(config, name=e["name"]) for e in example["endpoints"])
+    assert small.bucket_name == example["endpoints"][1]["model"]["bucket"]
     assert big.bucket_name == "UNRESOLVED-ModelBucketName"
 
 
@@ -230,8 +230,8 @@ def test_each_endpoint_resolves_its_own_revision(example, tmp_path: Path) -> Non
     placed = {s.name: layout(s, tmp_path / "dist", inputs) for s in config.specs()}
     assert not placed[big["name"]].unresolved and placed[small["name"]].unresolved
 
-    also = staged_model.write(record, bucket="models-bucket", s3_prefix=small["model"]["s3_prefix"],
-                              manifest_bytes=b"8b", files=1)
+    also = staged_model.write(record, bucket=small["model"]["bucket"], s3_prefix=small["model"]["s3_prefix"],
+                              manifest_bytes=b"8b", files=1)  # the 8B's weights are staged in its own bucket
     inputs = resolve_inputs(config, outputs, record)
     assert [inputs.endpoint(e["name"]).model_revision.value for e in (big, small)] == [staged.revision, also.revision]
     assert any(line.startswith(f"input model_revision[{small['name']}] = {also.revision} ")

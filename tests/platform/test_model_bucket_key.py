@@ -119,9 +119,11 @@ def test_fails_when_a_key_is_given_without_an_existing_bucket() -> None:
 
 
 def test_every_matrix_config_decrypts_the_weights_with_exactly_the_buckets_key(synthesized) -> None:
-    """Whole app, every config under config/: each policy that reads the model objects may decrypt with the
-    bucket's key and no other (the created key, or ``model_bucket.existing_kms_key_arn``; none for an existing
-    bucket named without a key), and the platform stack outputs that key as ``ModelBucketKeyArn``."""
+    """Whole app, every config under config/: each policy that reads the model objects may decrypt with the keys of
+    the buckets it reads and no other: the deployment bucket's (the created key, or
+    ``model_bucket.existing_kms_key_arn``; none for an existing bucket named without a key) and, for objects of an
+    endpoint's own ``model.bucket``, that endpoint's ``model.kms_key_arn``; the platform stack outputs the deployment
+    bucket's key as ``ModelBucketKeyArn``."""
     s = synthesized.require()
     config = s.config
     template = s.templates[f"{config.name}-platform"]
@@ -136,8 +138,18 @@ def test_every_matrix_config_decrypts_the_weights_with_exactly_the_buckets_key(s
         expected = None
     policies = _reader_policies(template)
     assert len(policies) >= 3, sorted(policies)  # S3 CSI driver, HyperPod nodes, benchmark Jobs
+    own = {spec.model.bucket: spec.model.kms_key_arn for spec in config.specs() if spec.model.bucket is not None}
     for logical_id, statements in policies.items():
-        assert _kms_grants(statements) == ([(["kms:Decrypt"], [expected])] if expected is not None else []), \
-            logical_id
+        reads = [r for st in statements if st.get("Sid") == "ReadModelObjects" for r in _list(st["Resource"])]
+        keys: list[Any] = []
+        for resource in reads:
+            # arn:<partition>:s3:::<bucket>/<prefix>*, written as a string or an Fn::Join of the partition
+            text = resource if isinstance(resource, str) else "".join(
+                part for part in resource.get("Fn::Join", ["", []])[1] if isinstance(part, str))
+            bucket = text.split(":s3:::", 1)[1].split("/", 1)[0] if ":s3:::" in text else ""
+            key = own.get(bucket, expected)
+            if key is not None and key not in keys:
+                keys.append(key)
+        assert _kms_grants(statements) == ([(["kms:Decrypt"], keys)] if keys else []), logical_id
     output = template.get("Outputs", {}).get(outputs.MODEL_BUCKET_KEY_ARN)
     assert (output["Value"] if output else None) == expected

@@ -11,7 +11,10 @@ SSE-KMS object needs ``kms:Decrypt`` on its key).
 
 The construct is built alone in a bare ``App`` + ``Stack``; the platform stack alone (stand-ins) shows each reader
 policy naming both prefixes and each endpoint's benchmark Jobs getting their own identity; the two-model example
-through the whole app is ``test_the_two_model_example_reads_both_prefixes_and_no_bucket_whole``.
+through the whole app (the 8B in a bucket of its own, with its own key) is
+``test_the_two_model_example_reads_each_prefix_in_its_bucket_and_no_bucket_whole`` (tests/infra/test_fleet_wiring.py)
+and, against AWS's published resource types, ``test_an_endpoints_own_bucket_is_read_below_its_prefix_with_its_key``
+(tests/test_deploy_facts.py).
 """
 
 from __future__ import annotations
