@@ -9,6 +9,7 @@ needs the checkout when there is none. What an installed command needs comes wit
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Final
 
@@ -49,3 +50,28 @@ def checkout(needed_for: str) -> Path:
     if CHECKOUT is None:
         raise CheckoutRequired(needed_for)
     return CHECKOUT
+
+
+def origin_checkout(root: Path) -> Path | None:
+    """The checkout ``root`` was cloned from, when its ``origin`` remote is a folder on this machine (a path or a
+    ``file://`` URL); ``None`` otherwise (a network remote, no remote, no git)."""
+    try:
+        url = subprocess.run(["git", "-C", str(root), "config", "--get", "remote.origin.url"], capture_output=True,
+                             text=True, timeout=10, check=False).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if not url or ("://" in url and not url.startswith("file://")) or (":" in url and "://" not in url):
+        return None  # https://, ssh://, or scp-like host:path
+    folder = (root / url.removeprefix("file://")).resolve()
+    return folder if folder.is_dir() and folder != root.resolve() else None
+
+
+def beside_checkout(*parts: str, root: Path | None = None) -> tuple[Path, ...]:
+    """``../<parts>`` beside the checkout (``root``, default :data:`CHECKOUT`), then beside the local checkout it was
+    cloned from (:func:`origin_checkout`): where the shared, not-ours files a checkout reads live (the operator CRDs,
+    the exporters' metric contract). A fresh ``git clone /work/main /tmp/x`` finds the copies its origin found."""
+    root = root if root is not None else CHECKOUT
+    if root is None:
+        return ()
+    origin = origin_checkout(root)
+    return tuple(base.parent.joinpath(*parts) for base in (root, *((origin,) if origin else ())))

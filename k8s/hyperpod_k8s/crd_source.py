@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 from pathlib import Path
 from typing import Annotated
 
@@ -53,20 +52,6 @@ def _verified(path: Path, pin: pins.CrdPin) -> Path:
     return path
 
 
-def origin_checkout(root: Path) -> Path | None:
-    """The checkout ``root`` was cloned from, when its ``origin`` remote is a folder on this machine (a path or a
-    ``file://`` URL); ``None`` otherwise (a network remote, no remote, no git)."""
-    try:
-        url = subprocess.run(["git", "-C", str(root), "config", "--get", "remote.origin.url"], capture_output=True,
-                             text=True, timeout=10, check=False).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if not url or ("://" in url and not url.startswith("file://")) or (":" in url and "://" not in url):
-        return None  # https://, ssh://, or scp-like host:path
-    folder = (root / url.removeprefix("file://")).resolve()
-    return folder if folder.is_dir() and folder != root.resolve() else None
-
-
 def resolve_crd(pin: pins.CrdPin = pins.INFERENCE_ENDPOINT_CONFIG_CRD, *, crd_dir: str | Path | None = None,
                 fetch: bool = False) -> Path:
     """Return a verified local path of the pinned CRD file."""
@@ -78,8 +63,7 @@ def resolve_crd(pin: pins.CrdPin = pins.INFERENCE_ENDPOINT_CONFIG_CRD, *, crd_di
         return _verified(path, pin)
     root = paths.CHECKOUT
     if root is not None:
-        origin = origin_checkout(root)
-        for candidate in (root / SHARED_DIR, *((origin / SHARED_DIR,) if origin else ()), root / CACHE_DIR):
+        for candidate in (*paths.beside_checkout(*SHARED_DIR.parts[1:]), root / CACHE_DIR):
             if (candidate / pin.file_name).is_file():
                 return _verified(candidate / pin.file_name, pin)
     if not fetch:

@@ -61,7 +61,7 @@ def test_the_shared_folder_is_the_pinned_versions():
 
 def test_a_local_clone_finds_the_shared_crds_beside_its_origin(tmp_path):
     """``git clone /work/main /tmp/fresh``: the clone's ``../shared`` does not exist, its origin's does."""
-    from hyperpod_k8s.crd_source import origin_checkout
+    from hyperpod_core.paths import beside_checkout, origin_checkout
 
     origin, clone, elsewhere = tmp_path / "work" / "main", tmp_path / "tmp" / "fresh", tmp_path / "other"
     for folder in (origin, elsewhere):
@@ -74,6 +74,9 @@ def test_a_local_clone_finds_the_shared_crds_beside_its_origin(tmp_path):
         subprocess.run(["git", "-C", str(clone), "remote", "set-url", "origin", url], check=True)
         assert origin_checkout(clone) is None, url
     assert origin_checkout(elsewhere) is None  # no remote
+    subprocess.run(["git", "-C", str(clone), "remote", "set-url", "origin", str(origin)], check=True)
+    assert beside_checkout("shared", "metrics", root=clone) == (tmp_path / "tmp" / "shared" / "metrics",
+                                                               tmp_path / "work" / "shared" / "metrics")
 
 
 def test_bindings_are_generated_for_v1_with_pdspec():

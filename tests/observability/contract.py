@@ -78,13 +78,19 @@ class Family:
 
 
 def metrics_dir() -> Path:
+    """``$HYPERPOD_METRICS_DIR``, else ``../shared/metrics`` beside the checkout or beside the local checkout it was
+    cloned from (:func:`hyperpod_core.paths.beside_checkout`)."""
+    from hyperpod_core.paths import beside_checkout
+
     given = os.environ.get(ENV_VAR)
-    path = Path(given) if given else REPO_ROOT.parent / "shared" / "metrics"
-    missing = [f for f in (*EXPORTER_FILES, "SOURCES.md") if not (path / f).is_file()]
-    if missing:
-        raise FileNotFoundError(f"{ENV_VAR} / ../shared/metrics ({path}) lacks {missing}: point {ENV_VAR} at "
-                                "the directory holding the exporters' metric contract")
-    return path
+    candidates = (Path(given),) if given else beside_checkout("shared", "metrics", root=REPO_ROOT)
+    for path in candidates:
+        missing = [f for f in (*EXPORTER_FILES, "SOURCES.md") if not (path / f).is_file()]
+        if not missing:
+            return path
+    raise FileNotFoundError(f"{ENV_VAR} / ../shared/metrics ({', '.join(map(str, candidates))}) lacks "
+                            f"{[*EXPORTER_FILES, 'SOURCES.md']}: point {ENV_VAR} at the directory holding the "
+                            "exporters' metric contract")
 
 
 @functools.cache  # the contract files are read once per process (families() is called per series)
